@@ -1,0 +1,60 @@
+package exp
+
+import (
+	"slices"
+	"sort"
+
+	"triad/internal/id"
+	"triad/internal/ring"
+	"triad/internal/sim"
+)
+
+// oracle is the true ring: the IDs of every vnode on a running host.
+type oracle struct{ ids []id.ID }
+
+func newOracle(s *sim.Sim) oracle {
+	var o oracle
+	for _, h := range s.Hosts() {
+		if !h.Up() {
+			continue
+		}
+		for _, v := range h.Handler().(*ring.Host).Vnodes() {
+			o.ids = append(o.ids, v.Self().ID)
+		}
+	}
+	slices.SortFunc(o.ids, func(a, b id.ID) int { return a.Cmp(b) })
+	return o
+}
+
+// successor is the first vnode at or after key, clockwise.
+func (o oracle) successor(key id.ID) id.ID {
+	i := sort.Search(len(o.ids), func(i int) bool { return o.ids[i].Cmp(key) >= 0 })
+	return o.ids[i%len(o.ids)]
+}
+
+// predecessor is the last vnode before x, clockwise.
+func (o oracle) predecessor(x id.ID) id.ID {
+	i := sort.Search(len(o.ids), func(i int) bool { return o.ids[i].Cmp(x) >= 0 })
+	return o.ids[(i-1+len(o.ids))%len(o.ids)]
+}
+
+// ringErrors counts vnodes whose successor or predecessor pointer is wrong.
+func (o oracle) ringErrors(s *sim.Sim) int {
+	bad := 0
+	for _, h := range s.Hosts() {
+		if !h.Up() {
+			continue
+		}
+		for _, v := range h.Handler().(*ring.Host).Vnodes() {
+			self := v.Self().ID
+			if len(o.ids) == 1 {
+				continue
+			}
+			succ := o.successor(self.AddPow2(0))
+			if v.Successor().ID != succ || v.Predecessor().ID != o.predecessor(self) {
+				bad++
+			}
+		}
+	}
+	return bad
+}

@@ -1,0 +1,315 @@
+package exp
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/ring"
+	"triad/internal/sim"
+)
+
+// RingConfig describes a `triad sim ring` run.
+type RingConfig struct {
+	Nodes  int     // hosts in the stable ring
+	Vnodes int     // virtual servers per host
+	Seed   uint64  // fixes the whole run
+	Fail   float64 // fraction of hosts crashed at once after stabilization
+	Churn  bool    // run lookups during churn (Tapestry's "churn 1")
+	// Lookups is how many random lookups to measure. Default 10,000.
+	Lookups int
+	// JoinSpacing is the time between initial joins. Default 20ms.
+	JoinSpacing time.Duration
+	// ChurnInterarrival and ChurnLifetime are the means of the churn
+	// process's exponential distributions. Defaults 20s and 4m.
+	ChurnInterarrival, ChurnLifetime time.Duration
+	// ChurnDuration is how long churn runs while lookups are measured.
+	// Default 10m.
+	ChurnDuration time.Duration
+	// Ring configures every host.
+	Ring ring.Config
+	// Log, if set, receives progress lines.
+	Log io.Writer
+}
+
+// DefaultRingConfig returns a 1,000-node run with seed 1.
+func DefaultRingConfig() RingConfig {
+	return RingConfig{
+		Nodes: 1000, Vnodes: 1, Seed: 1, Lookups: 10000,
+		JoinSpacing:       20 * time.Millisecond,
+		ChurnInterarrival: 20 * time.Second, ChurnLifetime: 4 * time.Minute,
+		ChurnDuration: 10 * time.Minute,
+		Ring:          ring.DefaultConfig(),
+	}
+}
+
+// RingResult is what a run measured; its JSON form is the final line of
+// `triad sim ring --json`.
+type RingResult struct {
+	Nodes           int     `json:"nodes"`
+	Vnodes          int     `json:"vnodes"`
+	Seed            uint64  `json:"seed"`
+	Fail            float64 `json:"fail"`
+	Churn           bool    `json:"churn"`
+	Lookups         int     `json:"lookups"`
+	Correct         int     `json:"correct"`
+	Failed          int     `json:"failed"`
+	CorrectFraction float64 `json:"correct_fraction"`
+	MeanHops        float64 `json:"mean_hops"`
+	HopsPerLog2N    float64 `json:"hops_per_log2n"`
+	Fallbacks       uint64  `json:"iterative_fallbacks"`
+	LatencyP50Ms    float64 `json:"latency_p50_ms"`
+	LatencyP99Ms    float64 `json:"latency_p99_ms"`
+	RTTMedianMs     float64 `json:"rtt_median_ms"`
+	StabilizeSecs   float64 `json:"stabilize_seconds"`
+	RestabilizeSecs float64 `json:"restabilize_seconds,omitempty"`
+	ChurnJoins      int     `json:"churn_joins,omitempty"`
+	ChurnDeaths     int     `json:"churn_deaths,omitempty"`
+	Messages        uint64  `json:"messages"`
+	Events          uint64  `json:"events"`
+	EventsPerSec    float64 `json:"events_per_sec"`
+	VirtualSeconds  float64 `json:"virtual_seconds"`
+	WallSeconds     float64 `json:"wall_seconds"`
+	TraceHash       string  `json:"trace_hash"`
+}
+
+// RunRing builds a ring of cfg.Nodes hosts on the synthetic topology, lets
+// it stabilize, optionally crashes a fraction or churns it, and measures
+// random lookups against the oracle.
+func RunRing(cfg RingConfig) (RingResult, error) {
+	if cfg.Nodes < 1 || cfg.Nodes > sim.MaxHosts/2 {
+		return RingResult{}, fmt.Errorf("nodes %d not in [1, %d]", cfg.Nodes, sim.MaxHosts/2)
+	}
+	if cfg.Fail < 0 || cfg.Fail >= 1 {
+		return RingResult{}, fmt.Errorf("fail fraction %v not in [0, 1)", cfg.Fail)
+	}
+	if cfg.Vnodes < 1 {
+		cfg.Vnodes = 1
+	}
+	if err := cfg.Ring.Validate(); err != nil {
+		return RingResult{}, err
+	}
+	logf := func(format string, args ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format+"\n", args...)
+		}
+	}
+	wallStart := time.Now()
+	topo := sim.NewTopology(cfg.Nodes, cfg.Seed)
+	s := sim.New(sim.Config{Seed: cfg.Seed}, topo)
+	r := s.Rand()
+	res := RingResult{Nodes: cfg.Nodes, Vnodes: cfg.Vnodes, Seed: cfg.Seed, Fail: cfg.Fail, Churn: cfg.Churn}
+	res.RTTMedianMs = ms(topo.Stats(20000).Median)
+
+	factory := func(bootstrap node.Addr) sim.Factory {
+		return func(addr node.Addr, disk node.Disk, rr *rand.Rand) (node.Handler, error) {
+			st, err := ring.LoadState(disk, rr, cfg.Vnodes)
+			if err != nil {
+				return nil, err
+			}
+			return ring.NewHost(cfg.Ring, addr, st, bootstrap)
+		}
+	}
+	// addHost joins a new host through a random running one.
+	addHost := func() (*sim.Host, error) {
+		var boot node.Addr
+		if up := upHosts(s, len(s.Hosts())); len(up) > 0 {
+			boot = up[r.IntN(len(up))].Addr
+		}
+		return s.AddHost(factory(boot))
+	}
+
+	// Phase 1: joins, then stabilization.
+	var joinErr error
+	for i := 0; i < cfg.Nodes; i++ {
+		s.At(time.Duration(i)*cfg.JoinSpacing, func() {
+			if _, err := addHost(); err != nil && joinErr == nil {
+				joinErr = err
+			}
+		})
+	}
+	s.RunUntil(time.Duration(cfg.Nodes) * cfg.JoinSpacing)
+	if joinErr != nil {
+		return res, joinErr
+	}
+	logf("sim ring: %d hosts joined by %.0fs virtual; stabilizing", cfg.Nodes, s.Now().Seconds())
+	t0 := s.Now()
+	if err := waitStable(s, 10*time.Minute); err != nil {
+		return res, err
+	}
+	res.StabilizeSecs = (s.Now() - t0).Seconds()
+	s.RunFor(fingerSettle(cfg.Ring))
+	logf("sim ring: ring correct after %.0fs; fingers settled at %.0fs virtual", res.StabilizeSecs, s.Now().Seconds())
+
+	// Phase 2: mass failure.
+	if cfg.Fail > 0 {
+		up := upHosts(s, cfg.Nodes)
+		r.Shuffle(len(up), func(i, j int) { up[i], up[j] = up[j], up[i] })
+		kill := int(math.Round(cfg.Fail * float64(cfg.Nodes)))
+		for _, h := range up[:min(kill, len(up)-1)] {
+			s.Crash(h, false)
+		}
+		logf("sim ring: crashed %d hosts at once; waiting for the ring to heal", kill)
+		t1 := s.Now()
+		if err := waitStable(s, 10*time.Minute); err != nil {
+			return res, err
+		}
+		res.RestabilizeSecs = (s.Now() - t1).Seconds()
+		s.RunFor(fingerSettle(cfg.Ring))
+		logf("sim ring: healed after %.0fs", res.RestabilizeSecs)
+	}
+
+	// Phase 3: lookups, spread over a window; with churn, the window is the
+	// churn period and only the stable hosts issue lookups.
+	window := time.Duration(cfg.Lookups) * 10 * time.Millisecond
+	if cfg.Churn {
+		window = cfg.ChurnDuration
+		end := s.Now() + window
+		var arrive func()
+		arrive = func() {
+			if s.Now() >= end {
+				return
+			}
+			h, err := addHost()
+			if err == nil {
+				res.ChurnJoins++
+				life := expDuration(r, cfg.ChurnLifetime)
+				s.At(s.Now()+life, func() {
+					if h.Up() {
+						s.Crash(h, false)
+						res.ChurnDeaths++
+					}
+				})
+			}
+			s.At(s.Now()+expDuration(r, cfg.ChurnInterarrival), arrive)
+		}
+		s.At(s.Now()+expDuration(r, cfg.ChurnInterarrival), arrive)
+		logf("sim ring: churn for %v (a join every %v, lifetime %v on average)", window, cfg.ChurnInterarrival, cfg.ChurnLifetime)
+	}
+	var (
+		hops, lat []float64
+		orc       oracle
+		orcGen    = ^uint64(0)
+	)
+	truth := func(key id.ID) id.ID {
+		if g := s.Membership(); g != orcGen {
+			orc, orcGen = newOracle(s), g
+		}
+		return orc.successor(key)
+	}
+	outstanding := 0
+	start := s.Now()
+	for i := 0; i < cfg.Lookups; i++ {
+		at := start + time.Duration(float64(window)*float64(i)/float64(cfg.Lookups))
+		s.At(at, func() {
+			up := upHosts(s, cfg.Nodes)
+			h := up[r.IntN(len(up))]
+			key := id.Random(r, id.Bytes)
+			from := r.IntN(cfg.Vnodes)
+			outstanding++
+			s.Do(h, func(env node.Env) {
+				h.Handler().(*ring.Host).Lookup(env, key, ring.LookupOptions{From: from}, func(env node.Env, lr ring.Result) {
+					outstanding--
+					res.Lookups++
+					if lr.Err != nil || len(lr.Succs) == 0 {
+						res.Failed++
+						return
+					}
+					if lr.Succs[0].ID == truth(key) {
+						res.Correct++
+					}
+					if !lr.Iterative {
+						hops = append(hops, float64(lr.Hops))
+					}
+					lat = append(lat, ms(lr.Latency))
+				})
+			})
+		})
+	}
+	s.RunUntil(start + window)
+	for deadline := s.Now() + time.Minute; outstanding > 0 && s.Now() < deadline; {
+		s.RunFor(time.Second)
+	}
+	res.Lookups += outstanding // lookups that never returned count as wrong
+	res.Failed += outstanding
+
+	for _, h := range s.Hosts() {
+		if rh, ok := h.Handler().(*ring.Host); ok {
+			res.Fallbacks += rh.Stats.IterativeFallbacks
+		}
+	}
+	if res.Lookups > 0 {
+		res.CorrectFraction = float64(res.Correct) / float64(res.Lookups)
+	}
+	res.MeanHops = mean(hops)
+	res.HopsPerLog2N = res.MeanHops / math.Log2(float64(cfg.Nodes*cfg.Vnodes))
+	slices.Sort(lat)
+	res.LatencyP50Ms, res.LatencyP99Ms = quantile(lat, 0.5), quantile(lat, 0.99)
+	res.Messages = s.Stats.Messages
+	res.Events = s.Stats.Events
+	res.VirtualSeconds = s.Now().Seconds()
+	res.WallSeconds = time.Since(wallStart).Seconds()
+	res.EventsPerSec = float64(res.Events) / res.WallSeconds
+	res.TraceHash = fmt.Sprintf("%016x", s.TraceHash())
+	return res, nil
+}
+
+// waitStable runs until every running vnode's successor and predecessor
+// pointers match the oracle, checking every 5 virtual seconds.
+func waitStable(s *sim.Sim, limit time.Duration) error {
+	deadline := s.Now() + limit
+	for {
+		bad := newOracle(s).ringErrors(s)
+		if bad == 0 {
+			return nil
+		}
+		if s.Now() >= deadline {
+			return fmt.Errorf("ring not stable after %v: %d vnodes with wrong neighbours", limit, bad)
+		}
+		s.RunFor(5 * time.Second)
+	}
+}
+
+// fingerSettle is long enough for two full finger-table refreshes.
+func fingerSettle(c ring.Config) time.Duration { return 40 * c.FixFingersInterval }
+
+// upHosts lists the running hosts among the first n.
+func upHosts(s *sim.Sim, n int) []*sim.Host {
+	var out []*sim.Host
+	for i, h := range s.Hosts() {
+		if i < n && h.Up() {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func expDuration(r *rand.Rand, mean time.Duration) time.Duration {
+	return time.Duration(r.ExpFloat64() * float64(mean))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t / float64(len(xs))
+}
+
+// quantile of sorted xs.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return xs[int(q*float64(len(xs)-1))]
+}

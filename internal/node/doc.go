@@ -1,0 +1,16 @@
+// Package node is the contract between protocol code and the drivers that run
+// it: the Env a node acts through and the Events it is driven by.
+//
+// Node logic is a deterministic state machine ("sans-IO"): it never touches
+// sockets, clocks, goroutines or global randomness. The net driver runs it
+// over TCP with real time; the sim driver runs thousands of the same nodes
+// under virtual time from one seed. See DESIGN.md, "Node logic is a
+// deterministic state machine".
+//
+//	func (h *Host) Handle(env node.Env, ev node.Event) {
+//		switch ev := ev.(type) {
+//		case node.MsgIn:      ...
+//		case node.TimerFired: ...
+//		}
+//	}
+package node

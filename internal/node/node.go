@@ -1,0 +1,100 @@
+package node
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"triad/internal/wire"
+)
+
+// Addr is a process's network address ("host:port" in the net driver, a
+// host name in the simulator). Virtual servers of one process share it.
+type Addr = string
+
+// Env is a node's only window on the world. Drivers implement it; a node
+// must not keep it after Handle returns.
+type Env interface {
+	// Now is the current time: virtual in the simulator.
+	Now() time.Time
+	// Rand is this process's random source, seeded by the driver.
+	Rand() *rand.Rand
+	// Send queues e for delivery to the process at to. Delivery is
+	// asynchronous and may fail silently; messages may be lost or
+	// reordered. The driver encodes or copies e before Send returns, so the
+	// node may change the slices it sent afterwards.
+	Send(to Addr, e wire.Envelope)
+	// After arranges for Handle(TimerFired{t}) after d. cancel stops it if it
+	// has not fired yet.
+	After(d time.Duration, t Timer) (cancel func())
+	// Offload runs w away from the event loop (disk I/O, hashing); its result
+	// comes back as Handle(WorkDone{...}).
+	Offload(w Work)
+}
+
+// Handler is a process's state machine. Handle applies one event. It never
+// blocks, starts goroutines, or keeps env or ev after it returns.
+type Handler interface {
+	Handle(env Env, ev Event)
+}
+
+// Event is one input to a node: Start, MsgIn, TimerFired, WorkDone, Request
+// or Stop.
+type Event interface{ isEvent() }
+
+// Start is the first event a process receives after it is created or
+// restarted.
+type Start struct{}
+
+// MsgIn is an envelope that arrived from From (a process address). For
+// messages from clients that have no listen address the driver supplies a
+// reply address that routes back over the client's connection.
+type MsgIn struct {
+	From Addr
+	Env  wire.Envelope
+}
+
+// Timer is a typed timer value: drivers hand it back in TimerFired. Being a
+// value rather than a closure lets the simulator and tests list and print
+// what is pending.
+type Timer interface{ String() string }
+
+// TimerFired reports that a timer set with After has expired.
+type TimerFired struct{ T Timer }
+
+// Work is a unit of blocking work that runs off the event loop. Run may use
+// disk but must not touch the node's state; its result goes into WorkDone.
+type Work interface {
+	Run(d Disk) (result any, err error)
+}
+
+// WorkDone carries the result of offloaded work back to the node.
+type WorkDone struct {
+	W      Work
+	Result any
+	Err    error
+}
+
+// Stop asks a process to shut down gracefully (tell its neighbours it is
+// leaving, save its state). The driver then flushes what was sent, for a
+// bounded time, and delivers nothing more.
+type Stop struct{}
+
+// Request runs Fn inside the node's event loop. Local blocking APIs (a Go
+// client, a command, a simulation experiment) use it to call the node's
+// methods; Fn must follow Handle's rules.
+type Request struct{ Fn func(env Env) }
+
+func (Request) isEvent()    {}
+func (Start) isEvent()      {}
+func (MsgIn) isEvent()      {}
+func (TimerFired) isEvent() {}
+func (WorkDone) isEvent()   {}
+func (Stop) isEvent()       {}
+
+// Disk is the small persistent store a driver gives offloaded work: whole
+// named files written atomically. The net driver backs it with the data
+// folder; the simulator with memory that a crash may or may not wipe.
+type Disk interface {
+	WriteFile(name string, data []byte) error
+	ReadFile(name string) ([]byte, error)
+}

@@ -1,0 +1,75 @@
+package ring
+
+import (
+	"fmt"
+	"time"
+
+	"triad/internal/rpc"
+	"triad/internal/wire"
+)
+
+// Config sets a Host's behaviour.
+type Config struct {
+	// Succs is the successor-list length. Default 16.
+	Succs int
+	// Preds is the predecessor-list length. Default 16.
+	Preds int
+	// StabilizeInterval is the mean time between stabilization rounds of a
+	// vnode; each round is jittered by ±25%. Default 1s.
+	StabilizeInterval time.Duration
+	// FixFingersInterval is the mean time between finger refreshes of a
+	// vnode (one finger each). Default 1s.
+	FixFingersInterval time.Duration
+	// LookupTimeout is how long a recursive lookup may take before the
+	// origin falls back to an iterative one. Default 4s.
+	LookupTimeout time.Duration
+	// HopTries bounds the next hops a node tries for one forwarded lookup
+	// before it reports failure. Default 3.
+	HopTries int
+	// IterativeSteps bounds the calls of one iterative lookup. Default 32.
+	IterativeSteps int
+	// SaveInterval is how often the peers a host knows are written to disk.
+	// Default 30s; zero disables periodic saves (the state is still saved
+	// at start and at Stop).
+	SaveInterval time.Duration
+	// DeadMemory is how long a peer that timed out is kept out of lists
+	// unless it is heard from. Default 30s.
+	DeadMemory time.Duration
+	// RPC configures calls.
+	RPC rpc.Config
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Succs:              16,
+		Preds:              16,
+		StabilizeInterval:  time.Second,
+		FixFingersInterval: time.Second,
+		LookupTimeout:      4 * time.Second,
+		HopTries:           3,
+		IterativeSteps:     32,
+		SaveInterval:       30 * time.Second,
+		DeadMemory:         30 * time.Second,
+		RPC:                rpc.DefaultConfig(),
+	}
+}
+
+// Validate reports a config that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Succs < 1 || c.Succs > wire.MaxListLen:
+		return fmt.Errorf("ring: successor list length %d not in [1, %d]", c.Succs, wire.MaxListLen)
+	case c.Preds < 1 || c.Preds > wire.MaxListLen:
+		return fmt.Errorf("ring: predecessor list length %d not in [1, %d]", c.Preds, wire.MaxListLen)
+	case c.StabilizeInterval <= 0 || c.FixFingersInterval <= 0:
+		return fmt.Errorf("ring: maintenance intervals must be positive")
+	case c.LookupTimeout <= 0:
+		return fmt.Errorf("ring: lookup timeout must be positive")
+	case c.HopTries < 1 || c.IterativeSteps < 1:
+		return fmt.Errorf("ring: hop tries and iterative steps must be at least 1")
+	case c.SaveInterval < 0 || c.DeadMemory < 0:
+		return fmt.Errorf("ring: save interval and dead memory must not be negative")
+	}
+	return c.RPC.Validate()
+}

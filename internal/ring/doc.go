@@ -1,0 +1,27 @@
+// Package ring implements the Chord ring that all of triad's storage sits
+// on (Stoica et al.; the DHash++ refinements are from
+// papers/dhashpp-low-latency-high-throughput.txt).
+//
+// A Host is one process's state machine (a node.Handler). It runs one or
+// more virtual servers (Vnode), each with its own ring ID, successor list
+// (default 16), predecessor list (each node asks its predecessor for its
+// list, which the predecessor returns with itself first), and finger table.
+//
+// Maintenance: every StabilizeInterval a vnode sends Stabilize to its
+// successor (Chord's stabilize and notify in one round trip) and
+// GetNeighbors to its predecessor; every FixFingersInterval it refreshes one
+// finger, from the top bit down, restarting at the top once a finger equals
+// its successor. A call that times out marks the whole peer process dead:
+// its vnodes leave every list at once, and stay out until it is heard from.
+//
+// Lookups are recursive: each hop acknowledges and forwards; the node that
+// can answer sends the key's successors straight to the origin. A hop whose
+// next node does not acknowledge tries the next-best node; if the whole
+// lookup times out the origin falls back to an iterative lookup it drives
+// itself. MinSuccs > 0 stops a lookup early at a node whose successor list
+// already holds that many successors of the key (DHash++ "integration").
+//
+// A Host persists its IDs and the peers it knows (state.json, through
+// node.Disk), so a restarted process rejoins at the same positions without
+// being told where the ring is.
+package ring

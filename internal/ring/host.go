@@ -1,0 +1,404 @@
+package ring
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/rpc"
+	"triad/internal/wire"
+)
+
+// Host is one process's ring state machine: its virtual servers, the calls
+// and lookups they have in flight, and what it knows of dead peers.
+type Host struct {
+	cfg    Config
+	addr   node.Addr
+	vnodes []*Vnode
+	rpc    *rpc.Client
+
+	// join lists where a vnode with no live successor may ask its way back
+	// into the ring: the bootstrap address first, then saved peers.
+	join []wire.NodeRef
+
+	lookups    map[uint64]*lookup
+	nextLookup uint64
+	dead       map[node.Addr]time.Time
+	stopped    bool
+
+	// RTT, if set, receives every round-trip sample (for Vivaldi).
+	RTT func(peer node.Addr, rtt time.Duration)
+
+	Stats Stats
+}
+
+// Stats are a host's counters; drivers export them.
+type Stats struct {
+	LookupsStarted, LookupsDone, LookupsFailed uint64
+	IterativeFallbacks                         uint64
+	HopFailures                                uint64
+	PeersDeclaredDead                          uint64
+	BadRequests                                uint64
+}
+
+// NewHost makes the state machine of the process at addr, with the vnode
+// IDs and known peers of st (see LoadState). bootstrap, if not empty, is the
+// address of any ring member to join through; without one, a host with no
+// saved peers starts a new ring.
+func NewHost(cfg Config, addr node.Addr, st State, bootstrap node.Addr) (*Host, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(st.IDs) == 0 {
+		return nil, fmt.Errorf("ring: host %s has no vnode ids", addr)
+	}
+	h := &Host{
+		cfg:     cfg,
+		addr:    addr,
+		rpc:     rpc.NewClient(cfg.RPC),
+		lookups: make(map[uint64]*lookup),
+		dead:    make(map[node.Addr]time.Time),
+	}
+	if bootstrap != "" && bootstrap != addr {
+		h.join = append(h.join, wire.NodeRef{Addr: bootstrap})
+	}
+	var known []wire.NodeRef
+	for _, p := range st.Peers {
+		if p.Addr != addr && p.ID.Width() == id.Bytes {
+			known = append(known, p)
+		}
+	}
+	h.join = append(h.join, known...)
+	for i, x := range st.IDs {
+		if x.Width() != id.Bytes {
+			return nil, fmt.Errorf("ring: vnode id %d has width %d", i, x.Width())
+		}
+		v := &Vnode{host: h, index: i, self: wire.NodeRef{ID: x, Addr: addr}}
+		v.fingers = make([]wire.NodeRef, id.Bits)
+		v.nextFinger = id.Bits - 1
+		// Saved peers are a best guess at the neighbours: stabilization and
+		// timeouts correct them.
+		v.succs = buildList(x, cfg.Succs, nil, sortedCopy(known, x, sortSuccs))
+		v.preds = buildList(x, cfg.Preds, nil, sortedCopy(known, x, sortPreds))
+		h.vnodes = append(h.vnodes, v)
+	}
+	// With nobody to ask, the first vnode founds a new ring; the others
+	// join through it.
+	h.vnodes[0].alone = len(h.join) == 0
+	return h, nil
+}
+
+func sortedCopy(list []wire.NodeRef, self id.ID, sortFn func(id.ID, []wire.NodeRef)) []wire.NodeRef {
+	out := slices.Clone(list)
+	sortFn(self, out)
+	return out
+}
+
+// Addr is the host's address.
+func (h *Host) Addr() node.Addr { return h.addr }
+
+// Vnodes returns the host's virtual servers.
+func (h *Host) Vnodes() []*Vnode { return h.vnodes }
+
+// Timers of a host, as typed values.
+type (
+	stabilizeTimer struct{ vnode int }
+	fixFingerTimer struct{ vnode int }
+	lookupTimer    struct{ id uint64 }
+	saveTimer      struct{}
+)
+
+func (t stabilizeTimer) String() string { return fmt.Sprintf("stabilize(%d)", t.vnode) }
+func (t fixFingerTimer) String() string { return fmt.Sprintf("fix-finger(%d)", t.vnode) }
+func (t lookupTimer) String() string    { return fmt.Sprintf("lookup-timeout(%d)", t.id) }
+func (saveTimer) String() string        { return "save-state" }
+
+// Handle applies one event.
+func (h *Host) Handle(env node.Env, ev node.Event) {
+	if h.stopped {
+		return
+	}
+	switch ev := ev.(type) {
+	case node.Start:
+		h.start(env)
+	case node.MsgIn:
+		h.handleMsg(env, ev)
+	case node.TimerFired:
+		h.handleTimer(env, ev.T)
+	case node.WorkDone:
+		// Saves are best effort: the next one retries. Drivers log errors.
+	case node.Request:
+		ev.Fn(env)
+	case node.Stop:
+		h.stop(env)
+	}
+}
+
+func (h *Host) start(env node.Env) {
+	for _, v := range h.vnodes {
+		// Spread the first rounds so that vnodes (and hosts started together)
+		// do not beat in step.
+		env.After(h.jitter(env, h.cfg.StabilizeInterval)/4, stabilizeTimer{v.index})
+		env.After(h.jitter(env, h.cfg.FixFingersInterval), fixFingerTimer{v.index})
+	}
+	h.save(env)
+	if h.cfg.SaveInterval > 0 {
+		env.After(h.cfg.SaveInterval, saveTimer{})
+	}
+}
+
+// stop leaves the ring gracefully: each vnode hands its lists to its
+// neighbours so they close the gap at once, and the state is saved.
+func (h *Host) stop(env node.Env) {
+	for _, v := range h.vnodes {
+		v.leave(env)
+	}
+	h.save(env)
+	h.stopped = true
+}
+
+func (h *Host) save(env node.Env) {
+	b, err := MarshalState(h.State())
+	if err != nil {
+		panic(err) // encoding our own values cannot fail
+	}
+	env.Offload(saveWork{b})
+}
+
+// State is what the host would save now.
+func (h *Host) State() State {
+	var s State
+	for _, v := range h.vnodes {
+		s.IDs = append(s.IDs, v.self.ID)
+	}
+	var peers []wire.NodeRef
+	for _, v := range h.vnodes {
+		peers = append(peers, v.succs...)
+		peers = append(peers, v.preds...)
+		for _, f := range v.fingers {
+			if !f.IsZero() {
+				peers = append(peers, f)
+			}
+		}
+	}
+	for _, p := range peers {
+		if p.Addr != h.addr && !contains(s.Peers, p.ID) && len(s.Peers) < maxSavedPeers {
+			s.Peers = append(s.Peers, p)
+		}
+	}
+	return s
+}
+
+func (h *Host) jitter(env node.Env, d time.Duration) time.Duration {
+	return d*3/4 + time.Duration(env.Rand().Int64N(int64(d)/2+1))
+}
+
+func (h *Host) handleTimer(env node.Env, t node.Timer) {
+	if h.rpc.HandleTimer(env, t) {
+		return
+	}
+	switch t := t.(type) {
+	case stabilizeTimer:
+		h.vnodes[t.vnode].stabilize(env)
+		env.After(h.jitter(env, h.cfg.StabilizeInterval), t)
+	case fixFingerTimer:
+		h.vnodes[t.vnode].fixFinger(env)
+	case lookupTimer:
+		h.lookupTimedOut(env, t.id)
+	case saveTimer:
+		h.save(env)
+		env.After(h.cfg.SaveInterval, t)
+	}
+}
+
+// vnodeFor finds the destination vnode of an envelope; the zero ID picks
+// the first.
+func (h *Host) vnodeFor(x id.ID) *Vnode {
+	if x.IsZero() {
+		return h.vnodes[0]
+	}
+	for _, v := range h.vnodes {
+		if v.self.ID == x {
+			return v
+		}
+	}
+	return nil
+}
+
+func (h *Host) handleMsg(env node.Env, in node.MsgIn) {
+	e := in.Env
+	if !e.From.IsZero() {
+		if e.From.ID.Width() != id.Bytes || e.From.Addr == "" {
+			h.Stats.BadRequests++
+			return
+		}
+		delete(h.dead, e.From.Addr) // it is alive
+	}
+	if err := validate(e.Msg); err != nil {
+		h.Stats.BadRequests++
+		if e.Kind == wire.Request {
+			rpc.RespondError(env, in, h.vnodes[0].self, wire.ErrCodeBadRequest, err.Error())
+		}
+		return // a bad reply is dropped: its call times out
+	}
+	if e.Kind == wire.Reply {
+		if peer, rtt, ok := h.rpc.HandleReply(env, in); ok && h.RTT != nil {
+			h.RTT(peer, rtt)
+		}
+		return
+	}
+	v := h.vnodeFor(e.To)
+	if v == nil {
+		if e.Kind == wire.Request {
+			rpc.RespondError(env, in, h.vnodes[0].self, wire.ErrCodeNoVnode, "no vnode "+e.To.Short()+" at "+h.addr)
+		}
+		return
+	}
+	switch m := e.Msg.(type) {
+	case *wire.Ping:
+		rpc.Respond(env, in, v.self, &wire.Ack{})
+	case *wire.Stabilize:
+		v.handleStabilize(env, in)
+	case *wire.GetNeighbors:
+		rpc.Respond(env, in, v.self, &wire.Neighbors{Preds: v.preds, Succs: v.succs})
+	case *wire.Lookup:
+		if !v.joined() {
+			rpc.RespondError(env, in, v.self, wire.ErrCodeBusy, "not joined yet")
+			return
+		}
+		rpc.Respond(env, in, v.self, &wire.Ack{})
+		v.route(env, m)
+	case *wire.LookupDone:
+		h.handleLookupDone(env, m)
+	case *wire.NextHop:
+		if !v.joined() {
+			rpc.RespondError(env, in, v.self, wire.ErrCodeBusy, "not joined yet")
+			return
+		}
+		rpc.Respond(env, in, v.self, v.nextHop(m.Key, int(m.MinSuccs)))
+	case *wire.Leave:
+		v.handleLeave(env, e.From, m)
+	case *wire.RingInfoReq:
+		rpc.Respond(env, in, v.self, h.RingInfo())
+	case *wire.ClientLookup:
+		h.Lookup(env, m.Key, LookupOptions{}, func(env node.Env, r Result) {
+			done := &wire.LookupDone{Key: r.Key, Hops: uint32(r.Hops), Pred: r.Pred, Succs: r.Succs}
+			if r.Err != nil {
+				done.Failed = r.Err.Error()
+			}
+			rpc.Respond(env, in, v.self, done)
+		})
+	default:
+		if e.Kind == wire.Request {
+			rpc.RespondError(env, in, v.self, wire.ErrCodeBadRequest, fmt.Sprintf("unexpected %T", m))
+		}
+	}
+}
+
+// validate checks the IDs a message carries have the ring's width.
+func validate(m wire.Msg) error {
+	check := func(list ...[]wire.NodeRef) error {
+		for _, l := range list {
+			for _, n := range l {
+				if n.ID.Width() != id.Bytes || n.Addr == "" {
+					return fmt.Errorf("bad node %v", n)
+				}
+			}
+		}
+		return nil
+	}
+	key := func(k id.ID) error {
+		if k.Width() != id.Bytes {
+			return fmt.Errorf("key must be %d bits", id.Bits)
+		}
+		return nil
+	}
+	switch m := m.(type) {
+	case *wire.Neighbors:
+		return check(m.Preds, m.Succs)
+	case *wire.Leave:
+		return check(m.Preds, m.Succs)
+	case *wire.Lookup:
+		if err := key(m.Key); err != nil {
+			return err
+		}
+		return check([]wire.NodeRef{m.Origin})
+	case *wire.LookupDone:
+		if err := key(m.Key); err != nil {
+			return err
+		}
+		return check(m.Succs)
+	case *wire.NextHop:
+		return key(m.Key)
+	case *wire.NextHopResp:
+		return check(m.Succs, m.Next)
+	case *wire.ClientLookup:
+		return key(m.Key)
+	}
+	return nil
+}
+
+// markDead removes every vnode of the process at addr from all lists and
+// keeps it out until it is heard from or DeadMemory passes.
+func (h *Host) markDead(env node.Env, addr node.Addr) {
+	if addr == h.addr {
+		return
+	}
+	if _, known := h.dead[addr]; !known {
+		h.Stats.PeersDeclaredDead++
+	}
+	h.dead[addr] = env.Now()
+	h.rpc.Forget(addr)
+	h.expireDead(env.Now())
+	for _, v := range h.vnodes {
+		v.forget(func(n wire.NodeRef) bool { return n.Addr == addr })
+	}
+}
+
+// maxDead bounds the dead-peer memory.
+const maxDead = 1024
+
+func (h *Host) expireDead(now time.Time) {
+	if len(h.dead) <= maxDead/2 {
+		return
+	}
+	for a, t := range h.dead {
+		if now.Sub(t) > h.cfg.DeadMemory {
+			delete(h.dead, a)
+		}
+	}
+	// Still too many: drop the oldest, choosing by (time, address) so that
+	// map order never decides what a node remembers.
+	for len(h.dead) > maxDead {
+		var oldest node.Addr
+		var at time.Time
+		for a, t := range h.dead {
+			if oldest == "" || t.Before(at) || (t.Equal(at) && a < oldest) {
+				oldest, at = a, t
+			}
+		}
+		delete(h.dead, oldest)
+	}
+}
+
+func (h *Host) isDead(env node.Env, n wire.NodeRef) bool {
+	t, ok := h.dead[n.Addr]
+	return ok && env.Now().Sub(t) <= h.cfg.DeadMemory
+}
+
+// RingInfo is the routing state of all vnodes, for `triad ring`.
+func (h *Host) RingInfo() *wire.RingInfo {
+	info := &wire.RingInfo{}
+	for _, v := range h.vnodes {
+		vi := wire.VnodeInfo{Self: v.self, Preds: slices.Clone(v.preds), Succs: slices.Clone(v.succs)}
+		for i := len(v.fingers) - 1; i >= 0; i-- {
+			if f := v.fingers[i]; !f.IsZero() {
+				vi.Fingers = append(vi.Fingers, wire.Finger{Bit: uint32(i), Node: f})
+			}
+		}
+		info.Vnodes = append(info.Vnodes, vi)
+	}
+	return info
+}

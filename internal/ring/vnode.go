@@ -1,0 +1,379 @@
+package ring
+
+import (
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/rpc"
+	"triad/internal/wire"
+)
+
+// Vnode is one virtual server: one position on the ring.
+type Vnode struct {
+	host  *Host
+	index int
+	self  wire.NodeRef
+
+	succs   []wire.NodeRef // nearest first; empty means alone on the ring
+	preds   []wire.NodeRef // nearest first
+	fingers []wire.NodeRef // fingers[i] = successor(self + 2^i), zero if unknown
+
+	nextFinger int
+	joining    bool
+	// alone is set on a vnode that has no successor and nobody to ask: it is
+	// a ring of one (the first vnode of a new ring, or the last survivor)
+	// and answers every lookup itself. A vnode with no successor that is
+	// not alone is still joining and answers none.
+	alone bool
+}
+
+// Self is the vnode's own reference.
+func (v *Vnode) Self() wire.NodeRef { return v.self }
+
+// Succs is the successor list, nearest first. The caller must not modify it.
+func (v *Vnode) Succs() []wire.NodeRef { return v.succs }
+
+// Preds is the predecessor list, nearest first. The caller must not modify it.
+func (v *Vnode) Preds() []wire.NodeRef { return v.preds }
+
+// Successor is the nearest successor, or the vnode itself when alone.
+func (v *Vnode) Successor() wire.NodeRef {
+	if len(v.succs) == 0 {
+		return v.self
+	}
+	return v.succs[0]
+}
+
+// Predecessor is the nearest known predecessor, or zero.
+func (v *Vnode) Predecessor() wire.NodeRef {
+	if len(v.preds) == 0 {
+		return wire.NodeRef{}
+	}
+	return v.preds[0]
+}
+
+// Fingers returns the known fingers from the highest bit down, without
+// repeats.
+func (v *Vnode) Fingers() []wire.NodeRef {
+	var out []wire.NodeRef
+	for i := len(v.fingers) - 1; i >= 0; i-- {
+		if f := v.fingers[i]; !f.IsZero() && !contains(out, f.ID) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (v *Vnode) skipFn(env node.Env) func(wire.NodeRef) bool {
+	return func(n wire.NodeRef) bool { return v.host.isDead(env, n) }
+}
+
+// stabilize runs one maintenance round: Stabilize (with notify) to the
+// successor and GetNeighbors to the predecessor. A vnode with no successor
+// asks its way back into the ring.
+func (v *Vnode) stabilize(env node.Env) {
+	h := v.host
+	if len(v.succs) == 0 {
+		v.rejoin(env)
+	} else {
+		succ := v.succs[0]
+		h.rpc.Call(env, succ.Addr, v.self, succ.ID, &wire.Stabilize{}, 0, func(env node.Env, m wire.Msg, err error) {
+			if err != nil {
+				v.callFailed(env, succ, err)
+				return
+			}
+			if nb, ok := m.(*wire.Neighbors); ok {
+				v.adoptSuccessors(env, succ, nb)
+			}
+		})
+	}
+	if len(v.preds) > 0 {
+		pred := v.preds[0]
+		h.rpc.Call(env, pred.Addr, v.self, pred.ID, &wire.GetNeighbors{}, 0, func(env node.Env, m wire.Msg, err error) {
+			if err != nil {
+				v.callFailed(env, pred, err)
+				return
+			}
+			if nb, ok := m.(*wire.Neighbors); ok && len(v.preds) > 0 && v.preds[0].ID == pred.ID {
+				// The predecessor's own list, with itself first.
+				v.preds = buildList(v.self.ID, h.cfg.Preds, v.skipFn(env), []wire.NodeRef{pred}, nb.Preds)
+			}
+		})
+	}
+}
+
+// adoptSuccessors applies the successor's reply to Stabilize. Any of its
+// predecessors that sit between us and it are closer successors of ours
+// (Chord adopts just the first; taking the whole list lets a crowd of
+// concurrent joiners sort itself out in a round or two instead of one node
+// per round). Our list is then all of these ordered clockwise from us.
+func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighbors) {
+	h := v.host
+	skip := v.skipFn(env)
+	cands := []wire.NodeRef{succ}
+	for _, p := range nb.Preds {
+		if p.ID.Between(v.self.ID, succ.ID) {
+			cands = append(cands, p)
+		}
+	}
+	cands = append(cands, nb.Succs...)
+	cands = buildList(v.self.ID, len(cands), skip, cands)
+	sortSuccs(v.self.ID, cands)
+	old := v.Successor()
+	v.succs = cands[:min(len(cands), h.cfg.Succs)]
+	if len(v.preds) == 0 && len(nb.Preds) == 0 {
+		// Two-node bootstrap: the successor has no predecessor yet.
+		v.preds = []wire.NodeRef{succ}
+	}
+	if s := v.Successor(); s.ID != old.ID && s.ID != v.self.ID {
+		// Notify the new successor now rather than a round later.
+		h.rpc.Call(env, s.Addr, v.self, s.ID, &wire.Stabilize{}, 0, func(env node.Env, m wire.Msg, err error) {
+			if err != nil {
+				v.callFailed(env, s, err)
+			}
+		})
+	}
+}
+
+// handleStabilize is the successor's side of stabilize: the sender joins
+// our predecessor list in its place (nearest first), then we reply with our
+// lists.
+func (v *Vnode) handleStabilize(env node.Env, in node.MsgIn) {
+	from := in.Env.From
+	if !from.IsZero() && from.ID != v.self.ID {
+		if !contains(v.preds, from.ID) {
+			v.preds = append(v.preds, from)
+			sortPreds(v.self.ID, v.preds)
+			v.preds = v.preds[:min(len(v.preds), v.host.cfg.Preds)]
+		}
+		if len(v.succs) == 0 && v.alone {
+			// Alone until now: the first joiner is also our successor.
+			v.succs = []wire.NodeRef{from}
+			v.alone = false
+		}
+	}
+	rpc.Respond(env, in, v.self, &wire.Neighbors{Preds: v.preds, Succs: v.succs})
+}
+
+// callFailed handles a failed call to n: a timeout means the process is
+// dead; an error reply saying the vnode is not there drops just that ID.
+func (v *Vnode) callFailed(env node.Env, n wire.NodeRef, err error) {
+	if e, ok := err.(*wire.Error); ok {
+		if e.Code == wire.ErrCodeNoVnode {
+			for _, w := range v.host.vnodes {
+				w.forget(func(m wire.NodeRef) bool { return m.ID == n.ID })
+			}
+		}
+		return
+	}
+	v.host.markDead(env, n.Addr)
+}
+
+// forget drops every node matching gone from this vnode's tables.
+func (v *Vnode) forget(gone func(wire.NodeRef) bool) {
+	keep := func(list []wire.NodeRef) []wire.NodeRef {
+		out := list[:0]
+		for _, n := range list {
+			if !gone(n) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	v.succs = keep(v.succs)
+	v.preds = keep(v.preds)
+	for i, f := range v.fingers {
+		if !f.IsZero() && gone(f) {
+			v.fingers[i] = wire.NodeRef{}
+		}
+	}
+}
+
+// rejoin looks up our own ID through any node we know of, to find our
+// successor again. Without any, the vnode is alone: a ring of one.
+func (v *Vnode) rejoin(env node.Env) {
+	if v.joining {
+		return
+	}
+	var cands []wire.NodeRef
+	for _, w := range v.host.vnodes { // co-located vnodes first: always reachable
+		if w != v && (len(w.succs) > 0 || w.alone) {
+			cands = append(cands, w.self)
+		}
+	}
+	for _, p := range v.preds {
+		cands = append(cands, p)
+	}
+	for _, f := range v.Fingers() {
+		cands = append(cands, f)
+	}
+	cands = append(cands, v.host.join...)
+	var live []wire.NodeRef
+	for _, c := range cands {
+		if !v.host.isDead(env, c) {
+			live = append(live, c)
+		}
+	}
+	if len(live) == 0 {
+		v.alone = true
+		return
+	}
+	v.joining = true
+	v.host.iterate(env, v, v.self.ID, 0, live, func(env node.Env, r Result) {
+		v.joining = false
+		if r.Err != nil || len(v.succs) > 0 {
+			return
+		}
+		v.succs = buildList(v.self.ID, v.host.cfg.Succs, v.skipFn(env), r.Succs)
+		if len(v.succs) > 0 {
+			v.alone = false
+			v.stabilize(env)
+		}
+	})
+}
+
+// leave hands our lists to our neighbours so they close the gap at once.
+func (v *Vnode) leave(env node.Env) {
+	msg := &wire.Leave{Preds: v.preds, Succs: v.succs}
+	if len(v.succs) > 0 {
+		env.Send(v.succs[0].Addr, wire.Envelope{Kind: wire.OneWay, From: v.self, To: v.succs[0].ID, Msg: msg})
+	}
+	if len(v.preds) > 0 && (len(v.succs) == 0 || v.preds[0].ID != v.succs[0].ID) {
+		env.Send(v.preds[0].Addr, wire.Envelope{Kind: wire.OneWay, From: v.self, To: v.preds[0].ID, Msg: msg})
+	}
+}
+
+// handleLeave removes a departing neighbour and splices in its lists.
+func (v *Vnode) handleLeave(env node.Env, from wire.NodeRef, m *wire.Leave) {
+	if from.IsZero() {
+		return
+	}
+	gone := func(n wire.NodeRef) bool { return n.ID == from.ID }
+	wasSucc := len(v.succs) > 0 && v.succs[0].ID == from.ID
+	wasPred := len(v.preds) > 0 && v.preds[0].ID == from.ID
+	v.forget(gone)
+	skip := func(n wire.NodeRef) bool { return gone(n) || v.host.isDead(env, n) }
+	if wasSucc {
+		v.succs = buildList(v.self.ID, v.host.cfg.Succs, skip, m.Succs, v.succs)
+		sortSuccs(v.self.ID, v.succs)
+	}
+	if wasPred {
+		v.preds = buildList(v.self.ID, v.host.cfg.Preds, skip, m.Preds, v.preds)
+		sortPreds(v.self.ID, v.preds)
+	}
+}
+
+// fixFinger refreshes one finger, from the top bit down. When a finger's
+// successor is our own successor, every lower finger is too: start again at
+// the top.
+func (v *Vnode) fixFinger(env node.Env) {
+	h := v.host
+	i := v.nextFinger
+	next := func(env node.Env) { env.After(h.jitter(env, h.cfg.FixFingersInterval), fixFingerTimer{v.index}) }
+	if len(v.succs) == 0 {
+		next(env)
+		return
+	}
+	target := v.self.ID.AddPow2(i)
+	h.Lookup(env, target, LookupOptions{From: v.index}, func(env node.Env, r Result) {
+		defer next(env)
+		if r.Err != nil || len(r.Succs) == 0 {
+			return
+		}
+		f := r.Succs[0]
+		if f.ID == v.self.ID || len(v.succs) > 0 && f.ID == v.succs[0].ID || i == 0 {
+			for j := i; j >= 0; j-- {
+				v.fingers[j] = wire.NodeRef{}
+			}
+			v.nextFinger = id.Bits - 1
+			return
+		}
+		v.fingers[i] = f
+		v.nextFinger = i - 1
+	})
+}
+
+// closest returns up to n known nodes that precede key (strictly between us
+// and key), closest to key first, skipping those bad rejects. full also
+// routes on the whole successor list. It runs on
+// every hop, so it avoids allocating for the common n = 1.
+func (v *Vnode) closest(key id.ID, n int, full bool, bad func(wire.NodeRef) bool) []wire.NodeRef {
+	// nearer reports whether a is closer to key (from below) than b.
+	nearer := func(a, b wire.NodeRef) bool { return a.ID.Between(b.ID, key) }
+	var best wire.NodeRef
+	var out []wire.NodeRef
+	consider := func(c wire.NodeRef) {
+		if c.IsZero() || !c.ID.Between(v.self.ID, key) || bad(c) {
+			return
+		}
+		if n == 1 {
+			if best.IsZero() || nearer(c, best) {
+				best = c
+			}
+			return
+		}
+		if !contains(out, c.ID) {
+			out = append(out, c)
+		}
+	}
+	// Classic Chord routes on fingers and the immediate successor, which
+	// gives its ½·log2 N hops; the rest of the successor list is a fallback
+	// when those are dead. Integration lookups use the whole list.
+	for i := len(v.fingers) - 1; i >= 0; i-- {
+		consider(v.fingers[i])
+	}
+	for i, s := range v.succs {
+		if i == 0 || full || (best.IsZero() && len(out) == 0) {
+			consider(s)
+		}
+	}
+	if n == 1 {
+		if best.IsZero() {
+			return nil
+		}
+		return []wire.NodeRef{best}
+	}
+	insertionSort(out, nearer)
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// answer reports whether this vnode can end a lookup for key: classic Chord
+// needs key in (self, successor]; with minSuccs > 0 any node whose successor
+// list holds minSuccs successors of key may answer. pred is the key's
+// predecessor, succs its successors.
+func (v *Vnode) answer(key id.ID, minSuccs int) (pred wire.NodeRef, succs []wire.NodeRef, ok bool) {
+	if len(v.succs) == 0 {
+		if v.alone {
+			return v.self, []wire.NodeRef{v.self}, true // we own everything
+		}
+		return wire.NodeRef{}, nil, false
+	}
+	if key.In(v.self.ID, v.succs[0].ID) {
+		return v.self, v.succs, true
+	}
+	if len(v.preds) > 0 && key.In(v.preds[0].ID, v.self.ID) {
+		// We are the key's successor and know its predecessor.
+		return v.preds[0], append([]wire.NodeRef{v.self}, v.succs...), true
+	}
+	if minSuccs > 0 {
+		for i := 1; i+minSuccs <= len(v.succs); i++ {
+			if key.In(v.succs[i-1].ID, v.succs[i].ID) {
+				return v.succs[i-1], v.succs[i:], true
+			}
+		}
+	}
+	return wire.NodeRef{}, nil, false
+}
+
+// joined reports whether the vnode is part of a ring and may route.
+func (v *Vnode) joined() bool { return len(v.succs) > 0 || v.alone }
+
+// nextHop answers one step of an iterative lookup.
+func (v *Vnode) nextHop(key id.ID, minSuccs int) *wire.NextHopResp {
+	if _, succs, ok := v.answer(key, minSuccs); ok {
+		return &wire.NextHopResp{Done: true, Succs: succs}
+	}
+	return &wire.NextHopResp{Next: v.closest(key, 4, minSuccs > 0, func(wire.NodeRef) bool { return false })}
+}

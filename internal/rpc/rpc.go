@@ -1,0 +1,196 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/wire"
+)
+
+// ErrTimeout is passed to a continuation whose call got no reply in time.
+var ErrTimeout = errors.New("rpc: timeout")
+
+// Config sets a Client's limits.
+type Config struct {
+	// Timeout is the time to wait for a reply from a peer whose round-trip
+	// time is not known yet. Default 2s. Known peers get an adaptive
+	// timeout (2·srtt + 4·rttvar, after TCP's RTO, RFC 6298) between MinTimeout
+	// and 2·Timeout.
+	Timeout time.Duration
+	// MinTimeout is the floor of adaptive timeouts. Default 250ms.
+	MinTimeout time.Duration
+	// MaxPending bounds calls in flight; Call refuses more. Default 4096.
+	MaxPending int
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{Timeout: 2 * time.Second, MinTimeout: 250 * time.Millisecond, MaxPending: 4096}
+}
+
+// Validate reports a config that cannot work.
+func (c Config) Validate() error {
+	if c.Timeout <= 0 {
+		return fmt.Errorf("rpc: timeout %v must be positive", c.Timeout)
+	}
+	if c.MinTimeout <= 0 || c.MinTimeout > c.Timeout {
+		return fmt.Errorf("rpc: min timeout %v must be in (0, %v]", c.MinTimeout, c.Timeout)
+	}
+	if c.MaxPending <= 0 {
+		return fmt.Errorf("rpc: max pending %d must be positive", c.MaxPending)
+	}
+	return nil
+}
+
+// Reply is a call's continuation. err is ErrTimeout, or the *wire.Error the
+// peer replied with, or nil with the peer's reply in m.
+type Reply func(env node.Env, m wire.Msg, err error)
+
+type call struct {
+	to     node.Addr
+	sent   time.Time
+	cont   Reply
+	cancel func()
+}
+
+// Client tracks the calls one process has in flight.
+type Client struct {
+	cfg     Config
+	next    uint64
+	pending map[uint64]*call
+	rtt     map[node.Addr]rttEstimate
+
+	// Counters, exported by the driver.
+	Calls, Replies, Timeouts, Stray uint64
+}
+
+// NewClient returns a client with cfg, which must be valid.
+func NewClient(cfg Config) *Client {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	return &Client{cfg: cfg, pending: make(map[uint64]*call), rtt: make(map[node.Addr]rttEstimate)}
+}
+
+// rttEstimate is a peer's smoothed round-trip time and its variation.
+type rttEstimate struct{ srtt, rttvar time.Duration }
+
+// maxRTTPeers bounds the RTT table; when full it is cleared (not pruned
+// piecemeal, so that map order never decides what a node remembers).
+const maxRTTPeers = 4096
+
+func (c *Client) observe(peer node.Addr, rtt time.Duration) {
+	e, ok := c.rtt[peer]
+	if !ok {
+		if len(c.rtt) >= maxRTTPeers {
+			clear(c.rtt)
+		}
+		c.rtt[peer] = rttEstimate{srtt: rtt, rttvar: rtt / 2}
+		return
+	}
+	d := e.srtt - rtt
+	if d < 0 {
+		d = -d
+	}
+	e.rttvar = (3*e.rttvar + d) / 4
+	e.srtt = (7*e.srtt + rtt) / 8
+	c.rtt[peer] = e
+}
+
+// Timeout is how long a call to peer waits: adaptive once the peer has
+// answered, the configured default before.
+func (c *Client) Timeout(peer node.Addr) time.Duration {
+	e, ok := c.rtt[peer]
+	if !ok {
+		return c.cfg.Timeout
+	}
+	// Twice the smoothed RTT, not TCP's one: a peer's answer may queue
+	// behind others on a slow access link, and a false timeout costs a
+	// peer its place in our tables.
+	return min(max(2*e.srtt+4*e.rttvar, c.cfg.MinTimeout), 2*c.cfg.Timeout)
+}
+
+// Forget drops what is known of peer's round-trip time (it restarted, or
+// was declared dead).
+func (c *Client) Forget(peer node.Addr) { delete(c.rtt, peer) }
+
+// Timer is the timeout of one call.
+type Timer struct{ ReqID uint64 }
+
+func (t Timer) String() string { return fmt.Sprintf("rpc-timeout(%d)", t.ReqID) }
+
+// Call sends m to the virtual server dst (zero: any) of the process at to,
+// from the local virtual server from, and arranges for cont to run once with
+// the outcome. It waits timeout (zero: the peer's adaptive timeout). It returns
+// false, and cont never runs, when MaxPending calls are already in flight.
+func (c *Client) Call(env node.Env, to node.Addr, from wire.NodeRef, dst id.ID, m wire.Msg, timeout time.Duration, cont Reply) bool {
+	if len(c.pending) >= c.cfg.MaxPending {
+		return false
+	}
+	if timeout <= 0 {
+		timeout = c.Timeout(to)
+	}
+	c.next++
+	reqID := c.next
+	cl := &call{to: to, sent: env.Now(), cont: cont}
+	c.pending[reqID] = cl
+	c.Calls++
+	env.Send(to, wire.Envelope{Kind: wire.Request, ReqID: reqID, From: from, To: dst, Msg: m})
+	cl.cancel = env.After(timeout, Timer{reqID})
+	return true
+}
+
+// Pending is the number of calls in flight.
+func (c *Client) Pending() int { return len(c.pending) }
+
+// HandleReply completes the call in reply to which in was sent and returns
+// the peer and the round-trip time. ok is false for a reply to no pending
+// call (late, duplicated or forged), which is counted and dropped.
+func (c *Client) HandleReply(env node.Env, in node.MsgIn) (peer node.Addr, rtt time.Duration, ok bool) {
+	cl := c.pending[in.Env.ReqID]
+	if cl == nil || cl.to != in.From {
+		c.Stray++
+		return "", 0, false
+	}
+	delete(c.pending, in.Env.ReqID)
+	cl.cancel()
+	c.Replies++
+	rtt = env.Now().Sub(cl.sent)
+	c.observe(cl.to, rtt)
+	var err error
+	if e, isErr := in.Env.Msg.(*wire.Error); isErr {
+		err = e
+	}
+	cl.cont(env, in.Env.Msg, err)
+	return cl.to, rtt, true
+}
+
+// HandleTimer fails the call whose timer t is; it reports whether t was one
+// of this client's timers.
+func (c *Client) HandleTimer(env node.Env, t node.Timer) bool {
+	rt, isRPC := t.(Timer)
+	if !isRPC {
+		return false
+	}
+	cl := c.pending[rt.ReqID]
+	if cl == nil {
+		return true // the reply won the race with a cancel that came too late
+	}
+	delete(c.pending, rt.ReqID)
+	c.Timeouts++
+	cl.cont(env, nil, fmt.Errorf("%w: %s after %v", ErrTimeout, cl.to, env.Now().Sub(cl.sent)))
+	return true
+}
+
+// Respond sends m as the reply to the request in.
+func Respond(env node.Env, in node.MsgIn, from wire.NodeRef, m wire.Msg) {
+	env.Send(in.From, wire.Envelope{Kind: wire.Reply, ReqID: in.Env.ReqID, From: from, To: in.Env.From.ID, Msg: m})
+}
+
+// RespondError sends an error reply to the request in.
+func RespondError(env node.Env, in node.MsgIn, from wire.NodeRef, code wire.ErrCode, text string) {
+	Respond(env, in, from, &wire.Error{Code: code, Text: text})
+}

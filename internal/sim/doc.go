@@ -1,0 +1,18 @@
+// Package sim is the discrete-event simulator: it runs many node.Handlers
+// (the same code the net driver runs) in one goroutine under virtual time.
+//
+// One priority queue orders every event by (time, sequence), one seeded
+// random source drives the network model, and each host gets its own seeded
+// source, so a seed gives the same run bit for bit; TraceHash fingerprints
+// the run to prove it. The network model is a synthetic wide-area topology
+// (Topology): per-pair latency from regions, in-region distance and
+// heavy-tailed access links; per-host access-link bandwidth with FIFO
+// queueing and tail drop; random loss; partitions. Hosts crash with or
+// without their disk, restart, join and leave, by hand, from a churn
+// process (Poisson arrivals, exponential lifetimes) or from a trace file
+// (see ParseTrace and docs/sim.md).
+//
+//	s := sim.New(sim.Config{Seed: 1}, sim.NewTopology(1000, 1))
+//	h := s.AddHost(factory)
+//	s.RunFor(10 * time.Minute)
+package sim

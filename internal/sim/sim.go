@@ -1,0 +1,398 @@
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"io/fs"
+	"math/rand/v2"
+	"time"
+
+	"triad/internal/node"
+	"triad/internal/wire"
+)
+
+// Config sets the network model and the seed.
+type Config struct {
+	// Seed fixes every random choice of a run.
+	Seed uint64
+	// Loss is the probability that a message between distinct hosts is lost.
+	Loss float64
+	// MaxQueueDelay bounds the backlog of an access link: a message that
+	// would wait longer is dropped (tail drop). Default 2s.
+	MaxQueueDelay time.Duration
+	// Epoch is virtual time zero. Default 2026-01-01 UTC.
+	Epoch time.Time
+	// DecodeMessages makes every message cross the full codec (encode and
+	// decode) rather than encode for its size and deep-copy. Slower; tests
+	// turn it on to prove that everything the nodes send decodes.
+	DecodeMessages bool
+}
+
+// Factory builds a host's state machine, from its disk (which may hold a
+// previous incarnation's state) and its own random source. The simulator
+// calls it when a host is added and at every restart.
+type Factory func(addr node.Addr, disk node.Disk, r *rand.Rand) (node.Handler, error)
+
+// Host is one simulated process.
+type Host struct {
+	s       *Sim
+	Index   int
+	Addr    node.Addr
+	factory Factory
+	handler node.Handler
+	up      bool
+	inc     uint64 // incarnation: events of earlier ones are dropped
+	rng     *rand.Rand
+	disk    memDisk
+	env     *env
+
+	upFree, downFree time.Duration // when each access link is next idle
+}
+
+// Handler is the host's current state machine (nil while down).
+func (h *Host) Handler() node.Handler { return h.handler }
+
+// Up reports whether the host is running.
+func (h *Host) Up() bool { return h.up }
+
+// Stats counts what the simulator did.
+type Stats struct {
+	Events, Messages, Dropped, Lost, QueueDrops, Bytes uint64
+	BootFailures                                       uint64
+}
+
+// Sim is one simulation.
+type Sim struct {
+	cfg    Config
+	topo   *Topology
+	now    time.Duration
+	queue  eventQueue
+	seq    uint64
+	rng    *rand.Rand
+	hosts  []*Host
+	byAddr map[node.Addr]*Host
+	group  []int // partition group per host index; nil when healed
+	gen    uint64 // bumped whenever a host goes up or down
+	trace  hash.Hash64
+	buf    []byte // trace hashing scratch
+	ebuf   []byte // encoding scratch
+	Stats  Stats
+}
+
+// New makes a simulator over topo.
+func New(cfg Config, topo *Topology) *Sim {
+	if cfg.MaxQueueDelay == 0 {
+		cfg.MaxQueueDelay = 2 * time.Second
+	}
+	if cfg.Epoch.IsZero() {
+		cfg.Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return &Sim{
+		cfg:    cfg,
+		topo:   topo,
+		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x5151)),
+		byAddr: make(map[node.Addr]*Host),
+		trace:  fnv.New64a(),
+	}
+}
+
+// Now is the virtual time elapsed since the start.
+func (s *Sim) Now() time.Duration { return s.now }
+
+// Rand is the simulator's own random source, for experiments.
+func (s *Sim) Rand() *rand.Rand { return s.rng }
+
+// Topology is the network the hosts live on.
+func (s *Sim) Topology() *Topology { return s.topo }
+
+// Hosts lists every host ever added, in order.
+func (s *Sim) Hosts() []*Host { return s.hosts }
+
+// HostAt returns the host with the given address, or nil.
+func (s *Sim) HostAt(a node.Addr) *Host { return s.byAddr[a] }
+
+// Membership changes whenever a host goes up or down, so that callers can
+// cache what they derive from the set of running hosts.
+func (s *Sim) Membership() uint64 { return s.gen }
+
+// TraceHash fingerprints every event processed so far.
+func (s *Sim) TraceHash() uint64 { return s.trace.Sum64() }
+
+// AddHost adds a host, grows the topology if needed, and starts it now.
+func (s *Sim) AddHost(f Factory) (*Host, error) {
+	i := len(s.hosts)
+	if i >= s.topo.Len() {
+		s.topo.Grow(i + 1)
+		if i >= s.topo.Len() {
+			return nil, fmt.Errorf("sim: topology full at %d hosts", i)
+		}
+	}
+	h := &Host{s: s, Index: i, Addr: fmt.Sprintf("h%d", i), factory: f, disk: memDisk{}}
+	h.env = &env{h: h}
+	s.hosts = append(s.hosts, h)
+	s.byAddr[h.Addr] = h
+	if err := s.boot(h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (s *Sim) boot(h *Host) error {
+	h.inc++
+	h.rng = rand.New(rand.NewPCG(s.cfg.Seed^uint64(h.Index)*0x9e3779b97f4a7c15, h.inc))
+	hd, err := h.factory(h.Addr, h.disk, h.rng)
+	if err != nil {
+		return fmt.Errorf("sim: start %s: %w", h.Addr, err)
+	}
+	h.handler, h.up = hd, true
+	s.gen++
+	s.schedule(0, h, node.Start{})
+	return nil
+}
+
+// Crash stops h at once. With wipe, its disk is lost too.
+func (s *Sim) Crash(h *Host, wipe bool) {
+	h.up, h.handler = false, nil
+	s.gen++
+	h.inc++ // pending timers and work of this incarnation die with it
+	if wipe {
+		h.disk = memDisk{}
+	}
+}
+
+// Restart boots a crashed host again from what its disk holds.
+func (s *Sim) Restart(h *Host) error {
+	if h.up {
+		return fmt.Errorf("sim: %s is running", h.Addr)
+	}
+	return s.boot(h)
+}
+
+// Leave stops h gracefully: it gets a node.Stop and then goes down once
+// what it sent has left.
+func (s *Sim) Leave(h *Host) {
+	if !h.up {
+		return
+	}
+	s.deliver(h, node.Stop{})
+	s.Crash(h, false)
+}
+
+// Partition splits the network: hosts in different groups cannot reach
+// each other. Hosts not listed form one more group.
+func (s *Sim) Partition(groups ...[]int) {
+	s.group = make([]int, s.topo.Len())
+	for g, hs := range groups {
+		for _, i := range hs {
+			if i < len(s.group) {
+				s.group[i] = g + 1
+			}
+		}
+	}
+}
+
+// Heal ends a partition.
+func (s *Sim) Heal() { s.group = nil }
+
+func (s *Sim) reachable(a, b int) bool {
+	if s.group == nil {
+		return true
+	}
+	ga, gb := 0, 0
+	if a < len(s.group) {
+		ga = s.group[a]
+	}
+	if b < len(s.group) {
+		gb = s.group[b]
+	}
+	return ga == gb
+}
+
+// At runs fn (a simulator-level action: crash, join, measure) at virtual
+// time t, or now if t has passed.
+func (s *Sim) At(t time.Duration, fn func()) {
+	if t < s.now {
+		t = s.now
+	}
+	s.push(&event{at: t, fn: fn})
+}
+
+// Do runs fn in h's event loop now, as a node.Request.
+func (s *Sim) Do(h *Host, fn func(env node.Env)) {
+	s.schedule(0, h, node.Request{Fn: fn})
+}
+
+// RunFor processes events for d of virtual time.
+func (s *Sim) RunFor(d time.Duration) { s.RunUntil(s.now + d) }
+
+// RunUntil processes every event due at or before t, then sets the clock
+// to t.
+func (s *Sim) RunUntil(t time.Duration) {
+	for s.queue.Len() > 0 && s.queue.peek().at <= t {
+		s.step(s.queue.pop())
+	}
+	if t > s.now {
+		s.now = t
+	}
+}
+
+func (s *Sim) step(e *event) {
+	s.now = e.at
+	if e.cancelled {
+		return
+	}
+	if e.fn != nil {
+		s.Stats.Events++
+		s.hashEvent(e, 0)
+		e.fn()
+		return
+	}
+	h := e.host
+	if !h.up {
+		return
+	}
+	if _, isMsg := e.ev.(node.MsgIn); !isMsg && e.inc != h.inc {
+		return // a timer or work result of an earlier incarnation
+	}
+	s.Stats.Events++
+	s.hashEvent(e, h.Index+1)
+	h.handler.Handle(h.env, e.ev)
+}
+
+// deliver runs ev on h immediately (used for Stop).
+func (s *Sim) deliver(h *Host, ev node.Event) {
+	s.Stats.Events++
+	h.handler.Handle(h.env, ev)
+}
+
+func (s *Sim) hashEvent(e *event, host int) {
+	b := s.buf[:0]
+	b = binary.LittleEndian.AppendUint64(b, uint64(e.at))
+	b = binary.LittleEndian.AppendUint32(b, uint32(host))
+	switch ev := e.ev.(type) {
+	case node.MsgIn:
+		b = append(b, 'm')
+		b = binary.LittleEndian.AppendUint16(b, uint16(ev.Env.Msg.Type()))
+		b = binary.LittleEndian.AppendUint64(b, ev.Env.ReqID)
+		b = append(b, ev.From...)
+	case node.TimerFired:
+		b = append(b, 't')
+		b = append(b, ev.T.String()...)
+	case node.WorkDone:
+		b = append(b, 'w')
+	case node.Start:
+		b = append(b, 's')
+	case node.Request:
+		b = append(b, 'r')
+	default:
+		b = append(b, 'f')
+	}
+	s.buf = b
+	s.trace.Write(b)
+}
+
+func (s *Sim) schedule(d time.Duration, h *Host, ev node.Event) *event {
+	e := &event{at: s.now + d, host: h, inc: h.inc, ev: ev}
+	s.push(e)
+	return e
+}
+
+func (s *Sim) push(e *event) {
+	s.seq++
+	e.seq = s.seq
+	s.queue.push(e)
+}
+
+// send models the network path from h to the process at to.
+func (s *Sim) send(from *Host, to node.Addr, e wire.Envelope) {
+	s.Stats.Messages++
+	dst := s.byAddr[to]
+	if dst == nil {
+		s.Stats.Dropped++
+		return
+	}
+	// The size on the wire is the real encoded size; the receiver gets its
+	// own copy, decoded or deep-copied.
+	b := wire.Encode(s.ebuf[:0], e)
+	s.ebuf = b
+	size := len(b) + 4
+	got := e
+	if s.cfg.DecodeMessages {
+		var err error
+		if got, err = wire.Decode(b); err != nil {
+			panic(fmt.Sprintf("sim: %T does not survive the codec: %v", e.Msg, err))
+		}
+	} else {
+		got.Msg = wire.Clone(e.Msg)
+	}
+	s.Stats.Bytes += uint64(size)
+	in := node.MsgIn{From: from.Addr, Env: got}
+	if dst == from {
+		s.schedule(0, dst, in)
+		return
+	}
+	if !s.reachable(from.Index, dst.Index) {
+		s.Stats.Dropped++
+		return
+	}
+	if s.cfg.Loss > 0 && s.rng.Float64() < s.cfg.Loss {
+		s.Stats.Lost++
+		return
+	}
+	bits := float64(8 * size)
+	// Uplink: FIFO behind what the host already queued.
+	start := max(s.now, from.upFree)
+	if start-s.now > s.cfg.MaxQueueDelay {
+		s.Stats.QueueDrops++
+		return
+	}
+	from.upFree = start + time.Duration(bits/s.topo.UpBps(from.Index)*float64(time.Second))
+	arrive := from.upFree + s.topo.RTT(from.Index, dst.Index)/2
+	// Downlink: FIFO at the receiver.
+	start = max(arrive, dst.downFree)
+	if start-arrive > s.cfg.MaxQueueDelay {
+		s.Stats.QueueDrops++
+		return
+	}
+	dst.downFree = start + time.Duration(bits/s.topo.DownBps(dst.Index)*float64(time.Second))
+	s.schedule(dst.downFree-s.now, dst, in)
+}
+
+// env is the node.Env of one host.
+type env struct{ h *Host }
+
+func (e *env) Now() time.Time   { return e.h.s.cfg.Epoch.Add(e.h.s.now) }
+func (e *env) Rand() *rand.Rand { return e.h.rng }
+
+func (e *env) Send(to node.Addr, m wire.Envelope) { e.h.s.send(e.h, to, m) }
+
+func (e *env) After(d time.Duration, t node.Timer) func() {
+	ev := e.h.s.schedule(d, e.h, node.TimerFired{T: t})
+	return func() { ev.cancelled = true }
+}
+
+// Offload runs w at once against the host's memory disk; the result
+// arrives as the next event.
+func (e *env) Offload(w node.Work) {
+	res, err := w.Run(e.h.disk)
+	e.h.s.schedule(0, e.h, node.WorkDone{W: w, Result: res, Err: err})
+}
+
+// memDisk is a host's disk in the simulator: it survives a crash unless the
+// crash wipes it.
+type memDisk map[string][]byte
+
+func (d memDisk) WriteFile(name string, data []byte) error {
+	d[name] = append([]byte(nil), data...)
+	return nil
+}
+
+func (d memDisk) ReadFile(name string) ([]byte, error) {
+	b, ok := d[name]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return append([]byte(nil), b...), nil
+}

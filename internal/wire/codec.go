@@ -1,0 +1,202 @@
+package wire
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"triad/internal/id"
+)
+
+// field is one decoded protobuf field: a varint or a length-delimited value.
+type field struct {
+	num protowire.Number
+	typ protowire.Type
+	u   uint64
+	b   []byte
+}
+
+// decoder collects the first error of a decode so that per-message code can
+// read fields without checking after each one.
+type decoder struct{ err error }
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+	}
+}
+
+// each calls fn for every known-shaped field of b, skipping fields of other
+// wire types so that newer peers may add fields.
+func (d *decoder) each(b []byte, fn func(field)) {
+	for len(b) > 0 && d.err == nil {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			d.fail("tag")
+			return
+		}
+		b = b[n:]
+		f := field{num: num, typ: typ}
+		switch typ {
+		case protowire.VarintType:
+			f.u, n = protowire.ConsumeVarint(b)
+		case protowire.BytesType:
+			f.b, n = protowire.ConsumeBytes(b)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			d.fail("field %d", num)
+			return
+		}
+		b = b[n:]
+		if typ == protowire.VarintType || typ == protowire.BytesType {
+			fn(f)
+		}
+	}
+}
+
+func (d *decoder) uint(f field) uint64 {
+	if f.typ != protowire.VarintType {
+		d.fail("field %d: want varint", f.num)
+	}
+	return f.u
+}
+
+func (d *decoder) uint32(f field) uint32 {
+	v := d.uint(f)
+	if v > 1<<32-1 {
+		d.fail("field %d: %d overflows uint32", f.num, v)
+	}
+	return uint32(v)
+}
+
+func (d *decoder) bool(f field) bool { return d.uint(f) != 0 }
+
+func (d *decoder) bytes(f field) []byte {
+	if f.typ != protowire.BytesType {
+		d.fail("field %d: want bytes", f.num)
+	}
+	return f.b
+}
+
+func (d *decoder) str(f field, max int) string {
+	b := d.bytes(f)
+	if len(b) > max {
+		d.fail("field %d: %d bytes > %d", f.num, len(b), max)
+		return ""
+	}
+	return string(b)
+}
+
+func (d *decoder) id(f field) id.ID {
+	x, err := id.FromBytes(d.bytes(f))
+	if err != nil && d.err == nil {
+		d.fail("field %d: %v", f.num, err)
+	}
+	return x
+}
+
+// node decodes a nested NodeRef {1: id, 2: addr}.
+func (d *decoder) node(f field) NodeRef {
+	var n NodeRef
+	d.each(d.bytes(f), func(g field) {
+		switch g.num {
+		case 1:
+			n.ID = d.id(g)
+		case 2:
+			n.Addr = d.str(g, MaxAddrBytes)
+		}
+	})
+	if n.ID.IsZero() && d.err == nil {
+		d.fail("field %d: node without id", f.num)
+	}
+	return n
+}
+
+// nodes appends one repeated NodeRef element, bounding the list length.
+func (d *decoder) nodes(list []NodeRef, f field) []NodeRef {
+	if len(list) >= MaxListLen {
+		d.fail("field %d: more than %d nodes", f.num, MaxListLen)
+		return list
+	}
+	return append(list, d.node(f))
+}
+
+// nested decodes a length-delimited sub-message with fn.
+func (d *decoder) nested(f field, fn func(field)) {
+	d.each(d.bytes(f), fn)
+}
+
+func putUint(b []byte, num protowire.Number, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, v)
+}
+
+func putBool(b []byte, num protowire.Number, v bool) []byte {
+	return putUint(b, num, protowire.EncodeBool(v))
+}
+
+func putString(b []byte, num protowire.Number, s string) []byte {
+	if s == "" {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendString(b, s)
+}
+
+func putID(b []byte, num protowire.Number, x id.ID) []byte {
+	if x.IsZero() {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(x.Width()))
+	return x.AppendTo(b)
+}
+
+func putNode(b []byte, num protowire.Number, n NodeRef) []byte {
+	if n.IsZero() {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return appendNested(b, func(b []byte) []byte {
+		b = putID(b, 1, n.ID)
+		return putString(b, 2, n.Addr)
+	})
+}
+
+func putNodes(b []byte, num protowire.Number, list []NodeRef) []byte {
+	for _, n := range list {
+		b = putNode(b, num, n)
+	}
+	return b
+}
+
+// appendNested appends a length-delimited value written by fn. The length
+// prefix is reserved at its largest size and the body moved back if the real
+// prefix is shorter, so nothing is encoded twice.
+func appendNested(b []byte, fn func([]byte) []byte) []byte {
+	const reserve = 3 // varint of up to 2 MiB; larger bodies are shifted
+	start := len(b)
+	b = append(b, make([]byte, reserve)...)
+	b = fn(b)
+	n := len(b) - start - reserve
+	size := protowire.SizeVarint(uint64(n))
+	switch {
+	case size < reserve:
+		copy(b[start+size:], b[start+reserve:])
+		b = b[:start+size+n]
+	case size > reserve:
+		b = append(b, make([]byte, size-reserve)...)
+		copy(b[start+size:], b[start+reserve:start+reserve+n])
+	}
+	protowire.AppendVarint(b[start:start], uint64(n))
+	return b
+}
+
+func appendTagBytes(b []byte, num protowire.Number) []byte {
+	return protowire.AppendTag(b, num, protowire.BytesType)
+}

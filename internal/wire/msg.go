@@ -1,0 +1,207 @@
+package wire
+
+import (
+	"fmt"
+
+	"triad/internal/id"
+)
+
+// Type identifies a message type on the wire. Numbers are never reused.
+type Type uint16
+
+// Message types.
+const (
+	TypePing Type = 1 + iota
+	TypeAck
+	TypeError
+	TypeStabilize
+	TypeGetNeighbors
+	TypeNeighbors
+	TypeLookup
+	TypeLookupDone
+	TypeNextHop
+	TypeNextHopResp
+	TypeLeave
+	TypeRingInfoReq
+	TypeRingInfo
+	TypeClientLookup
+)
+
+func newMsg(t Type) Msg {
+	switch t {
+	case TypePing:
+		return &Ping{}
+	case TypeAck:
+		return &Ack{}
+	case TypeError:
+		return &Error{}
+	case TypeStabilize:
+		return &Stabilize{}
+	case TypeGetNeighbors:
+		return &GetNeighbors{}
+	case TypeNeighbors:
+		return &Neighbors{}
+	case TypeLookup:
+		return &Lookup{}
+	case TypeLookupDone:
+		return &LookupDone{}
+	case TypeNextHop:
+		return &NextHop{}
+	case TypeNextHopResp:
+		return &NextHopResp{}
+	case TypeLeave:
+		return &Leave{}
+	case TypeRingInfoReq:
+		return &RingInfoReq{}
+	case TypeRingInfo:
+		return &RingInfo{}
+	case TypeClientLookup:
+		return &ClientLookup{}
+	}
+	return nil
+}
+
+// Ping asks whether a node is alive; the answer is an Ack.
+type Ping struct{}
+
+// Ack is the empty reply.
+type Ack struct{}
+
+// ErrCode classifies an Error reply.
+type ErrCode uint32
+
+// Error codes.
+const (
+	ErrCodeInternal   ErrCode = 1 + iota
+	ErrCodeNoVnode            // the destination ID is not hosted here
+	ErrCodeBadRequest         // a field failed validation
+	ErrCodeNoRoute            // a lookup ran out of live next hops
+	ErrCodeBusy               // a bounded queue is full; try later
+)
+
+// Error is a failure reply to a request.
+type Error struct {
+	Code ErrCode
+	Text string
+}
+
+// Error makes *Error usable as a Go error.
+func (e *Error) Error() string { return e.Text }
+
+// Stabilize is Chord's stabilize and notify in one round trip: the sender
+// believes it is the receiver's predecessor. The reply is the receiver's
+// Neighbors.
+type Stabilize struct{}
+
+// GetNeighbors asks for the receiver's predecessor and successor lists.
+type GetNeighbors struct{}
+
+// Neighbors carries a node's predecessor list (nearest first) and successor
+// list (nearest first).
+type Neighbors struct {
+	Preds []NodeRef
+	Succs []NodeRef
+}
+
+// Lookup is a recursive lookup in flight. Each hop acknowledges it (Ack) and
+// forwards it; the node that can answer sends LookupDone to Origin.
+type Lookup struct {
+	LookupID uint64
+	Key      id.ID
+	Origin   NodeRef
+	// MinSuccs selects where the lookup stops. Zero routes to the key's
+	// immediate predecessor (classic Chord). m > 0 lets the first node whose
+	// successor list already holds m successors of Key answer (DHash++
+	// "integration"), saving the last hops.
+	MinSuccs uint32
+	Hops     uint32
+}
+
+// LookupDone ends a lookup: the answering node's view of Key's successors,
+// nearest first. Failed is set when no route was found.
+type LookupDone struct {
+	LookupID uint64
+	Key      id.ID
+	Hops     uint32
+	Pred     NodeRef
+	Succs    []NodeRef
+	Failed   string
+}
+
+// NextHop asks one step of an iterative lookup.
+type NextHop struct {
+	Key      id.ID
+	MinSuccs uint32
+}
+
+// NextHopResp answers NextHop: either Done with the key's successors, or the
+// next candidates to ask, best first.
+type NextHopResp struct {
+	Done  bool
+	Succs []NodeRef
+	Next  []NodeRef
+}
+
+// Leave tells a neighbour that the sender is leaving gracefully, with its
+// lists so the neighbour can close the gap at once.
+type Leave struct {
+	Preds []NodeRef
+	Succs []NodeRef
+}
+
+// RingInfoReq asks a process for the routing state of all its virtual
+// servers (for `triad ring`).
+type RingInfoReq struct{}
+
+// Finger is one finger-table entry: the successor of self + 2^Bit.
+type Finger struct {
+	Bit  uint32
+	Node NodeRef
+}
+
+// VnodeInfo is one virtual server's routing state.
+type VnodeInfo struct {
+	Self    NodeRef
+	Preds   []NodeRef
+	Succs   []NodeRef
+	Fingers []Finger
+}
+
+// RingInfo answers RingInfoReq.
+type RingInfo struct {
+	Vnodes []VnodeInfo
+}
+
+// ClientLookup asks a process to look up Key from one of its virtual
+// servers; the reply is a LookupDone.
+type ClientLookup struct {
+	Key id.ID
+}
+
+func shallowCopy(m Msg) Msg {
+	switch m := m.(type) {
+	case *Ping:
+		return &Ping{}
+	case *Ack:
+		return &Ack{}
+	case *Error:
+		c := *m
+		return &c
+	case *Stabilize:
+		return &Stabilize{}
+	case *GetNeighbors:
+		return &GetNeighbors{}
+	case *Lookup:
+		c := *m
+		return &c
+	case *NextHop:
+		c := *m
+		return &c
+	case *RingInfoReq:
+		return &RingInfoReq{}
+	case *ClientLookup:
+		c := *m
+		return &c
+	}
+	panic(fmt.Sprintf("wire: Clone of %T", m))
+}

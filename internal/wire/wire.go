@@ -1,0 +1,241 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"triad/internal/id"
+)
+
+// Version is the envelope format version. A frame of another version is
+// refused: peers must run compatible releases.
+const Version = 1
+
+// Limits on what a decoder accepts. They bound memory per frame and are
+// checked before allocation.
+const (
+	MaxFrameBytes = 4 << 20 // whole frame; blocks of later issues fit well under it
+	MaxAddrBytes  = 255     // host:port
+	MaxListLen    = 64      // nodes in any list (successors, fingers...)
+	MaxTextBytes  = 1024    // error texts
+	MaxFingers    = 8 * id.MaxBytes
+	MaxVnodes     = 256
+)
+
+// Errors returned by the codec.
+var (
+	ErrMalformed = errors.New("wire: malformed message")
+	ErrTooLarge  = errors.New("wire: frame too large")
+	ErrVersion   = errors.New("wire: unsupported version")
+	ErrType      = errors.New("wire: unknown message type")
+)
+
+// Kind says whether an envelope is a request (expects a reply with the same
+// ReqID), a reply, or a one-way message.
+type Kind uint8
+
+// Envelope kinds.
+const (
+	OneWay Kind = iota
+	Request
+	Reply
+)
+
+// NodeRef names one virtual server: its ring ID and the listen address of
+// the process that hosts it.
+type NodeRef struct {
+	ID   id.ID
+	Addr string
+}
+
+// IsZero reports whether n names no node.
+func (n NodeRef) IsZero() bool { return n.ID.IsZero() }
+
+// String is "id@addr" with a short ID, for logs.
+func (n NodeRef) String() string {
+	if n.IsZero() {
+		return "<none>"
+	}
+	return n.ID.Short() + "@" + n.Addr
+}
+
+// Envelope is the unit sent between processes: a message with its routing
+// header. To names the destination virtual server; the zero ID means "any
+// virtual server of that process" (used by clients and joining nodes, which
+// know an address but not an ID).
+type Envelope struct {
+	Kind  Kind
+	ReqID uint64
+	From  NodeRef
+	To    id.ID
+	Msg   Msg
+}
+
+// Msg is one typed message. The set is closed: every Msg is defined in this
+// package, so the codec knows them all.
+type Msg interface {
+	Type() Type
+	encode(b []byte) []byte
+	decodeField(d *decoder, f field)
+}
+
+// Envelope field numbers.
+const (
+	envVersion protowire.Number = 1 + iota
+	envKind
+	envReqID
+	envFrom
+	envTo
+	envType
+	envBody
+)
+
+// Encode appends the encoding of e to dst and returns the result.
+func Encode(dst []byte, e Envelope) []byte {
+	b := putUint(dst, envVersion, Version)
+	b = putUint(b, envKind, uint64(e.Kind))
+	b = putUint(b, envReqID, e.ReqID)
+	b = putNode(b, envFrom, e.From)
+	b = putID(b, envTo, e.To)
+	b = putUint(b, envType, uint64(e.Msg.Type()))
+	b = protowire.AppendTag(b, envBody, protowire.BytesType)
+	return appendNested(b, e.Msg.encode)
+}
+
+// Size is the encoded size of e in bytes.
+func Size(e Envelope) int { return len(Encode(nil, e)) }
+
+// Decode parses one envelope. It never panics and allocates only in
+// proportion to len(b).
+func Decode(b []byte) (Envelope, error) {
+	if len(b) > MaxFrameBytes {
+		return Envelope{}, ErrTooLarge
+	}
+	var (
+		e       Envelope
+		d       decoder
+		version uint64
+		typ     Type
+		body    []byte
+		hasBody bool
+	)
+	d.each(b, func(f field) {
+		switch f.num {
+		case envVersion:
+			version = d.uint(f)
+		case envKind:
+			k := d.uint(f)
+			if k > uint64(Reply) {
+				d.fail("kind %d", k)
+			}
+			e.Kind = Kind(k)
+		case envReqID:
+			e.ReqID = d.uint(f)
+		case envFrom:
+			e.From = d.node(f)
+		case envTo:
+			e.To = d.id(f)
+		case envType:
+			typ = Type(d.uint(f))
+		case envBody:
+			body, hasBody = d.bytes(f), true
+		}
+	})
+	if d.err != nil {
+		return Envelope{}, d.err
+	}
+	if version != Version {
+		return Envelope{}, fmt.Errorf("%w: %d", ErrVersion, version)
+	}
+	m := newMsg(typ)
+	if m == nil {
+		return Envelope{}, fmt.Errorf("%w: %d", ErrType, typ)
+	}
+	if !hasBody {
+		return Envelope{}, fmt.Errorf("%w: no body", ErrMalformed)
+	}
+	d.each(body, func(f field) { m.decodeField(&d, f) })
+	if d.err != nil {
+		return Envelope{}, d.err
+	}
+	e.Msg = m
+	return e, nil
+}
+
+// WriteFrame writes the length-prefixed encoding of e to w.
+func WriteFrame(w io.Writer, e Envelope) error {
+	b := AppendFrame(nil, e)
+	_, err := w.Write(b)
+	return err
+}
+
+// AppendFrame appends the length-prefixed encoding of e to dst.
+func AppendFrame(dst []byte, e Envelope) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = Encode(dst, e)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// ReadFrame reads one length-prefixed frame from r into buf (grown as
+// needed) and returns the payload. A length above max is refused before any
+// allocation.
+func ReadFrame(r io.Reader, buf []byte, max int) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if int64(n) > int64(max) {
+		return nil, fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf, nil
+}
+
+// Clone returns a deep copy of m, so that a receiver may keep or change
+// what it got without touching the sender's state. The simulator uses it
+// instead of a decode on its hot path.
+func Clone(m Msg) Msg {
+	nodes := func(l []NodeRef) []NodeRef {
+		if l == nil {
+			return nil
+		}
+		return append([]NodeRef(nil), l...)
+	}
+	switch m := m.(type) {
+	case *Neighbors:
+		return &Neighbors{Preds: nodes(m.Preds), Succs: nodes(m.Succs)}
+	case *Leave:
+		return &Leave{Preds: nodes(m.Preds), Succs: nodes(m.Succs)}
+	case *LookupDone:
+		c := *m
+		c.Succs = nodes(m.Succs)
+		return &c
+	case *NextHopResp:
+		return &NextHopResp{Done: m.Done, Succs: nodes(m.Succs), Next: nodes(m.Next)}
+	case *RingInfo:
+		c := &RingInfo{}
+		for _, v := range m.Vnodes {
+			c.Vnodes = append(c.Vnodes, VnodeInfo{Self: v.Self, Preds: nodes(v.Preds), Succs: nodes(v.Succs),
+				Fingers: append([]Finger(nil), v.Fingers...)})
+		}
+		return c
+	}
+	// The rest hold no slices: a shallow copy is a deep one.
+	return shallowCopy(m)
+}
