@@ -1,21 +1,121 @@
+// Command triad is the one binary of the triad DHT storage system: it runs
+// nodes, inspects them, and runs simulations. `triad help` lists commands.
 package main
 
 import (
-	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
-
-	"triad/internal/exp"
+	"strings"
 )
 
-func main() {
-	cfg := exp.DefaultRingConfig()
-	cfg.Log = os.Stderr
-	fmt.Sscan(os.Args[1], &cfg.Nodes)
-	res, err := exp.RunRing(cfg)
-	if err != nil {
-		fmt.Println(err)
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"up", "start a small local ring on 127.0.0.1 (try this first)", runUp},
+		{"node", "run one triad node process", runNode},
+		{"ring", "show the ring as one node sees it", runRing},
+		{"lookup", "find the successors of a key", runLookup},
+		{"sim", "run a simulation experiment (sim ring)", runSim},
 	}
-	b, _ := json.Marshal(res)
-	fmt.Println(string(b))
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		if len(args) > 1 {
+			return run([]string{args[1], "--help"}, stdout, stderr)
+		}
+		usage(stdout)
+		return 0
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			err := c.run(args[1:], stdout, stderr)
+			switch {
+			case err == nil:
+				return 0
+			case errors.Is(err, flag.ErrHelp):
+				return 0
+			case errors.Is(err, errUsage):
+				return 2
+			default:
+				fmt.Fprintf(stderr, "triad %s: %v\n", c.name, err)
+				return 1
+			}
+		}
+	}
+	fmt.Fprintf(stderr, "triad: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, `triad is a DHT storage system: servers of sites that trust each other pool
+their disks into one self-healing store (Chord ring, DHash blocks, Passing Tone
+maintenance), with a simulator that runs thousands of the same nodes.
+
+Usage: triad <command> [flags]
+
+Commands:`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, `
+Run 'triad <command> --help' for a command's flags.`)
+}
+
+// errUsage reports bad command-line usage; the message was already printed.
+var errUsage = errors.New("usage")
+
+// newFlags makes a flag set whose --help prints the given description,
+// usage line and flags.
+func newFlags(name, usageLine, about string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: triad %s\n\n%s\n", usageLine, strings.TrimSpace(about))
+		if hasFlags(fs) {
+			fmt.Fprintln(fs.Output(), "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// parse parses flags and maps errors to errUsage.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	return nil
+}
+
+// usageErr prints a usage problem and the usage, and returns errUsage.
+func usageErr(fs *flag.FlagSet, format string, args ...any) error {
+	fmt.Fprintf(fs.Output(), "triad %s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
+	fs.Usage()
+	return errUsage
 }

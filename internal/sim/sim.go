@@ -73,7 +73,7 @@ type Sim struct {
 	rng    *rand.Rand
 	hosts  []*Host
 	byAddr map[node.Addr]*Host
-	group  []int // partition group per host index; nil when healed
+	group  []int  // partition group per host index; nil when healed
 	gen    uint64 // bumped whenever a host goes up or down
 	trace  hash.Hash64
 	buf    []byte // trace hashing scratch

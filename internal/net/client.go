@@ -1,0 +1,45 @@
+package net
+
+import (
+	"context"
+	"fmt"
+	gonet "net"
+	"time"
+
+	"triad/internal/wire"
+)
+
+// Call sends one request to the process at addr, as a client with no listen
+// address, and returns its reply. An error reply comes back as *wire.Error.
+func Call(ctx context.Context, addr string, m wire.Msg) (wire.Msg, error) {
+	var dialer gonet.Dialer
+	c, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	} else {
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+	}
+	const reqID = 1
+	if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: reqID, Msg: m}); err != nil {
+		return nil, err
+	}
+	frame, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes)
+	if err != nil {
+		return nil, fmt.Errorf("reading reply from %s: %w", addr, err)
+	}
+	e, err := wire.Decode(frame)
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind != wire.Reply || e.ReqID != reqID {
+		return nil, fmt.Errorf("%s: unexpected %v frame", addr, e.Msg.Type())
+	}
+	if werr, ok := e.Msg.(*wire.Error); ok {
+		return nil, werr
+	}
+	return e.Msg, nil
+}

@@ -1,0 +1,19 @@
+// Package net is the real driver: it runs one node.Handler (a process with
+// all its virtual servers) over TCP with real time.
+//
+// One event-loop goroutine owns the handler and calls Handle for every
+// event; nothing else touches node state. Around it: an accept loop and one
+// reader goroutine per inbound connection (a malformed or oversized frame
+// closes that connection and is counted, never more); one outbound
+// connection per peer, dialled on first use, with a bounded send queue
+// (frames beyond it are dropped and counted, as a lossy network would) and
+// closed after IdleTimeout without traffic; timers from time.AfterFunc; and
+// offloaded work on its own goroutines, bounded by Workers.
+//
+// Clients that have no listen address (the triad CLI) get their replies on
+// the connection they asked on.
+//
+//	d, _ := net.Listen(cfg)            // binds, so d.Addr() is known
+//	h, _ := ring.NewHost(rc, d.Addr(), st, join)
+//	err := d.Run(ctx, h)               // until ctx ends; then a graceful Stop
+package net

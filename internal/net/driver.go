@@ -1,0 +1,378 @@
+package net
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	gonet "net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"triad/internal/node"
+	"triad/internal/wire"
+)
+
+// Config sets the driver's limits.
+type Config struct {
+	// Listen is the TCP address to listen on ("127.0.0.1:0" picks a port).
+	Listen string
+	// DataDir is where node.Disk files live. Required.
+	DataDir string
+	// MaxFrameBytes bounds an inbound frame. Default wire.MaxFrameBytes.
+	MaxFrameBytes int
+	// SendQueue is the number of frames queued per connection before
+	// further frames are dropped. Default 1024.
+	SendQueue int
+	// IdleTimeout closes a connection with no traffic for this long.
+	// Default 2m.
+	IdleTimeout time.Duration
+	// DialTimeout bounds connection setup. Default 3s.
+	DialTimeout time.Duration
+	// Workers bounds concurrently offloaded work. Default 4.
+	Workers int
+	// Seed seeds the node's random source; zero picks one at random.
+	Seed uint64
+	// Log receives connection errors. Default: discard.
+	Log *slog.Logger
+}
+
+func (c *Config) fill() error {
+	if c.DataDir == "" {
+		return errors.New("net: a data directory is required")
+	}
+	if c.MaxFrameBytes <= 0 {
+		c.MaxFrameBytes = wire.MaxFrameBytes
+	}
+	if c.SendQueue <= 0 {
+		c.SendQueue = 1024
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 2 * time.Minute
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = 3 * time.Second
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+	if c.Seed == 0 {
+		c.Seed = rand.Uint64()
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Stats are the driver's counters.
+type Stats struct {
+	FramesIn, FramesOut, BadFrames, QueueDrops, DialFailures, ConnsAccepted atomic.Uint64
+}
+
+// Driver runs one process's node over TCP.
+type Driver struct {
+	cfg    Config
+	ln     gonet.Listener
+	addr   node.Addr
+	events chan node.Event
+	local  []node.Event // events the loop sent itself
+	rng    *rand.Rand
+	disk   FileDisk
+	work   chan struct{} // semaphore for offloaded work
+	workWG sync.WaitGroup
+	done   chan struct{} // closed when the loop has stopped
+
+	mu      sync.Mutex
+	conns   map[node.Addr]*conn // outbound peers and client reply routes
+	nextCli uint64
+	wg      sync.WaitGroup
+
+	Stats Stats
+}
+
+// Listen binds the listen address and prepares a driver.
+func Listen(cfg Config) (*Driver, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("net: data directory: %w", err)
+	}
+	ln, err := gonet.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("net: listen: %w", err)
+	}
+	return &Driver{
+		cfg:    cfg,
+		ln:     ln,
+		addr:   ln.Addr().String(),
+		events: make(chan node.Event, 4096),
+		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x7c9)),
+		disk:   FileDisk{Dir: cfg.DataDir},
+		work:   make(chan struct{}, cfg.Workers),
+		done:   make(chan struct{}),
+		conns:  make(map[node.Addr]*conn),
+	}, nil
+}
+
+// Addr is the address the driver listens on.
+func (d *Driver) Addr() node.Addr { return d.addr }
+
+// Disk is the driver's data directory as a node.Disk.
+func (d *Driver) Disk() node.Disk { return d.disk }
+
+// Rand is the node's random source; use it only before Run.
+func (d *Driver) Rand() *rand.Rand { return d.rng }
+
+// Do runs fn inside the event loop (as node.Request) and waits until it has
+// run or ctx ends.
+func (d *Driver) Do(ctx context.Context, fn func(env node.Env)) error {
+	done := make(chan struct{})
+	select {
+	case d.events <- node.Request{Fn: func(env node.Env) { fn(env); close(done) }}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run drives h until ctx ends, then delivers node.Stop, flushes what h
+// sent (for at most two seconds) and closes every connection.
+func (d *Driver) Run(ctx context.Context, h node.Handler) error {
+	go d.accept()
+	e := &env{d: d}
+	h.Handle(e, node.Start{})
+	for {
+		for len(d.local) > 0 {
+			ev := d.local[0]
+			d.local = d.local[1:]
+			h.Handle(e, ev)
+		}
+		select {
+		case ev := <-d.events:
+			h.Handle(e, ev)
+		case <-ctx.Done():
+			h.Handle(e, node.Stop{})
+			for len(d.local) > 0 { // a graceful leave may talk to ourselves
+				ev := d.local[0]
+				d.local = d.local[1:]
+				h.Handle(e, ev)
+			}
+			d.shutdown(2 * time.Second)
+			return nil
+		}
+	}
+}
+
+func (d *Driver) shutdown(grace time.Duration) {
+	d.ln.Close()
+	d.mu.Lock()
+	for _, c := range d.conns {
+		c.closeQueue()
+	}
+	d.mu.Unlock()
+	waitTimeout(&d.wg, grace)
+	d.mu.Lock()
+	for _, c := range d.conns {
+		c.kill() // writers that could not flush in time
+	}
+	d.mu.Unlock()
+	// Let offloaded work (a final state save) finish.
+	close(d.done)
+	waitTimeout(&d.workWG, grace)
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
+
+// post hands an event to the loop from another goroutine; after the loop
+// has stopped, events are dropped.
+func (d *Driver) post(ev node.Event) {
+	select {
+	case d.events <- ev:
+	case <-d.done:
+	}
+}
+
+func (d *Driver) accept() {
+	for {
+		c, err := d.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		d.Stats.ConnsAccepted.Add(1)
+		go d.read(c)
+	}
+}
+
+// read decodes frames from one inbound connection until it fails.
+func (d *Driver) read(c gonet.Conn) {
+	defer c.Close()
+	br := bufio.NewReaderSize(c, 64<<10)
+	var buf []byte
+	var client *conn // reply route, made on the first frame without a From
+	for {
+		c.SetReadDeadline(time.Now().Add(d.cfg.IdleTimeout))
+		frame, err := wire.ReadFrame(br, buf, d.cfg.MaxFrameBytes)
+		if err != nil {
+			if errors.Is(err, wire.ErrTooLarge) {
+				d.Stats.BadFrames.Add(1)
+				d.cfg.Log.Warn("oversized frame; closing connection", "peer", c.RemoteAddr().String(), "err", err)
+			}
+			break
+		}
+		buf = frame[:0]
+		e, err := wire.Decode(frame)
+		if err != nil {
+			d.Stats.BadFrames.Add(1)
+			d.cfg.Log.Warn("bad frame; closing connection", "peer", c.RemoteAddr().String(), "err", err)
+			break
+		}
+		d.Stats.FramesIn.Add(1)
+		from := e.From.Addr
+		if from == "" {
+			if client == nil {
+				client = d.newClientRoute(c)
+			}
+			from = client.addr
+		}
+		d.post(node.MsgIn{From: from, Env: e})
+	}
+	if client != nil {
+		d.mu.Lock()
+		delete(d.conns, client.addr)
+		d.mu.Unlock()
+		client.closeQueue()
+	}
+}
+
+func (d *Driver) newClientRoute(c gonet.Conn) *conn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.nextCli++
+	cl := newConn(d, "@client/"+strconv.FormatUint(d.nextCli, 10))
+	cl.nc = c
+	d.conns[cl.addr] = cl
+	d.wg.Add(1)
+	go cl.write()
+	return cl
+}
+
+// send encodes e and queues it for to; it never blocks.
+func (d *Driver) send(to node.Addr, e wire.Envelope) {
+	frame := wire.AppendFrame(nil, e)
+	if len(frame)-4 > d.cfg.MaxFrameBytes {
+		d.Stats.QueueDrops.Add(1)
+		d.cfg.Log.Error("refusing to send an oversized frame", "to", to, "type", e.Msg.Type(), "bytes", len(frame))
+		return
+	}
+	d.mu.Lock()
+	c := d.conns[to]
+	if c == nil {
+		if to == "" || to[0] == '@' {
+			d.mu.Unlock()
+			return // a client that has gone
+		}
+		c = newConn(d, to)
+		d.conns[to] = c
+		d.wg.Add(1)
+		go c.write()
+	}
+	d.mu.Unlock()
+	if !c.enqueue(frame) {
+		d.Stats.QueueDrops.Add(1)
+	}
+}
+
+// env is the node.Env the loop passes to Handle.
+type env struct{ d *Driver }
+
+func (e *env) Now() time.Time   { return time.Now() }
+func (e *env) Rand() *rand.Rand { return e.d.rng }
+
+func (e *env) Send(to node.Addr, m wire.Envelope) {
+	if to == e.d.addr {
+		// Co-located virtual servers: no socket, but a separate event, as
+		// if it had crossed the network (a copy, as the codec would make).
+		m.Msg = wire.Clone(m.Msg)
+		e.d.local = append(e.d.local, node.MsgIn{From: to, Env: m})
+		return
+	}
+	e.d.send(to, m)
+}
+
+func (e *env) After(d time.Duration, t node.Timer) func() {
+	tm := time.AfterFunc(d, func() { e.d.post(node.TimerFired{T: t}) })
+	return func() { tm.Stop() }
+}
+
+func (e *env) Offload(w node.Work) {
+	e.d.workWG.Add(1)
+	go func() {
+		e.d.work <- struct{}{}
+		res, err := w.Run(e.d.disk)
+		<-e.d.work
+		e.d.workWG.Done()
+		if err != nil {
+			e.d.cfg.Log.Error("offloaded work failed", "work", fmt.Sprintf("%T", w), "err", err)
+		}
+		e.d.post(node.WorkDone{W: w, Result: res, Err: err})
+	}()
+}
+
+// FileDisk is a node.Disk in a directory; writes are atomic (temporary
+// file, fsync, rename, fsync of the directory).
+type FileDisk struct{ Dir string }
+
+// ReadFile reads a file of the disk.
+func (f FileDisk) ReadFile(name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(f.Dir, filepath.Base(name)))
+}
+
+// WriteFile replaces a file of the disk atomically and durably.
+func (f FileDisk) WriteFile(name string, data []byte) error {
+	path := filepath.Join(f.Dir, filepath.Base(name))
+	tmp, err := os.CreateTemp(f.Dir, ".tmp-"+filepath.Base(name)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	dir, err := os.Open(f.Dir)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
+}
