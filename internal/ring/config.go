@@ -35,6 +35,10 @@ type Config struct {
 	// DeadMemory is how long a peer that timed out is kept out of lists
 	// unless it is heard from. Default 30s.
 	DeadMemory time.Duration
+	// ProbeInterval is the mean time between probes of a peer declared
+	// dead, to find rings that split in a partition. Default 30s; zero
+	// disables probes.
+	ProbeInterval time.Duration
 	// RPC configures calls.
 	RPC rpc.Config
 }
@@ -51,6 +55,7 @@ func DefaultConfig() Config {
 		IterativeSteps:     32,
 		SaveInterval:       30 * time.Second,
 		DeadMemory:         30 * time.Second,
+		ProbeInterval:      30 * time.Second,
 		RPC:                rpc.DefaultConfig(),
 	}
 }
@@ -68,7 +73,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ring: lookup timeout must be positive")
 	case c.HopTries < 1 || c.IterativeSteps < 1:
 		return fmt.Errorf("ring: hop tries and iterative steps must be at least 1")
-	case c.SaveInterval < 0 || c.DeadMemory < 0:
+	case c.SaveInterval < 0 || c.DeadMemory < 0 || c.ProbeInterval < 0:
 		return fmt.Errorf("ring: save interval and dead memory must not be negative")
 	}
 	return c.RPC.Validate()

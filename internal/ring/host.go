@@ -26,6 +26,7 @@ type Host struct {
 	lookups    map[uint64]*lookup
 	nextLookup uint64
 	dead       map[node.Addr]time.Time
+	lost       []node.Addr // peers declared dead, oldest first; probed to merge rings
 	stopped    bool
 
 	// RTT, if set, receives every round-trip sample (for Vivaldi).
@@ -108,12 +109,14 @@ type (
 	fixFingerTimer struct{ vnode int }
 	lookupTimer    struct{ id uint64 }
 	saveTimer      struct{}
+	probeTimer     struct{}
 )
 
 func (t stabilizeTimer) String() string { return fmt.Sprintf("stabilize(%d)", t.vnode) }
 func (t fixFingerTimer) String() string { return fmt.Sprintf("fix-finger(%d)", t.vnode) }
 func (t lookupTimer) String() string    { return fmt.Sprintf("lookup-timeout(%d)", t.id) }
 func (saveTimer) String() string        { return "save-state" }
+func (probeTimer) String() string       { return "probe-lost" }
 
 // Handle applies one event.
 func (h *Host) Handle(env node.Env, ev node.Event) {
@@ -146,6 +149,9 @@ func (h *Host) start(env node.Env) {
 	h.save(env)
 	if h.cfg.SaveInterval > 0 {
 		env.After(h.cfg.SaveInterval, saveTimer{})
+	}
+	if h.cfg.ProbeInterval > 0 {
+		env.After(h.jitter(env, h.cfg.ProbeInterval), probeTimer{})
 	}
 }
 
@@ -210,6 +216,9 @@ func (h *Host) handleTimer(env node.Env, t node.Timer) {
 	case saveTimer:
 		h.save(env)
 		env.After(h.cfg.SaveInterval, t)
+	case probeTimer:
+		h.probe(env)
+		env.After(h.jitter(env, h.cfg.ProbeInterval), t)
 	}
 }
 
@@ -280,6 +289,7 @@ func (h *Host) handleMsg(env node.Env, in node.MsgIn) {
 		rpc.Respond(env, in, v.self, v.nextHop(m.Key, int(m.MinSuccs)))
 	case *wire.Leave:
 		v.handleLeave(env, e.From, m)
+		h.dead[e.From.Addr] = env.Now() // gone: calls still in flight to it are no news
 	case *wire.RingInfoReq:
 		rpc.Respond(env, in, v.self, h.RingInfo())
 	case *wire.ClientLookup:
@@ -348,6 +358,7 @@ func (h *Host) markDead(env node.Env, addr node.Addr) {
 	}
 	if _, known := h.dead[addr]; !known {
 		h.Stats.PeersDeclaredDead++
+		h.remember(addr)
 	}
 	h.dead[addr] = env.Now()
 	h.rpc.Forget(addr)
@@ -355,6 +366,43 @@ func (h *Host) markDead(env node.Env, addr node.Addr) {
 	for _, v := range h.vnodes {
 		v.forget(func(n wire.NodeRef) bool { return n.Addr == addr })
 	}
+}
+
+// maxLost bounds the peers remembered for merge probes.
+const maxLost = 64
+
+func (h *Host) remember(addr node.Addr) {
+	if slices.Contains(h.lost, addr) {
+		return
+	}
+	if len(h.lost) == maxLost {
+		h.lost = h.lost[1:]
+	}
+	h.lost = append(h.lost, addr)
+}
+
+// probe asks one peer we lost where our first vnode's ID belongs. If that
+// peer is alive again and knows a closer successor, we adopt it: this is how
+// two rings that formed on the sides of a partition find each other again
+// (stabilization then zips them together).
+func (h *Host) probe(env node.Env) {
+	if len(h.lost) == 0 {
+		return
+	}
+	i := env.Rand().IntN(len(h.lost))
+	addr := h.lost[i]
+	v := h.vnodes[0]
+	h.iterate(env, v, v.self.ID, 0, []wire.NodeRef{{Addr: addr}}, func(env node.Env, r Result) {
+		if r.Err != nil || len(r.Succs) == 0 {
+			return
+		}
+		h.lost = slices.DeleteFunc(h.lost, func(a node.Addr) bool { return a == addr })
+		s := r.Succs[0]
+		if s.ID != v.self.ID && (len(v.succs) == 0 || s.ID.Between(v.self.ID, v.succs[0].ID)) && !h.isDead(env, s) {
+			v.succs = buildList(v.self.ID, h.cfg.Succs, nil, []wire.NodeRef{s}, v.succs)
+			v.alone = false
+		}
+	})
 }
 
 // maxDead bounds the dead-peer memory.

@@ -227,6 +227,10 @@ func (v *Vnode) rejoin(env node.Env) {
 		if len(v.succs) > 0 {
 			v.alone = false
 			v.stabilize(env)
+			// Save the peers we now know at once: a node that crashes
+			// before its next periodic save must still find the ring
+			// again when it restarts without a bootstrap address.
+			v.host.save(env)
 		}
 	})
 }

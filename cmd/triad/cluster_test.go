@@ -1,0 +1,465 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The end-to-end tests run real `triad node` processes on 127.0.0.1, built
+// once per test binary into binDir.
+var (
+	binDir    string
+	buildOnce sync.Once
+	triadBin  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// buildTriad builds the triad binary once and returns its path.
+func buildTriad(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "triad-e2e-")
+		if buildErr != nil {
+			return
+		}
+		triadBin = filepath.Join(binDir, "triad")
+		out, err := exec.Command("go", "build", "-o", triadBin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return triadBin
+}
+
+const (
+	clusterNodes  = 8
+	clusterVnodes = 2
+	pollInterval  = 200 * time.Millisecond
+)
+
+// proc is one `triad node` process; a restart makes a new proc with the same
+// address and data directory.
+type proc struct {
+	name    string
+	addr    string
+	data    string
+	stdout  string // log files
+	stderr  string
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the process has exited
+	waitErr error
+	ids     []string // vnode IDs, from the process's stdout
+}
+
+// cluster is a set of node processes under test.
+type cluster struct {
+	t     *testing.T
+	bin   string
+	dir   string
+	procs []*proc // every process started, including dead ones
+	views map[string]string
+}
+
+func newCluster(t *testing.T) *cluster {
+	c := &cluster{t: t, bin: buildTriad(t), dir: t.TempDir()}
+	t.Cleanup(func() {
+		for _, p := range c.procs {
+			p.kill(t)
+		}
+	})
+	return c
+}
+
+// freePorts returns n distinct ports that were free a moment ago.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var lns []net.Listener
+	for len(ports) < n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+// start runs `triad node` with name, address and data directory, joining
+// through join if it is not empty, and waits until it has printed its vnode
+// IDs.
+func (c *cluster) start(name, addr, data, join string) *proc {
+	c.t.Helper()
+	run := 1
+	for _, p := range c.procs {
+		if p.name == name {
+			run++
+		}
+	}
+	base := filepath.Join(c.dir, fmt.Sprintf("%s-run%d", name, run))
+	p := &proc{name: name, addr: addr, data: data, stdout: base + ".stdout", stderr: base + ".stderr", done: make(chan struct{})}
+	args := []string{"node", "--listen", addr, "--data", data, "--vnodes", fmt.Sprint(clusterVnodes), "--stabilize", "500ms"}
+	if join != "" {
+		args = append(args, "--join", join)
+	}
+	p.cmd = exec.Command(c.bin, args...)
+	out, err := os.Create(p.stdout)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer out.Close()
+	errf, err := os.Create(p.stderr)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer errf.Close()
+	p.cmd.Stdout, p.cmd.Stderr = out, errf
+	if err := p.cmd.Start(); err != nil {
+		c.t.Fatalf("starting %s: %v", name, err)
+	}
+	c.procs = append(c.procs, p)
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.done)
+	}()
+
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if p.ids = parseIDs(p.stdout); len(p.ids) == clusterVnodes {
+			return p
+		}
+		select {
+		case <-p.done:
+			c.t.Fatalf("%s exited before it started listening: %v\n%s", name, p.waitErr, c.logs())
+		default:
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s did not print its vnode IDs within 15s\n%s", name, c.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// parseIDs reads the vnode IDs a node prints after "listening on".
+func parseIDs(stdout string) []string {
+	b, err := os.ReadFile(stdout)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	started := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "triad node: listening on") {
+			started = true
+			continue
+		}
+		if started && strings.HasPrefix(line, "  ") && strings.TrimSpace(line) != "" {
+			ids = append(ids, strings.TrimSpace(line))
+		}
+	}
+	return ids
+}
+
+// kill sends SIGKILL and waits for the process to exit.
+func (p *proc) kill(t *testing.T) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Logf("kill %s: %v", p.name, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Errorf("%s (pid %d) did not exit within 10s of SIGKILL", p.name, p.cmd.Process.Pid)
+	}
+}
+
+func (p *proc) alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (c *cluster) live() []*proc {
+	var out []*proc
+	for _, p := range c.procs {
+		if p.alive() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ringView is the JSON of `triad ring --json`.
+type ringView struct {
+	Vnodes []vnodeJSON `json:"vnodes"`
+}
+
+// triad runs a triad command and returns its stdout.
+func (c *cluster) triad(args ...string) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(c.bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("triad %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
+
+// check asks every live node for its ring view and lists what is wrong:
+// every vnode's successors[0] must be the next live vnode clockwise and its
+// predecessors[0] the previous one, and no list may name a dead process.
+func (c *cluster) check() []string {
+	live := c.live()
+	owner := map[string]string{} // vnode ID -> address
+	var all []string
+	for _, p := range live {
+		for _, x := range p.ids {
+			owner[x] = p.addr
+			all = append(all, x)
+		}
+	}
+	slices.Sort(all)
+	dead := map[string]bool{}
+	for _, p := range c.procs {
+		if !p.alive() {
+			dead[p.addr] = true
+		}
+	}
+	for _, p := range live {
+		delete(dead, p.addr) // restarted on the same address
+	}
+
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	c.views = map[string]string{}
+	for _, p := range live {
+		out, err := c.triad("ring", "--addr", p.addr, "--json", "--timeout", "3s")
+		if err != nil {
+			bad("%s: %v", p.name, err)
+			c.views[p.name] = err.Error()
+			continue
+		}
+		c.views[p.name] = string(out)
+		var v ringView
+		if err := json.Unmarshal(out, &v); err != nil {
+			bad("%s: bad JSON: %v", p.name, err)
+			continue
+		}
+		var self []string
+		for _, vn := range v.Vnodes {
+			self = append(self, vn.Self.ID)
+			if vn.Self.Addr != p.addr {
+				bad("%s: vnode %s has address %s", p.name, short(vn.Self.ID), vn.Self.Addr)
+			}
+			i, _ := slices.BinarySearch(all, vn.Self.ID)
+			wantSucc := all[(i+1)%len(all)]
+			wantPred := all[(i+len(all)-1)%len(all)]
+			checkFirst(bad, p.name, vn.Self.ID, "successor", vn.Succs, wantSucc, owner)
+			checkFirst(bad, p.name, vn.Self.ID, "predecessor", vn.Preds, wantPred, owner)
+			for _, list := range [][]nodeJSON{vn.Succs, vn.Preds} {
+				for _, n := range list {
+					if dead[n.Addr] {
+						bad("%s: vnode %s still lists %s at killed %s", p.name, short(vn.Self.ID), short(n.ID), n.Addr)
+					}
+				}
+			}
+		}
+		if !slices.Equal(self, p.ids) {
+			bad("%s: serves vnodes %v, printed %v", p.name, self, p.ids)
+		}
+	}
+	return problems
+}
+
+func checkFirst(bad func(string, ...any), name, self, what string, list []nodeJSON, want string, owner map[string]string) {
+	if len(list) == 0 {
+		bad("%s: vnode %s has no %s, want %s", name, short(self), what, short(want))
+		return
+	}
+	if got := list[0]; got.ID != want || got.Addr != owner[want] {
+		bad("%s: vnode %s: %s %s@%s, want %s@%s", name, short(self), what, short(got.ID), got.Addr, short(want), owner[want])
+	}
+}
+
+func short(x string) string { return x[:min(len(x), 8)] }
+
+// waitConsistent polls until check finds nothing wrong, failing with the
+// ring views and node logs if that takes longer than within.
+func (c *cluster) waitConsistent(what string, within time.Duration) {
+	c.t.Helper()
+	start := time.Now()
+	for {
+		problems := c.check()
+		if len(problems) == 0 {
+			c.t.Logf("%s: ring of %d nodes consistent after %v", what, len(c.live()), time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if time.Since(start) > within {
+			c.t.Fatalf("%s: ring not consistent after %v:\n  %s\n\nring views:\n%s\n%s",
+				what, within, strings.Join(problems, "\n  "), c.printViews(), c.logs())
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// printViews formats the last ring views compactly: per vnode, its
+// predecessor and successor lists (nearest first, short IDs) and how many
+// fingers it knows.
+func (c *cluster) printViews() string {
+	var b strings.Builder
+	ids := func(list []nodeJSON) string {
+		var s []string
+		for _, n := range list {
+			s = append(s, short(n.ID))
+		}
+		return strings.Join(s, " ")
+	}
+	for _, p := range c.live() {
+		fmt.Fprintf(&b, "%s %s:\n", p.name, p.addr)
+		var v ringView
+		if err := json.Unmarshal([]byte(c.views[p.name]), &v); err != nil {
+			fmt.Fprintf(&b, "  %s\n", strings.TrimSpace(c.views[p.name]))
+			continue
+		}
+		for _, vn := range v.Vnodes {
+			fmt.Fprintf(&b, "  vnode %s  preds [%s]  succs [%s]  %d fingers\n",
+				short(vn.Self.ID), ids(vn.Preds), ids(vn.Succs), len(vn.Fingers))
+		}
+	}
+	return b.String()
+}
+
+// logs returns every process's output, for failure messages.
+func (c *cluster) logs() string {
+	var b strings.Builder
+	for _, p := range c.procs {
+		state := "running"
+		if !p.alive() {
+			state = fmt.Sprintf("exited: %v", p.waitErr)
+		}
+		fmt.Fprintf(&b, "==== %s %s (%s), %s\n", p.name, p.addr, filepath.Base(p.stdout), state)
+		for _, f := range []string{p.stdout, p.stderr} {
+			out, err := os.ReadFile(f)
+			if err != nil {
+				fmt.Fprintf(&b, "%v\n", err)
+				continue
+			}
+			b.Write(out)
+		}
+	}
+	return b.String()
+}
+
+// checkLookup looks "hello" up through the node at addr and checks the
+// answer against the live vnode IDs.
+func (c *cluster) checkLookup(addr string) {
+	c.t.Helper()
+	sum := sha256.Sum256([]byte("hello"))
+	key := hex.EncodeToString(sum[:160/8])
+	var all []string
+	for _, p := range c.live() {
+		all = append(all, p.ids...)
+	}
+	slices.Sort(all)
+	i, _ := slices.BinarySearch(all, key) // the first ID >= key
+	want := all[i%len(all)]
+
+	out, err := c.triad("lookup", "--addr", addr, "--json", "--text", "--timeout", "10s", "hello")
+	if err != nil {
+		c.t.Fatalf("lookup: %v\n%s", err, c.logs())
+	}
+	var r struct {
+		Key        string     `json:"key"`
+		Hops       int        `json:"hops"`
+		Successors []nodeJSON `json:"successors"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		c.t.Fatalf("lookup: bad JSON %q: %v", out, err)
+	}
+	if r.Key != key {
+		c.t.Errorf("lookup: key %s, want %s", r.Key, key)
+	}
+	if len(r.Successors) == 0 || r.Successors[0].ID != want {
+		c.t.Errorf("lookup of %s via %s: successors %v, want %s first\nring views:\n%s", key, addr, r.Successors, want, c.printViews())
+	} else {
+		c.t.Logf("lookup of %s via %s: successor %s, %d hop(s)", short(key), addr, short(want), r.Hops)
+	}
+}
+
+// TestClusterKillRestart runs 8 node processes, SIGKILLs 2, restarts one
+// of them from its data directory alone, and checks that the ring heals
+// each time and that lookups find the right node.
+func TestClusterKillRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 8 processes; skipped in -short mode")
+	}
+	c := newCluster(t)
+	ports := freePorts(t, clusterNodes)
+	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
+	data := func(i int) string { return filepath.Join(c.dir, fmt.Sprintf("data%d", i)) }
+	name := func(i int) string { return fmt.Sprintf("node%d", i) }
+
+	start := time.Now()
+	nodes := []*proc{c.start(name(0), addr(0), data(0), "")}
+	for i := 1; i < clusterNodes; i++ {
+		nodes = append(nodes, c.start(name(i), addr(i), data(i), addr(0)))
+	}
+	c.waitConsistent("after start", 30*time.Second)
+	c.checkLookup(addr(clusterNodes - 1))
+
+	// Two crashes, neither of them the node the others joined through.
+	victims := []int{3, 6}
+	for _, i := range victims {
+		nodes[i].kill(t)
+	}
+	c.waitConsistent("after killing "+name(victims[0])+" and "+name(victims[1]), 30*time.Second)
+
+	// The first victim comes back from its data directory alone, at the
+	// same ring positions.
+	back := victims[0]
+	oldIDs := nodes[back].ids
+	nodes[back] = c.start(name(back), addr(back), data(back), "")
+	if !slices.Equal(nodes[back].ids, oldIDs) {
+		t.Fatalf("%s restarted with vnode IDs %v, want %v", name(back), nodes[back].ids, oldIDs)
+	}
+	c.waitConsistent("after restarting "+name(back), 30*time.Second)
+	c.checkLookup(addr(1))
+	c.checkLookup(addr(back))
+	t.Logf("whole test took %v", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,230 @@
+package ring_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/ring"
+	"triad/internal/sim"
+	"triad/internal/wire"
+)
+
+// cluster is a small simulated ring for scenario tests.
+type cluster struct {
+	t *testing.T
+	s *sim.Sim
+}
+
+func newCluster(t *testing.T, hosts, vnodes int, seed uint64) *cluster {
+	c := &cluster{t: t, s: sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(hosts, seed))}
+	for i := 0; i < hosts; i++ {
+		boot := ""
+		if i > 0 {
+			boot = "h0"
+		}
+		c.add(boot, vnodes)
+		c.s.RunFor(200 * time.Millisecond)
+	}
+	c.waitConsistent(2 * time.Minute)
+	return c
+}
+
+func (c *cluster) add(boot string, vnodes int) *sim.Host {
+	h, err := c.s.AddHost(func(addr node.Addr, disk node.Disk, r *rand.Rand) (node.Handler, error) {
+		st, err := ring.LoadState(disk, r, vnodes)
+		if err != nil {
+			return nil, err
+		}
+		return ring.NewHost(ring.DefaultConfig(), addr, st, boot)
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return h
+}
+
+func host(h *sim.Host) *ring.Host { return h.Handler().(*ring.Host) }
+
+// vnodes lists every running vnode, sorted by ID.
+func (c *cluster) vnodes() []*ring.Vnode {
+	var out []*ring.Vnode
+	for _, h := range c.s.Hosts() {
+		if h.Up() {
+			out = append(out, host(h).Vnodes()...)
+		}
+	}
+	slices.SortFunc(out, func(a, b *ring.Vnode) int { return a.Self().ID.Cmp(b.Self().ID) })
+	return out
+}
+
+// wrong lists vnodes whose successor or predecessor is not the true one.
+func (c *cluster) wrong() []string {
+	vs := c.vnodes()
+	var bad []string
+	for i, v := range vs {
+		succ, pred := vs[(i+1)%len(vs)], vs[(i-1+len(vs))%len(vs)]
+		if len(vs) > 1 && (v.Successor().ID != succ.Self().ID || v.Predecessor().ID != pred.Self().ID) {
+			bad = append(bad, v.Self().String())
+		}
+	}
+	return bad
+}
+
+func (c *cluster) waitConsistent(limit time.Duration) {
+	c.t.Helper()
+	for end := c.s.Now() + limit; ; c.s.RunFor(time.Second) {
+		bad := c.wrong()
+		if len(bad) == 0 {
+			return
+		}
+		if c.s.Now() > end {
+			c.t.Fatalf("ring not consistent after %v: %v", limit, bad)
+		}
+	}
+}
+
+func (c *cluster) ids(h *sim.Host) []id.ID {
+	var out []id.ID
+	for _, v := range host(h).Vnodes() {
+		out = append(out, v.Self().ID)
+	}
+	return out
+}
+
+// lookupAll checks that a lookup for each vnode's ID, from every host,
+// ends at that vnode.
+func (c *cluster) lookupAll() {
+	c.t.Helper()
+	vs := c.vnodes()
+	for _, h := range c.s.Hosts() {
+		if !h.Up() {
+			continue
+		}
+		for _, v := range vs {
+			key := v.Self().ID
+			var got ring.Result
+			c.s.Do(h, func(env node.Env) {
+				host(h).Lookup(env, key, ring.LookupOptions{}, func(env node.Env, r ring.Result) { got = r })
+			})
+			c.s.RunFor(10 * time.Second)
+			if got.Err != nil || len(got.Succs) == 0 || got.Succs[0].ID != key {
+				c.t.Fatalf("lookup %s from %s: %+v", key.Short(), h.Addr, got)
+			}
+		}
+	}
+}
+
+func TestJoinAndLookupWithVnodes(t *testing.T) {
+	c := newCluster(t, 6, 3, 11)
+	c.lookupAll()
+	// Successor lists hold 16 entries (all 17 others would not fit) and
+	// reach the distinct hosts.
+	for _, v := range c.vnodes() {
+		if len(v.Succs()) != 16 {
+			t.Errorf("%s has %d successors", v.Self(), len(v.Succs()))
+		}
+		if d := ring.DistinctHosts(v.Succs()); len(d) != 6 {
+			t.Errorf("%s: %d distinct hosts among successors, want 6", v.Self(), len(d))
+		}
+	}
+}
+
+func TestGracefulLeaveClosesGapAtOnce(t *testing.T) {
+	c := newCluster(t, 8, 1, 12)
+	leaver := c.s.Hosts()[3]
+	c.s.Leave(leaver)
+	// The Leave messages arrive within one network delay: no timeout needed.
+	c.s.RunFor(2 * time.Second)
+	if bad := c.wrong(); len(bad) != 0 {
+		t.Fatalf("after a graceful leave, wrong neighbours: %v", bad)
+	}
+	for _, h := range c.s.Hosts() {
+		if h.Up() && host(h).Stats.PeersDeclaredDead != 0 {
+			t.Errorf("%s declared a peer dead after a graceful leave", h.Addr)
+		}
+	}
+}
+
+// TestRestartKeepsIdentity: a crash and reboot with the disk brings the host
+// back at the same IDs, without a bootstrap address; a wiped disk makes it a
+// new node.
+func TestRestartKeepsIdentity(t *testing.T) {
+	c := newCluster(t, 8, 2, 13)
+	h := c.s.Hosts()[5]
+	before := c.ids(h)
+	c.s.RunFor(31 * time.Second) // past a periodic save of its peers
+	c.s.Crash(h, false)
+	c.waitConsistent(time.Minute)
+	if err := c.s.Restart(h); err != nil {
+		t.Fatal(err)
+	}
+	if after := c.ids(h); !slices.Equal(before, after) {
+		t.Fatalf("restart changed ids: %v -> %v", before, after)
+	}
+	c.waitConsistent(time.Minute)
+	c.lookupAll()
+
+	// The founder, restarted without its bootstrap, finds the ring from its
+	// saved peers too.
+	c.s.Crash(c.s.Hosts()[0], false)
+	c.waitConsistent(time.Minute)
+	if err := c.s.Restart(c.s.Hosts()[0]); err != nil {
+		t.Fatal(err)
+	}
+	c.waitConsistent(time.Minute)
+
+	c.s.Crash(h, true)
+	c.waitConsistent(time.Minute)
+	if err := c.s.Restart(h); err != nil {
+		t.Fatal(err)
+	}
+	if after := c.ids(h); slices.Equal(before, after) {
+		t.Fatal("a wiped disk kept its ids")
+	}
+	c.waitConsistent(time.Minute)
+}
+
+func TestPartitionHeals(t *testing.T) {
+	c := newCluster(t, 10, 1, 14)
+	c.s.Partition([]int{0, 1, 2, 3, 4}, []int{5, 6, 7, 8, 9})
+	c.s.RunFor(30 * time.Second)
+	c.s.Heal()
+	// Each side healed into its own ring while split; saved peers and the
+	// dead memory's expiry let them find each other again.
+	c.waitConsistent(5 * time.Minute)
+}
+
+func TestDistinctHosts(t *testing.T) {
+	n := func(s, addr string) wire.NodeRef {
+		x, _ := id.Parse(s, id.Bytes)
+		return wire.NodeRef{ID: x, Addr: addr}
+	}
+	in := []wire.NodeRef{n("1", "a"), n("2", "a"), n("3", "b"), n("4", "a"), n("5", "c")}
+	got := ring.DistinctHosts(in)
+	want := []wire.NodeRef{n("1", "a"), n("3", "b"), n("5", "c")}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v want %v", got, want)
+	}
+}
+
+func TestStateRoundTripAndValidation(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	st := ring.State{IDs: []id.ID{id.Random(r, id.Bytes)}, Peers: []wire.NodeRef{{ID: id.Random(r, id.Bytes), Addr: "127.0.0.1:1"}}}
+	b, err := ring.MarshalState(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ring.UnmarshalState(b)
+	if err != nil || !slices.Equal(got.IDs, st.IDs) || !slices.Equal(got.Peers, st.Peers) {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	for _, bad := range []string{`{`, `{"version":2,"ids":["00"]}`, `{"version":1,"ids":[]}`, `{"version":1,"ids":["xyz"]}`} {
+		if _, err := ring.UnmarshalState([]byte(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+}
