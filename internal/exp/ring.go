@@ -63,6 +63,8 @@ type RingResult struct {
 	MeanHops        float64 `json:"mean_hops"`
 	HopsPerLog2N    float64 `json:"hops_per_log2n"`
 	Fallbacks       uint64  `json:"iterative_fallbacks"`
+	RPCTimeouts     uint64  `json:"rpc_timeouts"`
+	PeersDeclared   uint64  `json:"peers_declared_dead"`
 	LatencyP50Ms    float64 `json:"latency_p50_ms"`
 	LatencyP99Ms    float64 `json:"latency_p99_ms"`
 	RTTMedianMs     float64 `json:"rtt_median_ms"`
@@ -241,6 +243,8 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	for _, h := range s.Hosts() {
 		if rh, ok := h.Handler().(*ring.Host); ok {
 			res.Fallbacks += rh.Stats.IterativeFallbacks
+			res.RPCTimeouts += rh.RPC().Timeouts
+			res.PeersDeclared += rh.Stats.PeersDeclaredDead
 		}
 	}
 	if res.Lookups > 0 {

@@ -97,6 +97,9 @@ func sortedCopy(list []wire.NodeRef, self id.ID, sortFn func(id.ID, []wire.NodeR
 	return out
 }
 
+// RPC is the host's call layer, for its counters.
+func (h *Host) RPC() *rpc.Client { return h.rpc }
+
 // Addr is the host's address.
 func (h *Host) Addr() node.Addr { return h.addr }
 

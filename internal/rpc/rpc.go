@@ -20,7 +20,7 @@ type Config struct {
 	// timeout (2·srtt + 4·rttvar, after TCP's RTO, RFC 6298) between MinTimeout
 	// and 2·Timeout.
 	Timeout time.Duration
-	// MinTimeout is the floor of adaptive timeouts. Default 250ms.
+	// MinTimeout is the floor of adaptive timeouts. Default 500ms.
 	MinTimeout time.Duration
 	// MaxPending bounds calls in flight; Call refuses more. Default 4096.
 	MaxPending int
@@ -28,7 +28,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Timeout: 2 * time.Second, MinTimeout: 250 * time.Millisecond, MaxPending: 4096}
+	return Config{Timeout: 2 * time.Second, MinTimeout: 500 * time.Millisecond, MaxPending: 4096}
 }
 
 // Validate reports a config that cannot work.
