@@ -73,7 +73,7 @@ Press Ctrl-C to stop every node (each leaves the ring gracefully).
 	start := time.Now()
 	for ctx.Err() == nil {
 		if ringConsistent(ctx, running) {
-			fmt.Fprintf(stdout, "ring consistent: %d vnodes, every successor and predecessor right (%.1fs)\n",
+			fmt.Fprintf(stdout, "ring consistent: %d vnodes, every successor pointer right (%.1fs)\n",
 				*nodes**vnodes, time.Since(start).Seconds())
 			break
 		}

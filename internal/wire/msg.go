@@ -205,3 +205,19 @@ func shallowCopy(m Msg) Msg {
 	}
 	panic(fmt.Sprintf("wire: Clone of %T", m))
 }
+
+var typeNames = map[Type]string{
+	TypePing: "Ping", TypeAck: "Ack", TypeError: "Error", TypeStabilize: "Stabilize",
+	TypeGetNeighbors: "GetNeighbors", TypeNeighbors: "Neighbors", TypeLookup: "Lookup",
+	TypeLookupDone: "LookupDone", TypeNextHop: "NextHop", TypeNextHopResp: "NextHopResp",
+	TypeLeave: "Leave", TypeRingInfoReq: "RingInfoReq", TypeRingInfo: "RingInfo",
+	TypeClientLookup: "ClientLookup",
+}
+
+// String names the type, for logs and errors.
+func (t Type) String() string {
+	if s, ok := typeNames[t]; ok {
+		return s
+	}
+	return fmt.Sprintf("Type(%d)", uint16(t))
+}

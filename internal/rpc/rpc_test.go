@@ -1,0 +1,118 @@
+package rpc
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"triad/internal/node"
+	"triad/internal/wire"
+)
+
+// fakeEnv records sends and timers; the test moves the clock by hand.
+type fakeEnv struct {
+	now    time.Time
+	sent   []wire.Envelope
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	at        time.Time
+	t         node.Timer
+	cancelled bool
+}
+
+func (e *fakeEnv) Now() time.Time                    { return e.now }
+func (e *fakeEnv) Rand() *rand.Rand                  { return rand.New(rand.NewPCG(1, 1)) }
+func (e *fakeEnv) Send(_ node.Addr, m wire.Envelope) { e.sent = append(e.sent, m) }
+func (e *fakeEnv) Offload(node.Work)                 {}
+func (e *fakeEnv) After(d time.Duration, t node.Timer) func() {
+	ft := &fakeTimer{at: e.now.Add(d), t: t}
+	e.timers = append(e.timers, ft)
+	return func() { ft.cancelled = true }
+}
+
+// advance moves the clock and fires due timers into c.
+func (e *fakeEnv) advance(c *Client, d time.Duration) {
+	e.now = e.now.Add(d)
+	for _, ft := range e.timers {
+		if !ft.cancelled && !ft.at.After(e.now) {
+			ft.cancelled = true
+			c.HandleTimer(e, ft.t)
+		}
+	}
+}
+
+func reply(to wire.Envelope, from node.Addr, m wire.Msg) node.MsgIn {
+	return node.MsgIn{From: from, Env: wire.Envelope{Kind: wire.Reply, ReqID: to.ReqID, Msg: m}}
+}
+
+func TestCallOutcomes(t *testing.T) {
+	env := &fakeEnv{now: time.Unix(1000, 0)}
+	c := NewClient(DefaultConfig())
+	var got []string
+	record := func(_ node.Env, m wire.Msg, err error) {
+		switch {
+		case errors.Is(err, ErrTimeout):
+			got = append(got, "timeout")
+		case err != nil:
+			got = append(got, "error:"+err.Error())
+		default:
+			got = append(got, m.Type().String())
+		}
+	}
+	c.Call(env, "a", wire.NodeRef{}, wire.NodeRef{}.ID, &wire.Ping{}, 0, record)
+	c.Call(env, "b", wire.NodeRef{}, wire.NodeRef{}.ID, &wire.Ping{}, 0, record)
+	c.Call(env, "c", wire.NodeRef{}, wire.NodeRef{}.ID, &wire.Ping{}, 0, record)
+	env.advance(c, 40*time.Millisecond)
+	// A reply from the wrong address is stray and completes nothing.
+	if _, _, ok := c.HandleReply(env, reply(env.sent[0], "zzz", &wire.Ack{})); ok {
+		t.Fatal("reply from a stranger accepted")
+	}
+	if _, rtt, ok := c.HandleReply(env, reply(env.sent[0], "a", &wire.Ack{})); !ok || rtt != 40*time.Millisecond {
+		t.Fatalf("reply: ok %v rtt %v", ok, rtt)
+	}
+	c.HandleReply(env, reply(env.sent[1], "b", &wire.Error{Code: wire.ErrCodeBusy, Text: "busy"}))
+	// Duplicate replies are stray too.
+	if _, _, ok := c.HandleReply(env, reply(env.sent[0], "a", &wire.Ack{})); ok {
+		t.Fatal("duplicate reply accepted")
+	}
+	env.advance(c, 3*time.Second)
+	want := []string{"Ack", "error:busy", "timeout"}
+	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("outcomes %v, want %v", got, want)
+	}
+	if c.Pending() != 0 || c.Stray != 2 || c.Timeouts != 1 {
+		t.Fatalf("pending %d stray %d timeouts %d", c.Pending(), c.Stray, c.Timeouts)
+	}
+	// a answered in 40ms: its timeout adapts down to the floor; c, never
+	// heard from, keeps the default.
+	if to := c.Timeout("a"); to != DefaultConfig().MinTimeout {
+		t.Errorf("adaptive timeout for a: %v", to)
+	}
+	if to := c.Timeout("c"); to != DefaultConfig().Timeout {
+		t.Errorf("timeout for unknown c: %v", to)
+	}
+}
+
+func TestMaxPending(t *testing.T) {
+	env := &fakeEnv{now: time.Unix(0, 0)}
+	cfg := DefaultConfig()
+	cfg.MaxPending = 2
+	c := NewClient(cfg)
+	ran := 0
+	cont := func(node.Env, wire.Msg, error) { ran++ }
+	for i := 0; i < 2; i++ {
+		if !c.Call(env, "a", wire.NodeRef{}, wire.NodeRef{}.ID, &wire.Ping{}, 0, cont) {
+			t.Fatal("refused under the limit")
+		}
+	}
+	if c.Call(env, "a", wire.NodeRef{}, wire.NodeRef{}.ID, &wire.Ping{}, 0, cont) {
+		t.Fatal("accepted over the limit")
+	}
+	env.advance(c, time.Minute)
+	if ran != 2 {
+		t.Fatalf("%d continuations ran, want 2 (the refused call's never)", ran)
+	}
+}
