@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -27,8 +26,8 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binary that buildTriad built, if any.
 func TestMain(m *testing.M) {
-	flag.Parse()
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -324,15 +323,21 @@ func short(x string) string { return x[:min(len(x), 8)] }
 func (c *cluster) waitConsistent(what string, within time.Duration) {
 	c.t.Helper()
 	start := time.Now()
+	var history []string // how the problems changed, for the failure message
+	last := ""
 	for {
 		problems := c.check()
+		if now := strings.Join(problems, "\n    "); now != last {
+			history = append(history, fmt.Sprintf("at %v: %d problem(s)\n    %s", time.Since(start).Round(time.Millisecond), len(problems), now))
+			last = now
+		}
 		if len(problems) == 0 {
 			c.t.Logf("%s: ring of %d nodes consistent after %v", what, len(c.live()), time.Since(start).Round(time.Millisecond))
 			return
 		}
 		if time.Since(start) > within {
-			c.t.Fatalf("%s: ring not consistent after %v:\n  %s\n\nring views:\n%s\n%s",
-				what, within, strings.Join(problems, "\n  "), c.printViews(), c.logs())
+			c.t.Fatalf("%s: ring not consistent after %v:\n  %s\n\nhistory:\n%s\n\nring views:\n%s\n%s",
+				what, within, strings.Join(problems, "\n  "), strings.Join(history, "\n"), c.printViews(), c.logs())
 		}
 		time.Sleep(pollInterval)
 	}

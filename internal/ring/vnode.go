@@ -115,6 +115,19 @@ func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighb
 			cands = append(cands, p)
 		}
 	}
+	if len(nb.Preds) > 0 {
+		if p := nb.Preds[0]; p.ID.Between(v.self.ID, succ.ID) && skip(p) {
+			// Our successor takes for its predecessor a peer we declared
+			// dead: it has probably restarted. Ask it; an answer clears
+			// the mark (handleMsg) and the next round adopts it, rather
+			// than skipping it until DeadMemory runs out.
+			h.rpc.Call(env, p.Addr, v.self, p.ID, &wire.Ping{}, 0, func(env node.Env, m wire.Msg, err error) {
+				if err != nil {
+					v.callFailed(env, p, err)
+				}
+			})
+		}
+	}
 	cands = append(cands, nb.Succs...)
 	cands = buildList(v.self.ID, len(cands), skip, cands)
 	sortSuccs(v.self.ID, cands)
@@ -142,9 +155,13 @@ func (v *Vnode) handleStabilize(env node.Env, in node.MsgIn) {
 	if !from.IsZero() && from.ID != v.self.ID {
 		if !contains(v.preds, from.ID) {
 			v.preds = append(v.preds, from)
-			sortPreds(v.self.ID, v.preds)
-			v.preds = v.preds[:min(len(v.preds), v.host.cfg.Preds)]
 		}
+		// Sort even when from was already listed: a list seeded from
+		// saved peers, then rebuilt from a predecessor that is not the
+		// nearest, can hold the true predecessor further down, and its
+		// notify is what must move it to the front.
+		sortPreds(v.self.ID, v.preds)
+		v.preds = v.preds[:min(len(v.preds), v.host.cfg.Preds)]
 		if len(v.succs) == 0 && v.alone {
 			// Alone until now: the first joiner is also our successor.
 			v.succs = []wire.NodeRef{from}
