@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/ring"
 )
@@ -96,12 +97,12 @@ Press Ctrl-C to stop every node (each leaves the ring gracefully).
 // ringConsistent reports whether every vnode's successor is the next vnode
 // clockwise among all of them.
 func ringConsistent(ctx context.Context, nodes []*runningNode) bool {
-	type pos struct{ self, succ string }
+	type pos struct{ self, succ id.ID }
 	var all []pos
 	for _, n := range nodes {
 		err := n.drv.Do(ctx, func(env node.Env) {
 			for _, v := range n.host.Vnodes() {
-				all = append(all, pos{v.Self().ID.String(), v.Successor().ID.String()})
+				all = append(all, pos{v.Self().ID, v.Successor().ID})
 			}
 		})
 		if err != nil {
@@ -109,29 +110,15 @@ func ringConsistent(ctx context.Context, nodes []*runningNode) bool {
 		}
 	}
 	for _, p := range all {
-		want := ""
+		// No other vnode may sit strictly between a vnode and its successor.
 		for _, q := range all {
-			if q.self == p.self {
-				continue
-			}
-			// The successor is the nearest other vnode clockwise.
-			if want == "" || clockwiseLess(p.self, q.self, want) {
-				want = q.self
+			if q.self != p.self && q.self.Between(p.self, p.succ) {
+				return false
 			}
 		}
-		if want != "" && p.succ != want {
+		if len(all) > 1 && p.succ == p.self {
 			return false
 		}
 	}
 	return true
-}
-
-// clockwiseLess reports whether a is nearer than b going clockwise from
-// from; IDs are equal-length hex strings.
-func clockwiseLess(from, a, b string) bool {
-	ra, rb := a > from, b > from
-	if ra != rb {
-		return ra
-	}
-	return a < b
 }
