@@ -1,0 +1,854 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+
+	"triad/internal/id"
+	"triad/internal/merkle"
+)
+
+// Disk is the storage engine on a real disk. Objects are appended to
+// segment files, one or more per expiry window; a group commit makes them
+// durable with one fdatasync per interval. The segments are the log: the
+// bbolt index and Merkle tree catch up at checkpoints, and recovery replays
+// the segments past the last checkpoint, so a put costs one sequential write
+// and a share of one fdatasync.
+type Disk struct {
+	opt  Options
+	db   *bolt.DB
+	dirf *os.File
+
+	maintMu sync.Mutex // serialises checkpoints, reclamation, quarantine
+
+	mu       sync.Mutex
+	segs     map[uint64]*segment
+	open     map[int64]*segment // the segment each window appends to
+	dirty    map[*segment]struct{}
+	dirDirty bool
+	nextSeg  uint64
+	active   map[id.ID]entry // written since the last checkpoint
+	flushing map[id.ID]entry // being written to the index now
+	group    *syncGroup
+	retired  int64 // windows up to this one take no more appends
+	usage    int64
+	failed   error
+	closing  bool
+	closed   bool
+	stats    Stats
+
+	syncKick  chan struct{}
+	maintKick chan struct{}
+	stopMaint chan struct{}
+	stopSync  chan struct{}
+	wg        sync.WaitGroup
+}
+
+type segment struct {
+	id     uint64
+	window int64
+	path   string
+	f      *os.File
+	size   int64
+}
+
+// syncGroup is the set of puts that one fdatasync makes durable.
+type syncGroup struct {
+	done chan struct{}
+	err  error
+}
+
+func newGroup() *syncGroup { return &syncGroup{done: make(chan struct{})} }
+
+const indexFile = "index.db"
+
+// Open opens or creates the engine in opt.Dir and recovers it: torn tails
+// are cut and records the index missed are indexed.
+func Open(opt Options) (*Disk, error) {
+	opt = opt.withDefaults()
+	if opt.Dir == "" {
+		return nil, errors.New("store: no directory given")
+	}
+	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	db, err := bolt.Open(filepath.Join(opt.Dir, indexFile), 0o600, &bolt.Options{
+		Timeout:         time.Second,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: 256 << 20,
+	})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("store: %s is in use by another process", opt.Dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: opening index: %w", err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: opening index: %w", err)
+	}
+	dirf, err := os.Open(opt.Dir)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	d := &Disk{
+		opt:       opt,
+		db:        db,
+		dirf:      dirf,
+		segs:      make(map[uint64]*segment),
+		open:      make(map[int64]*segment),
+		dirty:     make(map[*segment]struct{}),
+		active:    make(map[id.ID]entry),
+		group:     newGroup(),
+		retired:   math.MinInt64,
+		nextSeg:   1,
+		syncKick:  make(chan struct{}, 1),
+		maintKick: make(chan struct{}, 1),
+		stopMaint: make(chan struct{}),
+		stopSync:  make(chan struct{}),
+	}
+	d.stats.Capacity = opt.Capacity
+	if err := d.recover(); err != nil {
+		d.closeFiles()
+		return nil, err
+	}
+	d.wg.Add(2)
+	go d.syncLoop()
+	go d.maintainLoop()
+	return d, nil
+}
+
+// Put implements Engine.
+func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) error {
+	now := d.opt.Now()
+	if err := d.opt.check(key, len(data), expiry, now); err != nil {
+		return err
+	}
+	if e, pending, err := d.find(key); err == nil && e.expiry >= expiry.UnixNano() {
+		if pending && !opt.NoWait {
+			return d.waitGroup()
+		}
+		return nil
+	}
+	var flags byte
+	if opt.Opaque {
+		flags |= flagOpaque
+	}
+	rec := appendRecord(make([]byte, 0, recordLen(key.Width(), len(data))),
+		record{flags: flags, key: key.Bytes(), expiry: expiry.UnixNano(), data: data})
+	e := entry{size: len(data), expiry: expiry.UnixNano()}
+	if opt.Opaque {
+		e.flags |= entryOpaque
+	}
+	if d.opt.entersTree(expiry, now) {
+		e.flags |= entryInTree
+	}
+
+	d.mu.Lock()
+	g, err := d.append(key, e, rec)
+	full := len(d.active) >= d.opt.CheckpointEntries
+	d.mu.Unlock()
+	if err != nil {
+		if errors.Is(err, ErrFull) {
+			kick(d.maintKick)
+		}
+		return err
+	}
+	kick(d.syncKick)
+	if full {
+		kick(d.maintKick)
+	}
+	if opt.NoWait {
+		return nil
+	}
+	<-g.done
+	return g.err
+}
+
+// append writes rec to its window's segment and records it as pending.
+// d.mu is held.
+func (d *Disk) append(key id.ID, e entry, rec []byte) (*syncGroup, error) {
+	switch {
+	case d.closed:
+		return nil, ErrClosed
+	case d.failed != nil:
+		return nil, d.failed
+	}
+	w := d.opt.window(time.Unix(0, e.expiry))
+	if w <= d.retired {
+		return nil, fmt.Errorf("%w: its window has been reclaimed", ErrExpired)
+	}
+	if c := d.opt.Capacity; c > 0 && d.usage+int64(len(rec)) > c {
+		return nil, fmt.Errorf("%w: %d of %d bytes used", ErrFull, d.usage, c)
+	}
+	s, err := d.appendTarget(w, len(rec))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.f.WriteAt(rec, s.size); err != nil {
+		// Cut the partial record so the next one starts clean; if even that
+		// fails, write no more to this file.
+		if s.f.Truncate(s.size) != nil {
+			delete(d.open, w)
+		}
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return nil, fmt.Errorf("%w: disk full writing %s", ErrFull, s.path)
+		}
+		return nil, fmt.Errorf("store: writing %s: %w", s.path, err)
+	}
+	e.seg, e.off = s.id, s.size
+	if old, ok := d.active[key]; !ok || old.expiry <= e.expiry {
+		d.active[key] = e
+	}
+	s.size += int64(len(rec))
+	d.usage += int64(len(rec))
+	d.dirty[s] = struct{}{}
+	return d.group, nil
+}
+
+// appendTarget returns the open segment of window w with room for n more
+// bytes, creating a file if needed. d.mu is held.
+func (d *Disk) appendTarget(w int64, n int) (*segment, error) {
+	if s := d.open[w]; s != nil && (s.size == 0 || s.size+int64(n) <= d.opt.MaxSegment) {
+		return s, nil
+	}
+	s := &segment{id: d.nextSeg, window: w}
+	s.path = filepath.Join(d.opt.Dir, fmt.Sprintf("%d-%d.seg", w, s.id))
+	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("store: creating segment: %w", err)
+	}
+	d.nextSeg++
+	s.f = f
+	d.segs[s.id] = s
+	d.open[w] = s
+	d.dirDirty = true
+	return s, nil
+}
+
+// waitGroup waits until everything written so far is durable.
+func (d *Disk) waitGroup() error {
+	d.mu.Lock()
+	g := d.group
+	d.mu.Unlock()
+	kick(d.syncKick)
+	<-g.done
+	return g.err
+}
+
+func kick(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// syncLoop is the group commit: each pass makes every write before it
+// durable with one fdatasync per dirty segment, at most once per interval.
+func (d *Disk) syncLoop() {
+	defer d.wg.Done()
+	var last time.Time
+	for {
+		select {
+		case <-d.syncKick:
+		case <-d.stopSync:
+			d.syncOnce()
+			return
+		}
+		if wait := d.opt.SyncInterval - time.Since(last); wait > 0 {
+			time.Sleep(wait)
+		}
+		d.syncOnce()
+		last = time.Now()
+	}
+}
+
+func (d *Disk) syncOnce() {
+	d.mu.Lock()
+	g := d.group
+	d.group = newGroup()
+	segs := make([]*segment, 0, len(d.dirty))
+	for s := range d.dirty {
+		segs = append(segs, s)
+	}
+	clear(d.dirty)
+	dir := d.dirDirty
+	d.dirDirty = false
+	d.mu.Unlock()
+
+	var err error
+	for _, s := range segs {
+		if e := unix.Fdatasync(int(s.f.Fd())); e != nil && err == nil {
+			err = fmt.Errorf("store: fdatasync %s: %w", s.path, e)
+		}
+	}
+	if dir {
+		if e := d.dirf.Sync(); e != nil && err == nil {
+			err = fmt.Errorf("store: syncing directory: %w", e)
+		}
+	}
+	if err != nil {
+		// After a failed fsync the kernel may have dropped the dirty pages,
+		// so later syncs could succeed over lost data: stop taking writes.
+		d.mu.Lock()
+		if d.failed == nil {
+			d.failed = err
+		}
+		d.mu.Unlock()
+	}
+	g.err = err
+	close(g.done)
+}
+
+func (d *Disk) maintainLoop() {
+	defer d.wg.Done()
+	t := time.NewTicker(d.opt.CheckpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stopMaint:
+			return
+		case <-t.C:
+		case <-d.maintKick:
+		}
+		d.Maintain() // errors reach callers through Put and the tree queries
+	}
+}
+
+// Maintain implements Engine: checkpoint, drop expired keys from the tree,
+// reclaim space past the high-water mark.
+func (d *Disk) Maintain() error {
+	d.maintMu.Lock()
+	defer d.maintMu.Unlock()
+	if err := d.checkpoint(); err != nil {
+		return err
+	}
+	return d.reclaim()
+}
+
+// checkpoint writes the pending entries, the segment watermarks and the
+// tree changes to the index in one transaction. d.maintMu is held.
+func (d *Disk) checkpoint() error {
+	d.mu.Lock()
+	batch := d.active
+	d.active = make(map[id.ID]entry)
+	d.flushing = batch
+	marks := make(map[uint64][2]int64, len(d.segs))
+	for _, s := range d.segs {
+		marks[s.id] = [2]int64{s.window, s.size}
+	}
+	g := d.group
+	d.mu.Unlock()
+
+	var err error
+	if len(batch) > 0 {
+		// The index must never point at bytes that are not durable.
+		kick(d.syncKick)
+		<-g.done
+		err = g.err
+	}
+	now := d.opt.Now().UnixNano()
+	if err == nil && (len(batch) > 0 || d.expiryDue(now)) {
+		err = d.db.Update(func(tx *bolt.Tx) error {
+			if err := applyEntries(tx, batch); err != nil {
+				return err
+			}
+			segs := tx.Bucket(bSegs)
+			for sid, m := range marks {
+				if err := segs.Put(segKey(sid), segValue(m[0], m[1])); err != nil {
+					return err
+				}
+			}
+			return expireTree(tx, now)
+		})
+	}
+	d.mu.Lock()
+	if err != nil {
+		for k, e := range batch {
+			if _, ok := d.active[k]; !ok {
+				d.active[k] = e
+			}
+		}
+	}
+	d.flushing = nil
+	d.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("store: checkpoint: %w", err)
+	}
+	return nil
+}
+
+// applyEntries writes entries to the index; of two copies of a key, the one
+// that expires later wins. Tree membership is kept across a re-put.
+func applyEntries(tx *bolt.Tx, batch map[id.ID]entry) error {
+	index, exp := tx.Bucket(bIndex), tx.Bucket(bExpiry)
+	tree := newBoltTree(tx)
+	var add [][]byte
+	for k, e := range batch {
+		key := k.Bytes()
+		if v := index.Get(key); v != nil {
+			old, err := decodeEntry(v)
+			if err != nil {
+				return err
+			}
+			if old.expiry > e.expiry {
+				continue
+			}
+			if err := exp.Delete(expiryKey(old.expiry, key)); err != nil {
+				return err
+			}
+		}
+		if tree.keys.Get(key) != nil {
+			e.flags |= entryInTree
+		} else if e.flags&entryInTree != 0 {
+			add = append(add, key)
+		}
+		if err := index.Put(key, e.encode()); err != nil {
+			return err
+		}
+		if err := exp.Put(expiryKey(e.expiry, key), present); err != nil {
+			return err
+		}
+	}
+	merkle.Update(tree, add, nil)
+	return tree.err
+}
+
+// expiryDue reports whether some key may have to leave the tree by now.
+func (d *Disk) expiryDue(now int64) bool {
+	due := false
+	d.db.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bExpiry).Cursor().Seek(sortableTime(expiredUpTo(tx)))
+		due = k != nil && bytes.Compare(k[:8], sortableTime(now)) <= 0
+		return nil
+	})
+	return due
+}
+
+func expiredUpTo(tx *bolt.Tx) int64 {
+	v := tx.Bucket(bMeta).Get(metaExpired)
+	if len(v) != 8 {
+		return math.MinInt64
+	}
+	return int64(bigEndian(v) ^ (1 << 63))
+}
+
+func bigEndian(b []byte) uint64 {
+	var x uint64
+	for _, c := range b {
+		x = x<<8 | uint64(c)
+	}
+	return x
+}
+
+// expireTree removes from the tree the keys whose expiry is at or before now.
+func expireTree(tx *bolt.Tx, now int64) error {
+	from := expiredUpTo(tx)
+	if from >= now {
+		return nil
+	}
+	tree := newBoltTree(tx)
+	var gone [][]byte
+	c := tx.Bucket(bExpiry).Cursor()
+	limit := sortableTime(now)
+	for k, _ := c.Seek(sortableTime(from)); k != nil && bytes.Compare(k[:8], limit) <= 0; k, _ = c.Next() {
+		if tree.keys.Get(k[8:]) != nil {
+			gone = append(gone, bytes.Clone(k[8:]))
+		}
+	}
+	merkle.Update(tree, nil, gone)
+	if tree.err != nil {
+		return tree.err
+	}
+	return tx.Bucket(bMeta).Put(metaExpired, sortableTime(now))
+}
+
+// reclaim unlinks expired windows, oldest first, while usage is past the
+// high-water mark. Unexpired objects are never reclaimed. d.maintMu is held.
+func (d *Disk) reclaim() error {
+	if d.opt.Capacity <= 0 {
+		return nil
+	}
+	target := int64(d.opt.HighWater * float64(d.opt.Capacity))
+	now := d.opt.Now()
+	d.mu.Lock()
+	if d.usage <= target {
+		d.mu.Unlock()
+		return nil
+	}
+	var windows []int64
+	seen := map[int64]bool{}
+	for _, s := range d.segs {
+		if !seen[s.window] && !d.opt.windowEnd(s.window).After(now) {
+			seen[s.window] = true
+			windows = append(windows, s.window)
+		}
+	}
+	sort.Slice(windows, func(i, j int) bool { return windows[i] < windows[j] })
+	for _, w := range windows {
+		delete(d.open, w)
+		d.retired = max(d.retired, w)
+	}
+	d.mu.Unlock()
+	if len(windows) == 0 {
+		return nil
+	}
+	// Index everything written to the retired windows before dropping them.
+	if err := d.checkpoint(); err != nil {
+		return err
+	}
+	for _, w := range windows {
+		d.mu.Lock()
+		done := d.usage <= target
+		d.mu.Unlock()
+		if done {
+			break
+		}
+		if err := d.dropWindow(w); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		d.stats.Reclaimed++
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+// dropWindow removes window w's objects from the index and unlinks its
+// segment files. The index goes first, so a crash between the two leaves
+// only unindexed files, which recovery indexes again.
+func (d *Disk) dropWindow(w int64) error {
+	d.mu.Lock()
+	var segs []*segment
+	ids := map[uint64]bool{}
+	for _, s := range d.segs {
+		if s.window == w {
+			segs = append(segs, s)
+			ids[s.id] = true
+		}
+	}
+	d.mu.Unlock()
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		if err := unindexWindow(tx, &d.opt, w, ids); err != nil {
+			return err
+		}
+		for sid := range ids {
+			if err := tx.Bucket(bSegs).Delete(segKey(sid)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: reclaiming window %d: %w", w, err)
+	}
+	d.mu.Lock()
+	for _, s := range segs {
+		delete(d.segs, s.id)
+		d.usage -= s.size
+	}
+	d.mu.Unlock()
+	for _, s := range segs {
+		s.f.Close()
+		if err := os.Remove(s.path); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+	}
+	return d.dirf.Sync()
+}
+
+// unindexWindow deletes the index entries of window w that point into the
+// segments ids.
+func unindexWindow(tx *bolt.Tx, opt *Options, w int64, ids map[uint64]bool) error {
+	index, exp := tx.Bucket(bIndex), tx.Bucket(bExpiry)
+	lo := sortableTime(w * int64(opt.Window))
+	hi := sortableTime(opt.windowEnd(w).UnixNano())
+	var drop [][]byte
+	c := exp.Cursor()
+	for k, _ := c.Seek(lo); k != nil && bytes.Compare(k[:8], hi) < 0; k, _ = c.Next() {
+		e, err := decodeEntry(index.Get(k[8:]))
+		if err == nil && ids[e.seg] {
+			drop = append(drop, bytes.Clone(k))
+		}
+	}
+	var fromTree [][]byte
+	for _, k := range drop {
+		if err := exp.Delete(k); err != nil {
+			return err
+		}
+		if err := index.Delete(k[8:]); err != nil {
+			return err
+		}
+		fromTree = append(fromTree, k[8:])
+	}
+	tree := newBoltTree(tx)
+	merkle.Update(tree, nil, fromTree)
+	return tree.err
+}
+
+// find returns the entry for key and whether it is still pending.
+func (d *Disk) find(key id.ID) (entry, bool, error) {
+	if err := d.opt.checkKey(key); err != nil {
+		return entry{}, false, err
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return entry{}, false, ErrClosed
+	}
+	e, ok := d.active[key]
+	if !ok {
+		e, ok = d.flushing[key]
+	}
+	d.mu.Unlock()
+	if ok {
+		return e, true, nil
+	}
+	var err error
+	found := false
+	d.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bIndex).Get(key.Bytes()); v != nil {
+			found = true
+			e, err = decodeEntry(v)
+		}
+		return nil
+	})
+	if err != nil {
+		return entry{}, false, err
+	}
+	if !found {
+		return entry{}, false, fmt.Errorf("%w: %v", ErrNotFound, key)
+	}
+	return e, false, nil
+}
+
+// Stat implements Engine.
+func (d *Disk) Stat(key id.ID) (Meta, error) {
+	e, _, err := d.find(key)
+	if err != nil {
+		return Meta{}, err
+	}
+	m := e.meta()
+	m.Key = key
+	return m, nil
+}
+
+// Get implements Engine.
+func (d *Disk) Get(key id.ID) ([]byte, Meta, error) {
+	e, _, err := d.find(key)
+	if err != nil {
+		return nil, Meta{}, err
+	}
+	d.mu.Lock()
+	s := d.segs[e.seg]
+	d.mu.Unlock()
+	if s == nil {
+		return nil, Meta{}, d.quarantine(key, e, "its segment file is missing")
+	}
+	buf := make([]byte, e.recordLen(key.Width()))
+	if _, err := s.f.ReadAt(buf, e.off); err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			return nil, Meta{}, fmt.Errorf("%w: %v was reclaimed", ErrNotFound, key)
+		}
+		return nil, Meta{}, d.quarantine(key, e, err.Error())
+	}
+	r, _, err := decodeRecord(buf, d.opt.MaxObject)
+	switch {
+	case err != nil:
+		return nil, Meta{}, d.quarantine(key, e, err.Error())
+	case !bytes.Equal(r.key, key.Bytes()) || r.expiry != e.expiry || len(r.data) != e.size:
+		return nil, Meta{}, d.quarantine(key, e, "the record there is another object's")
+	case e.flags&entryOpaque == 0 && id.Key(r.data) != key:
+		return nil, Meta{}, d.quarantine(key, e, "content does not match its key")
+	}
+	m := e.meta()
+	m.Key = key
+	return r.data, m, nil
+}
+
+// quarantine takes a damaged object out of the index and the tree, so that
+// nothing serves it and maintenance fetches a good copy, and records why.
+func (d *Disk) quarantine(key id.ID, bad entry, why string) error {
+	d.maintMu.Lock()
+	defer d.maintMu.Unlock()
+	d.mu.Lock()
+	if e, ok := d.active[key]; ok && e.seg == bad.seg && e.off == bad.off {
+		delete(d.active, key)
+	}
+	d.stats.Quarantined++
+	d.mu.Unlock()
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		index := tx.Bucket(bIndex)
+		e, err := decodeEntry(index.Get(key.Bytes()))
+		if err == nil && e.seg == bad.seg && e.off == bad.off {
+			if err := index.Delete(key.Bytes()); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bExpiry).Delete(expiryKey(e.expiry, key.Bytes())); err != nil {
+				return err
+			}
+			tree := newBoltTree(tx)
+			merkle.Update(tree, nil, [][]byte{key.Bytes()})
+			if tree.err != nil {
+				return tree.err
+			}
+		}
+		note := fmt.Sprintf("%s: segment %d offset %d: %s", d.opt.Now().UTC().Format(time.RFC3339), bad.seg, bad.off, why)
+		return tx.Bucket(bQuar).Put(key.Bytes(), []byte(note))
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %v (%s); recording it failed: %v", ErrCorrupt, key, why, err)
+	}
+	return fmt.Errorf("%w: %v: %s", ErrCorrupt, key, why)
+}
+
+// readTree brings the tree up to date and runs fn on it.
+func (d *Disk) readTree(fn func(r merkle.Reader, expiredUpTo int64)) error {
+	d.maintMu.Lock()
+	err := d.checkpoint()
+	d.maintMu.Unlock()
+	if err != nil {
+		return err
+	}
+	return d.db.View(func(tx *bolt.Tx) error {
+		t := newBoltTree(tx)
+		fn(t, expiredUpTo(tx))
+		return t.err
+	})
+}
+
+// TreeNode implements Engine.
+func (d *Disk) TreeNode(p merkle.Prefix) (n merkle.Node, err error) {
+	err = d.readTree(func(r merkle.Reader, _ int64) { n = merkle.Lookup(r, p) })
+	return n, err
+}
+
+// TreeChildren implements Engine.
+func (d *Disk) TreeChildren(p merkle.Prefix) (kids []merkle.Node, err error) {
+	err = d.readTree(func(r merkle.Reader, _ int64) { kids = merkle.Children(r, p) })
+	return kids, err
+}
+
+// TreeKeys implements Engine.
+func (d *Disk) TreeKeys(p merkle.Prefix, lo, hi id.ID, max int) (keys []id.ID, err error) {
+	err = d.readTree(func(r merkle.Reader, _ int64) { keys = merkle.KeysInRange(r, p, lo, hi, max) })
+	return keys, err
+}
+
+// CheckTree implements Engine: the stored root against one recomputed from
+// the index entries marked for the tree that had not expired at the last
+// expiry pass, and every stored node against its children.
+func (d *Disk) CheckTree() error {
+	var cerr error
+	err := d.readTree(func(r merkle.Reader, upTo int64) {
+		var keys [][]byte
+		d.db.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(bIndex).ForEach(func(k, v []byte) error {
+				e, err := decodeEntry(v)
+				if err == nil && e.flags&entryInTree != 0 && e.expiry > upTo {
+					keys = append(keys, bytes.Clone(k))
+				}
+				return nil
+			})
+		})
+		cerr = compareRoots(merkle.Lookup(r, merkle.Root()), merkle.Recompute(keys))
+		if bad, ok := merkle.Verify(r, merkle.Root()); cerr == nil && !ok {
+			cerr = fmt.Errorf("store: Merkle node %v does not match its children", bad)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return cerr
+}
+
+// Stats implements Engine. It checkpoints first, so the counts are exact.
+func (d *Disk) Stats() Stats {
+	d.maintMu.Lock()
+	d.checkpoint()
+	d.maintMu.Unlock()
+	d.mu.Lock()
+	s := d.stats
+	s.Usage = d.usage
+	s.Segments = len(d.segs)
+	pending := len(d.active) + len(d.flushing)
+	d.mu.Unlock()
+	d.db.View(func(tx *bolt.Tx) error {
+		s.Objects = tx.Bucket(bIndex).Stats().KeyN + pending
+		s.TreeKeys = tx.Bucket(bTKeys).Stats().KeyN
+		return nil
+	})
+	return s
+}
+
+// Quarantined returns the damaged objects found so far and why.
+func (d *Disk) Quarantined() map[string]string {
+	out := map[string]string{}
+	d.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bQuar).ForEach(func(k, v []byte) error {
+			out[fmt.Sprintf("%x", k)] = string(v)
+			return nil
+		})
+	})
+	return out
+}
+
+// Sync makes every write so far durable and indexed.
+func (d *Disk) Sync() error {
+	d.maintMu.Lock()
+	defer d.maintMu.Unlock()
+	if err := d.waitGroup(); err != nil {
+		return err
+	}
+	return d.checkpoint()
+}
+
+// Close implements Engine: it indexes everything written and closes files.
+func (d *Disk) Close() error {
+	d.mu.Lock()
+	if d.closing {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closing = true
+	d.mu.Unlock()
+	close(d.stopMaint)
+	err := d.Sync()
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	close(d.stopSync)
+	d.wg.Wait()
+	if cerr := d.closeFiles(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (d *Disk) closeFiles() error {
+	for _, s := range d.segs {
+		s.f.Close()
+	}
+	d.dirf.Close()
+	return d.db.Close()
+}

@@ -1,0 +1,203 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/merkle"
+)
+
+// Errors the caller can act on. Each is wrapped with detail; test with
+// errors.Is.
+var (
+	ErrNotFound = errors.New("store: not found")
+	ErrCorrupt  = errors.New("store: object damaged on disk; quarantined")
+	ErrFull     = errors.New("store: full")
+	ErrTooLarge = errors.New("store: object too large")
+	ErrExpired  = errors.New("store: expiry is not in the future")
+	ErrBadKey   = errors.New("store: key has the wrong width")
+	ErrClosed   = errors.New("store: closed")
+)
+
+// Engine is the storage of one physical node, shared by its virtual
+// servers. Disk is the real one; Mem stands in for it in the simulator.
+// Both pass the same contract tests.
+type Engine interface {
+	// Put stores data under key until at least expiry. It returns once the
+	// object is durable, or at once with NoWait. Putting a key again only
+	// extends its expiry.
+	Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) error
+	// Get returns the object's bytes, checked against the record checksum
+	// and, unless it was put Opaque, against the key. Damage is reported as
+	// ErrCorrupt and the object is quarantined: it leaves the index and the
+	// Merkle tree, so maintenance fetches a good copy.
+	Get(key id.ID) ([]byte, Meta, error)
+	// Stat returns what is known about key without reading the object.
+	Stat(key id.ID) (Meta, error)
+
+	// TreeNode returns the Merkle tree node at p (see merkle.Lookup).
+	TreeNode(p merkle.Prefix) (merkle.Node, error)
+	// TreeChildren returns the non-empty children of the node at p.
+	TreeChildren(p merkle.Prefix) ([]merkle.Node, error)
+	// TreeKeys returns up to max keys under p in the ring arc (lo, hi].
+	TreeKeys(p merkle.Prefix, lo, hi id.ID, max int) ([]id.ID, error)
+	// CheckTree recomputes the tree from the index and compares roots.
+	CheckTree() error
+
+	// Maintain removes expired keys from the tree and reclaims space when
+	// usage is past the high-water mark. Disk also runs it in the background.
+	Maintain() error
+	Stats() Stats
+	Close() error
+}
+
+// PutOptions modify one put.
+type PutOptions struct {
+	// NoWait returns before the object is durable.
+	NoWait bool
+	// Opaque marks a key that is not the content hash of the data (an
+	// erasure-coded fragment): reads check only the record checksum.
+	Opaque bool
+}
+
+// Meta describes a stored object.
+type Meta struct {
+	Key    id.ID
+	Size   int
+	Expiry time.Time
+	InTree bool // counted in the Merkle tree when it was stored
+	Opaque bool
+}
+
+// Stats are counters for status pages and benchmarks.
+type Stats struct {
+	Objects     int   // keys in the index
+	TreeKeys    int   // keys in the Merkle tree
+	Usage       int64 // bytes of segment files
+	Capacity    int64
+	Segments    int
+	Reclaimed   int // segments unlinked to make room
+	Quarantined int // damaged objects found by reads
+}
+
+// Options configure an engine. Zero fields take the defaults below.
+type Options struct {
+	Dir string // Disk only
+
+	// Now is the clock for expiry. The simulator and tests inject theirs.
+	Now func() time.Time
+	// Window is the span of expiry times sharing one segment (256 s).
+	Window time.Duration
+	// TreeBuffer keeps keys that expire sooner than this out of the tree, so
+	// neighbours never repair what is about to expire (15 min).
+	TreeBuffer time.Duration
+	// Capacity bounds the bytes of segment files; 0 means no bound.
+	Capacity int64
+	// HighWater is the fraction of Capacity past which expired segments are
+	// reclaimed (0.9).
+	HighWater float64
+	// MaxObject is the largest object accepted (64 MiB).
+	MaxObject int
+	// KeyWidth is the key size in bytes (20).
+	KeyWidth int
+
+	// SyncInterval is the least time between group commits; puts arriving
+	// meanwhile share one fdatasync (1 ms). Disk only.
+	SyncInterval time.Duration
+	// CheckpointInterval is how often the index catches up with the
+	// segments (1 s). Disk only.
+	CheckpointInterval time.Duration
+	// CheckpointEntries forces a checkpoint when this many puts wait (65536).
+	CheckpointEntries int
+	// MaxSegment rolls a window over to a new file past this size (1 GiB).
+	MaxSegment int64
+
+	// DropData makes Mem keep sizes but not bytes, for simulations.
+	DropData bool
+}
+
+// Defaults.
+const (
+	DefaultWindow     = 256 * time.Second
+	DefaultTreeBuffer = 15 * time.Minute
+	DefaultMaxObject  = 64 << 20
+)
+
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.TreeBuffer <= 0 {
+		o.TreeBuffer = DefaultTreeBuffer
+	}
+	if o.HighWater <= 0 || o.HighWater > 1 {
+		o.HighWater = 0.9
+	}
+	if o.MaxObject <= 0 {
+		o.MaxObject = DefaultMaxObject
+	}
+	if o.KeyWidth <= 0 {
+		o.KeyWidth = id.Bytes
+	}
+	if o.SyncInterval <= 0 {
+		o.SyncInterval = time.Millisecond
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = time.Second
+	}
+	if o.CheckpointEntries <= 0 {
+		o.CheckpointEntries = 65536
+	}
+	if o.MaxSegment <= 0 {
+		o.MaxSegment = 1 << 30
+	}
+	return o
+}
+
+// check validates a put's arguments, common to both engines.
+func (o *Options) check(key id.ID, size int, expiry, now time.Time) error {
+	if err := o.checkKey(key); err != nil {
+		return err
+	}
+	if size > o.MaxObject {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, size, o.MaxObject)
+	}
+	if !expiry.After(now) {
+		return fmt.Errorf("%w: %v is not after %v", ErrExpired, expiry.UTC(), now.UTC())
+	}
+	return nil
+}
+
+func (o *Options) checkKey(key id.ID) error {
+	if key.Width() != o.KeyWidth {
+		return fmt.Errorf("%w: %d bytes, want %d", ErrBadKey, key.Width(), o.KeyWidth)
+	}
+	return nil
+}
+
+// window returns the index of the expiry window holding t.
+func (o *Options) window(t time.Time) int64 {
+	w := int64(o.Window)
+	n := t.UnixNano()
+	if n < 0 {
+		return (n - w + 1) / w
+	}
+	return n / w
+}
+
+// windowEnd returns when every object of window w has expired.
+func (o *Options) windowEnd(w int64) time.Time {
+	return time.Unix(0, (w+1)*int64(o.Window))
+}
+
+// entersTree applies the tree buffer rule at insertion time.
+func (o *Options) entersTree(expiry, now time.Time) bool {
+	return expiry.Sub(now) > o.TreeBuffer
+}
+
+func timeUnix(ns int64) time.Time { return time.Unix(0, ns) }

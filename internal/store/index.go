@@ -1,0 +1,175 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"triad/internal/merkle"
+)
+
+// The index is a bbolt database beside the segments. Buckets:
+//
+//	index   key → entry (where the record is, its size and expiry)
+//	expiry  expiry (8 bytes, sortable) ‖ key → nothing: keys in expiry order,
+//	        for dropping them from the tree and reclaiming windows
+//	tkeys   key → nothing: the keys in the Merkle tree
+//	tnodes  encoded prefix → count ‖ hash: the tree's stored nodes
+//	segs    segment id → window ‖ watermark: how much of each segment the
+//	        index covers; recovery rescans only past the watermark
+//	quar    key → why it was quarantined
+//	meta    "expired" → the time up to which keys have left the tree
+var (
+	bIndex  = []byte("index")
+	bExpiry = []byte("expiry")
+	bTKeys  = []byte("tkeys")
+	bTNodes = []byte("tnodes")
+	bSegs   = []byte("segs")
+	bQuar   = []byte("quar")
+	bMeta   = []byte("meta")
+
+	metaExpired = []byte("expired")
+)
+
+var allBuckets = [][]byte{bIndex, bExpiry, bTKeys, bTNodes, bSegs, bQuar, bMeta}
+
+// entry is an index value.
+type entry struct {
+	seg    uint64
+	off    int64
+	size   int // data bytes
+	expiry int64
+	flags  byte // entryInTree, entryOpaque
+}
+
+const (
+	entryInTree = 1 << 0
+	entryOpaque = 1 << 1
+	entryBytes  = 8 + 8 + 4 + 8 + 1
+)
+
+func (e entry) encode() []byte {
+	b := make([]byte, 0, entryBytes)
+	b = binary.BigEndian.AppendUint64(b, e.seg)
+	b = binary.BigEndian.AppendUint64(b, uint64(e.off))
+	b = binary.BigEndian.AppendUint32(b, uint32(e.size))
+	b = binary.BigEndian.AppendUint64(b, uint64(e.expiry))
+	return append(b, e.flags)
+}
+
+func decodeEntry(b []byte) (entry, error) {
+	if len(b) != entryBytes {
+		return entry{}, fmt.Errorf("store: index entry of %d bytes", len(b))
+	}
+	return entry{
+		seg:    binary.BigEndian.Uint64(b),
+		off:    int64(binary.BigEndian.Uint64(b[8:])),
+		size:   int(binary.BigEndian.Uint32(b[16:])),
+		expiry: int64(binary.BigEndian.Uint64(b[20:])),
+		flags:  b[28],
+	}, nil
+}
+
+func (e entry) meta() Meta {
+	return Meta{Size: e.size, Expiry: time.Unix(0, e.expiry), InTree: e.flags&entryInTree != 0, Opaque: e.flags&entryOpaque != 0}
+}
+
+func (e entry) recordLen(keyLen int) int { return recordLen(keyLen, e.size) }
+
+// sortableTime maps signed nanoseconds to bytes that sort in time order.
+func sortableTime(ns int64) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(ns)^(1<<63))
+}
+
+func expiryKey(ns int64, key []byte) []byte { return append(sortableTime(ns), key...) }
+
+func segKey(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }
+
+func segValue(window, watermark int64) []byte {
+	b := binary.BigEndian.AppendUint64(nil, uint64(window))
+	return binary.BigEndian.AppendUint64(b, uint64(watermark))
+}
+
+// boltTree is the Merkle tree's Backend over one bbolt transaction. bbolt
+// fails only on misuse, so errors are kept and returned by the caller.
+type boltTree struct {
+	nodes, keys *bolt.Bucket
+	err         error
+}
+
+func newBoltTree(tx *bolt.Tx) *boltTree {
+	return &boltTree{nodes: tx.Bucket(bTNodes), keys: tx.Bucket(bTKeys)}
+}
+
+func (t *boltTree) keep(err error) {
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+}
+
+func decodeNode(p merkle.Prefix, v []byte) (merkle.Node, bool) {
+	if len(v) != 8+32 {
+		return merkle.Node{}, false
+	}
+	n := merkle.Node{Prefix: p, Count: binary.BigEndian.Uint64(v)}
+	copy(n.Hash[:], v[8:])
+	return n, true
+}
+
+func (t *boltTree) Node(p merkle.Prefix) (merkle.Node, bool) {
+	return decodeNode(p, t.nodes.Get(p.Encode()))
+}
+
+func (t *boltTree) Children(p merkle.Prefix, fn func(merkle.Node)) {
+	c := t.nodes.Cursor()
+	last := string(p.Child(merkle.Fanout - 1).Encode())
+	for k, v := c.Seek(p.Child(0).Encode()); k != nil && string(k) <= last; k, v = c.Next() {
+		q, err := merkle.DecodePrefix(k)
+		if err != nil {
+			t.keep(err)
+			return
+		}
+		if n, ok := decodeNode(q, v); ok {
+			fn(n)
+		}
+	}
+}
+
+func (t *boltTree) Keys(p merkle.Prefix, fn func([]byte) bool) {
+	c := t.keys.Cursor()
+	start := p.Encode()[1:]
+	for k, _ := c.Seek(start); k != nil && p.Contains(k); k, _ = c.Next() {
+		if !fn(k) {
+			return
+		}
+	}
+}
+
+func (t *boltTree) PutNode(n merkle.Node) {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 40), n.Count)
+	t.keep(t.nodes.Put(n.Prefix.Encode(), append(v, n.Hash[:]...)))
+}
+
+func (t *boltTree) DeleteNode(p merkle.Prefix) { t.keep(t.nodes.Delete(p.Encode())) }
+
+func (t *boltTree) AddKey(k []byte) bool {
+	if t.keys.Get(k) != nil {
+		return false
+	}
+	t.keep(t.keys.Put(k, present))
+	return true
+}
+
+func (t *boltTree) RemoveKey(k []byte) bool {
+	if t.keys.Get(k) == nil {
+		return false
+	}
+	t.keep(t.keys.Delete(k))
+	return true
+}
+
+// present is the value of set-like buckets; bbolt may not tell an empty
+// value from a missing one.
+var present = []byte{1}

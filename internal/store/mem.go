@@ -1,0 +1,258 @@
+package store
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/btree"
+
+	"triad/internal/id"
+	"triad/internal/merkle"
+)
+
+// Mem is an Engine held in memory for the simulator. It keeps the same
+// windows, tree and space accounting as Disk, so experiments see the same
+// expiry and reclamation behaviour, and with DropData it keeps sizes only.
+type Mem struct {
+	mu      sync.Mutex
+	opt     Options
+	objs    map[id.ID]*memObject
+	windows map[int64]*memWindow
+	tree    *merkle.Mem
+	expiry  *btree.BTreeG[expKey] // tree keys by expiry, to drop them on time
+	usage   int64
+	stats   Stats
+}
+
+type memObject struct {
+	meta   Meta
+	data   []byte
+	window int64
+}
+
+type memWindow struct {
+	bytes int64
+	keys  map[id.ID]struct{}
+}
+
+type expKey struct {
+	at  int64
+	key id.ID
+}
+
+func lessExp(a, b expKey) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.key.Cmp(b.key) < 0
+}
+
+// NewMem returns an empty in-memory engine.
+func NewMem(opt Options) *Mem {
+	return &Mem{
+		opt:     opt.withDefaults(),
+		objs:    make(map[id.ID]*memObject),
+		windows: make(map[int64]*memWindow),
+		tree:    merkle.NewMem(),
+		expiry:  btree.NewG(32, lessExp),
+	}
+}
+
+func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.opt.Now()
+	if err := m.opt.check(key, len(data), expiry, now); err != nil {
+		return err
+	}
+	old := m.objs[key]
+	if old != nil && !expiry.After(old.meta.Expiry) {
+		return nil
+	}
+	size := int64(recordLen(key.Width(), len(data)))
+	if m.opt.Capacity > 0 && m.usage+size > m.opt.Capacity {
+		m.reclaim(now, m.opt.Capacity-size)
+		if m.usage+size > m.opt.Capacity {
+			return fmt.Errorf("%w: %d of %d bytes used and nothing expired to reclaim", ErrFull, m.usage, m.opt.Capacity)
+		}
+	}
+	o := &memObject{
+		meta:   Meta{Key: key, Size: len(data), Expiry: expiry, Opaque: opt.Opaque},
+		window: m.opt.window(expiry),
+	}
+	if !m.opt.DropData {
+		o.data = append([]byte(nil), data...)
+	}
+	if old != nil {
+		delete(m.windows[old.window].keys, key)
+		o.meta.InTree = old.meta.InTree
+		if m.tree.Has(key.Bytes()) {
+			m.expiry.Delete(expKey{old.meta.Expiry.UnixNano(), key})
+			m.expiry.ReplaceOrInsert(expKey{expiry.UnixNano(), key})
+		}
+	}
+	if !o.meta.InTree && m.opt.entersTree(expiry, now) {
+		o.meta.InTree = true
+		merkle.Update(m.tree, [][]byte{key.Bytes()}, nil)
+		m.expiry.ReplaceOrInsert(expKey{expiry.UnixNano(), key})
+	}
+	w := m.windows[o.window]
+	if w == nil {
+		w = &memWindow{keys: make(map[id.ID]struct{})}
+		m.windows[o.window] = w
+	}
+	w.keys[key] = struct{}{}
+	w.bytes += size
+	m.usage += size
+	m.objs[key] = o
+	m.maintain(now)
+	return nil
+}
+
+func (m *Mem) Get(key id.ID) ([]byte, Meta, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, err := m.lookup(key)
+	if err != nil {
+		return nil, Meta{}, err
+	}
+	return append([]byte(nil), o.data...), o.meta, nil
+}
+
+func (m *Mem) Stat(key id.ID) (Meta, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, err := m.lookup(key)
+	if err != nil {
+		return Meta{}, err
+	}
+	return o.meta, nil
+}
+
+func (m *Mem) lookup(key id.ID) (*memObject, error) {
+	if err := m.opt.checkKey(key); err != nil {
+		return nil, err
+	}
+	o := m.objs[key]
+	if o == nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotFound, key)
+	}
+	return o, nil
+}
+
+// readTree runs fn on the tree after dropping keys that have expired.
+func (m *Mem) readTree(fn func(r merkle.Reader)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.expireTree(m.opt.Now())
+	fn(m.tree)
+}
+
+func (m *Mem) TreeNode(p merkle.Prefix) (n merkle.Node, err error) {
+	m.readTree(func(r merkle.Reader) { n = merkle.Lookup(r, p) })
+	return n, nil
+}
+
+func (m *Mem) TreeChildren(p merkle.Prefix) (kids []merkle.Node, err error) {
+	m.readTree(func(r merkle.Reader) { kids = merkle.Children(r, p) })
+	return kids, nil
+}
+
+func (m *Mem) TreeKeys(p merkle.Prefix, lo, hi id.ID, max int) (keys []id.ID, err error) {
+	m.readTree(func(r merkle.Reader) { keys = merkle.KeysInRange(r, p, lo, hi, max) })
+	return keys, nil
+}
+
+func (m *Mem) CheckTree() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.opt.Now()
+	m.expireTree(now)
+	var keys [][]byte
+	for k, o := range m.objs {
+		if o.meta.InTree && o.meta.Expiry.After(now) {
+			keys = append(keys, k.Bytes())
+		}
+	}
+	return compareRoots(merkle.Lookup(m.tree, merkle.Root()), merkle.Recompute(keys))
+}
+
+func compareRoots(stored, fresh merkle.Node) error {
+	if stored.Count != fresh.Count || stored.Hash != fresh.Hash {
+		return fmt.Errorf("store: Merkle root holds %d keys (%x…), the index implies %d (%x…)",
+			stored.Count, stored.Hash[:6], fresh.Count, fresh.Hash[:6])
+	}
+	return nil
+}
+
+func (m *Mem) Maintain() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.maintain(m.opt.Now())
+	return nil
+}
+
+func (m *Mem) maintain(now time.Time) {
+	m.expireTree(now)
+	if m.opt.Capacity > 0 {
+		m.reclaim(now, int64(m.opt.HighWater*float64(m.opt.Capacity)))
+	}
+}
+
+// expireTree removes from the tree every key whose expiry has come.
+func (m *Mem) expireTree(now time.Time) {
+	var gone [][]byte
+	for {
+		e, ok := m.expiry.Min()
+		if !ok || e.at > now.UnixNano() {
+			break
+		}
+		m.expiry.DeleteMin()
+		gone = append(gone, e.key.Bytes())
+	}
+	if len(gone) > 0 {
+		merkle.Update(m.tree, nil, gone)
+	}
+}
+
+// reclaim drops whole expired windows, oldest first, until usage is at most
+// target or nothing expired is left.
+func (m *Mem) reclaim(now time.Time, target int64) {
+	if m.usage <= target {
+		return
+	}
+	var ws []int64
+	for w := range m.windows {
+		if !m.opt.windowEnd(w).After(now) {
+			ws = append(ws, w)
+		}
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i] < ws[j] })
+	for _, w := range ws {
+		if m.usage <= target {
+			return
+		}
+		for k := range m.windows[w].keys {
+			delete(m.objs, k)
+		}
+		m.usage -= m.windows[w].bytes
+		delete(m.windows, w)
+		m.stats.Reclaimed++
+	}
+}
+
+func (m *Mem) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.stats
+	s.Objects = len(m.objs)
+	s.TreeKeys = m.tree.Len()
+	s.Usage = m.usage
+	s.Capacity = m.opt.Capacity
+	s.Segments = len(m.windows)
+	return s
+}
+
+func (m *Mem) Close() error { return nil }

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// A record is one object in a segment file:
+//
+//	offset  size  field
+//	0       4     magic "TRD1"
+//	4       1     flags (flagOpaque: the key is not the content hash)
+//	5       1     key length, 1..64
+//	6       2     zero
+//	8       4     data length
+//	12      8     expiry, Unix nanoseconds
+//	20      K     key
+//	20+K    N     data
+//	20+K+N  4     CRC-32C of everything before it
+//
+// The magic lets recovery find the next record after a damaged one; the CRC
+// covers the header too, so a torn or flipped length is caught.
+const (
+	recordMagic  = "TRD1"
+	headerBytes  = 20
+	trailerBytes = 4
+	maxKeyBytes  = 64
+
+	flagOpaque = 1 << 0
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errBadRecord marks bytes that are not a whole, intact record.
+var errBadRecord = errors.New("store: bad record")
+
+// record is a decoded record. Data aliases the buffer it was decoded from.
+type record struct {
+	flags  byte
+	key    []byte
+	expiry int64
+	data   []byte
+}
+
+func recordLen(keyLen, dataLen int) int { return headerBytes + keyLen + dataLen + trailerBytes }
+
+// appendRecord appends the encoding of r to dst.
+func appendRecord(dst []byte, r record) []byte {
+	start := len(dst)
+	dst = append(dst, recordMagic...)
+	dst = append(dst, r.flags, byte(len(r.key)), 0, 0)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(r.data)))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(r.expiry))
+	dst = append(dst, r.key...)
+	dst = append(dst, r.data...)
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// peekLen returns the length of the record whose header starts b, checking
+// only the header fields, so a reader knows how much more to read.
+func peekLen(b []byte, maxData int) (int, error) {
+	if len(b) < headerBytes {
+		return 0, fmt.Errorf("%w: %d bytes, short of a header", errBadRecord, len(b))
+	}
+	if string(b[:4]) != recordMagic {
+		return 0, fmt.Errorf("%w: no magic", errBadRecord)
+	}
+	if b[4]&^flagOpaque != 0 || b[6] != 0 || b[7] != 0 {
+		return 0, fmt.Errorf("%w: unknown flags", errBadRecord)
+	}
+	k := int(b[5])
+	n := binary.LittleEndian.Uint32(b[8:12])
+	if k == 0 || k > maxKeyBytes {
+		return 0, fmt.Errorf("%w: key length %d", errBadRecord, k)
+	}
+	if uint64(n) > uint64(maxData) {
+		return 0, fmt.Errorf("%w: data length %d over the limit %d", errBadRecord, n, maxData)
+	}
+	return recordLen(k, int(n)), nil
+}
+
+// decodeRecord decodes the record at the start of b, which must hold it
+// whole, and returns it with its length.
+func decodeRecord(b []byte, maxData int) (record, int, error) {
+	n, err := peekLen(b, maxData)
+	if err != nil {
+		return record{}, 0, err
+	}
+	if len(b) < n {
+		return record{}, 0, fmt.Errorf("%w: %d of %d bytes", errBadRecord, len(b), n)
+	}
+	body := b[:n-trailerBytes]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[n-trailerBytes:n]) {
+		return record{}, 0, fmt.Errorf("%w: checksum mismatch", errBadRecord)
+	}
+	k := int(b[5])
+	return record{
+		flags:  b[4],
+		key:    body[headerBytes : headerBytes+k],
+		expiry: int64(binary.LittleEndian.Uint64(b[12:20])),
+		data:   body[headerBytes+k:],
+	}, n, nil
+}
