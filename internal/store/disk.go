@@ -801,6 +801,29 @@ func (d *Disk) Stats() Stats {
 	return s
 }
 
+// Keys calls fn for every stored key, in key order, until fn returns false.
+func (d *Disk) Keys(fn func(id.ID) bool) error {
+	d.maintMu.Lock()
+	err := d.checkpoint()
+	d.maintMu.Unlock()
+	if err != nil {
+		return err
+	}
+	return d.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bIndex).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			key, err := id.FromBytes(k)
+			if err != nil {
+				return err
+			}
+			if !fn(key) {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
 // Quarantined returns the damaged objects found so far and why.
 func (d *Disk) Quarantined() map[string]string {
 	out := map[string]string{}

@@ -1,0 +1,325 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"triad/internal/id"
+)
+
+const crashChildEnv = "TRIAD_STORE_CRASH_CHILD"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		crashChild(dir)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// crashChild writes objects to the store in dir until it is killed,
+// printing each key once its put has returned (so it is durable), from four
+// goroutines. Every fourth put does not wait and is not printed.
+func crashChild(dir string) {
+	d, err := Open(Options{Dir: dir})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var mu sync.Mutex
+	out := bufio.NewWriter(os.Stdout)
+	deadline := time.Now().Add(30 * time.Second)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
+			for i := 0; i < 250_000 && time.Now().Before(deadline); i++ {
+				data, key := blob(r, r.IntN(64<<10))
+				ttl := time.Duration(10+r.IntN(110)) * time.Minute
+				noWait := i%4 == 3
+				if err := d.Put(key, data, time.Now().Add(ttl), PutOptions{NoWait: noWait}); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(1)
+				}
+				if !noWait {
+					mu.Lock()
+					fmt.Fprintln(out, key)
+					out.Flush()
+					mu.Unlock()
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	os.Exit(0)
+}
+
+// TestCrashRecovery kills a writing child process with SIGKILL at random
+// moments. After each kill, every acknowledged object must be readable and
+// intact, no object may read back damaged, and the stored Merkle root must
+// match the index.
+func TestCrashRecovery(t *testing.T) {
+	dir := t.TempDir()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	acked := map[id.ID]bool{}
+	for round := 0; round < 20; round++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan string, 1<<16)
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		// Kill at a random moment once the child is writing.
+		first, ok := <-lines
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("round %d: child wrote nothing: %s", round, stderr.String())
+		}
+		time.Sleep(time.Duration(r.IntN(300)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		n := 0
+		for _, l := range append([]string{first}, drain(lines)...) {
+			key, err := id.Parse(l, id.Bytes)
+			if err != nil {
+				continue // a line cut by the kill was never acknowledged
+			}
+			acked[key] = true
+			n++
+		}
+
+		d, err := Open(Options{Dir: dir})
+		if err != nil {
+			t.Fatalf("round %d: reopen: %v", round, err)
+		}
+		for key := range acked {
+			if _, _, err := d.Get(key); err != nil {
+				t.Fatalf("round %d: acknowledged object %v: %v", round, key.Short(), err)
+			}
+		}
+		total := 0
+		err = d.Keys(func(key id.ID) bool {
+			total++
+			if _, _, err := d.Get(key); err != nil {
+				t.Errorf("round %d: stored object %v: %v", round, key.Short(), err)
+			}
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.CheckTree(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if q := d.Quarantined(); len(q) > 0 {
+			t.Fatalf("round %d: quarantined %v", round, q)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: %d acknowledged this round, %d in all, %d stored", round, n, len(acked), total)
+	}
+}
+
+func drain(c chan string) []string {
+	var out []string
+	for l := range c {
+		out = append(out, l)
+	}
+	return out
+}
+
+// putSome stores n random objects in a fresh disk engine and closes it.
+func putSome(t *testing.T, dir string, n int) map[id.ID][]byte {
+	t.Helper()
+	d, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	objs := map[id.ID][]byte{}
+	for i := 0; i < n; i++ {
+		data, key := blob(r, 100+r.IntN(2000))
+		if err := d.Put(key, data, time.Now().Add(time.Hour), PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		objs[key] = data
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// flip inverts one byte of key's data in its segment file.
+func flip(t *testing.T, dir string, key id.ID) {
+	t.Helper()
+	for _, name := range segmentFiles(dir) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(b, key.Bytes()); i >= 0 {
+			b[i+len(key.Bytes())+5] ^= 0x40
+			if err := os.WriteFile(name, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("key %v not found in any segment", key)
+}
+
+func checkAll(t *testing.T, d *Disk, objs map[id.ID][]byte, except id.ID) {
+	t.Helper()
+	for key, data := range objs {
+		if key == except {
+			continue
+		}
+		got, _, err := d.Get(key)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("object %v: %v", key.Short(), err)
+		}
+	}
+}
+
+func TestFlippedByteIsDetectedNotServed(t *testing.T) {
+	dir := t.TempDir()
+	objs := putSome(t, dir, 50)
+	var victim id.ID
+	for victim = range objs {
+		break
+	}
+	flip(t, dir, victim)
+
+	d, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if data, _, err := d.Get(victim); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("damaged object served: %d bytes, %v", len(data), err)
+	}
+	if _, err := d.Stat(victim); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("damaged object still indexed: %v", err)
+	}
+	if q := d.Quarantined(); len(q) != 1 || !strings.Contains(q[fmt.Sprintf("%x", victim.Bytes())], "checksum") {
+		t.Fatalf("quarantine list %v", q)
+	}
+	checkAll(t, d, objs, victim)
+	if s := d.Stats(); s.TreeKeys != len(objs)-1 {
+		t.Fatalf("tree holds %d keys, want %d without the damaged one", s.TreeKeys, len(objs)-1)
+	}
+	if err := d.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRebuildIndexSkipsDamage loses the index entirely: recovery rebuilds it
+// from the segments, stepping over a damaged record in the middle.
+func TestRebuildIndexSkipsDamage(t *testing.T) {
+	dir := t.TempDir()
+	objs := putSome(t, dir, 50)
+	var victim id.ID
+	for victim = range objs {
+		break
+	}
+	flip(t, dir, victim)
+	if err := os.Remove(filepath.Join(dir, indexFile)); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	checkAll(t, d, objs, victim)
+	if _, _, err := d.Get(victim); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("damaged record was indexed: %v", err)
+	}
+	if err := d.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTornTailIsCut(t *testing.T) {
+	dir := t.TempDir()
+	objs := putSome(t, dir, 20)
+	segs := segmentFiles(dir)
+	if len(segs) != 1 {
+		t.Fatalf("%d segments, want 1", len(segs))
+	}
+	before, _ := os.Stat(segs[0])
+	// Half of a record, as a crash in the middle of a write leaves it.
+	data, key := blob(rand.New(rand.NewPCG(8, 8)), 4000)
+	rec := appendRecord(nil, record{key: key.Bytes(), expiry: time.Now().Add(time.Hour).UnixNano(), data: data})
+	f, _ := os.OpenFile(segs[0], os.O_APPEND|os.O_WRONLY, 0)
+	f.Write(rec[:len(rec)/2])
+	f.Close()
+
+	d, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(segs[0])
+	if after.Size() != before.Size() {
+		t.Fatalf("segment is %d bytes after recovery, want %d", after.Size(), before.Size())
+	}
+	checkAll(t, d, objs, id.ID{})
+	if _, _, err := d.Get(key); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("torn record readable: %v", err)
+	}
+	// Writing resumes at the cut.
+	if err := d.Put(key, data, time.Now().Add(time.Hour), PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	d, err = Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, _, err := d.Get(key); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("object written after the cut: %v", err)
+	}
+}
+
+func TestOpenTwiceIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := Open(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second open of %s: %v", dir, err)
+	}
+}
