@@ -3,8 +3,15 @@ module triad
 go 1.26.8
 
 require (
-	github.com/google/btree v1.1.3 // indirect
-	go.etcd.io/bbolt v1.4.3 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
+	github.com/google/btree v1.1.3
+	github.com/schollz/progressbar/v3 v3.18.0
+	go.etcd.io/bbolt v1.4.3
+	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.28.0
+	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/rivo/uniseg v0.4.7 // indirect
 )

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 )
 
@@ -20,6 +21,9 @@ type command struct {
 
 var commands []command
 
+// minProcs is the least GOMAXPROCS triad runs with (see main).
+const minProcs = 4
+
 func init() {
 	commands = []command{
 		{"up", "start a small local ring on 127.0.0.1 (try this first)", runUp},
@@ -27,10 +31,17 @@ func init() {
 		{"ring", "show the ring as one node sees it", runRing},
 		{"lookup", "find the successors of a key", runLookup},
 		{"sim", "run a simulation experiment (sim ring)", runSim},
+		{"bench", "measure a part on this machine (bench store)", runBench},
 	}
 }
 
 func main() {
+	// Reads of cold objects block an OS thread each, holding a P until the
+	// scheduler takes it back; on small machines that leaves cores idle that
+	// content-hash checks could use. A few more Ps than cores keep them busy.
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set && runtime.GOMAXPROCS(0) < minProcs {
+		runtime.GOMAXPROCS(minProcs)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -121,15 +121,24 @@ func TestContractRejectsBadPuts(t *testing.T) {
 			{id.Key(nil), nil, c.Now(), ErrExpired},
 			{id.Key(nil), nil, c.Now().Add(-time.Hour), ErrExpired},
 			{short, nil, c.Now().Add(time.Hour), ErrBadKey},
+			{id.Key([]byte("other")), []byte("data"), c.Now().Add(time.Hour), ErrBadKey},
 		} {
 			if err := e.Put(tc.key, tc.data, tc.expiry, PutOptions{}); !errors.Is(err, tc.want) {
 				t.Errorf("put %d bytes expiring %v: got %v, want %v", len(tc.data), tc.expiry.Sub(c.Now()), err, tc.want)
 			}
 		}
+		// An opaque object (a fragment) is stored under any key.
+		frag := id.Key([]byte("block"))
+		if err := e.Put(frag, []byte("fragment"), c.Now().Add(time.Hour), PutOptions{Opaque: true}); err != nil {
+			t.Fatal(err)
+		}
+		if got, m, err := e.Get(frag); err != nil || string(got) != "fragment" || !m.Opaque {
+			t.Fatalf("opaque object: %q %+v %v", got, m, err)
+		}
 		if _, _, err := e.Get(short); !errors.Is(err, ErrBadKey) {
 			t.Errorf("get with a 3-byte key: %v", err)
 		}
-		if s := e.Stats(); s.Objects != 0 || s.Usage != 0 {
+		if s := e.Stats(); s.Objects != 1 {
 			t.Fatalf("refused puts left %+v", s)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -141,7 +142,7 @@ func Open(opt Options) (*Disk, error) {
 // Put implements Engine.
 func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) error {
 	now := d.opt.Now()
-	if err := d.opt.check(key, len(data), expiry, now); err != nil {
+	if err := d.opt.check(key, data, expiry, now, opt); err != nil {
 		return err
 	}
 	if e, pending, err := d.find(key); err == nil && e.expiry >= expiry.UnixNano() {
@@ -154,8 +155,7 @@ func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) err
 	if opt.Opaque {
 		flags |= flagOpaque
 	}
-	rec := appendRecord(make([]byte, 0, recordLen(key.Width(), len(data))),
-		record{flags: flags, key: key.Bytes(), expiry: expiry.UnixNano(), data: data})
+	rec := recordParts(record{flags: flags, key: key.Bytes(), expiry: expiry.UnixNano(), data: data})
 	e := entry{size: len(data), expiry: expiry.UnixNano()}
 	if opt.Opaque {
 		e.flags |= entryOpaque
@@ -167,6 +167,7 @@ func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) err
 	d.mu.Lock()
 	g, err := d.append(key, e, rec)
 	full := len(d.active) >= d.opt.CheckpointEntries
+	overfull := len(d.active) >= 4*d.opt.CheckpointEntries
 	d.mu.Unlock()
 	if err != nil {
 		if errors.Is(err, ErrFull) {
@@ -175,7 +176,17 @@ func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) err
 		return err
 	}
 	kick(d.syncKick)
-	if full {
+	switch {
+	case overfull:
+		// The index is far behind: this writer helps it catch up, which
+		// bounds the memory pending entries take.
+		d.maintMu.Lock()
+		err = d.checkpoint()
+		d.maintMu.Unlock()
+		if err != nil {
+			return err
+		}
+	case full:
 		kick(d.maintKick)
 	}
 	if opt.NoWait {
@@ -187,7 +198,7 @@ func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) err
 
 // append writes rec to its window's segment and records it as pending.
 // d.mu is held.
-func (d *Disk) append(key id.ID, e entry, rec []byte) (*syncGroup, error) {
+func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
 	switch {
 	case d.closed:
 		return nil, ErrClosed
@@ -198,14 +209,15 @@ func (d *Disk) append(key id.ID, e entry, rec []byte) (*syncGroup, error) {
 	if w <= d.retired {
 		return nil, fmt.Errorf("%w: its window has been reclaimed", ErrExpired)
 	}
-	if c := d.opt.Capacity; c > 0 && d.usage+int64(len(rec)) > c {
+	n := int64(len(rec[0]) + len(rec[1]) + len(rec[2]))
+	if c := d.opt.Capacity; c > 0 && d.usage+n > c {
 		return nil, fmt.Errorf("%w: %d of %d bytes used", ErrFull, d.usage, c)
 	}
-	s, err := d.appendTarget(w, len(rec))
+	s, err := d.appendTarget(w, n)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.f.WriteAt(rec, s.size); err != nil {
+	if err := writeFull(s.f, rec[:], s.size); err != nil {
 		// Cut the partial record so the next one starts clean; if even that
 		// fails, write no more to this file.
 		if s.f.Truncate(s.size) != nil {
@@ -220,16 +232,16 @@ func (d *Disk) append(key id.ID, e entry, rec []byte) (*syncGroup, error) {
 	if old, ok := d.active[key]; !ok || old.expiry <= e.expiry {
 		d.active[key] = e
 	}
-	s.size += int64(len(rec))
-	d.usage += int64(len(rec))
+	s.size += n
+	d.usage += n
 	d.dirty[s] = struct{}{}
 	return d.group, nil
 }
 
 // appendTarget returns the open segment of window w with room for n more
 // bytes, creating a file if needed. d.mu is held.
-func (d *Disk) appendTarget(w int64, n int) (*segment, error) {
-	if s := d.open[w]; s != nil && (s.size == 0 || s.size+int64(n) <= d.opt.MaxSegment) {
+func (d *Disk) appendTarget(w int64, n int64) (*segment, error) {
+	if s := d.open[w]; s != nil && (s.size == 0 || s.size+n <= d.opt.MaxSegment) {
 		return s, nil
 	}
 	s := &segment{id: d.nextSeg, window: w}
@@ -244,6 +256,30 @@ func (d *Disk) appendTarget(w int64, n int) (*segment, error) {
 	d.open[w] = s
 	d.dirDirty = true
 	return s, nil
+}
+
+// writeFull writes the parts at off with vectored writes until all are
+// written.
+func writeFull(f *os.File, parts [][]byte, off int64) error {
+	for len(parts) > 0 {
+		n, err := unix.Pwritev(int(f.Fd()), parts, off)
+		if err != nil {
+			return err
+		}
+		off += int64(n)
+		for n > 0 {
+			if n < len(parts[0]) {
+				parts[0] = parts[0][n:]
+				break
+			}
+			n -= len(parts[0])
+			parts = parts[1:]
+		}
+		for len(parts) > 0 && len(parts[0]) == 0 {
+			parts = parts[1:]
+		}
+	}
+	return nil
 }
 
 // waitGroup waits until everything written so far is durable.
@@ -399,13 +435,20 @@ func (d *Disk) checkpoint() error {
 }
 
 // applyEntries writes entries to the index; of two copies of a key, the one
-// that expires later wins. Tree membership is kept across a re-put.
+// that expires later wins. Tree membership is kept across a re-put. Keys go
+// in sorted order: bbolt splits pages only at commit, so random inserts into
+// a small tree would shift ever-larger nodes.
 func applyEntries(tx *bolt.Tx, batch map[id.ID]entry) error {
 	index, exp := tx.Bucket(bIndex), tx.Bucket(bExpiry)
 	tree := newBoltTree(tx)
-	var add [][]byte
-	for k, e := range batch {
-		key := k.Bytes()
+	keys := make([]id.ID, 0, len(batch))
+	for k := range batch {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, id.ID.Cmp)
+	var add, expAdd, expDel [][]byte
+	for _, k := range keys {
+		e, key := batch[k], k.Bytes()
 		if v := index.Get(key); v != nil {
 			old, err := decodeEntry(v)
 			if err != nil {
@@ -414,9 +457,7 @@ func applyEntries(tx *bolt.Tx, batch map[id.ID]entry) error {
 			if old.expiry > e.expiry {
 				continue
 			}
-			if err := exp.Delete(expiryKey(old.expiry, key)); err != nil {
-				return err
-			}
+			expDel = append(expDel, expiryKey(old.expiry, key))
 		}
 		if tree.keys.Get(key) != nil {
 			e.flags |= entryInTree
@@ -426,7 +467,16 @@ func applyEntries(tx *bolt.Tx, batch map[id.ID]entry) error {
 		if err := index.Put(key, e.encode()); err != nil {
 			return err
 		}
-		if err := exp.Put(expiryKey(e.expiry, key), present); err != nil {
+		expAdd = append(expAdd, expiryKey(e.expiry, key))
+	}
+	for _, k := range expDel {
+		if err := exp.Delete(k); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(expAdd, bytes.Compare)
+	for _, k := range expAdd {
+		if err := exp.Put(k, present); err != nil {
 			return err
 		}
 	}
@@ -654,7 +704,10 @@ func (d *Disk) Stat(key id.ID) (Meta, error) {
 }
 
 // Get implements Engine.
-func (d *Disk) Get(key id.ID) ([]byte, Meta, error) {
+func (d *Disk) Get(key id.ID) ([]byte, Meta, error) { return d.GetInto(key, nil) }
+
+// GetInto implements Engine.
+func (d *Disk) GetInto(key id.ID, buf []byte) ([]byte, Meta, error) {
 	e, _, err := d.find(key)
 	if err != nil {
 		return nil, Meta{}, err
@@ -665,7 +718,11 @@ func (d *Disk) Get(key id.ID) ([]byte, Meta, error) {
 	if s == nil {
 		return nil, Meta{}, d.quarantine(key, e, "its segment file is missing")
 	}
-	buf := make([]byte, e.recordLen(key.Width()))
+	n := e.recordLen(key.Width())
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
 	if _, err := s.f.ReadAt(buf, e.off); err != nil {
 		if errors.Is(err, os.ErrClosed) {
 			return nil, Meta{}, fmt.Errorf("%w: %v was reclaimed", ErrNotFound, key)
@@ -678,8 +735,6 @@ func (d *Disk) Get(key id.ID) ([]byte, Meta, error) {
 		return nil, Meta{}, d.quarantine(key, e, err.Error())
 	case !bytes.Equal(r.key, key.Bytes()) || r.expiry != e.expiry || len(r.data) != e.size:
 		return nil, Meta{}, d.quarantine(key, e, "the record there is another object's")
-	case e.flags&entryOpaque == 0 && id.Key(r.data) != key:
-		return nil, Meta{}, d.quarantine(key, e, "content does not match its key")
 	}
 	m := e.meta()
 	m.Key = key

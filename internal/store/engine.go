@@ -17,7 +17,7 @@ var (
 	ErrFull     = errors.New("store: full")
 	ErrTooLarge = errors.New("store: object too large")
 	ErrExpired  = errors.New("store: expiry is not in the future")
-	ErrBadKey   = errors.New("store: key has the wrong width")
+	ErrBadKey   = errors.New("store: bad key")
 	ErrClosed   = errors.New("store: closed")
 )
 
@@ -29,11 +29,14 @@ type Engine interface {
 	// object is durable, or at once with NoWait. Putting a key again only
 	// extends its expiry.
 	Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) error
-	// Get returns the object's bytes, checked against the record checksum
-	// and, unless it was put Opaque, against the key. Damage is reported as
+	// Get returns the object's bytes, checked against the record checksums
+	// (Put checked the content hash before writing them). Damage is reported as
 	// ErrCorrupt and the object is quarantined: it leaves the index and the
 	// Merkle tree, so maintenance fetches a good copy.
 	Get(key id.ID) ([]byte, Meta, error)
+	// GetInto is Get reading into buf when it is big enough; the result
+	// may alias buf. Servers reuse one buffer per connection this way.
+	GetInto(key id.ID, buf []byte) ([]byte, Meta, error)
 	// Stat returns what is known about key without reading the object.
 	Stat(key id.ID) (Meta, error)
 
@@ -58,8 +61,11 @@ type PutOptions struct {
 	// NoWait returns before the object is durable.
 	NoWait bool
 	// Opaque marks a key that is not the content hash of the data (an
-	// erasure-coded fragment): reads check only the record checksum.
+	// erasure-coded fragment), so Put does not check it.
 	Opaque bool
+	// KeyChecked says the caller has just checked that key is the content
+	// hash of data, so Put need not hash it again.
+	KeyChecked bool
 }
 
 // Meta describes a stored object.
@@ -160,15 +166,18 @@ func (o Options) withDefaults() Options {
 }
 
 // check validates a put's arguments, common to both engines.
-func (o *Options) check(key id.ID, size int, expiry, now time.Time) error {
+func (o *Options) check(key id.ID, data []byte, expiry, now time.Time, opt PutOptions) error {
 	if err := o.checkKey(key); err != nil {
 		return err
 	}
-	if size > o.MaxObject {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, size, o.MaxObject)
+	if len(data) > o.MaxObject {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), o.MaxObject)
 	}
 	if !expiry.After(now) {
 		return fmt.Errorf("%w: %v is not after %v", ErrExpired, expiry.UTC(), now.UTC())
+	}
+	if !opt.Opaque && !opt.KeyChecked && !o.DropData && id.Key(data) != key {
+		return fmt.Errorf("%w: %v is not the hash of the data", ErrBadKey, key)
 	}
 	return nil
 }

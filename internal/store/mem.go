@@ -64,7 +64,7 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) erro
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.opt.Now()
-	if err := m.opt.check(key, len(data), expiry, now); err != nil {
+	if err := m.opt.check(key, data, expiry, now, opt); err != nil {
 		return err
 	}
 	old := m.objs[key]
@@ -111,14 +111,16 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) erro
 	return nil
 }
 
-func (m *Mem) Get(key id.ID) ([]byte, Meta, error) {
+func (m *Mem) Get(key id.ID) ([]byte, Meta, error) { return m.GetInto(key, nil) }
+
+func (m *Mem) GetInto(key id.ID, buf []byte) ([]byte, Meta, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, err := m.lookup(key)
 	if err != nil {
 		return nil, Meta{}, err
 	}
-	return append([]byte(nil), o.data...), o.meta, nil
+	return append(buf[:0], o.data...), o.meta, nil
 }
 
 func (m *Mem) Stat(key id.ID) (Meta, error) {

@@ -9,6 +9,9 @@ import (
 func TestRecordRoundTrip(t *testing.T) {
 	r := record{flags: flagOpaque, key: bytes.Repeat([]byte{7}, 20), expiry: -5, data: []byte("hello")}
 	b := appendRecord([]byte("junk"), r)[4:]
+	if parts := recordParts(r); !bytes.Equal(bytes.Join(parts[:], nil), b) {
+		t.Fatal("the parts of a record differ from its encoding")
+	}
 	got, n, err := decodeRecord(b, 1<<20)
 	if err != nil || n != len(b) || got.flags != r.flags || !bytes.Equal(got.key, r.key) ||
 		got.expiry != r.expiry || !bytes.Equal(got.data, r.data) {

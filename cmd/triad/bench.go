@@ -1,0 +1,168 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"triad/internal/bench"
+)
+
+const benchAbout = `
+Measures a part of triad on this machine, next to the machine's own limits
+measured in the same run.
+
+Benchmarks:
+  store   the storage engine: write and random-read throughput against the
+          disk's raw sequential bandwidth, and reopening time.
+
+Run 'triad bench store --help' for its flags.`
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-help" || args[0] == "-h" {
+		fmt.Fprintf(stderr, "Usage: triad bench <benchmark> [flags]\n%s\n", benchAbout)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	switch args[0] {
+	case "store":
+		return runBenchStore(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "triad bench: unknown benchmark %q\n%s\n", args[0], benchAbout)
+	return errUsage
+}
+
+const benchStoreAbout = `
+Writes --objects objects of --size bytes to a fresh storage engine from
+--writers goroutines (each put waits until its object is durable), then reads
+them all back in random order from --readers goroutines, every read checked
+against its content hash. In the same run it writes the same bytes to one
+plain file, with an fdatasync every --sync interval as the engine's group
+commit does, and reads that file sequentially: the ratios compare the engine
+with the disk itself. Before the read phases both the file and the segments
+are dropped from the page cache, so both reads come from the disk.
+
+With --reopen N it instead builds a store of N small objects, closes it, and
+times opening it again.
+
+Files go to a temporary folder under --dir, removed at the end. Progress goes
+to stderr when it is a terminal; the table to stdout, and with --json a final
+JSON line.`
+
+func runBenchStore(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench store", "bench store [--dir D] [--size BYTES] [--objects N] [--reopen N] [--json]", benchStoreAbout, stderr)
+	dir := fs.String("dir", "triad-data", "folder for the benchmark's files (on the disk to measure)")
+	size := fs.Int("size", 200000, "object size in bytes (100 with --reopen)")
+	objects := fs.Int("objects", 0, "objects to write (default: 1 GB worth, at most 200,000)")
+	writers := fs.Int("writers", 64, "concurrent writers")
+	readers := fs.Int("readers", 8, "concurrent readers")
+	sync := fs.Duration("sync", time.Millisecond, "group commit interval")
+	reopen := fs.Int("reopen", 0, "build a store of N keys and time reopening it")
+	asJSON := fs.Bool("json", false, "print a final JSON line")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	sizeSet := false
+	fs.Visit(func(f *flag.Flag) { sizeSet = sizeSet || f.Name == "size" })
+	if *reopen > 0 && !sizeSet {
+		*size = 100
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
+	case *size < 8 || *size > 64<<20:
+		return usageErr(fs, "--size must be between 8 bytes and 64 MiB")
+	case *objects < 0 || *reopen < 0:
+		return usageErr(fs, "--objects and --reopen cannot be negative")
+	case *writers < 1 || *readers < 1:
+		return usageErr(fs, "--writers and --readers must be at least 1")
+	case *sync <= 0:
+		return usageErr(fs, "--sync must be positive")
+	}
+	if *objects == 0 {
+		*objects = min(200_000, max(100, 1_000_000_000 / *size))
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(*dir, "bench-store-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	cfg := bench.StoreConfig{
+		Dir: tmp, Size: *size, Objects: *objects, Writers: *writers, Readers: *readers,
+		SyncInterval: *sync, Reopen: *reopen, Progress: progressTo(stderr),
+	}
+	abs, _ := filepath.Abs(tmp)
+	fmt.Fprintf(stderr, "benchmarking the storage engine in %s\n", abs)
+	res, err := bench.Store(cfg)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if *reopen > 0 {
+		fmt.Fprintf(tw, "reopen\t%d keys\t%.3f s\t\n", res.ReopenKeys, res.ReopenSeconds)
+	} else {
+		fmt.Fprintf(tw, "%d objects of %d bytes\twriters %d\treaders %d\tsync every %v\t\n", res.Objects, res.Size, res.Writers, res.Readers, *sync)
+		fmt.Fprintf(tw, "\tMB/s\tobjects/s\tof raw disk\t\n")
+		fmt.Fprintf(tw, "raw sequential write\t%.0f\t\t\t\n", res.RawWriteMBps)
+		fmt.Fprintf(tw, "store write\t%.0f\t%.0f\t%.0f%%\t\n", res.WriteMBps, res.WriteObjs, 100*res.WriteRatio)
+		fmt.Fprintf(tw, "raw sequential read\t%.0f\t\t\t\n", res.RawReadMBps)
+		fmt.Fprintf(tw, "store random read\t%.0f\t%.0f\t%.0f%%\t\n", res.ReadMBps, res.ReadObjs, 100*res.ReadRatio)
+		fmt.Fprintf(tw, "index catch-up\t%.3f s\t\t\t\n", res.IndexCatchUp)
+		fmt.Fprintf(tw, "reopen\t%.3f s\t%d keys\t\t\n", res.ReopenSeconds, res.ReopenKeys)
+	}
+	tw.Flush()
+	if *asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Fprintln(stdout, string(b))
+	}
+	return nil
+}
+
+// progressTo returns progress bars on w when it is a terminal, else none.
+func progressTo(w io.Writer) func(string, int64) bench.Progress {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return func(phase string, total int64) bench.Progress {
+		return bar{progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription(phase),
+			progressbar.OptionShowCount(),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)}
+	}
+}
+
+type bar struct{ *progressbar.ProgressBar }
+
+func (b bar) Add(n int) { b.ProgressBar.Add(n) }
+func (b bar) Finish()   { b.ProgressBar.Finish() }
