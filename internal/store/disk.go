@@ -223,10 +223,7 @@ func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
 		if s.f.Truncate(s.size) != nil {
 			delete(d.open, w)
 		}
-		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-			return nil, fmt.Errorf("%w: disk full writing %s", ErrFull, s.path)
-		}
-		return nil, fmt.Errorf("store: writing %s: %w", s.path, err)
+		return nil, diskErr(fmt.Errorf("writing %s: %w", s.path, err))
 	}
 	e.seg, e.off = s.id, s.size
 	if old, ok := d.active[key]; !ok || old.expiry <= e.expiry {
@@ -429,9 +426,17 @@ func (d *Disk) checkpoint() error {
 	d.flushing = nil
 	d.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("store: checkpoint: %w", err)
+		return diskErr(fmt.Errorf("checkpoint: %w", err))
 	}
 	return nil
+}
+
+// diskErr marks errors of a full disk as ErrFull.
+func diskErr(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", ErrFull, err)
+	}
+	return fmt.Errorf("store: %w", err)
 }
 
 // applyEntries writes entries to the index; of two copies of a key, the one
@@ -916,6 +921,7 @@ func (d *Disk) Close() error {
 	d.closed = true
 	d.mu.Unlock()
 	close(d.stopSync)
+	// The final sync's group carries any error to the waiters.
 	d.wg.Wait()
 	if cerr := d.closeFiles(); err == nil {
 		err = cerr

@@ -323,3 +323,52 @@ func TestOpenTwiceIsRefused(t *testing.T) {
 		t.Fatalf("second open of %s: %v", dir, err)
 	}
 }
+
+// TestDiskFull fills a small tmpfs: the put that finds no room fails with
+// ErrFull, and every object acknowledged before it stays readable, before
+// and after a reopen.
+func TestDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=3m"); err != nil {
+		t.Skipf("cannot mount a small tmpfs here: %v", err)
+	}
+	defer syscall.Unmount(dir, syscall.MNT_DETACH)
+	d, err := Open(Options{Dir: dir, CheckpointEntries: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	acked := map[id.ID][]byte{}
+	for i := 0; i < 10_000; i++ {
+		data, key := blob(r, 1000+r.IntN(20_000))
+		err = d.Put(key, data, time.Now().Add(time.Hour), PutOptions{})
+		if err != nil {
+			break
+		}
+		acked[key] = data
+	}
+	if !errors.Is(err, ErrFull) {
+		t.Fatalf("filling a 3 MB disk: %v, want ErrFull", err)
+	}
+	t.Logf("%d objects stored before: %v", len(acked), err)
+	checkAll(t, d, acked, id.ID{})
+	d.Close() // may fail to checkpoint for want of room; the segments hold the data
+
+	// Make room, as an operator would, and reopen.
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size=16m"); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	checkAll(t, d, acked, id.ID{})
+	if err := d.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+	data, key := blob(r, 1000)
+	if err := d.Put(key, data, time.Now().Add(time.Hour), PutOptions{}); err != nil {
+		t.Fatalf("put after making room: %v", err)
+	}
+}
