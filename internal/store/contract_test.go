@@ -168,6 +168,20 @@ func TestContractReputExtendsOnly(t *testing.T) {
 		if err := e.CheckTree(); err != nil {
 			t.Fatal(err)
 		}
+		// Once expired out of the tree, a new put brings the key back.
+		c.Advance(2 * time.Hour)
+		if n, _ := e.TreeNode(merkle.Root()); n.Count != 0 {
+			t.Fatal("expired key still in the tree")
+		}
+		if err := e.Put(key, data, c.Now().Add(time.Hour), PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := e.TreeNode(merkle.Root()); n.Count != 1 {
+			t.Fatal("re-put key did not return to the tree")
+		}
+		if err := e.CheckTree(); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 

@@ -306,6 +306,11 @@ func (d *Disk) syncLoop() {
 		case <-d.syncKick:
 		case <-d.stopSync:
 			d.syncOnce()
+			// Whoever waits from now on learns the engine is closed.
+			d.mu.Lock()
+			d.group = &syncGroup{done: make(chan struct{}), err: ErrClosed}
+			close(d.group.done)
+			d.mu.Unlock()
 			return
 		}
 		if wait := d.opt.SyncInterval - time.Since(last); wait > 0 {
@@ -340,16 +345,15 @@ func (d *Disk) syncOnce() {
 			err = fmt.Errorf("store: syncing directory: %w", e)
 		}
 	}
-	if err != nil {
-		// After a failed fsync the kernel may have dropped the dirty pages,
-		// so later syncs could succeed over lost data: stop taking writes.
-		d.mu.Lock()
-		if d.failed == nil {
-			d.failed = err
-		}
-		d.mu.Unlock()
+	// After a failed fsync the kernel may have dropped the dirty pages, so a
+	// later sync could succeed over lost data: the failure sticks, and no
+	// later group, write or checkpoint succeeds until the store is reopened.
+	d.mu.Lock()
+	if err != nil && d.failed == nil {
+		d.failed = err
 	}
-	g.err = err
+	g.err = d.failed
+	d.mu.Unlock()
 	close(g.done)
 }
 
@@ -383,6 +387,10 @@ func (d *Disk) Maintain() error {
 // tree changes to the index in one transaction. d.maintMu is held.
 func (d *Disk) checkpoint() error {
 	d.mu.Lock()
+	if d.failed != nil {
+		d.mu.Unlock()
+		return d.failed
+	}
 	batch := d.active
 	d.active = make(map[id.ID]entry)
 	d.flushing = batch
@@ -721,6 +729,10 @@ func (d *Disk) GetInto(key id.ID, buf []byte) ([]byte, Meta, error) {
 	s := d.segs[e.seg]
 	d.mu.Unlock()
 	if s == nil {
+		// Reclaimed since find, unless the index still points there.
+		if now, _, err := d.find(key); err != nil || now != e {
+			return nil, Meta{}, fmt.Errorf("%w: %v was reclaimed", ErrNotFound, key)
+		}
 		return nil, Meta{}, d.quarantine(key, e, "its segment file is missing")
 	}
 	n := e.recordLen(key.Width())
@@ -734,7 +746,7 @@ func (d *Disk) GetInto(key id.ID, buf []byte) ([]byte, Meta, error) {
 		}
 		return nil, Meta{}, d.quarantine(key, e, err.Error())
 	}
-	r, _, err := decodeRecord(buf, d.opt.MaxObject)
+	r, _, err := decodeRecord(buf, formatMaxData)
 	switch {
 	case err != nil:
 		return nil, Meta{}, d.quarantine(key, e, err.Error())
@@ -783,7 +795,7 @@ func (d *Disk) quarantine(key id.ID, bad entry, why string) error {
 }
 
 // readTree brings the tree up to date and runs fn on it.
-func (d *Disk) readTree(fn func(r merkle.Reader, expiredUpTo int64)) error {
+func (d *Disk) readTree(fn func(tx *bolt.Tx, r merkle.Reader, expiredUpTo int64)) error {
 	d.maintMu.Lock()
 	err := d.checkpoint()
 	d.maintMu.Unlock()
@@ -792,26 +804,26 @@ func (d *Disk) readTree(fn func(r merkle.Reader, expiredUpTo int64)) error {
 	}
 	return d.db.View(func(tx *bolt.Tx) error {
 		t := newBoltTree(tx)
-		fn(t, expiredUpTo(tx))
+		fn(tx, t, expiredUpTo(tx))
 		return t.err
 	})
 }
 
 // TreeNode implements Engine.
 func (d *Disk) TreeNode(p merkle.Prefix) (n merkle.Node, err error) {
-	err = d.readTree(func(r merkle.Reader, _ int64) { n = merkle.Lookup(r, p) })
+	err = d.readTree(func(_ *bolt.Tx, r merkle.Reader, _ int64) { n = merkle.Lookup(r, p) })
 	return n, err
 }
 
 // TreeChildren implements Engine.
 func (d *Disk) TreeChildren(p merkle.Prefix) (kids []merkle.Node, err error) {
-	err = d.readTree(func(r merkle.Reader, _ int64) { kids = merkle.Children(r, p) })
+	err = d.readTree(func(_ *bolt.Tx, r merkle.Reader, _ int64) { kids = merkle.Children(r, p) })
 	return kids, err
 }
 
 // TreeKeys implements Engine.
 func (d *Disk) TreeKeys(p merkle.Prefix, lo, hi id.ID, max int) (keys []id.ID, err error) {
-	err = d.readTree(func(r merkle.Reader, _ int64) { keys = merkle.KeysInRange(r, p, lo, hi, max) })
+	err = d.readTree(func(_ *bolt.Tx, r merkle.Reader, _ int64) { keys = merkle.KeysInRange(r, p, lo, hi, max) })
 	return keys, err
 }
 
@@ -820,16 +832,14 @@ func (d *Disk) TreeKeys(p merkle.Prefix, lo, hi id.ID, max int) (keys []id.ID, e
 // expiry pass, and every stored node against its children.
 func (d *Disk) CheckTree() error {
 	var cerr error
-	err := d.readTree(func(r merkle.Reader, upTo int64) {
+	err := d.readTree(func(tx *bolt.Tx, r merkle.Reader, upTo int64) {
 		var keys [][]byte
-		d.db.View(func(tx *bolt.Tx) error {
-			return tx.Bucket(bIndex).ForEach(func(k, v []byte) error {
-				e, err := decodeEntry(v)
-				if err == nil && e.flags&entryInTree != 0 && e.expiry > upTo {
-					keys = append(keys, bytes.Clone(k))
-				}
-				return nil
-			})
+		tx.Bucket(bIndex).ForEach(func(k, v []byte) error {
+			e, err := decodeEntry(v)
+			if err == nil && e.flags&entryInTree != 0 && e.expiry > upTo {
+				keys = append(keys, bytes.Clone(k))
+			}
+			return nil
 		})
 		cerr = compareRoots(merkle.Lookup(r, merkle.Root()), merkle.Recompute(keys))
 		if bad, ok := merkle.Verify(r, merkle.Root()); cerr == nil && !ok {
@@ -862,6 +872,7 @@ func (d *Disk) Stats() Stats {
 }
 
 // Keys calls fn for every stored key, in key order, until fn returns false.
+// fn runs outside any index transaction, so it may call the engine.
 func (d *Disk) Keys(fn func(id.ID) bool) error {
 	d.maintMu.Lock()
 	err := d.checkpoint()
@@ -869,19 +880,36 @@ func (d *Disk) Keys(fn func(id.ID) bool) error {
 	if err != nil {
 		return err
 	}
-	return d.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bIndex).Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			key, err := id.FromBytes(k)
-			if err != nil {
-				return err
+	var after []byte
+	for {
+		var batch []id.ID
+		err := d.db.View(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bIndex).Cursor()
+			k, _ := c.First()
+			if after != nil {
+				if k, _ = c.Seek(after); k != nil && bytes.Equal(k, after) {
+					k, _ = c.Next()
+				}
 			}
-			if !fn(key) {
+			for ; k != nil && len(batch) < 4096; k, _ = c.Next() {
+				key, err := id.FromBytes(k)
+				if err != nil {
+					return err
+				}
+				batch = append(batch, key)
+			}
+			return nil
+		})
+		if err != nil || len(batch) == 0 {
+			return err
+		}
+		for _, k := range batch {
+			if !fn(k) {
 				return nil
 			}
 		}
-		return nil
-	})
+		after = batch[len(batch)-1].Bytes()
+	}
 }
 
 // Quarantined returns the damaged objects found so far and why.

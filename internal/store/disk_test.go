@@ -372,3 +372,83 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("put after making room: %v", err)
 	}
 }
+
+func TestWindowSizeIsFixed(t *testing.T) {
+	dir := t.TempDir()
+	putSome(t, dir, 3)
+	if _, err := Open(Options{Dir: dir, Window: time.Hour}); err == nil || !strings.Contains(err.Error(), "window") {
+		t.Fatalf("reopening with another window size: %v", err)
+	}
+	d, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+}
+
+// TestRecordInsideTornRecordIsNotIndexed tears a record whose data holds a
+// whole valid record: recovery must cut the tail, not index the inner one.
+func TestRecordInsideTornRecordIsNotIndexed(t *testing.T) {
+	dir := t.TempDir()
+	objs := putSome(t, dir, 5)
+	segs := segmentFiles(dir)
+	innerData, innerKey := blob(rand.New(rand.NewPCG(3, 3)), 500)
+	inner := appendRecord(nil, record{key: innerKey.Bytes(), expiry: time.Now().Add(time.Hour).UnixNano(), data: innerData})
+	outer := appendRecord(nil, record{flags: flagOpaque, key: innerKey.Bytes(), expiry: time.Now().Add(time.Hour).UnixNano(), data: append(bytes.Repeat([]byte{0}, 100), inner...)})
+	f, _ := os.OpenFile(segs[0], os.O_APPEND|os.O_WRONLY, 0)
+	f.Write(outer[:len(outer)-10]) // torn just before its checksums
+	f.Close()
+	d, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, _, err := d.Get(innerKey); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("record inside a torn record was indexed: %v", err)
+	}
+	checkAll(t, d, objs, id.ID{})
+}
+
+// TestCloseWithConcurrentPuts closes while writers are busy: Close returns,
+// and each put either succeeded (and survives a reopen) or says closed.
+func TestCloseWithConcurrentPuts(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	acked := map[id.ID][]byte{}
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 5))
+			for i := 0; i < 2000; i++ {
+				data, key := blob(r, 200)
+				err := d.Put(key, data, time.Now().Add(time.Hour), PutOptions{})
+				if err != nil {
+					if !errors.Is(err, ErrClosed) {
+						t.Errorf("put during close: %v", err)
+					}
+					return
+				}
+				mu.Lock()
+				acked[key] = data
+				mu.Unlock()
+			}
+		}(w)
+	}
+	time.Sleep(20 * time.Millisecond) // let the writers get going; any moment will do
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	d, err = Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	checkAll(t, d, acked, id.ID{})
+}

@@ -20,7 +20,8 @@ import (
 //	segs    segment id → window ‖ watermark: how much of each segment the
 //	        index covers; recovery rescans only past the watermark
 //	quar    key → why it was quarantined
-//	meta    "expired" → the time up to which keys have left the tree
+//	meta    "expired" → the time up to which keys have left the tree;
+//	        "window" → the window size, fixed for the store's life
 var (
 	bIndex  = []byte("index")
 	bExpiry = []byte("expiry")
@@ -31,6 +32,7 @@ var (
 	bMeta   = []byte("meta")
 
 	metaExpired = []byte("expired")
+	metaWindow  = []byte("window") // the window size the segments were named with
 )
 
 var allBuckets = [][]byte{bIndex, bExpiry, bTKeys, bTNodes, bSegs, bQuar, bMeta}

@@ -87,8 +87,8 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) erro
 	}
 	if old != nil {
 		delete(m.windows[old.window].keys, key)
-		o.meta.InTree = old.meta.InTree
-		if m.tree.Has(key.Bytes()) {
+		o.meta.InTree = m.tree.Has(key.Bytes())
+		if o.meta.InTree {
 			m.expiry.Delete(expKey{old.meta.Expiry.UnixNano(), key})
 			m.expiry.ReplaceOrInsert(expKey{expiry.UnixNano(), key})
 		}

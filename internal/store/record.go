@@ -34,6 +34,11 @@ const (
 	maxKeyBytes  = 64
 
 	flagOpaque = 1 << 0
+
+	// formatMaxData bounds a record's data in the format itself. Reading
+	// checks against it, not Options.MaxObject, so lowering the put limit
+	// never makes stored records look damaged.
+	formatMaxData = 1 << 30
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

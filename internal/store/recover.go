@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,11 +11,15 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 
 	"triad/internal/id"
 )
+
+var errWindow = errors.New("window size differs from the store's")
 
 // recover opens every segment, replays the records past each one's
 // watermark into the index, and cuts torn tails. Segments the index knows
@@ -22,6 +27,11 @@ import (
 func (d *Disk) recover() error {
 	known := map[uint64][2]int64{} // id → window, watermark
 	err := d.db.View(func(tx *bolt.Tx) error {
+		// Segment names and reclamation depend on the window size, so a
+		// store keeps the one it was made with.
+		if v := tx.Bucket(bMeta).Get(metaWindow); len(v) == 8 && int64(bigEndian(v)) != int64(d.opt.Window) {
+			return fmt.Errorf("%w: made with %v windows, opened with %v", errWindow, time.Duration(bigEndian(v)), d.opt.Window)
+		}
 		return tx.Bucket(bSegs).ForEach(func(k, v []byte) error {
 			if len(k) == 8 && len(v) == 16 {
 				known[bigEndian(k)] = [2]int64{int64(bigEndian(v[:8])), int64(bigEndian(v[8:]))}
@@ -29,6 +39,9 @@ func (d *Disk) recover() error {
 			return nil
 		})
 	})
+	if errors.Is(err, errWindow) {
+		return fmt.Errorf("store: %s: %w", d.opt.Dir, err)
+	}
 	if err != nil {
 		return fmt.Errorf("store: reading index: %w", err)
 	}
@@ -56,6 +69,13 @@ func (d *Disk) recover() error {
 		if err != nil {
 			return err
 		}
+		// Replayed records may sit only in the page cache (the process died
+		// before its group commit); make them durable before indexing them.
+		if end > from {
+			if err := unix.Fdatasync(int(f.Fd())); err != nil {
+				return fmt.Errorf("store: syncing %s: %w", name, err)
+			}
+		}
 		s.size = end
 		d.usage += end
 		if cur := d.open[w]; cur == nil || sid > cur.id {
@@ -64,8 +84,14 @@ func (d *Disk) recover() error {
 		d.nextSeg = max(d.nextSeg, sid+1)
 		delete(known, sid)
 	}
+	if err := d.dirf.Sync(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
 	now := d.opt.Now().UnixNano()
 	return d.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bMeta).Put(metaWindow, binary.BigEndian.AppendUint64(nil, uint64(d.opt.Window))); err != nil {
+			return err
+		}
 		for sid, m := range known {
 			log.Printf("store: segment %d of window %d is missing; dropping its index entries", sid, m[0])
 			if err := unindexWindow(tx, &d.opt, m[0], map[uint64]bool{sid: true}); err != nil {
@@ -105,18 +131,19 @@ func (d *Disk) replaySegment(s *segment, from int64, replay map[id.ID]entry) (in
 	pos := from
 	for pos < size {
 		r, n, err := d.readRecord(s.f, pos, size)
+		if err != nil && !errors.Is(err, errBadRecord) {
+			return 0, fmt.Errorf("store: reading %s at %d: %w", s.path, pos, err)
+		}
 		if err != nil {
-			next := d.nextRecord(s.f, pos+1, size)
+			next, ferr := d.resyncPoint(s.f, pos, size)
+			if ferr != nil {
+				return 0, fmt.Errorf("store: reading %s: %w", s.path, ferr)
+			}
 			if next < 0 {
 				if err := s.f.Truncate(pos); err != nil {
 					return 0, fmt.Errorf("store: cutting torn tail of %s: %w", s.path, err)
 				}
-				if err := s.f.Sync(); err != nil {
-					return 0, fmt.Errorf("store: %w", err)
-				}
-				if size-pos > 0 {
-					log.Printf("store: cut %d bytes of torn tail from %s", size-pos, s.path)
-				}
+				log.Printf("store: cut %d bytes of torn tail from %s (%v)", size-pos, s.path, err)
 				return pos, nil
 			}
 			log.Printf("store: skipping %d damaged bytes at %s:%d (%v)", next-pos, s.path, pos, err)
@@ -150,7 +177,7 @@ func (d *Disk) readRecord(f *os.File, pos, size int64) (record, int, error) {
 	if _, err := f.ReadAt(hdr[:], pos); err != nil {
 		return record{}, 0, err
 	}
-	n, err := peekLen(hdr[:], d.opt.MaxObject)
+	n, err := peekLen(hdr[:], formatMaxData)
 	if err != nil {
 		return record{}, 0, err
 	}
@@ -161,18 +188,41 @@ func (d *Disk) readRecord(f *os.File, pos, size int64) (record, int, error) {
 	if _, err := f.ReadAt(buf, pos); err != nil && !errors.Is(err, io.EOF) {
 		return record{}, 0, err
 	}
-	return decodeRecord(buf, d.opt.MaxObject)
+	return decodeRecord(buf, formatMaxData)
+}
+
+// resyncPoint decides where replay goes on after a bad record at pos: -1 to
+// cut the file there, or the offset of the next intact record. A header that
+// reads well but claims more bytes than the file holds is a torn tail; one
+// whose record fits but fails its checksum is damage, and the search starts
+// past the span it claims, so a record inside its data is never taken for a
+// real one.
+func (d *Disk) resyncPoint(f *os.File, pos, size int64) (int64, error) {
+	from := pos + 1
+	var hdr [headerBytes]byte
+	if size-pos >= headerBytes {
+		if _, err := f.ReadAt(hdr[:], pos); err != nil {
+			return 0, err
+		}
+		if n, err := peekLen(hdr[:], formatMaxData); err == nil {
+			if pos+int64(n) > size {
+				return -1, nil
+			}
+			from = pos + int64(n)
+		}
+	}
+	return d.nextRecord(f, from, size)
 }
 
 // nextRecord returns the offset of the first intact record at or after pos,
 // or -1.
-func (d *Disk) nextRecord(f *os.File, pos, size int64) int64 {
+func (d *Disk) nextRecord(f *os.File, pos, size int64) (int64, error) {
 	const chunk = 1 << 20
 	buf := make([]byte, chunk+len(recordMagic))
 	for pos < size {
-		n, _ := f.ReadAt(buf, pos)
-		if n < len(recordMagic) {
-			return -1
+		n, err := f.ReadAt(buf, pos)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
 		}
 		for i := 0; i+len(recordMagic) <= n; {
 			j := bytes.Index(buf[i:n], []byte(recordMagic))
@@ -180,14 +230,18 @@ func (d *Disk) nextRecord(f *os.File, pos, size int64) int64 {
 				break
 			}
 			at := pos + int64(i+j)
-			if _, _, err := d.readRecord(f, at, size); err == nil {
-				return at
+			_, _, err := d.readRecord(f, at, size)
+			if err == nil {
+				return at, nil
+			}
+			if !errors.Is(err, errBadRecord) {
+				return 0, err
 			}
 			i += j + 1
 		}
 		pos += chunk
 	}
-	return -1
+	return -1, nil
 }
 
 // segmentFiles lists the segment files in dir, for tools and tests.
