@@ -68,7 +68,7 @@ func runBenchStore(args []string, stdout, stderr io.Writer) error {
 	size := fs.Int("size", 200000, "object size in bytes (100 with --reopen)")
 	objects := fs.Int("objects", 0, "objects to write (default: 1 GB worth, at most 200,000)")
 	writers := fs.Int("writers", 64, "concurrent writers")
-	readers := fs.Int("readers", 8, "concurrent readers")
+	readers := fs.Int("readers", 16, "concurrent readers")
 	sync := fs.Duration("sync", time.Millisecond, "group commit interval")
 	reopen := fs.Int("reopen", 0, "build a store of N keys and time reopening it")
 	checkKeys := fs.Bool("check-keys", false, "have the store hash every object written (DHash hashes them before storing, so by default the store is told it need not)")
