@@ -28,19 +28,7 @@ Benchmarks:
 Run 'triad bench store --help' for its flags.`
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-help" || args[0] == "-h" {
-		fmt.Fprintf(stderr, "Usage: triad bench <benchmark> [flags]\n%s\n", benchAbout)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
-	}
-	switch args[0] {
-	case "store":
-		return runBenchStore(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "triad bench: unknown benchmark %q\n%s\n", args[0], benchAbout)
-	return errUsage
+	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore}, args, stdout, stderr)
 }
 
 const benchStoreAbout = `

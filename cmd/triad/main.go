@@ -89,6 +89,23 @@ Commands:`)
 Run 'triad <command> --help' for a command's flags.`)
 }
 
+// runGroup dispatches a command made of sub-commands (sim ring, bench
+// store) and explains the group when asked or when the name is unknown.
+func runGroup(group, about string, subs map[string]func([]string, io.Writer, io.Writer) error, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-help" || args[0] == "-h" {
+		fmt.Fprintf(stderr, "Usage: triad %s <name> [flags]\n%s\n", group, about)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	if run, ok := subs[args[0]]; ok {
+		return run(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "triad %s: unknown name %q\n%s\n", group, args[0], about)
+	return errUsage
+}
+
 // errUsage reports bad command-line usage; the message was already printed.
 var errUsage = errors.New("usage")
 

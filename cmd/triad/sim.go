@@ -21,19 +21,7 @@ Experiments:
 Run 'triad sim ring --help' for its flags.`
 
 func runSim(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-help" || args[0] == "-h" {
-		fmt.Fprintf(stderr, "Usage: triad sim <experiment> [flags]\n%s\n", simAbout)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
-	}
-	switch args[0] {
-	case "ring":
-		return runSimRing(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "triad sim: unknown experiment %q\n%s\n", args[0], simAbout)
-	return errUsage
+	return runGroup("sim", simAbout, map[string]func([]string, io.Writer, io.Writer) error{"ring": runSimRing}, args, stdout, stderr)
 }
 
 const simRingAbout = `

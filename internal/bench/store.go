@@ -238,29 +238,42 @@ func storeWrite(st *store.Disk, objs *objects, c StoreConfig) (float64, error) {
 	p := c.progress("store write", c.Objects)
 	defer p.Finish()
 	expiry := time.Now().Add(24 * time.Hour)
+	return inParallel(c.Objects, c.Writers, func() func(int) error {
+		buf := make([]byte, objs.size)
+		return func(i int) error {
+			objs.fill(i, buf)
+			err := st.Put(objs.keys[i], buf, expiry, store.PutOptions{KeyChecked: !c.CheckKeys})
+			p.Add(1)
+			return err
+		}
+	})
+}
+
+// inParallel runs op(0) … op(n-1) on the given number of goroutines, each
+// with its own op from newOp, and returns the seconds taken and the first
+// error, after which no new op starts.
+func inParallel(n, goroutines int, newOp func() func(int) error) (float64, error) {
 	var next atomic.Int64
+	var failed atomic.Bool
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
 	start := time.Now()
-	for w := 0; w < c.Writers; w++ {
+	for w := 0; w < goroutines; w++ {
 		wg.Add(1)
-		go func() {
+		go func(op func(int) error) {
 			defer wg.Done()
-			buf := make([]byte, objs.size)
-			for {
+			for !failed.Load() {
 				i := int(next.Add(1) - 1)
-				if i >= c.Objects {
+				if i >= n {
 					return
 				}
-				objs.fill(i, buf)
-				if err := st.Put(objs.keys[i], buf, expiry, store.PutOptions{KeyChecked: !c.CheckKeys}); err != nil {
+				if err := op(i); err != nil {
 					once.Do(func() { firstErr = err })
-					return
+					failed.Store(true)
 				}
-				p.Add(1)
 			}
-		}()
+		}(newOp())
 	}
 	wg.Wait()
 	return time.Since(start).Seconds(), firstErr
@@ -292,41 +305,23 @@ func rawRead(path string, c StoreConfig) (float64, error) {
 }
 
 // storeRead gets every object once in random order from c.Readers
-// goroutines; the store checks each against its key.
+// goroutines; the store checks each against its record checksums.
 func storeRead(st *store.Disk, objs *objects, c StoreConfig) (float64, error) {
 	p := c.progress("store random read", c.Objects)
 	defer p.Finish()
 	order := rand.New(rand.NewPCG(1, 2)).Perm(c.Objects)
-	var next atomic.Int64
-	var firstErr error
-	var once sync.Once
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < c.Readers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var data []byte
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= c.Objects {
-					return
-				}
-				var err error
-				data, _, err = st.GetInto(objs.keys[order[i]], data)
-				if err == nil && len(data) != c.Size {
-					err = fmt.Errorf("object %d: %d bytes, want %d", order[i], len(data), c.Size)
-				}
-				if err != nil {
-					once.Do(func() { firstErr = err })
-					return
-				}
-				p.Add(1)
+	return inParallel(c.Objects, c.Readers, func() func(int) error {
+		var data []byte
+		return func(i int) error {
+			var err error
+			data, _, err = st.GetInto(objs.keys[order[i]], data)
+			if err == nil && len(data) != c.Size {
+				err = fmt.Errorf("object %d: %d bytes, want %d", order[i], len(data), c.Size)
 			}
-		}()
-	}
-	wg.Wait()
-	return time.Since(start).Seconds(), firstErr
+			p.Add(1)
+			return err
+		}
+	})
 }
 
 // dropCache syncs files and asks the kernel to forget their cached pages.
