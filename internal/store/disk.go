@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -180,10 +181,7 @@ func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) err
 	case overfull:
 		// The index is far behind: this writer helps it catch up, which
 		// bounds the memory pending entries take.
-		d.maintMu.Lock()
-		err = d.checkpoint()
-		d.maintMu.Unlock()
-		if err != nil {
+		if err := d.catchUp(); err != nil {
 			return err
 		}
 	case full:
@@ -383,6 +381,13 @@ func (d *Disk) Maintain() error {
 	return d.reclaim()
 }
 
+// catchUp brings the index and tree up to date with every write so far.
+func (d *Disk) catchUp() error {
+	d.maintMu.Lock()
+	defer d.maintMu.Unlock()
+	return d.checkpoint()
+}
+
 // checkpoint writes the pending entries, the segment watermarks and the
 // tree changes to the index in one transaction. d.maintMu is held.
 func (d *Disk) checkpoint() error {
@@ -513,15 +518,7 @@ func expiredUpTo(tx *bolt.Tx) int64 {
 	if len(v) != 8 {
 		return math.MinInt64
 	}
-	return int64(bigEndian(v) ^ (1 << 63))
-}
-
-func bigEndian(b []byte) uint64 {
-	var x uint64
-	for _, c := range b {
-		x = x<<8 | uint64(c)
-	}
-	return x
+	return int64(binary.BigEndian.Uint64(v) ^ (1 << 63))
 }
 
 // expireTree removes from the tree the keys whose expiry is at or before now.
@@ -796,10 +793,7 @@ func (d *Disk) quarantine(key id.ID, bad entry, why string) error {
 
 // readTree brings the tree up to date and runs fn on it.
 func (d *Disk) readTree(fn func(tx *bolt.Tx, r merkle.Reader, expiredUpTo int64)) error {
-	d.maintMu.Lock()
-	err := d.checkpoint()
-	d.maintMu.Unlock()
-	if err != nil {
+	if err := d.catchUp(); err != nil {
 		return err
 	}
 	return d.db.View(func(tx *bolt.Tx) error {
@@ -854,9 +848,7 @@ func (d *Disk) CheckTree() error {
 
 // Stats implements Engine. It checkpoints first, so the counts are exact.
 func (d *Disk) Stats() Stats {
-	d.maintMu.Lock()
-	d.checkpoint()
-	d.maintMu.Unlock()
+	d.catchUp()
 	d.mu.Lock()
 	s := d.stats
 	s.Usage = d.usage
@@ -874,10 +866,7 @@ func (d *Disk) Stats() Stats {
 // Keys calls fn for every stored key, in key order, until fn returns false.
 // fn runs outside any index transaction, so it may call the engine.
 func (d *Disk) Keys(fn func(id.ID) bool) error {
-	d.maintMu.Lock()
-	err := d.checkpoint()
-	d.maintMu.Unlock()
-	if err != nil {
+	if err := d.catchUp(); err != nil {
 		return err
 	}
 	var after []byte

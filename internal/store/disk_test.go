@@ -179,6 +179,13 @@ func putSome(t *testing.T, dir string, n int) map[id.ID][]byte {
 	return objs
 }
 
+func anyKey(objs map[id.ID][]byte) id.ID {
+	for k := range objs {
+		return k
+	}
+	return id.ID{}
+}
+
 // flip inverts one byte of key's data in its segment file.
 func flip(t *testing.T, dir string, key id.ID) {
 	t.Helper()
@@ -214,10 +221,7 @@ func checkAll(t *testing.T, d *Disk, objs map[id.ID][]byte, except id.ID) {
 func TestFlippedByteIsDetectedNotServed(t *testing.T) {
 	dir := t.TempDir()
 	objs := putSome(t, dir, 50)
-	var victim id.ID
-	for victim = range objs {
-		break
-	}
+	victim := anyKey(objs)
 	flip(t, dir, victim)
 
 	d, err := Open(Options{Dir: dir})
@@ -248,10 +252,7 @@ func TestFlippedByteIsDetectedNotServed(t *testing.T) {
 func TestRebuildIndexSkipsDamage(t *testing.T) {
 	dir := t.TempDir()
 	objs := putSome(t, dir, 50)
-	var victim id.ID
-	for victim = range objs {
-		break
-	}
+	victim := anyKey(objs)
 	flip(t, dir, victim)
 	if err := os.Remove(filepath.Join(dir, indexFile)); err != nil {
 		t.Fatal(err)

@@ -9,8 +9,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -29,12 +27,12 @@ func (d *Disk) recover() error {
 	err := d.db.View(func(tx *bolt.Tx) error {
 		// Segment names and reclamation depend on the window size, so a
 		// store keeps the one it was made with.
-		if v := tx.Bucket(bMeta).Get(metaWindow); len(v) == 8 && int64(bigEndian(v)) != int64(d.opt.Window) {
-			return fmt.Errorf("%w: made with %v windows, opened with %v", errWindow, time.Duration(bigEndian(v)), d.opt.Window)
+		if v := tx.Bucket(bMeta).Get(metaWindow); len(v) == 8 && int64(binary.BigEndian.Uint64(v)) != int64(d.opt.Window) {
+			return fmt.Errorf("%w: made with %v windows, opened with %v", errWindow, time.Duration(binary.BigEndian.Uint64(v)), d.opt.Window)
 		}
 		return tx.Bucket(bSegs).ForEach(func(k, v []byte) error {
 			if len(k) == 8 && len(v) == 16 {
-				known[bigEndian(k)] = [2]int64{int64(bigEndian(v[:8])), int64(bigEndian(v[8:]))}
+				known[binary.BigEndian.Uint64(k)] = [2]int64{int64(binary.BigEndian.Uint64(v[:8])), int64(binary.BigEndian.Uint64(v[8:]))}
 			}
 			return nil
 		})
@@ -49,7 +47,6 @@ func (d *Disk) recover() error {
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	sort.Strings(names)
 	replay := make(map[id.ID]entry)
 	for _, name := range names {
 		var w int64
@@ -246,7 +243,6 @@ func (d *Disk) nextRecord(f *os.File, pos, size int64) (int64, error) {
 
 // segmentFiles lists the segment files in dir, for tools and tests.
 func segmentFiles(dir string) []string {
-	names, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
-	sort.Slice(names, func(i, j int) bool { return strings.Compare(names[i], names[j]) < 0 })
+	names, _ := filepath.Glob(filepath.Join(dir, "*.seg")) // sorted
 	return names
 }
