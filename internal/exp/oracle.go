@@ -18,7 +18,7 @@ func newOracle(s *sim.Sim) oracle {
 		if !h.Up() {
 			continue
 		}
-		for _, v := range h.Handler().(*ring.Host).Vnodes() {
+		for _, v := range ringHost(h).Vnodes() {
 			o.ids = append(o.ids, v.Self().ID)
 		}
 	}
@@ -45,7 +45,7 @@ func (o oracle) ringErrors(s *sim.Sim) int {
 		if !h.Up() {
 			continue
 		}
-		for _, v := range h.Handler().(*ring.Host).Vnodes() {
+		for _, v := range ringHost(h).Vnodes() {
 			self := v.Self().ID
 			if len(o.ids) == 1 {
 				continue
@@ -57,4 +57,16 @@ func (o oracle) ringErrors(s *sim.Sim) int {
 		}
 	}
 	return bad
+}
+
+// ringHost is the ring state machine of a running host, whether it runs the
+// ring alone or under the block store; nil when the host is down.
+func ringHost(h *sim.Host) *ring.Host {
+	switch x := h.Handler().(type) {
+	case *ring.Host:
+		return x
+	case interface{ Host() *ring.Host }:
+		return x.Host()
+	}
+	return nil
 }

@@ -215,7 +215,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 			from := r.IntN(cfg.Vnodes)
 			outstanding++
 			s.Do(h, func(env node.Env) {
-				h.Handler().(*ring.Host).Lookup(env, key, ring.LookupOptions{From: from}, func(env node.Env, lr ring.Result) {
+				ringHost(h).Lookup(env, key, ring.LookupOptions{From: from}, func(env node.Env, lr ring.Result) {
 					outstanding--
 					res.Lookups++
 					if lr.Err != nil || len(lr.Succs) == 0 {
@@ -241,7 +241,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	res.Failed += outstanding
 
 	for _, h := range s.Hosts() {
-		if rh, ok := h.Handler().(*ring.Host); ok {
+		if rh := ringHost(h); rh != nil {
 			res.Fallbacks += rh.Stats.IterativeFallbacks
 			res.RPCTimeouts += rh.RPC().Timeouts
 			res.PeersDeclared += rh.Stats.PeersDeclaredDead

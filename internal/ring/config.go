@@ -39,6 +39,11 @@ type Config struct {
 	// dead, to find rings that split in a partition. Default 30s; zero
 	// disables probes.
 	ProbeInterval time.Duration
+	// PNSSamples is how many nodes at the start of a finger's range are
+	// candidates for it; the one with the lowest round-trip time (measured
+	// or predicted by Vivaldi) becomes the finger (proximity neighbour
+	// selection). 1 is classic Chord. Default 16, as in DHash++.
+	PNSSamples int
 	// RPC configures calls.
 	RPC rpc.Config
 }
@@ -56,6 +61,7 @@ func DefaultConfig() Config {
 		SaveInterval:       30 * time.Second,
 		DeadMemory:         30 * time.Second,
 		ProbeInterval:      30 * time.Second,
+		PNSSamples:         16,
 		RPC:                rpc.DefaultConfig(),
 	}
 }
@@ -73,6 +79,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ring: lookup timeout must be positive")
 	case c.HopTries < 1 || c.IterativeSteps < 1:
 		return fmt.Errorf("ring: hop tries and iterative steps must be at least 1")
+	case c.PNSSamples < 1 || c.PNSSamples > 1024:
+		return fmt.Errorf("ring: PNS samples %d not in [1, 1024]", c.PNSSamples)
 	case c.SaveInterval < 0 || c.DeadMemory < 0 || c.ProbeInterval < 0:
 		return fmt.Errorf("ring: save interval and dead memory must not be negative")
 	}

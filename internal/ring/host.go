@@ -8,6 +8,7 @@ import (
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/rpc"
+	"triad/internal/vivaldi"
 	"triad/internal/wire"
 )
 
@@ -29,7 +30,9 @@ type Host struct {
 	lost       []node.Addr // peers declared dead, oldest first; probed to merge rings
 	stopped    bool
 
-	// RTT, if set, receives every round-trip sample (for Vivaldi).
+	viv *vivaldi.Model
+
+	// RTT, if set, receives every round-trip sample.
 	RTT func(peer node.Addr, rtt time.Duration)
 
 	Stats Stats
@@ -61,7 +64,9 @@ func NewHost(cfg Config, addr node.Addr, st State, bootstrap node.Addr) (*Host, 
 		rpc:     rpc.NewClient(cfg.RPC),
 		lookups: make(map[uint64]*lookup),
 		dead:    make(map[node.Addr]time.Time),
+		viv:     vivaldi.New(),
 	}
+	h.rpc.Predict = h.predictCoord
 	if bootstrap != "" && bootstrap != addr {
 		h.join = append(h.join, wire.NodeRef{Addr: bootstrap})
 	}
@@ -126,6 +131,7 @@ func (h *Host) Handle(env node.Env, ev node.Event) {
 	if h.stopped {
 		return
 	}
+	env = h.Stamp(env)
 	switch ev := ev.(type) {
 	case node.Start:
 		h.start(env)
@@ -256,8 +262,11 @@ func (h *Host) handleMsg(env node.Env, in node.MsgIn) {
 		return // a bad reply is dropped: its call times out
 	}
 	if e.Kind == wire.Reply {
-		if peer, rtt, ok := h.rpc.HandleReply(env, in); ok && h.RTT != nil {
-			h.RTT(peer, rtt)
+		if peer, rtt, ok := h.rpc.HandleReply(env, in); ok {
+			h.viv.Observe(peer, rtt, e.Coord, env.Rand())
+			if h.RTT != nil {
+				h.RTT(peer, rtt)
+			}
 		}
 		return
 	}
@@ -365,6 +374,7 @@ func (h *Host) markDead(env node.Env, addr node.Addr) {
 	}
 	h.dead[addr] = env.Now()
 	h.rpc.Forget(addr)
+	h.viv.Forget(addr)
 	h.expireDead(env.Now())
 	for _, v := range h.vnodes {
 		v.forget(func(n wire.NodeRef) bool { return n.Addr == addr })
@@ -452,4 +462,58 @@ func (h *Host) RingInfo() *wire.RingInfo {
 		info.Vnodes = append(info.Vnodes, vi)
 	}
 	return info
+}
+
+// Coord is the host's Vivaldi coordinate.
+func (h *Host) Coord() wire.Coord { return h.viv.Coord() }
+
+// Predict is the expected round-trip time to the process at addr: measured
+// when it has answered us, else predicted from its coordinate. ok is false
+// when nothing is known of it.
+func (h *Host) Predict(addr node.Addr) (time.Duration, bool) {
+	if addr == h.addr {
+		return 0, true
+	}
+	if rtt, ok := h.rpc.SRTT(addr); ok {
+		return rtt, true
+	}
+	rtt, _, ok := h.viv.Predict(addr)
+	return rtt, ok
+}
+
+func (h *Host) predictCoord(addr node.Addr) (time.Duration, float64, bool) {
+	return h.viv.Predict(addr)
+}
+
+// stampEnv puts the host's coordinate on every reply it sends, so that each
+// round trip also trains the caller's coordinate.
+type stampEnv struct {
+	node.Env
+	h *Host
+}
+
+func (s stampEnv) Send(to node.Addr, e wire.Envelope) {
+	if e.Kind == wire.Reply {
+		e.Coord = s.h.viv.Coord()
+	}
+	s.Env.Send(to, e)
+}
+
+// Stamp wraps env so that replies carry the host's coordinate. Layers above
+// the ring (the block store) answer requests through it too.
+func (h *Host) Stamp(env node.Env) node.Env {
+	if s, ok := env.(stampEnv); ok && s.h == h {
+		return env
+	}
+	return stampEnv{Env: env, h: h}
+}
+
+// IsDead reports whether n's process was declared dead recently.
+func (h *Host) IsDead(env node.Env, n wire.NodeRef) bool { return h.isDead(env, n) }
+
+// CallFailed tells the ring that a call to n by a layer above failed: a
+// timeout marks n's process dead, an error reply naming a missing vnode
+// drops that vnode. Other error replies say nothing about n's health.
+func (h *Host) CallFailed(env node.Env, n wire.NodeRef, err error) {
+	h.vnodes[0].callFailed(env, n, err)
 }

@@ -1,6 +1,8 @@
 package ring
 
 import (
+	"time"
+
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/rpc"
@@ -285,7 +287,8 @@ func (v *Vnode) handleLeave(env node.Env, from wire.NodeRef, m *wire.Leave) {
 
 // fixFinger refreshes one finger, from the top bit down. When a finger's
 // successor is our own successor, every lower finger is too: start again at
-// the top.
+// the top. With PNS the finger is the nearest of the first PNSSamples nodes
+// of its range rather than the first.
 func (v *Vnode) fixFinger(env node.Env) {
 	h := v.host
 	i := v.nextFinger
@@ -308,9 +311,70 @@ func (v *Vnode) fixFinger(env node.Env) {
 			v.nextFinger = id.Bits - 1
 			return
 		}
-		v.fingers[i] = f
 		v.nextFinger = i - 1
+		v.fingers[i] = f
+		if h.cfg.PNSSamples > 1 {
+			v.sampleRange(env, i, nil, r.Succs, 0)
+		}
 	})
+}
+
+// sampleRange gathers up to PNSSamples nodes from the start of finger i's
+// range, asking the last one found for its successors while the range goes
+// on, and makes the nearest of them finger i.
+func (v *Vnode) sampleRange(env node.Env, i int, cands, more []wire.NodeRef, asked int) {
+	h := v.host
+	start, end := v.self.ID.AddPow2(i), v.self.ID // the top finger's range ends at self
+	if i+1 < id.Bits {
+		end = v.self.ID.AddPow2(i + 1)
+	}
+	inRange := func(n wire.NodeRef) bool { return n.ID == start || n.ID.Between(start, end) }
+	full := false
+	for _, n := range more {
+		if !inRange(n) || n.ID == v.self.ID {
+			full = true // the range ends here
+			break
+		}
+		if !contains(cands, n.ID) && !h.isDead(env, n) {
+			cands = append(cands, n)
+		}
+		if len(cands) == h.cfg.PNSSamples {
+			full = true
+			break
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	v.fingers[i] = v.nearest(env, cands)
+	if full || len(more) == 0 || asked > h.cfg.PNSSamples/len(more) {
+		return
+	}
+	last := cands[len(cands)-1]
+	h.rpc.Call(env, last.Addr, v.self, last.ID, &wire.GetNeighbors{}, 0, func(env node.Env, m wire.Msg, err error) {
+		if nb, ok := m.(*wire.Neighbors); ok && err == nil && !v.fingers[i].IsZero() {
+			v.sampleRange(env, i, cands, nb.Succs, asked+1)
+		}
+	})
+}
+
+// nearest returns the candidate with the lowest known round-trip time. Those
+// with none are pinged, which measures them (and brings their coordinate) for
+// the next refresh.
+func (v *Vnode) nearest(env node.Env, cands []wire.NodeRef) wire.NodeRef {
+	h := v.host
+	best, bestRTT := cands[0], time.Duration(-1)
+	for _, c := range cands {
+		rtt, ok := h.Predict(c.Addr)
+		if !ok {
+			h.rpc.Call(env, c.Addr, v.self, c.ID, &wire.Ping{}, 0, func(node.Env, wire.Msg, error) {})
+			continue
+		}
+		if bestRTT < 0 || rtt < bestRTT {
+			best, bestRTT = c, rtt
+		}
+	}
+	return best
 }
 
 // closest returns up to n known nodes that precede key (strictly between us

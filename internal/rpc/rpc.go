@@ -63,6 +63,10 @@ type Client struct {
 	pending map[uint64]*call
 	rtt     map[node.Addr]rttEstimate
 
+	// Predict, if set, predicts the round-trip time to a peer never measured
+	// (from network coordinates) and the prediction's relative error.
+	Predict func(peer node.Addr) (rtt time.Duration, relErr float64, ok bool)
+
 	// Counters, exported by the driver.
 	Calls, Replies, Timeouts, Stray uint64
 }
@@ -101,16 +105,29 @@ func (c *Client) observe(peer node.Addr, rtt time.Duration) {
 }
 
 // Timeout is how long a call to peer waits: adaptive once the peer has
-// answered, the configured default before.
+// answered; before that, as in STP, the predicted RTT plus six times its
+// expected error; the configured default when nothing predicts it.
 func (c *Client) Timeout(peer node.Addr) time.Duration {
 	e, ok := c.rtt[peer]
 	if !ok {
+		if c.Predict != nil {
+			if rtt, relErr, ok := c.Predict(peer); ok {
+				t := rtt + time.Duration(6*relErr*float64(rtt))
+				return min(max(t, c.cfg.MinTimeout), 2*c.cfg.Timeout)
+			}
+		}
 		return c.cfg.Timeout
 	}
 	// Twice the smoothed RTT, not TCP's one: a peer's answer may queue
 	// behind others on a slow access link, and a false timeout costs a
 	// peer its place in our tables.
 	return min(max(2*e.srtt+4*e.rttvar, c.cfg.MinTimeout), 2*c.cfg.Timeout)
+}
+
+// SRTT is the smoothed round-trip time measured to peer, if any.
+func (c *Client) SRTT(peer node.Addr) (time.Duration, bool) {
+	e, ok := c.rtt[peer]
+	return e.srtt, ok
 }
 
 // Forget drops what is known of peer's round-trip time (it restarted, or

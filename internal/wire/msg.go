@@ -25,6 +25,16 @@ const (
 	TypeRingInfoReq
 	TypeRingInfo
 	TypeClientLookup
+	TypeStoreBlock
+	TypeFetchBlock
+	TypeBlock
+	TypeStatBlock
+	TypeBlockInfo
+	TypeClientPut
+	TypePutDone
+	TypeClientGet
+	TypeClientStat
+	TypeStatDone
 )
 
 func newMsg(t Type) Msg {
@@ -57,6 +67,26 @@ func newMsg(t Type) Msg {
 		return &RingInfo{}
 	case TypeClientLookup:
 		return &ClientLookup{}
+	case TypeStoreBlock:
+		return &StoreBlock{}
+	case TypeFetchBlock:
+		return &FetchBlock{}
+	case TypeBlock:
+		return &Block{}
+	case TypeStatBlock:
+		return &StatBlock{}
+	case TypeBlockInfo:
+		return &BlockInfo{}
+	case TypeClientPut:
+		return &ClientPut{}
+	case TypePutDone:
+		return &PutDone{}
+	case TypeClientGet:
+		return &ClientGet{}
+	case TypeClientStat:
+		return &ClientStat{}
+	case TypeStatDone:
+		return &StatDone{}
 	}
 	return nil
 }
@@ -72,11 +102,16 @@ type ErrCode uint32
 
 // Error codes.
 const (
-	ErrCodeInternal   ErrCode = 1 + iota
-	ErrCodeNoVnode            // the destination ID is not hosted here
-	ErrCodeBadRequest         // a field failed validation
-	ErrCodeNoRoute            // a lookup ran out of live next hops
-	ErrCodeBusy               // a bounded queue is full; try later
+	ErrCodeInternal    ErrCode = 1 + iota
+	ErrCodeNoVnode             // the destination ID is not hosted here
+	ErrCodeBadRequest          // a field failed validation
+	ErrCodeNoRoute             // a lookup ran out of live next hops
+	ErrCodeBusy                // a bounded queue is full; try later ("deferred")
+	ErrCodeNotFound            // no such block
+	ErrCodeTooLarge            // the block exceeds the size limit
+	ErrCodeFull                // the node's disk is full
+	ErrCodeCorrupt             // the stored copy is damaged (and now quarantined)
+	ErrCodeUnavailable         // too few live hosts to store or fetch the block
 )
 
 // Error is a failure reply to a request.
@@ -202,6 +237,21 @@ func shallowCopy(m Msg) Msg {
 	case *ClientLookup:
 		c := *m
 		return &c
+	case *FetchBlock:
+		c := *m
+		return &c
+	case *StatBlock:
+		c := *m
+		return &c
+	case *BlockInfo:
+		c := *m
+		return &c
+	case *ClientGet:
+		c := *m
+		return &c
+	case *ClientStat:
+		c := *m
+		return &c
 	}
 	panic(fmt.Sprintf("wire: Clone of %T", m))
 }
@@ -211,7 +261,9 @@ var typeNames = map[Type]string{
 	TypeGetNeighbors: "GetNeighbors", TypeNeighbors: "Neighbors", TypeLookup: "Lookup",
 	TypeLookupDone: "LookupDone", TypeNextHop: "NextHop", TypeNextHopResp: "NextHopResp",
 	TypeLeave: "Leave", TypeRingInfoReq: "RingInfoReq", TypeRingInfo: "RingInfo",
-	TypeClientLookup: "ClientLookup",
+	TypeClientLookup: "ClientLookup", TypeStoreBlock: "StoreBlock", TypeFetchBlock: "FetchBlock",
+	TypeBlock: "Block", TypeStatBlock: "StatBlock", TypeBlockInfo: "BlockInfo", TypeClientPut: "ClientPut",
+	TypePutDone: "PutDone", TypeClientGet: "ClientGet", TypeClientStat: "ClientStat", TypeStatDone: "StatDone",
 }
 
 // String names the type, for logs and errors.

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -73,6 +74,8 @@ type Envelope struct {
 	From  NodeRef
 	To    id.ID
 	Msg   Msg
+	// Coord is the sender's Vivaldi coordinate; nodes set it on replies.
+	Coord Coord
 }
 
 // Msg is one typed message. The set is closed: every Msg is defined in this
@@ -92,6 +95,7 @@ const (
 	envTo
 	envType
 	envBody
+	envCoord
 )
 
 // Encode appends the encoding of e to dst and returns the result.
@@ -102,6 +106,7 @@ func Encode(dst []byte, e Envelope) []byte {
 	b = putNode(b, envFrom, e.From)
 	b = putID(b, envTo, e.To)
 	b = putUint(b, envType, uint64(e.Msg.Type()))
+	b = putCoord(b, envCoord, e.Coord)
 	b = protowire.AppendTag(b, envBody, protowire.BytesType)
 	return appendNested(b, e.Msg.encode)
 }
@@ -143,6 +148,8 @@ func Decode(b []byte) (Envelope, error) {
 			typ = Type(d.uint(f))
 		case envBody:
 			body, hasBody = d.bytes(f), true
+		case envCoord:
+			e.Coord = d.coord(f)
 		}
 	})
 	if d.err != nil {
@@ -228,6 +235,22 @@ func Clone(m Msg) Msg {
 		return &c
 	case *NextHopResp:
 		return &NextHopResp{Done: m.Done, Succs: nodes(m.Succs), Next: nodes(m.Next)}
+	case *StoreBlock:
+		c := *m
+		c.Data = bytes.Clone(m.Data)
+		return &c
+	case *Block:
+		c := *m
+		c.Data = bytes.Clone(m.Data)
+		return &c
+	case *ClientPut:
+		c := *m
+		c.Data = bytes.Clone(m.Data)
+		return &c
+	case *PutDone:
+		return &PutDone{Key: m.Key, Holders: nodes(m.Holders)}
+	case *StatDone:
+		return &StatDone{Key: m.Key, Holders: append([]Holder(nil), m.Holders...)}
 	case *RingInfo:
 		c := &RingInfo{}
 		for _, v := range m.Vnodes {

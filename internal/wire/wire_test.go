@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -41,6 +42,16 @@ func samples() []Msg {
 			Self: sampleNode(r), Preds: sampleNodes(r, 2), Succs: sampleNodes(r, 2),
 			Fingers: []Finger{{Bit: 0, Node: sampleNode(r)}, {Bit: 159, Node: sampleNode(r)}},
 		}, {Self: sampleNode(r)}}},
+		&StoreBlock{Key: k, Data: []byte("block"), Expiry: 1 << 60, Fragment: true},
+		&FetchBlock{Key: k},
+		&Block{Key: k, Data: []byte("data"), Expiry: -5},
+		&StatBlock{Key: k},
+		&BlockInfo{Key: k, Size: 1 << 20, Expiry: 77, Fragment: true},
+		&ClientPut{Data: []byte("x"), Expiry: 9, Redundancy: RedundancyFragments},
+		&PutDone{Key: k, Holders: sampleNodes(r, 2)},
+		&ClientGet{Key: k},
+		&ClientStat{Key: k},
+		&StatDone{Key: k, Holders: []Holder{{Node: sampleNode(r), Size: 3, Expiry: 4, Fragment: true}, {Node: sampleNode(r), Err: "not found"}}},
 	}
 }
 
@@ -142,5 +153,31 @@ func BenchmarkEncodeDecode(b *testing.B) {
 		if _, err := Decode(buf); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestCoordRoundTripAndBadValues(t *testing.T) {
+	e := Envelope{Kind: Reply, ReqID: 3, Msg: &Ack{}, Coord: Coord{X: 12.5, Y: -3, Height: 4, Error: 0.25}}
+	got, err := Decode(Encode(nil, e))
+	if err != nil || got.Coord != e.Coord {
+		t.Fatalf("got %+v, %v; want %+v", got.Coord, err, e.Coord)
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), 1e9} {
+		e.Coord.Y = bad
+		if _, err := Decode(Encode(nil, e)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("coordinate %v: err %v, want ErrMalformed", bad, err)
+		}
+	}
+}
+
+func TestBlockDataIsCopiedOutOfTheFrame(t *testing.T) {
+	frame := Encode(nil, Envelope{Kind: Request, Msg: &StoreBlock{Key: id.Random(rand.New(rand.NewPCG(1, 1)), id.Bytes), Data: []byte("payload")}})
+	e, err := Decode(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(frame) // the driver reuses its read buffer
+	if got := string(e.Msg.(*StoreBlock).Data); got != "payload" {
+		t.Fatalf("data %q changed with the frame", got)
 	}
 }

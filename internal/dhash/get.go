@@ -1,0 +1,267 @@
+package dhash
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/wire"
+)
+
+// Block is a fetched, verified block.
+type Block struct {
+	Data   []byte
+	Expiry time.Time
+}
+
+// GetDone is a get's continuation.
+type GetDone func(env node.Env, b Block, err error)
+
+// Get fetches key's block and calls done once with it, verified against
+// the key, or with why it could not. As in DHash++ the lookup stops at a
+// node that knows enough successors, then copies are fetched from the
+// holders with the lowest predicted latency, moving on to the next one on
+// a timeout, a missing copy or bad data. r says how the block was probably
+// stored (RedundancyDefault: as this deployment stores blocks); a get that
+// finds otherwise switches.
+func (n *Node) Get(env node.Env, key id.ID, r wire.Redundancy, done GetDone) {
+	n.Stats.Gets++
+	r = n.redundancy(r)
+	g := &getOp{n: n, key: key, done: done, fragment: r == wire.RedundancyFragments}
+	n.candidates(env, key, n.span(r), g.start)
+}
+
+type getOp struct {
+	n        *Node
+	key      id.ID
+	done     GetDone
+	fragment bool // fetching fragments rather than whole copies
+
+	cands    []wire.NodeRef // not yet asked, best first
+	inflight int
+	frags    []fragment
+	expiry   time.Time
+	decoding bool
+	extra    int // fragments wanted beyond m after a failed rebuild
+	finished bool
+	notFound int
+	lastErr  error
+}
+
+func (g *getOp) start(env node.Env, cands []wire.NodeRef, err error) {
+	if err != nil {
+		g.finish(env, Block{}, err)
+		return
+	}
+	span := g.n.cfg.Replicas
+	if g.fragment {
+		span = g.n.cfg.TotalFrags
+	}
+	g.cands = g.order(cands, span)
+	g.fill(env)
+}
+
+// order puts the first span candidates (the key's holders when nothing has
+// failed) by predicted latency, then the rest in ring order: copies that
+// went past a dead successor sit there.
+func (g *getOp) order(cands []wire.NodeRef, span int) []wire.NodeRef {
+	span = min(span, len(cands))
+	head := slices.Clone(cands[:span])
+	rtt := func(c wire.NodeRef) time.Duration {
+		if d, ok := g.n.host.Predict(c.Addr); ok {
+			return d
+		}
+		return time.Hour
+	}
+	slices.SortStableFunc(head, func(a, b wire.NodeRef) int { return int(rtt(a) - rtt(b)) })
+	return append(head, cands[span:]...)
+}
+
+// want is how many fetches should be in flight: one whole copy, or enough
+// fragments to reach m.
+func (g *getOp) want() int {
+	if !g.fragment {
+		return 1
+	}
+	return g.n.cfg.DataFrags + g.extra - len(g.frags)
+}
+
+func (g *getOp) fill(env node.Env) {
+	for !g.finished && !g.decoding && g.inflight < g.want() && len(g.cands) > 0 {
+		c := g.cands[0]
+		g.cands = g.cands[1:]
+		g.fetch(env, c)
+	}
+	if !g.finished && !g.decoding && g.inflight == 0 {
+		err := g.lastErr
+		switch {
+		case g.fragment && len(g.frags) > 0:
+			err = fmt.Errorf("%w: %d of %d fragments of %s found", ErrUnavailable, len(g.frags), g.n.cfg.DataFrags, g.key.Short())
+		case err == nil || g.notFound > 0 && Code(err) == wire.ErrCodeNotFound:
+			err = fmt.Errorf("%w: %s", ErrNotFound, g.key.Short())
+		}
+		g.finish(env, Block{}, err)
+	}
+}
+
+func (g *getOp) fetch(env node.Env, c wire.NodeRef) {
+	h := g.n.host
+	g.inflight++
+	ok := h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, &wire.FetchBlock{Key: g.key}, 0, func(env node.Env, m wire.Msg, err error) {
+		g.inflight--
+		if g.finished {
+			return
+		}
+		b, _ := m.(*wire.Block)
+		switch {
+		case err != nil:
+			if we, ok := err.(*wire.Error); ok {
+				err = FromWire(we)
+				if errors.Is(err, ErrNotFound) {
+					g.notFound++
+				}
+			}
+			h.CallFailed(env, c, err)
+			g.failed(env, err)
+		case b == nil:
+			g.failed(env, fmt.Errorf("%w: %s answered %T", ErrCorrupt, c, m))
+		case b.Fragment:
+			g.gotFragment(env, c, b)
+		case g.fragment && len(g.frags) > 0:
+			g.failed(env, fmt.Errorf("%w: %s holds a whole copy of a fragmented block", ErrCorrupt, c))
+		default:
+			g.gotWhole(env, c, b)
+		}
+	})
+	if !ok {
+		g.inflight--
+		g.lastErr = fmt.Errorf("%w: too many calls in flight", ErrDeferred)
+	}
+}
+
+func (g *getOp) failed(env node.Env, err error) {
+	g.lastErr = err
+	g.n.Stats.FetchRetries++
+	g.fill(env)
+}
+
+// gotWhole verifies a whole copy off the loop; a copy that does not match
+// its key is dropped and the next holder asked.
+func (g *getOp) gotWhole(env node.Env, from wire.NodeRef, b *wire.Block) {
+	g.decoding = true
+	key := g.key
+	g.n.offload(env, func() (any, error) {
+		if id.Key(b.Data) != key {
+			return nil, fmt.Errorf("%w: copy from %s does not match its key", ErrCorrupt, from)
+		}
+		return nil, nil
+	}, func(env node.Env, _ any, err error) {
+		g.decoding = false
+		if err != nil {
+			g.n.Stats.BadCopies++
+			g.failed(env, err)
+			return
+		}
+		g.finish(env, Block{Data: b.Data, Expiry: time.Unix(0, b.Expiry)}, nil)
+	})
+}
+
+// gotFragment collects a fragment; with m of them the block is rebuilt and
+// verified off the loop.
+func (g *getOp) gotFragment(env node.Env, from wire.NodeRef, b *wire.Block) {
+	f, err := g.n.coder.parse(b.Data, g.n.cfg.MaxBlock)
+	if err != nil {
+		g.n.Stats.BadCopies++
+		g.failed(env, fmt.Errorf("from %s: %w", from, err))
+		return
+	}
+	if !g.fragment {
+		// The block was stored as fragments although whole copies are this
+		// deployment's default: fetch fragments from here on.
+		g.fragment = true
+		g.cands = g.order(g.cands, g.n.cfg.TotalFrags-1)
+	}
+	g.frags = append(g.frags, f)
+	if g.expiry.IsZero() || time.Unix(0, b.Expiry).Before(g.expiry) {
+		g.expiry = time.Unix(0, b.Expiry)
+	}
+	if g.decoding {
+		return // used if the rebuild under way fails
+	}
+	if len(g.frags) < g.n.cfg.DataFrags+g.extra {
+		g.fill(env)
+		return
+	}
+	g.decoding = true
+	frags, coder, key := slices.Clone(g.frags), g.n.coder, g.key
+	g.n.offload(env, func() (any, error) {
+		return coder.join(frags, func(d []byte) bool { return id.Key(d) == key })
+	}, func(env node.Env, val any, err error) {
+		g.decoding = false
+		if err != nil {
+			// One fragment may be bad: fetch another and try again.
+			g.n.Stats.BadCopies++
+			g.lastErr = err
+			g.extra = len(g.frags) + 1 - g.n.cfg.DataFrags
+			g.fill(env)
+			if !g.finished && g.inflight == 0 && len(g.cands) == 0 {
+				g.finish(env, Block{}, err)
+			}
+			return
+		}
+		g.finish(env, Block{Data: val.([]byte), Expiry: g.expiry}, nil)
+	})
+}
+
+func (g *getOp) finish(env node.Env, b Block, err error) {
+	if g.finished {
+		return
+	}
+	g.finished = true
+	if err != nil {
+		g.n.Stats.GetsFailed++
+	}
+	g.done(env, b, err)
+}
+
+// Stat asks the key's successors what they hold and calls done with one
+// entry per host asked, nearest successor first.
+func (n *Node) Stat(env node.Env, key id.ID, done func(env node.Env, holders []wire.Holder, err error)) {
+	span := max(n.cfg.Replicas, n.cfg.TotalFrags)
+	n.candidates(env, key, span, func(env node.Env, cands []wire.NodeRef, err error) {
+		if err != nil {
+			done(env, nil, err)
+			return
+		}
+		cands = cands[:min(len(cands), span+2, wire.MaxHolders)]
+		out := make([]wire.Holder, len(cands))
+		left := len(cands)
+		if left == 0 {
+			done(env, nil, fmt.Errorf("%w: no live hosts", ErrUnavailable))
+			return
+		}
+		h := n.host
+		for i, c := range cands {
+			out[i].Node = c
+			ok := h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, &wire.StatBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
+				if bi, ok := m.(*wire.BlockInfo); ok && err == nil {
+					out[i].Size, out[i].Expiry, out[i].Fragment = bi.Size, bi.Expiry, bi.Fragment
+				} else if err != nil {
+					out[i].Err = err.Error()
+				}
+				if left--; left == 0 {
+					done(env, out, nil)
+				}
+			})
+			if !ok {
+				out[i].Err = "too many calls in flight"
+				if left--; left == 0 {
+					done(env, out, nil)
+				}
+			}
+		}
+	})
+}

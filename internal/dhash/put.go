@@ -1,0 +1,207 @@
+package dhash
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/ring"
+	"triad/internal/wire"
+)
+
+// PutDone is a put's continuation: the block's key and the nodes that
+// acknowledged a durable copy, or an error.
+type PutDone func(env node.Env, key id.ID, holders []wire.NodeRef, err error)
+
+// redundancy resolves a put's choice against the deployment's default.
+func (n *Node) redundancy(r wire.Redundancy) wire.Redundancy {
+	if r == wire.RedundancyDefault {
+		return n.cfg.Redundancy
+	}
+	return r
+}
+
+// span is how many successors of a key hold its copies.
+func (n *Node) span(r wire.Redundancy) int {
+	if r == wire.RedundancyFragments {
+		return n.cfg.TotalFrags
+	}
+	return n.cfg.Replicas
+}
+
+// candidates looks up key and returns its successors on distinct live
+// hosts, nearest first. With integration the lookup may stop at a node
+// that already knows need successors of the key.
+func (n *Node) candidates(env node.Env, key id.ID, need int, done func(env node.Env, cands []wire.NodeRef, err error)) {
+	opts := ring.LookupOptions{MinSuccs: need}
+	if n.cfg.NoIntegration {
+		opts.MinSuccs = 0
+	}
+	n.host.Lookup(env, key, opts, func(env node.Env, r ring.Result) {
+		if r.Err != nil {
+			done(env, nil, fmt.Errorf("%w: %v", ErrUnavailable, r.Err))
+			return
+		}
+		cands := ring.DistinctHosts(r.Succs)
+		cands = slices.DeleteFunc(cands, func(c wire.NodeRef) bool { return n.host.IsDead(env, c) })
+		done(env, cands, nil)
+	})
+}
+
+// Put stores data until expiry and calls done once: after every replica
+// (or a write quorum of fragments) is durable on a distinct host, or with
+// the reason it could not be. A copy whose successor is down goes to the
+// next live successor. When the write window is full, Put fails at once
+// with ErrDeferred.
+func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundancy, done PutDone) {
+	r = n.redundancy(r)
+	switch {
+	case len(data) == 0:
+		done(env, id.ID{}, nil, ErrEmpty)
+		return
+	case len(data) > n.cfg.MaxBlock:
+		done(env, id.ID{}, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), n.cfg.MaxBlock))
+		return
+	case r != wire.RedundancyReplicas && r != wire.RedundancyFragments:
+		done(env, id.ID{}, nil, fmt.Errorf("%w: redundancy %d", ErrBadRequest, r))
+		return
+	case !expiry.After(env.Now()):
+		done(env, id.ID{}, nil, fmt.Errorf("%w: expiry %v has passed", ErrBadRequest, expiry.UTC()))
+		return
+	case n.puts >= n.cfg.WriteWindow:
+		n.Stats.PutsDeferred++
+		done(env, id.ID{}, nil, fmt.Errorf("%w: %d puts in flight at %s", ErrDeferred, n.puts, n.host.Addr()))
+		return
+	}
+	n.puts++
+	n.Stats.Puts++
+	finish := func(env node.Env, key id.ID, holders []wire.NodeRef, err error) {
+		n.puts--
+		if err != nil {
+			n.Stats.PutsFailed++
+		}
+		done(env, key, holders, err)
+	}
+	coder := n.coder
+	// Hashing (and coding) runs off the loop: a 1 MiB block takes about a
+	// millisecond.
+	n.offload(env, func() (any, error) {
+		p := &putOp{key: id.Key(data)}
+		if r == wire.RedundancyFragments {
+			frags, err := coder.split(data)
+			p.pieces = frags
+			return p, err
+		}
+		for i := 0; i < n.cfg.Replicas; i++ {
+			p.pieces = append(p.pieces, data)
+		}
+		return p, nil
+	}, func(env node.Env, val any, err error) {
+		if err != nil {
+			finish(env, id.ID{}, nil, err)
+			return
+		}
+		p := val.(*putOp)
+		p.n, p.expiry, p.fragment, p.done = n, expiry, r == wire.RedundancyFragments, finish
+		p.need = len(p.pieces)
+		if p.fragment {
+			p.need = n.cfg.quorum()
+		}
+		n.candidates(env, p.key, len(p.pieces), p.start)
+	})
+}
+
+// putOp places the pieces of one block (k replicas or l fragments).
+type putOp struct {
+	n        *Node
+	key      id.ID
+	expiry   time.Time
+	fragment bool
+	pieces   [][]byte
+	need     int // acknowledgements before the put succeeds
+	done     PutDone
+
+	cands       []wire.NodeRef
+	next        int // first candidate not yet given a piece
+	holders     []wire.NodeRef
+	outstanding int
+	finished    bool
+	lastErr     error
+}
+
+func (p *putOp) start(env node.Env, cands []wire.NodeRef, err error) {
+	if err != nil {
+		p.finish(env, err)
+		return
+	}
+	p.cands = cands
+	if len(cands) < p.need {
+		p.finish(env, fmt.Errorf("%w: %d live hosts for key %s, need %d", ErrUnavailable, len(cands), p.key.Short(), p.need))
+		return
+	}
+	for i := range p.pieces {
+		if !p.place(env, i) {
+			break
+		}
+	}
+	p.check(env)
+}
+
+// place sends piece i to the next unused candidate; false when none is left.
+func (p *putOp) place(env node.Env, i int) bool {
+	if p.next >= len(p.cands) {
+		return false
+	}
+	c := p.cands[p.next]
+	p.next++
+	p.outstanding++
+	msg := &wire.StoreBlock{Key: p.key, Data: p.pieces[i], Expiry: p.expiry.UnixNano(), Fragment: p.fragment}
+	h := p.n.host
+	ok := h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, msg, 0, func(env node.Env, _ wire.Msg, err error) {
+		p.outstanding--
+		if err != nil {
+			p.lastErr = err
+			if we, ok := err.(*wire.Error); ok {
+				p.lastErr = FromWire(we)
+			}
+			h.CallFailed(env, c, err)
+			// The copy goes to the next live successor instead;
+			// maintenance moves it home later.
+			p.place(env, i)
+		} else {
+			p.holders = append(p.holders, c)
+		}
+		p.check(env)
+	})
+	if !ok {
+		p.outstanding--
+		p.lastErr = fmt.Errorf("%w: too many calls in flight", ErrDeferred)
+		return false
+	}
+	return true
+}
+
+func (p *putOp) check(env node.Env) {
+	switch {
+	case p.finished:
+	case len(p.holders) >= p.need:
+		p.finish(env, nil)
+	case p.outstanding == 0:
+		err := fmt.Errorf("%w: %d of %d copies of %s stored (last error: %v)", ErrUnavailable, len(p.holders), p.need, p.key.Short(), p.lastErr)
+		if p.lastErr != nil && Code(p.lastErr) != wire.ErrCodeInternal && Code(p.lastErr) != wire.ErrCodeUnavailable {
+			err = fmt.Errorf("%w: %d of %d copies of %s stored", p.lastErr, len(p.holders), p.need, p.key.Short())
+		}
+		p.finish(env, err)
+	}
+}
+
+func (p *putOp) finish(env node.Env, err error) {
+	p.finished = true
+	if err != nil {
+		p.done(env, p.key, nil, err)
+		return
+	}
+	p.done(env, p.key, slices.Clone(p.holders), nil)
+}

@@ -1,0 +1,312 @@
+package exp
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"triad/internal/dhash"
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/ring"
+	"triad/internal/sim"
+	"triad/internal/store"
+	"triad/internal/wire"
+)
+
+// DHashConfig describes a `triad sim dhash` run: the DHash++ latency
+// comparisons on the synthetic wide-area topology.
+type DHashConfig struct {
+	Nodes int
+	Seed  uint64
+	// Samples are the PNS settings compared; each gets a ring of its own.
+	// The one with 16 (or else the last) also runs the other comparisons.
+	// Default 1, 4, 16, 64.
+	Samples []int
+	// Lookups per measured mode. Default 2,000.
+	Lookups int
+	// Blocks put and fetched per redundancy mode. Default 300 of 8 KiB
+	// (DHash++'s block size).
+	Blocks, BlockSize int
+	// Settle is how long fingers, coordinates and RTT estimates settle
+	// after the ring is correct. Default 3 min.
+	Settle time.Duration
+	Log    io.Writer
+}
+
+// DefaultDHashConfig returns the issue's 2,048-node run with seed 1.
+func DefaultDHashConfig() DHashConfig {
+	return DHashConfig{Nodes: 2048, Seed: 1, Samples: []int{1, 4, 16, 64}, Lookups: 2000, Blocks: 300, BlockSize: 8192, Settle: 3 * time.Minute}
+}
+
+// LatencyRow is one measured mode.
+type LatencyRow struct {
+	Name     string  `json:"name"`
+	Count    int     `json:"count"`
+	Failed   int     `json:"failed"`
+	MedianMs float64 `json:"median_ms"`
+	P90Ms    float64 `json:"p90_ms"`
+	MeanHops float64 `json:"mean_hops,omitempty"`
+}
+
+// DHashResult is what a run measured; its JSON form is the last line of
+// `triad sim dhash --json`.
+type DHashResult struct {
+	Nodes       int          `json:"nodes"`
+	Seed        uint64       `json:"seed"`
+	RTTMedianMs float64      `json:"rtt_median_ms"`
+	Rows        []LatencyRow `json:"rows"`
+	// The issue's checks, computed from the rows.
+	DirectRTTMs          float64 `json:"direct_rtt_median_ms"` // client to the key's first holder
+	RecursiveOverIter    float64 `json:"recursive_over_iterative"`
+	PNS16Cut             float64 `json:"pns16_cut"` // 1 - median(PNS 16) / median(no PNS)
+	IntegratedOverDirect float64 `json:"pns_integration_over_direct_rtt"`
+	Pass                 bool    `json:"pass"`
+	WallSeconds          float64 `json:"wall_seconds"`
+	Events               uint64  `json:"events"`
+}
+
+// Row returns the row with the given name.
+func (r DHashResult) Row(name string) (LatencyRow, bool) {
+	for _, row := range r.Rows {
+		if row.Name == name {
+			return row, true
+		}
+	}
+	return LatencyRow{}, false
+}
+
+// Row names.
+const (
+	RowIterative  = "iterative, PNS 16"
+	RowRecursive  = "recursive, PNS 16"
+	RowIntegrated = "recursive, PNS 16, integration"
+	RowFetchWhole = "get: 2 replicas (lookup + fetch)"
+	RowFetchFrags = "get: 7-of-14 fragments (lookup + fetch)"
+	RowDirect     = "direct RTT client -> first holder"
+)
+
+func pnsRow(samples int) string {
+	if samples == 1 {
+		return "recursive, no PNS"
+	}
+	return fmt.Sprintf("recursive, PNS %d", samples)
+}
+
+// RunDHash builds one ring per PNS setting and measures lookup and fetch
+// latencies.
+func RunDHash(cfg DHashConfig) (DHashResult, error) {
+	def := DefaultDHashConfig()
+	if len(cfg.Samples) == 0 {
+		cfg.Samples = def.Samples
+	}
+	if cfg.Lookups <= 0 {
+		cfg.Lookups = def.Lookups
+	}
+	if cfg.Blocks <= 0 {
+		cfg.Blocks = def.Blocks
+	}
+	if cfg.BlockSize <= 0 {
+		cfg.BlockSize = def.BlockSize
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = def.Settle
+	}
+	if cfg.Nodes < 16 || cfg.Nodes > sim.MaxHosts/2 {
+		return DHashResult{}, fmt.Errorf("nodes %d not in [16, %d]", cfg.Nodes, sim.MaxHosts/2)
+	}
+	main := cfg.Samples[len(cfg.Samples)-1]
+	if slices.Contains(cfg.Samples, 16) {
+		main = 16
+	}
+	wall := time.Now()
+	res := DHashResult{Nodes: cfg.Nodes, Seed: cfg.Seed}
+	for _, samples := range cfg.Samples {
+		s, err := buildDHash(cfg, samples)
+		if err != nil {
+			return res, err
+		}
+		res.RTTMedianMs = ms(s.Topology().Stats(20000).Median)
+		r := rand.New(rand.NewPCG(cfg.Seed, 0xd4a5))
+		row, direct := measureLookups(s, r, cfg.Lookups, pnsRow(samples), ring.LookupOptions{})
+		res.Rows = append(res.Rows, row)
+		if samples == main {
+			it, _ := measureLookups(s, r, cfg.Lookups, RowIterative, ring.LookupOptions{Iterative: true})
+			in, _ := measureLookups(s, r, cfg.Lookups, RowIntegrated, ring.LookupOptions{MinSuccs: dhash.DefaultConfig().Replicas})
+			res.Rows = append(res.Rows, it, in,
+				measureGets(s, r, cfg, RowFetchWhole, wire.RedundancyReplicas),
+				measureGets(s, r, cfg, RowFetchFrags, wire.RedundancyFragments),
+				summarize(RowDirect, direct, 0, nil))
+			res.DirectRTTMs = quantile(sorted(direct), 0.5)
+		}
+		res.Events += s.Stats.Events
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "sim dhash: PNS %d measured at %.0fs virtual, %.0fs wall\n", samples, s.Now().Seconds(), time.Since(wall).Seconds())
+		}
+	}
+	rec, _ := res.Row(pnsRow(main))
+	if it, ok := res.Row(RowIterative); ok && it.MedianMs > 0 {
+		res.RecursiveOverIter = rec.MedianMs / it.MedianMs
+	}
+	if none, ok := res.Row(pnsRow(1)); ok && none.MedianMs > 0 {
+		res.PNS16Cut = 1 - rec.MedianMs/none.MedianMs
+	}
+	if in, ok := res.Row(RowIntegrated); ok && res.DirectRTTMs > 0 {
+		res.IntegratedOverDirect = in.MedianMs / res.DirectRTTMs
+	}
+	res.Pass = res.RecursiveOverIter > 0 && res.RecursiveOverIter <= 0.7 &&
+		res.PNS16Cut >= 0.3 && res.IntegratedOverDirect > 0 && res.IntegratedOverDirect <= 1.5
+	res.WallSeconds = time.Since(wall).Seconds()
+	return res, nil
+}
+
+// buildDHash joins cfg.Nodes block-store hosts with the given PNS samples,
+// waits until the ring is correct, and lets fingers and coordinates settle.
+func buildDHash(cfg DHashConfig, samples int) (*sim.Sim, error) {
+	topo := sim.NewTopology(cfg.Nodes, cfg.Seed)
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := sim.New(sim.Config{Seed: cfg.Seed, Epoch: epoch}, topo)
+	rc := ring.DefaultConfig()
+	rc.PNSSamples = samples
+	clock := func() time.Time { return epoch.Add(s.Now()) }
+	var joinErr error
+	for i := 0; i < cfg.Nodes; i++ {
+		s.At(time.Duration(i)*20*time.Millisecond, func() {
+			var boot node.Addr
+			if up := upHosts(s, len(s.Hosts())); len(up) > 0 {
+				boot = up[s.Rand().IntN(len(up))].Addr
+			}
+			_, err := s.AddHost(func(addr node.Addr, disk node.Disk, rr *rand.Rand) (node.Handler, error) {
+				st, err := ring.LoadState(disk, rr, 1)
+				if err != nil {
+					return nil, err
+				}
+				h, err := ring.NewHost(rc, addr, st, boot)
+				if err != nil {
+					return nil, err
+				}
+				return dhash.New(dhash.DefaultConfig(), h, store.NewMem(store.Options{Now: clock}))
+			})
+			if err != nil && joinErr == nil {
+				joinErr = err
+			}
+		})
+	}
+	s.RunUntil(time.Duration(cfg.Nodes) * 20 * time.Millisecond)
+	if joinErr != nil {
+		return nil, joinErr
+	}
+	if err := waitStable(s, 10*time.Minute); err != nil {
+		return nil, err
+	}
+	s.RunFor(cfg.Settle)
+	return s, nil
+}
+
+// measureLookups runs n lookups from random hosts for random keys, 10 ms
+// apart, and also returns the direct RTT from each origin to the host that
+// holds the key.
+func measureLookups(s *sim.Sim, r *rand.Rand, n int, name string, opts ring.LookupOptions) (LatencyRow, []float64) {
+	var lat, hops, direct []float64
+	failed, outstanding := 0, 0
+	up := upHosts(s, len(s.Hosts()))
+	start := s.Now()
+	for i := 0; i < n; i++ {
+		h := up[r.IntN(len(up))]
+		key := id.Random(r, id.Bytes)
+		s.At(start+time.Duration(i)*10*time.Millisecond, func() {
+			outstanding++
+			s.Do(h, func(env node.Env) {
+				ringHost(h).Lookup(env, key, opts, func(env node.Env, lr ring.Result) {
+					outstanding--
+					if lr.Err != nil || len(lr.Succs) == 0 {
+						failed++
+						return
+					}
+					lat = append(lat, ms(lr.Latency))
+					hops = append(hops, float64(lr.Hops))
+					if holder := s.HostAt(lr.Succs[0].Addr); holder != nil {
+						direct = append(direct, ms(s.Topology().RTT(h.Index, holder.Index)))
+					}
+				})
+			})
+		})
+	}
+	drain(s, start+time.Duration(n)*10*time.Millisecond, &outstanding)
+	return summarize(name, lat, failed+outstanding, hops), direct
+}
+
+// measureGets puts cfg.Blocks blocks from random hosts, then gets each from
+// another random host, and reports the gets' latency.
+func measureGets(s *sim.Sim, r *rand.Rand, cfg DHashConfig, name string, red wire.Redundancy) LatencyRow {
+	up := upHosts(s, len(s.Hosts()))
+	keys := make([]id.ID, cfg.Blocks)
+	outstanding, failed := 0, 0
+	start := s.Now()
+	for i := range keys {
+		h := up[r.IntN(len(up))]
+		data := make([]byte, cfg.BlockSize)
+		for j := range data {
+			data[j] = byte(r.Uint32())
+		}
+		s.At(start+time.Duration(i)*10*time.Millisecond, func() {
+			outstanding++
+			s.Do(h, func(env node.Env) {
+				h.Handler().(*dhash.Node).Put(env, data, env.Now().Add(24*time.Hour), red, func(env node.Env, key id.ID, _ []wire.NodeRef, err error) {
+					outstanding--
+					if err == nil {
+						keys[i] = key
+					}
+				})
+			})
+		})
+	}
+	drain(s, start+time.Duration(len(keys))*10*time.Millisecond, &outstanding)
+	var lat []float64
+	start = s.Now()
+	for i, key := range keys {
+		if key.IsZero() {
+			failed++
+			continue
+		}
+		h := up[r.IntN(len(up))]
+		s.At(start+time.Duration(i)*10*time.Millisecond, func() {
+			outstanding++
+			t0 := s.Now()
+			s.Do(h, func(env node.Env) {
+				h.Handler().(*dhash.Node).Get(env, key, red, func(env node.Env, _ dhash.Block, err error) {
+					outstanding--
+					if err != nil {
+						failed++
+						return
+					}
+					lat = append(lat, ms(s.Now()-t0))
+				})
+			})
+		})
+	}
+	drain(s, start+time.Duration(len(keys))*10*time.Millisecond, &outstanding)
+	return summarize(name, lat, failed+outstanding, nil)
+}
+
+// drain runs until end, then until nothing is outstanding (at most a
+// minute more).
+func drain(s *sim.Sim, end time.Duration, outstanding *int) {
+	s.RunUntil(end)
+	for deadline := s.Now() + time.Minute; *outstanding > 0 && s.Now() < deadline; {
+		s.RunFor(time.Second)
+	}
+}
+
+func summarize(name string, lat []float64, failed int, hops []float64) LatencyRow {
+	lat = sorted(lat)
+	return LatencyRow{Name: name, Count: len(lat), Failed: failed, MedianMs: quantile(lat, 0.5), P90Ms: quantile(lat, 0.9), MeanHops: mean(hops)}
+}
+
+func sorted(xs []float64) []float64 {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	return xs
+}

@@ -1,0 +1,321 @@
+package wire
+
+import (
+	"encoding/binary"
+	"math"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"triad/internal/id"
+)
+
+// Block-store messages (DHash). Data fields are copied out of the frame on
+// decode, so a node may keep a block after the driver reuses its buffer.
+
+// MaxHolders bounds the holder list of a StatDone (every fragment holder
+// of a 7-of-14 block fits, with room for stray copies).
+const MaxHolders = MaxListLen
+
+// Redundancy chooses how a block is stored.
+type Redundancy uint32
+
+// Redundancy modes. RedundancyDefault takes the deployment's setting.
+const (
+	RedundancyDefault Redundancy = iota
+	RedundancyReplicas
+	RedundancyFragments
+)
+
+// StoreBlock asks a node to keep a whole block (Fragment false: Key must be
+// the content hash of Data) or one erasure-coded fragment of it. The reply
+// is an Ack once the copy is durable.
+type StoreBlock struct {
+	Key      id.ID
+	Data     []byte
+	Expiry   int64 // Unix nanoseconds
+	Fragment bool
+}
+
+// FetchBlock asks a node for its copy of Key; the reply is a Block.
+type FetchBlock struct{ Key id.ID }
+
+// Block is a stored copy: a whole block or a fragment.
+type Block struct {
+	Key      id.ID
+	Data     []byte
+	Expiry   int64
+	Fragment bool
+}
+
+// StatBlock asks a node what it holds under Key; the reply is a BlockInfo.
+type StatBlock struct{ Key id.ID }
+
+// BlockInfo describes one stored copy.
+type BlockInfo struct {
+	Key      id.ID
+	Size     uint64
+	Expiry   int64
+	Fragment bool
+}
+
+// ClientPut asks a node to store Data in the DHT; the reply is a PutDone.
+type ClientPut struct {
+	Data       []byte
+	Expiry     int64
+	Redundancy Redundancy
+}
+
+// PutDone answers ClientPut: the block's key and the nodes that hold its
+// copies durably.
+type PutDone struct {
+	Key     id.ID
+	Holders []NodeRef
+}
+
+// ClientGet asks a node to fetch a block from the DHT; the reply is a
+// Block holding the whole, verified block.
+type ClientGet struct{ Key id.ID }
+
+// ClientStat asks a node which nodes hold Key; the reply is a StatDone.
+type ClientStat struct{ Key id.ID }
+
+// Holder is one node's answer to a StatBlock.
+type Holder struct {
+	Node     NodeRef
+	Size     uint64
+	Expiry   int64
+	Fragment bool
+	Err      string // why the node has no usable copy
+}
+
+// StatDone answers ClientStat, nearest successor of the key first.
+type StatDone struct {
+	Key     id.ID
+	Holders []Holder
+}
+
+func (*StoreBlock) Type() Type { return TypeStoreBlock }
+func (m *StoreBlock) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	b = putBytes(b, 2, m.Data)
+	b = putInt(b, 3, m.Expiry)
+	return putBool(b, 4, m.Fragment)
+}
+func (m *StoreBlock) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Data = d.data(f)
+	case 3:
+		m.Expiry = d.int(f)
+	case 4:
+		m.Fragment = d.bool(f)
+	}
+}
+
+func (*FetchBlock) Type() Type                        { return TypeFetchBlock }
+func (m *FetchBlock) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
+func (m *FetchBlock) decodeField(d *decoder, f field) { m.Key = keyField(d, f, m.Key) }
+
+func (*Block) Type() Type { return TypeBlock }
+func (m *Block) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	b = putBytes(b, 2, m.Data)
+	b = putInt(b, 3, m.Expiry)
+	return putBool(b, 4, m.Fragment)
+}
+func (m *Block) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Data = d.data(f)
+	case 3:
+		m.Expiry = d.int(f)
+	case 4:
+		m.Fragment = d.bool(f)
+	}
+}
+
+func (*StatBlock) Type() Type                        { return TypeStatBlock }
+func (m *StatBlock) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
+func (m *StatBlock) decodeField(d *decoder, f field) { m.Key = keyField(d, f, m.Key) }
+
+func (*BlockInfo) Type() Type { return TypeBlockInfo }
+func (m *BlockInfo) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	b = putUint(b, 2, m.Size)
+	b = putInt(b, 3, m.Expiry)
+	return putBool(b, 4, m.Fragment)
+}
+func (m *BlockInfo) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Size = d.uint(f)
+	case 3:
+		m.Expiry = d.int(f)
+	case 4:
+		m.Fragment = d.bool(f)
+	}
+}
+
+func (*ClientPut) Type() Type { return TypeClientPut }
+func (m *ClientPut) encode(b []byte) []byte {
+	b = putBytes(b, 1, m.Data)
+	b = putInt(b, 2, m.Expiry)
+	return putUint(b, 3, uint64(m.Redundancy))
+}
+func (m *ClientPut) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Data = d.data(f)
+	case 2:
+		m.Expiry = d.int(f)
+	case 3:
+		m.Redundancy = Redundancy(d.uint32(f))
+	}
+}
+
+func (*PutDone) Type() Type { return TypePutDone }
+func (m *PutDone) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	return putNodes(b, 2, m.Holders)
+}
+func (m *PutDone) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Holders = d.nodes(m.Holders, f)
+	}
+}
+
+func (*ClientGet) Type() Type                        { return TypeClientGet }
+func (m *ClientGet) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
+func (m *ClientGet) decodeField(d *decoder, f field) { m.Key = keyField(d, f, m.Key) }
+
+func (*ClientStat) Type() Type                        { return TypeClientStat }
+func (m *ClientStat) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
+func (m *ClientStat) decodeField(d *decoder, f field) { m.Key = keyField(d, f, m.Key) }
+
+func (*StatDone) Type() Type { return TypeStatDone }
+func (m *StatDone) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	for _, h := range m.Holders {
+		b = appendTagBytes(b, 2)
+		b = appendNested(b, func(b []byte) []byte {
+			b = putNode(b, 1, h.Node)
+			b = putUint(b, 2, h.Size)
+			b = putInt(b, 3, h.Expiry)
+			b = putBool(b, 4, h.Fragment)
+			return putString(b, 5, h.Err)
+		})
+	}
+	return b
+}
+func (m *StatDone) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		if len(m.Holders) >= MaxHolders {
+			d.fail("more than %d holders", MaxHolders)
+			return
+		}
+		var h Holder
+		d.nested(f, func(g field) {
+			switch g.num {
+			case 1:
+				h.Node = d.node(g)
+			case 2:
+				h.Size = d.uint(g)
+			case 3:
+				h.Expiry = d.int(g)
+			case 4:
+				h.Fragment = d.bool(g)
+			case 5:
+				h.Err = d.str(g, MaxTextBytes)
+			}
+		})
+		m.Holders = append(m.Holders, h)
+	}
+}
+
+func keyField(d *decoder, f field, cur id.ID) id.ID {
+	if f.num == 1 {
+		return d.id(f)
+	}
+	return cur
+}
+
+// putInt encodes a signed value (times) with zig-zag, as protobuf's sint64.
+func putInt(b []byte, num protowire.Number, v int64) []byte {
+	return putUint(b, num, protowire.EncodeZigZag(v))
+}
+
+func (d *decoder) int(f field) int64 { return protowire.DecodeZigZag(d.uint(f)) }
+
+func putBytes(b []byte, num protowire.Number, v []byte) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, v)
+}
+
+// data copies a payload out of the frame, which the driver reuses.
+func (d *decoder) data(f field) []byte {
+	b := d.bytes(f)
+	if len(b) == 0 {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// Coord is a Vivaldi network coordinate: a 2-D position and a height (the
+// access link), all in milliseconds, and the node's own error estimate.
+// Replies carry their sender's coordinate so that every round trip trains
+// the caller's.
+type Coord struct {
+	X, Y, Height, Error float64
+}
+
+// IsZero reports an absent coordinate.
+func (c Coord) IsZero() bool { return c == Coord{} }
+
+// coordBytes is the encoded size: four little-endian float64s.
+const coordBytes = 32
+
+func putCoord(b []byte, num protowire.Number, c Coord) []byte {
+	if c.IsZero() {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, coordBytes)
+	for _, v := range [...]float64{c.X, c.Y, c.Height, c.Error} {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	return b
+}
+
+// coord decodes a coordinate; values that are not finite are refused, so a
+// peer can never poison a node's coordinate with NaN.
+func (d *decoder) coord(f field) Coord {
+	b := d.bytes(f)
+	if len(b) != coordBytes {
+		d.fail("field %d: coordinate of %d bytes", f.num, len(b))
+		return Coord{}
+	}
+	var v [4]float64
+	for i := range v {
+		v[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+		if math.IsNaN(v[i]) || math.IsInf(v[i], 0) || math.Abs(v[i]) > 1e7 {
+			d.fail("field %d: coordinate value %v", f.num, v[i])
+			return Coord{}
+		}
+	}
+	return Coord{X: v[0], Y: v[1], Height: v[2], Error: v[3]}
+}
