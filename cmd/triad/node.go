@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,8 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	"triad/internal/dhash"
 	tnet "triad/internal/net"
 	"triad/internal/ring"
+	"triad/internal/store"
+	"triad/internal/wire"
 )
 
 const nodeAbout = `
@@ -31,13 +35,14 @@ Example:
   triad node --listen 127.0.0.1:4002 --join 127.0.0.1:4001 --vnodes 4`
 
 func runNode(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("node", "node --listen ADDR [--join ADDR] [--vnodes N] [--data DIR]", nodeAbout, stderr)
+	fs := newFlags("node", "node --listen ADDR [--join ADDR] [--vnodes N] [--data DIR] [block-store flags]", nodeAbout, stderr)
 	listen := fs.String("listen", "127.0.0.1:4001", "TCP `address` to listen on (host:port)")
 	join := fs.String("join", "", "`address` of any running node to join through (none: start a ring, or rejoin from saved peers)")
 	vnodes := fs.Int("vnodes", 1, "virtual servers (ring positions) in this process")
 	data := fs.String("data", "", "data `directory` (default ./triad-data/<port>)")
 	stab := fs.Duration("stabilize", time.Second, "mean time between stabilization rounds")
 	verbose := fs.Bool("v", false, "log connection-level detail")
+	bf := addBlockFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -46,6 +51,10 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	}
 	if *vnodes < 1 || *vnodes > 64 {
 		return usageErr(fs, "--vnodes %d: want 1 to 64", *vnodes)
+	}
+	spec, err := bf.spec()
+	if err != nil {
+		return usageErr(fs, "%v", err)
 	}
 	if *data == "" {
 		_, port, _ := strings.Cut(*listen, ":")
@@ -56,11 +65,11 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg := ring.DefaultConfig()
-	cfg.StabilizeInterval = *stab
+	spec.listen, spec.data, spec.join, spec.vnodes = *listen, *data, *join, *vnodes
+	spec.ring.StabilizeInterval = *stab
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	n, err := startNode(ctx, *listen, *data, *join, *vnodes, cfg, log)
+	n, err := startNode(ctx, spec, log)
 	if err != nil {
 		return err
 	}
@@ -71,32 +80,107 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	return n.wait()
 }
 
-// runningNode is a driver and host running in this process.
-type runningNode struct {
-	addr  string
-	drv   *tnet.Driver
-	host  *ring.Host
-	state ring.State
-	done  chan error
+// blockFlags are the block-store settings of a node.
+type blockFlags struct {
+	redundancy *string
+	replicas   *int
+	frags      *string
+	maxBlock   *int
+	window     *int
+	capacityMB *int64
 }
 
-// startNode binds, loads or creates the node's state, and runs it until
-// ctx ends.
-func startNode(ctx context.Context, listen, data, join string, vnodes int, cfg ring.Config, log *slog.Logger) (*runningNode, error) {
-	drv, err := tnet.Listen(tnet.Config{Listen: listen, DataDir: data, Log: log})
+func addBlockFlags(fs *flag.FlagSet) *blockFlags {
+	def := dhash.DefaultConfig()
+	return &blockFlags{
+		redundancy: fs.String("redundancy", "replicas", "how blocks are stored by default: `replicas` or fragments"),
+		replicas:   fs.Int("replicas", def.Replicas, "whole copies per block (k)"),
+		frags:      fs.String("fragments", fmt.Sprintf("%d/%d", def.DataFrags, def.TotalFrags), "erasure coding `m/l`: any m of l fragments rebuild a block"),
+		maxBlock:   fs.Int("max-block", def.MaxBlock, "largest block accepted, in `bytes`"),
+		window:     fs.Int("write-window", def.WriteWindow, "puts this node coordinates at once; more are deferred"),
+		capacityMB: fs.Int64("capacity-mb", 0, "disk space for blocks in MiB (0: no limit but the disk)"),
+	}
+}
+
+// nodeSpec is everything startNode needs.
+type nodeSpec struct {
+	listen, data, join string
+	vnodes             int
+	ring               ring.Config
+	dhash              dhash.Config
+	capacity           int64
+}
+
+func (b *blockFlags) spec() (nodeSpec, error) {
+	spec := nodeSpec{vnodes: 1, ring: ring.DefaultConfig(), dhash: dhash.DefaultConfig()}
+	d := &spec.dhash
+	switch *b.redundancy {
+	case "replicas":
+		d.Redundancy = wire.RedundancyReplicas
+	case "fragments":
+		d.Redundancy = wire.RedundancyFragments
+	default:
+		return spec, fmt.Errorf("--redundancy %q: want replicas or fragments", *b.redundancy)
+	}
+	if _, err := fmt.Sscanf(*b.frags, "%d/%d", &d.DataFrags, &d.TotalFrags); err != nil {
+		return spec, fmt.Errorf("--fragments %q: want m/l, like 7/14", *b.frags)
+	}
+	d.Replicas, d.MaxBlock, d.WriteWindow = *b.replicas, *b.maxBlock, *b.window
+	if *b.capacityMB < 0 {
+		return spec, fmt.Errorf("--capacity-mb must not be negative")
+	}
+	spec.capacity = *b.capacityMB << 20
+	return spec, d.Validate()
+}
+
+// runningNode is a driver, a ring host and its block store running in this
+// process.
+type runningNode struct {
+	addr   string
+	drv    *tnet.Driver
+	host   *ring.Host
+	blocks *dhash.Node
+	store  *store.Disk
+	state  ring.State
+	done   chan error
+}
+
+// startNode binds, loads or creates the node's state, opens its storage
+// engine, and runs it until ctx ends.
+func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNode, error) {
+	drv, err := tnet.Listen(tnet.Config{Listen: spec.listen, DataDir: spec.data, Log: log, Workers: 256})
 	if err != nil {
 		return nil, err
 	}
-	st, err := ring.LoadState(drv.Disk(), drv.Rand(), vnodes)
+	st, err := ring.LoadState(drv.Disk(), drv.Rand(), spec.vnodes)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", data, err)
+		drv.Close()
+		return nil, fmt.Errorf("%s: %w", spec.data, err)
 	}
-	h, err := ring.NewHost(cfg, drv.Addr(), st, join)
+	h, err := ring.NewHost(spec.ring, drv.Addr(), st, spec.join)
 	if err != nil {
+		drv.Close()
 		return nil, err
 	}
-	n := &runningNode{addr: drv.Addr(), drv: drv, host: h, state: st, done: make(chan error, 1)}
-	go func() { n.done <- drv.Run(ctx, h) }()
+	disk, err := store.Open(store.Options{Dir: filepath.Join(spec.data, "store"), Capacity: spec.capacity, MaxObject: spec.dhash.MaxBlock + 64})
+	if err != nil {
+		drv.Close()
+		return nil, err
+	}
+	blocks, err := dhash.New(spec.dhash, h, disk)
+	if err != nil {
+		drv.Close()
+		disk.Close()
+		return nil, err
+	}
+	n := &runningNode{addr: drv.Addr(), drv: drv, host: h, blocks: blocks, store: disk, state: st, done: make(chan error, 1)}
+	go func() {
+		err := drv.Run(ctx, blocks)
+		if cerr := disk.Close(); err == nil {
+			err = cerr
+		}
+		n.done <- err
+	}()
 	return n, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"triad/internal/dhash"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/ring"
@@ -53,7 +54,8 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 		}
 		listen := fmt.Sprintf("127.0.0.1:%d", *port+i)
 		dir := filepath.Join(*data, fmt.Sprintf("node%d", i))
-		n, err := startNode(ctx, listen, dir, join, *vnodes, ring.DefaultConfig(), log)
+		spec := nodeSpec{listen: listen, data: dir, join: join, vnodes: *vnodes, ring: ring.DefaultConfig(), dhash: dhash.DefaultConfig()}
+		n, err := startNode(ctx, spec, log)
 		if err != nil {
 			stop()
 			for _, r := range running {

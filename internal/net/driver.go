@@ -122,6 +122,9 @@ func Listen(cfg Config) (*Driver, error) {
 	}, nil
 }
 
+// Close releases a driver that will not be run: its listening socket.
+func (d *Driver) Close() error { return d.ln.Close() }
+
 // Addr is the address the driver listens on.
 func (d *Driver) Addr() node.Addr { return d.addr }
 

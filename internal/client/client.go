@@ -1,0 +1,252 @@
+// Package client is the blocking, context-aware Go client of the block
+// store: front-ends (the NNTP server, the CLI, benchmarks) put and get
+// blocks through any node. One Client multiplexes any number of concurrent
+// calls over one TCP connection; requests are batched into as few writes as
+// the load allows.
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"triad/internal/dhash"
+	"triad/internal/id"
+	"triad/internal/wire"
+)
+
+// ErrClosed is returned by calls on a closed or broken client.
+var ErrClosed = errors.New("client: connection closed")
+
+// Client is a connection to one node. It is safe for concurrent use.
+type Client struct {
+	addr string
+	nc   net.Conn
+	q    chan []byte
+
+	mu      sync.Mutex
+	pending map[uint64]chan reply
+	next    uint64
+	err     error // set once the connection is gone
+	done    chan struct{}
+}
+
+type reply struct {
+	m   wire.Msg
+	err error
+}
+
+// Dial connects to the node at addr.
+func Dial(ctx context.Context, addr string) (*Client, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c := &Client{addr: addr, nc: nc, q: make(chan []byte, 256), pending: make(map[uint64]chan reply), done: make(chan struct{})}
+	go c.write()
+	go c.read()
+	return c, nil
+}
+
+// Addr is the node's address.
+func (c *Client) Addr() string { return c.addr }
+
+// Close ends the connection; calls in flight fail with ErrClosed.
+func (c *Client) Close() error {
+	c.fail(ErrClosed)
+	return nil
+}
+
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	close(c.done)
+	c.nc.Close()
+	for id, ch := range c.pending {
+		ch <- reply{err: err}
+		delete(c.pending, id)
+	}
+}
+
+// write sends queued frames, flushing when the queue runs dry, so that
+// concurrent calls share system calls.
+func (c *Client) write() {
+	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	for {
+		var frame []byte
+		select {
+		case frame = <-c.q:
+		default:
+			if bw.Buffered() > 0 {
+				if err := bw.Flush(); err != nil {
+					c.fail(fmt.Errorf("%w: %v", ErrClosed, err))
+					return
+				}
+			}
+			select {
+			case frame = <-c.q:
+			case <-c.done:
+				return
+			}
+		}
+		if _, err := bw.Write(frame); err != nil {
+			c.fail(fmt.Errorf("%w: %v", ErrClosed, err))
+			return
+		}
+	}
+}
+
+func (c *Client) read() {
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var buf []byte
+	for {
+		frame, err := wire.ReadFrame(br, buf, wire.MaxFrameBytes)
+		if err != nil {
+			c.fail(fmt.Errorf("%w: %v", ErrClosed, err))
+			return
+		}
+		buf = frame[:0]
+		e, err := wire.Decode(frame)
+		if err != nil {
+			c.fail(fmt.Errorf("client: bad frame from %s: %w", c.addr, err))
+			return
+		}
+		if e.Kind != wire.Reply {
+			continue
+		}
+		c.mu.Lock()
+		ch := c.pending[e.ReqID]
+		delete(c.pending, e.ReqID)
+		c.mu.Unlock()
+		if ch == nil {
+			continue // the caller gave up
+		}
+		if we, ok := e.Msg.(*wire.Error); ok {
+			ch <- reply{err: dhash.FromWire(we)}
+		} else {
+			ch <- reply{m: e.Msg}
+		}
+	}
+}
+
+// Call sends one request and waits for its reply or for ctx. An error
+// reply comes back as an error that errors.Is matches against dhash's
+// errors (dhash.ErrNotFound, dhash.ErrDeferred, ...).
+func (c *Client) Call(ctx context.Context, m wire.Msg) (wire.Msg, error) {
+	ch := make(chan reply, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return nil, c.err
+	}
+	c.next++
+	reqID := c.next
+	c.pending[reqID] = ch
+	c.mu.Unlock()
+	frame := wire.AppendFrame(nil, wire.Envelope{Kind: wire.Request, ReqID: reqID, Msg: m})
+	select {
+	case c.q <- frame:
+	case <-ctx.Done():
+		c.forget(reqID)
+		return nil, ctx.Err()
+	case <-c.done:
+		return nil, c.closedErr()
+	}
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-ctx.Done():
+		c.forget(reqID)
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Client) forget(reqID uint64) {
+	c.mu.Lock()
+	delete(c.pending, reqID)
+	c.mu.Unlock()
+}
+
+func (c *Client) closedErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// PutOptions modify a put.
+type PutOptions struct {
+	// Expire is how long the block must be kept; zero takes the node's
+	// default (30 days).
+	Expire time.Duration
+	// Redundancy overrides the deployment's choice of replicas or
+	// fragments.
+	Redundancy wire.Redundancy
+}
+
+// Put stores data and returns its key and the nodes holding durable
+// copies. A full write window answers dhash.ErrDeferred: try later.
+func (c *Client) Put(ctx context.Context, data []byte, opt PutOptions) (id.ID, []wire.NodeRef, error) {
+	m := &wire.ClientPut{Data: data, Redundancy: opt.Redundancy}
+	if opt.Expire > 0 {
+		m.Expiry = time.Now().Add(opt.Expire).UnixNano()
+	}
+	r, err := c.Call(ctx, m)
+	if err != nil {
+		return id.ID{}, nil, err
+	}
+	done, ok := r.(*wire.PutDone)
+	if !ok {
+		return id.ID{}, nil, fmt.Errorf("client: %s answered a put with %T", c.addr, r)
+	}
+	if want := id.Key(data); done.Key != want {
+		return id.ID{}, nil, fmt.Errorf("client: %s stored the block under %s, not its hash %s", c.addr, done.Key, want)
+	}
+	return done.Key, done.Holders, nil
+}
+
+// Get fetches the block stored under key and checks it against the key.
+func (c *Client) Get(ctx context.Context, key id.ID) ([]byte, time.Time, error) {
+	if key.Width() != id.Bytes {
+		return nil, time.Time{}, fmt.Errorf("client: key must be %d bits", id.Bits)
+	}
+	r, err := c.Call(ctx, &wire.ClientGet{Key: key})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	b, ok := r.(*wire.Block)
+	if !ok {
+		return nil, time.Time{}, fmt.Errorf("client: %s answered a get with %T", c.addr, r)
+	}
+	if id.Key(b.Data) != key {
+		return nil, time.Time{}, fmt.Errorf("%w: %s returned data that does not match key %s", dhash.ErrCorrupt, c.addr, key)
+	}
+	return b.Data, time.Unix(0, b.Expiry), nil
+}
+
+// Stat lists the key's successors and what each holds.
+func (c *Client) Stat(ctx context.Context, key id.ID) ([]wire.Holder, error) {
+	if key.Width() != id.Bytes {
+		return nil, fmt.Errorf("client: key must be %d bits", id.Bits)
+	}
+	r, err := c.Call(ctx, &wire.ClientStat{Key: key})
+	if err != nil {
+		return nil, err
+	}
+	s, ok := r.(*wire.StatDone)
+	if !ok {
+		return nil, fmt.Errorf("client: %s answered a stat with %T", c.addr, r)
+	}
+	return s.Holders, nil
+}
