@@ -3,7 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"triad/internal/exp"
@@ -17,11 +22,14 @@ Experiments:
   ring   Chord: join N nodes, stabilize, measure 10,000 random lookups against
          the true ring; optionally after a mass failure (--fail) or during
          churn (--churn).
+  dhash  DHash++: recursive vs iterative lookups, proximity neighbour
+         selection with 1/4/16/64 samples, replicas vs 7-of-14 fragments,
+         with and without integration, on 2,048 nodes.
 
-Run 'triad sim ring --help' for its flags.`
+Run 'triad sim ring --help' or 'triad sim dhash --help' for their flags.`
 
 func runSim(args []string, stdout, stderr io.Writer) error {
-	return runGroup("sim", simAbout, map[string]func([]string, io.Writer, io.Writer) error{"ring": runSimRing}, args, stdout, stderr)
+	return runGroup("sim", simAbout, map[string]func([]string, io.Writer, io.Writer) error{"ring": runSimRing, "dhash": runSimDHash}, args, stdout, stderr)
 }
 
 const simRingAbout = `
@@ -98,4 +106,120 @@ func runSimRing(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, string(b))
 	}
 	return nil
+}
+
+const simDHashAbout = `
+Reproduces the DHash++ latency comparisons ("Designing a DHT for low latency and
+high throughput", NSDI 2004) on the synthetic wide-area topology. For each PNS
+setting (--pns, default 1,4,16,64) it builds a ring of --nodes block-store
+hosts, lets it stabilize and its fingers and Vivaldi coordinates settle, and
+measures --lookups random recursive lookups. On the PNS 16 ring it also
+measures iterative lookups, lookups with integration (stopping at a node that
+knows 2 successors of the key), and gets of 8 KiB blocks stored as 2 replicas
+and as 7-of-14 fragments, against the direct RTT from the client to the key's
+first holder.
+
+It checks the issue's claims: recursive <= 0.7 x iterative; PNS 16 cuts the
+median by >= 30%; PNS + integration <= 1.5 x the direct RTT. The table goes to
+stdout; --json adds one JSON line; --plot writes an SVG bar chart.`
+
+func runSimDHash(args []string, stdout, stderr io.Writer) error {
+	cfg := exp.DefaultDHashConfig()
+	fs := newFlags("sim dhash", "sim dhash --nodes N --seed S [--json] [--plot FILE]", simDHashAbout, stderr)
+	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "hosts in each ring")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed; fixes the whole run")
+	fs.IntVar(&cfg.Lookups, "lookups", cfg.Lookups, "lookups per measured mode")
+	fs.IntVar(&cfg.Blocks, "blocks", cfg.Blocks, "blocks put and fetched per redundancy mode")
+	pns := fs.String("pns", "1,4,16,64", "comma-separated PNS sample counts, one ring each")
+	asJSON := fs.Bool("json", false, "end with one JSON line of results")
+	plot := fs.String("plot", "", "write an SVG bar chart of the medians to this `file`")
+	quiet := fs.Bool("q", false, "no progress on stderr")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	cfg.Samples = nil
+	for _, f := range strings.Split(*pns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 1024 {
+			return usageErr(fs, "--pns %q: want sample counts from 1 to 1024", *pns)
+		}
+		cfg.Samples = append(cfg.Samples, n)
+	}
+	if cfg.Nodes < 16 || cfg.Lookups < 1 || cfg.Blocks < 1 {
+		return usageErr(fs, "want --nodes >= 16 and positive --lookups and --blocks")
+	}
+	if !*quiet {
+		cfg.Log = stderr
+	}
+	res, err := exp.RunDHash(cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d nodes, seed %d, median RTT between nodes %.0f ms\n\n", res.Nodes, res.Seed, res.RTTMedianMs)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tmedian ms\tp90 ms\thops\tcount\tfailed\t")
+	for _, r := range res.Rows {
+		hops := ""
+		if r.MeanHops > 0 {
+			hops = fmt.Sprintf("%.2f", r.MeanHops)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%d\t%d\t\n", r.Name, r.MedianMs, r.P90Ms, hops, r.Count, r.Failed)
+	}
+	tw.Flush()
+	verdict := func(ok bool) string {
+		if ok {
+			return "ok"
+		}
+		return "FAIL"
+	}
+	fmt.Fprintf(stdout, "\nrecursive / iterative       %.2f  (want <= 0.70)  %s\n", res.RecursiveOverIter, verdict(res.RecursiveOverIter > 0 && res.RecursiveOverIter <= 0.7))
+	fmt.Fprintf(stdout, "PNS 16 cut vs no PNS        %.0f%%   (want >= 30%%)   %s\n", 100*res.PNS16Cut, verdict(res.PNS16Cut >= 0.3))
+	fmt.Fprintf(stdout, "PNS+integration / direct    %.2f  (want <= 1.50)  %s\n", res.IntegratedOverDirect, verdict(res.IntegratedOverDirect > 0 && res.IntegratedOverDirect <= 1.5))
+	fmt.Fprintf(stdout, "wall time %.0fs, %d events\n", res.WallSeconds, res.Events)
+	if *plot != "" {
+		if err := os.WriteFile(*plot, latencySVG(res), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "chart written to %s\n", *plot)
+	}
+	if *asJSON {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(b))
+	}
+	if !res.Pass {
+		return fmt.Errorf("the DHash++ claims do not hold on this run (see the table)")
+	}
+	return nil
+}
+
+// latencySVG draws one horizontal bar per row (median) with a whisker to
+// the 90th percentile.
+func latencySVG(res exp.DHashResult) []byte {
+	const left, width, rowH, top = 300.0, 460.0, 26.0, 40.0
+	maxMs := 1.0
+	for _, r := range res.Rows {
+		maxMs = math.Max(maxMs, r.P90Ms)
+	}
+	x := func(v float64) float64 { return left + width*v/maxMs }
+	var b strings.Builder
+	h := top + rowH*float64(len(res.Rows)) + 40
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", left+width+60, h)
+	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14">triad sim dhash: %d nodes, seed %d (bar: median, line: p90; ms)</text>`+"\n", res.Nodes, res.Seed)
+	for i, r := range res.Rows {
+		y := top + rowH*float64(i)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%s</text>`+"\n", left-8, y+15, html.EscapeString(r.Name))
+		fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.1f" height="16" fill="#4a7ab5"/>`+"\n", left, y+3, x(r.MedianMs)-left)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="black"/>`+"\n", x(r.MedianMs), y+11, x(r.P90Ms), y+11)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f">%.0f</text>`+"\n", x(r.P90Ms)+4, y+15, r.MedianMs)
+	}
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="gray"/>`+"\n", left, h-30, left+width, h-30)
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">0</text><text x="%.0f" y="%.0f" text-anchor="end">%.0f ms</text>`+"\n", left, h-14, left+width, h-14, maxMs)
+	b.WriteString("</svg>\n")
+	return []byte(b.String())
 }
