@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"text/tabwriter"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"triad/internal/bench"
+	"triad/internal/dhash"
 )
 
 const benchAbout = `
@@ -24,11 +26,13 @@ measured in the same run.
 Benchmarks:
   store   the storage engine: write and random-read throughput against the
           disk's raw sequential bandwidth, and reopening time.
+  dhash   the block store: put and get throughput and latency of real node
+          processes on 127.0.0.1.
 
-Run 'triad bench store --help' for its flags.`
+Run 'triad bench store --help' or 'triad bench dhash --help' for their flags.`
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore}, args, stdout, stderr)
+	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash}, args, stdout, stderr)
 }
 
 const benchStoreAbout = `
@@ -50,7 +54,16 @@ Files go to a temporary folder under --dir, removed at the end. Progress goes
 to stderr when it is a terminal; the table to stdout, and with --json a final
 JSON line.`
 
+// minProcs is the least GOMAXPROCS bench store runs with.
+const minProcs = 4
+
 func runBenchStore(args []string, stdout, stderr io.Writer) error {
+	// Reads of cold objects block an OS thread each, holding a P until the
+	// scheduler takes it back; on small machines that leaves cores idle that
+	// checksums could use. A few more Ps than cores keep them busy.
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set && runtime.GOMAXPROCS(0) < minProcs {
+		runtime.GOMAXPROCS(minProcs)
+	}
 	fs := newFlags("bench store", "bench store [--dir D] [--size BYTES] [--objects N] [--reopen N] [--json]", benchStoreAbout, stderr)
 	dir := fs.String("dir", "triad-data", "folder for the benchmark's files (on the disk to measure)")
 	size := fs.Int("size", 200000, "object size in bytes (100 with --reopen)")
@@ -157,3 +170,84 @@ type bar struct{ *progressbar.ProgressBar }
 
 func (b bar) Add(n int) { b.ProgressBar.Add(n) }
 func (b bar) Finish()   { b.ProgressBar.Finish() }
+
+const benchDHashAbout = `
+Starts --nodes real 'triad node' processes on 127.0.0.1 (this same binary, each
+with its own data folder under --dir and the default block-store settings:
+2 replicas, every put durable on disk before it is acknowledged), waits until
+their ring is consistent, then from this process:
+
+  put   --ops distinct random blocks of --size bytes, with --concurrency
+        operations in flight in all;
+  get   each block back, checking every byte.
+
+Operations go straight to the node holding the key's first copy, as the Go
+client's Cluster does (it learns the ring from the nodes); with --any-node they
+go to the nodes in turn instead, gets through a different node than the put,
+and the node looks the key up.
+
+It prints operations per second, MB/s (10^6 bytes) and p50/p99 latency of each
+phase, then stops the nodes and removes their data. A deferred put (full write
+window) is retried after 1 ms and counted. Each phase is bounded by --max-phase.
+Use the same --nodes, --size and --concurrency as the OpenDHT anchor
+(../shared/anchors/opendht) to compare; scripts/compare-opendht.sh does both.`
+
+func runBenchDHash(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench dhash", "bench dhash [--nodes N] [--size BYTES] [--concurrency C] [--ops N] [--json]", benchDHashAbout, stderr)
+	dir := fs.String("dir", os.TempDir(), "folder for the nodes' data (on the disk to measure)")
+	nodes := fs.Int("nodes", 8, "node processes")
+	size := fs.Int("size", 100, "block size in bytes")
+	conc := fs.Int("concurrency", 16, "operations in flight")
+	ops := fs.Int("ops", 0, "blocks to put and get (default: 20,000, or 2,000 for blocks over 16 KB)")
+	maxPhase := fs.Duration("max-phase", time.Minute, "time bound of each phase")
+	anyNode := fs.Bool("any-node", false, "send each operation to the nodes in turn rather than to the key's holder")
+	asJSON := fs.Bool("json", false, "end with one JSON line of results")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		// Flags after the first argument would be silently ignored.
+		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if *nodes < 1 || *nodes > 64 || *size < 1 || *size > dhash.DefaultConfig().MaxBlock || *conc < 1 || *conc > 4096 || *ops < 0 {
+		return usageErr(fs, "want 1-64 nodes, a size of 1 byte to 1 MiB, concurrency 1-4096")
+	}
+	if *ops == 0 {
+		*ops = 20000
+		if *size > 16<<10 {
+			*ops = 2000
+		}
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	res, err := bench.DHash(bench.DHashConfig{
+		Binary: bin, Dir: *dir, Nodes: *nodes, Size: *size, Ops: *ops, Concurrency: *conc, MaxPhase: *maxPhase, AnyNode: *anyNode,
+		Log: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
+	})
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(stdout, "%d nodes on 127.0.0.1, %d-byte blocks, %d in flight, sent to %s\n", res.Nodes, res.Size, res.Concurrency, res.Route)
+	fmt.Fprintln(tw, "phase\tdone\tfailed\tops/s\tMB/s\tp50 ms\tp99 ms\t")
+	for _, p := range []struct {
+		name string
+		r    bench.PhaseResult
+	}{{"put", res.Put}, {"get", res.Get}} {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t\n", p.name, p.r.Done, p.r.Failed, p.r.OpsPerS, p.r.MBps, p.r.P50Ms, p.r.P99Ms)
+	}
+	tw.Flush()
+	if *asJSON {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(b))
+	}
+	return nil
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 )
 
@@ -20,9 +19,6 @@ type command struct {
 }
 
 var commands []command
-
-// minProcs is the least GOMAXPROCS triad runs with (see main).
-const minProcs = 4
 
 func init() {
 	commands = []command{
@@ -36,12 +32,6 @@ func init() {
 }
 
 func main() {
-	// Reads of cold objects block an OS thread each, holding a P until the
-	// scheduler takes it back; on small machines that leaves cores idle that
-	// content-hash checks could use. A few more Ps than cores keep them busy.
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set && runtime.GOMAXPROCS(0) < minProcs {
-		runtime.GOMAXPROCS(minProcs)
-	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -110,24 +110,18 @@ func (g *getOp) fill(env node.Env) {
 func (g *getOp) fetch(env node.Env, c wire.NodeRef) {
 	h := g.n.host
 	g.inflight++
-	ok := h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, &wire.FetchBlock{Key: g.key}, 0, func(env node.Env, m wire.Msg, err error) {
+	ok := g.n.fetchFrom(env, c, g.key, func(env node.Env, b *wire.Block, err error) {
 		g.inflight--
 		if g.finished {
 			return
 		}
-		b, _ := m.(*wire.Block)
 		switch {
 		case err != nil:
-			if we, ok := err.(*wire.Error); ok {
-				err = FromWire(we)
-				if errors.Is(err, ErrNotFound) {
-					g.notFound++
-				}
+			if errors.Is(err, ErrNotFound) {
+				g.notFound++
 			}
 			h.CallFailed(env, c, err)
 			g.failed(env, err)
-		case b == nil:
-			g.failed(env, fmt.Errorf("%w: %s answered %T", ErrCorrupt, c, m))
 		case b.Fragment:
 			g.gotFragment(env, c, b)
 		case g.fragment && len(g.frags) > 0:
@@ -142,6 +136,36 @@ func (g *getOp) fetch(env node.Env, c wire.NodeRef) {
 	}
 }
 
+// fetchFrom asks c for its copy of key; this very process reads its own
+// engine without a message.
+func (n *Node) fetchFrom(env node.Env, c wire.NodeRef, key id.ID, done func(env node.Env, b *wire.Block, err error)) bool {
+	h := n.host
+	if c.Addr == h.Addr() {
+		st := n.store
+		n.offload(env, func() (any, error) {
+			data, meta, err := st.Get(key)
+			return &wire.Block{Key: key, Data: data, Expiry: meta.Expiry.UnixNano(), Fragment: meta.Opaque}, err
+		}, func(env node.Env, val any, err error) {
+			if err != nil {
+				done(env, nil, storeErr(err))
+				return
+			}
+			done(env, val.(*wire.Block), nil)
+		})
+		return true
+	}
+	return h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, &wire.FetchBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
+		if we, ok := err.(*wire.Error); ok {
+			err = FromWire(we)
+		}
+		b, isBlock := m.(*wire.Block)
+		if err == nil && !isBlock {
+			err = fmt.Errorf("%w: %s answered %T", ErrCorrupt, c, m)
+		}
+		done(env, b, err)
+	})
+}
+
 func (g *getOp) failed(env node.Env, err error) {
 	g.lastErr = err
 	g.n.Stats.FetchRetries++
@@ -153,7 +177,11 @@ func (g *getOp) failed(env node.Env, err error) {
 func (g *getOp) gotWhole(env node.Env, from wire.NodeRef, b *wire.Block) {
 	g.decoding = true
 	key := g.key
-	g.n.offload(env, func() (any, error) {
+	run := g.n.offload
+	if len(b.Data) <= inlineHash {
+		run = inline
+	}
+	run(env, func() (any, error) {
 		if id.Key(b.Data) != key {
 			return nil, fmt.Errorf("%w: copy from %s does not match its key", ErrCorrupt, from)
 		}

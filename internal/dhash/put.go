@@ -8,6 +8,7 @@ import (
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/ring"
+	"triad/internal/store"
 	"triad/internal/wire"
 )
 
@@ -85,9 +86,14 @@ func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundanc
 		done(env, key, holders, err)
 	}
 	coder := n.coder
-	// Hashing (and coding) runs off the loop: a 1 MiB block takes about a
-	// millisecond.
-	n.offload(env, func() (any, error) {
+	// Hashing (and coding) runs off the loop, as a 1 MiB block takes about
+	// a millisecond; small blocks are hashed at once, which is cheaper than
+	// the trip to another goroutine and back.
+	run := n.offload
+	if r == wire.RedundancyReplicas && len(data) <= inlineHash {
+		run = inline
+	}
+	run(env, func() (any, error) {
 		p := &putOp{key: id.Key(data)}
 		if r == wire.RedundancyFragments {
 			frags, err := coder.split(data)
@@ -159,13 +165,10 @@ func (p *putOp) place(env node.Env, i int) bool {
 	p.outstanding++
 	msg := &wire.StoreBlock{Key: p.key, Data: p.pieces[i], Expiry: p.expiry.UnixNano(), Fragment: p.fragment}
 	h := p.n.host
-	ok := h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, msg, 0, func(env node.Env, _ wire.Msg, err error) {
+	ok := p.n.storeAt(env, c, msg, func(env node.Env, err error) {
 		p.outstanding--
 		if err != nil {
 			p.lastErr = err
-			if we, ok := err.(*wire.Error); ok {
-				p.lastErr = FromWire(we)
-			}
 			h.CallFailed(env, c, err)
 			// The copy goes to the next live successor instead;
 			// maintenance moves it home later.
@@ -204,4 +207,39 @@ func (p *putOp) finish(env node.Env, err error) {
 		return
 	}
 	p.done(env, p.key, slices.Clone(p.holders), nil)
+}
+
+// storeAt asks c to keep a copy. A copy for this very process goes straight
+// to the engine, without a message; a whole block was hashed by Put already.
+func (n *Node) storeAt(env node.Env, c wire.NodeRef, m *wire.StoreBlock, done func(env node.Env, err error)) bool {
+	h := n.host
+	if c.Addr == h.Addr() {
+		n.storing++
+		st, expiry := n.store, time.Unix(0, m.Expiry)
+		n.offload(env, func() (any, error) {
+			return nil, st.Put(m.Key, m.Data, expiry, store.PutOptions{Opaque: m.Fragment, KeyChecked: !m.Fragment})
+		}, func(env node.Env, _ any, err error) {
+			n.storing--
+			if err == nil {
+				n.Stats.Stored++
+			}
+			done(env, storeErr(err))
+		})
+		return true
+	}
+	return h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, m, 0, func(env node.Env, _ wire.Msg, err error) {
+		if we, ok := err.(*wire.Error); ok {
+			err = FromWire(we)
+		}
+		done(env, err)
+	})
+}
+
+// inlineHash is the largest block hashed inside the event loop (about 15 µs).
+const inlineHash = 16 << 10
+
+// inline runs work at once in the loop, for work too small to offload.
+func inline(env node.Env, run func() (any, error), done func(env node.Env, val any, err error)) {
+	v, err := run()
+	done(env, v, err)
 }

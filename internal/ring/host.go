@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -513,7 +514,11 @@ func (h *Host) IsDead(env node.Env, n wire.NodeRef) bool { return h.isDead(env, 
 
 // CallFailed tells the ring that a call to n by a layer above failed: a
 // timeout marks n's process dead, an error reply naming a missing vnode
-// drops that vnode. Other error replies say nothing about n's health.
+// drops that vnode. Any other error (a missing block, a full disk) was an
+// answer, so n is alive.
 func (h *Host) CallFailed(env node.Env, n wire.NodeRef, err error) {
-	h.vnodes[0].callFailed(env, n, err)
+	var we *wire.Error
+	if errors.As(err, &we) || errors.Is(err, rpc.ErrTimeout) {
+		h.vnodes[0].callFailed(env, n, err)
+	}
 }

@@ -436,7 +436,7 @@ func (v *Vnode) answer(key id.ID, minSuccs int) (pred wire.NodeRef, succs []wire
 		return wire.NodeRef{}, nil, false
 	}
 	if key.In(v.self.ID, v.succs[0].ID) {
-		return v.self, v.succs, true
+		return v.self, v.wrapped(v.succs), true
 	}
 	if len(v.preds) > 0 && key.In(v.preds[0].ID, v.self.ID) {
 		// We are the key's successor and know its predecessor.
@@ -445,11 +445,23 @@ func (v *Vnode) answer(key id.ID, minSuccs int) (pred wire.NodeRef, succs []wire
 	if minSuccs > 0 {
 		for i := 1; i+minSuccs <= len(v.succs); i++ {
 			if key.In(v.succs[i-1].ID, v.succs[i].ID) {
-				return v.succs[i-1], v.succs[i:], true
+				return v.succs[i-1], v.wrapped(v.succs[i:]), true
 			}
 		}
 	}
 	return wire.NodeRef{}, nil, false
+}
+
+// wrapped completes a tail of our successor list with ourselves when the
+// whole ring fits in the list: then we are the next successor after its
+// last entry (in a ring of two, a key's successors are the other node and
+// us). Block stores need the full list to place copies on distinct hosts.
+func (v *Vnode) wrapped(tail []wire.NodeRef) []wire.NodeRef {
+	if len(v.succs) >= v.host.cfg.Succs {
+		return tail
+	}
+	out := make([]wire.NodeRef, 0, len(tail)+1)
+	return append(append(out, tail...), v.self)
 }
 
 // joined reports whether the vnode is part of a ring and may route.

@@ -110,7 +110,9 @@ type Options struct {
 	KeyWidth int
 
 	// SyncInterval is the least time between group commits; puts arriving
-	// meanwhile share one fdatasync (1 ms). Disk only.
+	// meanwhile share one fdatasync (1 ms). A negative interval starts the
+	// next group commit as soon as the previous one ends: puts still share
+	// an fdatasync while one runs, and wait no longer than two. Disk only.
 	SyncInterval time.Duration
 	// CheckpointInterval is how often the index catches up with the
 	// segments (1 s). Disk only.
@@ -150,7 +152,7 @@ func (o Options) withDefaults() Options {
 	if o.KeyWidth <= 0 {
 		o.KeyWidth = id.Bytes
 	}
-	if o.SyncInterval <= 0 {
+	if o.SyncInterval == 0 {
 		o.SyncInterval = time.Millisecond
 	}
 	if o.CheckpointInterval <= 0 {

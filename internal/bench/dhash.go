@@ -1,0 +1,357 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"triad/internal/client"
+	"triad/internal/dhash"
+	"triad/internal/id"
+	tnet "triad/internal/net"
+	"triad/internal/wire"
+)
+
+// DHashConfig is one run of the block-store benchmark: real `triad node`
+// processes on 127.0.0.1 and one client process driving them.
+type DHashConfig struct {
+	Binary      string // the triad executable
+	Dir         string // parent of the nodes' data folders; must exist
+	Nodes       int    // processes
+	Size        int    // block size in bytes
+	Ops         int    // puts, then as many gets
+	Concurrency int    // operations in flight, across all nodes
+	MaxPhase    time.Duration
+	NodeArgs    []string // extra `triad node` flags
+	// AnyNode sends each operation to the nodes in turn (the node looks the
+	// key up) instead of straight to the key's holder (client.Cluster).
+	AnyNode bool
+	Log     func(format string, args ...any)
+}
+
+// PhaseResult is one phase's figures; MB is 10^6 bytes.
+type PhaseResult struct {
+	Done     int     `json:"done"`
+	Failed   int     `json:"failed"`
+	Deferred int     `json:"deferred"`
+	OpsPerS  float64 `json:"ops_per_sec"`
+	MBps     float64 `json:"mbps"`
+	P50Ms    float64 `json:"p50_ms"`
+	P99Ms    float64 `json:"p99_ms"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// DHashResult holds a run's figures.
+type DHashResult struct {
+	Nodes       int         `json:"nodes"`
+	Size        int         `json:"size"`
+	Concurrency int         `json:"concurrency"`
+	Route       string      `json:"route"`
+	Put         PhaseResult `json:"put"`
+	Get         PhaseResult `json:"get"`
+	StartupSecs float64     `json:"startup_seconds"`
+}
+
+// DHash starts the cluster, waits until its ring is consistent, puts
+// cfg.Ops blocks round-robin through the nodes, gets each back through a
+// different node than the one it was put through (checking its bytes), and
+// stops the cluster.
+func DHash(cfg DHashConfig) (res DHashResult, err error) {
+	if cfg.Nodes < 1 || cfg.Size < 1 || cfg.Ops < 1 || cfg.Concurrency < 1 {
+		return res, errors.New("bench: nodes, size, ops and concurrency must be positive")
+	}
+	if cfg.MaxPhase <= 0 {
+		cfg.MaxPhase = time.Minute
+	}
+	logf := cfg.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	cfg.Log = logf
+	res = DHashResult{Nodes: cfg.Nodes, Size: cfg.Size, Concurrency: cfg.Concurrency, Route: "holder"}
+	if cfg.AnyNode {
+		res.Route = "any node"
+	}
+	dir, err := os.MkdirTemp(cfg.Dir, "triad-bench-dhash-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+
+	start := time.Now()
+	c, err := startCluster(cfg, dir)
+	defer c.stop()
+	if err != nil {
+		return res, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.waitRing(ctx); err != nil {
+		return res, err
+	}
+	clients := make([]*client.Client, len(c.addrs))
+	for i, a := range c.addrs {
+		if clients[i], err = client.Dial(ctx, a); err != nil {
+			return res, err
+		}
+		defer clients[i].Close()
+	}
+	cluster, err := client.DialCluster(ctx, c.addrs...)
+	if err != nil {
+		return res, err
+	}
+	defer cluster.Close()
+	res.StartupSecs = time.Since(start).Seconds()
+	logf("bench dhash: %d nodes up and consistent in %.1fs", cfg.Nodes, res.StartupSecs)
+
+	// Distinct random blocks, made before the clock starts.
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	blocks := make([][]byte, cfg.Ops)
+	for i := range blocks {
+		b := make([]byte, cfg.Size)
+		for j := 0; j+8 <= len(b); j += 8 {
+			v := r.Uint64()
+			for k := 0; k < 8; k++ {
+				b[j+k] = byte(v >> (8 * k))
+			}
+		}
+		for j := len(b) &^ 7; j < len(b); j++ {
+			b[j] = byte(r.Uint32())
+		}
+		blocks[i] = b
+	}
+	keys := make([]id.ID, cfg.Ops)
+	res.Put = runPhase(cfg, "put", func(ctx context.Context, i int) error {
+		var key id.ID
+		var err error
+		if cfg.AnyNode {
+			key, _, err = clients[i%len(clients)].Put(ctx, blocks[i], client.PutOptions{Expire: time.Hour})
+		} else {
+			key, _, err = cluster.Put(ctx, blocks[i], client.PutOptions{Expire: time.Hour})
+		}
+		keys[i] = key
+		return err
+	})
+	logf("bench dhash: put %d x %d B: %.0f ops/s, %.1f MB/s, p50 %.2f ms, p99 %.2f ms", res.Put.Done, cfg.Size, res.Put.OpsPerS, res.Put.MBps, res.Put.P50Ms, res.Put.P99Ms)
+	res.Get = runPhase(cfg, "get", func(ctx context.Context, i int) error {
+		if keys[i].IsZero() {
+			return errSkipped
+		}
+		var data []byte
+		var err error
+		if cfg.AnyNode {
+			data, _, err = clients[(i+1)%len(clients)].Get(ctx, keys[i])
+		} else {
+			data, _, err = cluster.Get(ctx, keys[i])
+		}
+		if err == nil && string(data) != string(blocks[i]) {
+			err = fmt.Errorf("block %d came back different", i)
+		}
+		return err
+	})
+	logf("bench dhash: get %d x %d B: %.0f ops/s, %.1f MB/s, p50 %.2f ms, p99 %.2f ms", res.Get.Done, cfg.Size, res.Get.OpsPerS, res.Get.MBps, res.Get.P50Ms, res.Get.P99Ms)
+	if res.Put.Done == 0 || res.Get.Done == 0 {
+		return res, fmt.Errorf("bench: nothing succeeded (put %d, get %d): see the node logs", res.Put.Done, res.Get.Done)
+	}
+	return res, nil
+}
+
+var errSkipped = errors.New("skipped")
+
+// runPhase runs op for 0..Ops-1 with Concurrency workers, each operation
+// bounded by the phase's time limit. A deferred put is retried after a
+// short pause, as a front-end would.
+func runPhase(cfg DHashConfig, name string, op func(ctx context.Context, i int) error) PhaseResult {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.MaxPhase)
+	defer cancel()
+	var (
+		next             atomic.Int64
+		mu               sync.Mutex
+		lat              []time.Duration
+		failed, deferred int
+		firstErr         error
+		wg               sync.WaitGroup
+	)
+	t0 := time.Now()
+	for w := 0; w < cfg.Concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= cfg.Ops {
+					return
+				}
+				s := time.Now()
+				err := op(ctx, i)
+				for tries := 0; errors.Is(err, dhash.ErrDeferred) && tries < 100 && ctx.Err() == nil; tries++ {
+					mu.Lock()
+					deferred++
+					mu.Unlock()
+					time.Sleep(time.Millisecond)
+					err = op(ctx, i)
+				}
+				d := time.Since(s)
+				mu.Lock()
+				switch {
+				case err == nil:
+					lat = append(lat, d)
+				case errors.Is(err, errSkipped):
+				default:
+					failed++
+					if firstErr == nil {
+						firstErr = err
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	secs := time.Since(t0).Seconds()
+	if firstErr != nil {
+		cfg.Log("bench dhash: %s: %d failed; first error: %v", name, failed, firstErr)
+	}
+	slices.Sort(lat)
+	q := func(p float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[int(p*float64(len(lat)-1))]) / float64(time.Millisecond)
+	}
+	n := len(lat)
+	return PhaseResult{Done: n, Failed: failed, Deferred: deferred, OpsPerS: float64(n) / secs,
+		MBps: float64(n) * float64(cfg.Size) / secs / 1e6, P50Ms: q(0.5), P99Ms: q(0.99), Seconds: secs}
+}
+
+// cluster is a set of `triad node` processes.
+type cluster struct {
+	procs []*exec.Cmd
+	addrs []string
+	logs  []string
+}
+
+func startCluster(cfg DHashConfig, dir string) (*cluster, error) {
+	c := &cluster{}
+	for i := 0; i < cfg.Nodes; i++ {
+		args := []string{"node", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, fmt.Sprintf("node%d", i))}
+		if i > 0 {
+			args = append(args, "--join", c.addrs[0])
+		}
+		args = append(args, cfg.NodeArgs...)
+		cmd := exec.Command(cfg.Binary, args...)
+		if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+			// Many nodes share this machine's cores: one P each (or the
+			// cores' fair share) keeps their schedulers from spinning
+			// against each other, which here halved throughput.
+			cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/cfg.Nodes)))
+		}
+		logPath := filepath.Join(dir, fmt.Sprintf("node%d.log", i))
+		logFile, err := os.Create(logPath)
+		if err != nil {
+			return c, err
+		}
+		cmd.Stderr = logFile
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return c, err
+		}
+		if err := cmd.Start(); err != nil {
+			return c, err
+		}
+		logFile.Close()
+		c.procs = append(c.procs, cmd)
+		c.logs = append(c.logs, logPath)
+		// The first line names the address the node bound.
+		line, err := bufio.NewReader(out).ReadString('\n')
+		addr, ok := strings.CutPrefix(line, "triad node: listening on ")
+		if !ok || err != nil {
+			return c, fmt.Errorf("node %d did not start (%q, %v): %s", i, line, err, tail(logPath))
+		}
+		addr, _, _ = strings.Cut(addr, ",")
+		c.addrs = append(c.addrs, addr)
+		go func() { _, _ = bufio.NewReader(out).WriteTo(discard{}) }()
+	}
+	return c, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// waitRing polls every node until each vnode's successor is the next vnode
+// clockwise.
+func (c *cluster) waitRing(ctx context.Context) error {
+	for {
+		type pos struct{ self, succ id.ID }
+		var all []pos
+		ok := true
+		for _, a := range c.addrs {
+			m, err := tnet.Call(ctx, a, &wire.RingInfoReq{})
+			info, isInfo := m.(*wire.RingInfo)
+			if err != nil || !isInfo {
+				ok = false
+				break
+			}
+			for _, v := range info.Vnodes {
+				succ := v.Self.ID
+				if len(v.Succs) > 0 {
+					succ = v.Succs[0].ID
+				}
+				all = append(all, pos{v.Self.ID, succ})
+			}
+		}
+		for _, p := range all {
+			for _, q := range all {
+				if q.self != p.self && q.self.Between(p.self, p.succ) || len(all) > 1 && p.succ == p.self {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: ring of %d nodes not consistent in time", len(c.addrs))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// stop asks every node to leave (SIGTERM) and waits, killing stragglers.
+func (c *cluster) stop() {
+	for _, p := range c.procs {
+		p.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range c.procs {
+		done := make(chan struct{})
+		go func() { p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			p.Process.Kill()
+			<-done
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"triad/internal/dhash"
+	"triad/internal/id"
+	"triad/internal/wire"
+)
+
+// Cluster sends each call straight to the node that holds the key's first
+// copy, from a map of the ring it learns from the nodes. Any node could
+// serve any call (it looks the key up itself); going to the holder saves
+// the lookup's hops and a copy's transfer, as a DHash++ client colocated
+// with a node would. If the map is stale the call still succeeds, one hop
+// longer; a node that cannot be reached is skipped and the map refreshed.
+type Cluster struct {
+	seeds []string
+
+	mu    sync.Mutex
+	conns map[string]*Client
+	ring  []wire.NodeRef // sorted by ID
+}
+
+// DialCluster connects to the seed nodes and learns the ring from them.
+func DialCluster(ctx context.Context, seeds ...string) (*Cluster, error) {
+	if len(seeds) == 0 {
+		return nil, errors.New("client: no seed addresses")
+	}
+	c := &Cluster{seeds: seeds, conns: make(map[string]*Client)}
+	if err := c.Refresh(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes every connection.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for a, cl := range c.conns {
+		cl.Close()
+		delete(c.conns, a)
+	}
+	return nil
+}
+
+// conn returns a live connection to addr, dialling if needed.
+func (c *Cluster) conn(ctx context.Context, addr string) (*Client, error) {
+	c.mu.Lock()
+	cl := c.conns[addr]
+	c.mu.Unlock()
+	if cl != nil && cl.closedErr() == nil {
+		return cl, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	cl, err := Dial(dctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.conns[addr]; old != nil && old.closedErr() == nil {
+		cl.Close()
+		return old, nil
+	}
+	c.conns[addr] = cl
+	return cl, nil
+}
+
+// Refresh relearns the ring from the seeds and the nodes already known.
+func (c *Cluster) Refresh(ctx context.Context) error {
+	c.mu.Lock()
+	addrs := slices.Clone(c.seeds)
+	for _, n := range c.ring {
+		if !slices.Contains(addrs, n.Addr) {
+			addrs = append(addrs, n.Addr)
+		}
+	}
+	c.mu.Unlock()
+	var nodes []wire.NodeRef
+	var lastErr error
+	asked := 0
+	for _, a := range addrs {
+		if asked == 3 && len(nodes) > 0 {
+			break
+		}
+		cl, err := c.conn(ctx, a)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		m, err := cl.Call(ctx, &wire.RingInfoReq{})
+		info, ok := m.(*wire.RingInfo)
+		if err != nil || !ok {
+			lastErr = fmt.Errorf("ring info from %s: %v", a, err)
+			continue
+		}
+		asked++
+		for _, v := range info.Vnodes {
+			nodes = append(nodes, v.Self)
+			nodes = append(nodes, v.Succs...)
+			nodes = append(nodes, v.Preds...)
+		}
+	}
+	if len(nodes) == 0 {
+		return fmt.Errorf("client: no node answered: %v", lastErr)
+	}
+	slices.SortFunc(nodes, func(a, b wire.NodeRef) int { return a.ID.Cmp(b.ID) })
+	nodes = slices.CompactFunc(nodes, func(a, b wire.NodeRef) bool { return a.ID == b.ID })
+	c.mu.Lock()
+	c.ring = nodes
+	c.mu.Unlock()
+	return nil
+}
+
+// route lists the nodes to try for key: the key's first successor in the
+// map, then the others in ring order.
+func (c *Cluster) route(key id.ID) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(c.ring, key, func(n wire.NodeRef, k id.ID) int { return n.ID.Cmp(k) })
+	var out []string
+	for j := range c.ring {
+		a := c.ring[(i+j)%len(c.ring)].Addr
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// do runs call on the key's holder, moving on to the next node when one
+// cannot be reached.
+func (c *Cluster) do(ctx context.Context, key id.ID, call func(*Client) error) error {
+	var lastErr error
+	for i, a := range c.route(key) {
+		if i == 3 {
+			break
+		}
+		cl, err := c.conn(ctx, a)
+		if err == nil {
+			err = call(cl)
+			if !errors.Is(err, ErrClosed) {
+				return err
+			}
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		go c.Refresh(context.Background())
+	}
+	return fmt.Errorf("%w: %v", dhash.ErrUnavailable, lastErr)
+}
+
+// Put stores data through the node that holds its first copy.
+func (c *Cluster) Put(ctx context.Context, data []byte, opt PutOptions) (key id.ID, holders []wire.NodeRef, err error) {
+	err = c.do(ctx, id.Key(data), func(cl *Client) error {
+		key, holders, err = cl.Put(ctx, data, opt)
+		return err
+	})
+	return key, holders, err
+}
+
+// Get fetches key's block through the node that holds its first copy.
+func (c *Cluster) Get(ctx context.Context, key id.ID) (data []byte, expiry time.Time, err error) {
+	err = c.do(ctx, key, func(cl *Client) error {
+		data, expiry, err = cl.Get(ctx, key)
+		return err
+	})
+	return data, expiry, err
+}
