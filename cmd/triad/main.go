@@ -26,6 +26,9 @@ func init() {
 		{"node", "run one triad node process", runNode},
 		{"ring", "show the ring as one node sees it", runRing},
 		{"lookup", "find the successors of a key", runLookup},
+		{"put", "store a file in the DHT; prints its key", runPut},
+		{"get", "fetch a file from the DHT by key", runGet},
+		{"stat", "show which nodes hold a key", runStat},
 		{"sim", "run a simulation experiment (sim ring)", runSim},
 		{"bench", "measure a part on this machine (bench store)", runBench},
 	}
@@ -129,6 +132,22 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return errUsage
 	}
 	return nil
+}
+
+// parseMixed parses flags that may come before or after the positional
+// arguments (triad put FILE --expire 1h) and returns the positionals.
+func parseMixed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parse(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 // usageErr prints a usage problem and the usage, and returns errUsage.

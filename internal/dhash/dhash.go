@@ -61,11 +61,20 @@ func Code(err error) wire.ErrCode {
 func FromWire(e *wire.Error) error {
 	for _, c := range codes {
 		if c.code == e.Code {
-			return fmt.Errorf("%w (%s)", c.err, e.Text)
+			return remoteErr{c.err, e.Text}
 		}
 	}
 	return e
 }
+
+// remoteErr is an error a node replied with: its text, matching its kind.
+type remoteErr struct {
+	kind error
+	text string
+}
+
+func (e remoteErr) Error() string { return e.text }
+func (e remoteErr) Unwrap() error { return e.kind }
 
 // Config sets a Node's behaviour.
 type Config struct {

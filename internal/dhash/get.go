@@ -277,6 +277,8 @@ func (n *Node) Stat(env node.Env, key id.ID, done func(env node.Env, holders []w
 			ok := h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, &wire.StatBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
 				if bi, ok := m.(*wire.BlockInfo); ok && err == nil {
 					out[i].Size, out[i].Expiry, out[i].Fragment = bi.Size, bi.Expiry, bi.Fragment
+				} else if we, ok := err.(*wire.Error); ok && we.Code == wire.ErrCodeNotFound {
+					out[i].Err = "no copy"
 				} else if err != nil {
 					out[i].Err = err.Error()
 				}
