@@ -165,7 +165,7 @@ func (p *putOp) place(env node.Env, i int) bool {
 	p.outstanding++
 	msg := &wire.StoreBlock{Key: p.key, Data: p.pieces[i], Expiry: p.expiry.UnixNano(), Fragment: p.fragment}
 	h := p.n.host
-	ok := p.n.storeAt(env, c, msg, func(env node.Env, err error) {
+	ok := p.n.storeAt(env, c, msg, p.allowance(), func(env node.Env, err error) {
 		p.outstanding--
 		if err != nil {
 			p.lastErr = err
@@ -185,6 +185,21 @@ func (p *putOp) place(env node.Env, i int) bool {
 	}
 	return true
 }
+
+// allowance is added to a store's timeout for the time the put's copies
+// take to leave on the uplink: the pieces go out together, so the last one
+// waits for all. It assumes at least 1 Mbit/s, so that a slow link is not
+// taken for a dead peer.
+func (p *putOp) allowance() time.Duration {
+	total := 0
+	for _, b := range p.pieces {
+		total += len(b)
+	}
+	return min(time.Duration(float64(total)/minUplink*float64(time.Second)), 30*time.Second)
+}
+
+// minUplink is the slowest uplink, in bytes per second, that timeouts allow for.
+const minUplink = 125e3
 
 func (p *putOp) check(env node.Env) {
 	switch {
@@ -211,7 +226,7 @@ func (p *putOp) finish(env node.Env, err error) {
 
 // storeAt asks c to keep a copy. A copy for this very process goes straight
 // to the engine, without a message; a whole block was hashed by Put already.
-func (n *Node) storeAt(env node.Env, c wire.NodeRef, m *wire.StoreBlock, done func(env node.Env, err error)) bool {
+func (n *Node) storeAt(env node.Env, c wire.NodeRef, m *wire.StoreBlock, allow time.Duration, done func(env node.Env, err error)) bool {
 	h := n.host
 	if c.Addr == h.Addr() {
 		n.storing++
@@ -227,7 +242,8 @@ func (n *Node) storeAt(env node.Env, c wire.NodeRef, m *wire.StoreBlock, done fu
 		})
 		return true
 	}
-	return h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, m, 0, func(env node.Env, _ wire.Msg, err error) {
+	timeout := h.RPC().Timeout(c.Addr) + allow
+	return h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, m, timeout, func(env node.Env, _ wire.Msg, err error) {
 		if we, ok := err.(*wire.Error); ok {
 			err = FromWire(we)
 		}

@@ -1,0 +1,244 @@
+package dhash_test
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"triad/internal/dhash"
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/ring"
+	"triad/internal/sim"
+	"triad/internal/store"
+	"triad/internal/wire"
+)
+
+// cluster is a simulated ring of block-store hosts.
+type cluster struct {
+	t *testing.T
+	s *sim.Sim
+}
+
+func newCluster(t *testing.T, n int, cfg dhash.Config) *cluster {
+	t.Helper()
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := sim.New(sim.Config{Seed: 7, Epoch: epoch, DecodeMessages: true}, sim.NewTopology(n, 7))
+	clock := func() time.Time { return epoch.Add(s.Now()) }
+	for i := 0; i < n; i++ {
+		boot := ""
+		if i > 0 {
+			boot = "h0"
+		}
+		_, err := s.AddHost(func(addr node.Addr, disk node.Disk, r *rand.Rand) (node.Handler, error) {
+			st, err := ring.LoadState(disk, r, 1)
+			if err != nil {
+				return nil, err
+			}
+			h, err := ring.NewHost(ring.DefaultConfig(), addr, st, boot)
+			if err != nil {
+				return nil, err
+			}
+			return dhash.New(cfg, h, store.NewMem(store.Options{Now: clock}))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.RunFor(50 * time.Millisecond)
+	}
+	c := &cluster{t: t, s: s}
+	c.waitStable()
+	s.RunFor(30 * time.Second) // successor lists fill up after the pointers are right
+	return c
+}
+
+// waitStable runs until every running host's successor is the next one
+// clockwise, for at most 5 virtual minutes.
+func (c *cluster) waitStable() {
+	for deadline := c.s.Now() + 5*time.Minute; c.s.Now() < deadline; c.s.RunFor(time.Second) {
+		var ids []id.ID
+		for _, h := range c.s.Hosts() {
+			if h.Up() {
+				ids = append(ids, c.node(h).Host().Vnodes()[0].Self().ID)
+			}
+		}
+		slices.SortFunc(ids, func(a, b id.ID) int { return a.Cmp(b) })
+		ok := true
+		for _, h := range c.s.Hosts() {
+			if !h.Up() {
+				continue
+			}
+			v := c.node(h).Host().Vnodes()[0]
+			i, _ := slices.BinarySearchFunc(ids, v.Self().ID, func(a, b id.ID) int { return a.Cmp(b) })
+			if v.Successor().ID != ids[(i+1)%len(ids)] {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+	}
+	c.t.Fatal("ring not stable after 5 virtual minutes")
+}
+
+func (c *cluster) node(h *sim.Host) *dhash.Node { return h.Handler().(*dhash.Node) }
+
+// put stores data through host i and runs the simulation until it is done.
+func (c *cluster) put(i int, data []byte, r wire.Redundancy) (id.ID, []wire.NodeRef, error) {
+	var (
+		key     id.ID
+		holders []wire.NodeRef
+		err     error
+		done    bool
+	)
+	h := c.s.Hosts()[i]
+	c.s.Do(h, func(env node.Env) {
+		c.node(h).Put(env, data, env.Now().Add(time.Hour), r, func(_ node.Env, k id.ID, hs []wire.NodeRef, e error) {
+			key, holders, err, done = k, hs, e, true
+		})
+	})
+	c.runUntil(&done)
+	return key, holders, err
+}
+
+func (c *cluster) get(i int, key id.ID) ([]byte, error) {
+	var (
+		data []byte
+		err  error
+		done bool
+	)
+	h := c.s.Hosts()[i]
+	c.s.Do(h, func(env node.Env) {
+		c.node(h).Get(env, key, wire.RedundancyDefault, func(_ node.Env, b dhash.Block, e error) {
+			data, err, done = b.Data, e, true
+		})
+	})
+	c.runUntil(&done)
+	return data, err
+}
+
+func (c *cluster) runUntil(done *bool) {
+	for deadline := c.s.Now() + time.Minute; !*done && c.s.Now() < deadline; {
+		c.s.RunFor(10 * time.Millisecond)
+	}
+	if !*done {
+		c.t.Fatal("operation did not finish within a virtual minute")
+	}
+}
+
+func (c *cluster) hostOf(n wire.NodeRef) *sim.Host { return c.s.HostAt(n.Addr) }
+
+func randomBlock(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func TestPutGetFromEveryHostAndSurviveAHolderCrash(t *testing.T) {
+	c := newCluster(t, 12, dhash.DefaultConfig())
+	r := rand.New(rand.NewPCG(1, 2))
+	data := randomBlock(r, 5000)
+	key, holders, err := c.put(3, data, wire.RedundancyDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != id.Key(data) || len(holders) != 2 || holders[0].Addr == holders[1].Addr {
+		t.Fatalf("key %v, holders %v: want the content hash on 2 distinct hosts", key, holders)
+	}
+	for i := range c.s.Hosts() {
+		got, err := c.get(i, key)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("get through host %d: %v", i, err)
+		}
+	}
+	// A "no copy" answer from a non-holder is an answer: nobody is
+	// declared dead for it.
+	for _, h := range c.s.Hosts() {
+		if d := c.node(h).Host().Stats.PeersDeclaredDead; d != 0 {
+			t.Fatalf("%s declared %d peers dead in a healthy ring", h.Addr, d)
+		}
+	}
+	c.s.Crash(c.hostOf(holders[0]), false)
+	for i, h := range c.s.Hosts() {
+		if !h.Up() {
+			continue
+		}
+		if got, err := c.get(i, key); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("with holder %s down, get through host %d: %v", holders[0].Addr, i, err)
+		}
+	}
+}
+
+func TestFragmentsSurviveSevenHoldersDown(t *testing.T) {
+	cfg := dhash.DefaultConfig()
+	cfg.Redundancy = wire.RedundancyFragments
+	c := newCluster(t, 20, cfg)
+	r := rand.New(rand.NewPCG(3, 4))
+	data := randomBlock(r, 100000)
+	key, holders, err := c.put(0, data, wire.RedundancyDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(holders) < 10 {
+		t.Fatalf("put acknowledged with %d fragment holders, want the quorum of 10", len(holders))
+	}
+	c.s.RunFor(10 * time.Second) // the fragments past the quorum land too
+	reader := 0
+	killed := 0
+	for _, h := range c.s.Hosts() {
+		if killed == 7 {
+			break
+		}
+		if h.Index != reader && slices.ContainsFunc(holders, func(n wire.NodeRef) bool { return n.Addr == h.Addr }) {
+			c.s.Crash(h, false)
+			killed++
+		}
+	}
+	if killed != 7 {
+		t.Fatalf("killed %d holders", killed)
+	}
+	got, err := c.get(reader, key)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("with 7 fragment holders down: %v", err)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	cfg := dhash.DefaultConfig()
+	cfg.MaxBlock = 1000
+	cfg.WriteWindow = 1
+	c := newCluster(t, 3, cfg)
+	if _, _, err := c.put(0, make([]byte, 1001), wire.RedundancyDefault); !errors.Is(err, dhash.ErrTooLarge) {
+		t.Errorf("oversized block: %v, want ErrTooLarge", err)
+	}
+	if _, _, err := c.put(0, make([]byte, 10), wire.RedundancyFragments); !errors.Is(err, dhash.ErrUnavailable) {
+		t.Errorf("7-of-14 on 3 hosts: %v, want ErrUnavailable", err)
+	}
+	if _, err := c.get(1, id.Key([]byte("never stored"))); !errors.Is(err, dhash.ErrNotFound) {
+		t.Errorf("missing block: %v, want ErrNotFound", err)
+	}
+	// A second put while the first is in flight finds the window full.
+	var errs []error
+	h := c.s.Hosts()[0]
+	c.s.Do(h, func(env node.Env) {
+		for i := 0; i < 2; i++ {
+			c.node(h).Put(env, []byte{byte(i), 1, 2}, env.Now().Add(time.Hour), 0, func(_ node.Env, _ id.ID, _ []wire.NodeRef, err error) {
+				errs = append(errs, err)
+			})
+		}
+	})
+	c.s.RunFor(10 * time.Second)
+	if len(errs) != 2 || !errors.Is(errs[0], dhash.ErrDeferred) || errs[1] != nil {
+		t.Errorf("two puts through a window of 1: %v, want the second deferred at once and the first stored", errs)
+	}
+	// With one of three hosts down, k = 2 still finds two live hosts.
+	c.s.Crash(c.s.Hosts()[2], false)
+	if _, holders, err := c.put(0, []byte("still"), 0); err != nil || len(holders) != 2 {
+		t.Errorf("put with one host down: %v %v", holders, err)
+	}
+}
