@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Measures triad's block store and OpenDHT 2.4 side by side, in one run, on
+# this machine: 8 nodes on loopback, 16 operations in flight, 100-byte values
+# and OpenDHT's largest value (65,530 bytes, about 64 KB). OpenDHT runs through
+# its anchor script (../shared/anchors/opendht, which installs Debian's
+# python3-opendht); triad through `triad bench dhash`. Prints both sets of
+# figures and triad's ratio to OpenDHT; exits 1 if a ratio is under --want
+# (default 10) when STRICT=1.
+#
+# Needs root (the anchor installs packages). Takes about 4 minutes.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ANCHOR=${ANCHOR:-$ROOT/../shared/anchors/opendht}
+OUT=${OUT:-$(mktemp -d /tmp/triad-vs-opendht.XXXXXX)}
+WANT=${WANT:-10}
+mkdir -p "$OUT"
+echo "compare-opendht: results in $OUT" >&2
+
+echo "compare-opendht: OpenDHT (anchor, 8 nodes, 16 in flight)..." >&2
+NODES=8 CONC=16 ROUNDS=1 RMEM_VARIANT=0 OUT="$OUT/opendht" bash "$ANCHOR/run.sh" >"$OUT/opendht.log" 2>&1 || {
+    echo "compare-opendht: the OpenDHT anchor failed; see $OUT/opendht.log" >&2
+    tail -20 "$OUT/opendht.log" >&2
+    exit 1
+}
+
+echo "compare-opendht: triad (8 node processes, 16 in flight)..." >&2
+(cd "$ROOT" && go build -o "$OUT/triad" ./cmd/triad)
+"$OUT/triad" bench dhash --nodes 8 --concurrency 16 --size 100 --json >"$OUT/triad-100.txt"
+"$OUT/triad" bench dhash --nodes 8 --concurrency 16 --size 65530 --ops 3000 --json >"$OUT/triad-64k.txt"
+
+python3 - "$OUT" "$WANT" <<'PY'
+import glob, json, sys
+out, want = sys.argv[1], float(sys.argv[2])
+odht = {}
+for f in glob.glob(out + "/opendht/opendht-default-n8-round1.jsonl"):
+    for line in open(f):
+        d = json.loads(line)
+        if d.get("test") == "dht" and d.get("conc") == 16:
+            odht[(d["value_bytes"] <= 100, d["phase"])] = d
+def triad(name):
+    return json.loads(open(out + "/" + name).read().strip().splitlines()[-1])
+t = {True: triad("triad-100.txt"), False: triad("triad-64k.txt")}
+ok = True
+print("| value | op | OpenDHT ops/s | OpenDHT MB/s | OpenDHT p50/p99 ms | triad ops/s | triad MB/s | triad p50/p99 ms | triad / OpenDHT |")
+print("|---|---|---|---|---|---|---|---|---|")
+for small in (True, False):
+    label = "100 B" if small else "65,530 B"
+    for op, tphase, ophases in (("put", "put", ["put"]), ("get", "get", ["get1", "get"])):
+        tr = t[small][tphase]
+        for oph in ophases:
+            o = odht.get((small, oph))
+            if not o:
+                print(f"| {label} | {op} ({oph}) | missing | | | | | | |")
+                ok = False
+                continue
+            metric = "ops/s" if small else "MB/s"
+            ratio = (tr["ops_per_sec"] / o["ops_per_s"]) if small else (tr["mbps"] / max(o["MB_per_s"], 1e-9))
+            ok = ok and ratio >= want
+            print(f"| {label} | {op} vs {oph} | {o['ops_per_s']:,.0f} | {o['MB_per_s']:.2f} | {o['p50_ms']} / {o['p99_ms']} | "
+                  f"{tr['ops_per_sec']:,.0f} | {tr['mbps']:.2f} | {tr['p50_ms']:.2f} / {tr['p99_ms']:.2f} | {ratio:.1f}x {metric} |")
+print()
+print("COMPARE", "PASS" if ok else "BELOW", f"(want >= {want:g}x on every line)")
+PY
