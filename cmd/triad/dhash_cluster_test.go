@@ -20,6 +20,7 @@ import (
 	"triad/internal/client"
 	"triad/internal/dhash"
 	"triad/internal/id"
+	"triad/internal/ring"
 	"triad/internal/wire"
 )
 
@@ -32,7 +33,7 @@ const (
 	// for a lookup hop or a fetch to the dead process to time out (RPC
 	// timeouts of 0.5 to 2 s, recursive lookups falling back to iterative
 	// after 4 s), so it gets several of those, but not minutes.
-	dhashGetTimeout = 20 * time.Second
+	dhashGetTimeout = 30 * time.Second
 	dhashPutTimeout = 20 * time.Second
 )
 
@@ -100,7 +101,8 @@ type dhashCluster struct {
 }
 
 // startDHash starts n one-vnode nodes with the given extra flags, all
-// joining through the first, and waits for a consistent ring.
+// joining through the first, and waits until every successor list is
+// complete.
 func startDHash(t *testing.T, n int, extra ...string) *dhashCluster {
 	t.Helper()
 	d := &dhashCluster{cluster: newCluster(t), clients: map[string]*client.Client{}, args: extra}
@@ -122,38 +124,49 @@ func startDHash(t *testing.T, n int, extra ...string) *dhashCluster {
 	return d
 }
 
-// ringSuccs is the successor-list length of ring.DefaultConfig.
-const ringSuccs = 16
-
 // listProblems is check (first successor and predecessor of every vnode)
 // made stricter for the block store, which places copies on a key's first
 // k or l successors: every vnode's whole successor list must be the next
 // live vnodes clockwise, as many as fit.
 func (d *dhashCluster) listProblems() []string {
 	problems := d.check()
+	all := d.liveIDs()
+	for _, p := range d.live() {
+		problems = append(problems, succProblems(p.name, d.views[p.name], all)...)
+	}
+	return problems
+}
+
+// liveIDs lists the vnode IDs of the live processes in ring order.
+func (d *dhashCluster) liveIDs() []string {
 	var all []string
 	for _, p := range d.live() {
 		all = append(all, p.ids...)
 	}
 	slices.Sort(all)
-	n := min(ringSuccs, len(all)-1)
-	for _, p := range d.live() {
-		var v ringView
-		if err := json.Unmarshal([]byte(d.views[p.name]), &v); err != nil {
-			continue // check reported it
+	return all
+}
+
+// succProblems compares the successor lists in one node's `triad ring
+// --json` output with the live vnodes all (sorted).
+func succProblems(name, view string, all []string) []string {
+	var v ringView
+	if err := json.Unmarshal([]byte(view), &v); err != nil {
+		return []string{fmt.Sprintf("%s: bad ring view %q", name, view)}
+	}
+	var problems []string
+	n := min(ring.DefaultConfig().Succs, len(all)-1) // triad node's setting
+	for _, vn := range v.Vnodes {
+		i, _ := slices.BinarySearch(all, vn.Self.ID)
+		var want, got []string
+		for j := 1; j <= n; j++ {
+			want = append(want, short(all[(i+j)%len(all)]))
 		}
-		for _, vn := range v.Vnodes {
-			i, _ := slices.BinarySearch(all, vn.Self.ID)
-			var want, got []string
-			for j := 1; j <= n; j++ {
-				want = append(want, short(all[(i+j)%len(all)]))
-			}
-			for _, s := range vn.Succs {
-				got = append(got, short(s.ID))
-			}
-			if !slices.Equal(got, want) {
-				problems = append(problems, fmt.Sprintf("%s: vnode %s: successors %v, want %v", p.name, short(vn.Self.ID), got, want))
-			}
+		for _, s := range vn.Succs {
+			got = append(got, short(s.ID))
+		}
+		if !slices.Equal(got, want) {
+			problems = append(problems, fmt.Sprintf("%s: vnode %s: successors %v, want %v", name, short(vn.Self.ID), got, want))
 		}
 	}
 	return problems
@@ -268,8 +281,9 @@ func (d *dhashCluster) put(p *proc, data []byte, r wire.Redundancy) testBlock {
 }
 
 // getAll gets every block through every node in via, all at once, and
-// returns what went wrong and the slowest get.
-func (d *dhashCluster) getAll(via []*proc, blocks []testBlock) (problems []string, slowest time.Duration) {
+// returns what went wrong, the errors that tolerate accepted (nil: none),
+// and the slowest get.
+func (d *dhashCluster) getAll(via []*proc, blocks []testBlock, tolerate func(error) bool) (problems, tolerated []string, slowest time.Duration) {
 	d.t.Helper()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -289,7 +303,12 @@ func (d *dhashCluster) getAll(via []*proc, blocks []testBlock) (problems []strin
 				slowest = max(slowest, took)
 				switch {
 				case err != nil:
-					problems = append(problems, fmt.Sprintf("get %s (%d bytes) via %s after %v: %v", b.key.Short(), len(b.data), p.name, took.Round(time.Millisecond), err))
+					msg := fmt.Sprintf("get %s (%d bytes) via %s after %v: %v", b.key.Short(), len(b.data), p.name, took.Round(time.Millisecond), err)
+					if tolerate != nil && tolerate(err) {
+						tolerated = append(tolerated, msg)
+					} else {
+						problems = append(problems, msg)
+					}
 				case !bytes.Equal(data, b.data):
 					problems = append(problems, fmt.Sprintf("get %s via %s: %d bytes that differ from the %d put", b.key.Short(), p.name, len(data), len(b.data)))
 				}
@@ -298,19 +317,30 @@ func (d *dhashCluster) getAll(via []*proc, blocks []testBlock) (problems []strin
 	}
 	wg.Wait()
 	slices.Sort(problems)
-	return problems, slowest
+	slices.Sort(tolerated)
+	return problems, tolerated, slowest
 }
 
 // mustGetAll is getAll that fails the test on any problem.
 func (d *dhashCluster) mustGetAll(what string, via []*proc, blocks []testBlock) {
 	d.t.Helper()
+	d.getAllTolerating(what, via, blocks, nil)
+}
+
+// getAllTolerating is getAll that fails the test on any error tolerate
+// does not accept, and logs the ones it does.
+func (d *dhashCluster) getAllTolerating(what string, via []*proc, blocks []testBlock, tolerate func(error) bool) {
+	d.t.Helper()
 	start := time.Now()
-	problems, slowest := d.getAll(via, blocks)
+	problems, tolerated, slowest := d.getAll(via, blocks, tolerate)
 	if len(problems) > 0 {
 		d.t.Fatalf("%s: %d of %d gets failed:\n  %s\n%s\n%s", what, len(problems), len(via)*len(blocks), strings.Join(problems, "\n  "), d.explain(problems, via, blocks), d.logs())
 	}
 	d.t.Logf("%s: %d gets (%d blocks via %d nodes) in %v, slowest %v", what, len(via)*len(blocks), len(blocks), len(via),
 		time.Since(start).Round(time.Millisecond), slowest.Round(time.Millisecond))
+	if len(tolerated) > 0 {
+		d.t.Logf("%s: %d gets failed in a way this step tolerates:\n  %s", what, len(tolerated), strings.Join(tolerated, "\n  "))
+	}
 }
 
 // explain describes the blocks whose gets failed: where the put stored
@@ -455,15 +485,18 @@ func TestDHashClusterReplicas(t *testing.T) {
 	if _, _, err := d.client(d.nodes[1]).Put(ctx, randomBytes(r, maxBlock+1), client.PutOptions{Expire: time.Hour}); !errors.Is(err, dhash.ErrTooLarge) {
 		t.Errorf("put of %d bytes with --max-block %d: error %v, want dhash.ErrTooLarge", maxBlock+1, maxBlock, err)
 	}
+	d.waitLists("before a miss", 30*time.Second)
 	missing := id.Key(randomBytes(r, 64))
-	if _, _, err := d.client(d.nodes[2]).Get(ctx, missing); !errors.Is(err, dhash.ErrNotFound) {
+	miss := d.nodes[2]
+	if _, _, err := d.client(miss).Get(ctx, missing); !errors.Is(err, dhash.ErrNotFound) {
 		t.Errorf("get of a key never put: error %v, want dhash.ErrNotFound", err)
 	}
-	// Holders saying "not found" are alive and well: the node that asked
-	// them must keep them in its tables, and still find every block.
-	if problems := d.listProblems(); len(problems) > 0 {
-		t.Errorf("a get of a missing key through %s disturbed the ring:\n  %s", d.nodes[2].name, strings.Join(problems, "\n  "))
-		d.waitLists("after the miss", 30*time.Second)
+	// The nodes that answered "not found" are alive and well: the node that
+	// asked them must not take them for dead. A stat through it right away
+	// asks every live host it still believes in (its lookup returns the
+	// whole successor list here, 7 or 8 hosts).
+	if hs := d.stat(miss, missing); len(hs) < nodes-1 {
+		t.Errorf("after a get of a missing key through %s, a stat through it lists %d hosts, want at least %d:%s", miss.name, len(hs), nodes-1, formatHolders(hs))
 	}
 	d.mustGetAll("after a miss", d.nodes, blocks)
 
@@ -552,12 +585,22 @@ func holderAt(hs []wire.Holder, addr string) (wire.Holder, bool) {
 	return wire.Holder{}, false
 }
 
+// indexModTime is the modification time of a node's block index.
+func indexModTime(t *testing.T, dataDir string) time.Time {
+	t.Helper()
+	st, err := os.Stat(filepath.Join(dataDir, "store", "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.ModTime()
+}
+
 // TestDHashClusterFlippedReplica damages one of a block's two replicas on
 // disk while its node is down, restarts the node, and checks that the
 // damaged copy is never served: gets through every node (the damaged one
-// included) return the right bytes, and with the good copy's node killed
-// a get fails rather than return the damaged bytes, and the damaged
-// holder no longer reports the copy.
+// included) return the right bytes; with the good copy's node killed, a
+// get fails rather than return the damaged bytes and the damaged holder
+// stops claiming the copy; with it back, gets succeed again.
 func TestDHashClusterFlippedReplica(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 8 processes; skipped in -short mode")
@@ -565,7 +608,12 @@ func TestDHashClusterFlippedReplica(t *testing.T) {
 	start := time.Now()
 	d := startDHash(t, 8, "--redundancy", "replicas", "--replicas", "2")
 	r := newRand(t)
-	b := d.put(d.nodes[0], randomBytes(r, 64<<10), wire.RedundancyReplicas)
+	data := randomBytes(r, 64<<10)
+	var before []time.Time // index times of the nodes before the put
+	for _, p := range d.nodes {
+		before = append(before, indexModTime(t, p.data))
+	}
+	b := d.put(d.nodes[0], data, wire.RedundancyReplicas)
 	if len(b.holders) != 2 || !distinctAddrs(b.holders) {
 		t.Fatalf("put of %s: holders %v, want 2 on distinct hosts", b.key.Short(), b.holders)
 	}
@@ -576,18 +624,35 @@ func TestDHashClusterFlippedReplica(t *testing.T) {
 	}
 	d.mustGetAll("both copies intact", d.nodes, []testBlock{b})
 
+	// Let the damaged holder's engine checkpoint the record into its index
+	// (at most a second; the index changes only when there is something to
+	// checkpoint, and this block is the only thing the node ever stored),
+	// so that after the restart the index points at the damaged bytes and
+	// only a read can find the damage. Without the checkpoint, recovery
+	// would replay the record, fail its checksum and drop it, and the copy
+	// would simply be missing.
+	deadline := time.Now().Add(10 * time.Second)
+	for indexModTime(t, d.nodes[bad].data).Equal(before[bad]) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's block index did not change within 10s of the put", d.nodes[bad].name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	d.nodes[bad].kill(t)
-	file, off := flipInSegments(t, d.nodes[bad].data, b.data[len(b.data)/2:len(b.data)/2+32])
+	file, off := flipInSegments(t, d.nodes[bad].data, data[len(data)/2:len(data)/2+32])
 	t.Logf("killed %s and flipped the byte at %s:%d", d.nodes[bad].name, filepath.Base(file), off)
 	d.restart(bad)
 	d.waitLists("after restarting "+d.nodes[bad].name, 30*time.Second)
-	d.mustGetAll("one copy damaged", d.nodes, []testBlock{b})
 
-	// Whether the damaged holder still claims the copy here depends on
-	// timing: if its engine had checkpointed the record before the kill,
-	// the index still points at it until a read finds the damage and
-	// quarantines it; otherwise recovery replayed the damaged record,
-	// failed its checksum and dropped it.
+	// A stat does not read the data: the damaged holder still claims its
+	// copy until a read finds the damage.
+	hs := d.stat(d.nodes[bad], b.key)
+	if h, ok := holderAt(hs, d.nodes[bad].addr); !ok || h.Err != "" || h.Size != uint64(len(data)) {
+		t.Errorf("stat via %s before any read: want %s listed with a copy of %d bytes:%s", d.nodes[bad].name, d.nodes[bad].addr, len(data), formatHolders(hs))
+	}
+	d.mustGetAll("one copy damaged", d.nodes, []testBlock{b})
+	// Whether some get read the damaged copy (and quarantined it) depends on
+	// which holder each node asked first.
 	if h, ok := holderAt(d.stat(d.nodes[bad], b.key), d.nodes[bad].addr); ok {
 		t.Logf("after the gets, %s reports size %d err %q", d.nodes[bad].name, h.Size, h.Err)
 	}
@@ -597,18 +662,20 @@ func TestDHashClusterFlippedReplica(t *testing.T) {
 	d.nodes[good].kill(t)
 	ctx, cancel := context.WithTimeout(context.Background(), dhashGetTimeout)
 	defer cancel()
-	data, _, err := d.client(d.nodes[bad]).Get(ctx, b.key)
+	got, _, err := d.client(d.nodes[bad]).Get(ctx, b.key)
 	switch {
 	case err == nil:
-		t.Fatalf("get via %s with only the damaged copy live returned %d bytes (equal to the block: %v)", d.nodes[bad].name, len(data), bytes.Equal(data, b.data))
+		t.Fatalf("get via %s with only the damaged copy live returned %d bytes (equal to the block: %v)", d.nodes[bad].name, len(got), bytes.Equal(got, data))
 	case !errors.Is(err, dhash.ErrNotFound) && !errors.Is(err, dhash.ErrCorrupt):
 		t.Errorf("get via %s with only the damaged copy live: %v, want dhash.ErrNotFound or dhash.ErrCorrupt", d.nodes[bad].name, err)
 	default:
 		t.Logf("get with only the damaged copy live: %v", err)
 	}
-	hs := d.stat(d.nodes[bad], b.key)
+	hs = d.stat(d.nodes[bad], b.key)
 	if h, ok := holderAt(hs, d.nodes[bad].addr); !ok || h.Err == "" || h.Size != 0 {
 		t.Errorf("stat via %s after the damaged copy was read: want %s listed with an error and no size:%s", d.nodes[bad].name, d.nodes[bad].addr, formatHolders(hs))
+	} else {
+		t.Logf("after the damaged copy was read, %s reports %q", d.nodes[bad].name, h.Err)
 	}
 
 	// The good copy comes back with its node.
@@ -683,8 +750,46 @@ func TestDHashClusterFragments(t *testing.T) {
 		}
 	}
 	t.Logf("killed %v", victims)
+	// Right after the SIGKILLs, before the survivors have noticed, a get's
+	// lookup may fail fast: the key's live predecessor still names the dead
+	// nodes as its successors. The block store retries a failed lookup
+	// (twice, a second apart), so every get must still succeed.
 	d.mustGetAll("right after the SIGKILLs", d.liveNodes(), blocks)
 	d.waitLists("after the SIGKILLs", 30*time.Second)
 	d.mustGetAll("ring healed", d.liveNodes(), blocks)
+	t.Logf("whole test took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestDHashClusterIdleClient reads a large block over a client connection
+// that has been idle for longer than a node's write deadline (DialTimeout +
+// 5 s = 8 s in internal/net). The 9 s pause is the subject of the test, not
+// a wait for something to happen.
+func TestDHashClusterIdleClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("idles for 9s; skipped in -short mode")
+	}
+	start := time.Now()
+	d := startDHash(t, 3, "--redundancy", "replicas")
+	r := newRand(t)
+	small := d.put(d.nodes[1], randomBytes(r, 1000), 0)
+	big := d.put(d.nodes[1], randomBytes(r, 300<<10), 0)
+	cl := d.client(d.nodes[0])
+	get := func(what string, b testBlock) {
+		t.Helper()
+		// On a healthy ring of three a get takes milliseconds.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		got, _, err := cl.Get(ctx, b.key)
+		if err != nil || !bytes.Equal(got, b.data) {
+			t.Fatalf("%s: get of %d bytes via %s: %d bytes, %v", what, len(b.data), d.nodes[0].name, len(got), err)
+		}
+	}
+	get("before the pause", small)
+	get("before the pause", big)
+	time.Sleep(9 * time.Second)
+	// Larger than the node's 64 KiB write buffer, so the reply is written
+	// to the socket directly rather than buffered and flushed.
+	get("after 9s idle", big)
+	get("after 9s idle, again", small)
 	t.Logf("whole test took %v", time.Since(start).Round(time.Millisecond))
 }

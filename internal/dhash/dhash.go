@@ -178,7 +178,21 @@ type Node struct {
 	coder   *coder
 	puts    int // puts being coordinated (the write window)
 	storing int // copies being written for others
+	timers  map[uint64]func(env node.Env)
+	nextT   uint64
 	Stats   Stats
+}
+
+// retryTimer fires a delayed step of a put or get.
+type retryTimer struct{ id uint64 }
+
+func (t retryTimer) String() string { return fmt.Sprintf("dhash-retry(%d)", t.id) }
+
+// after runs fn in the loop after d.
+func (n *Node) after(env node.Env, d time.Duration, fn func(env node.Env)) {
+	n.nextT++
+	n.timers[n.nextT] = fn
+	env.After(d, retryTimer{n.nextT})
 }
 
 // New makes the block store of host, keeping copies in st.
@@ -190,7 +204,7 @@ func New(cfg Config, host *ring.Host, st Store) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Node{cfg: cfg, host: host, store: st, coder: c}, nil
+	return &Node{cfg: cfg, host: host, store: st, coder: c, timers: make(map[uint64]func(node.Env))}, nil
 }
 
 // Host is the ring state machine underneath.
@@ -206,6 +220,14 @@ func (n *Node) Handle(env node.Env, ev node.Event) {
 	switch ev := ev.(type) {
 	case node.MsgIn:
 		if ev.Env.Kind == wire.Request && n.handleRequest(env, ev) {
+			return
+		}
+	case node.TimerFired:
+		if t, ok := ev.T.(retryTimer); ok {
+			if fn := n.timers[t.id]; fn != nil {
+				delete(n.timers, t.id)
+				fn(env)
+			}
 			return
 		}
 	case node.WorkDone:

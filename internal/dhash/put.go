@@ -34,14 +34,30 @@ func (n *Node) span(r wire.Redundancy) int {
 
 // candidates looks up key and returns its successors on distinct live
 // hosts, nearest first. With integration the lookup may stop at a node
-// that already knows need successors of the key.
+// that already knows need successors of the key. A lookup that fails (right
+// after several neighbours died, the nodes before the key may still list
+// them) is tried again after the ring has had a moment to notice.
 func (n *Node) candidates(env node.Env, key id.ID, need int, done func(env node.Env, cands []wire.NodeRef, err error)) {
+	n.lookup(env, key, need, lookupRetries, done)
+}
+
+// lookupRetries and lookupRetryDelay bound the retries of a failed lookup.
+const (
+	lookupRetries    = 2
+	lookupRetryDelay = time.Second
+)
+
+func (n *Node) lookup(env node.Env, key id.ID, need, retries int, done func(env node.Env, cands []wire.NodeRef, err error)) {
 	opts := ring.LookupOptions{MinSuccs: need}
 	if n.cfg.NoIntegration {
 		opts.MinSuccs = 0
 	}
 	n.host.Lookup(env, key, opts, func(env node.Env, r ring.Result) {
 		if r.Err != nil {
+			if retries > 0 {
+				n.after(env, lookupRetryDelay, func(env node.Env) { n.lookup(env, key, need, retries-1, done) })
+				return
+			}
 			done(env, nil, fmt.Errorf("%w: %v", ErrUnavailable, r.Err))
 			return
 		}

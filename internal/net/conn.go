@@ -79,8 +79,22 @@ func (c *conn) write() {
 			tc.SetNoDelay(true)
 		}
 		c.nc = nc
+		// Peers never send on a connection we dialled, so a read that
+		// returns means the peer is gone (it may have restarted on the same
+		// address): drop the connection now, before frames vanish into it.
+		go func() {
+			var b [1]byte
+			nc.Read(b[:])
+			c.kill()
+		}()
 	}
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	failed := false
+	defer func() {
+		if failed && c.addr[0] == '@' {
+			c.nc.Close() // the client's reads fail too, rather than hang
+		}
+	}()
+	bw := bufio.NewWriterSize(deadlineWriter{c.nc, d.cfg.DialTimeout + 5*time.Second}, 64<<10)
 	idle := time.NewTimer(d.cfg.IdleTimeout)
 	defer idle.Stop()
 	for {
@@ -89,7 +103,8 @@ func (c *conn) write() {
 		case frame = <-c.q:
 		default:
 			if bw.Buffered() > 0 {
-				if err := c.flush(bw); err != nil {
+				if err := bw.Flush(); err != nil {
+					failed = true
 					return
 				}
 			}
@@ -103,6 +118,7 @@ func (c *conn) write() {
 			}
 		}
 		if _, err := bw.Write(frame); err != nil {
+			failed = true
 			return
 		}
 		d.Stats.FramesOut.Add(1)
@@ -110,9 +126,17 @@ func (c *conn) write() {
 	}
 }
 
-func (c *conn) flush(bw *bufio.Writer) error {
-	c.nc.SetWriteDeadline(time.Now().Add(c.d.cfg.DialTimeout + 5*time.Second))
-	return bw.Flush()
+// deadlineWriter gives every write to the socket its own deadline, so that
+// a peer that stops reading cannot stall the writer, however long ago the
+// last write was.
+type deadlineWriter struct {
+	nc gonet.Conn
+	d  time.Duration
+}
+
+func (w deadlineWriter) Write(p []byte) (int, error) {
+	w.nc.SetWriteDeadline(time.Now().Add(w.d))
+	return w.nc.Write(p)
 }
 
 // drain writes whatever is still queued, then flushes.
@@ -125,7 +149,7 @@ func (c *conn) drain(bw *bufio.Writer) {
 			}
 			c.d.Stats.FramesOut.Add(1)
 		default:
-			c.flush(bw)
+			bw.Flush()
 			return
 		}
 	}
