@@ -645,10 +645,17 @@ func TestDHashClusterFlippedReplica(t *testing.T) {
 	d.waitLists("after restarting "+d.nodes[bad].name, 30*time.Second)
 
 	// A stat does not read the data: the damaged holder still claims its
-	// copy until a read finds the damage.
+	// copy until a read finds the damage. The index file can also change for
+	// a checkpoint that came just before the record; then recovery replays
+	// the damaged record, finds it torn and drops it, and the holder has no
+	// copy at all. Either way it must never serve the damaged bytes.
 	hs := d.stat(d.nodes[bad], b.key)
-	if h, ok := holderAt(hs, d.nodes[bad].addr); !ok || h.Err != "" || h.Size != uint64(len(data)) {
-		t.Errorf("stat via %s before any read: want %s listed with a copy of %d bytes:%s", d.nodes[bad].name, d.nodes[bad].addr, len(data), formatHolders(hs))
+	switch h, ok := holderAt(hs, d.nodes[bad].addr); {
+	case ok && h.Err == "" && h.Size == uint64(len(data)):
+	case ok && h.Err == "no copy":
+		t.Logf("recovery dropped the damaged record before any read (it was past the last checkpoint)")
+	default:
+		t.Errorf("stat via %s before any read: want %s listed with a copy of %d bytes, or no copy:%s", d.nodes[bad].name, d.nodes[bad].addr, len(data), formatHolders(hs))
 	}
 	d.mustGetAll("one copy damaged", d.nodes, []testBlock{b})
 	// Whether some get read the damaged copy (and quarantined it) depends on
