@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -178,16 +179,9 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:4001", "`address` of any node")
 	out := fs.String("o", "", "write to this `file` instead of standard output")
 	raw := fs.Bool("raw", false, "print a manifest block as is, without fetching its chunks")
-	pos, err := parseMixed(fs, args)
+	key, err := keyArg(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageErr(fs, "want one KEY")
-	}
-	key, err := id.Parse(pos[0], id.Bytes)
-	if err != nil {
-		return usageErr(fs, "bad key %q: want %d hex digits", pos[0], 2*id.Bytes)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -282,16 +276,9 @@ placed past a host that was down sit further on.`
 func runStat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("stat", "stat KEY [--addr ADDR]", statAbout, stderr)
 	addr := fs.String("addr", "127.0.0.1:4001", "`address` of any node")
-	pos, err := parseMixed(fs, args)
+	key, err := keyArg(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageErr(fs, "want one KEY")
-	}
-	key, err := id.Parse(pos[0], id.Bytes)
-	if err != nil {
-		return usageErr(fs, "bad key %q: want %d hex digits", pos[0], 2*id.Bytes)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -323,4 +310,20 @@ func runStat(args []string, stdout, stderr io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(stdout, "%d of %d hosts asked hold a copy of %s\n", held, len(holders), key)
 	return nil
+}
+
+// keyArg parses flags and the one KEY argument of get and stat.
+func keyArg(fs *flag.FlagSet, args []string) (id.ID, error) {
+	pos, err := parseMixed(fs, args)
+	if err != nil {
+		return id.ID{}, err
+	}
+	if len(pos) != 1 {
+		return id.ID{}, usageErr(fs, "want one KEY")
+	}
+	key, err := id.Parse(pos[0], id.Bytes)
+	if err != nil {
+		return id.ID{}, usageErr(fs, "bad key %q: want %d hex digits", pos[0], 2*id.Bytes)
+	}
+	return key, nil
 }

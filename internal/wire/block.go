@@ -95,24 +95,10 @@ type StatDone struct {
 }
 
 func (*StoreBlock) Type() Type { return TypeStoreBlock }
-func (m *StoreBlock) encode(b []byte) []byte {
-	b = putID(b, 1, m.Key)
-	b = putBytes(b, 2, m.Data)
-	b = putInt(b, 3, m.Expiry)
-	return putBool(b, 4, m.Fragment)
-}
-func (m *StoreBlock) decodeField(d *decoder, f field) {
-	switch f.num {
-	case 1:
-		m.Key = d.id(f)
-	case 2:
-		m.Data = d.data(f)
-	case 3:
-		m.Expiry = d.int(f)
-	case 4:
-		m.Fragment = d.bool(f)
-	}
-}
+
+// A StoreBlock has a Block's fields, numbered alike.
+func (m *StoreBlock) encode(b []byte) []byte          { return (*Block)(m).encode(b) }
+func (m *StoreBlock) decodeField(d *decoder, f field) { (*Block)(m).decodeField(d, f) }
 
 func (*FetchBlock) Type() Type                        { return TypeFetchBlock }
 func (m *FetchBlock) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
