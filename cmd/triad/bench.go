@@ -243,11 +243,9 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 	}
 	tw.Flush()
 	if *asJSON {
-		b, err := json.Marshal(res)
-		if err != nil {
+		if err := printJSON(stdout, res); err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, string(b))
 	}
 	return nil
 }

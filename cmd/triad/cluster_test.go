@@ -118,6 +118,13 @@ func freePorts(t *testing.T, n int) []int {
 // IDs.
 func (c *cluster) start(name, addr, data, join string) *proc {
 	c.t.Helper()
+	return c.startWith(name, addr, data, join, clusterVnodes)
+}
+
+// startWith is start with the vnode count and extra `triad node` flags
+// chosen by the caller.
+func (c *cluster) startWith(name, addr, data, join string, vnodes int, extra ...string) *proc {
+	c.t.Helper()
 	run := 1
 	for _, p := range c.procs {
 		if p.name == name {
@@ -126,10 +133,11 @@ func (c *cluster) start(name, addr, data, join string) *proc {
 	}
 	base := filepath.Join(c.dir, fmt.Sprintf("%s-run%d", name, run))
 	p := &proc{name: name, addr: addr, data: data, stdout: base + ".stdout", stderr: base + ".stderr", done: make(chan struct{})}
-	args := []string{"node", "--listen", addr, "--data", data, "--vnodes", fmt.Sprint(clusterVnodes), "--stabilize", "500ms"}
+	args := []string{"node", "--listen", addr, "--data", data, "--vnodes", fmt.Sprint(vnodes), "--stabilize", "500ms"}
 	if join != "" {
 		args = append(args, "--join", join)
 	}
+	args = append(args, extra...)
 	p.cmd = exec.Command(c.bin, args...)
 	out, err := os.Create(p.stdout)
 	if err != nil {
@@ -145,7 +153,7 @@ func (c *cluster) start(name, addr, data, join string) *proc {
 	if err := p.cmd.Start(); err != nil {
 		c.t.Fatalf("starting %s: %v", name, err)
 	}
-	c.procs = append(c.procs, p)
+	c.procs = append(c.procs, p) // newCluster's cleanup kills it
 	go func() {
 		p.waitErr = p.cmd.Wait()
 		close(p.done)
@@ -153,7 +161,7 @@ func (c *cluster) start(name, addr, data, join string) *proc {
 
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if p.ids = parseIDs(p.stdout); len(p.ids) == clusterVnodes {
+		if p.ids = parseIDs(p.stdout); len(p.ids) == vnodes {
 			return p
 		}
 		select {

@@ -9,7 +9,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,61 +35,6 @@ const (
 	dhashGetTimeout = 30 * time.Second
 	dhashPutTimeout = 20 * time.Second
 )
-
-// startWith is cluster.start with the vnode count and extra `triad node`
-// flags chosen by the caller.
-func (c *cluster) startWith(name, addr, data, join string, vnodes int, extra ...string) *proc {
-	c.t.Helper()
-	run := 1
-	for _, p := range c.procs {
-		if p.name == name {
-			run++
-		}
-	}
-	base := filepath.Join(c.dir, fmt.Sprintf("%s-run%d", name, run))
-	p := &proc{name: name, addr: addr, data: data, stdout: base + ".stdout", stderr: base + ".stderr", done: make(chan struct{})}
-	args := []string{"node", "--listen", addr, "--data", data, "--vnodes", fmt.Sprint(vnodes), "--stabilize", "500ms"}
-	if join != "" {
-		args = append(args, "--join", join)
-	}
-	args = append(args, extra...)
-	p.cmd = exec.Command(c.bin, args...)
-	out, err := os.Create(p.stdout)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer out.Close()
-	errf, err := os.Create(p.stderr)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer errf.Close()
-	p.cmd.Stdout, p.cmd.Stderr = out, errf
-	if err := p.cmd.Start(); err != nil {
-		c.t.Fatalf("starting %s: %v", name, err)
-	}
-	c.procs = append(c.procs, p) // newCluster's cleanup kills it
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.done)
-	}()
-
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if p.ids = parseIDs(p.stdout); len(p.ids) == vnodes {
-			return p
-		}
-		select {
-		case <-p.done:
-			c.t.Fatalf("%s exited before it started listening: %v\n%s", name, p.waitErr, c.logs())
-		default:
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%s did not print its vnode IDs within 15s\n%s", name, c.logs())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // dhashCluster is a cluster of one-vnode nodes with clients to them.
 type dhashCluster struct {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -155,4 +156,14 @@ func usageErr(fs *flag.FlagSet, format string, args ...any) error {
 	fmt.Fprintf(fs.Output(), "triad %s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
 	fs.Usage()
 	return errUsage
+}
+
+// printJSON writes v as the one JSON line that --json promises scripts.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
 }

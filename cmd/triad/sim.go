@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -99,11 +98,9 @@ func runSimRing(args []string, stdout, stderr io.Writer) error {
 	row("trace hash", res.TraceHash)
 	tw.Flush()
 	if *asJSON {
-		b, err := json.Marshal(res)
-		if err != nil {
+		if err := printJSON(stdout, res); err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, string(b))
 	}
 	return nil
 }
@@ -186,11 +183,9 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "chart written to %s\n", *plot)
 	}
 	if *asJSON {
-		b, err := json.Marshal(res)
-		if err != nil {
+		if err := printJSON(stdout, res); err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, string(b))
 	}
 	if !res.Pass {
 		return fmt.Errorf("the DHash++ claims do not hold on this run (see the table)")

@@ -269,6 +269,16 @@ func respondErr(env node.Env, in node.MsgIn, from wire.NodeRef, err error) {
 	rpc.RespondError(env, in, from, Code(err), err.Error())
 }
 
+// refuseBadKey answers a request whose key is not a ring key, and reports
+// whether it did.
+func refuseBadKey(env node.Env, in node.MsgIn, from wire.NodeRef, key id.ID) bool {
+	if key.Width() == id.Bytes {
+		return false
+	}
+	respondErr(env, in, from, fmt.Errorf("%w: key must be %d bits", ErrBadRequest, id.Bits))
+	return true
+}
+
 // handleRequest serves the block messages; false passes the message on to
 // the ring.
 func (n *Node) handleRequest(env node.Env, in node.MsgIn) bool {
@@ -293,8 +303,7 @@ func (n *Node) handleRequest(env node.Env, in node.MsgIn) bool {
 			rpc.Respond(env, in, me, &wire.PutDone{Key: key, Holders: holders})
 		})
 	case *wire.ClientGet:
-		if m.Key.Width() != id.Bytes {
-			respondErr(env, in, me, fmt.Errorf("%w: key must be %d bits", ErrBadRequest, id.Bits))
+		if refuseBadKey(env, in, me, m.Key) {
 			return true
 		}
 		n.Get(env, m.Key, wire.RedundancyDefault, func(env node.Env, b Block, err error) {
@@ -305,8 +314,7 @@ func (n *Node) handleRequest(env node.Env, in node.MsgIn) bool {
 			rpc.Respond(env, in, me, &wire.Block{Key: m.Key, Data: b.Data, Expiry: b.Expiry.UnixNano()})
 		})
 	case *wire.ClientStat:
-		if m.Key.Width() != id.Bytes {
-			respondErr(env, in, me, fmt.Errorf("%w: key must be %d bits", ErrBadRequest, id.Bits))
+		if refuseBadKey(env, in, me, m.Key) {
 			return true
 		}
 		n.Stat(env, m.Key, func(env node.Env, holders []wire.Holder, err error) {
@@ -350,8 +358,7 @@ func (n *Node) serveStore(env node.Env, in node.MsgIn, m *wire.StoreBlock) {
 		limit += fragHeader
 	}
 	switch {
-	case m.Key.Width() != id.Bytes:
-		respondErr(env, in, me, fmt.Errorf("%w: key must be %d bits", ErrBadRequest, id.Bits))
+	case refuseBadKey(env, in, me, m.Key):
 		return
 	case len(m.Data) == 0:
 		respondErr(env, in, me, ErrEmpty)
@@ -382,8 +389,7 @@ func (n *Node) serveStore(env node.Env, in node.MsgIn, m *wire.StoreBlock) {
 
 func (n *Node) serveFetch(env node.Env, in node.MsgIn, m *wire.FetchBlock) {
 	me := n.self()
-	if m.Key.Width() != id.Bytes {
-		respondErr(env, in, me, fmt.Errorf("%w: key must be %d bits", ErrBadRequest, id.Bits))
+	if refuseBadKey(env, in, me, m.Key) {
 		return
 	}
 	st := n.store
@@ -402,8 +408,7 @@ func (n *Node) serveFetch(env node.Env, in node.MsgIn, m *wire.FetchBlock) {
 
 func (n *Node) serveStat(env node.Env, in node.MsgIn, m *wire.StatBlock) {
 	me := n.self()
-	if m.Key.Width() != id.Bytes {
-		respondErr(env, in, me, fmt.Errorf("%w: key must be %d bits", ErrBadRequest, id.Bits))
+	if refuseBadKey(env, in, me, m.Key) {
 		return
 	}
 	st := n.store
