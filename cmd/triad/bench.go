@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"text/tabwriter"
 	"time"
 
@@ -78,17 +77,11 @@ func runBenchStore(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	sizeSet := false
 	fs.Visit(func(f *flag.Flag) { sizeSet = sizeSet || f.Name == "size" })
 	if *reopen > 0 && !sizeSet {
@@ -202,6 +195,7 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 	maxPhase := fs.Duration("max-phase", time.Minute, "time bound of each phase")
 	anyNode := fs.Bool("any-node", false, "send each operation to the nodes in turn rather than to the key's holder")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
+	profile := fs.String("profile", "", "write CPU profiles of every node (node<i>.cpu) and of this client (client.cpu) into this `directory`")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -225,10 +219,20 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
+	stopProfile := func() {}
+	if *profile != "" {
+		if err := os.MkdirAll(*profile, 0o755); err != nil {
+			return err
+		}
+		if stopProfile, err = startCPUProfile(filepath.Join(*profile, "client.cpu")); err != nil {
+			return err
+		}
+	}
 	res, err := bench.DHash(bench.DHashConfig{
-		Binary: bin, Dir: *dir, Nodes: *nodes, Size: *size, Ops: *ops, Concurrency: *conc, MaxPhase: *maxPhase, AnyNode: *anyNode,
+		Binary: bin, Dir: *dir, Nodes: *nodes, Size: *size, Ops: *ops, Concurrency: *conc, MaxPhase: *maxPhase, AnyNode: *anyNode, ProfileDir: *profile,
 		Log: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
 	})
+	stopProfile()
 	if err != nil {
 		return err
 	}

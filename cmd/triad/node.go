@@ -42,10 +42,16 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	data := fs.String("data", "", "data `directory` (default ./triad-data/<port>)")
 	stab := fs.Duration("stabilize", time.Second, "mean time between stabilization rounds")
 	verbose := fs.Bool("v", false, "log connection-level detail")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this `file` until the node stops")
 	bf := addBlockFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}

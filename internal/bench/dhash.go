@@ -35,6 +35,7 @@ type DHashConfig struct {
 	Concurrency int    // operations in flight, across all nodes
 	MaxPhase    time.Duration
 	NodeArgs    []string // extra `triad node` flags
+	ProfileDir  string   // if set, each node writes a CPU profile here (node<i>.cpu)
 	// AnyNode sends each operation to the nodes in turn (the node looks the
 	// key up) instead of straight to the key's holder (client.Cluster).
 	AnyNode bool
@@ -145,6 +146,7 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		return err
 	})
 	logf("bench dhash: put %d x %d B: %.0f ops/s, %.1f MB/s, p50 %.2f ms, p99 %.2f ms", res.Put.Done, cfg.Size, res.Put.OpsPerS, res.Put.MBps, res.Put.P50Ms, res.Put.P99Ms)
+	logf("bench dhash: nodes idle again after %.1fs (index checkpoints); measuring gets", c.settle(15*time.Second).Seconds())
 	res.Get = runPhase(cfg, "get", func(ctx context.Context, i int) error {
 		if keys[i].IsZero() {
 			return errSkipped
@@ -251,6 +253,9 @@ func startCluster(cfg DHashConfig, dir string) (*cluster, error) {
 			args = append(args, "--join", c.addrs[0])
 		}
 		args = append(args, cfg.NodeArgs...)
+		if cfg.ProfileDir != "" {
+			args = append(args, "--cpuprofile", filepath.Join(cfg.ProfileDir, fmt.Sprintf("node%d.cpu", i)))
+		}
 		cmd := exec.Command(cfg.Binary, args...)
 		if _, set := os.LookupEnv("GOMAXPROCS"); !set {
 			// Many nodes share this machine's cores: one P each (or the
@@ -354,4 +359,52 @@ func (c *cluster) stop() {
 			<-done
 		}
 	}
+}
+
+// settle waits, up to limit, until the nodes have used almost no CPU for
+// 1.2 s, longer than the engine's checkpoint interval: the writes of a put phase leave index checkpoints behind
+// (one a second), and a get phase measured while they run says more about
+// the checkpoints than about gets. It reads the nodes' CPU times from
+// /proc; where there is none it returns at once.
+func (c *cluster) settle(limit time.Duration) time.Duration {
+	start := time.Now()
+	cpu := func() (int64, bool) {
+		var total int64
+		for _, p := range c.procs {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
+			if err != nil {
+				return 0, false
+			}
+			// Fields after the command's closing parenthesis; utime and
+			// stime are the 12th and 13th of them.
+			_, rest, _ := strings.Cut(string(b), ") ")
+			f := strings.Fields(rest)
+			if len(f) < 13 {
+				return 0, false
+			}
+			var u, s int64
+			fmt.Sscan(f[11], &u)
+			fmt.Sscan(f[12], &s)
+			total += u + s
+		}
+		return total, true
+	}
+	last, ok := cpu()
+	quiet := 0
+	for ok && quiet < 12 && time.Since(start) < limit {
+		time.Sleep(100 * time.Millisecond)
+		var now int64
+		if now, ok = cpu(); !ok {
+			break
+		}
+		// Clock ticks are 10 ms; stabilization rounds cost a tick now and
+		// then, so allow one per poll across all nodes.
+		if now-last <= 1 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = now
+	}
+	return time.Since(start)
 }

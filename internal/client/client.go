@@ -110,15 +110,15 @@ func (c *Client) write() {
 
 func (c *Client) read() {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var buf []byte
 	for {
-		frame, err := wire.ReadFrame(br, buf, wire.MaxFrameBytes)
+		// Each frame is read into its own buffer, which the decoded reply
+		// keeps: a block is copied once, from the socket, not twice.
+		frame, err := wire.ReadFrame(br, nil, wire.MaxFrameBytes)
 		if err != nil {
 			c.fail(fmt.Errorf("%w: %v", ErrClosed, err))
 			return
 		}
-		buf = frame[:0]
-		e, err := wire.Decode(frame)
+		e, err := wire.DecodeOwned(frame)
 		if err != nil {
 			c.fail(fmt.Errorf("client: bad frame from %s: %w", c.addr, err))
 			return

@@ -10,7 +10,8 @@ import (
 )
 
 // Block-store messages (DHash). Data fields are copied out of the frame on
-// decode, so a node may keep a block after the driver reuses its buffer.
+// decode (but for DecodeOwned), so a node may keep a block after the driver
+// reuses its buffer.
 
 // MaxHolders bounds the holder list of a StatDone (every fragment holder
 // of a 7-of-14 block fits, with room for stray copies).
@@ -255,8 +256,11 @@ func putBytes(b []byte, num protowire.Number, v []byte) []byte {
 // data copies a payload out of the frame, which the driver reuses.
 func (d *decoder) data(f field) []byte {
 	b := d.bytes(f)
-	if len(b) == 0 {
+	switch {
+	case len(b) == 0:
 		return nil
+	case d.owned:
+		return b[:len(b):len(b)]
 	}
 	return append([]byte(nil), b...)
 }

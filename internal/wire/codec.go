@@ -18,7 +18,10 @@ type field struct {
 
 // decoder collects the first error of a decode so that per-message code can
 // read fields without checking after each one.
-type decoder struct{ err error }
+type decoder struct {
+	err   error
+	owned bool // the frame is the decoder's to keep: data fields alias it
+}
 
 func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {

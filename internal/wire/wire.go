@@ -115,14 +115,21 @@ func Encode(dst []byte, e Envelope) []byte {
 func Size(e Envelope) int { return len(Encode(nil, e)) }
 
 // Decode parses one envelope. It never panics and allocates only in
-// proportion to len(b).
-func Decode(b []byte) (Envelope, error) {
+// proportion to len(b). Data fields are copied, so b may be reused.
+func Decode(b []byte) (Envelope, error) { return decode(b, false) }
+
+// DecodeOwned is Decode for a caller that hands b over for good: data
+// fields point into b rather than being copied, which saves a copy of
+// every large block a client receives.
+func DecodeOwned(b []byte) (Envelope, error) { return decode(b, true) }
+
+func decode(b []byte, owned bool) (Envelope, error) {
 	if len(b) > MaxFrameBytes {
 		return Envelope{}, ErrTooLarge
 	}
 	var (
 		e       Envelope
-		d       decoder
+		d       = decoder{owned: owned}
 		version uint64
 		typ     Type
 		body    []byte

@@ -139,6 +139,10 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoding failed to decode: %v", err)
 		}
+		owned, err := DecodeOwned(bytes.Clone(b))
+		if err != nil || !bytes.Equal(Encode(nil, owned), Encode(nil, e)) {
+			t.Fatalf("DecodeOwned disagrees with Decode: %v\n%+v\n%+v", err, owned, e)
+		}
 		if !bytes.Equal(Encode(nil, again), Encode(nil, e)) {
 			t.Fatalf("round trip changed the value:\n%+v\n%+v", e, again)
 		}
@@ -179,5 +183,24 @@ func TestBlockDataIsCopiedOutOfTheFrame(t *testing.T) {
 	clear(frame) // the driver reuses its read buffer
 	if got := string(e.Msg.(*StoreBlock).Data); got != "payload" {
 		t.Fatalf("data %q changed with the frame", got)
+	}
+}
+
+func TestDecodeOwnedKeepsTheFrame(t *testing.T) {
+	frame := Encode(nil, Envelope{Kind: Reply, Msg: &Block{Key: id.Random(rand.New(rand.NewPCG(1, 2)), id.Bytes), Data: []byte("payload")}})
+	e, err := DecodeOwned(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := e.Msg.(*Block).Data
+	if string(data) != "payload" {
+		t.Fatalf("data %q", data)
+	}
+	if cap(data) != len(data) {
+		t.Fatalf("data has capacity %d past its length %d: an append would write into the frame", cap(data), len(data))
+	}
+	clear(frame)
+	if string(data) == "payload" {
+		t.Fatal("DecodeOwned copied the data; it should point into the frame")
 	}
 }
