@@ -26,7 +26,7 @@ NODES=8 CONC=16 ROUNDS=1 RMEM_VARIANT=0 OUT="$OUT/opendht" bash "$ANCHOR/run.sh"
 echo "compare-opendht: triad (8 node processes, 16 in flight)..." >&2
 (cd "$ROOT" && go build -o "$OUT/triad" ./cmd/triad)
 "$OUT/triad" bench dhash --nodes 8 --concurrency 16 --size 100 --json >"$OUT/triad-100.txt"
-"$OUT/triad" bench dhash --nodes 8 --concurrency 16 --size 65530 --ops 3000 --json >"$OUT/triad-64k.txt"
+"$OUT/triad" bench dhash --nodes 8 --concurrency 16 --size 65530 --ops 8000 --json >"$OUT/triad-64k.txt"
 
 python3 - "$OUT" "$WANT" <<'PY'
 import glob, json, sys

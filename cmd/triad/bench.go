@@ -219,6 +219,7 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
+	relaxGC()
 	stopProfile := func() {}
 	if *profile != "" {
 		if err := os.MkdirAll(*profile, 0o755); err != nil {

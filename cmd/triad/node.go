@@ -52,6 +52,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stopProfile()
+	relaxGC()
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
