@@ -7,8 +7,9 @@ require (
 	github.com/klauspost/reedsolomon v1.14.2
 	github.com/schollz/progressbar/v3 v3.18.0
 	go.etcd.io/bbolt v1.4.3
+	golang.org/x/crypto v0.58.0
 	golang.org/x/sys v0.49.0
-	golang.org/x/term v0.28.0
+	golang.org/x/term v0.47.0
 	google.golang.org/protobuf v1.36.12
 )
 

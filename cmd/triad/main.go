@@ -27,6 +27,7 @@ func init() {
 	commands = []command{
 		{"up", "start a small local ring on 127.0.0.1 (try this first)", runUp},
 		{"node", "run one triad node process", runNode},
+		{"nntp", "run a news server (NNTP), standalone or on the DHT", runNNTP},
 		{"ring", "show the ring as one node sees it", runRing},
 		{"lookup", "find the successors of a key", runLookup},
 		{"put", "store a file in the DHT; prints its key", runPut},

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,6 +33,7 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	vnodes := fs.Int("vnodes", 2, "virtual servers per node")
 	port := fs.Int("port", 4001, "first TCP port; node i listens on port+i")
 	data := fs.String("data", "triad-data/up", "data `directory` for all nodes")
+	nntpPort := fs.Int("nntp-port", 1119, "port of the news server on 127.0.0.1, articles kept in the ring (0: none)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -39,6 +42,9 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	}
 	if *nodes < 1 || *nodes > 64 || *vnodes < 1 || *vnodes > 64 {
 		return usageErr(fs, "want 1 to 64 nodes and 1 to 64 vnodes")
+	}
+	if *nntpPort < 0 || *nntpPort > 65535 {
+		return usageErr(fs, "--nntp-port %d out of range", *nntpPort)
 	}
 	if *port < 1 || *port+*nodes > 65535 {
 		return usageErr(fs, "--port %d out of range", *port)
@@ -66,12 +72,33 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 		running = append(running, n)
 		fmt.Fprintf(stdout, "started node %d on %s (%d vnodes, data in %s)\n", i, n.addr, *vnodes, dir)
 	}
+	var news *runningNNTP
+	if *nntpPort > 0 {
+		fs := flag.NewFlagSet("nntp", flag.ContinueOnError)
+		o := addNNTPFlags(fs)
+		listen, dir, nodeAddr := fmt.Sprintf("127.0.0.1:%d", *nntpPort), filepath.Join(*data, "nntp"), running[0].addr
+		o.listen, o.data, o.node = &listen, &dir, &nodeAddr
+		var err error
+		if news, err = startNNTP(ctx, o, log); err != nil {
+			stop()
+			for _, r := range running {
+				r.wait()
+			}
+			return fmt.Errorf("news server: %w", err)
+		}
+		fmt.Fprintf(stdout, "started the news server on %s (groups %s; articles kept in the ring)\n", news.addr, strings.Join(news.groups, ", "))
+	}
 	fmt.Fprintf(stdout, `
 Look at it from another terminal:
   go run ./cmd/triad ring --addr %s
   go run ./cmd/triad lookup --addr %s --text hello
-Press Ctrl-C to stop every node (each leaves the ring gracefully).
 `, running[0].addr, running[len(running)-1].addr)
+	if news != nil {
+		fmt.Fprintf(stdout, `  point a newsreader at news://%s/ (no password from this machine), or:
+  python3 -c "import nntplib; s = nntplib.NNTP('127.0.0.1', %d); print(s.group('local.test'))"
+`, news.addr, *nntpPort)
+	}
+	fmt.Fprintln(stdout, "Press Ctrl-C to stop every node (each leaves the ring gracefully).")
 
 	start := time.Now()
 	for ctx.Err() == nil {
@@ -87,6 +114,11 @@ Press Ctrl-C to stop every node (each leaves the ring gracefully).
 	}
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping...")
+	if news != nil {
+		if err := news.close(); err != nil {
+			fmt.Fprintf(stderr, "news server: %v\n", err)
+		}
+	}
 	for _, n := range running {
 		if err := n.wait(); err != nil {
 			fmt.Fprintf(stderr, "node %s: %v\n", n.addr, err)

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"triad/internal/client"
+	"triad/internal/usenet"
+)
+
+const nntpAbout = `
+Runs a news server (NNTP: RFC 3977 reading and posting, RFC 4644 streaming
+feeds, RFC 4643 AUTHINFO) on --listen.
+
+Articles are kept whole, each as one content-hash object: standalone in a
+local storage engine under --data (one site, like INN), or in the DHT through
+the node at --node. Newsgroups, their article numbers, the overview and the
+history of message-ids live in an embedded database under --data.
+
+Out of the box, clients on 127.0.0.1 may read, post and feed without a
+password, and nobody else may do anything. --users FILE lets others in with
+AUTHINFO USER/PASS; make its lines with 'triad nntp passwd NAME'.
+
+Groups named by --groups are created at start (existing ones keep their
+articles). Expiry keeps binaries (groups matching *.binaries.*) 15 days and
+everything else 90 days unless --expire says otherwise.
+
+Point a newsreader at it, or try:
+  python3 -c "import nntplib; s = nntplib.NNTP('127.0.0.1', 1119); print(s.list()[1][:5])"
+
+'triad nntp passwd NAME [--perm read,post,feed]' reads a password on stdin and
+prints a --users line.`
+
+func runNNTP(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "passwd" {
+		return runNNTPPasswd(args[1:], stdout, stderr)
+	}
+	fs := newFlags("nntp", "nntp [--listen ADDR] [--data DIR] [--groups a.b,c.d] [--node ADDR]", nntpAbout, stderr)
+	o := addNNTPFlags(fs)
+	o.listen = fs.String("listen", "127.0.0.1:1119", "TCP `address` to serve NNTP on")
+	o.data = fs.String("data", "triad-data/nntp", "`directory` for the database (and the local spool)")
+	o.node = fs.String("node", "", "`address` of a triad node: keep articles in the DHT rather than locally")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if err := o.check(); err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv, err := startNNTP(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "triad nntp: serving %s on %s (%s), data in %s\n", srv.where, srv.addr, strings.Join(srv.groups, ", "), *o.data)
+	<-ctx.Done()
+	return srv.close()
+}
+
+// nntpOptions are the flags of a news server.
+type nntpOptions struct {
+	listen, data, node *string
+	groups             *string
+	pathHost           *string
+	maxArticle         *int
+	maxConns           *int
+	maxPerAddr         *int
+	idle               *time.Duration
+	users              *string
+	expire             *string
+	rules              []usenet.ExpiryRule
+}
+
+// defaultGroups are the groups a fresh server carries.
+const defaultGroups = "local.general,local.test,local.binaries.misc"
+
+func addNNTPFlags(fs *flag.FlagSet) *nntpOptions {
+	return &nntpOptions{
+		groups:     fs.String("groups", defaultGroups, "comma-separated `newsgroups` to create at start"),
+		pathHost:   fs.String("pathhost", "", "this site's `name` in Path and Xref headers (default: the host name)"),
+		maxArticle: fs.Int("max-article", 1_000_000, "largest article accepted, in `bytes`"),
+		maxConns:   fs.Int("max-conns", 5000, "connections at once"),
+		maxPerAddr: fs.Int("max-per-addr", 2000, "connections at once from one address"),
+		idle:       fs.Duration("idle-timeout", 10*time.Minute, "drop a client silent this long"),
+		users:      fs.String("users", "", "password `file` for AUTHINFO (lines name:bcrypt-hash:read,post,feed)"),
+		expire:     fs.String("expire", "", "expiry `rules` 'wildmat=days;...', first match wins (default '*.binaries.*,*.binaries=15;*=90')"),
+	}
+}
+
+func (o *nntpOptions) check() error {
+	for _, g := range splitList(*o.groups) {
+		if err := usenet.CheckGroupName(g); err != nil {
+			return fmt.Errorf("--groups: %v", err)
+		}
+	}
+	if *o.maxArticle < 1000 || *o.maxArticle > 64<<20 {
+		return fmt.Errorf("--max-article %d: want 1000 bytes to 64 MiB", *o.maxArticle)
+	}
+	if *o.maxConns < 1 || *o.maxPerAddr < 1 {
+		return errors.New("--max-conns and --max-per-addr must be at least 1")
+	}
+	if *o.idle < 3*time.Minute {
+		return fmt.Errorf("--idle-timeout %s: RFC 3977 asks for at least 3 minutes", *o.idle)
+	}
+	if *o.expire != "" {
+		for _, r := range strings.Split(*o.expire, ";") {
+			pat, days, ok := strings.Cut(r, "=")
+			var d float64
+			if _, err := fmt.Sscan(days, &d); !ok || err != nil || d <= 0 || pat == "" {
+				return fmt.Errorf("--expire: %q is not wildmat=days", r)
+			}
+			o.rules = append(o.rules, usenet.ExpiryRule{Pattern: pat, Keep: time.Duration(d * 24 * float64(time.Hour))})
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// runningNNTP is a news server started by startNNTP.
+type runningNNTP struct {
+	addr   string
+	where  string // "local spool" or "the DHT via ..."
+	groups []string
+	site   *usenet.Site
+	spool  usenet.Spool
+	srv    *usenet.Server
+	done   chan error
+	stop   context.CancelFunc
+}
+
+// startNNTP opens the site and serves it until ctx ends or close.
+func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningNNTP, error) {
+	var spool usenet.Spool
+	where := "local spool"
+	if *o.node != "" {
+		cl, err := client.DialCluster(ctx, *o.node)
+		if err != nil {
+			return nil, fmt.Errorf("nntp: node %s: %w", *o.node, err)
+		}
+		spool, where = &usenet.DHTSpool{Cluster: cl}, "the DHT via "+*o.node
+	} else {
+		s, err := usenet.OpenLocalSpool(filepath.Join(*o.data, "spool"), *o.maxArticle+1024)
+		if err != nil {
+			return nil, err
+		}
+		spool = s
+	}
+	site, err := usenet.OpenSite(usenet.SiteConfig{Dir: *o.data, Spool: spool, PathHost: *o.pathHost, MaxArticle: *o.maxArticle, Expiry: o.rules})
+	if err != nil {
+		spool.Close()
+		return nil, err
+	}
+	r := &runningNNTP{where: where, site: site, spool: spool, done: make(chan error, 1)}
+	fail := func(err error) (*runningNNTP, error) {
+		site.Close()
+		spool.Close()
+		return nil, err
+	}
+	for _, g := range splitList(*o.groups) {
+		if _, ok := site.Group(g); !ok {
+			if err := site.AddGroup(g, "y", ""); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	for _, g := range site.Groups("") {
+		r.groups = append(r.groups, g.Name)
+	}
+	cfg := usenet.Config{Site: site, Log: log, MaxConns: *o.maxConns, MaxPerAddr: *o.maxPerAddr, IdleTimeout: *o.idle}
+	if *o.users != "" {
+		if cfg.Users, err = usenet.LoadUsers(*o.users); err != nil {
+			return fail(err)
+		}
+	}
+	ln, err := net.Listen("tcp", *o.listen)
+	if err != nil {
+		return fail(err)
+	}
+	r.addr = ln.Addr().String()
+	r.srv = usenet.NewServer(cfg)
+	ctx, r.stop = context.WithCancel(ctx)
+	go func() { r.done <- r.srv.Serve(ln) }()
+	go r.expireLoop(ctx, log)
+	go func() {
+		<-ctx.Done()
+		r.srv.Close()
+	}()
+	return r, nil
+}
+
+// expireLoop runs expiry at start and then every hour.
+func (r *runningNNTP) expireLoop(ctx context.Context, log *slog.Logger) {
+	for {
+		ov, hist, err := r.site.Expire()
+		if err != nil {
+			log.Error("expiry failed", "err", err)
+		} else if ov+hist > 0 {
+			log.Info("expired", "overview_entries", ov, "history_entries", hist)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Hour):
+		}
+	}
+}
+
+// close stops serving and closes the site and the spool.
+func (r *runningNNTP) close() error {
+	r.stop()
+	err := <-r.done
+	r.srv.Close()
+	return errors.Join(err, r.site.Close(), r.spool.Close())
+}
+
+func runNNTPPasswd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("nntp passwd", "nntp passwd NAME [--perm read,post,feed]", "Reads a password on stdin and prints a line for the --users file of 'triad nntp'.", stderr)
+	perm := fs.String("perm", "read,post", "what the user may do: any of `read,post,feed`")
+	pos, err := parseMixed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || strings.ContainsAny(pos[0], ": \t") {
+		return usageErr(fs, "want one user NAME without ':' or spaces")
+	}
+	if _, err := usenet.ParsePerm(*perm); err != nil {
+		return usageErr(fs, "--perm: %v", err)
+	}
+	var pw []byte
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		fmt.Fprint(stderr, "password: ")
+		pw, err = term.ReadPassword(int(os.Stdin.Fd()))
+		fmt.Fprintln(stderr)
+	} else {
+		pw, err = io.ReadAll(io.LimitReader(os.Stdin, 1024))
+	}
+	if err != nil {
+		return err
+	}
+	password := strings.TrimRight(string(pw), "\r\n")
+	if password == "" {
+		return errors.New("nntp passwd: empty password")
+	}
+	h, err := usenet.HashPassword(password)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s:%s:%s\n", pos[0], h, *perm)
+	return nil
+}

@@ -1,0 +1,229 @@
+package usenet
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// An Article is one news article in wire form without dot-stuffing: header
+// lines, an empty line, the body, every line ending in CRLF.
+type Article struct {
+	Raw     []byte
+	headers []header
+	head    int // length of the header section, its last CRLF included
+	body    int // offset of the body in Raw
+}
+
+type header struct {
+	name  string // as written
+	value string // unfolded, trimmed
+}
+
+// ErrBadArticle wraps every reason an article is refused.
+var ErrBadArticle = errors.New("bad article")
+
+func badf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadArticle, fmt.Sprintf(format, args...))
+}
+
+// MaxMessageID is RFC 3977's limit on a message-id, in octets.
+const MaxMessageID = 250
+
+// maxHeaders bounds the header fields of one article.
+const maxHeaders = 1000
+
+// ParseArticle splits raw into headers and body and checks the header
+// syntax: no NUL anywhere, UTF-8 headers, "Name: value" fields with folded
+// continuations, and an empty line before the body (an article may end
+// right after its headers). Required headers are checked by Validate.
+func ParseArticle(raw []byte) (*Article, error) {
+	if bytes.IndexByte(raw, 0) >= 0 {
+		return nil, badf("NUL byte in article")
+	}
+	a := &Article{Raw: raw, head: len(raw), body: len(raw)}
+	rest := raw
+	pos := 0
+	for len(rest) > 0 {
+		i := bytes.Index(rest, []byte("\r\n"))
+		if i < 0 {
+			return nil, badf("article does not end in CRLF")
+		}
+		line := rest[:i]
+		rest = rest[i+2:]
+		pos += i + 2
+		if len(line) == 0 {
+			a.head, a.body = pos-2, pos
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if len(a.headers) == 0 {
+				return nil, badf("continuation line before any header")
+			}
+			h := &a.headers[len(a.headers)-1]
+			h.value = strings.TrimSpace(h.value + " " + strings.TrimSpace(string(line)))
+			continue
+		}
+		if !utf8.Valid(line) {
+			return nil, badf("header line is not UTF-8")
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			return nil, badf("header line without a name: %.40q", line)
+		}
+		name := line[:colon]
+		for _, c := range name {
+			if c <= ' ' || c >= 0x7f {
+				return nil, badf("bad header name %.40q", name)
+			}
+		}
+		if len(a.headers) >= maxHeaders {
+			return nil, badf("more than %d header fields", maxHeaders)
+		}
+		a.headers = append(a.headers, header{name: string(name), value: strings.TrimSpace(string(line[colon+1:]))})
+	}
+	if len(a.headers) == 0 {
+		return nil, badf("no headers")
+	}
+	return a, nil
+}
+
+// Header returns the first value of the named header ("" if none) and how
+// many times it appears.
+func (a *Article) Header(name string) (string, int) {
+	var v string
+	n := 0
+	for _, h := range a.headers {
+		if strings.EqualFold(h.name, name) {
+			if n == 0 {
+				v = h.value
+			}
+			n++
+		}
+	}
+	return v, n
+}
+
+// Body is the article's body, lines ending in CRLF.
+func (a *Article) Body() []byte { return a.Raw[a.body:] }
+
+// Head is the header section, without the empty line after it.
+func (a *Article) Head() []byte { return a.Raw[:a.head] }
+
+// Lines counts the body's lines.
+func (a *Article) Lines() int { return bytes.Count(a.Body(), []byte("\n")) }
+
+// required are the headers RFC 5536 section 3.1 requires of every article.
+var required = []string{"Date", "From", "Message-ID", "Newsgroups", "Path", "Subject"}
+
+// Validate checks what RFC 5536 requires: each of Date, From, Message-ID,
+// Newsgroups, Path and Subject exactly once, a well-formed message-id
+// (equal to want when want is not empty: the id IHAVE or TAKETHIS named),
+// and well-formed newsgroup names.
+func (a *Article) Validate(want string) error {
+	for _, name := range required {
+		v, n := a.Header(name)
+		switch {
+		case n == 0:
+			return badf("no %s header", name)
+		case n > 1:
+			return badf("%d %s headers", n, name)
+		case v == "":
+			return badf("empty %s header", name)
+		}
+	}
+	id, _ := a.Header("Message-ID")
+	if err := CheckMessageID(id); err != nil {
+		return err
+	}
+	if want != "" && id != want {
+		return badf("Message-ID %s is not %s as offered", id, want)
+	}
+	_, err := a.Groups()
+	return err
+}
+
+// Groups lists the Newsgroups header's groups.
+func (a *Article) Groups() ([]string, error) {
+	v, _ := a.Header("Newsgroups")
+	var out []string
+	for _, g := range strings.Split(v, ",") {
+		g = strings.TrimSpace(g)
+		if g == "" {
+			continue
+		}
+		if err := CheckGroupName(g); err != nil {
+			return nil, err
+		}
+		if !contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	if len(out) == 0 {
+		return nil, badf("no newsgroups")
+	}
+	return out, nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckMessageID checks RFC 5536's msg-id syntax in its common form:
+// "<left@right>" of printable ASCII, no spaces or further angle brackets,
+// at most MaxMessageID octets.
+func CheckMessageID(id string) error {
+	if len(id) < 5 || len(id) > MaxMessageID || id[0] != '<' || id[len(id)-1] != '>' {
+		return badf("malformed message-id %.80q", id)
+	}
+	inner := id[1 : len(id)-1]
+	at := strings.LastIndexByte(inner, '@')
+	if at <= 0 || at == len(inner)-1 {
+		return badf("malformed message-id %.80q: no left@right", id)
+	}
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		if c <= ' ' || c >= 0x7f || c == '<' || c == '>' {
+			return badf("malformed message-id %.80q", id)
+		}
+	}
+	return nil
+}
+
+// CheckGroupName checks a newsgroup name: dot-separated components of
+// lower-case letters, digits, '+', '-' and '_' (RFC 5536 section 3.1.4,
+// as news servers accept it), at most 128 octets.
+func CheckGroupName(g string) error {
+	if g == "" || len(g) > 128 || g[0] == '.' || g[len(g)-1] == '.' || strings.Contains(g, "..") {
+		return badf("bad newsgroup name %.80q", g)
+	}
+	for i := 0; i < len(g); i++ {
+		c := g[i]
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '_' || c == '.'
+		if !ok {
+			return badf("bad newsgroup name %.80q", g)
+		}
+	}
+	return nil
+}
+
+// overviewField cleans a header value for an overview line: TAB, CR and
+// LF become spaces (RFC 3977 section 8.3.2).
+func overviewField(v string) string {
+	if !strings.ContainsAny(v, "\t\r\n") {
+		return v
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, v)
+}

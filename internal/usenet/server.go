@@ -1,0 +1,308 @@
+package usenet
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Perm is what a connection may do.
+type Perm uint8
+
+// Permissions.
+const (
+	PermRead Perm = 1 << iota // GROUP, ARTICLE, OVER, ...
+	PermPost                  // POST
+	PermFeed                  // IHAVE, CHECK, TAKETHIS
+)
+
+// Config configures a Server. Zero fields take the defaults noted.
+type Config struct {
+	Site *Site
+	Log  *slog.Logger
+
+	// Open is what a client gets without a password, by address. By
+	// default loopback clients may read, post and feed, and nobody else
+	// may do anything until they authenticate.
+	Open func(addr netip.Addr) Perm
+	// Users, if set, accept AUTHINFO USER/PASS (see LoadUsers).
+	Users *Users
+
+	MaxConns    int           // connections at once (5,000)
+	MaxPerAddr  int           // connections at once from one address (2,000)
+	IdleTimeout time.Duration // a client silent this long is dropped (10 min)
+	Streams     int           // TAKETHIS in flight per connection (64)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Open == nil {
+		c.Open = LoopbackOnly
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = 5000
+	}
+	if c.MaxPerAddr <= 0 {
+		c.MaxPerAddr = 2000
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 10 * time.Minute
+	}
+	if c.Streams <= 0 {
+		c.Streams = 64
+	}
+	return c
+}
+
+// LoopbackOnly lets loopback clients read, post and feed, and nobody else
+// do anything without a password: a fresh INN on localhost behaves so.
+func LoopbackOnly(a netip.Addr) Perm {
+	if a.Unmap().IsLoopback() {
+		return PermRead | PermPost | PermFeed
+	}
+	return 0
+}
+
+// Server serves NNTP (RFC 3977, RFC 4644 streaming, RFC 4643 AUTHINFO).
+type Server struct {
+	cfg Config
+
+	mu     sync.Mutex
+	conns  map[*conn]bool
+	byAddr map[netip.Addr]int
+	ln     []net.Listener
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewServer makes a server for cfg.Site.
+func NewServer(cfg Config) *Server {
+	return &Server{cfg: cfg.withDefaults(), conns: map[*conn]bool{}, byAddr: map[netip.Addr]int{}}
+}
+
+// Serve accepts connections until the listener is closed.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return net.ErrClosed
+	}
+	s.ln = append(s.ln, ln)
+	s.mu.Unlock()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		s.wg.Add(1)
+		go s.handle(nc)
+	}
+}
+
+// Close stops accepting, closes every connection and waits for them.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for _, ln := range s.ln {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// Conns is the number of open connections.
+func (s *Server) Conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+func (s *Server) handle(nc net.Conn) {
+	defer s.wg.Done()
+	addr := remoteAddr(nc)
+	c := newConn(s, nc, addr)
+	s.mu.Lock()
+	full := ""
+	switch {
+	case s.closed:
+		full = "400 Server shutting down"
+	case len(s.conns) >= s.cfg.MaxConns:
+		full = "400 Too many connections, try later"
+	case s.byAddr[addr] >= s.cfg.MaxPerAddr:
+		full = "400 Too many connections from your address, try later"
+	}
+	if full == "" {
+		s.conns[c] = true
+		s.byAddr[addr]++
+	}
+	s.mu.Unlock()
+	if full != "" {
+		nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		nc.Write([]byte(full + "\r\n"))
+		nc.Close()
+		return
+	}
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		if s.byAddr[addr]--; s.byAddr[addr] <= 0 {
+			delete(s.byAddr, addr)
+		}
+		s.mu.Unlock()
+		nc.Close()
+	}()
+	c.serve()
+}
+
+func remoteAddr(nc net.Conn) netip.Addr {
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		if a, ok := netip.AddrFromSlice(ta.IP); ok {
+			return a.Unmap()
+		}
+	}
+	return netip.Addr{}
+}
+
+// conn is one client connection. One goroutine reads and runs commands;
+// TAKETHIS articles are stored on goroutines of their own, and every reply
+// is written in command order through seq.
+type conn struct {
+	s    *Server
+	site *Site
+	nc   net.Conn
+	addr netip.Addr
+	r    *bufio.Reader
+	seq  sequencer
+
+	perm     Perm
+	user     string // after AUTHINFO USER, before PASS
+	authed   bool
+	group    string // selected group
+	current  uint64 // current article number, 0 for none
+	streams  chan struct{}
+	streamWG sync.WaitGroup
+	buf      []byte // reused article buffer of the reading goroutine
+}
+
+func newConn(s *Server, nc net.Conn, addr netip.Addr) *conn {
+	c := &conn{s: s, site: s.cfg.Site, nc: nc, addr: addr, r: bufio.NewReaderSize(nc, 16<<10),
+		perm: s.cfg.Open(addr), streams: make(chan struct{}, s.cfg.Streams)}
+	c.seq.init(c)
+	return c
+}
+
+func (c *conn) serve() {
+	defer c.streamWG.Wait()
+	switch {
+	case c.perm&PermPost != 0:
+		c.reply("200 %s triad NNTP server ready, posting allowed", c.site.PathHost())
+	case c.perm != 0:
+		c.reply("201 %s triad NNTP server ready, no posting", c.site.PathHost())
+	case c.s.cfg.Users != nil:
+		c.reply("201 %s triad NNTP server ready, authentication required", c.site.PathHost())
+	default:
+		c.reply("502 You have no permission to talk to this server")
+		return
+	}
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		line, err := readLine(c.r, MaxCommandLine)
+		if err == ErrLineTooLong {
+			c.reply("501 Command line longer than %d octets", MaxCommandLine)
+			continue
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				c.reply("400 Idle timeout, closing connection")
+			}
+			return
+		}
+		if !c.command(string(line)) {
+			return
+		}
+	}
+}
+
+// reply queues a one-line reply in command order.
+func (c *conn) reply(format string, args ...any) bool {
+	return c.send(fmt.Appendf(nil, format+"\r\n", args...))
+}
+
+// send writes a whole reply, in one write when possible, in its turn.
+func (c *conn) send(b []byte) bool {
+	n := c.seq.take()
+	return c.seq.write(n, b)
+}
+
+// sequencer writes replies in the order their commands came, although
+// streamed articles finish out of order, and writes each reply with one
+// system call: with no Nagle delay on the socket, a one-command-at-a-time
+// client never waits for a delayed ACK.
+type sequencer struct {
+	c      *conn
+	mu     sync.Mutex
+	cond   *sync.Cond
+	issued uint64
+	next   uint64
+	failed bool
+}
+
+func (q *sequencer) init(c *conn) { q.c = c; q.cond = sync.NewCond(&q.mu) }
+
+func (q *sequencer) take() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := q.issued
+	q.issued++
+	return n
+}
+
+// write waits for reply n's turn and writes it; false if the connection
+// has failed.
+func (q *sequencer) write(n uint64, b []byte) bool {
+	q.mu.Lock()
+	for q.next != n {
+		q.cond.Wait()
+	}
+	failed := q.failed
+	q.mu.Unlock()
+	if !failed {
+		q.c.nc.SetWriteDeadline(time.Now().Add(q.c.s.cfg.IdleTimeout))
+		if _, err := q.c.nc.Write(b); err != nil {
+			failed = true
+			q.c.nc.Close() // the reader stops too
+		}
+	}
+	q.mu.Lock()
+	q.next++
+	q.failed = q.failed || failed
+	q.cond.Broadcast()
+	q.mu.Unlock()
+	return !failed
+}
+
+// ctx is the context of work done for the connection.
+func (c *conn) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), time.Minute)
+}

@@ -1,0 +1,77 @@
+package usenet
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"triad/internal/client"
+	"triad/internal/dhash"
+	"triad/internal/id"
+	"triad/internal/store"
+)
+
+// A Spool keeps whole articles as content-hash objects: the key is the
+// first 160 bits of the article's SHA-256, recorded in the overview and the
+// history. The server needs nothing else from where articles live.
+type Spool interface {
+	// Put stores an article until at least expires and returns its key
+	// once the article is durable. ErrDeferred means "try later".
+	Put(ctx context.Context, article []byte, expires time.Time) (id.ID, error)
+	// Get returns the article stored under key, checked.
+	Get(ctx context.Context, key id.ID) ([]byte, error)
+	Close() error
+}
+
+// ErrDeferred is a spool's "busy, try later": the server answers 436 or
+// 431, and the feeder retries.
+var ErrDeferred = errors.New("spool busy, try later")
+
+// LocalSpool keeps articles in the local storage engine: one site, like
+// INN's spool.
+type LocalSpool struct{ Engine *store.Disk }
+
+// OpenLocalSpool opens (or creates) a storage engine in dir for articles
+// up to maxArticle bytes.
+func OpenLocalSpool(dir string, maxArticle int) (*LocalSpool, error) {
+	d, err := store.Open(store.Options{Dir: dir, MaxObject: maxArticle})
+	if err != nil {
+		return nil, err
+	}
+	return &LocalSpool{Engine: d}, nil
+}
+
+func (s *LocalSpool) Put(_ context.Context, article []byte, expires time.Time) (id.ID, error) {
+	key := id.Key(article)
+	err := s.Engine.Put(key, article, expires, store.PutOptions{KeyChecked: true})
+	if errors.Is(err, store.ErrFull) {
+		err = errors.Join(ErrDeferred, err)
+	}
+	return key, err
+}
+
+func (s *LocalSpool) Get(_ context.Context, key id.ID) ([]byte, error) {
+	data, _, err := s.Engine.Get(key)
+	return data, err
+}
+
+func (s *LocalSpool) Close() error { return s.Engine.Close() }
+
+// DHTSpool keeps articles in the DHT through a node: each article is one
+// block, stored with the deployment's redundancy.
+type DHTSpool struct{ Cluster *client.Cluster }
+
+func (s *DHTSpool) Put(ctx context.Context, article []byte, expires time.Time) (id.ID, error) {
+	key, _, err := s.Cluster.Put(ctx, article, client.PutOptions{Expire: time.Until(expires)})
+	if errors.Is(err, dhash.ErrDeferred) {
+		err = errors.Join(ErrDeferred, err)
+	}
+	return key, err
+}
+
+func (s *DHTSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
+	data, _, err := s.Cluster.Get(ctx, key)
+	return data, err
+}
+
+func (s *DHTSpool) Close() error { return s.Cluster.Close() }
