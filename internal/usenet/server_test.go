@@ -1,0 +1,439 @@
+package usenet
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testServer runs a real server on 127.0.0.1 over a real site and spool.
+type testServer struct {
+	site *Site
+	srv  *Server
+	addr string
+}
+
+func startServer(t testing.TB, cfg Config, siteCfg SiteConfig) *testServer {
+	t.Helper()
+	dir := t.TempDir()
+	spool, err := OpenLocalSpool(filepath.Join(dir, "spool"), 2<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	siteCfg.Dir, siteCfg.Spool, siteCfg.PathHost = dir, spool, "test.site"
+	site, err := OpenSite(siteCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"local.test", "local.other", "alt.binaries.x"} {
+		if err := site.AddGroup(g, "y", "about "+g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := site.AddGroup("local.readonly", "n", ""); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Site = site
+	ts := &testServer{site: site, srv: NewServer(cfg), addr: ln.Addr().String()}
+	go ts.srv.Serve(ln)
+	t.Cleanup(func() {
+		ts.srv.Close()
+		site.Close()
+		spool.Close()
+	})
+	return ts
+}
+
+// client is a plain line-at-a-time NNTP client.
+type testClient struct {
+	t  *testing.T
+	nc net.Conn
+	r  *bufio.Reader
+}
+
+func (ts *testServer) dial(t *testing.T) (*testClient, string) {
+	t.Helper()
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	c := &testClient{t: t, nc: nc, r: bufio.NewReader(nc)}
+	return c, c.line()
+}
+
+func (c *testClient) line() string {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	l, err := c.r.ReadString('\n')
+	if err != nil {
+		c.t.Fatalf("reading a reply: %v", err)
+	}
+	return strings.TrimRight(l, "\r\n")
+}
+
+// cmd sends a line and returns the status line.
+func (c *testClient) cmd(format string, args ...any) string {
+	c.t.Helper()
+	fmt.Fprintf(c.nc, format+"\r\n", args...)
+	return c.line()
+}
+
+// block reads a multi-line block's lines, undoing dot-stuffing.
+func (c *testClient) block() []string {
+	c.t.Helper()
+	var out []string
+	for {
+		l := c.line()
+		if l == "." {
+			return out
+		}
+		out = append(out, strings.TrimPrefix(l, "."))
+	}
+}
+
+func code(t *testing.T, reply string, want string) {
+	t.Helper()
+	if !strings.HasPrefix(reply, want) {
+		t.Fatalf("reply %q, want %s", reply, want)
+	}
+}
+
+func article(id, groups, body string, extra ...string) string {
+	h := []string{"Path: feeder.example!not-for-mail", "From: Tester <t@example.com>", "Newsgroups: " + groups,
+		"Subject: test " + id, "Date: Sat, 21 Nov 2026 10:00:00 +0000", "Message-ID: " + id}
+	h = append(h, extra...)
+	return strings.Join(h, "\r\n") + "\r\n\r\n" + body
+}
+
+// sendArticle writes an article dot-stuffed and terminated.
+func (c *testClient) sendArticle(a string) {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimSuffix(a, "\r\n"), "\r\n") {
+		if strings.HasPrefix(l, ".") {
+			b.WriteString(".")
+		}
+		b.WriteString(l + "\r\n")
+	}
+	b.WriteString(".\r\n")
+	c.nc.Write([]byte(b.String()))
+}
+
+func TestPostReadAndNavigate(t *testing.T) {
+	ts := startServer(t, Config{}, SiteConfig{})
+	c, hello := ts.dial(t)
+	code(t, hello, "200")
+	for i := 1; i <= 3; i++ {
+		code(t, c.cmd("POST"), "340")
+		c.sendArticle(fmt.Sprintf("From: p@example.com\r\nNewsgroups: local.test,local.other\r\nSubject: post %d\r\n\r\n.dot line\r\nline two\r\n", i))
+		code(t, c.line(), "240")
+	}
+	code(t, c.cmd("GROUP local.test"), "211 3 1 3 local.test")
+	code(t, c.cmd("GROUP local.other"), "211 3 1 3 local.other")
+	r := c.cmd("ARTICLE 2")
+	code(t, r, "220 2 <")
+	lines := c.block()
+	if !contains(lines, "Subject: post 2") || lines[len(lines)-2] != ".dot line" || lines[len(lines)-1] != "line two" {
+		t.Fatalf("article 2: %q", lines)
+	}
+	if !contains(lines, "Path: test.site!not-for-mail") {
+		t.Fatalf("POST did not get a Path: %q", lines)
+	}
+	msgid := strings.Fields(r)[2]
+	code(t, c.cmd("STAT %s", msgid), "223 0 "+msgid)
+	code(t, c.cmd("NEXT"), "223 3 ")
+	code(t, c.cmd("NEXT"), "421")
+	code(t, c.cmd("LAST"), "223 2 ")
+	code(t, c.cmd("HEAD 1"), "221 1 ")
+	if h := c.block(); !contains(h, "Newsgroups: local.test,local.other") || contains(h, "") {
+		t.Fatalf("head: %q", h)
+	}
+	code(t, c.cmd("BODY 3"), "222 3 ")
+	if b := c.block(); len(b) != 2 || b[0] != ".dot line" {
+		t.Fatalf("body: %q", b)
+	}
+	code(t, c.cmd("OVER 1-"), "224")
+	over := c.block()
+	if len(over) != 3 || !strings.Contains(over[0], "\tpost 1\t") || !strings.HasSuffix(over[0], "Xref: test.site local.test:1 local.other:1") {
+		t.Fatalf("over: %q", over)
+	}
+	code(t, c.cmd("HDR Subject 2-3"), "225")
+	if h := c.block(); len(h) != 2 || h[0] != "2 post 2" {
+		t.Fatalf("hdr: %q", h)
+	}
+	code(t, c.cmd("HDR Newsgroups 1"), "225") // not in the overview: read from the article
+	if h := c.block(); len(h) != 1 || h[0] != "1 local.test,local.other" {
+		t.Fatalf("hdr newsgroups: %q", h)
+	}
+	code(t, c.cmd("LISTGROUP local.test 2-"), "211 3 1 3 local.test")
+	if l := c.block(); strings.Join(l, ",") != "2,3" {
+		t.Fatalf("listgroup: %q", l)
+	}
+	code(t, c.cmd("LIST ACTIVE local.*"), "215")
+	if l := c.block(); !contains(l, "local.test 3 1 y") || !contains(l, "local.readonly 0 1 n") || contains(l, "alt.binaries.x 0 1 y") {
+		t.Fatalf("list active: %q", l)
+	}
+	code(t, c.cmd("LIST NEWSGROUPS"), "215")
+	if l := c.block(); !contains(l, "local.test\tabout local.test") {
+		t.Fatalf("list newsgroups: %q", l)
+	}
+	code(t, c.cmd("NEWNEWS local.* 20000101 000000 GMT"), "230")
+	if l := c.block(); len(l) != 3 || !contains(l, msgid) {
+		t.Fatalf("newnews: %q", l)
+	}
+	code(t, c.cmd("NEWNEWS * 20991231 000000"), "230")
+	if l := c.block(); len(l) != 0 {
+		t.Fatalf("newnews from the future: %q", l)
+	}
+	code(t, c.cmd("NEWGROUPS 000101 000000 GMT"), "231")
+	if l := c.block(); len(l) != 4 {
+		t.Fatalf("newgroups: %q", l)
+	}
+	code(t, c.cmd("ARTICLE 99"), "423")
+	code(t, c.cmd("ARTICLE <nope@example.com>"), "430")
+	code(t, c.cmd("GROUP no.such.group"), "411")
+	code(t, c.cmd("QUIT"), "205")
+}
+
+func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
+	ts := startServer(t, Config{}, SiteConfig{MaxArticle: 10000})
+	c, _ := ts.dial(t)
+
+	code(t, c.cmd("%s", "GROUP "+strings.Repeat("a", 600)), "501")
+	code(t, c.cmd("FROBNICATE"), "500")
+	code(t, c.cmd("GROUP local.\xff"), "501")
+	code(t, c.cmd("ARTICLE"), "412")
+	code(t, c.cmd("IHAVE not-a-message-id"), "501")
+	code(t, c.cmd("IHAVE <no-at-sign>"), "501")
+
+	refuse := func(what, a, want string) {
+		t.Helper()
+		code(t, c.cmd("POST"), "340")
+		c.sendArticle(a)
+		if r := c.line(); !strings.HasPrefix(r, want) {
+			t.Fatalf("%s: reply %q, want %s", what, r, want)
+		}
+	}
+	refuse("no From", "Newsgroups: local.test\r\nSubject: x\r\n\r\nbody\r\n", "441")
+	refuse("no Newsgroups", "From: a@example.com\r\nSubject: x\r\n\r\nbody\r\n", "441")
+	refuse("bad message-id", "From: a@example.com\r\nNewsgroups: local.test\r\nSubject: x\r\nMessage-ID: <a b@c>\r\n\r\nbody\r\n", "441")
+	refuse("NUL", "From: a@example.com\r\nNewsgroups: local.test\r\nSubject: x\r\n\r\nbo\x00dy\r\n", "441")
+	refuse("8-bit header", "From: a@example.com\r\nNewsgroups: local.test\r\nSubject: \xff\xfe\r\n\r\nbody\r\n", "441")
+	refuse("unknown group", "From: a@example.com\r\nNewsgroups: no.such\r\nSubject: x\r\n\r\nbody\r\n", "441")
+	refuse("read-only group", "From: a@example.com\r\nNewsgroups: local.readonly\r\nSubject: x\r\n\r\nbody\r\n", "441")
+	refuse("too large", "From: a@example.com\r\nNewsgroups: local.test\r\nSubject: x\r\n\r\n"+strings.Repeat("0123456789\r\n", 1000), "441")
+
+	// Fed articles need every RFC 5536 header and the offered id.
+	code(t, c.cmd("IHAVE <a1@example.com>"), "335")
+	c.sendArticle("From: a@example.com\r\nNewsgroups: local.test\r\nSubject: x\r\nMessage-ID: <a1@example.com>\r\n\r\nno Path or Date\r\n")
+	code(t, c.line(), "437")
+	code(t, c.cmd("IHAVE <a2@example.com>"), "335")
+	c.sendArticle(article("<other@example.com>", "local.test", "wrong id\r\n"))
+	code(t, c.line(), "437")
+
+	g, _ := ts.site.Group("local.test")
+	if g.Count != 0 {
+		t.Fatalf("%d articles stored from bad input", g.Count)
+	}
+
+	// 8-bit UTF-8 bodies, lone dots and dot-stuffing are fine.
+	code(t, c.cmd("IHAVE <ok@example.com>"), "335")
+	c.sendArticle(article("<ok@example.com>", "local.test", "caf\xc3\xa9\r\n.\r\n..\r\n.x\r\n"))
+	code(t, c.line(), "235")
+	code(t, c.cmd("BODY <ok@example.com>"), "222")
+	if b := c.block(); strings.Join(b, "|") != "caf\xc3\xa9|.|..|.x" {
+		t.Fatalf("body %q", b)
+	}
+	code(t, c.cmd("IHAVE <ok@example.com>"), "435")
+	code(t, c.cmd("CHECK <ok@example.com>"), "438")
+
+	// A client that drops mid-article stores nothing.
+	d, _ := ts.dial(t)
+	code(t, d.cmd("IHAVE <dropped@example.com>"), "335")
+	d.nc.Write([]byte(article("<dropped@example.com>", "local.test", "half an arti")))
+	d.nc.Close()
+	code(t, c.cmd("STAT <dropped@example.com>"), "430")
+	code(t, c.cmd("CHECK <dropped@example.com>"), "238")
+}
+
+func TestStreamingFeedPipelinedAndDuplicates(t *testing.T) {
+	ts := startServer(t, Config{}, SiteConfig{})
+	c, _ := ts.dial(t)
+	code(t, c.cmd("MODE STREAM"), "203")
+	const n = 300
+	go func() {
+		for i := 0; i < n; i++ {
+			id := fmt.Sprintf("<s%d@example.com>", i)
+			fmt.Fprintf(c.nc, "TAKETHIS %s\r\n", id)
+			c.sendArticle(article(id, "local.test,alt.binaries.x", fmt.Sprintf("article %d\r\n", i)))
+		}
+	}()
+	for i := 0; i < n; i++ {
+		code(t, c.line(), fmt.Sprintf("239 <s%d@example.com>", i))
+	}
+	g, _ := ts.site.Group("local.test")
+	if g.Count != n || g.High != n {
+		t.Fatalf("group %+v after %d articles", g, n)
+	}
+	// The same articles again are refused, and CHECK says not to send them.
+	code(t, c.cmd("CHECK <s7@example.com>"), "438 <s7@example.com>")
+	code(t, c.cmd("CHECK <new@example.com>"), "238 <new@example.com>")
+	fmt.Fprintf(c.nc, "TAKETHIS <s7@example.com>\r\n")
+	c.sendArticle(article("<s7@example.com>", "local.test", "again\r\n"))
+	code(t, c.line(), "439 <s7@example.com>")
+	// Articles for groups not carried here are refused.
+	fmt.Fprintf(c.nc, "TAKETHIS <x@example.com>\r\n")
+	c.sendArticle(article("<x@example.com>", "comp.lang.go", "elsewhere\r\n"))
+	code(t, c.line(), "439 <x@example.com>")
+}
+
+func TestManyIdleConnectionsAndIdleTimeout(t *testing.T) {
+	ts := startServer(t, Config{IdleTimeout: 2 * time.Second}, SiteConfig{})
+	var conns []net.Conn
+	for i := 0; i < 1000; i++ {
+		nc, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		conns = append(conns, nc)
+	}
+	defer func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}()
+	// A working client is still served while the 1,000 sit idle.
+	c, hello := ts.dial(t)
+	code(t, hello, "200")
+	code(t, c.cmd("GROUP local.test"), "211")
+	// Each idle connection is told and closed by the idle timeout.
+	for i, nc := range conns {
+		nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+		r := bufio.NewReader(nc)
+		if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "200") {
+			t.Fatalf("connection %d: greeting %q", i, l)
+		}
+		l, _ := r.ReadString('\n')
+		if !strings.HasPrefix(l, "400") {
+			t.Fatalf("connection %d: got %q, want the idle timeout's 400", i, l)
+		}
+		if _, err := r.ReadByte(); err == nil {
+			t.Fatalf("connection %d still open after its timeout", i)
+		}
+	}
+}
+
+func TestConnectionLimits(t *testing.T) {
+	ts := startServer(t, Config{MaxPerAddr: 2}, SiteConfig{})
+	ts.dial(t)
+	ts.dial(t)
+	_, hello := ts.dial(t)
+	code(t, hello, "400")
+}
+
+func TestAccessAndAuthinfo(t *testing.T) {
+	hash, err := HashPassword("s3cret pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := ParseUsers(strings.NewReader("# readers\nann:" + hash + ":read\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As if every client came from afar: nothing without a password.
+	ts := startServer(t, Config{Users: users, Open: func(netip.Addr) Perm { return 0 }}, SiteConfig{})
+	c, hello := ts.dial(t)
+	code(t, hello, "201")
+	code(t, c.cmd("GROUP local.test"), "480")
+	code(t, c.cmd("AUTHINFO PASS x"), "482")
+	code(t, c.cmd("AUTHINFO USER ann"), "381")
+	code(t, c.cmd("AUTHINFO PASS wrong"), "481")
+	code(t, c.cmd("AUTHINFO USER ann"), "381")
+	code(t, c.cmd("AUTHINFO PASS s3cret pass"), "281")
+	code(t, c.cmd("GROUP local.test"), "211")
+	code(t, c.cmd("POST"), "502") // ann may read, not post
+	code(t, c.cmd("AUTHINFO USER ann"), "502")
+
+	noUsers := startServer(t, Config{Open: func(netip.Addr) Perm { return 0 }}, SiteConfig{})
+	_, hello = noUsers.dial(t)
+	code(t, hello, "502")
+}
+
+func TestExpiryDropsOverviewByGroupPattern(t *testing.T) {
+	now := time.Now() // the spool's clock is the real one
+	clock := func() time.Time { return now }
+	ts := startServer(t, Config{}, SiteConfig{Now: clock, Expiry: []ExpiryRule{{"*.binaries.*", 24 * time.Hour}, {"*", 10 * 24 * time.Hour}}})
+	c, _ := ts.dial(t)
+	code(t, c.cmd("IHAVE <e1@example.com>"), "335")
+	c.sendArticle(article("<e1@example.com>", "local.test,alt.binaries.x", "both\r\n"))
+	code(t, c.line(), "235")
+
+	now = now.Add(2 * 24 * time.Hour)
+	ov, hist, err := ts.site.Expire()
+	if err != nil || ov != 1 || hist != 0 {
+		t.Fatalf("after 2 days: %d overview, %d history entries expired, %v; want 1, 0", ov, hist, err)
+	}
+	code(t, c.cmd("GROUP alt.binaries.x"), "211 0 2 1 alt.binaries.x")
+	code(t, c.cmd("GROUP local.test"), "211 1 1 1 local.test")
+	code(t, c.cmd("ARTICLE 1"), "220")
+	c.block()
+
+	now = now.Add(30 * 24 * time.Hour)
+	if ov, hist, err = ts.site.Expire(); err != nil || ov != 1 || hist != 1 {
+		t.Fatalf("after 32 days: %d overview, %d history entries expired, %v; want 1, 1", ov, hist, err)
+	}
+	code(t, c.cmd("GROUP local.test"), "211 0 2 1 local.test")
+	// Numbers are never reused.
+	code(t, c.cmd("IHAVE <e2@example.com>"), "335")
+	c.sendArticle(article("<e2@example.com>", "local.test", "later\r\n"))
+	code(t, c.line(), "235")
+	code(t, c.cmd("GROUP local.test"), "211 1 2 2 local.test")
+}
+
+// FuzzCommands: whatever a client sends, the server answers every line it
+// can and keeps serving others; nothing it sends is stored unless it was
+// a well-formed article.
+func FuzzCommands(f *testing.F) {
+	for _, s := range []string{
+		"GROUP local.test\r\nARTICLE 1\r\nOVER 1-\r\n",
+		"POST\r\nFrom: a@b.c\r\nNewsgroups: local.test\r\nSubject: s\r\n\r\nbody\r\n.\r\n",
+		"MODE STREAM\r\nTAKETHIS <a@b>\r\nPath: x\r\n.\r\nCHECK <a@b>\r\n",
+		"LIST ACTIVE [\r\nNEWNEWS * 991231 235959 GMT\r\nHDR Subject <a@b>\r\nLISTGROUP local.test 5-1\r\n",
+		"AUTHINFO USER a\r\nXHDR x 1-\r\nNEXT\r\nLAST\r\nHELP\r\nCAPABILITIES\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	ts := startServer(f, Config{}, SiteConfig{MaxArticle: 4096})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		nc, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(5 * time.Second))
+		nc.Write(in)
+		nc.(*net.TCPConn).CloseWrite()
+		// The server answers and then closes when the input ends.
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := nc.Read(buf); err != nil {
+				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+					t.Fatalf("server stalled on %q", in)
+				}
+				break
+			}
+		}
+		c, hello := ts.dial(t)
+		code(t, hello, "200")
+		code(t, c.cmd("DATE"), "111")
+	})
+}
