@@ -27,11 +27,13 @@ Benchmarks:
           disk's raw sequential bandwidth, and reopening time.
   dhash   the block store: put and get throughput and latency of real node
           processes on 127.0.0.1.
+  nntp    an NNTP server on loopback (triad's or INN): TAKETHIS and POST
+          ingest, ARTICLE, BODY and OVER reads.
 
-Run 'triad bench store --help' or 'triad bench dhash --help' for their flags.`
+Run 'triad bench <name> --help' for its flags.`
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash}, args, stdout, stderr)
+	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP}, args, stdout, stderr)
 }
 
 const benchStoreAbout = `

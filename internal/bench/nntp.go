@@ -1,0 +1,1168 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The NNTP load generator: it feeds generated articles to any NNTP server
+// (triad's or INN) and reads them back, with the shapes of the INN anchor's
+// nntpbench.py (../shared/anchors/inn2), so the figures of both servers can
+// sit in one table. It is a client only; it talks to loopback addresses only.
+
+// NNTPPhases lists every phase of the NNTP benchmark, in the order they run.
+const NNTPPhases = "takethis,post,article,body,over,plain"
+
+// NNTPConfig is one run of the NNTP load generator against a running server.
+type NNTPConfig struct {
+	Addr      string        // the server's host:port; must be on loopback
+	SizeBytes int           // wire size of every article: headers, dot-stuffed body and terminating line
+	Articles  int           // articles fed with TAKETHIS and read back; a fifth as many are POSTed
+	Conns     int           // TAKETHIS connections
+	Window    int           // TAKETHIS commands in flight per connection; zero means 64
+	Group     string        // the newsgroup articles go to and are read from; must exist on the server
+	MaxPhase  time.Duration // bound of every single phase (one verb at one connection count)
+	Phases    []string      // which of NNTPPhases to run; nil means all
+	ReadBy    string        // "number" (ARTICLE 17 after GROUP, the default) or "id" (ARTICLE <message-id>)
+	User      string        // AUTHINFO USER on every connection when set
+	Pass      string        // AUTHINFO PASS, when the server asks for it (381)
+	Seed      uint64        // article text; message-ids are unique per run whatever the seed
+	Log       func(format string, args ...any)
+}
+
+// Bounds of the NNTP benchmark.
+const (
+	MaxNNTPArticleBytes = 16 << 20 // largest --size
+	MaxNNTPRunBytes     = 4 << 30  // largest Articles × SizeBytes held in memory
+	nntpWindow          = 64       // TAKETHIS in flight per connection, as the anchor
+	binaryFromBytes     = 16 << 10 // larger articles get base64 bodies, smaller ones text
+	plainSeconds        = 5        // the plain reader's bound, as the anchor's
+	overRepeats         = 5
+	nntpLineBytes       = 64 << 10  // longest line read from the server
+	maxReplyBlockBytes  = 256 << 20 // largest ARTICLE, BODY or OVER reply read
+	ioGrace             = 10 * time.Second
+)
+
+// nntpReadConns are the reader connection counts of the ARTICLE and BODY
+// phases, as the anchor's.
+var nntpReadConns = [...]int{1, 4, 16}
+
+// Validate reports the first problem with c, an address that is not on
+// loopback among them.
+func (c NNTPConfig) Validate() error {
+	if err := checkLoopback(c.Addr); err != nil {
+		return err
+	}
+	switch {
+	case c.SizeBytes < 1 || c.SizeBytes > MaxNNTPArticleBytes:
+		return fmt.Errorf("bench: article size must be 1 byte to %d MiB", MaxNNTPArticleBytes>>20)
+	case c.Articles < 1:
+		return errors.New("bench: articles must be at least 1")
+	case int64(c.Articles)*int64(c.SizeBytes) > MaxNNTPRunBytes:
+		return fmt.Errorf("bench: %d articles of %d bytes would not fit the %d GiB the generator may hold", c.Articles, c.SizeBytes, MaxNNTPRunBytes>>30)
+	case c.Conns < 1 || c.Conns > 256:
+		return errors.New("bench: conns must be 1 to 256")
+	case c.Window < 0 || c.Window > 4096:
+		return errors.New("bench: window must be 0 to 4096")
+	case c.MaxPhase <= 0:
+		return errors.New("bench: the phase bound must be positive")
+	case c.ReadBy != "" && c.ReadBy != "number" && c.ReadBy != "id":
+		return fmt.Errorf("bench: read by %q: want number or id", c.ReadBy)
+	case c.Pass != "" && c.User == "":
+		return errors.New("bench: a password needs a user")
+	}
+	if strings.ContainsAny(c.Group, " \t\r\n,") || c.Group == "" {
+		return fmt.Errorf("bench: bad group name %q", c.Group)
+	}
+	spec := articleSpec{group: c.Group, tag: "triad.1234567890.12345678", sizeBytes: c.SizeBytes}
+	if least := len(spec.head("<"+spec.tag+".post.99999@bench.invalid>", 99999, 0)) + len(".\r\n"); c.SizeBytes < least {
+		return fmt.Errorf("bench: articles of %d bytes cannot hold their headers: at least %d", c.SizeBytes, least)
+	}
+	for _, p := range c.Phases {
+		if !slices.Contains(strings.Split(NNTPPhases, ","), p) {
+			return fmt.Errorf("bench: unknown phase %q (phases: %s)", p, NNTPPhases)
+		}
+	}
+	if c.ReadBy == "id" && c.runs("article", "body", "plain") && !c.runs("takethis", "post") {
+		return errors.New("bench: reading by message-id needs the takethis or post phase in the same run")
+	}
+	return nil
+}
+
+// runs reports whether any of the phases is selected.
+func (c NNTPConfig) runs(phases ...string) bool {
+	if c.Phases == nil {
+		return true
+	}
+	for _, p := range phases {
+		if slices.Contains(c.Phases, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkLoopback accepts a host:port whose host is, or resolves only to,
+// loopback addresses (127.0.0.0/8, ::1): the benchmark is a load
+// generator and must not be pointed at another machine.
+func checkLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("bench: address %q: %w", addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("bench: address %q: bad port", addr)
+	}
+	ips := []net.IP{net.ParseIP(host)}
+	if ips[0] == nil {
+		if ips, err = net.LookupIP(host); err != nil {
+			return fmt.Errorf("bench: address %q: %w", addr, err)
+		}
+	}
+	for _, ip := range ips {
+		if !ip.IsLoopback() {
+			return fmt.Errorf("bench: refusing %s: %s is not a loopback address (127.0.0.0/8 or ::1)", addr, ip)
+		}
+	}
+	return nil
+}
+
+// NNTPPhase is the figures of one phase (MB are 10^6 bytes of article wire
+// text, as the server sent or received it). Done counts articles accepted
+// (239, 240) or read (220, 222); Failed counts every other reply, Rejected
+// those among them that refused or missed an article (439, 441, 423, 430).
+type NNTPPhase struct {
+	Name     string `json:"name"` // takethis, post, article, body or plain
+	Conns    int    `json:"conns"`
+	QuickAck bool   `json:"quickack"` // TCP_QUICKACK re-armed before every read
+	Offered  int    `json:"offered"`  // articles to send or read; those past the bound are neither done nor failed
+	Rejected int    `json:"rejected"`
+	// Checked counts reads whose body was compared, byte for byte, with
+	// the one this run sent.
+	Checked    int    `json:"checked"`
+	FirstError string `json:"first_error,omitempty"`
+	PhaseResult
+}
+
+// NNTPOver is the figures of OVER of the whole group.
+type NNTPOver struct {
+	Lines         int     `json:"lines"`
+	Bytes         int     `json:"bytes"`
+	Repeats       int     `json:"repeats"`
+	MedianSeconds float64 `json:"median_seconds"`
+	LinesPerS     float64 `json:"lines_per_sec"`
+	MBps          float64 `json:"mbps"`
+}
+
+// NNTPResult holds a run's figures.
+type NNTPResult struct {
+	Addr      string      `json:"addr"`
+	Greeting  string      `json:"greeting"`
+	Group     string      `json:"group"`
+	SizeBytes int         `json:"size_bytes"`
+	Articles  int         `json:"articles"`
+	ReadBy    string      `json:"read_by"`
+	Phases    []NNTPPhase `json:"phases"`
+	Over      *NNTPOver   `json:"over,omitempty"`
+}
+
+// Phase returns the figures of the named phase at the given connection
+// count, if it ran.
+func (r NNTPResult) Phase(name string, conns int) (NNTPPhase, bool) {
+	for _, p := range r.Phases {
+		if p.Name == name && p.Conns == conns {
+			return p, true
+		}
+	}
+	return NNTPPhase{}, false
+}
+
+// NNTP runs the selected phases against cfg.Addr in this order: a TAKETHIS
+// feed of cfg.Articles articles, a POST of a fifth as many, ARTICLE and
+// then BODY of the articles just fed with 1, 4 and 16 lockstep
+// connections, OVER of the whole group, and ARTICLE from one plain
+// connection that does not re-arm TCP_QUICKACK. A phase in which nothing
+// succeeds ends the run with an error naming the server's reply.
+func NNTP(cfg NNTPConfig) (NNTPResult, error) {
+	if cfg.ReadBy == "" {
+		cfg.ReadBy = "number"
+	}
+	if cfg.Window == 0 {
+		cfg.Window = nntpWindow
+	}
+	if cfg.Log == nil {
+		cfg.Log = func(string, ...any) {}
+	}
+	res := NNTPResult{Addr: cfg.Addr, Group: cfg.Group, SizeBytes: cfg.SizeBytes, Articles: cfg.Articles, ReadBy: cfg.ReadBy}
+	if err := cfg.Validate(); err != nil {
+		return res, err
+	}
+	run := &nntpRun{cfg: cfg, byID: map[string]*article{}}
+	now := time.Now()
+	// Unique per run, so that a server keeping its history accepts the
+	// articles of every run.
+	tag := fmt.Sprintf("triad.%d.%08x", now.Unix(), rand.Uint32())
+
+	c, err := run.dial(time.Now().Add(ioGrace), false)
+	if err != nil {
+		return res, err
+	}
+	res.Greeting = c.greeting
+	if err := c.quit(); err != nil {
+		cfg.Log("bench nntp: closing the first connection: %v", err)
+	}
+
+	var fed []*article
+	if cfg.runs("takethis") {
+		spec := articleSpec{group: cfg.Group, tag: tag, date: now, sizeBytes: cfg.SizeBytes}
+		arts, err := run.generate(spec, cfg.Articles)
+		if err != nil {
+			return res, err
+		}
+		p := run.takeThis(arts)
+		res.Phases = append(res.Phases, p)
+		if err := run.check(p); err != nil {
+			return res, err
+		}
+		fed = append(fed, arts...)
+	}
+	if cfg.runs("post") {
+		spec := articleSpec{group: cfg.Group, tag: tag + ".post", date: now, sizeBytes: cfg.SizeBytes, forPost: true}
+		arts, err := run.generate(spec, max(1, cfg.Articles/5))
+		if err != nil {
+			return res, err
+		}
+		p := run.post(arts)
+		res.Phases = append(res.Phases, p)
+		if err := run.check(p); err != nil {
+			return res, err
+		}
+		fed = append(fed, arts...)
+	}
+	if !cfg.runs("article", "body", "over", "plain") {
+		return res, nil
+	}
+	var targets []readTarget
+	if cfg.runs("article", "body", "plain") {
+		if targets, err = run.targets(fed); err != nil {
+			return res, err
+		}
+	}
+	for _, verb := range []string{"article", "body"} {
+		if !cfg.runs(verb) {
+			continue
+		}
+		for _, n := range nntpReadConns {
+			p := run.read(verb, n, true, targets, cfg.MaxPhase)
+			res.Phases = append(res.Phases, p)
+			if err := run.check(p); err != nil {
+				return res, err
+			}
+		}
+	}
+	if cfg.runs("over") {
+		o, err := run.over()
+		if err != nil {
+			return res, err
+		}
+		res.Over = &o
+	}
+	if cfg.runs("plain") {
+		p := run.read("plain", 1, false, targets, min(cfg.MaxPhase, plainSeconds*time.Second))
+		res.Phases = append(res.Phases, p)
+		if err := run.check(p); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// nntpRun is the state of one run: its configuration and the articles it
+// sent, by message-id, to check what comes back.
+type nntpRun struct {
+	cfg  NNTPConfig
+	byID map[string]*article
+}
+
+// generate makes n articles, before any clock starts.
+func (r *nntpRun) generate(spec articleSpec, n int) ([]*article, error) {
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, uint64(len(r.byID))))
+	arts := make([]*article, n)
+	for i := range arts {
+		a, err := spec.article(i, rng)
+		if err != nil {
+			return nil, err
+		}
+		arts[i] = &a
+		r.byID[a.id] = &a
+	}
+	return arts, nil
+}
+
+// check logs a phase and turns one in which nothing succeeded into an error.
+func (r *nntpRun) check(p NNTPPhase) error {
+	ack := ""
+	if !p.QuickAck {
+		ack = ", no TCP_QUICKACK"
+	}
+	r.cfg.Log("bench nntp: %s, %d conns%s: %d of %d in %.2fs, %.0f art/s, %.2f MB/s, p50 %.3f ms, p99 %.3f ms; %d failed",
+		p.Name, p.Conns, ack, p.Done, p.Offered, p.Seconds, p.OpsPerS, p.MBps, p.P50Ms, p.P99Ms, p.Failed)
+	if p.FirstError != "" {
+		r.cfg.Log("bench nntp: %s: first error: %s", p.Name, p.FirstError)
+	}
+	if p.Done == 0 {
+		why := p.FirstError
+		switch {
+		case why == "":
+			why = "nothing finished within the phase's bound"
+		case p.Rejected == p.Failed && (p.Name == "takethis" || p.Name == "post"):
+			why += fmt.Sprintf(" (does group %s exist on the server?)", r.cfg.Group)
+		}
+		return fmt.Errorf("bench: %s with %d conns: no article succeeded: %s", p.Name, p.Conns, why)
+	}
+	return nil
+}
+
+// connStats is what one connection of a phase did.
+type connStats struct {
+	done, rejected, failed, checked int
+	bytes                           int64
+	lat                             []time.Duration
+	end                             time.Time
+	err                             error // the first error
+}
+
+func (s *connStats) fail(err error) {
+	s.failed++
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// figures sums the connections of one phase that started at t0.
+func figures(name string, quickAck bool, offered int, t0 time.Time, stats []connStats) NNTPPhase {
+	p := NNTPPhase{Name: name, Conns: len(stats), QuickAck: quickAck, Offered: offered}
+	var lat []time.Duration
+	var total int64
+	end := t0
+	for _, s := range stats {
+		p.Done += s.done
+		p.Failed += s.failed
+		p.Rejected += s.rejected
+		p.Checked += s.checked
+		total += s.bytes
+		lat = append(lat, s.lat...)
+		if s.end.After(end) {
+			end = s.end
+		}
+		if s.err != nil && p.FirstError == "" {
+			p.FirstError = s.err.Error()
+		}
+	}
+	p.Seconds = end.Sub(t0).Seconds()
+	if p.Seconds > 0 {
+		p.OpsPerS = float64(p.Done) / p.Seconds
+		p.MBps = float64(total) / p.Seconds / 1e6
+	}
+	slices.Sort(lat)
+	p.P50Ms, p.P99Ms = quantileMs(lat, 0.5), quantileMs(lat, 0.99)
+	return p
+}
+
+// quantileMs is the q-quantile of sorted latencies, in milliseconds.
+func quantileMs(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return float64(sorted[int(q*float64(len(sorted)-1))]) / float64(time.Millisecond)
+}
+
+// takeThis feeds arts over cfg.Conns streaming connections, each with up
+// to cfg.Window TAKETHIS in flight: a writer sends, a reader collects the
+// 239/439 replies in order.
+func (r *nntpRun) takeThis(arts []*article) NNTPPhase {
+	stats := make([]connStats, r.cfg.Conns)
+	conns := make([]*nntpConn, r.cfg.Conns)
+	setup := time.Now().Add(r.cfg.MaxPhase)
+	for i := range conns {
+		c, err := r.feeder(setup)
+		if err != nil {
+			stats[i].fail(err)
+			continue
+		}
+		conns[i] = c
+	}
+	t0 := time.Now()
+	stop := t0.Add(r.cfg.MaxPhase)
+	done := make(chan struct{})
+	for i, c := range conns {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			if c == nil {
+				return
+			}
+			var mine []*article
+			for j := i; j < len(arts); j += len(conns) {
+				mine = append(mine, arts[j])
+			}
+			stats[i] = c.stream(mine, r.cfg.Window, stop)
+		}()
+	}
+	for range conns {
+		<-done
+	}
+	r.close(conns)
+	return figures("takethis", true, len(arts), t0, stats)
+}
+
+// stream is one TAKETHIS connection's feed.
+func (c *nntpConn) stream(arts []*article, window int, stop time.Time) connStats {
+	type sent struct {
+		a *article
+		t time.Time
+	}
+	c.setDeadline(stop.Add(ioGrace))
+	// A slot is taken before a command is sent and given back when its
+	// reply is read; inflight holds the commands sent, in order.
+	slots := make(chan struct{}, window)
+	inflight := make(chan sent, window)
+	readerDone := make(chan struct{})
+	var rs connStats // the reader's
+	go func() {
+		defer close(readerDone)
+		for s := range inflight {
+			line, err := c.readLine()
+			<-slots
+			if err != nil {
+				rs.fail(fmt.Errorf("TAKETHIS %s: reading the reply: %w", s.a.id, err))
+				return
+			}
+			rs.end = time.Now()
+			code, _ := parseStatus(line)
+			switch {
+			case code == 239 && replyID(line, 1) == s.a.id:
+				rs.done++
+				rs.bytes += int64(len(s.a.wire))
+				rs.lat = append(rs.lat, rs.end.Sub(s.t))
+			case code == 439:
+				rs.rejected++
+				rs.fail(&ReplyError{Cmd: "TAKETHIS " + s.a.id, Line: string(line)})
+			default:
+				rs.fail(&ReplyError{Cmd: "TAKETHIS " + s.a.id, Line: string(line)})
+			}
+		}
+	}()
+	var werr error
+feed:
+	for _, a := range arts {
+		if time.Now().After(stop) {
+			break
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-readerDone:
+			break feed
+		}
+		inflight <- sent{a, time.Now()}
+		bufs := net.Buffers{[]byte("TAKETHIS " + a.id + "\r\n"), a.wire}
+		if _, werr = bufs.WriteTo(c.c); werr != nil {
+			werr = fmt.Errorf("TAKETHIS %s: %w", a.id, werr)
+			break
+		}
+	}
+	close(inflight)
+	<-readerDone
+	if werr != nil {
+		rs.fail(werr)
+	}
+	return rs
+}
+
+// post sends arts one at a time with POST on one reader connection.
+func (r *nntpRun) post(arts []*article) NNTPPhase {
+	var s connStats
+	c, err := r.reader(time.Now().Add(r.cfg.MaxPhase), true, false)
+	t0 := time.Now()
+	if err != nil {
+		s.fail(err)
+		return figures("post", true, len(arts), t0, []connStats{s})
+	}
+	defer r.close([]*nntpConn{c})
+	if strings.HasPrefix(c.mode, "201") {
+		s.fail(&ReplyError{Cmd: "MODE READER", Line: c.mode + " (posting not allowed)"})
+		return figures("post", true, len(arts), t0, []connStats{s})
+	}
+	stop := t0.Add(r.cfg.MaxPhase)
+	c.setDeadline(stop.Add(ioGrace))
+	for _, a := range arts {
+		if time.Now().After(stop) {
+			break
+		}
+		t := time.Now()
+		if _, err := c.expect("POST", 340); err != nil {
+			s.fail(err)
+			if isIOError(err) {
+				break
+			}
+			continue
+		}
+		if _, err := c.c.Write(a.wire); err != nil {
+			s.fail(fmt.Errorf("POST %s: %w", a.id, err))
+			break
+		}
+		line, err := c.readLine()
+		if err != nil {
+			s.fail(fmt.Errorf("POST %s: reading the reply: %w", a.id, err))
+			break
+		}
+		s.end = time.Now()
+		switch code, _ := parseStatus(line); code {
+		case 240:
+			s.done++
+			s.bytes += int64(len(a.wire))
+			s.lat = append(s.lat, s.end.Sub(t))
+		case 441:
+			s.rejected++
+			s.fail(&ReplyError{Cmd: "POST " + a.id, Line: string(line)})
+		default:
+			s.fail(&ReplyError{Cmd: "POST " + a.id, Line: string(line)})
+		}
+	}
+	return figures("post", true, len(arts), t0, []connStats{s})
+}
+
+// readTarget is one article to read: the command's argument (a number or
+// a message-id) and, when known, the article sent.
+type readTarget struct {
+	arg string
+	a   *article
+}
+
+// targets lists the articles the read phases fetch: by message-id, those
+// this run fed; by number, the group's newest cfg.Articles (after an
+// ingest, the articles just fed).
+func (r *nntpRun) targets(fed []*article) ([]readTarget, error) {
+	var ts []readTarget
+	if r.cfg.ReadBy == "id" {
+		for _, a := range fed[:min(len(fed), r.cfg.Articles)] {
+			ts = append(ts, readTarget{arg: a.id, a: a})
+		}
+		return ts, nil
+	}
+	c, err := r.reader(time.Now().Add(ioGrace), true, true)
+	if err != nil {
+		return nil, err
+	}
+	r.close([]*nntpConn{c})
+	g := c.group
+	if g.count == 0 || g.high < g.low {
+		return nil, fmt.Errorf("bench: group %s is empty (%q): nothing to read", r.cfg.Group, g.line)
+	}
+	for n := max(g.low, g.high-int64(r.cfg.Articles)+1); n <= g.high; n++ {
+		ts = append(ts, readTarget{arg: strconv.FormatInt(n, 10)})
+	}
+	return ts, nil
+}
+
+// read fetches the targets with the verb (article, body, or plain: ARTICLE
+// without TCP_QUICKACK) from conns lockstep connections, one command in
+// flight on each, for at most limit.
+func (r *nntpRun) read(name string, conns int, quickAck bool, ts []readTarget, limit time.Duration) NNTPPhase {
+	verb := "ARTICLE"
+	if name == "body" {
+		verb = "BODY"
+	}
+	stats := make([]connStats, conns)
+	cs := make([]*nntpConn, conns)
+	setup := time.Now().Add(limit)
+	for i := range cs {
+		c, err := r.reader(setup, quickAck, r.cfg.ReadBy == "number")
+		if err != nil {
+			stats[i].fail(err)
+			continue
+		}
+		cs[i] = c
+	}
+	t0 := time.Now()
+	stop := t0.Add(limit)
+	done := make(chan struct{})
+	for i, c := range cs {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			if c == nil {
+				return
+			}
+			c.setDeadline(stop.Add(ioGrace))
+			s := &stats[i]
+			for j := i; j < len(ts) && time.Now().Before(stop); j += conns {
+				err := r.fetch(c, verb, ts[j], s)
+				if err != nil {
+					s.fail(err)
+					if isIOError(err) {
+						return
+					}
+				}
+			}
+		}()
+	}
+	for range cs {
+		<-done
+	}
+	r.close(cs)
+	return figures(name, quickAck, len(ts), t0, stats)
+}
+
+// fetch sends one ARTICLE or BODY and reads its reply, checking the body
+// against the one sent when the article is this run's.
+func (r *nntpRun) fetch(c *nntpConn, verb string, t readTarget, s *connStats) error {
+	start := time.Now()
+	cmd := verb + " " + t.arg
+	line, err := c.cmd(cmd)
+	if err != nil {
+		return err
+	}
+	code, _ := parseStatus(line)
+	switch {
+	case code == 220 && verb == "ARTICLE", code == 222 && verb == "BODY":
+	case code == 423 || code == 430:
+		s.rejected++
+		return &ReplyError{Cmd: cmd, Line: string(line)}
+	default:
+		return &ReplyError{Cmd: cmd, Line: string(line)}
+	}
+	id := replyID(line, 2)
+	if c.block, _, err = readBlock(c.r, c.block[:0], maxReplyBlockBytes); err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	s.end = time.Now()
+	want := t.a
+	if want == nil {
+		want = r.byID[id]
+	}
+	if want != nil {
+		if err := checkBody(verb, id, c.block, want); err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
+		s.checked++
+	}
+	s.done++
+	s.bytes += int64(len(c.block))
+	s.lat = append(s.lat, s.end.Sub(start))
+	return nil
+}
+
+// checkBody compares the block of an ARTICLE or BODY reply that named id
+// with the article sent. The server may add headers, but the body must
+// come back as it went, dot-stuffing included.
+func checkBody(verb, id string, block []byte, want *article) error {
+	if id != "" && id != want.id {
+		return fmt.Errorf("asked for %s, the reply names %s", want.id, id)
+	}
+	body := block
+	if verb == "ARTICLE" {
+		i := bytes.Index(block, []byte("\r\n\r\n"))
+		if i < 0 {
+			return errors.New("no empty line after the headers")
+		}
+		body = block[i+4:]
+	}
+	sent := want.wire[want.bodyAt:]
+	if !bytes.Equal(body, sent) {
+		i := 0
+		for i < len(body) && i < len(sent) && body[i] == sent[i] {
+			i++
+		}
+		return fmt.Errorf("the body of %s came back different: %d bytes, %d sent, first difference at byte %d", want.id, len(body), len(sent), i)
+	}
+	return nil
+}
+
+// over times OVER of the whole group, repeated, and reports the median.
+func (r *nntpRun) over() (NNTPOver, error) {
+	var o NNTPOver
+	c, err := r.reader(time.Now().Add(ioGrace), true, true)
+	if err != nil {
+		return o, err
+	}
+	defer r.close([]*nntpConn{c})
+	g := c.group
+	if g.count == 0 || g.high < g.low {
+		return o, fmt.Errorf("bench: group %s is empty (%q): no overview to fetch", r.cfg.Group, g.line)
+	}
+	stop := time.Now().Add(r.cfg.MaxPhase)
+	c.setDeadline(stop.Add(ioGrace))
+	cmd := fmt.Sprintf("OVER %d-%d", g.low, g.high)
+	var secs []float64
+	for len(secs) < overRepeats && (len(secs) == 0 || time.Now().Before(stop)) {
+		t := time.Now()
+		if _, err := c.expect(cmd, 224); err != nil {
+			return o, err
+		}
+		var lines int
+		if c.block, lines, err = readBlock(c.r, c.block[:0], maxReplyBlockBytes); err != nil {
+			return o, fmt.Errorf("%s: %w", cmd, err)
+		}
+		secs = append(secs, time.Since(t).Seconds())
+		o.Lines, o.Bytes = lines, len(c.block)
+	}
+	slices.Sort(secs)
+	o.Repeats = len(secs)
+	o.MedianSeconds = secs[len(secs)/2]
+	o.LinesPerS = float64(o.Lines) / o.MedianSeconds
+	o.MBps = float64(o.Bytes) / o.MedianSeconds / 1e6
+	r.cfg.Log("bench nntp: OVER of %d lines (%d bytes): median %.4fs of %d, %.0f lines/s", o.Lines, o.Bytes, o.MedianSeconds, o.Repeats, o.LinesPerS)
+	return o, nil
+}
+
+// close ends the connections that were opened, logging what goes wrong:
+// the phase has been measured by then.
+func (r *nntpRun) close(cs []*nntpConn) {
+	for _, c := range cs {
+		if c == nil {
+			continue
+		}
+		if err := c.quit(); err != nil {
+			r.cfg.Log("bench nntp: closing a connection: %v", err)
+		}
+	}
+}
+
+// ReplyError is a reply the benchmark did not expect: the command sent
+// and the server's status line.
+type ReplyError struct {
+	Cmd  string
+	Line string
+}
+
+func (e *ReplyError) Error() string { return fmt.Sprintf("%s: the server replied %q", e.Cmd, e.Line) }
+
+// isIOError reports whether err broke the connection rather than being a
+// reply: the connection cannot go on after it.
+func isIOError(err error) bool {
+	var re *ReplyError
+	return !errors.As(err, &re)
+}
+
+// nntpConn is one client connection. Every read and write is bounded by
+// its deadline; reads go through a buffer that bounds lines.
+type nntpConn struct {
+	c        *net.TCPConn
+	r        *bufio.Reader
+	greeting string
+	mode     string    // the reply to MODE READER, on reader connections
+	group    groupInfo // the reply to GROUP, when sent
+	block    []byte    // reused for multi-line replies
+}
+
+// groupInfo is a 211 reply to GROUP.
+type groupInfo struct {
+	count, low, high int64
+	line             string
+}
+
+// dial connects and reads the greeting (200 or 201).
+func (r *nntpRun) dial(deadline time.Time, quickAck bool) (*nntpConn, error) {
+	d := net.Dialer{Deadline: deadline}
+	nc, err := d.Dial("tcp", r.cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	tc := nc.(*net.TCPConn)
+	c := &nntpConn{c: tc}
+	var src io.Reader = tc
+	if quickAck {
+		raw, err := tc.SyscallConn()
+		if err != nil {
+			tc.Close()
+			return nil, err
+		}
+		src = quickAckReader{tc, raw}
+	}
+	c.r = bufio.NewReaderSize(src, nntpLineBytes)
+	c.setDeadline(deadline)
+	line, err := c.readLine()
+	if err != nil {
+		tc.Close()
+		return nil, fmt.Errorf("bench: %s: reading the greeting: %w", r.cfg.Addr, err)
+	}
+	if code, _ := parseStatus(line); code != 200 && code != 201 {
+		tc.Close()
+		return nil, &ReplyError{Cmd: "(connect to " + r.cfg.Addr + ")", Line: string(line)}
+	}
+	c.greeting = string(line)
+	return c, nil
+}
+
+// feeder opens a streaming connection: AUTHINFO if configured, then MODE
+// STREAM, which must answer 203.
+func (r *nntpRun) feeder(deadline time.Time) (*nntpConn, error) {
+	c, err := r.dial(deadline, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.auth(c); err != nil {
+		c.c.Close()
+		return nil, err
+	}
+	if _, err := c.expect("MODE STREAM", 203); err != nil {
+		c.c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// reader opens a reader connection: MODE READER, AUTHINFO if configured,
+// and GROUP if asked.
+func (r *nntpRun) reader(deadline time.Time, quickAck, group bool) (*nntpConn, error) {
+	c, err := r.dial(deadline, quickAck)
+	if err != nil {
+		return nil, err
+	}
+	if c.mode, err = c.expect("MODE READER", 200, 201); err == nil {
+		err = r.auth(c)
+	}
+	if err == nil && group {
+		c.group, err = c.selectGroup(r.cfg.Group)
+	}
+	if err != nil {
+		c.c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// auth sends AUTHINFO USER and, if asked, PASS (RFC 4643).
+func (r *nntpRun) auth(c *nntpConn) error {
+	if r.cfg.User == "" {
+		return nil
+	}
+	line, err := c.expect("AUTHINFO USER "+r.cfg.User, 281, 381)
+	if err != nil || strings.HasPrefix(line, "281") {
+		return err
+	}
+	if err := c.send("AUTHINFO PASS " + r.cfg.Pass); err != nil {
+		return fmt.Errorf("AUTHINFO PASS: %w", err)
+	}
+	reply, err := c.readLine()
+	if err != nil {
+		return fmt.Errorf("AUTHINFO PASS: %w", err)
+	}
+	if code, _ := parseStatus(reply); code != 281 {
+		return &ReplyError{Cmd: "AUTHINFO PASS ********", Line: string(reply)}
+	}
+	return nil
+}
+
+// selectGroup sends GROUP and parses its 211 reply.
+func (c *nntpConn) selectGroup(name string) (groupInfo, error) {
+	line, err := c.expect("GROUP "+name, 211)
+	if err != nil {
+		return groupInfo{}, err
+	}
+	g, err := parseGroup(line)
+	if err != nil {
+		return g, &ReplyError{Cmd: "GROUP " + name, Line: line}
+	}
+	return g, nil
+}
+
+// parseGroup parses "211 count low high group".
+func parseGroup(line string) (groupInfo, error) {
+	g := groupInfo{line: line}
+	f := strings.Fields(line)
+	if len(f) < 4 || f[0] != "211" {
+		return g, errors.New("not a 211 reply")
+	}
+	var err [3]error
+	g.count, err[0] = strconv.ParseInt(f[1], 10, 64)
+	g.low, err[1] = strconv.ParseInt(f[2], 10, 64)
+	g.high, err[2] = strconv.ParseInt(f[3], 10, 64)
+	return g, errors.Join(err[:]...)
+}
+
+func (c *nntpConn) setDeadline(t time.Time) {
+	// Only fails on a closed connection, which the next read or write
+	// reports.
+	c.c.SetDeadline(t)
+}
+
+// send writes one command line; an error shows up at the reply.
+func (c *nntpConn) send(line string) error {
+	_, err := c.c.Write([]byte(line + "\r\n"))
+	return err
+}
+
+// cmd sends a command line and returns the reply's status line, valid
+// until the next read.
+func (c *nntpConn) cmd(line string) ([]byte, error) {
+	if err := c.send(line); err != nil {
+		return nil, fmt.Errorf("%s: %w", line, err)
+	}
+	reply, err := c.readLine()
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the reply: %w", line, err)
+	}
+	return reply, nil
+}
+
+// expect sends a command and returns its status line, or a ReplyError if
+// the code is none of want.
+func (c *nntpConn) expect(line string, want ...int) (string, error) {
+	reply, err := c.cmd(line)
+	if err != nil {
+		return "", err
+	}
+	if code, _ := parseStatus(reply); !slices.Contains(want, code) {
+		return "", &ReplyError{Cmd: line, Line: string(reply)}
+	}
+	return string(reply), nil
+}
+
+// readLine reads one CRLF-terminated line and returns it without the
+// CRLF, valid until the next read.
+func (c *nntpConn) readLine() ([]byte, error) {
+	line, err := c.r.ReadSlice('\n')
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		return nil, fmt.Errorf("a reply line longer than %d bytes", nntpLineBytes)
+	case err != nil:
+		return nil, err
+	case len(line) < 2 || line[len(line)-2] != '\r':
+		return nil, fmt.Errorf("a reply line not ended by CRLF: %q", line)
+	}
+	return line[:len(line)-2], nil
+}
+
+// quit sends QUIT, waits a little for its reply and closes.
+func (c *nntpConn) quit() error {
+	defer c.c.Close()
+	c.setDeadline(time.Now().Add(2 * time.Second))
+	_, err := c.expect("QUIT", 205)
+	return err
+}
+
+// quickAckReader re-arms TCP_QUICKACK before every read. Linux turns
+// quick ACKs off again after a while; without them a lockstep client
+// delays the ACK of a reply's first segment by up to 40 ms, and a server
+// that sends the status line and the article in two writes under Nagle's
+// algorithm (INN's nnrpd does) waits for that ACK on every article.
+type quickAckReader struct {
+	c   *net.TCPConn
+	raw syscall.RawConn
+}
+
+func (q quickAckReader) Read(p []byte) (int, error) {
+	var serr error
+	if err := q.raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_QUICKACK, 1)
+	}); err != nil {
+		return 0, err
+	}
+	if serr != nil {
+		return 0, fmt.Errorf("TCP_QUICKACK: %w", serr)
+	}
+	return q.c.Read(p)
+}
+
+// parseStatus returns the three-digit code that starts a status line.
+func parseStatus(line []byte) (int, error) {
+	if len(line) < 3 || len(line) > 3 && line[3] != ' ' {
+		return 0, fmt.Errorf("not a status line: %q", line)
+	}
+	code, err := strconv.Atoi(string(line[:3]))
+	if err != nil || code < 100 || code > 599 {
+		return 0, fmt.Errorf("not a status line: %q", line)
+	}
+	return code, nil
+}
+
+// replyID returns the i-th field of a status line (counting the code as
+// 0) if it looks like a message-id, else "".
+func replyID(line []byte, i int) string {
+	f := bytes.Fields(line)
+	if i < len(f) && len(f[i]) > 2 && f[i][0] == '<' && f[i][len(f[i])-1] == '>' {
+		return string(f[i])
+	}
+	return ""
+}
+
+// readBlock reads a multi-line data block (RFC 3977 section 3.1.1) up to
+// and including its terminating ".\r\n" line, appends its wire bytes, still
+// dot-stuffed, to dst, and returns them with the number of lines before the
+// terminator. A line not ended by CRLF or longer than r's buffer, or a
+// block over maxBytes, is an error; the connection is out of step after
+// it.
+func readBlock(r *bufio.Reader, dst []byte, maxBytes int) ([]byte, int, error) {
+	start, lines := len(dst), 0
+	for {
+		line, err := r.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			return dst, lines, fmt.Errorf("a line longer than %d bytes", r.Size())
+		case errors.Is(err, io.EOF):
+			return dst, lines, fmt.Errorf("the connection closed inside a multi-line block: %w", io.ErrUnexpectedEOF)
+		case err != nil:
+			return dst, lines, err
+		case len(line) < 2 || line[len(line)-2] != '\r':
+			return dst, lines, fmt.Errorf("line %d of a block not ended by CRLF: %.40q", lines+1, line)
+		case len(dst)-start+len(line) > maxBytes:
+			return dst, lines, fmt.Errorf("a block longer than %d bytes", maxBytes)
+		}
+		dst = append(dst, line...)
+		if len(line) == 3 && line[0] == '.' {
+			return dst, lines, nil
+		}
+		lines++
+	}
+}
+
+// article is one generated article as it goes on the wire.
+type article struct {
+	id     string // the message-id, with its angle brackets
+	wire   []byte // header lines, the empty line, the dot-stuffed body, ".\r\n"
+	bodyAt int    // where the body starts in wire
+}
+
+// articleSpec says how to generate a run's articles.
+type articleSpec struct {
+	group     string
+	tag       string    // makes message-ids unique to the run
+	date      time.Time // of the Date header
+	sizeBytes int       // exact wire size of every article
+	forPost   bool      // leave out Path and Date: a posting server adds them
+}
+
+// Body lines: text words up to 78 characters (as RFC 5322 recommends),
+// base64 in 76-character lines above binaryFromBytes, as binaries are
+// posted.
+const (
+	maxTextLine   = 78
+	maxBase64Line = 76
+)
+
+// benchWords is the vocabulary of text bodies.
+var benchWords = strings.Fields(`chord ring finger successor predecessor lookup
+hop replica fragment block merkle tree sync maintenance expiry segment index
+spool feed peer site header overview thread newsgroup reader poster stream
+article message digest vivaldi coordinate latency window congestion
+durable disk commit checkpoint recovery node key value`)
+
+// article generates the i-th article of the spec: headers a feeding
+// server accepts (Path, From, Newsgroups, Subject, Message-ID, Date), and
+// a body whose lines are dot-stuffed on the wire, some starting with a dot
+// and some a lone dot, so that the server's unstuffing is exercised. The
+// wire text is exactly sizeBytes long when the headers fit.
+func (s articleSpec) article(i int, r *rand.Rand) (article, error) {
+	id := fmt.Sprintf("<%s.%d@bench.invalid>", s.tag, i)
+	head := s.head(id, i, 0)
+	need := s.sizeBytes - len(head) - len(".\r\n")
+	if need == 1 {
+		// No body is one byte long: grow the Subject instead.
+		head = s.head(id, i, 1)
+		need = 0
+	}
+	if need < 0 {
+		return article{}, fmt.Errorf("bench: an article of %d bytes cannot hold its %d bytes of headers", s.sizeBytes, len(head)+3)
+	}
+	wire := make([]byte, 0, s.sizeBytes)
+	wire = append(wire, head...)
+	if s.sizeBytes > binaryFromBytes {
+		wire = appendBase64Body(wire, need, r)
+	} else {
+		wire = appendTextBody(wire, need, r)
+	}
+	wire = append(wire, ".\r\n"...)
+	return article{id: id, wire: wire, bodyAt: len(head)}, nil
+}
+
+// head returns the header lines and the empty line after them, the
+// Subject padded by pad characters.
+func (s articleSpec) head(id string, i, pad int) string {
+	var b strings.Builder
+	if !s.forPost {
+		b.WriteString("Path: bench-feeder.invalid!not-for-mail\r\n")
+	}
+	fmt.Fprintf(&b, "From: triad bench <bench@example.invalid>\r\n")
+	fmt.Fprintf(&b, "Newsgroups: %s\r\n", s.group)
+	fmt.Fprintf(&b, "Subject: triad bench article %d%s\r\n", i, strings.Repeat("!", pad))
+	fmt.Fprintf(&b, "Message-ID: %s\r\n", id)
+	if !s.forPost {
+		fmt.Fprintf(&b, "Date: %s\r\n", s.date.UTC().Format(time.RFC1123Z))
+	}
+	b.WriteString("Organization: triad bench nntp\r\n\r\n")
+	return b.String()
+}
+
+// appendTextBody appends dot-stuffed lines of words taking exactly n wire
+// bytes (n ≠ 1). About one line in 16 starts with a dot and one in 40 is
+// a lone dot.
+func appendTextBody(dst []byte, n int, r *rand.Rand) []byte {
+	for n > 0 {
+		if n >= 4 && n != 5 && r.IntN(40) == 0 {
+			dst = append(dst, "..\r\n"...) // a lone "." stuffed
+			n -= 4
+			continue
+		}
+		w := lineWidth(n, maxTextLine)
+		start := len(dst)
+		if w >= 3 && r.IntN(16) == 0 {
+			dst = append(dst, ".."...) // a line starting with ".", stuffed
+		}
+		for len(dst)-start < w {
+			dst = append(dst, benchWords[r.IntN(len(benchWords))]...)
+			dst = append(dst, ' ')
+		}
+		dst = dst[:start+w]
+		if w > 0 && dst[len(dst)-1] == ' ' {
+			dst[len(dst)-1] = 's' // no trailing white space
+		}
+		dst = append(dst, "\r\n"...)
+		n -= w + 2
+	}
+	return dst
+}
+
+// appendBase64Body appends lines of base64 text of random bytes taking
+// exactly n wire bytes (n ≠ 1). Base64 never starts a line with a dot.
+func appendBase64Body(dst []byte, n int, r *rand.Rand) []byte {
+	raw := make([]byte, n*3/4+3)
+	for i := 0; i < len(raw); i += 8 {
+		v := r.Uint64()
+		for k := 0; k < 8 && i+k < len(raw); k++ {
+			raw[i+k] = byte(v >> (8 * k))
+		}
+	}
+	text := base64.StdEncoding.AppendEncode(nil, raw)
+	for n > 0 {
+		w := lineWidth(n, maxBase64Line)
+		dst = append(dst, text[:w]...)
+		dst = append(dst, "\r\n"...)
+		text = text[w:]
+		n -= w + 2
+	}
+	return dst
+}
+
+// lineWidth is the width of the next body line when n wire bytes remain
+// (n ≥ 2): as wide as allowed, but never leaving the one byte no line can
+// take.
+func lineWidth(n, maxWidth int) int {
+	w := min(maxWidth, n-2)
+	if n-(w+2) == 1 {
+		w--
+	}
+	return w
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Measures triad's NNTP server and INN 2.7 side by side, in one run, on this
+# machine, with the same load generator (`triad bench nntp`): 10,000
+# articles of 2,450 bytes (the anchor's text articles) and 1,000 of 240,000
+# bytes (its binaries), fed with TAKETHIS, POSTed, read with ARTICLE and
+# BODY from 1, 4 and 16 connections, and OVER. Prints a markdown table of
+# both sets of figures and triad's ratio to INN.
+#
+# INN comes from its anchor (../shared/anchors/inn2/run.sh, sourced for its
+# functions): installed if missing, configured on 127.0.0.1:$INN_PORT, a
+# fresh spool, innd started as user news and stopped again at the end (by
+# its PID) unless KEEP_INN=1. The groups triad.bench and triad.bench.large
+# are created on INN; the triad server at TRIAD_ADDR must carry them too.
+# Without TRIAD_ADDR, or when nothing answers there, only INN is measured.
+#
+# Needs root. Writes only under $OUT (default a new /tmp folder) and INN's
+# own places (/etc/news, /var/spool/news, /var/lib/news). Takes about a
+# minute for INN, and at most 6 more for triad (every phase is bounded by
+# PHASE_SECONDS, default 15). KEEP_INN=1 leaves innd running afterwards, for
+# INN_ADDR=127.0.0.1:1119 go test ./internal/bench -run INN.
+#
+#   sudo TRIAD_ADDR=127.0.0.1:1190 scripts/compare-inn.sh
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ANCHOR=${ANCHOR:-$ROOT/../shared/anchors/inn2}
+OUT=${OUT:-$(mktemp -d /tmp/triad-vs-inn.XXXXXX)}
+export INN_PORT=${INN_PORT:-1119}
+[ "$(id -u)" = 0 ] || { echo "compare-inn: run as root (the anchor installs and starts INN)" >&2; exit 1; }
+mkdir -p "$OUT"
+echo "compare-inn: results in $OUT" >&2
+
+TRIAD=""
+if [ -z "${TRIAD_ADDR:-}" ]; then
+    echo "compare-inn: TRIAD_ADDR is not set: skipping triad, measuring INN only" >&2
+else
+    host=${TRIAD_ADDR%:*} port=${TRIAD_ADDR##*:}
+    host=${host#[} host=${host%]}
+    if timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$host" "$port" 2>/dev/null; then
+        TRIAD=$TRIAD_ADDR
+    else
+        echo "compare-inn: nothing answers at TRIAD_ADDR=$TRIAD_ADDR: skipping triad, measuring INN only" >&2
+    fi
+fi
+
+echo "compare-inn: building triad..." >&2
+(cd "$ROOT" && go build -o "$OUT/triad" ./cmd/triad)
+
+# The anchor's functions (install_inn, write_confs, reset_spool, start_innd,
+# stop_innd); sourced, run.sh defines them and its settings, and returns.
+# shellcheck source=/dev/null
+source "$ANCHOR/run.sh"
+BOUND=${PHASE_SECONDS:-15} # after run.sh, which sets its own MAXS
+STEP="INN setup (log: $OUT/inn-setup.log)"
+trap 'rc=$?; [ $rc = 0 ] || echo "compare-inn: failed (exit $rc) in $STEP" >&2; [ "${KEEP_INN:-0}" = 1 ] || stop_innd' EXIT
+install_inn >"$OUT/inn-setup.log" 2>&1
+write_confs >>"$OUT/inn-setup.log" 2>&1
+reset_spool >>"$OUT/inn-setup.log" 2>&1
+start_innd >>"$OUT/inn-setup.log" 2>&1
+STEP="the benchmarks"
+for g in triad.bench triad.bench.large; do
+    asnews "$BIN/ctlinnd" -s newgroup "$g" y compare-inn
+done
+echo "compare-inn: INN $(dpkg-query -W -f='${Version}' inn2) running as pid $INND_PID on 127.0.0.1:$INN_PORT, fresh tradspool spool" >&2
+
+# bench NAME ADDR: both sizes against one server; a failure is reported and
+# leaves that server's cells empty.
+bench() {
+    local name=$1 addr=$2 size group
+    for size in 2450 240000; do
+        group=triad.bench
+        [ "$size" -gt 16384 ] && group=triad.bench.large
+        echo "compare-inn: $name, $size-byte articles..." >&2
+        if ! "$OUT/triad" bench nntp --addr "$addr" --size "$size" --group "$group" \
+            --max-seconds "$BOUND" --json >"$OUT/$name-$size.txt" 2>"$OUT/$name-$size.log"; then
+            echo "compare-inn: $name at $size bytes failed:" >&2
+            tail -3 "$OUT/$name-$size.log" >&2
+        fi
+    done
+}
+bench inn "127.0.0.1:$INN_PORT"
+[ -z "$TRIAD" ] || bench triad "$TRIAD"
+
+python3 - "$OUT" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+def load(name, size):
+    try:
+        lines = open(f"{out}/{name}-{size}.txt").read().strip().splitlines()
+        return json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
+    except OSError:
+        return None
+def cell(v, fmt):
+    return "" if v is None else fmt.format(v)
+def ratio(t, i):
+    return "" if t is None or not i else f"{t / i:.2f}x"
+print("| size | phase | conns | INN art/s | INN MB/s | triad art/s | triad MB/s | triad/INN art/s | triad/INN MB/s |")
+print("|---|---|---|---|---|---|---|---|---|")
+for size in (2450, 240000):
+    runs = {n: load(n, size) for n in ("inn", "triad")}
+    keys = []
+    for r in runs.values():
+        for p in (r or {}).get("phases", []):
+            k = (p["name"] + ("" if p["quickack"] else " (no quickack)"), p["conns"])
+            if k not in keys:
+                keys.append(k)
+    def fig(n, k, f):
+        for p in (runs[n] or {}).get("phases", []):
+            if (p["name"] + ("" if p["quickack"] else " (no quickack)"), p["conns"]) == k:
+                return p[f]
+        return None
+    for k in keys:
+        ia, im, ta, tm = fig("inn", k, "ops_per_sec"), fig("inn", k, "mbps"), fig("triad", k, "ops_per_sec"), fig("triad", k, "mbps")
+        head = k in (("takethis", 1), ("article", 16))
+        name = f"**{k[0]}**" if head else k[0]
+        print(f"| {size:,} B | {name} | {k[1]} | {cell(ia, '{:,.0f}')} | {cell(im, '{:.1f}')} | {cell(ta, '{:,.0f}')} | {cell(tm, '{:.1f}')} | {ratio(ta, ia)} | {ratio(tm, im)} |")
+    over = {n: (runs[n] or {}).get("over") for n in runs}
+    io, to = [(o or {}).get("lines_per_sec") for o in (over["inn"], over["triad"])]
+    print(f"| {size:,} B | over (lines/s) | 1 | {cell(io, '{:,.0f}')} | | {cell(to, '{:,.0f}')} | | {ratio(to, io)} | |")
+print()
+for n in ("inn", "triad"):
+    for size in (2450, 240000):
+        r = load(n, size)
+        if r is None:
+            print(f"- {n}, {size:,} B: no figures (see {out}/{n}-{size}.log)")
+        elif n == "inn" and size == 2450:
+            print(f"- INN: {r['greeting']}")
+PY
