@@ -1,7 +1,7 @@
 package usenet
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -443,7 +443,7 @@ func (c *conn) article(verb string, args []string) bool {
 		return c.reply("%d %d %s", code, num, msgid)
 	}
 	ctx, cancel := c.ctx()
-	raw, err := c.site.Article(ctx, e)
+	raw, err := c.site.ArticleInto(ctx, e, c.buf)
 	cancel()
 	if err != nil {
 		c.s.cfg.Log.Warn("article listed but unreadable", "msgid", msgid, "err", err)
@@ -452,36 +452,48 @@ func (c *conn) article(verb string, args []string) bool {
 		}
 		return c.reply("430 Article %s is unreadable: %v", msgid, err)
 	}
-	a, err := ParseArticle(raw)
-	if err != nil {
-		return c.reply("403 Stored article %s is damaged: %v", msgid, err)
+	c.keep(raw)
+	part := raw
+	if verb != "ARTICLE" {
+		head, body := splitArticle(raw)
+		part = body
+		if verb == "HEAD" {
+			part = head
+		}
 	}
-	var part []byte
-	switch verb {
-	case "ARTICLE":
-		part = raw
-	case "HEAD":
-		part = a.Head()
-	case "BODY":
-		part = a.Body()
+	status := fmt.Appendf(nil, "%d %d %s\r\n", code, num, msgid)
+	if !needsStuffing(part) {
+		// Stored articles end every line in CRLF: with no line to stuff,
+		// the article goes out as it lies in the buffer.
+		return c.send(status, part, []byte(".\r\n"))
 	}
-	out := fmt.Appendf(make([]byte, 0, len(part)+len(part)/64+64), "%d %d %s\r\n", code, num, msgid)
-	return c.send(appendDotBlock(out, part))
+	return c.send(appendDotBlock(status, part))
 }
 
-// appendDotBlock appends data dot-stuffed and terminated, as writeDotBlock
-// writes it.
-func appendDotBlock(out, data []byte) []byte {
-	w := sliceWriter{b: out}
-	bw := bufio.NewWriterSize(&w, 64<<10)
-	writeDotBlock(bw, data)
-	bw.Flush()
-	return w.b
+// keep makes b the connection's read buffer unless it is too large to
+// hold on to while idle.
+func (c *conn) keep(b []byte) {
+	if cap(b) <= maxKeptBuffer {
+		c.buf = b[:0]
+	}
 }
 
-type sliceWriter struct{ b []byte }
+// maxKeptBuffer bounds the article buffer an idle connection holds.
+const maxKeptBuffer = 256 << 10
 
-func (w *sliceWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
+// needsStuffing reports whether some line of b starts with a dot.
+func needsStuffing(b []byte) bool {
+	return len(b) > 0 && b[0] == '.' || bytes.Contains(b, []byte("\n."))
+}
+
+// splitArticle splits a stored article into its header lines (each with
+// its CRLF) and its body.
+func splitArticle(raw []byte) (head, body []byte) {
+	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
+		return raw[:i+2], raw[i+4:]
+	}
+	return raw, nil
+}
 
 func (c *conn) nextLast(next bool, args []string) bool {
 	if len(args) > 0 {
@@ -738,7 +750,7 @@ func (c *conn) ihave(args []string) bool {
 	ctx, cancel := c.ctx()
 	_, err = c.site.Accept(ctx, raw, args[0], false)
 	cancel()
-	c.buf = raw[:0]
+	c.keep(raw)
 	switch code, text := feedResult(err); code {
 	case 239:
 		return c.reply("235 Article transferred OK")

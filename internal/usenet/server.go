@@ -249,10 +249,11 @@ func (c *conn) reply(format string, args ...any) bool {
 	return c.send(fmt.Appendf(nil, format+"\r\n", args...))
 }
 
-// send writes a whole reply, in one write when possible, in its turn.
-func (c *conn) send(b []byte) bool {
+// send writes a whole reply, made of one or more pieces, with one system
+// call (writev), in its turn.
+func (c *conn) send(pieces ...[]byte) bool {
 	n := c.seq.take()
-	return c.seq.write(n, b)
+	return c.seq.write(n, pieces...)
 }
 
 // sequencer writes replies in the order their commands came, although
@@ -280,7 +281,7 @@ func (q *sequencer) take() uint64 {
 
 // write waits for reply n's turn and writes it; false if the connection
 // has failed.
-func (q *sequencer) write(n uint64, b []byte) bool {
+func (q *sequencer) write(n uint64, pieces ...[]byte) bool {
 	q.mu.Lock()
 	for q.next != n {
 		q.cond.Wait()
@@ -289,7 +290,8 @@ func (q *sequencer) write(n uint64, b []byte) bool {
 	q.mu.Unlock()
 	if !failed {
 		q.c.nc.SetWriteDeadline(time.Now().Add(q.c.s.cfg.IdleTimeout))
-		if _, err := q.c.nc.Write(b); err != nil {
+		bufs := net.Buffers(pieces)
+		if _, err := bufs.WriteTo(q.c.nc); err != nil {
 			failed = true
 			q.c.nc.Close() // the reader stops too
 		}

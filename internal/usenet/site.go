@@ -222,7 +222,13 @@ func (s *Site) Neighbour(group string, num uint64, next bool) (uint64, error) {
 
 // Article reads an article from the spool.
 func (s *Site) Article(ctx context.Context, e HistEntry) ([]byte, error) {
-	return s.spool.Get(ctx, e.Key)
+	return s.spool.Get(ctx, e.Key, nil)
+}
+
+// ArticleInto is Article reading into buf when it is big enough; the
+// result may alias buf.
+func (s *Site) ArticleInto(ctx context.Context, e HistEntry, buf []byte) ([]byte, error) {
+	return s.spool.Get(ctx, e.Key, buf)
 }
 
 // Accept stores one article. posted marks a reader's POST: missing

@@ -18,8 +18,9 @@ type Spool interface {
 	// Put stores an article until at least expires and returns its key
 	// once the article is durable. ErrDeferred means "try later".
 	Put(ctx context.Context, article []byte, expires time.Time) (id.ID, error)
-	// Get returns the article stored under key, checked.
-	Get(ctx context.Context, key id.ID) ([]byte, error)
+	// Get returns the article stored under key, checked, in buf if it is
+	// big enough (the result may alias buf).
+	Get(ctx context.Context, key id.ID, buf []byte) ([]byte, error)
 	Close() error
 }
 
@@ -50,8 +51,8 @@ func (s *LocalSpool) Put(_ context.Context, article []byte, expires time.Time) (
 	return key, err
 }
 
-func (s *LocalSpool) Get(_ context.Context, key id.ID) ([]byte, error) {
-	data, _, err := s.Engine.Get(key)
+func (s *LocalSpool) Get(_ context.Context, key id.ID, buf []byte) ([]byte, error) {
+	data, _, err := s.Engine.GetInto(key, buf)
 	return data, err
 }
 
@@ -69,7 +70,7 @@ func (s *DHTSpool) Put(ctx context.Context, article []byte, expires time.Time) (
 	return key, err
 }
 
-func (s *DHTSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
+func (s *DHTSpool) Get(ctx context.Context, key id.ID, _ []byte) ([]byte, error) {
 	data, _, err := s.Cluster.Get(ctx, key)
 	return data, err
 }

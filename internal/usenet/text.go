@@ -114,28 +114,27 @@ func readDotBlock(r *bufio.Reader, dst []byte, max int) ([]byte, error) {
 	}
 }
 
-// writeDotBlock writes data (lines ending in CRLF or LF) dot-stuffed and
-// terminated by ".\r\n". Lines are found with bytes.IndexByte, so a large
-// article costs a scan and a few big writes, not a call per byte.
-func writeDotBlock(w *bufio.Writer, data []byte) error {
+// appendDotBlock appends data (lines ending in CRLF or LF) dot-stuffed
+// and terminated by ".\r\n". Lines are found with bytes.IndexByte, so a
+// large article costs a scan and a few big copies, not a step per byte.
+func appendDotBlock(out, data []byte) []byte {
 	for len(data) > 0 {
 		if data[0] == '.' {
-			w.WriteByte('.')
+			out = append(out, '.')
 		}
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
-			w.Write(data)
-			w.WriteString("\r\n")
+			out = append(out, data...)
+			out = append(out, '\r', '\n')
 			break
 		}
 		if i == 0 || data[i-1] != '\r' {
-			w.Write(data[:i])
-			w.WriteString("\r\n")
+			out = append(out, data[:i]...)
+			out = append(out, '\r', '\n')
 		} else {
-			w.Write(data[:i+1])
+			out = append(out, data[:i+1]...)
 		}
 		data = data[i+1:]
 	}
-	_, err := w.WriteString(".\r\n")
-	return err
+	return append(out, ".\r\n"...)
 }
