@@ -13,7 +13,6 @@ import (
 type Article struct {
 	Raw     []byte
 	headers []header
-	head    int // length of the header section, its last CRLF included
 	body    int // offset of the body in Raw
 }
 
@@ -43,7 +42,7 @@ func ParseArticle(raw []byte) (*Article, error) {
 	if bytes.IndexByte(raw, 0) >= 0 {
 		return nil, badf("NUL byte in article")
 	}
-	a := &Article{Raw: raw, head: len(raw), body: len(raw)}
+	a := &Article{Raw: raw, body: len(raw)}
 	rest := raw
 	pos := 0
 	for len(rest) > 0 {
@@ -55,7 +54,7 @@ func ParseArticle(raw []byte) (*Article, error) {
 		rest = rest[i+2:]
 		pos += i + 2
 		if len(line) == 0 {
-			a.head, a.body = pos-2, pos
+			a.body = pos
 			break
 		}
 		if line[0] == ' ' || line[0] == '\t' {
@@ -108,9 +107,6 @@ func (a *Article) Header(name string) (string, int) {
 
 // Body is the article's body, lines ending in CRLF.
 func (a *Article) Body() []byte { return a.Raw[a.body:] }
-
-// Head is the header section, without the empty line after it.
-func (a *Article) Head() []byte { return a.Raw[:a.head] }
 
 // Lines counts the body's lines.
 func (a *Article) Lines() int { return bytes.Count(a.Body(), []byte("\n")) }
