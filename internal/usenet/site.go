@@ -508,7 +508,7 @@ func (s *Site) Expire() (overview, history int, err error) {
 		c := tx.Bucket(bucketHistory).Cursor()
 		for k, v := c.First(); k != nil; {
 			h, err := decodeHist(v)
-			if err == nil && h.Expires < forget || err != nil {
+			if err != nil || h.Expires < forget { // a damaged entry goes too
 				k = slices.Clone(k)
 				if err := c.Delete(); err != nil {
 					return err
