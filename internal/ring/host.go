@@ -31,6 +31,12 @@ type Host struct {
 	lost       []node.Addr // peers declared dead, oldest first; probed to merge rings
 	stopped    bool
 
+	// savedAlone is set while the last saved state named no peers. The
+	// first node of a ring saves such a state at start; if it crashed
+	// before the next periodic save it would come back alone and found a
+	// second ring, so the state is saved again as soon as it has a peer.
+	savedAlone bool
+
 	viv *vivaldi.Model
 
 	// RTT, if set, receives every round-trip sample.
@@ -147,6 +153,21 @@ func (h *Host) Handle(env node.Env, ev node.Event) {
 	case node.Stop:
 		h.stop(env)
 	}
+	if h.savedAlone && !h.stopped && h.hasPeer() {
+		h.save(env)
+	}
+}
+
+// hasPeer reports whether any vnode knows a successor on another host.
+func (h *Host) hasPeer() bool {
+	for _, v := range h.vnodes {
+		for _, s := range v.succs {
+			if s.Addr != h.addr {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (h *Host) start(env node.Env) {
@@ -176,7 +197,9 @@ func (h *Host) stop(env node.Env) {
 }
 
 func (h *Host) save(env node.Env) {
-	b, err := MarshalState(h.State())
+	st := h.State()
+	h.savedAlone = len(st.Peers) == 0
+	b, err := MarshalState(st)
 	if err != nil {
 		panic(err) // encoding our own values cannot fail
 	}

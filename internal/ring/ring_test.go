@@ -188,6 +188,31 @@ func TestRestartKeepsIdentity(t *testing.T) {
 	c.waitConsistent(time.Minute)
 }
 
+// TestFounderCrashBeforePeriodicSave crashes the first node of a ring a
+// few seconds after others joined, long before its first periodic save. It
+// must come back into the same ring, not found a second one alone.
+func TestFounderCrashBeforePeriodicSave(t *testing.T) {
+	c := &cluster{t: t, s: sim.New(sim.Config{Seed: 15, DecodeMessages: true}, sim.NewTopology(4, 15))}
+	for i := range 4 {
+		boot := ""
+		if i > 0 {
+			boot = "h0"
+		}
+		c.add(boot, 1)
+		c.s.RunFor(200 * time.Millisecond)
+	}
+	c.waitConsistent(10 * time.Second)
+	founder := c.s.Hosts()[0]
+	c.s.Crash(founder, false)
+	c.waitConsistent(10 * time.Second)
+	if err := c.s.Restart(founder); err != nil {
+		t.Fatal(err)
+	}
+	// Well inside the others' dead memory and probe interval: only the
+	// founder's own saved peers can bring it back this soon.
+	c.waitConsistent(10 * time.Second)
+}
+
 func TestPartitionHeals(t *testing.T) {
 	c := newCluster(t, 10, 1, 14)
 	c.s.Partition([]int{0, 1, 2, 3, 4}, []int{5, 6, 7, 8, 9})
