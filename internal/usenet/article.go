@@ -8,8 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// An Article is one news article in wire form without dot-stuffing: header
-// lines, an empty line, the body, every line ending in CRLF.
+// An Article is one news article in wire form, as it is stored and sent:
+// header lines, an empty line, the body, every line ending in CRLF and
+// dot-stuffed, without the terminating line.
 type Article struct {
 	Raw     []byte
 	headers []header

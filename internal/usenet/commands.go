@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -452,7 +453,7 @@ func (c *conn) article(verb string, args []string) bool {
 		}
 		return c.reply("430 Article %s is unreadable: %v", msgid, err)
 	}
-	c.keep(raw)
+	c.keep(len(raw))
 	part := raw
 	if verb != "ARTICLE" {
 		head, body := splitArticle(raw)
@@ -461,30 +462,24 @@ func (c *conn) article(verb string, args []string) bool {
 			part = head
 		}
 	}
-	status := fmt.Appendf(nil, "%d %d %s\r\n", code, num, msgid)
-	if !needsStuffing(part) {
-		// Stored articles end every line in CRLF: with no line to stuff,
-		// the article goes out as it lies in the buffer.
-		return c.send(status, part, []byte(".\r\n"))
-	}
-	return c.send(appendDotBlock(status, part))
+	// Articles are stored in wire form: they go out as they lie in the
+	// buffer, with no scan and no copy.
+	return c.send(fmt.Appendf(nil, "%d %d %s\r\n", code, num, msgid), part, []byte(".\r\n"))
 }
 
-// keep makes b the connection's read buffer unless it is too large to
-// hold on to while idle.
-func (c *conn) keep(b []byte) {
-	if cap(b) <= maxKeptBuffer {
-		c.buf = b[:0]
+// keep makes sure the connection's read buffer holds an article of n
+// bytes with the spool's framing, unless that is too large to hold on to
+// while idle. The buffer grows only: articles of one size are read into
+// the same memory again and again.
+func (c *conn) keep(n int) {
+	const framing = 4 << 10 // more than a spool record's header and key
+	if cap(c.buf) < n+framing && n+framing <= maxKeptBuffer {
+		c.buf = make([]byte, 0, min(n+n/4+framing, maxKeptBuffer))
 	}
 }
 
 // maxKeptBuffer bounds the article buffer an idle connection holds.
 const maxKeptBuffer = 256 << 10
-
-// needsStuffing reports whether some line of b starts with a dot.
-func needsStuffing(b []byte) bool {
-	return len(b) > 0 && b[0] == '.' || bytes.Contains(b, []byte("\n."))
-}
 
 // splitArticle splits a stored article into its header lines (each with
 // its CRLF) and its body.
@@ -697,10 +692,29 @@ func (c *conn) hdr(verb string, args []string) bool {
 }
 
 // readArticle reads a dot-terminated article after a 340 or 335 reply, or
-// after TAKETHIS. A client that stalls is dropped by the idle deadline.
-func (c *conn) readArticle(buf []byte) ([]byte, error) {
+// after TAKETHIS, into a recycled buffer; the caller hands it back with
+// freeArticle once Accept has returned. A client that stalls is dropped by
+// the idle deadline.
+func (c *conn) readArticle() ([]byte, error) {
 	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
-	return readDotBlock(c.r, buf[:0], c.site.MaxArticle())
+	buf := articleBufs.Get().(*[]byte)
+	raw, err := readDotBlock(c.r, (*buf)[:0], c.site.MaxArticle())
+	if err != nil {
+		articleBufs.Put(buf)
+		return nil, err
+	}
+	return raw, nil
+}
+
+// articleBufs recycles the buffers articles arrive in. Allocating one
+// per article, grown line by line, cost a feed more than the article's
+// SHA-256; the pool empties itself at garbage collections.
+var articleBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// freeArticle returns an article's buffer, which nothing may use after.
+func freeArticle(raw []byte) {
+	raw = raw[:0]
+	articleBufs.Put(&raw)
 }
 
 func (c *conn) post(args []string) bool {
@@ -710,7 +724,7 @@ func (c *conn) post(args []string) bool {
 	if !c.reply("340 Send article to be posted") {
 		return false
 	}
-	raw, err := c.readArticle(nil)
+	raw, err := c.readArticle()
 	if errors.Is(err, ErrArticleTooLarge) {
 		return c.reply("441 Article larger than %d bytes", c.site.MaxArticle())
 	}
@@ -720,6 +734,7 @@ func (c *conn) post(args []string) bool {
 	ctx, cancel := c.ctx()
 	msgid, err := c.site.Accept(ctx, raw, "", true)
 	cancel()
+	freeArticle(raw)
 	if err != nil {
 		return c.reply("441 Posting failed: %v", err)
 	}
@@ -740,7 +755,7 @@ func (c *conn) ihave(args []string) bool {
 	if !c.reply("335 Send it") {
 		return false
 	}
-	raw, err := c.readArticle(c.buf)
+	raw, err := c.readArticle()
 	if errors.Is(err, ErrArticleTooLarge) {
 		return c.reply("437 Article larger than %d bytes", c.site.MaxArticle())
 	}
@@ -750,7 +765,7 @@ func (c *conn) ihave(args []string) bool {
 	ctx, cancel := c.ctx()
 	_, err = c.site.Accept(ctx, raw, args[0], false)
 	cancel()
-	c.keep(raw)
+	freeArticle(raw)
 	switch code, text := feedResult(err); code {
 	case 239:
 		return c.reply("235 Article transferred OK")
@@ -797,13 +812,17 @@ func (c *conn) check(args []string) bool {
 func (c *conn) takethis(args []string) bool {
 	if len(args) != 1 {
 		// The article follows anyway; read it to stay in step.
-		if _, err := c.readArticle(nil); err != nil && !errors.Is(err, ErrArticleTooLarge) {
+		raw, err := c.readArticle()
+		if err != nil && !errors.Is(err, ErrArticleTooLarge) {
 			return false
+		}
+		if err == nil {
+			freeArticle(raw)
 		}
 		return c.reply("501 Syntax: TAKETHIS message-id")
 	}
 	msgid := args[0]
-	raw, err := c.readArticle(nil)
+	raw, err := c.readArticle()
 	if errors.Is(err, ErrArticleTooLarge) {
 		return c.reply("439 %s Article larger than %d bytes", msgid, c.site.MaxArticle())
 	}
@@ -811,6 +830,7 @@ func (c *conn) takethis(args []string) bool {
 		return false
 	}
 	if CheckMessageID(msgid) != nil {
+		freeArticle(raw)
 		return c.reply("439 %.80s Malformed message-id", msgid)
 	}
 	n := c.seq.take()
@@ -821,6 +841,7 @@ func (c *conn) takethis(args []string) bool {
 		ctx, cancel := c.ctx()
 		_, err := c.site.Accept(ctx, raw, msgid, false)
 		cancel()
+		freeArticle(raw)
 		<-c.streams
 		code, text := feedResult(err)
 		if code == 431 {

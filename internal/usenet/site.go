@@ -1,6 +1,7 @@
 package usenet
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -356,16 +357,18 @@ func (s *Site) complete(a *Article, now time.Time) ([]byte, error) {
 	return append(out, a.Raw...), nil
 }
 
-// addPath puts this site first in a fed article's Path.
+// addPath puts this site first in a fed article's Path. The article's
+// buffer is reused when it has room: a large article is moved, not
+// copied into a new one.
 func (s *Site) addPath(a *Article) []byte {
 	raw := a.Raw
 	for i := 0; i < len(raw); {
-		end := i
-		for end < len(raw) && raw[end] != '\n' {
-			end++
+		end := i + bytes.IndexByte(raw[i:], '\n')
+		if end < i {
+			break
 		}
 		line := raw[i:end]
-		if len(line) <= 2 { // the empty line: no Path header
+		if len(line) <= 1 { // the empty line: no Path header
 			break
 		}
 		if len(line) > 5 && strings.EqualFold(string(line[:5]), "path:") {
@@ -373,11 +376,7 @@ func (s *Site) addPath(a *Article) []byte {
 			for at < end && (raw[at] == ' ' || raw[at] == '\t') {
 				at++
 			}
-			out := make([]byte, 0, len(raw)+len(s.cfg.PathHost)+1)
-			out = append(out, raw[:at]...)
-			out = append(out, s.cfg.PathHost...)
-			out = append(out, '!')
-			return append(out, raw[at:]...)
+			return slices.Insert(raw, at, append([]byte(s.cfg.PathHost), '!')...)
 		}
 		i = end + 1
 	}

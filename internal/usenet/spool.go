@@ -16,7 +16,8 @@ import (
 // history. The server needs nothing else from where articles live.
 type Spool interface {
 	// Put stores an article until at least expires and returns its key
-	// once the article is durable. ErrDeferred means "try later".
+	// once the article is durable. ErrDeferred means "try later". The
+	// caller reuses the article's buffer once Put returns.
 	Put(ctx context.Context, article []byte, expires time.Time) (id.ID, error)
 	// Get returns the article stored under key, checked, in buf if it is
 	// big enough (the result may alias buf).

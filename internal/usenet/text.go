@@ -2,14 +2,13 @@ package usenet
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"io"
 )
 
 // The NNTP text layer. net/textproto's ReadLine and DotReader have no bound
-// on a line or a block, and its DotReader and DotWriter go byte by byte;
-// these read with bounds and stuff with bytes.Index, a line at a time.
+// on a line or a block, and its DotReader goes byte by byte; these read
+// with bounds, a line at a time, and keep articles in wire form.
 
 // MaxCommandLine is RFC 3977's limit on a command line, CRLF included.
 const MaxCommandLine = 512
@@ -60,12 +59,13 @@ func trimEOL(line []byte) []byte {
 }
 
 // readDotBlock reads a dot-terminated block (an article, RFC 3977 section
-// 3.1.1), undoes the dot-stuffing and appends the lines to dst with CRLF
-// endings. A block over max bytes is read to its end and dropped
-// (ErrArticleTooLarge), so the connection stays in step. A line over
-// maxLine bytes is an error too, but reading goes on to the end of the
-// block, since feeders send long lines in real articles and the limit only
-// guards memory.
+// 3.1.1) and appends it to dst in wire form: dot-stuffing kept, every
+// line ending in CRLF (a bare LF becomes CRLF), the terminating line left
+// off. Articles are stored this way, as INN stores them, so that ARTICLE,
+// HEAD and BODY send stored bytes as they are. A block over max bytes is
+// read to its end and dropped (ErrArticleTooLarge), so the connection
+// stays in step. Lines longer than the reader's buffer are read in pieces:
+// feeders send long lines in real articles.
 func readDotBlock(r *bufio.Reader, dst []byte, max int) ([]byte, error) {
 	start := len(dst)
 	var failed error
@@ -73,9 +73,6 @@ func readDotBlock(r *bufio.Reader, dst []byte, max int) ([]byte, error) {
 		line, err := r.ReadSlice('\n')
 		midLine := false // the line so far was longer than the buffer
 		for err == bufio.ErrBufferFull {
-			if !midLine && line[0] == '.' {
-				line = line[1:]
-			}
 			if failed == nil && len(dst)-start+len(line) > max {
 				failed = ErrArticleTooLarge
 			}
@@ -95,14 +92,11 @@ func readDotBlock(r *bufio.Reader, dst []byte, max int) ([]byte, error) {
 		if midLine && len(body) == 0 && len(line) == 1 && len(dst) > start && dst[len(dst)-1] == '\r' {
 			dst = dst[:len(dst)-1] // the CR of a CRLF split across pieces
 		}
-		if !midLine && len(body) > 0 && body[0] == '.' {
-			if len(body) == 1 {
-				if failed != nil {
-					return nil, failed
-				}
-				return dst, nil
+		if !midLine && len(body) == 1 && body[0] == '.' {
+			if failed != nil {
+				return nil, failed
 			}
-			body = body[1:] // a stuffed dot
+			return dst, nil
 		}
 		if failed == nil && len(dst)-start+len(body)+2 > max {
 			failed = ErrArticleTooLarge
@@ -112,29 +106,4 @@ func readDotBlock(r *bufio.Reader, dst []byte, max int) ([]byte, error) {
 			dst = append(dst, '\r', '\n')
 		}
 	}
-}
-
-// appendDotBlock appends data (lines ending in CRLF or LF) dot-stuffed
-// and terminated by ".\r\n". Lines are found with bytes.IndexByte, so a
-// large article costs a scan and a few big copies, not a step per byte.
-func appendDotBlock(out, data []byte) []byte {
-	for len(data) > 0 {
-		if data[0] == '.' {
-			out = append(out, '.')
-		}
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			out = append(out, data...)
-			out = append(out, '\r', '\n')
-			break
-		}
-		if i == 0 || data[i-1] != '\r' {
-			out = append(out, data[:i]...)
-			out = append(out, '\r', '\n')
-		} else {
-			out = append(out, data[:i+1]...)
-		}
-		data = data[i+1:]
-	}
-	return append(out, ".\r\n"...)
 }

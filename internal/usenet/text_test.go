@@ -27,13 +27,13 @@ func TestReadLineBounds(t *testing.T) {
 	}
 }
 
-func TestReadDotBlockUnstuffs(t *testing.T) {
+func TestReadDotBlockKeepsWireForm(t *testing.T) {
 	in := "Subject: x\r\n\r\n..leading dot\r\n.\r\nnot the end\n.\r\nNEXT\r\n"
 	// The lone dot inside ends the block: everything after it is the
-	// next command, as on the wire.
+	// next command, as on the wire. The stuffed line stays stuffed.
 	r := bufio.NewReader(strings.NewReader(in))
 	got, err := readDotBlock(r, nil, 1000)
-	if err != nil || string(got) != "Subject: x\r\n\r\n.leading dot\r\n" {
+	if err != nil || string(got) != "Subject: x\r\n\r\n..leading dot\r\n" {
 		t.Fatalf("got %q, %v", got, err)
 	}
 	got, err = readDotBlock(r, nil, 1000)
@@ -60,7 +60,7 @@ func TestReadDotBlockLongLinesInPieces(t *testing.T) {
 	line := "." + strings.Repeat("y", 100) // stuffed, longer than the buffer
 	r := bufio.NewReaderSize(strings.NewReader(line+"\r\n"+line+"\n.\r\n"), 16)
 	got, err := readDotBlock(r, nil, 10000)
-	want := strings.Repeat("y", 100) + "\r\n" + strings.Repeat("y", 100) + "\r\n"
+	want := line + "\r\n" + line + "\r\n"
 	if err != nil || string(got) != want {
 		t.Fatalf("got %q, %v", got, err)
 	}
@@ -84,15 +84,16 @@ func TestWriteThenReadDotBlock(t *testing.T) {
 		if data != "" && !strings.HasSuffix(want, "\r\n") {
 			want += "\r\n"
 		}
-		if string(got) != want {
-			t.Fatalf("%q came back as %q, want %q", data, got, want)
+		if text := unstuff(got); string(text) != want {
+			t.Fatalf("%q came back as %q, unstuffed %q, want %q", data, got, text, want)
 		}
 	}
 }
 
 // FuzzDotBlock: whatever a client sends, the reader never panics, never
-// returns more than its limit, and a block it accepted survives a write
-// and a second read unchanged.
+// returns more than its limit, returns a block that is valid wire form (no
+// bare LF, no line that would end it early), and a block it accepted
+// keeps its text through unstuffing, stuffing and a second read.
 func FuzzDotBlock(f *testing.F) {
 	f.Add([]byte("Subject: x\r\n\r\n..a\r\n.\r\n"))
 	f.Add([]byte(".\r\n"))
@@ -106,9 +107,59 @@ func FuzzDotBlock(f *testing.F) {
 		if len(got) > 4096 {
 			t.Fatalf("block of %d bytes past the 4096 limit", len(got))
 		}
-		again, err := readDotBlock(bufio.NewReader(bytes.NewReader(appendDotBlock(nil, got))), nil, 8192)
-		if err != nil || !bytes.Equal(again, got) {
+		for i, c := range got {
+			if c == '\n' && (i == 0 || got[i-1] != '\r') {
+				t.Fatalf("bare LF at %d of %q", i, got)
+			}
+		}
+		if bytes.HasPrefix(got, []byte(".\r\n")) || bytes.Contains(got, []byte("\n.\r\n")) {
+			t.Fatalf("block %q has a lone-dot line", got)
+		}
+		again, err := readDotBlock(bufio.NewReader(bytes.NewReader(appendDotBlock(nil, unstuff(got)))), nil, 8192)
+		if err != nil || !bytes.Equal(unstuff(again), unstuff(got)) {
 			t.Fatalf("round trip of %q gave %q, %v", got, again, err)
 		}
 	})
+}
+
+// unstuff returns a wire-form block's text: the leading dot of each
+// stuffed line removed.
+func unstuff(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		if b[0] == '.' {
+			b = b[1:]
+		}
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return append(out, b...)
+		}
+		out = append(out, b[:i+1]...)
+		b = b[i+1:]
+	}
+	return out
+}
+
+// appendDotBlock appends data (lines ending in CRLF or LF) dot-stuffed
+// and terminated by ".\r\n", as a client sends an article.
+func appendDotBlock(out, data []byte) []byte {
+	for len(data) > 0 {
+		if data[0] == '.' {
+			out = append(out, '.')
+		}
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			out = append(out, data...)
+			out = append(out, '\r', '\n')
+			break
+		}
+		if i == 0 || data[i-1] != '\r' {
+			out = append(out, data[:i]...)
+			out = append(out, '\r', '\n')
+		} else {
+			out = append(out, data[:i+1]...)
+		}
+		data = data[i+1:]
+	}
+	return append(out, ".\r\n"...)
 }
