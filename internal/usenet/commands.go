@@ -580,7 +580,7 @@ func overviewOf(a *Article, num uint64, h HistEntry) *Overview {
 	o.Date, _ = a.Header("Date")
 	o.MessageID, _ = a.Header("Message-ID")
 	o.References, _ = a.Header("References")
-	o.Xref, _ = a.Header("Xref")
+	o.Xref = h.Xref
 	return o
 }
 
@@ -786,7 +786,7 @@ func feedResult(err error) (int, string) {
 		return 431, "Try later: " + err.Error()
 	case errors.Is(err, ErrDuplicate):
 		return 439, "Duplicate"
-	case errors.Is(err, ErrBadArticle), errors.Is(err, ErrNoGroups), errors.Is(err, ErrNoPosting):
+	case errors.Is(err, ErrBadArticle), errors.Is(err, ErrNoGroups), errors.Is(err, ErrNoPosting), errors.Is(err, ErrUnapproved):
 		return 439, "Refused: " + err.Error()
 	}
 	return 431, "Try later: " + err.Error()

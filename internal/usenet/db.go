@@ -58,6 +58,7 @@ type HistEntry struct {
 	Key     id.ID
 	Arrived int64
 	Expires int64 // the article's expiry: the history forgets it later
+	Xref    string // this site's Xref: where the article is numbered
 }
 
 func encodeOverview(o *Overview) []byte {
@@ -132,7 +133,8 @@ func uvarint(b []byte) (uint64, []byte, bool) {
 func encodeHist(h HistEntry) []byte {
 	b := h.Key.AppendTo([]byte{byte(h.Key.Width())})
 	b = binary.AppendVarint(b, h.Arrived)
-	return binary.AppendVarint(b, h.Expires)
+	b = binary.AppendVarint(b, h.Expires)
+	return append(b, h.Xref...)
 }
 
 func decodeHist(b []byte) (HistEntry, error) {
@@ -149,9 +151,10 @@ func decodeHist(b []byte) (HistEntry, error) {
 	if h.Arrived, b, ok = varint(b); !ok {
 		return h, errBadRecord
 	}
-	if h.Expires, _, ok = varint(b); !ok {
+	if h.Expires, b, ok = varint(b); !ok {
 		return h, errBadRecord
 	}
+	h.Xref = string(b)
 	return h, nil
 }
 

@@ -38,6 +38,9 @@ func startServer(t testing.TB, cfg Config, siteCfg SiteConfig) *testServer {
 	if err := site.AddGroup("local.readonly", "n", ""); err != nil {
 		t.Fatal(err)
 	}
+	if err := site.AddGroup("local.moderated", "m", ""); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +169,12 @@ func TestPostReadAndNavigate(t *testing.T) {
 	if len(over) != 3 || !strings.Contains(over[0], "\tpost 1\t") || !strings.HasSuffix(over[0], "Xref: test.site local.test:1 local.other:1") {
 		t.Fatalf("over: %q", over)
 	}
+	// By message-id the entry is rebuilt from the article and the history,
+	// which keeps this site's Xref; the number is 0 (RFC 3977 8.3.2).
+	code(t, c.cmd("OVER %s", msgid), "224")
+	if over := c.block(); len(over) != 1 || !strings.HasPrefix(over[0], "0\tpost 2\t") || !strings.HasSuffix(over[0], "Xref: test.site local.test:2 local.other:2") {
+		t.Fatalf("over %s: %q", msgid, over)
+	}
 	code(t, c.cmd("HDR Subject 2-3"), "225")
 	if h := c.block(); len(h) != 2 || h[0] != "2 post 2" {
 		t.Fatalf("hdr: %q", h)
@@ -195,7 +204,7 @@ func TestPostReadAndNavigate(t *testing.T) {
 		t.Fatalf("newnews from the future: %q", l)
 	}
 	code(t, c.cmd("NEWGROUPS 000101 000000 GMT"), "231")
-	if l := c.block(); len(l) != 4 {
+	if l := c.block(); len(l) != 5 || !contains(l, "local.moderated 0 1 m") {
 		t.Fatalf("newgroups: %q", l)
 	}
 	code(t, c.cmd("ARTICLE 99"), "423")
@@ -230,6 +239,7 @@ func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
 	refuse("8-bit header", "From: a@example.com\r\nNewsgroups: local.test\r\nSubject: \xff\xfe\r\n\r\nbody\r\n", "441")
 	refuse("unknown group", "From: a@example.com\r\nNewsgroups: no.such\r\nSubject: x\r\n\r\nbody\r\n", "441")
 	refuse("read-only group", "From: a@example.com\r\nNewsgroups: local.readonly\r\nSubject: x\r\n\r\nbody\r\n", "441")
+	refuse("moderated group, not approved", "From: a@example.com\r\nNewsgroups: local.test,local.moderated\r\nSubject: x\r\n\r\nbody\r\n", "441")
 	refuse("too large", "From: a@example.com\r\nNewsgroups: local.test\r\nSubject: x\r\n\r\n"+strings.Repeat("0123456789\r\n", 1000), "441")
 
 	// Fed articles need every RFC 5536 header and the offered id.
@@ -240,10 +250,18 @@ func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
 	c.sendArticle(article("<other@example.com>", "local.test", "wrong id\r\n"))
 	code(t, c.line(), "437")
 
-	g, _ := ts.site.Group("local.test")
-	if g.Count != 0 {
-		t.Fatalf("%d articles stored from bad input", g.Count)
+	code(t, c.cmd("IHAVE <m1@example.com>"), "335")
+	c.sendArticle(article("<m1@example.com>", "local.moderated", "not approved\r\n"))
+	code(t, c.line(), "437")
+
+	for _, name := range []string{"local.test", "local.moderated"} {
+		if g, _ := ts.site.Group(name); g.Count != 0 {
+			t.Fatalf("%d articles stored in %s from bad input", g.Count, name)
+		}
 	}
+	code(t, c.cmd("IHAVE <m2@example.com>"), "335")
+	c.sendArticle(article("<m2@example.com>", "local.moderated", "approved\r\n", "Approved: mod@example.com"))
+	code(t, c.line(), "235")
 
 	// 8-bit UTF-8 bodies, lone dots and dot-stuffing are fine.
 	code(t, c.cmd("IHAVE <ok@example.com>"), "335")

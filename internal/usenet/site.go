@@ -97,6 +97,7 @@ var (
 	ErrDuplicate  = errors.New("duplicate message-id")
 	ErrNoGroups   = errors.New("no newsgroup of the article is carried here")
 	ErrNoPosting  = errors.New("posting to this newsgroup is not allowed")
+	ErrUnapproved = errors.New("moderated newsgroup: the article has no Approved header")
 	ErrSiteClosed = errors.New("site closed")
 )
 
@@ -270,6 +271,13 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 		if posted && g.Status == "n" {
 			s.mu.Unlock()
 			return msgid, fmt.Errorf("%w: %s", ErrNoPosting, n)
+		}
+		// There is no moderator to mail a submission to, so a moderated
+		// group takes only approved articles, posted or fed, as INN does
+		// for a group with no moderator set.
+		if _, approved := a.Header("Approved"); g.Status == "m" && approved == 0 {
+			s.mu.Unlock()
+			return msgid, fmt.Errorf("%w: %s", ErrUnapproved, n)
 		}
 		groups = append(groups, n)
 	}
@@ -467,7 +475,7 @@ func (s *Site) commit(batch []*pending) error {
 					return err
 				}
 			}
-			err := hist.Put([]byte(p.msgid), encodeHist(HistEntry{Key: p.key, Arrived: o.Arrived, Expires: p.expires.UnixNano()}))
+			err := hist.Put([]byte(p.msgid), encodeHist(HistEntry{Key: p.key, Arrived: o.Arrived, Expires: p.expires.UnixNano(), Xref: xref}))
 			if err != nil {
 				return err
 			}
