@@ -35,7 +35,9 @@ password, and nobody else may do anything. --users FILE lets others in with
 AUTHINFO USER/PASS; make its lines with 'triad nntp passwd NAME'.
 
 Groups named by --groups are created at start (existing ones keep their
-articles). Expiry keeps binaries (groups matching *.binaries.*) 15 days and
+articles). A name may end in :y (posting allowed, the default), :n (no
+posting; feeds still arrive) or :m (moderated: only articles with an
+Approved header), as in INN's active file. Expiry keeps binaries (groups matching *.binaries.*) 15 days and
 everything else 90 days unless --expire says otherwise.
 
 Point a newsreader at it, or try:
@@ -113,7 +115,7 @@ func addNNTPFlags(fs *flag.FlagSet) *nntpOptions {
 
 func (o *nntpOptions) check() error {
 	for _, g := range splitList(*o.groups) {
-		if err := usenet.CheckGroupName(g); err != nil {
+		if _, _, err := groupSpec(g); err != nil {
 			return fmt.Errorf("--groups: %v", err)
 		}
 	}
@@ -189,9 +191,10 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 		spool.Close()
 		return nil, err
 	}
-	for _, g := range splitList(*o.groups) {
-		if _, ok := site.Group(g); !ok {
-			if err := site.AddGroup(g, "y", ""); err != nil {
+	for _, spec := range splitList(*o.groups) {
+		g, status, _ := groupSpec(spec)
+		if old, ok := site.Group(g); !ok || status != "" && status != old.Status {
+			if err := site.AddGroup(g, status, old.Desc); err != nil {
 				return fail(err)
 			}
 		}
@@ -280,4 +283,18 @@ func runNNTPPasswd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s:%s:%s\n", pos[0], h, *perm)
 	return nil
+}
+
+// groupSpec splits a --groups entry, "name" or "name:status", and checks
+// both parts. An empty status leaves an existing group's as it is.
+func groupSpec(spec string) (name, status string, err error) {
+	name, status, _ = strings.Cut(spec, ":")
+	if err := usenet.CheckGroupName(name); err != nil {
+		return "", "", err
+	}
+	switch status {
+	case "", "y", "n", "m":
+		return name, status, nil
+	}
+	return "", "", fmt.Errorf("group %s: status %q, want y, n or m", name, status)
 }

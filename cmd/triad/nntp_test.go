@@ -62,7 +62,7 @@ func TestNNTPWithNntplib(t *testing.T) {
 	if err := exec.Command("python3", "-W", "ignore", "-c", "import nntplib").Run(); err != nil {
 		t.Skip("python3 with nntplib (Python 3.12 or older) is not installed")
 	}
-	p := startNews(t, t.TempDir(), "--groups", "local.test,local.other")
+	p := startNews(t, t.TempDir(), "--groups", "local.test,local.other,local.announce:m")
 	script := `
 import io, sys, nntplib
 host, port = sys.argv[1].split(":")
@@ -80,6 +80,14 @@ resp, count, first, last, name = s.group("local.other")
 assert (count, first, last) == (5, 1, 5), (count, first, last)
 groups = {g.group: g for g in s.list()[1]}
 assert groups["local.test"].last == "20" and groups["local.other"].last == "5", groups
+assert groups["local.announce"].flag == "m", groups
+try:
+    s.post(io.BytesIO(b"From: p@example.com\r\nNewsgroups: local.announce\r\nSubject: x\r\n\r\nbody\r\n"))
+    raise SystemExit("unapproved post to a moderated group was accepted")
+except nntplib.NNTPTemporaryError as e:
+    assert str(e).startswith("441"), e
+resp = s.post(io.BytesIO(b"From: p@example.com\r\nNewsgroups: local.announce\r\nApproved: mod@example.com\r\nSubject: x\r\n\r\nbody\r\n"))
+assert resp.startswith("240"), resp
 s.group("local.test")
 resp, overviews = s.over((1, 20))
 assert len(overviews) == 20
