@@ -57,7 +57,7 @@ type Overview struct {
 type HistEntry struct {
 	Key     id.ID
 	Arrived int64
-	Expires int64 // the article's expiry: the history forgets it later
+	Expires int64  // the article's expiry: the history forgets it later
 	Xref    string // this site's Xref: where the article is numbered
 }
 
