@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -454,4 +455,65 @@ func FuzzCommands(f *testing.F) {
 		code(t, hello, "200")
 		code(t, c.cmd("DATE"), "111")
 	})
+}
+
+// TestLargeArticlesPipelined reads large articles (longer than the
+// connection's kept buffer, with long and dot-led lines) next to a small
+// one, with pipelined ARTICLE, HEAD and BODY by number and by message-id:
+// every reply is whole, in order and byte for byte what was fed.
+func TestLargeArticlesPipelined(t *testing.T) {
+	ts := startServer(t, Config{}, SiteConfig{})
+	c, _ := ts.dial(t)
+	var body strings.Builder
+	for i := 0; body.Len() < 300_000; i++ {
+		switch i % 7 {
+		case 0:
+			fmt.Fprintf(&body, ".line %d starts with a dot\r\n", i)
+		case 3:
+			body.WriteString(strings.Repeat("x", 2000) + "\r\n")
+		default:
+			fmt.Fprintf(&body, "line %d of a large article\r\n", i)
+		}
+	}
+	arts := map[string]string{
+		"<large@example.com>":  article("<large@example.com>", "local.test", body.String()),
+		"<medium@example.com>": article("<medium@example.com>", "local.test", body.String()[:70_000]),
+		"<small@example.com>":  article("<small@example.com>", "local.test", "small\r\n"),
+	}
+	ids := []string{"<large@example.com>", "<small@example.com>", "<medium@example.com>"}
+	for _, id := range ids {
+		code(t, c.cmd("IHAVE %s", id), "335")
+		c.sendArticle(arts[id])
+		code(t, c.line(), "235")
+	}
+	code(t, c.cmd("GROUP local.test"), "211 3 1 3")
+
+	// What a reader must get back: the Path starts with this site.
+	want := func(id string) (head, body []string) {
+		a := strings.Replace(arts[id], "Path: ", "Path: test.site!", 1)
+		h, b, _ := strings.Cut(a, "\r\n\r\n")
+		return strings.Split(h, "\r\n"), strings.Split(strings.TrimSuffix(b, "\r\n"), "\r\n")
+	}
+	var cmds strings.Builder
+	for i, id := range ids {
+		fmt.Fprintf(&cmds, "ARTICLE %s\r\nBODY %d\r\nHEAD %s\r\n", id, i+1, id)
+	}
+	cmds.WriteString("DATE\r\n")
+	c.nc.Write([]byte(cmds.String()))
+	for i, id := range ids {
+		head, body := want(id)
+		code(t, c.line(), "220 0 "+id)
+		if got := c.block(); !slices.Equal(got, append(append(slices.Clone(head), ""), body...)) {
+			t.Fatalf("ARTICLE %s: %d lines, want %d", id, len(got), len(head)+1+len(body))
+		}
+		code(t, c.line(), fmt.Sprintf("222 %d %s", i+1, id))
+		if got := c.block(); !slices.Equal(got, body) {
+			t.Fatalf("BODY %d: %d lines, want %d", i+1, len(got), len(body))
+		}
+		code(t, c.line(), "221 0 "+id)
+		if got := c.block(); !slices.Equal(got, head) {
+			t.Fatalf("HEAD %s: %q, want %q", id, got, head)
+		}
+	}
+	code(t, c.line(), "111 ")
 }
