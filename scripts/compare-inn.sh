@@ -4,7 +4,9 @@
 # articles of 2,450 bytes (the anchor's text articles) and 1,000 of 240,000
 # bytes (its binaries), fed with TAKETHIS, POSTed, read with ARTICLE and
 # BODY from 1, 4 and 16 connections, and OVER. Prints a markdown table of
-# both sets of figures and triad's ratio to INN.
+# both sets of figures and triad's ratio to INN. The two servers take
+# turns, TURNS times (default 3), and each figure is the median of its
+# turns: this machine's speed drifts too much for one pass of each.
 #
 # INN comes from its anchor (../shared/anchors/inn2/run.sh, sourced for its
 # functions): installed if missing, configured on 127.0.0.1:$INN_PORT, a
@@ -14,8 +16,8 @@
 # Without TRIAD_ADDR, or when nothing answers there, only INN is measured.
 #
 # Needs root. Writes only under $OUT (default a new /tmp folder) and INN's
-# own places (/etc/news, /var/spool/news, /var/lib/news). Takes about a
-# minute for INN, and at most 6 more for triad (every phase is bounded by
+# own places (/etc/news, /var/spool/news, /var/lib/news). A turn of both
+# servers takes about a minute here (every phase is bounded by
 # PHASE_SECONDS, default 15). KEEP_INN=1 leaves innd running afterwards, for
 # INN_ADDR=127.0.0.1:1119 go test ./internal/bench -run INN.
 #
@@ -62,33 +64,62 @@ for g in triad.bench triad.bench.large; do
 done
 echo "compare-inn: INN $(dpkg-query -W -f='${Version}' inn2) running as pid $INND_PID on 127.0.0.1:$INN_PORT, fresh tradspool spool" >&2
 
-# bench NAME ADDR: both sizes against one server; a failure is reported and
-# leaves that server's cells empty.
+# bench NAME ADDR ROUND: both sizes against one server; a failure is
+# reported and leaves that server's cells of the round empty.
 bench() {
-    local name=$1 addr=$2 size group
+    local name=$1 addr=$2 round=$3 size group
     for size in 2450 240000; do
         group=triad.bench
         [ "$size" -gt 16384 ] && group=triad.bench.large
-        echo "compare-inn: $name, $size-byte articles..." >&2
+        echo "compare-inn: round $round, $name, $size-byte articles..." >&2
         if ! "$OUT/triad" bench nntp --addr "$addr" --size "$size" --group "$group" \
-            --max-seconds "$BOUND" --json >"$OUT/$name-$size.txt" 2>"$OUT/$name-$size.log"; then
+            --max-seconds "$BOUND" --json >"$OUT/$name-$size-$round.txt" 2>"$OUT/$name-$size-$round.log"; then
             echo "compare-inn: $name at $size bytes failed:" >&2
-            tail -3 "$OUT/$name-$size.log" >&2
+            tail -3 "$OUT/$name-$size-$round.log" >&2
         fi
     done
 }
-bench inn "127.0.0.1:$INN_PORT"
-[ -z "$TRIAD" ] || bench triad "$TRIAD"
+# This machine's speed drifts by a third within minutes, so the servers take
+# turns, TURNS times (the first to go alternates), and the table gives
+# each figure's median over the rounds.
+TURNS=${TURNS:-3}
+for round in $(seq "$TURNS"); do
+    if [ -n "$TRIAD" ] && [ $((round % 2)) = 0 ]; then
+        bench triad "$TRIAD" "$round"
+        bench inn "127.0.0.1:$INN_PORT" "$round"
+    else
+        bench inn "127.0.0.1:$INN_PORT" "$round"
+        [ -z "$TRIAD" ] || bench triad "$TRIAD" "$round"
+    fi
+done
 
-python3 - "$OUT" <<'PY'
-import json, os, sys
-out = sys.argv[1]
-def load(name, size):
+python3 - "$OUT" "$TURNS" <<'PY'
+import json, os, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+def load1(name, size, r):
     try:
-        lines = open(f"{out}/{name}-{size}.txt").read().strip().splitlines()
+        lines = open(f"{out}/{name}-{size}-{r}.txt").read().strip().splitlines()
         return json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
     except OSError:
         return None
+def load(name, size):
+    """The rounds' figures, each phase's numbers the median over the rounds."""
+    got = [x for x in (load1(name, size, r) for r in range(1, rounds + 1)) if x]
+    if not got:
+        return None
+    merged = dict(got[0])
+    def med(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else None
+    phases = []
+    for p in got[0].get("phases", []):
+        same = [q for x in got for q in x.get("phases", []) if (q["name"], q["conns"], q["quickack"]) == (p["name"], p["conns"], p["quickack"])]
+        phases.append(dict(p, ops_per_sec=med(q["ops_per_sec"] for q in same), mbps=med(q["mbps"] for q in same)))
+    merged["phases"] = phases
+    overs = [x.get("over") for x in got if x.get("over")]
+    if overs:
+        merged["over"] = dict(overs[0], lines_per_sec=med(o.get("lines_per_sec") for o in overs))
+    return merged
 def cell(v, fmt):
     return "" if v is None else fmt.format(v)
 def ratio(t, i):
@@ -117,11 +148,12 @@ for size in (2450, 240000):
     io, to = [(o or {}).get("lines_per_sec") for o in (over["inn"], over["triad"])]
     print(f"| {size:,} B | over (lines/s) | 1 | {cell(io, '{:,.0f}')} | | {cell(to, '{:,.0f}')} | | {ratio(to, io)} | |")
 print()
+print(f"- Medians of {rounds} rounds; the servers took turns.")
 for n in ("inn", "triad"):
     for size in (2450, 240000):
         r = load(n, size)
         if r is None:
-            print(f"- {n}, {size:,} B: no figures (see {out}/{n}-{size}.log)")
+            print(f"- {n}, {size:,} B: no figures (see {out}/{n}-{size}-*.log)")
         elif n == "inn" and size == 2450:
             print(f"- INN: {r['greeting']}")
 PY

@@ -146,7 +146,7 @@ func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) err
 	if err := d.opt.check(key, data, expiry, now, opt); err != nil {
 		return err
 	}
-	if e, pending, err := d.find(key); err == nil && e.expiry >= expiry.UnixNano() {
+	if e, pending, found, err := d.lookup(key); err == nil && found && e.expiry >= expiry.UnixNano() {
 		if pending && !opt.NoWait {
 			return d.waitGroup()
 		}
@@ -666,15 +666,27 @@ func unindexWindow(tx *bolt.Tx, opt *Options, w int64, ids map[uint64]bool) erro
 	return tree.err
 }
 
-// find returns the entry for key and whether it is still pending.
+// find returns key's entry and whether it is still pending (written, not
+// yet in the index), or ErrNotFound.
 func (d *Disk) find(key id.ID) (entry, bool, error) {
+	e, pending, found, err := d.lookup(key)
+	if err == nil && !found {
+		err = fmt.Errorf("%w: %v", ErrNotFound, key)
+	}
+	return e, pending, err
+}
+
+// lookup is find without an error for a missing key: Put asks about every
+// new key, and formatting the error cost a small put more than its index
+// read.
+func (d *Disk) lookup(key id.ID) (e entry, pending, found bool, err error) {
 	if err := d.opt.checkKey(key); err != nil {
-		return entry{}, false, err
+		return entry{}, false, false, err
 	}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
-		return entry{}, false, ErrClosed
+		return entry{}, false, false, ErrClosed
 	}
 	e, ok := d.active[key]
 	if !ok {
@@ -682,10 +694,8 @@ func (d *Disk) find(key id.ID) (entry, bool, error) {
 	}
 	d.mu.Unlock()
 	if ok {
-		return e, true, nil
+		return e, true, true, nil
 	}
-	var err error
-	found := false
 	d.db.View(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bIndex).Get(key.Bytes()); v != nil {
 			found = true
@@ -694,12 +704,9 @@ func (d *Disk) find(key id.ID) (entry, bool, error) {
 		return nil
 	})
 	if err != nil {
-		return entry{}, false, err
+		return entry{}, false, false, err
 	}
-	if !found {
-		return entry{}, false, fmt.Errorf("%w: %v", ErrNotFound, key)
-	}
-	return e, false, nil
+	return e, false, found, nil
 }
 
 // Stat implements Engine.

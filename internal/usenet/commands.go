@@ -806,7 +806,7 @@ func (c *conn) check(args []string) bool {
 	return c.reply("238 %s", args[0])
 }
 
-// takethis reads the article, then stores it on its own goroutine: up to
+// takethis reads the article, then stores it on a stream worker: up to
 // Streams articles of one connection are stored at once, their replies
 // written in order.
 func (c *conn) takethis(args []string) bool {
@@ -834,15 +834,11 @@ func (c *conn) takethis(args []string) bool {
 		return c.reply("439 %.80s Malformed message-id", msgid)
 	}
 	n := c.seq.take()
-	c.streams <- struct{}{}
-	c.streamWG.Add(1)
-	go func() {
-		defer c.streamWG.Done()
+	c.stream(func() {
 		ctx, cancel := c.ctx()
 		_, err := c.site.Accept(ctx, raw, msgid, false)
 		cancel()
 		freeArticle(raw)
-		<-c.streams
 		code, text := feedResult(err)
 		if code == 431 {
 			// TAKETHIS has no "try later": 400 makes the feeder requeue
@@ -857,6 +853,6 @@ func (c *conn) takethis(args []string) bool {
 			return
 		}
 		c.seq.write(n, fmt.Appendf(nil, "239 %s\r\n", msgid))
-	}()
+	})
 	return true
 }

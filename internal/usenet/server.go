@@ -197,22 +197,26 @@ type conn struct {
 	perm     Perm
 	user     string // after AUTHINFO USER, before PASS
 	authed   bool
-	group    string // selected group
-	current  uint64 // current article number, 0 for none
-	streams  chan struct{}
-	streamWG sync.WaitGroup
-	buf      []byte // reused article buffer of the reading goroutine
+	group    string         // selected group
+	current  uint64         // current article number, 0 for none
+	jobs     chan func()    // to the stream workers
+	workers  int            // stream workers started (by the reading goroutine)
+	streamWG sync.WaitGroup // the stream workers
+	buf      []byte         // reused article buffer of the reading goroutine
 }
 
 func newConn(s *Server, nc net.Conn, addr netip.Addr) *conn {
 	c := &conn{s: s, site: s.cfg.Site, nc: nc, addr: addr, r: bufio.NewReaderSize(nc, 16<<10),
-		perm: s.cfg.Open(addr), streams: make(chan struct{}, s.cfg.Streams)}
+		perm: s.cfg.Open(addr), jobs: make(chan func())}
 	c.seq.init(c)
 	return c
 }
 
 func (c *conn) serve() {
-	defer c.streamWG.Wait()
+	defer func() {
+		close(c.jobs)
+		c.streamWG.Wait()
+	}()
 	switch {
 	case c.perm&PermPost != 0:
 		c.reply("200 %s triad NNTP server ready, posting allowed", c.site.PathHost())
@@ -302,6 +306,29 @@ func (q *sequencer) write(n uint64, pieces ...[]byte) bool {
 	q.cond.Broadcast()
 	q.mu.Unlock()
 	return !failed
+}
+
+// stream runs job on one of the connection's stream workers: an idle one,
+// else a new one while fewer than Streams run, else the first to finish.
+// Workers live as long as the connection and keep the stacks they grew;
+// a goroutine per article grew its stack anew every time.
+func (c *conn) stream(job func()) {
+	select {
+	case c.jobs <- job:
+		return
+	default:
+	}
+	if c.workers < c.s.cfg.Streams {
+		c.workers++
+		c.streamWG.Add(1)
+		go func() {
+			defer c.streamWG.Done()
+			for job := range c.jobs {
+				job()
+			}
+		}()
+	}
+	c.jobs <- job
 }
 
 // ctx is the context of work done for the connection.
