@@ -717,6 +717,14 @@ func freeArticle(raw []byte) {
 	articleBufs.Put(&raw)
 }
 
+// accept stores an article read by readArticle and hands its buffer back.
+func (c *conn) accept(raw []byte, offered string, posted bool) (string, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	defer freeArticle(raw)
+	return c.site.Accept(ctx, raw, offered, posted)
+}
+
 func (c *conn) post(args []string) bool {
 	if len(args) > 0 {
 		return c.reply("501 POST takes no arguments")
@@ -731,10 +739,7 @@ func (c *conn) post(args []string) bool {
 	if err != nil {
 		return false // the client went away mid-article: nothing is stored
 	}
-	ctx, cancel := c.ctx()
-	msgid, err := c.site.Accept(ctx, raw, "", true)
-	cancel()
-	freeArticle(raw)
+	msgid, err := c.accept(raw, "", true)
 	if err != nil {
 		return c.reply("441 Posting failed: %v", err)
 	}
@@ -762,10 +767,7 @@ func (c *conn) ihave(args []string) bool {
 	if err != nil {
 		return false
 	}
-	ctx, cancel := c.ctx()
-	_, err = c.site.Accept(ctx, raw, args[0], false)
-	cancel()
-	freeArticle(raw)
+	_, err = c.accept(raw, args[0], false)
 	switch code, text := feedResult(err); code {
 	case 239:
 		return c.reply("235 Article transferred OK")
@@ -835,10 +837,7 @@ func (c *conn) takethis(args []string) bool {
 	}
 	n := c.seq.take()
 	c.stream(func() {
-		ctx, cancel := c.ctx()
-		_, err := c.site.Accept(ctx, raw, msgid, false)
-		cancel()
-		freeArticle(raw)
+		_, err := c.accept(raw, msgid, false)
 		code, text := feedResult(err)
 		if code == 431 {
 			// TAKETHIS has no "try later": 400 makes the feeder requeue
