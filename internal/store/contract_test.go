@@ -388,3 +388,65 @@ func TestContractConcurrent(t *testing.T) {
 		}
 	})
 }
+
+func TestContractNoTree(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, open func(Options) Engine) {
+		c := newClock()
+		e := open(Options{Now: c.Now, NoTree: true})
+		r := rand.New(rand.NewPCG(7, 7))
+		for range 20 {
+			data, key := blob(r, 300)
+			if err := e.Put(key, data, c.Now().Add(24*time.Hour), PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if got, m, err := e.Get(key); err != nil || !bytes.Equal(got, data) || m.InTree {
+				t.Fatalf("Get: %v, in tree %v, equal %v", err, m.InTree, bytes.Equal(got, data))
+			}
+		}
+		if err := e.Maintain(); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := e.TreeNode(merkle.Root()); n.Count != 0 {
+			t.Fatalf("a store without a tree counts %d keys in it", n.Count)
+		}
+		if s := e.Stats(); s.Objects != 20 {
+			t.Fatalf("%d objects, want 20", s.Objects)
+		}
+		if err := e.CheckTree(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A Fresh put skips the index read; a key stored after all keeps the later
+// of its expiries, before and after a checkpoint.
+func TestContractFreshPutKeepsLaterExpiry(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, open func(Options) Engine) {
+		c := newClock()
+		e := open(Options{Now: c.Now})
+		data, key := blob(rand.New(rand.NewPCG(8, 8)), 100)
+		t1, t2 := c.Now().Add(time.Hour), c.Now().Add(3*time.Hour)
+		for i, exp := range []time.Time{t2, t1} {
+			if err := e.Put(key, data, exp, PutOptions{Fresh: true}); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				if err := e.Maintain(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := e.Maintain(); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := e.Stat(key); err != nil || !m.Expiry.Equal(t2) {
+			t.Fatalf("after Fresh puts expiring in 3h, then 1h: %+v %v; want the 3h expiry", m, err)
+		}
+		if got, _, err := e.Get(key); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("Get: %v", err)
+		}
+		if err := e.CheckTree(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -146,11 +146,13 @@ func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) err
 	if err := d.opt.check(key, data, expiry, now, opt); err != nil {
 		return err
 	}
-	if e, pending, found, err := d.lookup(key); err == nil && found && e.expiry >= expiry.UnixNano() {
-		if pending && !opt.NoWait {
-			return d.waitGroup()
+	if !opt.Fresh {
+		if e, pending, found, err := d.lookup(key); err == nil && found && e.expiry >= expiry.UnixNano() {
+			if pending && !opt.NoWait {
+				return d.waitGroup()
+			}
+			return nil
 		}
-		return nil
 	}
 	var flags byte
 	if opt.Opaque {

@@ -66,6 +66,10 @@ type PutOptions struct {
 	// KeyChecked says the caller has just checked that key is the content
 	// hash of data, so Put need not hash it again.
 	KeyChecked bool
+	// Fresh says the caller knows key is not stored (a news site's history
+	// has never seen the article), so Put skips its index read. Were it
+	// stored after all, the copy that expires later wins, as for any re-put.
+	Fresh bool
 }
 
 // Meta describes a stored object.
@@ -99,6 +103,9 @@ type Options struct {
 	// TreeBuffer keeps keys that expire sooner than this out of the tree, so
 	// neighbours never repair what is about to expire (15 min).
 	TreeBuffer time.Duration
+	// NoTree keeps no key in the Merkle tree: a store no neighbour
+	// compares with (a standalone news site's spool) saves its upkeep.
+	NoTree bool
 	// Capacity bounds the bytes of segment files; 0 means no bound.
 	Capacity int64
 	// HighWater is the fraction of Capacity past which expired segments are
@@ -208,7 +215,7 @@ func (o *Options) windowEnd(w int64) time.Time {
 
 // entersTree applies the tree buffer rule at insertion time.
 func (o *Options) entersTree(expiry, now time.Time) bool {
-	return expiry.Sub(now) > o.TreeBuffer
+	return !o.NoTree && expiry.Sub(now) > o.TreeBuffer
 }
 
 func timeUnix(ns int64) time.Time { return time.Unix(0, ns) }

@@ -106,6 +106,17 @@ func (a *Article) Header(name string) (string, int) {
 	return v, n
 }
 
+// prependPath puts host first in the parsed Path header, as addPath did in
+// Raw.
+func (a *Article) prependPath(host string) {
+	for i := range a.headers {
+		if strings.EqualFold(a.headers[i].name, "Path") {
+			a.headers[i].value = host + "!" + a.headers[i].value
+			return
+		}
+	}
+}
+
 // Body is the article's body, lines ending in CRLF.
 func (a *Article) Body() []byte { return a.Raw[a.body:] }
 

@@ -261,19 +261,25 @@ func (c *conn) send(pieces ...[]byte) bool {
 }
 
 // sequencer writes replies in the order their commands came, although
-// streamed articles finish out of order, and writes each reply with one
-// system call: with no Nagle delay on the socket, a one-command-at-a-time
-// client never waits for a delayed ACK.
+// TAKETHIS replies are made on stream workers in any order. Replies that
+// are ready in a row leave in one writev: a group commit finishes many
+// TAKETHIS articles at once, and their replies share a system call.
 type sequencer struct {
-	c      *conn
-	mu     sync.Mutex
-	cond   *sync.Cond
-	issued uint64
-	next   uint64
-	failed bool
+	c       *conn
+	mu      sync.Mutex
+	cond    *sync.Cond
+	issued  uint64
+	next    uint64              // the first reply not yet written
+	ready   map[uint64][][]byte // replies waiting for their turn
+	writing bool                // a writer is in the system call
+	failed  bool
 }
 
-func (q *sequencer) init(c *conn) { q.c = c; q.cond = sync.NewCond(&q.mu) }
+func (q *sequencer) init(c *conn) {
+	q.c = c
+	q.cond = sync.NewCond(&q.mu)
+	q.ready = map[uint64][][]byte{}
+}
 
 func (q *sequencer) take() uint64 {
 	q.mu.Lock()
@@ -283,29 +289,45 @@ func (q *sequencer) take() uint64 {
 	return n
 }
 
-// write waits for reply n's turn and writes it; false if the connection
-// has failed.
+// maxCoalesced bounds the replies one writev carries.
+const maxCoalesced = 256
+
+// write queues reply n and returns once it is written (the caller may then
+// reuse its pieces), false if the connection has failed. Whoever finds the
+// next reply ready writes it with every ready one after it.
 func (q *sequencer) write(n uint64, pieces ...[]byte) bool {
 	q.mu.Lock()
-	for q.next != n {
-		q.cond.Wait()
-	}
-	failed := q.failed
-	q.mu.Unlock()
-	if !failed {
-		q.c.nc.SetWriteDeadline(time.Now().Add(q.c.s.cfg.IdleTimeout))
-		bufs := net.Buffers(pieces)
-		if _, err := bufs.WriteTo(q.c.nc); err != nil {
-			failed = true
-			q.c.nc.Close() // the reader stops too
+	defer q.mu.Unlock()
+	q.ready[n] = pieces
+	for q.next <= n {
+		if _, ok := q.ready[q.next]; q.writing || !ok {
+			q.cond.Wait()
+			continue
 		}
+		var bufs net.Buffers
+		first, count := q.next, uint64(0)
+		for p, ok := q.ready[first]; ok && count < maxCoalesced; p, ok = q.ready[first+count] {
+			bufs = append(bufs, p...)
+			delete(q.ready, first+count)
+			count++
+		}
+		q.writing = true
+		failed := q.failed
+		q.mu.Unlock()
+		if !failed {
+			q.c.nc.SetWriteDeadline(time.Now().Add(q.c.s.cfg.IdleTimeout))
+			if _, err := bufs.WriteTo(q.c.nc); err != nil {
+				failed = true
+				q.c.nc.Close() // the reader stops too
+			}
+		}
+		q.mu.Lock()
+		q.writing = false
+		q.next += count
+		q.failed = q.failed || failed
+		q.cond.Broadcast()
 	}
-	q.mu.Lock()
-	q.next++
-	q.failed = q.failed || failed
-	q.cond.Broadcast()
-	q.mu.Unlock()
-	return !failed
+	return !q.failed
 }
 
 // stream runs job on one of the connection's stream workers: an idle one,

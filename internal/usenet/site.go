@@ -36,6 +36,7 @@ type Site struct {
 	groups   map[string]*Group
 	inflight map[string]bool // message-ids being stored now
 	seen     *seenCache
+	keeps    map[string]time.Duration // each group's expiry, once matched
 
 	commits chan *pending
 	stop    chan struct{}
@@ -119,7 +120,7 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 		d.close()
 		return nil, err
 	}
-	s := &Site{cfg: cfg, db: d, spool: cfg.Spool, groups: groups, inflight: map[string]bool{},
+	s := &Site{cfg: cfg, db: d, spool: cfg.Spool, groups: groups, inflight: map[string]bool{}, keeps: map[string]time.Duration{},
 		seen: newSeenCache(cfg.SeenCache), commits: make(chan *pending, 1024), stop: make(chan struct{})}
 	s.wg.Add(1)
 	go s.commitLoop()
@@ -245,15 +246,15 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 		return "", err
 	}
 	if posted {
-		raw, err = s.complete(a, now)
-		if err != nil {
+		if raw, err = s.complete(a, now); err != nil {
+			return "", err
+		}
+		if a, err = ParseArticle(raw); err != nil {
 			return "", err
 		}
 	} else {
-		raw = s.addPath(a)
-	}
-	if a, err = ParseArticle(raw); err != nil {
-		return "", err
+		s.addPath(a)
+		raw = a.Raw
 	}
 	if err := a.Validate(offered); err != nil {
 		return "", err
@@ -263,6 +264,7 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 
 	s.mu.Lock()
 	var groups []string
+	var keep []time.Duration
 	for _, n := range names {
 		g := s.groups[n]
 		if g == nil {
@@ -280,6 +282,7 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 			return msgid, fmt.Errorf("%w: %s", ErrUnapproved, n)
 		}
 		groups = append(groups, n)
+		keep = append(keep, s.keepFor(n))
 	}
 	if len(groups) == 0 {
 		s.mu.Unlock()
@@ -305,14 +308,7 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 		return msgid, ErrDuplicate
 	}
 
-	p := &pending{article: a, msgid: msgid, groups: groups, arrived: now, done: make(chan error, 1)}
-	p.keep = make([]time.Duration, len(groups))
-	longest := time.Duration(0)
-	for i, g := range groups {
-		p.keep[i] = s.keepFor(g)
-		longest = max(longest, p.keep[i])
-	}
-	p.expires = now.Add(longest)
+	p := &pending{article: a, msgid: msgid, groups: groups, keep: keep, arrived: now, expires: now.Add(slices.Max(keep)), done: make(chan error, 1)}
 	if p.key, err = s.spool.Put(ctx, raw, p.expires); err != nil {
 		return msgid, err
 	}
@@ -330,13 +326,21 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 	return msgid, nil
 }
 
+// keepFor is how long a group keeps its articles: the first expiry rule
+// that matches, remembered per group. s.mu is held.
 func (s *Site) keepFor(group string) time.Duration {
+	if keep, ok := s.keeps[group]; ok {
+		return keep
+	}
+	keep := DefaultExpiry[len(DefaultExpiry)-1].Keep
 	for _, r := range s.cfg.Expiry {
 		if Wildmat(r.Pattern, group) {
-			return r.Keep
+			keep = r.Keep
+			break
 		}
 	}
-	return DefaultExpiry[len(DefaultExpiry)-1].Keep
+	s.keeps[group] = keep
+	return keep
 }
 
 // complete supplies what a poster may leave out (RFC 5537 section 3.4):
@@ -365,10 +369,10 @@ func (s *Site) complete(a *Article, now time.Time) ([]byte, error) {
 	return append(out, a.Raw...), nil
 }
 
-// addPath puts this site first in a fed article's Path. The article's
-// buffer is reused when it has room: a large article is moved, not
-// copied into a new one.
-func (s *Site) addPath(a *Article) []byte {
+// addPath puts this site first in a fed article's Path, in its Raw and
+// its parsed header. The article's buffer is reused when it has room: a
+// large article is moved, not copied into a new one.
+func (s *Site) addPath(a *Article) {
 	raw := a.Raw
 	for i := 0; i < len(raw); {
 		end := i + bytes.IndexByte(raw[i:], '\n')
@@ -384,11 +388,13 @@ func (s *Site) addPath(a *Article) []byte {
 			for at < end && (raw[at] == ' ' || raw[at] == '\t') {
 				at++
 			}
-			return slices.Insert(raw, at, append([]byte(s.cfg.PathHost), '!')...)
+			a.Raw = slices.Insert(raw, at, append([]byte(s.cfg.PathHost), '!')...)
+			a.body += len(s.cfg.PathHost) + 1
+			a.prependPath(s.cfg.PathHost)
+			return
 		}
 		i = end + 1
 	}
-	return raw
 }
 
 // pending is an article durable in the spool, waiting for its overview

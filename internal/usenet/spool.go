@@ -36,7 +36,7 @@ type LocalSpool struct{ Engine *store.Disk }
 // OpenLocalSpool opens (or creates) a storage engine in dir for articles
 // up to maxArticle bytes.
 func OpenLocalSpool(dir string, maxArticle int) (*LocalSpool, error) {
-	d, err := store.Open(store.Options{Dir: dir, MaxObject: maxArticle})
+	d, err := store.Open(store.Options{Dir: dir, MaxObject: maxArticle, NoTree: true})
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func OpenLocalSpool(dir string, maxArticle int) (*LocalSpool, error) {
 
 func (s *LocalSpool) Put(_ context.Context, article []byte, expires time.Time) (id.ID, error) {
 	key := id.Key(article)
-	err := s.Engine.Put(key, article, expires, store.PutOptions{KeyChecked: true})
+	err := s.Engine.Put(key, article, expires, store.PutOptions{KeyChecked: true, Fresh: true})
 	if errors.Is(err, store.ErrFull) {
 		err = errors.Join(ErrDeferred, err)
 	}
