@@ -142,16 +142,27 @@ func Open(opt Options) (*Disk, error) {
 
 // Put implements Engine.
 func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) error {
+	durable, err := d.PutAsync(key, data, expiry, opt)
+	if err != nil || opt.NoWait {
+		return err
+	}
+	return durable()
+}
+
+// PutAsync is Put returning once the object is written, with a function
+// that waits until it is durable. A caller can do other work meanwhile: a
+// news site commits its overview while the group commit runs.
+func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt PutOptions) (durable func() error, err error) {
 	now := d.opt.Now()
 	if err := d.opt.check(key, data, expiry, now, opt); err != nil {
-		return err
+		return nil, err
 	}
 	if !opt.Fresh {
 		if e, pending, found, err := d.lookup(key); err == nil && found && e.expiry >= expiry.UnixNano() {
-			if pending && !opt.NoWait {
-				return d.waitGroup()
+			if pending {
+				return d.waitGroup, nil
 			}
-			return nil
+			return func() error { return nil }, nil
 		}
 	}
 	var flags byte
@@ -176,7 +187,7 @@ func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) err
 		if errors.Is(err, ErrFull) {
 			kick(d.maintKick)
 		}
-		return err
+		return nil, err
 	}
 	kick(d.syncKick)
 	switch {
@@ -184,16 +195,15 @@ func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) err
 		// The index is far behind: this writer helps it catch up, which
 		// bounds the memory pending entries take.
 		if err := d.catchUp(); err != nil {
-			return err
+			return nil, err
 		}
 	case full:
 		kick(d.maintKick)
 	}
-	if opt.NoWait {
-		return nil
-	}
-	<-g.done
-	return g.err
+	return func() error {
+		<-g.done
+		return g.err
+	}, nil
 }
 
 // append writes rec to its window's segment and records it as pending.

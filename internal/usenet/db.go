@@ -15,13 +15,17 @@ import (
 // The site database, one bbolt file: the newsgroups with their article
 // numbers, an overview bucket per group (number -> overview record) and
 // the history (message-id -> where the article is). Overview and history
-// of a batch of articles are committed in one transaction, after the
-// articles themselves are durable in the spool, so a crash never leaves an
-// entry for an article that cannot be read.
+// of a batch of articles are committed in one transaction. With a local
+// spool that transaction overlaps the spool's sync: the batch's message-ids
+// are noted in "unsynced" in the same transaction, and the note is dropped
+// once the articles are durable. Opening the site checks the articles of
+// any note left by a crash and unlists those the spool lost, so a crash
+// never leaves an entry for an article that cannot be read.
 
 var (
-	bucketGroups  = []byte("groups")
-	bucketHistory = []byte("history")
+	bucketGroups   = []byte("groups")
+	bucketHistory  = []byte("history")
+	bucketUnsynced = []byte("unsynced") // sequence -> message-ids, space-separated
 )
 
 func overviewBucket(group string) []byte { return []byte("ov/" + group) }
@@ -178,7 +182,7 @@ func openDB(path string) (*db, error) {
 		return nil, fmt.Errorf("usenet: open %s: %w", path, err)
 	}
 	err = b.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketGroups, bucketHistory} {
+		for _, name := range [][]byte{bucketGroups, bucketHistory, bucketUnsynced} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"triad/internal/id"
+	"triad/internal/store"
 )
 
 // A Site is one news site's state: its groups and their numbering, the
@@ -39,6 +41,7 @@ type Site struct {
 	keeps    map[string]time.Duration // each group's expiry, once matched
 
 	commits chan *pending
+	synced  [][]byte // unsynced notes whose articles are durable: dropped next commit
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
@@ -122,6 +125,10 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 	}
 	s := &Site{cfg: cfg, db: d, spool: cfg.Spool, groups: groups, inflight: map[string]bool{}, keeps: map[string]time.Duration{},
 		seen: newSeenCache(cfg.SeenCache), commits: make(chan *pending, 1024), stop: make(chan struct{})}
+	if err := s.recoverUnsynced(); err != nil {
+		d.close()
+		return nil, err
+	}
 	s.wg.Add(1)
 	go s.commitLoop()
 	return s, nil
@@ -309,7 +316,12 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 	}
 
 	p := &pending{article: a, msgid: msgid, groups: groups, keep: keep, arrived: now, expires: now.Add(slices.Max(keep)), done: make(chan error, 1)}
-	if p.key, err = s.spool.Put(ctx, raw, p.expires); err != nil {
+	if as, ok := s.spool.(asyncSpool); ok {
+		p.key, p.durable, err = as.PutAsync(ctx, raw, p.expires)
+	} else {
+		p.key, err = s.spool.Put(ctx, raw, p.expires)
+	}
+	if err != nil {
 		return msgid, err
 	}
 	select {
@@ -397,8 +409,8 @@ func (s *Site) addPath(a *Article) {
 	}
 }
 
-// pending is an article durable in the spool, waiting for its overview
-// and history entries.
+// pending is an article written to the spool, waiting for its overview
+// and history entries and, when durable is set, for the spool's sync.
 type pending struct {
 	article *Article
 	msgid   string
@@ -407,6 +419,7 @@ type pending struct {
 	arrived time.Time
 	expires time.Time
 	key     id.ID
+	durable func() error
 	done    chan error
 }
 
@@ -431,14 +444,37 @@ func (s *Site) commitLoop() {
 				break more
 			}
 		}
-		err := s.commit(batch)
-		for _, p := range batch {
-			p.done <- err
+		note, err := s.commit(batch)
+		errs := make([]error, len(batch))
+		var lost []*pending
+		for i, p := range batch {
+			errs[i] = err
+			if err == nil && p.durable != nil {
+				if errs[i] = p.durable(); errs[i] != nil {
+					lost = append(lost, p)
+				}
+			}
+		}
+		switch {
+		case len(lost) > 0:
+			// The spool failed to make them durable: unlist them now, or
+			// failing that when the site is opened again.
+			if s.unlist(lost, note) != nil {
+				note = nil
+			}
+		case note != nil:
+			s.synced = append(s.synced, note)
+		}
+		for i, p := range batch {
+			p.done <- errs[i]
 		}
 	}
 }
 
-func (s *Site) commit(batch []*pending) error {
+// commit lists a batch of articles: numbers, overview and history, in one
+// transaction. It returns the key of the batch's unsynced note, nil if
+// every article was durable already.
+func (s *Site) commit(batch []*pending) ([]byte, error) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	// Number on copies, so that a failed transaction changes nothing.
@@ -453,7 +489,12 @@ func (s *Site) commit(batch []*pending) error {
 		}
 	}
 	s.mu.Unlock()
+	var note []byte
 	err := s.db.b.Update(func(tx *bolt.Tx) error {
+		var err error
+		if note, err = s.noteUnsynced(tx, batch); err != nil {
+			return err
+		}
 		hist := tx.Bucket(bucketHistory)
 		for _, p := range batch {
 			xref := s.cfg.PathHost
@@ -494,7 +535,61 @@ func (s *Site) commit(batch []*pending) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("usenet: commit overview: %w", err)
+		return nil, fmt.Errorf("usenet: commit overview: %w", err)
+	}
+	s.synced = nil
+	s.mu.Lock()
+	for n, g := range changed {
+		s.groups[n] = g
+	}
+	s.mu.Unlock()
+	return note, nil
+}
+
+// noteUnsynced records the message-ids of the batch's articles that are
+// not yet durable, and drops the notes of earlier batches that now are.
+func (s *Site) noteUnsynced(tx *bolt.Tx, batch []*pending) ([]byte, error) {
+	b := tx.Bucket(bucketUnsynced)
+	for _, k := range s.synced {
+		if err := b.Delete(k); err != nil {
+			return nil, err
+		}
+	}
+	var ids []byte
+	for _, p := range batch {
+		if p.durable != nil {
+			ids = append(append(ids, p.msgid...), ' ')
+		}
+	}
+	if ids == nil {
+		return nil, nil
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return nil, err
+	}
+	return numKey(seq), b.Put(numKey(seq), ids)
+}
+
+// unlist removes articles the spool lost from the overview and the history,
+// and drops their batch's unsynced note (if not nil).
+func (s *Site) unlist(lost []*pending, note []byte) error {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	changed := map[string]*Group{}
+	err := s.db.b.Update(func(tx *bolt.Tx) error {
+		for _, p := range lost {
+			if err := s.unlistOne(tx, changed, p.msgid); err != nil {
+				return err
+			}
+		}
+		if note == nil {
+			return nil
+		}
+		return tx.Bucket(bucketUnsynced).Delete(note)
+	})
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	for n, g := range changed {
@@ -502,6 +597,99 @@ func (s *Site) commit(batch []*pending) error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// unlistOne removes one article's history entry and the overview entries
+// its Xref names, counting them off copies of their groups in changed.
+func (s *Site) unlistOne(tx *bolt.Tx, changed map[string]*Group, msgid string) error {
+	hist := tx.Bucket(bucketHistory)
+	v := hist.Get([]byte(msgid))
+	if v == nil {
+		return nil
+	}
+	h, err := decodeHist(v)
+	if err != nil {
+		return hist.Delete([]byte(msgid))
+	}
+	fields := strings.Fields(h.Xref)
+	for _, f := range fields[min(1, len(fields)):] {
+		name, number, ok := strings.Cut(f, ":")
+		num, err := strconv.ParseUint(number, 10, 64)
+		ov := tx.Bucket(overviewBucket(name))
+		if !ok || err != nil || ov == nil || ov.Get(numKey(num)) == nil {
+			continue
+		}
+		if err := ov.Delete(numKey(num)); err != nil {
+			return err
+		}
+		g := changed[name]
+		if g == nil {
+			s.mu.Lock()
+			if s.groups[name] != nil {
+				c := *s.groups[name]
+				g = &c
+			}
+			s.mu.Unlock()
+			if g == nil {
+				continue
+			}
+			changed[name] = g
+		}
+		g.Count -= min(g.Count, 1)
+		if num == g.Low {
+			g.Low = g.High + 1
+			if k, _ := ov.Cursor().Seek(numKey(num)); k != nil {
+				g.Low = binary.BigEndian.Uint64(k)
+			}
+		}
+		if err := putGroup(tx, g); err != nil {
+			return err
+		}
+	}
+	return hist.Delete([]byte(msgid))
+}
+
+// recoverUnsynced checks the articles of the unsynced notes a crash left
+// and unlists those the spool does not have: acknowledged articles were
+// durable, so only unacknowledged ones can go.
+func (s *Site) recoverUnsynced() error {
+	var notes [][]byte
+	var ids []string
+	err := s.db.b.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketUnsynced).ForEach(func(k, v []byte) error {
+			notes = append(notes, slices.Clone(k))
+			ids = append(ids, strings.Fields(string(v))...)
+			return nil
+		})
+	})
+	if err != nil || len(notes) == 0 {
+		return err
+	}
+	var lost []*pending
+	for _, msgid := range ids {
+		h, found, err := s.db.history(msgid)
+		if err != nil || !found {
+			continue
+		}
+		_, err = s.spool.Get(context.Background(), h.Key, nil)
+		switch {
+		case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCorrupt):
+			lost = append(lost, &pending{msgid: msgid})
+		case err != nil:
+			return fmt.Errorf("usenet: checking the articles of an interrupted commit: %w", err)
+		}
+	}
+	if err := s.unlist(lost, nil); err != nil {
+		return err
+	}
+	return s.db.b.Update(func(tx *bolt.Tx) error {
+		for _, k := range notes {
+			if err := tx.Bucket(bucketUnsynced).Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Expire drops overview entries past their group's expiry and history

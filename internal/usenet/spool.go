@@ -25,6 +25,15 @@ type Spool interface {
 	Close() error
 }
 
+// An asyncSpool writes an article at once and makes it durable later, so
+// the site commits the article's overview while the spool syncs. It is
+// optional: the site waits for Put on other spools.
+type asyncSpool interface {
+	// PutAsync is Put returning once the article is written, with a
+	// function that waits until it is durable.
+	PutAsync(ctx context.Context, article []byte, expires time.Time) (id.ID, func() error, error)
+}
+
 // ErrDeferred is a spool's "busy, try later": the server answers 436 or
 // 431, and the feeder retries.
 var ErrDeferred = errors.New("spool busy, try later")
@@ -43,13 +52,23 @@ func OpenLocalSpool(dir string, maxArticle int) (*LocalSpool, error) {
 	return &LocalSpool{Engine: d}, nil
 }
 
-func (s *LocalSpool) Put(_ context.Context, article []byte, expires time.Time) (id.ID, error) {
+func (s *LocalSpool) Put(ctx context.Context, article []byte, expires time.Time) (id.ID, error) {
+	key, durable, err := s.PutAsync(ctx, article, expires)
+	if err != nil {
+		return key, err
+	}
+	return key, durable()
+}
+
+// PutAsync implements asyncSpool. The site puts only articles its history
+// has not seen, so the engine need not look the key up first.
+func (s *LocalSpool) PutAsync(_ context.Context, article []byte, expires time.Time) (id.ID, func() error, error) {
 	key := id.Key(article)
-	err := s.Engine.Put(key, article, expires, store.PutOptions{KeyChecked: true, Fresh: true})
+	durable, err := s.Engine.PutAsync(key, article, expires, store.PutOptions{KeyChecked: true, Fresh: true})
 	if errors.Is(err, store.ErrFull) {
 		err = errors.Join(ErrDeferred, err)
 	}
-	return key, err
+	return key, durable, err
 }
 
 func (s *LocalSpool) Get(_ context.Context, key id.ID, buf []byte) ([]byte, error) {
