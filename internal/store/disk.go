@@ -63,6 +63,7 @@ type segment struct {
 	path   string
 	f      *os.File
 	size   int64
+	mapped *mapping // for View, once a view needs it
 }
 
 // syncGroup is the set of puts that one fdatasync makes durable.
@@ -638,6 +639,7 @@ func (d *Disk) dropWindow(w int64) error {
 	for _, s := range segs {
 		delete(d.segs, s.id)
 		d.usage -= s.size
+		s.unmap()
 	}
 	d.mu.Unlock()
 	for _, s := range segs {
@@ -966,9 +968,12 @@ func (d *Disk) Close() error {
 }
 
 func (d *Disk) closeFiles() error {
+	d.mu.Lock()
 	for _, s := range d.segs {
 		s.f.Close()
+		s.unmap()
 	}
+	d.mu.Unlock()
 	d.dirf.Close()
 	return d.db.Close()
 }

@@ -444,8 +444,22 @@ func (c *conn) article(verb string, args []string) bool {
 		return c.reply("%d %d %s", code, num, msgid)
 	}
 	ctx, cancel := c.ctx()
-	raw, err := c.site.ArticleInto(ctx, e, c.buf)
-	cancel()
+	defer cancel()
+	// Articles are stored in wire form: they go out as the spool lends
+	// them, with no scan and no copy.
+	sent := true
+	err := c.site.ViewArticle(ctx, e, func(raw []byte) error {
+		part := raw
+		if verb != "ARTICLE" {
+			head, body := splitArticle(raw)
+			part = body
+			if verb == "HEAD" {
+				part = head
+			}
+		}
+		sent = c.send(fmt.Appendf(nil, "%d %d %s\r\n", code, num, msgid), part, []byte(".\r\n"))
+		return nil
+	})
 	if err != nil {
 		c.s.cfg.Log.Warn("article listed but unreadable", "msgid", msgid, "err", err)
 		if num != 0 {
@@ -453,33 +467,8 @@ func (c *conn) article(verb string, args []string) bool {
 		}
 		return c.reply("430 Article %s is unreadable: %v", msgid, err)
 	}
-	c.keep(len(raw))
-	part := raw
-	if verb != "ARTICLE" {
-		head, body := splitArticle(raw)
-		part = body
-		if verb == "HEAD" {
-			part = head
-		}
-	}
-	// Articles are stored in wire form: they go out as they lie in the
-	// buffer, with no scan and no copy.
-	return c.send(fmt.Appendf(nil, "%d %d %s\r\n", code, num, msgid), part, []byte(".\r\n"))
+	return sent
 }
-
-// keep makes sure the connection's read buffer holds an article of n
-// bytes with the spool's framing, unless that is too large to hold on to
-// while idle. The buffer grows only: articles of one size are read into
-// the same memory again and again.
-func (c *conn) keep(n int) {
-	const framing = 4 << 10 // more than a spool record's header and key
-	if cap(c.buf) < n+framing && n+framing <= maxKeptBuffer {
-		c.buf = make([]byte, 0, min(n+n/4+framing, maxKeptBuffer))
-	}
-}
-
-// maxKeptBuffer bounds the article buffer an idle connection holds.
-const maxKeptBuffer = 256 << 10
 
 // splitArticle splits a stored article into its header lines (each with
 // its CRLF) and its body.

@@ -202,7 +202,6 @@ type conn struct {
 	jobs     chan func()    // to the stream workers
 	workers  int            // stream workers started (by the reading goroutine)
 	streamWG sync.WaitGroup // the stream workers
-	buf      []byte         // reused article buffer of the reading goroutine
 }
 
 func newConn(s *Server, nc net.Conn, addr netip.Addr) *conn {

@@ -232,13 +232,13 @@ func (s *Site) Neighbour(group string, num uint64, next bool) (uint64, error) {
 
 // Article reads an article from the spool.
 func (s *Site) Article(ctx context.Context, e HistEntry) ([]byte, error) {
-	return s.spool.Get(ctx, e.Key, nil)
+	return s.spool.Get(ctx, e.Key)
 }
 
-// ArticleInto is Article reading into buf when it is big enough; the
-// result may alias buf.
-func (s *Site) ArticleInto(ctx context.Context, e HistEntry, buf []byte) ([]byte, error) {
-	return s.spool.Get(ctx, e.Key, buf)
+// ViewArticle calls fn with an article as the spool lends it: the bytes
+// are valid only while fn runs.
+func (s *Site) ViewArticle(ctx context.Context, e HistEntry, fn func(raw []byte) error) error {
+	return s.spool.View(ctx, e.Key, fn)
 }
 
 // Accept stores one article. posted marks a reader's POST: missing
@@ -671,7 +671,7 @@ func (s *Site) recoverUnsynced() error {
 		if err != nil || !found {
 			continue
 		}
-		_, err = s.spool.Get(context.Background(), h.Key, nil)
+		_, err = s.spool.Get(context.Background(), h.Key)
 		switch {
 		case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCorrupt):
 			lost = append(lost, &pending{msgid: msgid})

@@ -100,7 +100,7 @@ func TestCrashBeforeSpoolSyncUnlistsLostArticle(t *testing.T) {
 	}
 	gated.verdict <- nil
 	<-done
-	stored, err := gated.Get(context.Background(), keptKey, nil)
+	stored, err := gated.Get(context.Background(), keptKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,9 +19,12 @@ type Spool interface {
 	// once the article is durable. ErrDeferred means "try later". The
 	// caller reuses the article's buffer once Put returns.
 	Put(ctx context.Context, article []byte, expires time.Time) (id.ID, error)
-	// Get returns the article stored under key, checked, in buf if it is
-	// big enough (the result may alias buf).
-	Get(ctx context.Context, key id.ID, buf []byte) ([]byte, error)
+	// Get returns the article stored under key, checked.
+	Get(ctx context.Context, key id.ID) ([]byte, error)
+	// View calls fn with the article stored under key, checked. The bytes
+	// may be the spool's own: valid only while fn runs, not to be
+	// modified. fn's error is returned as is.
+	View(ctx context.Context, key id.ID, fn func(article []byte) error) error
 	Close() error
 }
 
@@ -71,9 +74,15 @@ func (s *LocalSpool) PutAsync(_ context.Context, article []byte, expires time.Ti
 	return key, durable, err
 }
 
-func (s *LocalSpool) Get(_ context.Context, key id.ID, buf []byte) ([]byte, error) {
-	data, _, err := s.Engine.GetInto(key, buf)
+func (s *LocalSpool) Get(_ context.Context, key id.ID) ([]byte, error) {
+	data, _, err := s.Engine.Get(key)
 	return data, err
+}
+
+// View lends the article in place, from the engine's map of its segment:
+// a large article is sent without being copied first.
+func (s *LocalSpool) View(_ context.Context, key id.ID, fn func([]byte) error) error {
+	return s.Engine.View(key, func(data []byte, _ store.Meta) error { return fn(data) })
 }
 
 func (s *LocalSpool) Close() error { return s.Engine.Close() }
@@ -90,9 +99,17 @@ func (s *DHTSpool) Put(ctx context.Context, article []byte, expires time.Time) (
 	return key, err
 }
 
-func (s *DHTSpool) Get(ctx context.Context, key id.ID, _ []byte) ([]byte, error) {
+func (s *DHTSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
 	data, _, err := s.Cluster.Get(ctx, key)
 	return data, err
+}
+
+func (s *DHTSpool) View(ctx context.Context, key id.ID, fn func([]byte) error) error {
+	data, err := s.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	return fn(data)
 }
 
 func (s *DHTSpool) Close() error { return s.Cluster.Close() }
