@@ -2,6 +2,7 @@ package usenet
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -443,12 +444,11 @@ func (c *conn) article(verb string, args []string) bool {
 	if verb == "STAT" {
 		return c.reply("%d %d %s", code, num, msgid)
 	}
-	ctx, cancel := c.ctx()
-	defer cancel()
 	// Articles are stored in wire form: they go out as the spool lends
-	// them, with no scan and no copy.
+	// them, with no scan and no copy. (A spool that waits on others, the
+	// DHT's, bounds its own waits: the server passes no deadline.)
 	sent := true
-	err := c.site.ViewArticle(ctx, e, func(raw []byte) error {
+	err := c.site.ViewArticle(context.Background(), e, func(raw []byte) error {
 		part := raw
 		if verb != "ARTICLE" {
 			head, body := splitArticle(raw)
@@ -521,9 +521,7 @@ func (c *conn) entries(arg string) (l []*Overview, byID, ok, alive bool) {
 			return nil, true, false, c.reply("430 No article with that message-id")
 		}
 		// The overview lives per group; rebuild the entry from the article.
-		ctx, cancel := c.ctx()
-		raw, err := c.site.Article(ctx, h)
-		cancel()
+		raw, err := c.site.Article(context.Background(), h)
 		if err != nil {
 			return nil, true, false, c.reply("430 Article %s is unreadable: %v", arg, err)
 		}
@@ -659,9 +657,7 @@ func (c *conn) hdr(verb string, args []string) bool {
 	for _, o := range l {
 		v, known := overviewHeader(o, args[0])
 		if !known {
-			ctx, cancel := c.ctx()
-			raw, err := c.site.Article(ctx, HistEntry{Key: o.Key})
-			cancel()
+			raw, err := c.site.Article(context.Background(), HistEntry{Key: o.Key})
 			if err == nil {
 				if a, err := ParseArticle(raw); err == nil {
 					v, _ = a.Header(args[0])
@@ -708,10 +704,8 @@ func freeArticle(raw []byte) {
 
 // accept stores an article read by readArticle and hands its buffer back.
 func (c *conn) accept(raw []byte, offered string, posted bool) (string, error) {
-	ctx, cancel := c.ctx()
-	defer cancel()
 	defer freeArticle(raw)
-	return c.site.Accept(ctx, raw, offered, posted)
+	return c.site.Accept(context.Background(), raw, offered, posted)
 }
 
 func (c *conn) post(args []string) bool {

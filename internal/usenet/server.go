@@ -2,7 +2,6 @@ package usenet
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -350,9 +349,4 @@ func (c *conn) stream(job func()) {
 		}()
 	}
 	c.jobs <- job
-}
-
-// ctx is the context of work done for the connection.
-func (c *conn) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), time.Minute)
 }

@@ -91,7 +91,13 @@ func (s *LocalSpool) Close() error { return s.Engine.Close() }
 // block, stored with the deployment's redundancy.
 type DHTSpool struct{ Cluster *client.Cluster }
 
+// dhtTimeout bounds one article's store or fetch through the DHT: the
+// server's own work waits on nothing else, so this spool alone sets one.
+const dhtTimeout = time.Minute
+
 func (s *DHTSpool) Put(ctx context.Context, article []byte, expires time.Time) (id.ID, error) {
+	ctx, cancel := context.WithTimeout(ctx, dhtTimeout)
+	defer cancel()
 	key, _, err := s.Cluster.Put(ctx, article, client.PutOptions{Expire: time.Until(expires)})
 	if errors.Is(err, dhash.ErrDeferred) {
 		err = errors.Join(ErrDeferred, err)
@@ -100,6 +106,8 @@ func (s *DHTSpool) Put(ctx context.Context, article []byte, expires time.Time) (
 }
 
 func (s *DHTSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, dhtTimeout)
+	defer cancel()
 	data, _, err := s.Cluster.Get(ctx, key)
 	return data, err
 }
