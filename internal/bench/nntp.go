@@ -1008,25 +1008,59 @@ func replyID(line []byte, i int) string {
 func readBlock(r *bufio.Reader, dst []byte, maxBytes int) ([]byte, int, error) {
 	start, lines := len(dst), 0
 	for {
-		line, err := r.ReadSlice('\n')
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			return dst, lines, fmt.Errorf("a line longer than %d bytes", r.Size())
-		case errors.Is(err, io.EOF):
-			return dst, lines, fmt.Errorf("the connection closed inside a multi-line block: %w", io.ErrUnexpectedEOF)
-		case err != nil:
-			return dst, lines, err
-		case len(line) < 2 || line[len(line)-2] != '\r':
-			return dst, lines, fmt.Errorf("line %d of a block not ended by CRLF: %.40q", lines+1, line)
-		case len(dst)-start+len(line) > maxBytes:
-			return dst, lines, fmt.Errorf("a block longer than %d bytes", maxBytes)
+		// Check the whole lines buffered in one pass and copy them at
+		// once: taking a 240 KB article line by line cost the load
+		// generator more than the server spent sending it.
+		if r.Buffered() == 0 {
+			if _, err := r.Peek(1); err != nil {
+				return dst, lines, blockReadErr(err, r.Size())
+			}
 		}
-		dst = append(dst, line...)
-		if len(line) == 3 && line[0] == '.' {
-			return dst, lines, nil
+		buf, _ := r.Peek(r.Buffered())
+		whole := buf[:bytes.LastIndexByte(buf, '\n')+1]
+		if len(whole) == 0 {
+			// Part of a line: wait for its end, within the buffer's size.
+			line, err := r.ReadSlice('\n')
+			if err != nil {
+				return dst, lines, blockReadErr(err, r.Size())
+			}
+			whole = line
+			buf = nil // consumed by ReadSlice
 		}
-		lines++
+		for i := 0; i < len(whole); {
+			end := i + bytes.IndexByte(whole[i:], '\n') + 1
+			line := whole[i:end]
+			switch {
+			case len(line) < 2 || line[len(line)-2] != '\r':
+				return dst, lines, fmt.Errorf("line %d of a block not ended by CRLF: %.40q", lines+1, line)
+			case len(dst)-start+end > maxBytes:
+				return dst, lines, fmt.Errorf("a block longer than %d bytes", maxBytes)
+			case len(line) == 3 && line[0] == '.':
+				dst = append(dst, whole[:end]...)
+				if buf != nil {
+					r.Discard(end)
+				}
+				return dst, lines, nil
+			}
+			lines++
+			i = end
+		}
+		dst = append(dst, whole...)
+		if buf != nil {
+			r.Discard(len(whole))
+		}
 	}
+}
+
+// blockReadErr says what a read error inside a data block means.
+func blockReadErr(err error, size int) error {
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		return fmt.Errorf("a line longer than %d bytes", size)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("the connection closed inside a multi-line block: %w", io.ErrUnexpectedEOF)
+	}
+	return err
 }
 
 // article is one generated article as it goes on the wire.
