@@ -703,8 +703,12 @@ func freeArticle(raw []byte) {
 }
 
 // accept stores an article read by readArticle and hands its buffer back.
-func (c *conn) accept(raw []byte, offered string, posted bool) (string, error) {
+// A streamed one (TAKETHIS) is answered once durable, before it is listed.
+func (c *conn) accept(raw []byte, offered string, posted, streamed bool) (string, error) {
 	defer freeArticle(raw)
+	if streamed {
+		return c.site.AcceptStreamed(context.Background(), raw, offered)
+	}
 	return c.site.Accept(context.Background(), raw, offered, posted)
 }
 
@@ -722,7 +726,7 @@ func (c *conn) post(args []string) bool {
 	if err != nil {
 		return false // the client went away mid-article: nothing is stored
 	}
-	msgid, err := c.accept(raw, "", true)
+	msgid, err := c.accept(raw, "", true, false)
 	if err != nil {
 		return c.reply("441 Posting failed: %v", err)
 	}
@@ -750,7 +754,7 @@ func (c *conn) ihave(args []string) bool {
 	if err != nil {
 		return false
 	}
-	_, err = c.accept(raw, args[0], false)
+	_, err = c.accept(raw, args[0], false, false)
 	switch code, text := feedResult(err); code {
 	case 239:
 		return c.reply("235 Article transferred OK")
@@ -820,7 +824,7 @@ func (c *conn) takethis(args []string) bool {
 	}
 	n := c.seq.take()
 	c.stream(func() {
-		_, err := c.accept(raw, msgid, false)
+		_, err := c.accept(raw, msgid, false, true)
 		code, text := feedResult(err)
 		if code == 431 {
 			// TAKETHIS has no "try later": 400 makes the feeder requeue

@@ -15,17 +15,18 @@ import (
 // The site database, one bbolt file: the newsgroups with their article
 // numbers, an overview bucket per group (number -> overview record) and
 // the history (message-id -> where the article is). Overview and history
-// of a batch of articles are committed in one transaction. With a local
-// spool that transaction overlaps the spool's sync: the batch's message-ids
-// are noted in "unsynced" in the same transaction, and the note is dropped
-// once the articles are durable. Opening the site checks the articles of
-// any note left by a crash and unlists those the spool lost, so a crash
-// never leaves an entry for an article that cannot be read.
+// of a batch of articles are committed in one transaction, once the
+// articles are durable in the spool, so a crash never leaves an entry for
+// an article that cannot be read. With a local spool the articles are
+// acknowledged earlier, once journaled (journal.go); meta holds the last
+// journal batch listed.
 
 var (
-	bucketGroups   = []byte("groups")
-	bucketHistory  = []byte("history")
-	bucketUnsynced = []byte("unsynced") // sequence -> message-ids, space-separated
+	bucketGroups  = []byte("groups")
+	bucketHistory = []byte("history")
+	bucketMeta    = []byte("meta")
+
+	metaApplied = []byte("journal-applied") // the last journal batch listed
 )
 
 func overviewBucket(group string) []byte { return []byte("ov/" + group) }
@@ -182,7 +183,7 @@ func openDB(path string) (*db, error) {
 		return nil, fmt.Errorf("usenet: open %s: %w", path, err)
 	}
 	err = b.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketGroups, bucketHistory, bucketUnsynced} {
+		for _, name := range [][]byte{bucketGroups, bucketHistory, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -221,6 +222,18 @@ func putGroup(tx *bolt.Tx, g *Group) error {
 	}
 	_, err := tx.CreateBucketIfNotExists(overviewBucket(g.Name))
 	return err
+}
+
+// applied is the last journal batch listed, 0 for none.
+func (d *db) applied() (uint64, error) {
+	var seq uint64
+	err := d.b.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(metaApplied); len(v) == 8 {
+			seq = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	return seq, err
 }
 
 // history looks a message-id up.

@@ -299,6 +299,7 @@ func TestStreamingFeedPipelinedAndDuplicates(t *testing.T) {
 	for i := 0; i < n; i++ {
 		code(t, c.line(), fmt.Sprintf("239 <s%d@example.com>", i))
 	}
+	ts.site.Flush() // fed articles are listed a moment after their 239
 	g, _ := ts.site.Group("local.test")
 	if g.Count != n || g.High != n {
 		t.Fatalf("group %+v after %d articles", g, n)
@@ -486,6 +487,7 @@ func TestLargeArticlesPipelined(t *testing.T) {
 		c.sendArticle(arts[id])
 		code(t, c.line(), "235")
 	}
+	ts.site.Flush()
 	code(t, c.cmd("GROUP local.test"), "211 3 1 3")
 
 	// What a reader must get back: the Path starts with this site.

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,9 +40,34 @@ type Site struct {
 	keeps    map[string]time.Duration // each group's expiry, once matched
 
 	commits chan *pending
-	synced  [][]byte // unsynced notes whose articles are durable: dropped next commit
+	journal *journal      // with a spool that syncs on its own (asyncSpool)
+	seq     uint64        // the last batch journaled
+	lists   chan *listing // acknowledged batches, to be listed
 	stop    chan struct{}
 	wg      sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+
+	beforeList func() // tests: runs before each listing commit
+}
+
+// listing is a journaled, acknowledged batch on its way to news.db.
+type listing struct {
+	seq     uint64
+	batch   []*pending
+	flushes []chan struct{} // closed once the batch is listed
+}
+
+// Flush returns once every article acknowledged before it is listed: fed
+// articles are acknowledged when durable, and listed a moment later.
+func (s *Site) Flush() {
+	done := make(chan struct{})
+	select {
+	case s.commits <- &pending{flushed: done}:
+		<-done
+	case <-s.stop:
+	}
 }
 
 // ExpiryRule keeps articles of groups matching Pattern (a wildmat) for
@@ -125,20 +149,40 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 	}
 	s := &Site{cfg: cfg, db: d, spool: cfg.Spool, groups: groups, inflight: map[string]bool{}, keeps: map[string]time.Duration{},
 		seen: newSeenCache(cfg.SeenCache), commits: make(chan *pending, 1024), stop: make(chan struct{})}
-	if err := s.recoverUnsynced(); err != nil {
-		d.close()
-		return nil, err
+	if _, ok := cfg.Spool.(asyncSpool); ok {
+		j, batches, err := openJournal(filepath.Join(cfg.Dir, "journal"))
+		if err == nil {
+			s.journal = j
+			err = s.replay(batches)
+		}
+		if err != nil {
+			if s.journal != nil {
+				s.journal.close()
+			}
+			d.close()
+			return nil, err
+		}
+		s.lists = make(chan *listing, 16)
+		s.wg.Add(1)
+		go s.listLoop()
 	}
 	s.wg.Add(1)
 	go s.commitLoop()
 	return s, nil
 }
 
-// Close stops the committer and closes the database (not the spool).
+// Close stops the committers, once everything acknowledged is listed, and
+// closes the database (not the spool).
 func (s *Site) Close() error {
-	close(s.stop)
-	s.wg.Wait()
-	return s.db.close()
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		s.closeErr = s.db.close()
+		if s.journal != nil {
+			s.closeErr = errors.Join(s.closeErr, s.journal.close())
+		}
+	})
+	return s.closeErr
 }
 
 // PathHost is the site's name.
@@ -247,6 +291,18 @@ func (s *Site) ViewArticle(ctx context.Context, e HistEntry, fn func(raw []byte)
 // article's message-id, and once it returns without error the article is
 // durable and listed.
 func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bool) (string, error) {
+	return s.accept(ctx, raw, offered, posted, false)
+}
+
+// AcceptStreamed is Accept for a streaming feed (TAKETHIS): it returns once
+// the article is durable, and the article is listed a moment later (Flush
+// waits for that). A feeder with many articles in flight need not wait for
+// each listing; readers may.
+func (s *Site) AcceptStreamed(ctx context.Context, raw []byte, offered string) (string, error) {
+	return s.accept(ctx, raw, offered, false, true)
+}
+
+func (s *Site) accept(ctx context.Context, raw []byte, offered string, posted, streamed bool) (string, error) {
 	now := s.cfg.Now()
 	a, err := ParseArticle(raw)
 	if err != nil {
@@ -301,10 +357,11 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 	}
 	s.inflight[msgid] = true
 	s.mu.Unlock()
+	handedOver := false // then the committer forgets msgid once it is listed
 	defer func() {
-		s.mu.Lock()
-		delete(s.inflight, msgid)
-		s.mu.Unlock()
+		if !handedOver {
+			s.forget(msgid, false)
+		}
 	}()
 	if _, found, err := s.db.history(msgid); err != nil {
 		return msgid, err
@@ -316,6 +373,11 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 	}
 
 	p := &pending{article: a, msgid: msgid, groups: groups, keep: keep, arrived: now, expires: now.Add(slices.Max(keep)), done: make(chan error, 1)}
+	if !streamed && s.journal != nil {
+		// A poster or a lockstep feed reads what it sent next: answer
+		// once it is listed.
+		p.listed = make(chan struct{})
+	}
 	if as, ok := s.spool.(asyncSpool); ok {
 		p.key, p.durable, err = as.PutAsync(ctx, raw, p.expires)
 	} else {
@@ -329,13 +391,30 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 	case <-s.stop:
 		return msgid, ErrSiteClosed
 	}
+	if s.journal != nil {
+		handedOver = true
+		if err := <-p.done; err != nil || p.listed == nil {
+			return msgid, err
+		}
+		<-p.listed
+		return msgid, nil
+	}
 	if err := <-p.done; err != nil {
 		return msgid, err
 	}
-	s.mu.Lock()
-	s.seen.add(msgid)
-	s.mu.Unlock()
+	s.forget(msgid, true)
+	handedOver = true
 	return msgid, nil
+}
+
+// forget ends msgid's time in flight; seen, it joins the recent ids.
+func (s *Site) forget(msgid string, seen bool) {
+	s.mu.Lock()
+	delete(s.inflight, msgid)
+	if seen {
+		s.seen.add(msgid)
+	}
+	s.mu.Unlock()
 }
 
 // keepFor is how long a group keeps its articles: the first expiry rule
@@ -421,19 +500,30 @@ type pending struct {
 	key     id.ID
 	durable func() error
 	done    chan error
+	listed  chan struct{} // if not nil, closed once listed (or not to be)
+	flushed chan struct{} // a Flush, not an article
 }
 
 // commitLoop writes the overview and history of waiting articles, as many
 // as are waiting in one transaction (group commit), and numbers them.
 func (s *Site) commitLoop() {
 	defer s.wg.Done()
+	if s.lists != nil {
+		defer close(s.lists)
+	}
 	for {
 		var batch []*pending
 		select {
 		case p := <-s.commits:
 			batch = append(batch, p)
 		case <-s.stop:
-			return
+			// Writers that got in before the stop still get an answer.
+			select {
+			case p := <-s.commits:
+				batch = append(batch, p)
+			default:
+				return
+			}
 		}
 	more:
 		for len(batch) < 1024 {
@@ -444,37 +534,160 @@ func (s *Site) commitLoop() {
 				break more
 			}
 		}
-		note, err := s.commit(batch)
-		errs := make([]error, len(batch))
-		var lost []*pending
-		for i, p := range batch {
-			errs[i] = err
-			if err == nil && p.durable != nil {
-				if errs[i] = p.durable(); errs[i] != nil {
-					lost = append(lost, p)
-				}
+		var flushes []chan struct{}
+		articles := batch[:0]
+		for _, p := range batch {
+			if p.flushed != nil {
+				flushes = append(flushes, p.flushed)
+			} else {
+				articles = append(articles, p)
 			}
 		}
-		switch {
-		case len(lost) > 0:
-			// The spool failed to make them durable: unlist them now, or
-			// failing that when the site is opened again.
-			if s.unlist(lost, note) != nil {
-				note = nil
-			}
-		case note != nil:
-			s.synced = append(s.synced, note)
+		if s.journal != nil {
+			s.journalBatch(articles, flushes)
+			continue
 		}
-		for i, p := range batch {
-			p.done <- errs[i]
+		err := s.commit(articles, 0)
+		for _, p := range articles {
+			p.done <- err
+		}
+		for _, f := range flushes {
+			close(f)
 		}
 	}
 }
 
+// journalBatch journals a batch of articles written to the spool, waits
+// until they are durable there too, acknowledges them and hands them to
+// the lister.
+func (s *Site) journalBatch(batch []*pending, flushes []chan struct{}) {
+	if len(batch) == 0 {
+		s.lists <- &listing{seq: s.seq, flushes: flushes}
+		return
+	}
+	s.seq++
+	err := s.journal.append(s.seq, batch)
+	ok := batch[:0:0]
+	for _, p := range batch {
+		e := err
+		if e == nil {
+			e = p.durable()
+		}
+		if e != nil {
+			s.forget(p.msgid, false)
+			if p.listed != nil {
+				close(p.listed)
+			}
+		} else {
+			ok = append(ok, p)
+		}
+		p.done <- e
+	}
+	// Listed in batch order: a batch the spool failed still takes its
+	// sequence number, and the next listing covers it.
+	s.lists <- &listing{seq: s.seq, batch: ok, flushes: flushes}
+}
+
+// listLoop commits acknowledged batches to news.db, as many as wait in one
+// transaction, and only then lets readers and duplicate checks see them
+// there.
+func (s *Site) listLoop() {
+	defer s.wg.Done()
+	for l := range s.lists {
+		batch, seq, flushes := l.batch, l.seq, l.flushes
+	more:
+		for len(batch) < 4096 {
+			select {
+			case next, ok := <-s.lists:
+				if !ok {
+					break more
+				}
+				batch, seq = append(batch, next.batch...), next.seq
+				flushes = append(flushes, next.flushes...)
+			default:
+				break more
+			}
+		}
+		if s.beforeList != nil {
+			s.beforeList()
+		}
+		// On failure the batch stays in the journal and is listed when
+		// the site is next opened.
+		err := s.commit(batch, seq)
+		for _, p := range batch {
+			s.forget(p.msgid, err == nil)
+			if p.listed != nil {
+				close(p.listed)
+			}
+		}
+		for _, f := range flushes {
+			close(f)
+		}
+		if err == nil {
+			s.journal.listed(seq)
+		}
+	}
+}
+
+// replay lists the journaled batches news.db has not: after a crash, the
+// articles acknowledged but not yet listed. One the spool does not have was
+// never acknowledged, and stays out.
+func (s *Site) replay(batches []journalBatch) error {
+	applied, err := s.db.applied()
+	if err != nil {
+		return err
+	}
+	last := applied
+	var redo []*pending
+	for _, b := range batches {
+		if b.seq <= applied {
+			continue
+		}
+		last = max(last, b.seq)
+		for _, e := range b.entries {
+			if _, found, err := s.db.history(e.msgid); err != nil {
+				return err
+			} else if found {
+				continue
+			}
+			raw, err := s.spool.Get(context.Background(), e.key)
+			switch {
+			case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCorrupt):
+				continue
+			case err != nil:
+				return fmt.Errorf("usenet: listing the journal's articles: %w", err)
+			}
+			a, err := ParseArticle(raw)
+			if err != nil {
+				continue
+			}
+			p := &pending{article: a, msgid: e.msgid, key: e.key, arrived: time.Unix(0, e.arrived), expires: time.Unix(0, e.expires)}
+			names, _ := a.Groups()
+			s.mu.Lock()
+			for _, n := range names {
+				if s.groups[n] != nil {
+					p.groups = append(p.groups, n)
+					p.keep = append(p.keep, s.keepFor(n))
+				}
+			}
+			s.mu.Unlock()
+			if len(p.groups) > 0 {
+				redo = append(redo, p)
+			}
+		}
+	}
+	if last > applied {
+		if err := s.commit(redo, last); err != nil {
+			return err
+		}
+	}
+	s.seq = last
+	return s.journal.reset()
+}
+
 // commit lists a batch of articles: numbers, overview and history, in one
-// transaction. It returns the key of the batch's unsynced note, nil if
-// every article was durable already.
-func (s *Site) commit(batch []*pending) ([]byte, error) {
+// transaction, with the last journal batch it covers (seq, 0 for none).
+func (s *Site) commit(batch []*pending, seq uint64) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	// Number on copies, so that a failed transaction changes nothing.
@@ -489,11 +702,11 @@ func (s *Site) commit(batch []*pending) ([]byte, error) {
 		}
 	}
 	s.mu.Unlock()
-	var note []byte
 	err := s.db.b.Update(func(tx *bolt.Tx) error {
-		var err error
-		if note, err = s.noteUnsynced(tx, batch); err != nil {
-			return err
+		if seq > 0 {
+			if err := tx.Bucket(bucketMeta).Put(metaApplied, numKey(seq)); err != nil {
+				return err
+			}
 		}
 		hist := tx.Bucket(bucketHistory)
 		for _, p := range batch {
@@ -535,61 +748,7 @@ func (s *Site) commit(batch []*pending) ([]byte, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("usenet: commit overview: %w", err)
-	}
-	s.synced = nil
-	s.mu.Lock()
-	for n, g := range changed {
-		s.groups[n] = g
-	}
-	s.mu.Unlock()
-	return note, nil
-}
-
-// noteUnsynced records the message-ids of the batch's articles that are
-// not yet durable, and drops the notes of earlier batches that now are.
-func (s *Site) noteUnsynced(tx *bolt.Tx, batch []*pending) ([]byte, error) {
-	b := tx.Bucket(bucketUnsynced)
-	for _, k := range s.synced {
-		if err := b.Delete(k); err != nil {
-			return nil, err
-		}
-	}
-	var ids []byte
-	for _, p := range batch {
-		if p.durable != nil {
-			ids = append(append(ids, p.msgid...), ' ')
-		}
-	}
-	if ids == nil {
-		return nil, nil
-	}
-	seq, err := b.NextSequence()
-	if err != nil {
-		return nil, err
-	}
-	return numKey(seq), b.Put(numKey(seq), ids)
-}
-
-// unlist removes articles the spool lost from the overview and the history,
-// and drops their batch's unsynced note (if not nil).
-func (s *Site) unlist(lost []*pending, note []byte) error {
-	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
-	changed := map[string]*Group{}
-	err := s.db.b.Update(func(tx *bolt.Tx) error {
-		for _, p := range lost {
-			if err := s.unlistOne(tx, changed, p.msgid); err != nil {
-				return err
-			}
-		}
-		if note == nil {
-			return nil
-		}
-		return tx.Bucket(bucketUnsynced).Delete(note)
-	})
-	if err != nil {
-		return err
+		return fmt.Errorf("usenet: commit overview: %w", err)
 	}
 	s.mu.Lock()
 	for n, g := range changed {
@@ -597,99 +756,6 @@ func (s *Site) unlist(lost []*pending, note []byte) error {
 	}
 	s.mu.Unlock()
 	return nil
-}
-
-// unlistOne removes one article's history entry and the overview entries
-// its Xref names, counting them off copies of their groups in changed.
-func (s *Site) unlistOne(tx *bolt.Tx, changed map[string]*Group, msgid string) error {
-	hist := tx.Bucket(bucketHistory)
-	v := hist.Get([]byte(msgid))
-	if v == nil {
-		return nil
-	}
-	h, err := decodeHist(v)
-	if err != nil {
-		return hist.Delete([]byte(msgid))
-	}
-	fields := strings.Fields(h.Xref)
-	for _, f := range fields[min(1, len(fields)):] {
-		name, number, ok := strings.Cut(f, ":")
-		num, err := strconv.ParseUint(number, 10, 64)
-		ov := tx.Bucket(overviewBucket(name))
-		if !ok || err != nil || ov == nil || ov.Get(numKey(num)) == nil {
-			continue
-		}
-		if err := ov.Delete(numKey(num)); err != nil {
-			return err
-		}
-		g := changed[name]
-		if g == nil {
-			s.mu.Lock()
-			if s.groups[name] != nil {
-				c := *s.groups[name]
-				g = &c
-			}
-			s.mu.Unlock()
-			if g == nil {
-				continue
-			}
-			changed[name] = g
-		}
-		g.Count -= min(g.Count, 1)
-		if num == g.Low {
-			g.Low = g.High + 1
-			if k, _ := ov.Cursor().Seek(numKey(num)); k != nil {
-				g.Low = binary.BigEndian.Uint64(k)
-			}
-		}
-		if err := putGroup(tx, g); err != nil {
-			return err
-		}
-	}
-	return hist.Delete([]byte(msgid))
-}
-
-// recoverUnsynced checks the articles of the unsynced notes a crash left
-// and unlists those the spool does not have: acknowledged articles were
-// durable, so only unacknowledged ones can go.
-func (s *Site) recoverUnsynced() error {
-	var notes [][]byte
-	var ids []string
-	err := s.db.b.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketUnsynced).ForEach(func(k, v []byte) error {
-			notes = append(notes, slices.Clone(k))
-			ids = append(ids, strings.Fields(string(v))...)
-			return nil
-		})
-	})
-	if err != nil || len(notes) == 0 {
-		return err
-	}
-	var lost []*pending
-	for _, msgid := range ids {
-		h, found, err := s.db.history(msgid)
-		if err != nil || !found {
-			continue
-		}
-		_, err = s.spool.Get(context.Background(), h.Key)
-		switch {
-		case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCorrupt):
-			lost = append(lost, &pending{msgid: msgid})
-		case err != nil:
-			return fmt.Errorf("usenet: checking the articles of an interrupted commit: %w", err)
-		}
-	}
-	if err := s.unlist(lost, nil); err != nil {
-		return err
-	}
-	return s.db.b.Update(func(tx *bolt.Tx) error {
-		for _, k := range notes {
-			if err := tx.Bucket(bucketUnsynced).Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
 
 // Expire drops overview entries past their group's expiry and history

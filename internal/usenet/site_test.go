@@ -3,12 +3,11 @@ package usenet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"triad/internal/id"
 )
@@ -59,107 +58,170 @@ func openTestSpool(t *testing.T, dir string) *LocalSpool {
 	return s
 }
 
-// accept runs Site.Accept on its own goroutine, for a test that plays the
-// spool meanwhile.
+// accept runs Site.AcceptStreamed on its own goroutine, for a test that
+// plays the spool or the lister meanwhile.
 func accept(site *Site, raw string) chan error {
 	done := make(chan error, 1)
 	go func() {
-		_, err := site.Accept(context.Background(), []byte(raw), "", false)
+		_, err := site.AcceptStreamed(context.Background(), []byte(raw), "")
 		done <- err
 	}()
 	return done
 }
 
-// A crash after an article's listing is committed but before the spool's
-// sync made it durable: the article was never acknowledged, and on the
-// next open it must not be listed, as the spool lost it.
-func TestCrashBeforeSpoolSyncUnlistsLostArticle(t *testing.T) {
-	dir := t.TempDir()
-	gated := &gatedSpool{LocalSpool: openTestSpool(t, filepath.Join(dir, "spool")),
-		committed: make(chan id.ID), verdict: make(chan error)}
-	site := openTestSite(t, dir, gated)
-
-	kept := article("<kept@x>", "local.test", "durable\r\n")
-	done := accept(site, kept)
-	keptKey := <-gated.committed
-	gated.verdict <- nil
-	if err := <-done; err != nil {
+// copyFiles copies the regular files of src (not its subfolders) to dst,
+// as a crash would leave them.
+func copyFiles(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	done = accept(site, article("<lost@x>", "local.test", "never synced\r\n"))
-	<-gated.committed
-	// The machine stops here: news.db as it is on disk, and a spool that
-	// has only what was synced.
-	crashed := t.TempDir()
-	db, err := os.ReadFile(filepath.Join(dir, "news.db"))
+	ents, err := os.ReadDir(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(crashed, "news.db"), db, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gated.verdict <- nil
-	<-done
-	stored, err := gated.Get(context.Background(), keptKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spool := openTestSpool(t, filepath.Join(crashed, "spool"))
-	if _, err := spool.Put(context.Background(), stored, time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-
-	after := openTestSite(t, crashed, spool)
-	if _, found, _ := after.Lookup("<lost@x>"); found {
-		t.Fatal("the lost article is still in the history")
-	}
-	if _, found, _ := after.Lookup("<kept@x>"); !found {
-		t.Fatal("the durable article left the history")
-	}
-	g, _ := after.Group("local.test")
-	ov, err := after.Overview("local.test", 1, 100, 100)
-	if err != nil || len(ov) != 1 || ov[0].MessageID != "<kept@x>" || g.Count != 1 || g.Low != 1 || g.High != 2 {
-		t.Fatalf("after recovery: overview %d entries (%v), group %+v; want only <kept@x>, count 1, low 1, high 2", len(ov), err, g)
-	}
-	after.db.b.View(func(tx *bolt.Tx) error {
-		if k, _ := tx.Bucket(bucketUnsynced).Cursor().First(); k != nil {
-			t.Error("the unsynced note outlived recovery")
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
 		}
-		return nil
-	})
-	// The feeder never had it acknowledged, so it offers it again.
-	if _, err := after.Accept(context.Background(), []byte(article("<lost@x>", "local.test", "again\r\n")), "", false); err != nil {
-		t.Fatalf("re-offered lost article: %v", err)
-	}
-	if g, _ := after.Group("local.test"); g.Count != 2 || g.High != 3 {
-		t.Fatalf("group after re-feed %+v, want count 2, high 3", g)
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
-// When the spool cannot make an article durable, Accept fails and the
-// article is unlisted at once.
-func TestFailedSpoolSyncUnlists(t *testing.T) {
+// crashBeforeListing acknowledges an article, then copies the site as a
+// crash would leave it before the overview commit: news.db and the
+// journal, and the spool's segments when withSpool (else the spool lost
+// the article). It returns the copy's folder.
+func crashBeforeListing(t *testing.T, msgid string, withSpool bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	spool := openTestSpool(t, filepath.Join(dir, "spool"))
+	site := openTestSite(t, dir, spool)
+	listing, resume := make(chan struct{}), make(chan struct{})
+	site.beforeList = func() {
+		listing <- struct{}{}
+		<-resume
+	}
+	done := accept(site, article(msgid, "local.test", "acknowledged, not yet listed\r\n"))
+	<-listing
+	if err := <-done; err != nil {
+		t.Fatalf("not acknowledged: %v", err)
+	}
+	if _, found, _ := site.Lookup(msgid); found {
+		t.Fatal("listed before the listing commit")
+	}
+	crashed := t.TempDir()
+	copyFiles(t, dir, crashed)
+	if withSpool {
+		// The segments only: the store rebuilds its index from them.
+		copyFiles(t, filepath.Join(dir, "spool"), filepath.Join(crashed, "spool"))
+		os.Remove(filepath.Join(crashed, "spool", "index.db"))
+	}
+	close(resume)
+	site.beforeList = nil
+	return crashed
+}
+
+// After a crash between the acknowledgement and the overview commit, the
+// next open lists the article from the journal, once.
+func TestAcknowledgedArticleIsListedAfterCrash(t *testing.T) {
+	crashed := crashBeforeListing(t, "<acked@x>", true)
+	for range 2 { // and opening again changes nothing
+		spool := openTestSpool(t, filepath.Join(crashed, "spool"))
+		site := openTestSite(t, crashed, spool)
+		if _, found, _ := site.Lookup("<acked@x>"); !found {
+			t.Fatal("an acknowledged article is not in the history after the crash")
+		}
+		ov, err := site.Overview("local.test", 1, 100, 100)
+		g, _ := site.Group("local.test")
+		if err != nil || len(ov) != 1 || ov[0].MessageID != "<acked@x>" || g.Count != 1 || g.High != 1 {
+			t.Fatalf("after recovery: %d overview entries (%v), group %+v; want <acked@x> as number 1", len(ov), err, g)
+		}
+		if _, err := site.Accept(context.Background(), []byte(article("<acked@x>", "local.test", "again\r\n")), "", false); !errors.Is(err, ErrDuplicate) {
+			t.Fatalf("re-offered after recovery: %v, want a duplicate", err)
+		}
+		site.Close()
+		spool.Close()
+	}
+}
+
+// A journaled article the spool does not have was never acknowledged (its
+// sync did not finish): it is not listed, and a re-feed takes it.
+func TestJournaledArticleTheSpoolLostIsNotListed(t *testing.T) {
+	crashed := crashBeforeListing(t, "<lost@x>", false)
+	site := openTestSite(t, crashed, openTestSpool(t, filepath.Join(crashed, "spool")))
+	if _, found, _ := site.Lookup("<lost@x>"); found {
+		t.Fatal("an article the spool lost is in the history")
+	}
+	if g, _ := site.Group("local.test"); g.Count != 0 {
+		t.Fatalf("group %+v lists an article the spool lost", g)
+	}
+	if _, err := site.Accept(context.Background(), []byte(article("<lost@x>", "local.test", "again\r\n")), "", false); err != nil {
+		t.Fatalf("re-offered lost article: %v", err)
+	}
+}
+
+// When the spool cannot make an article durable, it is not acknowledged,
+// not listed, and may be offered again.
+func TestFailedSpoolSyncIsNotAcknowledged(t *testing.T) {
 	dir := t.TempDir()
 	gated := &gatedSpool{LocalSpool: openTestSpool(t, filepath.Join(dir, "spool")),
 		committed: make(chan id.ID), verdict: make(chan error)}
 	site := openTestSite(t, dir, gated)
 	done := accept(site, article("<eio@x>", "local.test", "body\r\n"))
 	<-gated.committed
-	if ov, _ := site.Overview("local.test", 1, 10, 10); len(ov) != 1 {
-		t.Fatalf("listing not committed while the sync runs: %d entries", len(ov))
-	}
 	eio := errors.New("fdatasync: input/output error")
 	gated.verdict <- eio
 	if err := <-done; !errors.Is(err, eio) {
 		t.Fatalf("Accept: %v, want the sync's error", err)
 	}
-	if _, found, _ := site.Lookup("<eio@x>"); found {
-		t.Fatal("an article that never became durable is in the history")
+	done = accept(site, article("<eio@x>", "local.test", "body\r\n"))
+	<-gated.committed
+	gated.verdict <- nil
+	if err := <-done; err != nil {
+		t.Fatalf("offered again: %v", err)
 	}
-	if ov, _ := site.Overview("local.test", 1, 10, 10); len(ov) != 0 {
-		t.Fatalf("an article that never became durable is in the overview: %d entries", len(ov))
+	site.Flush()
+	if ov, _ := site.db.overview("local.test", 1, 10, 10); len(ov) != 1 || ov[0].Num != 1 {
+		t.Fatalf("overview %v, want the second offer alone, as number 1: the first took none", ov)
 	}
-	if g, _ := site.Group("local.test"); g.Count != 0 || g.Low != 2 {
-		t.Fatalf("group %+v, want count 0 and low past the unlisted number", g)
+}
+
+func TestJournalCutsTornTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal")
+	j, batches, err := openJournal(path)
+	if err != nil || len(batches) != 0 {
+		t.Fatal(batches, err)
+	}
+	key := id.Key([]byte("a"))
+	now := time.Now()
+	for seq := uint64(1); seq <= 3; seq++ {
+		p := &pending{msgid: fmt.Sprintf("<%d@x>", seq), key: key, arrived: now, expires: now.Add(time.Hour)}
+		if err := j.append(seq, []*pending{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.close()
+	b, _ := os.ReadFile(path)
+	full := len(b)
+	b[len(b)-3] ^= 1 // damage the last record
+	os.WriteFile(path, append(b, 0, 0, 0, 9), 0o644)
+	j, batches, err = openJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	if len(batches) != 2 || batches[1].seq != 2 || batches[1].entries[0].msgid != "<2@x>" || batches[1].entries[0].key != key ||
+		batches[1].entries[0].arrived != now.UnixNano() {
+		t.Fatalf("batches %+v, want the first two intact", batches)
+	}
+	if st, _ := os.Stat(path); st.Size() >= int64(full) {
+		t.Fatalf("journal of %d bytes: the damaged tail was not cut", st.Size())
 	}
 }
