@@ -225,3 +225,34 @@ func TestJournalCutsTornTail(t *testing.T) {
 		t.Fatalf("journal of %d bytes: the damaged tail was not cut", st.Size())
 	}
 }
+
+// The journal's decoder takes whatever a damaged file holds without
+// panicking, and what it accepts is bounded by the record.
+func FuzzJournalRecord(f *testing.F) {
+	j, _, err := openJournal(filepath.Join(f.TempDir(), "journal"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	now := time.Now()
+	p := &pending{msgid: "<a@b>", key: id.Key([]byte("x")), arrived: now, expires: now}
+	if err := j.append(7, []*pending{p, p}); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(j.buf)
+	j.close()
+	f.Add([]byte{1})
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		b, err := decodeJournalBatch(payload)
+		if err != nil {
+			return
+		}
+		if len(b.entries)*3 > len(payload) {
+			t.Fatalf("%d entries from %d bytes", len(b.entries), len(payload))
+		}
+		for _, e := range b.entries {
+			if len(e.msgid) > MaxMessageID {
+				t.Fatalf("message-id of %d bytes", len(e.msgid))
+			}
+		}
+	})
+}
