@@ -40,7 +40,8 @@ type Site struct {
 	keeps    map[string]time.Duration // each group's expiry, once matched
 
 	commits chan *pending
-	journal *journal      // with a spool that syncs on its own (asyncSpool)
+	async   asyncSpool    // the spool, if it syncs on its own
+	journal *journal      // with an async spool
 	seq     uint64        // the last batch journaled
 	lists   chan *listing // acknowledged batches, to be listed
 	stop    chan struct{}
@@ -149,7 +150,8 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 	}
 	s := &Site{cfg: cfg, db: d, spool: cfg.Spool, groups: groups, inflight: map[string]bool{}, keeps: map[string]time.Duration{},
 		seen: newSeenCache(cfg.SeenCache), commits: make(chan *pending, 1024), stop: make(chan struct{})}
-	if _, ok := cfg.Spool.(asyncSpool); ok {
+	if async, ok := cfg.Spool.(asyncSpool); ok {
+		s.async = async
 		j, batches, err := openJournal(filepath.Join(cfg.Dir, "journal"))
 		if err == nil {
 			s.journal = j
@@ -357,7 +359,7 @@ func (s *Site) accept(ctx context.Context, raw []byte, offered string, posted, s
 	}
 	s.inflight[msgid] = true
 	s.mu.Unlock()
-	handedOver := false // then the committer forgets msgid once it is listed
+	handedOver := false // then the committers forget msgid once it is listed
 	defer func() {
 		if !handedOver {
 			s.forget(msgid, false)
@@ -378,8 +380,8 @@ func (s *Site) accept(ctx context.Context, raw []byte, offered string, posted, s
 		// once it is listed.
 		p.listed = make(chan struct{})
 	}
-	if as, ok := s.spool.(asyncSpool); ok {
-		p.key, p.durable, err = as.PutAsync(ctx, raw, p.expires)
+	if s.async != nil {
+		p.key, p.durable, err = s.async.PutAsync(ctx, raw, p.expires)
 	} else {
 		p.key, err = s.spool.Put(ctx, raw, p.expires)
 	}
@@ -388,22 +390,14 @@ func (s *Site) accept(ctx context.Context, raw []byte, offered string, posted, s
 	}
 	select {
 	case s.commits <- p:
+		handedOver = true
 	case <-s.stop:
 		return msgid, ErrSiteClosed
 	}
-	if s.journal != nil {
-		handedOver = true
-		if err := <-p.done; err != nil || p.listed == nil {
-			return msgid, err
-		}
-		<-p.listed
-		return msgid, nil
-	}
-	if err := <-p.done; err != nil {
+	if err := <-p.done; err != nil || p.listed == nil {
 		return msgid, err
 	}
-	s.forget(msgid, true)
-	handedOver = true
+	<-p.listed
 	return msgid, nil
 }
 
@@ -549,6 +543,7 @@ func (s *Site) commitLoop() {
 		}
 		err := s.commit(articles, 0)
 		for _, p := range articles {
+			s.forget(p.msgid, err == nil)
 			p.done <- err
 		}
 		for _, f := range flushes {

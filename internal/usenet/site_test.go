@@ -256,3 +256,38 @@ func FuzzJournalRecord(f *testing.F) {
 		}
 	})
 }
+
+// syncSpool hides LocalSpool's PutAsync: a spool that is durable when Put
+// returns, as the DHT's is, so the site lists before it answers.
+type syncSpool struct{ Spool }
+
+func TestSyncSpoolListsBeforeAnswering(t *testing.T) {
+	dir := t.TempDir()
+	site := openTestSite(t, dir, syncSpool{openTestSpool(t, filepath.Join(dir, "spool"))})
+	if site.journal != nil {
+		t.Fatal("a spool that syncs in Put got a journal")
+	}
+	for _, streamed := range []bool{false, true} {
+		id := fmt.Sprintf("<sync-%v@x>", streamed)
+		raw := []byte(article(id, "local.test", "body\r\n"))
+		var err error
+		if streamed {
+			_, err = site.AcceptStreamed(context.Background(), raw, id)
+		} else {
+			_, err = site.Accept(context.Background(), raw, id, false)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, found, _ := site.Lookup(id); !found {
+			t.Fatalf("%s answered before it was listed", id)
+		}
+		again := []byte(article(id, "local.test", "body\r\n")) // Accept took raw
+		if _, err := site.Accept(context.Background(), again, id, false); !errors.Is(err, ErrDuplicate) {
+			t.Fatalf("%s offered again: %v, want a duplicate", id, err)
+		}
+	}
+	if g, _ := site.Group("local.test"); g.Count != 2 {
+		t.Fatalf("group %+v, want 2 articles", g)
+	}
+}
