@@ -75,11 +75,11 @@ func runBenchStore(args []string, stdout, stderr io.Writer) error {
 	reopen := fs.Int("reopen", 0, "build a store of N keys and time reopening it")
 	checkKeys := fs.Bool("check-keys", false, "have the store hash every object written (DHash hashes them before storing, so by default the store is told it need not)")
 	asJSON := fs.Bool("json", false, "print a final JSON line")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	cpuProfile := addProfileFlag(fs, "the run")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(*cpuProfile)
+	stopProfile, err := cpuProfile.start()
 	if err != nil {
 		return err
 	}

@@ -59,11 +59,11 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 	user := fs.String("user", "", "AUTHINFO USER on every connection")
 	pass := fs.String("pass", "", "AUTHINFO PASS, if the server asks for one")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load generator to this `file`")
+	profile := addProfileFlag(fs, "the load generator")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(*cpuProfile)
+	stopProfile, err := profile.start()
 	if err != nil {
 		return err
 	}

@@ -171,6 +171,17 @@ func printJSON(w io.Writer, v any) error {
 	return err
 }
 
+// profileFlag is the --cpuprofile flag every long-running command takes.
+type profileFlag struct{ path *string }
+
+// addProfileFlag adds --cpuprofile to fs; what says what is profiled.
+func addProfileFlag(fs *flag.FlagSet, what string) profileFlag {
+	return profileFlag{fs.String("cpuprofile", "", "write a CPU profile of "+what+" to this `file`")}
+}
+
+// start begins the profile named on the command line, if any; stop ends it.
+func (p profileFlag) start() (stop func(), err error) { return startCPUProfile(*p.path) }
+
 // startCPUProfile writes a CPU profile to path until the returned function
 // is called; an empty path profiles nothing.
 func startCPUProfile(path string) (stop func(), err error) {

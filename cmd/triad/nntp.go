@@ -55,11 +55,11 @@ func runNNTP(args []string, stdout, stderr io.Writer) error {
 	o.listen = fs.String("listen", "127.0.0.1:1119", "TCP `address` to serve NNTP on")
 	o.data = fs.String("data", "triad-data/nntp", "`directory` for the database (and the local spool)")
 	o.node = fs.String("node", "", "`address` of a triad node: keep articles in the DHT rather than locally")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this `file` until the server stops")
+	profile := addProfileFlag(fs, "the server until it stops")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(*cpuProfile)
+	stopProfile, err := profile.start()
 	if err != nil {
 		return err
 	}

@@ -42,12 +42,12 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	data := fs.String("data", "", "data `directory` (default ./triad-data/<port>)")
 	stab := fs.Duration("stabilize", time.Second, "mean time between stabilization rounds")
 	verbose := fs.Bool("v", false, "log connection-level detail")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this `file` until the node stops")
+	profile := addProfileFlag(fs, "the node until it stops")
 	bf := addBlockFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(*cpuProfile)
+	stopProfile, err := profile.start()
 	if err != nil {
 		return err
 	}

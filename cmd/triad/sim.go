@@ -58,9 +58,15 @@ func runSimRing(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.ChurnDuration, "churn-duration", cfg.ChurnDuration, "how long churn runs")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	quiet := fs.Bool("q", false, "no progress on stderr")
+	profile := addProfileFlag(fs, "the simulation")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	stopProfile, err := profile.start()
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
@@ -131,9 +137,15 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	plot := fs.String("plot", "", "write an SVG bar chart of the medians to this `file`")
 	quiet := fs.Bool("q", false, "no progress on stderr")
+	profile := addProfileFlag(fs, "the simulation")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	stopProfile, err := profile.start()
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
