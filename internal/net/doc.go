@@ -14,6 +14,6 @@
 // the connection they asked on.
 //
 //	d, _ := net.Listen(cfg)            // binds, so d.Addr() is known
-//	h, _ := ring.NewHost(rc, d.Addr(), st, join)
-//	err := d.Run(ctx, h)               // until ctx ends; then a graceful Stop
+//	n, _ := deploy.New(opts, d.Addr(), d.Storage(), d.Rand()) // a host and its protocols
+//	err := d.Run(ctx, n.Host)          // until ctx ends; then a graceful Stop
 package net
