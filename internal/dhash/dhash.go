@@ -1,9 +1,3 @@
-// Package dhash is the block store on the ring (DHash, as in DHash++ and
-// UsenetDHT): content-hash blocks kept as k whole replicas on the key's
-// first k successors, or as l erasure-coded fragments of which any m rebuild
-// the block. A Node wraps a ring.Host: it serves the block messages and
-// passes everything else to the ring. Like the ring it is a pure state
-// machine; the storage engine is reached only through offloaded work.
 package dhash
 
 import (

@@ -16,4 +16,8 @@
 //	d, _ := net.Listen(cfg)            // binds, so d.Addr() is known
 //	h, _ := ring.NewHost(rc, d.Addr(), st, join)
 //	err := d.Run(ctx, h)               // until ctx ends; then a graceful Stop
+//
+// Layer: a driver, beside sim and below cmd/triad. It may do everything node
+// logic must not (sockets, goroutines, real time) and imports node and wire
+// only; node logic must never import it.
 package net
