@@ -1,10 +1,3 @@
-// Package dhash is the block store on the ring (DHash, as in DHash++ and
-// UsenetDHT): content-hash blocks kept as k whole replicas on the key's
-// first k successors, or as l erasure-coded fragments of which any m rebuild
-// the block. A Node is a protocol registered on the host runtime beside the
-// ring: it serves the block messages and finds holders through the ring's
-// lookups. Like the ring it is a pure state machine; the host's storage
-// engine, which the driver owns, is reached only through typed work.
 package dhash
 
 import (
