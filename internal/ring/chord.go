@@ -6,10 +6,10 @@ import (
 	"slices"
 	"time"
 
+	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/rpc"
-	"triad/internal/host"
 	"triad/internal/wire"
 )
 
