@@ -19,62 +19,20 @@ import (
 	"triad/internal/wire"
 )
 
-// Errors a put or get can end with. Client replies carry them as wire error
-// codes (see Code and FromWire).
+// Errors a put or get can end with. They are the wire's error vocabulary
+// under this package's names, so errors.Is matches an error reply from a
+// node (a *wire.Error) as well as a local error, and wire.CodeOf gives the
+// code a reply carries.
 var (
-	ErrDeferred    = errors.New("dhash: write window full; deferred, try later")
-	ErrTooLarge    = errors.New("dhash: block too large")
-	ErrEmpty       = errors.New("dhash: empty block")
-	ErrUnavailable = errors.New("dhash: too few live hosts")
-	ErrNotFound    = errors.New("dhash: block not found")
-	ErrFull        = errors.New("dhash: disk full")
-	ErrCorrupt     = errors.New("dhash: stored copy damaged")
-	ErrBadRequest  = errors.New("dhash: bad request")
+	ErrDeferred    = wire.ErrBusy // a write window is full; try later
+	ErrTooLarge    = wire.ErrTooLarge
+	ErrEmpty       = fmt.Errorf("%w: empty block", wire.ErrBadRequest)
+	ErrUnavailable = wire.ErrUnavailable
+	ErrNotFound    = wire.ErrNotFound
+	ErrFull        = wire.ErrFull
+	ErrCorrupt     = wire.ErrCorrupt
+	ErrBadRequest  = wire.ErrBadRequest
 )
-
-var codes = []struct {
-	err  error
-	code wire.ErrCode
-}{
-	{ErrDeferred, wire.ErrCodeBusy},
-	{ErrTooLarge, wire.ErrCodeTooLarge},
-	{ErrUnavailable, wire.ErrCodeUnavailable},
-	{ErrNotFound, wire.ErrCodeNotFound},
-	{ErrFull, wire.ErrCodeFull},
-	{ErrCorrupt, wire.ErrCodeCorrupt},
-	{ErrEmpty, wire.ErrCodeBadRequest},
-	{ErrBadRequest, wire.ErrCodeBadRequest},
-}
-
-// Code is the wire error code for err.
-func Code(err error) wire.ErrCode {
-	for _, c := range codes {
-		if errors.Is(err, c.err) {
-			return c.code
-		}
-	}
-	return wire.ErrCodeInternal
-}
-
-// FromWire turns an error reply back into an error that errors.Is matches
-// against this package's errors, keeping the node's text.
-func FromWire(e *wire.Error) error {
-	for _, c := range codes {
-		if c.code == e.Code {
-			return remoteErr{c.err, e.Text}
-		}
-	}
-	return e
-}
-
-// remoteErr is an error a node replied with: its text, matching its kind.
-type remoteErr struct {
-	kind error
-	text string
-}
-
-func (e remoteErr) Error() string { return e.text }
-func (e remoteErr) Unwrap() error { return e.kind }
 
 // Config sets a Node's behaviour.
 type Config struct {
@@ -266,7 +224,7 @@ func (n *Node) offload(env node.Env, run func() (any, error), done func(env node
 func (n *Node) self() wire.NodeRef { return n.host.Vnodes()[0].Self() }
 
 func respondErr(env node.Env, in node.MsgIn, from wire.NodeRef, err error) {
-	rpc.RespondError(env, in, from, Code(err), err.Error())
+	rpc.RespondError(env, in, from, wire.CodeOf(err), err.Error())
 }
 
 // refuseBadKey answers a request whose key is not a ring key, and reports
