@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"triad/internal/dhash"
 	"triad/internal/id"
 	"triad/internal/wire"
 )
@@ -129,7 +128,7 @@ func (c *Client) read() {
 			continue // the caller gave up
 		}
 		if we, ok := e.Msg.(*wire.Error); ok {
-			ch <- reply{err: dhash.FromWire(we)}
+			ch <- reply{err: we}
 		} else {
 			ch <- reply{m: e.Msg}
 		}
@@ -137,8 +136,8 @@ func (c *Client) read() {
 }
 
 // Call sends one request and waits for its reply or for ctx. An error
-// reply comes back as an error that errors.Is matches against dhash's
-// errors (dhash.ErrNotFound, dhash.ErrDeferred, ...).
+// reply comes back as a *wire.Error, which errors.Is matches against the
+// sentinel of its code (wire.ErrNotFound, wire.ErrBusy, ...).
 func (c *Client) Call(ctx context.Context, m wire.Msg) (wire.Msg, error) {
 	ch := make(chan reply, 1)
 	c.mu.Lock()
@@ -191,7 +190,7 @@ type PutOptions struct {
 }
 
 // Put stores data and returns its key and the nodes holding durable
-// copies. A full write window answers dhash.ErrDeferred: try later.
+// copies. A full write window answers wire.ErrBusy: try later.
 func (c *Client) Put(ctx context.Context, data []byte, opt PutOptions) (id.ID, []wire.NodeRef, error) {
 	m := &wire.ClientPut{Data: data, Redundancy: opt.Redundancy}
 	if opt.Expire > 0 {
@@ -225,7 +224,7 @@ func (c *Client) Get(ctx context.Context, key id.ID) ([]byte, time.Time, error) 
 		return nil, time.Time{}, fmt.Errorf("client: %s answered a get with %T", c.addr, r)
 	}
 	if id.Key(b.Data) != key {
-		return nil, time.Time{}, fmt.Errorf("%w: %s returned data that does not match key %s", dhash.ErrCorrupt, c.addr, key)
+		return nil, time.Time{}, fmt.Errorf("%w: %s returned data that does not match key %s", wire.ErrCorrupt, c.addr, key)
 	}
 	return b.Data, time.Unix(0, b.Expiry), nil
 }

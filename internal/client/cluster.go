@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"triad/internal/dhash"
 	"triad/internal/id"
 	"triad/internal/wire"
 )
@@ -158,7 +157,7 @@ func (c *Cluster) do(ctx context.Context, key id.ID, call func(*Client) error) e
 		}
 		go c.Refresh(context.Background())
 	}
-	return fmt.Errorf("%w: %v", dhash.ErrUnavailable, lastErr)
+	return fmt.Errorf("%w: %v", wire.ErrUnavailable, lastErr)
 }
 
 // Put stores data through the node that holds its first copy.

@@ -14,62 +14,20 @@ import (
 	"triad/internal/wire"
 )
 
-// Errors a put or get can end with. Client replies carry them as wire error
-// codes (see Code and FromWire).
+// Errors a put or get can end with. They are the wire's error vocabulary
+// under this package's names, so errors.Is matches an error reply from a
+// node (a *wire.Error) as well as a local error, and wire.CodeOf gives the
+// code a reply carries.
 var (
-	ErrDeferred    = errors.New("dhash: write window full; deferred, try later")
-	ErrTooLarge    = errors.New("dhash: block too large")
-	ErrEmpty       = errors.New("dhash: empty block")
-	ErrUnavailable = errors.New("dhash: too few live hosts")
-	ErrNotFound    = errors.New("dhash: block not found")
-	ErrFull        = errors.New("dhash: disk full")
-	ErrCorrupt     = errors.New("dhash: stored copy damaged")
-	ErrBadRequest  = errors.New("dhash: bad request")
+	ErrDeferred    = wire.ErrBusy // a write window is full; try later
+	ErrTooLarge    = wire.ErrTooLarge
+	ErrEmpty       = fmt.Errorf("%w: empty block", wire.ErrBadRequest)
+	ErrUnavailable = wire.ErrUnavailable
+	ErrNotFound    = wire.ErrNotFound
+	ErrFull        = wire.ErrFull
+	ErrCorrupt     = wire.ErrCorrupt
+	ErrBadRequest  = wire.ErrBadRequest
 )
-
-var codes = []struct {
-	err  error
-	code wire.ErrCode
-}{
-	{ErrDeferred, wire.ErrCodeBusy},
-	{ErrTooLarge, wire.ErrCodeTooLarge},
-	{ErrUnavailable, wire.ErrCodeUnavailable},
-	{ErrNotFound, wire.ErrCodeNotFound},
-	{ErrFull, wire.ErrCodeFull},
-	{ErrCorrupt, wire.ErrCodeCorrupt},
-	{ErrEmpty, wire.ErrCodeBadRequest},
-	{ErrBadRequest, wire.ErrCodeBadRequest},
-}
-
-// Code is the wire error code for err.
-func Code(err error) wire.ErrCode {
-	for _, c := range codes {
-		if errors.Is(err, c.err) {
-			return c.code
-		}
-	}
-	return wire.ErrCodeInternal
-}
-
-// FromWire turns an error reply back into an error that errors.Is matches
-// against this package's errors, keeping the node's text.
-func FromWire(e *wire.Error) error {
-	for _, c := range codes {
-		if c.code == e.Code {
-			return remoteErr{c.err, e.Text}
-		}
-	}
-	return e
-}
-
-// remoteErr is an error a node replied with: its text, matching its kind.
-type remoteErr struct {
-	kind error
-	text string
-}
-
-func (e remoteErr) Error() string { return e.text }
-func (e remoteErr) Unwrap() error { return e.kind }
 
 // Config sets a Node's behaviour.
 type Config struct {
@@ -182,12 +140,6 @@ func (n *Node) after(env node.Env, d time.Duration, fn func(env node.Env)) {
 	env.After(d, retryTimer{n.nextT})
 }
 
-// Message types the block store owns (wire.Ranges).
-const (
-	FirstType = wire.TypeStoreBlock
-	LastType  = wire.TypeStatDone
-)
-
 // New makes the block store of the host that ring runs on, and registers
 // it with that host. Copies are kept in the host's storage engine.
 func New(cfg Config, ring *ring.Chord) (*Node, error) {
@@ -199,7 +151,7 @@ func New(cfg Config, ring *ring.Chord) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, rt: ring.Runtime(), ring: ring, coder: c, timers: make(map[uint64]func(node.Env))}
-	if err := n.rt.Register("dhash", FirstType, LastType, n); err != nil {
+	if err := n.rt.Register(wire.TypeStoreBlock, n); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -346,7 +298,7 @@ func (n *Node) statCopy(env node.Env, key id.ID, done func(env node.Env, bi *wir
 func (n *Node) self() wire.NodeRef { return n.ring.Vnodes()[0].Self() }
 
 func respondErr(env node.Env, in node.MsgIn, from wire.NodeRef, err error) {
-	rpc.RespondError(env, in, from, Code(err), err.Error())
+	rpc.RespondError(env, in, from, wire.CodeOf(err), err.Error())
 }
 
 // refuseBadKey answers a request whose key is not a ring key, and reports

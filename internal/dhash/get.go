@@ -100,7 +100,7 @@ func (g *getOp) fill(env node.Env) {
 		switch {
 		case g.fragment && len(g.frags) > 0:
 			err = fmt.Errorf("%w: %d of %d fragments of %s found", ErrUnavailable, len(g.frags), g.n.cfg.DataFrags, g.key.Short())
-		case err == nil || g.notFound > 0 && Code(err) == wire.ErrCodeNotFound:
+		case err == nil || g.notFound > 0 && errors.Is(err, ErrNotFound):
 			err = fmt.Errorf("%w: %s", ErrNotFound, g.key.Short())
 		}
 		g.finish(env, Block{}, err)
@@ -150,9 +150,6 @@ func (n *Node) fetchFrom(env node.Env, c wire.NodeRef, key id.ID, done func(env 
 		return true
 	}
 	return n.rt.Call(env, c.Addr, n.self(), c.ID, &wire.FetchBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
-		if we, ok := err.(*wire.Error); ok {
-			err = FromWire(we)
-		}
 		b, isBlock := m.(*wire.Block)
 		if err == nil && !isBlock {
 			err = fmt.Errorf("%w: %s answered %T", ErrCorrupt, c, m)
@@ -278,7 +275,7 @@ func (n *Node) Stat(env node.Env, key id.ID, done func(env node.Env, holders []w
 			ok := n.rt.Call(env, c.Addr, n.self(), c.ID, &wire.StatBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
 				if bi, ok := m.(*wire.BlockInfo); ok && err == nil {
 					out[i].Size, out[i].Expiry, out[i].Fragment = bi.Size, bi.Expiry, bi.Fragment
-				} else if we, ok := err.(*wire.Error); ok && we.Code == wire.ErrCodeNotFound {
+				} else if errors.Is(err, ErrNotFound) {
 					out[i].Err = "no copy"
 				} else if err != nil {
 					out[i].Err = err.Error()

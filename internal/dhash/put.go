@@ -224,7 +224,9 @@ func (p *putOp) check(env node.Env) {
 		p.finish(env, nil)
 	case p.outstanding == 0:
 		err := fmt.Errorf("%w: %d of %d copies of %s stored (last error: %v)", ErrUnavailable, len(p.holders), p.need, p.key.Short(), p.lastErr)
-		if p.lastErr != nil && Code(p.lastErr) != wire.ErrCodeInternal && Code(p.lastErr) != wire.ErrCodeUnavailable {
+		switch wire.CodeOf(p.lastErr) {
+		case wire.ErrCodeBusy, wire.ErrCodeTooLarge, wire.ErrCodeFull, wire.ErrCodeBadRequest, wire.ErrCodeNotFound, wire.ErrCodeCorrupt:
+			// The block or the hosts' state is at fault, not their reachability.
 			err = fmt.Errorf("%w: %d of %d copies of %s stored", p.lastErr, len(p.holders), p.need, p.key.Short())
 		}
 		p.finish(env, err)
@@ -257,9 +259,6 @@ func (n *Node) storeAt(env node.Env, c wire.NodeRef, m *wire.StoreBlock, allow t
 	}
 	timeout := n.rt.RPC().Timeout(c.Addr) + allow
 	return n.rt.Call(env, c.Addr, n.self(), c.ID, m, timeout, func(env node.Env, _ wire.Msg, err error) {
-		if we, ok := err.(*wire.Error); ok {
-			err = FromWire(we)
-		}
 		done(env, err)
 	})
 }

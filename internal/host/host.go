@@ -107,14 +107,17 @@ func New(cfg Config, addr node.Addr) (*Host, error) {
 	return h, nil
 }
 
-// Register adds a protocol that owns the message types lo to hi,
-// inclusive. Protocols start in the order they were registered. Two
-// protocols may not share a type, and Ping, Ack and Error are the
-// runtime's own.
-func (h *Host) Register(name string, lo, hi wire.Type, p Protocol) error {
-	if lo > hi || lo < firstProtocolType {
-		return fmt.Errorf("host: protocol %s: bad type range %d-%d", name, lo, hi)
+// Register adds the protocol p, which owns the message types of its range
+// in the wire schema (wire.Ranges; first is any type of that range, for
+// example the protocol's first message). Protocols start in the order they
+// were registered; a range can be registered once. Ping, Ack and Error
+// belong to the runtime.
+func (h *Host) Register(first wire.Type, p Protocol) error {
+	r, ok := wire.RangeOf(first)
+	if !ok || r.Lo <= wire.TypeError {
+		return fmt.Errorf("host: type %v is in no protocol's range", first)
 	}
+	name, lo, hi := r.Protocol, r.Lo, r.Hi
 	for _, r := range h.protos {
 		if r.name == name {
 			return fmt.Errorf("host: protocol %s registered twice", name)
@@ -127,11 +130,8 @@ func (h *Host) Register(name string, lo, hi wire.Type, p Protocol) error {
 	return nil
 }
 
-// firstProtocolType is the first message type a protocol may own; below it
-// are the runtime's (Ping, Ack, Error).
-const firstProtocolType = wire.TypeError + 1
-
-// Protocol returns the protocol registered under name, or nil.
+// Protocol returns the protocol registered for the range named name in
+// the wire schema ("ring", "dhash"...), or nil.
 func (h *Host) Protocol(name string) Protocol {
 	for _, r := range h.protos {
 		if r.name == name {

@@ -49,12 +49,6 @@ type Stats struct {
 	BadRequests                                uint64
 }
 
-// Message types the ring owns (wire.Ranges).
-const (
-	FirstType = wire.TypeStabilize
-	LastType  = wire.TypeClientLookup
-)
-
 // New makes the ring protocol of the host rt, with the vnode IDs and known
 // peers of st (see LoadState), and registers it with rt. bootstrap, if not
 // empty, is the address of any ring member to join through; without one, a
@@ -99,7 +93,7 @@ func New(cfg Config, rt *host.Host, st State, bootstrap node.Addr) (*Chord, erro
 	// With nobody to ask, the first vnode founds a new ring; the others
 	// join through it.
 	h.vnodes[0].alone = len(h.join) == 0
-	if err := rt.Register("ring", FirstType, LastType, h); err != nil {
+	if err := rt.Register(wire.TypeStabilize, h); err != nil {
 		return nil, err
 	}
 	return h, nil

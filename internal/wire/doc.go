@@ -10,6 +10,19 @@
 // take new numbers). Every length is bounded before anything is allocated;
 // see the Max constants. FuzzDecode holds the decoder to that.
 //
+// Message type numbers are fixed, one range per protocol (Ranges: runtime
+// 1-15, ring 16-63, dhash 64-127, then reserved ranges for maint, usenet,
+// cc, tapestry and d2). testdata/types.txt is their append-only registry;
+// its header says how to add a message, and TestTypeRegistry fails when a
+// number changes meaning or is reused, or when the code, the registry and
+// schema.proto disagree.
+//
+// ErrCode is the one error vocabulary of the protocols. Each code has a
+// sentinel error (ErrNotFound, ErrBusy, ...); a node replies with
+// CodeOf(err), and the decoded *Error matches the sentinel of its code, so
+// errors.Is(err, wire.ErrNotFound) holds for a local error and for a reply
+// alike.
+//
 //	b := wire.Encode(nil, wire.Envelope{Kind: wire.Request, ReqID: 7, Msg: &wire.Ping{}})
 //	env, err := wire.Decode(b)
 //

@@ -6,36 +6,83 @@ import (
 	"triad/internal/id"
 )
 
-// Type identifies a message type on the wire. Numbers are never reused.
+// Type identifies a message type on the wire. Every number is fixed here,
+// lies in its protocol's range (see Ranges) and is never reused or given a
+// new meaning: testdata/types.txt is the append-only registry that
+// TestTypeRegistry holds this list and schema.proto to.
 type Type uint16
 
-// Message types.
+// Message types of the runtime (the RPC layer), 1-15.
 const (
-	TypePing Type = 1 + iota
-	TypeAck
-	TypeError
-	TypeStabilize
-	TypeGetNeighbors
-	TypeNeighbors
-	TypeLookup
-	TypeLookupDone
-	TypeNextHop
-	TypeNextHopResp
-	TypeLeave
-	TypeRingInfoReq
-	TypeRingInfo
-	TypeClientLookup
-	TypeStoreBlock
-	TypeFetchBlock
-	TypeBlock
-	TypeStatBlock
-	TypeBlockInfo
-	TypeClientPut
-	TypePutDone
-	TypeClientGet
-	TypeClientStat
-	TypeStatDone
+	TypePing  Type = 1
+	TypeAck   Type = 2
+	TypeError Type = 3
 )
+
+// Message types of the ring (Chord), 16-63.
+const (
+	TypeStabilize    Type = 16
+	TypeGetNeighbors Type = 17
+	TypeNeighbors    Type = 18
+	TypeLookup       Type = 19
+	TypeLookupDone   Type = 20
+	TypeNextHop      Type = 21
+	TypeNextHopResp  Type = 22
+	TypeLeave        Type = 23
+	TypeRingInfoReq  Type = 24
+	TypeRingInfo     Type = 25
+	TypeClientLookup Type = 26
+)
+
+// Message types of the block store (DHash), 64-127.
+const (
+	TypeStoreBlock Type = 64
+	TypeFetchBlock Type = 65
+	TypeBlock      Type = 66
+	TypeStatBlock  Type = 67
+	TypeBlockInfo  Type = 68
+	TypeClientPut  Type = 69
+	TypePutDone    Type = 70
+	TypeClientGet  Type = 71
+	TypeClientStat Type = 72
+	TypeStatDone   Type = 73
+)
+
+// Range is the block of message type numbers, Lo to Hi inclusive, that
+// belongs to one protocol. A protocol numbers its messages inside its own
+// range, so protocols can grow without coordinating with each other.
+type Range struct {
+	Protocol string
+	Lo, Hi   Type
+}
+
+// ranges is the table behind Ranges and RangeOf, in number order. Ranges
+// marked reserved have no messages yet.
+var ranges = [...]Range{
+	{"runtime", 1, 15},     // Ping, Ack, Error: the RPC layer
+	{"ring", 16, 63},       // Chord
+	{"dhash", 64, 127},     // blocks
+	{"maint", 128, 191},    // Passing Tone maintenance; reserved
+	{"usenet", 192, 255},   // site-to-site header flooding; reserved
+	{"cc", 256, 319},       // congestion control; reserved
+	{"tapestry", 320, 383}, // reserved
+	{"d2", 384, 447},       // reserved
+}
+
+// Ranges returns the protocols' number ranges in number order. The caller
+// owns the slice.
+func Ranges() []Range { return append([]Range(nil), ranges[:]...) }
+
+// RangeOf returns the range that holds t; ok is false for a number outside
+// every range.
+func RangeOf(t Type) (r Range, ok bool) {
+	for _, r := range ranges {
+		if r.Lo <= t && t <= r.Hi {
+			return r, true
+		}
+	}
+	return Range{}, false
+}
 
 func newMsg(t Type) Msg {
 	switch t {
@@ -96,32 +143,6 @@ type Ping struct{}
 
 // Ack is the empty reply.
 type Ack struct{}
-
-// ErrCode classifies an Error reply.
-type ErrCode uint32
-
-// Error codes.
-const (
-	ErrCodeInternal    ErrCode = 1 + iota
-	ErrCodeNoVnode             // the destination ID is not hosted here
-	ErrCodeBadRequest          // a field failed validation
-	ErrCodeNoRoute             // a lookup ran out of live next hops
-	ErrCodeBusy                // a bounded queue is full; try later ("deferred")
-	ErrCodeNotFound            // no such block
-	ErrCodeTooLarge            // the block exceeds the size limit
-	ErrCodeFull                // the node's disk is full
-	ErrCodeCorrupt             // the stored copy is damaged (and now quarantined)
-	ErrCodeUnavailable         // too few live hosts to store or fetch the block
-)
-
-// Error is a failure reply to a request.
-type Error struct {
-	Code ErrCode
-	Text string
-}
-
-// Error makes *Error usable as a Go error.
-func (e *Error) Error() string { return e.Text }
 
 // Stabilize is Chord's stabilize and notify in one round trip: the sender
 // believes it is the receiver's predecessor. The reply is the receiver's

@@ -13,8 +13,9 @@ import (
 )
 
 // Version is the envelope format version. A frame of another version is
-// refused: peers must run compatible releases.
-const Version = 1
+// refused: peers must run compatible releases. Version 2 renumbered the
+// message types into per-protocol ranges.
+const Version = 2
 
 // Limits on what a decoder accepts. They bound memory per frame and are
 // checked before allocation.
@@ -27,10 +28,10 @@ const (
 	MaxVnodes     = 256
 )
 
-// Errors returned by the codec.
+// Errors returned by the codec, besides ErrTooLarge for a frame over its
+// limit.
 var (
 	ErrMalformed = errors.New("wire: malformed message")
-	ErrTooLarge  = errors.New("wire: frame too large")
 	ErrVersion   = errors.New("wire: unsupported version")
 	ErrType      = errors.New("wire: unknown message type")
 )
@@ -125,7 +126,7 @@ func DecodeOwned(b []byte) (Envelope, error) { return decode(b, true) }
 
 func decode(b []byte, owned bool) (Envelope, error) {
 	if len(b) > MaxFrameBytes {
-		return Envelope{}, ErrTooLarge
+		return Envelope{}, fmt.Errorf("%w: frame of %d bytes", ErrTooLarge, len(b))
 	}
 	var (
 		e       Envelope

@@ -1,0 +1,300 @@
+package wire
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// entry is one line of a registry file in testdata: a number, the name it
+// was given and, for message types, its protocol.
+type entry struct {
+	line     int
+	num      uint64
+	protocol string
+	name     string
+	retired  bool
+}
+
+// readRegistry parses a registry whose lines have cols fields (plus an
+// optional "retired"); # starts a comment line.
+func readRegistry(t *testing.T, path string, cols int) []entry {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []entry
+	for i, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		f := strings.Fields(l)
+		e := entry{line: i + 1}
+		if len(f) == cols+1 && f[cols] == "retired" {
+			e.retired, f = true, f[:cols]
+		}
+		if len(f) != cols {
+			t.Fatalf("%s:%d: want %d fields: %q", path, e.line, cols, l)
+		}
+		if e.num, err = strconv.ParseUint(f[0], 10, 32); err != nil || e.num == 0 {
+			t.Fatalf("%s:%d: bad number %q", path, e.line, f[0])
+		}
+		e.name = f[cols-1]
+		if cols == 3 {
+			e.protocol = f[1]
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// checkRegistry holds the code's numbers and names to an append-only
+// registry and returns what is wrong: every live line must name the same
+// thing in the code, no number or name may be given twice, and every number
+// in the code must be registered.
+func checkRegistry(path string, reg []entry, code map[uint64]string) []string {
+	var bad []string
+	errorf := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	nums, names := map[uint64]int{}, map[string]int{}
+	for _, e := range reg {
+		if l, dup := nums[e.num]; dup {
+			errorf("%s:%d: number %d already given on line %d; numbers are never reused", path, e.line, e.num, l)
+		}
+		if l, dup := names[e.name]; dup {
+			errorf("%s:%d: name %s already given on line %d; names are never reused", path, e.line, e.name, l)
+		}
+		nums[e.num], names[e.name] = e.line, e.line
+		got, inCode := code[e.num]
+		switch {
+		case e.retired && inCode:
+			errorf("%s:%d: %d was %s, retired, and the code now uses it for %s; take a new number", path, e.line, e.num, e.name, got)
+		case !e.retired && !inCode:
+			errorf("%s:%d: %d %s is gone from the code; mark the line retired, never delete it", path, e.line, e.num, e.name)
+		case !e.retired && got != e.name:
+			errorf("%s:%d: %d is %s here but %s in the code; a number never changes meaning", path, e.line, e.num, e.name, got)
+		}
+	}
+	for _, n := range sortedKeys(code) {
+		if _, ok := nums[n]; !ok {
+			errorf("%s: %d %s is in the code but not registered; append it (see the file's header)", path, n, code[n])
+		}
+	}
+	return bad
+}
+
+// schemaEnum returns the values of enum name in schema.proto by number,
+// without prefix; the zero value is left out.
+func schemaEnum(t *testing.T, name, prefix string) map[uint64]string {
+	t.Helper()
+	src := readSchema(t)
+	start := strings.Index(src, "\nenum "+name+" {")
+	if start < 0 {
+		t.Fatalf("schema.proto: no enum %s", name)
+	}
+	body, _, ok := strings.Cut(src[start:], "\n}")
+	if !ok {
+		t.Fatalf("schema.proto: enum %s does not end", name)
+	}
+	value := regexp.MustCompile(`^([A-Z0-9_]+)\s*=\s*(\d+)\s*;$`)
+	out := map[uint64]string{}
+	for _, l := range strings.Split(body, "\n")[2:] {
+		l, _, _ = strings.Cut(l, "//")
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		m := value.FindStringSubmatch(l)
+		if m == nil || !strings.HasPrefix(m[1], prefix) {
+			t.Fatalf("schema.proto: enum %s: cannot parse %q", name, l)
+		}
+		n, _ := strconv.ParseUint(m[2], 10, 32)
+		if n == 0 {
+			continue
+		}
+		if prev, dup := out[n]; dup {
+			t.Fatalf("schema.proto: enum %s gives %d to %s and %s", name, n, prev, m[1])
+		}
+		out[n] = strings.TrimPrefix(m[1], prefix)
+	}
+	return out
+}
+
+func readSchema(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("schema.proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// upperSnake turns a Go name into a proto enum value name: GetNeighbors is
+// GET_NEIGHBORS.
+func upperSnake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && unicode.IsUpper(r) {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToUpper(r))
+	}
+	return b.String()
+}
+
+func sortedKeys[V any](m map[uint64]V) []uint64 {
+	var ks []uint64
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// codeTypes is every message type the code defines, by number.
+func codeTypes(t *testing.T) map[uint64]string {
+	t.Helper()
+	out := map[uint64]string{}
+	for ty, name := range typeNames {
+		out[uint64(ty)] = name
+	}
+	// newMsg and typeNames must list the same types.
+	for n := 0; n <= 0xffff; n++ {
+		ty := Type(n)
+		m := newMsg(ty)
+		_, named := typeNames[ty]
+		switch {
+		case m == nil && named:
+			t.Errorf("type %d %s has a name but newMsg does not make it", n, ty)
+		case m != nil && !named:
+			t.Errorf("newMsg makes type %d (%T) but typeNames does not name it", n, m)
+		case m != nil && m.Type() != ty:
+			t.Errorf("newMsg(%d) makes %T of type %d", n, m, m.Type())
+		}
+	}
+	return out
+}
+
+func TestTypeRegistry(t *testing.T) {
+	const path = "testdata/types.txt"
+	reg := readRegistry(t, path, 3)
+	code := codeTypes(t)
+	for _, p := range checkRegistry(path, reg, code) {
+		t.Error(p)
+	}
+
+	for _, e := range reg {
+		r, ok := RangeOf(Type(e.num))
+		if e.num > 0xffff || !ok || r.Protocol != e.protocol {
+			t.Errorf("%s:%d: %d %s lies outside the range of protocol %s (%+v)", path, e.line, e.num, e.name, e.protocol, r)
+		}
+	}
+
+	schema := schemaEnum(t, "Type", "TYPE_")
+	src := readSchema(t)
+	for _, n := range sortedKeys(code) {
+		if want := upperSnake(code[n]); schema[n] != want {
+			t.Errorf("schema.proto: enum Type gives %d to %q, want %q", n, schema[n], want)
+		}
+		if !regexp.MustCompile(`(?m)^message ` + code[n] + ` \{`).MatchString(src) {
+			t.Errorf("schema.proto: no message %s", code[n])
+		}
+	}
+	for _, n := range sortedKeys(schema) {
+		if _, ok := code[n]; !ok {
+			t.Errorf("schema.proto: enum Type has %d %s, which the code lacks", n, schema[n])
+		}
+	}
+}
+
+func TestErrCodeRegistry(t *testing.T) {
+	const path = "testdata/errcodes.txt"
+	code := map[uint64]string{}
+	for _, e := range errCodes {
+		code[uint64(e.code)] = e.name
+	}
+	for _, p := range checkRegistry(path, readRegistry(t, path, 2), code) {
+		t.Error(p)
+	}
+
+	schema := schemaEnum(t, "ErrCode", "ERR_CODE_")
+	for _, n := range sortedKeys(code) {
+		if want := strings.ToUpper(strings.ReplaceAll(code[n], "-", "_")); schema[n] != want {
+			t.Errorf("schema.proto: enum ErrCode gives %d to %q, want %q", n, schema[n], want)
+		}
+	}
+	for _, n := range sortedKeys(schema) {
+		if _, ok := code[n]; !ok {
+			t.Errorf("schema.proto: enum ErrCode has %d %s, which the code lacks", n, schema[n])
+		}
+	}
+}
+
+func TestRanges(t *testing.T) {
+	rs := Ranges()
+	next := Type(1)
+	for _, r := range rs {
+		if r.Lo != next || r.Hi < r.Lo {
+			t.Errorf("range %+v: want it to start at %d", r, next)
+		}
+		next = r.Hi + 1
+	}
+	rs[0].Protocol = "changed"
+	if Ranges()[0].Protocol != "runtime" {
+		t.Error("Ranges shares its table with the caller")
+	}
+	for _, c := range []struct {
+		t    Type
+		want string
+	}{
+		{0, ""}, {TypePing, "runtime"}, {15, "runtime"}, {TypeStabilize, "ring"}, {63, "ring"},
+		{TypeStoreBlock, "dhash"}, {127, "dhash"}, {128, "maint"}, {192, "usenet"},
+		{256, "cc"}, {320, "tapestry"}, {447, "d2"}, {448, ""}, {0xffff, ""},
+	} {
+		r, ok := RangeOf(c.t)
+		if r.Protocol != c.want || ok != (c.want != "") {
+			t.Errorf("RangeOf(%d) = %+v, %v; want %q", c.t, r, ok, c.want)
+		}
+	}
+}
+
+func TestUpperSnake(t *testing.T) {
+	for in, want := range map[string]string{"Ping": "PING", "GetNeighbors": "GET_NEIGHBORS", "RingInfoReq": "RING_INFO_REQ"} {
+		if got := upperSnake(in); got != want {
+			t.Errorf("upperSnake(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCheckRegistry: each way of breaking the append-only rule is caught.
+func TestCheckRegistry(t *testing.T) {
+	reg := []entry{{line: 1, num: 1, name: "Ping"}, {line: 2, num: 2, name: "Ack"}, {line: 3, num: 3, name: "Old", retired: true}}
+	code := map[uint64]string{1: "Ping", 2: "Ack"}
+	if bad := checkRegistry("r", reg, code); bad != nil {
+		t.Fatalf("a good registry: %v", bad)
+	}
+	for _, c := range []struct {
+		name string
+		reg  []entry
+		code map[uint64]string
+		want string
+	}{
+		{"new meaning", reg, map[uint64]string{1: "Ping", 2: "Nack"}, "never changes meaning"},
+		{"not appended", reg, map[uint64]string{1: "Ping", 2: "Ack", 4: "New"}, "not registered"},
+		{"deleted from code", reg, map[uint64]string{1: "Ping"}, "gone from the code"},
+		{"retired reused", reg, map[uint64]string{1: "Ping", 2: "Ack", 3: "New"}, "retired"},
+		{"number twice", append(slices.Clone(reg), entry{line: 4, num: 2, name: "New"}), code, "numbers are never reused"},
+		{"name twice", append(slices.Clone(reg), entry{line: 4, num: 4, name: "Ping"}), map[uint64]string{1: "Ping", 2: "Ack", 4: "Ping"}, "names are never reused"},
+	} {
+		bad := checkRegistry("r", c.reg, c.code)
+		if !slices.ContainsFunc(bad, func(s string) bool { return strings.Contains(s, c.want) }) {
+			t.Errorf("%s: got %q, want a complaint containing %q", c.name, bad, c.want)
+		}
+	}
+}
