@@ -17,6 +17,7 @@ import (
 	tnet "triad/internal/net"
 	"triad/internal/ring"
 	"triad/internal/store"
+	"triad/internal/store/disk"
 	"triad/internal/wire"
 )
 
@@ -147,7 +148,7 @@ type runningNode struct {
 	drv    *tnet.Driver
 	host   *ring.Host
 	blocks *dhash.Node
-	store  *store.Disk
+	store  *disk.Disk
 	state  ring.State
 	done   chan error
 }
@@ -172,7 +173,7 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 	// Puts wait for durability. Group commits back to back keep that wait
 	// near one fdatasync (about 0.1 ms here) while puts still share them; a
 	// timed interval would add a timer's granularity to every put.
-	disk, err := store.Open(store.Options{Dir: filepath.Join(spec.data, "store"), Capacity: spec.capacity, MaxObject: spec.dhash.MaxBlock + 64, SyncInterval: -1})
+	disk, err := disk.Open(store.Options{Dir: filepath.Join(spec.data, "store"), Capacity: spec.capacity, MaxObject: spec.dhash.MaxBlock + 64, SyncInterval: -1})
 	if err != nil {
 		drv.Close()
 		return nil, err

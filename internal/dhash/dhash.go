@@ -152,8 +152,8 @@ func (c Config) quorum() int {
 	return c.DataFrags + (c.TotalFrags-c.DataFrags)/2
 }
 
-// Store is the storage engine a node keeps its copies in (store.Disk, or
-// store.Mem in the simulator). It is called only from offloaded work.
+// Store is the storage engine a node keeps its copies in (disk.Disk, or
+// mem.Mem in the simulator). It is called only from offloaded work.
 type Store interface {
 	Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions) error
 	Get(key id.ID) ([]byte, store.Meta, error)

@@ -14,6 +14,7 @@ import (
 	"triad/internal/ring"
 	"triad/internal/sim"
 	"triad/internal/store"
+	"triad/internal/store/mem"
 	"triad/internal/wire"
 )
 
@@ -42,7 +43,7 @@ func newCluster(t *testing.T, n int, cfg dhash.Config) *cluster {
 			if err != nil {
 				return nil, err
 			}
-			return dhash.New(cfg, h, store.NewMem(store.Options{Now: clock}))
+			return dhash.New(cfg, h, mem.New(store.Options{Now: clock}))
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"triad/internal/ring"
 	"triad/internal/sim"
 	"triad/internal/store"
+	"triad/internal/store/mem"
 	"triad/internal/wire"
 )
 
@@ -187,7 +188,7 @@ func buildDHash(cfg DHashConfig, samples int) (*sim.Sim, error) {
 				if err != nil {
 					return nil, err
 				}
-				return dhash.New(dhash.DefaultConfig(), h, store.NewMem(store.Options{Now: clock}))
+				return dhash.New(dhash.DefaultConfig(), h, mem.New(store.Options{Now: clock}))
 			})
 			if err != nil && joinErr == nil {
 				joinErr = err
