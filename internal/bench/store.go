@@ -17,6 +17,7 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/store"
+	"triad/internal/store/disk"
 )
 
 // StoreConfig is one run of the storage benchmark.
@@ -125,7 +126,7 @@ func Store(c StoreConfig) (StoreResult, error) {
 	res.RawWriteMBps = total / secs / 1e6
 
 	storeDir := filepath.Join(c.Dir, "store")
-	st, err := store.Open(store.Options{Dir: storeDir, SyncInterval: c.SyncInterval})
+	st, err := disk.Open(store.Options{Dir: storeDir, SyncInterval: c.SyncInterval})
 	if err != nil {
 		return res, err
 	}
@@ -177,7 +178,7 @@ func Store(c StoreConfig) (StoreResult, error) {
 	}
 	st = nil
 	start = time.Now()
-	st, err = store.Open(store.Options{Dir: storeDir})
+	st, err = disk.Open(store.Options{Dir: storeDir})
 	if err != nil {
 		return res, err
 	}
@@ -232,7 +233,7 @@ func rawWrite(path string, objs *objects, c StoreConfig) (float64, error) {
 // until its object is durable. Unless c.CheckKeys, puts say the key was
 // checked, as DHash's do: it hashes each block it receives before storing
 // it, so the store need not hash it again.
-func storeWrite(st *store.Disk, objs *objects, c StoreConfig) (float64, error) {
+func storeWrite(st *disk.Disk, objs *objects, c StoreConfig) (float64, error) {
 	p := c.progress("store write", c.Objects)
 	defer p.Finish()
 	expiry := time.Now().Add(24 * time.Hour)
@@ -304,7 +305,7 @@ func rawRead(path string, c StoreConfig) (float64, error) {
 
 // storeRead gets every object once in random order from c.Readers
 // goroutines; the store checks each against its record checksums.
-func storeRead(st *store.Disk, objs *objects, c StoreConfig) (float64, error) {
+func storeRead(st *disk.Disk, objs *objects, c StoreConfig) (float64, error) {
 	p := c.progress("store random read", c.Objects)
 	defer p.Finish()
 	order := rand.New(rand.NewPCG(1, 2)).Perm(c.Objects)
@@ -344,7 +345,7 @@ func dropCache(paths ...string) error {
 // reopenOnly builds a store of c.Reopen keys, closes it, and times Open.
 func reopenOnly(c StoreConfig, res StoreResult) (StoreResult, error) {
 	dir := filepath.Join(c.Dir, "store")
-	st, err := store.Open(store.Options{Dir: dir})
+	st, err := disk.Open(store.Options{Dir: dir})
 	if err != nil {
 		return res, err
 	}
@@ -364,7 +365,7 @@ func reopenOnly(c StoreConfig, res StoreResult) (StoreResult, error) {
 		return res, err
 	}
 	start := time.Now()
-	st, err = store.Open(store.Options{Dir: dir})
+	st, err = disk.Open(store.Options{Dir: dir})
 	if err != nil {
 		return res, err
 	}

@@ -8,7 +8,7 @@
 // key), so a sync can ask a peer for any node directly. A node with at most
 // LeafMax keys is a leaf and hashes its keys; the shape depends only on the
 // key set, so equal sets give equal trees. The tree lives in a Backend: Mem
-// in memory, or the storage engine's index on disk (store.Disk), as
+// in memory, or the storage engine's index on disk (disk.Disk), as
 // Passing Tone keeps the tree beside the objects rather than in them.
 //
 //	t := merkle.NewMem()

@@ -17,6 +17,7 @@ import (
 
 	"triad/internal/node"
 	"triad/internal/store"
+	"triad/internal/store/disk"
 	"triad/internal/wire"
 )
 
@@ -90,7 +91,7 @@ type Driver struct {
 	local  []node.Event // events the loop sent itself
 	rng    *rand.Rand
 	disk   FileDisk
-	engine *store.Disk
+	engine *disk.Disk
 	work   chan struct{} // semaphore for offloaded work
 	workWG sync.WaitGroup
 	done   chan struct{} // closed when the loop has stopped
@@ -117,7 +118,7 @@ func Listen(cfg Config) (*Driver, error) {
 	}
 	so := cfg.Store
 	so.Dir = filepath.Join(cfg.DataDir, "store")
-	engine, err := store.Open(so)
+	engine, err := disk.Open(so)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("net: %w", err)

@@ -105,10 +105,14 @@ func SizeVarint(v uint64) int { return int(math.Log2(float64(v)))/7 + 1 }`},
 			"triad/internal/a: a4.go:5: imports math/rand",
 		}},
 		{"offloaded and waived", map[string][]string{
-			root:                      {`package a; import (_ "triad/internal/store"; _ "github.com/google/btree")`},
-			"triad/internal/store":    {`package store; import (_ "os"; _ "go.etcd.io/bbolt")`},
-			"github.com/google/btree": {`package btree; import "sync"; var M sync.Mutex`},
+			root:                               {`package a; import (_ "github.com/klauspost/reedsolomon"; _ "github.com/google/btree")`},
+			"github.com/klauspost/reedsolomon": {`package reedsolomon; import (_ "os"; _ "sync")`},
+			"github.com/google/btree":          {`package btree; import "sync"; var M sync.Mutex`},
 		}, nil},
+		{"the storage engine is not exempt", map[string][]string{
+			root:                        {`package a; import _ "triad/internal/store/disk"`},
+			"triad/internal/store/disk": {`package disk; import _ "os"`},
+		}, []string{"triad/internal/a -> triad/internal/store/disk: disk0.go:1: imports os"}},
 		{"waiver is for one finding only", map[string][]string{
 			root:                      {`package a; import _ "github.com/google/btree"`},
 			"github.com/google/btree": {`package btree; import ("os"; "sync"); var M sync.Mutex; var F = os.Stdout`},

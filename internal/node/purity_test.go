@@ -52,8 +52,6 @@ var thirdParty = map[string]string{
 // (the simulator runs it in place). They and everything under them are not
 // scanned: doing I/O there is their job.
 var offloaded = map[string]string{
-	"triad/internal/store": "the storage engine (bbolt, files, fsync): dhash imports it for the Store " +
-		"contract's types and errors and calls it only in Offload work (dhash.go, put.go, get.go)",
 	"github.com/klauspost/reedsolomon": "erasure coding; may start goroutines for large shards and reads CPU " +
 		"features (cpuid); dhash calls Split/Encode/ReconstructData/Join only in Offload work " +
 		"(put.go's split, get.go's join) and New once in dhash.New",

@@ -11,6 +11,7 @@ import (
 
 	"triad/internal/node"
 	"triad/internal/store"
+	"triad/internal/store/mem"
 	"triad/internal/wire"
 )
 
@@ -31,7 +32,7 @@ type Config struct {
 	DecodeMessages bool
 	// NewEngine makes a host's storage engine when the host is added and
 	// after its disk fails; clock is the simulator's. Default: an in-memory
-	// engine (store.Mem) that keeps the bytes.
+	// engine (mem.Mem) that keeps the bytes.
 	NewEngine func(clock func() time.Time) store.Engine
 }
 
@@ -412,7 +413,7 @@ func (s *Sim) newStorage() *storage {
 	if s.cfg.NewEngine != nil {
 		eng = s.cfg.NewEngine(clock)
 	} else {
-		eng = store.NewMem(store.Options{Now: clock})
+		eng = mem.New(store.Options{Now: clock})
 	}
 	return &storage{files: memDisk{}, engine: eng}
 }

@@ -1,24 +1,24 @@
-// Package store is the storage engine of one physical node, shared by its
-// virtual servers (UsenetDHT §5.4, "Expiration support", and §5.5,
-// "Storage performance": adbd's append-only files named by expiry and a
-// key-value index holding the metadata and the Merkle tree).
+// Package store is the contract of triad's storage engine, the part of a
+// node that keeps objects until their expiry: the storage engine of the
+// UsenetDHT paper (§5), with expiry-grouped append-only files, a metadata
+// index and a persisted Merkle tree for Passing Tone.
 //
-// Disk is the real engine. Objects are appended to segment files, one or
-// more per expiry window; freeing space unlinks whole files, soonest expiry
-// first, when the disk nears its limit. A group commit makes puts durable
-// with one fdatasync per interval. A bbolt index maps each key to its
-// segment, offset, size and expiry and holds the Merkle tree of unexpired
-// keys (package merkle); both catch up at checkpoints, and recovery replays
-// the segments past the last one and cuts torn tails. Records carry
-// checksums; a read never returns bytes that fail them. Mem is the same
-// contract in memory, for the simulator; both pass the contract tests.
+// It holds only what both sides of the contract share: the Engine
+// interface, its Options (WithDefaults), PutOptions, Meta, Stats and the
+// errors, and the rules every engine applies the same way (CheckPut,
+// CheckKey, WindowOf, WindowEnd, EntersTree, ObjectBytes, CompareRoots).
+// The engines live in subpackages: disk (segments and a bbolt index on a
+// real disk) and mem (in memory, for the simulator); storetest holds the
+// contract tests both pass.
 //
-//	d, err := store.Open(store.Options{Dir: dir})
-//	err = d.Put(key, data, expiry, store.PutOptions{})
-//	data, meta, err := d.Get(key)
+// Node logic (dhash) imports this package, so it must stay free of I/O: it
+// imports errors, fmt and time, id and merkle, and nothing else — never
+// os, syscall, sync, bbolt, or the engines — and it never reads the wall
+// clock (the engine fills in a nil Options.Now).
 //
-// Layer: I/O, below dhash and the front-ends, above merkle and id. It
-// touches files and runs its own goroutines, so node logic reaches it only
-// through work handed to env.Offload; it must not import node logic above
-// merkle (node, rpc, ring, dhash) or a driver.
+//	var e store.Engine = mem.New(store.Options{Now: clock})
+//	err := e.Put(key, data, expiry, store.PutOptions{})
+//	data, meta, err := e.Get(key)
+//
+// docs/storage.md describes the design.
 package store

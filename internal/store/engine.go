@@ -22,8 +22,8 @@ var (
 )
 
 // Engine is the storage of one physical node, shared by its virtual
-// servers. Disk is the real one; Mem stands in for it in the simulator.
-// Both pass the same contract tests.
+// servers. disk.Disk is the real one; mem.Mem stands in for it in the
+// simulator. Both pass the same contract tests (storetest.RunContract).
 type Engine interface {
 	// Put stores data under key until at least expiry. It returns once the
 	// object is durable, or at once with NoWait. Putting a key again only
@@ -50,7 +50,8 @@ type Engine interface {
 	CheckTree() error
 
 	// Maintain removes expired keys from the tree and reclaims space when
-	// usage is past the high-water mark. Disk also runs it in the background.
+	// usage is past the high-water mark. disk.Disk also runs it in the
+	// background.
 	Maintain() error
 	Stats() Stats
 	Close() error
@@ -96,7 +97,8 @@ type Stats struct {
 type Options struct {
 	Dir string // Disk only
 
-	// Now is the clock for expiry. The simulator and tests inject theirs.
+	// Now is the clock for expiry. The simulator and tests inject theirs;
+	// nil means the wall clock, which the engine supplies.
 	Now func() time.Time
 	// Window is the span of expiry times sharing one segment (256 s).
 	Window time.Duration
@@ -140,10 +142,10 @@ const (
 	DefaultMaxObject  = 64 << 20
 )
 
-func (o Options) withDefaults() Options {
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+// WithDefaults returns o with every zero field set to its default. It
+// leaves Now alone: this package never reads the wall clock, so each engine
+// picks its own clock when the caller gives none.
+func (o Options) WithDefaults() Options {
 	if o.Window <= 0 {
 		o.Window = DefaultWindow
 	}
@@ -174,9 +176,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// check validates a put's arguments, common to both engines.
-func (o *Options) check(key id.ID, data []byte, expiry, now time.Time, opt PutOptions) error {
-	if err := o.checkKey(key); err != nil {
+// CheckPut validates a put's arguments at time now, the same way in every
+// engine: key width, size, an expiry in the future, and (unless opt or
+// DropData says otherwise) that key is the content hash of data. It returns
+// one of the errors above, wrapped with detail.
+func (o *Options) CheckPut(key id.ID, data []byte, expiry, now time.Time, opt PutOptions) error {
+	if err := o.CheckKey(key); err != nil {
 		return err
 	}
 	if len(data) > o.MaxObject {
@@ -191,15 +196,17 @@ func (o *Options) check(key id.ID, data []byte, expiry, now time.Time, opt PutOp
 	return nil
 }
 
-func (o *Options) checkKey(key id.ID) error {
+// CheckKey returns ErrBadKey, wrapped, unless key is KeyWidth bytes wide.
+func (o *Options) CheckKey(key id.ID) error {
 	if key.Width() != o.KeyWidth {
 		return fmt.Errorf("%w: %d bytes, want %d", ErrBadKey, key.Width(), o.KeyWidth)
 	}
 	return nil
 }
 
-// window returns the index of the expiry window holding t.
-func (o *Options) window(t time.Time) int64 {
+// WindowOf returns the index of the expiry window holding t: objects whose
+// expiries share a window share segments, and are reclaimed together.
+func (o *Options) WindowOf(t time.Time) int64 {
 	w := int64(o.Window)
 	n := t.UnixNano()
 	if n < 0 {
@@ -208,14 +215,35 @@ func (o *Options) window(t time.Time) int64 {
 	return n / w
 }
 
-// windowEnd returns when every object of window w has expired.
-func (o *Options) windowEnd(w int64) time.Time {
+// WindowEnd returns when every object of window w has expired, after which
+// the window may be reclaimed.
+func (o *Options) WindowEnd(w int64) time.Time {
 	return time.Unix(0, (w+1)*int64(o.Window))
 }
 
-// entersTree applies the tree buffer rule at insertion time.
-func (o *Options) entersTree(expiry, now time.Time) bool {
+// EntersTree reports whether a key put at now and expiring at expiry goes
+// into the Merkle tree: only when the store keeps a tree and the key
+// outlives TreeBuffer, so neighbours never repair what is about to expire.
+func (o *Options) EntersTree(expiry, now time.Time) bool {
 	return !o.NoTree && expiry.Sub(now) > o.TreeBuffer
 }
 
-func timeUnix(ns int64) time.Time { return time.Unix(0, ns) }
+// recordOverheadBytes is what a stored object takes beyond its key and
+// data: the 20-byte header and 8 bytes of checksums of a record in a
+// segment (internal/store/disk checks that its format agrees).
+const recordOverheadBytes = 28
+
+// ObjectBytes returns the bytes an object with a key of keyLen bytes and
+// dataLen bytes of data counts against Capacity: its whole record. Every
+// engine accounts with it, so Mem reclaims when Disk would.
+func ObjectBytes(keyLen, dataLen int) int { return recordOverheadBytes + keyLen + dataLen }
+
+// CompareRoots returns an error unless the stored root of a Merkle tree
+// matches the root fresh, recomputed from the index; CheckTree reports it.
+func CompareRoots(stored, fresh merkle.Node) error {
+	if stored.Count != fresh.Count || stored.Hash != fresh.Hash {
+		return fmt.Errorf("store: Merkle root holds %d keys (%x…), the index implies %d (%x…)",
+			stored.Count, stored.Hash[:6], fresh.Count, fresh.Hash[:6])
+	}
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 	"triad/internal/dhash"
 	"triad/internal/id"
 	"triad/internal/store"
+	"triad/internal/store/disk"
 )
 
 // A Spool keeps whole articles as content-hash objects: the key is the
@@ -43,12 +44,12 @@ var ErrDeferred = errors.New("spool busy, try later")
 
 // LocalSpool keeps articles in the local storage engine: one site, like
 // INN's spool.
-type LocalSpool struct{ Engine *store.Disk }
+type LocalSpool struct{ Engine *disk.Disk }
 
 // OpenLocalSpool opens (or creates) a storage engine in dir for articles
 // up to maxArticle bytes.
 func OpenLocalSpool(dir string, maxArticle int) (*LocalSpool, error) {
-	d, err := store.Open(store.Options{Dir: dir, MaxObject: maxArticle, NoTree: true})
+	d, err := disk.Open(store.Options{Dir: dir, MaxObject: maxArticle, NoTree: true})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package store
+package disk
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"triad/internal/id"
+	"triad/internal/store"
 )
 
 // Reading in place. A large object read with GetInto is copied from the
@@ -34,7 +35,7 @@ type mapping struct {
 // View calls fn with key's bytes, checked as GetInto checks them. The
 // bytes are the segment's own memory: they are valid only while fn runs,
 // and fn must not modify or keep them. fn's error is returned as is.
-func (d *Disk) View(key id.ID, fn func(data []byte, m Meta) error) error {
+func (d *Disk) View(key id.ID, fn func(data []byte, m store.Meta) error) error {
 	e, _, err := d.find(key)
 	if err != nil {
 		return err
@@ -78,7 +79,7 @@ func (d *Disk) acquire(sid uint64, off int64, n int) (*segment, []byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, nil, ErrClosed
+		return nil, nil, store.ErrClosed
 	}
 	s := d.segs[sid]
 	if s == nil || off+int64(n) > s.size {

@@ -1,4 +1,4 @@
-package store
+package disk
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/merkle"
+	"triad/internal/store"
 )
 
 // Disk is the storage engine on a real disk. Objects are appended to
@@ -28,7 +29,7 @@ import (
 // the segments past the last checkpoint, so a put costs one sequential write
 // and a share of one fdatasync.
 type Disk struct {
-	opt  Options
+	opt  store.Options
 	db   *bolt.DB
 	dirf *os.File
 
@@ -48,7 +49,7 @@ type Disk struct {
 	failed   error
 	closing  bool
 	closed   bool
-	stats    Stats
+	stats    store.Stats
 
 	syncKick  chan struct{}
 	maintKick chan struct{}
@@ -77,9 +78,13 @@ func newGroup() *syncGroup { return &syncGroup{done: make(chan struct{})} }
 const indexFile = "index.db"
 
 // Open opens or creates the engine in opt.Dir and recovers it: torn tails
-// are cut and records the index missed are indexed.
-func Open(opt Options) (*Disk, error) {
-	opt = opt.withDefaults()
+// are cut and records the index missed are indexed. A nil opt.Now is the
+// wall clock.
+func Open(opt store.Options) (*Disk, error) {
+	opt = opt.WithDefaults()
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
 	if opt.Dir == "" {
 		return nil, errors.New("store: no directory given")
 	}
@@ -141,8 +146,8 @@ func Open(opt Options) (*Disk, error) {
 	return d, nil
 }
 
-// Put implements Engine.
-func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) error {
+// Put implements store.Engine.
+func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions) error {
 	durable, err := d.PutAsync(key, data, expiry, opt)
 	if err != nil || opt.NoWait {
 		return err
@@ -153,9 +158,9 @@ func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) err
 // PutAsync is Put returning once the object is written, with a function
 // that waits until it is durable. A caller can do other work meanwhile: a
 // news site commits its overview while the group commit runs.
-func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt PutOptions) (durable func() error, err error) {
+func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutOptions) (durable func() error, err error) {
 	now := d.opt.Now()
-	if err := d.opt.check(key, data, expiry, now, opt); err != nil {
+	if err := d.opt.CheckPut(key, data, expiry, now, opt); err != nil {
 		return nil, err
 	}
 	if !opt.Fresh {
@@ -175,7 +180,7 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt PutOptions
 	if opt.Opaque {
 		e.flags |= entryOpaque
 	}
-	if d.opt.entersTree(expiry, now) {
+	if d.opt.EntersTree(expiry, now) {
 		e.flags |= entryInTree
 	}
 
@@ -185,7 +190,7 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt PutOptions
 	overfull := len(d.active) >= 4*d.opt.CheckpointEntries
 	d.mu.Unlock()
 	if err != nil {
-		if errors.Is(err, ErrFull) {
+		if errors.Is(err, store.ErrFull) {
 			kick(d.maintKick)
 		}
 		return nil, err
@@ -212,17 +217,17 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt PutOptions
 func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
 	switch {
 	case d.closed:
-		return nil, ErrClosed
+		return nil, store.ErrClosed
 	case d.failed != nil:
 		return nil, d.failed
 	}
-	w := d.opt.window(time.Unix(0, e.expiry))
+	w := d.opt.WindowOf(time.Unix(0, e.expiry))
 	if w <= d.retired {
-		return nil, fmt.Errorf("%w: its window has been reclaimed", ErrExpired)
+		return nil, fmt.Errorf("%w: its window has been reclaimed", store.ErrExpired)
 	}
 	n := int64(len(rec[0]) + len(rec[1]) + len(rec[2]))
 	if c := d.opt.Capacity; c > 0 && d.usage+n > c {
-		return nil, fmt.Errorf("%w: %d of %d bytes used", ErrFull, d.usage, c)
+		return nil, fmt.Errorf("%w: %d of %d bytes used", store.ErrFull, d.usage, c)
 	}
 	s, err := d.appendTarget(w, n)
 	if err != nil {
@@ -319,7 +324,7 @@ func (d *Disk) syncLoop() {
 			d.syncOnce()
 			// Whoever waits from now on learns the engine is closed.
 			d.mu.Lock()
-			d.group = &syncGroup{done: make(chan struct{}), err: ErrClosed}
+			d.group = &syncGroup{done: make(chan struct{}), err: store.ErrClosed}
 			close(d.group.done)
 			d.mu.Unlock()
 			return
@@ -383,7 +388,7 @@ func (d *Disk) maintainLoop() {
 	}
 }
 
-// Maintain implements Engine: checkpoint, drop expired keys from the tree,
+// Maintain implements store.Engine: checkpoint, drop expired keys from the tree,
 // reclaim space past the high-water mark.
 func (d *Disk) Maintain() error {
 	d.maintMu.Lock()
@@ -457,10 +462,10 @@ func (d *Disk) checkpoint() error {
 	return nil
 }
 
-// diskErr marks errors of a full disk as ErrFull.
+// diskErr marks errors of a full disk as store.ErrFull.
 func diskErr(err error) error {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return fmt.Errorf("%w: %w", ErrFull, err)
+		return fmt.Errorf("%w: %w", store.ErrFull, err)
 	}
 	return fmt.Errorf("store: %w", err)
 }
@@ -572,7 +577,7 @@ func (d *Disk) reclaim() error {
 	var windows []int64
 	seen := map[int64]bool{}
 	for _, s := range d.segs {
-		if !seen[s.window] && !d.opt.windowEnd(s.window).After(now) {
+		if !seen[s.window] && !d.opt.WindowEnd(s.window).After(now) {
 			seen[s.window] = true
 			windows = append(windows, s.window)
 		}
@@ -653,10 +658,10 @@ func (d *Disk) dropWindow(w int64) error {
 
 // unindexWindow deletes the index entries of window w that point into the
 // segments ids.
-func unindexWindow(tx *bolt.Tx, opt *Options, w int64, ids map[uint64]bool) error {
+func unindexWindow(tx *bolt.Tx, opt *store.Options, w int64, ids map[uint64]bool) error {
 	index, exp := tx.Bucket(bIndex), tx.Bucket(bExpiry)
 	lo := sortableTime(w * int64(opt.Window))
-	hi := sortableTime(opt.windowEnd(w).UnixNano())
+	hi := sortableTime(opt.WindowEnd(w).UnixNano())
 	var drop [][]byte
 	c := exp.Cursor()
 	for k, _ := c.Seek(lo); k != nil && bytes.Compare(k[:8], hi) < 0; k, _ = c.Next() {
@@ -681,11 +686,11 @@ func unindexWindow(tx *bolt.Tx, opt *Options, w int64, ids map[uint64]bool) erro
 }
 
 // find returns key's entry and whether it is still pending (written, not
-// yet in the index), or ErrNotFound.
+// yet in the index), or store.ErrNotFound.
 func (d *Disk) find(key id.ID) (entry, bool, error) {
 	e, pending, found, err := d.lookup(key)
 	if err == nil && !found {
-		err = fmt.Errorf("%w: %v", ErrNotFound, key)
+		err = fmt.Errorf("%w: %v", store.ErrNotFound, key)
 	}
 	return e, pending, err
 }
@@ -694,13 +699,13 @@ func (d *Disk) find(key id.ID) (entry, bool, error) {
 // new key, and formatting the error cost a small put more than its index
 // read.
 func (d *Disk) lookup(key id.ID) (e entry, pending, found bool, err error) {
-	if err := d.opt.checkKey(key); err != nil {
+	if err := d.opt.CheckKey(key); err != nil {
 		return entry{}, false, false, err
 	}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
-		return entry{}, false, false, ErrClosed
+		return entry{}, false, false, store.ErrClosed
 	}
 	e, ok := d.active[key]
 	if !ok {
@@ -723,25 +728,25 @@ func (d *Disk) lookup(key id.ID) (e entry, pending, found bool, err error) {
 	return e, false, found, nil
 }
 
-// Stat implements Engine.
-func (d *Disk) Stat(key id.ID) (Meta, error) {
+// Stat implements store.Engine.
+func (d *Disk) Stat(key id.ID) (store.Meta, error) {
 	e, _, err := d.find(key)
 	if err != nil {
-		return Meta{}, err
+		return store.Meta{}, err
 	}
 	m := e.meta()
 	m.Key = key
 	return m, nil
 }
 
-// Get implements Engine.
-func (d *Disk) Get(key id.ID) ([]byte, Meta, error) { return d.GetInto(key, nil) }
+// Get implements store.Engine.
+func (d *Disk) Get(key id.ID) ([]byte, store.Meta, error) { return d.GetInto(key, nil) }
 
-// GetInto implements Engine.
-func (d *Disk) GetInto(key id.ID, buf []byte) ([]byte, Meta, error) {
+// GetInto implements store.Engine.
+func (d *Disk) GetInto(key id.ID, buf []byte) ([]byte, store.Meta, error) {
 	e, _, err := d.find(key)
 	if err != nil {
-		return nil, Meta{}, err
+		return nil, store.Meta{}, err
 	}
 	d.mu.Lock()
 	s := d.segs[e.seg]
@@ -749,9 +754,9 @@ func (d *Disk) GetInto(key id.ID, buf []byte) ([]byte, Meta, error) {
 	if s == nil {
 		// Reclaimed since find, unless the index still points there.
 		if now, _, err := d.find(key); err != nil || now != e {
-			return nil, Meta{}, fmt.Errorf("%w: %v was reclaimed", ErrNotFound, key)
+			return nil, store.Meta{}, fmt.Errorf("%w: %v was reclaimed", store.ErrNotFound, key)
 		}
-		return nil, Meta{}, d.quarantine(key, e, "its segment file is missing")
+		return nil, store.Meta{}, d.quarantine(key, e, "its segment file is missing")
 	}
 	n := e.recordLen(key.Width())
 	if cap(buf) < n {
@@ -760,16 +765,16 @@ func (d *Disk) GetInto(key id.ID, buf []byte) ([]byte, Meta, error) {
 	buf = buf[:n]
 	if _, err := s.f.ReadAt(buf, e.off); err != nil {
 		if errors.Is(err, os.ErrClosed) {
-			return nil, Meta{}, fmt.Errorf("%w: %v was reclaimed", ErrNotFound, key)
+			return nil, store.Meta{}, fmt.Errorf("%w: %v was reclaimed", store.ErrNotFound, key)
 		}
-		return nil, Meta{}, d.quarantine(key, e, err.Error())
+		return nil, store.Meta{}, d.quarantine(key, e, err.Error())
 	}
 	r, _, err := decodeRecord(buf, formatMaxData)
 	switch {
 	case err != nil:
-		return nil, Meta{}, d.quarantine(key, e, err.Error())
+		return nil, store.Meta{}, d.quarantine(key, e, err.Error())
 	case !bytes.Equal(r.key, key.Bytes()) || r.expiry != e.expiry || len(r.data) != e.size:
-		return nil, Meta{}, d.quarantine(key, e, "the record there is another object's")
+		return nil, store.Meta{}, d.quarantine(key, e, "the record there is another object's")
 	}
 	m := e.meta()
 	m.Key = key
@@ -807,9 +812,9 @@ func (d *Disk) quarantine(key id.ID, bad entry, why string) error {
 		return tx.Bucket(bQuar).Put(key.Bytes(), []byte(note))
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %v (%s); recording it failed: %v", ErrCorrupt, key, why, err)
+		return fmt.Errorf("%w: %v (%s); recording it failed: %v", store.ErrCorrupt, key, why, err)
 	}
-	return fmt.Errorf("%w: %v: %s", ErrCorrupt, key, why)
+	return fmt.Errorf("%w: %v: %s", store.ErrCorrupt, key, why)
 }
 
 // readTree brings the tree up to date and runs fn on it.
@@ -824,25 +829,25 @@ func (d *Disk) readTree(fn func(tx *bolt.Tx, r merkle.Reader, expiredUpTo int64)
 	})
 }
 
-// TreeNode implements Engine.
+// TreeNode implements store.Engine.
 func (d *Disk) TreeNode(p merkle.Prefix) (n merkle.Node, err error) {
 	err = d.readTree(func(_ *bolt.Tx, r merkle.Reader, _ int64) { n = merkle.Lookup(r, p) })
 	return n, err
 }
 
-// TreeChildren implements Engine.
+// TreeChildren implements store.Engine.
 func (d *Disk) TreeChildren(p merkle.Prefix) (kids []merkle.Node, err error) {
 	err = d.readTree(func(_ *bolt.Tx, r merkle.Reader, _ int64) { kids = merkle.Children(r, p) })
 	return kids, err
 }
 
-// TreeKeys implements Engine.
+// TreeKeys implements store.Engine.
 func (d *Disk) TreeKeys(p merkle.Prefix, lo, hi id.ID, max int) (keys []id.ID, err error) {
 	err = d.readTree(func(_ *bolt.Tx, r merkle.Reader, _ int64) { keys = merkle.KeysInRange(r, p, lo, hi, max) })
 	return keys, err
 }
 
-// CheckTree implements Engine: the stored root against one recomputed from
+// CheckTree implements store.Engine: the stored root against one recomputed from
 // the index entries marked for the tree that had not expired at the last
 // expiry pass, and every stored node against its children.
 func (d *Disk) CheckTree() error {
@@ -856,7 +861,7 @@ func (d *Disk) CheckTree() error {
 			}
 			return nil
 		})
-		cerr = compareRoots(merkle.Lookup(r, merkle.Root()), merkle.Recompute(keys))
+		cerr = store.CompareRoots(merkle.Lookup(r, merkle.Root()), merkle.Recompute(keys))
 		if bad, ok := merkle.Verify(r, merkle.Root()); cerr == nil && !ok {
 			cerr = fmt.Errorf("store: Merkle node %v does not match its children", bad)
 		}
@@ -867,8 +872,8 @@ func (d *Disk) CheckTree() error {
 	return cerr
 }
 
-// Stats implements Engine. It checkpoints first, so the counts are exact.
-func (d *Disk) Stats() Stats {
+// Stats implements store.Engine. It checkpoints first, so the counts are exact.
+func (d *Disk) Stats() store.Stats {
 	d.catchUp()
 	d.mu.Lock()
 	s := d.stats
@@ -944,7 +949,7 @@ func (d *Disk) Sync() error {
 	return d.checkpoint()
 }
 
-// Close implements Engine: it indexes everything written and closes files.
+// Close implements store.Engine: it indexes everything written and closes files.
 func (d *Disk) Close() error {
 	d.mu.Lock()
 	if d.closing {

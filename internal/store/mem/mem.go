@@ -1,4 +1,4 @@
-package store
+package mem
 
 import (
 	"fmt"
@@ -10,24 +10,25 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/merkle"
+	"triad/internal/store"
 )
 
-// Mem is an Engine held in memory for the simulator. It keeps the same
-// windows, tree and space accounting as Disk, so experiments see the same
+// Mem is a store.Engine held in memory for the simulator. It keeps the same
+// windows, tree and space accounting as disk.Disk, so experiments see the same
 // expiry and reclamation behaviour, and with DropData it keeps sizes only.
 type Mem struct {
 	mu      sync.Mutex
-	opt     Options
+	opt     store.Options
 	objs    map[id.ID]*memObject
 	windows map[int64]*memWindow
 	tree    *merkle.Mem
 	expiry  *btree.BTreeG[expKey] // tree keys by expiry, to drop them on time
 	usage   int64
-	stats   Stats
+	stats   store.Stats
 }
 
 type memObject struct {
-	meta   Meta
+	meta   store.Meta
 	data   []byte
 	window int64
 }
@@ -49,10 +50,15 @@ func lessExp(a, b expKey) bool {
 	return a.key.Cmp(b.key) < 0
 }
 
-// NewMem returns an empty in-memory engine.
-func NewMem(opt Options) *Mem {
+// New returns an empty in-memory engine. A nil opt.Now is the wall clock,
+// as for disk.Disk; simulations pass their virtual one.
+func New(opt store.Options) *Mem {
+	opt = opt.WithDefaults()
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
 	return &Mem{
-		opt:     opt.withDefaults(),
+		opt:     opt,
 		objs:    make(map[id.ID]*memObject),
 		windows: make(map[int64]*memWindow),
 		tree:    merkle.NewMem(),
@@ -60,27 +66,28 @@ func NewMem(opt Options) *Mem {
 	}
 }
 
-func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) error {
+// Put implements store.Engine.
+func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.opt.Now()
-	if err := m.opt.check(key, data, expiry, now, opt); err != nil {
+	if err := m.opt.CheckPut(key, data, expiry, now, opt); err != nil {
 		return err
 	}
 	old := m.objs[key]
 	if old != nil && !expiry.After(old.meta.Expiry) {
 		return nil
 	}
-	size := int64(recordLen(key.Width(), len(data)))
+	size := int64(store.ObjectBytes(key.Width(), len(data)))
 	if m.opt.Capacity > 0 && m.usage+size > m.opt.Capacity {
 		m.reclaim(now, m.opt.Capacity-size)
 		if m.usage+size > m.opt.Capacity {
-			return fmt.Errorf("%w: %d of %d bytes used and nothing expired to reclaim", ErrFull, m.usage, m.opt.Capacity)
+			return fmt.Errorf("%w: %d of %d bytes used and nothing expired to reclaim", store.ErrFull, m.usage, m.opt.Capacity)
 		}
 	}
 	o := &memObject{
-		meta:   Meta{Key: key, Size: len(data), Expiry: expiry, Opaque: opt.Opaque},
-		window: m.opt.window(expiry),
+		meta:   store.Meta{Key: key, Size: len(data), Expiry: expiry, Opaque: opt.Opaque},
+		window: m.opt.WindowOf(expiry),
 	}
 	if !m.opt.DropData {
 		o.data = append([]byte(nil), data...)
@@ -93,7 +100,7 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) erro
 			m.expiry.ReplaceOrInsert(expKey{expiry.UnixNano(), key})
 		}
 	}
-	if !o.meta.InTree && m.opt.entersTree(expiry, now) {
+	if !o.meta.InTree && m.opt.EntersTree(expiry, now) {
 		o.meta.InTree = true
 		merkle.Update(m.tree, [][]byte{key.Bytes()}, nil)
 		m.expiry.ReplaceOrInsert(expKey{expiry.UnixNano(), key})
@@ -111,35 +118,38 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) erro
 	return nil
 }
 
-func (m *Mem) Get(key id.ID) ([]byte, Meta, error) { return m.GetInto(key, nil) }
+// Get implements store.Engine.
+func (m *Mem) Get(key id.ID) ([]byte, store.Meta, error) { return m.GetInto(key, nil) }
 
-func (m *Mem) GetInto(key id.ID, buf []byte) ([]byte, Meta, error) {
+// GetInto implements store.Engine; the result may alias buf.
+func (m *Mem) GetInto(key id.ID, buf []byte) ([]byte, store.Meta, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, err := m.lookup(key)
 	if err != nil {
-		return nil, Meta{}, err
+		return nil, store.Meta{}, err
 	}
 	return append(buf[:0], o.data...), o.meta, nil
 }
 
-func (m *Mem) Stat(key id.ID) (Meta, error) {
+// Stat implements store.Engine.
+func (m *Mem) Stat(key id.ID) (store.Meta, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, err := m.lookup(key)
 	if err != nil {
-		return Meta{}, err
+		return store.Meta{}, err
 	}
 	return o.meta, nil
 }
 
 func (m *Mem) lookup(key id.ID) (*memObject, error) {
-	if err := m.opt.checkKey(key); err != nil {
+	if err := m.opt.CheckKey(key); err != nil {
 		return nil, err
 	}
 	o := m.objs[key]
 	if o == nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotFound, key)
+		return nil, fmt.Errorf("%w: %v", store.ErrNotFound, key)
 	}
 	return o, nil
 }
@@ -152,21 +162,26 @@ func (m *Mem) readTree(fn func(r merkle.Reader)) {
 	fn(m.tree)
 }
 
+// TreeNode implements store.Engine.
 func (m *Mem) TreeNode(p merkle.Prefix) (n merkle.Node, err error) {
 	m.readTree(func(r merkle.Reader) { n = merkle.Lookup(r, p) })
 	return n, nil
 }
 
+// TreeChildren implements store.Engine.
 func (m *Mem) TreeChildren(p merkle.Prefix) (kids []merkle.Node, err error) {
 	m.readTree(func(r merkle.Reader) { kids = merkle.Children(r, p) })
 	return kids, nil
 }
 
+// TreeKeys implements store.Engine.
 func (m *Mem) TreeKeys(p merkle.Prefix, lo, hi id.ID, max int) (keys []id.ID, err error) {
 	m.readTree(func(r merkle.Reader) { keys = merkle.KeysInRange(r, p, lo, hi, max) })
 	return keys, nil
 }
 
+// CheckTree implements store.Engine: the tree's root against one recomputed from
+// the objects.
 func (m *Mem) CheckTree() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -178,17 +193,10 @@ func (m *Mem) CheckTree() error {
 			keys = append(keys, k.Bytes())
 		}
 	}
-	return compareRoots(merkle.Lookup(m.tree, merkle.Root()), merkle.Recompute(keys))
+	return store.CompareRoots(merkle.Lookup(m.tree, merkle.Root()), merkle.Recompute(keys))
 }
 
-func compareRoots(stored, fresh merkle.Node) error {
-	if stored.Count != fresh.Count || stored.Hash != fresh.Hash {
-		return fmt.Errorf("store: Merkle root holds %d keys (%x…), the index implies %d (%x…)",
-			stored.Count, stored.Hash[:6], fresh.Count, fresh.Hash[:6])
-	}
-	return nil
-}
-
+// Maintain implements store.Engine.
 func (m *Mem) Maintain() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -227,7 +235,7 @@ func (m *Mem) reclaim(now time.Time, target int64) {
 	}
 	var ws []int64
 	for w := range m.windows {
-		if !m.opt.windowEnd(w).After(now) {
+		if !m.opt.WindowEnd(w).After(now) {
 			ws = append(ws, w)
 		}
 	}
@@ -245,7 +253,8 @@ func (m *Mem) reclaim(now time.Time, target int64) {
 	}
 }
 
-func (m *Mem) Stats() Stats {
+// Stats implements store.Engine.
+func (m *Mem) Stats() store.Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.stats
@@ -257,4 +266,5 @@ func (m *Mem) Stats() Stats {
 	return s
 }
 
+// Close implements store.Engine; it has nothing to release.
 func (m *Mem) Close() error { return nil }

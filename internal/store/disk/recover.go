@@ -1,4 +1,4 @@
-package store
+package disk
 
 import (
 	"bytes"
@@ -153,7 +153,7 @@ func (d *Disk) replaySegment(s *segment, from int64, replay map[id.ID]entry) (in
 			if r.flags&flagOpaque != 0 {
 				e.flags |= entryOpaque
 			}
-			if d.opt.entersTree(timeUnix(r.expiry), now) {
+			if d.opt.EntersTree(time.Unix(0, r.expiry), now) {
 				e.flags |= entryInTree
 			}
 			if old, ok := replay[key]; !ok || old.expiry <= e.expiry {

@@ -1,4 +1,4 @@
-package store
+package disk
 
 import (
 	"math/rand/v2"
@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/store"
+	"triad/internal/store/storetest"
 )
 
 // BenchmarkGet measures reads of 200 KB objects from the page cache: the
 // engine's CPU cost per read, checks included.
 func BenchmarkGet(b *testing.B) {
-	d, err := Open(Options{Dir: b.TempDir()})
+	d, err := Open(store.Options{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -19,8 +21,8 @@ func BenchmarkGet(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	var keys []id.ID
 	for i := 0; i < 200; i++ {
-		data, key := blob(r, 200_000)
-		if err := d.Put(key, data, time.Now().Add(time.Hour), PutOptions{NoWait: true}); err != nil {
+		data, key := storetest.Blob(r, 200_000)
+		if err := d.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{NoWait: true}); err != nil {
 			b.Fatal(err)
 		}
 		keys = append(keys, key)

@@ -1,4 +1,4 @@
-package store
+package disk
 
 import (
 	"encoding/binary"
@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"triad/internal/merkle"
+	"triad/internal/store"
 )
 
 // The index is a bbolt database beside the segments. Buckets:
@@ -74,8 +75,8 @@ func decodeEntry(b []byte) (entry, error) {
 	}, nil
 }
 
-func (e entry) meta() Meta {
-	return Meta{Size: e.size, Expiry: time.Unix(0, e.expiry), InTree: e.flags&entryInTree != 0, Opaque: e.flags&entryOpaque != 0}
+func (e entry) meta() store.Meta {
+	return store.Meta{Size: e.size, Expiry: time.Unix(0, e.expiry), InTree: e.flags&entryInTree != 0, Opaque: e.flags&entryOpaque != 0}
 }
 
 func (e entry) recordLen(keyLen int) int { return recordLen(keyLen, e.size) }

@@ -1,4 +1,4 @@
-package store
+package disk
 
 import (
 	"bufio"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/store"
+	"triad/internal/store/storetest"
 )
 
 const crashChildEnv = "TRIAD_STORE_CRASH_CHILD"
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 // printing each key once its put has returned (so it is durable), from four
 // goroutines. Every fourth put does not wait and is not printed.
 func crashChild(dir string) {
-	d, err := Open(Options{Dir: dir})
+	d, err := Open(store.Options{Dir: dir})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -47,10 +49,10 @@ func crashChild(dir string) {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
 			for i := 0; i < 250_000 && time.Now().Before(deadline); i++ {
-				data, key := blob(r, r.IntN(64<<10))
+				data, key := storetest.Blob(r, r.IntN(64<<10))
 				ttl := time.Duration(10+r.IntN(110)) * time.Minute
 				noWait := i%4 == 3
-				if err := d.Put(key, data, time.Now().Add(ttl), PutOptions{NoWait: noWait}); err != nil {
+				if err := d.Put(key, data, time.Now().Add(ttl), store.PutOptions{NoWait: noWait}); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(1)
 				}
@@ -116,7 +118,7 @@ func TestCrashRecovery(t *testing.T) {
 			n++
 		}
 
-		d, err := Open(Options{Dir: dir})
+		d, err := Open(store.Options{Dir: dir})
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)
 		}
@@ -160,15 +162,15 @@ func drain(c chan string) []string {
 // putSome stores n random objects in a fresh disk engine and closes it.
 func putSome(t *testing.T, dir string, n int) map[id.ID][]byte {
 	t.Helper()
-	d, err := Open(Options{Dir: dir})
+	d, err := Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(7, 7))
 	objs := map[id.ID][]byte{}
 	for i := 0; i < n; i++ {
-		data, key := blob(r, 100+r.IntN(2000))
-		if err := d.Put(key, data, time.Now().Add(time.Hour), PutOptions{}); err != nil {
+		data, key := storetest.Blob(r, 100+r.IntN(2000))
+		if err := d.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		objs[key] = data
@@ -224,15 +226,15 @@ func TestFlippedByteIsDetectedNotServed(t *testing.T) {
 	victim := anyKey(objs)
 	flip(t, dir, victim)
 
-	d, err := Open(Options{Dir: dir})
+	d, err := Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if data, _, err := d.Get(victim); !errors.Is(err, ErrCorrupt) {
+	if data, _, err := d.Get(victim); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("damaged object served: %d bytes, %v", len(data), err)
 	}
-	if _, err := d.Stat(victim); !errors.Is(err, ErrNotFound) {
+	if _, err := d.Stat(victim); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("damaged object still indexed: %v", err)
 	}
 	if q := d.Quarantined(); len(q) != 1 || !strings.Contains(q[fmt.Sprintf("%x", victim.Bytes())], "checksum") {
@@ -257,13 +259,13 @@ func TestRebuildIndexSkipsDamage(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, indexFile)); err != nil {
 		t.Fatal(err)
 	}
-	d, err := Open(Options{Dir: dir})
+	d, err := Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
 	checkAll(t, d, objs, victim)
-	if _, _, err := d.Get(victim); !errors.Is(err, ErrNotFound) {
+	if _, _, err := d.Get(victim); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("damaged record was indexed: %v", err)
 	}
 	if err := d.CheckTree(); err != nil {
@@ -280,13 +282,13 @@ func TestTornTailIsCut(t *testing.T) {
 	}
 	before, _ := os.Stat(segs[0])
 	// Half of a record, as a crash in the middle of a write leaves it.
-	data, key := blob(rand.New(rand.NewPCG(8, 8)), 4000)
+	data, key := storetest.Blob(rand.New(rand.NewPCG(8, 8)), 4000)
 	rec := appendRecord(nil, record{key: key.Bytes(), expiry: time.Now().Add(time.Hour).UnixNano(), data: data})
 	f, _ := os.OpenFile(segs[0], os.O_APPEND|os.O_WRONLY, 0)
 	f.Write(rec[:len(rec)/2])
 	f.Close()
 
-	d, err := Open(Options{Dir: dir})
+	d, err := Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,15 +297,15 @@ func TestTornTailIsCut(t *testing.T) {
 		t.Fatalf("segment is %d bytes after recovery, want %d", after.Size(), before.Size())
 	}
 	checkAll(t, d, objs, id.ID{})
-	if _, _, err := d.Get(key); !errors.Is(err, ErrNotFound) {
+	if _, _, err := d.Get(key); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("torn record readable: %v", err)
 	}
 	// Writing resumes at the cut.
-	if err := d.Put(key, data, time.Now().Add(time.Hour), PutOptions{}); err != nil {
+	if err := d.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	d.Close()
-	d, err = Open(Options{Dir: dir})
+	d, err = Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,18 +317,18 @@ func TestTornTailIsCut(t *testing.T) {
 
 func TestOpenTwiceIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	d, err := Open(Options{Dir: dir})
+	d, err := Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if _, err := Open(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "in use") {
+	if _, err := Open(store.Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second open of %s: %v", dir, err)
 	}
 }
 
 // TestDiskFull fills a small tmpfs: the put that finds no room fails with
-// ErrFull, and every object acknowledged before it stays readable, before
+// store.ErrFull, and every object acknowledged before it stays readable, before
 // and after a reopen.
 func TestDiskFull(t *testing.T) {
 	dir := t.TempDir()
@@ -334,22 +336,22 @@ func TestDiskFull(t *testing.T) {
 		t.Skipf("cannot mount a small tmpfs here: %v", err)
 	}
 	defer syscall.Unmount(dir, syscall.MNT_DETACH)
-	d, err := Open(Options{Dir: dir, CheckpointEntries: 64})
+	d, err := Open(store.Options{Dir: dir, CheckpointEntries: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(9, 9))
 	acked := map[id.ID][]byte{}
 	for i := 0; i < 10_000; i++ {
-		data, key := blob(r, 1000+r.IntN(20_000))
-		err = d.Put(key, data, time.Now().Add(time.Hour), PutOptions{})
+		data, key := storetest.Blob(r, 1000+r.IntN(20_000))
+		err = d.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{})
 		if err != nil {
 			break
 		}
 		acked[key] = data
 	}
-	if !errors.Is(err, ErrFull) {
-		t.Fatalf("filling a 3 MB disk: %v, want ErrFull", err)
+	if !errors.Is(err, store.ErrFull) {
+		t.Fatalf("filling a 3 MB disk: %v, want store.ErrFull", err)
 	}
 	t.Logf("%d objects stored before: %v", len(acked), err)
 	checkAll(t, d, acked, id.ID{})
@@ -359,7 +361,7 @@ func TestDiskFull(t *testing.T) {
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size=16m"); err != nil {
 		t.Fatal(err)
 	}
-	d, err = Open(Options{Dir: dir})
+	d, err = Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,8 +370,8 @@ func TestDiskFull(t *testing.T) {
 	if err := d.CheckTree(); err != nil {
 		t.Fatal(err)
 	}
-	data, key := blob(r, 1000)
-	if err := d.Put(key, data, time.Now().Add(time.Hour), PutOptions{}); err != nil {
+	data, key := storetest.Blob(r, 1000)
+	if err := d.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{}); err != nil {
 		t.Fatalf("put after making room: %v", err)
 	}
 }
@@ -377,10 +379,10 @@ func TestDiskFull(t *testing.T) {
 func TestWindowSizeIsFixed(t *testing.T) {
 	dir := t.TempDir()
 	putSome(t, dir, 3)
-	if _, err := Open(Options{Dir: dir, Window: time.Hour}); err == nil || !strings.Contains(err.Error(), "window") {
+	if _, err := Open(store.Options{Dir: dir, Window: time.Hour}); err == nil || !strings.Contains(err.Error(), "window") {
 		t.Fatalf("reopening with another window size: %v", err)
 	}
-	d, err := Open(Options{Dir: dir})
+	d, err := Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,18 +395,18 @@ func TestRecordInsideTornRecordIsNotIndexed(t *testing.T) {
 	dir := t.TempDir()
 	objs := putSome(t, dir, 5)
 	segs := segmentFiles(dir)
-	innerData, innerKey := blob(rand.New(rand.NewPCG(3, 3)), 500)
+	innerData, innerKey := storetest.Blob(rand.New(rand.NewPCG(3, 3)), 500)
 	inner := appendRecord(nil, record{key: innerKey.Bytes(), expiry: time.Now().Add(time.Hour).UnixNano(), data: innerData})
 	outer := appendRecord(nil, record{flags: flagOpaque, key: innerKey.Bytes(), expiry: time.Now().Add(time.Hour).UnixNano(), data: append(bytes.Repeat([]byte{0}, 100), inner...)})
 	f, _ := os.OpenFile(segs[0], os.O_APPEND|os.O_WRONLY, 0)
 	f.Write(outer[:len(outer)-10]) // torn just before its checksums
 	f.Close()
-	d, err := Open(Options{Dir: dir})
+	d, err := Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if _, _, err := d.Get(innerKey); !errors.Is(err, ErrNotFound) {
+	if _, _, err := d.Get(innerKey); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("record inside a torn record was indexed: %v", err)
 	}
 	checkAll(t, d, objs, id.ID{})
@@ -414,7 +416,7 @@ func TestRecordInsideTornRecordIsNotIndexed(t *testing.T) {
 // and each put either succeeded (and survives a reopen) or says closed.
 func TestCloseWithConcurrentPuts(t *testing.T) {
 	dir := t.TempDir()
-	d, err := Open(Options{Dir: dir})
+	d, err := Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,10 +429,10 @@ func TestCloseWithConcurrentPuts(t *testing.T) {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(w), 5))
 			for i := 0; i < 2000; i++ {
-				data, key := blob(r, 200)
-				err := d.Put(key, data, time.Now().Add(time.Hour), PutOptions{})
+				data, key := storetest.Blob(r, 200)
+				err := d.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{})
 				if err != nil {
-					if !errors.Is(err, ErrClosed) {
+					if !errors.Is(err, store.ErrClosed) {
 						t.Errorf("put during close: %v", err)
 					}
 					return
@@ -446,7 +448,7 @@ func TestCloseWithConcurrentPuts(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	d, err = Open(Options{Dir: dir})
+	d, err = Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store
+package disk
 
 import (
 	"encoding/binary"
@@ -36,7 +36,7 @@ const (
 	flagOpaque = 1 << 0
 
 	// formatMaxData bounds a record's data in the format itself. Reading
-	// checks against it, not Options.MaxObject, so lowering the put limit
+	// checks against it, not store.Options.MaxObject, so lowering the put limit
 	// never makes stored records look damaged.
 	formatMaxData = 1 << 30
 )

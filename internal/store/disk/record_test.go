@@ -1,9 +1,11 @@
-package store
+package disk
 
 import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"triad/internal/store"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
@@ -52,4 +54,13 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatal("decoded record does not re-encode to the same bytes")
 		}
 	})
+}
+
+// The record format and the space every engine accounts for agree.
+func TestRecordLenIsObjectBytes(t *testing.T) {
+	for _, c := range [][2]int{{20, 0}, {1, 5}, {maxKeyBytes, 1 << 20}} {
+		if got, want := recordLen(c[0], c[1]), store.ObjectBytes(c[0], c[1]); got != want {
+			t.Fatalf("a record of a %d-byte key and %d bytes is %d bytes; store.ObjectBytes says %d", c[0], c[1], got, want)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package store
+package disk
 
 import (
 	"bytes"
@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/store"
+	"triad/internal/store/storetest"
 )
 
 func view(d *Disk, key id.ID) ([]byte, error) {
 	var out []byte
-	err := d.View(key, func(data []byte, _ Meta) error {
+	err := d.View(key, func(data []byte, _ store.Meta) error {
 		out = bytes.Clone(data)
 		return nil
 	})
@@ -23,15 +25,15 @@ func view(d *Disk, key id.ID) ([]byte, error) {
 // appends grew it, and after a reopen.
 func TestViewMatchesGet(t *testing.T) {
 	dir := t.TempDir()
-	d, err := Open(Options{Dir: dir})
+	d, err := Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(9, 9))
 	objs := map[id.ID][]byte{}
 	for i := range 200 {
-		data, key := blob(r, 100+r.IntN(300_000))
-		if err := d.Put(key, data, time.Now().Add(time.Hour), PutOptions{}); err != nil {
+		data, key := storetest.Blob(r, 100+r.IntN(300_000))
+		if err := d.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		objs[key] = data
@@ -53,17 +55,17 @@ func TestViewMatchesGet(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if d, err = Open(Options{Dir: dir}); err != nil {
+	if d, err = Open(store.Options{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
 	check(d)
-	_, missing := blob(r, 10)
-	if _, err := view(d, missing); !errors.Is(err, ErrNotFound) {
+	_, missing := storetest.Blob(r, 10)
+	if _, err := view(d, missing); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("view of a missing key: %v", err)
 	}
 	stop := errors.New("the reader's own error")
-	if err := d.View(anyKey(objs), func([]byte, Meta) error { return stop }); err != stop {
+	if err := d.View(anyKey(objs), func([]byte, store.Meta) error { return stop }); err != stop {
 		t.Fatalf("View returned %v, want fn's error", err)
 	}
 }
@@ -73,17 +75,17 @@ func TestViewDetectsFlippedByte(t *testing.T) {
 	objs := putSome(t, dir, 50)
 	victim := anyKey(objs)
 	flip(t, dir, victim)
-	d, err := Open(Options{Dir: dir})
+	d, err := Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
 	called := false
-	err = d.View(victim, func([]byte, Meta) error { called = true; return nil })
-	if !errors.Is(err, ErrCorrupt) || called {
+	err = d.View(victim, func([]byte, store.Meta) error { called = true; return nil })
+	if !errors.Is(err, store.ErrCorrupt) || called {
 		t.Fatalf("damaged object lent: fn called %v, %v", called, err)
 	}
-	if _, err := d.Stat(victim); !errors.Is(err, ErrNotFound) {
+	if _, err := d.Stat(victim); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("damaged object still indexed: %v", err)
 	}
 }
@@ -91,23 +93,23 @@ func TestViewDetectsFlippedByte(t *testing.T) {
 // A segment reclaimed while a view of it runs stays mapped until the view
 // ends: the reader's bytes stay intact, and reclamation does not wait.
 func TestViewOutlivesReclaim(t *testing.T) {
-	c := newClock()
-	d, err := Open(Options{Dir: t.TempDir(), Now: c.Now, Capacity: 100 * recLen(5000), HighWater: 0.5})
+	c := storetest.NewClock()
+	d, err := Open(store.Options{Dir: t.TempDir(), Now: c.Now, Capacity: 100 * int64(store.ObjectBytes(id.Bytes, 5000)), HighWater: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
 	r := rand.New(rand.NewPCG(10, 10))
-	data, key := blob(r, 5000)
-	if err := d.Put(key, data, c.Now().Add(10*time.Minute), PutOptions{}); err != nil {
+	data, key := storetest.Blob(r, 5000)
+	if err := d.Put(key, data, c.Now().Add(10*time.Minute), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = d.View(key, func(lent []byte, _ Meta) error {
+	err = d.View(key, func(lent []byte, _ store.Meta) error {
 		// Expire the object's window and fill past the high-water mark.
 		c.Advance(time.Hour)
 		for range 60 {
-			more, k := blob(r, 5000)
-			if err := d.Put(k, more, c.Now().Add(time.Hour), PutOptions{}); err != nil {
+			more, k := storetest.Blob(r, 5000)
+			if err := d.Put(k, more, c.Now().Add(time.Hour), store.PutOptions{}); err != nil {
 				return err
 			}
 		}
@@ -125,7 +127,7 @@ func TestViewOutlivesReclaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := view(d, key); !errors.Is(err, ErrNotFound) {
+	if _, err := view(d, key); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("reclaimed object: %v", err)
 	}
 }

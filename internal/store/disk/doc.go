@@ -1,0 +1,20 @@
+// Package disk is triad's storage engine on a real disk (the UsenetDHT
+// paper's storage engine, §5): objects are appended to segment files
+// grouped by expiry window, so a window whose objects have all expired is
+// freed by unlinking whole files; a bbolt database beside them is the
+// metadata index and holds the persisted Merkle tree that Passing Tone
+// compares. A group commit makes puts durable with one fdatasync per
+// interval, the segments serve as the log the index catches up with at
+// checkpoints, and Open recovers from a crash without serving bad bytes.
+//
+// Disk implements store.Engine and passes storetest.RunContract. It is the
+// one package of the store that does I/O (os, syscall, bbolt, memory
+// maps); node logic must not import it, only drivers and commands do,
+// handing the engine to dhash as a store.Engine.
+//
+//	d, err := disk.Open(store.Options{Dir: dir})
+//	...
+//	defer d.Close()
+//
+// docs/storage.md describes the layout, recovery and measurements.
+package disk

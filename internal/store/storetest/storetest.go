@@ -1,0 +1,439 @@
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/merkle"
+	"triad/internal/store"
+)
+
+// Clock is a fake clock that tests move by hand; its Now goes in
+// store.Options.Now. It is safe for concurrent use.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock stopped at a fixed time in 2027.
+func NewClock() *Clock { return &Clock{t: time.Unix(1_800_000_000, 0)} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock d forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Blob returns n bytes from r and their key, the content hash.
+func Blob(r *rand.Rand, n int) ([]byte, id.ID) {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b, id.Key(b)
+}
+
+// RunContract runs the contract every store.Engine must keep, one subtest
+// per clause, each on its own engine from open. Open returns a new engine
+// with opt, closed when t ends; one that keeps files makes a directory of
+// its own when opt.Dir is empty.
+func RunContract(t *testing.T, open func(t *testing.T, opt store.Options) store.Engine) {
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, open func(store.Options) store.Engine)
+	}{
+		{"PutGetStat", contractPutGetStat},
+		{"RejectsBadPuts", contractRejectsBadPuts},
+		{"ReputExtendsOnly", contractReputExtendsOnly},
+		{"TreeQueries", contractTreeQueries},
+		{"Expiry", contractExpiry},
+		{"Concurrent", contractConcurrent},
+		{"NoTree", contractNoTree},
+		{"FreshPutKeepsLaterExpiry", contractFreshPutKeepsLaterExpiry},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.run(t, func(opt store.Options) store.Engine { return open(t, opt) })
+		})
+	}
+}
+
+func contractPutGetStat(t *testing.T, open func(store.Options) store.Engine) {
+	c := NewClock()
+	e := open(store.Options{Now: c.Now, MaxObject: 1 << 20})
+	r := rand.New(rand.NewPCG(1, 1))
+	exp := c.Now().Add(time.Hour)
+	stored := map[id.ID][]byte{}
+	for i := 0; i < 200; i++ {
+		data, key := Blob(r, r.IntN(5000))
+		if err := e.Put(key, data, exp, store.PutOptions{NoWait: i%3 == 0}); err != nil {
+			t.Fatal(err)
+		}
+		stored[key] = data
+	}
+	for key, data := range stored {
+		got, m, err := e.Get(key)
+		if err != nil || !bytes.Equal(got, data) || m.Size != len(data) || !m.Expiry.Equal(exp) || m.Key != key {
+			t.Fatalf("get %v: %d bytes, %+v, %v", key.Short(), len(got), m, err)
+		}
+		if m, err := e.Stat(key); err != nil || m.Size != len(data) || !m.InTree {
+			t.Fatalf("stat %v: %+v %v", key.Short(), m, err)
+		}
+	}
+	_, missing := Blob(r, 10)
+	if _, _, err := e.Get(missing); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("get of a missing key: %v", err)
+	}
+	if _, err := e.Stat(missing); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("stat of a missing key: %v", err)
+	}
+	if s := e.Stats(); s.Objects != len(stored) || s.TreeKeys != len(stored) {
+		t.Fatalf("stats %+v, want %d objects in index and tree", s, len(stored))
+	}
+}
+
+func contractRejectsBadPuts(t *testing.T, open func(store.Options) store.Engine) {
+	c := NewClock()
+	e := open(store.Options{Now: c.Now, MaxObject: 1000})
+	big := make([]byte, 1001)
+	short, _ := id.FromBytes([]byte{1, 2, 3})
+	for _, tc := range []struct {
+		key    id.ID
+		data   []byte
+		expiry time.Time
+		want   error
+	}{
+		{id.Key(big), big, c.Now().Add(time.Hour), store.ErrTooLarge},
+		{id.Key(nil), nil, c.Now(), store.ErrExpired},
+		{id.Key(nil), nil, c.Now().Add(-time.Hour), store.ErrExpired},
+		{short, nil, c.Now().Add(time.Hour), store.ErrBadKey},
+		{id.Key([]byte("other")), []byte("data"), c.Now().Add(time.Hour), store.ErrBadKey},
+	} {
+		if err := e.Put(tc.key, tc.data, tc.expiry, store.PutOptions{}); !errors.Is(err, tc.want) {
+			t.Errorf("put %d bytes expiring %v: got %v, want %v", len(tc.data), tc.expiry.Sub(c.Now()), err, tc.want)
+		}
+	}
+	// An opaque object (a fragment) is stored under any key.
+	frag := id.Key([]byte("block"))
+	if err := e.Put(frag, []byte("fragment"), c.Now().Add(time.Hour), store.PutOptions{Opaque: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, m, err := e.Get(frag); err != nil || string(got) != "fragment" || !m.Opaque {
+		t.Fatalf("opaque object: %q %+v %v", got, m, err)
+	}
+	if _, _, err := e.Get(short); !errors.Is(err, store.ErrBadKey) {
+		t.Errorf("get with a 3-byte key: %v", err)
+	}
+	if s := e.Stats(); s.Objects != 1 {
+		t.Fatalf("refused puts left %+v", s)
+	}
+}
+
+func contractReputExtendsOnly(t *testing.T, open func(store.Options) store.Engine) {
+	c := NewClock()
+	e := open(store.Options{Now: c.Now})
+	data, key := Blob(rand.New(rand.NewPCG(2, 2)), 100)
+	t1, t2 := c.Now().Add(time.Hour), c.Now().Add(3*time.Hour)
+	for _, exp := range []time.Time{t1, t2, t1} {
+		if err := e.Put(key, data, exp, store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m, err := e.Stat(key); err != nil || !m.Expiry.Equal(t2) {
+		t.Fatalf("after puts expiring in 1h, 3h, 1h: %+v %v; want the 3h expiry", m, err)
+	}
+	if n, _ := e.TreeNode(merkle.Root()); n.Count != 1 {
+		t.Fatalf("tree holds %d keys after three puts of one key", n.Count)
+	}
+	c.Advance(2 * time.Hour) // past the first expiry only
+	if n, _ := e.TreeNode(merkle.Root()); n.Count != 1 {
+		t.Fatal("key left the tree at its superseded expiry")
+	}
+	if err := e.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+	// Once expired out of the tree, a new put brings the key back.
+	c.Advance(2 * time.Hour)
+	if n, _ := e.TreeNode(merkle.Root()); n.Count != 0 {
+		t.Fatal("expired key still in the tree")
+	}
+	if err := e.Put(key, data, c.Now().Add(time.Hour), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.TreeNode(merkle.Root()); n.Count != 1 {
+		t.Fatal("re-put key did not return to the tree")
+	}
+	if err := e.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func contractTreeQueries(t *testing.T, open func(store.Options) store.Engine) {
+	c := NewClock()
+	e := open(store.Options{Now: c.Now})
+	r := rand.New(rand.NewPCG(3, 3))
+	var keys [][]byte
+	var ids []id.ID
+	for i := 0; i < 3000; i++ {
+		data, key := Blob(r, 16)
+		if err := e.Put(key, data, c.Now().Add(time.Hour), store.PutOptions{NoWait: true}); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, key.Bytes())
+		ids = append(ids, key)
+	}
+	want := merkle.NewMem()
+	merkle.Update(want, keys, nil)
+
+	root, err := e.TreeNode(merkle.Root())
+	if err != nil || root != merkle.Lookup(want, merkle.Root()) {
+		t.Fatalf("root %+v (%v), want %+v", root, err, merkle.Lookup(want, merkle.Root()))
+	}
+	kids, _ := e.TreeChildren(merkle.Root())
+	if len(kids) != merkle.Fanout {
+		t.Fatalf("%d children of the root for 3000 keys", len(kids))
+	}
+	for _, k := range kids[:3] {
+		grand, _ := e.TreeChildren(k.Prefix)
+		if fmt.Sprint(grand) != fmt.Sprint(merkle.Children(want, k.Prefix)) {
+			t.Fatalf("children of %v differ from a fresh tree's", k.Prefix)
+		}
+	}
+	lo, hi := ids[0], ids[1]
+	got, _ := e.TreeKeys(merkle.Root(), hi, lo, 1<<20) // a wrapping arc
+	var in []id.ID
+	for _, k := range ids {
+		if k.In(hi, lo) {
+			in = append(in, k)
+		}
+	}
+	sort.Slice(in, func(i, j int) bool { return in[i].Cmp(in[j]) < 0 })
+	if fmt.Sprint(got) != fmt.Sprint(in) {
+		t.Fatalf("keys in (hi, lo]: %d, want %d", len(got), len(in))
+	}
+	if err := e.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// contractExpiry fills the engine to capacity under a fake clock: the
+// oldest windows go first, nothing unexpired is lost, keys leave the tree at
+// their expiry and keys about to expire never enter it.
+func contractExpiry(t *testing.T, open func(store.Options) store.Engine) {
+	c := NewClock()
+	const size = 1000
+	e := open(store.Options{Now: c.Now, Capacity: 400 * recLen(size), HighWater: 0.9})
+	r := rand.New(rand.NewPCG(4, 4))
+	type obj struct {
+		key    id.ID
+		data   []byte
+		expiry time.Time
+	}
+	var all []obj
+	put := func(ttl time.Duration) error {
+		data, key := Blob(r, size)
+		o := obj{key, data, c.Now().Add(ttl)}
+		err := e.Put(key, data, o.expiry, store.PutOptions{})
+		if err == nil {
+			all = append(all, o)
+		}
+		return err
+	}
+
+	// A key expiring inside the buffer is stored but not in the tree.
+	if err := put(10 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := e.Stat(all[0].key); m.InTree {
+		t.Fatal("a key expiring in 10 minutes entered the tree")
+	}
+	if n, _ := e.TreeNode(merkle.Root()); n.Count != 0 {
+		t.Fatal("tree is not empty")
+	}
+
+	// Keys leave the tree at their expiry, to the nanosecond.
+	if err := put(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Hour - time.Nanosecond)
+	if n, _ := e.TreeNode(merkle.Root()); n.Count != 1 {
+		t.Fatalf("before its expiry the tree holds %d keys, want 1", n.Count)
+	}
+	c.Advance(time.Nanosecond)
+	if n, _ := e.TreeNode(merkle.Root()); n.Count != 0 {
+		t.Fatalf("at its expiry the tree still holds %d keys", n.Count)
+	}
+	if _, _, err := e.Get(all[1].key); err != nil {
+		t.Fatalf("an expired object must stay readable while there is room: %v", err)
+	}
+
+	// Fill, one window of objects per step, far past capacity.
+	for step := 0; step < 40; step++ {
+		for i := 0; i < 30; i++ {
+			if err := put(time.Duration(20+r.IntN(10)) * time.Minute); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+		}
+		c.Advance(5 * time.Minute)
+		if err := e.Maintain(); err != nil {
+			t.Fatal(err)
+		}
+		now := c.Now()
+		// Every unexpired object survives; among expired ones, a gone
+		// object never expires later than a kept one's window.
+		var newestGone, oldestKept time.Time
+		for _, o := range all {
+			_, _, err := e.Get(o.key)
+			switch {
+			case err == nil:
+				if o.expiry.Before(now) && (oldestKept.IsZero() || o.expiry.Before(oldestKept)) {
+					oldestKept = o.expiry
+				}
+			case errors.Is(err, store.ErrNotFound):
+				if o.expiry.After(now) {
+					t.Fatalf("step %d: unexpired object lost", step)
+				}
+				if o.expiry.After(newestGone) {
+					newestGone = o.expiry
+				}
+			default:
+				t.Fatal(err)
+			}
+		}
+		if !newestGone.IsZero() && !oldestKept.IsZero() &&
+			(&store.Options{Window: store.DefaultWindow}).WindowOf(newestGone) > (&store.Options{Window: store.DefaultWindow}).WindowOf(oldestKept) {
+			t.Fatalf("step %d: reclaimed a window expiring %v while keeping one expiring %v", step, newestGone, oldestKept)
+		}
+		s := e.Stats()
+		if s.Usage > s.Capacity {
+			t.Fatalf("step %d: usage %d over capacity %d", step, s.Usage, s.Capacity)
+		}
+		if err := e.CheckTree(); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+	if e.Stats().Reclaimed == 0 {
+		t.Fatal("nothing was reclaimed")
+	}
+
+	// With everything unexpired and no room, a put fails with store.ErrFull.
+	var err error
+	for i := 0; i < 500 && err == nil; i++ {
+		err = put(48 * time.Hour)
+	}
+	if !errors.Is(err, store.ErrFull) {
+		t.Fatalf("filling with unexpired objects: %v, want store.ErrFull", err)
+	}
+}
+
+func recLen(size int) int64 { return int64(store.ObjectBytes(id.Bytes, size)) }
+
+func contractConcurrent(t *testing.T, open func(store.Options) store.Engine) {
+	e := open(store.Options{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 9))
+			for i := 0; i < 100; i++ {
+				data, key := Blob(r, 1+r.IntN(3000))
+				if err := e.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{NoWait: i%2 == 0}); err != nil {
+					errs <- err
+					return
+				}
+				if got, _, err := e.Get(key); err != nil || !bytes.Equal(got, data) {
+					errs <- fmt.Errorf("read back: %v", err)
+					return
+				}
+				if i%20 == 0 {
+					if _, err := e.TreeNode(merkle.Root()); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := e.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func contractNoTree(t *testing.T, open func(store.Options) store.Engine) {
+	c := NewClock()
+	e := open(store.Options{Now: c.Now, NoTree: true})
+	r := rand.New(rand.NewPCG(7, 7))
+	for range 20 {
+		data, key := Blob(r, 300)
+		if err := e.Put(key, data, c.Now().Add(24*time.Hour), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got, m, err := e.Get(key); err != nil || !bytes.Equal(got, data) || m.InTree {
+			t.Fatalf("Get: %v, in tree %v, equal %v", err, m.InTree, bytes.Equal(got, data))
+		}
+	}
+	if err := e.Maintain(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.TreeNode(merkle.Root()); n.Count != 0 {
+		t.Fatalf("a store without a tree counts %d keys in it", n.Count)
+	}
+	if s := e.Stats(); s.Objects != 20 {
+		t.Fatalf("%d objects, want 20", s.Objects)
+	}
+	if err := e.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Fresh put skips the index read; a key stored after all keeps the later
+// of its expiries, before and after a checkpoint.
+func contractFreshPutKeepsLaterExpiry(t *testing.T, open func(store.Options) store.Engine) {
+	c := NewClock()
+	e := open(store.Options{Now: c.Now})
+	data, key := Blob(rand.New(rand.NewPCG(8, 8)), 100)
+	t1, t2 := c.Now().Add(time.Hour), c.Now().Add(3*time.Hour)
+	for i, exp := range []time.Time{t2, t1} {
+		if err := e.Put(key, data, exp, store.PutOptions{Fresh: true}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if err := e.Maintain(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := e.Maintain(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := e.Stat(key); err != nil || !m.Expiry.Equal(t2) {
+		t.Fatalf("after Fresh puts expiring in 3h, then 1h: %+v %v; want the 3h expiry", m, err)
+	}
+	if got, _, err := e.Get(key); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Get: %v", err)
+	}
+	if err := e.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+}
