@@ -56,6 +56,7 @@ func runSimRing(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.Churn, "churn", false, "measure lookups during churn")
 	fs.IntVar(&cfg.Lookups, "lookups", cfg.Lookups, "random lookups to measure")
 	fs.DurationVar(&cfg.ChurnDuration, "churn-duration", cfg.ChurnDuration, "how long churn runs")
+	fs.BoolVar(&cfg.Check, "check", false, "run the invariant checker where the ring is claimed stable; exit non-zero on a violation")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	quiet := fs.Bool("q", false, "no progress on stderr")
 	profile := addProfileFlag(fs, "the simulation")
@@ -103,12 +104,27 @@ func runSimRing(args []string, stdout, stderr io.Writer) error {
 	row("virtual / wall time", fmt.Sprintf("%.0fs / %.1fs", res.VirtualSeconds, res.WallSeconds))
 	row("trace hash", res.TraceHash)
 	tw.Flush()
+	if res.Violations != nil {
+		printViolations(stdout, res.Checks, res.Violated)
+	}
 	if *asJSON {
 		if err := printJSON(stdout, res); err != nil {
 			return err
 		}
 	}
+	if res.Violations != nil && *res.Violations > 0 {
+		return fmt.Errorf("the invariant checker found %d violations", *res.Violations)
+	}
 	return nil
+}
+
+// printViolations prints the invariant checker's verdict: the line
+// "violations: N" and each violation found.
+func printViolations(w io.Writer, checks int, violated []string) {
+	fmt.Fprintf(w, "invariant checks: %d\nviolations: %d\n", checks, len(violated))
+	for _, v := range violated {
+		fmt.Fprintf(w, "  %s\n", v)
+	}
 }
 
 const simDHashAbout = `
@@ -133,6 +149,7 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed; fixes the whole run")
 	fs.IntVar(&cfg.Lookups, "lookups", cfg.Lookups, "lookups per measured mode")
 	fs.IntVar(&cfg.Blocks, "blocks", cfg.Blocks, "blocks put and fetched per redundancy mode")
+	fs.BoolVar(&cfg.Check, "check", false, "run the invariant checker (ring pointers once stable, copies of every acknowledged put); exit non-zero on a violation")
 	pns := fs.String("pns", "1,4,16,64", "comma-separated PNS sample counts, one ring each")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	plot := fs.String("plot", "", "write an SVG bar chart of the medians to this `file`")
@@ -185,9 +202,19 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 		return "FAIL"
 	}
 	fmt.Fprintf(stdout, "\nrecursive / iterative       %.2f  (want <= 0.70)  %s\n", res.RecursiveOverIter, verdict(res.RecursiveOverIter > 0 && res.RecursiveOverIter <= 0.7))
-	fmt.Fprintf(stdout, "PNS 16 cut vs no PNS        %.0f%%   (want >= 30%%)   %s\n", 100*res.PNS16Cut, verdict(res.PNS16Cut >= 0.3))
+	if _, ok := res.Row("recursive, no PNS"); ok {
+		fmt.Fprintf(stdout, "PNS 16 cut vs no PNS        %.0f%%   (want >= 30%%)   %s\n", 100*res.PNS16Cut, verdict(res.PNS16Cut >= 0.3))
+	} else {
+		fmt.Fprintln(stdout, "PNS 16 cut vs no PNS        not measured (--pns has no 1)")
+	}
 	fmt.Fprintf(stdout, "PNS+integration / direct    %.2f  (want <= 1.50)  %s\n", res.IntegratedOverDirect, verdict(res.IntegratedOverDirect > 0 && res.IntegratedOverDirect <= 1.5))
+	d := res.Durability
+	fmt.Fprintf(stdout, "crash/restart of every holder of %d keys (%d hosts): lost: %d  (want 0)  %s\n", d.CrashKeys, d.CrashedHosts, d.Lost, verdict(d.Lost == 0))
+	fmt.Fprintf(stdout, "disk failure of every holder of %d keys (%d hosts): %d gone  (no maintenance yet: want all)  %s\n", d.WipedKeys, d.WipedHosts, d.WipedLost, verdict(d.WipedLost == d.WipedKeys))
 	fmt.Fprintf(stdout, "wall time %.0fs, %d events\n", res.WallSeconds, res.Events)
+	if res.Violations != nil {
+		printViolations(stdout, res.Checks, res.Violated)
+	}
 	if *plot != "" {
 		if err := os.WriteFile(*plot, latencySVG(res), 0o644); err != nil {
 			return err
@@ -198,6 +225,9 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 		if err := printJSON(stdout, res); err != nil {
 			return err
 		}
+	}
+	if res.Violations != nil && *res.Violations > 0 {
+		return fmt.Errorf("the invariant checker found %d violations", *res.Violations)
 	}
 	if !res.Pass {
 		return fmt.Errorf("the DHash++ claims do not hold on this run (see the table)")

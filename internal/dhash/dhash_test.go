@@ -12,7 +12,9 @@ import (
 	"triad/internal/dhash"
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/ring"
 	"triad/internal/sim"
+	"triad/internal/store"
 	"triad/internal/wire"
 )
 
@@ -230,5 +232,91 @@ func TestRefusals(t *testing.T) {
 	c.s.Crash(c.s.Hosts()[2])
 	if _, holders, err := c.put(0, []byte("still"), 0); err != nil || len(holders) != 2 {
 		t.Errorf("put with one host down: %v %v", holders, err)
+	}
+}
+
+// TestCrashKeepsCopiesWipeLosesThem crashes both holders of a block and
+// restarts them: the simulator keeps a crashed host's storage, so the block
+// reads back. Then it fails both holders' disks: they come back empty.
+func TestCrashKeepsCopiesWipeLosesThem(t *testing.T) {
+	c := newCluster(t, 10, dhash.DefaultConfig())
+	data := randomBlock(rand.New(rand.NewPCG(5, 6)), 5000)
+	key, holders, err := c.put(0, data, wire.RedundancyDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := c.s.Hosts()[0]
+	var down []*sim.Host
+	for _, n := range holders {
+		if h := c.hostOf(n); h != reader {
+			down = append(down, h)
+		}
+	}
+	if len(down) != len(holders) {
+		t.Skip("the reader holds a copy itself; pick another seed")
+	}
+	for _, h := range down {
+		c.s.Crash(h)
+	}
+	c.s.RunFor(time.Minute)
+	for _, h := range down {
+		if err := c.s.Restart(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitStable()
+	if got, err := c.get(0, key); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("after both holders crashed and restarted: %v", err)
+	}
+	for _, h := range down {
+		c.s.Wipe(h)
+		if _, err := h.Storage().Engine().Stat(key); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("%s after its disk failed: stat %v, want not found", h.Addr, err)
+		}
+		if err := c.s.Restart(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitStable()
+	if _, err := c.get(0, key); !errors.Is(err, dhash.ErrNotFound) {
+		t.Fatalf("after both holders' disks failed: get %v, want not found", err)
+	}
+}
+
+// TestGetFindsCopiesPastNewHosts adds two hosts between a key and its
+// holders after the put. They hold nothing, and are now the key's first
+// two successors; the get must look further and find the copies.
+func TestGetFindsCopiesPastNewHosts(t *testing.T) {
+	// More hosts than a successor list holds, so that a lookup may end at
+	// a node that knows only the key's first few successors.
+	c := newCluster(t, 40, dhash.DefaultConfig())
+	data := randomBlock(rand.New(rand.NewPCG(7, 8)), 3000)
+	key, _, err := c.put(0, data, wire.RedundancyDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []id.ID{key.AddPow2(0), key.AddPow2(1)} {
+		opts := deploy.DefaultOptions()
+		opts.Bootstrap = "h0"
+		_, err := c.s.AddHost(func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, error) {
+			b, err := ring.MarshalState(ring.State{IDs: []id.ID{x}})
+			if err != nil {
+				return nil, err
+			}
+			if err := st.WriteFile(ring.StateFile, b); err != nil {
+				return nil, err
+			}
+			return deploy.New(opts, addr, st, r)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitStable()
+	c.s.RunFor(30 * time.Second)
+	for i := range c.s.Hosts() {
+		if got, err := c.get(i, key); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("get through host %d with two empty hosts in front of the holders: %v", i, err)
+		}
 	}
 }

@@ -49,7 +49,15 @@ type getOp struct {
 	finished bool
 	notFound int
 	lastErr  error
+	asked    []wire.NodeRef
+	widened  bool // the candidates were looked up a second time, further along
 }
+
+// widenBy is how many successors beyond its span a get asks for when the
+// first ones it asked had no copy. Hosts that joined between a key and its
+// holders since the put (and hold nothing yet) push the copies further
+// down the successor list, until maintenance moves them.
+const widenBy = 8
 
 func (g *getOp) start(env node.Env, cands []wire.NodeRef, err error) {
 	if err != nil {
@@ -93,7 +101,12 @@ func (g *getOp) fill(env node.Env) {
 	for !g.finished && !g.decoding && g.inflight < g.want() && len(g.cands) > 0 {
 		c := g.cands[0]
 		g.cands = g.cands[1:]
+		g.asked = append(g.asked, c)
 		g.fetch(env, c)
+	}
+	if !g.finished && !g.decoding && g.inflight == 0 && !g.widened && g.notFound > 0 {
+		g.widen(env)
+		return
 	}
 	if !g.finished && !g.decoding && g.inflight == 0 {
 		err := g.lastErr
@@ -105,6 +118,31 @@ func (g *getOp) fill(env node.Env) {
 		}
 		g.finish(env, Block{}, err)
 	}
+}
+
+// widen looks the key up again asking for more successors, and fetches
+// from those not asked yet.
+func (g *getOp) widen(env node.Env) {
+	g.widened = true
+	g.inflight++ // the lookup counts as a fetch in flight
+	g.n.candidates(env, g.key, g.n.span(g.redundancy())+widenBy, func(env node.Env, cands []wire.NodeRef, err error) {
+		g.inflight--
+		if err == nil {
+			for _, c := range cands {
+				if !slices.ContainsFunc(g.asked, func(a wire.NodeRef) bool { return a.Addr == c.Addr }) {
+					g.cands = append(g.cands, c)
+				}
+			}
+		}
+		g.fill(env)
+	})
+}
+
+func (g *getOp) redundancy() wire.Redundancy {
+	if g.fragment {
+		return wire.RedundancyFragments
+	}
+	return wire.RedundancyReplicas
 }
 
 func (g *getOp) fetch(env node.Env, c wire.NodeRef) {

@@ -37,6 +37,9 @@ type RingConfig struct {
 	Ring ring.Config
 	// Log, if set, receives progress lines.
 	Log io.Writer
+	// Check runs the invariant checker (Checker) where the ring is claimed
+	// stable: after the first stabilization and after healing.
+	Check bool
 }
 
 // DefaultRingConfig returns a 1,000-node run with seed 1.
@@ -80,6 +83,10 @@ type RingResult struct {
 	VirtualSeconds  float64 `json:"virtual_seconds"`
 	WallSeconds     float64 `json:"wall_seconds"`
 	TraceHash       string  `json:"trace_hash"`
+	// Checks and Violations are the invariant checker's, with Check.
+	Checks     int      `json:"checks,omitempty"`
+	Violations *int     `json:"violations,omitempty"`
+	Violated   []string `json:"violated,omitempty"`
 }
 
 // RunRing builds a ring of cfg.Nodes hosts on the synthetic topology, lets
@@ -108,6 +115,10 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	s := sim.New(sim.Config{Seed: cfg.Seed}, topo)
 	r := s.Rand()
 	res := RingResult{Nodes: cfg.Nodes, Vnodes: cfg.Vnodes, Seed: cfg.Seed, Fail: cfg.Fail, Churn: cfg.Churn}
+	var chk *Checker
+	if cfg.Check {
+		chk = &Checker{}
+	}
 	res.RTTMedianMs = ms(topo.Stats(20000).Median)
 
 	opts := deploy.Options{Vnodes: cfg.Vnodes, Host: host.DefaultConfig(), Ring: cfg.Ring}
@@ -143,6 +154,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	}
 	res.StabilizeSecs = (s.Now() - t0).Seconds()
 	s.RunFor(fingerSettle(cfg.Ring))
+	chk.CheckRing(s, fmt.Sprintf("settled at %v", s.Now()), true)
 	logf("sim ring: ring correct after %.0fs; fingers settled at %.0fs virtual", res.StabilizeSecs, s.Now().Seconds())
 
 	// Phase 2: mass failure.
@@ -160,6 +172,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 		}
 		res.RestabilizeSecs = (s.Now() - t1).Seconds()
 		s.RunFor(fingerSettle(cfg.Ring))
+		chk.CheckRing(s, fmt.Sprintf("settled at %v", s.Now()), true)
 		logf("sim ring: healed after %.0fs", res.RestabilizeSecs)
 	}
 
@@ -257,6 +270,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	res.WallSeconds = time.Since(wallStart).Seconds()
 	res.EventsPerSec = float64(res.Events) / res.WallSeconds
 	res.TraceHash = fmt.Sprintf("%016x", s.TraceHash())
+	chk.report(&res.Checks, &res.Violations, &res.Violated)
 	return res, nil
 }
 

@@ -34,6 +34,16 @@ type Protocol interface {
 	Stop(env node.Env)
 }
 
+// Validator is implemented by a protocol whose messages carry fields that
+// need checking beyond what the codec checks (node references, key
+// widths). The host calls Validate for every message in the protocol's
+// range before anything acts on it, replies included: a request that fails
+// is answered with a bad-request error, a reply that fails is dropped and
+// its call times out.
+type Validator interface {
+	Validate(m wire.Msg) error
+}
+
 // Config sets a host's runtime.
 type Config struct {
 	// RPC configures calls and their timeouts.
@@ -200,8 +210,20 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 		}
 		delete(h.dead, e.From.Addr) // it is alive
 	}
+	t := e.Msg.Type()
+	owner := h.owner(t)
+	if v, ok := owner.(Validator); ok {
+		if err := v.Validate(e.Msg); err != nil {
+			h.Stats.BadMessages++
+			if e.Kind == wire.Request {
+				rpc.RespondError(env, in, h.self(), wire.ErrCodeBadRequest, err.Error())
+			}
+			return
+		}
+	}
 	if e.Kind == wire.Reply {
 		if peer, rtt, ok := h.rpc.HandleReply(env, in); ok {
+			delete(h.dead, peer) // it answered
 			h.viv.Observe(peer, rtt, e.Coord, env.Rand())
 			if h.RTT != nil {
 				h.RTT(peer, rtt)
@@ -209,21 +231,33 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 		}
 		return
 	}
-	t := e.Msg.Type()
 	if t == wire.TypePing {
-		rpc.Respond(env, in, wire.NodeRef{}, &wire.Ack{})
+		rpc.Respond(env, in, h.self(), &wire.Ack{})
 		return
 	}
-	for _, r := range h.protos {
-		if r.lo <= t && t <= r.hi {
-			r.p.Receive(env, in)
-			return
-		}
+	if owner != nil {
+		owner.Receive(env, in)
+		return
 	}
 	h.Stats.BadMessages++
 	if e.Kind == wire.Request {
-		rpc.RespondError(env, in, wire.NodeRef{}, wire.ErrCodeBadRequest, fmt.Sprintf("no protocol for %v at %s", t, h.addr))
+		rpc.RespondError(env, in, h.self(), wire.ErrCodeBadRequest, fmt.Sprintf("no protocol for %v at %s", t, h.addr))
 	}
+}
+
+// self is the sender of the runtime's own replies: the host's address and
+// no vnode. The TCP driver routes a reply by its sender's address, and
+// one without an address would be taken for a client's.
+func (h *Host) self() wire.NodeRef { return wire.NodeRef{Addr: h.addr} }
+
+// owner is the protocol registered for t's range, or nil.
+func (h *Host) owner(t wire.Type) Protocol {
+	for _, r := range h.protos {
+		if r.lo <= t && t <= r.hi {
+			return r.p
+		}
+	}
+	return nil
 }
 
 // Call sends m to the virtual server dst (zero: any) of the process at to,

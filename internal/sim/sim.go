@@ -43,16 +43,18 @@ type Factory func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, 
 
 // Host is one simulated process.
 type Host struct {
-	s       *Sim
-	Index   int
-	Addr    node.Addr
-	factory Factory
-	handler node.Handler
-	up      bool
-	inc     uint64 // incarnation: events of earlier ones are dropped
-	rng     *rand.Rand
-	storage *storage // kept across a crash; replaced when the disk fails
-	env     *env
+	s     *Sim
+	Index int
+	Addr  node.Addr
+	// DiskFailures counts the times Wipe lost this host's storage.
+	DiskFailures int
+	factory      Factory
+	handler      node.Handler
+	up           bool
+	inc          uint64 // incarnation: events of earlier ones are dropped
+	rng          *rand.Rand
+	storage      *storage // kept across a crash; replaced when the disk fails
+	env          *env
 
 	upFree, downFree time.Duration // when each access link is next idle
 }
@@ -177,6 +179,7 @@ func (s *Sim) Crash(h *Host) {
 func (s *Sim) Wipe(h *Host) {
 	s.Crash(h)
 	h.storage = s.newStorage()
+	h.DiskFailures++
 }
 
 // Storage is h's storage: its state files and storage engine.

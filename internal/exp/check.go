@@ -1,0 +1,134 @@
+package exp
+
+import (
+	"fmt"
+	"slices"
+
+	"triad/internal/id"
+	"triad/internal/sim"
+	"triad/internal/wire"
+)
+
+// Checker is the simulator's invariant checker (`triad sim ... --check`).
+// Experiments call it at the points where they claim an invariant holds;
+// each failure is kept as a violation naming the invariant, the moment and
+// the node or key.
+//
+// The invariants:
+//   - ring: once the ring is stable, every running vnode's successor and
+//     predecessor are the true ones; once it has also settled (long enough
+//     for a change to travel a successor list's length and for dead-peer
+//     marks to expire), every entry of every successor list is the true one;
+//   - copies: every acknowledged put still has a durable copy on each host
+//     that acknowledged one, whether that host is up or down, unless the
+//     host's disk failed (sim.Wipe) since; a crash and restart keeps copies.
+//
+// (Passing Tone adds: no key stays outside its replica set for longer than
+// a maintenance period.)
+type Checker struct {
+	acked      []ackedPut
+	Checks     int
+	Violations []string
+}
+
+type ackedPut struct {
+	key     id.ID
+	holders []*sim.Host
+	disks   []int // each holder's DiskFailures when the put was acknowledged
+}
+
+// maxViolations bounds what a checker keeps; further ones are only counted.
+const maxViolations = 100
+
+func (c *Checker) violate(format string, args ...any) {
+	if len(c.Violations) < maxViolations {
+		c.Violations = append(c.Violations, fmt.Sprintf(format, args...))
+	}
+}
+
+// report copies the checker's findings into a result's fields; a nil
+// checker (no --check) leaves them empty.
+func (c *Checker) report(checks *int, violations **int, violated *[]string) {
+	if c == nil {
+		return
+	}
+	n := len(c.Violations)
+	*checks, *violations, *violated = c.Checks, &n, c.Violations
+}
+
+// Acked records a put acknowledged with a copy on each of holders.
+func (c *Checker) Acked(s *sim.Sim, key id.ID, holders []wire.NodeRef) {
+	if c == nil {
+		return
+	}
+	p := ackedPut{key: key}
+	for _, n := range holders {
+		h := s.HostAt(n.Addr)
+		if h == nil {
+			c.violate("put %s acknowledged by unknown host %s", key.Short(), n.Addr)
+			continue
+		}
+		p.holders = append(p.holders, h)
+		p.disks = append(p.disks, h.DiskFailures)
+	}
+	c.acked = append(c.acked, p)
+}
+
+// CheckRing checks the ring invariant now; when says where the run is.
+// settled says the ring has also settled, so whole successor lists are
+// checked, not only the successor pointers.
+func (c *Checker) CheckRing(s *sim.Sim, when string, settled bool) {
+	if c == nil {
+		return
+	}
+	c.Checks++
+	o := newOracle(s)
+	n := len(o.ids)
+	if n < 2 {
+		return
+	}
+	for _, h := range s.Hosts() {
+		if !h.Up() {
+			continue
+		}
+		for _, v := range ringHost(h).Vnodes() {
+			self := v.Self().ID
+			i, _ := slices.BinarySearchFunc(o.ids, self, func(a, b id.ID) int { return a.Cmp(b) })
+			if p := v.Predecessor().ID; p != o.ids[(i-1+n)%n] {
+				c.violate("%s: %s has predecessor %s, want %s", when, v.Self(), p.Short(), o.ids[(i-1+n)%n].Short())
+			}
+			succs := v.Succs()
+			depth := min(len(succs), n-1)
+			if !settled {
+				depth = min(depth, 1)
+			}
+			for j := 0; j < depth; j++ {
+				if want := o.ids[(i+1+j)%n]; succs[j].ID != want {
+					c.violate("%s: %s has successor %d %s, want %s", when, v.Self(), j, succs[j].ID.Short(), want.Short())
+					break
+				}
+			}
+			if len(succs) == 0 {
+				c.violate("%s: %s has no successor", when, v.Self())
+			}
+		}
+	}
+}
+
+// CheckCopies checks the copies invariant now.
+func (c *Checker) CheckCopies(when string) {
+	if c == nil {
+		return
+	}
+	c.Checks++
+	for _, p := range c.acked {
+		for i, h := range p.holders {
+			if h.DiskFailures != p.disks[i] {
+				continue // the disk failed: this copy is maintenance's to restore
+			}
+			if _, err := h.Storage().Engine().Stat(p.key); err != nil {
+				c.violate("%s: acknowledged copy of %s missing on %s: %v", when, p.key.Short(), h.Addr, err)
+			}
+		}
+	}
+}

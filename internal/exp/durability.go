@@ -1,0 +1,161 @@
+package exp
+
+import (
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"triad/internal/deploy"
+	"triad/internal/dhash"
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/sim"
+	"triad/internal/wire"
+)
+
+// Durability is what the crash phase of `triad sim dhash` found: every
+// holder of some keys crashes at once and restarts (a transient failure,
+// which keeps disks), and every holder of a few other keys loses its disk
+// (sim.Wipe). Lost counts acknowledged keys of the first kind that no
+// longer read back, and must be 0; WipedLost counts keys of the second
+// kind that are gone, and shows the simulator tells the two apart (with no
+// maintenance yet, every such key is gone).
+type Durability struct {
+	CrashKeys    int `json:"crash_restart_keys"`
+	CrashedHosts int `json:"crashed_hosts"`
+	Lost         int `json:"lost"`
+	WipedKeys    int `json:"wiped_keys"`
+	WipedHosts   int `json:"wiped_hosts"`
+	WipedLost    int `json:"wiped_lost"`
+}
+
+// The crash phase's most keys; smaller rings use fewer.
+const (
+	durabilityCrashKeys = 10
+	durabilityWipeKeys  = 3
+	durabilityDowntime  = time.Minute
+)
+
+// settleLists is long enough, with the default intervals, for dead-peer
+// marks (30 s) to expire and for a change to travel a successor list.
+const settleLists = time.Minute
+
+// measureDurability runs the crash phase on a stable ring.
+func measureDurability(s *sim.Sim, r *rand.Rand, cfg DHashConfig, chk *Checker) Durability {
+	var d Durability
+	up := upHosts(s, len(s.Hosts()))
+	// At most a quarter of the hosts go down at once (2 per key).
+	crashKeys := min(durabilityCrashKeys, max(1, len(up)/10))
+	wipeKeys := min(durabilityWipeKeys, max(1, len(up)/40))
+	type acked struct {
+		key     id.ID
+		holders []*sim.Host
+	}
+	var keys []acked
+	outstanding := 0
+	start := s.Now()
+	puts := 3 * (crashKeys + wipeKeys)
+	for i := 0; i < puts; i++ {
+		h := up[r.IntN(len(up))]
+		data := make([]byte, cfg.BlockSize)
+		for j := range data {
+			data[j] = byte(r.Uint32())
+		}
+		s.At(start+time.Duration(i)*10*time.Millisecond, func() {
+			outstanding++
+			s.Do(h, func(env node.Env) {
+				deploy.Of(h).Blocks.Put(env, data, env.Now().Add(24*time.Hour), wire.RedundancyReplicas, func(env node.Env, key id.ID, holders []wire.NodeRef, err error) {
+					outstanding--
+					if err != nil {
+						return
+					}
+					chk.Acked(s, key, holders)
+					a := acked{key: key}
+					for _, n := range holders {
+						a.holders = append(a.holders, s.HostAt(n.Addr))
+					}
+					keys = append(keys, a)
+				})
+			})
+		})
+	}
+	drain(s, start+time.Duration(puts)*10*time.Millisecond, &outstanding)
+	chk.CheckCopies("after the crash phase's puts")
+
+	// Pick keys whose holders do not overlap: crashed first, then wiped.
+	used := map[*sim.Host]bool{}
+	var crashed, wiped []acked
+	for _, k := range keys {
+		if slices.ContainsFunc(k.holders, func(h *sim.Host) bool { return used[h] }) {
+			continue
+		}
+		switch {
+		case len(crashed) < crashKeys:
+			crashed = append(crashed, k)
+		case len(wiped) < wipeKeys:
+			wiped = append(wiped, k)
+		default:
+			continue
+		}
+		for _, h := range k.holders {
+			used[h] = true
+		}
+	}
+	d.CrashKeys, d.WipedKeys = len(crashed), len(wiped)
+	var down []*sim.Host
+	for _, k := range crashed {
+		for _, h := range k.holders {
+			s.Crash(h)
+			down = append(down, h)
+			d.CrashedHosts++
+		}
+	}
+	for _, k := range wiped {
+		for _, h := range k.holders {
+			s.Wipe(h)
+			down = append(down, h)
+			d.WipedHosts++
+		}
+	}
+	s.RunFor(durabilityDowntime)
+	chk.CheckCopies("with every holder of the crashed keys down")
+	for _, h := range down {
+		if err := s.Restart(h); err != nil {
+			d.Lost = -1 // cannot happen with the simulator's own storage
+		}
+	}
+	if err := waitStable(s, 10*time.Minute); err != nil {
+		chk.violate("ring not stable after the crash phase: %v", err)
+	}
+	chk.CheckRing(s, "stable after the crash phase", false)
+	s.RunFor(30 * time.Second)
+	chk.CheckCopies("after the crash phase")
+
+	readable := func(key id.ID) bool {
+		var ok, done bool
+		clients := upHosts(s, len(s.Hosts()))
+		h := clients[r.IntN(len(clients))]
+		s.Do(h, func(env node.Env) {
+			deploy.Of(h).Blocks.Get(env, key, wire.RedundancyReplicas, func(_ node.Env, _ dhash.Block, err error) {
+				ok, done = err == nil, true
+			})
+		})
+		for deadline := s.Now() + 2*time.Minute; !done && s.Now() < deadline; {
+			s.RunFor(100 * time.Millisecond)
+		}
+		return ok
+	}
+	for _, k := range crashed {
+		if !readable(k.key) {
+			d.Lost++
+		}
+	}
+	for _, k := range wiped {
+		if !readable(k.key) {
+			d.WipedLost++
+		}
+	}
+	s.RunFor(settleLists)
+	chk.CheckRing(s, "settled after the crash phase", true)
+	return d
+}
