@@ -49,7 +49,7 @@ func (c *conn) command(line string) bool {
 	case "LISTGROUP":
 		return c.groupCmd(args, true)
 	case "LIST":
-		return c.list(args)
+		return c.listCmd(args)
 	case "NEWGROUPS":
 		return c.newgroups(args)
 	case "NEWNEWS":
@@ -193,7 +193,7 @@ func (c *conn) groupCmd(args []string, list bool) bool {
 	if len(args) > 2 || !list && len(args) != 1 {
 		return c.reply(nntp.CodeSyntaxError, "Syntax: GROUP newsgroup | LISTGROUP [newsgroup [range]]")
 	}
-	g, ok := c.site.Group(name)
+	g, ok := c.list.Group(name)
 	if !ok {
 		return c.reply(nntp.CodeNoSuchGroup, "No such newsgroup %.80s", name)
 	}
@@ -214,7 +214,7 @@ func (c *conn) groupCmd(args []string, list bool) bool {
 	}
 	out := statusLine(nntp.CodeGroupSelected, "%d %d %d %s list follows", g.Count, lowOf(g), g.High, g.Name)
 	for lo <= hi && hi > 0 {
-		l, err := c.site.Overview(g.Name, lo, hi, 10000)
+		l, err := c.list.Overview(g.Name, lo, hi, 10000)
 		if err != nil {
 			return c.reply(nntp.CodeInternalFault, "%v", err)
 		}
@@ -255,7 +255,7 @@ func parseRange(s string, high uint64) (lo, hi uint64, ok bool) {
 	return lo, hi, err == nil
 }
 
-func (c *conn) list(args []string) bool {
+func (c *conn) listCmd(args []string) bool {
 	kw := "ACTIVE"
 	if len(args) > 0 {
 		kw = strings.ToUpper(args[0])
@@ -274,17 +274,17 @@ func (c *conn) list(args []string) bool {
 	switch kw {
 	case "ACTIVE":
 		b.Write(statusLine(nntp.CodeListFollows, "Newsgroups in form \"group high low status\""))
-		for _, g := range c.site.Groups(pattern) {
+		for _, g := range c.list.Groups(pattern) {
 			fmt.Fprintf(&b, "%s %d %d %s\r\n", g.Name, g.High, lowOf(g), g.Status)
 		}
 	case "NEWSGROUPS":
 		b.Write(statusLine(nntp.CodeListFollows, "Descriptions in form \"group description\""))
-		for _, g := range c.site.Groups(pattern) {
+		for _, g := range c.list.Groups(pattern) {
 			fmt.Fprintf(&b, "%s\t%s\r\n", g.Name, overviewField(g.Desc))
 		}
 	case "ACTIVE.TIMES":
 		b.Write(statusLine(nntp.CodeListFollows, "Group creations in form \"group time who\""))
-		for _, g := range c.site.Groups(pattern) {
+		for _, g := range c.list.Groups(pattern) {
 			fmt.Fprintf(&b, "%s %d %s\r\n", g.Name, g.Created, "news@"+c.site.PathHost())
 		}
 	case "OVERVIEW.FMT":
@@ -340,7 +340,7 @@ func (c *conn) newgroups(args []string) bool {
 	}
 	var b strings.Builder
 	b.Write(statusLine(nntp.CodeNewGroupsFollow, "List of new newsgroups follows"))
-	for _, g := range c.site.Groups("") {
+	for _, g := range c.list.Groups("") {
 		if g.Created >= since.Unix() {
 			fmt.Fprintf(&b, "%s %d %d %s\r\n", g.Name, g.High, lowOf(g), g.Status)
 		}
@@ -359,12 +359,12 @@ func (c *conn) newnews(args []string) bool {
 	}
 	out := statusLine(nntp.CodeNewArticlesFollow, "List of new articles follows")
 	seen := map[string]bool{}
-	for _, g := range c.site.Groups(args[0]) {
+	for _, g := range c.list.Groups(args[0]) {
 		// Numbers rise with arrival: walk back from the newest.
 		hi := g.High
 		for hi > 0 {
 			lo := max(lowOf(g), hi-min(hi, 999))
-			l, err := c.site.Overview(g.Name, lo, hi, 1000)
+			l, err := c.list.Overview(g.Name, lo, hi, 1000)
 			if err != nil {
 				return c.reply(nntp.CodeInternalFault, "%v", err)
 			}
@@ -401,7 +401,7 @@ func (c *conn) target(args []string) (num uint64, e HistEntry, msgid string, ok,
 		if CheckMessageID(msgid) != nil {
 			return 0, e, "", false, c.reply(nntp.CodeSyntaxError, "Malformed message-id")
 		}
-		h, found, err := c.site.Lookup(msgid)
+		h, found, err := c.list.Lookup(msgid)
 		if err != nil {
 			return 0, e, "", false, c.reply(nntp.CodeInternalFault, "%v", err)
 		}
@@ -423,7 +423,7 @@ func (c *conn) target(args []string) (num uint64, e HistEntry, msgid string, ok,
 	} else if num == 0 {
 		return 0, e, "", false, c.reply(nntp.CodeNoCurrentArticle, "No current article selected")
 	}
-	o, err := c.site.Entry(c.group, num)
+	o, err := c.list.Numbered(c.group, num)
 	if err != nil {
 		return 0, e, "", false, c.reply(nntp.CodeInternalFault, "%v", err)
 	}
@@ -493,7 +493,7 @@ func (c *conn) nextLast(next bool, args []string) bool {
 	if c.current == 0 {
 		return c.reply(nntp.CodeNoCurrentArticle, "No current article selected")
 	}
-	n, err := c.site.Neighbour(c.group, c.current, next)
+	n, err := c.list.Neighbour(c.group, c.current, next)
 	if err != nil {
 		return c.reply(nntp.CodeInternalFault, "%v", err)
 	}
@@ -503,7 +503,7 @@ func (c *conn) nextLast(next bool, args []string) bool {
 		}
 		return c.reply(nntp.CodeNoPrevArticle, "No previous article in this group")
 	}
-	o, err := c.site.Entry(c.group, n)
+	o, err := c.list.Numbered(c.group, n)
 	if err != nil || o == nil {
 		return c.reply(nntp.CodeInternalFault, "Article %d vanished", n)
 	}
@@ -517,7 +517,7 @@ func (c *conn) entries(arg string) (l []*Overview, byID, ok, alive bool) {
 		if CheckMessageID(arg) != nil {
 			return nil, true, false, c.reply(nntp.CodeSyntaxError, "Malformed message-id")
 		}
-		h, found, err := c.site.Lookup(arg)
+		h, found, err := c.list.Lookup(arg)
 		if err != nil {
 			return nil, true, false, c.reply(nntp.CodeInternalFault, "%v", err)
 		}
@@ -538,7 +538,7 @@ func (c *conn) entries(arg string) (l []*Overview, byID, ok, alive bool) {
 	if c.group == "" {
 		return nil, false, false, c.reply(nntp.CodeNoGroupSelected, "No newsgroup selected")
 	}
-	g, _ := c.site.Group(c.group)
+	g, _ := c.list.Group(c.group)
 	lo, hi := c.current, c.current
 	if arg != "" {
 		var ok bool
@@ -548,7 +548,7 @@ func (c *conn) entries(arg string) (l []*Overview, byID, ok, alive bool) {
 	} else if lo == 0 {
 		return nil, false, false, c.reply(nntp.CodeNoCurrentArticle, "No current article selected")
 	}
-	l, err := c.site.Overview(c.group, lo, hi, maxOverLines)
+	l, err := c.list.Overview(c.group, lo, hi, maxOverLines)
 	if err != nil {
 		return nil, false, false, c.reply(nntp.CodeInternalFault, "%v", err)
 	}

@@ -191,6 +191,7 @@ func remoteAddr(nc net.Conn) netip.Addr {
 type conn struct {
 	s    *Server
 	site *Site
+	list *List // the site's
 	nc   net.Conn
 	addr netip.Addr
 	r    *bufio.Reader
@@ -207,7 +208,7 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn, addr netip.Addr) *conn {
-	c := &conn{s: s, site: s.cfg.Site, nc: nc, addr: addr, r: bufio.NewReaderSize(nc, 16<<10),
+	c := &conn{s: s, site: s.cfg.Site, list: s.cfg.Site.List(), nc: nc, addr: addr, r: bufio.NewReaderSize(nc, 16<<10),
 		perm: s.cfg.Open(addr), jobs: make(chan func())}
 	c.seq.init(c)
 	return c

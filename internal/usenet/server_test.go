@@ -34,14 +34,14 @@ func startServer(t testing.TB, cfg Config, siteCfg SiteConfig) *testServer {
 		t.Fatal(err)
 	}
 	for _, g := range []string{"local.test", "local.other", "alt.binaries.x"} {
-		if err := site.AddGroup(g, "y", "about "+g); err != nil {
+		if err := site.List().AddGroup(g, "y", "about "+g); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := site.AddGroup("local.readonly", "n", ""); err != nil {
+	if err := site.List().AddGroup("local.readonly", "n", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := site.AddGroup("local.moderated", "m", ""); err != nil {
+	if err := site.List().AddGroup("local.moderated", "m", ""); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -257,7 +257,7 @@ func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
 	code(t, c.line(), "437")
 
 	for _, name := range []string{"local.test", "local.moderated"} {
-		if g, _ := ts.site.Group(name); g.Count != 0 {
+		if g, _ := ts.site.List().Group(name); g.Count != 0 {
 			t.Fatalf("%d articles stored in %s from bad input", g.Count, name)
 		}
 	}
@@ -301,7 +301,7 @@ func TestStreamingFeedPipelinedAndDuplicates(t *testing.T) {
 		code(t, c.line(), fmt.Sprintf("239 <s%d@example.com>", i))
 	}
 	ts.site.Flush() // fed articles are listed a moment after their 239
-	g, _ := ts.site.Group("local.test")
+	g, _ := ts.site.List().Group("local.test")
 	if g.Count != n || g.High != n {
 		t.Fatalf("group %+v after %d articles", g, n)
 	}
@@ -399,7 +399,7 @@ func TestExpiryDropsOverviewByGroupPattern(t *testing.T) {
 	code(t, c.line(), "235")
 
 	now = now.Add(2 * 24 * time.Hour)
-	ov, hist, err := ts.site.Expire()
+	ov, hist, err := ts.site.List().Expire()
 	if err != nil || ov != 1 || hist != 0 {
 		t.Fatalf("after 2 days: %d overview, %d history entries expired, %v; want 1, 0", ov, hist, err)
 	}
@@ -409,7 +409,7 @@ func TestExpiryDropsOverviewByGroupPattern(t *testing.T) {
 	c.block()
 
 	now = now.Add(30 * 24 * time.Hour)
-	if ov, hist, err = ts.site.Expire(); err != nil || ov != 1 || hist != 1 {
+	if ov, hist, err = ts.site.List().Expire(); err != nil || ov != 1 || hist != 1 {
 		t.Fatalf("after 32 days: %d overview, %d history entries expired, %v; want 1, 1", ov, hist, err)
 	}
 	code(t, c.cmd("GROUP local.test"), "211 0 2 1 local.test")
