@@ -1,5 +1,3 @@
-// Command triad is the one binary of the triad DHT storage system: it runs
-// nodes, inspects them, and runs simulations. `triad help` lists commands.
 package main
 
 import (

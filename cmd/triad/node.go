@@ -13,7 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"triad/internal/deploy"
 	"triad/internal/dhash"
+	"triad/internal/host"
 	tnet "triad/internal/net"
 	"triad/internal/ring"
 	"triad/internal/store"
@@ -113,13 +115,14 @@ func addBlockFlags(fs *flag.FlagSet) *blockFlags {
 type nodeSpec struct {
 	listen, data, join string
 	vnodes             int
+	host               host.Config
 	ring               ring.Config
 	dhash              dhash.Config
 	capacity           int64
 }
 
 func (b *blockFlags) spec() (nodeSpec, error) {
-	spec := nodeSpec{vnodes: 1, ring: ring.DefaultConfig(), dhash: dhash.DefaultConfig()}
+	spec := nodeSpec{vnodes: 1, host: host.DefaultConfig(), ring: ring.DefaultConfig(), dhash: dhash.DefaultConfig()}
 	d := &spec.dhash
 	switch *b.redundancy {
 	case "replicas":
@@ -140,58 +143,36 @@ func (b *blockFlags) spec() (nodeSpec, error) {
 	return spec, d.Validate()
 }
 
-// runningNode is a driver, a ring host and its block store running in this
-// process.
+// runningNode is a driver and the host it runs in this process.
 type runningNode struct {
-	addr   string
-	drv    *tnet.Driver
-	host   *ring.Host
-	blocks *dhash.Node
-	store  *store.Disk
-	state  ring.State
-	done   chan error
+	addr  string
+	drv   *tnet.Driver
+	node  *deploy.Node
+	state ring.State
+	done  chan error
 }
 
-// startNode binds, loads or creates the node's state, opens its storage
-// engine, and runs it until ctx ends.
+// startNode binds, opens the node's storage (the driver owns it), builds
+// the host from it, and runs it until ctx ends.
 func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNode, error) {
-	drv, err := tnet.Listen(tnet.Config{Listen: spec.listen, DataDir: spec.data, Log: log, Workers: 256})
+	// Puts wait for durability. Group commits back to back keep that wait
+	// near one fdatasync (about 0.1 ms here) while puts still share them; a
+	// timed interval would add a timer's granularity to every put.
+	so := store.Options{Capacity: spec.capacity, MaxObject: spec.dhash.MaxBlock + 64, SyncInterval: -1}
+	drv, err := tnet.Listen(tnet.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256})
 	if err != nil {
 		return nil, err
 	}
-	st, err := ring.LoadState(drv.Disk(), drv.Rand(), spec.vnodes)
+	blocks := spec.dhash
+	opts := deploy.Options{Vnodes: spec.vnodes, Bootstrap: spec.join, Host: spec.host, Ring: spec.ring, Blocks: &blocks}
+	n, err := deploy.New(opts, drv.Addr(), drv.Storage(), drv.Rand())
 	if err != nil {
 		drv.Close()
 		return nil, fmt.Errorf("%s: %w", spec.data, err)
 	}
-	h, err := ring.NewHost(spec.ring, drv.Addr(), st, spec.join)
-	if err != nil {
-		drv.Close()
-		return nil, err
-	}
-	// Puts wait for durability. Group commits back to back keep that wait
-	// near one fdatasync (about 0.1 ms here) while puts still share them; a
-	// timed interval would add a timer's granularity to every put.
-	disk, err := store.Open(store.Options{Dir: filepath.Join(spec.data, "store"), Capacity: spec.capacity, MaxObject: spec.dhash.MaxBlock + 64, SyncInterval: -1})
-	if err != nil {
-		drv.Close()
-		return nil, err
-	}
-	blocks, err := dhash.New(spec.dhash, h, disk)
-	if err != nil {
-		drv.Close()
-		disk.Close()
-		return nil, err
-	}
-	n := &runningNode{addr: drv.Addr(), drv: drv, host: h, blocks: blocks, store: disk, state: st, done: make(chan error, 1)}
-	go func() {
-		err := drv.Run(ctx, blocks)
-		if cerr := disk.Close(); err == nil {
-			err = cerr
-		}
-		n.done <- err
-	}()
-	return n, nil
+	rn := &runningNode{addr: drv.Addr(), drv: drv, node: n, state: n.State, done: make(chan error, 1)}
+	go func() { rn.done <- drv.Run(ctx, n) }()
+	return rn, nil
 }
 
 func (n *runningNode) wait() error { return <-n.done }

@@ -135,7 +135,7 @@ func ringConsistent(ctx context.Context, nodes []*runningNode) bool {
 	var all []pos
 	for _, n := range nodes {
 		err := n.drv.Do(ctx, func(env node.Env) {
-			for _, v := range n.host.Vnodes() {
+			for _, v := range n.node.Ring.Vnodes() {
 				all = append(all, pos{v.Self().ID, v.Successor().ID})
 			}
 		})

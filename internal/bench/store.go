@@ -1,5 +1,3 @@
-// Package bench measures triad's parts on this machine against the limits
-// of the machine itself, measured in the same run.
 package bench
 
 import (

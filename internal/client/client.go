@@ -1,8 +1,3 @@
-// Package client is the blocking, context-aware Go client of the block
-// store: front-ends (the NNTP server, the CLI, benchmarks) put and get
-// blocks through any node. One Client multiplexes any number of concurrent
-// calls over one TCP connection; requests are batched into as few writes as
-// the load allows.
 package client
 
 import (

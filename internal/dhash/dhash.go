@@ -1,9 +1,3 @@
-// Package dhash is the block store on the ring (DHash, as in DHash++ and
-// UsenetDHT): content-hash blocks kept as k whole replicas on the key's
-// first k successors, or as l erasure-coded fragments of which any m rebuild
-// the block. A Node wraps a ring.Host: it serves the block messages and
-// passes everything else to the ring. Like the ring it is a pure state
-// machine; the storage engine is reached only through offloaded work.
 package dhash
 
 import (
@@ -11,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/ring"
@@ -152,14 +147,6 @@ func (c Config) quorum() int {
 	return c.DataFrags + (c.TotalFrags-c.DataFrags)/2
 }
 
-// Store is the storage engine a node keeps its copies in (store.Disk, or
-// store.Mem in the simulator). It is called only from offloaded work.
-type Store interface {
-	Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions) error
-	Get(key id.ID) ([]byte, store.Meta, error)
-	Stat(key id.ID) (store.Meta, error)
-}
-
 // Stats are a node's block-store counters.
 type Stats struct {
 	Puts, PutsFailed, PutsDeferred uint64
@@ -170,11 +157,11 @@ type Stats struct {
 	FetchRetries                   uint64 // fetches that moved on to another holder
 }
 
-// Node is one process's block store.
+// Node is one host's block-store protocol.
 type Node struct {
 	cfg     Config
-	host    *ring.Host
-	store   Store
+	rt      *host.Host
+	ring    *ring.Chord
 	coder   *coder
 	puts    int // puts being coordinated (the write window)
 	storing int // copies being written for others
@@ -195,8 +182,15 @@ func (n *Node) after(env node.Env, d time.Duration, fn func(env node.Env)) {
 	env.After(d, retryTimer{n.nextT})
 }
 
-// New makes the block store of host, keeping copies in st.
-func New(cfg Config, host *ring.Host, st Store) (*Node, error) {
+// Message types the block store owns (wire.Ranges).
+const (
+	FirstType = wire.TypeStoreBlock
+	LastType  = wire.TypeStatDone
+)
+
+// New makes the block store of the host that ring runs on, and registers
+// it with that host. Copies are kept in the host's storage engine.
+func New(cfg Config, ring *ring.Chord) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -204,47 +198,65 @@ func New(cfg Config, host *ring.Host, st Store) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Node{cfg: cfg, host: host, store: st, coder: c, timers: make(map[uint64]func(node.Env))}, nil
+	n := &Node{cfg: cfg, rt: ring.Runtime(), ring: ring, coder: c, timers: make(map[uint64]func(node.Env))}
+	if err := n.rt.Register("dhash", FirstType, LastType, n); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
-// Host is the ring state machine underneath.
-func (n *Node) Host() *ring.Host { return n.host }
+// Ring is the ring protocol the block store finds holders with.
+func (n *Node) Ring() *ring.Chord { return n.ring }
+
+// Runtime is the host runtime the block store runs on.
+func (n *Node) Runtime() *host.Host { return n.rt }
 
 // Config is the node's configuration.
 func (n *Node) Config() Config { return n.cfg }
 
-// Handle applies one event: block messages and offloaded store work here,
-// the rest to the ring.
-func (n *Node) Handle(env node.Env, ev node.Event) {
-	env = n.host.Stamp(env)
-	switch ev := ev.(type) {
-	case node.MsgIn:
-		if ev.Env.Kind == wire.Request && n.handleRequest(env, ev) {
-			return
-		}
-	case node.TimerFired:
-		if t, ok := ev.T.(retryTimer); ok {
-			if fn := n.timers[t.id]; fn != nil {
-				delete(n.timers, t.id)
-				fn(env)
-			}
-			return
-		}
-	case node.WorkDone:
-		if w, ok := ev.W.(*work); ok {
-			r := ev.Result.(workResult)
-			w.done(env, r.val, r.err)
-			return
-		}
+// Start does nothing: the block store has no rounds of its own yet.
+func (n *Node) Start(node.Env) {}
+
+// Stop does nothing: puts and gets in flight end with their callers.
+func (n *Node) Stop(node.Env) {}
+
+// PeerDown does nothing: the ring drops the peer, and lookups skip it.
+func (n *Node) PeerDown(node.Env, node.Addr) {}
+
+// Receive serves the block messages.
+func (n *Node) Receive(env node.Env, in node.MsgIn) {
+	if in.Env.Kind == wire.Request {
+		n.handleRequest(env, in)
 	}
-	n.host.Handle(env, ev)
 }
 
-// work is a job for the storage engine or the CPU (hashing, coding), run
-// off the event loop; done runs back in the loop.
-type work struct {
-	run  func() (any, error)
-	done func(env node.Env, val any, err error)
+// Timer runs a delayed step of a put or get.
+func (n *Node) Timer(env node.Env, t node.Timer) bool {
+	rt, ok := t.(retryTimer)
+	if !ok {
+		return false
+	}
+	if fn := n.timers[rt.id]; fn != nil {
+		delete(n.timers, rt.id)
+		fn(env)
+	}
+	return true
+}
+
+// Work hands the result of engine or CPU work back to its step.
+func (n *Node) Work(env node.Env, done node.WorkDone) bool {
+	var cont func(env node.Env, val any, err error)
+	switch w := done.W.(type) {
+	case *engineWork:
+		cont = w.done
+	case *cpuWork:
+		cont = w.done
+	default:
+		return false
+	}
+	r := done.Result.(workResult)
+	cont(env, r.val, r.err)
+	return true
 }
 
 // workResult carries errors inside the result: a missing block is an
@@ -254,16 +266,84 @@ type workResult struct {
 	err error
 }
 
-func (w *work) Run(node.Disk) (any, error) {
+// cpuWork is hashing or erasure coding, run off the event loop; done runs
+// back in the loop.
+type cpuWork struct {
+	run  func() (any, error)
+	done func(env node.Env, val any, err error)
+}
+
+func (w *cpuWork) Run(node.Storage) (any, error) {
 	v, err := w.run()
 	return workResult{v, err}, nil
 }
 
 func (n *Node) offload(env node.Env, run func() (any, error), done func(env node.Env, val any, err error)) {
-	env.Offload(&work{run: run, done: done})
+	env.Offload(&cpuWork{run: run, done: done})
 }
 
-func (n *Node) self() wire.NodeRef { return n.host.Vnodes()[0].Self() }
+// engineOp is what an engineWork asks of the storage engine.
+type engineOp uint8
+
+const (
+	opPut engineOp = iota + 1
+	opGet
+	opStat
+)
+
+// engineWork is one read or write of the host's storage engine, as a value
+// the driver runs against the storage it owns. A get's result is a
+// *wire.Block, a stat's a *wire.BlockInfo.
+type engineWork struct {
+	op     engineOp
+	key    id.ID
+	data   []byte
+	expiry time.Time
+	opt    store.PutOptions
+	done   func(env node.Env, val any, err error)
+}
+
+func (w *engineWork) Run(s node.Storage) (any, error) {
+	e := s.Engine()
+	switch w.op {
+	case opPut:
+		return workResult{nil, e.Put(w.key, w.data, w.expiry, w.opt)}, nil
+	case opGet:
+		data, meta, err := e.Get(w.key)
+		return workResult{&wire.Block{Key: w.key, Data: data, Expiry: meta.Expiry.UnixNano(), Fragment: meta.Opaque}, err}, nil
+	case opStat:
+		meta, err := e.Stat(w.key)
+		return workResult{&wire.BlockInfo{Key: w.key, Size: uint64(meta.Size), Expiry: meta.Expiry.UnixNano(), Fragment: meta.Opaque}, err}, nil
+	}
+	panic(fmt.Sprintf("dhash: engine op %d", w.op))
+}
+
+func (w *engineWork) String() string {
+	return fmt.Sprintf("dhash-engine(%d, %s)", w.op, w.key.Short())
+}
+
+// writeCopy stores a copy in this host's engine.
+func (n *Node) writeCopy(env node.Env, key id.ID, data []byte, expiry time.Time, opt store.PutOptions, done func(env node.Env, err error)) {
+	env.Offload(&engineWork{op: opPut, key: key, data: data, expiry: expiry, opt: opt, done: func(env node.Env, _ any, err error) {
+		done(env, err)
+	}})
+}
+
+// readCopy reads this host's copy of key.
+func (n *Node) readCopy(env node.Env, key id.ID, done func(env node.Env, b *wire.Block, err error)) {
+	env.Offload(&engineWork{op: opGet, key: key, done: func(env node.Env, val any, err error) {
+		done(env, val.(*wire.Block), err)
+	}})
+}
+
+// statCopy describes this host's copy of key.
+func (n *Node) statCopy(env node.Env, key id.ID, done func(env node.Env, bi *wire.BlockInfo, err error)) {
+	env.Offload(&engineWork{op: opStat, key: key, done: func(env node.Env, val any, err error) {
+		done(env, val.(*wire.BlockInfo), err)
+	}})
+}
+
+func (n *Node) self() wire.NodeRef { return n.ring.Vnodes()[0].Self() }
 
 func respondErr(env node.Env, in node.MsgIn, from wire.NodeRef, err error) {
 	rpc.RespondError(env, in, from, Code(err), err.Error())
@@ -372,10 +452,7 @@ func (n *Node) serveStore(env node.Env, in node.MsgIn, m *wire.StoreBlock) {
 		return
 	}
 	n.storing++
-	st, expiry := n.store, time.Unix(0, m.Expiry)
-	n.offload(env, func() (any, error) {
-		return nil, st.Put(m.Key, m.Data, expiry, store.PutOptions{Opaque: m.Fragment})
-	}, func(env node.Env, _ any, err error) {
+	n.writeCopy(env, m.Key, m.Data, time.Unix(0, m.Expiry), store.PutOptions{Opaque: m.Fragment}, func(env node.Env, err error) {
 		n.storing--
 		if err != nil {
 			n.Stats.StoreRefused++
@@ -392,17 +469,13 @@ func (n *Node) serveFetch(env node.Env, in node.MsgIn, m *wire.FetchBlock) {
 	if refuseBadKey(env, in, me, m.Key) {
 		return
 	}
-	st := n.store
-	n.offload(env, func() (any, error) {
-		data, meta, err := st.Get(m.Key)
-		return &wire.Block{Key: m.Key, Data: data, Expiry: meta.Expiry.UnixNano(), Fragment: meta.Opaque}, err
-	}, func(env node.Env, val any, err error) {
+	n.readCopy(env, m.Key, func(env node.Env, b *wire.Block, err error) {
 		if err != nil {
 			respondErr(env, in, me, storeErr(err))
 			return
 		}
 		n.Stats.Fetched++
-		rpc.Respond(env, in, me, val.(*wire.Block))
+		rpc.Respond(env, in, me, b)
 	})
 }
 
@@ -411,15 +484,11 @@ func (n *Node) serveStat(env node.Env, in node.MsgIn, m *wire.StatBlock) {
 	if refuseBadKey(env, in, me, m.Key) {
 		return
 	}
-	st := n.store
-	n.offload(env, func() (any, error) {
-		meta, err := st.Stat(m.Key)
-		return &wire.BlockInfo{Key: m.Key, Size: uint64(meta.Size), Expiry: meta.Expiry.UnixNano(), Fragment: meta.Opaque}, err
-	}, func(env node.Env, val any, err error) {
+	n.statCopy(env, m.Key, func(env node.Env, bi *wire.BlockInfo, err error) {
 		if err != nil {
 			respondErr(env, in, me, storeErr(err))
 			return
 		}
-		rpc.Respond(env, in, me, val.(*wire.BlockInfo))
+		rpc.Respond(env, in, me, bi)
 	})
 }

@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/deploy"
 	"triad/internal/dhash"
 	"triad/internal/id"
 	"triad/internal/node"
-	"triad/internal/ring"
 	"triad/internal/sim"
-	"triad/internal/store"
 	"triad/internal/wire"
 )
 
@@ -27,23 +26,14 @@ func newCluster(t *testing.T, n int, cfg dhash.Config) *cluster {
 	t.Helper()
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := sim.New(sim.Config{Seed: 7, Epoch: epoch, DecodeMessages: true}, sim.NewTopology(n, 7))
-	clock := func() time.Time { return epoch.Add(s.Now()) }
+	opts := deploy.DefaultOptions()
+	opts.Blocks = &cfg
 	for i := 0; i < n; i++ {
 		boot := ""
 		if i > 0 {
 			boot = "h0"
 		}
-		_, err := s.AddHost(func(addr node.Addr, disk node.Disk, r *rand.Rand) (node.Handler, error) {
-			st, err := ring.LoadState(disk, r, 1)
-			if err != nil {
-				return nil, err
-			}
-			h, err := ring.NewHost(ring.DefaultConfig(), addr, st, boot)
-			if err != nil {
-				return nil, err
-			}
-			return dhash.New(cfg, h, store.NewMem(store.Options{Now: clock}))
-		})
+		_, err := s.AddHost(deploy.Factory(opts, func() node.Addr { return boot }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +52,7 @@ func (c *cluster) waitStable() {
 		var ids []id.ID
 		for _, h := range c.s.Hosts() {
 			if h.Up() {
-				ids = append(ids, c.node(h).Host().Vnodes()[0].Self().ID)
+				ids = append(ids, c.node(h).Ring().Vnodes()[0].Self().ID)
 			}
 		}
 		slices.SortFunc(ids, func(a, b id.ID) int { return a.Cmp(b) })
@@ -71,7 +61,7 @@ func (c *cluster) waitStable() {
 			if !h.Up() {
 				continue
 			}
-			v := c.node(h).Host().Vnodes()[0]
+			v := c.node(h).Ring().Vnodes()[0]
 			i, _ := slices.BinarySearchFunc(ids, v.Self().ID, func(a, b id.ID) int { return a.Cmp(b) })
 			if v.Successor().ID != ids[(i+1)%len(ids)] {
 				ok = false
@@ -84,7 +74,7 @@ func (c *cluster) waitStable() {
 	c.t.Fatal("ring not stable after 5 virtual minutes")
 }
 
-func (c *cluster) node(h *sim.Host) *dhash.Node { return h.Handler().(*dhash.Node) }
+func (c *cluster) node(h *sim.Host) *dhash.Node { return deploy.Of(h).Blocks }
 
 // put stores data through host i and runs the simulation until it is done.
 func (c *cluster) put(i int, data []byte, r wire.Redundancy) (id.ID, []wire.NodeRef, error) {
@@ -159,11 +149,11 @@ func TestPutGetFromEveryHostAndSurviveAHolderCrash(t *testing.T) {
 	// A "no copy" answer from a non-holder is an answer: nobody is
 	// declared dead for it.
 	for _, h := range c.s.Hosts() {
-		if d := c.node(h).Host().Stats.PeersDeclaredDead; d != 0 {
+		if d := c.node(h).Runtime().Stats.PeersDeclaredDead; d != 0 {
 			t.Fatalf("%s declared %d peers dead in a healthy ring", h.Addr, d)
 		}
 	}
-	c.s.Crash(c.hostOf(holders[0]), false)
+	c.s.Crash(c.hostOf(holders[0]))
 	for i, h := range c.s.Hosts() {
 		if !h.Up() {
 			continue
@@ -195,7 +185,7 @@ func TestFragmentsSurviveSevenHoldersDown(t *testing.T) {
 			break
 		}
 		if h.Index != reader && slices.ContainsFunc(holders, func(n wire.NodeRef) bool { return n.Addr == h.Addr }) {
-			c.s.Crash(h, false)
+			c.s.Crash(h)
 			killed++
 		}
 	}
@@ -237,7 +227,7 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("two puts through a window of 1: %v, want the second deferred at once and the first stored", errs)
 	}
 	// With one of three hosts down, k = 2 still finds two live hosts.
-	c.s.Crash(c.s.Hosts()[2], false)
+	c.s.Crash(c.s.Hosts()[2])
 	if _, holders, err := c.put(0, []byte("still"), 0); err != nil || len(holders) != 2 {
 		t.Errorf("put with one host down: %v %v", holders, err)
 	}

@@ -71,7 +71,7 @@ func (g *getOp) order(cands []wire.NodeRef, span int) []wire.NodeRef {
 	span = min(span, len(cands))
 	head := slices.Clone(cands[:span])
 	rtt := func(c wire.NodeRef) time.Duration {
-		if d, ok := g.n.host.Predict(c.Addr); ok {
+		if d, ok := g.n.rt.Predict(c.Addr); ok {
 			return d
 		}
 		return time.Hour
@@ -108,7 +108,7 @@ func (g *getOp) fill(env node.Env) {
 }
 
 func (g *getOp) fetch(env node.Env, c wire.NodeRef) {
-	h := g.n.host
+	r := g.n.ring
 	g.inflight++
 	ok := g.n.fetchFrom(env, c, g.key, func(env node.Env, b *wire.Block, err error) {
 		g.inflight--
@@ -120,7 +120,7 @@ func (g *getOp) fetch(env node.Env, c wire.NodeRef) {
 			if errors.Is(err, ErrNotFound) {
 				g.notFound++
 			}
-			h.CallFailed(env, c, err)
+			r.CallFailed(env, c, err)
 			g.failed(env, err)
 		case b.Fragment:
 			g.gotFragment(env, c, b)
@@ -139,22 +139,17 @@ func (g *getOp) fetch(env node.Env, c wire.NodeRef) {
 // fetchFrom asks c for its copy of key; this very process reads its own
 // engine without a message.
 func (n *Node) fetchFrom(env node.Env, c wire.NodeRef, key id.ID, done func(env node.Env, b *wire.Block, err error)) bool {
-	h := n.host
-	if c.Addr == h.Addr() {
-		st := n.store
-		n.offload(env, func() (any, error) {
-			data, meta, err := st.Get(key)
-			return &wire.Block{Key: key, Data: data, Expiry: meta.Expiry.UnixNano(), Fragment: meta.Opaque}, err
-		}, func(env node.Env, val any, err error) {
+	if c.Addr == n.rt.Addr() {
+		n.readCopy(env, key, func(env node.Env, b *wire.Block, err error) {
 			if err != nil {
 				done(env, nil, storeErr(err))
 				return
 			}
-			done(env, val.(*wire.Block), nil)
+			done(env, b, nil)
 		})
 		return true
 	}
-	return h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, &wire.FetchBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
+	return n.rt.Call(env, c.Addr, n.self(), c.ID, &wire.FetchBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
 		if we, ok := err.(*wire.Error); ok {
 			err = FromWire(we)
 		}
@@ -178,7 +173,7 @@ func (g *getOp) failed(env node.Env, err error) {
 // storing it and checks its CRCs on every read (docs/storage.md), so the
 // hash would only cost a second pass over the block.
 func (g *getOp) gotWhole(env node.Env, from wire.NodeRef, b *wire.Block) {
-	if from.Addr == g.n.host.Addr() {
+	if from.Addr == g.n.rt.Addr() {
 		g.finish(env, Block{Data: b.Data, Expiry: time.Unix(0, b.Expiry)}, nil)
 		return
 	}
@@ -278,10 +273,9 @@ func (n *Node) Stat(env node.Env, key id.ID, done func(env node.Env, holders []w
 			done(env, nil, fmt.Errorf("%w: no live hosts", ErrUnavailable))
 			return
 		}
-		h := n.host
 		for i, c := range cands {
 			out[i].Node = c
-			ok := h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, &wire.StatBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
+			ok := n.rt.Call(env, c.Addr, n.self(), c.ID, &wire.StatBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
 				if bi, ok := m.(*wire.BlockInfo); ok && err == nil {
 					out[i].Size, out[i].Expiry, out[i].Fragment = bi.Size, bi.Expiry, bi.Fragment
 				} else if we, ok := err.(*wire.Error); ok && we.Code == wire.ErrCodeNotFound {

@@ -52,7 +52,7 @@ func (n *Node) lookup(env node.Env, key id.ID, need, retries int, done func(env 
 	if n.cfg.NoIntegration {
 		opts.MinSuccs = 0
 	}
-	n.host.Lookup(env, key, opts, func(env node.Env, r ring.Result) {
+	n.ring.Lookup(env, key, opts, func(env node.Env, r ring.Result) {
 		if r.Err != nil {
 			if retries > 0 {
 				n.after(env, lookupRetryDelay, func(env node.Env) { n.lookup(env, key, need, retries-1, done) })
@@ -62,7 +62,7 @@ func (n *Node) lookup(env node.Env, key id.ID, need, retries int, done func(env 
 			return
 		}
 		cands := ring.DistinctHosts(r.Succs)
-		cands = slices.DeleteFunc(cands, func(c wire.NodeRef) bool { return n.host.IsDead(env, c) })
+		cands = slices.DeleteFunc(cands, func(c wire.NodeRef) bool { return n.ring.IsDead(env, c) })
 		done(env, cands, nil)
 	})
 }
@@ -89,7 +89,7 @@ func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundanc
 		return
 	case n.puts >= n.cfg.WriteWindow:
 		n.Stats.PutsDeferred++
-		done(env, id.ID{}, nil, fmt.Errorf("%w: %d puts in flight at %s", ErrDeferred, n.puts, n.host.Addr()))
+		done(env, id.ID{}, nil, fmt.Errorf("%w: %d puts in flight at %s", ErrDeferred, n.puts, n.rt.Addr()))
 		return
 	}
 	n.puts++
@@ -180,12 +180,12 @@ func (p *putOp) place(env node.Env, i int) bool {
 	p.next++
 	p.outstanding++
 	msg := &wire.StoreBlock{Key: p.key, Data: p.pieces[i], Expiry: p.expiry.UnixNano(), Fragment: p.fragment}
-	h := p.n.host
+	r := p.n.ring
 	ok := p.n.storeAt(env, c, msg, p.allowance(), func(env node.Env, err error) {
 		p.outstanding--
 		if err != nil {
 			p.lastErr = err
-			h.CallFailed(env, c, err)
+			r.CallFailed(env, c, err)
 			// The copy goes to the next live successor instead;
 			// maintenance moves it home later.
 			p.place(env, i)
@@ -243,13 +243,10 @@ func (p *putOp) finish(env node.Env, err error) {
 // storeAt asks c to keep a copy. A copy for this very process goes straight
 // to the engine, without a message; a whole block was hashed by Put already.
 func (n *Node) storeAt(env node.Env, c wire.NodeRef, m *wire.StoreBlock, allow time.Duration, done func(env node.Env, err error)) bool {
-	h := n.host
-	if c.Addr == h.Addr() {
+	if c.Addr == n.rt.Addr() {
 		n.storing++
-		st, expiry := n.store, time.Unix(0, m.Expiry)
-		n.offload(env, func() (any, error) {
-			return nil, st.Put(m.Key, m.Data, expiry, store.PutOptions{Opaque: m.Fragment, KeyChecked: !m.Fragment})
-		}, func(env node.Env, _ any, err error) {
+		opt := store.PutOptions{Opaque: m.Fragment, KeyChecked: !m.Fragment}
+		n.writeCopy(env, m.Key, m.Data, time.Unix(0, m.Expiry), opt, func(env node.Env, err error) {
 			n.storing--
 			if err == nil {
 				n.Stats.Stored++
@@ -258,8 +255,8 @@ func (n *Node) storeAt(env node.Env, c wire.NodeRef, m *wire.StoreBlock, allow t
 		})
 		return true
 	}
-	timeout := h.RPC().Timeout(c.Addr) + allow
-	return h.RPC().Call(env, c.Addr, h.Vnodes()[0].Self(), c.ID, m, timeout, func(env node.Env, _ wire.Msg, err error) {
+	timeout := n.rt.RPC().Timeout(c.Addr) + allow
+	return n.rt.Call(env, c.Addr, n.self(), c.ID, m, timeout, func(env node.Env, _ wire.Msg, err error) {
 		if we, ok := err.(*wire.Error); ok {
 			err = FromWire(we)
 		}

@@ -6,13 +6,13 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+	"triad/internal/deploy"
 
 	"triad/internal/dhash"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/ring"
 	"triad/internal/sim"
-	"triad/internal/store"
 	"triad/internal/wire"
 )
 
@@ -168,9 +168,8 @@ func buildDHash(cfg DHashConfig, samples int) (*sim.Sim, error) {
 	topo := sim.NewTopology(cfg.Nodes, cfg.Seed)
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := sim.New(sim.Config{Seed: cfg.Seed, Epoch: epoch}, topo)
-	rc := ring.DefaultConfig()
-	rc.PNSSamples = samples
-	clock := func() time.Time { return epoch.Add(s.Now()) }
+	opts := deploy.DefaultOptions()
+	opts.Ring.PNSSamples = samples
 	var joinErr error
 	for i := 0; i < cfg.Nodes; i++ {
 		s.At(time.Duration(i)*20*time.Millisecond, func() {
@@ -178,17 +177,7 @@ func buildDHash(cfg DHashConfig, samples int) (*sim.Sim, error) {
 			if up := upHosts(s, len(s.Hosts())); len(up) > 0 {
 				boot = up[s.Rand().IntN(len(up))].Addr
 			}
-			_, err := s.AddHost(func(addr node.Addr, disk node.Disk, rr *rand.Rand) (node.Handler, error) {
-				st, err := ring.LoadState(disk, rr, 1)
-				if err != nil {
-					return nil, err
-				}
-				h, err := ring.NewHost(rc, addr, st, boot)
-				if err != nil {
-					return nil, err
-				}
-				return dhash.New(dhash.DefaultConfig(), h, store.NewMem(store.Options{Now: clock}))
-			})
+			_, err := s.AddHost(deploy.Factory(opts, func() node.Addr { return boot }))
 			if err != nil && joinErr == nil {
 				joinErr = err
 			}
@@ -254,7 +243,7 @@ func measureGets(s *sim.Sim, r *rand.Rand, cfg DHashConfig, name string, red wir
 		s.At(start+time.Duration(i)*10*time.Millisecond, func() {
 			outstanding++
 			s.Do(h, func(env node.Env) {
-				h.Handler().(*dhash.Node).Put(env, data, env.Now().Add(24*time.Hour), red, func(env node.Env, key id.ID, _ []wire.NodeRef, err error) {
+				deploy.Of(h).Blocks.Put(env, data, env.Now().Add(24*time.Hour), red, func(env node.Env, key id.ID, _ []wire.NodeRef, err error) {
 					outstanding--
 					if err == nil {
 						keys[i] = key
@@ -276,7 +265,7 @@ func measureGets(s *sim.Sim, r *rand.Rand, cfg DHashConfig, name string, red wir
 			outstanding++
 			t0 := s.Now()
 			s.Do(h, func(env node.Env) {
-				h.Handler().(*dhash.Node).Get(env, key, red, func(env node.Env, _ dhash.Block, err error) {
+				deploy.Of(h).Blocks.Get(env, key, red, func(env node.Env, _ dhash.Block, err error) {
 					outstanding--
 					if err != nil {
 						failed++

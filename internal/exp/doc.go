@@ -2,4 +2,13 @@
 // simulated deployment of the real node code, applies a workload and faults,
 // and measures against an oracle. They print a table for people and return
 // a result for the final JSON line.
+//
+// The experiments reproduce the papers' measurements: lookups on a churning
+// ring (the Chord design as DHash++ and UsenetDHT use it), and DHash puts
+// and gets under faults (DHash++, "Erasure-coding vs. replication";
+// UsenetDHT §6).
+//
+// Layer: a tool above the system, used by cmd/triad. It may import the
+// simulator, node logic and the storage engine's Mem; it must not import
+// the net driver, and nothing under internal/ may import it.
 package exp

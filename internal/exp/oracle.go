@@ -3,6 +3,7 @@ package exp
 import (
 	"slices"
 	"sort"
+	"triad/internal/deploy"
 
 	"triad/internal/id"
 	"triad/internal/ring"
@@ -59,14 +60,11 @@ func (o oracle) ringErrors(s *sim.Sim) int {
 	return bad
 }
 
-// ringHost is the ring state machine of a running host, whether it runs the
-// ring alone or under the block store; nil when the host is down.
-func ringHost(h *sim.Host) *ring.Host {
-	switch x := h.Handler().(type) {
-	case *ring.Host:
-		return x
-	case interface{ Host() *ring.Host }:
-		return x.Host()
+// ringHost is the ring protocol of a running host; nil when the host is
+// down.
+func ringHost(h *sim.Host) *ring.Chord {
+	if n := deploy.Of(h); n != nil {
+		return n.Ring
 	}
 	return nil
 }

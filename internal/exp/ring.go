@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+	"triad/internal/deploy"
+	"triad/internal/host"
 
 	"triad/internal/id"
 	"triad/internal/node"
@@ -108,14 +110,9 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	res := RingResult{Nodes: cfg.Nodes, Vnodes: cfg.Vnodes, Seed: cfg.Seed, Fail: cfg.Fail, Churn: cfg.Churn}
 	res.RTTMedianMs = ms(topo.Stats(20000).Median)
 
+	opts := deploy.Options{Vnodes: cfg.Vnodes, Host: host.DefaultConfig(), Ring: cfg.Ring}
 	factory := func(bootstrap node.Addr) sim.Factory {
-		return func(addr node.Addr, disk node.Disk, rr *rand.Rand) (node.Handler, error) {
-			st, err := ring.LoadState(disk, rr, cfg.Vnodes)
-			if err != nil {
-				return nil, err
-			}
-			return ring.NewHost(cfg.Ring, addr, st, bootstrap)
-		}
+		return deploy.Factory(opts, func() node.Addr { return bootstrap })
 	}
 	// addHost joins a new host through a random running one.
 	addHost := func() (*sim.Host, error) {
@@ -154,7 +151,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 		r.Shuffle(len(up), func(i, j int) { up[i], up[j] = up[j], up[i] })
 		kill := int(math.Round(cfg.Fail * float64(cfg.Nodes)))
 		for _, h := range up[:min(kill, len(up)-1)] {
-			s.Crash(h, false)
+			s.Crash(h)
 		}
 		logf("sim ring: crashed %d hosts at once; waiting for the ring to heal", kill)
 		t1 := s.Now()
@@ -183,7 +180,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 				life := expDuration(r, cfg.ChurnLifetime)
 				s.At(s.Now()+life, func() {
 					if h.Up() {
-						s.Crash(h, false)
+						s.Crash(h)
 						res.ChurnDeaths++
 					}
 				})
@@ -243,8 +240,8 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	for _, h := range s.Hosts() {
 		if rh := ringHost(h); rh != nil {
 			res.Fallbacks += rh.Stats.IterativeFallbacks
-			res.RPCTimeouts += rh.RPC().Timeouts
-			res.PeersDeclared += rh.Stats.PeersDeclaredDead
+			res.RPCTimeouts += rh.Runtime().RPC().Timeouts
+			res.PeersDeclared += rh.Runtime().Stats.PeersDeclaredDead
 		}
 	}
 	if res.Lookups > 0 {

@@ -9,4 +9,8 @@
 //
 //	k := id.Key(data)                  // 160-bit content key
 //	if k.In(pred, self) { ... }        // k in (pred, self]
+//
+// Layer: the bottom. It must import nothing of this module, and nothing that
+// touches the outside world (os, net, sync, the wall clock, global
+// randomness: TestNodePackagesStaySansIO, in package node).
 package id

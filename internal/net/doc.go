@@ -14,6 +14,10 @@
 // the connection they asked on.
 //
 //	d, _ := net.Listen(cfg)            // binds, so d.Addr() is known
-//	h, _ := ring.NewHost(rc, d.Addr(), st, join)
-//	err := d.Run(ctx, h)               // until ctx ends; then a graceful Stop
+//	n, _ := deploy.New(opts, d.Addr(), d.Storage(), d.Rand()) // a host and its protocols
+//	err := d.Run(ctx, n.Host)          // until ctx ends; then a graceful Stop
+//
+// Layer: a driver, beside sim and below cmd/triad. It may do everything node
+// logic must not (sockets, goroutines, real time) and imports node, wire and the
+// storage engine; node logic must never import it.
 package net

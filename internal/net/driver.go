@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"triad/internal/node"
+	"triad/internal/store"
 	"triad/internal/wire"
 )
 
@@ -23,8 +24,12 @@ import (
 type Config struct {
 	// Listen is the TCP address to listen on ("127.0.0.1:0" picks a port).
 	Listen string
-	// DataDir is where node.Disk files live. Required.
+	// DataDir is where the host's storage lives: its state files, and its
+	// storage engine under DataDir/store. Required.
 	DataDir string
+	// Store configures the storage engine the driver opens under
+	// DataDir/store (its Dir is set by the driver).
+	Store store.Options
 	// MaxFrameBytes bounds an inbound frame. Default wire.MaxFrameBytes.
 	MaxFrameBytes int
 	// SendQueue is the number of frames queued per connection before
@@ -85,6 +90,7 @@ type Driver struct {
 	local  []node.Event // events the loop sent itself
 	rng    *rand.Rand
 	disk   FileDisk
+	engine *store.Disk
 	work   chan struct{} // semaphore for offloaded work
 	workWG sync.WaitGroup
 	done   chan struct{} // closed when the loop has stopped
@@ -109,6 +115,13 @@ func Listen(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("net: listen: %w", err)
 	}
+	so := cfg.Store
+	so.Dir = filepath.Join(cfg.DataDir, "store")
+	engine, err := store.Open(so)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("net: %w", err)
+	}
 	return &Driver{
 		cfg:    cfg,
 		ln:     ln,
@@ -116,20 +129,36 @@ func Listen(cfg Config) (*Driver, error) {
 		events: make(chan node.Event, 4096),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x7c9)),
 		disk:   FileDisk{Dir: cfg.DataDir},
+		engine: engine,
 		work:   make(chan struct{}, cfg.Workers),
 		done:   make(chan struct{}),
 		conns:  make(map[node.Addr]*conn),
 	}, nil
 }
 
-// Close releases a driver that will not be run: its listening socket.
-func (d *Driver) Close() error { return d.ln.Close() }
+// Close releases a driver that will not be run: its listening socket and
+// its storage engine.
+func (d *Driver) Close() error {
+	err := d.ln.Close()
+	return errors.Join(err, d.engine.Close())
+}
 
 // Addr is the address the driver listens on.
 func (d *Driver) Addr() node.Addr { return d.addr }
 
 // Disk is the driver's data directory as a node.Disk.
 func (d *Driver) Disk() node.Disk { return d.disk }
+
+// Storage is the host's storage: its state files and storage engine.
+func (d *Driver) Storage() node.Storage { return storage{d.disk, d.engine} }
+
+// storage is the node.Storage the driver owns.
+type storage struct {
+	FileDisk
+	engine store.Engine
+}
+
+func (s storage) Engine() store.Engine { return s.engine }
 
 // Rand is the node's random source; use it only before Run.
 func (d *Driver) Rand() *rand.Rand { return d.rng }
@@ -152,7 +181,8 @@ func (d *Driver) Do(ctx context.Context, fn func(env node.Env)) error {
 }
 
 // Run drives h until ctx ends, then delivers node.Stop, flushes what h
-// sent (for at most two seconds) and closes every connection.
+// sent (for at most two seconds), closes every connection, and closes the
+// storage engine once offloaded work has finished.
 func (d *Driver) Run(ctx context.Context, h node.Handler) error {
 	go d.accept()
 	e := &env{d: d}
@@ -194,15 +224,24 @@ func (d *Driver) shutdown(grace time.Duration) {
 	d.mu.Unlock()
 	// Let offloaded work (a final state save) finish.
 	close(d.done)
-	waitTimeout(&d.workWG, grace)
+	if waitTimeout(&d.workWG, grace) {
+		if err := d.engine.Close(); err != nil {
+			d.cfg.Log.Error("closing the storage engine", "err", err)
+		}
+	} else {
+		d.cfg.Log.Error("offloaded work still running after shutdown; storage engine left open")
+	}
 }
 
-func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+// waitTimeout waits for wg for at most d and reports whether it finished.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		return true
 	case <-time.After(d):
+		return false
 	}
 }
 
@@ -331,7 +370,7 @@ func (e *env) Offload(w node.Work) {
 	e.d.workWG.Add(1)
 	go func() {
 		e.d.work <- struct{}{}
-		res, err := w.Run(e.d.disk)
+		res, err := w.Run(e.d.Storage())
 		<-e.d.work
 		e.d.workWG.Done()
 		if err != nil {

@@ -13,4 +13,10 @@
 //		case node.TimerFired: ...
 //		}
 //	}
+//
+// Layer: node logic, above wire. It defines the contract and must not
+// import a driver, os, net, sync, syscall, the wall clock or global
+// randomness, nor start goroutines. TestNodePackagesStaySansIO, in this
+// package, holds every node-logic package and all it imports from this
+// module and from third parties to that rule.
 package node

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"triad/internal/store"
 	"triad/internal/wire"
 )
 
@@ -61,10 +62,12 @@ type Timer interface{ String() string }
 // TimerFired reports that a timer set with After has expired.
 type TimerFired struct{ T Timer }
 
-// Work is a unit of blocking work that runs off the event loop. Run may use
-// disk but must not touch the node's state; its result goes into WorkDone.
+// Work is a unit of blocking work that runs off the event loop: a typed
+// value saying what to read or write (or compute), which the driver runs
+// against the host's storage and answers with WorkDone. Run must not touch
+// the node's state.
 type Work interface {
-	Run(d Disk) (result any, err error)
+	Run(s Storage) (result any, err error)
 }
 
 // WorkDone carries the result of offloaded work back to the node.
@@ -91,10 +94,21 @@ func (TimerFired) isEvent() {}
 func (WorkDone) isEvent()   {}
 func (Stop) isEvent()       {}
 
-// Disk is the small persistent store a driver gives offloaded work: whole
-// named files written atomically. The net driver backs it with the data
-// folder; the simulator with memory that a crash may or may not wipe.
+// Disk is the small persistent store of a host's own state: whole named
+// files written atomically. The net driver backs it with the data folder;
+// the simulator with memory that survives a crash but not a wiped disk.
 type Disk interface {
 	WriteFile(name string, data []byte) error
 	ReadFile(name string) ([]byte, error)
+}
+
+// Storage is what a driver keeps for a host across restarts and hands to
+// offloaded work: its small state files and its storage engine. The driver
+// owns it: the net driver opens it under the data folder, the simulator
+// keeps it across a crash and restart and throws it away only when the
+// host's disk fails.
+type Storage interface {
+	Disk
+	// Engine is the host's object store, shared by its virtual servers.
+	Engine() store.Engine
 }

@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"triad/internal/rpc"
 	"triad/internal/wire"
 )
 
-// Config sets a Host's behaviour.
+// Config sets the ring protocol's behaviour.
 type Config struct {
 	// Succs is the successor-list length. Default 16.
 	Succs int
@@ -32,9 +31,6 @@ type Config struct {
 	// Default 30s; zero disables periodic saves (the state is still saved
 	// at start and at Stop).
 	SaveInterval time.Duration
-	// DeadMemory is how long a peer that timed out is kept out of lists
-	// unless it is heard from. Default 30s.
-	DeadMemory time.Duration
 	// ProbeInterval is the mean time between probes of a peer declared
 	// dead, to find rings that split in a partition. Default 30s; zero
 	// disables probes.
@@ -44,8 +40,6 @@ type Config struct {
 	// or predicted by Vivaldi) becomes the finger (proximity neighbour
 	// selection). 1 is classic Chord. Default 16, as in DHash++.
 	PNSSamples int
-	// RPC configures calls.
-	RPC rpc.Config
 }
 
 // DefaultConfig returns the defaults.
@@ -59,10 +53,8 @@ func DefaultConfig() Config {
 		HopTries:           3,
 		IterativeSteps:     32,
 		SaveInterval:       30 * time.Second,
-		DeadMemory:         30 * time.Second,
 		ProbeInterval:      30 * time.Second,
 		PNSSamples:         16,
-		RPC:                rpc.DefaultConfig(),
 	}
 }
 
@@ -81,8 +73,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ring: hop tries and iterative steps must be at least 1")
 	case c.PNSSamples < 1 || c.PNSSamples > 1024:
 		return fmt.Errorf("ring: PNS samples %d not in [1, 1024]", c.PNSSamples)
-	case c.SaveInterval < 0 || c.DeadMemory < 0 || c.ProbeInterval < 0:
+	case c.SaveInterval < 0 || c.ProbeInterval < 0:
 		return fmt.Errorf("ring: save interval and dead memory must not be negative")
 	}
-	return c.RPC.Validate()
+	return nil
 }

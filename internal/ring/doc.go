@@ -24,4 +24,9 @@
 // A Host persists its IDs and the peers it knows (state.json, through
 // node.Disk), so a restarted process rejoins at the same positions without
 // being told where the ring is.
+//
+// Layer: node logic, above vivaldi, rpc, node, wire and id. It must not
+// import os, net, sync, syscall, the wall clock, global randomness, the
+// storage engine or a driver, nor start goroutines; it reaches its state
+// file through node.Disk in offloaded work (TestNodePackagesStaySansIO).
 package ring

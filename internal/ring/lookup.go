@@ -52,7 +52,7 @@ type lookup struct {
 }
 
 // Lookup finds the successors of key and calls done once with the result.
-func (h *Host) Lookup(env node.Env, key id.ID, opts LookupOptions, done Done) {
+func (h *Chord) Lookup(env node.Env, key id.ID, opts LookupOptions, done Done) {
 	if opts.From < 0 || opts.From >= len(h.vnodes) {
 		panic(fmt.Sprintf("ring: lookup from vnode %d of %d", opts.From, len(h.vnodes)))
 	}
@@ -108,7 +108,7 @@ func (v *Vnode) forward(env node.Env, m *wire.Lookup, tried []id.ID) {
 	n := next[0]
 	fwd := *m
 	fwd.Hops++
-	ok := h.rpc.Call(env, n.Addr, v.self, n.ID, &fwd, 0, func(env node.Env, _ wire.Msg, err error) {
+	ok := h.rt.Call(env, n.Addr, v.self, n.ID, &fwd, 0, func(env node.Env, _ wire.Msg, err error) {
 		if err == nil {
 			return // acknowledged: the next node owns the lookup now
 		}
@@ -130,7 +130,7 @@ func (v *Vnode) reply(env node.Env, m *wire.Lookup, done *wire.LookupDone) {
 	env.Send(m.Origin.Addr, wire.Envelope{Kind: wire.OneWay, From: v.self, To: m.Origin.ID, Msg: done})
 }
 
-func (h *Host) handleLookupDone(env node.Env, m *wire.LookupDone) {
+func (h *Chord) handleLookupDone(env node.Env, m *wire.LookupDone) {
 	l := h.lookups[m.LookupID]
 	if l == nil || l.key != m.Key {
 		return // late (after a fallback) or not ours
@@ -145,7 +145,7 @@ func (h *Host) handleLookupDone(env node.Env, m *wire.LookupDone) {
 	l.done(env, Result{Pred: m.Pred, Succs: m.Succs, Hops: int(m.Hops)})
 }
 
-func (h *Host) lookupTimedOut(env node.Env, lid uint64) {
+func (h *Chord) lookupTimedOut(env node.Env, lid uint64) {
 	l := h.lookups[lid]
 	if l == nil {
 		return
@@ -159,7 +159,7 @@ func (h *Host) lookupTimedOut(env node.Env, lid uint64) {
 // their next hop, best first, until one can answer. start, if given, are the
 // first candidates (a joining vnode knows only a bootstrap address);
 // otherwise v's own tables give them.
-func (h *Host) iterate(env node.Env, v *Vnode, key id.ID, minSuccs int, start []wire.NodeRef, done Done) {
+func (h *Chord) iterate(env node.Env, v *Vnode, key id.ID, minSuccs int, start []wire.NodeRef, done Done) {
 	cands := slices.Clone(start)
 	if start == nil {
 		if pred, succs, ok := v.answer(key, minSuccs); ok {
@@ -181,7 +181,7 @@ func (h *Host) iterate(env node.Env, v *Vnode, key id.ID, minSuccs int, start []
 		c := cands[0]
 		cands = cands[1:]
 		asked = append(asked, c)
-		ok := h.rpc.Call(env, c.Addr, v.self, c.ID, &wire.NextHop{Key: key, MinSuccs: uint32(minSuccs)}, 0, func(env node.Env, m wire.Msg, err error) {
+		ok := h.rt.Call(env, c.Addr, v.self, c.ID, &wire.NextHop{Key: key, MinSuccs: uint32(minSuccs)}, 0, func(env node.Env, m wire.Msg, err error) {
 			if err != nil {
 				v.callFailed(env, c, err)
 				step(env)

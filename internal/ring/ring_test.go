@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/deploy"
+	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/ring"
@@ -34,27 +36,22 @@ func newCluster(t *testing.T, hosts, vnodes int, seed uint64) *cluster {
 }
 
 func (c *cluster) add(boot string, vnodes int) *sim.Host {
-	h, err := c.s.AddHost(func(addr node.Addr, disk node.Disk, r *rand.Rand) (node.Handler, error) {
-		st, err := ring.LoadState(disk, r, vnodes)
-		if err != nil {
-			return nil, err
-		}
-		return ring.NewHost(ring.DefaultConfig(), addr, st, boot)
-	})
+	opts := deploy.Options{Vnodes: vnodes, Host: host.DefaultConfig(), Ring: ring.DefaultConfig()}
+	h, err := c.s.AddHost(deploy.Factory(opts, func() node.Addr { return boot }))
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	return h
 }
 
-func host(h *sim.Host) *ring.Host { return h.Handler().(*ring.Host) }
+func chord(h *sim.Host) *ring.Chord { return deploy.Of(h).Ring }
 
 // vnodes lists every running vnode, sorted by ID.
 func (c *cluster) vnodes() []*ring.Vnode {
 	var out []*ring.Vnode
 	for _, h := range c.s.Hosts() {
 		if h.Up() {
-			out = append(out, host(h).Vnodes()...)
+			out = append(out, chord(h).Vnodes()...)
 		}
 	}
 	slices.SortFunc(out, func(a, b *ring.Vnode) int { return a.Self().ID.Cmp(b.Self().ID) })
@@ -89,7 +86,7 @@ func (c *cluster) waitConsistent(limit time.Duration) {
 
 func (c *cluster) ids(h *sim.Host) []id.ID {
 	var out []id.ID
-	for _, v := range host(h).Vnodes() {
+	for _, v := range chord(h).Vnodes() {
 		out = append(out, v.Self().ID)
 	}
 	return out
@@ -108,7 +105,7 @@ func (c *cluster) lookupAll() {
 			key := v.Self().ID
 			var got ring.Result
 			c.s.Do(h, func(env node.Env) {
-				host(h).Lookup(env, key, ring.LookupOptions{}, func(env node.Env, r ring.Result) { got = r })
+				chord(h).Lookup(env, key, ring.LookupOptions{}, func(env node.Env, r ring.Result) { got = r })
 			})
 			c.s.RunFor(10 * time.Second)
 			if got.Err != nil || len(got.Succs) == 0 || got.Succs[0].ID != key {
@@ -143,7 +140,7 @@ func TestGracefulLeaveClosesGapAtOnce(t *testing.T) {
 		t.Fatalf("after a graceful leave, wrong neighbours: %v", bad)
 	}
 	for _, h := range c.s.Hosts() {
-		if h.Up() && host(h).Stats.PeersDeclaredDead != 0 {
+		if h.Up() && chord(h).Runtime().Stats.PeersDeclaredDead != 0 {
 			t.Errorf("%s declared a peer dead after a graceful leave", h.Addr)
 		}
 	}
@@ -157,7 +154,7 @@ func TestRestartKeepsIdentity(t *testing.T) {
 	h := c.s.Hosts()[5]
 	before := c.ids(h)
 	c.s.RunFor(31 * time.Second) // past a periodic save of its peers
-	c.s.Crash(h, false)
+	c.s.Crash(h)
 	c.waitConsistent(time.Minute)
 	if err := c.s.Restart(h); err != nil {
 		t.Fatal(err)
@@ -170,14 +167,14 @@ func TestRestartKeepsIdentity(t *testing.T) {
 
 	// The founder, restarted without its bootstrap, finds the ring from its
 	// saved peers too.
-	c.s.Crash(c.s.Hosts()[0], false)
+	c.s.Crash(c.s.Hosts()[0])
 	c.waitConsistent(time.Minute)
 	if err := c.s.Restart(c.s.Hosts()[0]); err != nil {
 		t.Fatal(err)
 	}
 	c.waitConsistent(time.Minute)
 
-	c.s.Crash(h, true)
+	c.s.Wipe(h)
 	c.waitConsistent(time.Minute)
 	if err := c.s.Restart(h); err != nil {
 		t.Fatal(err)
@@ -203,7 +200,7 @@ func TestFounderCrashBeforePeriodicSave(t *testing.T) {
 	}
 	c.waitConsistent(10 * time.Second)
 	founder := c.s.Hosts()[0]
-	c.s.Crash(founder, false)
+	c.s.Crash(founder)
 	c.waitConsistent(10 * time.Second)
 	if err := c.s.Restart(founder); err != nil {
 		t.Fatal(err)

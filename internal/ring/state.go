@@ -121,6 +121,6 @@ func LoadState(d node.Disk, r *rand.Rand, vnodes int) (State, error) {
 // saveWork writes an encoded state off the event loop.
 type saveWork struct{ data []byte }
 
-func (w saveWork) Run(d node.Disk) (any, error) {
-	return nil, d.WriteFile(StateFile, w.data)
+func (w saveWork) Run(s node.Storage) (any, error) {
+	return nil, s.WriteFile(StateFile, w.data)
 }

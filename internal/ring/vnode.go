@@ -11,7 +11,7 @@ import (
 
 // Vnode is one virtual server: one position on the ring.
 type Vnode struct {
-	host  *Host
+	host  *Chord
 	index int
 	self  wire.NodeRef
 
@@ -78,7 +78,7 @@ func (v *Vnode) stabilize(env node.Env) {
 		v.rejoin(env)
 	} else {
 		succ := v.succs[0]
-		h.rpc.Call(env, succ.Addr, v.self, succ.ID, &wire.Stabilize{}, 0, func(env node.Env, m wire.Msg, err error) {
+		h.rt.Call(env, succ.Addr, v.self, succ.ID, &wire.Stabilize{}, 0, func(env node.Env, m wire.Msg, err error) {
 			if err != nil {
 				v.callFailed(env, succ, err)
 				return
@@ -90,7 +90,7 @@ func (v *Vnode) stabilize(env node.Env) {
 	}
 	if len(v.preds) > 0 {
 		pred := v.preds[0]
-		h.rpc.Call(env, pred.Addr, v.self, pred.ID, &wire.GetNeighbors{}, 0, func(env node.Env, m wire.Msg, err error) {
+		h.rt.Call(env, pred.Addr, v.self, pred.ID, &wire.GetNeighbors{}, 0, func(env node.Env, m wire.Msg, err error) {
 			if err != nil {
 				v.callFailed(env, pred, err)
 				return
@@ -122,8 +122,8 @@ func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighb
 			// Our successor takes for its predecessor a peer we declared
 			// dead: it has probably restarted. Ask it; an answer clears
 			// the mark (handleMsg) and the next round adopts it, rather
-			// than skipping it until DeadMemory runs out.
-			h.rpc.Call(env, p.Addr, v.self, p.ID, &wire.Ping{}, 0, func(env node.Env, m wire.Msg, err error) {
+			// than skipping it until the host forgets the death.
+			h.rt.Call(env, p.Addr, v.self, p.ID, &wire.Ping{}, 0, func(env node.Env, m wire.Msg, err error) {
 				if err != nil {
 					v.callFailed(env, p, err)
 				}
@@ -141,7 +141,7 @@ func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighb
 	}
 	if s := v.Successor(); s.ID != old.ID && s.ID != v.self.ID {
 		// Notify the new successor now rather than a round later.
-		h.rpc.Call(env, s.Addr, v.self, s.ID, &wire.Stabilize{}, 0, func(env node.Env, m wire.Msg, err error) {
+		h.rt.Call(env, s.Addr, v.self, s.ID, &wire.Stabilize{}, 0, func(env node.Env, m wire.Msg, err error) {
 			if err != nil {
 				v.callFailed(env, s, err)
 			}
@@ -184,7 +184,7 @@ func (v *Vnode) callFailed(env node.Env, n wire.NodeRef, err error) {
 		}
 		return
 	}
-	v.host.markDead(env, n.Addr)
+	v.host.rt.MarkDead(env, n.Addr)
 }
 
 // forget drops every node matching gone from this vnode's tables.
@@ -351,7 +351,7 @@ func (v *Vnode) sampleRange(env node.Env, i int, cands, more []wire.NodeRef, ask
 		return
 	}
 	last := cands[len(cands)-1]
-	h.rpc.Call(env, last.Addr, v.self, last.ID, &wire.GetNeighbors{}, 0, func(env node.Env, m wire.Msg, err error) {
+	h.rt.Call(env, last.Addr, v.self, last.ID, &wire.GetNeighbors{}, 0, func(env node.Env, m wire.Msg, err error) {
 		if nb, ok := m.(*wire.Neighbors); ok && err == nil && !v.fingers[i].IsZero() {
 			v.sampleRange(env, i, cands, nb.Succs, asked+1)
 		}
@@ -365,9 +365,9 @@ func (v *Vnode) nearest(env node.Env, cands []wire.NodeRef) wire.NodeRef {
 	h := v.host
 	best, bestRTT := cands[0], time.Duration(-1)
 	for _, c := range cands {
-		rtt, ok := h.Predict(c.Addr)
+		rtt, ok := h.rt.Predict(c.Addr)
 		if !ok {
-			h.rpc.Call(env, c.Addr, v.self, c.ID, &wire.Ping{}, 0, func(node.Env, wire.Msg, error) {})
+			h.rt.Call(env, c.Addr, v.self, c.ID, &wire.Ping{}, 0, func(node.Env, wire.Msg, error) {})
 			continue
 		}
 		if bestRTT < 0 || rtt < bestRTT {

@@ -9,4 +9,12 @@
 //	// in Handle:
 //	case node.MsgIn:      if ev.Env.Kind == wire.Reply { c.HandleReply(env, ev) }
 //	case node.TimerFired: if c.HandleTimer(env, ev.T) { return }
+//
+// The timeouts follow DHash++'s STP (dhashpp-low-latency-high-throughput.txt,
+// "High throughput: STP"): from each peer's smoothed RTT and variance, or
+// from its Vivaldi prediction for a peer never measured.
+//
+// Layer: node logic, above node, wire and id. It must not import os, net,
+// sync, syscall, the wall clock, global randomness or a driver, nor start
+// goroutines (TestNodePackagesStaySansIO, in package node).
 package rpc

@@ -15,4 +15,9 @@
 //	s := sim.New(sim.Config{Seed: 1}, sim.NewTopology(1000, 1))
 //	h := s.AddHost(factory)
 //	s.RunFor(10 * time.Minute)
+//
+// Layer: a driver, beside net and below cmd/triad and exp. It may import
+// node and wire; it must not import the net driver or do network I/O, and
+// node logic must never import it. It reads no wall clock either: virtual
+// time is the only time, so that a seed replays exactly.
 package sim

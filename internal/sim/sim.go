@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"triad/internal/node"
+	"triad/internal/store"
 	"triad/internal/wire"
 )
 
@@ -28,12 +29,16 @@ type Config struct {
 	// decode) rather than encode for its size and deep-copy. Slower; tests
 	// turn it on to prove that everything the nodes send decodes.
 	DecodeMessages bool
+	// NewEngine makes a host's storage engine when the host is added and
+	// after its disk fails; clock is the simulator's. Default: an in-memory
+	// engine (store.Mem) that keeps the bytes.
+	NewEngine func(clock func() time.Time) store.Engine
 }
 
-// Factory builds a host's state machine, from its disk (which may hold a
-// previous incarnation's state) and its own random source. The simulator
-// calls it when a host is added and at every restart.
-type Factory func(addr node.Addr, disk node.Disk, r *rand.Rand) (node.Handler, error)
+// Factory builds a host's state machine, from its storage (which may hold a
+// previous incarnation's state and objects) and its own random source. The
+// simulator calls it when a host is added and at every restart.
+type Factory func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, error)
 
 // Host is one simulated process.
 type Host struct {
@@ -45,7 +50,7 @@ type Host struct {
 	up      bool
 	inc     uint64 // incarnation: events of earlier ones are dropped
 	rng     *rand.Rand
-	disk    memDisk
+	storage *storage // kept across a crash; replaced when the disk fails
 	env     *env
 
 	upFree, downFree time.Duration // when each access link is next idle
@@ -129,7 +134,8 @@ func (s *Sim) AddHost(f Factory) (*Host, error) {
 			return nil, fmt.Errorf("sim: topology full at %d hosts", i)
 		}
 	}
-	h := &Host{s: s, Index: i, Addr: fmt.Sprintf("h%d", i), factory: f, disk: memDisk{}}
+	h := &Host{s: s, Index: i, Addr: fmt.Sprintf("h%d", i), factory: f}
+	h.storage = s.newStorage()
 	h.env = &env{h: h}
 	s.hosts = append(s.hosts, h)
 	s.byAddr[h.Addr] = h
@@ -142,7 +148,7 @@ func (s *Sim) AddHost(f Factory) (*Host, error) {
 func (s *Sim) boot(h *Host) error {
 	h.inc++
 	h.rng = rand.New(rand.NewPCG(s.cfg.Seed^uint64(h.Index)*0x9e3779b97f4a7c15, h.inc))
-	hd, err := h.factory(h.Addr, h.disk, h.rng)
+	hd, err := h.factory(h.Addr, h.storage, h.rng)
 	if err != nil {
 		return fmt.Errorf("sim: start %s: %w", h.Addr, err)
 	}
@@ -152,17 +158,30 @@ func (s *Sim) boot(h *Host) error {
 	return nil
 }
 
-// Crash stops h at once. With wipe, its disk is lost too.
-func (s *Sim) Crash(h *Host, wipe bool) {
+// Crash stops h at once, as a power cut or a reboot would: what it had in
+// memory is gone, its storage (state files and storage engine) is kept, and
+// Restart brings it back with it. This is a transient failure.
+func (s *Sim) Crash(h *Host) {
+	if !h.up {
+		return
+	}
 	h.up, h.handler = false, nil
 	s.gen++
 	h.inc++ // pending timers and work of this incarnation die with it
-	if wipe {
-		h.disk = memDisk{}
-	}
 }
 
-// Restart boots a crashed host again from what its disk holds.
+// Wipe fails h's disk: h stops at once if it is running, and its storage
+// is thrown away, so a Restart brings it back empty, with new ring IDs.
+// This is a permanent failure in Passing Tone's terms.
+func (s *Sim) Wipe(h *Host) {
+	s.Crash(h)
+	h.storage = s.newStorage()
+}
+
+// Storage is h's storage: its state files and storage engine.
+func (h *Host) Storage() node.Storage { return h.storage }
+
+// Restart boots a crashed host again from what its storage holds.
 func (s *Sim) Restart(h *Host) error {
 	if h.up {
 		return fmt.Errorf("sim: %s is running", h.Addr)
@@ -177,7 +196,7 @@ func (s *Sim) Leave(h *Host) {
 		return
 	}
 	s.deliver(h, node.Stop{})
-	s.Crash(h, false)
+	s.Crash(h)
 }
 
 // Partition splits the network: hosts in different groups cannot reach
@@ -373,15 +392,36 @@ func (e *env) After(d time.Duration, t node.Timer) func() {
 	return func() { ev.cancelled = true }
 }
 
-// Offload runs w at once against the host's memory disk; the result
-// arrives as the next event.
+// Offload runs w at once against the host's storage; the result arrives
+// as the next event.
 func (e *env) Offload(w node.Work) {
-	res, err := w.Run(e.h.disk)
+	res, err := w.Run(e.h.storage)
 	e.h.s.schedule(0, e.h, node.WorkDone{W: w, Result: res, Err: err})
 }
 
-// memDisk is a host's disk in the simulator: it survives a crash unless the
-// crash wipes it.
+// storage is a host's storage in the simulator: small state files and the
+// storage engine. It survives a crash; Wipe replaces it.
+type storage struct {
+	files  memDisk
+	engine store.Engine
+}
+
+func (s *Sim) newStorage() *storage {
+	clock := func() time.Time { return s.cfg.Epoch.Add(s.now) }
+	var eng store.Engine
+	if s.cfg.NewEngine != nil {
+		eng = s.cfg.NewEngine(clock)
+	} else {
+		eng = store.NewMem(store.Options{Now: clock})
+	}
+	return &storage{files: memDisk{}, engine: eng}
+}
+
+func (st *storage) Engine() store.Engine                     { return st.engine }
+func (st *storage) WriteFile(name string, data []byte) error { return st.files.WriteFile(name, data) }
+func (st *storage) ReadFile(name string) ([]byte, error)     { return st.files.ReadFile(name) }
+
+// memDisk holds a host's state files in the simulator.
 type memDisk map[string][]byte
 
 func (d memDisk) WriteFile(name string, data []byte) error {

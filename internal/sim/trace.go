@@ -158,7 +158,11 @@ func (s *Sim) Apply(tr []TraceEvent, join Factory) {
 			switch ev.Action {
 			case ActCrash, ActCrashWipe:
 				if h != nil && h.up {
-					s.Crash(h, ev.Action == ActCrashWipe)
+					if ev.Action == ActCrashWipe {
+						s.Wipe(h)
+					} else {
+						s.Crash(h)
+					}
 				}
 			case ActRestart:
 				if h != nil && !h.up {

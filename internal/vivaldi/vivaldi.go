@@ -1,10 +1,3 @@
-// Package vivaldi keeps a node's network coordinate (Dabek et al., "Vivaldi:
-// a decentralized network coordinate system", SIGCOMM 2004): a point in a
-// 2-D plane plus a height, fitted so that the distance between two nodes'
-// coordinates predicts their round-trip time. Every RPC reply carries its
-// sender's coordinate, so coordinates cost no extra messages; the ring uses
-// them to choose nearby fingers (proximity neighbour selection) and to time
-// out calls to peers it has never measured (as STP does).
 package vivaldi
 
 import (

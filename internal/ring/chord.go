@@ -6,20 +6,22 @@ import (
 	"slices"
 	"time"
 
+	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/rpc"
-	"triad/internal/vivaldi"
 	"triad/internal/wire"
 )
 
-// Host is one process's ring state machine: its virtual servers, the calls
-// and lookups they have in flight, and what it knows of dead peers.
-type Host struct {
+// Chord is the Chord protocol of one host: its virtual servers, the
+// lookups they have in flight, and the peers it lost (probed to merge rings
+// split by a partition). It runs on a host.Host, which owns the RPC layer,
+// Vivaldi and liveness.
+type Chord struct {
 	cfg    Config
+	rt     *host.Host
 	addr   node.Addr
 	vnodes []*Vnode
-	rpc    *rpc.Client
 
 	// join lists where a vnode with no live successor may ask its way back
 	// into the ring: the bootstrap address first, then saved peers.
@@ -27,7 +29,6 @@ type Host struct {
 
 	lookups    map[uint64]*lookup
 	nextLookup uint64
-	dead       map[node.Addr]time.Time
 	lost       []node.Addr // peers declared dead, oldest first; probed to merge rings
 	stopped    bool
 
@@ -37,43 +38,41 @@ type Host struct {
 	// second ring, so the state is saved again as soon as it has a peer.
 	savedAlone bool
 
-	viv *vivaldi.Model
-
-	// RTT, if set, receives every round-trip sample.
-	RTT func(peer node.Addr, rtt time.Duration)
-
 	Stats Stats
 }
 
-// Stats are a host's counters; drivers export them.
+// Stats are the ring's counters; drivers export them.
 type Stats struct {
 	LookupsStarted, LookupsDone, LookupsFailed uint64
 	IterativeFallbacks                         uint64
 	HopFailures                                uint64
-	PeersDeclaredDead                          uint64
 	BadRequests                                uint64
 }
 
-// NewHost makes the state machine of the process at addr, with the vnode
-// IDs and known peers of st (see LoadState). bootstrap, if not empty, is the
-// address of any ring member to join through; without one, a host with no
-// saved peers starts a new ring.
-func NewHost(cfg Config, addr node.Addr, st State, bootstrap node.Addr) (*Host, error) {
+// Message types the ring owns (wire.Ranges).
+const (
+	FirstType = wire.TypeStabilize
+	LastType  = wire.TypeClientLookup
+)
+
+// New makes the ring protocol of the host rt, with the vnode IDs and known
+// peers of st (see LoadState), and registers it with rt. bootstrap, if not
+// empty, is the address of any ring member to join through; without one, a
+// host with no saved peers starts a new ring.
+func New(cfg Config, rt *host.Host, st State, bootstrap node.Addr) (*Chord, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	addr := rt.Addr()
 	if len(st.IDs) == 0 {
 		return nil, fmt.Errorf("ring: host %s has no vnode ids", addr)
 	}
-	h := &Host{
+	h := &Chord{
 		cfg:     cfg,
+		rt:      rt,
 		addr:    addr,
-		rpc:     rpc.NewClient(cfg.RPC),
 		lookups: make(map[uint64]*lookup),
-		dead:    make(map[node.Addr]time.Time),
-		viv:     vivaldi.New(),
 	}
-	h.rpc.Predict = h.predictCoord
 	if bootstrap != "" && bootstrap != addr {
 		h.join = append(h.join, wire.NodeRef{Addr: bootstrap})
 	}
@@ -100,6 +99,9 @@ func NewHost(cfg Config, addr node.Addr, st State, bootstrap node.Addr) (*Host, 
 	// With nobody to ask, the first vnode founds a new ring; the others
 	// join through it.
 	h.vnodes[0].alone = len(h.join) == 0
+	if err := rt.Register("ring", FirstType, LastType, h); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -109,14 +111,14 @@ func sortedCopy(list []wire.NodeRef, self id.ID, sortFn func(id.ID, []wire.NodeR
 	return out
 }
 
-// RPC is the host's call layer, for its counters.
-func (h *Host) RPC() *rpc.Client { return h.rpc }
+// Runtime is the host runtime the ring runs on.
+func (h *Chord) Runtime() *host.Host { return h.rt }
 
 // Addr is the host's address.
-func (h *Host) Addr() node.Addr { return h.addr }
+func (h *Chord) Addr() node.Addr { return h.addr }
 
 // Vnodes returns the host's virtual servers.
-func (h *Host) Vnodes() []*Vnode { return h.vnodes }
+func (h *Chord) Vnodes() []*Vnode { return h.vnodes }
 
 // Timers of a host, as typed values.
 type (
@@ -133,33 +135,56 @@ func (t lookupTimer) String() string    { return fmt.Sprintf("lookup-timeout(%d)
 func (saveTimer) String() string        { return "save-state" }
 func (probeTimer) String() string       { return "probe-lost" }
 
-// Handle applies one event.
-func (h *Host) Handle(env node.Env, ev node.Event) {
+// Start begins the maintenance rounds of every vnode.
+func (h *Chord) Start(env node.Env) { h.start(env) }
+
+// Stop leaves the ring gracefully.
+func (h *Chord) Stop(env node.Env) { h.stop(env) }
+
+// Receive handles a ring message.
+func (h *Chord) Receive(env node.Env, in node.MsgIn) {
 	if h.stopped {
 		return
 	}
-	env = h.Stamp(env)
-	switch ev := ev.(type) {
-	case node.Start:
-		h.start(env)
-	case node.MsgIn:
-		h.handleMsg(env, ev)
-	case node.TimerFired:
-		h.handleTimer(env, ev.T)
-	case node.WorkDone:
-		// Saves are best effort: the next one retries. Drivers log errors.
-	case node.Request:
-		ev.Fn(env)
-	case node.Stop:
-		h.stop(env)
+	h.handleMsg(env, in)
+	h.maybeSave(env)
+}
+
+// Timer handles the ring's timers.
+func (h *Chord) Timer(env node.Env, t node.Timer) bool {
+	if !h.handleTimer(env, t) {
+		return false
 	}
+	h.maybeSave(env)
+	return true
+}
+
+// Work handles the end of a state save. Saves are best effort: the next
+// one retries, and drivers log errors.
+func (h *Chord) Work(env node.Env, done node.WorkDone) bool {
+	_, ok := done.W.(saveWork)
+	return ok
+}
+
+// PeerDown drops every vnode of the process at addr from all lists, and
+// remembers it for the merge probes.
+func (h *Chord) PeerDown(env node.Env, addr node.Addr) {
+	h.remember(addr)
+	for _, v := range h.vnodes {
+		v.forget(func(n wire.NodeRef) bool { return n.Addr == addr })
+	}
+}
+
+// maybeSave saves the state once a host whose last save named no peers has
+// one (see savedAlone).
+func (h *Chord) maybeSave(env node.Env) {
 	if h.savedAlone && !h.stopped && h.hasPeer() {
 		h.save(env)
 	}
 }
 
 // hasPeer reports whether any vnode knows a successor on another host.
-func (h *Host) hasPeer() bool {
+func (h *Chord) hasPeer() bool {
 	for _, v := range h.vnodes {
 		for _, s := range v.succs {
 			if s.Addr != h.addr {
@@ -170,7 +195,7 @@ func (h *Host) hasPeer() bool {
 	return false
 }
 
-func (h *Host) start(env node.Env) {
+func (h *Chord) start(env node.Env) {
 	for _, v := range h.vnodes {
 		// Spread the first rounds so that vnodes (and hosts started together)
 		// do not beat in step.
@@ -188,7 +213,7 @@ func (h *Host) start(env node.Env) {
 
 // stop leaves the ring gracefully: each vnode hands its lists to its
 // neighbours so they close the gap at once, and the state is saved.
-func (h *Host) stop(env node.Env) {
+func (h *Chord) stop(env node.Env) {
 	for _, v := range h.vnodes {
 		v.leave(env)
 	}
@@ -196,7 +221,7 @@ func (h *Host) stop(env node.Env) {
 	h.stopped = true
 }
 
-func (h *Host) save(env node.Env) {
+func (h *Chord) save(env node.Env) {
 	st := h.State()
 	h.savedAlone = len(st.Peers) == 0
 	b, err := MarshalState(st)
@@ -207,7 +232,7 @@ func (h *Host) save(env node.Env) {
 }
 
 // State is what the host would save now.
-func (h *Host) State() State {
+func (h *Chord) State() State {
 	var s State
 	for _, v := range h.vnodes {
 		s.IDs = append(s.IDs, v.self.ID)
@@ -230,14 +255,11 @@ func (h *Host) State() State {
 	return s
 }
 
-func (h *Host) jitter(env node.Env, d time.Duration) time.Duration {
+func (h *Chord) jitter(env node.Env, d time.Duration) time.Duration {
 	return d*3/4 + time.Duration(env.Rand().Int64N(int64(d)/2+1))
 }
 
-func (h *Host) handleTimer(env node.Env, t node.Timer) {
-	if h.rpc.HandleTimer(env, t) {
-		return
-	}
+func (h *Chord) handleTimer(env node.Env, t node.Timer) bool {
 	switch t := t.(type) {
 	case stabilizeTimer:
 		h.vnodes[t.vnode].stabilize(env)
@@ -252,12 +274,15 @@ func (h *Host) handleTimer(env node.Env, t node.Timer) {
 	case probeTimer:
 		h.probe(env)
 		env.After(h.jitter(env, h.cfg.ProbeInterval), t)
+	default:
+		return false
 	}
+	return true
 }
 
 // vnodeFor finds the destination vnode of an envelope; the zero ID picks
 // the first.
-func (h *Host) vnodeFor(x id.ID) *Vnode {
+func (h *Chord) vnodeFor(x id.ID) *Vnode {
 	if x.IsZero() {
 		return h.vnodes[0]
 	}
@@ -269,28 +294,12 @@ func (h *Host) vnodeFor(x id.ID) *Vnode {
 	return nil
 }
 
-func (h *Host) handleMsg(env node.Env, in node.MsgIn) {
+func (h *Chord) handleMsg(env node.Env, in node.MsgIn) {
 	e := in.Env
-	if !e.From.IsZero() {
-		if e.From.ID.Width() != id.Bytes || e.From.Addr == "" {
-			h.Stats.BadRequests++
-			return
-		}
-		delete(h.dead, e.From.Addr) // it is alive
-	}
 	if err := validate(e.Msg); err != nil {
 		h.Stats.BadRequests++
 		if e.Kind == wire.Request {
 			rpc.RespondError(env, in, h.vnodes[0].self, wire.ErrCodeBadRequest, err.Error())
-		}
-		return // a bad reply is dropped: its call times out
-	}
-	if e.Kind == wire.Reply {
-		if peer, rtt, ok := h.rpc.HandleReply(env, in); ok {
-			h.viv.Observe(peer, rtt, e.Coord, env.Rand())
-			if h.RTT != nil {
-				h.RTT(peer, rtt)
-			}
 		}
 		return
 	}
@@ -302,8 +311,6 @@ func (h *Host) handleMsg(env node.Env, in node.MsgIn) {
 		return
 	}
 	switch m := e.Msg.(type) {
-	case *wire.Ping:
-		rpc.Respond(env, in, v.self, &wire.Ack{})
 	case *wire.Stabilize:
 		v.handleStabilize(env, in)
 	case *wire.GetNeighbors:
@@ -325,7 +332,7 @@ func (h *Host) handleMsg(env node.Env, in node.MsgIn) {
 		rpc.Respond(env, in, v.self, v.nextHop(m.Key, int(m.MinSuccs)))
 	case *wire.Leave:
 		v.handleLeave(env, e.From, m)
-		h.dead[e.From.Addr] = env.Now() // gone: calls still in flight to it are no news
+		h.rt.Departed(env, e.From.Addr) // gone: calls still in flight to it are no news
 	case *wire.RingInfoReq:
 		rpc.Respond(env, in, v.self, h.RingInfo())
 	case *wire.ClientLookup:
@@ -386,30 +393,11 @@ func validate(m wire.Msg) error {
 	return nil
 }
 
-// markDead removes every vnode of the process at addr from all lists and
-// keeps it out until it is heard from or DeadMemory passes.
-func (h *Host) markDead(env node.Env, addr node.Addr) {
-	if addr == h.addr {
-		return
-	}
-	if _, known := h.dead[addr]; !known {
-		h.Stats.PeersDeclaredDead++
-		h.remember(addr)
-	}
-	h.dead[addr] = env.Now()
-	h.rpc.Forget(addr)
-	h.viv.Forget(addr)
-	h.expireDead(env.Now())
-	for _, v := range h.vnodes {
-		v.forget(func(n wire.NodeRef) bool { return n.Addr == addr })
-	}
-}
-
 // maxLost bounds the peers remembered for merge probes.
 const maxLost = 64
 
-func (h *Host) remember(addr node.Addr) {
-	if slices.Contains(h.lost, addr) {
+func (h *Chord) remember(addr node.Addr) {
+	if addr == h.addr || slices.Contains(h.lost, addr) {
 		return
 	}
 	if len(h.lost) == maxLost {
@@ -422,7 +410,7 @@ func (h *Host) remember(addr node.Addr) {
 // peer is alive again and knows a closer successor, we adopt it: this is how
 // two rings that formed on the sides of a partition find each other again
 // (stabilization then zips them together).
-func (h *Host) probe(env node.Env) {
+func (h *Chord) probe(env node.Env) {
 	if len(h.lost) == 0 {
 		return
 	}
@@ -442,39 +430,10 @@ func (h *Host) probe(env node.Env) {
 	})
 }
 
-// maxDead bounds the dead-peer memory.
-const maxDead = 1024
-
-func (h *Host) expireDead(now time.Time) {
-	if len(h.dead) <= maxDead/2 {
-		return
-	}
-	for a, t := range h.dead {
-		if now.Sub(t) > h.cfg.DeadMemory {
-			delete(h.dead, a)
-		}
-	}
-	// Still too many: drop the oldest, choosing by (time, address) so that
-	// map order never decides what a node remembers.
-	for len(h.dead) > maxDead {
-		var oldest node.Addr
-		var at time.Time
-		for a, t := range h.dead {
-			if oldest == "" || t.Before(at) || (t.Equal(at) && a < oldest) {
-				oldest, at = a, t
-			}
-		}
-		delete(h.dead, oldest)
-	}
-}
-
-func (h *Host) isDead(env node.Env, n wire.NodeRef) bool {
-	t, ok := h.dead[n.Addr]
-	return ok && env.Now().Sub(t) <= h.cfg.DeadMemory
-}
+func (h *Chord) isDead(env node.Env, n wire.NodeRef) bool { return h.rt.IsDead(env, n.Addr) }
 
 // RingInfo is the routing state of all vnodes, for `triad ring`.
-func (h *Host) RingInfo() *wire.RingInfo {
+func (h *Chord) RingInfo() *wire.RingInfo {
 	info := &wire.RingInfo{}
 	for _, v := range h.vnodes {
 		vi := wire.VnodeInfo{Self: v.self, Preds: slices.Clone(v.preds), Succs: slices.Clone(v.succs)}
@@ -488,58 +447,14 @@ func (h *Host) RingInfo() *wire.RingInfo {
 	return info
 }
 
-// Coord is the host's Vivaldi coordinate.
-func (h *Host) Coord() wire.Coord { return h.viv.Coord() }
-
-// Predict is the expected round-trip time to the process at addr: measured
-// when it has answered us, else predicted from its coordinate. ok is false
-// when nothing is known of it.
-func (h *Host) Predict(addr node.Addr) (time.Duration, bool) {
-	if addr == h.addr {
-		return 0, true
-	}
-	if rtt, ok := h.rpc.SRTT(addr); ok {
-		return rtt, true
-	}
-	rtt, _, ok := h.viv.Predict(addr)
-	return rtt, ok
-}
-
-func (h *Host) predictCoord(addr node.Addr) (time.Duration, float64, bool) {
-	return h.viv.Predict(addr)
-}
-
-// stampEnv puts the host's coordinate on every reply it sends, so that each
-// round trip also trains the caller's coordinate.
-type stampEnv struct {
-	node.Env
-	h *Host
-}
-
-func (s stampEnv) Send(to node.Addr, e wire.Envelope) {
-	if e.Kind == wire.Reply {
-		e.Coord = s.h.viv.Coord()
-	}
-	s.Env.Send(to, e)
-}
-
-// Stamp wraps env so that replies carry the host's coordinate. Layers above
-// the ring (the block store) answer requests through it too.
-func (h *Host) Stamp(env node.Env) node.Env {
-	if s, ok := env.(stampEnv); ok && s.h == h {
-		return env
-	}
-	return stampEnv{Env: env, h: h}
-}
-
 // IsDead reports whether n's process was declared dead recently.
-func (h *Host) IsDead(env node.Env, n wire.NodeRef) bool { return h.isDead(env, n) }
+func (h *Chord) IsDead(env node.Env, n wire.NodeRef) bool { return h.isDead(env, n) }
 
 // CallFailed tells the ring that a call to n by a layer above failed: a
 // timeout marks n's process dead, an error reply naming a missing vnode
 // drops that vnode. Any other error (a missing block, a full disk) was an
 // answer, so n is alive.
-func (h *Host) CallFailed(env node.Env, n wire.NodeRef, err error) {
+func (h *Chord) CallFailed(env node.Env, n wire.NodeRef, err error) {
 	var we *wire.Error
 	if errors.As(err, &we) || errors.Is(err, rpc.ErrTimeout) {
 		h.vnodes[0].callFailed(env, n, err)

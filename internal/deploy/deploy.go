@@ -1,0 +1,97 @@
+package deploy
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"triad/internal/dhash"
+	"triad/internal/host"
+	"triad/internal/node"
+	"triad/internal/ring"
+	"triad/internal/sim"
+)
+
+// Options say what runs on a host.
+type Options struct {
+	// Vnodes is the number of ring positions (virtual servers). Default 1.
+	Vnodes int
+	// Bootstrap is the address of any ring member to join through; empty
+	// starts a new ring unless the host saved peers.
+	Bootstrap node.Addr
+	// Host configures the runtime (RPC, liveness).
+	Host host.Config
+	// Ring configures the Chord protocol.
+	Ring ring.Config
+	// Blocks configures the block store; nil runs the ring alone.
+	Blocks *dhash.Config
+}
+
+// DefaultOptions is one vnode running the ring and the block store with
+// their defaults.
+func DefaultOptions() Options {
+	b := dhash.DefaultConfig()
+	return Options{Vnodes: 1, Host: host.DefaultConfig(), Ring: ring.DefaultConfig(), Blocks: &b}
+}
+
+// Node is one assembled host: the runtime, which drivers run as the
+// node.Handler, and the protocols registered on it.
+type Node struct {
+	Host   *host.Host
+	Ring   *ring.Chord
+	Blocks *dhash.Node // nil when Options.Blocks is nil
+	// State is the ring state the host started from: its vnode IDs and
+	// the peers it last knew.
+	State ring.State
+}
+
+// Handle runs the host's runtime, so a Node can be handed to a driver.
+func (n *Node) Handle(env node.Env, ev node.Event) { n.Host.Handle(env, ev) }
+
+// New builds the host at addr from what its storage holds (ring IDs and
+// peers of an earlier run, and the storage engine the driver opened), with
+// r as its random source for new IDs. Protocols are registered in a fixed
+// order: the ring, then the block store.
+func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error) {
+	if o.Vnodes == 0 {
+		o.Vnodes = 1
+	}
+	state, err := ring.LoadState(st, r, o.Vnodes)
+	if err != nil {
+		return nil, err
+	}
+	h, err := host.New(o.Host, addr)
+	if err != nil {
+		return nil, err
+	}
+	chord, err := ring.New(o.Ring, h, state, o.Bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{Host: h, Ring: chord, State: state}
+	if o.Blocks != nil {
+		if n.Blocks, err = dhash.New(*o.Blocks, chord); err != nil {
+			return nil, fmt.Errorf("deploy: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// Factory is a simulator factory building hosts from o; bootstrap picks
+// the address each new host joins through (called once per boot; it may
+// return "" to start a ring or rejoin from saved peers).
+func Factory(o Options, bootstrap func() node.Addr) sim.Factory {
+	return func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, error) {
+		o := o
+		if bootstrap != nil {
+			o.Bootstrap = bootstrap()
+		}
+		return New(o, addr, st, r)
+	}
+}
+
+// Of returns the Node a simulated host runs, or nil while it is down or
+// when it runs something else.
+func Of(h *sim.Host) *Node {
+	n, _ := h.Handler().(*Node)
+	return n
+}

@@ -1,0 +1,331 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/rpc"
+	"triad/internal/vivaldi"
+	"triad/internal/wire"
+)
+
+// Protocol is one protocol running on a host. The host calls it only from
+// its event loop, one event at a time; it must follow node.Handler's rules.
+type Protocol interface {
+	// Start runs when the host boots or restarts.
+	Start(env node.Env)
+	// Receive handles a request or one-way message whose type lies in the
+	// protocol's registered range. Replies go to the RPC layer, never here.
+	Receive(env node.Env, in node.MsgIn)
+	// Timer handles t and reports true if t is one of the protocol's own
+	// timers. Timer types are unexported values of the protocol's package,
+	// so no two protocols claim the same one.
+	Timer(env node.Env, t node.Timer) bool
+	// Work handles the result of offloaded work and reports true if the
+	// work was the protocol's own.
+	Work(env node.Env, done node.WorkDone) bool
+	// PeerDown tells the protocol that the host declared the process at
+	// addr dead, so that it drops the peer from its tables.
+	PeerDown(env node.Env, addr node.Addr)
+	// Stop runs once when the host shuts down gracefully.
+	Stop(env node.Env)
+}
+
+// Config sets a host's runtime.
+type Config struct {
+	// RPC configures calls and their timeouts.
+	RPC rpc.Config
+	// DeadMemory is how long a peer that timed out stays dead unless it is
+	// heard from. Default 30s.
+	DeadMemory time.Duration
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{RPC: rpc.DefaultConfig(), DeadMemory: 30 * time.Second}
+}
+
+// Validate reports a config that cannot work.
+func (c Config) Validate() error {
+	if c.DeadMemory < 0 {
+		return fmt.Errorf("host: dead memory %v must not be negative", c.DeadMemory)
+	}
+	return c.RPC.Validate()
+}
+
+// Stats are the runtime's counters; drivers export them.
+type Stats struct {
+	PeersDeclaredDead uint64
+	// BadMessages counts messages dropped before any protocol saw them:
+	// a malformed sender, or a type no protocol registered.
+	BadMessages uint64
+}
+
+// registration is one registered protocol and the message types it owns.
+type registration struct {
+	name   string
+	lo, hi wire.Type
+	p      Protocol
+}
+
+// Host is the runtime of one host. Create it with New, register protocols,
+// then hand it to a driver as the node.Handler.
+type Host struct {
+	cfg     Config
+	addr    node.Addr
+	rpc     *rpc.Client
+	viv     *vivaldi.Model
+	dead    map[node.Addr]time.Time
+	protos  []registration
+	stopped bool
+
+	// RTT, if set, receives every round-trip sample (experiments use it).
+	RTT func(peer node.Addr, rtt time.Duration)
+
+	Stats Stats
+}
+
+// New makes the runtime of the host at addr.
+func New(cfg Config, addr node.Addr) (*Host, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if addr == "" {
+		return nil, errors.New("host: empty address")
+	}
+	h := &Host{
+		cfg:  cfg,
+		addr: addr,
+		rpc:  rpc.NewClient(cfg.RPC),
+		viv:  vivaldi.New(),
+		dead: make(map[node.Addr]time.Time),
+	}
+	h.rpc.Predict = h.viv.Predict
+	return h, nil
+}
+
+// Register adds a protocol that owns the message types lo to hi,
+// inclusive. Protocols start in the order they were registered. Two
+// protocols may not share a type, and Ping, Ack and Error are the
+// runtime's own.
+func (h *Host) Register(name string, lo, hi wire.Type, p Protocol) error {
+	if lo > hi || lo < firstProtocolType {
+		return fmt.Errorf("host: protocol %s: bad type range %d-%d", name, lo, hi)
+	}
+	for _, r := range h.protos {
+		if r.name == name {
+			return fmt.Errorf("host: protocol %s registered twice", name)
+		}
+		if lo <= r.hi && r.lo <= hi {
+			return fmt.Errorf("host: protocol %s: types %d-%d overlap %s's %d-%d", name, lo, hi, r.name, r.lo, r.hi)
+		}
+	}
+	h.protos = append(h.protos, registration{name: name, lo: lo, hi: hi, p: p})
+	return nil
+}
+
+// firstProtocolType is the first message type a protocol may own; below it
+// are the runtime's (Ping, Ack, Error).
+const firstProtocolType = wire.TypeError + 1
+
+// Protocol returns the protocol registered under name, or nil.
+func (h *Host) Protocol(name string) Protocol {
+	for _, r := range h.protos {
+		if r.name == name {
+			return r.p
+		}
+	}
+	return nil
+}
+
+// Addr is the host's address: its identity on the network.
+func (h *Host) Addr() node.Addr { return h.addr }
+
+// RPC is the host's call layer.
+func (h *Host) RPC() *rpc.Client { return h.rpc }
+
+// Coord is the host's Vivaldi coordinate.
+func (h *Host) Coord() wire.Coord { return h.viv.Coord() }
+
+// Handle applies one event: the runtime's own first, then the protocol
+// that owns it.
+func (h *Host) Handle(env node.Env, ev node.Event) {
+	if h.stopped {
+		return
+	}
+	env = h.stamp(env)
+	switch ev := ev.(type) {
+	case node.Start:
+		for _, r := range h.protos {
+			r.p.Start(env)
+		}
+	case node.MsgIn:
+		h.receive(env, ev)
+	case node.TimerFired:
+		if h.rpc.HandleTimer(env, ev.T) {
+			return
+		}
+		for _, r := range h.protos {
+			if r.p.Timer(env, ev.T) {
+				return
+			}
+		}
+		panic(fmt.Sprintf("host: timer %v claimed by no protocol", ev.T))
+	case node.WorkDone:
+		for _, r := range h.protos {
+			if r.p.Work(env, ev) {
+				return
+			}
+		}
+		panic(fmt.Sprintf("host: work %T claimed by no protocol", ev.W))
+	case node.Request:
+		ev.Fn(env)
+	case node.Stop:
+		for _, r := range h.protos {
+			r.p.Stop(env)
+		}
+		h.stopped = true
+	}
+}
+
+func (h *Host) receive(env node.Env, in node.MsgIn) {
+	e := in.Env
+	if !e.From.IsZero() {
+		if e.From.ID.Width() != id.Bytes || e.From.Addr == "" {
+			h.Stats.BadMessages++
+			return
+		}
+		delete(h.dead, e.From.Addr) // it is alive
+	}
+	if e.Kind == wire.Reply {
+		if peer, rtt, ok := h.rpc.HandleReply(env, in); ok {
+			h.viv.Observe(peer, rtt, e.Coord, env.Rand())
+			if h.RTT != nil {
+				h.RTT(peer, rtt)
+			}
+		}
+		return
+	}
+	t := e.Msg.Type()
+	if t == wire.TypePing {
+		rpc.Respond(env, in, wire.NodeRef{}, &wire.Ack{})
+		return
+	}
+	for _, r := range h.protos {
+		if r.lo <= t && t <= r.hi {
+			r.p.Receive(env, in)
+			return
+		}
+	}
+	h.Stats.BadMessages++
+	if e.Kind == wire.Request {
+		rpc.RespondError(env, in, wire.NodeRef{}, wire.ErrCodeBadRequest, fmt.Sprintf("no protocol for %v at %s", t, h.addr))
+	}
+}
+
+// Call sends m to the virtual server dst (zero: any) of the process at to,
+// from the local virtual server from, and runs cont once with the outcome
+// (see rpc.Client.Call). It returns false, and cont never runs, when too
+// many calls are in flight.
+func (h *Host) Call(env node.Env, to node.Addr, from wire.NodeRef, dst id.ID, m wire.Msg, timeout time.Duration, cont rpc.Reply) bool {
+	return h.rpc.Call(env, to, from, dst, m, timeout, cont)
+}
+
+// MarkDead declares the process at addr dead: calls to it are no longer
+// timed from its history, and every protocol drops it (PeerDown). It stays
+// dead for DeadMemory unless it is heard from.
+func (h *Host) MarkDead(env node.Env, addr node.Addr) {
+	if addr == h.addr {
+		return
+	}
+	if _, known := h.dead[addr]; !known {
+		h.Stats.PeersDeclaredDead++
+	}
+	h.dead[addr] = env.Now()
+	h.rpc.Forget(addr)
+	h.viv.Forget(addr)
+	h.expireDead(env.Now())
+	for _, r := range h.protos {
+		r.p.PeerDown(env, addr)
+	}
+}
+
+// Departed records that the process at addr left gracefully: it counts as
+// dead (calls still in flight to it are no news) without the protocols
+// being told, since its leave message already told them.
+func (h *Host) Departed(env node.Env, addr node.Addr) {
+	if addr != h.addr {
+		h.dead[addr] = env.Now()
+	}
+}
+
+// IsDead reports whether the process at addr was declared dead within
+// DeadMemory.
+func (h *Host) IsDead(env node.Env, addr node.Addr) bool {
+	t, ok := h.dead[addr]
+	return ok && env.Now().Sub(t) <= h.cfg.DeadMemory
+}
+
+// maxDead bounds the dead-peer memory.
+const maxDead = 1024
+
+func (h *Host) expireDead(now time.Time) {
+	if len(h.dead) <= maxDead/2 {
+		return
+	}
+	for a, t := range h.dead {
+		if now.Sub(t) > h.cfg.DeadMemory {
+			delete(h.dead, a)
+		}
+	}
+	// Still too many: drop the oldest, choosing by (time, address) so that
+	// map order never decides what a host remembers.
+	for len(h.dead) > maxDead {
+		var oldest node.Addr
+		var at time.Time
+		for a, t := range h.dead {
+			if oldest == "" || t.Before(at) || (t.Equal(at) && a < oldest) {
+				oldest, at = a, t
+			}
+		}
+		delete(h.dead, oldest)
+	}
+}
+
+// Predict is the expected round-trip time to the process at addr: measured
+// when it has answered us, else predicted from its coordinate. ok is false
+// when nothing is known of it.
+func (h *Host) Predict(addr node.Addr) (time.Duration, bool) {
+	if addr == h.addr {
+		return 0, true
+	}
+	if rtt, ok := h.rpc.SRTT(addr); ok {
+		return rtt, true
+	}
+	rtt, _, ok := h.viv.Predict(addr)
+	return rtt, ok
+}
+
+// stampEnv puts the host's coordinate on every reply it sends, so that each
+// round trip also trains the caller's coordinate.
+type stampEnv struct {
+	node.Env
+	h *Host
+}
+
+func (s stampEnv) Send(to node.Addr, e wire.Envelope) {
+	if e.Kind == wire.Reply {
+		e.Coord = s.h.viv.Coord()
+	}
+	s.Env.Send(to, e)
+}
+
+func (h *Host) stamp(env node.Env) node.Env {
+	if s, ok := env.(stampEnv); ok && s.h == h {
+		return env
+	}
+	return stampEnv{Env: env, h: h}
+}
