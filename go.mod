@@ -3,6 +3,7 @@ module triad
 go 1.26.8
 
 require (
+	github.com/cockroachdb/datadriven v1.0.3
 	github.com/google/btree v1.1.3
 	github.com/klauspost/reedsolomon v1.14.2
 	github.com/schollz/progressbar/v3 v3.18.0
@@ -16,5 +17,6 @@ require (
 require (
 	github.com/klauspost/cpuid/v2 v2.3.0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 )

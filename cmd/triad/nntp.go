@@ -193,13 +193,13 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 	}
 	for _, spec := range splitList(*o.groups) {
 		g, status, _ := groupSpec(spec)
-		if old, ok := site.Group(g); !ok || status != "" && status != old.Status {
-			if err := site.AddGroup(g, status, old.Desc); err != nil {
+		if old, ok := site.List().Group(g); !ok || status != "" && status != old.Status {
+			if err := site.List().AddGroup(g, status, old.Desc); err != nil {
 				return fail(err)
 			}
 		}
 	}
-	for _, g := range site.Groups("") {
+	for _, g := range site.List().Groups("") {
 		r.groups = append(r.groups, g.Name)
 	}
 	cfg := usenet.Config{Site: site, Log: log, MaxConns: *o.maxConns, MaxPerAddr: *o.maxPerAddr, IdleTimeout: *o.idle}
@@ -227,7 +227,7 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 // expireLoop runs expiry at start and then every hour.
 func (r *runningNNTP) expireLoop(ctx context.Context, log *slog.Logger) {
 	for {
-		ov, hist, err := r.site.Expire()
+		ov, hist, err := r.site.List().Expire()
 		if err != nil {
 			log.Error("expiry failed", "err", err)
 		} else if ov+hist > 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"triad/internal/nntp"
 )
 
 // newsProc is a `triad nntp` process.
@@ -132,17 +133,15 @@ print("nntplib ok")
 func TestNNTPCrashDuringIngest(t *testing.T) {
 	dir := t.TempDir()
 	p := startNews(t, dir, "--groups", "local.test")
-	nc, err := net.Dial("tcp", p.addr)
+	feed, err := nntp.Dial(p.addr, time.Now().Add(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	r := bufio.NewReader(nc)
-	r.ReadString('\n')
-	fmt.Fprintf(nc, "MODE STREAM\r\n")
-	if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "203") {
-		t.Fatalf("MODE STREAM: %q", l)
+	defer feed.Close()
+	if l, err := feed.Cmd("MODE STREAM"); err != nil || !strings.HasPrefix(string(l), "203 ") {
+		t.Fatalf("MODE STREAM: %q, %v", l, err)
 	}
+	nc := feed.Conn()
 	const offered = 20000
 	go func() {
 		w := bufio.NewWriter(nc)
@@ -157,15 +156,15 @@ func TestNNTPCrashDuringIngest(t *testing.T) {
 	}()
 	var acked []string
 	for len(acked) < offered {
-		nc.SetReadDeadline(time.Now().Add(30 * time.Second))
-		l, err := r.ReadString('\n')
+		nc.SetDeadline(time.Now().Add(30 * time.Second))
+		l, err := feed.ReadLine()
 		if err != nil {
 			break
 		}
-		if !strings.HasPrefix(l, "239 ") {
+		if code, _ := nntp.ParseStatus(l); code != nntp.CodeTakeThisOK {
 			t.Fatalf("TAKETHIS: %q", l)
 		}
-		acked = append(acked, strings.Fields(l)[1])
+		acked = append(acked, strings.Fields(string(l))[1])
 		if len(acked) == 2000 {
 			p.cmd.Process.Signal(syscall.SIGKILL) // replies already in flight are still read
 		}
@@ -177,34 +176,29 @@ func TestNNTPCrashDuringIngest(t *testing.T) {
 	t.Logf("%d of %d articles acknowledged before SIGKILL", len(acked), offered)
 
 	p = startNews(t, dir, "--groups", "local.test")
-	c, err := net.Dial("tcp", p.addr)
+	c, err := nntp.Dial(p.addr, time.Now().Add(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cr := bufio.NewReader(c)
-	cr.ReadString('\n')
 	cmd := func(format string, args ...any) string {
-		fmt.Fprintf(c, format+"\r\n", args...)
-		c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		l, err := cr.ReadString('\n')
+		c.Conn().SetDeadline(time.Now().Add(30 * time.Second))
+		l, err := c.Cmd(fmt.Sprintf(format, args...))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return l
+		return string(l)
 	}
 	block := func() []string {
-		var out []string
-		for {
-			l, err := cr.ReadString('\n')
-			if err != nil {
-				t.Fatal(err)
-			}
-			if l = strings.TrimRight(l, "\r\n"); l == "." {
-				return out
-			}
-			out = append(out, l)
+		b, _, err := c.ReadBlock(nil, 1<<30)
+		if err != nil {
+			t.Fatal(err)
 		}
+		text := strings.TrimSuffix(string(nntp.Unstuff(b)), "\r\n")
+		if text == "" {
+			return nil
+		}
+		return strings.Split(text, "\r\n")
 	}
 	if l := cmd("GROUP local.test"); !strings.HasPrefix(l, "211 ") {
 		t.Fatalf("GROUP: %q", l)

@@ -9,7 +9,8 @@
 //     and gets through them (UsenetDHT §6.5, "DHash microbenchmarks").
 //   - NNTP feeds and reads articles through any NNTP server, triad's or
 //     INN, with the shapes of INN's own benchmark, so both fit one table
-//     (UsenetDHT §6.3).
+//     (UsenetDHT §6.3). It talks through internal/nntp's Client, the same
+//     framing code the server uses.
 //
 // Each returns a result for the table and the final JSON line:
 //

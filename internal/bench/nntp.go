@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/base64"
 	"errors"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"triad/internal/nntp"
 )
 
 // The NNTP load generator: it feeds generated articles to any NNTP server
@@ -51,7 +52,6 @@ const (
 	binaryFromBytes     = 16 << 10 // larger articles get base64 bodies, smaller ones text
 	plainSeconds        = 5        // the plain reader's bound, as the anchor's
 	overRepeats         = 5
-	nntpLineBytes       = 64 << 10  // longest line read from the server
 	maxReplyBlockBytes  = 256 << 20 // largest ARTICLE, BODY or OVER reply read
 	ioGrace             = 10 * time.Second
 )
@@ -220,7 +220,7 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 	if err != nil {
 		return res, err
 	}
-	res.Greeting = c.greeting
+	res.Greeting = c.Greeting()
 	if err := c.quit(); err != nil {
 		cfg.Log("bench nntp: closing the first connection: %v", err)
 	}
@@ -444,20 +444,20 @@ func (c *nntpConn) stream(arts []*article, window int, stop time.Time) connStats
 	go func() {
 		defer close(readerDone)
 		for s := range inflight {
-			line, err := c.readLine()
+			line, err := c.ReadLine()
 			<-slots
 			if err != nil {
 				rs.fail(fmt.Errorf("TAKETHIS %s: reading the reply: %w", s.a.id, err))
 				return
 			}
 			rs.end = time.Now()
-			code, _ := parseStatus(line)
+			code, _ := nntp.ParseStatus(line)
 			switch {
-			case code == 239 && replyID(line, 1) == s.a.id:
+			case code == nntp.CodeTakeThisOK && replyID(line, 1) == s.a.id:
 				rs.done++
 				rs.bytes += int64(len(s.a.wire))
 				rs.lat = append(rs.lat, rs.end.Sub(s.t))
-			case code == 439:
+			case code == nntp.CodeTakeThisRejected:
 				rs.rejected++
 				rs.fail(&ReplyError{Cmd: "TAKETHIS " + s.a.id, Line: string(line)})
 			default:
@@ -478,7 +478,7 @@ feed:
 		}
 		inflight <- sent{a, time.Now()}
 		bufs := net.Buffers{[]byte("TAKETHIS " + a.id + "\r\n"), a.wire}
-		if _, werr = bufs.WriteTo(c.c); werr != nil {
+		if _, werr = bufs.WriteTo(c.Conn()); werr != nil {
 			werr = fmt.Errorf("TAKETHIS %s: %w", a.id, werr)
 			break
 		}
@@ -501,7 +501,7 @@ func (r *nntpRun) post(arts []*article) NNTPPhase {
 		return figures("post", true, len(arts), t0, []connStats{s})
 	}
 	defer r.close([]*nntpConn{c})
-	if strings.HasPrefix(c.mode, "201") {
+	if code, _ := nntp.ParseStatus([]byte(c.mode)); code == nntp.CodePostingProhibited {
 		s.fail(&ReplyError{Cmd: "MODE READER", Line: c.mode + " (posting not allowed)"})
 		return figures("post", true, len(arts), t0, []connStats{s})
 	}
@@ -512,29 +512,29 @@ func (r *nntpRun) post(arts []*article) NNTPPhase {
 			break
 		}
 		t := time.Now()
-		if _, err := c.expect("POST", 340); err != nil {
+		if _, err := c.expect("POST", nntp.CodeSendPost); err != nil {
 			s.fail(err)
 			if isIOError(err) {
 				break
 			}
 			continue
 		}
-		if _, err := c.c.Write(a.wire); err != nil {
+		if _, err := c.Conn().Write(a.wire); err != nil {
 			s.fail(fmt.Errorf("POST %s: %w", a.id, err))
 			break
 		}
-		line, err := c.readLine()
+		line, err := c.ReadLine()
 		if err != nil {
 			s.fail(fmt.Errorf("POST %s: reading the reply: %w", a.id, err))
 			break
 		}
 		s.end = time.Now()
-		switch code, _ := parseStatus(line); code {
-		case 240:
+		switch code, _ := nntp.ParseStatus(line); code {
+		case nntp.CodePosted:
 			s.done++
 			s.bytes += int64(len(a.wire))
 			s.lat = append(s.lat, s.end.Sub(t))
-		case 441:
+		case nntp.CodePostingFailed:
 			s.rejected++
 			s.fail(&ReplyError{Cmd: "POST " + a.id, Line: string(line)})
 		default:
@@ -630,21 +630,21 @@ func (r *nntpRun) read(name string, conns int, quickAck bool, ts []readTarget, l
 func (r *nntpRun) fetch(c *nntpConn, verb string, t readTarget, s *connStats) error {
 	start := time.Now()
 	cmd := verb + " " + t.arg
-	line, err := c.cmd(cmd)
+	line, err := c.Cmd(cmd)
 	if err != nil {
 		return err
 	}
-	code, _ := parseStatus(line)
+	code, _ := nntp.ParseStatus(line)
 	switch {
-	case code == 220 && verb == "ARTICLE", code == 222 && verb == "BODY":
-	case code == 423 || code == 430:
+	case code == nntp.CodeArticleFollows && verb == "ARTICLE", code == nntp.CodeBodyFollows && verb == "BODY":
+	case code == nntp.CodeNoArticleNumber || code == nntp.CodeNoArticleID:
 		s.rejected++
 		return &ReplyError{Cmd: cmd, Line: string(line)}
 	default:
 		return &ReplyError{Cmd: cmd, Line: string(line)}
 	}
 	id := replyID(line, 2)
-	if c.block, _, err = readBlock(c.r, c.block[:0], maxReplyBlockBytes); err != nil {
+	if c.block, _, err = c.ReadBlock(c.block[:0], maxReplyBlockBytes); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	s.end = time.Now()
@@ -708,11 +708,11 @@ func (r *nntpRun) over() (NNTPOver, error) {
 	var secs []float64
 	for len(secs) < overRepeats && (len(secs) == 0 || time.Now().Before(stop)) {
 		t := time.Now()
-		if _, err := c.expect(cmd, 224); err != nil {
+		if _, err := c.expect(cmd, nntp.CodeOverviewFollows); err != nil {
 			return o, err
 		}
 		var lines int
-		if c.block, lines, err = readBlock(c.r, c.block[:0], maxReplyBlockBytes); err != nil {
+		if c.block, lines, err = c.ReadBlock(c.block[:0], maxReplyBlockBytes); err != nil {
 			return o, fmt.Errorf("%s: %w", cmd, err)
 		}
 		secs = append(secs, time.Since(t).Seconds())
@@ -756,15 +756,13 @@ func isIOError(err error) bool {
 	return !errors.As(err, &re)
 }
 
-// nntpConn is one client connection. Every read and write is bounded by
-// its deadline; reads go through a buffer that bounds lines.
+// nntpConn is one client connection with what the benchmark learnt on
+// it. Every read and write is bounded by its deadline.
 type nntpConn struct {
-	c        *net.TCPConn
-	r        *bufio.Reader
-	greeting string
-	mode     string    // the reply to MODE READER, on reader connections
-	group    groupInfo // the reply to GROUP, when sent
-	block    []byte    // reused for multi-line replies
+	*nntp.Client
+	mode  string    // the reply to MODE READER, on reader connections
+	group groupInfo // the reply to GROUP, when sent
+	block []byte    // reused for multi-line replies
 }
 
 // groupInfo is a 211 reply to GROUP.
@@ -781,8 +779,7 @@ func (r *nntpRun) dial(deadline time.Time, quickAck bool) (*nntpConn, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	tc := nc.(*net.TCPConn)
-	c := &nntpConn{c: tc}
-	var src io.Reader = tc
+	var src io.Reader // nil: the connection itself
 	if quickAck {
 		raw, err := tc.SyscallConn()
 		if err != nil {
@@ -791,19 +788,17 @@ func (r *nntpRun) dial(deadline time.Time, quickAck bool) (*nntpConn, error) {
 		}
 		src = quickAckReader{tc, raw}
 	}
-	c.r = bufio.NewReaderSize(src, nntpLineBytes)
-	c.setDeadline(deadline)
-	line, err := c.readLine()
+	tc.SetDeadline(deadline) // only fails on a closed connection, which the read reports
+	cl, err := nntp.NewClient(tc, src)
 	if err != nil {
 		tc.Close()
-		return nil, fmt.Errorf("bench: %s: reading the greeting: %w", r.cfg.Addr, err)
+		return nil, fmt.Errorf("bench: %s: %w", r.cfg.Addr, err)
 	}
-	if code, _ := parseStatus(line); code != 200 && code != 201 {
+	if code, _ := nntp.ParseStatus([]byte(cl.Greeting())); code != nntp.CodePostingAllowed && code != nntp.CodePostingProhibited {
 		tc.Close()
-		return nil, &ReplyError{Cmd: "(connect to " + r.cfg.Addr + ")", Line: string(line)}
+		return nil, &ReplyError{Cmd: "(connect to " + r.cfg.Addr + ")", Line: cl.Greeting()}
 	}
-	c.greeting = string(line)
-	return c, nil
+	return &nntpConn{Client: cl}, nil
 }
 
 // feeder opens a streaming connection: AUTHINFO if configured, then MODE
@@ -814,11 +809,11 @@ func (r *nntpRun) feeder(deadline time.Time) (*nntpConn, error) {
 		return nil, err
 	}
 	if err := r.auth(c); err != nil {
-		c.c.Close()
+		c.Close()
 		return nil, err
 	}
-	if _, err := c.expect("MODE STREAM", 203); err != nil {
-		c.c.Close()
+	if _, err := c.expect("MODE STREAM", nntp.CodeStreamingPermitted); err != nil {
+		c.Close()
 		return nil, err
 	}
 	return c, nil
@@ -831,14 +826,14 @@ func (r *nntpRun) reader(deadline time.Time, quickAck, group bool) (*nntpConn, e
 	if err != nil {
 		return nil, err
 	}
-	if c.mode, err = c.expect("MODE READER", 200, 201); err == nil {
+	if c.mode, err = c.expect("MODE READER", nntp.CodePostingAllowed, nntp.CodePostingProhibited); err == nil {
 		err = r.auth(c)
 	}
 	if err == nil && group {
 		c.group, err = c.selectGroup(r.cfg.Group)
 	}
 	if err != nil {
-		c.c.Close()
+		c.Close()
 		return nil, err
 	}
 	return c, nil
@@ -849,18 +844,21 @@ func (r *nntpRun) auth(c *nntpConn) error {
 	if r.cfg.User == "" {
 		return nil
 	}
-	line, err := c.expect("AUTHINFO USER "+r.cfg.User, 281, 381)
-	if err != nil || strings.HasPrefix(line, "281") {
+	line, err := c.expect("AUTHINFO USER "+r.cfg.User, nntp.CodeAuthAccepted, nntp.CodePasswordRequired)
+	if err != nil {
 		return err
 	}
-	if err := c.send("AUTHINFO PASS " + r.cfg.Pass); err != nil {
+	if code, _ := nntp.ParseStatus([]byte(line)); code == nntp.CodeAuthAccepted {
+		return nil
+	}
+	if err := c.Send("AUTHINFO PASS " + r.cfg.Pass); err != nil {
 		return fmt.Errorf("AUTHINFO PASS: %w", err)
 	}
-	reply, err := c.readLine()
+	reply, err := c.ReadLine()
 	if err != nil {
 		return fmt.Errorf("AUTHINFO PASS: %w", err)
 	}
-	if code, _ := parseStatus(reply); code != 281 {
+	if code, _ := nntp.ParseStatus(reply); code != nntp.CodeAuthAccepted {
 		return &ReplyError{Cmd: "AUTHINFO PASS ********", Line: string(reply)}
 	}
 	return nil
@@ -868,7 +866,7 @@ func (r *nntpRun) auth(c *nntpConn) error {
 
 // selectGroup sends GROUP and parses its 211 reply.
 func (c *nntpConn) selectGroup(name string) (groupInfo, error) {
-	line, err := c.expect("GROUP "+name, 211)
+	line, err := c.expect("GROUP "+name, nntp.CodeGroupSelected)
 	if err != nil {
 		return groupInfo{}, err
 	}
@@ -896,61 +894,27 @@ func parseGroup(line string) (groupInfo, error) {
 func (c *nntpConn) setDeadline(t time.Time) {
 	// Only fails on a closed connection, which the next read or write
 	// reports.
-	c.c.SetDeadline(t)
-}
-
-// send writes one command line; an error shows up at the reply.
-func (c *nntpConn) send(line string) error {
-	_, err := c.c.Write([]byte(line + "\r\n"))
-	return err
-}
-
-// cmd sends a command line and returns the reply's status line, valid
-// until the next read.
-func (c *nntpConn) cmd(line string) ([]byte, error) {
-	if err := c.send(line); err != nil {
-		return nil, fmt.Errorf("%s: %w", line, err)
-	}
-	reply, err := c.readLine()
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading the reply: %w", line, err)
-	}
-	return reply, nil
+	c.Conn().SetDeadline(t)
 }
 
 // expect sends a command and returns its status line, or a ReplyError if
 // the code is none of want.
-func (c *nntpConn) expect(line string, want ...int) (string, error) {
-	reply, err := c.cmd(line)
+func (c *nntpConn) expect(line string, want ...nntp.Code) (string, error) {
+	reply, err := c.Cmd(line)
 	if err != nil {
 		return "", err
 	}
-	if code, _ := parseStatus(reply); !slices.Contains(want, code) {
+	if code, _ := nntp.ParseStatus(reply); !slices.Contains(want, code) {
 		return "", &ReplyError{Cmd: line, Line: string(reply)}
 	}
 	return string(reply), nil
 }
 
-// readLine reads one CRLF-terminated line and returns it without the
-// CRLF, valid until the next read.
-func (c *nntpConn) readLine() ([]byte, error) {
-	line, err := c.r.ReadSlice('\n')
-	switch {
-	case errors.Is(err, bufio.ErrBufferFull):
-		return nil, fmt.Errorf("a reply line longer than %d bytes", nntpLineBytes)
-	case err != nil:
-		return nil, err
-	case len(line) < 2 || line[len(line)-2] != '\r':
-		return nil, fmt.Errorf("a reply line not ended by CRLF: %q", line)
-	}
-	return line[:len(line)-2], nil
-}
-
 // quit sends QUIT, waits a little for its reply and closes.
 func (c *nntpConn) quit() error {
-	defer c.c.Close()
+	defer c.Close()
 	c.setDeadline(time.Now().Add(2 * time.Second))
-	_, err := c.expect("QUIT", 205)
+	_, err := c.expect("QUIT", nntp.CodeClosing)
 	return err
 }
 
@@ -977,18 +941,6 @@ func (q quickAckReader) Read(p []byte) (int, error) {
 	return q.c.Read(p)
 }
 
-// parseStatus returns the three-digit code that starts a status line.
-func parseStatus(line []byte) (int, error) {
-	if len(line) < 3 || len(line) > 3 && line[3] != ' ' {
-		return 0, fmt.Errorf("not a status line: %q", line)
-	}
-	code, err := strconv.Atoi(string(line[:3]))
-	if err != nil || code < 100 || code > 599 {
-		return 0, fmt.Errorf("not a status line: %q", line)
-	}
-	return code, nil
-}
-
 // replyID returns the i-th field of a status line (counting the code as
 // 0) if it looks like a message-id, else "".
 func replyID(line []byte, i int) string {
@@ -997,70 +949,6 @@ func replyID(line []byte, i int) string {
 		return string(f[i])
 	}
 	return ""
-}
-
-// readBlock reads a multi-line data block (RFC 3977 section 3.1.1) up to
-// and including its terminating ".\r\n" line, appends its wire bytes, still
-// dot-stuffed, to dst, and returns them with the number of lines before the
-// terminator. A line not ended by CRLF or longer than r's buffer, or a
-// block over maxBytes, is an error; the connection is out of step after
-// it.
-func readBlock(r *bufio.Reader, dst []byte, maxBytes int) ([]byte, int, error) {
-	start, lines := len(dst), 0
-	for {
-		// Check the whole lines buffered in one pass and copy them at
-		// once: taking a 240 KB article line by line cost the load
-		// generator more than the server spent sending it.
-		if r.Buffered() == 0 {
-			if _, err := r.Peek(1); err != nil {
-				return dst, lines, blockReadErr(err, r.Size())
-			}
-		}
-		buf, _ := r.Peek(r.Buffered())
-		whole := buf[:bytes.LastIndexByte(buf, '\n')+1]
-		if len(whole) == 0 {
-			// Part of a line: wait for its end, within the buffer's size.
-			line, err := r.ReadSlice('\n')
-			if err != nil {
-				return dst, lines, blockReadErr(err, r.Size())
-			}
-			whole = line
-			buf = nil // consumed by ReadSlice
-		}
-		for i := 0; i < len(whole); {
-			end := i + bytes.IndexByte(whole[i:], '\n') + 1
-			line := whole[i:end]
-			switch {
-			case len(line) < 2 || line[len(line)-2] != '\r':
-				return dst, lines, fmt.Errorf("line %d of a block not ended by CRLF: %.40q", lines+1, line)
-			case len(dst)-start+end > maxBytes:
-				return dst, lines, fmt.Errorf("a block longer than %d bytes", maxBytes)
-			case len(line) == 3 && line[0] == '.':
-				dst = append(dst, whole[:end]...)
-				if buf != nil {
-					r.Discard(end)
-				}
-				return dst, lines, nil
-			}
-			lines++
-			i = end
-		}
-		dst = append(dst, whole...)
-		if buf != nil {
-			r.Discard(len(whole))
-		}
-	}
-}
-
-// blockReadErr says what a read error inside a data block means.
-func blockReadErr(err error, size int) error {
-	switch {
-	case errors.Is(err, bufio.ErrBufferFull):
-		return fmt.Errorf("a line longer than %d bytes", size)
-	case errors.Is(err, io.EOF):
-		return fmt.Errorf("the connection closed inside a multi-line block: %w", io.ErrUnexpectedEOF)
-	}
-	return err
 }
 
 // article is one generated article as it goes on the wire.

@@ -1,49 +1,43 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/mail"
 	"os"
 	"strings"
 	"testing"
-	"testing/iotest"
 	"time"
+
+	"triad/internal/nntp"
 )
 
-// unstuff is a naive reading of a dot-stuffed block (RFC 3977 section
-// 3.1.1), written apart from the generator to check it: the lines before
-// the terminating "." with one leading dot removed.
-func unstuff(t *testing.T, wire []byte) []string {
+// bodyLines checks that wire is a block as a server must receive it (CRLF
+// lines, every line that starts with a dot stuffed, the terminating line
+// at the end) and returns the lines of its text.
+func bodyLines(t *testing.T, wire []byte) []string {
 	t.Helper()
 	s := string(wire)
 	if !strings.HasSuffix(s, "\r\n.\r\n") && s != ".\r\n" {
 		t.Fatalf("block does not end with CRLF.CRLF: %q", s[max(0, len(s)-20):])
 	}
-	s = strings.TrimSuffix(s, ".\r\n")
-	var lines []string
-	for _, l := range strings.SplitAfter(s, "\r\n") {
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(s, ".\r\n"), "\r\n") {
 		if l == "" {
 			continue
 		}
 		if !strings.HasSuffix(l, "\r\n") || strings.Contains(strings.TrimSuffix(l, "\r\n"), "\r") || strings.Count(l, "\n") != 1 {
 			t.Fatalf("line not made of text and one CRLF: %q", l)
 		}
-		l = strings.TrimSuffix(l, "\r\n")
-		if strings.HasPrefix(l, ".") {
-			if !strings.HasPrefix(l, "..") && l != "." {
-				// "." alone would have ended the block; ".x" is unstuffed
-				// by dropping the dot, which the generator must never rely on.
-				t.Fatalf("line %q starts with a single dot: not stuffed", l)
-			}
-			l = l[1:]
+		if strings.HasPrefix(l, ".") && !strings.HasPrefix(l, "..") {
+			// ".x" would be read as "x" and "." alone would end the
+			// block: the generator must stuff both.
+			t.Fatalf("line %q starts with a single dot: not stuffed", l)
 		}
-		lines = append(lines, l)
 	}
-	return lines
+	return strings.Split(strings.TrimSuffix(string(nntp.Unstuff(wire)), "\r\n"), "\r\n")
 }
 
 func TestArticleSizesAndHeaders(t *testing.T) {
@@ -78,7 +72,7 @@ func TestArticleSizesAndHeaders(t *testing.T) {
 			}
 
 			// The headers parse, and carry what a feeding server needs.
-			lines := unstuff(t, a.wire)
+			lines := bodyLines(t, a.wire)
 			msg, err := mail.ReadMessage(strings.NewReader(strings.Join(lines, "\r\n") + "\r\n"))
 			if err != nil {
 				t.Fatalf("size %d: %v", size, err)
@@ -150,48 +144,6 @@ func TestArticleTooSmall(t *testing.T) {
 	}
 }
 
-func TestReadBlock(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		in        string
-		maxBytes  int
-		wantBlock string
-		wantLines int
-		wantErr   string
-	}{
-		{"empty", ".\r\n", 100, ".\r\n", 0, ""},
-		{"lines", "a\r\n\r\nb c\r\n.\r\nNEXT\r\n", 100, "a\r\n\r\nb c\r\n.\r\n", 3, ""},
-		{"stuffed", "..\r\n...x\r\n.\r\n", 100, "..\r\n...x\r\n.\r\n", 2, ""},
-		{"dot then text is not the end", ".x\r\n.\r\n", 100, ".x\r\n.\r\n", 1, ""},
-		{"bare LF", "a\nb\r\n.\r\n", 100, "", 0, "not ended by CRLF"},
-		{"bare LF terminator", "a\r\n.\n", 100, "", 1, "not ended by CRLF"},
-		{"EOF", "a\r\nb\r\n", 100, "", 2, "closed inside"},
-		{"EOF mid line", "a\r\nb", 100, "", 1, "closed inside"},
-		{"too big", "aaaa\r\nbbbb\r\n.\r\n", 10, "", 1, "longer than 10 bytes"},
-		{"long line", strings.Repeat("x", 5000) + "\r\n.\r\n", 1 << 20, "", 0, "longer than 4096"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			// One byte at a time: no assumption about how replies arrive.
-			r := bufio.NewReaderSize(iotest.OneByteReader(strings.NewReader(tc.in)), 4096)
-			block, lines, err := readBlock(r, []byte("kept"), tc.maxBytes)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil || string(block) != "kept"+tc.wantBlock || lines != tc.wantLines {
-				t.Fatalf("got %q, %d lines, %v; want %q, %d lines", block, lines, err, "kept"+tc.wantBlock, tc.wantLines)
-			}
-			if tc.name == "lines" {
-				if rest, _ := io.ReadAll(r); string(rest) != "NEXT\r\n" {
-					t.Fatalf("read past the block: %q left", rest)
-				}
-			}
-		})
-	}
-}
-
 // TestReadBlockRoundTrip reads generated articles back as a server would
 // send them, one after the other on one connection.
 func TestReadBlockRoundTrip(t *testing.T) {
@@ -206,12 +158,21 @@ func TestReadBlockRoundTrip(t *testing.T) {
 		arts = append(arts, a)
 		stream = append(stream, a.wire...)
 	}
-	br := bufio.NewReaderSize(bytes.NewReader(stream), nntpLineBytes)
+	// A server that greets and sends the articles one after the other.
+	client, server := net.Pipe()
+	defer client.Close()
+	go func() {
+		defer server.Close()
+		server.Write(append([]byte("200 ready\r\n"), stream...))
+	}()
+	c, err := nntp.NewClient(client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var buf []byte
 	for _, a := range arts {
 		var lines int
-		var err error
-		buf, lines, err = readBlock(br, buf[:0], maxReplyBlockBytes)
+		buf, lines, err = c.ReadBlock(buf[:0], maxReplyBlockBytes)
 		if err != nil || !bytes.Equal(buf, a.wire) {
 			t.Fatalf("%s: read %d bytes (%v), sent %d", a.id, len(buf), err, len(a.wire))
 		}
@@ -219,24 +180,6 @@ func TestReadBlockRoundTrip(t *testing.T) {
 			t.Fatalf("%s: %d lines, want %d", a.id, lines, want)
 		}
 	}
-}
-
-func FuzzReadBlock(f *testing.F) {
-	f.Add([]byte(".\r\n"))
-	f.Add([]byte("a\r\n..\r\n.\r\n"))
-	f.Add([]byte("a\nb\r\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		block, lines, err := readBlock(bufio.NewReaderSize(bytes.NewReader(in), 16), nil, 1<<10)
-		if err != nil {
-			return
-		}
-		if !bytes.HasPrefix(in, block) || !bytes.HasSuffix(block, []byte(".\r\n")) || len(block) > 1<<10 {
-			t.Fatalf("block %q from %q", block, in)
-		}
-		if bytes.Count(block, []byte("\n")) != lines+1 || bytes.Count(block, []byte("\r\n")) != lines+1 {
-			t.Fatalf("%d lines in %q", lines, block)
-		}
-	})
 }
 
 func TestCheckBody(t *testing.T) {
@@ -272,26 +215,7 @@ func TestCheckBody(t *testing.T) {
 	}
 }
 
-func TestParseReplies(t *testing.T) {
-	for _, tc := range []struct {
-		line string
-		code int
-		ok   bool
-	}{
-		{"200 news.example ready", 200, true},
-		{"205", 205, true},
-		{"239 <a@b>", 239, true},
-		{"20 short", 0, false},
-		{"2000 long", 0, false},
-		{"abc x", 0, false},
-		{"099 low", 0, false},
-		{"", 0, false},
-	} {
-		code, err := parseStatus([]byte(tc.line))
-		if code != tc.code || (err == nil) != tc.ok {
-			t.Errorf("parseStatus(%q) = %d, %v", tc.line, code, err)
-		}
-	}
+func TestParseReplyFields(t *testing.T) {
 	for _, tc := range []struct {
 		line string
 		i    int

@@ -10,23 +10,25 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"triad/internal/nntp"
 )
 
 // command runs one command line; false ends the connection.
 func (c *conn) command(line string) bool {
 	if strings.IndexByte(line, 0) >= 0 || !utf8.ValidString(line) {
-		return c.reply("501 Command line must be UTF-8 without NUL")
+		return c.reply(nntp.CodeSyntaxError, "Command line must be UTF-8 without NUL")
 	}
 	f := strings.Fields(line)
 	if len(f) == 0 {
-		return c.reply("500 Empty command")
+		return c.reply(nntp.CodeUnknownCommand, "Empty command")
 	}
 	verb, args := strings.ToUpper(f[0]), f[1:]
 	if need, ok := perms[verb]; ok && need != 0 && c.perm&need == 0 {
 		if c.s.cfg.Users != nil && !c.authed {
-			return c.reply("480 Authentication required")
+			return c.reply(nntp.CodeAuthRequired, "Authentication required")
 		}
-		return c.reply("502 Permission denied")
+		return c.reply(nntp.CodeAccessDenied, "Permission denied")
 	}
 	switch verb {
 	case "CAPABILITIES":
@@ -34,12 +36,12 @@ func (c *conn) command(line string) bool {
 	case "MODE":
 		return c.mode(args)
 	case "QUIT":
-		c.reply("205 Bye")
+		c.reply(nntp.CodeClosing, "Bye")
 		return false
 	case "DATE":
-		return c.reply("111 %s", time.Now().UTC().Format("20060102150405"))
+		return c.reply(nntp.CodeDate, "%s", time.Now().UTC().Format("20060102150405"))
 	case "HELP":
-		return c.send([]byte("100 Legal commands\r\n" + helpText + ".\r\n"))
+		return c.send(statusLine(nntp.CodeHelpFollows, "Legal commands"), []byte(helpText+".\r\n"))
 	case "AUTHINFO":
 		return c.authinfo(args)
 	case "GROUP":
@@ -47,7 +49,7 @@ func (c *conn) command(line string) bool {
 	case "LISTGROUP":
 		return c.groupCmd(args, true)
 	case "LIST":
-		return c.list(args)
+		return c.listCmd(args)
 	case "NEWGROUPS":
 		return c.newgroups(args)
 	case "NEWNEWS":
@@ -69,7 +71,7 @@ func (c *conn) command(line string) bool {
 	case "TAKETHIS":
 		return c.takethis(args)
 	}
-	return c.reply("500 Unknown command %.40q", f[0])
+	return c.reply(nntp.CodeUnknownCommand, "Unknown command %.40q", f[0])
 }
 
 // perms is what each command needs.
@@ -110,7 +112,8 @@ const helpText = `  ARTICLE [message-id|number]
 
 func (c *conn) capabilities() bool {
 	var b strings.Builder
-	b.WriteString("101 Capability list:\r\nVERSION 2\r\nIMPLEMENTATION triad\r\n")
+	b.Write(statusLine(nntp.CodeCapabilitiesFollow, "Capability list:"))
+	b.WriteString("VERSION 2\r\nIMPLEMENTATION triad\r\n")
 	if c.perm&PermRead != 0 {
 		b.WriteString("READER\r\nHDR\r\nOVER MSGID\r\nNEWNEWS\r\nLIST ACTIVE NEWSGROUPS OVERVIEW.FMT HEADERS ACTIVE.TIMES\r\n")
 	}
@@ -129,40 +132,40 @@ func (c *conn) capabilities() bool {
 
 func (c *conn) mode(args []string) bool {
 	if len(args) != 1 {
-		return c.reply("501 Syntax: MODE READER|STREAM")
+		return c.reply(nntp.CodeSyntaxError, "Syntax: MODE READER|STREAM")
 	}
 	switch strings.ToUpper(args[0]) {
 	case "READER":
 		if c.perm&PermPost != 0 {
-			return c.reply("200 Posting allowed")
+			return c.reply(nntp.CodePostingAllowed, "Posting allowed")
 		}
-		return c.reply("201 Posting prohibited")
+		return c.reply(nntp.CodePostingProhibited, "Posting prohibited")
 	case "STREAM":
 		if c.perm&PermFeed == 0 {
-			return c.reply("502 Feeding not allowed")
+			return c.reply(nntp.CodeAccessDenied, "Feeding not allowed")
 		}
-		return c.reply("203 Streaming permitted")
+		return c.reply(nntp.CodeStreamingPermitted, "Streaming permitted")
 	}
-	return c.reply("501 Unknown MODE %.40q", args[0])
+	return c.reply(nntp.CodeSyntaxError, "Unknown MODE %.40q", args[0])
 }
 
 func (c *conn) authinfo(args []string) bool {
 	if len(args) < 2 {
-		return c.reply("501 Syntax: AUTHINFO USER name|PASS password")
+		return c.reply(nntp.CodeSyntaxError, "Syntax: AUTHINFO USER name|PASS password")
 	}
 	if c.s.cfg.Users == nil {
-		return c.reply("503 No users configured")
+		return c.reply(nntp.CodeFeatureNotSupported, "No users configured")
 	}
 	if c.authed {
-		return c.reply("502 Already authenticated")
+		return c.reply(nntp.CodeAccessDenied, "Already authenticated")
 	}
 	switch strings.ToUpper(args[0]) {
 	case "USER":
 		c.user = args[1]
-		return c.reply("381 Password required")
+		return c.reply(nntp.CodePasswordRequired, "Password required")
 	case "PASS":
 		if c.user == "" {
-			return c.reply("482 AUTHINFO USER first")
+			return c.reply(nntp.CodeAuthOutOfSequence, "AUTHINFO USER first")
 		}
 		// The password is the rest of the line (it may hold spaces), but
 		// Fields already split it; rejoin with single spaces.
@@ -170,13 +173,13 @@ func (c *conn) authinfo(args []string) bool {
 		if !ok {
 			c.user = ""
 			time.Sleep(100 * time.Millisecond) // slows password guessing
-			return c.reply("481 Authentication failed")
+			return c.reply(nntp.CodeAuthFailed, "Authentication failed")
 		}
 		c.authed = true
 		c.perm |= perm
-		return c.reply("281 Authentication accepted")
+		return c.reply(nntp.CodeAuthAccepted, "Authentication accepted")
 	}
-	return c.reply("501 Syntax: AUTHINFO USER name|PASS password")
+	return c.reply(nntp.CodeSyntaxError, "Syntax: AUTHINFO USER name|PASS password")
 }
 
 func (c *conn) groupCmd(args []string, list bool) bool {
@@ -185,36 +188,35 @@ func (c *conn) groupCmd(args []string, list bool) bool {
 		name = args[0]
 	}
 	if name == "" {
-		return c.reply("412 No newsgroup selected")
+		return c.reply(nntp.CodeNoGroupSelected, "No newsgroup selected")
 	}
 	if len(args) > 2 || !list && len(args) != 1 {
-		return c.reply("501 Syntax: GROUP newsgroup | LISTGROUP [newsgroup [range]]")
+		return c.reply(nntp.CodeSyntaxError, "Syntax: GROUP newsgroup | LISTGROUP [newsgroup [range]]")
 	}
-	g, ok := c.site.Group(name)
+	g, ok := c.list.Group(name)
 	if !ok {
-		return c.reply("411 No such newsgroup %.80s", name)
+		return c.reply(nntp.CodeNoSuchGroup, "No such newsgroup %.80s", name)
 	}
 	c.group = g.Name
 	c.current = 0
 	if g.Count > 0 {
 		c.current = g.Low
 	}
-	head := fmt.Appendf(nil, "211 %d %d %d %s", g.Count, lowOf(g), g.High, g.Name)
 	if !list {
-		return c.send(append(head, "\r\n"...))
+		return c.reply(nntp.CodeGroupSelected, "%d %d %d %s", g.Count, lowOf(g), g.High, g.Name)
 	}
 	lo, hi := lowOf(g), g.High
 	if len(args) == 2 {
 		var ok bool
 		if lo, hi, ok = parseRange(args[1], g.High); !ok {
-			return c.reply("501 Bad range %.40q", args[1])
+			return c.reply(nntp.CodeSyntaxError, "Bad range %.40q", args[1])
 		}
 	}
-	out := append(head, " list follows\r\n"...)
+	out := statusLine(nntp.CodeGroupSelected, "%d %d %d %s list follows", g.Count, lowOf(g), g.High, g.Name)
 	for lo <= hi && hi > 0 {
-		l, err := c.site.Overview(g.Name, lo, hi, 10000)
+		l, err := c.list.Overview(g.Name, lo, hi, 10000)
 		if err != nil {
-			return c.reply("403 %v", err)
+			return c.reply(nntp.CodeInternalFault, "%v", err)
 		}
 		for _, o := range l {
 			out = strconv.AppendUint(out, o.Num, 10)
@@ -253,7 +255,7 @@ func parseRange(s string, high uint64) (lo, hi uint64, ok bool) {
 	return lo, hi, err == nil
 }
 
-func (c *conn) list(args []string) bool {
+func (c *conn) listCmd(args []string) bool {
 	kw := "ACTIVE"
 	if len(args) > 0 {
 		kw = strings.ToUpper(args[0])
@@ -262,35 +264,37 @@ func (c *conn) list(args []string) bool {
 	if len(args) > 1 {
 		pattern = args[1]
 		if !validWildmat(pattern) {
-			return c.reply("501 Bad wildmat %.40q", pattern)
+			return c.reply(nntp.CodeSyntaxError, "Bad wildmat %.40q", pattern)
 		}
 	}
 	if len(args) > 2 {
-		return c.reply("501 Syntax: LIST [keyword [wildmat]]")
+		return c.reply(nntp.CodeSyntaxError, "Syntax: LIST [keyword [wildmat]]")
 	}
 	var b strings.Builder
 	switch kw {
 	case "ACTIVE":
-		b.WriteString("215 Newsgroups in form \"group high low status\"\r\n")
-		for _, g := range c.site.Groups(pattern) {
+		b.Write(statusLine(nntp.CodeListFollows, "Newsgroups in form \"group high low status\""))
+		for _, g := range c.list.Groups(pattern) {
 			fmt.Fprintf(&b, "%s %d %d %s\r\n", g.Name, g.High, lowOf(g), g.Status)
 		}
 	case "NEWSGROUPS":
-		b.WriteString("215 Descriptions in form \"group description\"\r\n")
-		for _, g := range c.site.Groups(pattern) {
+		b.Write(statusLine(nntp.CodeListFollows, "Descriptions in form \"group description\""))
+		for _, g := range c.list.Groups(pattern) {
 			fmt.Fprintf(&b, "%s\t%s\r\n", g.Name, overviewField(g.Desc))
 		}
 	case "ACTIVE.TIMES":
-		b.WriteString("215 Group creations in form \"group time who\"\r\n")
-		for _, g := range c.site.Groups(pattern) {
+		b.Write(statusLine(nntp.CodeListFollows, "Group creations in form \"group time who\""))
+		for _, g := range c.list.Groups(pattern) {
 			fmt.Fprintf(&b, "%s %d %s\r\n", g.Name, g.Created, "news@"+c.site.PathHost())
 		}
 	case "OVERVIEW.FMT":
-		b.WriteString("215 Order of fields in overview database\r\nSubject:\r\nFrom:\r\nDate:\r\nMessage-ID:\r\nReferences:\r\n:bytes\r\n:lines\r\nXref:full\r\n")
+		b.Write(statusLine(nntp.CodeListFollows, "Order of fields in overview database"))
+		b.WriteString("Subject:\r\nFrom:\r\nDate:\r\nMessage-ID:\r\nReferences:\r\n:bytes\r\n:lines\r\nXref:full\r\n")
 	case "HEADERS":
-		b.WriteString("215 Headers and metadata items supported\r\n:\r\n:bytes\r\n:lines\r\n")
+		b.Write(statusLine(nntp.CodeListFollows, "Headers and metadata items supported"))
+		b.WriteString(":\r\n:bytes\r\n:lines\r\n")
 	default:
-		return c.reply("501 Unknown LIST keyword %.40q", args[0])
+		return c.reply(nntp.CodeSyntaxError, "Unknown LIST keyword %.40q", args[0])
 	}
 	b.WriteString(".\r\n")
 	return c.send([]byte(b.String()))
@@ -332,11 +336,11 @@ func parseDate(args []string) (time.Time, bool) {
 func (c *conn) newgroups(args []string) bool {
 	since, ok := parseDate(args)
 	if !ok {
-		return c.reply("501 Syntax: NEWGROUPS [yy]yymmdd hhmmss [GMT]")
+		return c.reply(nntp.CodeSyntaxError, "Syntax: NEWGROUPS [yy]yymmdd hhmmss [GMT]")
 	}
 	var b strings.Builder
-	b.WriteString("231 List of new newsgroups follows\r\n")
-	for _, g := range c.site.Groups("") {
+	b.Write(statusLine(nntp.CodeNewGroupsFollow, "List of new newsgroups follows"))
+	for _, g := range c.list.Groups("") {
 		if g.Created >= since.Unix() {
 			fmt.Fprintf(&b, "%s %d %d %s\r\n", g.Name, g.High, lowOf(g), g.Status)
 		}
@@ -347,22 +351,22 @@ func (c *conn) newgroups(args []string) bool {
 
 func (c *conn) newnews(args []string) bool {
 	if len(args) < 3 || !validWildmat(args[0]) {
-		return c.reply("501 Syntax: NEWNEWS wildmat [yy]yymmdd hhmmss [GMT]")
+		return c.reply(nntp.CodeSyntaxError, "Syntax: NEWNEWS wildmat [yy]yymmdd hhmmss [GMT]")
 	}
 	since, ok := parseDate(args[1:])
 	if !ok {
-		return c.reply("501 Syntax: NEWNEWS wildmat [yy]yymmdd hhmmss [GMT]")
+		return c.reply(nntp.CodeSyntaxError, "Syntax: NEWNEWS wildmat [yy]yymmdd hhmmss [GMT]")
 	}
-	out := []byte("230 List of new articles follows\r\n")
+	out := statusLine(nntp.CodeNewArticlesFollow, "List of new articles follows")
 	seen := map[string]bool{}
-	for _, g := range c.site.Groups(args[0]) {
+	for _, g := range c.list.Groups(args[0]) {
 		// Numbers rise with arrival: walk back from the newest.
 		hi := g.High
 		for hi > 0 {
 			lo := max(lowOf(g), hi-min(hi, 999))
-			l, err := c.site.Overview(g.Name, lo, hi, 1000)
+			l, err := c.list.Overview(g.Name, lo, hi, 1000)
 			if err != nil {
-				return c.reply("403 %v", err)
+				return c.reply(nntp.CodeInternalFault, "%v", err)
 			}
 			done := lo <= lowOf(g)
 			for i := len(l) - 1; i >= 0; i-- {
@@ -390,44 +394,44 @@ func (c *conn) newnews(args []string) bool {
 // the error itself and returns ok false when there is none.
 func (c *conn) target(args []string) (num uint64, e HistEntry, msgid string, ok, alive bool) {
 	if len(args) > 1 {
-		return 0, e, "", false, c.reply("501 Too many arguments")
+		return 0, e, "", false, c.reply(nntp.CodeSyntaxError, "Too many arguments")
 	}
 	if len(args) == 1 && strings.HasPrefix(args[0], "<") {
 		msgid = args[0]
 		if CheckMessageID(msgid) != nil {
-			return 0, e, "", false, c.reply("501 Malformed message-id")
+			return 0, e, "", false, c.reply(nntp.CodeSyntaxError, "Malformed message-id")
 		}
-		h, found, err := c.site.Lookup(msgid)
+		h, found, err := c.list.Lookup(msgid)
 		if err != nil {
-			return 0, e, "", false, c.reply("403 %v", err)
+			return 0, e, "", false, c.reply(nntp.CodeInternalFault, "%v", err)
 		}
 		if !found {
-			return 0, e, "", false, c.reply("430 No article with that message-id")
+			return 0, e, "", false, c.reply(nntp.CodeNoArticleID, "No article with that message-id")
 		}
 		return 0, h, msgid, true, true
 	}
 	if c.group == "" {
-		return 0, e, "", false, c.reply("412 No newsgroup selected")
+		return 0, e, "", false, c.reply(nntp.CodeNoGroupSelected, "No newsgroup selected")
 	}
 	num = c.current
 	if len(args) == 1 {
 		n, err := strconv.ParseUint(args[0], 10, 63)
 		if err != nil {
-			return 0, e, "", false, c.reply("501 Bad article number %.40q", args[0])
+			return 0, e, "", false, c.reply(nntp.CodeSyntaxError, "Bad article number %.40q", args[0])
 		}
 		num = n
 	} else if num == 0 {
-		return 0, e, "", false, c.reply("420 No current article selected")
+		return 0, e, "", false, c.reply(nntp.CodeNoCurrentArticle, "No current article selected")
 	}
-	o, err := c.site.Entry(c.group, num)
+	o, err := c.list.Numbered(c.group, num)
 	if err != nil {
-		return 0, e, "", false, c.reply("403 %v", err)
+		return 0, e, "", false, c.reply(nntp.CodeInternalFault, "%v", err)
 	}
 	if o == nil {
 		if len(args) == 0 {
-			return 0, e, "", false, c.reply("420 Current article number is invalid")
+			return 0, e, "", false, c.reply(nntp.CodeNoCurrentArticle, "Current article number is invalid")
 		}
-		return 0, e, "", false, c.reply("423 No article with that number")
+		return 0, e, "", false, c.reply(nntp.CodeNoArticleNumber, "No article with that number")
 	}
 	if len(args) == 1 {
 		c.current = num
@@ -440,9 +444,9 @@ func (c *conn) article(verb string, args []string) bool {
 	if !ok {
 		return alive
 	}
-	code := map[string]int{"ARTICLE": 220, "HEAD": 221, "BODY": 222, "STAT": 223}[verb]
+	code := map[string]nntp.Code{"ARTICLE": nntp.CodeArticleFollows, "HEAD": nntp.CodeHeadFollows, "BODY": nntp.CodeBodyFollows, "STAT": nntp.CodeArticleExists}[verb]
 	if verb == "STAT" {
-		return c.reply("%d %d %s", code, num, msgid)
+		return c.reply(code, "%d %s", num, msgid)
 	}
 	// Articles are stored in wire form: they go out as the spool lends
 	// them, with no scan and no copy. (A spool that waits on others, the
@@ -457,15 +461,15 @@ func (c *conn) article(verb string, args []string) bool {
 				part = head
 			}
 		}
-		sent = c.send(fmt.Appendf(nil, "%d %d %s\r\n", code, num, msgid), part, []byte(".\r\n"))
+		sent = c.send(statusLine(code, "%d %s", num, msgid), part, []byte(".\r\n"))
 		return nil
 	})
 	if err != nil {
 		c.s.cfg.Log.Warn("article listed but unreadable", "msgid", msgid, "err", err)
 		if num != 0 {
-			return c.reply("423 Article %d is unreadable: %v", num, err)
+			return c.reply(nntp.CodeNoArticleNumber, "Article %d is unreadable: %v", num, err)
 		}
-		return c.reply("430 Article %s is unreadable: %v", msgid, err)
+		return c.reply(nntp.CodeNoArticleID, "Article %s is unreadable: %v", msgid, err)
 	}
 	return sent
 }
@@ -481,78 +485,78 @@ func splitArticle(raw []byte) (head, body []byte) {
 
 func (c *conn) nextLast(next bool, args []string) bool {
 	if len(args) > 0 {
-		return c.reply("501 No arguments allowed")
+		return c.reply(nntp.CodeSyntaxError, "No arguments allowed")
 	}
 	if c.group == "" {
-		return c.reply("412 No newsgroup selected")
+		return c.reply(nntp.CodeNoGroupSelected, "No newsgroup selected")
 	}
 	if c.current == 0 {
-		return c.reply("420 No current article selected")
+		return c.reply(nntp.CodeNoCurrentArticle, "No current article selected")
 	}
-	n, err := c.site.Neighbour(c.group, c.current, next)
+	n, err := c.list.Neighbour(c.group, c.current, next)
 	if err != nil {
-		return c.reply("403 %v", err)
+		return c.reply(nntp.CodeInternalFault, "%v", err)
 	}
 	if n == 0 {
 		if next {
-			return c.reply("421 No next article in this group")
+			return c.reply(nntp.CodeNoNextArticle, "No next article in this group")
 		}
-		return c.reply("422 No previous article in this group")
+		return c.reply(nntp.CodeNoPrevArticle, "No previous article in this group")
 	}
-	o, err := c.site.Entry(c.group, n)
+	o, err := c.list.Numbered(c.group, n)
 	if err != nil || o == nil {
-		return c.reply("403 Article %d vanished", n)
+		return c.reply(nntp.CodeInternalFault, "Article %d vanished", n)
 	}
 	c.current = n
-	return c.reply("223 %d %s", n, o.MessageID)
+	return c.reply(nntp.CodeArticleExists, "%d %s", n, o.MessageID)
 }
 
 // entries resolves OVER/HDR's argument to overview entries.
 func (c *conn) entries(arg string) (l []*Overview, byID, ok, alive bool) {
 	if strings.HasPrefix(arg, "<") {
 		if CheckMessageID(arg) != nil {
-			return nil, true, false, c.reply("501 Malformed message-id")
+			return nil, true, false, c.reply(nntp.CodeSyntaxError, "Malformed message-id")
 		}
-		h, found, err := c.site.Lookup(arg)
+		h, found, err := c.list.Lookup(arg)
 		if err != nil {
-			return nil, true, false, c.reply("403 %v", err)
+			return nil, true, false, c.reply(nntp.CodeInternalFault, "%v", err)
 		}
 		if !found {
-			return nil, true, false, c.reply("430 No article with that message-id")
+			return nil, true, false, c.reply(nntp.CodeNoArticleID, "No article with that message-id")
 		}
 		// The overview lives per group; rebuild the entry from the article.
 		raw, err := c.site.Article(context.Background(), h)
 		if err != nil {
-			return nil, true, false, c.reply("430 Article %s is unreadable: %v", arg, err)
+			return nil, true, false, c.reply(nntp.CodeNoArticleID, "Article %s is unreadable: %v", arg, err)
 		}
 		a, err := ParseArticle(raw)
 		if err != nil {
-			return nil, true, false, c.reply("403 Stored article is damaged: %v", err)
+			return nil, true, false, c.reply(nntp.CodeInternalFault, "Stored article is damaged: %v", err)
 		}
 		return []*Overview{overviewOf(a, 0, h)}, true, true, true
 	}
 	if c.group == "" {
-		return nil, false, false, c.reply("412 No newsgroup selected")
+		return nil, false, false, c.reply(nntp.CodeNoGroupSelected, "No newsgroup selected")
 	}
-	g, _ := c.site.Group(c.group)
+	g, _ := c.list.Group(c.group)
 	lo, hi := c.current, c.current
 	if arg != "" {
 		var ok bool
 		if lo, hi, ok = parseRange(arg, g.High); !ok {
-			return nil, false, false, c.reply("501 Bad range %.40q", arg)
+			return nil, false, false, c.reply(nntp.CodeSyntaxError, "Bad range %.40q", arg)
 		}
 	} else if lo == 0 {
-		return nil, false, false, c.reply("420 No current article selected")
+		return nil, false, false, c.reply(nntp.CodeNoCurrentArticle, "No current article selected")
 	}
-	l, err := c.site.Overview(c.group, lo, hi, maxOverLines)
+	l, err := c.list.Overview(c.group, lo, hi, maxOverLines)
 	if err != nil {
-		return nil, false, false, c.reply("403 %v", err)
+		return nil, false, false, c.reply(nntp.CodeInternalFault, "%v", err)
 	}
 	if len(l) == 0 {
 		if arg == "" {
-			return nil, false, false, c.reply("420 Current article number is invalid")
+			return nil, false, false, c.reply(nntp.CodeNoCurrentArticle, "Current article number is invalid")
 		}
-		return nil, false, false, c.reply("423 No articles in that range")
+		return nil, false, false, c.reply(nntp.CodeNoArticleNumber, "No articles in that range")
 	}
 	return l, false, true, true
 }
@@ -588,7 +592,7 @@ func appendOverLine(out []byte, o *Overview) []byte {
 
 func (c *conn) over(args []string) bool {
 	if len(args) > 1 {
-		return c.reply("501 Syntax: OVER [range|message-id]")
+		return c.reply(nntp.CodeSyntaxError, "Syntax: OVER [range|message-id]")
 	}
 	arg := ""
 	if len(args) == 1 {
@@ -599,7 +603,7 @@ func (c *conn) over(args []string) bool {
 		return alive
 	}
 	out := make([]byte, 0, 64+len(l)*200)
-	out = append(out, "224 Overview information follows\r\n"...)
+	out = append(out, statusLine(nntp.CodeOverviewFollows, "Overview information follows")...)
 	for _, o := range l {
 		out = appendOverLine(out, o)
 	}
@@ -636,7 +640,7 @@ const maxHdrFetch = 10000
 
 func (c *conn) hdr(verb string, args []string) bool {
 	if len(args) < 1 || len(args) > 2 {
-		return c.reply("501 Syntax: %s header [range|message-id]", verb)
+		return c.reply(nntp.CodeSyntaxError, "Syntax: %s header [range|message-id]", verb)
 	}
 	arg := ""
 	if len(args) == 2 {
@@ -646,14 +650,14 @@ func (c *conn) hdr(verb string, args []string) bool {
 	if !ok {
 		return alive
 	}
-	code := 225
+	code := nntp.CodeHeadersFollow
 	if verb == "XHDR" {
-		code = 221
+		code = nntp.CodeHeadFollows // XHDR predates HDR and answers so
 	}
 	if _, known := overviewHeader(l[0], args[0]); !known && len(l) > maxHdrFetch {
-		return c.reply("503 %s of a header not in the overview is limited to %d articles", verb, maxHdrFetch)
+		return c.reply(nntp.CodeFeatureNotSupported, "%s of a header not in the overview is limited to %d articles", verb, maxHdrFetch)
 	}
-	out := fmt.Appendf(nil, "%d Headers follow\r\n", code)
+	out := statusLine(code, "Headers follow")
 	for _, o := range l {
 		v, known := overviewHeader(o, args[0])
 		if !known {
@@ -683,7 +687,7 @@ func (c *conn) hdr(verb string, args []string) bool {
 func (c *conn) readArticle() ([]byte, error) {
 	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 	buf := articleBufs.Get().(*[]byte)
-	raw, err := readDotBlock(c.r, (*buf)[:0], c.site.MaxArticle())
+	raw, err := nntp.ReadArticle(c.r, (*buf)[:0], c.site.MaxArticle())
 	if err != nil {
 		articleBufs.Put(buf)
 		return nil, err
@@ -714,85 +718,85 @@ func (c *conn) accept(raw []byte, offered string, posted, streamed bool) (string
 
 func (c *conn) post(args []string) bool {
 	if len(args) > 0 {
-		return c.reply("501 POST takes no arguments")
+		return c.reply(nntp.CodeSyntaxError, "POST takes no arguments")
 	}
-	if !c.reply("340 Send article to be posted") {
+	if !c.reply(nntp.CodeSendPost, "Send article to be posted") {
 		return false
 	}
 	raw, err := c.readArticle()
-	if errors.Is(err, ErrArticleTooLarge) {
-		return c.reply("441 Article larger than %d bytes", c.site.MaxArticle())
+	if errors.Is(err, nntp.ErrArticleTooLarge) {
+		return c.reply(nntp.CodePostingFailed, "Article larger than %d bytes", c.site.MaxArticle())
 	}
 	if err != nil {
 		return false // the client went away mid-article: nothing is stored
 	}
 	msgid, err := c.accept(raw, "", true, false)
 	if err != nil {
-		return c.reply("441 Posting failed: %v", err)
+		return c.reply(nntp.CodePostingFailed, "Posting failed: %v", err)
 	}
-	return c.reply("240 Article received %s", msgid)
+	return c.reply(nntp.CodePosted, "Article received %s", msgid)
 }
 
 func (c *conn) ihave(args []string) bool {
 	if len(args) != 1 || CheckMessageID(args[0]) != nil {
-		return c.reply("501 Syntax: IHAVE message-id")
+		return c.reply(nntp.CodeSyntaxError, "Syntax: IHAVE message-id")
 	}
 	seen, err := c.site.Seen(args[0])
 	switch {
 	case err != nil:
-		return c.reply("436 Cannot check history: %v", err)
+		return c.reply(nntp.CodeTransferLater, "Cannot check history: %v", err)
 	case seen:
-		return c.reply("435 Duplicate")
+		return c.reply(nntp.CodeNotWanted, "Duplicate")
 	}
-	if !c.reply("335 Send it") {
+	if !c.reply(nntp.CodeSendTransfer, "Send it") {
 		return false
 	}
 	raw, err := c.readArticle()
-	if errors.Is(err, ErrArticleTooLarge) {
-		return c.reply("437 Article larger than %d bytes", c.site.MaxArticle())
+	if errors.Is(err, nntp.ErrArticleTooLarge) {
+		return c.reply(nntp.CodeTransferRejected, "Article larger than %d bytes", c.site.MaxArticle())
 	}
 	if err != nil {
 		return false
 	}
 	_, err = c.accept(raw, args[0], false, false)
 	switch code, text := feedResult(err); code {
-	case 239:
-		return c.reply("235 Article transferred OK")
-	case 431:
-		return c.reply("436 %s", text)
+	case nntp.CodeTakeThisOK:
+		return c.reply(nntp.CodeTransferred, "Article transferred OK")
+	case nntp.CodeCheckLater:
+		return c.reply(nntp.CodeTransferLater, "%s", text)
 	default:
-		return c.reply("437 %s", text)
+		return c.reply(nntp.CodeTransferRejected, "%s", text)
 	}
 }
 
 // feedResult maps Accept's result to a streaming code: 239 stored, 431
 // try later, 439 refused for good.
-func feedResult(err error) (int, string) {
+func feedResult(err error) (nntp.Code, string) {
 	switch {
 	case err == nil:
-		return 239, "OK"
+		return nntp.CodeTakeThisOK, "OK"
 	case errors.Is(err, ErrDeferred), errors.Is(err, ErrSiteClosed):
-		return 431, "Try later: " + err.Error()
+		return nntp.CodeCheckLater, "Try later: " + err.Error()
 	case errors.Is(err, ErrDuplicate):
-		return 439, "Duplicate"
+		return nntp.CodeTakeThisRejected, "Duplicate"
 	case errors.Is(err, ErrBadArticle), errors.Is(err, ErrNoGroups), errors.Is(err, ErrNoPosting), errors.Is(err, ErrUnapproved):
-		return 439, "Refused: " + err.Error()
+		return nntp.CodeTakeThisRejected, "Refused: " + err.Error()
 	}
-	return 431, "Try later: " + err.Error()
+	return nntp.CodeCheckLater, "Try later: " + err.Error()
 }
 
 func (c *conn) check(args []string) bool {
 	if len(args) != 1 || CheckMessageID(args[0]) != nil {
-		return c.reply("501 Syntax: CHECK message-id")
+		return c.reply(nntp.CodeSyntaxError, "Syntax: CHECK message-id")
 	}
 	seen, err := c.site.Seen(args[0])
 	switch {
 	case err != nil:
-		return c.reply("431 %s", args[0])
+		return c.reply(nntp.CodeCheckLater, "%s", args[0])
 	case seen:
-		return c.reply("438 %s", args[0])
+		return c.reply(nntp.CodeCheckNotWanted, "%s", args[0])
 	}
-	return c.reply("238 %s", args[0])
+	return c.reply(nntp.CodeCheckSend, "%s", args[0])
 }
 
 // takethis reads the article, then stores it on a stream worker: up to
@@ -802,43 +806,43 @@ func (c *conn) takethis(args []string) bool {
 	if len(args) != 1 {
 		// The article follows anyway; read it to stay in step.
 		raw, err := c.readArticle()
-		if err != nil && !errors.Is(err, ErrArticleTooLarge) {
+		if err != nil && !errors.Is(err, nntp.ErrArticleTooLarge) {
 			return false
 		}
 		if err == nil {
 			freeArticle(raw)
 		}
-		return c.reply("501 Syntax: TAKETHIS message-id")
+		return c.reply(nntp.CodeSyntaxError, "Syntax: TAKETHIS message-id")
 	}
 	msgid := args[0]
 	raw, err := c.readArticle()
-	if errors.Is(err, ErrArticleTooLarge) {
-		return c.reply("439 %s Article larger than %d bytes", msgid, c.site.MaxArticle())
+	if errors.Is(err, nntp.ErrArticleTooLarge) {
+		return c.reply(nntp.CodeTakeThisRejected, "%s Article larger than %d bytes", msgid, c.site.MaxArticle())
 	}
 	if err != nil {
 		return false
 	}
 	if CheckMessageID(msgid) != nil {
 		freeArticle(raw)
-		return c.reply("439 %.80s Malformed message-id", msgid)
+		return c.reply(nntp.CodeTakeThisRejected, "%.80s Malformed message-id", msgid)
 	}
 	n := c.seq.take()
 	c.stream(func() {
 		_, err := c.accept(raw, msgid, false, true)
 		code, text := feedResult(err)
-		if code == 431 {
+		if code == nntp.CodeCheckLater {
 			// TAKETHIS has no "try later": 400 makes the feeder requeue
 			// what is unanswered and reconnect.
 			c.s.cfg.Log.Warn("closing a feed: spool busy", "peer", c.addr, "err", err)
-			c.seq.write(n, fmt.Appendf(nil, "400 %s\r\n", text))
+			c.seq.write(n, statusLine(nntp.CodeUnavailable, "%s", text))
 			c.nc.Close()
 			return
 		}
-		if code == 439 {
-			c.seq.write(n, fmt.Appendf(nil, "439 %s %s\r\n", msgid, text))
+		if code == nntp.CodeTakeThisRejected {
+			c.seq.write(n, statusLine(nntp.CodeTakeThisRejected, "%s %s", msgid, text))
 			return
 		}
-		c.seq.write(n, fmt.Appendf(nil, "239 %s\r\n", msgid))
+		c.seq.write(n, statusLine(nntp.CodeTakeThisOK, "%s", msgid))
 	})
 	return true
 }

@@ -12,14 +12,14 @@ import (
 	"triad/internal/id"
 )
 
-// The site database, one bbolt file: the newsgroups with their article
+// The List's database, one bbolt file: the newsgroups with their article
 // numbers, an overview bucket per group (number -> overview record) and
 // the history (message-id -> where the article is). Overview and history
-// of a batch of articles are committed in one transaction, once the
-// articles are durable in the spool, so a crash never leaves an entry for
-// an article that cannot be read. With a local spool the articles are
-// acknowledged earlier, once journaled (journal.go); meta holds the last
-// journal batch listed.
+// of a batch of articles are committed in one transaction; a Site commits
+// its articles once they are durable in the spool, so a crash never leaves
+// an entry for an article that cannot be read. With a local spool the
+// articles are acknowledged earlier, once journaled (journal.go); meta
+// holds the last journal batch listed.
 
 var (
 	bucketGroups  = []byte("groups")

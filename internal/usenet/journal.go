@@ -137,16 +137,16 @@ func decodeJournalBatch(p []byte) (journalBatch, error) {
 }
 
 // append writes a batch's record and makes it durable.
-func (j *journal) append(seq uint64, batch []*pending) error {
+func (j *journal) append(seq uint64, batch []Entry) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	p := binary.AppendUvarint(j.buf[:0], seq)
-	for _, a := range batch {
-		p = binary.AppendUvarint(p, uint64(len(a.msgid)))
-		p = append(p, a.msgid...)
-		p = a.key.AppendTo(append(p, byte(a.key.Width())))
-		p = binary.AppendVarint(p, a.arrived.UnixNano())
-		p = binary.AppendVarint(p, a.expires.UnixNano())
+	for _, e := range batch {
+		p = binary.AppendUvarint(p, uint64(len(e.MessageID)))
+		p = append(p, e.MessageID...)
+		p = e.Key.AppendTo(append(p, byte(e.Key.Width())))
+		p = binary.AppendVarint(p, e.Arrived.UnixNano())
+		p = binary.AppendVarint(p, e.Expires.UnixNano())
 	}
 	rec := make([]byte, 8, 8+len(p))
 	binary.BigEndian.PutUint32(rec, uint32(len(p)))

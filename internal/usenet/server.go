@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
+
+	"triad/internal/nntp"
 )
 
 // Perm is what a connection may do.
@@ -144,11 +147,11 @@ func (s *Server) handle(nc net.Conn) {
 	full := ""
 	switch {
 	case s.closed:
-		full = "400 Server shutting down"
+		full = "Server shutting down"
 	case len(s.conns) >= s.cfg.MaxConns:
-		full = "400 Too many connections, try later"
+		full = "Too many connections, try later"
 	case s.byAddr[addr] >= s.cfg.MaxPerAddr:
-		full = "400 Too many connections from your address, try later"
+		full = "Too many connections from your address, try later"
 	}
 	if full == "" {
 		s.conns[c] = true
@@ -157,7 +160,7 @@ func (s *Server) handle(nc net.Conn) {
 	s.mu.Unlock()
 	if full != "" {
 		nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		nc.Write([]byte(full + "\r\n"))
+		nc.Write(statusLine(nntp.CodeUnavailable, "%s", full))
 		nc.Close()
 		return
 	}
@@ -188,6 +191,7 @@ func remoteAddr(nc net.Conn) netip.Addr {
 type conn struct {
 	s    *Server
 	site *Site
+	list *List // the site's
 	nc   net.Conn
 	addr netip.Addr
 	r    *bufio.Reader
@@ -204,7 +208,7 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn, addr netip.Addr) *conn {
-	c := &conn{s: s, site: s.cfg.Site, nc: nc, addr: addr, r: bufio.NewReaderSize(nc, 16<<10),
+	c := &conn{s: s, site: s.cfg.Site, list: s.cfg.Site.List(), nc: nc, addr: addr, r: bufio.NewReaderSize(nc, 16<<10),
 		perm: s.cfg.Open(addr), jobs: make(chan func())}
 	c.seq.init(c)
 	return c
@@ -217,26 +221,26 @@ func (c *conn) serve() {
 	}()
 	switch {
 	case c.perm&PermPost != 0:
-		c.reply("200 %s triad NNTP server ready, posting allowed", c.site.PathHost())
+		c.reply(nntp.CodePostingAllowed, "%s triad NNTP server ready, posting allowed", c.site.PathHost())
 	case c.perm != 0:
-		c.reply("201 %s triad NNTP server ready, no posting", c.site.PathHost())
+		c.reply(nntp.CodePostingProhibited, "%s triad NNTP server ready, no posting", c.site.PathHost())
 	case c.s.cfg.Users != nil:
-		c.reply("201 %s triad NNTP server ready, authentication required", c.site.PathHost())
+		c.reply(nntp.CodePostingProhibited, "%s triad NNTP server ready, authentication required", c.site.PathHost())
 	default:
-		c.reply("502 You have no permission to talk to this server")
+		c.reply(nntp.CodeAccessDenied, "You have no permission to talk to this server")
 		return
 	}
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
-		line, err := readLine(c.r, MaxCommandLine)
-		if err == ErrLineTooLong {
-			c.reply("501 Command line longer than %d octets", MaxCommandLine)
+		line, err := nntp.ReadLine(c.r, nntp.MaxCommandLine)
+		if err == nntp.ErrLineTooLong {
+			c.reply(nntp.CodeSyntaxError, "Command line longer than %d octets", nntp.MaxCommandLine)
 			continue
 		}
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				c.reply("400 Idle timeout, closing connection")
+				c.reply(nntp.CodeUnavailable, "Idle timeout, closing connection")
 			}
 			return
 		}
@@ -247,8 +251,15 @@ func (c *conn) serve() {
 }
 
 // reply queues a one-line reply in command order.
-func (c *conn) reply(format string, args ...any) bool {
-	return c.send(fmt.Appendf(nil, format+"\r\n", args...))
+func (c *conn) reply(code nntp.Code, format string, args ...any) bool {
+	return c.send(statusLine(code, format, args...))
+}
+
+// statusLine formats a status line: the code, a space, the text and CRLF.
+func statusLine(code nntp.Code, format string, args ...any) []byte {
+	b := strconv.AppendInt(make([]byte, 0, 64), int64(code), 10)
+	b = append(b, ' ')
+	return fmt.Appendf(b, format+"\r\n", args...)
 }
 
 // send writes a whole reply, made of one or more pieces, with one system

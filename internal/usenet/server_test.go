@@ -1,8 +1,8 @@
 package usenet
 
 import (
-	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"triad/internal/nntp"
 )
 
 // testServer runs a real server on 127.0.0.1 over a real site and spool.
@@ -32,14 +34,14 @@ func startServer(t testing.TB, cfg Config, siteCfg SiteConfig) *testServer {
 		t.Fatal(err)
 	}
 	for _, g := range []string{"local.test", "local.other", "alt.binaries.x"} {
-		if err := site.AddGroup(g, "y", "about "+g); err != nil {
+		if err := site.List().AddGroup(g, "y", "about "+g); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := site.AddGroup("local.readonly", "n", ""); err != nil {
+	if err := site.List().AddGroup("local.readonly", "n", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := site.AddGroup("local.moderated", "m", ""); err != nil {
+	if err := site.List().AddGroup("local.moderated", "m", ""); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,52 +59,55 @@ func startServer(t testing.TB, cfg Config, siteCfg SiteConfig) *testServer {
 	return ts
 }
 
-// client is a plain line-at-a-time NNTP client.
+// testClient is an nntp.Client that fails the test on a broken
+// connection.
 type testClient struct {
-	t  *testing.T
-	nc net.Conn
-	r  *bufio.Reader
+	t *testing.T
+	*nntp.Client
 }
 
 func (ts *testServer) dial(t *testing.T) (*testClient, string) {
 	t.Helper()
-	nc, err := net.Dial("tcp", ts.addr)
+	c, err := nntp.Dial(ts.addr, time.Now().Add(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { nc.Close() })
-	c := &testClient{t: t, nc: nc, r: bufio.NewReader(nc)}
-	return c, c.line()
+	t.Cleanup(func() { c.Close() })
+	return &testClient{t: t, Client: c}, c.Greeting()
 }
 
 func (c *testClient) line() string {
 	c.t.Helper()
-	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	l, err := c.r.ReadString('\n')
+	c.Conn().SetDeadline(time.Now().Add(10 * time.Second))
+	l, err := c.ReadLine()
 	if err != nil {
 		c.t.Fatalf("reading a reply: %v", err)
 	}
-	return strings.TrimRight(l, "\r\n")
+	return string(l)
 }
 
 // cmd sends a line and returns the status line.
 func (c *testClient) cmd(format string, args ...any) string {
 	c.t.Helper()
-	fmt.Fprintf(c.nc, format+"\r\n", args...)
+	c.Conn().SetDeadline(time.Now().Add(10 * time.Second))
+	if err := c.Send(fmt.Sprintf(format, args...)); err != nil {
+		c.t.Fatal(err)
+	}
 	return c.line()
 }
 
 // block reads a multi-line block's lines, undoing dot-stuffing.
 func (c *testClient) block() []string {
 	c.t.Helper()
-	var out []string
-	for {
-		l := c.line()
-		if l == "." {
-			return out
-		}
-		out = append(out, strings.TrimPrefix(l, "."))
+	b, _, err := c.ReadBlock(nil, 64<<20)
+	if err != nil {
+		c.t.Fatalf("reading a block: %v", err)
 	}
+	text := string(nntp.Unstuff(b))
+	if text == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(text, "\r\n"), "\r\n")
 }
 
 func code(t *testing.T, reply string, want string) {
@@ -119,17 +124,13 @@ func article(id, groups, body string, extra ...string) string {
 	return strings.Join(h, "\r\n") + "\r\n\r\n" + body
 }
 
-// sendArticle writes an article dot-stuffed and terminated.
+// sendArticle writes an article dot-stuffed and terminated. It may run on
+// a goroutine of its own, a feeder's writer.
 func (c *testClient) sendArticle(a string) {
-	var b strings.Builder
-	for _, l := range strings.Split(strings.TrimSuffix(a, "\r\n"), "\r\n") {
-		if strings.HasPrefix(l, ".") {
-			b.WriteString(".")
-		}
-		b.WriteString(l + "\r\n")
+	c.t.Helper()
+	if err := c.SendArticle([]byte(a)); err != nil {
+		c.t.Errorf("sending an article: %v", err)
 	}
-	b.WriteString(".\r\n")
-	c.nc.Write([]byte(b.String()))
 }
 
 func TestPostReadAndNavigate(t *testing.T) {
@@ -256,7 +257,7 @@ func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
 	code(t, c.line(), "437")
 
 	for _, name := range []string{"local.test", "local.moderated"} {
-		if g, _ := ts.site.Group(name); g.Count != 0 {
+		if g, _ := ts.site.List().Group(name); g.Count != 0 {
 			t.Fatalf("%d articles stored in %s from bad input", g.Count, name)
 		}
 	}
@@ -278,8 +279,8 @@ func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
 	// A client that drops mid-article stores nothing.
 	d, _ := ts.dial(t)
 	code(t, d.cmd("IHAVE <dropped@example.com>"), "335")
-	d.nc.Write([]byte(article("<dropped@example.com>", "local.test", "half an arti")))
-	d.nc.Close()
+	d.Conn().Write([]byte(article("<dropped@example.com>", "local.test", "half an arti")))
+	d.Conn().Close()
 	code(t, c.cmd("STAT <dropped@example.com>"), "430")
 	code(t, c.cmd("CHECK <dropped@example.com>"), "238")
 }
@@ -292,7 +293,7 @@ func TestStreamingFeedPipelinedAndDuplicates(t *testing.T) {
 	go func() {
 		for i := 0; i < n; i++ {
 			id := fmt.Sprintf("<s%d@example.com>", i)
-			fmt.Fprintf(c.nc, "TAKETHIS %s\r\n", id)
+			fmt.Fprintf(c.Conn(), "TAKETHIS %s\r\n", id)
 			c.sendArticle(article(id, "local.test,alt.binaries.x", fmt.Sprintf("article %d\r\n", i)))
 		}
 	}()
@@ -300,18 +301,18 @@ func TestStreamingFeedPipelinedAndDuplicates(t *testing.T) {
 		code(t, c.line(), fmt.Sprintf("239 <s%d@example.com>", i))
 	}
 	ts.site.Flush() // fed articles are listed a moment after their 239
-	g, _ := ts.site.Group("local.test")
+	g, _ := ts.site.List().Group("local.test")
 	if g.Count != n || g.High != n {
 		t.Fatalf("group %+v after %d articles", g, n)
 	}
 	// The same articles again are refused, and CHECK says not to send them.
 	code(t, c.cmd("CHECK <s7@example.com>"), "438 <s7@example.com>")
 	code(t, c.cmd("CHECK <new@example.com>"), "238 <new@example.com>")
-	fmt.Fprintf(c.nc, "TAKETHIS <s7@example.com>\r\n")
+	fmt.Fprintf(c.Conn(), "TAKETHIS <s7@example.com>\r\n")
 	c.sendArticle(article("<s7@example.com>", "local.test", "again\r\n"))
 	code(t, c.line(), "439 <s7@example.com>")
 	// Articles for groups not carried here are refused.
-	fmt.Fprintf(c.nc, "TAKETHIS <x@example.com>\r\n")
+	fmt.Fprintf(c.Conn(), "TAKETHIS <x@example.com>\r\n")
 	c.sendArticle(article("<x@example.com>", "comp.lang.go", "elsewhere\r\n"))
 	code(t, c.line(), "439 <x@example.com>")
 }
@@ -338,16 +339,16 @@ func TestManyIdleConnectionsAndIdleTimeout(t *testing.T) {
 	// Each idle connection is told and closed by the idle timeout.
 	for i, nc := range conns {
 		nc.SetReadDeadline(time.Now().Add(30 * time.Second))
-		r := bufio.NewReader(nc)
-		if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "200") {
-			t.Fatalf("connection %d: greeting %q", i, l)
+		c, err := nntp.NewClient(nc, nil)
+		if err != nil || !strings.HasPrefix(c.Greeting(), "200 ") {
+			t.Fatalf("connection %d: greeting %v", i, err)
 		}
-		l, _ := r.ReadString('\n')
-		if !strings.HasPrefix(l, "400") {
-			t.Fatalf("connection %d: got %q, want the idle timeout's 400", i, l)
+		l, err := c.ReadLine()
+		if code, _ := nntp.ParseStatus(l); err != nil || code != nntp.CodeUnavailable {
+			t.Fatalf("connection %d: got %q, %v, want the idle timeout's 400", i, l, err)
 		}
-		if _, err := r.ReadByte(); err == nil {
-			t.Fatalf("connection %d still open after its timeout", i)
+		if _, err := c.ReadLine(); err != io.EOF {
+			t.Fatalf("connection %d still open after its timeout: %v", i, err)
 		}
 	}
 }
@@ -398,7 +399,7 @@ func TestExpiryDropsOverviewByGroupPattern(t *testing.T) {
 	code(t, c.line(), "235")
 
 	now = now.Add(2 * 24 * time.Hour)
-	ov, hist, err := ts.site.Expire()
+	ov, hist, err := ts.site.List().Expire()
 	if err != nil || ov != 1 || hist != 0 {
 		t.Fatalf("after 2 days: %d overview, %d history entries expired, %v; want 1, 0", ov, hist, err)
 	}
@@ -408,7 +409,7 @@ func TestExpiryDropsOverviewByGroupPattern(t *testing.T) {
 	c.block()
 
 	now = now.Add(30 * 24 * time.Hour)
-	if ov, hist, err = ts.site.Expire(); err != nil || ov != 1 || hist != 1 {
+	if ov, hist, err = ts.site.List().Expire(); err != nil || ov != 1 || hist != 1 {
 		t.Fatalf("after 32 days: %d overview, %d history entries expired, %v; want 1, 1", ov, hist, err)
 	}
 	code(t, c.cmd("GROUP local.test"), "211 0 2 1 local.test")
@@ -501,7 +502,7 @@ func TestLargeArticlesPipelined(t *testing.T) {
 		fmt.Fprintf(&cmds, "ARTICLE %s\r\nBODY %d\r\nHEAD %s\r\n", id, i+1, id)
 	}
 	cmds.WriteString("DATE\r\n")
-	c.nc.Write([]byte(cmds.String()))
+	c.Conn().Write([]byte(cmds.String()))
 	for i, id := range ids {
 		head, body := want(id)
 		code(t, c.line(), "220 0 "+id)

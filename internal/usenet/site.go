@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,29 +14,22 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"triad/internal/id"
 	"triad/internal/store"
 )
 
-// A Site is one news site's state: its groups and their numbering, the
-// overview, the history and the spool the articles live in. Servers share
-// it; every method is safe for concurrent use.
+// A Site is one news site: a spool the articles live in, a List of its
+// groups, numbers, overview and history, and, with a spool that syncs on
+// its own (the local one), a journal of the articles acknowledged and not
+// yet listed. It takes articles from readers and feeders, stores them and
+// lists them. Servers share it; every method is safe for concurrent use.
 type Site struct {
 	cfg   SiteConfig
-	db    *db
+	list  *List
 	spool Spool
 
-	// commitMu serialises the writers of group numbers: the committer
-	// and expiry.
-	commitMu sync.Mutex
-
 	mu       sync.Mutex
-	groups   map[string]*Group
 	inflight map[string]bool // message-ids being stored now
-	seen     *seenCache
-	keeps    map[string]time.Duration // each group's expiry, once matched
 
 	commits chan *pending
 	async   asyncSpool    // the spool, if it syncs on its own
@@ -86,14 +78,14 @@ var DefaultExpiry = []ExpiryRule{
 
 // SiteConfig configures a site.
 type SiteConfig struct {
-	Dir        string // database directory
+	Dir        string // database directory: news.db (the List) and the journal
 	Spool      Spool
-	PathHost   string        // this site's name in Path headers and Xref
-	MaxArticle int           // largest article accepted, bytes (1 MB)
-	Expiry     []ExpiryRule  // DefaultExpiry if nil
-	Remember   time.Duration // how long the history outlives an article (10 days)
-	SeenCache  int           // message-ids kept in memory per generation (1<<20)
-	Now        func() time.Time
+	PathHost   string           // this site's name in Path headers and Xref; the host name if empty
+	MaxArticle int              // largest article accepted, bytes; 1 MB if zero
+	Expiry     []ExpiryRule     // DefaultExpiry if nil
+	Remember   time.Duration    // how long the history outlives an article; 10 days if zero
+	SeenCache  int              // message-ids kept in memory per generation; 1<<20 if zero
+	Now        func() time.Time // time.Now if nil
 }
 
 func (c SiteConfig) withDefaults() SiteConfig {
@@ -105,15 +97,6 @@ func (c SiteConfig) withDefaults() SiteConfig {
 	}
 	if c.MaxArticle <= 0 {
 		c.MaxArticle = 1_000_000
-	}
-	if c.Expiry == nil {
-		c.Expiry = DefaultExpiry
-	}
-	if c.Remember <= 0 {
-		c.Remember = 10 * 24 * time.Hour
-	}
-	if c.SeenCache <= 0 {
-		c.SeenCache = 1 << 20
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -130,7 +113,9 @@ var (
 	ErrSiteClosed = errors.New("site closed")
 )
 
-// OpenSite opens the database in cfg.Dir and starts the committer.
+// OpenSite opens the list in cfg.Dir, lists what the journal holds and
+// the list does not (articles acknowledged before a crash), and starts
+// the committers.
 func OpenSite(cfg SiteConfig) (*Site, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Spool == nil {
@@ -139,17 +124,13 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	d, err := openDB(filepath.Join(cfg.Dir, "news.db"))
+	list, err := OpenList(ListConfig{Path: filepath.Join(cfg.Dir, "news.db"), PathHost: cfg.PathHost,
+		Expiry: cfg.Expiry, Remember: cfg.Remember, SeenCache: cfg.SeenCache, Now: cfg.Now})
 	if err != nil {
 		return nil, err
 	}
-	groups, err := d.groups()
-	if err != nil {
-		d.close()
-		return nil, err
-	}
-	s := &Site{cfg: cfg, db: d, spool: cfg.Spool, groups: groups, inflight: map[string]bool{}, keeps: map[string]time.Duration{},
-		seen: newSeenCache(cfg.SeenCache), commits: make(chan *pending, 1024), stop: make(chan struct{})}
+	s := &Site{cfg: cfg, list: list, spool: cfg.Spool, inflight: map[string]bool{},
+		commits: make(chan *pending, 1024), stop: make(chan struct{})}
 	if async, ok := cfg.Spool.(asyncSpool); ok {
 		s.async = async
 		j, batches, err := openJournal(filepath.Join(cfg.Dir, "journal"))
@@ -161,7 +142,7 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 			if s.journal != nil {
 				s.journal.close()
 			}
-			d.close()
+			list.Close()
 			return nil, err
 		}
 		s.lists = make(chan *listing, 16)
@@ -174,12 +155,12 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 }
 
 // Close stops the committers, once everything acknowledged is listed, and
-// closes the database (not the spool).
+// closes the list and the journal (not the spool).
 func (s *Site) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		s.wg.Wait()
-		s.closeErr = s.db.close()
+		s.closeErr = s.list.Close()
 		if s.journal != nil {
 			s.closeErr = errors.Join(s.closeErr, s.journal.close())
 		}
@@ -187,93 +168,25 @@ func (s *Site) Close() error {
 	return s.closeErr
 }
 
+// List is the site's list: groups, numbers, overview and history.
+func (s *Site) List() *List { return s.list }
+
 // PathHost is the site's name.
 func (s *Site) PathHost() string { return s.cfg.PathHost }
 
 // MaxArticle is the largest article accepted.
 func (s *Site) MaxArticle() int { return s.cfg.MaxArticle }
 
-// AddGroup creates a group (status "y", "n" or "m"); an existing group
-// keeps its numbers and gets the new status and description.
-func (s *Site) AddGroup(name, status, desc string) error {
-	if err := CheckGroupName(name); err != nil {
-		return err
-	}
-	if status == "" {
-		status = "y"
-	}
-	if status != "y" && status != "n" && status != "m" {
-		return fmt.Errorf("usenet: group status %q: want y, n or m", status)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.groups[name]
-	if g == nil {
-		g = &Group{Name: name, Low: 1, Created: s.cfg.Now().Unix()}
-	} else {
-		c := *g
-		g = &c
-	}
-	g.Status, g.Desc = status, desc
-	if err := s.db.b.Update(func(tx *bolt.Tx) error { return putGroup(tx, g) }); err != nil {
-		return err
-	}
-	s.groups[name] = g
-	return nil
-}
-
-// Group returns a copy of a group's state.
-func (s *Site) Group(name string) (Group, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.groups[name]
-	if g == nil {
-		return Group{}, false
-	}
-	return *g, true
-}
-
-// Groups returns copies of every group matching the wildmat, by name.
-func (s *Site) Groups(pattern string) []Group {
-	s.mu.Lock()
-	out := make([]Group, 0, len(s.groups))
-	for _, g := range s.groups {
-		if Wildmat(pattern, g.Name) {
-			out = append(out, *g)
-		}
-	}
-	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b Group) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
-// Seen reports whether a message-id is known or being stored now, for
+// Seen reports whether a message-id is listed or being stored now, for
 // CHECK and IHAVE. Recent ids are answered from memory.
 func (s *Site) Seen(msgid string) (bool, error) {
 	s.mu.Lock()
-	if s.inflight[msgid] || s.seen.has(msgid) {
-		s.mu.Unlock()
+	storing := s.inflight[msgid]
+	s.mu.Unlock()
+	if storing {
 		return true, nil
 	}
-	s.mu.Unlock()
-	_, found, err := s.db.history(msgid)
-	return found, err
-}
-
-// Lookup finds an article by message-id.
-func (s *Site) Lookup(msgid string) (HistEntry, bool, error) { return s.db.history(msgid) }
-
-// Overview returns the entries numbered lo..hi of a group, at most max.
-func (s *Site) Overview(group string, lo, hi uint64, max int) ([]*Overview, error) {
-	return s.db.overview(group, lo, hi, max)
-}
-
-// Entry returns one overview entry, or nil.
-func (s *Site) Entry(group string, num uint64) (*Overview, error) { return s.db.entry(group, num) }
-
-// Neighbour is the next (or previous) article number in a group, or 0.
-func (s *Site) Neighbour(group string, num uint64, next bool) (uint64, error) {
-	return s.db.neighbour(group, num, next)
+	return s.list.Has(msgid)
 }
 
 // Article reads an article from the spool.
@@ -327,33 +240,14 @@ func (s *Site) accept(ctx context.Context, raw []byte, offered string, posted, s
 	msgid, _ := a.Header("Message-ID")
 	names, _ := a.Groups()
 
+	_, approved := a.Header("Approved")
+	groups, keep, err := s.list.route(names, posted, approved > 0)
+	if err != nil {
+		return msgid, err
+	}
+
 	s.mu.Lock()
-	var groups []string
-	var keep []time.Duration
-	for _, n := range names {
-		g := s.groups[n]
-		if g == nil {
-			continue
-		}
-		if posted && g.Status == "n" {
-			s.mu.Unlock()
-			return msgid, fmt.Errorf("%w: %s", ErrNoPosting, n)
-		}
-		// There is no moderator to mail a submission to, so a moderated
-		// group takes only approved articles, posted or fed, as INN does
-		// for a group with no moderator set.
-		if _, approved := a.Header("Approved"); g.Status == "m" && approved == 0 {
-			s.mu.Unlock()
-			return msgid, fmt.Errorf("%w: %s", ErrUnapproved, n)
-		}
-		groups = append(groups, n)
-		keep = append(keep, s.keepFor(n))
-	}
-	if len(groups) == 0 {
-		s.mu.Unlock()
-		return msgid, fmt.Errorf("%w: %s", ErrNoGroups, strings.Join(names, ","))
-	}
-	if s.inflight[msgid] || s.seen.has(msgid) {
+	if s.inflight[msgid] {
 		s.mu.Unlock()
 		return msgid, ErrDuplicate
 	}
@@ -362,28 +256,27 @@ func (s *Site) accept(ctx context.Context, raw []byte, offered string, posted, s
 	handedOver := false // then the committers forget msgid once it is listed
 	defer func() {
 		if !handedOver {
-			s.forget(msgid, false)
+			s.forget(msgid)
 		}
 	}()
-	if _, found, err := s.db.history(msgid); err != nil {
+	if found, err := s.list.Has(msgid); err != nil {
 		return msgid, err
 	} else if found {
-		s.mu.Lock()
-		s.seen.add(msgid)
-		s.mu.Unlock()
 		return msgid, ErrDuplicate
 	}
 
-	p := &pending{article: a, msgid: msgid, groups: groups, keep: keep, arrived: now, expires: now.Add(slices.Max(keep)), done: make(chan error, 1)}
+	// The entry is made now: the article's buffer is the caller's again
+	// once a streamed article is acknowledged, before it is listed.
+	p := &pending{entry: entryOf(a, msgid, id.ID{}, groups, now, now.Add(keep)), done: make(chan error, 1)}
 	if !streamed && s.journal != nil {
 		// A poster or a lockstep feed reads what it sent next: answer
 		// once it is listed.
 		p.listed = make(chan struct{})
 	}
 	if s.async != nil {
-		p.key, p.durable, err = s.async.PutAsync(ctx, raw, p.expires)
+		p.entry.Key, p.durable, err = s.async.PutAsync(ctx, raw, p.entry.Expires)
 	} else {
-		p.key, err = s.spool.Put(ctx, raw, p.expires)
+		p.entry.Key, err = s.spool.Put(ctx, raw, p.entry.Expires)
 	}
 	if err != nil {
 		return msgid, err
@@ -401,31 +294,11 @@ func (s *Site) accept(ctx context.Context, raw []byte, offered string, posted, s
 	return msgid, nil
 }
 
-// forget ends msgid's time in flight; seen, it joins the recent ids.
-func (s *Site) forget(msgid string, seen bool) {
+// forget ends msgid's time in flight: it is listed, or not to be.
+func (s *Site) forget(msgid string) {
 	s.mu.Lock()
 	delete(s.inflight, msgid)
-	if seen {
-		s.seen.add(msgid)
-	}
 	s.mu.Unlock()
-}
-
-// keepFor is how long a group keeps its articles: the first expiry rule
-// that matches, remembered per group. s.mu is held.
-func (s *Site) keepFor(group string) time.Duration {
-	if keep, ok := s.keeps[group]; ok {
-		return keep
-	}
-	keep := DefaultExpiry[len(DefaultExpiry)-1].Keep
-	for _, r := range s.cfg.Expiry {
-		if Wildmat(r.Pattern, group) {
-			keep = r.Keep
-			break
-		}
-	}
-	s.keeps[group] = keep
-	return keep
 }
 
 // complete supplies what a poster may leave out (RFC 5537 section 3.4):
@@ -482,20 +355,23 @@ func (s *Site) addPath(a *Article) {
 	}
 }
 
-// pending is an article written to the spool, waiting for its overview
-// and history entries and, when durable is set, for the spool's sync.
+// pending is an article written to the spool, waiting to be listed and,
+// when durable is set, for the spool's sync.
 type pending struct {
-	article *Article
-	msgid   string
-	groups  []string
-	keep    []time.Duration
-	arrived time.Time
-	expires time.Time
-	key     id.ID
+	entry   Entry
 	durable func() error
 	done    chan error
 	listed  chan struct{} // if not nil, closed once listed (or not to be)
 	flushed chan struct{} // a Flush, not an article
+}
+
+// entries are the list entries of a batch.
+func entries(batch []*pending) []Entry {
+	out := make([]Entry, len(batch))
+	for i, p := range batch {
+		out[i] = p.entry
+	}
+	return out
 }
 
 // commitLoop writes the overview and history of waiting articles, as many
@@ -541,9 +417,9 @@ func (s *Site) commitLoop() {
 			s.journalBatch(articles, flushes)
 			continue
 		}
-		err := s.commit(articles, 0)
+		_, err := s.list.commit(entries(articles), 0, false)
 		for _, p := range articles {
-			s.forget(p.msgid, err == nil)
+			s.forget(p.entry.MessageID)
 			p.done <- err
 		}
 		for _, f := range flushes {
@@ -561,7 +437,7 @@ func (s *Site) journalBatch(batch []*pending, flushes []chan struct{}) {
 		return
 	}
 	s.seq++
-	err := s.journal.append(s.seq, batch)
+	err := s.journal.append(s.seq, entries(batch))
 	ok := batch[:0:0]
 	for _, p := range batch {
 		e := err
@@ -569,7 +445,7 @@ func (s *Site) journalBatch(batch []*pending, flushes []chan struct{}) {
 			e = p.durable()
 		}
 		if e != nil {
-			s.forget(p.msgid, false)
+			s.forget(p.entry.MessageID)
 			if p.listed != nil {
 				close(p.listed)
 			}
@@ -608,9 +484,9 @@ func (s *Site) listLoop() {
 		}
 		// On failure the batch stays in the journal and is listed when
 		// the site is next opened.
-		err := s.commit(batch, seq)
+		_, err := s.list.commit(entries(batch), seq, false)
 		for _, p := range batch {
-			s.forget(p.msgid, err == nil)
+			s.forget(p.entry.MessageID)
 			if p.listed != nil {
 				close(p.listed)
 			}
@@ -624,23 +500,23 @@ func (s *Site) listLoop() {
 	}
 }
 
-// replay lists the journaled batches news.db has not: after a crash, the
+// replay lists the journaled batches the list has not: after a crash, the
 // articles acknowledged but not yet listed. One the spool does not have was
 // never acknowledged, and stays out.
 func (s *Site) replay(batches []journalBatch) error {
-	applied, err := s.db.applied()
+	applied, err := s.list.applied()
 	if err != nil {
 		return err
 	}
 	last := applied
-	var redo []*pending
+	var redo []Entry
 	for _, b := range batches {
 		if b.seq <= applied {
 			continue
 		}
 		last = max(last, b.seq)
 		for _, e := range b.entries {
-			if _, found, err := s.db.history(e.msgid); err != nil {
+			if _, found, err := s.list.Lookup(e.msgid); err != nil {
 				return err
 			} else if found {
 				continue
@@ -656,205 +532,15 @@ func (s *Site) replay(batches []journalBatch) error {
 			if err != nil {
 				continue
 			}
-			p := &pending{article: a, msgid: e.msgid, key: e.key, arrived: time.Unix(0, e.arrived), expires: time.Unix(0, e.expires)}
-			names, _ := a.Groups()
-			s.mu.Lock()
-			for _, n := range names {
-				if s.groups[n] != nil {
-					p.groups = append(p.groups, n)
-					p.keep = append(p.keep, s.keepFor(n))
-				}
-			}
-			s.mu.Unlock()
-			if len(p.groups) > 0 {
-				redo = append(redo, p)
-			}
+			names, _ := a.Groups() // the list leaves out those not carried
+			redo = append(redo, entryOf(a, e.msgid, e.key, names, time.Unix(0, e.arrived), time.Unix(0, e.expires)))
 		}
 	}
 	if last > applied {
-		if err := s.commit(redo, last); err != nil {
+		if _, err := s.list.commit(redo, last, false); err != nil {
 			return err
 		}
 	}
 	s.seq = last
 	return s.journal.reset()
-}
-
-// commit lists a batch of articles: numbers, overview and history, in one
-// transaction, with the last journal batch it covers (seq, 0 for none).
-func (s *Site) commit(batch []*pending, seq uint64) error {
-	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
-	// Number on copies, so that a failed transaction changes nothing.
-	s.mu.Lock()
-	changed := map[string]*Group{}
-	for _, p := range batch {
-		for _, n := range p.groups {
-			if changed[n] == nil {
-				c := *s.groups[n]
-				changed[n] = &c
-			}
-		}
-	}
-	s.mu.Unlock()
-	err := s.db.b.Update(func(tx *bolt.Tx) error {
-		if seq > 0 {
-			if err := tx.Bucket(bucketMeta).Put(metaApplied, numKey(seq)); err != nil {
-				return err
-			}
-		}
-		hist := tx.Bucket(bucketHistory)
-		for _, p := range batch {
-			xref := s.cfg.PathHost
-			nums := make([]uint64, len(p.groups))
-			for i, n := range p.groups {
-				g := changed[n]
-				g.High++
-				g.Count++
-				if g.Count == 1 {
-					g.Low = g.High
-				}
-				nums[i] = g.High
-				xref += fmt.Sprintf(" %s:%d", n, g.High)
-			}
-			a := p.article
-			o := Overview{Key: p.key, Arrived: p.arrived.UnixNano(), Bytes: uint32(len(a.Raw)), Lines: uint32(a.Lines()), Xref: xref}
-			o.Subject, _ = a.Header("Subject")
-			o.From, _ = a.Header("From")
-			o.Date, _ = a.Header("Date")
-			o.MessageID = p.msgid
-			o.References, _ = a.Header("References")
-			for i, n := range p.groups {
-				o.Expires = p.arrived.Add(p.keep[i]).UnixNano()
-				if err := tx.Bucket(overviewBucket(n)).Put(numKey(nums[i]), encodeOverview(&o)); err != nil {
-					return err
-				}
-			}
-			err := hist.Put([]byte(p.msgid), encodeHist(HistEntry{Key: p.key, Arrived: o.Arrived, Expires: p.expires.UnixNano(), Xref: xref}))
-			if err != nil {
-				return err
-			}
-		}
-		for _, g := range changed {
-			if err := putGroup(tx, g); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("usenet: commit overview: %w", err)
-	}
-	s.mu.Lock()
-	for n, g := range changed {
-		s.groups[n] = g
-	}
-	s.mu.Unlock()
-	return nil
-}
-
-// Expire drops overview entries past their group's expiry and history
-// entries Remember past their article's, and returns how many of each.
-// The spool reclaims the articles themselves by their expiry.
-func (s *Site) Expire() (overview, history int, err error) {
-	now := s.cfg.Now()
-	for _, g := range s.Groups("") {
-		n, err := s.expireGroup(g.Name, now)
-		overview += n
-		if err != nil {
-			return overview, history, err
-		}
-	}
-	forget := now.Add(-s.cfg.Remember).UnixNano()
-	err = s.db.b.Update(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketHistory).Cursor()
-		for k, v := c.First(); k != nil; {
-			h, err := decodeHist(v)
-			if err != nil || h.Expires < forget { // a damaged entry goes too
-				k = slices.Clone(k)
-				if err := c.Delete(); err != nil {
-					return err
-				}
-				history++
-				k, v = c.Seek(k)
-				continue
-			}
-			k, v = c.Next()
-		}
-		return nil
-	})
-	return overview, history, err
-}
-
-func (s *Site) expireGroup(name string, now time.Time) (int, error) {
-	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
-	removed := 0
-	var g Group
-	err := s.db.b.Update(func(tx *bolt.Tx) error {
-		s.mu.Lock()
-		g = *s.groups[name]
-		s.mu.Unlock()
-		b := tx.Bucket(overviewBucket(name))
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		var low uint64
-		for k, v := c.First(); k != nil; {
-			num := binary.BigEndian.Uint64(k)
-			o, err := decodeOverview(num, v)
-			if err == nil && o.Expires >= now.UnixNano() {
-				low = num
-				break
-			}
-			k = slices.Clone(k)
-			if err := c.Delete(); err != nil {
-				return err
-			}
-			removed++
-			k, v = c.Seek(k)
-		}
-		if removed == 0 {
-			return nil
-		}
-		g.Count -= min(g.Count, uint64(removed))
-		if low == 0 {
-			low = g.High + 1
-		}
-		g.Low = low
-		return putGroup(tx, &g)
-	})
-	if err == nil && removed > 0 {
-		s.mu.Lock()
-		s.groups[name] = &g
-		s.mu.Unlock()
-	}
-	return removed, err
-}
-
-// seenCache remembers recent message-ids in two generations, so that a
-// duplicate offered soon after is refused without a database read.
-type seenCache struct {
-	cur, old map[string]struct{}
-	max      int
-}
-
-func newSeenCache(max int) *seenCache {
-	return &seenCache{cur: map[string]struct{}{}, old: map[string]struct{}{}, max: max}
-}
-
-func (c *seenCache) has(id string) bool {
-	if _, ok := c.cur[id]; ok {
-		return true
-	}
-	_, ok := c.old[id]
-	return ok
-}
-
-func (c *seenCache) add(id string) {
-	if len(c.cur) >= c.max {
-		c.old, c.cur = c.cur, make(map[string]struct{}, c.max/4)
-	}
-	c.cur[id] = struct{}{}
 }

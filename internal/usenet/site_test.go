@@ -42,7 +42,7 @@ func openTestSite(t *testing.T, dir string, spool Spool) *Site {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { site.Close() })
-	if err := site.AddGroup("local.test", "y", ""); err != nil {
+	if err := site.List().AddGroup("local.test", "y", ""); err != nil {
 		t.Fatal(err)
 	}
 	return site
@@ -113,7 +113,7 @@ func crashBeforeListing(t *testing.T, msgid string, withSpool bool) string {
 	if err := <-done; err != nil {
 		t.Fatalf("not acknowledged: %v", err)
 	}
-	if _, found, _ := site.Lookup(msgid); found {
+	if _, found, _ := site.List().Lookup(msgid); found {
 		t.Fatal("listed before the listing commit")
 	}
 	crashed := t.TempDir()
@@ -135,11 +135,11 @@ func TestAcknowledgedArticleIsListedAfterCrash(t *testing.T) {
 	for range 2 { // and opening again changes nothing
 		spool := openTestSpool(t, filepath.Join(crashed, "spool"))
 		site := openTestSite(t, crashed, spool)
-		if _, found, _ := site.Lookup("<acked@x>"); !found {
+		if _, found, _ := site.List().Lookup("<acked@x>"); !found {
 			t.Fatal("an acknowledged article is not in the history after the crash")
 		}
-		ov, err := site.Overview("local.test", 1, 100, 100)
-		g, _ := site.Group("local.test")
+		ov, err := site.List().Overview("local.test", 1, 100, 100)
+		g, _ := site.List().Group("local.test")
 		if err != nil || len(ov) != 1 || ov[0].MessageID != "<acked@x>" || g.Count != 1 || g.High != 1 {
 			t.Fatalf("after recovery: %d overview entries (%v), group %+v; want <acked@x> as number 1", len(ov), err, g)
 		}
@@ -156,10 +156,10 @@ func TestAcknowledgedArticleIsListedAfterCrash(t *testing.T) {
 func TestJournaledArticleTheSpoolLostIsNotListed(t *testing.T) {
 	crashed := crashBeforeListing(t, "<lost@x>", false)
 	site := openTestSite(t, crashed, openTestSpool(t, filepath.Join(crashed, "spool")))
-	if _, found, _ := site.Lookup("<lost@x>"); found {
+	if _, found, _ := site.List().Lookup("<lost@x>"); found {
 		t.Fatal("an article the spool lost is in the history")
 	}
-	if g, _ := site.Group("local.test"); g.Count != 0 {
+	if g, _ := site.List().Group("local.test"); g.Count != 0 {
 		t.Fatalf("group %+v lists an article the spool lost", g)
 	}
 	if _, err := site.Accept(context.Background(), []byte(article("<lost@x>", "local.test", "again\r\n")), "", false); err != nil {
@@ -188,7 +188,7 @@ func TestFailedSpoolSyncIsNotAcknowledged(t *testing.T) {
 		t.Fatalf("offered again: %v", err)
 	}
 	site.Flush()
-	if ov, _ := site.db.overview("local.test", 1, 10, 10); len(ov) != 1 || ov[0].Num != 1 {
+	if ov, _ := site.List().Overview("local.test", 1, 10, 10); len(ov) != 1 || ov[0].Num != 1 {
 		t.Fatalf("overview %v, want the second offer alone, as number 1: the first took none", ov)
 	}
 }
@@ -202,8 +202,8 @@ func TestJournalCutsTornTail(t *testing.T) {
 	key := id.Key([]byte("a"))
 	now := time.Now()
 	for seq := uint64(1); seq <= 3; seq++ {
-		p := &pending{msgid: fmt.Sprintf("<%d@x>", seq), key: key, arrived: now, expires: now.Add(time.Hour)}
-		if err := j.append(seq, []*pending{p}); err != nil {
+		e := Entry{MessageID: fmt.Sprintf("<%d@x>", seq), Key: key, Arrived: now, Expires: now.Add(time.Hour)}
+		if err := j.append(seq, []Entry{e}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -234,8 +234,8 @@ func FuzzJournalRecord(f *testing.F) {
 		f.Fatal(err)
 	}
 	now := time.Now()
-	p := &pending{msgid: "<a@b>", key: id.Key([]byte("x")), arrived: now, expires: now}
-	if err := j.append(7, []*pending{p, p}); err != nil {
+	e := Entry{MessageID: "<a@b>", Key: id.Key([]byte("x")), Arrived: now, Expires: now}
+	if err := j.append(7, []Entry{e, e}); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(j.buf)
@@ -279,7 +279,7 @@ func TestSyncSpoolListsBeforeAnswering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, found, _ := site.Lookup(id); !found {
+		if _, found, _ := site.List().Lookup(id); !found {
 			t.Fatalf("%s answered before it was listed", id)
 		}
 		again := []byte(article(id, "local.test", "body\r\n")) // Accept took raw
@@ -287,7 +287,7 @@ func TestSyncSpoolListsBeforeAnswering(t *testing.T) {
 			t.Fatalf("%s offered again: %v, want a duplicate", id, err)
 		}
 	}
-	if g, _ := site.Group("local.test"); g.Count != 2 {
+	if g, _ := site.List().Group("local.test"); g.Count != 2 {
 		t.Fatalf("group %+v, want 2 articles", g)
 	}
 }

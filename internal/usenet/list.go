@@ -1,0 +1,484 @@
+package usenet
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"triad/internal/id"
+)
+
+// A List is a site's list of articles: its newsgroups and their numbering,
+// the overview of each group and the history (message-id -> where the
+// article is), in one bbolt file (news.db), with a memory of recently
+// listed message-ids in front of the history. It knows an article by its
+// key and never reads it, so it may list an article this site never
+// stored: one a peer announced (header flooding), whose body lives in the
+// DHT. A Site feeds it the articles it accepts; Add takes entries from
+// anywhere else. Every method is safe for concurrent use.
+type List struct {
+	cfg ListConfig
+	db  *db
+
+	// commitMu serialises the writers of group numbers: commits and
+	// expiry.
+	commitMu sync.Mutex
+
+	mu     sync.Mutex
+	groups map[string]*Group
+	seen   *seenCache
+	keeps  map[string]time.Duration // each group's expiry, once matched
+}
+
+// ListConfig configures a List.
+type ListConfig struct {
+	Path      string           // the database file, created if missing
+	PathHost  string           // this site's name in Xref; required
+	Expiry    []ExpiryRule     // how long each group lists its articles; DefaultExpiry if nil
+	Remember  time.Duration    // how long the history outlives an article; 10 days if zero
+	SeenCache int              // message-ids kept in memory per generation; 1<<20 if zero
+	Now       func() time.Time // time.Now if nil
+}
+
+func (c ListConfig) withDefaults() ListConfig {
+	if c.Expiry == nil {
+		c.Expiry = DefaultExpiry
+	}
+	if c.Remember <= 0 {
+		c.Remember = 10 * 24 * time.Hour
+	}
+	if c.SeenCache <= 0 {
+		c.SeenCache = 1 << 20
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Entry is what a list keeps of one article: enough to number it, answer
+// OVER and find it by message-id, the article itself being elsewhere under
+// Key. A site makes one for each article it accepts; a peer's announcement
+// of an article stored in the DHT ("headers and content key") is one too.
+type Entry struct {
+	MessageID string
+	Key       id.ID     // the article's spool or DHT key
+	Groups    []string  // its newsgroups; those not carried here are left out
+	Arrived   time.Time // when it arrived here: NEWNEWS and overview order
+	Expires   time.Time // when the article itself expires; the history remembers it Remember longer
+	Bytes     uint32    // its size in wire form
+	Lines     uint32    // its body's lines
+
+	// The overview's header fields (RFC 3977 section 8.4).
+	Subject, From, Date, References string
+}
+
+// entryOf is the entry of a parsed article. Its fields are copies: the
+// article's buffer may be reused once it is stored.
+func entryOf(a *Article, msgid string, key id.ID, groups []string, arrived, expires time.Time) Entry {
+	e := Entry{MessageID: msgid, Key: key, Groups: groups, Arrived: arrived, Expires: expires,
+		Bytes: uint32(len(a.Raw)), Lines: uint32(a.Lines())}
+	e.Subject, _ = a.Header("Subject")
+	e.From, _ = a.Header("From")
+	e.Date, _ = a.Header("Date")
+	e.References, _ = a.Header("References")
+	return e
+}
+
+// OpenList opens (or creates) the list's database.
+func OpenList(cfg ListConfig) (*List, error) {
+	cfg = cfg.withDefaults()
+	if cfg.PathHost == "" {
+		return nil, errors.New("usenet: a list needs its site's name (PathHost) for Xref")
+	}
+	d, err := openDB(cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := d.groups()
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	return &List{cfg: cfg, db: d, groups: groups, seen: newSeenCache(cfg.SeenCache), keeps: map[string]time.Duration{}}, nil
+}
+
+// Close closes the database. Nothing may use the list after.
+func (l *List) Close() error { return l.db.close() }
+
+// AddGroup creates a group (status "y", "n" or "m"); an existing group
+// keeps its numbers and gets the new status and description.
+func (l *List) AddGroup(name, status, desc string) error {
+	if err := CheckGroupName(name); err != nil {
+		return err
+	}
+	if status == "" {
+		status = "y"
+	}
+	if status != "y" && status != "n" && status != "m" {
+		return fmt.Errorf("usenet: group status %q: want y, n or m", status)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.groups[name]
+	if g == nil {
+		g = &Group{Name: name, Low: 1, Created: l.cfg.Now().Unix()}
+	} else {
+		c := *g
+		g = &c
+	}
+	g.Status, g.Desc = status, desc
+	if err := l.db.b.Update(func(tx *bolt.Tx) error { return putGroup(tx, g) }); err != nil {
+		return err
+	}
+	l.groups[name] = g
+	return nil
+}
+
+// Group returns a copy of a group's state.
+func (l *List) Group(name string) (Group, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.groups[name]
+	if g == nil {
+		return Group{}, false
+	}
+	return *g, true
+}
+
+// Groups returns copies of every group matching the wildmat, by name.
+func (l *List) Groups(pattern string) []Group {
+	l.mu.Lock()
+	out := make([]Group, 0, len(l.groups))
+	for _, g := range l.groups {
+		if Wildmat(pattern, g.Name) {
+			out = append(out, *g)
+		}
+	}
+	l.mu.Unlock()
+	slices.SortFunc(out, func(a, b Group) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Has reports whether a message-id is listed (or was, within Remember of
+// its article's expiry). Recent ids are answered from memory.
+func (l *List) Has(msgid string) (bool, error) {
+	l.mu.Lock()
+	seen := l.seen.has(msgid)
+	l.mu.Unlock()
+	if seen {
+		return true, nil
+	}
+	_, found, err := l.db.history(msgid)
+	if found {
+		l.mu.Lock()
+		l.seen.add(msgid)
+		l.mu.Unlock()
+	}
+	return found, err
+}
+
+// Lookup finds an article by message-id.
+func (l *List) Lookup(msgid string) (HistEntry, bool, error) { return l.db.history(msgid) }
+
+// Overview returns the entries numbered lo..hi of a group, at most max.
+func (l *List) Overview(group string, lo, hi uint64, max int) ([]*Overview, error) {
+	return l.db.overview(group, lo, hi, max)
+}
+
+// Numbered returns the overview entry of article num of a group, or nil.
+func (l *List) Numbered(group string, num uint64) (*Overview, error) { return l.db.entry(group, num) }
+
+// Neighbour is the next (or previous) article number in a group, or 0.
+func (l *List) Neighbour(group string, num uint64, next bool) (uint64, error) {
+	return l.db.neighbour(group, num, next)
+}
+
+// Add lists entries that are not listed yet, in one transaction: each is
+// numbered in the groups of its own carried here, gets an overview entry
+// in each and a history entry. An entry whose message-id is listed
+// already, or comes twice, or that names no group carried here, is left
+// out. It returns how many were listed.
+func (l *List) Add(entries ...Entry) (int, error) {
+	fresh := make([]Entry, 0, len(entries))
+	ids := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if err := CheckMessageID(e.MessageID); err != nil {
+			return 0, err
+		}
+		if ids[e.MessageID] {
+			continue
+		}
+		ids[e.MessageID] = true
+		if found, err := l.Has(e.MessageID); err != nil {
+			return 0, err
+		} else if !found {
+			fresh = append(fresh, e)
+		}
+	}
+	// The history was read outside the commit: a Site's committer may
+	// have listed one of these meanwhile. Only this list's writers would,
+	// so it is checked again under commitMu.
+	return l.commit(fresh, 0, true)
+}
+
+// route picks the groups carried here among an article's newsgroups, for
+// a site accepting the article: a poster must be allowed to post to each
+// (status "y"), and a moderated one ("m") needs an Approved header, posted
+// or fed, since there is no moderator to mail a submission to (as INN does
+// for a group with no moderator set). keep is the longest expiry among
+// them: the article's own.
+func (l *List) route(names []string, posted, approved bool) ([]string, time.Duration, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var groups []string
+	var keep time.Duration
+	for _, n := range names {
+		g := l.groups[n]
+		if g == nil {
+			continue
+		}
+		if posted && g.Status == "n" {
+			return nil, 0, fmt.Errorf("%w: %s", ErrNoPosting, n)
+		}
+		if g.Status == "m" && !approved {
+			return nil, 0, fmt.Errorf("%w: %s", ErrUnapproved, n)
+		}
+		groups = append(groups, n)
+		keep = max(keep, l.keepFor(n))
+	}
+	if len(groups) == 0 {
+		return nil, 0, fmt.Errorf("%w: %s", ErrNoGroups, strings.Join(names, ","))
+	}
+	return groups, keep, nil
+}
+
+// keepFor is how long a group keeps its articles: the first expiry rule
+// that matches, remembered per group. l.mu is held.
+func (l *List) keepFor(group string) time.Duration {
+	if keep, ok := l.keeps[group]; ok {
+		return keep
+	}
+	keep := DefaultExpiry[len(DefaultExpiry)-1].Keep
+	for _, r := range l.cfg.Expiry {
+		if Wildmat(r.Pattern, group) {
+			keep = r.Keep
+			break
+		}
+	}
+	l.keeps[group] = keep
+	return keep
+}
+
+// applied is the last journal batch listed, 0 for none.
+func (l *List) applied() (uint64, error) { return l.db.applied() }
+
+// commit lists a batch of entries: numbers, overview and history, in one
+// transaction, with the last journal batch it covers (seq, 0 for none).
+// Groups not carried here are left out, and so is an entry with none;
+// with recheck, so is one already in the history. Once committed, the
+// message-ids join the recent ones. It returns how many were listed.
+func (l *List) commit(batch []Entry, seq uint64, recheck bool) (int, error) {
+	l.commitMu.Lock()
+	defer l.commitMu.Unlock()
+	// Number on copies, so that a failed transaction changes nothing.
+	type numbered struct {
+		e      *Entry
+		groups []string
+		keep   []time.Duration
+	}
+	todo := make([]numbered, 0, len(batch))
+	changed := map[string]*Group{}
+	l.mu.Lock()
+	for i := range batch {
+		e := &batch[i]
+		n := numbered{e: e}
+		for _, name := range e.Groups {
+			g := l.groups[name]
+			if g == nil || slices.Contains(n.groups, name) {
+				continue
+			}
+			if changed[name] == nil {
+				c := *g
+				changed[name] = &c
+			}
+			n.groups = append(n.groups, name)
+			n.keep = append(n.keep, l.keepFor(name))
+		}
+		if len(n.groups) > 0 {
+			todo = append(todo, n)
+		}
+	}
+	l.mu.Unlock()
+	listed := 0
+	err := l.db.b.Update(func(tx *bolt.Tx) error {
+		listed = 0
+		if seq > 0 {
+			if err := tx.Bucket(bucketMeta).Put(metaApplied, numKey(seq)); err != nil {
+				return err
+			}
+		}
+		hist := tx.Bucket(bucketHistory)
+		for _, n := range todo {
+			e := n.e
+			if recheck && hist.Get([]byte(e.MessageID)) != nil {
+				continue
+			}
+			xref := l.cfg.PathHost
+			nums := make([]uint64, len(n.groups))
+			for i, name := range n.groups {
+				g := changed[name]
+				g.High++
+				g.Count++
+				if g.Count == 1 {
+					g.Low = g.High
+				}
+				nums[i] = g.High
+				xref += fmt.Sprintf(" %s:%d", name, g.High)
+			}
+			o := Overview{Key: e.Key, Arrived: e.Arrived.UnixNano(), Bytes: e.Bytes, Lines: e.Lines, Xref: xref,
+				Subject: e.Subject, From: e.From, Date: e.Date, MessageID: e.MessageID, References: e.References}
+			for i, name := range n.groups {
+				o.Expires = e.Arrived.Add(n.keep[i]).UnixNano()
+				if err := tx.Bucket(overviewBucket(name)).Put(numKey(nums[i]), encodeOverview(&o)); err != nil {
+					return err
+				}
+			}
+			err := hist.Put([]byte(e.MessageID), encodeHist(HistEntry{Key: e.Key, Arrived: o.Arrived, Expires: e.Expires.UnixNano(), Xref: xref}))
+			if err != nil {
+				return err
+			}
+			listed++
+		}
+		for _, g := range changed {
+			if err := putGroup(tx, g); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("usenet: commit overview: %w", err)
+	}
+	l.mu.Lock()
+	for name, g := range changed {
+		l.groups[name] = g
+	}
+	for _, n := range todo {
+		l.seen.add(n.e.MessageID)
+	}
+	l.mu.Unlock()
+	return listed, nil
+}
+
+// Expire drops overview entries past their group's expiry and history
+// entries Remember past their article's, and returns how many of each.
+// Whoever stores the articles reclaims them by their own expiry.
+func (l *List) Expire() (overview, history int, err error) {
+	now := l.cfg.Now()
+	for _, g := range l.Groups("") {
+		n, err := l.expireGroup(g.Name, now)
+		overview += n
+		if err != nil {
+			return overview, history, err
+		}
+	}
+	forget := now.Add(-l.cfg.Remember).UnixNano()
+	err = l.db.b.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketHistory).Cursor()
+		for k, v := c.First(); k != nil; {
+			h, err := decodeHist(v)
+			if err != nil || h.Expires < forget { // a damaged entry goes too
+				k = slices.Clone(k)
+				if err := c.Delete(); err != nil {
+					return err
+				}
+				history++
+				k, v = c.Seek(k)
+				continue
+			}
+			k, v = c.Next()
+		}
+		return nil
+	})
+	return overview, history, err
+}
+
+func (l *List) expireGroup(name string, now time.Time) (int, error) {
+	l.commitMu.Lock()
+	defer l.commitMu.Unlock()
+	removed := 0
+	var g Group
+	err := l.db.b.Update(func(tx *bolt.Tx) error {
+		l.mu.Lock()
+		g = *l.groups[name]
+		l.mu.Unlock()
+		b := tx.Bucket(overviewBucket(name))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		var low uint64
+		for k, v := c.First(); k != nil; {
+			num := binary.BigEndian.Uint64(k)
+			o, err := decodeOverview(num, v)
+			if err == nil && o.Expires >= now.UnixNano() {
+				low = num
+				break
+			}
+			k = slices.Clone(k)
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			removed++
+			k, v = c.Seek(k)
+		}
+		if removed == 0 {
+			return nil
+		}
+		g.Count -= min(g.Count, uint64(removed))
+		if low == 0 {
+			low = g.High + 1
+		}
+		g.Low = low
+		return putGroup(tx, &g)
+	})
+	if err == nil && removed > 0 {
+		l.mu.Lock()
+		l.groups[name] = &g
+		l.mu.Unlock()
+	}
+	return removed, err
+}
+
+// seenCache remembers recent message-ids in two generations, so that a
+// duplicate offered soon after is refused without a database read.
+type seenCache struct {
+	cur, old map[string]struct{}
+	max      int
+}
+
+func newSeenCache(max int) *seenCache {
+	return &seenCache{cur: map[string]struct{}{}, old: map[string]struct{}{}, max: max}
+}
+
+func (c *seenCache) has(id string) bool {
+	if _, ok := c.cur[id]; ok {
+		return true
+	}
+	_, ok := c.old[id]
+	return ok
+}
+
+func (c *seenCache) add(id string) {
+	if len(c.cur) >= c.max {
+		c.old, c.cur = c.cur, make(map[string]struct{}, c.max/4)
+	}
+	c.cur[id] = struct{}{}
+}

@@ -1,0 +1,90 @@
+package usenet
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"triad/internal/id"
+)
+
+// announced is an entry as a peer site would announce an article it
+// stored in the DHT: headers and content key, no body here.
+func announced(msgid string, groups ...string) Entry {
+	now := time.Now()
+	return Entry{MessageID: msgid, Key: id.Key([]byte("body of " + msgid)), Groups: groups,
+		Arrived: now, Expires: now.Add(30 * 24 * time.Hour), Bytes: 1234, Lines: 17,
+		Subject: "announced " + msgid, From: "Peer <p@peer.example>", Date: "Sat, 21 Nov 2026 10:00:00 +0000"}
+}
+
+// A List alone, with no spool: entries go in, numbered per group, and the
+// overview and history answer for them; the same message-id twice, or
+// one for groups not carried here, is left out.
+func TestListAddWithoutSpool(t *testing.T) {
+	l, err := OpenList(ListConfig{Path: filepath.Join(t.TempDir(), "news.db"), PathHost: "list.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, g := range []string{"local.a", "local.b"} {
+		if err := l.AddGroup(g, "y", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := l.Add(announced("<1@peer>", "local.a"), announced("<2@peer>", "local.a", "local.b", "not.here"),
+		announced("<1@peer>", "local.a"), announced("<3@peer>", "not.here"))
+	if err != nil || n != 2 {
+		t.Fatalf("Add: %d listed, %v; want 2", n, err)
+	}
+	if n, err := l.Add(announced("<2@peer>", "local.b")); err != nil || n != 0 {
+		t.Fatalf("Add of a listed id again: %d listed, %v", n, err)
+	}
+	if g, _ := l.Group("local.a"); g.Count != 2 || g.Low != 1 || g.High != 2 {
+		t.Fatalf("local.a %+v", g)
+	}
+	if g, _ := l.Group("local.b"); g.Count != 1 || g.High != 1 {
+		t.Fatalf("local.b %+v", g)
+	}
+	h, found, err := l.Lookup("<2@peer>")
+	if err != nil || !found || h.Key != id.Key([]byte("body of <2@peer>")) || h.Xref != "list.test local.a:2 local.b:1" {
+		t.Fatalf("history of <2@peer>: %+v, %v, %v", h, found, err)
+	}
+	if has, _ := l.Has("<3@peer>"); has {
+		t.Fatal("an entry for groups not carried here was listed")
+	}
+	if _, err := l.Add(announced("no-brackets", "local.a")); err == nil {
+		t.Fatal("an entry with a malformed message-id was taken")
+	}
+}
+
+// A site's list is fed an entry for an article this site never spooled:
+// a reader sees it in GROUP and OVER, and a feeder is told it is not
+// wanted; reading it needs the body, which is elsewhere.
+func TestListedWithoutSpoolAnswersGroupAndOver(t *testing.T) {
+	ts := startServer(t, Config{}, SiteConfig{})
+	n, err := ts.site.List().Add(announced("<flood@peer.example>", "local.test", "local.other"))
+	if err != nil || n != 1 {
+		t.Fatalf("Add: %d, %v", n, err)
+	}
+	c, _ := ts.dial(t)
+	code(t, c.cmd("GROUP local.test"), "211 1 1 1 local.test")
+	code(t, c.cmd("OVER 1"), "224")
+	over := c.block()
+	want := "1\tannounced <flood@peer.example>\tPeer <p@peer.example>\tSat, 21 Nov 2026 10:00:00 +0000\t<flood@peer.example>\t\t1234\t17\tXref: test.site local.test:1 local.other:1"
+	if len(over) != 1 || over[0] != want {
+		t.Fatalf("OVER 1: %q\nwant %q", over, want)
+	}
+	code(t, c.cmd("STAT 1"), "223 1 <flood@peer.example>")
+	code(t, c.cmd("HDR Subject <flood@peer.example>"), "430") // by id HDR rebuilds from the article
+	code(t, c.cmd("ARTICLE 1"), "423")                        // the body is not in this site's spool
+	code(t, c.cmd("MODE STREAM"), "203")
+	code(t, c.cmd("CHECK <flood@peer.example>"), "438 <flood@peer.example>")
+	// A new article is numbered after it.
+	code(t, c.cmd("IHAVE <local@example.com>"), "335")
+	c.sendArticle(article("<local@example.com>", "local.test", "here\r\n"))
+	code(t, c.line(), "235")
+	if l := c.cmd("GROUP local.test"); !strings.HasPrefix(l, "211 2 1 2 ") {
+		t.Fatalf("GROUP after a local article: %q", l)
+	}
+}
