@@ -1,32 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
-	"triad/internal/bench"
 	"triad/internal/client"
 	"triad/internal/dhash"
+	"triad/internal/files"
 	"triad/internal/id"
 	"triad/internal/wire"
-)
-
-// Files larger than one block are stored as chunks plus a manifest block
-// that lists them; the manifest's key names the file.
-const (
-	manifestMagic = "triad-manifest 1\n"
-	maxChunks     = 1 << 16
 )
 
 const putAbout = `
@@ -82,90 +71,28 @@ func runPut(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	var chunks [][]byte
-	for off := 0; off < len(data); off += *chunk {
-		chunks = append(chunks, data[off:min(off+*chunk, len(data))])
-	}
-	if len(chunks) > maxChunks {
-		return fmt.Errorf("%s: %d chunks of %d bytes; at most %d (use a larger --chunk)", pos[0], len(chunks), *chunk, maxChunks)
-	}
-	keys := make([]id.ID, len(chunks))
-	bar := progressTo(stderr)
-	var p bench.Progress
-	if bar != nil && len(chunks) > 1 {
-		p = bar("put", int64(len(data)))
-	}
-	err = parallel(ctx, len(chunks), 8, func(i int) error {
-		key, err := putRetry(ctx, c, chunks[i], opt)
-		keys[i] = key
-		if p != nil && err == nil {
-			p.Add(len(chunks[i]))
-		}
-		return err
-	})
-	if p != nil {
-		p.Finish()
-	}
+	key, err := files.Put(ctx, c, data, files.Options{Chunk: *chunk, Put: opt, Progress: fileProgress(stderr)})
 	if err != nil {
-		return err
-	}
-	key := keys[0]
-	if len(chunks) > 1 {
-		var m bytes.Buffer
-		fmt.Fprintf(&m, "%ssize %d\n", manifestMagic, len(data))
-		for i, k := range keys {
-			fmt.Fprintf(&m, "%s %d\n", k, len(chunks[i]))
-		}
-		if key, err = putRetry(ctx, c, m.Bytes(), opt); err != nil {
-			return fmt.Errorf("storing the manifest: %w", err)
-		}
+		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	fmt.Fprintln(stdout, key)
 	return nil
 }
 
-// putRetry puts one block, retrying while the node defers it.
-func putRetry(ctx context.Context, c *client.Cluster, data []byte, opt client.PutOptions) (id.ID, error) {
-	deadline := time.Now().Add(time.Minute)
-	for pause := 5 * time.Millisecond; ; pause = min(2*pause, time.Second) {
-		key, _, err := c.Put(ctx, data, opt)
-		if !errors.Is(err, dhash.ErrDeferred) || time.Now().After(deadline) {
-			return key, err
-		}
-		select {
-		case <-ctx.Done():
-			return id.ID{}, ctx.Err()
-		case <-time.After(pause):
-		}
-	}
-}
-
 func readInput(name string) ([]byte, error) {
 	if name == "-" {
-		return io.ReadAll(io.LimitReader(os.Stdin, int64(maxChunks)*dhash.MaxBlockLimit))
+		return io.ReadAll(io.LimitReader(os.Stdin, int64(files.MaxChunks)*dhash.MaxBlockLimit))
 	}
 	return os.ReadFile(name)
 }
 
-// parallel runs fn(0..n-1) with at most width at once and returns the
-// first error.
-func parallel(ctx context.Context, n, width int, fn func(i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, width)
-	var wg sync.WaitGroup
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := fn(i); err != nil {
-				cancel(err)
-			}
-		}()
+// fileProgress draws a bar for a chunked file on a terminal.
+func fileProgress(w io.Writer) func(op string, total int64) files.Progress {
+	bar := progressTo(w)
+	if bar == nil {
+		return nil
 	}
-	wg.Wait()
-	return context.Cause(ctx)
+	return func(op string, total int64) files.Progress { return bar(op, total) }
 }
 
 const getAbout = `
@@ -190,73 +117,20 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	data, _, err := c.Get(ctx, key)
+	var data []byte
+	if *raw {
+		data, _, err = c.Get(ctx, key)
+	} else {
+		data, err = files.Get(ctx, c, key, files.Options{Progress: fileProgress(stderr)})
+	}
 	if err != nil {
 		return err
-	}
-	if !*raw && bytes.HasPrefix(data, []byte(manifestMagic)) {
-		if data, err = fetchChunks(ctx, c, data, progressTo(stderr)); err != nil {
-			return err
-		}
 	}
 	if *out == "" {
 		_, err = stdout.Write(data)
 		return err
 	}
 	return writeFileAtomic(*out, data)
-}
-
-// fetchChunks reassembles a file from its manifest.
-func fetchChunks(ctx context.Context, c *client.Cluster, manifest []byte, bar func(string, int64) bench.Progress) ([]byte, error) {
-	lines := strings.Split(strings.TrimSuffix(string(manifest[len(manifestMagic):]), "\n"), "\n")
-	var size int
-	if len(lines) < 2 || len(lines) > maxChunks+1 {
-		return nil, errors.New("manifest: malformed")
-	}
-	if _, err := fmt.Sscanf(lines[0], "size %d", &size); err != nil || size < 1 || size > maxChunks*dhash.MaxBlockLimit {
-		return nil, fmt.Errorf("manifest: bad size line %q", lines[0])
-	}
-	type chunk struct {
-		key id.ID
-		off int
-		n   int
-	}
-	var chunks []chunk
-	off := 0
-	for _, l := range lines[1:] {
-		k, n, ok := strings.Cut(l, " ")
-		key, err := id.Parse(k, id.Bytes)
-		length, err2 := strconv.Atoi(n)
-		if !ok || err != nil || err2 != nil || length < 1 || off+length > size {
-			return nil, fmt.Errorf("manifest: bad chunk line %q", l)
-		}
-		chunks = append(chunks, chunk{key, off, length})
-		off += length
-	}
-	if off != size {
-		return nil, fmt.Errorf("manifest: chunks add up to %d bytes, not %d", off, size)
-	}
-	data := make([]byte, size)
-	var p bench.Progress
-	if bar != nil {
-		p = bar("get", int64(size))
-		defer p.Finish()
-	}
-	return data, parallel(ctx, len(chunks), 8, func(i int) error {
-		ch := chunks[i]
-		b, _, err := c.Get(ctx, ch.key)
-		if err != nil {
-			return fmt.Errorf("chunk %d (%s): %w", i, ch.key.Short(), err)
-		}
-		if len(b) != ch.n {
-			return fmt.Errorf("chunk %d: %d bytes, manifest says %d", i, len(b), ch.n)
-		}
-		copy(data[ch.off:], b)
-		if p != nil {
-			p.Add(len(b))
-		}
-		return nil
-	})
 }
 
 func writeFileAtomic(path string, data []byte) error {
