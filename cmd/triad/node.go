@@ -121,8 +121,13 @@ type nodeSpec struct {
 	capacity           int64
 }
 
+// defaultNodeSpec is one vnode with every protocol's defaults.
+func defaultNodeSpec() nodeSpec {
+	return nodeSpec{vnodes: 1, host: host.DefaultConfig(), ring: ring.DefaultConfig(), dhash: dhash.DefaultConfig()}
+}
+
 func (b *blockFlags) spec() (nodeSpec, error) {
-	spec := nodeSpec{vnodes: 1, host: host.DefaultConfig(), ring: ring.DefaultConfig(), dhash: dhash.DefaultConfig()}
+	spec := defaultNodeSpec()
 	d := &spec.dhash
 	switch *b.redundancy {
 	case "replicas":

@@ -13,10 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"triad/internal/dhash"
 	"triad/internal/id"
 	"triad/internal/node"
-	"triad/internal/ring"
 )
 
 const upAbout = `
@@ -60,7 +58,8 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 		}
 		listen := fmt.Sprintf("127.0.0.1:%d", *port+i)
 		dir := filepath.Join(*data, fmt.Sprintf("node%d", i))
-		spec := nodeSpec{listen: listen, data: dir, join: join, vnodes: *vnodes, ring: ring.DefaultConfig(), dhash: dhash.DefaultConfig()}
+		spec := defaultNodeSpec()
+		spec.listen, spec.data, spec.join, spec.vnodes = listen, dir, join, *vnodes
 		n, err := startNode(ctx, spec, log)
 		if err != nil {
 			stop()
