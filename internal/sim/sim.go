@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"math/rand/v2"
+	"reflect"
 	"time"
 
 	"triad/internal/node"
@@ -65,20 +66,19 @@ type Stats struct {
 
 // Sim is one simulation.
 type Sim struct {
-	cfg    Config
-	topo   *Topology
-	now    time.Duration
-	queue  eventQueue
-	seq    uint64
-	rng    *rand.Rand
-	hosts  []*Host
-	byAddr map[node.Addr]*Host
-	group  []int  // partition group per host index; nil when healed
-	gen    uint64 // bumped whenever a host goes up or down
-	trace  hash.Hash64
-	buf    []byte // trace hashing scratch
-	ebuf   []byte // encoding scratch
-	Stats  Stats
+	cfg   Config
+	topo  *Topology
+	now   time.Duration
+	queue eventQueue
+	seq   uint64
+	rng   *rand.Rand
+	hosts []*Host
+	group []int  // partition group per host index; nil when healed
+	gen   uint64 // bumped whenever a host goes up or down
+	trace hash.Hash64
+	buf   []byte // trace hashing scratch
+	ebuf  []byte // encoding scratch
+	Stats Stats
 }
 
 // New makes a simulator over topo.
@@ -90,11 +90,10 @@ func New(cfg Config, topo *Topology) *Sim {
 		cfg.Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
 	return &Sim{
-		cfg:    cfg,
-		topo:   topo,
-		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x5151)),
-		byAddr: make(map[node.Addr]*Host),
-		trace:  fnv.New64a(),
+		cfg:   cfg,
+		topo:  topo,
+		rng:   rand.New(rand.NewPCG(cfg.Seed, 0x5151)),
+		trace: fnv.New64a(),
 	}
 }
 
@@ -111,7 +110,26 @@ func (s *Sim) Topology() *Topology { return s.topo }
 func (s *Sim) Hosts() []*Host { return s.hosts }
 
 // HostAt returns the host with the given address, or nil.
-func (s *Sim) HostAt(a node.Addr) *Host { return s.byAddr[a] }
+func (s *Sim) HostAt(a node.Addr) *Host {
+	// Addresses are "h" and the index (AddHost): parsing one is cheaper
+	// than a map lookup on every message.
+	if len(a) < 2 || a[0] != 'h' {
+		return nil
+	}
+	i := 0
+	for _, c := range []byte(a[1:]) {
+		if c < '0' || c > '9' {
+			return nil
+		}
+		if i = 10*i + int(c-'0'); i >= len(s.hosts) {
+			return nil
+		}
+	}
+	if h := s.hosts[i]; h.Addr == a {
+		return h
+	}
+	return nil // a leading zero
+}
 
 // Membership changes whenever a host goes up or down, so that callers can
 // cache what they derive from the set of running hosts.
@@ -132,7 +150,6 @@ func (s *Sim) AddHost(f Factory) (*Host, error) {
 	h := &Host{s: s, Index: i, Addr: fmt.Sprintf("h%d", i), factory: f, disk: memDisk{}}
 	h.env = &env{h: h}
 	s.hosts = append(s.hosts, h)
-	s.byAddr[h.Addr] = h
 	if err := s.boot(h); err != nil {
 		return nil, err
 	}
@@ -216,7 +233,7 @@ func (s *Sim) At(t time.Duration, fn func()) {
 	if t < s.now {
 		t = s.now
 	}
-	s.push(&event{at: t, fn: fn})
+	s.push(t, event{fn: fn})
 }
 
 // Do runs fn in h's event loop now, as a node.Request.
@@ -230,22 +247,23 @@ func (s *Sim) RunFor(d time.Duration) { s.RunUntil(s.now + d) }
 // RunUntil processes every event due at or before t, then sets the clock
 // to t.
 func (s *Sim) RunUntil(t time.Duration) {
-	for s.queue.Len() > 0 && s.queue.peek().at <= t {
-		s.step(s.queue.pop())
+	for {
+		top, ok := s.queue.peek()
+		if !ok || top.at > t {
+			break
+		}
+		s.now = top.at
+		s.step(top.at, s.queue.take(top))
 	}
 	if t > s.now {
 		s.now = t
 	}
 }
 
-func (s *Sim) step(e *event) {
-	s.now = e.at
-	if e.cancelled {
-		return
-	}
+func (s *Sim) step(at time.Duration, e event) {
 	if e.fn != nil {
 		s.Stats.Events++
-		s.hashEvent(e, 0)
+		s.hashEvent(at, e.ev, 0)
 		e.fn()
 		return
 	}
@@ -257,7 +275,7 @@ func (s *Sim) step(e *event) {
 		return // a timer or work result of an earlier incarnation
 	}
 	s.Stats.Events++
-	s.hashEvent(e, h.Index+1)
+	s.hashEvent(at, e.ev, h.Index+1)
 	h.handler.Handle(h.env, e.ev)
 }
 
@@ -267,11 +285,11 @@ func (s *Sim) deliver(h *Host, ev node.Event) {
 	h.handler.Handle(h.env, ev)
 }
 
-func (s *Sim) hashEvent(e *event, host int) {
+func (s *Sim) hashEvent(at time.Duration, ev node.Event, host int) {
 	b := s.buf[:0]
-	b = binary.LittleEndian.AppendUint64(b, uint64(e.at))
+	b = binary.LittleEndian.AppendUint64(b, uint64(at))
 	b = binary.LittleEndian.AppendUint32(b, uint32(host))
-	switch ev := e.ev.(type) {
+	switch ev := ev.(type) {
 	case node.MsgIn:
 		b = append(b, 'm')
 		b = binary.LittleEndian.AppendUint16(b, uint16(ev.Env.Msg.Type()))
@@ -279,7 +297,7 @@ func (s *Sim) hashEvent(e *event, host int) {
 		b = append(b, ev.From...)
 	case node.TimerFired:
 		b = append(b, 't')
-		b = append(b, ev.T.String()...)
+		b = appendTimer(b, ev.T)
 	case node.WorkDone:
 		b = append(b, 'w')
 	case node.Start:
@@ -293,22 +311,46 @@ func (s *Sim) hashEvent(e *event, host int) {
 	s.trace.Write(b)
 }
 
-func (s *Sim) schedule(d time.Duration, h *Host, ev node.Event) *event {
-	e := &event{at: s.now + d, host: h, inc: h.inc, ev: ev}
-	s.push(e)
-	return e
+// schedule queues ev for h after d and returns its slot and sequence
+// number, which cancel it.
+// appendTimer appends what identifies a timer: its type's name and its
+// integer and string fields, read by reflection because formatting it with
+// String would cost an allocation per fired timer. Other timers are
+// printed.
+func appendTimer(b []byte, t node.Timer) []byte {
+	v := reflect.ValueOf(t)
+	b = append(b, v.Type().String()...)
+	if v.Kind() != reflect.Struct {
+		return append(b, t.String()...)
+	}
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			b = binary.LittleEndian.AppendUint64(b, uint64(f.Int()))
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			b = binary.LittleEndian.AppendUint64(b, f.Uint())
+		case reflect.String:
+			b = append(b, f.String()...)
+		default:
+			return append(b, t.String()...)
+		}
+	}
+	return b
 }
 
-func (s *Sim) push(e *event) {
+func (s *Sim) schedule(d time.Duration, h *Host, ev node.Event) (int32, uint64) {
+	return s.push(s.now+d, event{host: h, inc: h.inc, ev: ev})
+}
+
+func (s *Sim) push(at time.Duration, e event) (int32, uint64) {
 	s.seq++
-	e.seq = s.seq
-	s.queue.push(e)
+	return s.queue.push(at, s.seq, e), s.seq
 }
 
 // send models the network path from h to the process at to.
 func (s *Sim) send(from *Host, to node.Addr, e wire.Envelope) {
 	s.Stats.Messages++
-	dst := s.byAddr[to]
+	dst := s.HostAt(to)
 	if dst == nil {
 		s.Stats.Dropped++
 		return
@@ -369,8 +411,9 @@ func (e *env) Rand() *rand.Rand { return e.h.rng }
 func (e *env) Send(to node.Addr, m wire.Envelope) { e.h.s.send(e.h, to, m) }
 
 func (e *env) After(d time.Duration, t node.Timer) func() {
-	ev := e.h.s.schedule(d, e.h, node.TimerFired{T: t})
-	return func() { ev.cancelled = true }
+	s := e.h.s
+	slot, seq := s.schedule(d, e.h, node.TimerFired{T: t})
+	return func() { s.queue.cancel(slot, seq) }
 }
 
 // Offload runs w at once against the host's memory disk; the result
