@@ -90,6 +90,7 @@ func NewHost(cfg Config, addr node.Addr, st State, bootstrap node.Addr) (*Host, 
 		}
 		v := &Vnode{host: h, index: i, self: wire.NodeRef{ID: x, Addr: addr}}
 		v.fingers = make([]wire.NodeRef, id.Bits)
+		v.lowFinger = id.Bits
 		v.nextFinger = id.Bits - 1
 		// Saved peers are a best guess at the neighbours: stabilization and
 		// timeouts correct them.
@@ -276,7 +277,9 @@ func (h *Host) handleMsg(env node.Env, in node.MsgIn) {
 			h.Stats.BadRequests++
 			return
 		}
-		delete(h.dead, e.From.Addr) // it is alive
+		if len(h.dead) > 0 {
+			delete(h.dead, e.From.Addr) // it is alive
+		}
 	}
 	if err := validate(e.Msg); err != nil {
 		h.Stats.BadRequests++

@@ -18,6 +18,10 @@ type Vnode struct {
 	succs   []wire.NodeRef // nearest first; empty means alone on the ring
 	preds   []wire.NodeRef // nearest first
 	fingers []wire.NodeRef // fingers[i] = successor(self + 2^i), zero if unknown
+	// lowFinger bounds the known fingers from below: fingers[i] is zero for
+	// every i < lowFinger. Only the top log2 N or so are ever set, and
+	// closest runs on every hop.
+	lowFinger int
 
 	nextFinger int
 	joining    bool
@@ -308,11 +312,13 @@ func (v *Vnode) fixFinger(env node.Env) {
 			for j := i; j >= 0; j-- {
 				v.fingers[j] = wire.NodeRef{}
 			}
+			v.lowFinger = max(v.lowFinger, i+1)
 			v.nextFinger = id.Bits - 1
 			return
 		}
 		v.nextFinger = i - 1
 		v.fingers[i] = f
+		v.lowFinger = min(v.lowFinger, i)
 		if h.cfg.PNSSamples > 1 {
 			v.sampleRange(env, i, nil, r.Succs, 0)
 		}
@@ -347,6 +353,7 @@ func (v *Vnode) sampleRange(env node.Env, i int, cands, more []wire.NodeRef, ask
 		return
 	}
 	v.fingers[i] = v.nearest(env, cands)
+	v.lowFinger = min(v.lowFinger, i)
 	if full || len(more) == 0 || asked > h.cfg.PNSSamples/len(more) {
 		return
 	}
@@ -403,7 +410,7 @@ func (v *Vnode) closest(key id.ID, n int, full bool, bad func(wire.NodeRef) bool
 	// Classic Chord routes on fingers and the immediate successor, which
 	// gives its ½·log2 N hops; the rest of the successor list is a fallback
 	// when those are dead. Integration lookups use the whole list.
-	for i := len(v.fingers) - 1; i >= 0; i-- {
+	for i := len(v.fingers) - 1; i >= v.lowFinger; i-- {
 		consider(v.fingers[i])
 	}
 	for i, s := range v.succs {

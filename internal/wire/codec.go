@@ -164,11 +164,18 @@ func putNode(b []byte, num protowire.Number, n NodeRef) []byte {
 	if n.IsZero() {
 		return b
 	}
+	// The body's length is known up front: no nested encoding to shift.
+	size := 0
+	if w := n.ID.Width(); w > 0 {
+		size += 1 + protowire.SizeBytes(w)
+	}
+	if len(n.Addr) > 0 {
+		size += 1 + protowire.SizeBytes(len(n.Addr))
+	}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return appendNested(b, func(b []byte) []byte {
-		b = putID(b, 1, n.ID)
-		return putString(b, 2, n.Addr)
-	})
+	b = protowire.AppendVarint(b, uint64(size))
+	b = putID(b, 1, n.ID)
+	return putString(b, 2, n.Addr)
 }
 
 func putNodes(b []byte, num protowire.Number, list []NodeRef) []byte {
