@@ -37,7 +37,8 @@ type Host struct {
 	// second ring, so the state is saved again as soon as it has a peer.
 	savedAlone bool
 
-	viv *vivaldi.Model
+	viv   *vivaldi.Model
+	stamp *stampEnv // reused by Stamp: an env lives for one Handle
 
 	// RTT, if set, receives every round-trip sample.
 	RTT func(peer node.Addr, rtt time.Duration)
@@ -519,7 +520,7 @@ type stampEnv struct {
 	h *Host
 }
 
-func (s stampEnv) Send(to node.Addr, e wire.Envelope) {
+func (s *stampEnv) Send(to node.Addr, e wire.Envelope) {
 	if e.Kind == wire.Reply {
 		e.Coord = s.h.viv.Coord()
 	}
@@ -529,10 +530,16 @@ func (s stampEnv) Send(to node.Addr, e wire.Envelope) {
 // Stamp wraps env so that replies carry the host's coordinate. Layers above
 // the ring (the block store) answer requests through it too.
 func (h *Host) Stamp(env node.Env) node.Env {
-	if s, ok := env.(stampEnv); ok && s.h == h {
+	if s, ok := env.(*stampEnv); ok && s.h == h {
 		return env
 	}
-	return stampEnv{Env: env, h: h}
+	// One wrapper per host, re-aimed at every call: nodes may not keep an
+	// env after Handle returns, so the last one is free.
+	if h.stamp == nil {
+		h.stamp = &stampEnv{h: h}
+	}
+	h.stamp.Env = env
+	return h.stamp
 }
 
 // IsDead reports whether n's process was declared dead recently.

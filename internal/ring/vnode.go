@@ -115,7 +115,8 @@ func (v *Vnode) stabilize(env node.Env) {
 func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighbors) {
 	h := v.host
 	skip := v.skipFn(env)
-	cands := []wire.NodeRef{succ}
+	cands := make([]wire.NodeRef, 1, 1+len(nb.Preds)+len(nb.Succs))
+	cands[0] = succ
 	for _, p := range nb.Preds {
 		if p.ID.Between(v.self.ID, succ.ID) {
 			cands = append(cands, p)
@@ -135,7 +136,15 @@ func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighb
 		}
 	}
 	cands = append(cands, nb.Succs...)
-	cands = buildList(v.self.ID, len(cands), skip, cands)
+	// Drop ourselves, the dead and repeats in place (buildList without a
+	// copy): cands is ours alone.
+	kept := cands[:0]
+	for _, n := range cands {
+		if n.ID != v.self.ID && !skip(n) && !contains(kept, n.ID) {
+			kept = append(kept, n)
+		}
+	}
+	cands = kept
 	sortSuccs(v.self.ID, cands)
 	old := v.Successor()
 	v.succs = cands[:min(len(cands), h.cfg.Succs)]

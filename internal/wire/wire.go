@@ -233,7 +233,16 @@ func Clone(m Msg) Msg {
 	}
 	switch m := m.(type) {
 	case *Neighbors:
-		return &Neighbors{Preds: nodes(m.Preds), Succs: nodes(m.Succs)}
+		// Both lists in one allocation: the simulator clones one per
+		// stabilization round trip.
+		p, s := len(m.Preds), len(m.Succs)
+		if m.Preds == nil || m.Succs == nil {
+			return &Neighbors{Preds: nodes(m.Preds), Succs: nodes(m.Succs)}
+		}
+		both := make([]NodeRef, p+s)
+		copy(both, m.Preds)
+		copy(both[p:], m.Succs)
+		return &Neighbors{Preds: both[:p:p], Succs: both[p:]}
 	case *Leave:
 		return &Leave{Preds: nodes(m.Preds), Succs: nodes(m.Succs)}
 	case *LookupDone:
