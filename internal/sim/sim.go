@@ -370,17 +370,19 @@ func (s *Sim) send(from *Host, to node.Addr, e wire.Envelope) {
 	}
 	// The size on the wire is the real encoded size; the receiver gets its
 	// own copy, decoded or deep-copied.
-	b := wire.Encode(s.ebuf[:0], e)
-	s.ebuf = b
-	size := len(b) + 4
 	got := e
+	var size int
 	if s.cfg.DecodeMessages {
+		b := wire.Encode(s.ebuf[:0], e)
+		s.ebuf = b
 		var err error
 		if got, err = wire.Decode(b); err != nil {
 			panic(fmt.Sprintf("sim: %T does not survive the codec: %v", e.Msg, err))
 		}
+		size = len(b) + 4
 	} else {
 		got.Msg = wire.Clone(e.Msg)
+		size = wire.Size(e) + 4
 	}
 	s.Stats.Bytes += uint64(size)
 	in := node.MsgIn{From: from.Addr, Env: got}
