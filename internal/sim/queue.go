@@ -14,11 +14,11 @@ type event struct {
 	inc  uint64
 	ev   node.Event
 	fn   func()
-	seq  uint64 // of the heap entry that owns this slot; 0 while free
+	seq  uint64 // of the queue entry that owns this slot; 0 while free
 }
 
-// entry is one heap element: the ordering key next to the slot, so that
-// sifting compares without touching the events.
+// entry is one queued event: the ordering key next to the slot, so that
+// ordering never touches the events.
 type entry struct {
 	at   time.Duration
 	seq  uint64 // ties at the same time run in scheduling order
@@ -27,21 +27,38 @@ type entry struct {
 
 func (a entry) less(b entry) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }
 
-// eventQueue is a 4-ary min-heap on (at, seq) over a slab of reusable
-// events. A cancelled event frees its slot at once and leaves a stale entry
-// in the heap (its seq no longer matches the slot's); stale entries are
-// skipped when they surface and swept out whenever they are more than half
-// the heap, so that the many RPC timeouts cancelled by replies cost
-// amortized O(1) and do not grow the heap.
+// The wheel's buckets are 2^bucketShift ns (about 0.5 ms) wide and cover
+// wheelBuckets of them (about 4.3 s): message deliveries, maintenance
+// rounds and RPC timeouts all fall inside.
+const (
+	bucketShift  = 19
+	wheelBuckets = 1 << 13
+)
+
+func bucketOf(at time.Duration) int64 { return int64(at) >> bucketShift }
+
+// eventQueue orders events by (at, seq) over a slab of reusable events. It
+// is a calendar queue: a wheel of time buckets, unsorted until a bucket's
+// turn comes, holds the near future; a 4-ary heap holds the rest (timers
+// far ahead, and events scheduled before the wheel's current bucket after
+// the wheel ran ahead to find the next event). The earlier of the two
+// heads runs first.
+//
+// A cancelled event frees its slot at once; its entry stays where it is,
+// recognised as stale because its seq no longer matches the slot's, and is
+// dropped when it comes up. Most RPC timeouts are cancelled by the reply,
+// so this costs O(1) per cancel.
 type eventQueue struct {
-	heap  []entry
 	slots []event
 	free  []int32
-	stale int // entries in heap whose slot was cancelled
-}
 
-// live is the number of events still due.
-func (q *eventQueue) live() int { return len(q.heap) - q.stale }
+	wheel   [][]entry // wheel[b % wheelBuckets] holds bucket b's entries
+	cur     int64     // the current bucket: sorted, consumed from head
+	head    int
+	inWheel int     // entries in the wheel, stale ones included
+	far     []entry // 4-ary min-heap
+	fromFar bool    // peek's answer came from far
+}
 
 // push queues e at time at under seq (unique and increasing) and returns
 // its slot.
@@ -56,20 +73,41 @@ func (q *eventQueue) push(at time.Duration, seq uint64, e event) int32 {
 	}
 	e.seq = seq
 	q.slots[slot] = e
-	q.heap = append(q.heap, entry{at: at, seq: seq, slot: slot})
-	q.up(len(q.heap) - 1)
+	q.insert(entry{at: at, seq: seq, slot: slot})
 	return slot
+}
+
+func (q *eventQueue) insert(x entry) {
+	if q.wheel == nil {
+		q.wheel = make([][]entry, wheelBuckets)
+	}
+	b := bucketOf(x.at)
+	switch {
+	case b < q.cur || b >= q.cur+wheelBuckets:
+		q.pushFar(x)
+		return
+	case b == q.cur:
+		// The current bucket is sorted: x goes after every entry not
+		// later than it (its seq is the largest yet).
+		l := q.wheel[b&(wheelBuckets-1)]
+		l = append(l, x)
+		i := len(l) - 1
+		for i > q.head && x.less(l[i-1]) {
+			l[i] = l[i-1]
+			i--
+		}
+		l[i] = x
+		q.wheel[b&(wheelBuckets-1)] = l
+	default:
+		q.wheel[b&(wheelBuckets-1)] = append(q.wheel[b&(wheelBuckets-1)], x)
+	}
+	q.inWheel++
 }
 
 // cancel drops the event queued in slot under seq, if it is still there.
 func (q *eventQueue) cancel(slot int32, seq uint64) {
-	if q.slots[slot].seq != seq {
-		return // already run or cancelled
-	}
-	q.release(slot)
-	q.stale++
-	if q.stale > 1024 && q.stale > len(q.heap)/2 {
-		q.sweep()
+	if q.slots[slot].seq == seq {
+		q.release(slot)
 	}
 }
 
@@ -78,54 +116,96 @@ func (q *eventQueue) release(slot int32) {
 	q.free = append(q.free, slot)
 }
 
-// peek returns the earliest live entry, dropping stale ones above it.
+func (q *eventQueue) stale(x entry) bool { return q.slots[x.slot].seq != x.seq }
+
+// peek returns the earliest live entry, dropping stale ones on the way.
 func (q *eventQueue) peek() (entry, bool) {
-	for len(q.heap) > 0 {
-		top := q.heap[0]
-		if q.slots[top.slot].seq == top.seq {
-			return top, true
-		}
-		q.removeTop()
-		q.stale--
+	w, wok := q.wheelHead()
+	for len(q.far) > 0 && q.stale(q.far[0]) {
+		q.popFar()
 	}
-	return entry{}, false
+	if len(q.far) > 0 && (!wok || q.far[0].less(w)) {
+		q.fromFar = true
+		return q.far[0], true
+	}
+	q.fromFar = false
+	return w, wok
 }
 
-// take removes the live entry that peek just returned and hands over its
+// take removes the entry that peek just returned and hands over its
 // event; the slot is free again.
 func (q *eventQueue) take(top entry) event {
-	q.removeTop()
+	if q.fromFar {
+		q.popFar()
+	} else {
+		q.head++
+		q.inWheel--
+	}
 	e := q.slots[top.slot]
 	q.release(top.slot)
 	return e
 }
 
-func (q *eventQueue) removeTop() {
-	n := len(q.heap) - 1
-	q.heap[0] = q.heap[n]
-	q.heap = q.heap[:n]
-	if n > 0 {
-		q.down(0)
+// wheelHead returns the wheel's earliest live entry, moving on to later
+// buckets as the current one runs out.
+func (q *eventQueue) wheelHead() (entry, bool) {
+	if q.wheel == nil {
+		return entry{}, false
 	}
-}
-
-// sweep drops every stale entry and restores the heap order.
-func (q *eventQueue) sweep() {
-	h := q.heap[:0]
-	for _, x := range q.heap {
-		if q.slots[x.slot].seq == x.seq {
-			h = append(h, x)
+	for {
+		l := q.wheel[q.cur&(wheelBuckets-1)]
+		for q.head < len(l) {
+			if x := l[q.head]; !q.stale(x) {
+				return x, true
+			}
+			q.head++
+			q.inWheel--
 		}
-	}
-	q.heap, q.stale = h, 0
-	for i := (len(h) - 2) / 4; i >= 0; i-- {
-		q.down(i)
+		q.wheel[q.cur&(wheelBuckets-1)] = l[:0]
+		q.head = 0
+		switch {
+		case q.inWheel > 0:
+			q.cur++
+		case len(q.far) > 0 && bucketOf(q.far[0].at) > q.cur:
+			q.cur = bucketOf(q.far[0].at) // nothing near: jump ahead
+		default:
+			return entry{}, false
+		}
+		// Far entries that the wheel now reaches move in.
+		for len(q.far) > 0 {
+			x := q.far[0]
+			b := bucketOf(x.at)
+			if b < q.cur || b >= q.cur+wheelBuckets {
+				break
+			}
+			q.popFar()
+			if !q.stale(x) {
+				q.wheel[b&(wheelBuckets-1)] = append(q.wheel[b&(wheelBuckets-1)], x)
+				q.inWheel++
+			}
+		}
+		sortEntries(q.wheel[q.cur&(wheelBuckets-1)])
 	}
 }
 
-func (q *eventQueue) up(i int) {
-	h := q.heap
-	x := h[i]
+// sortEntries is an insertion sort: a bucket holds a few dozen entries,
+// mostly in order already.
+func sortEntries(l []entry) {
+	for i := 1; i < len(l); i++ {
+		x := l[i]
+		j := i
+		for j > 0 && x.less(l[j-1]) {
+			l[j] = l[j-1]
+			j--
+		}
+		l[j] = x
+	}
+}
+
+func (q *eventQueue) pushFar(x entry) {
+	q.far = append(q.far, x)
+	h := q.far
+	i := len(h) - 1
 	for i > 0 {
 		p := (i - 1) / 4
 		if !x.less(h[p]) {
@@ -137,10 +217,16 @@ func (q *eventQueue) up(i int) {
 	h[i] = x
 }
 
-func (q *eventQueue) down(i int) {
-	h := q.heap
-	n := len(h)
-	x := h[i]
+func (q *eventQueue) popFar() {
+	n := len(q.far) - 1
+	h := q.far
+	x := h[n]
+	q.far = h[:n]
+	h = h[:n]
+	if n == 0 {
+		return
+	}
+	i := 0
 	for {
 		c := 4*i + 1
 		if c >= n {
