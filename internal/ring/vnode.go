@@ -22,6 +22,9 @@ type Vnode struct {
 	// every i < lowFinger. Only the top log2 N or so are ever set, and
 	// closest runs on every hop.
 	lowFinger int
+	// best1 backs closest's answer when it wants one node: forward, on
+	// every hop, only reads it before anything else calls closest.
+	best1 [1]wire.NodeRef
 
 	nextFinger int
 	joining    bool
@@ -396,7 +399,8 @@ func (v *Vnode) nearest(env node.Env, cands []wire.NodeRef) wire.NodeRef {
 // closest returns up to n known nodes that precede key (strictly between us
 // and key), closest to key first, skipping those bad rejects. full also
 // routes on the whole successor list. It runs on
-// every hop, so it avoids allocating for the common n = 1.
+// every hop, so for the common n = 1 it allocates nothing: that answer is
+// valid until the next call.
 func (v *Vnode) closest(key id.ID, n int, full bool, bad func(wire.NodeRef) bool) []wire.NodeRef {
 	// nearer reports whether a is closer to key (from below) than b.
 	nearer := func(a, b wire.NodeRef) bool { return a.ID.Between(b.ID, key) }
@@ -431,7 +435,8 @@ func (v *Vnode) closest(key id.ID, n int, full bool, bad func(wire.NodeRef) bool
 		if best.IsZero() {
 			return nil
 		}
-		return []wire.NodeRef{best}
+		v.best1[0] = best
+		return v.best1[:]
 	}
 	insertionSort(out, nearer)
 	if len(out) > n {

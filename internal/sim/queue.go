@@ -10,11 +10,11 @@ import (
 // simulator-level action fn. Events live in the queue's slots and are
 // reused, so that scheduling one allocates nothing.
 type event struct {
-	host *Host
-	inc  uint64
-	ev   node.Event
-	fn   func()
-	seq  uint64 // of the queue entry that owns this slot; 0 while free
+	host  *Host
+	inc   uint64
+	ev    node.Event
+	timer node.Timer // set instead of ev for a timer
+	fn    func()
 }
 
 // entry is one queued event: the ordering key next to the slot, so that
@@ -50,6 +50,7 @@ func bucketOf(at time.Duration) int64 { return int64(at) >> bucketShift }
 // so this costs O(1) per cancel.
 type eventQueue struct {
 	slots []event
+	seqs  []uint64 // seqs[slot] is the seq of the entry that owns slot; 0 while free
 	free  []int32
 
 	wheel   [][]entry // wheel[b % wheelBuckets] holds bucket b's entries
@@ -70,9 +71,10 @@ func (q *eventQueue) push(at time.Duration, seq uint64, e event) int32 {
 	} else {
 		slot = int32(len(q.slots))
 		q.slots = append(q.slots, event{})
+		q.seqs = append(q.seqs, 0)
 	}
-	e.seq = seq
 	q.slots[slot] = e
+	q.seqs[slot] = seq
 	q.insert(entry{at: at, seq: seq, slot: slot})
 	return slot
 }
@@ -106,17 +108,20 @@ func (q *eventQueue) insert(x entry) {
 
 // cancel drops the event queued in slot under seq, if it is still there.
 func (q *eventQueue) cancel(slot int32, seq uint64) {
-	if q.slots[slot].seq == seq {
+	if q.seqs[slot] == seq {
 		q.release(slot)
 	}
 }
 
 func (q *eventQueue) release(slot int32) {
 	q.slots[slot] = event{}
+	q.seqs[slot] = 0
 	q.free = append(q.free, slot)
 }
 
-func (q *eventQueue) stale(x entry) bool { return q.slots[x.slot].seq != x.seq }
+// stale reports whether x's event was cancelled. The seqs live apart from
+// the events so that skipping stale entries stays within a small array.
+func (q *eventQueue) stale(x entry) bool { return q.seqs[x.slot] != x.seq }
 
 // peek returns the earliest live entry, dropping stale ones on the way.
 func (q *eventQueue) peek() (entry, bool) {

@@ -268,6 +268,10 @@ func (s *Sim) step(at time.Duration, e event) {
 	if !h.up {
 		return
 	}
+	if e.timer != nil {
+		// Boxed only now: most timers (RPC timeouts) are cancelled.
+		e.ev = node.TimerFired{T: e.timer}
+	}
 	if _, isMsg := e.ev.(node.MsgIn); !isMsg && e.inc != h.inc {
 		return // a timer or work result of an earlier incarnation
 	}
@@ -427,7 +431,7 @@ func (e *env) Send(to node.Addr, m wire.Envelope) { e.h.s.send(e.h, to, m) }
 
 func (e *env) After(d time.Duration, t node.Timer) func() {
 	s := e.h.s
-	slot, seq := s.schedule(d, e.h, node.TimerFired{T: t})
+	slot, seq := s.push(s.now+d, event{host: e.h, inc: e.h.inc, timer: t})
 	return func() { s.queue.cancel(slot, seq) }
 }
 
