@@ -236,6 +236,9 @@ func (c *Client) Call(env node.Env, to node.Addr, from wire.NodeRef, dst id.ID, 
 	if c.pending >= c.cfg.MaxPending {
 		return false
 	}
+	if cont == nil {
+		cont = func(node.Env, wire.Msg, error) {} // a nil cont would mark the slot free
+	}
 	est := c.rtt[to]
 	if timeout <= 0 {
 		timeout = c.timeout(to, est)
