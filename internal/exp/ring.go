@@ -214,12 +214,18 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 		}
 		return orc.successor(key)
 	}
+	var (
+		up    []*sim.Host
+		upGen = ^uint64(0)
+	)
 	outstanding := 0
 	start := s.Now()
 	for i := 0; i < cfg.Lookups; i++ {
 		at := start + time.Duration(float64(window)*float64(i)/float64(cfg.Lookups))
 		s.At(at, func() {
-			up := upHosts(s, cfg.Nodes)
+			if g := s.Membership(); g != upGen {
+				up, upGen = upHosts(s, cfg.Nodes), g
+			}
 			h := up[r.IntN(len(up))]
 			key := id.Random(r, id.Bytes)
 			from := r.IntN(cfg.Vnodes)

@@ -1,6 +1,8 @@
 package exp
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -98,5 +100,26 @@ func TestDeterminism(t *testing.T) {
 		if math.IsNaN(a.CorrectFraction) || a.Lookups != 500 {
 			t.Errorf("seed %d: %d lookups", seed, a.Lookups)
 		}
+	}
+}
+
+// TestRingOutputRepeats runs one small ring twice: the JSON that `triad sim
+// ring --json` prints must match byte for byte once the wall-clock fields
+// are zeroed, trace hash included.
+func TestRingOutputRepeats(t *testing.T) {
+	run := func() []byte {
+		res := runRing(t, func(c *RingConfig) { c.Nodes, c.Lookups, c.Seed = 64, 200, 11 })
+		if res.TraceHash == "" || res.Events == 0 || res.Lookups != 200 {
+			t.Fatalf("empty run: %+v", res)
+		}
+		res.WallSeconds, res.EventsPerSec = 0, 0
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if a, b := run(), run(); !bytes.Equal(a, b) {
+		t.Errorf("two runs of one seed differ:\n%s\n%s", a, b)
 	}
 }

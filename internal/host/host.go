@@ -91,6 +91,7 @@ type Host struct {
 	dead    map[node.Addr]time.Time
 	protos  []registration
 	stopped bool
+	stamper *stampEnv // reused by stamp: an env lives for one Handle
 
 	// RTT, if set, receives every round-trip sample (experiments use it).
 	RTT func(peer node.Addr, rtt time.Duration)
@@ -208,7 +209,9 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 			h.Stats.BadMessages++
 			return
 		}
-		delete(h.dead, e.From.Addr) // it is alive
+		if len(h.dead) > 0 {
+			delete(h.dead, e.From.Addr) // it is alive
+		}
 	}
 	t := e.Msg.Type()
 	owner := h.owner(t)
@@ -223,7 +226,9 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 	}
 	if e.Kind == wire.Reply {
 		if peer, rtt, ok := h.rpc.HandleReply(env, in); ok {
-			delete(h.dead, peer) // it answered
+			if len(h.dead) > 0 {
+				delete(h.dead, peer) // it answered
+			}
 			h.viv.Observe(peer, rtt, e.Coord, env.Rand())
 			if h.RTT != nil {
 				h.RTT(peer, rtt)
@@ -350,7 +355,7 @@ type stampEnv struct {
 	h *Host
 }
 
-func (s stampEnv) Send(to node.Addr, e wire.Envelope) {
+func (s *stampEnv) Send(to node.Addr, e wire.Envelope) {
 	if e.Kind == wire.Reply {
 		e.Coord = s.h.viv.Coord()
 	}
@@ -358,8 +363,14 @@ func (s stampEnv) Send(to node.Addr, e wire.Envelope) {
 }
 
 func (h *Host) stamp(env node.Env) node.Env {
-	if s, ok := env.(stampEnv); ok && s.h == h {
+	if s, ok := env.(*stampEnv); ok && s.h == h {
 		return env
 	}
-	return stampEnv{Env: env, h: h}
+	// One wrapper per host, re-aimed at every event: nodes may not keep an
+	// env after Handle returns, so the last one is free.
+	if h.stamper == nil {
+		h.stamper = &stampEnv{h: h}
+	}
+	h.stamper.Env = env
+	return h.stamper
 }

@@ -82,6 +82,7 @@ func New(cfg Config, rt *host.Host, st State, bootstrap node.Addr) (*Chord, erro
 		}
 		v := &Vnode{host: h, index: i, self: wire.NodeRef{ID: x, Addr: addr}}
 		v.fingers = make([]wire.NodeRef, id.Bits)
+		v.lowFinger = id.Bits
 		v.nextFinger = id.Bits - 1
 		// Saved peers are a best guess at the neighbours: stabilization and
 		// timeouts correct them.

@@ -18,6 +18,13 @@ type Vnode struct {
 	succs   []wire.NodeRef // nearest first; empty means alone on the ring
 	preds   []wire.NodeRef // nearest first
 	fingers []wire.NodeRef // fingers[i] = successor(self + 2^i), zero if unknown
+	// lowFinger bounds the known fingers from below: fingers[i] is zero for
+	// every i < lowFinger. Only the top log2 N or so are ever set, and
+	// closest runs on every hop.
+	lowFinger int
+	// best1 backs closest's answer when it wants one node: forward, on
+	// every hop, only reads it before anything else calls closest.
+	best1 [1]wire.NodeRef
 
 	nextFinger int
 	joining    bool
@@ -111,7 +118,8 @@ func (v *Vnode) stabilize(env node.Env) {
 func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighbors) {
 	h := v.host
 	skip := v.skipFn(env)
-	cands := []wire.NodeRef{succ}
+	cands := make([]wire.NodeRef, 1, 1+len(nb.Preds)+len(nb.Succs))
+	cands[0] = succ
 	for _, p := range nb.Preds {
 		if p.ID.Between(v.self.ID, succ.ID) {
 			cands = append(cands, p)
@@ -131,7 +139,15 @@ func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighb
 		}
 	}
 	cands = append(cands, nb.Succs...)
-	cands = buildList(v.self.ID, len(cands), skip, cands)
+	// Drop ourselves, the dead and repeats in place (buildList without a
+	// copy): cands is ours alone.
+	kept := cands[:0]
+	for _, n := range cands {
+		if n.ID != v.self.ID && !skip(n) && !contains(kept, n.ID) {
+			kept = append(kept, n)
+		}
+	}
+	cands = kept
 	sortSuccs(v.self.ID, cands)
 	old := v.Successor()
 	v.succs = cands[:min(len(cands), h.cfg.Succs)]
@@ -308,11 +324,13 @@ func (v *Vnode) fixFinger(env node.Env) {
 			for j := i; j >= 0; j-- {
 				v.fingers[j] = wire.NodeRef{}
 			}
+			v.lowFinger = max(v.lowFinger, i+1)
 			v.nextFinger = id.Bits - 1
 			return
 		}
 		v.nextFinger = i - 1
 		v.fingers[i] = f
+		v.lowFinger = min(v.lowFinger, i)
 		if h.cfg.PNSSamples > 1 {
 			v.sampleRange(env, i, nil, r.Succs, 0)
 		}
@@ -347,6 +365,7 @@ func (v *Vnode) sampleRange(env node.Env, i int, cands, more []wire.NodeRef, ask
 		return
 	}
 	v.fingers[i] = v.nearest(env, cands)
+	v.lowFinger = min(v.lowFinger, i)
 	if full || len(more) == 0 || asked > h.cfg.PNSSamples/len(more) {
 		return
 	}
@@ -380,7 +399,8 @@ func (v *Vnode) nearest(env node.Env, cands []wire.NodeRef) wire.NodeRef {
 // closest returns up to n known nodes that precede key (strictly between us
 // and key), closest to key first, skipping those bad rejects. full also
 // routes on the whole successor list. It runs on
-// every hop, so it avoids allocating for the common n = 1.
+// every hop, so for the common n = 1 it allocates nothing: that answer is
+// valid until the next call.
 func (v *Vnode) closest(key id.ID, n int, full bool, bad func(wire.NodeRef) bool) []wire.NodeRef {
 	// nearer reports whether a is closer to key (from below) than b.
 	nearer := func(a, b wire.NodeRef) bool { return a.ID.Between(b.ID, key) }
@@ -403,7 +423,7 @@ func (v *Vnode) closest(key id.ID, n int, full bool, bad func(wire.NodeRef) bool
 	// Classic Chord routes on fingers and the immediate successor, which
 	// gives its ½·log2 N hops; the rest of the successor list is a fallback
 	// when those are dead. Integration lookups use the whole list.
-	for i := len(v.fingers) - 1; i >= 0; i-- {
+	for i := len(v.fingers) - 1; i >= v.lowFinger; i-- {
 		consider(v.fingers[i])
 	}
 	for i, s := range v.succs {
@@ -415,7 +435,8 @@ func (v *Vnode) closest(key id.ID, n int, full bool, bad func(wire.NodeRef) bool
 		if best.IsZero() {
 			return nil
 		}
-		return []wire.NodeRef{best}
+		v.best1[0] = best
+		return v.best1[:]
 	}
 	insertionSort(out, nearer)
 	if len(out) > n {

@@ -49,19 +49,28 @@ func (c Config) Validate() error {
 // peer replied with, or nil with the peer's reply in m.
 type Reply func(env node.Env, m wire.Msg, err error)
 
+// call is one call in flight; a nil cont marks a free slot.
 type call struct {
 	to     node.Addr
 	sent   time.Time
 	cont   Reply
 	cancel func()
+	est    *rttEstimate // to's entry when the call was made, if any
 }
 
 // Client tracks the calls one process has in flight.
 type Client struct {
-	cfg     Config
-	next    uint64
-	pending map[uint64]*call
-	rtt     map[node.Addr]rttEstimate
+	cfg  Config
+	next uint64 // the last request ID used
+	// Request IDs are sequential and most calls end within a round trip,
+	// so calls in flight sit in a ring indexed by ID rather than a map:
+	// window holds IDs in (done, next] at index ID mod len(window). A call
+	// still pending when the full window must slide on moves to old.
+	window  []call
+	done    uint64
+	old     map[uint64]call
+	pending int
+	rtt     map[node.Addr]*rttEstimate
 
 	// Predict, if set, predicts the round-trip time to a peer never measured
 	// (from network coordinates) and the prediction's relative error.
@@ -76,23 +85,94 @@ func NewClient(cfg Config) *Client {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	return &Client{cfg: cfg, pending: make(map[uint64]*call), rtt: make(map[node.Addr]rttEstimate)}
+	return &Client{cfg: cfg, old: make(map[uint64]call), rtt: make(map[node.Addr]*rttEstimate)}
+}
+
+// maxWindow bounds the ring of calls in flight (a power of two).
+const maxWindow = 4096
+
+// find returns the call in flight with reqID.
+func (c *Client) find(reqID uint64) (call, bool) {
+	if reqID > c.next {
+		return call{}, false
+	}
+	if reqID <= c.done {
+		if len(c.old) == 0 {
+			return call{}, false
+		}
+		cl, ok := c.old[reqID]
+		return cl, ok
+	}
+	cl := c.window[reqID&uint64(len(c.window)-1)]
+	return cl, cl.cont != nil
+}
+
+// add records the call with ID c.next.
+func (c *Client) add(cl call) {
+	for c.next-c.done > uint64(len(c.window)) {
+		if len(c.window) < maxWindow {
+			c.grow()
+			continue
+		}
+		// Slide: the oldest ID leaves the window.
+		c.done++
+		i := c.done & uint64(len(c.window)-1)
+		if old := c.window[i]; old.cont != nil {
+			c.old[c.done] = old
+			c.window[i] = call{}
+		}
+	}
+	c.window[c.next&uint64(len(c.window)-1)] = cl
+	c.pending++
+}
+
+func (c *Client) grow() {
+	w := make([]call, max(16, 2*len(c.window)))
+	for id := c.done + 1; id < c.next; id++ {
+		w[id&uint64(len(w)-1)] = c.window[id&uint64(len(c.window)-1)]
+	}
+	c.window = w
+}
+
+// remove ends the call with reqID, which is in flight.
+func (c *Client) remove(reqID uint64) {
+	c.pending--
+	if reqID <= c.done {
+		delete(c.old, reqID)
+		return
+	}
+	mask := uint64(len(c.window) - 1)
+	c.window[reqID&mask] = call{}
+	for c.done < c.next && c.window[(c.done+1)&mask].cont == nil {
+		c.done++
+	}
 }
 
 // rttEstimate is a peer's smoothed round-trip time and its variation.
-type rttEstimate struct{ srtt, rttvar time.Duration }
+// Calls keep a pointer to their peer's entry so that a reply updates it
+// without a second lookup; gone marks an entry dropped from the table.
+type rttEstimate struct {
+	srtt, rttvar time.Duration
+	gone         bool
+}
 
 // maxRTTPeers bounds the RTT table; when full it is cleared (not pruned
 // piecemeal, so that map order never decides what a node remembers).
 const maxRTTPeers = 4096
 
-func (c *Client) observe(peer node.Addr, rtt time.Duration) {
-	e, ok := c.rtt[peer]
-	if !ok {
+// observe applies a sample to peer's entry e (nil or gone: look it up).
+func (c *Client) observe(peer node.Addr, e *rttEstimate, rtt time.Duration) {
+	if e == nil || e.gone {
+		e = c.rtt[peer]
+	}
+	if e == nil {
 		if len(c.rtt) >= maxRTTPeers {
+			for _, e := range c.rtt {
+				e.gone = true
+			}
 			clear(c.rtt)
 		}
-		c.rtt[peer] = rttEstimate{srtt: rtt, rttvar: rtt / 2}
+		c.rtt[peer] = &rttEstimate{srtt: rtt, rttvar: rtt / 2}
 		return
 	}
 	d := e.srtt - rtt
@@ -101,15 +181,17 @@ func (c *Client) observe(peer node.Addr, rtt time.Duration) {
 	}
 	e.rttvar = (3*e.rttvar + d) / 4
 	e.srtt = (7*e.srtt + rtt) / 8
-	c.rtt[peer] = e
 }
 
 // Timeout is how long a call to peer waits: adaptive once the peer has
 // answered; before that, as in STP, the predicted RTT plus six times its
 // expected error; the configured default when nothing predicts it.
 func (c *Client) Timeout(peer node.Addr) time.Duration {
-	e, ok := c.rtt[peer]
-	if !ok {
+	return c.timeout(peer, c.rtt[peer])
+}
+
+func (c *Client) timeout(peer node.Addr, e *rttEstimate) time.Duration {
+	if e == nil {
 		if c.Predict != nil {
 			if rtt, relErr, ok := c.Predict(peer); ok {
 				t := rtt + time.Duration(6*relErr*float64(rtt))
@@ -126,13 +208,20 @@ func (c *Client) Timeout(peer node.Addr) time.Duration {
 
 // SRTT is the smoothed round-trip time measured to peer, if any.
 func (c *Client) SRTT(peer node.Addr) (time.Duration, bool) {
-	e, ok := c.rtt[peer]
-	return e.srtt, ok
+	if e := c.rtt[peer]; e != nil {
+		return e.srtt, true
+	}
+	return 0, false
 }
 
 // Forget drops what is known of peer's round-trip time (it restarted, or
 // was declared dead).
-func (c *Client) Forget(peer node.Addr) { delete(c.rtt, peer) }
+func (c *Client) Forget(peer node.Addr) {
+	if e := c.rtt[peer]; e != nil {
+		e.gone = true
+		delete(c.rtt, peer)
+	}
+}
 
 // Timer is the timeout of one call.
 type Timer struct{ ReqID uint64 }
@@ -144,39 +233,41 @@ func (t Timer) String() string { return fmt.Sprintf("rpc-timeout(%d)", t.ReqID) 
 // the outcome. It waits timeout (zero: the peer's adaptive timeout). It returns
 // false, and cont never runs, when MaxPending calls are already in flight.
 func (c *Client) Call(env node.Env, to node.Addr, from wire.NodeRef, dst id.ID, m wire.Msg, timeout time.Duration, cont Reply) bool {
-	if len(c.pending) >= c.cfg.MaxPending {
+	if c.pending >= c.cfg.MaxPending {
 		return false
 	}
+	if cont == nil {
+		cont = func(node.Env, wire.Msg, error) {} // a nil cont would mark the slot free
+	}
+	est := c.rtt[to]
 	if timeout <= 0 {
-		timeout = c.Timeout(to)
+		timeout = c.timeout(to, est)
 	}
 	c.next++
 	reqID := c.next
-	cl := &call{to: to, sent: env.Now(), cont: cont}
-	c.pending[reqID] = cl
 	c.Calls++
 	env.Send(to, wire.Envelope{Kind: wire.Request, ReqID: reqID, From: from, To: dst, Msg: m})
-	cl.cancel = env.After(timeout, Timer{reqID})
+	c.add(call{to: to, sent: env.Now(), cont: cont, est: est, cancel: env.After(timeout, Timer{reqID})})
 	return true
 }
 
 // Pending is the number of calls in flight.
-func (c *Client) Pending() int { return len(c.pending) }
+func (c *Client) Pending() int { return c.pending }
 
 // HandleReply completes the call in reply to which in was sent and returns
 // the peer and the round-trip time. ok is false for a reply to no pending
 // call (late, duplicated or forged), which is counted and dropped.
 func (c *Client) HandleReply(env node.Env, in node.MsgIn) (peer node.Addr, rtt time.Duration, ok bool) {
-	cl := c.pending[in.Env.ReqID]
-	if cl == nil || cl.to != in.From {
+	cl, ok := c.find(in.Env.ReqID)
+	if !ok || cl.to != in.From {
 		c.Stray++
 		return "", 0, false
 	}
-	delete(c.pending, in.Env.ReqID)
+	c.remove(in.Env.ReqID)
 	cl.cancel()
 	c.Replies++
 	rtt = env.Now().Sub(cl.sent)
-	c.observe(cl.to, rtt)
+	c.observe(cl.to, cl.est, rtt)
 	var err error
 	if e, isErr := in.Env.Msg.(*wire.Error); isErr {
 		err = e
@@ -192,11 +283,11 @@ func (c *Client) HandleTimer(env node.Env, t node.Timer) bool {
 	if !isRPC {
 		return false
 	}
-	cl := c.pending[rt.ReqID]
-	if cl == nil {
+	cl, ok := c.find(rt.ReqID)
+	if !ok {
 		return true // the reply won the race with a cancel that came too late
 	}
-	delete(c.pending, rt.ReqID)
+	c.remove(rt.ReqID)
 	c.Timeouts++
 	cl.cont(env, nil, fmt.Errorf("%w: %s after %v", ErrTimeout, cl.to, env.Now().Sub(cl.sent)))
 	return true

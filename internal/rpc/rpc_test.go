@@ -116,3 +116,47 @@ func TestMaxPending(t *testing.T) {
 		t.Fatalf("%d continuations ran, want 2 (the refused call's never)", ran)
 	}
 }
+
+// TestManyCallsOneSlow keeps two calls pending while thousands of others
+// come and go, so the ring of calls in flight must slide past them: a reply
+// must still find one, a timeout the other.
+func TestManyCallsOneSlow(t *testing.T) {
+	env := &fakeEnv{now: time.Unix(0, 0)}
+	c := NewClient(DefaultConfig())
+	done := map[string]int{}
+	record := func(name string) Reply {
+		return func(_ node.Env, m wire.Msg, err error) {
+			if err != nil {
+				name += "-err"
+			}
+			done[name]++
+		}
+	}
+	c.Call(env, "slow", wire.NodeRef{}, wire.NodeRef{}.ID, &wire.Ping{}, 0, record("slow"))
+	c.Call(env, "lost", wire.NodeRef{}, wire.NodeRef{}.ID, &wire.Ping{}, 0, record("lost"))
+	slow := env.sent[0]
+	for i := 0; i < 3*maxWindow; i++ {
+		c.Call(env, "fast", wire.NodeRef{}, wire.NodeRef{}.ID, &wire.Ping{}, 0, record("fast"))
+		if i%2 == 1 { // complete in pairs, newest first
+			n := len(env.sent)
+			for _, e := range []wire.Envelope{env.sent[n-1], env.sent[n-2]} {
+				if _, _, ok := c.HandleReply(env, reply(e, "fast", &wire.Ack{})); !ok {
+					t.Fatalf("call %d: reply not matched", e.ReqID)
+				}
+			}
+		}
+	}
+	if c.Pending() != 2 {
+		t.Fatalf("pending %d, want 2", c.Pending())
+	}
+	if _, _, ok := c.HandleReply(env, reply(slow, "slow", &wire.Ack{})); !ok {
+		t.Fatal("slow reply not matched after the window slid")
+	}
+	if _, _, ok := c.HandleReply(env, reply(slow, "slow", &wire.Ack{})); ok {
+		t.Fatal("duplicate slow reply accepted")
+	}
+	env.advance(c, time.Minute)
+	if done["slow"] != 1 || done["lost-err"] != 1 || done["fast"] != 3*maxWindow || c.Pending() != 0 || c.Timeouts != 1 {
+		t.Fatalf("done %v pending %d timeouts %d", done, c.Pending(), c.Timeouts)
+	}
+}

@@ -3,10 +3,9 @@ package sim
 import (
 	"encoding/binary"
 	"fmt"
-	"hash"
-	"hash/fnv"
 	"io/fs"
 	"math/rand/v2"
+	"reflect"
 	"time"
 
 	"triad/internal/node"
@@ -73,20 +72,18 @@ type Stats struct {
 
 // Sim is one simulation.
 type Sim struct {
-	cfg    Config
-	topo   *Topology
-	now    time.Duration
-	queue  eventQueue
-	seq    uint64
-	rng    *rand.Rand
-	hosts  []*Host
-	byAddr map[node.Addr]*Host
-	group  []int  // partition group per host index; nil when healed
-	gen    uint64 // bumped whenever a host goes up or down
-	trace  hash.Hash64
-	buf    []byte // trace hashing scratch
-	ebuf   []byte // encoding scratch
-	Stats  Stats
+	cfg   Config
+	topo  *Topology
+	now   time.Duration
+	queue eventQueue
+	seq   uint64
+	rng   *rand.Rand
+	hosts []*Host
+	group []int  // partition group per host index; nil when healed
+	gen   uint64 // bumped whenever a host goes up or down
+	trace uint64 // hash of every event so far
+	ebuf  []byte // encoding scratch
+	Stats Stats
 }
 
 // New makes a simulator over topo.
@@ -98,11 +95,10 @@ func New(cfg Config, topo *Topology) *Sim {
 		cfg.Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
 	return &Sim{
-		cfg:    cfg,
-		topo:   topo,
-		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x5151)),
-		byAddr: make(map[node.Addr]*Host),
-		trace:  fnv.New64a(),
+		cfg:   cfg,
+		topo:  topo,
+		rng:   rand.New(rand.NewPCG(cfg.Seed, 0x5151)),
+		trace: fnvOffset,
 	}
 }
 
@@ -119,14 +115,33 @@ func (s *Sim) Topology() *Topology { return s.topo }
 func (s *Sim) Hosts() []*Host { return s.hosts }
 
 // HostAt returns the host with the given address, or nil.
-func (s *Sim) HostAt(a node.Addr) *Host { return s.byAddr[a] }
+func (s *Sim) HostAt(a node.Addr) *Host {
+	// Addresses are "h" and the index (AddHost): parsing one is cheaper
+	// than a map lookup on every message.
+	if len(a) < 2 || a[0] != 'h' {
+		return nil
+	}
+	i := 0
+	for _, c := range []byte(a[1:]) {
+		if c < '0' || c > '9' {
+			return nil
+		}
+		if i = 10*i + int(c-'0'); i >= len(s.hosts) {
+			return nil
+		}
+	}
+	if h := s.hosts[i]; h.Addr == a {
+		return h
+	}
+	return nil // a leading zero
+}
 
 // Membership changes whenever a host goes up or down, so that callers can
 // cache what they derive from the set of running hosts.
 func (s *Sim) Membership() uint64 { return s.gen }
 
 // TraceHash fingerprints every event processed so far.
-func (s *Sim) TraceHash() uint64 { return s.trace.Sum64() }
+func (s *Sim) TraceHash() uint64 { return s.trace }
 
 // AddHost adds a host, grows the topology if needed, and starts it now.
 func (s *Sim) AddHost(f Factory) (*Host, error) {
@@ -141,7 +156,6 @@ func (s *Sim) AddHost(f Factory) (*Host, error) {
 	h.storage = s.newStorage()
 	h.env = &env{h: h}
 	s.hosts = append(s.hosts, h)
-	s.byAddr[h.Addr] = h
 	if err := s.boot(h); err != nil {
 		return nil, err
 	}
@@ -239,7 +253,7 @@ func (s *Sim) At(t time.Duration, fn func()) {
 	if t < s.now {
 		t = s.now
 	}
-	s.push(&event{at: t, fn: fn})
+	s.push(t, event{fn: fn})
 }
 
 // Do runs fn in h's event loop now, as a node.Request.
@@ -253,22 +267,23 @@ func (s *Sim) RunFor(d time.Duration) { s.RunUntil(s.now + d) }
 // RunUntil processes every event due at or before t, then sets the clock
 // to t.
 func (s *Sim) RunUntil(t time.Duration) {
-	for s.queue.Len() > 0 && s.queue.peek().at <= t {
-		s.step(s.queue.pop())
+	for {
+		top, ok := s.queue.peek()
+		if !ok || top.at > t {
+			break
+		}
+		s.now = top.at
+		s.step(top.at, s.queue.take(top))
 	}
 	if t > s.now {
 		s.now = t
 	}
 }
 
-func (s *Sim) step(e *event) {
-	s.now = e.at
-	if e.cancelled {
-		return
-	}
+func (s *Sim) step(at time.Duration, e event) {
 	if e.fn != nil {
 		s.Stats.Events++
-		s.hashEvent(e, 0)
+		s.hashEvent(at, e.ev, 0)
 		e.fn()
 		return
 	}
@@ -276,11 +291,15 @@ func (s *Sim) step(e *event) {
 	if !h.up {
 		return
 	}
+	if e.timer != nil {
+		// Boxed only now: most timers (RPC timeouts) are cancelled.
+		e.ev = node.TimerFired{T: e.timer}
+	}
 	if _, isMsg := e.ev.(node.MsgIn); !isMsg && e.inc != h.inc {
 		return // a timer or work result of an earlier incarnation
 	}
 	s.Stats.Events++
-	s.hashEvent(e, h.Index+1)
+	s.hashEvent(at, e.ev, h.Index+1)
 	h.handler.Handle(h.env, e.ev)
 }
 
@@ -290,65 +309,107 @@ func (s *Sim) deliver(h *Host, ev node.Event) {
 	h.handler.Handle(h.env, ev)
 }
 
-func (s *Sim) hashEvent(e *event, host int) {
-	b := s.buf[:0]
-	b = binary.LittleEndian.AppendUint64(b, uint64(e.at))
-	b = binary.LittleEndian.AppendUint32(b, uint32(host))
-	switch ev := e.ev.(type) {
-	case node.MsgIn:
-		b = append(b, 'm')
-		b = binary.LittleEndian.AppendUint16(b, uint16(ev.Env.Msg.Type()))
-		b = binary.LittleEndian.AppendUint64(b, ev.Env.ReqID)
-		b = append(b, ev.From...)
-	case node.TimerFired:
-		b = append(b, 't')
-		b = append(b, ev.T.String()...)
-	case node.WorkDone:
-		b = append(b, 'w')
-	case node.Start:
-		b = append(b, 's')
-	case node.Request:
-		b = append(b, 'r')
-	default:
-		b = append(b, 'f')
+// The trace hash is FNV-1a taken a 64-bit word at a time rather than a
+// byte at a time: it only has to tell runs apart, and it runs on every
+// event.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func (s *Sim) mix(x uint64) { s.trace = (s.trace ^ x) * fnvPrime }
+
+func (s *Sim) mixString(str string) {
+	for len(str) >= 8 {
+		s.mix(binary.LittleEndian.Uint64([]byte(str[:8])))
+		str = str[8:]
 	}
-	s.buf = b
-	s.trace.Write(b)
+	var w uint64
+	for i := 0; i < len(str); i++ {
+		w |= uint64(str[i]) << (8 * i)
+	}
+	s.mix(w<<8 | uint64(len(str)))
 }
 
-func (s *Sim) schedule(d time.Duration, h *Host, ev node.Event) *event {
-	e := &event{at: s.now + d, host: h, inc: h.inc, ev: ev}
-	s.push(e)
-	return e
+func (s *Sim) hashEvent(at time.Duration, ev node.Event, host int) {
+	s.mix(uint64(at))
+	s.mix(uint64(host))
+	switch ev := ev.(type) {
+	case node.MsgIn:
+		s.mix('m' | uint64(ev.Env.Msg.Type())<<8)
+		s.mix(ev.Env.ReqID)
+		s.mixString(ev.From)
+	case node.TimerFired:
+		s.mix('t')
+		s.mixTimer(ev.T)
+	case node.WorkDone:
+		s.mix('w')
+	case node.Start:
+		s.mix('s')
+	case node.Request:
+		s.mix('r')
+	default:
+		s.mix('f')
+	}
 }
 
-func (s *Sim) push(e *event) {
+// mixTimer hashes what identifies a timer: its type's name and its integer
+// and string fields, read by reflection because formatting it with String
+// would cost an allocation per fired timer. Other timers are printed.
+func (s *Sim) mixTimer(t node.Timer) {
+	v := reflect.ValueOf(t)
+	s.mixString(v.Type().String())
+	if v.Kind() != reflect.Struct {
+		s.mixString(t.String())
+		return
+	}
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			s.mix(uint64(f.Int()))
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			s.mix(f.Uint())
+		case reflect.String:
+			s.mixString(f.String())
+		default:
+			s.mixString(t.String())
+			return
+		}
+	}
+}
+
+func (s *Sim) schedule(d time.Duration, h *Host, ev node.Event) (int32, uint64) {
+	return s.push(s.now+d, event{host: h, inc: h.inc, ev: ev})
+}
+
+func (s *Sim) push(at time.Duration, e event) (int32, uint64) {
 	s.seq++
-	e.seq = s.seq
-	s.queue.push(e)
+	return s.queue.push(at, s.seq, e), s.seq
 }
 
 // send models the network path from h to the process at to.
 func (s *Sim) send(from *Host, to node.Addr, e wire.Envelope) {
 	s.Stats.Messages++
-	dst := s.byAddr[to]
+	dst := s.HostAt(to)
 	if dst == nil {
 		s.Stats.Dropped++
 		return
 	}
 	// The size on the wire is the real encoded size; the receiver gets its
 	// own copy, decoded or deep-copied.
-	b := wire.Encode(s.ebuf[:0], e)
-	s.ebuf = b
-	size := len(b) + 4
 	got := e
+	var size int
 	if s.cfg.DecodeMessages {
+		b := wire.Encode(s.ebuf[:0], e)
+		s.ebuf = b
 		var err error
 		if got, err = wire.Decode(b); err != nil {
 			panic(fmt.Sprintf("sim: %T does not survive the codec: %v", e.Msg, err))
 		}
+		size = len(b) + 4
 	} else {
 		got.Msg = wire.Clone(e.Msg)
+		size = wire.Size(e) + 4
 	}
 	s.Stats.Bytes += uint64(size)
 	in := node.MsgIn{From: from.Addr, Env: got}
@@ -392,8 +453,9 @@ func (e *env) Rand() *rand.Rand { return e.h.rng }
 func (e *env) Send(to node.Addr, m wire.Envelope) { e.h.s.send(e.h, to, m) }
 
 func (e *env) After(d time.Duration, t node.Timer) func() {
-	ev := e.h.s.schedule(d, e.h, node.TimerFired{T: t})
-	return func() { ev.cancelled = true }
+	s := e.h.s
+	slot, seq := s.push(s.now+d, event{host: e.h, inc: e.h.inc, timer: t})
+	return func() { s.queue.cancel(slot, seq) }
 }
 
 // Offload runs w at once against the host's storage; the result arrives

@@ -131,6 +131,57 @@ func (d *decoder) nested(f field, fn func(field)) {
 	d.each(d.bytes(f), fn)
 }
 
+// Sizes of what the put functions below append.
+
+func sizeUint(num protowire.Number, v uint64) int {
+	if v == 0 {
+		return 0
+	}
+	return protowire.SizeTag(num) + protowire.SizeVarint(v)
+}
+
+func sizeString(num protowire.Number, s string) int { return sizeLen(num, len(s)) }
+
+// sizeLen is the size of a non-empty length-delimited field of n bytes.
+func sizeLen(num protowire.Number, n int) int {
+	if n == 0 {
+		return 0
+	}
+	return protowire.SizeTag(num) + protowire.SizeBytes(n)
+}
+
+func sizeID(num protowire.Number, x id.ID) int {
+	if x.IsZero() {
+		return 0
+	}
+	return protowire.SizeTag(num) + protowire.SizeBytes(x.Width())
+}
+
+// nodeBodySize is the size of a NodeRef's fields {1: id, 2: addr}.
+func nodeBodySize(n NodeRef) int { return sizeID(1, n.ID) + sizeString(2, n.Addr) }
+
+func sizeNode(num protowire.Number, n NodeRef) int {
+	if n.IsZero() {
+		return 0
+	}
+	return protowire.SizeTag(num) + protowire.SizeBytes(nodeBodySize(n))
+}
+
+func sizeNodes(num protowire.Number, list []NodeRef) int {
+	n := 0
+	for _, x := range list {
+		n += sizeNode(num, x)
+	}
+	return n
+}
+
+func sizeCoord(num protowire.Number, c Coord) int {
+	if c.IsZero() {
+		return 0
+	}
+	return protowire.SizeTag(num) + protowire.SizeBytes(coordBytes)
+}
+
 func putUint(b []byte, num protowire.Number, v uint64) []byte {
 	if v == 0 {
 		return b
@@ -164,11 +215,11 @@ func putNode(b []byte, num protowire.Number, n NodeRef) []byte {
 	if n.IsZero() {
 		return b
 	}
+	// The body's length is known up front: no nested encoding to shift.
 	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return appendNested(b, func(b []byte) []byte {
-		b = putID(b, 1, n.ID)
-		return putString(b, 2, n.Addr)
-	})
+	b = protowire.AppendVarint(b, uint64(nodeBodySize(n)))
+	b = putID(b, 1, n.ID)
+	return putString(b, 2, n.Addr)
 }
 
 func putNodes(b []byte, num protowire.Number, list []NodeRef) []byte {

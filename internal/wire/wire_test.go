@@ -78,6 +78,24 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+func TestSize(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, m := range samples() {
+		for _, e := range []Envelope{
+			{Msg: m},
+			{Kind: Reply, ReqID: 1 << 50, From: sampleNode(r), To: id.Random(r, id.Bytes), Msg: m, Coord: Coord{X: 1, Height: 2}},
+		} {
+			if got, want := Size(e), len(Encode(nil, e)); got != want {
+				t.Errorf("%T: Size %d, encoded %d bytes", m, got, want)
+			}
+		}
+	}
+	big := &Block{Key: id.Random(r, id.Bytes), Data: make([]byte, 300000)}
+	if got, want := Size(Envelope{Msg: big}), len(Encode(nil, Envelope{Msg: big})); got != want {
+		t.Errorf("large block: Size %d, encoded %d bytes", got, want)
+	}
+}
+
 func TestFrames(t *testing.T) {
 	var buf bytes.Buffer
 	e := Envelope{Kind: OneWay, Msg: &Ping{}}
@@ -136,6 +154,9 @@ func FuzzDecode(f *testing.F) {
 		e, err := Decode(b)
 		if err != nil {
 			return
+		}
+		if Size(e) != len(Encode(nil, e)) {
+			t.Fatalf("Size %d, encoded %d bytes", Size(e), len(Encode(nil, e)))
 		}
 		again, err := Decode(Encode(nil, e))
 		if err != nil {
