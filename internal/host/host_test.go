@@ -85,6 +85,11 @@ func TestPingReplyNamesTheHost(t *testing.T) {
 	if _, ok := r.e.Msg.(*wire.Ack); !ok {
 		t.Fatalf("reply is %T, want Ack", r.e.Msg)
 	}
+	// As the TCP driver sees it: decoded from the wire.
+	got, err := wire.Decode(wire.Encode(nil, r.e))
+	if err != nil || got.From.Addr != "10.0.0.1:4001" {
+		t.Fatalf("decoded reply's sender %+v, %v: want 10.0.0.1:4001", got.From, err)
+	}
 }
 
 func TestRegisterRefusesOverlapsAndRuntimeTypes(t *testing.T) {

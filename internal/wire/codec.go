@@ -117,6 +117,24 @@ func (d *decoder) node(f field) NodeRef {
 	return n
 }
 
+// sender decodes an envelope's sender: a vnode, or a host with no vnode
+// (the host runtime's own replies), which has an address and no ID.
+func (d *decoder) sender(f field) NodeRef {
+	var n NodeRef
+	d.each(d.bytes(f), func(g field) {
+		switch g.num {
+		case 1:
+			n.ID = d.id(g)
+		case 2:
+			n.Addr = d.str(g, MaxAddrBytes)
+		}
+	})
+	if n.Addr == "" && d.err == nil {
+		d.fail("field %d: sender without address", f.num)
+	}
+	return n
+}
+
 // nodes appends one repeated NodeRef element, bounding the list length.
 func (d *decoder) nodes(list []NodeRef, f field) []NodeRef {
 	if len(list) >= MaxListLen {
@@ -161,7 +179,7 @@ func sizeID(num protowire.Number, x id.ID) int {
 func nodeBodySize(n NodeRef) int { return sizeID(1, n.ID) + sizeString(2, n.Addr) }
 
 func sizeNode(num protowire.Number, n NodeRef) int {
-	if n.IsZero() {
+	if n.IsZero() && n.Addr == "" {
 		return 0
 	}
 	return protowire.SizeTag(num) + protowire.SizeBytes(nodeBodySize(n))
@@ -212,7 +230,7 @@ func putID(b []byte, num protowire.Number, x id.ID) []byte {
 }
 
 func putNode(b []byte, num protowire.Number, n NodeRef) []byte {
-	if n.IsZero() {
+	if n.IsZero() && n.Addr == "" {
 		return b
 	}
 	// The body's length is known up front: no nested encoding to shift.

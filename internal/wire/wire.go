@@ -188,7 +188,7 @@ func decode(b []byte, owned bool) (Envelope, error) {
 		case envReqID:
 			e.ReqID = d.uint(f)
 		case envFrom:
-			e.From = d.node(f)
+			e.From = d.sender(f)
 		case envTo:
 			e.To = d.id(f)
 		case envType:

@@ -227,3 +227,23 @@ func TestDecodeOwnedKeepsTheFrame(t *testing.T) {
 		t.Fatal("DecodeOwned copied the data; it should point into the frame")
 	}
 }
+
+// TestHostSenderSurvivesTheCodec: the host runtime's own replies name the
+// host by address only (no vnode). The TCP driver routes a message by its
+// sender's address, so the codec must keep it; a list entry still needs
+// an ID.
+func TestHostSenderSurvivesTheCodec(t *testing.T) {
+	e := Envelope{Kind: Reply, ReqID: 9, From: NodeRef{Addr: "127.0.0.1:4001"}, Msg: &Ack{}}
+	b := Encode(nil, e)
+	if len(b) != Size(e) {
+		t.Fatalf("Size %d, encoded %d", Size(e), len(b))
+	}
+	got, err := Decode(b)
+	if err != nil || got.From.Addr != "127.0.0.1:4001" || !got.From.IsZero() {
+		t.Fatalf("decoded sender %+v, %v: want the address and no ID", got.From, err)
+	}
+	bad := Encode(nil, Envelope{Kind: Reply, From: NodeRef{Addr: "x"}, Msg: &Neighbors{Succs: []NodeRef{{Addr: "y"}}}})
+	if _, err := Decode(bad); err == nil {
+		t.Fatal("a list entry without an ID was accepted")
+	}
+}
