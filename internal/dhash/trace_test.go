@@ -1,0 +1,25 @@
+package dhash_test
+
+import (
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"triad/internal/deploy"
+	"triad/internal/deploy/deploytest"
+)
+
+// TestTrace replays the scripts in testdata/trace (directives: see
+// deploytest.Cluster.Run) on hosts running the ring and the block store
+// with their defaults (k = 2 replicas), one fresh cluster per script.
+// Regenerate the expectations with
+//
+//	go test ./internal/dhash -run TestTrace -rewrite
+//
+// and read the diff: a changed trace is a changed protocol.
+func TestTrace(t *testing.T) {
+	datadriven.Walk(t, "testdata/trace", func(t *testing.T, path string) {
+		c := deploytest.New(deploy.DefaultOptions(), 1)
+		datadriven.RunTestAny(t, path, c.Run)
+	})
+}
