@@ -250,3 +250,59 @@ func TestStateRoundTripAndValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartedPeerBackInEveryListSoon: every host marks a crashed peer
+// dead; when it restarts at once, hosts that only hear of it through their
+// successor's list (never from it) must take it back within a few rounds,
+// not skip it until their dead marks expire.
+func TestRestartedPeerBackInEveryListSoon(t *testing.T) {
+	c := newCluster(t, 12, 1, 16)
+	c.s.RunFor(30 * time.Second) // full successor lists
+	h := c.s.Hosts()[7]
+	c.s.Crash(h)
+	c.waitConsistent(time.Minute)
+	// Every host calls it now, as a block store's gets would, and marks it
+	// dead when the call times out.
+	for _, x := range c.s.Hosts() {
+		if x == h {
+			continue
+		}
+		c.s.Do(x, func(env node.Env) {
+			rt := chord(x).Runtime()
+			rt.Call(env, h.Addr, chord(x).Vnodes()[0].Self(), id.ID{}, &wire.Ping{}, time.Second, func(env node.Env, _ wire.Msg, err error) {
+				if err != nil {
+					rt.MarkDead(env, h.Addr)
+				}
+			})
+		})
+	}
+	c.s.RunFor(1500 * time.Millisecond)
+	marked := 0
+	for _, x := range c.s.Hosts() {
+		if x != h {
+			c.s.Do(x, func(env node.Env) {
+				if chord(x).IsDead(env, wire.NodeRef{Addr: h.Addr}) {
+					marked++
+				}
+			})
+		}
+	}
+	c.s.RunFor(time.Millisecond)
+	if marked != len(c.s.Hosts())-1 {
+		t.Fatalf("%d hosts marked %s dead, want all %d others", marked, h.Addr, len(c.s.Hosts())-1)
+	}
+	if err := c.s.Restart(h); err != nil {
+		t.Fatal(err)
+	}
+	c.s.RunFor(10 * time.Second) // well inside the 30 s dead memory
+	vs := c.vnodes()
+	for i, v := range vs {
+		succs := v.Succs()
+		for j := 0; j < len(succs) && j < len(vs)-1; j++ {
+			if want := vs[(i+1+j)%len(vs)].Self().ID; succs[j].ID != want {
+				t.Errorf("%s: successor %d is %s, want %s", v.Self(), j, succs[j].ID.Short(), want.Short())
+				break
+			}
+		}
+	}
+}
