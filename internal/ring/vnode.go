@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"slices"
 	"time"
 
 	"triad/internal/id"
@@ -125,18 +126,30 @@ func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighb
 			cands = append(cands, p)
 		}
 	}
-	if len(nb.Preds) > 0 {
-		if p := nb.Preds[0]; p.ID.Between(v.self.ID, succ.ID) && skip(p) {
-			// Our successor takes for its predecessor a peer we declared
-			// dead: it has probably restarted. Ask it; an answer clears
-			// the mark (handleMsg) and the next round adopts it, rather
-			// than skipping it until the host forgets the death.
-			h.rt.Call(env, p.Addr, v.self, p.ID, &wire.Ping{}, 0, func(env node.Env, m wire.Msg, err error) {
-				if err != nil {
-					v.callFailed(env, p, err)
-				}
-			})
-		}
+	// Our successor lists a peer we declared dead, as its predecessor or in
+	// its successor list: the peer has probably restarted. Ask it (one such
+	// peer per round); an answer clears the mark in the host runtime and
+	// the next round adopts it. Without this, a peer we hear of only
+	// through lists would stay out of ours until the runtime forgets its
+	// death.
+	var suspect wire.NodeRef
+	if len(nb.Preds) > 0 && nb.Preds[0].ID.Between(v.self.ID, succ.ID) && skip(nb.Preds[0]) {
+		suspect = nb.Preds[0]
+	} else if i := slices.IndexFunc(nb.Succs, skip); i >= 0 {
+		suspect = nb.Succs[i]
+	}
+	if !suspect.IsZero() && suspect.Addr != h.addr {
+		p := suspect
+		h.rt.Call(env, p.Addr, v.self, p.ID, &wire.Ping{}, 0, func(env node.Env, m wire.Msg, err error) {
+			if err != nil {
+				v.callFailed(env, p, err)
+				return
+			}
+			// Alive: take it into our list now, as our successor lists it.
+			list := buildList(v.self.ID, len(v.succs)+1, v.skipFn(env), v.succs, []wire.NodeRef{p})
+			sortSuccs(v.self.ID, list)
+			v.succs = list[:min(len(list), h.cfg.Succs)]
+		})
 	}
 	cands = append(cands, nb.Succs...)
 	// Drop ourselves, the dead and repeats in place (buildList without a
