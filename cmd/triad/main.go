@@ -31,8 +31,8 @@ func init() {
 		{"put", "store a file in the DHT; prints its key", runPut},
 		{"get", "fetch a file from the DHT by key", runGet},
 		{"stat", "show which nodes hold a key", runStat},
-		{"sim", "run a simulation experiment (sim ring)", runSim},
-		{"bench", "measure a part on this machine (bench store)", runBench},
+		{"sim", "run a simulation experiment (sim ring, sim dhash)", runSim},
+		{"bench", "measure a part on this machine (bench store, dhash, nntp)", runBench},
 	}
 }
 
@@ -71,8 +71,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, `triad is a DHT storage system: servers of sites that trust each other pool
-their disks into one self-healing store (Chord ring, DHash blocks, Passing Tone
-maintenance), with a simulator that runs thousands of the same nodes.
+their disks into one store (a Chord ring and DHash blocks; Passing Tone
+maintenance is next), with a news server on it and a simulator that runs
+thousands of the same nodes.
 
 Usage: triad <command> [flags]
 

@@ -46,14 +46,21 @@ func (c *Checker) violate(format string, args ...any) {
 	}
 }
 
-// report copies the checker's findings into a result's fields; a nil
-// checker (no --check) leaves them empty.
-func (c *Checker) report(checks *int, violations **int, violated *[]string) {
+// Checked is what the checker found, as experiment results carry it (empty
+// without --check).
+type Checked struct {
+	Checks     int      `json:"checks,omitempty"`
+	Violations *int     `json:"violations,omitempty"`
+	Violated   []string `json:"violated,omitempty"`
+}
+
+// report is the checker's findings; a nil checker (no --check) has none.
+func (c *Checker) report() Checked {
 	if c == nil {
-		return
+		return Checked{}
 	}
 	n := len(c.Violations)
-	*checks, *violations, *violated = c.Checks, &n, c.Violations
+	return Checked{Checks: c.Checks, Violations: &n, Violated: c.Violations}
 }
 
 // Acked records a put acknowledged with a copy on each of holders.

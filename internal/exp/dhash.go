@@ -71,10 +71,8 @@ type DHashResult struct {
 	Pass        bool       `json:"pass"`
 	WallSeconds float64    `json:"wall_seconds"`
 	Events      uint64     `json:"events"`
-	// Checks and Violations are the invariant checker's, with Check.
-	Checks     int      `json:"checks,omitempty"`
-	Violations *int     `json:"violations,omitempty"`
-	Violated   []string `json:"violated,omitempty"`
+	// Checked is the invariant checker's verdict, with Check.
+	Checked
 }
 
 // Row returns the row with the given name.
@@ -177,7 +175,7 @@ func RunDHash(cfg DHashConfig) (DHashResult, error) {
 	res.Pass = res.RecursiveOverIter > 0 && res.RecursiveOverIter <= 0.7 &&
 		(res.PNS16Cut >= 0.3 || !noPNS) && res.IntegratedOverDirect > 0 && res.IntegratedOverDirect <= 1.5 &&
 		res.Durability.Lost == 0 && res.Durability.WipedLost == res.Durability.WipedKeys
-	chk.report(&res.Checks, &res.Violations, &res.Violated)
+	res.Checked = chk.report()
 	res.WallSeconds = time.Since(wall).Seconds()
 	return res, nil
 }

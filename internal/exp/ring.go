@@ -83,10 +83,8 @@ type RingResult struct {
 	VirtualSeconds  float64 `json:"virtual_seconds"`
 	WallSeconds     float64 `json:"wall_seconds"`
 	TraceHash       string  `json:"trace_hash"`
-	// Checks and Violations are the invariant checker's, with Check.
-	Checks     int      `json:"checks,omitempty"`
-	Violations *int     `json:"violations,omitempty"`
-	Violated   []string `json:"violated,omitempty"`
+	// Checked is the invariant checker's verdict, with Check.
+	Checked
 }
 
 // RunRing builds a ring of cfg.Nodes hosts on the synthetic topology, lets
@@ -276,7 +274,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	res.WallSeconds = time.Since(wallStart).Seconds()
 	res.EventsPerSec = float64(res.Events) / res.WallSeconds
 	res.TraceHash = fmt.Sprintf("%016x", s.TraceHash())
-	chk.report(&res.Checks, &res.Violations, &res.Violated)
+	res.Checked = chk.report()
 	return res, nil
 }
 

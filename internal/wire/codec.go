@@ -102,24 +102,15 @@ func (d *decoder) id(f field) id.ID {
 
 // node decodes a nested NodeRef {1: id, 2: addr}.
 func (d *decoder) node(f field) NodeRef {
-	var n NodeRef
-	d.each(d.bytes(f), func(g field) {
-		switch g.num {
-		case 1:
-			n.ID = d.id(g)
-		case 2:
-			n.Addr = d.str(g, MaxAddrBytes)
-		}
-	})
+	n := d.nodeRef(f)
 	if n.ID.IsZero() && d.err == nil {
 		d.fail("field %d: node without id", f.num)
 	}
 	return n
 }
 
-// sender decodes an envelope's sender: a vnode, or a host with no vnode
-// (the host runtime's own replies), which has an address and no ID.
-func (d *decoder) sender(f field) NodeRef {
+// nodeRef decodes a NodeRef's fields, whatever they hold.
+func (d *decoder) nodeRef(f field) NodeRef {
 	var n NodeRef
 	d.each(d.bytes(f), func(g field) {
 		switch g.num {
@@ -129,6 +120,13 @@ func (d *decoder) sender(f field) NodeRef {
 			n.Addr = d.str(g, MaxAddrBytes)
 		}
 	})
+	return n
+}
+
+// sender decodes an envelope's sender: a vnode, or a host with no vnode
+// (the host runtime's own replies), which has an address and no ID.
+func (d *decoder) sender(f field) NodeRef {
+	n := d.nodeRef(f)
 	if n.Addr == "" && d.err == nil {
 		d.fail("field %d: sender without address", f.num)
 	}
