@@ -294,6 +294,7 @@ func (h *Chord) Validate(m wire.Msg) error { return validate(m) }
 
 func (h *Chord) handleMsg(env node.Env, in node.MsgIn) {
 	e := in.Env
+	h.maybeHeard(e.From)
 	v := h.vnodeFor(e.To)
 	if v == nil {
 		if e.Kind == wire.Request {
@@ -382,6 +383,29 @@ func validate(m wire.Msg) error {
 		return key(m.Key)
 	}
 	return nil
+}
+
+// maxHeard bounds the peers an alone vnode keeps as join candidates.
+const maxHeard = 8
+
+// maybeHeard keeps a vnode of another process that sent us a message as a
+// place to join through, while one of our vnodes is alone. A host that
+// started a ring of one (a founder whose disk failed, or the survivor of a
+// partition) is probed by the peers that lost it; without this it would
+// answer them and stay a ring apart, since only a probe from its very
+// predecessor would make that one adopt it. With it, the alone vnode's
+// next round looks its own ID up through the prober and joins that ring.
+func (h *Chord) maybeHeard(from wire.NodeRef) {
+	if from.IsZero() || from.Addr == h.addr || contains(h.join, from.ID) {
+		return
+	}
+	if !slices.ContainsFunc(h.vnodes, func(v *Vnode) bool { return len(v.succs) == 0 }) {
+		return
+	}
+	if len(h.join) >= maxHeard+1 {
+		h.join = slices.Delete(h.join, 1, 2) // keep the bootstrap address first
+	}
+	h.join = append(h.join, from)
 }
 
 // maxLost bounds the peers remembered for merge probes.

@@ -311,3 +311,18 @@ func TestRestartedPeerBackInEveryList(t *testing.T) {
 		}
 	}
 }
+
+// TestWipedFounderRejoins: the first host of a ring loses its disk and
+// restarts with no bootstrap address and no saved peers, so it starts a
+// ring of one. The hosts that lost it probe it, and it must then join
+// their ring rather than stay a ring apart.
+func TestWipedFounderRejoins(t *testing.T) {
+	c := newCluster(t, 10, 1, 17)
+	founder := c.s.Hosts()[0]
+	c.s.Wipe(founder)
+	c.waitConsistent(time.Minute)
+	if err := c.s.Restart(founder); err != nil {
+		t.Fatal(err)
+	}
+	c.waitConsistent(3 * time.Minute)
+}
