@@ -396,10 +396,10 @@ const maxHeard = 8
 // predecessor would make that one adopt it. With it, the alone vnode's
 // next round looks its own ID up through the prober and joins that ring.
 func (h *Chord) maybeHeard(from wire.NodeRef) {
-	if from.IsZero() || from.Addr == h.addr || contains(h.join, from.ID) {
+	if from.IsZero() || from.Addr == h.addr {
 		return
 	}
-	if !slices.ContainsFunc(h.vnodes, func(v *Vnode) bool { return len(v.succs) == 0 }) {
+	if !slices.ContainsFunc(h.vnodes, func(v *Vnode) bool { return len(v.succs) == 0 }) || contains(h.join, from.ID) {
 		return
 	}
 	if len(h.join) >= maxHeard+1 {
