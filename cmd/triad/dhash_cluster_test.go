@@ -117,15 +117,29 @@ func succProblems(name, view string, all []string) []string {
 	return problems
 }
 
-// waitLists polls until listProblems finds nothing wrong, failing with the
-// ring views and node logs if that takes longer than within.
+// listsSettle is how long successor lists must stay complete before the
+// ring counts as healed: more than a stabilization round (1 s ± 25%). A
+// restarted node answers its first rounds with the list it saved, which
+// may be short; its predecessor adopts that list for a round, so lists
+// that look complete just after a restart can still lose an entry.
+const listsSettle = 1500 * time.Millisecond
+
+// waitLists polls until listProblems has found nothing wrong for
+// listsSettle, failing with the ring views and node logs if that takes
+// longer than within.
 func (d *dhashCluster) waitLists(what string, within time.Duration) {
 	d.t.Helper()
 	start := time.Now()
+	var completeSince time.Time
 	for {
 		problems := d.listProblems()
-		if len(problems) == 0 {
-			d.t.Logf("%s: successor lists of %d nodes complete after %v", what, len(d.live()), time.Since(start).Round(time.Millisecond))
+		switch {
+		case len(problems) > 0:
+			completeSince = time.Time{}
+		case completeSince.IsZero():
+			completeSince = time.Now()
+		case time.Since(completeSince) >= listsSettle:
+			d.t.Logf("%s: successor lists of %d nodes complete after %v (and since for %v)", what, len(d.live()), completeSince.Sub(start).Round(time.Millisecond), listsSettle)
 			return
 		}
 		if time.Since(start) > within {
