@@ -93,9 +93,6 @@ type Host struct {
 	stopped bool
 	stamper *stampEnv // reused by stamp: an env lives for one Handle
 
-	// RTT, if set, receives every round-trip sample (experiments use it).
-	RTT func(peer node.Addr, rtt time.Duration)
-
 	Stats Stats
 }
 
@@ -230,9 +227,6 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 				delete(h.dead, peer) // it answered
 			}
 			h.viv.Observe(peer, rtt, e.Coord, env.Rand())
-			if h.RTT != nil {
-				h.RTT(peer, rtt)
-			}
 		}
 		return
 	}
