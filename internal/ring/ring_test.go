@@ -326,3 +326,55 @@ func TestWipedFounderRejoins(t *testing.T) {
 	}
 	c.waitConsistent(3 * time.Minute)
 }
+
+// TestRestartWithStaleListKeepsNewcomer: a host restarts with the peers it
+// saved before a newcomer joined right after it. Until its first round its
+// successor list is that stale guess; its predecessor, which knew the
+// newcomer, must not lose it by adopting the guess.
+func TestRestartWithStaleListKeepsNewcomer(t *testing.T) {
+	c := newCluster(t, 12, 1, 18)
+	c.s.RunFor(40 * time.Second) // past a periodic save
+	vs := c.vnodes()
+	x := c.s.HostAt(vs[5].Self().Addr)
+	xID, zID := vs[5].Self().ID, vs[6].Self().ID
+	c.s.Crash(x)
+	c.waitConsistent(time.Minute)
+	// A newcomer just after x, before its old successor.
+	yID := xID.AddPow2(0)
+	if !yID.Between(xID, zID) {
+		t.Fatal("no room after x")
+	}
+	opts := deploy.Options{Vnodes: 1, Bootstrap: "h0", Host: host.DefaultConfig(), Ring: ring.DefaultConfig()}
+	_, err := c.s.AddHost(func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, error) {
+		b, err := ring.MarshalState(ring.State{IDs: []id.ID{yID}})
+		if err != nil {
+			return nil, err
+		}
+		if err := st.WriteFile(ring.StateFile, b); err != nil {
+			return nil, err
+		}
+		return deploy.New(opts, addr, st, r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitConsistent(time.Minute)
+	c.s.RunFor(20 * time.Second) // full lists, and the newcomer in them
+	if err := c.s.Restart(x); err != nil {
+		t.Fatal(err)
+	}
+	// x's predecessor: once it takes x back, its list must still hold y.
+	p := c.s.HostAt(vs[4].Self().Addr)
+	lost := 0
+	for i := 0; i < 100; i++ {
+		c.s.RunFor(100 * time.Millisecond)
+		succs := chord(p).Vnodes()[0].Succs()
+		if len(succs) > 0 && succs[0].ID == xID && !slices.ContainsFunc(succs, func(n wire.NodeRef) bool { return n.ID == yID }) {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("x's predecessor lacked the newcomer in %d of 100 checks after x restarted", lost)
+	}
+	c.waitConsistent(time.Minute)
+}
