@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -172,8 +173,7 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 	opts := deploy.Options{Vnodes: spec.vnodes, Bootstrap: spec.join, Host: spec.host, Ring: spec.ring, Blocks: &blocks}
 	n, err := deploy.New(opts, drv.Addr(), drv.Storage(), drv.Rand())
 	if err != nil {
-		drv.Close()
-		return nil, fmt.Errorf("%s: %w", spec.data, err)
+		return nil, errors.Join(fmt.Errorf("%s: %w", spec.data, err), drv.Close())
 	}
 	rn := &runningNode{addr: drv.Addr(), drv: drv, node: n, state: n.State, done: make(chan error, 1)}
 	go func() { rn.done <- drv.Run(ctx, n) }()

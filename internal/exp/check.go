@@ -26,6 +26,9 @@ import (
 // (Passing Tone adds: no key stays outside its replica set for longer than
 // a maintenance period.)
 type Checker struct {
+	// Succs is the successor-list length the ring is configured with: a
+	// settled list holds that many, or every other vnode of a smaller ring.
+	Succs      int
 	acked      []ackedPut
 	Checks     int
 	Violations []string
@@ -41,6 +44,9 @@ type ackedPut struct {
 const maxViolations = 100
 
 func (c *Checker) violate(format string, args ...any) {
+	if c == nil {
+		return
+	}
 	if len(c.Violations) < maxViolations {
 		c.Violations = append(c.Violations, fmt.Sprintf(format, args...))
 	}
@@ -98,9 +104,13 @@ func (c *Checker) CheckRing(s *sim.Sim, when string, settled bool) {
 		if !h.Up() {
 			continue
 		}
-		for _, v := range ringHost(h).Vnodes() {
+		for _, v := range chordOf(h).Vnodes() {
 			self := v.Self().ID
-			i, _ := slices.BinarySearchFunc(o.ids, self, func(a, b id.ID) int { return a.Cmp(b) })
+			i, found := slices.BinarySearchFunc(o.ids, self, func(a, b id.ID) int { return a.Cmp(b) })
+			if !found {
+				c.violate("%s: %s is running but not in the oracle", when, v.Self())
+				continue
+			}
 			if p := v.Predecessor().ID; p != o.ids[(i-1+n)%n] {
 				c.violate("%s: %s has predecessor %s, want %s", when, v.Self(), p.Short(), o.ids[(i-1+n)%n].Short())
 			}
@@ -117,6 +127,8 @@ func (c *Checker) CheckRing(s *sim.Sim, when string, settled bool) {
 			}
 			if len(succs) == 0 {
 				c.violate("%s: %s has no successor", when, v.Self())
+			} else if want := min(c.Succs, n-1); settled && len(succs) < want {
+				c.violate("%s: %s knows %d successors, want %d", when, v.Self(), len(succs), want)
 			}
 		}
 	}

@@ -18,8 +18,9 @@ import (
 // which keeps disks), and every holder of a few other keys loses its disk
 // (sim.Wipe). Lost counts acknowledged keys of the first kind that no
 // longer read back, and must be 0; WipedLost counts keys of the second
-// kind that are gone, and shows the simulator tells the two apart (with no
-// maintenance yet, every such key is gone).
+// kind that are gone, and shows the simulator tells the two apart. With no
+// maintenance yet nearly every such key is gone; one may survive in a copy
+// a put placed past a slow holder, which a get's second look-up finds.
 type Durability struct {
 	CrashKeys    int `json:"crash_restart_keys"`
 	CrashedHosts int `json:"crashed_hosts"`

@@ -3,8 +3,8 @@ package exp
 import (
 	"slices"
 	"sort"
-	"triad/internal/deploy"
 
+	"triad/internal/deploy"
 	"triad/internal/id"
 	"triad/internal/ring"
 	"triad/internal/sim"
@@ -19,7 +19,7 @@ func newOracle(s *sim.Sim) oracle {
 		if !h.Up() {
 			continue
 		}
-		for _, v := range ringHost(h).Vnodes() {
+		for _, v := range chordOf(h).Vnodes() {
 			o.ids = append(o.ids, v.Self().ID)
 		}
 	}
@@ -46,7 +46,7 @@ func (o oracle) ringErrors(s *sim.Sim) int {
 		if !h.Up() {
 			continue
 		}
-		for _, v := range ringHost(h).Vnodes() {
+		for _, v := range chordOf(h).Vnodes() {
 			self := v.Self().ID
 			if len(o.ids) == 1 {
 				continue
@@ -60,9 +60,9 @@ func (o oracle) ringErrors(s *sim.Sim) int {
 	return bad
 }
 
-// ringHost is the ring protocol of a running host; nil when the host is
+// chordOf is the ring protocol of a running host; nil when the host is
 // down.
-func ringHost(h *sim.Host) *ring.Chord {
+func chordOf(h *sim.Host) *ring.Chord {
 	if n := deploy.Of(h); n != nil {
 		return n.Ring
 	}

@@ -7,9 +7,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
 	"triad/internal/deploy"
 	"triad/internal/host"
-
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/ring"
@@ -115,7 +115,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	res := RingResult{Nodes: cfg.Nodes, Vnodes: cfg.Vnodes, Seed: cfg.Seed, Fail: cfg.Fail, Churn: cfg.Churn}
 	var chk *Checker
 	if cfg.Check {
-		chk = &Checker{}
+		chk = &Checker{Succs: cfg.Ring.Succs}
 	}
 	res.RTTMedianMs = ms(topo.Stats(20000).Median)
 
@@ -229,7 +229,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 			from := r.IntN(cfg.Vnodes)
 			outstanding++
 			s.Do(h, func(env node.Env) {
-				ringHost(h).Lookup(env, key, ring.LookupOptions{From: from}, func(env node.Env, lr ring.Result) {
+				chordOf(h).Lookup(env, key, ring.LookupOptions{From: from}, func(env node.Env, lr ring.Result) {
 					outstanding--
 					res.Lookups++
 					if lr.Err != nil || len(lr.Succs) == 0 {
@@ -255,7 +255,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	res.Failed += outstanding
 
 	for _, h := range s.Hosts() {
-		if rh := ringHost(h); rh != nil {
+		if rh := chordOf(h); rh != nil {
 			res.Fallbacks += rh.Stats.IterativeFallbacks
 			res.RPCTimeouts += rh.Runtime().RPC().Timeouts
 			res.PeersDeclared += rh.Runtime().Stats.PeersDeclaredDead

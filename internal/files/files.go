@@ -42,6 +42,9 @@ type Options struct {
 	Progress func(op string, total int64) Progress
 	// RetryFor bounds how long a deferred put is tried again. Default 1 min.
 	RetryFor time.Duration
+	// MaxSize is the largest file Get assembles: a manifest naming a larger
+	// one is refused before anything is allocated. Default 4 GiB.
+	MaxSize int
 }
 
 func (o Options) withDefaults() Options {
@@ -54,6 +57,9 @@ func (o Options) withDefaults() Options {
 	if o.RetryFor <= 0 {
 		o.RetryFor = time.Minute
 	}
+	if o.MaxSize <= 0 {
+		o.MaxSize = 4 << 30
+	}
 	return o
 }
 
@@ -63,9 +69,15 @@ const MaxChunks = 1 << 16
 // magic starts every manifest.
 const magic = "triad-manifest 1\n"
 
-// ErrTooManyChunks is returned by Put for a file that would need more than
-// MaxChunks chunks.
-var ErrTooManyChunks = errors.New("files: too many chunks")
+// Errors Put and Get return.
+var (
+	// ErrTooManyChunks is returned by Put for a file that would need more
+	// than MaxChunks chunks.
+	ErrTooManyChunks = errors.New("files: too many chunks")
+	// ErrTooLarge is returned by Get for a manifest naming a file larger
+	// than Options.MaxSize.
+	ErrTooLarge = errors.New("files: file too large")
+)
 
 // Put stores data and returns the key that names it: the block's own key,
 // or for a file larger than one chunk the manifest's.
@@ -81,7 +93,9 @@ func Put(ctx context.Context, s Store, data []byte, o Options) (id.ID, error) {
 	if len(chunks) > MaxChunks {
 		return id.ID{}, fmt.Errorf("%w: %d chunks of %d bytes, at most %d (use larger chunks)", ErrTooManyChunks, len(chunks), o.Chunk, MaxChunks)
 	}
-	if len(chunks) == 1 {
+	// A one-block file is that block, unless it reads as a manifest: then it
+	// gets a manifest of its own, so that Get returns it rather than follow it.
+	if len(chunks) == 1 && !IsManifest(data) {
 		return putRetry(ctx, s, data, o)
 	}
 	keys := make([]id.ID, len(chunks))
@@ -144,6 +158,9 @@ func Get(ctx context.Context, s Store, key id.ID, o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.Size > o.MaxSize {
+		return nil, fmt.Errorf("%w: the manifest names a file of %d bytes, more than the %d allowed", ErrTooLarge, m.Size, o.MaxSize)
+	}
 	out := make([]byte, m.Size)
 	offs := make([]int, len(m.Chunks))
 	for i, off := 1, 0; i < len(m.Chunks); i++ {
@@ -197,9 +214,12 @@ func (m Manifest) Encode() []byte {
 	return b.Bytes()
 }
 
-// maxFile bounds a manifest's size line: MaxChunks chunks of the largest
-// block a frame carries.
-const maxFile = MaxChunks * wire.MaxFrameBytes
+// maxChunk bounds a chunk's length in a manifest: the largest block a frame
+// carries. maxFile bounds its size line: MaxChunks such chunks.
+const (
+	maxChunk = wire.MaxFrameBytes
+	maxFile  = MaxChunks * maxChunk
+)
 
 // ParseManifest decodes a manifest block, refusing anything malformed: a
 // size out of bounds, a bad key or length, chunks that do not add up.
@@ -223,7 +243,7 @@ func ParseManifest(b []byte) (Manifest, error) {
 		k, n, ok := strings.Cut(l, " ")
 		key, err := id.Parse(k, id.Bytes)
 		length, err2 := strconv.Atoi(n)
-		if !ok || len(k) != 2*id.Bytes || err != nil || err2 != nil || length < 1 || length > m.Size-total {
+		if !ok || len(k) != 2*id.Bytes || err != nil || err2 != nil || length < 1 || length > maxChunk || length > m.Size-total {
 			return Manifest{}, fmt.Errorf("manifest: bad chunk line %q", l)
 		}
 		m.Chunks = append(m.Chunks, Chunk{Key: key, Len: length})

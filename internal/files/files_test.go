@@ -121,6 +121,7 @@ func TestParseManifestRefusesMalformed(t *testing.T) {
 		"too long":        magic + "size 3\n" + k + " 4\n",
 		"do not add up":   magic + "size 5\n" + k + " 3\n",
 		"negative":        magic + "size 3\n" + k + " -3\n",
+		"chunk too large": magic + "size 99999999\n" + k + " 99999999\n",
 	} {
 		if _, err := ParseManifest([]byte(text)); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -151,4 +152,40 @@ func FuzzParseManifest(f *testing.F) {
 			t.Fatalf("re-encoding does not parse the same: %v", err)
 		}
 	})
+}
+
+// A one-block file that reads as a manifest (someone stored a manifest
+// as a file) comes back as itself, not as the file it names.
+func TestAFileThatLooksLikeAManifest(t *testing.T) {
+	s := &memStore{blocks: map[id.ID][]byte{}}
+	inner, err := Put(context.Background(), s, randomBytes(5000), Options{Chunk: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := s.blocks[inner]
+	key, err := Put(context.Background(), s, manifest, Options{Chunk: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Get(context.Background(), s, key, Options{})
+	if err != nil || !bytes.Equal(got, manifest) {
+		t.Fatalf("get of a stored manifest: %d bytes, %v; want the manifest's %d bytes", len(got), err, len(manifest))
+	}
+}
+
+// A manifest naming a file larger than MaxSize is refused before Get
+// allocates it.
+func TestGetRefusesAHugeManifest(t *testing.T) {
+	s := &memStore{blocks: map[id.ID][]byte{}}
+	var m Manifest
+	for i := 0; i < 2000; i++ {
+		m.Chunks = append(m.Chunks, Chunk{Key: id.Key([]byte{byte(i), byte(i >> 8)}), Len: maxChunk})
+		m.Size += maxChunk
+	}
+	b := m.Encode()
+	k := id.Key(b)
+	s.blocks[k] = b
+	if _, err := Get(context.Background(), s, k, Options{}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("get of a manifest naming %d bytes: %v, want ErrTooLarge", m.Size, err)
+	}
 }

@@ -3,6 +3,8 @@ package host
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"triad/internal/id"
@@ -222,10 +224,11 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 		}
 	}
 	if e.Kind == wire.Reply {
+		// It answered: alive, before the call's continuation looks.
+		if len(h.dead) > 0 && h.rpc.Expects(in) {
+			delete(h.dead, in.From)
+		}
 		if peer, rtt, ok := h.rpc.HandleReply(env, in); ok {
-			if len(h.dead) > 0 {
-				delete(h.dead, peer) // it answered
-			}
 			h.viv.Observe(peer, rtt, e.Coord, env.Rand())
 		}
 		return
@@ -290,9 +293,11 @@ func (h *Host) MarkDead(env node.Env, addr node.Addr) {
 // dead (calls still in flight to it are no news) without the protocols
 // being told, since its leave message already told them.
 func (h *Host) Departed(env node.Env, addr node.Addr) {
-	if addr != h.addr {
-		h.dead[addr] = env.Now()
+	if addr == "" || addr == h.addr {
+		return
 	}
+	h.dead[addr] = env.Now()
+	h.expireDead(env.Now())
 }
 
 // IsDead reports whether the process at addr was declared dead within
@@ -305,8 +310,11 @@ func (h *Host) IsDead(env node.Env, addr node.Addr) bool {
 // maxDead bounds the dead-peer memory.
 const maxDead = 1024
 
+// expireDead bounds the dead-peer memory: past maxDead marks it drops the
+// expired ones and, if that is not enough, the oldest, down to half, so
+// the cost is paid once per maxDead/2 new marks.
 func (h *Host) expireDead(now time.Time) {
-	if len(h.dead) <= maxDead/2 {
+	if len(h.dead) <= maxDead {
 		return
 	}
 	for a, t := range h.dead {
@@ -316,15 +324,25 @@ func (h *Host) expireDead(now time.Time) {
 	}
 	// Still too many: drop the oldest, choosing by (time, address) so that
 	// map order never decides what a host remembers.
-	for len(h.dead) > maxDead {
-		var oldest node.Addr
-		var at time.Time
-		for a, t := range h.dead {
-			if oldest == "" || t.Before(at) || (t.Equal(at) && a < oldest) {
-				oldest, at = a, t
-			}
+	if len(h.dead) <= maxDead/2 {
+		return
+	}
+	type mark struct {
+		addr node.Addr
+		at   time.Time
+	}
+	marks := make([]mark, 0, len(h.dead))
+	for a, t := range h.dead {
+		marks = append(marks, mark{a, t})
+	}
+	slices.SortFunc(marks, func(x, y mark) int {
+		if c := x.at.Compare(y.at); c != 0 {
+			return c
 		}
-		delete(h.dead, oldest)
+		return strings.Compare(x.addr, y.addr)
+	})
+	for _, m := range marks[:len(marks)-maxDead/2] {
+		delete(h.dead, m.addr)
 	}
 }
 

@@ -3,6 +3,7 @@ package host_test
 import (
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +169,28 @@ func TestLivenessFromCalls(t *testing.T) {
 	h.Handle(env, node.MsgIn{From: peer, Env: wire.Envelope{Kind: wire.Reply, ReqID: req.ReqID, From: wire.NodeRef{Addr: peer}, Msg: &wire.Ack{}}})
 	if h.IsDead(env, peer) {
 		t.Fatal("a peer that answered is still dead")
+	}
+}
+
+// Leaves naming many addresses (a peer may write any) must not grow the
+// dead-peer memory without bound nor make one event slow: the oldest marks
+// go first.
+func TestDeparturesAreBounded(t *testing.T) {
+	h, _ := newHost(t)
+	env := newRecorder()
+	start := env.now
+	for i := 0; i < 20000; i++ {
+		env.now = start.Add(time.Duration(i) * time.Microsecond)
+		h.Departed(env, node.Addr("10.9."+strconv.Itoa(i/256)+"."+strconv.Itoa(i%256)+":1"))
+	}
+	if h.IsDead(env, "10.9.0.0:1") {
+		t.Fatal("the oldest of 20,000 departures is still remembered")
+	}
+	if !h.IsDead(env, "10.9.78.31:1") { // the last one, i = 19999
+		t.Fatal("the newest departure is forgotten")
+	}
+	h.Departed(env, "")
+	if h.IsDead(env, "") {
+		t.Fatal("a departure without an address was recorded")
 	}
 }

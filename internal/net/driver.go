@@ -199,18 +199,21 @@ func (d *Driver) Run(ctx context.Context, h node.Handler) error {
 			h.Handle(e, ev)
 		case <-ctx.Done():
 			h.Handle(e, node.Stop{})
-			for len(d.local) > 0 { // a graceful leave may talk to ourselves
+			// What the handler sent itself while stopping is delivered (a
+			// handler may act on it; the host runtime drops it).
+			for len(d.local) > 0 {
 				ev := d.local[0]
 				d.local = d.local[1:]
 				h.Handle(e, ev)
 			}
-			d.shutdown(2 * time.Second)
-			return nil
+			return d.shutdown(2 * time.Second)
 		}
 	}
 }
 
-func (d *Driver) shutdown(grace time.Duration) {
+// shutdown closes the connections and, once offloaded work has finished,
+// the storage engine; it reports an engine that could not be closed.
+func (d *Driver) shutdown(grace time.Duration) error {
 	d.ln.Close()
 	d.mu.Lock()
 	for _, c := range d.conns {
@@ -225,13 +228,13 @@ func (d *Driver) shutdown(grace time.Duration) {
 	d.mu.Unlock()
 	// Let offloaded work (a final state save) finish.
 	close(d.done)
-	if waitTimeout(&d.workWG, grace) {
-		if err := d.engine.Close(); err != nil {
-			d.cfg.Log.Error("closing the storage engine", "err", err)
-		}
-	} else {
-		d.cfg.Log.Error("offloaded work still running after shutdown; storage engine left open")
+	if !waitTimeout(&d.workWG, grace) {
+		return errors.New("net: offloaded work still running after shutdown; storage engine left open")
 	}
+	if err := d.engine.Close(); err != nil {
+		return fmt.Errorf("net: closing the storage engine: %w", err)
+	}
+	return nil
 }
 
 // waitTimeout waits for wg for at most d and reports whether it finished.

@@ -26,6 +26,9 @@ type Chord struct {
 	// join lists where a vnode with no live successor may ask its way back
 	// into the ring: the bootstrap address first, then saved peers.
 	join []wire.NodeRef
+	// heard lists peers of other processes that wrote to us while a vnode
+	// was alone: more places to join through (maybeHeard).
+	heard []wire.NodeRef
 
 	lookups    map[uint64]*lookup
 	nextLookup uint64
@@ -385,7 +388,7 @@ func validate(m wire.Msg) error {
 	return nil
 }
 
-// maxHeard bounds the peers an alone vnode keeps as join candidates.
+// maxHeard bounds the peers kept in heard.
 const maxHeard = 8
 
 // maybeHeard keeps a vnode of another process that sent us a message as a
@@ -395,17 +398,19 @@ const maxHeard = 8
 // answer them and stay a ring apart, since only a probe from its very
 // predecessor would make that one adopt it. With it, the alone vnode's
 // next round looks its own ID up through the prober and joins that ring.
+// Heard peers are kept apart from the bootstrap address and saved peers,
+// which they never displace; the newest maxHeard are kept.
 func (h *Chord) maybeHeard(from wire.NodeRef) {
 	if from.IsZero() || from.Addr == h.addr {
 		return
 	}
-	if !slices.ContainsFunc(h.vnodes, func(v *Vnode) bool { return len(v.succs) == 0 }) || contains(h.join, from.ID) {
+	if !slices.ContainsFunc(h.vnodes, func(v *Vnode) bool { return len(v.succs) == 0 }) || contains(h.heard, from.ID) {
 		return
 	}
-	if len(h.join) >= maxHeard+1 {
-		h.join = slices.Delete(h.join, 1, 2) // keep the bootstrap address first
+	if len(h.heard) == maxHeard {
+		h.heard = slices.Delete(h.heard, 0, 1)
 	}
-	h.join = append(h.join, from)
+	h.heard = append(h.heard, from)
 }
 
 // maxLost bounds the peers remembered for merge probes.

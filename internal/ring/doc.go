@@ -2,8 +2,9 @@
 // on (Stoica et al.; the DHash++ refinements are from
 // papers/dhashpp-low-latency-high-throughput.txt).
 //
-// A Host is one process's state machine (a node.Handler). It runs one or
-// more virtual servers (Vnode), each with its own ring ID, successor list
+// Chord is the ring protocol of one host, registered on the host runtime
+// (internal/host), which owns the RPC layer, Vivaldi and liveness. It runs
+// one or more virtual servers (Vnode), each with its own ring ID, successor list
 // (default 16), predecessor list (each node asks its predecessor for its
 // list, which the predecessor returns with itself first), and finger table.
 //
@@ -11,8 +12,10 @@
 // successor (Chord's stabilize and notify in one round trip) and
 // GetNeighbors to its predecessor; every FixFingersInterval it refreshes one
 // finger, from the top bit down, restarting at the top once a finger equals
-// its successor. A call that times out marks the whole peer process dead:
-// its vnodes leave every list at once, and stay out until it is heard from.
+// its successor. A call that times out marks the whole peer process dead
+// (in the runtime, which tells every protocol): its vnodes leave every list
+// at once and stay out until it is heard from; a peer our successor still
+// lists is asked, so a restarted one comes back within a round.
 //
 // Lookups are recursive: each hop acknowledges and forwards; the node that
 // can answer sends the key's successors straight to the origin. A hop whose
@@ -21,12 +24,12 @@
 // itself. MinSuccs > 0 stops a lookup early at a node whose successor list
 // already holds that many successors of the key (DHash++ "integration").
 //
-// A Host persists its IDs and the peers it knows (state.json, through
-// node.Disk), so a restarted process rejoins at the same positions without
-// being told where the ring is.
+// A host persists its ring IDs and the peers it knows (ring-state.json in its
+// node.Storage), so a restarted process rejoins at the same positions
+// without being told where the ring is.
 //
-// Layer: node logic, above vivaldi, rpc, node, wire and id. It must not
+// Layer: node logic, above host, vivaldi, rpc, node, wire and id. It must not
 // import os, net, sync, syscall, the wall clock, global randomness, the
 // storage engine or a driver, nor start goroutines; it reaches its state
-// file through node.Disk in offloaded work (TestNodePackagesStaySansIO).
+// file through its node.Storage in offloaded work (TestNodePackagesStaySansIO).
 package ring

@@ -84,8 +84,8 @@ func UnmarshalState(b []byte) (State, error) {
 
 // LoadState reads a host's state from d, or creates one with vnodes fresh
 // random IDs (and saves it) when there is none. A state with a different
-// number of vnodes keeps its IDs and adds or drops IDs at the end. Drivers
-// call it before they create the Host.
+// number of vnodes keeps its IDs and adds or drops IDs at the end.
+// deploy.New calls it before it creates the ring protocol.
 func LoadState(d node.Disk, r *rand.Rand, vnodes int) (State, error) {
 	if vnodes < 1 || vnodes > wire.MaxVnodes {
 		return State{}, fmt.Errorf("ring: %d vnodes not in [1, %d]", vnodes, wire.MaxVnodes)

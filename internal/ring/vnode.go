@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -205,7 +206,7 @@ func (v *Vnode) handleStabilize(env node.Env, in node.MsgIn) {
 // callFailed handles a failed call to n: a timeout means the process is
 // dead; an error reply saying the vnode is not there drops just that ID.
 func (v *Vnode) callFailed(env node.Env, n wire.NodeRef, err error) {
-	if e, ok := err.(*wire.Error); ok {
+	if e := (*wire.Error)(nil); errors.As(err, &e) {
 		if e.Code == wire.ErrCodeNoVnode {
 			for _, w := range v.host.vnodes {
 				w.forget(func(m wire.NodeRef) bool { return m.ID == n.ID })
@@ -255,6 +256,7 @@ func (v *Vnode) rejoin(env node.Env) {
 		cands = append(cands, f)
 	}
 	cands = append(cands, v.host.join...)
+	cands = append(cands, v.host.heard...)
 	var live []wire.NodeRef
 	for _, c := range cands {
 		if !v.host.isDead(env, c) {

@@ -254,6 +254,14 @@ func (c *Client) Call(env node.Env, to node.Addr, from wire.NodeRef, dst id.ID, 
 // Pending is the number of calls in flight.
 func (c *Client) Pending() int { return c.pending }
 
+// Expects reports whether in answers a call in flight to its sender, so a
+// caller can act on the answer (clear a dead mark) before HandleReply runs
+// the call's continuation.
+func (c *Client) Expects(in node.MsgIn) bool {
+	cl, ok := c.find(in.Env.ReqID)
+	return ok && cl.to == in.From
+}
+
 // HandleReply completes the call in reply to which in was sent and returns
 // the peer and the round-trip time. ok is false for a reply to no pending
 // call (late, duplicated or forged), which is counted and dropped.

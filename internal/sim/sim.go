@@ -29,10 +29,6 @@ type Config struct {
 	// decode) rather than encode for its size and deep-copy. Slower; tests
 	// turn it on to prove that everything the nodes send decodes.
 	DecodeMessages bool
-	// NewEngine makes a host's storage engine when the host is added and
-	// after its disk fails; clock is the simulator's. Default: an in-memory
-	// engine (mem.Mem) that keeps the bytes.
-	NewEngine func(clock func() time.Time) store.Engine
 }
 
 // Factory builds a host's state machine, from its storage (which may hold a
@@ -474,13 +470,7 @@ type storage struct {
 
 func (s *Sim) newStorage() *storage {
 	clock := func() time.Time { return s.cfg.Epoch.Add(s.now) }
-	var eng store.Engine
-	if s.cfg.NewEngine != nil {
-		eng = s.cfg.NewEngine(clock)
-	} else {
-		eng = mem.New(store.Options{Now: clock})
-	}
-	return &storage{files: memDisk{}, engine: eng}
+	return &storage{files: memDisk{}, engine: mem.New(store.Options{Now: clock})}
 }
 
 func (st *storage) Engine() store.Engine                     { return st.engine }
