@@ -6,6 +6,7 @@ import (
 
 	"triad/internal/dhash"
 	"triad/internal/host"
+	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/ring"
 	"triad/internal/sim"
@@ -86,6 +87,18 @@ func Factory(o Options, bootstrap func() node.Addr) sim.Factory {
 			o.Bootstrap = bootstrap()
 		}
 		return New(o, addr, st, r)
+	}
+}
+
+// FactoryAt is Factory for a host placed at the ring positions ids (the
+// first boot only: a restart keeps what the host saved).
+func FactoryAt(o Options, ids []id.ID, bootstrap func() node.Addr) sim.Factory {
+	f := Factory(o, bootstrap)
+	return func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, error) {
+		if err := ring.SeedIDs(st, ids); err != nil {
+			return nil, err
+		}
+		return f(addr, st, r)
 	}
 }
 

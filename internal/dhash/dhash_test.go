@@ -12,7 +12,6 @@ import (
 	"triad/internal/dhash"
 	"triad/internal/id"
 	"triad/internal/node"
-	"triad/internal/ring"
 	"triad/internal/sim"
 	"triad/internal/store"
 	"triad/internal/wire"
@@ -296,18 +295,7 @@ func TestGetFindsCopiesPastNewHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range []id.ID{key.AddPow2(0), key.AddPow2(1)} {
-		opts := deploy.DefaultOptions()
-		opts.Bootstrap = "h0"
-		_, err := c.s.AddHost(func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, error) {
-			b, err := ring.MarshalState(ring.State{IDs: []id.ID{x}})
-			if err != nil {
-				return nil, err
-			}
-			if err := st.WriteFile(ring.StateFile, b); err != nil {
-				return nil, err
-			}
-			return deploy.New(opts, addr, st, r)
-		})
+		_, err := c.s.AddHost(deploy.FactoryAt(deploy.DefaultOptions(), []id.ID{x}, func() node.Addr { return "h0" }))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -344,17 +344,8 @@ func TestRestartWithStaleListKeepsNewcomer(t *testing.T) {
 	if !yID.Between(xID, zID) {
 		t.Fatal("no room after x")
 	}
-	opts := deploy.Options{Vnodes: 1, Bootstrap: "h0", Host: host.DefaultConfig(), Ring: ring.DefaultConfig()}
-	_, err := c.s.AddHost(func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, error) {
-		b, err := ring.MarshalState(ring.State{IDs: []id.ID{yID}})
-		if err != nil {
-			return nil, err
-		}
-		if err := st.WriteFile(ring.StateFile, b); err != nil {
-			return nil, err
-		}
-		return deploy.New(opts, addr, st, r)
-	})
+	opts := deploy.Options{Vnodes: 1, Host: host.DefaultConfig(), Ring: ring.DefaultConfig()}
+	_, err := c.s.AddHost(deploy.FactoryAt(opts, []id.ID{yID}, func() node.Addr { return "h0" }))
 	if err != nil {
 		t.Fatal(err)
 	}

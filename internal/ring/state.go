@@ -118,6 +118,20 @@ func LoadState(d node.Disk, r *rand.Rand, vnodes int) (State, error) {
 	return s, nil
 }
 
+// SeedIDs makes a host that has no state yet start at the ring positions
+// ids (tests and simulations that place hosts on purpose). A host that has
+// a state keeps it.
+func SeedIDs(d node.Disk, ids []id.ID) error {
+	if _, err := d.ReadFile(StateFile); !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	b, err := MarshalState(State{IDs: ids})
+	if err != nil {
+		return err
+	}
+	return d.WriteFile(StateFile, b)
+}
+
 // saveWork writes an encoded state off the event loop.
 type saveWork struct{ data []byte }
 

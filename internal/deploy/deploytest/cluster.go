@@ -132,11 +132,7 @@ func (c *Cluster) AddHost(name string, ids []id.ID, boot node.Addr) (*Host, erro
 	}
 	h := &Host{Name: name, c: c, index: len(c.hosts), ids: ids, boot: boot}
 	h.storage = NewStorage(c.Now)
-	b, err := ring.MarshalState(ring.State{IDs: ids})
-	if err != nil {
-		return nil, err
-	}
-	if err := h.storage.WriteFile(ring.StateFile, b); err != nil {
+	if err := ring.SeedIDs(h.storage, ids); err != nil {
 		return nil, err
 	}
 	c.hosts = append(c.hosts, h)
