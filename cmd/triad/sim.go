@@ -48,7 +48,7 @@ the results table to stdout, and with --json a final JSON line.`
 
 func runSimRing(args []string, stdout, stderr io.Writer) error {
 	cfg := exp.DefaultRingConfig()
-	fs := newFlags("sim ring", "sim ring --nodes N --seed S [--fail FRACTION] [--churn] [--json]", simRingAbout, stderr)
+	fs := newFlags("sim ring", "sim ring --nodes N --seed S [--fail FRACTION] [--churn] [--check] [--json]", simRingAbout, stderr)
 	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "hosts in the ring")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed; fixes the whole run")
 	fs.IntVar(&cfg.Vnodes, "vnodes", cfg.Vnodes, "virtual servers per host")
@@ -138,13 +138,21 @@ knows 2 successors of the key), and gets of 8 KiB blocks stored as 2 replicas
 and as 7-of-14 fragments, against the direct RTT from the client to the key's
 first holder.
 
+Then comes a crash phase on that ring: every holder of some keys crashes at
+once and restarts a minute later (a transient failure: disks kept), and every
+holder of a few other keys loses its disk. Every crashed key must read back
+("lost: 0"); the wiped ones are gone, as there is no maintenance yet.
+
 It checks the issue's claims: recursive <= 0.7 x iterative; PNS 16 cuts the
-median by >= 30%; PNS + integration <= 1.5 x the direct RTT. The table goes to
-stdout; --json adds one JSON line; --plot writes an SVG bar chart.`
+median by >= 30% (when --pns includes 1); PNS + integration <= 1.5 x the
+direct RTT; nothing lost in the crash phase. --check also runs the invariant
+checker and prints "violations: N". The table goes to stdout; --json adds one
+JSON line; --plot writes an SVG bar chart. It exits non-zero when a check
+fails.`
 
 func runSimDHash(args []string, stdout, stderr io.Writer) error {
 	cfg := exp.DefaultDHashConfig()
-	fs := newFlags("sim dhash", "sim dhash --nodes N --seed S [--json] [--plot FILE]", simDHashAbout, stderr)
+	fs := newFlags("sim dhash", "sim dhash --nodes N --seed S [--check] [--json] [--plot FILE]", simDHashAbout, stderr)
 	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "hosts in each ring")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed; fixes the whole run")
 	fs.IntVar(&cfg.Lookups, "lookups", cfg.Lookups, "lookups per measured mode")
