@@ -234,7 +234,9 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 		return
 	}
 	if t == wire.TypePing {
-		rpc.Respond(env, in, h.self(), &wire.Ack{})
+		if e.Kind == wire.Request {
+			rpc.Respond(env, in, h.self(), &wire.Ack{})
+		}
 		return
 	}
 	if owner != nil {
