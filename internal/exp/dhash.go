@@ -249,32 +249,12 @@ func measureLookups(s *sim.Sim, r *rand.Rand, n int, name string, opts ring.Look
 // another random host, and reports the gets' latency.
 func measureGets(s *sim.Sim, r *rand.Rand, cfg DHashConfig, name string, red wire.Redundancy, chk *Checker) LatencyRow {
 	up := upHosts(s, len(s.Hosts()))
-	keys := make([]id.ID, cfg.Blocks)
+	puts := putBlocks(s, r, cfg.Blocks, cfg.BlockSize, red, chk)
 	outstanding, failed := 0, 0
-	start := s.Now()
-	for i := range keys {
-		h := up[r.IntN(len(up))]
-		data := make([]byte, cfg.BlockSize)
-		for j := range data {
-			data[j] = byte(r.Uint32())
-		}
-		s.At(start+time.Duration(i)*10*time.Millisecond, func() {
-			outstanding++
-			s.Do(h, func(env node.Env) {
-				deploy.Of(h).Blocks.Put(env, data, env.Now().Add(24*time.Hour), red, func(env node.Env, key id.ID, holders []wire.NodeRef, err error) {
-					outstanding--
-					if err == nil {
-						keys[i] = key
-						chk.Acked(s, key, holders)
-					}
-				})
-			})
-		})
-	}
-	drain(s, start+time.Duration(len(keys))*10*time.Millisecond, &outstanding)
 	var lat []float64
-	start = s.Now()
-	for i, key := range keys {
+	start := s.Now()
+	for i, p := range puts {
+		key := p.key
 		if key.IsZero() {
 			failed++
 			continue
@@ -295,8 +275,49 @@ func measureGets(s *sim.Sim, r *rand.Rand, cfg DHashConfig, name string, red wir
 			})
 		})
 	}
-	drain(s, start+time.Duration(len(keys))*10*time.Millisecond, &outstanding)
+	drain(s, start+time.Duration(len(puts))*10*time.Millisecond, &outstanding)
 	return summarize(name, lat, failed+outstanding, nil)
+}
+
+// put is one block put by putBlocks: its key and holders once
+// acknowledged (a zero key if the put failed), and its place in the order
+// in which the puts were acknowledged.
+type put struct {
+	key     id.ID
+	holders []wire.NodeRef
+	acked   int
+}
+
+// putBlocks puts n random blocks of size bytes, from random running hosts
+// 10 ms apart, and runs until every put has ended (at most a minute more).
+// Acknowledged puts are reported to chk.
+func putBlocks(s *sim.Sim, r *rand.Rand, n, size int, red wire.Redundancy, chk *Checker) []put {
+	up := upHosts(s, len(s.Hosts()))
+	puts := make([]put, n)
+	outstanding, acked := 0, 0
+	start := s.Now()
+	for i := range puts {
+		h := up[r.IntN(len(up))]
+		data := make([]byte, size)
+		for j := range data {
+			data[j] = byte(r.Uint32())
+		}
+		s.At(start+time.Duration(i)*10*time.Millisecond, func() {
+			outstanding++
+			s.Do(h, func(env node.Env) {
+				deploy.Of(h).Blocks.Put(env, data, env.Now().Add(24*time.Hour), red, func(env node.Env, key id.ID, holders []wire.NodeRef, err error) {
+					outstanding--
+					if err == nil {
+						puts[i] = put{key: key, holders: holders, acked: acked}
+						acked++
+						chk.Acked(s, key, holders)
+					}
+				})
+			})
+		})
+	}
+	drain(s, start+time.Duration(n)*10*time.Millisecond, &outstanding)
+	return puts
 }
 
 // drain runs until end, then until nothing is outstanding (at most a

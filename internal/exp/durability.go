@@ -52,35 +52,17 @@ func measureDurability(s *sim.Sim, r *rand.Rand, cfg DHashConfig, chk *Checker) 
 		key     id.ID
 		holders []*sim.Host
 	}
+	// The acknowledged puts, in the order they were acknowledged.
+	puts := slices.DeleteFunc(putBlocks(s, r, 3*(crashKeys+wipeKeys), cfg.BlockSize, wire.RedundancyReplicas, chk), func(p put) bool { return p.key.IsZero() })
+	slices.SortFunc(puts, func(a, b put) int { return a.acked - b.acked })
 	var keys []acked
-	outstanding := 0
-	start := s.Now()
-	puts := 3 * (crashKeys + wipeKeys)
-	for i := 0; i < puts; i++ {
-		h := up[r.IntN(len(up))]
-		data := make([]byte, cfg.BlockSize)
-		for j := range data {
-			data[j] = byte(r.Uint32())
+	for _, p := range puts {
+		a := acked{key: p.key}
+		for _, n := range p.holders {
+			a.holders = append(a.holders, s.HostAt(n.Addr))
 		}
-		s.At(start+time.Duration(i)*10*time.Millisecond, func() {
-			outstanding++
-			s.Do(h, func(env node.Env) {
-				deploy.Of(h).Blocks.Put(env, data, env.Now().Add(24*time.Hour), wire.RedundancyReplicas, func(env node.Env, key id.ID, holders []wire.NodeRef, err error) {
-					outstanding--
-					if err != nil {
-						return
-					}
-					chk.Acked(s, key, holders)
-					a := acked{key: key}
-					for _, n := range holders {
-						a.holders = append(a.holders, s.HostAt(n.Addr))
-					}
-					keys = append(keys, a)
-				})
-			})
-		})
+		keys = append(keys, a)
 	}
-	drain(s, start+time.Duration(puts)*10*time.Millisecond, &outstanding)
 	chk.CheckCopies("after the crash phase's puts")
 
 	// Pick keys whose holders do not overlap: crashed first, then wiped.

@@ -48,7 +48,7 @@ type Host struct {
 	up           bool
 	inc          uint64 // incarnation: events of earlier ones are dropped
 	rng          *rand.Rand
-	storage      *storage // kept across a crash; replaced when the disk fails
+	storage      *Storage // kept across a crash; replaced when the disk fails
 	env          *env
 
 	upFree, downFree time.Duration // when each access link is next idle
@@ -461,32 +461,35 @@ func (e *env) Offload(w node.Work) {
 	e.h.s.schedule(0, e.h, node.WorkDone{W: w, Result: res, Err: err})
 }
 
-// storage is a host's storage in the simulator: small state files and the
-// storage engine. It survives a crash; Wipe replaces it.
-type storage struct {
-	files  memDisk
+// Storage is a host's storage in memory: state files in a map and a mem
+// engine that reads the time from a clock. It implements node.Storage; the
+// simulator keeps one per host across a crash, and Wipe replaces it.
+type Storage struct {
+	files  map[string][]byte
 	engine store.Engine
 }
 
-func (s *Sim) newStorage() *storage {
-	clock := func() time.Time { return s.cfg.Epoch.Add(s.now) }
-	return &storage{files: memDisk{}, engine: mem.New(store.Options{Now: clock})}
+// NewStorage makes empty storage whose engine reads the time from clock.
+func NewStorage(clock func() time.Time) *Storage {
+	return &Storage{files: make(map[string][]byte), engine: mem.New(store.Options{Now: clock})}
 }
 
-func (st *storage) Engine() store.Engine                     { return st.engine }
-func (st *storage) WriteFile(name string, data []byte) error { return st.files.WriteFile(name, data) }
-func (st *storage) ReadFile(name string) ([]byte, error)     { return st.files.ReadFile(name) }
+func (s *Sim) newStorage() *Storage {
+	return NewStorage(func() time.Time { return s.cfg.Epoch.Add(s.now) })
+}
 
-// memDisk holds a host's state files in the simulator.
-type memDisk map[string][]byte
+// Engine is the storage engine.
+func (st *Storage) Engine() store.Engine { return st.engine }
 
-func (d memDisk) WriteFile(name string, data []byte) error {
-	d[name] = append([]byte(nil), data...)
+// WriteFile replaces the file called name.
+func (st *Storage) WriteFile(name string, data []byte) error {
+	st.files[name] = append([]byte(nil), data...)
 	return nil
 }
 
-func (d memDisk) ReadFile(name string) ([]byte, error) {
-	b, ok := d[name]
+// ReadFile returns a copy of the file called name.
+func (st *Storage) ReadFile(name string) ([]byte, error) {
+	b, ok := st.files[name]
 	if !ok {
 		return nil, fs.ErrNotExist
 	}

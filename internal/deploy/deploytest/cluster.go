@@ -2,7 +2,6 @@ package deploytest
 
 import (
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -12,8 +11,7 @@ import (
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/ring"
-	"triad/internal/store"
-	"triad/internal/store/mem"
+	"triad/internal/sim"
 	"triad/internal/wire"
 )
 
@@ -58,7 +56,7 @@ type Host struct {
 	index   int
 	ids     []id.ID
 	boot    node.Addr
-	storage *Storage
+	storage *sim.Storage
 	inc     uint64 // incarnation: timers of earlier ones are dropped
 	rng     *rand.Rand
 	work    []node.WorkDone
@@ -68,7 +66,7 @@ type Host struct {
 func (h *Host) Up() bool { return h.Node != nil }
 
 // Storage is the host's storage, kept across crashes.
-func (h *Host) Storage() *Storage { return h.storage }
+func (h *Host) Storage() *sim.Storage { return h.storage }
 
 // Msg is a message in flight.
 type Msg struct {
@@ -131,7 +129,7 @@ func (c *Cluster) AddHost(name string, ids []id.ID, boot node.Addr) (*Host, erro
 		return nil, fmt.Errorf("deploytest: host %s has no ids", name)
 	}
 	h := &Host{Name: name, c: c, index: len(c.hosts), ids: ids, boot: boot}
-	h.storage = NewStorage(c.Now)
+	h.storage = sim.NewStorage(c.Now)
 	if err := ring.SeedIDs(h.storage, ids); err != nil {
 		return nil, err
 	}
@@ -489,34 +487,4 @@ func (e *env) After(d time.Duration, t node.Timer) func() {
 func (e *env) Offload(w node.Work) {
 	res, err := w.Run(e.h.storage)
 	e.h.work = append(e.h.work, node.WorkDone{W: w, Result: res, Err: err})
-}
-
-// Storage is a host's storage in memory: state files in a map and a mem
-// engine on the cluster's clock. It implements node.Storage.
-type Storage struct {
-	files  map[string][]byte
-	engine store.Engine
-}
-
-// NewStorage makes empty storage whose engine reads the time from clock.
-func NewStorage(clock func() time.Time) *Storage {
-	return &Storage{files: make(map[string][]byte), engine: mem.New(store.Options{Now: clock})}
-}
-
-// Engine is the storage engine.
-func (s *Storage) Engine() store.Engine { return s.engine }
-
-// WriteFile replaces the file called name.
-func (s *Storage) WriteFile(name string, data []byte) error {
-	s.files[name] = slices.Clone(data)
-	return nil
-}
-
-// ReadFile returns a copy of the file called name.
-func (s *Storage) ReadFile(name string) ([]byte, error) {
-	b, ok := s.files[name]
-	if !ok {
-		return nil, fs.ErrNotExist
-	}
-	return slices.Clone(b), nil
 }

@@ -11,7 +11,7 @@
 // work runs at once against the host's storage, and its WorkDone is handled
 // right after the event that offloaded it. Hosts get fixed ring IDs (their
 // ring state file is written before deploy.New), random sources seeded from
-// the cluster's seed, and storage (Storage: state files in a map and a
+// the cluster's seed, and storage (sim.Storage: state files in a map and a
 // mem engine on the cluster's clock) that survives a crash. IDs print as
 // the prefixes the script gave, host names stand for addresses, and
 // nothing is printed in map order, so a trace is the same on every run.
