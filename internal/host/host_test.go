@@ -194,3 +194,25 @@ func TestDeparturesAreBounded(t *testing.T) {
 		t.Fatal("a departure without an address was recorded")
 	}
 }
+
+// An answer from a peer marked dead clears the mark before the call's
+// continuation runs, so the continuation may act on the peer at once (the
+// ring takes a pinged peer back into its lists there).
+func TestAnswerClearsDeadMarkBeforeContinuation(t *testing.T) {
+	h, _ := newHost(t)
+	env := newRecorder()
+	peer := node.Addr("10.0.0.4:4001")
+	h.MarkDead(env, peer)
+	deadInContinuation := true
+	h.Call(env, peer, wire.NodeRef{}, id.ID{}, &wire.Ping{}, time.Second, func(env node.Env, _ wire.Msg, err error) {
+		if err != nil {
+			t.Fatalf("call failed: %v", err)
+		}
+		deadInContinuation = h.IsDead(env, peer)
+	})
+	req := env.sent[len(env.sent)-1].e
+	h.Handle(env, node.MsgIn{From: peer, Env: wire.Envelope{Kind: wire.Reply, ReqID: req.ReqID, From: wire.NodeRef{Addr: peer}, Msg: &wire.Ack{}}})
+	if deadInContinuation {
+		t.Fatal("the continuation of an answered call still saw its peer dead")
+	}
+}
