@@ -2,9 +2,13 @@ package net
 
 import (
 	"bufio"
+	"errors"
 	gonet "net"
 	"sync"
 	"time"
+
+	"triad/internal/node"
+	"triad/internal/wire"
 )
 
 // conn is one outbound stream: to a peer's listen address (dialled on
@@ -14,7 +18,8 @@ type conn struct {
 	d    *Driver
 	addr string
 	q    chan []byte
-	nc   gonet.Conn // set for client routes; dialled for peers
+	nc   gonet.Conn // set for routes back on accepted connections; dialled for peers
+	peer string     // for a route back to a peer: its proven address
 
 	once   sync.Once
 	closed chan struct{}
@@ -79,14 +84,7 @@ func (c *conn) write() {
 			tc.SetNoDelay(true)
 		}
 		c.nc = nc
-		// Peers never send on a connection we dialled, so a read that
-		// returns means the peer is gone (it may have restarted on the same
-		// address): drop the connection now, before frames vanish into it.
-		go func() {
-			var b [1]byte
-			nc.Read(b[:])
-			c.kill()
-		}()
+		go c.readReplies()
 	}
 	failed := false
 	defer func() {
@@ -95,8 +93,14 @@ func (c *conn) write() {
 		}
 	}()
 	bw := bufio.NewWriterSize(deadlineWriter{c.nc, d.cfg.DialTimeout + 5*time.Second}, 64<<10)
+	// A dialled connection closes when idle; a route back on an accepted
+	// connection lives as long as its reader, which has its own idle limit.
 	idle := time.NewTimer(d.cfg.IdleTimeout)
 	defer idle.Stop()
+	idleC := idle.C
+	if c.addr[0] == '@' {
+		idleC = nil
+	}
 	for {
 		var frame []byte
 		select {
@@ -110,7 +114,7 @@ func (c *conn) write() {
 			}
 			select {
 			case frame = <-c.q:
-			case <-idle.C:
+			case <-idleC:
 				return
 			case <-c.closed:
 				c.drain(bw)
@@ -123,6 +127,41 @@ func (c *conn) write() {
 		}
 		d.Stats.FramesOut.Add(1)
 		idle.Reset(d.cfg.IdleTimeout)
+	}
+}
+
+// readReplies reads the replies that come back on a connection we
+// dialled, until it fails; then the connection is dropped at once (the
+// peer may have restarted on the same address), before frames vanish
+// into it. Everything read here is from the address we dialled, and
+// anything but a reply is dropped as forged.
+func (c *conn) readReplies() {
+	d := c.d
+	defer c.kill()
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var buf []byte
+	for {
+		frame, err := wire.ReadFrame(br, buf, d.cfg.MaxFrameBytes)
+		if err != nil {
+			if errors.Is(err, wire.ErrTooLarge) {
+				d.Stats.BadFrames.Add(1)
+				d.cfg.Log.Warn("oversized frame; closing connection", "peer", c.addr, "err", err)
+			}
+			return
+		}
+		buf = frame[:0]
+		e, err := wire.Decode(frame)
+		if err != nil {
+			d.Stats.BadFrames.Add(1)
+			d.cfg.Log.Warn("bad frame; closing connection", "peer", c.addr, "err", err)
+			return
+		}
+		d.Stats.FramesIn.Add(1)
+		if e.Kind != wire.Reply || e.From.Addr != c.addr {
+			d.forged(c.nc, e, "not a reply from the address dialled")
+			continue
+		}
+		d.post(node.MsgIn{From: c.addr, Env: e})
 	}
 }
 

@@ -10,8 +10,11 @@
 // closed after IdleTimeout without traffic; timers from time.AfterFunc; and
 // offloaded work on its own goroutines, bounded by Workers.
 //
-// Clients that have no listen address (the triad CLI) get their replies on
-// the connection they asked on.
+// Peers prove the address they claim (see Driver): replies are read only
+// from connections we dialled, requests only from accepted connections
+// that proved their address with a Challenge and Proof, and answered on
+// the connection they came in on. Clients that have no listen address (the
+// triad CLI) get their replies on the connection they asked on.
 //
 //	d, _ := net.Listen(cfg)            // binds, so d.Addr() is known
 //	n, _ := deploy.New(opts, d.Addr(), d.Storage(), d.Rand()) // a host and its protocols

@@ -3,6 +3,8 @@ package net
 import (
 	"bufio"
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +43,13 @@ type Config struct {
 	IdleTimeout time.Duration
 	// DialTimeout bounds connection setup. Default 3s.
 	DialTimeout time.Duration
+	// HandshakeTimeout bounds how long an accepted connection that claims
+	// a peer's address may take to prove it (see Driver) before it is
+	// closed. Default 5s.
+	HandshakeTimeout time.Duration
+	// MaxUnproven bounds the frames held from an accepted connection
+	// while its claim is unproven; one more closes it. Default 256.
+	MaxUnproven int
 	// Workers bounds concurrently offloaded work. Default 4.
 	Workers int
 	// Seed seeds the node's random source; zero picks one at random.
@@ -65,6 +74,12 @@ func (c *Config) fill() error {
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 3 * time.Second
 	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 5 * time.Second
+	}
+	if c.MaxUnproven <= 0 {
+		c.MaxUnproven = 256
+	}
 	if c.Workers <= 0 {
 		c.Workers = 4
 	}
@@ -80,9 +95,41 @@ func (c *Config) fill() error {
 // Stats are the driver's counters.
 type Stats struct {
 	FramesIn, FramesOut, BadFrames, QueueDrops, DialFailures, ConnsAccepted atomic.Uint64
+	// Forged counts frames dropped because they did not match the
+	// connection they came on: a sender other than the one the
+	// connection proved, a reply on a connection we accepted, a request
+	// on one we dialled, or a proof nobody asked for.
+	Forged atomic.Uint64
+	// Unproven counts accepted connections closed because they never
+	// proved the address they claimed.
+	Unproven atomic.Uint64
+	// NoRoute counts replies dropped because the connection their request
+	// came on had closed.
+	NoRoute atomic.Uint64
 }
 
 // Driver runs one process's node over TCP.
+//
+// A peer's identity is its listen address, and a frame's sender field is
+// only a claim; the driver believes what the connection proves instead.
+//
+//   - A connection we dial reaches whoever listens at the address we
+//     dialled: that address is the sender of everything read from it,
+//     which is only ever replies to the requests we sent on it.
+//   - A connection we accept claims an address with its first frame. We
+//     send a Challenge (a random nonce) to that address over a connection
+//     we dial ourselves; the claim holds once the nonce comes back as a
+//     Proof on the accepted connection, which only the process listening
+//     at that address can do. Until then its frames wait (up to
+//     MaxUnproven, for HandshakeTimeout). Every later frame must claim the
+//     same address. Requests and one-way messages arrive this way; their
+//     replies go back on the connection they came in on.
+//   - A connection whose first frame claims no address is a client's: its
+//     requests are answered on it, and it can send nothing else.
+//
+// Frames that break these rules are dropped, counted (Stats.Forged) and
+// logged. Mutual TLS will bind identities to certificates; this holds
+// without it, against anyone who is not on the path between two nodes.
 type Driver struct {
 	cfg    Config
 	ln     gonet.Listener
@@ -97,7 +144,8 @@ type Driver struct {
 	done   chan struct{} // closed when the loop has stopped
 
 	mu      sync.Mutex
-	conns   map[node.Addr]*conn // outbound peers and client reply routes
+	conns   map[node.Addr]*conn // outbound peers, and routes back on accepted connections ("@...")
+	inbound map[node.Addr]*conn // the latest proven accepted connection of each peer
 	nextCli uint64
 	wg      sync.WaitGroup
 
@@ -124,16 +172,17 @@ func Listen(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("net: %w", err)
 	}
 	return &Driver{
-		cfg:    cfg,
-		ln:     ln,
-		addr:   ln.Addr().String(),
-		events: make(chan node.Event, 4096),
-		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x7c9)),
-		disk:   FileDisk{Dir: cfg.DataDir},
-		engine: engine,
-		work:   make(chan struct{}, cfg.Workers),
-		done:   make(chan struct{}),
-		conns:  make(map[node.Addr]*conn),
+		cfg:     cfg,
+		ln:      ln,
+		addr:    ln.Addr().String(),
+		events:  make(chan node.Event, 4096),
+		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x7c9)),
+		disk:    FileDisk{Dir: cfg.DataDir},
+		engine:  engine,
+		work:    make(chan struct{}, cfg.Workers),
+		done:    make(chan struct{}),
+		conns:   make(map[node.Addr]*conn),
+		inbound: make(map[node.Addr]*conn),
 	}, nil
 }
 
@@ -269,57 +318,167 @@ func (d *Driver) accept() {
 	}
 }
 
-// read decodes frames from one inbound connection until it fails.
-func (d *Driver) read(c gonet.Conn) {
-	defer c.Close()
-	br := bufio.NewReaderSize(c, 64<<10)
-	var buf []byte
-	var client *conn // reply route, made on the first frame without a From
+// read decodes frames from one accepted connection until it fails. It
+// runs the connection's handshake (see Driver): the first frame decides
+// whether it is a client's or a peer's, and a peer's frames wait until the
+// address it claims is proven.
+func (d *Driver) read(nc gonet.Conn) {
+	defer nc.Close()
+	br := bufio.NewReaderSize(nc, 64<<10)
+	var (
+		buf     []byte
+		route   *conn     // replies go back on it; made at the first frame
+		claimed node.Addr // the peer's claimed address; "" for a client
+		proven  bool
+		nonce   uint64
+		held    []node.MsgIn // a peer's frames before its proof
+		proveBy time.Time
+	)
+	defer func() {
+		if route != nil {
+			d.dropRoute(route)
+		}
+	}()
 	for {
-		c.SetReadDeadline(time.Now().Add(d.cfg.IdleTimeout))
+		deadline := time.Now().Add(d.cfg.IdleTimeout)
+		if route != nil && claimed != "" && !proven && proveBy.Before(deadline) {
+			deadline = proveBy
+		}
+		nc.SetReadDeadline(deadline)
 		frame, err := wire.ReadFrame(br, buf, d.cfg.MaxFrameBytes)
 		if err != nil {
-			if errors.Is(err, wire.ErrTooLarge) {
+			switch {
+			case errors.Is(err, wire.ErrTooLarge):
 				d.Stats.BadFrames.Add(1)
-				d.cfg.Log.Warn("oversized frame; closing connection", "peer", c.RemoteAddr().String(), "err", err)
+				d.cfg.Log.Warn("oversized frame; closing connection", "peer", nc.RemoteAddr().String(), "err", err)
+			case claimed != "" && !proven && errors.Is(err, os.ErrDeadlineExceeded):
+				d.Stats.Unproven.Add(1)
+				d.cfg.Log.Warn("connection never proved the address it claimed; closing it", "remote", nc.RemoteAddr().String(), "claimed", claimed)
 			}
-			break
+			return
 		}
 		buf = frame[:0]
 		e, err := wire.Decode(frame)
 		if err != nil {
 			d.Stats.BadFrames.Add(1)
-			d.cfg.Log.Warn("bad frame; closing connection", "peer", c.RemoteAddr().String(), "err", err)
-			break
+			d.cfg.Log.Warn("bad frame; closing connection", "peer", nc.RemoteAddr().String(), "err", err)
+			return
 		}
 		d.Stats.FramesIn.Add(1)
-		from := e.From.Addr
-		if from == "" {
-			if client == nil {
-				client = d.newClientRoute(c)
+		if route == nil {
+			claimed = e.From.Addr
+			if claimed == d.addr {
+				d.forged(nc, e, "claims to be this node")
+				return
 			}
-			from = client.addr
+			route = d.newRoute(nc, claimed)
+			if claimed != "" {
+				nonce = randomNonce()
+				proveBy = time.Now().Add(d.cfg.HandshakeTimeout)
+				d.challenge(claimed, nonce)
+			}
 		}
-		d.post(node.MsgIn{From: from, Env: e})
-	}
-	if client != nil {
-		d.mu.Lock()
-		delete(d.conns, client.addr)
-		d.mu.Unlock()
-		client.closeQueue()
+		if e.From.Addr != claimed {
+			d.forged(nc, e, "sender differs from the connection's")
+			continue
+		}
+		if e.Kind == wire.Reply {
+			// Replies come back on the connection the request went out
+			// on, which we dialled; one here is an attempt to answer a
+			// call it never saw.
+			d.forged(nc, e, "reply on an accepted connection")
+			continue
+		}
+		if claimed == "" {
+			d.post(node.MsgIn{From: route.addr, Env: e})
+			continue
+		}
+		switch m := e.Msg.(type) {
+		case *wire.Challenge:
+			d.prove(claimed, m.Nonce)
+			continue
+		case *wire.Proof:
+			if proven || m.Nonce != nonce {
+				d.forged(nc, e, "proof nobody asked for")
+				continue
+			}
+			proven = true
+			d.mu.Lock()
+			d.inbound[claimed] = route
+			d.mu.Unlock()
+			for _, in := range held {
+				d.post(in)
+			}
+			held = nil
+			continue
+		}
+		in := node.MsgIn{From: claimed, Env: e}
+		if proven {
+			d.post(in)
+			continue
+		}
+		if len(held) >= d.cfg.MaxUnproven {
+			d.Stats.Unproven.Add(1)
+			d.cfg.Log.Warn("too many frames before the connection proved its address; closing it", "remote", nc.RemoteAddr().String(), "claimed", claimed)
+			return
+		}
+		held = append(held, in)
 	}
 }
 
-func (d *Driver) newClientRoute(c gonet.Conn) *conn {
+// forged counts and logs a frame dropped for not matching its connection.
+func (d *Driver) forged(nc gonet.Conn, e wire.Envelope, why string) {
+	d.Stats.Forged.Add(1)
+	d.cfg.Log.Warn("dropping frame: "+why, "remote", nc.RemoteAddr().String(), "claimed", e.From.Addr, "type", e.Msg.Type(), "kind", e.Kind)
+}
+
+func randomNonce() uint64 {
+	var b [8]byte
+	crand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// challenge asks the process listening at addr, over a connection we dial,
+// to prove an accepted connection claiming addr with nonce.
+func (d *Driver) challenge(addr node.Addr, nonce uint64) {
+	d.send(addr, wire.Envelope{Kind: wire.OneWay, From: wire.NodeRef{Addr: d.addr}, Msg: &wire.Challenge{Nonce: nonce}})
+}
+
+// prove answers a challenge from the process at addr: the proof goes out
+// on our own connection to addr, the one the challenge is about. A forged
+// challenge only makes us send the real process a proof it ignores.
+func (d *Driver) prove(addr node.Addr, nonce uint64) {
+	d.send(addr, wire.Envelope{Kind: wire.OneWay, From: wire.NodeRef{Addr: d.addr}, Msg: &wire.Proof{Nonce: nonce}})
+}
+
+// newRoute makes the route back on an accepted connection: a client's, or
+// a peer's (used for replies once it proves its address).
+func (d *Driver) newRoute(nc gonet.Conn, peer node.Addr) *conn {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.nextCli++
-	cl := newConn(d, "@client/"+strconv.FormatUint(d.nextCli, 10))
-	cl.nc = c
+	name := "@client/"
+	if peer != "" {
+		name = "@peer/"
+	}
+	cl := newConn(d, name+strconv.FormatUint(d.nextCli, 10))
+	cl.nc = nc
+	cl.peer = peer
 	d.conns[cl.addr] = cl
 	d.wg.Add(1)
 	go cl.write()
 	return cl
+}
+
+// dropRoute forgets the route of an accepted connection that closed.
+func (d *Driver) dropRoute(c *conn) {
+	d.mu.Lock()
+	delete(d.conns, c.addr)
+	if c.peer != "" && d.inbound[c.peer] == c {
+		delete(d.inbound, c.peer)
+	}
+	d.mu.Unlock()
+	c.closeQueue()
 }
 
 // send encodes e and queues it for to; it never blocks.
@@ -331,7 +490,17 @@ func (d *Driver) send(to node.Addr, e wire.Envelope) {
 		return
 	}
 	d.mu.Lock()
-	c := d.conns[to]
+	var c *conn
+	if e.Kind == wire.Reply && to != "" && to[0] != '@' {
+		// A peer's request is answered on the connection it came in on.
+		if c = d.inbound[to]; c == nil {
+			d.mu.Unlock()
+			d.Stats.NoRoute.Add(1)
+			return
+		}
+	} else {
+		c = d.conns[to]
+	}
 	if c == nil {
 		if to == "" || to[0] == '@' {
 			d.mu.Unlock()

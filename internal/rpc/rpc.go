@@ -51,6 +51,7 @@ type Reply func(env node.Env, m wire.Msg, err error)
 
 // call is one call in flight; a nil cont marks a free slot.
 type call struct {
+	wireID uint64 // the request ID on the wire
 	to     node.Addr
 	sent   time.Time
 	cont   Reply
@@ -59,9 +60,15 @@ type call struct {
 }
 
 // Client tracks the calls one process has in flight.
+//
+// Calls are numbered in sequence, but the request ID a call carries on the
+// wire is its sequence number's low 32 bits under 32 fresh random bits, so
+// that nobody who has not seen the request can answer it: a forged reply
+// must guess the random half (one chance in 2^32), and is dropped as stray
+// otherwise.
 type Client struct {
 	cfg  Config
-	next uint64 // the last request ID used
+	next uint64 // the sequence number of the last call
 	// Request IDs are sequential and most calls end within a round trip,
 	// so calls in flight sit in a ring indexed by ID rather than a map:
 	// window holds IDs in (done, next] at index ID mod len(window). A call
@@ -91,7 +98,7 @@ func NewClient(cfg Config) *Client {
 // maxWindow bounds the ring of calls in flight (a power of two).
 const maxWindow = 4096
 
-// find returns the call in flight with reqID.
+// find returns the call in flight with sequence number reqID.
 func (c *Client) find(reqID uint64) (call, bool) {
 	if reqID > c.next {
 		return call{}, false
@@ -223,10 +230,10 @@ func (c *Client) Forget(peer node.Addr) {
 	}
 }
 
-// Timer is the timeout of one call.
-type Timer struct{ ReqID uint64 }
+// Timer is the timeout of one call, by its sequence number.
+type Timer struct{ Seq uint64 }
 
-func (t Timer) String() string { return fmt.Sprintf("rpc-timeout(%d)", t.ReqID) }
+func (t Timer) String() string { return fmt.Sprintf("rpc-timeout(%d)", t.Seq) }
 
 // Call sends m to the virtual server dst (zero: any) of the process at to,
 // from the local virtual server from, and arranges for cont to run once with
@@ -244,11 +251,24 @@ func (c *Client) Call(env node.Env, to node.Addr, from wire.NodeRef, dst id.ID, 
 		timeout = c.timeout(to, est)
 	}
 	c.next++
-	reqID := c.next
+	seq := c.next
+	wireID := env.Rand().Uint64()&^(1<<32-1) | seq&(1<<32-1)
 	c.Calls++
-	env.Send(to, wire.Envelope{Kind: wire.Request, ReqID: reqID, From: from, To: dst, Msg: m})
-	c.add(call{to: to, sent: env.Now(), cont: cont, est: est, cancel: env.After(timeout, Timer{reqID})})
+	env.Send(to, wire.Envelope{Kind: wire.Request, ReqID: wireID, From: from, To: dst, Msg: m})
+	c.add(call{wireID: wireID, to: to, sent: env.Now(), cont: cont, est: est, cancel: env.After(timeout, Timer{seq})})
 	return true
+}
+
+// lookup returns the sequence number and the call in flight that the
+// request ID wireID names, if any: the sequence number is the latest one
+// whose low 32 bits are wireID's, and the call must carry wireID in full.
+func (c *Client) lookup(wireID uint64) (uint64, call, bool) {
+	seq := c.next - uint64(uint32(c.next)-uint32(wireID))
+	cl, ok := c.find(seq)
+	if !ok || cl.wireID != wireID {
+		return 0, call{}, false
+	}
+	return seq, cl, true
 }
 
 // Pending is the number of calls in flight.
@@ -258,7 +278,7 @@ func (c *Client) Pending() int { return c.pending }
 // caller can act on the answer (clear a dead mark) before HandleReply runs
 // the call's continuation.
 func (c *Client) Expects(in node.MsgIn) bool {
-	cl, ok := c.find(in.Env.ReqID)
+	_, cl, ok := c.lookup(in.Env.ReqID)
 	return ok && cl.to == in.From
 }
 
@@ -266,12 +286,12 @@ func (c *Client) Expects(in node.MsgIn) bool {
 // the peer and the round-trip time. ok is false for a reply to no pending
 // call (late, duplicated or forged), which is counted and dropped.
 func (c *Client) HandleReply(env node.Env, in node.MsgIn) (peer node.Addr, rtt time.Duration, ok bool) {
-	cl, ok := c.find(in.Env.ReqID)
+	seq, cl, ok := c.lookup(in.Env.ReqID)
 	if !ok || cl.to != in.From {
 		c.Stray++
 		return "", 0, false
 	}
-	c.remove(in.Env.ReqID)
+	c.remove(seq)
 	cl.cancel()
 	c.Replies++
 	rtt = env.Now().Sub(cl.sent)
@@ -291,11 +311,11 @@ func (c *Client) HandleTimer(env node.Env, t node.Timer) bool {
 	if !isRPC {
 		return false
 	}
-	cl, ok := c.find(rt.ReqID)
+	cl, ok := c.find(rt.Seq)
 	if !ok {
 		return true // the reply won the race with a cancel that came too late
 	}
-	c.remove(rt.ReqID)
+	c.remove(rt.Seq)
 	c.Timeouts++
 	cl.cont(env, nil, fmt.Errorf("%w: %s after %v", ErrTimeout, cl.to, env.Now().Sub(cl.sent)))
 	return true

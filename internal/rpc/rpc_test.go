@@ -160,3 +160,32 @@ func TestManyCallsOneSlow(t *testing.T) {
 		t.Fatalf("done %v pending %d timeouts %d", done, c.Pending(), c.Timeouts)
 	}
 }
+
+// A reply names its call by an ID that only the request carried: one that
+// guesses the sequence number, or gets the sequence right and the random
+// half wrong, completes nothing, even from the right address.
+func TestGuessedRequestIDsAreStray(t *testing.T) {
+	env := &fakeEnv{now: time.Unix(1000, 0)}
+	c := NewClient(DefaultConfig())
+	done := 0
+	c.Call(env, "a", wire.NodeRef{}, wire.NodeRef{}.ID, &wire.Ping{}, 0, func(node.Env, wire.Msg, error) { done++ })
+	real := env.sent[0].ReqID
+	if real == 1 {
+		t.Fatalf("first request ID is 1: sequential IDs can be guessed")
+	}
+	for _, guess := range []uint64{1, 0, real ^ 1<<40, real &^ (1<<32 - 1), real + 1} {
+		forged := node.MsgIn{From: "a", Env: wire.Envelope{Kind: wire.Reply, ReqID: guess, Msg: &wire.Ack{}}}
+		if c.Expects(forged) {
+			t.Errorf("Expects(%#x) = true for the call with ID %#x", guess, real)
+		}
+		if _, _, ok := c.HandleReply(env, forged); ok || done != 0 {
+			t.Fatalf("reply with guessed ID %#x completed the call with ID %#x", guess, real)
+		}
+	}
+	if c.Stray != 5 {
+		t.Errorf("Stray = %d, want 5", c.Stray)
+	}
+	if _, _, ok := c.HandleReply(env, reply(env.sent[0], "a", &wire.Ack{})); !ok || done != 1 {
+		t.Fatalf("the real reply did not complete the call")
+	}
+}

@@ -18,6 +18,22 @@ func (*RingInfoReq) Type() Type                   { return TypeRingInfoReq }
 func (*RingInfoReq) encode(b []byte) []byte       { return b }
 func (*RingInfoReq) decodeField(*decoder, field)  {}
 
+func (*Challenge) Type() Type               { return TypeChallenge }
+func (m *Challenge) encode(b []byte) []byte { return putUint(b, 1, m.Nonce) }
+func (m *Challenge) decodeField(d *decoder, f field) {
+	if f.num == 1 {
+		m.Nonce = d.uint(f)
+	}
+}
+
+func (*Proof) Type() Type               { return TypeProof }
+func (m *Proof) encode(b []byte) []byte { return putUint(b, 1, m.Nonce) }
+func (m *Proof) decodeField(d *decoder, f field) {
+	if f.num == 1 {
+		m.Nonce = d.uint(f)
+	}
+}
+
 func (*Error) Type() Type { return TypeError }
 func (m *Error) encode(b []byte) []byte {
 	b = putUint(b, 1, uint64(m.Code))

@@ -17,6 +17,12 @@ const (
 	TypePing  Type = 1
 	TypeAck   Type = 2
 	TypeError Type = 3
+	// The drivers' connection handshake (never seen by a node): a node
+	// that accepts a connection claiming a sender address sends a
+	// Challenge to that address over a connection it dials itself, and
+	// the claim holds once the Proof comes back on the accepted one.
+	TypeChallenge Type = 4
+	TypeProof     Type = 5
 )
 
 // Message types of the ring (Chord), 16-63.
@@ -92,6 +98,10 @@ func newMsg(t Type) Msg {
 		return &Ack{}
 	case TypeError:
 		return &Error{}
+	case TypeChallenge:
+		return &Challenge{}
+	case TypeProof:
+		return &Proof{}
 	case TypeStabilize:
 		return &Stabilize{}
 	case TypeGetNeighbors:
@@ -143,6 +153,14 @@ type Ping struct{}
 
 // Ack is the empty reply.
 type Ack struct{}
+
+// Challenge asks the process at the sender's claimed address to prove that
+// a connection claiming that address is its own, by sending Nonce back on
+// it as a Proof. Drivers exchange it; nodes never see it.
+type Challenge struct{ Nonce uint64 }
+
+// Proof answers a Challenge on the connection whose claim it proves.
+type Proof struct{ Nonce uint64 }
 
 // Stabilize is Chord's stabilize and notify in one round trip: the sender
 // believes it is the receiver's predecessor. The reply is the receiver's
@@ -240,6 +258,12 @@ func shallowCopy(m Msg) Msg {
 		return &Ping{}
 	case *Ack:
 		return &Ack{}
+	case *Challenge:
+		c := *m
+		return &c
+	case *Proof:
+		c := *m
+		return &c
 	case *Error:
 		c := *m
 		return &c
@@ -278,7 +302,7 @@ func shallowCopy(m Msg) Msg {
 }
 
 var typeNames = map[Type]string{
-	TypePing: "Ping", TypeAck: "Ack", TypeError: "Error", TypeStabilize: "Stabilize",
+	TypePing: "Ping", TypeAck: "Ack", TypeError: "Error", TypeChallenge: "Challenge", TypeProof: "Proof", TypeStabilize: "Stabilize",
 	TypeGetNeighbors: "GetNeighbors", TypeNeighbors: "Neighbors", TypeLookup: "Lookup",
 	TypeLookupDone: "LookupDone", TypeNextHop: "NextHop", TypeNextHopResp: "NextHopResp",
 	TypeLeave: "Leave", TypeRingInfoReq: "RingInfoReq", TypeRingInfo: "RingInfo",

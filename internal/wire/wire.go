@@ -128,6 +128,10 @@ func bodySize(m Msg) int {
 		return 0
 	case *Error:
 		return sizeUint(1, uint64(m.Code)) + sizeString(2, m.Text)
+	case *Challenge:
+		return sizeUint(1, m.Nonce)
+	case *Proof:
+		return sizeUint(1, m.Nonce)
 	case *Neighbors:
 		return sizeNodes(1, m.Preds) + sizeNodes(2, m.Succs)
 	case *Leave:

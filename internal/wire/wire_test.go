@@ -31,7 +31,7 @@ func samples() []Msg {
 	r := rand.New(rand.NewPCG(3, 4))
 	k := id.Random(r, id.Bytes)
 	return []Msg{
-		&Ping{}, &Ack{}, &Stabilize{}, &GetNeighbors{}, &RingInfoReq{},
+		&Ping{}, &Ack{}, &Challenge{Nonce: 1<<63 + 5}, &Proof{Nonce: 7}, &Stabilize{}, &GetNeighbors{}, &RingInfoReq{},
 		&Error{Code: ErrCodeNoVnode, Text: "no such vnode"},
 		&Neighbors{Preds: sampleNodes(r, 3), Succs: sampleNodes(r, 16)},
 		&Leave{Preds: sampleNodes(r, 2), Succs: sampleNodes(r, 1)},

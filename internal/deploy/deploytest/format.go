@@ -52,7 +52,8 @@ func Seconds(d time.Duration) string {
 //
 // the sender's vnode (or address), the receiving address (with the
 // vnode's ID when the envelope names one), the message with its key
-// fields, and its request id (req=, reply=). A sender whose envelope
+// fields, and its request id (req=, reply=; only the low 32 bits, the
+// caller's sequence number, as the rest is random). A sender whose envelope
 // names another address, or none ("b/-"), is printed after the host that
 // sent it.
 func (c *Cluster) FormatEnvelope(m Msg) string {
@@ -68,9 +69,9 @@ func (c *Cluster) FormatEnvelope(m Msg) string {
 	kind := ""
 	switch e.Kind {
 	case wire.Request:
-		kind = fmt.Sprintf(" req=%d", e.ReqID)
+		kind = fmt.Sprintf(" req=%d", uint32(e.ReqID))
 	case wire.Reply:
-		kind = fmt.Sprintf(" reply=%d", e.ReqID)
+		kind = fmt.Sprintf(" reply=%d", uint32(e.ReqID))
 	}
 	body := c.FormatMsg(e.Msg)
 	name, rest, _ := strings.Cut(body, " ")
