@@ -122,7 +122,9 @@ def load(name, size):
     return merged
 def cell(v, fmt):
     return "" if v is None else fmt.format(v)
-def ratio(t, i):
+def ratio(t, i, failed=0):
+    if failed:
+        return f"no ratio: {failed} failed"
     return "" if t is None or not i else f"{t / i:.2f}x"
 print("| size | phase | conns | INN art/s | INN MB/s | triad art/s | triad MB/s | triad/INN art/s | triad/INN MB/s |")
 print("|---|---|---|---|---|---|---|---|---|")
@@ -141,9 +143,11 @@ for size in (2450, 240000):
         return None
     for k in keys:
         ia, im, ta, tm = fig("inn", k, "ops_per_sec"), fig("inn", k, "mbps"), fig("triad", k, "ops_per_sec"), fig("triad", k, "mbps")
+        # A phase with failures on either side is no basis for a ratio.
+        failed = (fig("inn", k, "failed") or 0) + (fig("triad", k, "failed") or 0)
         head = k in (("takethis", 1), ("article", 16))
         name = f"**{k[0]}**" if head else k[0]
-        print(f"| {size:,} B | {name} | {k[1]} | {cell(ia, '{:,.0f}')} | {cell(im, '{:.1f}')} | {cell(ta, '{:,.0f}')} | {cell(tm, '{:.1f}')} | {ratio(ta, ia)} | {ratio(tm, im)} |")
+        print(f"| {size:,} B | {name} | {k[1]} | {cell(ia, '{:,.0f}')} | {cell(im, '{:.1f}')} | {cell(ta, '{:,.0f}')} | {cell(tm, '{:.1f}')} | {ratio(ta, ia, failed)} | {ratio(tm, im, failed)} |")
     over = {n: (runs[n] or {}).get("over") for n in runs}
     io, to = [(o or {}).get("lines_per_sec") for o in (over["inn"], over["triad"])]
     print(f"| {size:,} B | over (lines/s) | 1 | {cell(io, '{:,.0f}')} | | {cell(to, '{:,.0f}')} | | {ratio(to, io)} | |")

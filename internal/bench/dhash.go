@@ -36,22 +36,34 @@ type DHashConfig struct {
 	MaxPhase    time.Duration
 	NodeArgs    []string // extra `triad node` flags
 	ProfileDir  string   // if set, each node writes a CPU profile here (node<i>.cpu)
-	// AnyNode sends each operation to the nodes in turn (the node looks the
-	// key up) instead of straight to the key's holder (client.Cluster).
-	AnyNode bool
-	Log     func(format string, args ...any)
+	// HolderDirect sends each operation straight to the node holding the
+	// key's first copy (client.Cluster learns the ring from the nodes), so
+	// the lookup is skipped. By default operations go to the nodes in turn,
+	// as a client that knows any node would send them, and the node looks
+	// the key up: the lookup is part of the cost.
+	HolderDirect bool
+	Log          func(format string, args ...any)
 }
 
-// PhaseResult is one phase's figures; MB is 10^6 bytes.
+// Routes of DHashResult: how operations reach the key's holder.
+const (
+	RouteAnyNode      = "any node, with the lookup"
+	RouteHolderDirect = "holder-direct, lookup skipped"
+)
+
+// PhaseResult is one phase's figures; MB is 10^6 bytes. Failed operations
+// are counted in Failed and listed (up to a few) in Errors; a phase with
+// failures is no basis for a comparison.
 type PhaseResult struct {
-	Done     int     `json:"done"`
-	Failed   int     `json:"failed"`
-	Deferred int     `json:"deferred"`
-	OpsPerS  float64 `json:"ops_per_sec"`
-	MBps     float64 `json:"mbps"`
-	P50Ms    float64 `json:"p50_ms"`
-	P99Ms    float64 `json:"p99_ms"`
-	Seconds  float64 `json:"seconds"`
+	Done     int      `json:"done"`
+	Failed   int      `json:"failed"`
+	Errors   []string `json:"errors,omitempty"`
+	Deferred int      `json:"deferred"`
+	OpsPerS  float64  `json:"ops_per_sec"`
+	MBps     float64  `json:"mbps"`
+	P50Ms    float64  `json:"p50_ms"`
+	P99Ms    float64  `json:"p99_ms"`
+	Seconds  float64  `json:"seconds"`
 }
 
 // DHashResult holds a run's figures.
@@ -81,9 +93,9 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		logf = func(string, ...any) {}
 	}
 	cfg.Log = logf
-	res = DHashResult{Nodes: cfg.Nodes, Size: cfg.Size, Concurrency: cfg.Concurrency, Route: "holder"}
-	if cfg.AnyNode {
-		res.Route = "any node"
+	res = DHashResult{Nodes: cfg.Nodes, Size: cfg.Size, Concurrency: cfg.Concurrency, Route: RouteAnyNode}
+	if cfg.HolderDirect {
+		res.Route = RouteHolderDirect
 	}
 	dir, err := os.MkdirTemp(cfg.Dir, "triad-bench-dhash-")
 	if err != nil {
@@ -137,10 +149,13 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 	res.Put = runPhase(cfg, "put", func(ctx context.Context, i int) error {
 		var key id.ID
 		var err error
-		if cfg.AnyNode {
-			key, _, err = clients[i%len(clients)].Put(ctx, blocks[i], client.PutOptions{Expire: time.Hour})
-		} else {
+		if cfg.HolderDirect {
 			key, _, err = cluster.Put(ctx, blocks[i], client.PutOptions{Expire: time.Hour})
+		} else {
+			key, _, err = clients[i%len(clients)].Put(ctx, blocks[i], client.PutOptions{Expire: time.Hour})
+		}
+		if err == nil && key != id.Key(blocks[i]) {
+			err = fmt.Errorf("block %d stored under %v, not its content hash", i, key)
 		}
 		keys[i] = key
 		return err
@@ -153,10 +168,10 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		}
 		var data []byte
 		var err error
-		if cfg.AnyNode {
-			data, _, err = clients[(i+1)%len(clients)].Get(ctx, keys[i])
-		} else {
+		if cfg.HolderDirect {
 			data, _, err = cluster.Get(ctx, keys[i])
+		} else {
+			data, _, err = clients[(i+1)%len(clients)].Get(ctx, keys[i])
 		}
 		if err == nil && string(data) != string(blocks[i]) {
 			err = fmt.Errorf("block %d came back different", i)
@@ -172,6 +187,9 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 
 var errSkipped = errors.New("skipped")
 
+// maxErrors bounds the failures a phase lists.
+const maxErrors = 5
+
 // runPhase runs op for 0..Ops-1 with Concurrency workers, each operation
 // bounded by the phase's time limit. A deferred put is retried after a
 // short pause, as a front-end would.
@@ -183,7 +201,7 @@ func runPhase(cfg DHashConfig, name string, op func(ctx context.Context, i int) 
 		mu               sync.Mutex
 		lat              []time.Duration
 		failed, deferred int
-		firstErr         error
+		errs             []string
 		wg               sync.WaitGroup
 	)
 	t0 := time.Now()
@@ -213,8 +231,8 @@ func runPhase(cfg DHashConfig, name string, op func(ctx context.Context, i int) 
 				case errors.Is(err, errSkipped):
 				default:
 					failed++
-					if firstErr == nil {
-						firstErr = err
+					if len(errs) < maxErrors {
+						errs = append(errs, fmt.Sprintf("%s %d: %v", name, i, err))
 					}
 				}
 				mu.Unlock()
@@ -223,8 +241,8 @@ func runPhase(cfg DHashConfig, name string, op func(ctx context.Context, i int) 
 	}
 	wg.Wait()
 	secs := time.Since(t0).Seconds()
-	if firstErr != nil {
-		cfg.Log("bench dhash: %s: %d failed; first error: %v", name, failed, firstErr)
+	if failed > 0 {
+		cfg.Log("bench dhash: %s: %d failed; first errors:\n  %s", name, failed, strings.Join(errs, "\n  "))
 	}
 	slices.Sort(lat)
 	q := func(p float64) float64 {
@@ -234,7 +252,7 @@ func runPhase(cfg DHashConfig, name string, op func(ctx context.Context, i int) 
 		return float64(lat[int(p*float64(len(lat)-1))]) / float64(time.Millisecond)
 	}
 	n := len(lat)
-	return PhaseResult{Done: n, Failed: failed, Deferred: deferred, OpsPerS: float64(n) / secs,
+	return PhaseResult{Done: n, Failed: failed, Errors: errs, Deferred: deferred, OpsPerS: float64(n) / secs,
 		MBps: float64(n) * float64(cfg.Size) / secs / 1e6, P50Ms: q(0.5), P99Ms: q(0.99), Seconds: secs}
 }
 
