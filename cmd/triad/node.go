@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"os"
@@ -43,6 +44,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	join := fs.String("join", "", "`address` of any running node to join through (none: start a ring, or rejoin from saved peers)")
 	vnodes := fs.Int("vnodes", 1, "virtual servers (ring positions) in this process")
 	data := fs.String("data", "", "data `directory` (default ./triad-data/<port>)")
+	machine := fs.String("machine", "", "machine `name` shared by the processes that store on one machine (one disk): no two of them get replicas of one block (default: an identity made once and kept under --data)")
 	stab := fs.Duration("stabilize", time.Second, "mean time between stabilization rounds")
 	verbose := fs.Bool("v", false, "log connection-level detail")
 	profile := addProfileFlag(fs, "the node until it stops")
@@ -66,6 +68,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
+	spec.machine = machineID(*machine)
 	if *data == "" {
 		_, port, _ := strings.Cut(*listen, ":")
 		*data = filepath.Join("triad-data", port)
@@ -116,6 +119,7 @@ func addBlockFlags(fs *flag.FlagSet) *blockFlags {
 type nodeSpec struct {
 	listen, data, join string
 	vnodes             int
+	machine            uint64 // 0: the identity kept under data
 	host               host.Config
 	ring               ring.Config
 	dhash              dhash.Config
@@ -149,6 +153,16 @@ func (b *blockFlags) spec() (nodeSpec, error) {
 	return spec, d.Validate()
 }
 
+// machineID turns a --machine name into a machine identity (0 for none).
+func machineID(name string) uint64 {
+	if name == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return max(h.Sum64(), 1)
+}
+
 // runningNode is a driver and the host it runs in this process.
 type runningNode struct {
 	addr  string
@@ -170,7 +184,7 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 		return nil, err
 	}
 	blocks := spec.dhash
-	opts := deploy.Options{Vnodes: spec.vnodes, Bootstrap: spec.join, Host: spec.host, Ring: spec.ring, Blocks: &blocks}
+	opts := deploy.Options{Vnodes: spec.vnodes, Bootstrap: spec.join, Host: spec.host, Ring: spec.ring, Blocks: &blocks, Machine: spec.machine}
 	n, err := deploy.New(opts, drv.Addr(), drv.Storage(), drv.Rand())
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("%s: %w", spec.data, err), drv.Close())

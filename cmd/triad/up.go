@@ -97,6 +97,12 @@ Look at it from another terminal:
   python3 -c "import nntplib; s = nntplib.NNTP('127.0.0.1', %d); print(s.group('local.test'))"
 `, news.addr, *nntpPort)
 	}
+	fmt.Fprintf(stdout, `
+Note: these %d nodes share this machine's disk. Each counts as a machine of its
+own, so a block's replicas are on distinct nodes but not on distinct disks: a
+local ring for trying triad, not for keeping data. On real machines, run one
+'triad node' per machine (or give nodes that share a disk one --machine name).
+`, len(running))
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop every node (each leaves the ring gracefully).")
 
 	start := time.Now()

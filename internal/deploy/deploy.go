@@ -25,6 +25,10 @@ type Options struct {
 	Ring ring.Config
 	// Blocks configures the block store; nil runs the ring alone.
 	Blocks *dhash.Config
+	// Machine, if not zero, is the host's machine identity
+	// (wire.NodeRef.Machine) in place of the random one its state keeps:
+	// hosts given the same one never hold two replicas of a block.
+	Machine uint64
 }
 
 // DefaultOptions is one vnode running the ring and the block store with
@@ -59,6 +63,9 @@ func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error
 	state, err := ring.LoadState(st, r, o.Vnodes)
 	if err != nil {
 		return nil, err
+	}
+	if o.Machine != 0 {
+		state.Machine = o.Machine
 	}
 	h, err := host.New(o.Host, addr)
 	if err != nil {

@@ -24,12 +24,21 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, n int, cfg dhash.Config) *cluster {
+	return newClusterOn(t, n, cfg, nil)
+}
+
+// newClusterOn is newCluster with host i on the machine machineOf(i)
+// (nil: each host on a machine of its own).
+func newClusterOn(t *testing.T, n int, cfg dhash.Config, machineOf func(i int) uint64) *cluster {
 	t.Helper()
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := sim.New(sim.Config{Seed: 7, Epoch: epoch, DecodeMessages: true}, sim.NewTopology(n, 7))
-	opts := deploy.DefaultOptions()
-	opts.Blocks = &cfg
 	for i := 0; i < n; i++ {
+		opts := deploy.DefaultOptions()
+		opts.Blocks = &cfg
+		if machineOf != nil {
+			opts.Machine = machineOf(i)
+		}
 		boot := ""
 		if i > 0 {
 			boot = "h0"
@@ -305,6 +314,37 @@ func TestGetFindsCopiesPastNewHosts(t *testing.T) {
 	for i := range c.s.Hosts() {
 		if got, err := c.get(i, key); err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("get through host %d with two empty hosts in front of the holders: %v", i, err)
+		}
+	}
+}
+
+// Hosts that share a machine (one disk) never hold two copies of a block,
+// as replicas or as fragments, even when they sit next to each other on
+// the ring.
+func TestReplicasOnDistinctMachines(t *testing.T) {
+	// 16 hosts on 8 machines, two processes each: 2 replicas, and 7-of-8
+	// fragments so that fragments need every machine.
+	cfg := dhash.DefaultConfig()
+	cfg.DataFrags, cfg.TotalFrags = 7, 8
+	c := newClusterOn(t, 16, cfg, func(i int) uint64 { return uint64(i/2 + 1) })
+	machineOf := func(n wire.NodeRef) uint64 { return deploy.Of(c.hostOf(n)).Ring.Vnodes()[0].Self().Machine }
+	r := rand.New(rand.NewPCG(3, 3))
+	for i := 0; i < 40; i++ {
+		red := wire.RedundancyReplicas
+		if i%2 == 1 {
+			red = wire.RedundancyFragments
+		}
+		_, holders, err := c.put(i%16, randomBlock(r, 2000), red)
+		if err != nil {
+			t.Fatalf("put %d (%v): %v", i, red, err)
+		}
+		seen := map[uint64]wire.NodeRef{}
+		for _, h := range holders {
+			m := machineOf(h)
+			if other, dup := seen[m]; dup {
+				t.Fatalf("put %d (%v): %v and %v share machine %d", i, red, other, h, m)
+			}
+			seen[m] = h
 		}
 	}
 }

@@ -83,7 +83,7 @@ func New(cfg Config, rt *host.Host, st State, bootstrap node.Addr) (*Chord, erro
 		if x.Width() != id.Bytes {
 			return nil, fmt.Errorf("ring: vnode id %d has width %d", i, x.Width())
 		}
-		v := &Vnode{host: h, index: i, self: wire.NodeRef{ID: x, Addr: addr}}
+		v := &Vnode{host: h, index: i, self: wire.NodeRef{ID: x, Addr: addr, Machine: st.Machine}}
 		v.fingers = make([]wire.NodeRef, id.Bits)
 		v.lowFinger = id.Bits
 		v.nextFinger = id.Bits - 1
@@ -233,6 +233,7 @@ func (h *Chord) State() State {
 	var s State
 	for _, v := range h.vnodes {
 		s.IDs = append(s.IDs, v.self.ID)
+		s.Machine = v.self.Machine
 	}
 	var peers []wire.NodeRef
 	for _, v := range h.vnodes {

@@ -5,15 +5,17 @@ import (
 	"triad/internal/wire"
 )
 
-// DistinctHosts returns the nodes of list that are on distinct processes,
+// DistinctHosts returns the nodes of list that are on distinct machines
+// (distinct processes, and distinct machine identities where known),
 // keeping the first of each, in order. Replicas placed on its result never
-// share a physical host.
+// share a disk, unless processes on one machine were given distinct
+// identities (triad up's are, and it says so).
 func DistinctHosts(list []wire.NodeRef) []wire.NodeRef {
 	out := make([]wire.NodeRef, 0, len(list))
 	for _, n := range list {
 		dup := false
 		for _, o := range out {
-			if o.Addr == n.Addr {
+			if o.SameMachine(n) {
 				dup = true
 				break
 			}

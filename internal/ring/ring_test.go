@@ -1,8 +1,10 @@
 package ring_test
 
 import (
+	"io/fs"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,17 +233,26 @@ func TestDistinctHosts(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v want %v", got, want)
 	}
+	// Two processes on one machine are one host; an unknown machine (0)
+	// is told apart by address only.
+	on := func(s, addr string, m uint64) wire.NodeRef { r := n(s, addr); r.Machine = m; return r }
+	in = []wire.NodeRef{on("1", "a", 7), on("2", "b", 7), on("3", "c", 0), on("4", "d", 8), on("5", "e", 0)}
+	got = ring.DistinctHosts(in)
+	want = []wire.NodeRef{on("1", "a", 7), on("3", "c", 0), on("4", "d", 8), on("5", "e", 0)}
+	if !slices.Equal(got, want) {
+		t.Fatalf("with machines: got %v want %v", got, want)
+	}
 }
 
 func TestStateRoundTripAndValidation(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
-	st := ring.State{IDs: []id.ID{id.Random(r, id.Bytes)}, Peers: []wire.NodeRef{{ID: id.Random(r, id.Bytes), Addr: "127.0.0.1:1"}}}
+	st := ring.State{IDs: []id.ID{id.Random(r, id.Bytes)}, Machine: 1 << 60, Peers: []wire.NodeRef{{ID: id.Random(r, id.Bytes), Addr: "127.0.0.1:1", Machine: 42}}}
 	b, err := ring.MarshalState(st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := ring.UnmarshalState(b)
-	if err != nil || !slices.Equal(got.IDs, st.IDs) || !slices.Equal(got.Peers, st.Peers) {
+	if err != nil || !slices.Equal(got.IDs, st.IDs) || got.Machine != st.Machine || !slices.Equal(got.Peers, st.Peers) {
 		t.Fatalf("round trip: %+v %v", got, err)
 	}
 	for _, bad := range []string{`{`, `{"version":2,"ids":["00"]}`, `{"version":1,"ids":[]}`, `{"version":1,"ids":["xyz"]}`} {
@@ -368,4 +379,43 @@ func TestRestartWithStaleListKeepsNewcomer(t *testing.T) {
 		t.Fatalf("x's predecessor lacked the newcomer in %d of 100 checks after x restarted", lost)
 	}
 	c.waitConsistent(time.Minute)
+}
+
+// mapDisk is a node.Disk in memory.
+type mapDisk map[string][]byte
+
+func (d mapDisk) ReadFile(name string) ([]byte, error) {
+	b, ok := d[name]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return b, nil
+}
+
+func (d mapDisk) WriteFile(name string, b []byte) error {
+	d[name] = append([]byte(nil), b...)
+	return nil
+}
+
+// A host's machine identity is made once, kept with its state, and given
+// to every vnode it runs; a state saved before identities existed gets one.
+func TestMachineIdentityKept(t *testing.T) {
+	d := mapDisk{}
+	r := rand.New(rand.NewPCG(1, 2))
+	first, err := ring.LoadState(d, r, 2)
+	if err != nil || first.Machine == 0 {
+		t.Fatalf("new state: machine %d, %v", first.Machine, err)
+	}
+	again, err := ring.LoadState(d, r, 2)
+	if err != nil || again.Machine != first.Machine {
+		t.Fatalf("reloaded machine %d, want %d (%v)", again.Machine, first.Machine, err)
+	}
+	old := mapDisk{ring.StateFile: []byte(`{"version":1,"ids":["` + strings.Repeat("ab", id.Bytes) + `"]}`)}
+	st, err := ring.LoadState(old, r, 1)
+	if err != nil || st.Machine == 0 {
+		t.Fatalf("old state: machine %d, %v", st.Machine, err)
+	}
+	if kept, _ := ring.LoadState(old, r, 1); kept.Machine != st.Machine {
+		t.Fatalf("old state's new machine was not saved")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"strconv"
 
 	"triad/internal/id"
 	"triad/internal/node"
@@ -19,32 +20,52 @@ const StateFile = "ring-state.json"
 const maxSavedPeers = 256
 
 // State is what a host keeps across restarts: its vnode IDs, which fix its
-// ring positions, and the peers it last knew, which let it rejoin without a
-// bootstrap address.
+// ring positions, its machine identity (wire.NodeRef.Machine), and the
+// peers it last knew, which let it rejoin without a bootstrap address.
 type State struct {
-	IDs   []id.ID
-	Peers []wire.NodeRef
+	IDs     []id.ID
+	Machine uint64
+	Peers   []wire.NodeRef
 }
 
 type stateJSON struct {
 	Version int        `json:"version"`
 	IDs     []string   `json:"ids"`
+	Machine string     `json:"machine,omitempty"` // 16 hex digits
 	Peers   []peerJSON `json:"peers"`
 }
 
 type peerJSON struct {
-	ID   string `json:"id"`
-	Addr string `json:"addr"`
+	ID      string `json:"id"`
+	Addr    string `json:"addr"`
+	Machine string `json:"machine,omitempty"`
+}
+
+func machineHex(m uint64) string {
+	if m == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%016x", m)
+}
+
+func parseMachine(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if len(s) != 16 {
+		return 0, fmt.Errorf("machine %q is not 16 hex digits", s)
+	}
+	return strconv.ParseUint(s, 16, 64)
 }
 
 // MarshalState encodes s for the state file.
 func MarshalState(s State) ([]byte, error) {
-	j := stateJSON{Version: 1}
+	j := stateJSON{Version: 1, Machine: machineHex(s.Machine)}
 	for _, x := range s.IDs {
 		j.IDs = append(j.IDs, x.String())
 	}
 	for _, p := range s.Peers {
-		j.Peers = append(j.Peers, peerJSON{ID: p.ID.String(), Addr: p.Addr})
+		j.Peers = append(j.Peers, peerJSON{ID: p.ID.String(), Addr: p.Addr, Machine: machineHex(p.Machine)})
 	}
 	return json.MarshalIndent(j, "", "  ")
 }
@@ -62,6 +83,11 @@ func UnmarshalState(b []byte) (State, error) {
 		return State{}, fmt.Errorf("ring: state file has %d ids", len(j.IDs))
 	}
 	var s State
+	m, err := parseMachine(j.Machine)
+	if err != nil {
+		return State{}, fmt.Errorf("ring: state file: %w", err)
+	}
+	s.Machine = m
 	for _, h := range j.IDs {
 		x, err := id.Parse(h, id.Bytes)
 		if err != nil || len(h) != 2*id.Bytes {
@@ -74,16 +100,18 @@ func UnmarshalState(b []byte) (State, error) {
 			break
 		}
 		x, err := id.Parse(p.ID, id.Bytes)
-		if err != nil || len(p.ID) != 2*id.Bytes || p.Addr == "" || len(p.Addr) > wire.MaxAddrBytes {
+		m, merr := parseMachine(p.Machine)
+		if err != nil || merr != nil || len(p.ID) != 2*id.Bytes || p.Addr == "" || len(p.Addr) > wire.MaxAddrBytes {
 			continue // one bad peer does not cost the rest
 		}
-		s.Peers = append(s.Peers, wire.NodeRef{ID: x, Addr: p.Addr})
+		s.Peers = append(s.Peers, wire.NodeRef{ID: x, Addr: p.Addr, Machine: m})
 	}
 	return s, nil
 }
 
 // LoadState reads a host's state from d, or creates one with vnodes fresh
-// random IDs (and saves it) when there is none. A state with a different
+// random IDs and a random machine identity (and saves it) when there is
+// none; a state saved before machine identities gets one. A state with a different
 // number of vnodes keeps its IDs and adds or drops IDs at the end.
 // deploy.New calls it before it creates the ring protocol.
 func LoadState(d node.Disk, r *rand.Rand, vnodes int) (State, error) {
@@ -101,9 +129,12 @@ func LoadState(d node.Disk, r *rand.Rand, vnodes int) (State, error) {
 	default:
 		return State{}, err
 	}
-	changed := len(s.IDs) != vnodes
+	changed := len(s.IDs) != vnodes || s.Machine == 0
 	for len(s.IDs) < vnodes {
 		s.IDs = append(s.IDs, id.Random(r, id.Bytes))
+	}
+	for s.Machine == 0 {
+		s.Machine = r.Uint64() // made once, with the first state
 	}
 	s.IDs = s.IDs[:vnodes]
 	if changed {

@@ -100,7 +100,7 @@ func (d *decoder) id(f field) id.ID {
 	return x
 }
 
-// node decodes a nested NodeRef {1: id, 2: addr}.
+// node decodes a nested NodeRef {1: id, 2: addr, 3: machine}.
 func (d *decoder) node(f field) NodeRef {
 	n := d.nodeRef(f)
 	if n.ID.IsZero() && d.err == nil {
@@ -118,6 +118,8 @@ func (d *decoder) nodeRef(f field) NodeRef {
 			n.ID = d.id(g)
 		case 2:
 			n.Addr = d.str(g, MaxAddrBytes)
+		case 3:
+			n.Machine = d.uint(g)
 		}
 	})
 	return n
@@ -173,8 +175,10 @@ func sizeID(num protowire.Number, x id.ID) int {
 	return protowire.SizeTag(num) + protowire.SizeBytes(x.Width())
 }
 
-// nodeBodySize is the size of a NodeRef's fields {1: id, 2: addr}.
-func nodeBodySize(n NodeRef) int { return sizeID(1, n.ID) + sizeString(2, n.Addr) }
+// nodeBodySize is the size of a NodeRef's fields {1: id, 2: addr, 3: machine}.
+func nodeBodySize(n NodeRef) int {
+	return sizeID(1, n.ID) + sizeString(2, n.Addr) + sizeUint(3, n.Machine)
+}
 
 func sizeNode(num protowire.Number, n NodeRef) int {
 	if n.IsZero() && n.Addr == "" {
@@ -235,7 +239,8 @@ func putNode(b []byte, num protowire.Number, n NodeRef) []byte {
 	b = protowire.AppendTag(b, num, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(nodeBodySize(n)))
 	b = putID(b, 1, n.ID)
-	return putString(b, 2, n.Addr)
+	b = putString(b, 2, n.Addr)
+	return putUint(b, 3, n.Machine)
 }
 
 func putNodes(b []byte, num protowire.Number, list []NodeRef) []byte {

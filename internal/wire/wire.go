@@ -47,11 +47,23 @@ const (
 	Reply
 )
 
-// NodeRef names one virtual server: its ring ID and the listen address of
-// the process that hosts it.
+// NodeRef names one virtual server: its ring ID, the listen address of
+// the process that hosts it, and the machine that process runs on.
 type NodeRef struct {
 	ID   id.ID
 	Addr string
+	// Machine identifies the machine (the disk) the process stores on: a
+	// random number made once and kept in its data folder, or one an
+	// operator gives processes that share a machine. Replicas go on
+	// distinct machines. Zero means unknown: only the address tells hosts
+	// apart.
+	Machine uint64
+}
+
+// SameMachine reports whether n and m are known to store on one machine:
+// one process, or one machine identity.
+func (n NodeRef) SameMachine(m NodeRef) bool {
+	return n.Addr == m.Addr || n.Machine != 0 && n.Machine == m.Machine
 }
 
 // IsZero reports whether n names no node.
