@@ -2,7 +2,6 @@ package net
 
 import (
 	"bufio"
-	"errors"
 	gonet "net"
 	"sync"
 	"time"
@@ -138,30 +137,20 @@ func (c *conn) write() {
 func (c *conn) readReplies() {
 	d := c.d
 	defer c.kill()
-	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var buf []byte
+	fr := newFrameReader(d, c.nc)
 	for {
-		frame, err := wire.ReadFrame(br, buf, d.cfg.MaxFrameBytes)
+		// No idle limit here: the writer closes the connection when idle.
+		e, size, err := fr.next(time.Time{})
 		if err != nil {
-			if errors.Is(err, wire.ErrTooLarge) {
-				d.Stats.BadFrames.Add(1)
-				d.cfg.Log.Warn("oversized frame; closing connection", "peer", c.addr, "err", err)
-			}
+			d.readFailed(c.addr, err)
 			return
 		}
-		buf = frame[:0]
-		e, err := wire.Decode(frame)
-		if err != nil {
-			d.Stats.BadFrames.Add(1)
-			d.cfg.Log.Warn("bad frame; closing connection", "peer", c.addr, "err", err)
-			return
-		}
-		d.Stats.FramesIn.Add(1)
 		if e.Kind != wire.Reply || e.From.Addr != c.addr {
+			d.inflight.release(size)
 			d.forged(c.nc, e, "not a reply from the address dialled")
 			continue
 		}
-		d.post(node.MsgIn{From: c.addr, Env: e})
+		d.postMsg(node.MsgIn{From: c.addr, Env: e}, size)
 	}
 }
 

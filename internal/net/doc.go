@@ -8,7 +8,12 @@
 // connection per peer, dialled on first use, with a bounded send queue
 // (frames beyond it are dropped and counted, as a lossy network would) and
 // closed after IdleTimeout without traffic; timers from time.AfterFunc; and
-// offloaded work on its own goroutines, bounded by Workers.
+// offloaded work on Workers goroutines (what they cannot take yet waits in
+// the loop). Totals are bounded, not only per connection: MaxConns accepted
+// connections (more are closed on arrival), MaxInflightBytes of frames read
+// and not yet handled across all connections (a reader waits for room
+// before it allocates a frame), FrameTimeout for a frame's body once its
+// length has come, and an idle connection keeps a 16 KiB read buffer.
 //
 // Peers prove the address they claim (see Driver): replies are read only
 // from connections we dialled, requests only from accepted connections

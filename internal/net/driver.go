@@ -1,7 +1,6 @@
 package net
 
 import (
-	"bufio"
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
@@ -50,6 +49,16 @@ type Config struct {
 	// MaxUnproven bounds the frames held from an accepted connection
 	// while its claim is unproven; one more closes it. Default 256.
 	MaxUnproven int
+	// MaxConns bounds the connections accepted at once; more are closed
+	// as they arrive, and counted (Stats.Refused). Default 1024.
+	MaxConns int
+	// MaxInflightBytes bounds the bytes of inbound frames read but not
+	// yet handled, across all connections; readers wait for room before
+	// they allocate a frame. At least MaxFrameBytes. Default 256 MiB.
+	MaxInflightBytes int
+	// FrameTimeout is how long a frame's body may take to arrive once its
+	// length has: a peer that stalls mid-frame is dropped. Default 30s.
+	FrameTimeout time.Duration
 	// Workers bounds concurrently offloaded work. Default 4.
 	Workers int
 	// Seed seeds the node's random source; zero picks one at random.
@@ -80,6 +89,18 @@ func (c *Config) fill() error {
 	if c.MaxUnproven <= 0 {
 		c.MaxUnproven = 256
 	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = 1024
+	}
+	if c.MaxInflightBytes <= 0 {
+		c.MaxInflightBytes = 256 << 20
+	}
+	if c.MaxInflightBytes < c.MaxFrameBytes {
+		return fmt.Errorf("net: in-flight bound %d bytes is below the largest frame, %d", c.MaxInflightBytes, c.MaxFrameBytes)
+	}
+	if c.FrameTimeout <= 0 {
+		c.FrameTimeout = 30 * time.Second
+	}
 	if c.Workers <= 0 {
 		c.Workers = 4
 	}
@@ -106,6 +127,8 @@ type Stats struct {
 	// NoRoute counts replies dropped because the connection their request
 	// came on had closed.
 	NoRoute atomic.Uint64
+	// Refused counts connections closed on arrival: MaxConns were open.
+	Refused atomic.Uint64
 }
 
 // Driver runs one process's node over TCP.
@@ -135,13 +158,20 @@ type Driver struct {
 	ln     gonet.Listener
 	addr   node.Addr
 	events chan node.Event
-	local  []node.Event // events the loop sent itself
-	rng    *rand.Rand
-	disk   FileDisk
-	engine *disk.Disk
-	work   chan struct{} // semaphore for offloaded work
-	workWG sync.WaitGroup
-	done   chan struct{} // closed when the loop has stopped
+	msgs   chan inboundMsg // messages read from connections
+	local  []node.Event    // events the loop sent itself
+	// Totals across connections (see Config).
+	inflight *byteBudget
+	accepted atomic.Int64 // accepted connections open
+	// Offloaded work runs on Workers goroutines; what they cannot take yet
+	// waits in backlog, in the loop.
+	workQ   chan node.Work
+	backlog []node.Work
+	rng     *rand.Rand
+	disk    FileDisk
+	engine  *disk.Disk
+	workWG  sync.WaitGroup
+	done    chan struct{} // closed when the loop has stopped
 
 	mu      sync.Mutex
 	conns   map[node.Addr]*conn // outbound peers, and routes back on accepted connections ("@...")
@@ -172,17 +202,19 @@ func Listen(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("net: %w", err)
 	}
 	return &Driver{
-		cfg:     cfg,
-		ln:      ln,
-		addr:    ln.Addr().String(),
-		events:  make(chan node.Event, 4096),
-		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x7c9)),
-		disk:    FileDisk{Dir: cfg.DataDir},
-		engine:  engine,
-		work:    make(chan struct{}, cfg.Workers),
-		done:    make(chan struct{}),
-		conns:   make(map[node.Addr]*conn),
-		inbound: make(map[node.Addr]*conn),
+		cfg:      cfg,
+		ln:       ln,
+		addr:     ln.Addr().String(),
+		events:   make(chan node.Event, 4096),
+		msgs:     make(chan inboundMsg, 4096),
+		inflight: newByteBudget(cfg.MaxInflightBytes),
+		workQ:    make(chan node.Work, cfg.Workers),
+		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x7c9)),
+		disk:     FileDisk{Dir: cfg.DataDir},
+		engine:   engine,
+		done:     make(chan struct{}),
+		conns:    make(map[node.Addr]*conn),
+		inbound:  make(map[node.Addr]*conn),
 	}, nil
 }
 
@@ -235,6 +267,10 @@ func (d *Driver) Do(ctx context.Context, fn func(env node.Env)) error {
 // storage engine once offloaded work has finished.
 func (d *Driver) Run(ctx context.Context, h node.Handler) error {
 	go d.accept()
+	for range d.cfg.Workers {
+		d.workWG.Add(1)
+		go d.worker()
+	}
 	e := &env{d: d}
 	h.Handle(e, node.Start{})
 	for {
@@ -243,9 +279,13 @@ func (d *Driver) Run(ctx context.Context, h node.Handler) error {
 			d.local = d.local[1:]
 			h.Handle(e, ev)
 		}
+		d.dispatchBacklog()
 		select {
 		case ev := <-d.events:
 			h.Handle(e, ev)
+		case m := <-d.msgs:
+			h.Handle(e, m.in)
+			d.inflight.release(m.size)
 		case <-ctx.Done():
 			h.Handle(e, node.Stop{})
 			// What the handler sent itself while stopping is delivered (a
@@ -277,6 +317,13 @@ func (d *Driver) shutdown(grace time.Duration) error {
 	d.mu.Unlock()
 	// Let offloaded work (a final state save) finish.
 	close(d.done)
+	d.inflight.close()
+	go func() {
+		for _, w := range d.backlog {
+			d.workQ <- w
+		}
+		close(d.workQ)
+	}()
 	if !waitTimeout(&d.workWG, grace) {
 		return errors.New("net: offloaded work still running after shutdown; storage engine left open")
 	}
@@ -313,8 +360,44 @@ func (d *Driver) accept() {
 		if err != nil {
 			return // closed
 		}
+		if d.accepted.Load() >= int64(d.cfg.MaxConns) {
+			if d.Stats.Refused.Add(1)%100 == 1 {
+				d.cfg.Log.Warn("too many connections; refusing more", "open", d.cfg.MaxConns, "refused", d.Stats.Refused.Load(), "remote", c.RemoteAddr().String())
+			}
+			c.Close()
+			continue
+		}
+		d.accepted.Add(1)
 		d.Stats.ConnsAccepted.Add(1)
-		go d.read(c)
+		go func() {
+			defer d.accepted.Add(-1)
+			d.read(c)
+		}()
+	}
+}
+
+// worker runs offloaded work until the queue closes at shutdown.
+func (d *Driver) worker() {
+	defer d.workWG.Done()
+	for w := range d.workQ {
+		res, err := w.Run(d.Storage())
+		if err != nil {
+			d.cfg.Log.Error("offloaded work failed", "work", fmt.Sprintf("%T", w), "err", err)
+		}
+		d.post(node.WorkDone{W: w, Result: res, Err: err})
+	}
+}
+
+// dispatchBacklog hands waiting work to idle workers, oldest first.
+func (d *Driver) dispatchBacklog() {
+	for len(d.backlog) > 0 {
+		select {
+		case d.workQ <- d.backlog[0]:
+			d.backlog[0] = nil
+			d.backlog = d.backlog[1:]
+		default:
+			return
+		}
 	}
 }
 
@@ -324,17 +407,19 @@ func (d *Driver) accept() {
 // address it claims is proven.
 func (d *Driver) read(nc gonet.Conn) {
 	defer nc.Close()
-	br := bufio.NewReaderSize(nc, 64<<10)
+	fr := newFrameReader(d, nc)
 	var (
-		buf     []byte
 		route   *conn     // replies go back on it; made at the first frame
 		claimed node.Addr // the peer's claimed address; "" for a client
 		proven  bool
 		nonce   uint64
-		held    []node.MsgIn // a peer's frames before its proof
+		held    []inboundMsg // a peer's frames before its proof, with their budget
 		proveBy time.Time
 	)
 	defer func() {
+		for _, m := range held {
+			d.inflight.release(m.size)
+		}
 		if route != nil {
 			d.dropRoute(route)
 		}
@@ -344,30 +429,20 @@ func (d *Driver) read(nc gonet.Conn) {
 		if route != nil && claimed != "" && !proven && proveBy.Before(deadline) {
 			deadline = proveBy
 		}
-		nc.SetReadDeadline(deadline)
-		frame, err := wire.ReadFrame(br, buf, d.cfg.MaxFrameBytes)
+		e, size, err := fr.next(deadline)
 		if err != nil {
-			switch {
-			case errors.Is(err, wire.ErrTooLarge):
-				d.Stats.BadFrames.Add(1)
-				d.cfg.Log.Warn("oversized frame; closing connection", "peer", nc.RemoteAddr().String(), "err", err)
-			case claimed != "" && !proven && errors.Is(err, os.ErrDeadlineExceeded):
+			if claimed != "" && !proven && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(proveBy) {
 				d.Stats.Unproven.Add(1)
 				d.cfg.Log.Warn("connection never proved the address it claimed; closing it", "remote", nc.RemoteAddr().String(), "claimed", claimed)
+				return
 			}
+			d.readFailed(nc.RemoteAddr().String(), err)
 			return
 		}
-		buf = frame[:0]
-		e, err := wire.Decode(frame)
-		if err != nil {
-			d.Stats.BadFrames.Add(1)
-			d.cfg.Log.Warn("bad frame; closing connection", "peer", nc.RemoteAddr().String(), "err", err)
-			return
-		}
-		d.Stats.FramesIn.Add(1)
 		if route == nil {
 			claimed = e.From.Addr
 			if claimed == d.addr {
+				d.inflight.release(size)
 				d.forged(nc, e, "claims to be this node")
 				return
 			}
@@ -378,51 +453,58 @@ func (d *Driver) read(nc gonet.Conn) {
 				d.challenge(claimed, nonce)
 			}
 		}
+		drop := func(why string) {
+			d.inflight.release(size)
+			d.forged(nc, e, why)
+		}
 		if e.From.Addr != claimed {
-			d.forged(nc, e, "sender differs from the connection's")
+			drop("sender differs from the connection's")
 			continue
 		}
 		if e.Kind == wire.Reply {
 			// Replies come back on the connection the request went out
 			// on, which we dialled; one here is an attempt to answer a
 			// call it never saw.
-			d.forged(nc, e, "reply on an accepted connection")
+			drop("reply on an accepted connection")
 			continue
 		}
 		if claimed == "" {
-			d.post(node.MsgIn{From: route.addr, Env: e})
+			d.postMsg(node.MsgIn{From: route.addr, Env: e}, size)
 			continue
 		}
 		switch m := e.Msg.(type) {
 		case *wire.Challenge:
+			d.inflight.release(size)
 			d.prove(claimed, m.Nonce)
 			continue
 		case *wire.Proof:
 			if proven || m.Nonce != nonce {
-				d.forged(nc, e, "proof nobody asked for")
+				drop("proof nobody asked for")
 				continue
 			}
+			d.inflight.release(size)
 			proven = true
 			d.mu.Lock()
 			d.inbound[claimed] = route
 			d.mu.Unlock()
-			for _, in := range held {
-				d.post(in)
+			for _, m := range held {
+				d.postMsg(m.in, m.size)
 			}
 			held = nil
 			continue
 		}
 		in := node.MsgIn{From: claimed, Env: e}
 		if proven {
-			d.post(in)
+			d.postMsg(in, size)
 			continue
 		}
 		if len(held) >= d.cfg.MaxUnproven {
+			d.inflight.release(size)
 			d.Stats.Unproven.Add(1)
 			d.cfg.Log.Warn("too many frames before the connection proved its address; closing it", "remote", nc.RemoteAddr().String(), "claimed", claimed)
 			return
 		}
-		held = append(held, in)
+		held = append(held, inboundMsg{in, size})
 	}
 }
 
@@ -539,18 +621,16 @@ func (e *env) After(d time.Duration, t node.Timer) func() {
 	return func() { tm.Stop() }
 }
 
+// Offload queues w for the driver's Workers; it never blocks the loop.
 func (e *env) Offload(w node.Work) {
-	e.d.workWG.Add(1)
-	go func() {
-		e.d.work <- struct{}{}
-		res, err := w.Run(e.d.Storage())
-		<-e.d.work
-		e.d.workWG.Done()
-		if err != nil {
-			e.d.cfg.Log.Error("offloaded work failed", "work", fmt.Sprintf("%T", w), "err", err)
+	if len(e.d.backlog) == 0 {
+		select {
+		case e.d.workQ <- w:
+			return
+		default:
 		}
-		e.d.post(node.WorkDone{W: w, Result: res, Err: err})
-	}()
+	}
+	e.d.backlog = append(e.d.backlog, w)
 }
 
 // FileDisk is a node.Disk in a directory; writes are atomic (temporary

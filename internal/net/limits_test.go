@@ -1,0 +1,163 @@
+package net
+
+import (
+	"context"
+	"encoding/binary"
+	"runtime"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"triad/internal/node"
+)
+
+// A reader that wants more bytes than are free waits until the loop gives
+// some back, and a closed budget lets every waiter go.
+func TestByteBudgetWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newByteBudget(100)
+		if !b.acquire(60) {
+			t.Fatal("first acquire refused")
+		}
+		got := make(chan bool, 1)
+		go func() { got <- b.acquire(50) }()
+		synctest.Wait()
+		select {
+		case <-got:
+			t.Fatal("acquired 50 bytes with 40 free")
+		default:
+		}
+		b.release(60)
+		synctest.Wait()
+		if ok := <-got; !ok {
+			t.Fatal("acquire failed after release")
+		}
+		go func() { got <- b.acquire(100) }()
+		synctest.Wait()
+		b.close()
+		if ok := <-got; ok {
+			t.Fatal("acquire succeeded on a closed budget")
+		}
+	})
+}
+
+// Past MaxConns, new connections are closed on arrival and counted; once
+// one closes, the next is served.
+func TestMaxConnsRefusesMore(t *testing.T) {
+	d, err := Listen(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, pingHandler{}) }()
+	defer func() { cancel(); <-done }()
+
+	a := dial(t, d.Addr())
+	if err := rawPing(a, 1); err != nil {
+		t.Fatal(err)
+	}
+	b := dial(t, d.Addr())
+	if err := rawPing(b, 2); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, dial(t, d.Addr()))
+	if n := d.Stats.Refused.Load(); n != 1 {
+		t.Errorf("Refused = %d, want 1", n)
+	}
+	a.Close()
+	waitFor(t, "the closed connection to be counted out", func() bool { return d.accepted.Load() < 2 })
+	if err := rawPing(dial(t, d.Addr()), 3); err != nil {
+		t.Fatalf("after a connection closed: %v", err)
+	}
+}
+
+// A peer that sends a frame's length and then stalls is dropped after
+// FrameTimeout, not after the idle timeout, and its bytes go back to the
+// budget.
+func TestStalledFrameIsDropped(t *testing.T) {
+	d, err := Listen(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), FrameTimeout: 200 * time.Millisecond,
+		MaxFrameBytes: 1 << 20, MaxInflightBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, pingHandler{}) }()
+	defer func() { cancel(); <-done }()
+
+	c := dial(t, d.Addr())
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], 1<<20) // the whole budget
+	c.Write(hdr[:])
+	c.Write(make([]byte, 10))
+	expectClosed(t, c)
+	// The budget is whole again: a full-size frame gets through.
+	if err := rawPing(dial(t, d.Addr()), 9); err != nil {
+		t.Fatalf("after the stalled frame: %v", err)
+	}
+	waitFor(t, "the budget to be whole", func() bool {
+		d.inflight.mu.Lock()
+		defer d.inflight.mu.Unlock()
+		return d.inflight.free == 1<<20
+	})
+}
+
+// blockingWork waits for its gate, then reports its number.
+type blockingWork struct {
+	n    int
+	gate chan struct{}
+}
+
+func (w blockingWork) Run(node.Storage) (any, error) { <-w.gate; return w.n, nil }
+
+// countHandler offloads n blocking works at Start and counts their results.
+type countHandler struct {
+	n    int
+	gate chan struct{}
+	got  chan int
+}
+
+func (h countHandler) Handle(env node.Env, ev node.Event) {
+	switch ev := ev.(type) {
+	case node.Start:
+		for i := range h.n {
+			env.Offload(blockingWork{i, h.gate})
+		}
+	case node.WorkDone:
+		h.got <- ev.Result.(int)
+	}
+}
+
+// Offloaded work runs on Workers goroutines, however much is offloaded at
+// once; the rest waits its turn, and all of it runs.
+func TestOffloadRunsOnBoundedWorkers(t *testing.T) {
+	d, err := Listen(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 500
+	h := countHandler{n: n, gate: make(chan struct{}), got: make(chan int, n)}
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, h) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the works to be queued", func() bool { return len(d.workQ) == cap(d.workQ) })
+	if extra := runtime.NumGoroutine() - before; extra > 20 {
+		t.Errorf("%d more goroutines with %d works offloaded to 3 workers", extra, n)
+	}
+	close(h.gate)
+	seen := make(map[int]bool)
+	for range n {
+		select {
+		case i := <-h.got:
+			seen[i] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d works done after 10s", len(seen), n)
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct results, want %d", len(seen), n)
+	}
+}
