@@ -61,22 +61,9 @@ type powerCut struct {
 }
 
 func newPowerCut(t *testing.T) *powerCut {
-	p := &powerCut{t: t, dir: osDir(t)}
+	p := &powerCut{t: t, dir: t.TempDir()}
 	p.now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	return p
-}
-
-// osDir is a directory of the OS for the bbolt files: on tmpfs when there
-// is one, since its fsyncs are the cost of a test that reopens hundreds of
-// times and prove nothing here.
-func osDir(t *testing.T) string {
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		if dir, err := os.MkdirTemp("/dev/shm", "triad-powerloss-"); err == nil {
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			return dir
-		}
-	}
-	return t.TempDir()
 }
 
 func (p *powerCut) clock() time.Time { return time.Unix(0, p.now.Load()) }
