@@ -7,11 +7,11 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"triad/internal/id"
+	"triad/internal/vfs"
 )
 
 // The journal lets a site acknowledge fed articles before their overview
@@ -30,6 +30,11 @@ import (
 // spool key (width byte, bytes), arrival and expiry (varint Unix
 // nanoseconds). Reading stops at the first record that is torn or damaged:
 // a batch whose record did not reach the disk was never acknowledged.
+//
+// The journal's directory is synced each time it is opened, so its entry
+// is durable before the first batch is acknowledged: an fdatasync of the
+// file alone would leave a journal created since the last power cut
+// unnamed after the next one.
 
 // maxJournalRecord bounds one record: a batch of 1,024 articles with the
 // longest message-ids is under 300 KB.
@@ -52,20 +57,26 @@ type journalBatch struct {
 
 type journal struct {
 	mu   sync.Mutex
-	f    *os.File
+	f    vfs.File
 	size int64
 	last uint64 // sequence number of the last batch appended
 	buf  []byte
 }
 
-// openJournal opens (or creates) the journal and returns its intact
-// batches. A damaged tail is cut off.
-func openJournal(path string) (*journal, []journalBatch, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+// openJournal opens (or creates) the journal on fsys and returns its
+// intact batches. A damaged tail is cut off.
+func openJournal(fsys vfs.FS, path string) (*journal, []journalBatch, error) {
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("usenet: journal: %w", err)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, 1<<30))
+	// Created now or by a process that died before syncing its directory:
+	// either way the entry may not be durable yet.
+	if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("usenet: journal: syncing its directory: %w", err)
+	}
+	data, err := readJournal(f)
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("usenet: journal: %w", err)
@@ -99,6 +110,20 @@ func openJournal(path string) (*journal, []journalBatch, error) {
 		j.last = batches[len(batches)-1].seq
 	}
 	return j, batches, nil
+}
+
+// readJournal reads the whole journal, up to 1 GiB.
+func readJournal(f vfs.File) ([]byte, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, min(st.Size(), 1<<30))
+	n, err := f.ReadAt(data, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return data[:n], nil
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -157,7 +182,7 @@ func (j *journal) append(seq uint64, batch []Entry) error {
 		j.f.Truncate(j.size)
 		return fmt.Errorf("usenet: journal: %w", err)
 	}
-	if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
+	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("usenet: journal: fdatasync: %w", err)
 	}
 	j.size += int64(len(rec))

@@ -16,6 +16,7 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/store"
+	"triad/internal/vfs"
 )
 
 // A Site is one news site: a spool the articles live in, a List of its
@@ -86,6 +87,9 @@ type SiteConfig struct {
 	Remember   time.Duration    // how long the history outlives an article; 10 days if zero
 	SeenCache  int              // message-ids kept in memory per generation; 1<<20 if zero
 	Now        func() time.Time // time.Now if nil
+	// FS holds the journal; news.db, a bbolt file, is always on the OS in
+	// Dir. The OS's if nil; tests crash a vfs.MemFS.
+	FS vfs.FS
 }
 
 func (c SiteConfig) withDefaults() SiteConfig {
@@ -100,6 +104,9 @@ func (c SiteConfig) withDefaults() SiteConfig {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.FS == nil {
+		c.FS = vfs.OS()
 	}
 	return c
 }
@@ -121,7 +128,7 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 	if cfg.Spool == nil {
 		return nil, errors.New("usenet: no spool")
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	if err := vfs.MkdirAllSynced(cfg.FS, cfg.Dir); err != nil {
 		return nil, err
 	}
 	list, err := OpenList(ListConfig{Path: filepath.Join(cfg.Dir, "news.db"), PathHost: cfg.PathHost,
@@ -133,7 +140,7 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 		commits: make(chan *pending, 1024), stop: make(chan struct{})}
 	if async, ok := cfg.Spool.(asyncSpool); ok {
 		s.async = async
-		j, batches, err := openJournal(filepath.Join(cfg.Dir, "journal"))
+		j, batches, err := openJournal(cfg.FS, filepath.Join(cfg.Dir, "journal"))
 		if err == nil {
 			s.journal = j
 			err = s.replay(batches)

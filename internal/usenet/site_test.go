@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/vfs"
 )
 
 // gatedSpool is a local spool whose syncs the test decides: the site's
@@ -195,7 +196,7 @@ func TestFailedSpoolSyncIsNotAcknowledged(t *testing.T) {
 
 func TestJournalCutsTornTail(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal")
-	j, batches, err := openJournal(path)
+	j, batches, err := openJournal(vfs.OS(), path)
 	if err != nil || len(batches) != 0 {
 		t.Fatal(batches, err)
 	}
@@ -212,7 +213,7 @@ func TestJournalCutsTornTail(t *testing.T) {
 	full := len(b)
 	b[len(b)-3] ^= 1 // damage the last record
 	os.WriteFile(path, append(b, 0, 0, 0, 9), 0o644)
-	j, batches, err = openJournal(path)
+	j, batches, err = openJournal(vfs.OS(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestJournalCutsTornTail(t *testing.T) {
 // The journal's decoder takes whatever a damaged file holds without
 // panicking, and what it accepts is bounded by the record.
 func FuzzJournalRecord(f *testing.F) {
-	j, _, err := openJournal(filepath.Join(f.TempDir(), "journal"))
+	j, _, err := openJournal(vfs.OS(), filepath.Join(f.TempDir(), "journal"))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	"golang.org/x/sys/unix"
 
 	"triad/internal/id"
 	"triad/internal/merkle"
 	"triad/internal/store"
+	"triad/internal/vfs"
 )
 
 // Disk is the storage engine on a real disk. Objects are appended to
@@ -29,9 +29,9 @@ import (
 // the segments past the last checkpoint, so a put costs one sequential write
 // and a share of one fdatasync.
 type Disk struct {
-	opt  store.Options
-	db   *bolt.DB
-	dirf *os.File
+	opt store.Options
+	fs  vfs.FS // the segments'; bbolt's index is on the OS
+	db  *bolt.DB
 
 	maintMu sync.Mutex // serialises checkpoints, reclamation, quarantine
 
@@ -62,7 +62,7 @@ type segment struct {
 	id     uint64
 	window int64
 	path   string
-	f      *os.File
+	f      vfs.File
 	size   int64
 	mapped *mapping // for View, once a view needs it
 }
@@ -80,7 +80,12 @@ const indexFile = "index.db"
 // Open opens or creates the engine in opt.Dir and recovers it: torn tails
 // are cut and records the index missed are indexed. A nil opt.Now is the
 // wall clock.
-func Open(opt store.Options) (*Disk, error) {
+func Open(opt store.Options) (*Disk, error) { return OpenFS(vfs.OS(), opt) }
+
+// OpenFS is Open with the segments on fsys. The bbolt index is always a
+// file of the OS in opt.Dir (bbolt does its own I/O), so that directory
+// must exist there too. Tests pass a vfs.MemFS to crash the engine.
+func OpenFS(fsys vfs.FS, opt store.Options) (*Disk, error) {
 	opt = opt.WithDefaults()
 	if opt.Now == nil {
 		opt.Now = time.Now
@@ -88,7 +93,7 @@ func Open(opt store.Options) (*Disk, error) {
 	if opt.Dir == "" {
 		return nil, errors.New("store: no directory given")
 	}
-	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
+	if err := vfs.MkdirAllSynced(fsys, opt.Dir); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	db, err := bolt.Open(filepath.Join(opt.Dir, indexFile), 0o600, &bolt.Options{
@@ -114,15 +119,10 @@ func Open(opt store.Options) (*Disk, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: opening index: %w", err)
 	}
-	dirf, err := os.Open(opt.Dir)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: %w", err)
-	}
 	d := &Disk{
 		opt:       opt,
+		fs:        fsys,
 		db:        db,
-		dirf:      dirf,
 		segs:      make(map[uint64]*segment),
 		open:      make(map[int64]*segment),
 		dirty:     make(map[*segment]struct{}),
@@ -233,7 +233,7 @@ func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFull(s.f, rec[:], s.size); err != nil {
+	if err := vfs.WriteFullAt(s.f, rec[:], s.size); err != nil {
 		// Cut the partial record so the next one starts clean; if even that
 		// fails, write no more to this file.
 		if s.f.Truncate(s.size) != nil {
@@ -259,7 +259,7 @@ func (d *Disk) appendTarget(w int64, n int64) (*segment, error) {
 	}
 	s := &segment{id: d.nextSeg, window: w}
 	s.path = filepath.Join(d.opt.Dir, fmt.Sprintf("%d-%d.seg", w, s.id))
-	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := d.fs.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("store: creating segment: %w", err)
 	}
@@ -269,30 +269,6 @@ func (d *Disk) appendTarget(w int64, n int64) (*segment, error) {
 	d.open[w] = s
 	d.dirDirty = true
 	return s, nil
-}
-
-// writeFull writes the parts at off with vectored writes until all are
-// written.
-func writeFull(f *os.File, parts [][]byte, off int64) error {
-	for len(parts) > 0 {
-		n, err := unix.Pwritev(int(f.Fd()), parts, off)
-		if err != nil {
-			return err
-		}
-		off += int64(n)
-		for n > 0 {
-			if n < len(parts[0]) {
-				parts[0] = parts[0][n:]
-				break
-			}
-			n -= len(parts[0])
-			parts = parts[1:]
-		}
-		for len(parts) > 0 && len(parts[0]) == 0 {
-			parts = parts[1:]
-		}
-	}
-	return nil
 }
 
 // waitGroup waits until everything written so far is durable.
@@ -352,12 +328,12 @@ func (d *Disk) syncOnce() {
 
 	var err error
 	for _, s := range segs {
-		if e := unix.Fdatasync(int(s.f.Fd())); e != nil && err == nil {
+		if e := s.f.Sync(); e != nil && err == nil {
 			err = fmt.Errorf("store: fdatasync %s: %w", s.path, e)
 		}
 	}
 	if dir {
-		if e := d.dirf.Sync(); e != nil && err == nil {
+		if e := d.fs.SyncDir(d.opt.Dir); e != nil && err == nil {
 			err = fmt.Errorf("store: syncing directory: %w", e)
 		}
 	}
@@ -649,11 +625,11 @@ func (d *Disk) dropWindow(w int64) error {
 	d.mu.Unlock()
 	for _, s := range segs {
 		s.f.Close()
-		if err := os.Remove(s.path); err != nil {
+		if err := d.fs.Remove(s.path); err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
 	}
-	return d.dirf.Sync()
+	return d.fs.SyncDir(d.opt.Dir)
 }
 
 // unindexWindow deletes the index entries of window w that point into the
@@ -979,6 +955,5 @@ func (d *Disk) closeFiles() error {
 		s.unmap()
 	}
 	d.mu.Unlock()
-	d.dirf.Close()
 	return d.db.Close()
 }

@@ -9,8 +9,10 @@
 //
 // Disk implements store.Engine and passes storetest.RunContract. It is the
 // one package of the store that does I/O (os, syscall, bbolt, memory
-// maps); node logic must not import it, only drivers and commands do,
-// handing the engine to dhash as a store.Engine.
+// maps); its segments go through internal/vfs, so that tests can open it
+// on a file system that loses what was not synced (OpenFS). Node logic
+// must not import it, only drivers and commands do, handing the engine to
+// dhash as a store.Engine.
 //
 //	d, err := disk.Open(store.Options{Dir: dir})
 //	...

@@ -9,12 +9,13 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	"golang.org/x/sys/unix"
 
 	"triad/internal/id"
+	"triad/internal/vfs"
 )
 
 var errWindow = errors.New("window size differs from the store's")
@@ -43,19 +44,23 @@ func (d *Disk) recover() error {
 	if err != nil {
 		return fmt.Errorf("store: reading index: %w", err)
 	}
-	names, err := filepath.Glob(filepath.Join(d.opt.Dir, "*.seg"))
+	ents, err := d.fs.ReadDir(d.opt.Dir)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	replay := make(map[id.ID]entry)
-	for _, name := range names {
+	for _, ent := range ents {
+		if !strings.HasSuffix(ent.Name(), ".seg") {
+			continue
+		}
+		name := filepath.Join(d.opt.Dir, ent.Name())
 		var w int64
 		var sid uint64
 		if _, err := fmt.Sscanf(filepath.Base(name), "%d-%d.seg", &w, &sid); err != nil || sid == 0 {
 			log.Printf("store: ignoring %s: not a segment name", name)
 			continue
 		}
-		f, err := os.OpenFile(name, os.O_RDWR, 0)
+		f, err := d.fs.OpenFile(name, os.O_RDWR, 0)
 		if err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
@@ -69,7 +74,7 @@ func (d *Disk) recover() error {
 		// Replayed records may sit only in the page cache (the process died
 		// before its group commit); make them durable before indexing them.
 		if end > from {
-			if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			if err := f.Sync(); err != nil {
 				return fmt.Errorf("store: syncing %s: %w", name, err)
 			}
 		}
@@ -81,7 +86,7 @@ func (d *Disk) recover() error {
 		d.nextSeg = max(d.nextSeg, sid+1)
 		delete(known, sid)
 	}
-	if err := d.dirf.Sync(); err != nil {
+	if err := d.fs.SyncDir(d.opt.Dir); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	now := d.opt.Now().UnixNano()
@@ -166,7 +171,7 @@ func (d *Disk) replaySegment(s *segment, from int64, replay map[id.ID]entry) (in
 }
 
 // readRecord reads and checks the record at pos.
-func (d *Disk) readRecord(f *os.File, pos, size int64) (record, int, error) {
+func (d *Disk) readRecord(f vfs.File, pos, size int64) (record, int, error) {
 	var hdr [headerBytes]byte
 	if size-pos < headerBytes {
 		return record{}, 0, fmt.Errorf("%w: %d bytes left", errBadRecord, size-pos)
@@ -194,7 +199,7 @@ func (d *Disk) readRecord(f *os.File, pos, size int64) (record, int, error) {
 // whose record fits but fails its checksum is damage, and the search starts
 // past the span it claims, so a record inside its data is never taken for a
 // real one.
-func (d *Disk) resyncPoint(f *os.File, pos, size int64) (int64, error) {
+func (d *Disk) resyncPoint(f vfs.File, pos, size int64) (int64, error) {
 	from := pos + 1
 	var hdr [headerBytes]byte
 	if size-pos >= headerBytes {
@@ -213,7 +218,7 @@ func (d *Disk) resyncPoint(f *os.File, pos, size int64) (int64, error) {
 
 // nextRecord returns the offset of the first intact record at or after pos,
 // or -1.
-func (d *Disk) nextRecord(f *os.File, pos, size int64) (int64, error) {
+func (d *Disk) nextRecord(f vfs.File, pos, size int64) (int64, error) {
 	const chunk = 1 << 20
 	buf := make([]byte, chunk+len(recordMagic))
 	for pos < size {

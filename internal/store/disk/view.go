@@ -10,6 +10,7 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/store"
+	"triad/internal/vfs"
 )
 
 // Reading in place. A large object read with GetInto is copied from the
@@ -86,6 +87,9 @@ func (d *Disk) acquire(sid uint64, off int64, n int) (*segment, []byte, error) {
 		return nil, nil, nil
 	}
 	if s.mapped == nil {
+		if s.f.Fd() == vfs.InvalidFd {
+			return nil, nil, nil // not a file of the OS: GetInto reads it
+		}
 		// The largest a segment grows: it rolls over past MaxSegment, so
 		// by at most one record. Recovered segments may be larger still.
 		size := max(d.opt.MaxSegment+int64(recordLen(maxKeyBytes, d.opt.MaxObject)), s.size)
