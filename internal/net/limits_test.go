@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -103,26 +104,33 @@ func TestStalledFrameIsDropped(t *testing.T) {
 	})
 }
 
-// blockingWork waits for its gate, then reports its number.
+// blockingWork counts itself started, waits for its gate, then reports
+// its number.
 type blockingWork struct {
-	n    int
-	gate chan struct{}
+	n       int
+	gate    chan struct{}
+	started *atomic.Int64
 }
 
-func (w blockingWork) Run(node.Storage) (any, error) { <-w.gate; return w.n, nil }
+func (w blockingWork) Run(node.Storage) (any, error) {
+	w.started.Add(1)
+	<-w.gate
+	return w.n, nil
+}
 
 // countHandler offloads n blocking works at Start and counts their results.
 type countHandler struct {
-	n    int
-	gate chan struct{}
-	got  chan int
+	n       int
+	gate    chan struct{}
+	started *atomic.Int64
+	got     chan int
 }
 
 func (h countHandler) Handle(env node.Env, ev node.Event) {
 	switch ev := ev.(type) {
 	case node.Start:
 		for i := range h.n {
-			env.Offload(blockingWork{i, h.gate})
+			env.Offload(blockingWork{i, h.gate, h.started})
 		}
 	case node.WorkDone:
 		h.got <- ev.Result.(int)
@@ -137,13 +145,16 @@ func TestOffloadRunsOnBoundedWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 500
-	h := countHandler{n: n, gate: make(chan struct{}), got: make(chan int, n)}
+	h := countHandler{n: n, gate: make(chan struct{}), started: new(atomic.Int64), got: make(chan int, n)}
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx, h) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, "the works to be queued", func() bool { return len(d.workQ) == cap(d.workQ) })
+	waitFor(t, "every worker to be busy", func() bool { return h.started.Load() == 3 })
+	if h.started.Load() != 3 {
+		t.Fatalf("%d works started with 3 workers", h.started.Load())
+	}
 	if extra := runtime.NumGoroutine() - before; extra > 20 {
 		t.Errorf("%d more goroutines with %d works offloaded to 3 workers", extra, n)
 	}
