@@ -375,7 +375,7 @@ func storeErr(err error) error {
 		return fmt.Errorf("%w: %v", ErrFull, err)
 	case errors.Is(err, store.ErrTooLarge):
 		return fmt.Errorf("%w: %v", ErrTooLarge, err)
-	case errors.Is(err, store.ErrBadKey), errors.Is(err, store.ErrExpired):
+	case errors.Is(err, store.ErrBadKey), errors.Is(err, store.ErrExpired), errors.Is(err, store.ErrConflict):
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
 	return err

@@ -1,6 +1,7 @@
 package mem
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"sync"
@@ -75,8 +76,14 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions
 		return err
 	}
 	old := m.objs[key]
-	if old != nil && !expiry.After(old.meta.Expiry) {
-		return nil
+	if old != nil {
+		// A put never replaces what is stored; Mem always looks, Fresh or not.
+		if err := m.sameObject(old, key, data, opt); err != nil {
+			return err
+		}
+		if !expiry.After(old.meta.Expiry) {
+			return nil
+		}
 	}
 	size := int64(store.ObjectBytes(key.Width(), len(data)))
 	if m.opt.Capacity > 0 && m.usage+size > m.opt.Capacity {
@@ -115,6 +122,22 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions
 	m.usage += size
 	m.objs[key] = o
 	m.maintain(now)
+	return nil
+}
+
+// sameObject returns store.ErrConflict, wrapped, unless a put of data
+// under key brings old again: the same kind and, if opaque, the same bytes
+// (only their length when Mem keeps no data).
+func (m *Mem) sameObject(old *memObject, key id.ID, data []byte, opt store.PutOptions) error {
+	switch {
+	case old.meta.Opaque != opt.Opaque:
+		return fmt.Errorf("%w: %v holds an object of the other kind", store.ErrConflict, key)
+	case !opt.Opaque:
+		return nil // the key is the bytes' hash
+	case m.opt.DropData && old.meta.Size != len(data),
+		!m.opt.DropData && !bytes.Equal(old.data, data):
+		return fmt.Errorf("%w: %v holds other opaque bytes", store.ErrConflict, key)
+	}
 	return nil
 }
 
