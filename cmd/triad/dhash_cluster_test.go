@@ -693,7 +693,7 @@ func TestDHashClusterFragments(t *testing.T) {
 		var refs []wire.NodeRef
 		for _, h := range hs {
 			refs = append(refs, h.Node)
-			want := uint64(12 + (len(b.data)+dataFrags-1)/dataFrags)
+			want := uint64(32 + (len(b.data)+dataFrags-1)/dataFrags) // a 32-byte header (docs/dhash.md)
 			if !h.Fragment || h.Size != want {
 				t.Errorf("stat of %s: %s holds %d bytes fragment %v, want a fragment of %d", b.key.Short(), h.Node.Addr, h.Size, h.Fragment, want)
 			}

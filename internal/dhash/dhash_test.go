@@ -308,3 +308,104 @@ func TestGetFindsCopiesPastNewHosts(t *testing.T) {
 		}
 	}
 }
+
+// store sends m from host i to to, as a putting node would, and returns the
+// answer.
+func (c *cluster) store(i int, to wire.NodeRef, m *wire.StoreBlock) error {
+	var (
+		err  error
+		done bool
+	)
+	h := c.s.Hosts()[i]
+	c.s.Do(h, func(env node.Env) {
+		n := c.node(h)
+		ok := n.Runtime().Call(env, to.Addr, n.Ring().Vnodes()[0].Self(), to.ID, m, 0, func(_ node.Env, _ wire.Msg, e error) {
+			err, done = e, true
+		})
+		if !ok {
+			err, done = errors.New("call refused"), true
+		}
+	})
+	c.runUntil(&done)
+	return err
+}
+
+// TestStoreNeverReplacesACopy offers a fragment holder copies that are not
+// the one it holds: another fragment's bytes under the key it holds (with a
+// later expiry, which used to win), and its own fragment under another
+// key. Both are refused as bad requests and change nothing; the same
+// fragment again only extends its expiry.
+func TestStoreNeverReplacesACopy(t *testing.T) {
+	cfg := dhash.DefaultConfig()
+	cfg.Redundancy = wire.RedundancyFragments
+	c := newCluster(t, 16, cfg)
+	data := randomBlock(rand.New(rand.NewPCG(9, 10)), 20000)
+	key, holders, err := c.put(0, data, wire.RedundancyDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.s.RunFor(10 * time.Second) // the fragments past the quorum land too
+	var target, other wire.NodeRef
+	for _, n := range holders {
+		if n.Addr == c.s.Hosts()[0].Addr {
+			continue
+		}
+		if target.Addr == "" {
+			target = n
+		} else if other.Addr == "" {
+			other = n
+		}
+	}
+	engine := c.hostOf(target).Storage().Engine()
+	frag, meta, err := engine.Get(key)
+	if err != nil || !meta.Opaque {
+		t.Fatalf("%s holds %+v %v, want a fragment", target.Addr, meta, err)
+	}
+	otherFrag, _, err := c.hostOf(other).Storage().Engine().Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := meta.Expiry.Add(time.Hour).UnixNano()
+
+	unchanged := func(when string) {
+		t.Helper()
+		got, m, err := engine.Get(key)
+		if err != nil || !bytes.Equal(got, frag) || !m.Expiry.Equal(meta.Expiry) {
+			t.Fatalf("%s: %s holds %d bytes expiring %v (%v); want its fragment, unchanged", when, target.Addr, len(got), m.Expiry, err)
+		}
+	}
+	damaged := bytes.Clone(frag)
+	damaged[len(damaged)-1] ^= 1
+	for _, tc := range []struct {
+		what string
+		data []byte
+	}{
+		{"another fragment of the block", otherFrag},
+		{"its fragment with a byte changed", damaged},
+	} {
+		err := c.store(0, target, &wire.StoreBlock{Key: key, Data: tc.data, Expiry: later, Fragment: true})
+		if !errors.Is(err, dhash.ErrBadRequest) {
+			t.Errorf("storing %s where a fragment is: %v, want a bad request", tc.what, err)
+		}
+		unchanged("after storing " + tc.what)
+	}
+
+	stranger := id.Key([]byte("a block nobody stored"))
+	err = c.store(0, target, &wire.StoreBlock{Key: stranger, Data: frag, Expiry: later, Fragment: true})
+	if !errors.Is(err, dhash.ErrBadRequest) {
+		t.Errorf("storing a fragment under another block's key: %v, want a bad request", err)
+	}
+	if _, err := engine.Stat(stranger); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a refused fragment was stored: stat %v", err)
+	}
+
+	if err := c.store(0, target, &wire.StoreBlock{Key: key, Data: frag, Expiry: later, Fragment: true}); err != nil {
+		t.Fatalf("storing the same fragment again: %v", err)
+	}
+	if got, m, err := engine.Get(key); err != nil || !bytes.Equal(got, frag) || m.Expiry.UnixNano() != later {
+		t.Fatalf("after the same fragment with a later expiry: %v, expiry %v; want it extended", err, m.Expiry)
+	}
+	if got, err := c.get(0, key); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get: %v", err)
+	}
+}

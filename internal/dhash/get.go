@@ -240,7 +240,7 @@ func (g *getOp) gotFragment(env node.Env, from wire.NodeRef, b *wire.Block) {
 	f, err := g.n.coder.parse(b.Data, g.n.cfg.MaxBlock)
 	if err != nil {
 		g.n.Stats.BadCopies++
-		g.failed(env, fmt.Errorf("from %s: %w", from, err))
+		g.failed(env, fmt.Errorf("%w: from %s: %v", ErrCorrupt, from, err))
 		return
 	}
 	if !g.fragment {

@@ -112,7 +112,7 @@ func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundanc
 	run(env, func() (any, error) {
 		p := &putOp{key: id.Key(data)}
 		if r == wire.RedundancyFragments {
-			frags, err := coder.split(data)
+			frags, err := coder.split(p.key, data)
 			p.pieces = frags
 			return p, err
 		}
