@@ -113,6 +113,8 @@ type Stats struct {
 	Fetched                        uint64 // copies served
 	BadCopies                      uint64 // fetched copies that failed verification
 	FetchRetries                   uint64 // fetches that moved on to another holder
+	Repaired                       uint64 // damaged copies a get replaced with good ones
+	RepairsFailed                  uint64 // replacements refused, lost or not sent
 }
 
 // Node is one host's block-store protocol.

@@ -211,7 +211,13 @@ func (p *putOp) allowance() time.Duration {
 	for _, b := range p.pieces {
 		total += len(b)
 	}
-	return min(time.Duration(float64(total)/minUplink*float64(time.Second)), 30*time.Second)
+	return uplinkTime(total)
+}
+
+// uplinkTime is how long n bytes may take to leave on the slowest uplink
+// allowed for, at most 30 s.
+func uplinkTime(n int) time.Duration {
+	return min(time.Duration(float64(n)/minUplink*float64(time.Second)), 30*time.Second)
 }
 
 // minUplink is the slowest uplink, in bytes per second, that timeouts allow for.

@@ -38,7 +38,8 @@ type Engine interface {
 	// Get returns the object's bytes, checked against the record checksums
 	// (Put checked the content hash before writing them). Damage is reported as
 	// ErrCorrupt and the object is quarantined: it leaves the index and the
-	// Merkle tree, so maintenance fetches a good copy.
+	// Merkle tree, so that a put of a good copy (dhash's repair after a get,
+	// or maintenance) stores it again.
 	Get(key id.ID) ([]byte, Meta, error)
 	// GetInto is Get reading into buf when it is big enough; the result
 	// may alias buf. Servers reuse one buffer per connection this way.
