@@ -113,6 +113,8 @@ type Stats struct {
 	Fetched                        uint64 // copies served
 	BadCopies                      uint64 // fetched copies that failed verification
 	FetchRetries                   uint64 // fetches that moved on to another holder
+	Repaired                       uint64 // damaged copies a get replaced with good ones
+	RepairsFailed                  uint64 // replacements refused, lost or not sent
 }
 
 // Node is one host's block-store protocol.
@@ -274,8 +276,15 @@ func (w *engineWork) String() string {
 	return fmt.Sprintf("dhash-engine(%d, %s)", w.op, w.key.Short())
 }
 
-// writeCopy stores a copy in this host's engine.
+// writeCopy stores a copy in this host's engine. A fragment is checked
+// against key first; the engine checks a whole block's hash itself.
 func (n *Node) writeCopy(env node.Env, key id.ID, data []byte, expiry time.Time, opt store.PutOptions, done func(env node.Env, err error)) {
+	if opt.Opaque {
+		if err := n.coder.checkFragment(key, data, n.cfg.MaxBlock); err != nil {
+			done(env, err)
+			return
+		}
+	}
 	env.Offload(&engineWork{op: opPut, key: key, data: data, expiry: expiry, opt: opt, done: func(env node.Env, _ any, err error) {
 		done(env, err)
 	}})
@@ -375,14 +384,16 @@ func storeErr(err error) error {
 		return fmt.Errorf("%w: %v", ErrFull, err)
 	case errors.Is(err, store.ErrTooLarge):
 		return fmt.Errorf("%w: %v", ErrTooLarge, err)
-	case errors.Is(err, store.ErrBadKey), errors.Is(err, store.ErrExpired):
+	case errors.Is(err, store.ErrBadKey), errors.Is(err, store.ErrExpired), errors.Is(err, store.ErrConflict):
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
 	return err
 }
 
-// serveStore keeps a copy for a putting node. A whole block is checked
-// against its key by the engine before it is written.
+// serveStore keeps a copy for a putting node. Every copy is checked against
+// its key before it is written (a whole block's hash by the engine, a
+// fragment's header by writeCopy), and a copy of another object under a key
+// this host holds is refused (store.ErrConflict): a put never replaces data.
 func (n *Node) serveStore(env node.Env, in node.MsgIn, m *wire.StoreBlock) {
 	me := n.self()
 	limit := n.cfg.MaxBlock

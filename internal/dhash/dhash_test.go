@@ -14,6 +14,7 @@ import (
 	"triad/internal/node"
 	"triad/internal/sim"
 	"triad/internal/store"
+	"triad/internal/store/mem"
 	"triad/internal/wire"
 )
 
@@ -346,5 +347,236 @@ func TestReplicasOnDistinctMachines(t *testing.T) {
 			}
 			seen[m] = h
 		}
+	}
+}
+// store sends m from host i to to, as a putting node would, and returns the
+// answer.
+func (c *cluster) store(i int, to wire.NodeRef, m *wire.StoreBlock) error {
+	var (
+		err  error
+		done bool
+	)
+	h := c.s.Hosts()[i]
+	c.s.Do(h, func(env node.Env) {
+		n := c.node(h)
+		ok := n.Runtime().Call(env, to.Addr, n.Ring().Vnodes()[0].Self(), to.ID, m, 0, func(_ node.Env, _ wire.Msg, e error) {
+			err, done = e, true
+		})
+		if !ok {
+			err, done = errors.New("call refused"), true
+		}
+	})
+	c.runUntil(&done)
+	return err
+}
+
+// TestStoreNeverReplacesACopy offers a fragment holder copies that are not
+// the one it holds: another fragment's bytes under the key it holds (with a
+// later expiry, which used to win), and its own fragment under another
+// key. Both are refused as bad requests and change nothing; the same
+// fragment again only extends its expiry.
+func TestStoreNeverReplacesACopy(t *testing.T) {
+	cfg := dhash.DefaultConfig()
+	cfg.Redundancy = wire.RedundancyFragments
+	c := newCluster(t, 16, cfg)
+	data := randomBlock(rand.New(rand.NewPCG(9, 10)), 20000)
+	key, holders, err := c.put(0, data, wire.RedundancyDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.s.RunFor(10 * time.Second) // the fragments past the quorum land too
+	var target, other wire.NodeRef
+	for _, n := range holders {
+		if n.Addr == c.s.Hosts()[0].Addr {
+			continue
+		}
+		if target.Addr == "" {
+			target = n
+		} else if other.Addr == "" {
+			other = n
+		}
+	}
+	engine := c.hostOf(target).Storage().Engine()
+	frag, meta, err := engine.Get(key)
+	if err != nil || !meta.Opaque {
+		t.Fatalf("%s holds %+v %v, want a fragment", target.Addr, meta, err)
+	}
+	otherFrag, _, err := c.hostOf(other).Storage().Engine().Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := meta.Expiry.Add(time.Hour).UnixNano()
+
+	unchanged := func(when string) {
+		t.Helper()
+		got, m, err := engine.Get(key)
+		if err != nil || !bytes.Equal(got, frag) || !m.Expiry.Equal(meta.Expiry) {
+			t.Fatalf("%s: %s holds %d bytes expiring %v (%v); want its fragment, unchanged", when, target.Addr, len(got), m.Expiry, err)
+		}
+	}
+	damaged := bytes.Clone(frag)
+	damaged[len(damaged)-1] ^= 1
+	for _, tc := range []struct {
+		what string
+		data []byte
+	}{
+		{"another fragment of the block", otherFrag},
+		{"its fragment with a byte changed", damaged},
+	} {
+		err := c.store(0, target, &wire.StoreBlock{Key: key, Data: tc.data, Expiry: later, Fragment: true})
+		if !errors.Is(err, dhash.ErrBadRequest) {
+			t.Errorf("storing %s where a fragment is: %v, want a bad request", tc.what, err)
+		}
+		unchanged("after storing " + tc.what)
+	}
+
+	stranger := id.Key([]byte("a block nobody stored"))
+	err = c.store(0, target, &wire.StoreBlock{Key: stranger, Data: frag, Expiry: later, Fragment: true})
+	if !errors.Is(err, dhash.ErrBadRequest) {
+		t.Errorf("storing a fragment under another block's key: %v, want a bad request", err)
+	}
+	if _, err := engine.Stat(stranger); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a refused fragment was stored: stat %v", err)
+	}
+
+	if err := c.store(0, target, &wire.StoreBlock{Key: key, Data: frag, Expiry: later, Fragment: true}); err != nil {
+		t.Fatalf("storing the same fragment again: %v", err)
+	}
+	if got, m, err := engine.Get(key); err != nil || !bytes.Equal(got, frag) || m.Expiry.UnixNano() != later {
+		t.Fatalf("after the same fragment with a later expiry: %v, expiry %v; want it extended", err, m.Expiry)
+	}
+	if got, err := c.get(0, key); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get: %v", err)
+	}
+}
+
+// damage damages the copy of key that host h holds, as a bad sector would.
+func (c *cluster) damage(h *sim.Host, key id.ID) {
+	c.t.Helper()
+	if err := h.Storage().Engine().(*mem.Mem).Damage(key); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// nearest orders hosts as host i's gets ask them: by predicted latency.
+func (c *cluster) nearest(i int, hosts []*sim.Host) []*sim.Host {
+	rt := c.node(c.s.Hosts()[i]).Runtime()
+	rtt := func(h *sim.Host) time.Duration {
+		d, ok := rt.Predict(h.Addr)
+		if !ok {
+			return time.Hour
+		}
+		return d
+	}
+	hosts = slices.Clone(hosts)
+	slices.SortStableFunc(hosts, func(a, b *sim.Host) int { return int(rtt(a) - rtt(b)) })
+	return hosts
+}
+
+// TestGetReplacesDamagedReplicas damages the copy a get asks first, on
+// another host and then on the reader itself: the get moves on to the other
+// copy, returns the block, and stores it back where the copy was damaged.
+func TestGetReplacesDamagedReplicas(t *testing.T) {
+	c := newCluster(t, 10, dhash.DefaultConfig())
+	data := randomBlock(rand.New(rand.NewPCG(11, 12)), 5000)
+	key, holders, err := c.put(0, data, wire.RedundancyDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hs []*sim.Host
+	for _, n := range holders {
+		hs = append(hs, c.hostOf(n))
+	}
+	reader := -1
+	for i, h := range c.s.Hosts() {
+		if !slices.Contains(hs, h) {
+			reader = i
+			break
+		}
+	}
+	remote := c.nearest(reader, hs)[0]
+	local := hs[0]
+	if local == remote {
+		local = hs[1]
+	}
+	for _, step := range []struct {
+		what   string
+		reader int
+		victim *sim.Host
+	}{
+		{"another host's copy", reader, remote},
+		{"the reader's own copy", local.Index, local},
+	} {
+		c.damage(step.victim, key)
+		before := c.node(c.s.Hosts()[step.reader]).Stats
+		got, err := c.get(step.reader, key)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s damaged: get %v", step.what, err)
+		}
+		c.s.RunFor(5 * time.Second)
+		e := step.victim.Storage().Engine()
+		if got, _, err := e.Get(key); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s damaged: after the get, %s holds %d bytes (%v); want the block again", step.what, step.victim.Addr, len(got), err)
+		}
+		if q := e.Stats().Quarantined; q != 1 {
+			t.Fatalf("%s damaged: %s quarantined %d copies, want 1", step.what, step.victim.Addr, q)
+		}
+		after := c.node(c.s.Hosts()[step.reader]).Stats
+		if after.Repaired-before.Repaired != 1 || after.RepairsFailed != before.RepairsFailed {
+			t.Fatalf("%s damaged: the reader counts %d repaired, %d failed; want 1 and 0",
+				step.what, after.Repaired-before.Repaired, after.RepairsFailed-before.RepairsFailed)
+		}
+	}
+}
+
+// TestGetReplacesDamagedFragments damages the three fragments a get asks
+// first. The get rebuilds the block from others, then stores a fragment at
+// each damaged host under the indices no holder has: afterwards the
+// holders hold every index once.
+func TestGetReplacesDamagedFragments(t *testing.T) {
+	cfg := dhash.DefaultConfig()
+	cfg.Redundancy = wire.RedundancyFragments
+	c := newCluster(t, 20, cfg)
+	data := randomBlock(rand.New(rand.NewPCG(13, 14)), 50000)
+	key, _, err := c.put(0, data, wire.RedundancyDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.s.RunFor(10 * time.Second) // the fragments past the quorum land too
+	var holders []*sim.Host
+	for _, h := range c.s.Hosts() {
+		if m, err := h.Storage().Engine().Stat(key); err == nil && m.Opaque {
+			holders = append(holders, h)
+		}
+	}
+	if len(holders) != cfg.TotalFrags {
+		t.Fatalf("%d fragment holders, want %d", len(holders), cfg.TotalFrags)
+	}
+	reader := 0
+	damaged := c.nearest(reader, holders)[:3]
+	for _, h := range damaged {
+		c.damage(h, key)
+	}
+	got, err := c.get(reader, key)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get with three fragments damaged: %v", err)
+	}
+	c.s.RunFor(5 * time.Second)
+	indices := map[byte]*sim.Host{}
+	for _, h := range holders {
+		frag, m, err := h.Storage().Engine().Get(key)
+		if err != nil || !m.Opaque || len(frag) < 2 {
+			t.Fatalf("after the get, %s holds %d bytes (%v); want a fragment", h.Addr, len(frag), err)
+		}
+		if other := indices[frag[1]]; other != nil {
+			t.Fatalf("%s and %s both hold fragment %d", other.Addr, h.Addr, frag[1])
+		}
+		indices[frag[1]] = h
+	}
+	if s := c.node(c.s.Hosts()[reader]).Stats; s.Repaired != 3 || s.RepairsFailed != 0 {
+		t.Fatalf("the reader counts %d repaired, %d failed; want 3 and 0", s.Repaired, s.RepairsFailed)
+	}
+	if got, err := c.get(reader, key); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get after the repair: %v", err)
 	}
 }

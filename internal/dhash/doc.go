@@ -14,7 +14,12 @@
 // key, unless NoIntegration). From UsenetDHT §3.2-3.3 and §5.4: each block
 // carries an expiry time; replicas skip virtual servers of one host. The
 // write window bounds the puts a node coordinates at once (ErrDeferred
-// beyond it), like STP's window ("High throughput: STP"). Passing Tone
+// beyond it), like STP's window ("High throughput: STP"). A host checks
+// every copy it stores against the key (a block's hash; a fragment's header,
+// which names its block) and never replaces a copy it holds: the same copy
+// only extends the expiry, another is refused (docs/dhash.md). A get that
+// finds a holder's copy damaged (quarantined by its engine) stores a good
+// copy back there once it has the block (repair.go). Passing Tone
 // (UsenetDHT §4) will keep the copies in place; it is not here yet.
 //
 //	n, err := dhash.New(dhash.DefaultConfig(), chord) // registers on chord's host; see internal/deploy

@@ -11,7 +11,8 @@ import (
 	"triad/internal/wire"
 )
 
-// Block is a fetched, verified block.
+// Block is a fetched, verified block. Its Data may still be on its way to a
+// host whose copy the get found damaged (repair): do not modify it.
 type Block struct {
 	Data   []byte
 	Expiry time.Time
@@ -50,7 +51,9 @@ type getOp struct {
 	notFound int
 	lastErr  error
 	asked    []wire.NodeRef
-	widened  bool // the candidates were looked up a second time, further along
+	widened  bool           // the candidates were looked up a second time, further along
+	looked   []wire.NodeRef // the successors the first lookup found, in ring order
+	damaged  []wire.NodeRef // hosts that found their copy damaged; repaired after a get
 }
 
 // widenBy is how many successors beyond its span a get asks for when the
@@ -68,6 +71,7 @@ func (g *getOp) start(env node.Env, cands []wire.NodeRef, err error) {
 	if g.fragment {
 		span = g.n.cfg.TotalFrags
 	}
+	g.looked = slices.Clone(cands)
 	g.cands = g.order(cands, span)
 	g.fill(env)
 }
@@ -158,6 +162,10 @@ func (g *getOp) fetch(env node.Env, c wire.NodeRef) {
 			if errors.Is(err, ErrNotFound) {
 				g.notFound++
 			}
+			if wire.CodeOf(err) == wire.ErrCodeCorrupt {
+				// c's engine found its copy damaged and quarantined it.
+				g.damaged = append(g.damaged, c)
+			}
 			r.CallFailed(env, c, err)
 			g.failed(env, err)
 		case b.Fragment:
@@ -240,7 +248,7 @@ func (g *getOp) gotFragment(env node.Env, from wire.NodeRef, b *wire.Block) {
 	f, err := g.n.coder.parse(b.Data, g.n.cfg.MaxBlock)
 	if err != nil {
 		g.n.Stats.BadCopies++
-		g.failed(env, fmt.Errorf("from %s: %w", from, err))
+		g.failed(env, fmt.Errorf("%w: from %s: %v", ErrCorrupt, from, err))
 		return
 	}
 	if !g.fragment {
@@ -290,6 +298,9 @@ func (g *getOp) finish(env node.Env, b Block, err error) {
 		g.n.Stats.GetsFailed++
 	}
 	g.done(env, b, err)
+	if err == nil && len(g.damaged) > 0 {
+		g.repair(env, b)
+	}
 }
 
 // Stat asks the key's successors what they hold and calls done with one

@@ -112,7 +112,7 @@ func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundanc
 	run(env, func() (any, error) {
 		p := &putOp{key: id.Key(data)}
 		if r == wire.RedundancyFragments {
-			frags, err := coder.split(data)
+			frags, err := coder.split(p.key, data)
 			p.pieces = frags
 			return p, err
 		}
@@ -211,7 +211,13 @@ func (p *putOp) allowance() time.Duration {
 	for _, b := range p.pieces {
 		total += len(b)
 	}
-	return min(time.Duration(float64(total)/minUplink*float64(time.Second)), 30*time.Second)
+	return uplinkTime(total)
+}
+
+// uplinkTime is how long n bytes may take to leave on the slowest uplink
+// allowed for, at most 30 s.
+func uplinkTime(n int) time.Duration {
+	return min(time.Duration(float64(n)/minUplink*float64(time.Second)), 30*time.Second)
 }
 
 // minUplink is the slowest uplink, in bytes per second, that timeouts allow for.

@@ -11,6 +11,12 @@
 // real disk) and mem (in memory, for the simulator); storetest holds the
 // contract tests both pass.
 //
+// The first rule of the contract: a put never replaces what is stored. A
+// key is verified before anything is written (the content hash of a whole
+// object; the caller checks an Opaque one), putting the same object again
+// only extends its expiry, and putting another object under a stored key
+// fails with ErrConflict and stores nothing.
+//
 // Node logic (dhash) imports this package, so it must stay free of I/O: it
 // imports errors, fmt and time, id and merkle, and nothing else — never
 // os, syscall, sync, bbolt, or the engines — and it never reads the wall

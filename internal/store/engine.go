@@ -18,6 +18,7 @@ var (
 	ErrTooLarge = errors.New("store: object too large")
 	ErrExpired  = errors.New("store: expiry is not in the future")
 	ErrBadKey   = errors.New("store: bad key")
+	ErrConflict = errors.New("store: key holds other data")
 	ErrClosed   = errors.New("store: closed")
 )
 
@@ -26,13 +27,19 @@ var (
 // simulator. Both pass the same contract tests (storetest.RunContract).
 type Engine interface {
 	// Put stores data under key until at least expiry. It returns once the
-	// object is durable, or at once with NoWait. Putting a key again only
-	// extends its expiry.
+	// object is durable, or at once with NoWait. A put never replaces what
+	// is stored: putting a key again with the same object only extends its
+	// expiry (never shortens it), and with another object (opaque bytes
+	// that differ, or a whole object where an opaque one is, or the
+	// reverse) fails with ErrConflict and stores nothing. A stored copy
+	// found damaged while comparing is quarantined, and the put stores
+	// its object in its place.
 	Put(key id.ID, data []byte, expiry time.Time, opt PutOptions) error
 	// Get returns the object's bytes, checked against the record checksums
 	// (Put checked the content hash before writing them). Damage is reported as
 	// ErrCorrupt and the object is quarantined: it leaves the index and the
-	// Merkle tree, so maintenance fetches a good copy.
+	// Merkle tree, so that a put of a good copy (dhash's repair after a get,
+	// or maintenance) stores it again.
 	Get(key id.ID) ([]byte, Meta, error)
 	// GetInto is Get reading into buf when it is big enough; the result
 	// may alias buf. Servers reuse one buffer per connection this way.
@@ -62,14 +69,20 @@ type PutOptions struct {
 	// NoWait returns before the object is durable.
 	NoWait bool
 	// Opaque marks a key that is not the content hash of the data (an
-	// erasure-coded fragment), so Put does not check it.
+	// erasure-coded fragment): the caller has checked that data belongs
+	// under key (dhash checks that a fragment's header names key), as Put
+	// cannot. A re-put of an opaque key must bring the same bytes.
 	Opaque bool
 	// KeyChecked says the caller has just checked that key is the content
 	// hash of data, so Put need not hash it again.
 	KeyChecked bool
 	// Fresh says the caller knows key is not stored (a news site's history
-	// has never seen the article), so Put skips its index read. Were it
-	// stored after all, the copy that expires later wins, as for any re-put.
+	// has never seen the article), so Put may skip its index read. It
+	// applies to content-hash keys only; an Opaque put always looks. Were
+	// the key stored after all, the stored object still wins: its bytes
+	// are the same (the key is their hash), so only the later expiry is
+	// kept, and if it is opaque it is kept as it is (Put may then return
+	// nil or ErrConflict).
 	Fresh bool
 }
 

@@ -12,6 +12,7 @@ import (
 	"triad/internal/node"
 	"triad/internal/ring"
 	"triad/internal/sim"
+	"triad/internal/store/mem"
 	"triad/internal/wire"
 )
 
@@ -159,6 +160,16 @@ func (c *Cluster) Crash(h *Host) {
 	h.Node, h.work = nil, nil
 	h.inc++
 	c.printf("%s: crash\n", h.Name)
+}
+
+// Damage damages h's stored copy of key, as a bad sector would: the next
+// read of it finds the damage and quarantines the copy.
+func (c *Cluster) Damage(h *Host, key id.ID) error {
+	m, ok := h.storage.Engine().(*mem.Mem)
+	if !ok {
+		return fmt.Errorf("deploytest: %s keeps its blocks in a %T", h.Name, h.storage.Engine())
+	}
+	return m.Damage(key)
 }
 
 // Restart boots a crashed host again from its storage.

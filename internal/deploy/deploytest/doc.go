@@ -23,7 +23,8 @@
 //
 // Run knows these directives (docs in Run): add-host, crash, restart,
 // tick, run, deliver, drop, deliver-all, in-flight, stabilize, ring, put,
-// get. tick and deliver step by hand; run delivers each message as soon as
+// get, damage (a host's copy of a block, which its next read quarantines).
+// tick and deliver step by hand; run delivers each message as soon as
 // the event that sent it is over, and stabilize runs rounds of it until
 // the ring is right, printing a summary. A new protocol adds its
 // directives in its own test (handled before falling back to Run) and

@@ -44,6 +44,9 @@ import (
 //	                    put a block from a host
 //	get from=NAME (data=TEXT | key=HEX)
 //	                    get a block (by its content or key) from a host
+//	damage NAME (data=TEXT | key=HEX)
+//	                    damage the host's stored copy of a block, as a bad
+//	                    sector would: its next read quarantines it
 //
 // Each event prints a line (a delivered message, "TIME host: timer", "host:
 // start"), then indented what it sent and the vnode lists it changed. With
@@ -175,19 +178,10 @@ func (c *Cluster) Run(t testing.TB, d *datadriven.TestData) string {
 			d.Fatalf(t, "%v", err)
 		}
 	case "get":
-		var from, data, hex string
+		var from string
 		d.ScanArgs(t, "from", &from)
 		h := c.hostArg(t, d, from)
-		var key id.ID
-		if d.MaybeScanArgs(t, "data", &data) {
-			key = id.Key([]byte(data))
-		} else {
-			d.ScanArgs(t, "key", &hex)
-			var err error
-			if key, err = id.Parse(hex, id.Bytes); err != nil {
-				d.Fatalf(t, "%v", err)
-			}
-		}
+		key := c.keyArg(t, d)
 		err := c.Do(h, fmt.Sprintf("%s: get %s", h.Name, c.ID(key)), func(env node.Env) {
 			h.Node.Blocks.Get(env, key, wire.RedundancyDefault, func(env node.Env, b dhash.Block, err error) {
 				if err != nil {
@@ -200,6 +194,13 @@ func (c *Cluster) Run(t testing.TB, d *datadriven.TestData) string {
 		if err != nil {
 			d.Fatalf(t, "%v", err)
 		}
+	case "damage":
+		h := c.hostArg(t, d, c.bareArg(t, d))
+		key := c.keyArg(t, d)
+		if err := c.Damage(h, key); err != nil {
+			d.Fatalf(t, "%v", err)
+		}
+		c.Logf("%s: damaged its copy of %s\n", h.Name, c.ID(key))
 	default:
 		d.Fatalf(t, "unknown directive %q", d.Cmd)
 	}
@@ -213,6 +214,21 @@ func (c *Cluster) bareArg(t testing.TB, d *datadriven.TestData) string {
 		d.Fatalf(t, "%s wants a bare first argument", d.Cmd)
 	}
 	return d.CmdArgs[0].Key
+}
+
+// keyArg reads a block's key given as data=TEXT (the key of that content)
+// or key=HEX.
+func (c *Cluster) keyArg(t testing.TB, d *datadriven.TestData) id.ID {
+	var data, hex string
+	if d.MaybeScanArgs(t, "data", &data) {
+		return id.Key([]byte(data))
+	}
+	d.ScanArgs(t, "key", &hex)
+	key, err := id.Parse(hex, id.Bytes)
+	if err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+	return key
 }
 
 // listArg reads key=a,b,c (or key=(a,b,c)).

@@ -33,7 +33,8 @@ type Disk struct {
 	fs  vfs.FS // the segments'; bbolt's index is on the OS
 	db  *bolt.DB
 
-	maintMu sync.Mutex // serialises checkpoints, reclamation, quarantine
+	maintMu sync.Mutex           // serialises checkpoints, reclamation, quarantine
+	keyMu   [keyLocks]sync.Mutex // serialise the checked puts of a key (keyLock)
 
 	mu       sync.Mutex
 	segs     map[uint64]*segment
@@ -163,12 +164,16 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutO
 	if err := d.opt.CheckPut(key, data, expiry, now, opt); err != nil {
 		return nil, err
 	}
-	if !opt.Fresh {
-		if e, pending, found, err := d.lookup(key); err == nil && found && e.expiry >= expiry.UnixNano() {
-			if pending {
-				return d.waitGroup, nil
-			}
-			return func() error { return nil }, nil
+	var mu *sync.Mutex
+	if !opt.Fresh || opt.Opaque {
+		// What is stored decides the put, so no other put of key may come
+		// between the look and the append.
+		mu = &d.keyMu[keyLock(key)]
+		mu.Lock()
+		durable, done, err := d.reput(key, data, expiry, opt)
+		if err != nil || done {
+			mu.Unlock()
+			return durable, err
 		}
 	}
 	var flags byte
@@ -189,6 +194,9 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutO
 	full := len(d.active) >= d.opt.CheckpointEntries
 	overfull := len(d.active) >= 4*d.opt.CheckpointEntries
 	d.mu.Unlock()
+	if mu != nil {
+		mu.Unlock()
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrFull) {
 			kick(d.maintKick)
@@ -212,6 +220,64 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutO
 	}, nil
 }
 
+// reput decides a put of key that may be stored already: done when the
+// stored object is this one and lasts until expiry (durable waits for it),
+// store.ErrConflict when it is another object, neither when the put must
+// append (key is not stored, or this object is and expiry extends it). A
+// stored opaque object found damaged while comparing is quarantined, so
+// the put stores its copy instead. The caller holds key's lock.
+func (d *Disk) reput(key id.ID, data []byte, expiry time.Time, opt store.PutOptions) (durable func() error, done bool, err error) {
+	e, pending, found, err := d.lookup(key)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	if opaque := e.flags&entryOpaque != 0; opaque != opt.Opaque {
+		return nil, false, fmt.Errorf("%w: %v holds %s", store.ErrConflict, key, kind(opaque))
+	}
+	if opt.Opaque {
+		stored, _, err := d.GetInto(key, nil)
+		switch {
+		case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrNotFound):
+			return nil, false, nil // quarantined or reclaimed since the look
+		case err != nil:
+			return nil, false, err
+		case !bytes.Equal(stored, data):
+			return nil, false, fmt.Errorf("%w: %v holds other opaque bytes", store.ErrConflict, key)
+		}
+	}
+	if e.expiry < expiry.UnixNano() {
+		return nil, false, nil
+	}
+	if pending {
+		return d.waitGroup, true, nil
+	}
+	return func() error { return nil }, true, nil
+}
+
+// keyLocks is how many locks serialise the puts of one key (keyLock).
+const keyLocks = 64
+
+func keyLock(key id.ID) int {
+	b := key.Bytes()
+	return int(b[len(b)-1]) % keyLocks
+}
+
+func kind(opaque bool) string {
+	if opaque {
+		return "an opaque object"
+	}
+	return "a content-hash object"
+}
+
+// supersedes reports whether e, a later record of a key, takes the place
+// of old in the index: only a copy of the same object (the same kind; a
+// put checked the bytes of an opaque one) that lasts as long or longer.
+// Puts check this before they append; the rule holds here too for a Fresh
+// put that was not, so that what was stored first stays.
+func (e entry) supersedes(old entry) bool {
+	return e.flags&entryOpaque == old.flags&entryOpaque && e.expiry >= old.expiry
+}
+
 // append writes rec to its window's segment and records it as pending.
 // d.mu is held.
 func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
@@ -220,6 +286,10 @@ func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
 		return nil, store.ErrClosed
 	case d.failed != nil:
 		return nil, d.failed
+	}
+	if old, ok := d.active[key]; ok && old.flags&entryOpaque != e.flags&entryOpaque {
+		// A Fresh put that was not: the object there stays.
+		return nil, fmt.Errorf("%w: %v holds %s", store.ErrConflict, key, kind(old.flags&entryOpaque != 0))
 	}
 	w := d.opt.WindowOf(time.Unix(0, e.expiry))
 	if w <= d.retired {
@@ -242,7 +312,7 @@ func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
 		return nil, diskErr(fmt.Errorf("writing %s: %w", s.path, err))
 	}
 	e.seg, e.off = s.id, s.size
-	if old, ok := d.active[key]; !ok || old.expiry <= e.expiry {
+	if old, ok := d.active[key]; !ok || e.supersedes(old) {
 		d.active[key] = e
 	}
 	s.size += n
@@ -447,7 +517,8 @@ func diskErr(err error) error {
 }
 
 // applyEntries writes entries to the index; of two copies of a key, the one
-// that expires later wins. Tree membership is kept across a re-put. Keys go
+// that expires later wins, unless they are of different kinds
+// (entry.supersedes). Tree membership is kept across a re-put. Keys go
 // in sorted order: bbolt splits pages only at commit, so random inserts into
 // a small tree would shift ever-larger nodes.
 func applyEntries(tx *bolt.Tx, batch map[id.ID]entry) error {
@@ -466,7 +537,7 @@ func applyEntries(tx *bolt.Tx, batch map[id.ID]entry) error {
 			if err != nil {
 				return err
 			}
-			if old.expiry > e.expiry {
+			if !e.supersedes(old) {
 				continue
 			}
 			expDel = append(expDel, expiryKey(old.expiry, key))

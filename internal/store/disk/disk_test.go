@@ -455,3 +455,51 @@ func TestCloseWithConcurrentPuts(t *testing.T) {
 	defer d.Close()
 	checkAll(t, d, acked, id.ID{})
 }
+
+// TestPutReplacesDamagedCopy damages stored copies: a put of the same
+// opaque object finds the damage while comparing, quarantines the copy and
+// stores its own; a whole object quarantined by a read is stored again by
+// the next put. So a good copy fetched elsewhere can take a bad one's place.
+func TestPutReplacesDamagedCopy(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	exp := time.Now().Add(time.Hour)
+	fkey, frag := id.Key([]byte("a fragmented block")), bytes.Repeat([]byte("fragment"), 20)
+	whole, wkey := storetest.Blob(rand.New(rand.NewPCG(9, 9)), 200)
+	if err := d.Put(fkey, frag, exp, store.PutOptions{Opaque: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(wkey, whole, exp, store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	flip(t, dir, fkey)
+	flip(t, dir, wkey)
+
+	if err := d.Put(fkey, frag, exp, store.PutOptions{Opaque: true}); err != nil {
+		t.Fatalf("put over a damaged opaque copy: %v", err)
+	}
+	if _, _, err := d.Get(wkey); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("damaged whole copy: %v, want store.ErrCorrupt", err)
+	}
+	if err := d.Put(wkey, whole, exp, store.PutOptions{}); err != nil {
+		t.Fatalf("put over a quarantined copy: %v", err)
+	}
+	for key, want := range map[id.ID][]byte{fkey: frag, wkey: whole} {
+		if got, _, err := d.Get(key); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%v after its copy was replaced: %v", key.Short(), err)
+		}
+	}
+	if q := d.Quarantined(); len(q) != 2 {
+		t.Fatalf("quarantine list %v, want both damaged copies", q)
+	}
+	if err := d.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -161,7 +161,7 @@ func (d *Disk) replaySegment(s *segment, from int64, replay map[id.ID]entry) (in
 			if d.opt.EntersTree(time.Unix(0, r.expiry), now) {
 				e.flags |= entryInTree
 			}
-			if old, ok := replay[key]; !ok || old.expiry <= e.expiry {
+			if old, ok := replay[key]; !ok || e.supersedes(old) {
 				replay[key] = e
 			}
 		}

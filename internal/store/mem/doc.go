@@ -4,6 +4,9 @@
 // a whole window at a time past the high-water mark, and a Merkle tree of
 // the keys that have not expired. With Options.DropData it keeps keys,
 // sizes and expiries but no payload, so large simulations fit in memory.
+// Damage marks a stored copy damaged: its next read quarantines it, as
+// disk.Disk does with a record that fails its checksums, so simulations
+// can exercise repair.
 //
 // Mem implements store.Engine and passes storetest.RunContract. It does no
 // I/O and imports neither os nor bbolt; it uses a mutex and a B-tree, so

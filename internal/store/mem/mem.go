@@ -1,6 +1,7 @@
 package mem
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"sync"
@@ -28,9 +29,10 @@ type Mem struct {
 }
 
 type memObject struct {
-	meta   store.Meta
-	data   []byte
-	window int64
+	meta    store.Meta
+	data    []byte
+	window  int64
+	damaged bool // see Damage
 }
 
 type memWindow struct {
@@ -75,8 +77,20 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions
 		return err
 	}
 	old := m.objs[key]
-	if old != nil && !expiry.After(old.meta.Expiry) {
-		return nil
+	if old != nil && old.damaged && opt.Opaque {
+		// disk.Disk reads an opaque copy to compare, finds the damage and
+		// stores the new copy in its place.
+		m.quarantine(key, old)
+		old = nil
+	}
+	if old != nil {
+		// A put never replaces what is stored; Mem always looks, Fresh or not.
+		if err := m.sameObject(old, key, data, opt); err != nil {
+			return err
+		}
+		if !expiry.After(old.meta.Expiry) {
+			return nil
+		}
 	}
 	size := int64(store.ObjectBytes(key.Width(), len(data)))
 	if m.opt.Capacity > 0 && m.usage+size > m.opt.Capacity {
@@ -118,6 +132,22 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions
 	return nil
 }
 
+// sameObject returns store.ErrConflict, wrapped, unless a put of data
+// under key brings old again: the same kind and, if opaque, the same bytes
+// (only their length when Mem keeps no data).
+func (m *Mem) sameObject(old *memObject, key id.ID, data []byte, opt store.PutOptions) error {
+	switch {
+	case old.meta.Opaque != opt.Opaque:
+		return fmt.Errorf("%w: %v holds an object of the other kind", store.ErrConflict, key)
+	case !opt.Opaque:
+		return nil // the key is the bytes' hash
+	case m.opt.DropData && old.meta.Size != len(data),
+		!m.opt.DropData && !bytes.Equal(old.data, data):
+		return fmt.Errorf("%w: %v holds other opaque bytes", store.ErrConflict, key)
+	}
+	return nil
+}
+
 // Get implements store.Engine.
 func (m *Mem) Get(key id.ID) ([]byte, store.Meta, error) { return m.GetInto(key, nil) }
 
@@ -129,7 +159,39 @@ func (m *Mem) GetInto(key id.ID, buf []byte) ([]byte, store.Meta, error) {
 	if err != nil {
 		return nil, store.Meta{}, err
 	}
+	if o.damaged {
+		return nil, store.Meta{}, m.quarantine(key, o)
+	}
 	return append(buf[:0], o.data...), o.meta, nil
+}
+
+// Damage marks key's stored copy as damaged, as a bad sector would: the
+// next read quarantines it and reports store.ErrCorrupt, as disk.Disk does
+// with a record that fails its checksums. Simulations and tests use it to
+// make repair happen.
+func (m *Mem) Damage(key id.ID) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, err := m.lookup(key)
+	if err != nil {
+		return err
+	}
+	o.damaged = true
+	return nil
+}
+
+// quarantine takes a damaged object out of the store and the tree, as
+// disk.Disk does, so that nothing serves it and a put stores a good copy;
+// its bytes count against capacity until its window is reclaimed.
+func (m *Mem) quarantine(key id.ID, o *memObject) error {
+	delete(m.objs, key)
+	delete(m.windows[o.window].keys, key)
+	if m.tree.Has(key.Bytes()) {
+		merkle.Update(m.tree, nil, [][]byte{key.Bytes()})
+		m.expiry.Delete(expKey{o.meta.Expiry.UnixNano(), key})
+	}
+	m.stats.Quarantined++
+	return fmt.Errorf("%w: %v", store.ErrCorrupt, key)
 }
 
 // Stat implements store.Engine.

@@ -65,6 +65,9 @@ func RunContract(t *testing.T, open func(t *testing.T, opt store.Options) store.
 		{"Concurrent", contractConcurrent},
 		{"NoTree", contractNoTree},
 		{"FreshPutKeepsLaterExpiry", contractFreshPutKeepsLaterExpiry},
+		{"ReputNeverReplaces", contractReputNeverReplaces},
+		{"FreshPutNeverReplaces", contractFreshPutNeverReplaces},
+		{"ConcurrentConflictingPuts", contractConcurrentConflictingPuts},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, func(opt store.Options) store.Engine { return open(t, opt) })
@@ -435,5 +438,153 @@ func contractFreshPutKeepsLaterExpiry(t *testing.T, open func(store.Options) sto
 	}
 	if err := e.CheckTree(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A put of a stored key with another object, however late its expiry, is
+// refused with store.ErrConflict and changes nothing: opaque bytes that
+// differ, or an object of the other kind. The same object again only
+// extends the expiry. It holds for keys still pending and for keys in the
+// index (after Maintain).
+func contractReputNeverReplaces(t *testing.T, open func(store.Options) store.Engine) {
+	c := NewClock()
+	e := open(store.Options{Now: c.Now})
+	whole, wkey := []byte("a whole block"), id.Key([]byte("a whole block"))
+	fkey := id.Key([]byte("a fragmented block"))
+	frag := []byte("fragment 1 of a fragmented block")
+	t1, t2, t3 := c.Now().Add(time.Hour), c.Now().Add(2*time.Hour), c.Now().Add(3*time.Hour)
+	if err := e.Put(fkey, frag, t1, store.PutOptions{Opaque: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Put(wkey, whole, t1, store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, key id.ID, want []byte, opaque bool, exp time.Time) {
+		t.Helper()
+		got, m, err := e.Get(key)
+		if err != nil || !bytes.Equal(got, want) || m.Opaque != opaque || !m.Expiry.Equal(exp) {
+			t.Fatalf("%s: %q %+v %v; want %q (opaque %v) expiring %v", when, got, m, err, want, opaque, exp.Sub(c.Now()))
+		}
+	}
+	for _, phase := range []string{"pending", "indexed"} {
+		if phase == "indexed" {
+			if err := e.Maintain(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct {
+			what string
+			key  id.ID
+			data []byte
+			opt  store.PutOptions
+		}{
+			{"other opaque bytes", fkey, []byte("fragment 2 of a fragmented block"), store.PutOptions{Opaque: true}},
+			{"other opaque bytes, NoWait", fkey, []byte("forged"), store.PutOptions{Opaque: true, NoWait: true}},
+			{"a whole object where an opaque one is", fkey, []byte("a fragmented block"), store.PutOptions{}},
+			{"an opaque object where a whole one is", wkey, []byte("forged"), store.PutOptions{Opaque: true}},
+			{"the whole object's bytes, as opaque", wkey, whole, store.PutOptions{Opaque: true}},
+		} {
+			if err := e.Put(tc.key, tc.data, t3, tc.opt); !errors.Is(err, store.ErrConflict) {
+				t.Errorf("%s: putting %s: %v, want store.ErrConflict", phase, tc.what, err)
+			}
+		}
+		check(phase+", after conflicting puts", fkey, frag, true, t1)
+		check(phase+", after conflicting puts", wkey, whole, false, t1)
+	}
+	// The same object again extends the expiry, and never shortens it.
+	for _, exp := range []time.Time{t2, t1} {
+		if err := e.Put(fkey, frag, exp, store.PutOptions{Opaque: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Put(wkey, whole, exp, store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after re-puts expiring in 2h, then 1h", fkey, frag, true, t2)
+	check("after re-puts expiring in 2h, then 1h", wkey, whole, false, t2)
+	if err := e.Maintain(); err != nil {
+		t.Fatal(err)
+	}
+	check("after re-puts and Maintain", fkey, frag, true, t2)
+	if s := e.Stats(); s.Objects != 2 {
+		t.Fatalf("%d objects, want 2", s.Objects)
+	}
+	if err := e.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Fresh put whose key holds an opaque object after all (the caller was
+// wrong) may return nil or store.ErrConflict, but the opaque object stays,
+// whether the engine still has it pending or in its index.
+func contractFreshPutNeverReplaces(t *testing.T, open func(store.Options) store.Engine) {
+	for _, phase := range []string{"pending", "indexed"} {
+		c := NewClock()
+		e := open(store.Options{Now: c.Now})
+		whole := []byte("a block")
+		key := id.Key(whole)
+		frag := []byte("a fragment of a block")
+		t1, t2 := c.Now().Add(time.Hour), c.Now().Add(2*time.Hour)
+		if err := e.Put(key, frag, t1, store.PutOptions{Opaque: true}); err != nil {
+			t.Fatal(err)
+		}
+		if phase == "indexed" {
+			if err := e.Maintain(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.Put(key, whole, t2, store.PutOptions{Fresh: true}); err != nil && !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("%s: Fresh put over an opaque object: %v, want nil or store.ErrConflict", phase, err)
+		}
+		if err := e.Maintain(); err != nil {
+			t.Fatal(err)
+		}
+		if got, m, err := e.Get(key); err != nil || !bytes.Equal(got, frag) || !m.Opaque || !m.Expiry.Equal(t1) {
+			t.Fatalf("%s: after a Fresh put over an opaque object: %q %+v %v; want the opaque object", phase, got, m, err)
+		}
+		if err := e.CheckTree(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Puts of one opaque key with two different objects race: the first to land
+// is kept, the other is refused every time, and no put in between slips
+// through.
+func contractConcurrentConflictingPuts(t *testing.T, open func(store.Options) store.Engine) {
+	e := open(store.Options{})
+	key := id.Key([]byte("a fragmented block"))
+	objs := [2][]byte{[]byte("fragment 1"), []byte("fragment 2")}
+	var mu sync.Mutex
+	var won [2]int
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				exp := time.Now().Add(time.Hour + time.Duration(i)*time.Second)
+				err := e.Put(key, objs[w%2], exp, store.PutOptions{Opaque: true, NoWait: i%2 == 0})
+				mu.Lock()
+				switch {
+				case err == nil:
+					won[w%2]++
+				case !errors.Is(err, store.ErrConflict):
+					t.Errorf("put: %v", err)
+				}
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Wait()
+	if won[0] > 0 && won[1] > 0 || won[0]+won[1] == 0 {
+		t.Fatalf("puts of two objects under one key: %v succeeded; want those of one only", won)
+	}
+	want := objs[0]
+	if won[1] > 0 {
+		want = objs[1]
+	}
+	if got, _, err := e.Get(key); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("stored %q %v, want %q", got, err, want)
 	}
 }

@@ -1,0 +1,124 @@
+package dhash
+
+import (
+	"slices"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/wire"
+)
+
+// A holder's engine quarantines a copy that fails its checks on a read and
+// answers ErrCorrupt; nothing would recreate it before maintenance
+// (Passing Tone) compares the holders. So a get that has the block stores a
+// good copy back at each host that found its copy damaged: the block
+// itself for replicas, for fragments a fragment rebuilt under an index no
+// other holder has. The engine takes it, since the damaged copy has left
+// its index. Stats.Repaired and RepairsFailed count the outcomes.
+
+// repair stores good copies of b, the block g fetched and verified, at the
+// hosts that found theirs damaged.
+func (g *getOp) repair(env node.Env, b Block) {
+	if !b.Expiry.After(env.Now()) {
+		return // an engine takes no copy that has expired
+	}
+	if !g.fragment {
+		for _, c := range g.damaged {
+			g.n.restore(env, c, &wire.StoreBlock{Key: g.key, Data: b.Data, Expiry: b.Expiry.UnixNano()})
+		}
+		return
+	}
+	r := &fragRepair{n: g.n, key: g.key, data: b.Data, expiry: b.Expiry, damaged: g.damaged,
+		held: make([]bool, g.n.cfg.TotalFrags)}
+	for _, f := range g.frags {
+		r.held[f.index] = true
+	}
+	// The holders the get did not ask may hold indices it has not seen:
+	// ask them, so that no index is stored twice.
+	var survey []wire.NodeRef
+	for _, c := range g.looked[:min(len(g.looked), g.n.cfg.TotalFrags)] {
+		if !slices.ContainsFunc(g.asked, func(a wire.NodeRef) bool { return a.Addr == c.Addr }) {
+			survey = append(survey, c)
+		}
+	}
+	r.survey(env, survey)
+}
+
+// fragRepair finds the fragment indices a block's holders lack and stores
+// rebuilt fragments of those indices at the hosts whose copy was damaged.
+type fragRepair struct {
+	n       *Node
+	key     id.ID
+	data    []byte
+	expiry  time.Time
+	damaged []wire.NodeRef
+	held    []bool // by fragment index
+	waiting int    // survey fetches not answered yet
+}
+
+// survey fetches the fragments of hosts, noting their indices, then places
+// the missing ones.
+func (r *fragRepair) survey(env node.Env, hosts []wire.NodeRef) {
+	r.waiting = len(hosts) + 1 // + 1 until every fetch is sent
+	for _, c := range hosts {
+		ok := r.n.fetchFrom(env, c, r.key, func(env node.Env, b *wire.Block, err error) {
+			if err == nil && b.Fragment {
+				if f, err := r.n.coder.parse(b.Data, r.n.cfg.MaxBlock); err == nil && f.key == r.key {
+					r.held[f.index] = true
+				}
+			}
+			r.answered(env)
+		})
+		if !ok {
+			r.waiting--
+		}
+	}
+	r.answered(env)
+}
+
+func (r *fragRepair) answered(env node.Env) {
+	if r.waiting--; r.waiting > 0 {
+		return
+	}
+	var missing []int
+	for i, held := range r.held {
+		if !held {
+			missing = append(missing, i)
+		}
+	}
+	// Past the missing indices, a damaged copy was a spare: every index is
+	// held elsewhere.
+	targets := r.damaged[:min(len(r.damaged), len(missing))]
+	if len(targets) == 0 {
+		return
+	}
+	coder, key, data := r.n.coder, r.key, r.data
+	r.n.offload(env, func() (any, error) {
+		return coder.split(key, data)
+	}, func(env node.Env, val any, err error) {
+		if err != nil {
+			r.n.Stats.RepairsFailed += uint64(len(targets))
+			return
+		}
+		frags := val.([][]byte)
+		for i, c := range targets {
+			r.n.restore(env, c, &wire.StoreBlock{Key: key, Data: frags[missing[i]], Expiry: r.expiry.UnixNano(), Fragment: true})
+		}
+	})
+}
+
+// restore stores m at c in place of c's damaged copy and counts the outcome.
+func (n *Node) restore(env node.Env, c wire.NodeRef, m *wire.StoreBlock) {
+	ok := n.storeAt(env, c, m, uplinkTime(len(m.Data)), func(env node.Env, err error) {
+		if err != nil {
+			n.Stats.RepairsFailed++
+			n.ring.CallFailed(env, c, err)
+			return
+		}
+		n.Stats.Repaired++
+	})
+	if !ok {
+		n.Stats.RepairsFailed++
+	}
+}
