@@ -349,6 +349,7 @@ func TestReplicasOnDistinctMachines(t *testing.T) {
 		}
 	}
 }
+
 // store sends m from host i to to, as a putting node would, and returns the
 // answer.
 func (c *cluster) store(i int, to wire.NodeRef, m *wire.StoreBlock) error {
