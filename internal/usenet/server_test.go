@@ -23,12 +23,23 @@ type testServer struct {
 
 func startServer(t testing.TB, cfg Config, siteCfg SiteConfig) *testServer {
 	t.Helper()
+	return startServerOver(t, cfg, siteCfg, nil, nil)
+}
+
+// startServerOver is startServer with the local spool seen through
+// spoolOf (as it is if nil), and prepare run on the site before the
+// server starts.
+func startServerOver(t testing.TB, cfg Config, siteCfg SiteConfig, spoolOf func(*LocalSpool) Spool, prepare func(*Site)) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	spool, err := OpenLocalSpool(filepath.Join(dir, "spool"), 2<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	siteCfg.Dir, siteCfg.Spool, siteCfg.PathHost = dir, spool, "test.site"
+	if spoolOf != nil {
+		siteCfg.Spool = spoolOf(spool)
+	}
 	site, err := OpenSite(siteCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +54,9 @@ func startServer(t testing.TB, cfg Config, siteCfg SiteConfig) *testServer {
 	}
 	if err := site.List().AddGroup("local.moderated", "m", ""); err != nil {
 		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(site)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -300,7 +314,7 @@ func TestStreamingFeedPipelinedAndDuplicates(t *testing.T) {
 	for i := 0; i < n; i++ {
 		code(t, c.line(), fmt.Sprintf("239 <s%d@example.com>", i))
 	}
-	ts.site.Flush() // fed articles are listed a moment after their 239
+	// A 239 is sent once the article is listed: no Flush.
 	g, _ := ts.site.List().Group("local.test")
 	if g.Count != n || g.High != n {
 		t.Fatalf("group %+v after %d articles", g, n)
