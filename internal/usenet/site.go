@@ -37,7 +37,7 @@ type Site struct {
 	async   asyncSpool    // the spool, if it syncs on its own
 	journal *journal      // with an async spool
 	seq     uint64        // the last batch journaled
-	lists   chan *listing // acknowledged batches, to be listed
+	lists   chan *listing // durable batches, to be listed
 	stop    chan struct{}
 	wg      sync.WaitGroup
 
