@@ -309,10 +309,18 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 			t.Fatalf("%s was acknowledged before the crash and taken again after it", id)
 		}
 	}
-	for id := range again.acked {
-		fed.acked[id] = true
-	}
-	checkNews(t, addr, arts, fed)
+	checkNews(t, addr, arts, feedOutcome{acked: union(fed.acked, again.acked), refused: again.refused})
 	up.stop()
 	t.Logf("whole test took %v", time.Since(start).Round(time.Millisecond))
+}
+
+func union(a, b map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }
