@@ -46,6 +46,70 @@ func consecutiveFreePorts(t *testing.T, n int) int {
 	return 0
 }
 
+// upProc is a running `triad up` process, its stdout read line by line.
+type upProc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	lines  chan string
+	stderr *bytes.Buffer
+}
+
+// startUp runs `triad up` with args.
+func startUp(t *testing.T, bin string, args ...string) *upProc {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"up"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &upProc{t: t, cmd: cmd, lines: make(chan string, 100), stderr: &bytes.Buffer{}}
+	cmd.Stderr = u.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	go func() {
+		s := bufio.NewScanner(out)
+		for s.Scan() {
+			u.lines <- s.Text()
+		}
+		close(u.lines)
+	}()
+	return u
+}
+
+// waitFor reads stdout until a line starts with prefix, for at most 60 s.
+func (u *upProc) waitFor(prefix string) {
+	u.t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case l, ok := <-u.lines:
+			if !ok {
+				u.t.Fatalf("triad up exited before printing %q; stderr:\n%s", prefix, u.stderr.String())
+			}
+			if strings.HasPrefix(l, prefix) {
+				return
+			}
+		case <-deadline:
+			u.t.Fatalf("triad up did not print %q within 60s; stderr:\n%s", prefix, u.stderr.String())
+		}
+	}
+}
+
+// stop sends SIGINT and waits for a clean exit.
+func (u *upProc) stop() {
+	u.t.Helper()
+	u.cmd.Process.Signal(syscall.SIGINT)
+	u.waitFor("stopped")
+	if err := u.cmd.Wait(); err != nil {
+		u.t.Fatalf("triad up after SIGINT: %v; stderr:\n%s", err, u.stderr.String())
+	}
+}
+
 // TestUpQuickStart runs the README's `triad up` as a real process: the ring
 // comes up consistent, a file put through one node reads back through
 // another, the news server takes a post and serves it back, and SIGINT
@@ -56,57 +120,10 @@ func TestUpQuickStart(t *testing.T) {
 	dir := t.TempDir()
 	port := consecutiveFreePorts(t, 3)
 	newsPort := freePorts(t, 1)[0]
-	args := []string{"up", "--nodes", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(dir, "data")}
-	start := func() (*exec.Cmd, *bytes.Buffer, chan string) {
-		cmd := exec.Command(bin, args...)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill() })
-		lines := make(chan string, 100)
-		go func() {
-			s := bufio.NewScanner(out)
-			for s.Scan() {
-				lines <- s.Text()
-			}
-			close(lines)
-		}()
-		return cmd, &stderr, lines
-	}
-	waitFor := func(lines chan string, stderr *bytes.Buffer, prefix string) {
-		t.Helper()
-		deadline := time.After(60 * time.Second)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("triad up exited before printing %q; stderr:\n%s", prefix, stderr.String())
-				}
-				if strings.HasPrefix(l, prefix) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("triad up did not print %q within 60s; stderr:\n%s", prefix, stderr.String())
-			}
-		}
-	}
-	stop := func(cmd *exec.Cmd, lines chan string, stderr *bytes.Buffer) {
-		t.Helper()
-		cmd.Process.Signal(syscall.SIGINT)
-		waitFor(lines, stderr, "stopped")
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("triad up after SIGINT: %v; stderr:\n%s", err, stderr.String())
-		}
-	}
+	args := []string{"--nodes", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(dir, "data")}
 
-	cmd, stderr, lines := start()
-	waitFor(lines, stderr, "ring consistent")
+	up := startUp(t, bin, args...)
+	up.waitFor("ring consistent")
 
 	in := filepath.Join(dir, "file")
 	data := []byte(strings.Repeat("triad up quick start\n", 1000))
@@ -153,13 +170,13 @@ func TestUpQuickStart(t *testing.T) {
 		t.Fatalf("BODY returned %q, %v", body, err)
 	}
 	c.Close()
-	stop(cmd, lines, stderr)
+	up.stop()
 
 	// The same command on the same data: the ring comes back with the file.
-	cmd, stderr, lines = start()
-	waitFor(lines, stderr, "ring consistent")
+	up = startUp(t, bin, args...)
+	up.waitFor("ring consistent")
 	if !bytes.Equal(get(), data) {
 		t.Fatal("after a restart, triad get returned other bytes than were put")
 	}
-	stop(cmd, lines, stderr)
+	up.stop()
 }

@@ -706,14 +706,16 @@ func freeArticle(raw []byte) {
 	articleBufs.Put(&raw)
 }
 
-// accept stores an article read by readArticle and hands its buffer back.
-// A streamed one (TAKETHIS) is answered once durable, before it is listed.
-func (c *conn) accept(raw []byte, offered string, posted, streamed bool) (string, error) {
+// accept stores and lists an article read by readArticle and hands its
+// buffer back. A failure that is not the article's fault (the spool's or
+// the listing's) is logged: the client is told to try later.
+func (c *conn) accept(raw []byte, offered string, posted bool) (string, error) {
 	defer freeArticle(raw)
-	if streamed {
-		return c.site.AcceptStreamed(context.Background(), raw, offered)
+	msgid, err := c.site.Accept(context.Background(), raw, offered, posted)
+	if code, _ := feedResult(err); code == nntp.CodeCheckLater {
+		c.s.cfg.Log.Warn("article not taken", "peer", c.addr, "msgid", msgid, "err", err)
 	}
-	return c.site.Accept(context.Background(), raw, offered, posted)
+	return msgid, err
 }
 
 func (c *conn) post(args []string) bool {
@@ -730,7 +732,7 @@ func (c *conn) post(args []string) bool {
 	if err != nil {
 		return false // the client went away mid-article: nothing is stored
 	}
-	msgid, err := c.accept(raw, "", true, false)
+	msgid, err := c.accept(raw, "", true)
 	if err != nil {
 		return c.reply(nntp.CodePostingFailed, "Posting failed: %v", err)
 	}
@@ -758,7 +760,7 @@ func (c *conn) ihave(args []string) bool {
 	if err != nil {
 		return false
 	}
-	_, err = c.accept(raw, args[0], false, false)
+	_, err = c.accept(raw, args[0], false)
 	switch code, text := feedResult(err); code {
 	case nntp.CodeTakeThisOK:
 		return c.reply(nntp.CodeTransferred, "Article transferred OK")
@@ -828,12 +830,14 @@ func (c *conn) takethis(args []string) bool {
 	}
 	n := c.seq.take()
 	c.stream(func() {
-		_, err := c.accept(raw, msgid, false, true)
+		_, err := c.accept(raw, msgid, false)
 		code, text := feedResult(err)
 		if code == nntp.CodeCheckLater {
-			// TAKETHIS has no "try later": 400 makes the feeder requeue
-			// what is unanswered and reconnect.
-			c.s.cfg.Log.Warn("closing a feed: spool busy", "peer", c.addr, "err", err)
+			// TAKETHIS has no "try later" (RFC 4644 gives it 239 and
+			// 439, and 439 means never again): 400 closes the feed, and
+			// innfeed defers every article left unanswered and offers
+			// them again when it reconnects.
+			c.s.cfg.Log.Warn("closing a feed: article not taken", "peer", c.addr, "err", err)
 			c.seq.write(n, statusLine(nntp.CodeUnavailable, "%s", text))
 			c.nc.Close()
 			return

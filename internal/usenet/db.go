@@ -17,9 +17,9 @@ import (
 // the history (message-id -> where the article is). Overview and history
 // of a batch of articles are committed in one transaction; a Site commits
 // its articles once they are durable in the spool, so a crash never leaves
-// an entry for an article that cannot be read. With a local spool the
-// articles are acknowledged earlier, once journaled (journal.go); meta
-// holds the last journal batch listed.
+// an entry for an article that cannot be read, and answers for them only
+// once the transaction is committed. With a local spool the batches are
+// journaled too (journal.go); meta holds the last journal batch listed.
 
 var (
 	bucketGroups  = []byte("groups")

@@ -8,9 +8,10 @@
 // A Site is one site's state, two sides composed: the Spool its articles
 // live in (a storage engine on this machine, or the block store through
 // the Go client), and its List (news.db, bbolt: groups, numbers, overview,
-// history), with a journal between them. A fed article is acknowledged
-// once it is durable in the spool and journaled, and listed in its groups
-// just after (§3.2, "Write and read walk-through"); expiry is one policy
+// history), with a journal between them. An article is acknowledged only
+// once it is durable in the spool and listed in its groups (§3.2, "Write
+// and read walk-through"); if either fails it is refused with "try later"
+// and nothing of it is listed. Expiry is one policy
 // per deployment, by group pattern (§3.3). The List knows articles by key
 // only, so it can also list an article stored elsewhere: List.Add takes
 // the entries a peer site announces (header flooding, §3.1). A Server

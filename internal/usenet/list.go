@@ -34,6 +34,10 @@ type List struct {
 	groups map[string]*Group
 	seen   *seenCache
 	keeps  map[string]time.Duration // each group's expiry, once matched
+
+	// failCommit (tests) runs in each commit's transaction after its
+	// writes; an error fails the commit as a failed write or sync would.
+	failCommit func() error
 }
 
 // ListConfig configures a List.
@@ -360,6 +364,9 @@ func (l *List) commit(batch []Entry, seq uint64, recheck bool) (int, error) {
 			if err := putGroup(tx, g); err != nil {
 				return err
 			}
+		}
+		if l.failCommit != nil {
+			return l.failCommit()
 		}
 		return nil
 	})

@@ -13,9 +13,11 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
+	"triad/internal/id"
 	"triad/internal/store"
 	"triad/internal/store/disk"
 	"triad/internal/vfs"
@@ -39,11 +41,12 @@ type siteCrash struct {
 // sitePowerCut runs a site on a MemFS and records a crash point at each
 // sync.
 type sitePowerCut struct {
-	t    *testing.T
-	dir  string
-	live atomic.Pointer[Site]
-	hold atomic.Bool   // the lister waits for release
-	wait chan struct{} // closed to release it
+	t       *testing.T
+	dir     string
+	live    atomic.Pointer[Site]
+	hold    atomic.Bool   // the lister waits for release
+	wait    chan struct{} // closed to release it
+	durable atomic.Int64  // articles the spool has made durable
 
 	mu     sync.Mutex
 	acks   []string // message-ids
@@ -106,7 +109,7 @@ func (c *sitePowerCut) open(fsys vfs.FS) (*Site, *LocalSpool, error) {
 		return nil, nil, err
 	}
 	spool := &LocalSpool{Engine: d}
-	site, err := OpenSite(SiteConfig{Dir: c.dir, Spool: spool, PathHost: "test.site", FS: fsys})
+	site, err := OpenSite(SiteConfig{Dir: c.dir, Spool: countedSpool{spool, &c.durable}, PathHost: "test.site", FS: fsys})
 	if err != nil {
 		spool.Close()
 		return nil, nil, err
@@ -117,6 +120,59 @@ func (c *sitePowerCut) open(fsys vfs.FS) (*Site, *LocalSpool, error) {
 		}
 	}
 	return site, spool, nil
+}
+
+// countedSpool counts the articles its spool has made durable: the site
+// then has journaled them too, and lists them next.
+type countedSpool struct {
+	*LocalSpool
+	durable *atomic.Int64
+}
+
+func (s countedSpool) PutAsync(ctx context.Context, article []byte, expires time.Time) (id.ID, func() error, error) {
+	key, durable, err := s.LocalSpool.PutAsync(ctx, article, expires)
+	if err != nil {
+		return key, nil, err
+	}
+	return key, func() error {
+		err := durable()
+		if err == nil {
+			s.durable.Add(1)
+		}
+		return err
+	}, nil
+}
+
+// holdUnlisted holds the lister and offers n articles of round, and
+// returns once all are durable and journaled, not yet listed (so not yet
+// answered), with a channel that gets each offer's outcome once the hold
+// is released.
+func (c *sitePowerCut) holdUnlisted(site *Site, round, n int) chan error {
+	c.t.Helper()
+	c.wait = make(chan struct{})
+	c.hold.Store(true)
+	before := c.durable.Load()
+	done := make(chan error, n)
+	for i := range n {
+		id := msgid(round, 0, i)
+		go func() {
+			_, err := site.Accept(context.Background(), []byte(article(id, "local.test", body(id))), id, false)
+			done <- err
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.durable.Load() < before+int64(n) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%d of %d articles durable after 10s", c.durable.Load()-before, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		c.t.Fatalf("an article was answered (%v) while its listing was held", err)
+	default:
+	}
+	return done
 }
 
 func (c *sitePowerCut) openLive(fsys vfs.FS) (*Site, *LocalSpool) {
@@ -163,9 +219,8 @@ func msgid(round, w, i int) string { return fmt.Sprintf("<r%d.w%d.%d@powerloss>"
 
 func body(id string) string { return "the body of " + id + "\r\n" }
 
-// feed offers n articles from each of four feeders at once: three in four
-// streamed (acknowledged once durable), one in four posted in lockstep
-// (acknowledged once listed).
+// feed offers n articles from each of four feeders at once, each
+// acknowledged once durable and listed.
 func (c *sitePowerCut) feed(site *Site, round, n int) {
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -173,13 +228,7 @@ func (c *sitePowerCut) feed(site *Site, round, n int) {
 			for i := range n {
 				id := msgid(round, w, i)
 				raw := []byte(article(id, "local.test", body(id)))
-				var err error
-				if i%4 == 3 {
-					_, err = site.Accept(context.Background(), raw, "", false)
-				} else {
-					_, err = site.AcceptStreamed(context.Background(), raw, id)
-				}
-				if err != nil {
+				if _, err := site.Accept(context.Background(), raw, id, false); err != nil {
 					c.t.Errorf("%s not accepted: %v", id, err)
 					return
 				}
@@ -242,8 +291,9 @@ func (c *sitePowerCut) check(i int, cp siteCrash) (checked, missing int) {
 // MemFS that records, before every sync, what a power cut would leave;
 // then reopens the site from each of those states and checks that every
 // acknowledged article is listed, once, and readable. The workload feeds;
-// loses power while acknowledged articles wait to be listed, and recovers
-// (the journal lists them); closes and reopens; feeds again.
+// loses power while articles durable and journaled wait to be listed (not
+// yet answered), and recovers (the journal lists them); closes and
+// reopens; feeds again.
 func TestPowerLossAtEverySync(t *testing.T) {
 	c := newSitePowerCut(t)
 	mem := vfs.NewMem()
@@ -256,22 +306,20 @@ func TestPowerLossAtEverySync(t *testing.T) {
 	site, spool := c.openLive(mem)
 	c.feed(site, 1, n)
 
-	// Hold the lister: the next articles are acknowledged, not listed.
-	c.wait = make(chan struct{})
-	c.hold.Store(true)
-	for i := range 3 {
-		id := msgid(2, 0, i)
-		if _, err := site.AcceptStreamed(context.Background(), []byte(article(id, "local.test", body(id))), id); err != nil {
-			t.Fatal(err)
-		}
-		c.acks = append(c.acks, id)
-	}
+	// Hold the lister: the next articles are durable, not listed.
+	done := c.holdUnlisted(site, 2, 3)
 	old := mem
 	old.OnSync(nil)
 	mem = old.CrashClone()
 	db := c.newsDB()
 	c.hold.Store(false)
 	close(c.wait)
+	for i := range 3 {
+		if err := <-done; err != nil {
+			t.Fatalf("an article held before its listing: %v once released", err)
+		}
+		c.acks = append(c.acks, msgid(2, 0, i))
+	}
 	c.close(site, spool)
 	c.restore(db)
 	mem.OnSync(c.onSync)
@@ -279,7 +327,7 @@ func TestPowerLossAtEverySync(t *testing.T) {
 	site, spool = c.openLive(mem)
 	for i := range 3 {
 		if _, found, err := site.List().Lookup(msgid(2, 0, i)); err != nil || !found {
-			t.Fatalf("after the power cut, an article acknowledged and not listed is not listed (%v)", err)
+			t.Fatalf("after the power cut, a journaled article not yet listed is not listed (%v)", err)
 		}
 	}
 	c.feed(site, 3, n)
@@ -309,23 +357,21 @@ func TestPowerLossAtEverySync(t *testing.T) {
 	}
 }
 
-// TestJournalCreationSyncsTheDirectory: an article acknowledged on a site
-// opened for the first time, and not yet listed, survives a power cut.
-// The journal's fdatasync alone does not make its name durable; fails if
-// openJournal does not sync the directory.
+// TestJournalCreationSyncsTheDirectory: an article durable and journaled
+// on a site opened for the first time, and not yet listed, is listed after
+// a power cut. The journal's fdatasync alone does not make its name
+// durable; fails if openJournal does not sync the directory.
 func TestJournalCreationSyncsTheDirectory(t *testing.T) {
 	c := newSitePowerCut(t)
 	mem := vfs.NewMem()
 	site, spool := c.openLive(mem)
-	c.wait = make(chan struct{})
-	c.hold.Store(true)
-	id := msgid(1, 0, 0)
-	if _, err := site.AcceptStreamed(context.Background(), []byte(article(id, "local.test", body(id))), id); err != nil {
-		t.Fatal(err)
-	}
-	c.acks = append(c.acks, id)
+	done := c.holdUnlisted(site, 1, 1)
+	c.acks = append(c.acks, msgid(1, 0, 0)) // checked below as if acknowledged
 	cp := siteCrash{fs: mem.CrashClone(), newsDB: c.newsDB(), acked: 1}
 	close(c.wait)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 	c.close(site, spool)
 	if checked, _ := c.check(0, cp); checked != 1 {
 		t.Fatal("the article was not checked")
@@ -348,7 +394,7 @@ func TestFailedJournalSyncIsNotAcknowledged(t *testing.T) {
 	id := msgid(1, 0, 0)
 	raw := article(id, "local.test", body(id))
 	failing.Store(true)
-	if _, err := site.AcceptStreamed(context.Background(), []byte(raw), id); !errors.Is(err, syscall.EIO) {
+	if _, err := site.Accept(context.Background(), []byte(raw), id, false); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("accepted with a failing journal: %v, want EIO", err)
 	}
 	site.Flush()

@@ -23,12 +23,23 @@ type testServer struct {
 
 func startServer(t testing.TB, cfg Config, siteCfg SiteConfig) *testServer {
 	t.Helper()
+	return startServerOver(t, cfg, siteCfg, nil, nil)
+}
+
+// startServerOver is startServer with the local spool seen through
+// spoolOf (as it is if nil), and prepare run on the site before the
+// server starts.
+func startServerOver(t testing.TB, cfg Config, siteCfg SiteConfig, spoolOf func(*LocalSpool) Spool, prepare func(*Site)) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	spool, err := OpenLocalSpool(filepath.Join(dir, "spool"), 2<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	siteCfg.Dir, siteCfg.Spool, siteCfg.PathHost = dir, spool, "test.site"
+	if spoolOf != nil {
+		siteCfg.Spool = spoolOf(spool)
+	}
 	site, err := OpenSite(siteCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +54,9 @@ func startServer(t testing.TB, cfg Config, siteCfg SiteConfig) *testServer {
 	}
 	if err := site.List().AddGroup("local.moderated", "m", ""); err != nil {
 		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(site)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -285,25 +299,45 @@ func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
 	code(t, c.cmd("CHECK <dropped@example.com>"), "238")
 }
 
+// A pipelined streaming feed is answered in order, each article once it
+// is listed, and listed as it was sent: the stream workers hand each
+// article's buffer back for the next one as soon as it is stored, so the
+// overview's line and byte counts would show a listing that read a
+// recycled buffer.
 func TestStreamingFeedPipelinedAndDuplicates(t *testing.T) {
 	ts := startServer(t, Config{}, SiteConfig{})
 	c, _ := ts.dial(t)
 	code(t, c.cmd("MODE STREAM"), "203")
 	const n = 300
+	sent := make([]string, n)
+	for i := range sent {
+		id := fmt.Sprintf("<s%d@example.com>", i)
+		sent[i] = article(id, "local.test,alt.binaries.x", strings.Repeat(fmt.Sprintf("article %d\r\n", i), i%7+1))
+	}
 	go func() {
-		for i := 0; i < n; i++ {
-			id := fmt.Sprintf("<s%d@example.com>", i)
-			fmt.Fprintf(c.Conn(), "TAKETHIS %s\r\n", id)
-			c.sendArticle(article(id, "local.test,alt.binaries.x", fmt.Sprintf("article %d\r\n", i)))
+		for i, a := range sent {
+			fmt.Fprintf(c.Conn(), "TAKETHIS <s%d@example.com>\r\n", i)
+			c.sendArticle(a)
 		}
 	}()
 	for i := 0; i < n; i++ {
 		code(t, c.line(), fmt.Sprintf("239 <s%d@example.com>", i))
 	}
-	ts.site.Flush() // fed articles are listed a moment after their 239
+	// A 239 is sent once the article is listed: no Flush.
 	g, _ := ts.site.List().Group("local.test")
 	if g.Count != n || g.High != n {
 		t.Fatalf("group %+v after %d articles", g, n)
+	}
+	code(t, c.cmd("GROUP local.test"), "211")
+	code(t, c.cmd("OVER 1-"), "224")
+	for _, l := range c.block() {
+		f := strings.Split(l, "\t")
+		var i int
+		fmt.Sscanf(f[4], "<s%d@example.com>", &i)
+		want := strings.Replace(sent[i], "Path: ", "Path: test.site!", 1)
+		if f[3] != "Sat, 21 Nov 2026 10:00:00 +0000" || f[6] != fmt.Sprint(len(want)) || f[7] != fmt.Sprint(i%7+1) {
+			t.Errorf("overview line %q: want %d bytes and %d lines", l, len(want), i%7+1)
+		}
 	}
 	// The same articles again are refused, and CHECK says not to send them.
 	code(t, c.cmd("CHECK <s7@example.com>"), "438 <s7@example.com>")

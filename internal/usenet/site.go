@@ -21,9 +21,10 @@ import (
 
 // A Site is one news site: a spool the articles live in, a List of its
 // groups, numbers, overview and history, and, with a spool that syncs on
-// its own (the local one), a journal of the articles acknowledged and not
-// yet listed. It takes articles from readers and feeders, stores them and
-// lists them. Servers share it; every method is safe for concurrent use.
+// its own (the local one), a journal of the articles durable in the spool
+// and not yet listed. It takes articles from readers and feeders, stores
+// them and lists them, and answers for an article only once it is listed.
+// Servers share it; every method is safe for concurrent use.
 type Site struct {
 	cfg   SiteConfig
 	list  *List
@@ -36,7 +37,7 @@ type Site struct {
 	async   asyncSpool    // the spool, if it syncs on its own
 	journal *journal      // with an async spool
 	seq     uint64        // the last batch journaled
-	lists   chan *listing // acknowledged batches, to be listed
+	lists   chan *listing // durable batches, to be listed
 	stop    chan struct{}
 	wg      sync.WaitGroup
 
@@ -46,15 +47,16 @@ type Site struct {
 	beforeList func() // tests: runs before each listing commit
 }
 
-// listing is a journaled, acknowledged batch on its way to news.db.
+// listing is a journaled batch, durable in the spool, on its way to
+// news.db.
 type listing struct {
 	seq     uint64
 	batch   []*pending
 	flushes []chan struct{} // closed once the batch is listed
 }
 
-// Flush returns once every article acknowledged before it is listed: fed
-// articles are acknowledged when durable, and listed a moment later.
+// Flush returns once every article handed to the committers before it is
+// listed or refused.
 func (s *Site) Flush() {
 	done := make(chan struct{})
 	select {
@@ -120,9 +122,9 @@ var (
 	ErrSiteClosed = errors.New("site closed")
 )
 
-// OpenSite opens the list in cfg.Dir, lists what the journal holds and
-// the list does not (articles acknowledged before a crash), and starts
-// the committers.
+// OpenSite opens the list in cfg.Dir, lists what the journal holds, the
+// spool has and the list does not (articles a crash caught between the
+// spool's sync and their listing), and starts the committers.
 func OpenSite(cfg SiteConfig) (*Site, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Spool == nil {
@@ -161,8 +163,8 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 	return s, nil
 }
 
-// Close stops the committers, once everything acknowledged is listed, and
-// closes the list and the journal (not the spool).
+// Close stops the committers, once every article handed to them is listed
+// or refused, and closes the list and the journal (not the spool).
 func (s *Site) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
@@ -207,24 +209,15 @@ func (s *Site) ViewArticle(ctx context.Context, e HistEntry, fn func(raw []byte)
 	return s.spool.View(ctx, e.Key, fn)
 }
 
-// Accept stores one article. posted marks a reader's POST: missing
-// Message-ID, Date and Path are supplied and posting rights checked. For a
-// feed, offered is the message-id IHAVE or TAKETHIS named. It returns the
-// article's message-id, and once it returns without error the article is
-// durable and listed.
+// Accept stores one article and lists it. posted marks a reader's POST:
+// missing Message-ID, Date and Path are supplied and posting rights
+// checked. For a feed, offered is the message-id IHAVE or TAKETHIS named.
+// It returns the article's message-id, and it returns without error only
+// once the article is durable and listed: an error from the spool or from
+// news.db (the listing's commit) leaves it unlisted, not in the history
+// and free to be offered again. Accept keeps nothing of raw once it
+// returns: the server reuses the buffer for the next article.
 func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bool) (string, error) {
-	return s.accept(ctx, raw, offered, posted, false)
-}
-
-// AcceptStreamed is Accept for a streaming feed (TAKETHIS): it returns once
-// the article is durable, and the article is listed a moment later (Flush
-// waits for that). A feeder with many articles in flight need not wait for
-// each listing; readers may.
-func (s *Site) AcceptStreamed(ctx context.Context, raw []byte, offered string) (string, error) {
-	return s.accept(ctx, raw, offered, false, true)
-}
-
-func (s *Site) accept(ctx context.Context, raw []byte, offered string, posted, streamed bool) (string, error) {
 	now := s.cfg.Now()
 	a, err := ParseArticle(raw)
 	if err != nil {
@@ -272,14 +265,9 @@ func (s *Site) accept(ctx context.Context, raw []byte, offered string, posted, s
 		return msgid, ErrDuplicate
 	}
 
-	// The entry is made now: the article's buffer is the caller's again
-	// once a streamed article is acknowledged, before it is listed.
+	// The entry is made now, from the parsed article: the committers
+	// never read the article's buffer.
 	p := &pending{entry: entryOf(a, msgid, id.ID{}, groups, now, now.Add(keep)), done: make(chan error, 1)}
-	if !streamed && s.journal != nil {
-		// A poster or a lockstep feed reads what it sent next: answer
-		// once it is listed.
-		p.listed = make(chan struct{})
-	}
 	if s.async != nil {
 		p.entry.Key, p.durable, err = s.async.PutAsync(ctx, raw, p.entry.Expires)
 	} else {
@@ -294,11 +282,7 @@ func (s *Site) accept(ctx context.Context, raw []byte, offered string, posted, s
 	case <-s.stop:
 		return msgid, ErrSiteClosed
 	}
-	if err := <-p.done; err != nil || p.listed == nil {
-		return msgid, err
-	}
-	<-p.listed
-	return msgid, nil
+	return msgid, <-p.done
 }
 
 // forget ends msgid's time in flight: it is listed, or not to be.
@@ -367,8 +351,7 @@ func (s *Site) addPath(a *Article) {
 type pending struct {
 	entry   Entry
 	durable func() error
-	done    chan error
-	listed  chan struct{} // if not nil, closed once listed (or not to be)
+	done    chan error    // the outcome, once: nil when listed
 	flushed chan struct{} // a Flush, not an article
 }
 
@@ -436,8 +419,8 @@ func (s *Site) commitLoop() {
 }
 
 // journalBatch journals a batch of articles written to the spool, waits
-// until they are durable there too, acknowledges them and hands them to
-// the lister.
+// until they are durable there too, and hands them to the lister; those
+// the spool or the journal failed are answered with the error at once.
 func (s *Site) journalBatch(batch []*pending, flushes []chan struct{}) {
 	if len(batch) == 0 {
 		s.lists <- &listing{seq: s.seq, flushes: flushes}
@@ -453,22 +436,22 @@ func (s *Site) journalBatch(batch []*pending, flushes []chan struct{}) {
 		}
 		if e != nil {
 			s.forget(p.entry.MessageID)
-			if p.listed != nil {
-				close(p.listed)
-			}
+			p.done <- e
 		} else {
 			ok = append(ok, p)
 		}
-		p.done <- e
 	}
 	// Listed in batch order: a batch the spool failed still takes its
 	// sequence number, and the next listing covers it.
 	s.lists <- &listing{seq: s.seq, batch: ok, flushes: flushes}
 }
 
-// listLoop commits acknowledged batches to news.db, as many as wait in one
-// transaction, and only then lets readers and duplicate checks see them
-// there.
+// listLoop commits durable batches to news.db, as many as wait in one
+// transaction, and answers their articles with the commit's outcome: an
+// article is acknowledged only once listed. A failed commit lists none of
+// them (it is one transaction) and they may be offered again; their
+// journal batches are covered by the next commit that succeeds, or listed
+// at the next open if the site stops first.
 func (s *Site) listLoop() {
 	defer s.wg.Done()
 	for l := range s.lists {
@@ -489,14 +472,10 @@ func (s *Site) listLoop() {
 		if s.beforeList != nil {
 			s.beforeList()
 		}
-		// On failure the batch stays in the journal and is listed when
-		// the site is next opened.
 		_, err := s.list.commit(entries(batch), seq, false)
 		for _, p := range batch {
 			s.forget(p.entry.MessageID)
-			if p.listed != nil {
-				close(p.listed)
-			}
+			p.done <- err
 		}
 		for _, f := range flushes {
 			close(f)
@@ -508,8 +487,10 @@ func (s *Site) listLoop() {
 }
 
 // replay lists the journaled batches the list has not: after a crash, the
-// articles acknowledged but not yet listed. One the spool does not have was
-// never acknowledged, and stays out.
+// articles durable in the spool but not yet listed (none of them was
+// acknowledged; a feeder that offers one again is told it is a duplicate).
+// One the spool does not have stays out, and so does a second offer of an
+// article whose first listing failed.
 func (s *Site) replay(batches []journalBatch) error {
 	applied, err := s.list.applied()
 	if err != nil {
@@ -517,12 +498,16 @@ func (s *Site) replay(batches []journalBatch) error {
 	}
 	last := applied
 	var redo []Entry
+	redone := map[string]bool{}
 	for _, b := range batches {
 		if b.seq <= applied {
 			continue
 		}
 		last = max(last, b.seq)
 		for _, e := range b.entries {
+			if redone[e.msgid] {
+				continue
+			}
 			if _, found, err := s.list.Lookup(e.msgid); err != nil {
 				return err
 			} else if found {
@@ -540,6 +525,7 @@ func (s *Site) replay(batches []journalBatch) error {
 				continue
 			}
 			names, _ := a.Groups() // the list leaves out those not carried
+			redone[e.msgid] = true
 			redo = append(redo, entryOf(a, e.msgid, e.key, names, time.Unix(0, e.arrived), time.Unix(0, e.expires)))
 		}
 	}

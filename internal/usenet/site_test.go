@@ -59,12 +59,12 @@ func openTestSpool(t *testing.T, dir string) *LocalSpool {
 	return s
 }
 
-// accept runs Site.AcceptStreamed on its own goroutine, for a test that
-// plays the spool or the lister meanwhile.
+// accept runs Site.Accept for a fed article on its own goroutine, for a
+// test that plays the spool or the lister meanwhile.
 func accept(site *Site, raw string) chan error {
 	done := make(chan error, 1)
 	go func() {
-		_, err := site.AcceptStreamed(context.Background(), []byte(raw), "")
+		_, err := site.Accept(context.Background(), []byte(raw), "", false)
 		done <- err
 	}()
 	return done
@@ -95,10 +95,11 @@ func copyFiles(t *testing.T, src, dst string) {
 	}
 }
 
-// crashBeforeListing acknowledges an article, then copies the site as a
-// crash would leave it before the overview commit: news.db and the
-// journal, and the spool's segments when withSpool (else the spool lost
-// the article). It returns the copy's folder.
+// crashBeforeListing offers an article and, once it is durable and
+// journaled but before its overview commit (so before it is answered),
+// copies the site as a crash would leave it: news.db and the journal, and
+// the spool's segments when withSpool (else the spool lost the article).
+// It returns the copy's folder.
 func crashBeforeListing(t *testing.T, msgid string, withSpool bool) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -109,10 +110,12 @@ func crashBeforeListing(t *testing.T, msgid string, withSpool bool) string {
 		listing <- struct{}{}
 		<-resume
 	}
-	done := accept(site, article(msgid, "local.test", "acknowledged, not yet listed\r\n"))
+	done := accept(site, article(msgid, "local.test", "durable, not yet listed\r\n"))
 	<-listing
-	if err := <-done; err != nil {
-		t.Fatalf("not acknowledged: %v", err)
+	select {
+	case err := <-done:
+		t.Fatalf("answered (%v) before the listing commit", err)
+	default:
 	}
 	if _, found, _ := site.List().Lookup(msgid); found {
 		t.Fatal("listed before the listing commit")
@@ -125,19 +128,23 @@ func crashBeforeListing(t *testing.T, msgid string, withSpool bool) string {
 		os.Remove(filepath.Join(crashed, "spool", "index.db"))
 	}
 	close(resume)
+	if err := <-done; err != nil {
+		t.Fatalf("not acknowledged once listed: %v", err)
+	}
 	site.beforeList = nil
 	return crashed
 }
 
-// After a crash between the acknowledgement and the overview commit, the
-// next open lists the article from the journal, once.
-func TestAcknowledgedArticleIsListedAfterCrash(t *testing.T) {
+// After a crash between the spool's sync and the overview commit, the
+// next open lists the article from the journal, once: it was whole, and a
+// feeder that offers it again, unanswered, is told it is a duplicate.
+func TestDurableArticleIsListedAfterCrash(t *testing.T) {
 	crashed := crashBeforeListing(t, "<acked@x>", true)
 	for range 2 { // and opening again changes nothing
 		spool := openTestSpool(t, filepath.Join(crashed, "spool"))
 		site := openTestSite(t, crashed, spool)
 		if _, found, _ := site.List().Lookup("<acked@x>"); !found {
-			t.Fatal("an acknowledged article is not in the history after the crash")
+			t.Fatal("a durable, journaled article is not in the history after the crash")
 		}
 		ov, err := site.List().Overview("local.test", 1, 100, 100)
 		g, _ := site.List().Group("local.test")
@@ -152,8 +159,8 @@ func TestAcknowledgedArticleIsListedAfterCrash(t *testing.T) {
 	}
 }
 
-// A journaled article the spool does not have was never acknowledged (its
-// sync did not finish): it is not listed, and a re-feed takes it.
+// A journaled article the spool does not have (its sync did not finish)
+// is not listed, and a re-feed takes it.
 func TestJournaledArticleTheSpoolLostIsNotListed(t *testing.T) {
 	crashed := crashBeforeListing(t, "<lost@x>", false)
 	site := openTestSite(t, crashed, openTestSpool(t, filepath.Join(crashed, "spool")))
@@ -268,16 +275,14 @@ func TestSyncSpoolListsBeforeAnswering(t *testing.T) {
 	if site.journal != nil {
 		t.Fatal("a spool that syncs in Put got a journal")
 	}
-	for _, streamed := range []bool{false, true} {
-		id := fmt.Sprintf("<sync-%v@x>", streamed)
+	for _, posted := range []bool{false, true} {
+		id := fmt.Sprintf("<sync-%v@x>", posted)
 		raw := []byte(article(id, "local.test", "body\r\n"))
-		var err error
-		if streamed {
-			_, err = site.AcceptStreamed(context.Background(), raw, id)
-		} else {
-			_, err = site.Accept(context.Background(), raw, id, false)
+		offered := id
+		if posted {
+			offered = ""
 		}
-		if err != nil {
+		if _, err := site.Accept(context.Background(), raw, offered, posted); err != nil {
 			t.Fatal(err)
 		}
 		if _, found, _ := site.List().Lookup(id); !found {

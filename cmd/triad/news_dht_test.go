@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/nntp"
+)
+
+// End-to-end tests of the news server on the DHT spool: `triad nntp
+// --node` in front of `triad node` processes, and the news server inside
+// `triad up`, fed by a streaming feeder while a process is SIGKILLed.
+
+// fedArticles are the articles a test feeds, by message-id, in order.
+type fedArticles struct {
+	ids      []string
+	text     map[string]string // as sent, CRLF lines, not dot-stuffed
+	pathHost string            // the news server's name in Path
+}
+
+// newsArticles makes n articles for local.test of 1 to 8 KB, each its own
+// bytes (so each its own DHT key), with a dot-led body line, for the news
+// server named pathHost.
+func newsArticles(prefix string, n int, pathHost string) fedArticles {
+	f := fedArticles{text: map[string]string{}, pathHost: pathHost}
+	for i := range n {
+		id := fmt.Sprintf("<%s%d@e2e.test>", prefix, i)
+		var body strings.Builder
+		fmt.Fprintf(&body, ".a dot-led line in %s\r\n", id)
+		for j := range 10 + i%7*20 {
+			fmt.Fprintf(&body, "%s line %d: %s\r\n", id, j, strings.Repeat("news ", 10))
+		}
+		f.ids = append(f.ids, id)
+		f.text[id] = "Path: feeder.e2e!not-for-mail\r\nFrom: feeder@e2e.test\r\nNewsgroups: local.test\r\n" +
+			"Subject: " + prefix + " " + id + "\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\nMessage-ID: " + id + "\r\n\r\n" + body.String()
+	}
+	return f
+}
+
+// stored is an article as the news server keeps and serves it: its own
+// name first in the Path.
+func (f fedArticles) stored(id string) string {
+	return strings.Replace(f.text[id], "Path: ", "Path: "+f.pathHost+"!", 1)
+}
+
+// key is the article's DHT key: the hash of what is stored, which is the
+// wire form (dot-stuffed, without the terminating line).
+func (f fedArticles) key(msgid string) id.ID {
+	b := nntp.AppendBlock(nil, []byte(f.stored(msgid)))
+	return id.Key(b[:len(b)-len(".\r\n")])
+}
+
+// feedOutcome is what a feed was told.
+type feedOutcome struct {
+	acked   map[string]bool // 239: stored and listed
+	refused map[string]bool // 439: a duplicate (a 239 lost with a connection) or refused
+	rounds  int             // connections used
+}
+
+// feed offers the articles with streaming TAKETHIS, pipelined, as innfeed
+// does: when the server answers 400 or the connection drops, it
+// reconnects and offers again every article left unanswered, until each is
+// answered 239 or 439, the deadline passes or the server cannot be
+// reached. onAck runs in the reading goroutine after each 239, with the
+// number of 239s so far.
+func feed(t *testing.T, addr string, arts fedArticles, deadline time.Time, onAck func(acked int)) feedOutcome {
+	t.Helper()
+	out := feedOutcome{acked: map[string]bool{}, refused: map[string]bool{}}
+	left := arts.ids
+	backoff := 50 * time.Millisecond
+	for len(left) > 0 && time.Now().Before(deadline) {
+		out.rounds++
+		c, err := nntp.Dial(addr, time.Now().Add(10*time.Second))
+		if err != nil {
+			t.Logf("round %d: %v; %d articles left unanswered", out.rounds, err, len(left))
+			return out
+		}
+		if l, err := c.Cmd("MODE STREAM"); err != nil || !strings.HasPrefix(string(l), "203") {
+			t.Fatalf("MODE STREAM: %q, %v", l, err)
+		}
+		offered := left
+		wrote := make(chan struct{})
+		go func() {
+			defer close(wrote)
+			w := bufio.NewWriter(c.Conn())
+			for _, id := range offered {
+				w.WriteString("TAKETHIS " + id + "\r\n")
+				w.Write(nntp.AppendBlock(nil, []byte(arts.text[id])))
+				if w.Flush() != nil {
+					return // the server closed the feed; the reader sees why
+				}
+			}
+		}()
+		answered := 0
+		for _, id := range offered {
+			c.Conn().SetReadDeadline(deadline)
+			l, err := c.ReadLine()
+			if err != nil {
+				break
+			}
+			code, _ := nntp.ParseStatus(l)
+			if code == nntp.CodeUnavailable {
+				t.Logf("round %d: %q after %d answers; offering the rest again", out.rounds, l, answered)
+				break
+			}
+			if f := strings.Fields(string(l)); len(f) < 2 || f[1] != id {
+				t.Fatalf("reply %q, want one for %s (replies come in command order)", l, id)
+			}
+			switch code {
+			case nntp.CodeTakeThisOK:
+				out.acked[id] = true
+				if onAck != nil {
+					onAck(len(out.acked))
+				}
+			case nntp.CodeTakeThisRejected:
+				out.refused[id] = true
+			default:
+				t.Fatalf("TAKETHIS %s: %q", id, l)
+			}
+			answered++
+		}
+		c.Close()
+		<-wrote
+		if answered == 0 {
+			// A feeder waits before it offers the same articles again
+			// (innfeed sleeps its connection); twice as long each time.
+			time.Sleep(backoff)
+			backoff = min(2*backoff, 2*time.Second)
+		}
+		var rest []string
+		for _, id := range left {
+			if !out.acked[id] && !out.refused[id] {
+				rest = append(rest, id)
+			}
+		}
+		left = rest
+	}
+	return out
+}
+
+// checkNews reads every article fed back through the news server at addr,
+// by message-id and by its number in the overview: each one answered 239
+// must come back byte for byte and be listed; each other one must be
+// absent or whole; and everything listed must be an article fed, whole.
+func checkNews(t *testing.T, addr string, arts fedArticles, fed feedOutcome) {
+	t.Helper()
+	c, err := nntp.Dial(addr, time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cmd := func(line string) string {
+		t.Helper()
+		c.Conn().SetDeadline(time.Now().Add(60 * time.Second))
+		l, err := c.Cmd(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(l)
+	}
+	text := func() string {
+		t.Helper()
+		b, _, err := c.ReadBlock(nil, 16<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(nntp.Unstuff(b))
+	}
+	if l := cmd("GROUP local.test"); !strings.HasPrefix(l, "211 ") {
+		t.Fatalf("GROUP: %q", l)
+	}
+	listed := map[string]string{} // message-id -> number
+	if l := cmd("OVER 1-"); strings.HasPrefix(l, "224") {
+		for _, line := range strings.Split(strings.TrimSuffix(text(), "\r\n"), "\r\n") {
+			if f := strings.Split(line, "\t"); len(f) > 4 {
+				listed[f[4]] = f[0]
+			}
+		}
+	} else if !strings.HasPrefix(l, "423") {
+		t.Fatalf("OVER: %q", l)
+	}
+	absent := 0
+	for _, id := range arts.ids {
+		l := cmd("ARTICLE " + id)
+		switch {
+		case strings.HasPrefix(l, "220 "):
+			if got := text(); got != arts.stored(id) {
+				t.Fatalf("ARTICLE %s: %d bytes that are not the %d stored (acknowledged: %v)", id, len(got), len(arts.stored(id)), fed.acked[id])
+			}
+			if listed[id] == "" {
+				t.Fatalf("%s is readable by message-id but not in the overview", id)
+			}
+		case strings.HasPrefix(l, "430 ") && !fed.acked[id]:
+			absent++
+		default:
+			t.Fatalf("ARTICLE %s (acknowledged: %v): %q", id, fed.acked[id], l)
+		}
+	}
+	for id, num := range listed {
+		if arts.text[id] == "" {
+			t.Fatalf("the overview lists %s (number %s), which was never fed", id, num)
+		}
+		if l := cmd("ARTICLE " + num); !strings.HasPrefix(l, "220 "+num+" "+id) {
+			t.Fatalf("listed article %s (%s): %q", num, id, l)
+		}
+		if got := text(); got != arts.stored(id) {
+			t.Fatalf("ARTICLE %s (%s): %d bytes that are not the %d stored", num, id, len(got), len(arts.stored(id)))
+		}
+	}
+	t.Logf("%d of %d articles acknowledged, %d refused as duplicates; %d listed, all whole; %d absent", len(fed.acked), len(arts.ids), len(fed.refused), len(listed), absent)
+}
+
+// TestNNTPOnDHTReplicaKilled runs `triad nntp --node` on a ring of four
+// `triad node` processes (two replicas per article) and SIGKILLs one node,
+// a replica of some of what was already stored, while a streaming feed
+// runs. Every article the server answered 239 reads back byte for byte,
+// right away and once the ring has healed; none is listed that cannot be
+// read; and the feed, re-offering what went unanswered as innfeed would,
+// gets every article in.
+func TestNNTPOnDHTReplicaKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 5 processes; skipped in -short mode")
+	}
+	start := time.Now()
+	d := startDHash(t, 4, "--redundancy", "replicas", "--replicas", "2")
+	news := startNews(t, filepath.Join(d.dir, "news"), "--node", d.nodes[0].addr, "--groups", "local.test")
+	arts := newsArticles("dht", 400, "e2e.test") // startNews's --pathhost
+	victim := d.nodes[2]
+	fed := feed(t, news.addr, arts, time.Now().Add(3*time.Minute), func(acked int) {
+		if acked != 100 {
+			return
+		}
+		held := 0
+		for _, msgid := range arts.ids[:acked] {
+			for _, h := range holding(d.stat(d.nodes[1], arts.key(msgid))) {
+				if h.Node.Addr == victim.addr {
+					held++
+				}
+			}
+		}
+		if held == 0 {
+			t.Fatalf("%s holds none of the %d articles acknowledged: killing it tests nothing", victim.name, acked)
+		}
+		victim.kill(t)
+		t.Logf("SIGKILLed %s, a replica of %d of the %d articles acknowledged", victim.name, held, acked)
+	})
+	if victim.alive() {
+		t.Fatalf("the feed ended after %d acknowledgements, before the kill", len(fed.acked))
+	}
+	if n := len(fed.acked) + len(fed.refused); n != len(arts.ids) {
+		t.Fatalf("%d of %d articles answered after %d connections: the feed did not get through after one node died\n%s", n, len(arts.ids), fed.rounds, d.logs())
+	}
+	t.Logf("feed done over %d connection(s) after %v", fed.rounds, time.Since(start).Round(time.Millisecond))
+	checkNews(t, news.addr, arts, fed)
+	d.waitLists("after the SIGKILL", 60*time.Second)
+	checkNews(t, news.addr, arts, fed)
+	t.Logf("whole test took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestUpNewsCrashDuringFeed SIGKILLs a whole `triad up` (three nodes and
+// the news server, articles kept in the ring) while a streaming feed
+// runs, and starts it again on the same data: every article answered 239
+// reads back byte for byte, none is listed that cannot be read, and the
+// rest can be fed again.
+func TestUpNewsCrashDuringFeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs triad up twice; skipped in -short mode")
+	}
+	start := time.Now()
+	bin := buildTriad(t)
+	port := consecutiveFreePorts(t, 3)
+	newsPort := freePorts(t, 1)[0]
+	args := []string{"--nodes", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(t.TempDir(), "data")}
+	addr := fmt.Sprintf("127.0.0.1:%d", newsPort)
+	host, _ := os.Hostname() // triad up's news server is named as usenet.SiteConfig's default
+	if host == "" {
+		host = "triad"
+	}
+	arts := newsArticles("up", 400, host)
+
+	up := startUp(t, bin, args...)
+	up.waitFor("ring consistent")
+	fed := feed(t, addr, arts, time.Now().Add(2*time.Minute), func(acked int) {
+		if acked == 150 {
+			up.cmd.Process.Kill()
+		}
+	})
+	up.cmd.Wait()
+	if len(fed.acked) >= len(arts.ids) {
+		t.Fatal("every article went in before the kill: nothing was tested")
+	}
+	t.Logf("%d articles acknowledged before SIGKILL", len(fed.acked))
+
+	up = startUp(t, bin, args...)
+	up.waitFor("ring consistent")
+	checkNews(t, addr, arts, fed)
+	again := feed(t, addr, arts, time.Now().Add(2*time.Minute), nil)
+	if n := len(again.acked) + len(again.refused); n != len(arts.ids) {
+		t.Fatalf("fed again after the restart: %d of %d answered", n, len(arts.ids))
+	}
+	for id := range fed.acked {
+		if again.acked[id] {
+			t.Fatalf("%s was acknowledged before the crash and taken again after it", id)
+		}
+	}
+	checkNews(t, addr, arts, feedOutcome{acked: union(fed.acked, again.acked), refused: again.refused})
+	up.stop()
+	t.Logf("whole test took %v", time.Since(start).Round(time.Millisecond))
+}
+
+func union(a, b map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}

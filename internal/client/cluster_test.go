@@ -1,0 +1,154 @@
+package client
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+
+	"triad/internal/id"
+	"triad/internal/wire"
+)
+
+// ring3 starts three block-keeping stub nodes at 0x40.., 0x80.. and
+// 0xc0.., each answering RingInfoReq with the whole ring, and dials a
+// Cluster through the first.
+func ring3(t *testing.T) ([]*stubNode, []*blockStore, *Cluster) {
+	t.Helper()
+	var nodes []*stubNode
+	var stores []*blockStore
+	ring := func() []wire.NodeRef {
+		var r []wire.NodeRef
+		for _, n := range nodes {
+			r = append(r, n.ref)
+		}
+		return r
+	}
+	for _, pos := range []string{"40", "80", "c0"} {
+		s, b := startStore(t, pos)
+		b.ring = ring
+		nodes, stores = append(nodes, s), append(stores, b)
+	}
+	cl, err := DialCluster(ctx(t), nodes[0].ref.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return nodes, stores, cl
+}
+
+// dataHeldBy returns a block whose key lies in (pred, holder]: the block
+// holder is the first successor of.
+func dataHeldBy(t *testing.T, pred, holder *stubNode) []byte {
+	t.Helper()
+	for i := range 10000 {
+		data := []byte(fmt.Sprintf("block for %s, try %d", holder.ref.ID.Short(), i))
+		if id.Key(data).In(pred.ref.ID, holder.ref.ID) {
+			return data
+		}
+	}
+	t.Fatalf("no block found for the arc of %s", holder.ref.ID.Short())
+	return nil
+}
+
+// count returns how many requests of type typ a stub received.
+func count(s *stubNode, typ wire.Type) int {
+	n := 0
+	for _, x := range s.received() {
+		if x == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// Each put and get goes to the node that holds the key's first copy, the
+// key's successor in the ring the cluster learnt, the wrap-around arc
+// included.
+func TestClusterGoesToTheHolder(t *testing.T) {
+	nodes, _, cl := ring3(t)
+	for i, holder := range nodes {
+		pred := nodes[(i+len(nodes)-1)%len(nodes)]
+		data := dataHeldBy(t, pred, holder)
+		key, holders, err := cl.Put(ctx(t), data, PutOptions{})
+		if err != nil || key != id.Key(data) || !slices.Equal(holders, []wire.NodeRef{holder.ref}) {
+			t.Fatalf("put of a block of %s's arc: key %s, holders %v, %v", holder.ref.ID.Short(), key.Short(), holders, err)
+		}
+		got, _, err := cl.Get(ctx(t), key)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("get of a block of %s's arc: %q, %v", holder.ref.ID.Short(), got, err)
+		}
+	}
+	for _, n := range nodes {
+		if p, g := count(n, wire.TypeClientPut), count(n, wire.TypeClientGet); p != 1 || g != 1 {
+			t.Errorf("%s got %d puts and %d gets, want one of each", n.ref.ID.Short(), p, g)
+		}
+	}
+}
+
+// A holder that is down is skipped: the call goes to the next node in ring
+// order, which coordinates it (its DHT places the copies). So is one that
+// dies with the call in flight, as a SIGKILLed node does.
+func TestClusterSkipsADeadHolder(t *testing.T) {
+	t.Run("down", func(t *testing.T) {
+		nodes, _, cl := ring3(t)
+		data := dataHeldBy(t, nodes[0], nodes[1])
+		nodes[1].kill()
+		if _, _, err := cl.Put(ctx(t), data, PutOptions{}); err != nil {
+			t.Fatalf("put with its holder down: %v", err)
+		}
+		if count(nodes[2], wire.TypeClientPut) != 1 {
+			t.Fatalf("the next node got %v, want the put", nodes[2].received())
+		}
+		if got, _, err := cl.Get(ctx(t), id.Key(data)); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("get with its holder down: %q, %v", got, err)
+		}
+	})
+	t.Run("dies mid-call", func(t *testing.T) {
+		nodes, stores, cl := ring3(t)
+		data := dataHeldBy(t, nodes[2], nodes[0])
+		// The holder takes the put and dies without answering.
+		dying := nodes[0]
+		stores[0].dieOnPut.Store(true)
+		if _, _, err := cl.Put(ctx(t), data, PutOptions{}); err != nil {
+			t.Fatalf("put whose holder died mid-call: %v", err)
+		}
+		if count(dying, wire.TypeClientPut) != 1 || count(nodes[1], wire.TypeClientPut) != 1 {
+			t.Fatalf("the dying holder got %v and the next node %v, want the put at both", dying.received(), nodes[1].received())
+		}
+	})
+}
+
+// A call fails, rather than hangs, when no node can take it, and a
+// node's own refusal is not taken for a dead node.
+func TestClusterFailures(t *testing.T) {
+	if _, err := DialCluster(ctx(t)); err == nil {
+		t.Fatal("DialCluster with no seeds succeeded")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	if _, err := DialCluster(ctx(t), refused); err == nil {
+		t.Fatal("DialCluster with no node up succeeded")
+	}
+
+	nodes, _, cl := ring3(t)
+	missing := dataHeldBy(t, nodes[0], nodes[1])
+	if _, _, err := cl.Get(ctx(t), id.Key(missing)); !errors.Is(err, wire.ErrNotFound) {
+		t.Fatalf("get of a block never put: %v, want wire.ErrNotFound", err)
+	}
+	if n := count(nodes[2], wire.TypeClientGet) + count(nodes[0], wire.TypeClientGet); n != 0 {
+		t.Fatalf("a not-found answer was retried at %d other nodes", n)
+	}
+	for _, n := range nodes {
+		n.kill()
+	}
+	if _, _, err := cl.Put(ctx(t), missing, PutOptions{}); !errors.Is(err, wire.ErrUnavailable) {
+		t.Fatalf("put with every node down: %v, want wire.ErrUnavailable", err)
+	}
+}
