@@ -39,7 +39,10 @@ type Config struct {
 	MaxConns    int           // connections at once (5,000)
 	MaxPerAddr  int           // connections at once from one address (2,000)
 	IdleTimeout time.Duration // a client silent this long is dropped (10 min)
-	Streams     int           // TAKETHIS in flight per connection (64)
+	// WriteTimeout drops a client that takes none of a reply for this
+	// long, so a reader that stalls pins its buffers no longer (1 min).
+	WriteTimeout time.Duration
+	Streams      int // TAKETHIS in flight per connection (64)
 }
 
 func (c Config) withDefaults() Config {
@@ -57,6 +60,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 10 * time.Minute
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = time.Minute
 	}
 	if c.Streams <= 0 {
 		c.Streams = 64
@@ -324,7 +330,7 @@ func (q *sequencer) write(n uint64, pieces ...[]byte) bool {
 		failed := q.failed
 		q.mu.Unlock()
 		if !failed {
-			q.c.nc.SetWriteDeadline(time.Now().Add(q.c.s.cfg.IdleTimeout))
+			q.c.nc.SetWriteDeadline(time.Now().Add(q.c.s.cfg.WriteTimeout))
 			if _, err := bufs.WriteTo(q.c.nc); err != nil {
 				failed = true
 				q.c.nc.Close() // the reader stops too
@@ -337,6 +343,43 @@ func (q *sequencer) write(n uint64, pieces ...[]byte) bool {
 		q.cond.Broadcast()
 	}
 	return !q.failed
+}
+
+// stream writes reply n as a run of chunks, for replies too long to hold
+// whole (OVER of a large range): once every earlier reply is out, fn
+// produces the chunks and calls put for each; put writes it at once and
+// reports false once the connection has failed. Later replies wait.
+func (q *sequencer) stream(n uint64, fn func(put func([]byte) bool)) bool {
+	q.mu.Lock()
+	for q.next < n || q.writing {
+		q.cond.Wait()
+	}
+	q.writing = true
+	failed := q.failed
+	q.mu.Unlock()
+	fn(func(b []byte) bool {
+		if failed {
+			return false
+		}
+		q.c.nc.SetWriteDeadline(time.Now().Add(q.c.s.cfg.WriteTimeout))
+		if _, err := q.c.nc.Write(b); err != nil {
+			failed = true
+			q.c.nc.Close() // the reader stops too
+		}
+		return !failed
+	})
+	q.mu.Lock()
+	q.writing = false
+	q.next++
+	q.failed = q.failed || failed
+	q.cond.Broadcast()
+	q.mu.Unlock()
+	return !failed
+}
+
+// sendStream sends a reply of chunks in its turn (see sequencer.stream).
+func (c *conn) sendStream(fn func(put func([]byte) bool)) bool {
+	return c.seq.stream(c.seq.take(), fn)
 }
 
 // stream runs job on one of the connection's stream workers: an idle one,
