@@ -746,6 +746,7 @@ func (c *conn) hdr(verb string, args []string) bool {
 func (c *conn) readArticle() ([]byte, error) {
 	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 	buf := articleBufs.Get().(*[]byte)
+	c.growReader()
 	raw, err := nntp.ReadArticle(c.r, (*buf)[:0], c.site.MaxArticle())
 	if err != nil {
 		articleBufs.Put(buf)

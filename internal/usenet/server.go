@@ -200,7 +200,8 @@ type conn struct {
 	list *List // the site's
 	nc   net.Conn
 	addr netip.Addr
-	r    *bufio.Reader
+	r    *bufio.Reader // small while the client only sends commands; see bigReader
+	big  bool
 	seq  sequencer
 
 	perm     Perm
@@ -214,7 +215,7 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn, addr netip.Addr) *conn {
-	c := &conn{s: s, site: s.cfg.Site, list: s.cfg.Site.List(), nc: nc, addr: addr, r: bufio.NewReaderSize(nc, 16<<10),
+	c := &conn{s: s, site: s.cfg.Site, list: s.cfg.Site.List(), nc: nc, addr: addr, r: bufio.NewReaderSize(nc, smallReader),
 		perm: s.cfg.Open(addr), jobs: make(chan func())}
 	c.seq.init(c)
 	return c
@@ -302,6 +303,24 @@ func (q *sequencer) take() uint64 {
 	n := q.issued
 	q.issued++
 	return n
+}
+
+// A connection reads commands through a small buffer, so that thousands
+// of idle readers cost little; the first article it sends moves it to a
+// big one (bigReader), which feeds keep.
+const (
+	smallReader = 4 << 10
+	bigReader   = 64 << 10
+)
+
+// growReader gives the connection its big read buffer, keeping whatever
+// the small one holds: the big reader reads through it, and reads of a
+// buffer's size or more go straight to the socket.
+func (c *conn) growReader() {
+	if !c.big {
+		c.r = bufio.NewReaderSize(c.r, bigReader)
+		c.big = true
+	}
 }
 
 // maxCoalesced bounds the replies one writev carries.
