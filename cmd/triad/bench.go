@@ -29,11 +29,14 @@ Benchmarks:
           processes on 127.0.0.1.
   nntp    an NNTP server on loopback (triad's or INN): TAKETHIS and POST
           ingest, ARTICLE, BODY and OVER reads.
+  limits  the news server's bounded totals: 5,000 idle connections, a stalled
+          reader and a long OVER at once; peak memory and a normal client's
+          latency.
 
 Run 'triad bench <name> --help' for its flags.`
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP}, args, stdout, stderr)
+	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits}, args, stdout, stderr)
 }
 
 const benchStoreAbout = `

@@ -209,3 +209,12 @@ func relaxGC() {
 		debug.SetGCPercent(400)
 	}
 }
+
+// limitMemory sets the Go runtime's soft memory limit to mb MiB (0: none)
+// unless GOMEMLIMIT is set: past it the collector runs as often as it
+// must, whatever GOGC allows.
+func limitMemory(mb int) {
+	if mb > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(mb) << 20)
+	}
+}

@@ -65,6 +65,7 @@ func runNNTP(args []string, stdout, stderr io.Writer) error {
 	}
 	defer stopProfile()
 	relaxGC()
+	limitMemory(*o.memLimitMB)
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
@@ -92,6 +93,8 @@ type nntpOptions struct {
 	maxConns           *int
 	maxPerAddr         *int
 	idle               *time.Duration
+	writeTimeout       *time.Duration
+	memLimitMB         *int
 	users              *string
 	expire             *string
 	rules              []usenet.ExpiryRule
@@ -102,14 +105,16 @@ const defaultGroups = "local.general,local.test,local.binaries.misc"
 
 func addNNTPFlags(fs *flag.FlagSet) *nntpOptions {
 	return &nntpOptions{
-		groups:     fs.String("groups", defaultGroups, "comma-separated `newsgroups` to create at start"),
-		pathHost:   fs.String("pathhost", "", "this site's `name` in Path and Xref headers (default: the host name)"),
-		maxArticle: fs.Int("max-article", 1_000_000, "largest article accepted, in `bytes`"),
-		maxConns:   fs.Int("max-conns", 5000, "connections at once"),
-		maxPerAddr: fs.Int("max-per-addr", 2000, "connections at once from one address"),
-		idle:       fs.Duration("idle-timeout", 10*time.Minute, "drop a client silent this long"),
-		users:      fs.String("users", "", "password `file` for AUTHINFO (lines name:bcrypt-hash:read,post,feed)"),
-		expire:     fs.String("expire", "", "expiry `rules` 'wildmat=days;...', first match wins (default '*.binaries.*,*.binaries=15;*=90')"),
+		groups:       fs.String("groups", defaultGroups, "comma-separated `newsgroups` to create at start"),
+		pathHost:     fs.String("pathhost", "", "this site's `name` in Path and Xref headers (default: the host name)"),
+		maxArticle:   fs.Int("max-article", 1_000_000, "largest article accepted, in `bytes`"),
+		maxConns:     fs.Int("max-conns", 5000, "connections at once"),
+		maxPerAddr:   fs.Int("max-per-addr", 2000, "connections at once from one address"),
+		memLimitMB:   fs.Int("memory-limit-mb", 256, "soft limit of the server's Go memory (heap and stacks) in MiB, past which it collects garbage as often as it must; 0: none; GOMEMLIMIT overrides"),
+		idle:         fs.Duration("idle-timeout", 10*time.Minute, "drop a client silent this long"),
+		writeTimeout: fs.Duration("write-timeout", time.Minute, "drop a client that takes none of a reply for this long"),
+		users:        fs.String("users", "", "password `file` for AUTHINFO (lines name:bcrypt-hash:read,post,feed)"),
+		expire:       fs.String("expire", "", "expiry `rules` 'wildmat=days;...', first match wins (default '*.binaries.*,*.binaries=15;*=90')"),
 	}
 }
 
@@ -127,6 +132,9 @@ func (o *nntpOptions) check() error {
 	}
 	if *o.idle < 3*time.Minute {
 		return fmt.Errorf("--idle-timeout %s: RFC 3977 asks for at least 3 minutes", *o.idle)
+	}
+	if *o.writeTimeout < time.Second {
+		return fmt.Errorf("--write-timeout %s: want at least 1s", *o.writeTimeout)
 	}
 	if *o.expire != "" {
 		for _, r := range strings.Split(*o.expire, ";") {
@@ -202,7 +210,7 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 	for _, g := range site.List().Groups("") {
 		r.groups = append(r.groups, g.Name)
 	}
-	cfg := usenet.Config{Site: site, Log: log, MaxConns: *o.maxConns, MaxPerAddr: *o.maxPerAddr, IdleTimeout: *o.idle}
+	cfg := usenet.Config{Site: site, Log: log, MaxConns: *o.maxConns, MaxPerAddr: *o.maxPerAddr, IdleTimeout: *o.idle, WriteTimeout: *o.writeTimeout}
 	if *o.users != "" {
 		if cfg.Users, err = usenet.LoadUsers(*o.users); err != nil {
 			return fail(err)

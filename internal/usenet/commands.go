@@ -511,54 +511,113 @@ func (c *conn) nextLast(next bool, args []string) bool {
 	return c.reply(nntp.CodeArticleExists, "%d %s", n, o.MessageID)
 }
 
-// entries resolves OVER/HDR's argument to overview entries.
-func (c *conn) entries(arg string) (l []*Overview, byID, ok, alive bool) {
+// overRange is what OVER or HDR covers: one entry found by message-id, or
+// the entries numbered lo to hi in the selected group, read a page at a
+// time so that a reply of any length holds one page in memory.
+type overRange struct {
+	byID   bool
+	lo, hi uint64
+	first  []*Overview // the first page (the one entry, by message-id)
+}
+
+// overPage is the overview entries read and written at a time.
+const overPage = 1000
+
+// entries resolves OVER/HDR's argument and reads its first page of page
+// entries; ok is false when it replied with an error instead.
+func (c *conn) entries(arg string, page int) (r overRange, ok, alive bool) {
 	if strings.HasPrefix(arg, "<") {
 		if CheckMessageID(arg) != nil {
-			return nil, true, false, c.reply(nntp.CodeSyntaxError, "Malformed message-id")
+			return r, false, c.reply(nntp.CodeSyntaxError, "Malformed message-id")
 		}
 		h, found, err := c.list.Lookup(arg)
 		if err != nil {
-			return nil, true, false, c.reply(nntp.CodeInternalFault, "%v", err)
+			return r, false, c.reply(nntp.CodeInternalFault, "%v", err)
 		}
 		if !found {
-			return nil, true, false, c.reply(nntp.CodeNoArticleID, "No article with that message-id")
+			return r, false, c.reply(nntp.CodeNoArticleID, "No article with that message-id")
 		}
 		// The overview lives per group; rebuild the entry from the article.
 		raw, err := c.site.Article(context.Background(), h)
 		if err != nil {
-			return nil, true, false, c.reply(nntp.CodeNoArticleID, "Article %s is unreadable: %v", arg, err)
+			return r, false, c.reply(nntp.CodeNoArticleID, "Article %s is unreadable: %v", arg, err)
 		}
 		a, err := ParseArticle(raw)
 		if err != nil {
-			return nil, true, false, c.reply(nntp.CodeInternalFault, "Stored article is damaged: %v", err)
+			return r, false, c.reply(nntp.CodeInternalFault, "Stored article is damaged: %v", err)
 		}
-		return []*Overview{overviewOf(a, 0, h)}, true, true, true
+		return overRange{byID: true, first: []*Overview{overviewOf(a, 0, h)}}, true, true
 	}
 	if c.group == "" {
-		return nil, false, false, c.reply(nntp.CodeNoGroupSelected, "No newsgroup selected")
+		return r, false, c.reply(nntp.CodeNoGroupSelected, "No newsgroup selected")
 	}
 	g, _ := c.list.Group(c.group)
 	lo, hi := c.current, c.current
 	if arg != "" {
 		var ok bool
 		if lo, hi, ok = parseRange(arg, g.High); !ok {
-			return nil, false, false, c.reply(nntp.CodeSyntaxError, "Bad range %.40q", arg)
+			return r, false, c.reply(nntp.CodeSyntaxError, "Bad range %.40q", arg)
 		}
 	} else if lo == 0 {
-		return nil, false, false, c.reply(nntp.CodeNoCurrentArticle, "No current article selected")
+		return r, false, c.reply(nntp.CodeNoCurrentArticle, "No current article selected")
 	}
-	l, err := c.list.Overview(c.group, lo, hi, maxOverLines)
+	l, err := c.list.Overview(c.group, lo, hi, page)
 	if err != nil {
-		return nil, false, false, c.reply(nntp.CodeInternalFault, "%v", err)
+		return r, false, c.reply(nntp.CodeInternalFault, "%v", err)
 	}
 	if len(l) == 0 {
 		if arg == "" {
-			return nil, false, false, c.reply(nntp.CodeNoCurrentArticle, "Current article number is invalid")
+			return r, false, c.reply(nntp.CodeNoCurrentArticle, "Current article number is invalid")
 		}
-		return nil, false, false, c.reply(nntp.CodeNoArticleNumber, "No articles in that range")
+		return r, false, c.reply(nntp.CodeNoArticleNumber, "No articles in that range")
 	}
-	return l, false, true, true
+	return overRange{lo: lo, hi: hi, first: l}, true, true
+}
+
+// each calls fn for every entry of r, a page at a time, up to
+// maxOverLines or until fn returns false. A page that cannot be read ends
+// the walk with its error.
+func (c *conn) each(r overRange, page int, fn func(*Overview) bool) error {
+	l, n := r.first, 0
+	for {
+		for _, o := range l {
+			if n == maxOverLines || !fn(o) {
+				return nil
+			}
+			n++
+		}
+		if r.byID || len(l) < page || l[len(l)-1].Num >= r.hi {
+			return nil
+		}
+		var err error
+		if l, err = c.list.Overview(c.group, l[len(l)-1].Num+1, r.hi, page); err != nil {
+			return err
+		}
+	}
+}
+
+// streamLines sends a multi-line reply: the status line, then what add
+// appends for each entry of r, in chunks of about 64 KiB, then the
+// terminating dot. A page that cannot be read mid-reply closes the
+// connection, so that the client never takes a cut list for a whole one.
+func (c *conn) streamLines(status []byte, r overRange, page int, add func([]byte, *Overview) []byte) bool {
+	return c.sendStream(func(put func([]byte) bool) {
+		out := append(make([]byte, 0, 72<<10), status...)
+		err := c.each(r, page, func(o *Overview) bool {
+			if out = add(out, o); len(out) < 64<<10 {
+				return true
+			}
+			ok := put(out)
+			out = out[:0]
+			return ok
+		})
+		if err != nil {
+			c.s.cfg.Log.Error("overview unreadable mid-reply; closing the connection", "group", c.group, "err", err)
+			c.nc.Close()
+			return
+		}
+		put(append(out, ".\r\n"...))
+	})
 }
 
 // maxOverLines bounds one OVER or HDR reply.
@@ -598,16 +657,11 @@ func (c *conn) over(args []string) bool {
 	if len(args) == 1 {
 		arg = args[0]
 	}
-	l, _, ok, alive := c.entries(arg)
+	r, ok, alive := c.entries(arg, overPage)
 	if !ok {
 		return alive
 	}
-	out := make([]byte, 0, 64+len(l)*200)
-	out = append(out, statusLine(nntp.CodeOverviewFollows, "Overview information follows")...)
-	for _, o := range l {
-		out = appendOverLine(out, o)
-	}
-	return c.send(append(out, ".\r\n"...))
+	return c.streamLines(statusLine(nntp.CodeOverviewFollows, "Overview information follows"), r, overPage, appendOverLine)
 }
 
 // overviewHeader returns an overview field by header name, and whether
@@ -646,20 +700,26 @@ func (c *conn) hdr(verb string, args []string) bool {
 	if len(args) == 2 {
 		arg = args[1]
 	}
-	l, byID, ok, alive := c.entries(arg)
+	// A header the overview lacks is read from each article: the range
+	// must fit one page of maxHdrFetch.
+	_, known := overviewHeader(&Overview{}, args[0])
+	page := overPage
+	if !known {
+		page = maxHdrFetch + 1
+	}
+	r, ok, alive := c.entries(arg, page)
 	if !ok {
 		return alive
+	}
+	if !known && len(r.first) > maxHdrFetch {
+		return c.reply(nntp.CodeFeatureNotSupported, "%s of a header not in the overview is limited to %d articles", verb, maxHdrFetch)
 	}
 	code := nntp.CodeHeadersFollow
 	if verb == "XHDR" {
 		code = nntp.CodeHeadFollows // XHDR predates HDR and answers so
 	}
-	if _, known := overviewHeader(l[0], args[0]); !known && len(l) > maxHdrFetch {
-		return c.reply(nntp.CodeFeatureNotSupported, "%s of a header not in the overview is limited to %d articles", verb, maxHdrFetch)
-	}
-	out := statusLine(code, "Headers follow")
-	for _, o := range l {
-		v, known := overviewHeader(o, args[0])
+	return c.streamLines(statusLine(code, "Headers follow"), r, page, func(out []byte, o *Overview) []byte {
+		v, _ := overviewHeader(o, args[0])
 		if !known {
 			raw, err := c.site.Article(context.Background(), HistEntry{Key: o.Key})
 			if err == nil {
@@ -668,16 +728,15 @@ func (c *conn) hdr(verb string, args []string) bool {
 				}
 			}
 		}
-		if byID && verb == "XHDR" {
+		if r.byID && verb == "XHDR" {
 			out = append(out, o.MessageID...)
 		} else {
 			out = strconv.AppendUint(out, o.Num, 10)
 		}
 		out = append(out, ' ')
 		out = append(out, overviewField(v)...)
-		out = append(out, '\r', '\n')
-	}
-	return c.send(append(out, ".\r\n"...))
+		return append(out, '\r', '\n')
+	})
 }
 
 // readArticle reads a dot-terminated article after a 340 or 335 reply, or
@@ -687,6 +746,7 @@ func (c *conn) hdr(verb string, args []string) bool {
 func (c *conn) readArticle() ([]byte, error) {
 	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 	buf := articleBufs.Get().(*[]byte)
+	c.growReader()
 	raw, err := nntp.ReadArticle(c.r, (*buf)[:0], c.site.MaxArticle())
 	if err != nil {
 		articleBufs.Put(buf)

@@ -39,7 +39,10 @@ type Config struct {
 	MaxConns    int           // connections at once (5,000)
 	MaxPerAddr  int           // connections at once from one address (2,000)
 	IdleTimeout time.Duration // a client silent this long is dropped (10 min)
-	Streams     int           // TAKETHIS in flight per connection (64)
+	// WriteTimeout drops a client that takes none of a reply for this
+	// long, so a reader that stalls pins its buffers no longer (1 min).
+	WriteTimeout time.Duration
+	Streams      int // TAKETHIS in flight per connection (64)
 }
 
 func (c Config) withDefaults() Config {
@@ -57,6 +60,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 10 * time.Minute
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = time.Minute
 	}
 	if c.Streams <= 0 {
 		c.Streams = 64
@@ -194,7 +200,8 @@ type conn struct {
 	list *List // the site's
 	nc   net.Conn
 	addr netip.Addr
-	r    *bufio.Reader
+	r    *bufio.Reader // small while the client only sends commands; see bigReader
+	big  bool
 	seq  sequencer
 
 	perm     Perm
@@ -208,7 +215,7 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn, addr netip.Addr) *conn {
-	c := &conn{s: s, site: s.cfg.Site, list: s.cfg.Site.List(), nc: nc, addr: addr, r: bufio.NewReaderSize(nc, 16<<10),
+	c := &conn{s: s, site: s.cfg.Site, list: s.cfg.Site.List(), nc: nc, addr: addr, r: bufio.NewReaderSize(nc, smallReader),
 		perm: s.cfg.Open(addr), jobs: make(chan func())}
 	c.seq.init(c)
 	return c
@@ -298,6 +305,24 @@ func (q *sequencer) take() uint64 {
 	return n
 }
 
+// A connection reads commands through a small buffer, so that thousands
+// of idle readers cost little; the first article it sends moves it to a
+// big one (bigReader), which feeds keep.
+const (
+	smallReader = 4 << 10
+	bigReader   = 64 << 10
+)
+
+// growReader gives the connection its big read buffer, keeping whatever
+// the small one holds: the big reader reads through it, and reads of a
+// buffer's size or more go straight to the socket.
+func (c *conn) growReader() {
+	if !c.big {
+		c.r = bufio.NewReaderSize(c.r, bigReader)
+		c.big = true
+	}
+}
+
 // maxCoalesced bounds the replies one writev carries.
 const maxCoalesced = 256
 
@@ -324,7 +349,7 @@ func (q *sequencer) write(n uint64, pieces ...[]byte) bool {
 		failed := q.failed
 		q.mu.Unlock()
 		if !failed {
-			q.c.nc.SetWriteDeadline(time.Now().Add(q.c.s.cfg.IdleTimeout))
+			q.c.nc.SetWriteDeadline(time.Now().Add(q.c.s.cfg.WriteTimeout))
 			if _, err := bufs.WriteTo(q.c.nc); err != nil {
 				failed = true
 				q.c.nc.Close() // the reader stops too
@@ -337,6 +362,43 @@ func (q *sequencer) write(n uint64, pieces ...[]byte) bool {
 		q.cond.Broadcast()
 	}
 	return !q.failed
+}
+
+// stream writes reply n as a run of chunks, for replies too long to hold
+// whole (OVER of a large range): once every earlier reply is out, fn
+// produces the chunks and calls put for each; put writes it at once and
+// reports false once the connection has failed. Later replies wait.
+func (q *sequencer) stream(n uint64, fn func(put func([]byte) bool)) bool {
+	q.mu.Lock()
+	for q.next < n || q.writing {
+		q.cond.Wait()
+	}
+	q.writing = true
+	failed := q.failed
+	q.mu.Unlock()
+	fn(func(b []byte) bool {
+		if failed {
+			return false
+		}
+		q.c.nc.SetWriteDeadline(time.Now().Add(q.c.s.cfg.WriteTimeout))
+		if _, err := q.c.nc.Write(b); err != nil {
+			failed = true
+			q.c.nc.Close() // the reader stops too
+		}
+		return !failed
+	})
+	q.mu.Lock()
+	q.writing = false
+	q.next++
+	q.failed = q.failed || failed
+	q.cond.Broadcast()
+	q.mu.Unlock()
+	return !failed
+}
+
+// sendStream sends a reply of chunks in its turn (see sequencer.stream).
+func (c *conn) sendStream(fn func(put func([]byte) bool)) bool {
+	return c.seq.stream(c.seq.take(), fn)
 }
 
 // stream runs job on one of the connection's stream workers: an idle one,
