@@ -44,6 +44,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	join := fs.String("join", "", "`address` of any running node to join through (none: start a ring, or rejoin from saved peers)")
 	vnodes := fs.Int("vnodes", 1, "virtual servers (ring positions) in this process")
 	data := fs.String("data", "", "data `directory` (default ./triad-data/<port>)")
+	maxConns := fs.Int("max-conns", 1024, "connections from peers and clients accepted at once; more are closed on arrival")
 	machine := fs.String("machine", "", "machine `name` shared by the processes that store on one machine (one disk): no two of them get replicas of one block (default: an identity made once and kept under --data)")
 	stab := fs.Duration("stabilize", time.Second, "mean time between stabilization rounds")
 	verbose := fs.Bool("v", false, "log connection-level detail")
@@ -69,6 +70,10 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		return usageErr(fs, "%v", err)
 	}
 	spec.machine = machineID(*machine)
+	if *maxConns < 1 {
+		return usageErr(fs, "--max-conns %d: want at least 1", *maxConns)
+	}
+	spec.maxConns = *maxConns
 	if *data == "" {
 		_, port, _ := strings.Cut(*listen, ":")
 		*data = filepath.Join("triad-data", port)
@@ -120,6 +125,7 @@ type nodeSpec struct {
 	listen, data, join string
 	vnodes             int
 	machine            uint64 // 0: the identity kept under data
+	maxConns           int    // 0: the driver's default
 	host               host.Config
 	ring               ring.Config
 	dhash              dhash.Config
@@ -179,7 +185,7 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 	// near one fdatasync (about 0.1 ms here) while puts still share them; a
 	// timed interval would add a timer's granularity to every put.
 	so := store.Options{Capacity: spec.capacity, MaxObject: spec.dhash.MaxBlock + 64, SyncInterval: -1}
-	drv, err := tnet.Listen(tnet.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256})
+	drv, err := tnet.Listen(tnet.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256, MaxConns: spec.maxConns})
 	if err != nil {
 		return nil, err
 	}
