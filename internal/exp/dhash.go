@@ -155,7 +155,7 @@ func RunDHash(cfg DHashConfig) (DHashResult, error) {
 			chk.CheckCopies("after the gets")
 			res.Durability = measureDurability(s, r, cfg, chk)
 		}
-		res.Events += s.Stats.Events
+		res.Events += s.Totals().Events
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, "sim dhash: PNS %d measured at %.0fs virtual, %.0fs wall\n", samples, s.Now().Seconds(), time.Since(wall).Seconds())
 		}

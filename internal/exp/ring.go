@@ -110,7 +110,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	}
 	wallStart := time.Now()
 	topo := sim.NewTopology(cfg.Nodes, cfg.Seed)
-	s := sim.New(sim.Config{Seed: cfg.Seed}, topo)
+	s := sim.New(sim.Config{Seed: cfg.Seed, Parallel: true}, topo)
 	r := s.Rand()
 	res := RingResult{Nodes: cfg.Nodes, Vnodes: cfg.Vnodes, Seed: cfg.Seed, Fail: cfg.Fail, Churn: cfg.Churn}
 	var chk *Checker
@@ -218,18 +218,10 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	)
 	outstanding := 0
 	start := s.Now()
-	for i := 0; i < cfg.Lookups; i++ {
-		at := start + time.Duration(float64(window)*float64(i)/float64(cfg.Lookups))
-		s.At(at, func() {
-			if g := s.Membership(); g != upGen {
-				up, upGen = upHosts(s, cfg.Nodes), g
-			}
-			h := up[r.IntN(len(up))]
-			key := id.Random(r, id.Bytes)
-			from := r.IntN(cfg.Vnodes)
-			outstanding++
-			s.Do(h, func(env node.Env) {
-				chordOf(h).Lookup(env, key, ring.LookupOptions{From: from}, func(env node.Env, lr ring.Result) {
+	lookup := func(h *sim.Host, key id.ID, from int) func(env node.Env) {
+		return func(env node.Env) {
+			chordOf(h).Lookup(env, key, ring.LookupOptions{From: from}, func(env node.Env, lr ring.Result) {
+				s.Later(h, func() { // hosts run on two goroutines
 					outstanding--
 					res.Lookups++
 					if lr.Err != nil || len(lr.Succs) == 0 {
@@ -245,6 +237,28 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 					lat = append(lat, ms(lr.Latency))
 				})
 			})
+		}
+	}
+	for i := 0; i < cfg.Lookups; i++ {
+		at := start + time.Duration(float64(window)*float64(i)/float64(cfg.Lookups))
+		pick := func() (*sim.Host, id.ID, int) {
+			if g := s.Membership(); g != upGen {
+				up, upGen = upHosts(s, cfg.Nodes), g
+			}
+			return up[r.IntN(len(up))], id.Random(r, id.Bytes), r.IntN(cfg.Vnodes)
+		}
+		if !cfg.Churn {
+			// The hosts stay up: each lookup is an event of its origin's,
+			// chosen now, and the hosts run on between lookups.
+			h, key, from := pick()
+			outstanding++
+			s.DoAt(h, at, lookup(h, key, from))
+			continue
+		}
+		s.At(at, func() {
+			h, key, from := pick()
+			outstanding++
+			s.Do(h, lookup(h, key, from))
 		})
 	}
 	s.RunUntil(start + window)
@@ -268,8 +282,8 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	res.HopsPerLog2N = res.MeanHops / math.Log2(float64(cfg.Nodes*cfg.Vnodes))
 	slices.Sort(lat)
 	res.LatencyP50Ms, res.LatencyP99Ms = quantile(lat, 0.5), quantile(lat, 0.99)
-	res.Messages = s.Stats.Messages
-	res.Events = s.Stats.Events
+	res.Messages = s.Totals().Messages
+	res.Events = s.Totals().Events
 	res.VirtualSeconds = s.Now().Seconds()
 	res.WallSeconds = time.Since(wallStart).Seconds()
 	res.EventsPerSec = float64(res.Events) / res.WallSeconds

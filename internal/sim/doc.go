@@ -1,10 +1,13 @@
 // Package sim is the discrete-event simulator: it runs many node.Handlers
-// (the same code the net driver runs) in one goroutine under virtual time.
+// (the same code the net driver runs) under virtual time, on one goroutine
+// or, with Config.Parallel, on two: the hosts of each half of the topology
+// (Topology.Partition) run in windows shorter than any delay between the
+// halves, and what crosses waits for the window's end.
 //
-// One priority queue orders every event by (time, sequence), one seeded
-// random source drives the network model, and each host gets its own seeded
-// source, so a seed gives the same run bit for bit; TraceHash fingerprints
-// the run to prove it. The network model is a synthetic wide-area topology
+// A priority queue orders events by (time, sequence), seeded random sources
+// drive the network model, and each host gets its own seeded source, so a
+// seed gives the same run bit for bit; TraceHash fingerprints the run to
+// prove it. The network model is a synthetic wide-area topology
 // (Topology): per-pair latency from regions, in-region distance and
 // heavy-tailed access links; per-host access-link bandwidth with FIFO
 // queueing and tail drop; random loss; partitions. Hosts crash with or

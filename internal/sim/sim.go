@@ -29,6 +29,15 @@ type Config struct {
 	// decode) rather than encode for its size and deep-copy. Slower; tests
 	// turn it on to prove that everything the nodes send decodes.
 	DecodeMessages bool
+	// Parallel runs the hosts on two goroutines, split by region (see
+	// Topology.Partition), in windows no longer than the least one-way
+	// delay between the two halves, so that neither can receive a message
+	// the other has yet to send: the run is as deterministic as a serial
+	// one, but its events interleave differently, so a seed gives another
+	// (fixed) run than without it. Callbacks that the simulator's caller
+	// gave the nodes (Do) then run on either goroutine: they must hand
+	// what they record to Later.
+	Parallel bool
 }
 
 // Factory builds a host's state machine, from its storage (which may hold a
@@ -49,7 +58,8 @@ type Host struct {
 	inc          uint64 // incarnation: events of earlier ones are dropped
 	rng          *rand.Rand
 	storage      *Storage // kept across a crash; replaced when the disk fails
-	env          *env
+	env          *hostEnv
+	w            *worker // the worker that runs this host's events
 
 	upFree, downFree time.Duration // when each access link is next idle
 }
@@ -68,18 +78,49 @@ type Stats struct {
 
 // Sim is one simulation.
 type Sim struct {
-	cfg   Config
-	topo  *Topology
+	cfg     Config
+	topo    *Topology
+	now     time.Duration
+	queue   eventQueue // simulator-level actions (At)
+	seq     uint64
+	rng     *rand.Rand
+	hosts   []*Host
+	group   []int  // partition group per host index; nil when healed
+	gen     uint64 // bumped whenever a host goes up or down
+	trace   uint64 // hash of the simulator-level actions so far
+	workers []*worker
+	// Stats counts what the simulator did outside the workers (boot
+	// failures, actions); Totals adds the workers' counts.
+	Stats Stats
+}
+
+// worker runs the events of a set of hosts: all of them, or with
+// Config.Parallel the hosts of one half of the topology. Everything a
+// host's event touches is its worker's or its own, so that two workers
+// run at once without locks.
+type worker struct {
+	s     *Sim
+	index int
 	now   time.Duration
 	queue eventQueue
 	seq   uint64
-	rng   *rand.Rand
-	hosts []*Host
-	group []int  // partition group per host index; nil when healed
-	gen   uint64 // bumped whenever a host goes up or down
-	trace uint64 // hash of every event so far
-	ebuf  []byte // encoding scratch
-	Stats Stats
+	rng   *rand.Rand // the network's randomness for messages sent here
+	trace uint64     // hash of every event run here
+	ebuf  []byte     // encoding scratch
+	stats Stats
+	// out holds the messages sent to the other workers' hosts during the
+	// window, delivered at its end; later the callbacks to run then.
+	out   [][]crossing
+	later []func()
+}
+
+// crossing is a message on its way to another worker's host, which takes
+// it at the end of the window (it arrives after the window ends).
+type crossing struct {
+	dst    *Host
+	arrive time.Duration
+	bits   float64
+	in     node.MsgIn
 }
 
 // New makes a simulator over topo.
@@ -90,12 +131,52 @@ func New(cfg Config, topo *Topology) *Sim {
 	if cfg.Epoch.IsZero() {
 		cfg.Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
-	return &Sim{
+	s := &Sim{
 		cfg:   cfg,
 		topo:  topo,
 		rng:   rand.New(rand.NewPCG(cfg.Seed, 0x5151)),
 		trace: fnvOffset,
 	}
+	n := 1
+	if cfg.Parallel {
+		n = Partitions
+	}
+	for i := range n {
+		s.workers = append(s.workers, &worker{s: s, index: i, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5152+uint64(i))),
+			trace: fnvOffset, out: make([][]crossing, n)})
+	}
+	return s
+}
+
+// workerOf is the worker that runs host i.
+func (s *Sim) workerOf(i int) *worker {
+	if len(s.workers) == 1 {
+		return s.workers[0]
+	}
+	return s.workers[s.topo.Partition(i)]
+}
+
+// Totals is everything the simulator counted: its own and its workers'.
+func (s *Sim) Totals() Stats {
+	t := s.Stats
+	for _, w := range s.workers {
+		t.Events += w.stats.Events
+		t.Messages += w.stats.Messages
+		t.Dropped += w.stats.Dropped
+		t.Lost += w.stats.Lost
+		t.QueueDrops += w.stats.QueueDrops
+		t.Bytes += w.stats.Bytes
+	}
+	return t
+}
+
+// Later runs fn in the simulator's own context, after the event of host
+// h that calls it, before the simulation moves past the current window. A
+// callback that runs on h (one given to Do) and records what it saw in
+// variables the caller shares must do so through Later: with
+// Config.Parallel, hosts run on two goroutines.
+func (s *Sim) Later(h *Host, fn func()) {
+	h.w.later = append(h.w.later, fn)
 }
 
 // Now is the virtual time elapsed since the start.
@@ -137,7 +218,13 @@ func (s *Sim) HostAt(a node.Addr) *Host {
 func (s *Sim) Membership() uint64 { return s.gen }
 
 // TraceHash fingerprints every event processed so far.
-func (s *Sim) TraceHash() uint64 { return s.trace }
+func (s *Sim) TraceHash() uint64 {
+	h := s.trace
+	for _, w := range s.workers {
+		h = (h ^ w.trace) * fnvPrime
+	}
+	return h
+}
 
 // AddHost adds a host, grows the topology if needed, and starts it now.
 func (s *Sim) AddHost(f Factory) (*Host, error) {
@@ -148,9 +235,9 @@ func (s *Sim) AddHost(f Factory) (*Host, error) {
 			return nil, fmt.Errorf("sim: topology full at %d hosts", i)
 		}
 	}
-	h := &Host{s: s, Index: i, Addr: fmt.Sprintf("h%d", i), factory: f}
-	h.storage = s.newStorage()
-	h.env = &env{h: h}
+	h := &Host{s: s, Index: i, Addr: fmt.Sprintf("h%d", i), factory: f, w: s.workerOf(i)}
+	h.storage = h.newStorage()
+	h.env = &hostEnv{h: h}
 	s.hosts = append(s.hosts, h)
 	if err := s.boot(h); err != nil {
 		return nil, err
@@ -188,7 +275,7 @@ func (s *Sim) Crash(h *Host) {
 // This is a permanent failure in Passing Tone's terms.
 func (s *Sim) Wipe(h *Host) {
 	s.Crash(h)
-	h.storage = s.newStorage()
+	h.storage = h.newStorage()
 	h.DiskFailures++
 }
 
@@ -209,7 +296,8 @@ func (s *Sim) Leave(h *Host) {
 	if !h.up {
 		return
 	}
-	s.deliver(h, node.Stop{})
+	h.w.stats.Events++
+	h.handler.Handle(h.env, node.Stop{})
 	s.Crash(h)
 }
 
@@ -257,32 +345,121 @@ func (s *Sim) Do(h *Host, fn func(env node.Env)) {
 	s.schedule(0, h, node.Request{Fn: fn})
 }
 
+// DoAt runs fn in h's event loop at virtual time t (now if t has passed),
+// as a node.Request, if h is up then. Unlike At, it does not stop the
+// hosts at t: it is an event of h's, not of the simulator's.
+func (s *Sim) DoAt(h *Host, t time.Duration, fn func(env node.Env)) {
+	s.schedule(max(t-h.w.now, 0), h, node.Request{Fn: fn})
+}
+
 // RunFor processes events for d of virtual time.
 func (s *Sim) RunFor(d time.Duration) { s.RunUntil(s.now + d) }
 
 // RunUntil processes every event due at or before t, then sets the clock
-// to t.
+// to t. Hosts' events run in windows: every worker runs its events due
+// before the window's end, then the messages that crossed between workers
+// are delivered and the callbacks handed to Later run. An action (At) due
+// at time a runs once every host event due before a has run.
 func (s *Sim) RunUntil(t time.Duration) {
 	for {
-		top, ok := s.queue.peek()
-		if !ok || top.at > t {
+		next, any := s.nextHostEvent()
+		act, hasAct := s.queue.peek()
+		if hasAct && act.at <= t && (!any || act.at <= next) {
+			s.setNow(act.at)
+			e := s.queue.take(act)
+			s.Stats.Events++
+			s.hashAction(act.at)
+			e.fn()
+			continue
+		}
+		if !any || next > t {
 			break
 		}
-		s.now = top.at
-		s.step(top.at, s.queue.take(top))
+		// A window may run past next by the least delay of a message
+		// between workers, and not into the next action.
+		end := t + 1
+		if len(s.workers) > 1 {
+			end = min(end, next+s.topo.Lookahead())
+		}
+		if hasAct {
+			end = min(end, act.at)
+		}
+		s.runWindow(end)
 	}
 	if t > s.now {
-		s.now = t
+		s.setNow(t)
 	}
 }
 
-func (s *Sim) step(at time.Duration, e event) {
-	if e.fn != nil {
-		s.Stats.Events++
-		s.hashEvent(at, e.ev, 0)
-		e.fn()
-		return
+// setNow moves the clock of the simulator and of every worker to t, where
+// the simulator's own context runs.
+func (s *Sim) setNow(t time.Duration) {
+	s.now = t
+	for _, w := range s.workers {
+		w.now = t
 	}
+}
+
+// nextHostEvent is the time of the earliest host event of any worker.
+func (s *Sim) nextHostEvent() (time.Duration, bool) {
+	var next time.Duration
+	any := false
+	for _, w := range s.workers {
+		if top, ok := w.queue.peek(); ok && (!any || top.at < next) {
+			next, any = top.at, true
+		}
+	}
+	return next, any
+}
+
+// runWindow runs every host event due before end, on all workers at once,
+// then delivers what crossed between them and runs what they left for
+// Later, in a fixed order.
+func (s *Sim) runWindow(end time.Duration) {
+	if len(s.workers) == 1 {
+		s.workers[0].run(end)
+	} else {
+		done := make(chan struct{})
+		for _, w := range s.workers[1:] {
+			go func() { w.run(end); done <- struct{}{} }()
+		}
+		s.workers[0].run(end)
+		for range s.workers[1:] {
+			<-done
+		}
+		for _, from := range s.workers {
+			for i, out := range from.out {
+				for _, c := range out {
+					s.workers[i].arrive(c)
+				}
+				clear(out)
+				from.out[i] = out[:0]
+			}
+		}
+	}
+	s.setNow(max(s.now, end-1))
+	for _, w := range s.workers {
+		later := w.later
+		w.later = nil
+		for _, fn := range later {
+			fn()
+		}
+	}
+}
+
+// run processes the worker's events due before end.
+func (w *worker) run(end time.Duration) {
+	for {
+		top, ok := w.queue.peek()
+		if !ok || top.at >= end {
+			return
+		}
+		w.now = top.at
+		w.step(top.at, w.queue.take(top))
+	}
+}
+
+func (w *worker) step(at time.Duration, e event) {
 	h := e.host
 	if !h.up {
 		return
@@ -294,15 +471,9 @@ func (s *Sim) step(at time.Duration, e event) {
 	if _, isMsg := e.ev.(node.MsgIn); !isMsg && e.inc != h.inc {
 		return // a timer or work result of an earlier incarnation
 	}
-	s.Stats.Events++
-	s.hashEvent(at, e.ev, h.Index+1)
+	w.stats.Events++
+	w.hashEvent(at, e.ev, h.Index+1)
 	h.handler.Handle(h.env, e.ev)
-}
-
-// deliver runs ev on h immediately (used for Stop).
-func (s *Sim) deliver(h *Host, ev node.Event) {
-	s.Stats.Events++
-	h.handler.Handle(h.env, ev)
 }
 
 // The trace hash is FNV-1a taken a 64-bit word at a time rather than a
@@ -313,21 +484,27 @@ const (
 	fnvPrime  = 1099511628211
 )
 
-func (s *Sim) mix(x uint64) { s.trace = (s.trace ^ x) * fnvPrime }
+func (w *worker) mix(x uint64) { w.trace = (w.trace ^ x) * fnvPrime }
 
-func (s *Sim) mixString(str string) {
+func (w *worker) mixString(str string) {
 	for len(str) >= 8 {
-		s.mix(binary.LittleEndian.Uint64([]byte(str[:8])))
+		w.mix(binary.LittleEndian.Uint64([]byte(str[:8])))
 		str = str[8:]
 	}
-	var w uint64
+	var x uint64
 	for i := 0; i < len(str); i++ {
-		w |= uint64(str[i]) << (8 * i)
+		x |= uint64(str[i]) << (8 * i)
 	}
-	s.mix(w<<8 | uint64(len(str)))
+	w.mix(x<<8 | uint64(len(str)))
 }
 
-func (s *Sim) hashEvent(at time.Duration, ev node.Event, host int) {
+// hashAction records a simulator-level action at time at.
+func (s *Sim) hashAction(at time.Duration) {
+	s.trace = (s.trace ^ uint64(at)) * fnvPrime
+	s.trace = (s.trace ^ 'f') * fnvPrime
+}
+
+func (s *worker) hashEvent(at time.Duration, ev node.Event, host int) {
 	s.mix(uint64(at))
 	s.mix(uint64(host))
 	switch ev := ev.(type) {
@@ -352,7 +529,7 @@ func (s *Sim) hashEvent(at time.Duration, ev node.Event, host int) {
 // mixTimer hashes what identifies a timer: its type's name and its integer
 // and string fields, read by reflection because formatting it with String
 // would cost an allocation per fired timer. Other timers are printed.
-func (s *Sim) mixTimer(t node.Timer) {
+func (s *worker) mixTimer(t node.Timer) {
 	v := reflect.ValueOf(t)
 	s.mixString(v.Type().String())
 	if v.Kind() != reflect.Struct {
@@ -374,8 +551,14 @@ func (s *Sim) mixTimer(t node.Timer) {
 	}
 }
 
+// schedule queues ev for h after d, on h's worker.
 func (s *Sim) schedule(d time.Duration, h *Host, ev node.Event) (int32, uint64) {
-	return s.push(s.now+d, event{host: h, inc: h.inc, ev: ev})
+	return h.w.push(h.w.now+d, event{host: h, inc: h.inc, ev: ev})
+}
+
+func (w *worker) push(at time.Duration, e event) (int32, uint64) {
+	w.seq++
+	return w.queue.push(at, w.seq, e), w.seq
 }
 
 func (s *Sim) push(at time.Duration, e event) (int32, uint64) {
@@ -384,11 +567,12 @@ func (s *Sim) push(at time.Duration, e event) (int32, uint64) {
 }
 
 // send models the network path from h to the process at to.
-func (s *Sim) send(from *Host, to node.Addr, e wire.Envelope) {
-	s.Stats.Messages++
+func (w *worker) send(from *Host, to node.Addr, e wire.Envelope) {
+	s := w.s
+	w.stats.Messages++
 	dst := s.HostAt(to)
 	if dst == nil {
-		s.Stats.Dropped++
+		w.stats.Dropped++
 		return
 	}
 	// The size on the wire is the real encoded size; the receiver gets its
@@ -396,8 +580,8 @@ func (s *Sim) send(from *Host, to node.Addr, e wire.Envelope) {
 	got := e
 	var size int
 	if s.cfg.DecodeMessages {
-		b := wire.Encode(s.ebuf[:0], e)
-		s.ebuf = b
+		b := wire.Encode(w.ebuf[:0], e)
+		w.ebuf = b
 		var err error
 		if got, err = wire.Decode(b); err != nil {
 			panic(fmt.Sprintf("sim: %T does not survive the codec: %v", e.Msg, err))
@@ -407,56 +591,66 @@ func (s *Sim) send(from *Host, to node.Addr, e wire.Envelope) {
 		got.Msg = wire.Clone(e.Msg)
 		size = wire.Size(e) + 4
 	}
-	s.Stats.Bytes += uint64(size)
+	w.stats.Bytes += uint64(size)
 	in := node.MsgIn{From: from.Addr, Env: got}
 	if dst == from {
 		s.schedule(0, dst, in)
 		return
 	}
 	if !s.reachable(from.Index, dst.Index) {
-		s.Stats.Dropped++
+		w.stats.Dropped++
 		return
 	}
-	if s.cfg.Loss > 0 && s.rng.Float64() < s.cfg.Loss {
-		s.Stats.Lost++
+	if s.cfg.Loss > 0 && w.rng.Float64() < s.cfg.Loss {
+		w.stats.Lost++
 		return
 	}
 	bits := float64(8 * size)
 	// Uplink: FIFO behind what the host already queued.
-	start := max(s.now, from.upFree)
-	if start-s.now > s.cfg.MaxQueueDelay {
-		s.Stats.QueueDrops++
+	start := max(w.now, from.upFree)
+	if start-w.now > s.cfg.MaxQueueDelay {
+		w.stats.QueueDrops++
 		return
 	}
 	from.upFree = start + time.Duration(bits/s.topo.UpBps(from.Index)*float64(time.Second))
-	arrive := from.upFree + s.topo.RTT(from.Index, dst.Index)/2
-	// Downlink: FIFO at the receiver.
-	start = max(arrive, dst.downFree)
-	if start-arrive > s.cfg.MaxQueueDelay {
-		s.Stats.QueueDrops++
+	c := crossing{dst: dst, arrive: from.upFree + s.topo.RTT(from.Index, dst.Index)/2, bits: bits, in: in}
+	if dst.w != w {
+		w.out[dst.w.index] = append(w.out[dst.w.index], c)
 		return
 	}
-	dst.downFree = start + time.Duration(bits/s.topo.DownBps(dst.Index)*float64(time.Second))
-	s.schedule(dst.downFree-s.now, dst, in)
+	w.arrive(c)
+}
+
+// arrive queues a message that reaches its host's downlink: FIFO at the
+// receiver, and dropped past the longest queueing delay.
+func (w *worker) arrive(c crossing) {
+	dst := c.dst
+	start := max(c.arrive, dst.downFree)
+	if start-c.arrive > w.s.cfg.MaxQueueDelay {
+		w.stats.QueueDrops++
+		return
+	}
+	dst.downFree = start + time.Duration(c.bits/w.s.topo.DownBps(dst.Index)*float64(time.Second))
+	w.push(dst.downFree, event{host: dst, inc: dst.inc, ev: c.in})
 }
 
 // env is the node.Env of one host.
-type env struct{ h *Host }
+type hostEnv struct{ h *Host }
 
-func (e *env) Now() time.Time   { return e.h.s.cfg.Epoch.Add(e.h.s.now) }
-func (e *env) Rand() *rand.Rand { return e.h.rng }
+func (e *hostEnv) Now() time.Time   { return e.h.s.cfg.Epoch.Add(e.h.w.now) }
+func (e *hostEnv) Rand() *rand.Rand { return e.h.rng }
 
-func (e *env) Send(to node.Addr, m wire.Envelope) { e.h.s.send(e.h, to, m) }
+func (e *hostEnv) Send(to node.Addr, m wire.Envelope) { e.h.w.send(e.h, to, m) }
 
-func (e *env) After(d time.Duration, t node.Timer) func() {
-	s := e.h.s
-	slot, seq := s.push(s.now+d, event{host: e.h, inc: e.h.inc, timer: t})
-	return func() { s.queue.cancel(slot, seq) }
+func (e *hostEnv) After(d time.Duration, t node.Timer) func() {
+	w := e.h.w
+	slot, seq := w.push(w.now+d, event{host: e.h, inc: e.h.inc, timer: t})
+	return func() { w.queue.cancel(slot, seq) }
 }
 
 // Offload runs w at once against the host's storage; the result arrives
 // as the next event.
-func (e *env) Offload(w node.Work) {
+func (e *hostEnv) Offload(w node.Work) {
 	res, err := w.Run(e.h.storage)
 	e.h.s.schedule(0, e.h, node.WorkDone{W: w, Result: res, Err: err})
 }
@@ -474,8 +668,9 @@ func NewStorage(clock func() time.Time) *Storage {
 	return &Storage{files: make(map[string][]byte), engine: mem.New(store.Options{Now: clock})}
 }
 
-func (s *Sim) newStorage() *Storage {
-	return NewStorage(func() time.Time { return s.cfg.Epoch.Add(s.now) })
+// newStorage makes empty storage whose engine reads h's clock.
+func (h *Host) newStorage() *Storage {
+	return NewStorage(func() time.Time { return h.s.cfg.Epoch.Add(h.w.now) })
 }
 
 // Engine is the storage engine.

@@ -37,6 +37,38 @@ var (
 	}
 )
 
+// Partitions is how many halves Partition splits the topology into.
+const Partitions = 2
+
+// partitionOf splits the regions in two of about equal weight (0.52 and
+// 0.48) with the shortest path between the halves as long as it can be:
+// the Americas, and the rest.
+var partitionOf = []int{0, 0, 1, 1, 0, 1}
+
+// Partition is the half of the topology that host h is in: a parallel
+// simulation runs each half on its own goroutine.
+func (t *Topology) Partition(h int) int { return partitionOf[t.hosts[h].region] }
+
+// Lookahead is the least one-way delay of any path between the two halves
+// of Partition: the base round trip between their closest regions, at its
+// lowest per-pair factor, halved. Distance and access links only add to it.
+func (t *Topology) Lookahead() time.Duration { return lookahead }
+
+var lookahead = func() time.Duration {
+	least := math.Inf(1)
+	for a := range regions {
+		for b := range regions {
+			if partitionOf[a] != partitionOf[b] {
+				least = math.Min(least, regionRTT[a][b])
+			}
+		}
+	}
+	return time.Duration(least*minPairFactor/2*float64(time.Millisecond)) - time.Microsecond // below any rounding
+}()
+
+// minPairFactor is the least of RTT's per-pair factors.
+const minPairFactor = 0.85
+
 // Bits per second of the access-link classes hosts are drawn from.
 const (
 	mbit = 1e6
@@ -126,7 +158,7 @@ func (t *Topology) RTT(a, b int) time.Duration {
 	ms := regionRTT[ha.region][hb.region] + 2*math.Sqrt(dx*dx+dy*dy) + 2*(ha.accessMs+hb.accessMs)
 	// Routing is not geometry: a fixed per-pair factor in [0.85, 1.15) breaks
 	// the triangle inequality the way real paths do.
-	ms *= 0.85 + 0.3*pairNoise(t.seed, a, b)
+	ms *= minPairFactor + 0.3*pairNoise(t.seed, a, b)
 	return time.Duration(ms * float64(time.Millisecond))
 }
 
