@@ -427,10 +427,19 @@ func (h *Chord) remember(addr node.Addr) {
 	h.lost = append(h.lost, addr)
 }
 
-// probe asks one peer we lost where our first vnode's ID belongs. If that
-// peer is alive again and knows a closer successor, we adopt it: this is how
-// two rings that formed on the sides of a partition find each other again
-// (stabilization then zips them together).
+// probe asks one peer we lost where our first vnode's ID belongs, and so
+// finds rings that formed apart: the two sides of a partition, or hosts
+// that lost their disks and restarted through one another. An answer of
+// ourselves means the peer is in our ring. A closer successor than ours we
+// adopt. Any other answer s is in a ring that lacks us (or has not taken us
+// back yet), with our ID between s's predecessor there and s, so we notify
+// s: it takes us as its predecessor, that predecessor takes us as its
+// successor at its next round, and from that link stabilization zips the
+// two rings together. (If the rings are one, s merely lists us among its
+// predecessors.) Without the notify a ring apart whose members' true
+// predecessors never lost them stays apart: a wiped founder and a wiped
+// host that rejoined through it form a ring of two, each the other's
+// successor, and no one else ever points at them.
 func (h *Chord) probe(env node.Env) {
 	if len(h.lost) == 0 {
 		return
@@ -444,9 +453,13 @@ func (h *Chord) probe(env node.Env) {
 		}
 		h.lost = slices.DeleteFunc(h.lost, func(a node.Addr) bool { return a == addr })
 		s := r.Succs[0]
-		if s.ID != v.self.ID && (len(v.succs) == 0 || s.ID.Between(v.self.ID, v.succs[0].ID)) && !h.isDead(env, s) {
+		switch {
+		case s.ID == v.self.ID:
+		case (len(v.succs) == 0 || s.ID.Between(v.self.ID, v.succs[0].ID)) && !h.isDead(env, s):
 			v.succs = buildList(v.self.ID, h.cfg.Succs, nil, []wire.NodeRef{s}, v.succs)
 			v.alone = false
+		default:
+			v.notify(env, s)
 		}
 	})
 }

@@ -15,7 +15,10 @@
 // its successor. A call that times out marks the whole peer process dead
 // (in the runtime, which tells every protocol): its vnodes leave every list
 // at once and stay out until it is heard from; a peer our successor still
-// lists is asked, so a restarted one comes back within a round.
+// lists is asked, so a restarted one comes back within a round. Peers
+// declared dead are probed every ProbeInterval for our own ID; an answer
+// other than ourselves comes from a ring apart, and we adopt it as our
+// successor if it is closer, or else notify it, which merges the rings.
 //
 // Lookups are recursive: each hop acknowledges and forwards; the node that
 // can answer sends the key's successors straight to the origin. A hop whose

@@ -419,3 +419,59 @@ func TestMachineIdentityKept(t *testing.T) {
 		t.Fatalf("old state's new machine was not saved")
 	}
 }
+
+// TestRingOfTwoMerges: the first host of a ring and a host whose bootstrap
+// address is the first host lose their disks together and restart at once.
+// The founder starts a ring of one and the other, knowing nobody else, joins
+// it: a ring of two, each member the other's successor, while the rest of
+// the ring skips them (sim dhash seed 44 found this). Only the hosts that
+// lost them can merge the rings, by probing them. The two new positions are
+// placed after a host that never lost either, so that no prober is their
+// predecessor: no probe answer is a closer successor of its prober.
+func TestRingOfTwoMerges(t *testing.T) {
+	c := newCluster(t, 12, 1, 19)
+	founder, joiner := c.s.Hosts()[0], c.s.Hosts()[1]
+	c.s.Wipe(founder)
+	c.s.Wipe(joiner)
+	c.waitConsistent(time.Minute)
+	vs := c.vnodes()
+	var pred, succ *ring.Vnode
+	probers := 0
+	for i, v := range vs {
+		lost := chord(c.s.HostAt(v.Self().Addr)).Lost()
+		if slices.Contains(lost, founder.Addr) || slices.Contains(lost, joiner.Addr) {
+			probers++
+		} else if pred == nil {
+			pred, succ = v, vs[(i+1)%len(vs)]
+		}
+	}
+	if pred == nil || probers == 0 {
+		t.Fatalf("%d of %d hosts probe the wiped pair; want some, not all", probers, len(vs))
+	}
+	x := pred.Self().ID.AddPow2(100)
+	y := x.AddPow2(100)
+	if !x.Between(pred.Self().ID, succ.Self().ID) || !y.Between(x, succ.Self().ID) {
+		t.Fatal("no room after the chosen predecessor")
+	}
+	for _, p := range []struct {
+		h *sim.Host
+		x id.ID
+	}{{founder, x}, {joiner, y}} {
+		if err := ring.SeedIDs(p.h.Storage(), []id.ID{p.x}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.s.Restart(p.h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.s.RunFor(5 * time.Second)
+	f, j := chord(founder).Vnodes()[0], chord(joiner).Vnodes()[0]
+	if f.Successor().ID != y || j.Successor().ID != x || pred.Successor().ID != succ.Self().ID {
+		t.Fatalf("no ring of two apart: %s -> %s, %s -> %s, %s -> %s",
+			f.Self(), f.Successor(), j.Self(), j.Successor(), pred.Self(), pred.Successor())
+	}
+	// The probers' dead marks expire within 30 s and each probes about
+	// every 30 s; a few stabilization rounds after that the rings are one.
+	c.waitConsistent(2 * time.Minute)
+	c.lookupAll()
+}

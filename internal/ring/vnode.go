@@ -171,12 +171,18 @@ func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighb
 	}
 	if s := v.Successor(); s.ID != old.ID && s.ID != v.self.ID {
 		// Notify the new successor now rather than a round later.
-		h.rt.Call(env, s.Addr, v.self, s.ID, &wire.Stabilize{}, 0, func(env node.Env, m wire.Msg, err error) {
-			if err != nil {
-				v.callFailed(env, s, err)
-			}
-		})
+		v.notify(env, s)
 	}
+}
+
+// notify tells n that we may be its predecessor (Chord's notify: a
+// Stabilize whose reply we do not need).
+func (v *Vnode) notify(env node.Env, n wire.NodeRef) {
+	v.host.rt.Call(env, n.Addr, v.self, n.ID, &wire.Stabilize{}, 0, func(env node.Env, _ wire.Msg, err error) {
+		if err != nil {
+			v.callFailed(env, n, err)
+		}
+	})
 }
 
 // handleStabilize is the successor's side of stabilize: the sender joins
