@@ -610,14 +610,21 @@ func TestDHashClusterFlippedReplica(t *testing.T) {
 	// the damaged record, finds it torn and drops it, and the holder has no
 	// copy at all. Either way it must never serve the damaged bytes.
 	hs := d.stat(d.nodes[bad], b.key)
+	dropped := false
 	switch h, ok := holderAt(hs, d.nodes[bad].addr); {
 	case ok && h.Err == "" && h.Size == uint64(len(data)):
 	case ok && h.Err == "no copy":
-		t.Logf("recovery dropped the damaged record before any read (it was past the last checkpoint)")
+		dropped = true
 	default:
 		t.Errorf("stat via %s before any read: want %s listed with a copy of %d bytes, or no copy:%s", d.nodes[bad].name, d.nodes[bad].addr, len(data), formatHolders(hs))
 	}
 	d.mustGetAll("one copy damaged", d.nodes, []testBlock{b})
+	if dropped {
+		// No read finds damage, so no read repairs it: a missing copy is
+		// for maintenance (Passing Tone) to make again, not for a get.
+		t.Logf("recovery dropped the damaged record before any read (it was past the last checkpoint); the rest needs a read that finds the damage")
+		return
+	}
 
 	// The get through the damaged holder read its own copy first, found
 	// the damage and, with the block from the good holder, stored it back
