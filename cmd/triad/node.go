@@ -18,6 +18,7 @@ import (
 	"triad/internal/deploy"
 	"triad/internal/dhash"
 	"triad/internal/host"
+	"triad/internal/maint"
 	tnet "triad/internal/net"
 	"triad/internal/ring"
 	"triad/internal/store"
@@ -47,6 +48,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	maxConns := fs.Int("max-conns", 1024, "connections from peers and clients accepted at once; more are closed on arrival")
 	machine := fs.String("machine", "", "machine `name` shared by the processes that store on one machine (one disk): no two of them get replicas of one block (default: an identity made once and kept under --data)")
 	stab := fs.Duration("stabilize", time.Second, "mean time between stabilization rounds")
+	maintEvery := fs.Duration("maint-interval", maint.DefaultConfig().Interval, "mean time between a vnode's maintenance rounds (Passing Tone: pull what its replica range lacks from its successor and predecessor); a neighbour change starts one at once; 0 turns maintenance off")
 	verbose := fs.Bool("v", false, "log connection-level detail")
 	profile := addProfileFlag(fs, "the node until it stops")
 	bf := addBlockFlags(fs)
@@ -85,6 +87,14 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	spec.listen, spec.data, spec.join, spec.vnodes = *listen, *data, *join, *vnodes
 	spec.ring.StabilizeInterval = *stab
+	switch {
+	case *maintEvery < 0:
+		return usageErr(fs, "--maint-interval %v: want 0 (off) or a positive duration", *maintEvery)
+	case *maintEvery == 0:
+		spec.maint = nil
+	default:
+		spec.maint.Interval = *maintEvery
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := startNode(ctx, spec, log)
@@ -127,6 +137,7 @@ type nodeSpec struct {
 	machine            uint64 // 0: the identity kept under data
 	maxConns           int    // 0: the driver's default
 	host               host.Config
+	maint              *maint.Config // nil: no maintenance
 	ring               ring.Config
 	dhash              dhash.Config
 	capacity           int64
@@ -134,7 +145,8 @@ type nodeSpec struct {
 
 // defaultNodeSpec is one vnode with every protocol's defaults.
 func defaultNodeSpec() nodeSpec {
-	return nodeSpec{vnodes: 1, host: host.DefaultConfig(), ring: ring.DefaultConfig(), dhash: dhash.DefaultConfig()}
+	mc := maint.DefaultConfig()
+	return nodeSpec{vnodes: 1, host: host.DefaultConfig(), ring: ring.DefaultConfig(), dhash: dhash.DefaultConfig(), maint: &mc}
 }
 
 func (b *blockFlags) spec() (nodeSpec, error) {
@@ -190,7 +202,7 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 		return nil, err
 	}
 	blocks := spec.dhash
-	opts := deploy.Options{Vnodes: spec.vnodes, Bootstrap: spec.join, Host: spec.host, Ring: spec.ring, Blocks: &blocks, Machine: spec.machine}
+	opts := deploy.Options{Vnodes: spec.vnodes, Bootstrap: spec.join, Host: spec.host, Ring: spec.ring, Blocks: &blocks, Machine: spec.machine, Maint: spec.maint}
 	n, err := deploy.New(opts, drv.Addr(), drv.Storage(), drv.Rand())
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("%s: %w", spec.data, err), drv.Close())

@@ -7,6 +7,7 @@ import (
 	"triad/internal/dhash"
 	"triad/internal/host"
 	"triad/internal/id"
+	"triad/internal/maint"
 	"triad/internal/node"
 	"triad/internal/ring"
 	"triad/internal/sim"
@@ -25,6 +26,9 @@ type Options struct {
 	Ring ring.Config
 	// Blocks configures the block store; nil runs the ring alone.
 	Blocks *dhash.Config
+	// Maint configures local maintenance (Passing Tone) of the block
+	// store; nil runs none. Its Replicas is the block store's.
+	Maint *maint.Config
 	// Machine, if not zero, is the host's machine identity
 	// (wire.NodeRef.Machine) in place of the random one its state keeps:
 	// hosts given the same one never hold two replicas of a block.
@@ -43,7 +47,8 @@ func DefaultOptions() Options {
 type Node struct {
 	Host   *host.Host
 	Ring   *ring.Chord
-	Blocks *dhash.Node // nil when Options.Blocks is nil
+	Blocks *dhash.Node  // nil when Options.Blocks is nil
+	Maint  *maint.Maint // nil when Options.Maint or Options.Blocks is nil
 	// State is the ring state the host started from: its vnode IDs and
 	// the peers it last knew.
 	State ring.State
@@ -79,6 +84,13 @@ func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error
 	if o.Blocks != nil {
 		if n.Blocks, err = dhash.New(*o.Blocks, chord); err != nil {
 			return nil, fmt.Errorf("deploy: %w", err)
+		}
+		if o.Maint != nil {
+			mc := *o.Maint
+			mc.Replicas = o.Blocks.Replicas
+			if n.Maint, err = maint.New(mc, chord); err != nil {
+				return nil, fmt.Errorf("deploy: %w", err)
+			}
 		}
 	}
 	return n, nil

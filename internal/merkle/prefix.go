@@ -3,6 +3,8 @@ package merkle
 import (
 	"encoding/hex"
 	"fmt"
+
+	"triad/internal/id"
 )
 
 // DigitBits is the number of key bits each level of the tree consumes:
@@ -132,4 +134,38 @@ func (p Prefix) lowKey(width int) []byte {
 	b := make([]byte, width)
 	copy(b, p.bits)
 	return b
+}
+
+// Bounds returns the smallest and largest keys of the given width under p.
+func (p Prefix) Bounds(width int) (lo, hi []byte) {
+	lo = p.lowKey(width)
+	hi = p.lowKey(width)
+	nbits := min(p.depth*DigitBits, width*8)
+	for i := range hi {
+		switch {
+		case (i+1)*8 <= nbits:
+		case i*8 >= nbits:
+			hi[i] = 0xff
+		default:
+			hi[i] |= 0xff >> (nbits - i*8)
+		}
+	}
+	return lo, hi
+}
+
+// OverlapsArc reports whether some key under p lies in the ring arc
+// (lo, hi] (lo == hi: the whole ring), for keys as wide as lo.
+func (p Prefix) OverlapsArc(lo, hi id.ID) bool {
+	if lo == hi {
+		return true
+	}
+	a, b := p.Bounds(lo.Width())
+	first, err1 := id.FromBytes(a)
+	last, err2 := id.FromBytes(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	// The prefix's keys are the interval [first, last]: it meets the arc
+	// if one of its ends is in the arc, or the arc starts inside it.
+	return first.In(lo, hi) || last.In(lo, hi) || (lo.Cmp(first) >= 0 && lo.Cmp(last) < 0)
 }

@@ -194,3 +194,28 @@ func FuzzDecodePrefix(f *testing.F) {
 		}
 	})
 }
+
+// A prefix meets an arc exactly when one of its keys lies in it: checked
+// against every key of a small width by brute force.
+func TestOverlapsArc(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for range 2000 {
+		lo := id.Random(r, 2)
+		hi := id.Random(r, 2)
+		if r.IntN(8) == 0 {
+			hi = lo
+		}
+		depth := r.IntN(4)
+		key := id.Random(r, 2)
+		p := PrefixOf(key.Bytes(), depth)
+		want := false
+		for k := 0; k < 1<<16 && !want; k++ {
+			b := []byte{byte(k >> 8), byte(k)}
+			x, _ := id.FromBytes(b)
+			want = p.Contains(b) && x.In(lo, hi)
+		}
+		if got := p.OverlapsArc(lo, hi); got != want {
+			t.Fatalf("prefix %v, arc (%v, %v]: OverlapsArc = %v, want %v", p, lo, hi, got, want)
+		}
+	}
+}

@@ -54,6 +54,12 @@ const (
 	TypeStatDone   Type = 73
 )
 
+// Message types of maintenance (Passing Tone), 128-191.
+const (
+	TypeTreeQuery Type = 128
+	TypeTreeInfo  Type = 129
+)
+
 // Range is the block of message type numbers, Lo to Hi inclusive, that
 // belongs to one protocol. A protocol numbers its messages inside its own
 // range, so protocols can grow without coordinating with each other.
@@ -68,7 +74,7 @@ var ranges = [...]Range{
 	{"runtime", 1, 15},     // Ping, Ack, Error: the RPC layer
 	{"ring", 16, 63},       // Chord
 	{"dhash", 64, 127},     // blocks
-	{"maint", 128, 191},    // Passing Tone maintenance; reserved
+	{"maint", 128, 191},    // Passing Tone maintenance
 	{"usenet", 192, 255},   // site-to-site header flooding; reserved
 	{"cc", 256, 319},       // congestion control; reserved
 	{"tapestry", 320, 383}, // reserved
@@ -144,6 +150,10 @@ func newMsg(t Type) Msg {
 		return &ClientStat{}
 	case TypeStatDone:
 		return &StatDone{}
+	case TypeTreeQuery:
+		return &TreeQuery{}
+	case TypeTreeInfo:
+		return &TreeInfo{}
 	}
 	return nil
 }
@@ -309,6 +319,7 @@ var typeNames = map[Type]string{
 	TypeClientLookup: "ClientLookup", TypeStoreBlock: "StoreBlock", TypeFetchBlock: "FetchBlock",
 	TypeBlock: "Block", TypeStatBlock: "StatBlock", TypeBlockInfo: "BlockInfo", TypeClientPut: "ClientPut",
 	TypePutDone: "PutDone", TypeClientGet: "ClientGet", TypeClientStat: "ClientStat", TypeStatDone: "StatDone",
+	TypeTreeQuery: "TreeQuery", TypeTreeInfo: "TreeInfo",
 }
 
 // String names the type, for logs and errors.

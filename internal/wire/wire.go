@@ -323,6 +323,14 @@ func Clone(m Msg) Msg {
 		return &PutDone{Key: m.Key, Holders: nodes(m.Holders)}
 	case *StatDone:
 		return &StatDone{Key: m.Key, Holders: append([]Holder(nil), m.Holders...)}
+	case *TreeQuery:
+		return &TreeQuery{Prefix: bytes.Clone(m.Prefix), Lo: m.Lo, Hi: m.Hi}
+	case *TreeInfo:
+		c := &TreeInfo{Count: m.Count, Hash: bytes.Clone(m.Hash), Keys: append([]id.ID(nil), m.Keys...)}
+		for _, k := range m.Children {
+			c.Children = append(c.Children, TreeChild{Prefix: bytes.Clone(k.Prefix), Count: k.Count, Hash: bytes.Clone(k.Hash)})
+		}
+		return c
 	case *RingInfo:
 		c := &RingInfo{}
 		for _, v := range m.Vnodes {

@@ -1,0 +1,28 @@
+// Package maint is Passing Tone's local maintenance (UsenetDHT §4.3,
+// Figure 2): each virtual server keeps a copy of every object whose key
+// lies in its replica range, the arc from its k-th predecessor to itself,
+// by synchronizing that range with its successor and its predecessor and
+// fetching what it lacks. Nobody counts replicas and nothing is deleted:
+// a server pulls into its own range only, so a neighbour cannot push data
+// onto it, and extra copies left by transient failures stay and are
+// reused.
+//
+// Synchronization walks the neighbour's Merkle tree (internal/merkle, kept
+// by the storage engine) from the root, one node per TreeQuery, restricted
+// to the range: where a node's hash equals ours the subtree is skipped;
+// under differing leaves the neighbour lists its keys in the range and we
+// fetch (FetchBlock, answered by dhash) those we do not hold. Keys that
+// expire soon are out of both trees (store.Options.TreeBuffer), and a
+// fetched object already past its expiry is not stored: expired objects
+// are never repaired. A round runs every Config.Interval (10 minutes) and
+// at once when a vnode's successor or predecessor changes.
+//
+// Not yet here (issue 15): global maintenance (Figure 4), rebuilding a
+// missing erasure-coded fragment (fragments are skipped and counted), a
+// repair bandwidth budget, and the operator's status view.
+//
+// Layer: node logic, registered on the host runtime (host.Register) beside
+// the ring and the block store; it reaches the storage engine only through
+// offloaded work. It must not import os, net, sync, the wall clock or
+// global randomness, nor start goroutines (TestNodePackagesStaySansIO).
+package maint

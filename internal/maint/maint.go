@@ -1,0 +1,229 @@
+package maint
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"triad/internal/host"
+	"triad/internal/id"
+	"triad/internal/merkle"
+	"triad/internal/node"
+	"triad/internal/ring"
+	"triad/internal/rpc"
+	"triad/internal/store"
+	"triad/internal/wire"
+)
+
+// Config sets local maintenance.
+type Config struct {
+	// Interval is the time between two rounds of one vnode. Default 10m.
+	Interval time.Duration
+	// Check is how often a vnode looks whether its successor or
+	// predecessor changed, which starts a round at once. Default 5s.
+	Check time.Duration
+	// Replicas is k: a vnode keeps the keys in (k-th predecessor, itself].
+	// Default 2.
+	Replicas int
+	// Queries and Fetches bound the tree queries and the fetches one
+	// round has in flight. Default 8 each.
+	Queries, Fetches int
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{Interval: 10 * time.Minute, Check: 5 * time.Second, Replicas: 2, Queries: 8, Fetches: 8}
+}
+
+// Validate reports a config that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Interval <= 0 || c.Check <= 0:
+		return errors.New("maint: intervals must be positive")
+	case c.Replicas < 1 || c.Replicas > wire.MaxListLen:
+		return fmt.Errorf("maint: %d replicas not in [1, %d]", c.Replicas, wire.MaxListLen)
+	case c.Queries < 1 || c.Fetches < 1:
+		return errors.New("maint: queries and fetches in flight must be at least 1")
+	}
+	return nil
+}
+
+// Stats count what maintenance did; drivers export them.
+type Stats struct {
+	Rounds        uint64 // rounds finished
+	Syncs         uint64 // neighbour synchronizations finished
+	NodesCompared uint64 // tree nodes compared with a neighbour's
+	KeysCompared  uint64 // keys listed by a neighbour's differing leaves
+	Repaired      uint64 // objects fetched and stored
+	BytesRepaired uint64
+	Expired       uint64 // fetched objects already past their expiry: not stored
+	Fragments     uint64 // missing fragments seen: not rebuilt yet
+	Failed        uint64 // queries and fetches that failed
+}
+
+// Maint is local maintenance on one host.
+type Maint struct {
+	cfg   Config
+	chord *ring.Chord
+	rt    *host.Host
+	state map[*ring.Vnode]*vnodeState
+	Stats Stats
+}
+
+// vnodeState is one vnode's maintenance: the round in progress, and what
+// the last one saw.
+type vnodeState struct {
+	round            *round
+	succ, pred       wire.NodeRef // the neighbours of the last round
+	due              time.Time    // the next periodic round
+	started, stopped bool
+}
+
+// New registers local maintenance on the host that runs chord.
+func New(cfg Config, chord *ring.Chord) (*Maint, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Maint{cfg: cfg, chord: chord, rt: chord.Runtime(), state: make(map[*ring.Vnode]*vnodeState)}
+	if err := m.rt.Register(wire.TypeTreeQuery, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// checkTimer looks for neighbour changes and due rounds.
+type checkTimer struct{}
+
+func (checkTimer) String() string { return "maint-check" }
+
+// Start implements host.Protocol.
+func (m *Maint) Start(env node.Env) {
+	for _, v := range m.chord.Vnodes() {
+		// The first round waits for the ring to settle: a neighbour change
+		// starts it sooner.
+		m.state[v] = &vnodeState{due: env.Now().Add(m.jitter(env, m.cfg.Interval))}
+	}
+	env.After(m.jitter(env, m.cfg.Check), checkTimer{})
+}
+
+// Stop implements host.Protocol.
+func (m *Maint) Stop(node.Env) {}
+
+// PeerDown implements host.Protocol: a round with that neighbour fails on
+// its own calls.
+func (m *Maint) PeerDown(node.Env, node.Addr) {}
+
+// Timer implements host.Protocol.
+func (m *Maint) Timer(env node.Env, t node.Timer) bool {
+	if _, ok := t.(checkTimer); !ok {
+		return false
+	}
+	now := env.Now()
+	for _, v := range m.chord.Vnodes() {
+		st := m.state[v]
+		if st == nil || st.round != nil {
+			continue
+		}
+		succ, pred := v.Successor(), v.Predecessor()
+		changed := succ.ID != st.succ.ID || pred.ID != st.pred.ID
+		if changed || !now.Before(st.due) {
+			m.startRound(env, v, st)
+		}
+	}
+	env.After(m.jitter(env, m.cfg.Check), checkTimer{})
+	return true
+}
+
+func (m *Maint) jitter(env node.Env, d time.Duration) time.Duration {
+	return d*3/4 + time.Duration(env.Rand().Int64N(int64(d)/2+1))
+}
+
+// Validate implements host.Validator.
+func (m *Maint) Validate(msg wire.Msg) error {
+	switch msg := msg.(type) {
+	case *wire.TreeQuery:
+		if _, err := merkle.DecodePrefix(msg.Prefix); err != nil {
+			return err
+		}
+		if msg.Lo.Width() != id.Bytes || msg.Hi.Width() != id.Bytes {
+			return errors.New("maint: tree query with a malformed range")
+		}
+	case *wire.TreeInfo:
+		if len(msg.Hash) != 0 && len(msg.Hash) != wire.TreeHashBytes {
+			return errors.New("maint: tree node with a malformed hash")
+		}
+	}
+	return nil
+}
+
+// Receive implements host.Protocol: a neighbour's TreeQuery is answered
+// from our tree, read off the event loop.
+func (m *Maint) Receive(env node.Env, in node.MsgIn) {
+	q, ok := in.Env.Msg.(*wire.TreeQuery)
+	if !ok || in.Env.Kind != wire.Request {
+		return
+	}
+	p, _ := merkle.DecodePrefix(q.Prefix) // Validate checked it
+	env.Offload(&work{
+		run: func(e store.Engine) (any, error) { return describe(e, p, q.Lo, q.Hi) },
+		done: func(env node.Env, res any, err error) {
+			if err != nil {
+				rpc.RespondError(env, in, wire.NodeRef{Addr: m.rt.Addr()}, wire.ErrCodeInternal, err.Error())
+				return
+			}
+			rpc.Respond(env, in, wire.NodeRef{Addr: m.rt.Addr()}, res.(*wire.TreeInfo))
+		},
+	})
+}
+
+// Work implements host.Protocol.
+func (m *Maint) Work(env node.Env, done node.WorkDone) bool {
+	w, ok := done.W.(*work)
+	if !ok {
+		return false
+	}
+	w.done(env, done.Result, done.Err)
+	return true
+}
+
+// work is a read or write of the host's storage engine, run by the driver.
+type work struct {
+	run  func(store.Engine) (any, error)
+	done func(env node.Env, res any, err error)
+}
+
+func (w *work) Run(s node.Storage) (any, error) { return w.run(s.Engine()) }
+
+// describe is the TreeInfo of our tree's node at p, seen from (lo, hi].
+func describe(e store.Engine, p merkle.Prefix, lo, hi id.ID) (*wire.TreeInfo, error) {
+	n, err := e.TreeNode(p)
+	if err != nil {
+		return nil, err
+	}
+	info := &wire.TreeInfo{Count: n.Count}
+	if n.Count == 0 {
+		return info, nil
+	}
+	info.Hash = append([]byte(nil), n.Hash[:]...)
+	if n.Leaf() {
+		keys, err := e.TreeKeys(p, lo, hi, wire.MaxTreeKeys)
+		info.Keys = keys
+		return info, err
+	}
+	kids, err := e.TreeChildren(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kids {
+		if k.Prefix.OverlapsArc(lo, hi) {
+			info.Children = append(info.Children, wire.TreeChild{Prefix: k.Prefix.Encode(), Count: k.Count, Hash: append([]byte(nil), k.Hash[:]...)})
+		}
+	}
+	return info, nil
+}
+
+// sameNode reports whether our node n and a neighbour's match.
+func sameNode(n merkle.Node, count uint64, hash []byte) bool {
+	return n.Count == count && (count == 0 || bytes.Equal(n.Hash[:], hash))
+}

@@ -1,0 +1,198 @@
+package maint_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"triad/internal/deploy"
+	"triad/internal/id"
+	"triad/internal/maint"
+	"triad/internal/node"
+	"triad/internal/sim"
+	"triad/internal/wire"
+)
+
+// cluster is a simulated ring of block-store hosts running maintenance.
+type cluster struct {
+	t    *testing.T
+	s    *sim.Sim
+	keys []id.ID
+}
+
+func newCluster(t *testing.T, n int, seed uint64) *cluster {
+	t.Helper()
+	s := sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(n, seed))
+	opts := deploy.DefaultOptions()
+	mc := maint.DefaultConfig()
+	mc.Interval = time.Minute
+	opts.Maint = &mc
+	for i := 0; i < n; i++ {
+		boot := ""
+		if i > 0 {
+			boot = "h0"
+		}
+		if _, err := s.AddHost(deploy.Factory(opts, func() node.Addr { return boot })); err != nil {
+			t.Fatal(err)
+		}
+		s.RunFor(50 * time.Millisecond)
+	}
+	s.RunFor(2 * time.Minute) // joined, lists full, a first round done
+	return &cluster{t: t, s: s}
+}
+
+// put stores blocks of random data through random hosts.
+func (c *cluster) put(n int, r *rand.Rand) {
+	c.t.Helper()
+	for i := 0; i < n; i++ {
+		data := make([]byte, 200+r.IntN(2000))
+		for j := range data {
+			data[j] = byte(r.Uint32())
+		}
+		h := c.up()[r.IntN(len(c.up()))]
+		done := false
+		var err error
+		c.s.Do(h, func(env node.Env) {
+			deploy.Of(h).Blocks.Put(env, data, env.Now().Add(24*time.Hour), wire.RedundancyReplicas,
+				func(env node.Env, key id.ID, _ []wire.NodeRef, e error) {
+					err, done = e, true
+					c.keys = append(c.keys, key)
+				})
+		})
+		for deadline := c.s.Now() + time.Minute; !done && c.s.Now() < deadline; {
+			c.s.RunFor(100 * time.Millisecond)
+		}
+		if !done || err != nil {
+			c.t.Fatalf("put %d: done %v, %v", i, done, err)
+		}
+	}
+}
+
+func (c *cluster) up() []*sim.Host {
+	var out []*sim.Host
+	for _, h := range c.s.Hosts() {
+		if h.Up() {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// copies counts the running hosts whose engine holds key.
+func (c *cluster) copies(key id.ID) int {
+	n := 0
+	for _, h := range c.up() {
+		if _, err := h.Storage().Engine().Stat(key); err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// underReplicated lists the keys with fewer than k copies on running hosts.
+func (c *cluster) underReplicated(k int) []id.ID {
+	var out []id.ID
+	for _, key := range c.keys {
+		if c.copies(key) < k {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+func stats(h *sim.Host) maint.Stats { return deploy.Of(h).Maint.Stats }
+
+// A host that fails for good leaves its blocks with one copy; its
+// neighbours' maintenance makes the second again within a few rounds,
+// pulling only into their own ranges.
+func TestLostHostsBlocksGetBackToKCopies(t *testing.T) {
+	c := newCluster(t, 12, 1)
+	c.put(150, rand.New(rand.NewPCG(1, 1)))
+	if under := c.underReplicated(2); len(under) > 0 {
+		t.Fatalf("%d blocks under 2 copies right after their puts", len(under))
+	}
+	gone := c.s.Hosts()[5]
+	held := 0
+	for _, key := range c.keys {
+		if _, err := gone.Storage().Engine().Stat(key); err == nil {
+			held++
+		}
+	}
+	if held == 0 {
+		t.Fatalf("the host to fail holds no block: pick another")
+	}
+	c.s.Crash(gone)
+	c.s.RunFor(3 * time.Minute)
+	if under := c.underReplicated(2); len(under) > 0 {
+		t.Fatalf("%d of %d blocks still under 2 copies 3 minutes after a host that held %d failed", len(under), len(c.keys), held)
+	}
+	var repaired uint64
+	for _, h := range c.up() {
+		repaired += stats(h).Repaired
+	}
+	if repaired < uint64(held) {
+		t.Errorf("%d repairs for the %d blocks the failed host held", repaired, held)
+	}
+	t.Logf("%d blocks, %d on the failed host, %d repairs", len(c.keys), held, repaired)
+}
+
+// A host whose disk is wiped comes back empty at new ring positions; the
+// blocks it held are back at 2 copies once maintenance has run, and the
+// wiped host pulls what its new range needs.
+func TestWipedHostsBlocksGetBackToKCopies(t *testing.T) {
+	c := newCluster(t, 12, 2)
+	c.put(150, rand.New(rand.NewPCG(2, 2)))
+	h := c.s.Hosts()[3]
+	c.s.Wipe(h)
+	c.s.RunFor(30 * time.Second)
+	if err := c.s.Restart(h); err != nil {
+		t.Fatal(err)
+	}
+	c.s.RunFor(4 * time.Minute)
+	if under := c.underReplicated(2); len(under) > 0 {
+		t.Fatalf("%d of %d blocks under 2 copies after a wipe and 4 minutes", len(under), len(c.keys))
+	}
+	if stats(h).Repaired == 0 {
+		t.Errorf("the wiped host pulled nothing into its new range")
+	}
+}
+
+// A host that restarts with its disk does not fetch again what it has, and
+// once every range is whole a round fetches nothing: synchronization
+// finds no difference.
+func TestRestartAndSteadyStateFetchNothing(t *testing.T) {
+	c := newCluster(t, 10, 3)
+	c.put(120, rand.New(rand.NewPCG(3, 3)))
+	c.s.RunFor(3 * time.Minute) // every range whole
+	h := c.s.Hosts()[4]
+	c.s.Crash(h)
+	c.s.RunFor(20 * time.Second)
+	if err := c.s.Restart(h); err != nil {
+		t.Fatal(err)
+	}
+	c.s.RunFor(3 * time.Minute)
+	if got := stats(h).Repaired; got != 0 {
+		t.Errorf("the restarted host fetched %d objects it had kept", got)
+	}
+	before := map[*sim.Host]maint.Stats{}
+	for _, h := range c.up() {
+		before[h] = stats(h)
+	}
+	c.s.RunFor(3 * time.Minute)
+	for _, h := range c.up() {
+		b, a := before[h], stats(h)
+		if a.Repaired != b.Repaired {
+			t.Errorf("%s fetched %d objects in steady state", h.Addr, a.Repaired-b.Repaired)
+		}
+		if a.Rounds == b.Rounds {
+			t.Errorf("%s ran no round in 3 minutes", h.Addr)
+		}
+		if syncs := a.Syncs - b.Syncs; syncs > 0 && (a.NodesCompared-b.NodesCompared)/syncs > 200 {
+			t.Errorf("%s compared %d tree nodes per sync in steady state", h.Addr, (a.NodesCompared-b.NodesCompared)/syncs)
+		}
+	}
+	if under := c.underReplicated(2); len(under) > 0 {
+		t.Fatalf("%d blocks under 2 copies", len(under))
+	}
+}
+

@@ -1,0 +1,234 @@
+package maint
+
+import (
+	"errors"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/merkle"
+	"triad/internal/node"
+	"triad/internal/ring"
+	"triad/internal/store"
+	"triad/internal/wire"
+)
+
+// round is one vnode's local maintenance (Figure 2): a synchronization of
+// its range with its successor, then with its predecessor, fetching what
+// it lacks from each.
+type round struct {
+	m        *Maint
+	v        *ring.Vnode
+	st       *vnodeState
+	lo, hi   id.ID          // the range: (k-th predecessor, self]
+	partners []wire.NodeRef // successor, predecessor
+	cur      int            // the partner being synchronized with
+	visit    []merkle.Prefix
+	fetch    []id.ID
+	queries  int // in flight, with their comparisons
+	fetches  int // in flight, with their writes
+	queued   map[id.ID]bool
+}
+
+// maxQueued bounds the keys a round holds to fetch: past it, it stops
+// walking the tree until fetches drain the queue.
+const maxQueued = 4096
+
+func (m *Maint) startRound(env node.Env, v *ring.Vnode, st *vnodeState) {
+	succ, pred := v.Successor(), v.Predecessor()
+	st.succ, st.pred = succ, pred
+	st.due = env.Now().Add(m.jitter(env, m.cfg.Interval))
+	self := v.Self()
+	lo := self.ID // fewer than k predecessors known: the whole ring
+	if preds := v.Preds(); len(preds) >= m.cfg.Replicas {
+		lo = preds[m.cfg.Replicas-1].ID
+	}
+	r := &round{m: m, v: v, st: st, lo: lo, hi: self.ID, queued: make(map[id.ID]bool)}
+	for _, p := range []wire.NodeRef{succ, pred} {
+		// A vnode of our own host shares our storage: nothing to pull.
+		if p.IsZero() || p.Addr == m.rt.Addr() || m.chord.IsDead(env, p) {
+			continue
+		}
+		if len(r.partners) == 1 && r.partners[0].ID == p.ID {
+			continue
+		}
+		r.partners = append(r.partners, p)
+	}
+	st.round = r
+	r.begin(env)
+}
+
+// begin starts the synchronization with the current partner, or ends the
+// round when none is left.
+func (r *round) begin(env node.Env) {
+	if r.cur == len(r.partners) {
+		r.m.Stats.Rounds++
+		r.st.round = nil
+		return
+	}
+	r.visit = append(r.visit[:0], merkle.Root())
+	r.pump(env)
+}
+
+// pump starts what the limits allow and moves on when the partner is done.
+func (r *round) pump(env node.Env) {
+	for r.fetches < r.m.cfg.Fetches && len(r.fetch) > 0 {
+		key := r.fetch[0]
+		r.fetch = r.fetch[1:]
+		r.fetchKey(env, key)
+	}
+	for r.queries < r.m.cfg.Queries && len(r.visit) > 0 && len(r.fetch) < maxQueued {
+		p := r.visit[len(r.visit)-1]
+		r.visit = r.visit[:len(r.visit)-1]
+		r.query(env, p)
+	}
+	if r.queries == 0 && r.fetches == 0 && len(r.visit) == 0 && len(r.fetch) == 0 {
+		r.m.Stats.Syncs++
+		r.cur++
+		r.begin(env)
+	}
+}
+
+func (r *round) partner() wire.NodeRef { return r.partners[r.cur] }
+
+// query compares our tree's node at p with the partner's.
+func (r *round) query(env node.Env, p merkle.Prefix) {
+	m, partner, lo, hi := r.m, r.partner(), r.lo, r.hi
+	r.queries++
+	m.Stats.NodesCompared++
+	ok := m.rt.Call(env, partner.Addr, r.v.Self(), partner.ID, &wire.TreeQuery{Prefix: p.Encode(), Lo: lo, Hi: hi}, 0,
+		func(env node.Env, msg wire.Msg, err error) {
+			info, isInfo := msg.(*wire.TreeInfo)
+			if err != nil || !isInfo {
+				m.Stats.Failed++
+				r.queries--
+				r.pump(env)
+				return
+			}
+			m.Stats.KeysCompared += uint64(len(info.Keys))
+			env.Offload(&work{
+				run: func(e store.Engine) (any, error) { return compare(e, p, info, lo, hi) },
+				done: func(env node.Env, res any, err error) {
+					r.queries--
+					if err != nil {
+						m.Stats.Failed++
+					} else {
+						d := res.(diff)
+						for _, k := range d.missing {
+							if !r.queued[k] {
+								r.queued[k] = true
+								r.fetch = append(r.fetch, k)
+							}
+						}
+						r.visit = append(r.visit, d.descend...)
+					}
+					r.pump(env)
+				},
+			})
+		})
+	if !ok {
+		m.Stats.Failed++
+		r.queries--
+	}
+}
+
+// diff is what comparing one tree node found: keys we lack, and child
+// nodes that differ.
+type diff struct {
+	missing []id.ID
+	descend []merkle.Prefix
+}
+
+// compare sets the partner's node at p against ours. Nothing the partner
+// said is trusted beyond what it can name: keys and children outside p or
+// outside (lo, hi] are ignored, so a neighbour cannot make us pull a key
+// that is not ours to keep.
+func compare(e store.Engine, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (diff, error) {
+	var d diff
+	mine, err := e.TreeNode(p)
+	if err != nil || sameNode(mine, info.Count, info.Hash) {
+		return d, err
+	}
+	for _, k := range info.Keys {
+		if k.Width() != id.Bytes || !p.Contains(k.Bytes()) || !k.In(lo, hi) {
+			continue
+		}
+		if _, err := e.Stat(k); errors.Is(err, store.ErrNotFound) {
+			d.missing = append(d.missing, k)
+		} else if err != nil && !errors.Is(err, store.ErrCorrupt) {
+			return d, err
+		}
+	}
+	if len(info.Children) == 0 {
+		return d, nil
+	}
+	kids, err := e.TreeChildren(p)
+	if err != nil {
+		return d, err
+	}
+	ours := make(map[merkle.Prefix]merkle.Node, len(kids))
+	for _, k := range kids {
+		ours[k.Prefix] = k
+	}
+	for _, c := range info.Children {
+		cp, err := merkle.DecodePrefix(c.Prefix)
+		if err != nil || cp.Depth() != p.Depth()+1 || !cp.OverlapsArc(lo, hi) {
+			continue
+		}
+		if first, _ := cp.Bounds(id.Bytes); !p.Contains(first) {
+			continue
+		}
+		if n, ok := ours[cp]; ok && sameNode(n, c.Count, c.Hash) {
+			continue
+		}
+		d.descend = append(d.descend, cp)
+	}
+	return d, nil
+}
+
+// fetchKey copies one object we lack from the partner.
+func (r *round) fetchKey(env node.Env, key id.ID) {
+	m, partner := r.m, r.partner()
+	r.fetches++
+	done := func(env node.Env) {
+		r.fetches--
+		r.pump(env)
+	}
+	ok := m.rt.Call(env, partner.Addr, r.v.Self(), partner.ID, &wire.FetchBlock{Key: key}, 0,
+		func(env node.Env, msg wire.Msg, err error) {
+			b, isBlock := msg.(*wire.Block)
+			switch {
+			case err != nil || !isBlock || b.Key != key:
+				m.Stats.Failed++
+				done(env)
+				return
+			case b.Fragment:
+				m.Stats.Fragments++
+				done(env)
+				return
+			}
+			expiry := time.Unix(0, b.Expiry)
+			if !expiry.After(env.Now()) {
+				m.Stats.Expired++
+				done(env)
+				return
+			}
+			env.Offload(&work{
+				// The engine checks the content hash: a neighbour cannot
+				// store anything but the object under its key.
+				run: func(e store.Engine) (any, error) { return nil, e.Put(key, b.Data, expiry, store.PutOptions{}) },
+				done: func(env node.Env, _ any, err error) {
+					if err != nil {
+						m.Stats.Failed++
+					} else {
+						m.Stats.Repaired++
+						m.Stats.BytesRepaired += uint64(len(b.Data))
+					}
+					done(env)
+				},
+			})
+		})
+	if !ok {
+		m.Stats.Failed++
+		r.fetches--
+	}
+}
