@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"triad/internal/client"
+	"triad/internal/id"
+)
+
+// TestMaintClusterKilledNodesBlocksBackToTwo: six real nodes on 127.0.0.1,
+// 10,000 blocks as 2 replicas; one node is killed for good with SIGKILL.
+// Passing Tone's local maintenance on the others brings every block back
+// to 2 copies on live nodes, and the test prints how long it took.
+func TestMaintClusterKilledNodesBlocksBackToTwo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real processes")
+	}
+	d := startDHash(t, 6, "--maint-interval", "20s")
+	r := newRand(t)
+	const n = 10000
+	keys := make([]id.ID, n)
+	datas := make([][]byte, n)
+	for i := range datas {
+		datas[i] = randomBytes(r, 100)
+	}
+	live := d.liveNodes()
+	clients := make([]*client.Client, len(live))
+	for i, p := range live {
+		clients[i] = d.client(p)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 16 {
+				ctx, cancel := context.WithTimeout(context.Background(), dhashPutTimeout)
+				key, _, err := clients[i%len(clients)].Put(ctx, datas[i], client.PutOptions{Expire: 24 * time.Hour})
+				cancel()
+				if err != nil {
+					errs <- err
+					return
+				}
+				keys[i] = key
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("put: %v", err)
+	}
+	t.Logf("put %d blocks in %v", n, time.Since(start).Round(time.Millisecond))
+
+	victim := d.nodes[2]
+	victim.kill(t)
+	killed := time.Now()
+	under := func() (missing []id.ID) {
+		via := d.liveNodes()
+		for i, key := range keys {
+			ctx, cancel := context.WithTimeout(context.Background(), dhashGetTimeout)
+			hs, err := d.client(via[i%len(via)]).Stat(ctx, key)
+			cancel()
+			copies := 0
+			for _, h := range holding(hs) {
+				if h.Node.Addr != victim.addr {
+					copies++
+				}
+			}
+			if err != nil || copies < 2 {
+				missing = append(missing, key)
+			}
+		}
+		return missing
+	}
+	first := under()
+	if len(first) == 0 {
+		t.Fatalf("no block lost a copy with %s: it held nothing?", victim.name)
+	}
+	t.Logf("right after killing %s: %d of %d blocks under 2 copies", victim.name, len(first), n)
+	deadline := killed.Add(3 * time.Minute)
+	for {
+		missing := under()
+		if len(missing) == 0 {
+			t.Logf("every block back at 2 copies %v after the SIGKILL", time.Since(killed).Round(time.Second))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d blocks still under 2 copies 3 minutes after the SIGKILL (first: %s)\n%s", len(missing), n, missing[0].Short(), d.logs())
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
