@@ -34,6 +34,18 @@ func FromBytes(b []byte) (ID, error) {
 	return ID{string(b)}, nil
 }
 
+// Min and Max are the smallest and the largest ID of a width (1 to
+// MaxBytes bytes).
+func Min(width int) ID { return ID{string(make([]byte, width))} }
+
+func Max(width int) ID {
+	b := make([]byte, width)
+	for i := range b {
+		b[i] = 0xff
+	}
+	return ID{string(b)}
+}
+
 // Key returns the content key of data: the first 160 bits of SHA-256.
 func Key(data []byte) ID {
 	sum := sha256.Sum256(data)

@@ -17,9 +17,14 @@
 // are never repaired. A round runs every Config.Interval (10 minutes) and
 // at once when a vnode's successor or predecessor changes.
 //
-// Not yet here (issue 15): global maintenance (Figure 4), rebuilding a
-// missing erasure-coded fragment (fragments are skipped and counted), a
-// repair bandwidth budget, and the operator's status view.
+// Global maintenance (§4.4, Figure 4) sweeps the keys a host stores
+// outside a vnode's range: each stretch goes to its current successor,
+// which is asked (the same tree walk, the other way round) which keys it
+// lacks, and is handed those. Nothing is ever deleted.
+//
+// Not yet here (issue 15): rebuilding a missing erasure-coded fragment
+// (fragments are skipped and counted), a repair bandwidth budget, and the
+// operator's status view.
 //
 // Layer: node logic, registered on the host runtime (host.Register) beside
 // the ring and the block store; it reaches the storage engine only through

@@ -59,7 +59,13 @@ type Stats struct {
 	BytesRepaired uint64
 	Expired       uint64 // fetched objects already past their expiry: not stored
 	Fragments     uint64 // missing fragments seen: not rebuilt yet
-	Failed        uint64 // queries and fetches that failed
+	Failed        uint64 // queries, fetches and hand-overs that failed
+
+	// Global maintenance.
+	Sweeps          uint64 // sweeps finished
+	Stretches       uint64 // stretches of keys placed with their successor
+	HandedOver      uint64 // objects given to the successor that lacked them
+	BytesHandedOver uint64
 }
 
 // Maint is local maintenance on one host.
@@ -74,10 +80,11 @@ type Maint struct {
 // vnodeState is one vnode's maintenance: the round in progress, and what
 // the last one saw.
 type vnodeState struct {
-	round            *round
-	succ, pred       wire.NodeRef // the neighbours of the last round
-	due              time.Time    // the next periodic round
-	started, stopped bool
+	round      *round
+	succ, pred wire.NodeRef // the neighbours of the last round
+	due        time.Time    // the next periodic round
+	sweep      *sweep       // global maintenance in progress
+	sweepDue   time.Time
 }
 
 // New registers local maintenance on the host that runs chord.
@@ -102,7 +109,7 @@ func (m *Maint) Start(env node.Env) {
 	for _, v := range m.chord.Vnodes() {
 		// The first round waits for the ring to settle: a neighbour change
 		// starts it sooner.
-		m.state[v] = &vnodeState{due: env.Now().Add(m.jitter(env, m.cfg.Interval))}
+		m.state[v] = &vnodeState{due: env.Now().Add(m.jitter(env, m.cfg.Interval)), sweepDue: env.Now().Add(m.jitter(env, m.cfg.Interval))}
 	}
 	env.After(m.jitter(env, m.cfg.Check), checkTimer{})
 }
@@ -122,7 +129,13 @@ func (m *Maint) Timer(env node.Env, t node.Timer) bool {
 	now := env.Now()
 	for _, v := range m.chord.Vnodes() {
 		st := m.state[v]
-		if st == nil || st.round != nil {
+		if st == nil {
+			continue
+		}
+		if st.sweep == nil && !now.Before(st.sweepDue) {
+			m.startSweep(env, v, st)
+		}
+		if st.round != nil {
 			continue
 		}
 		succ, pred := v.Successor(), v.Predecessor()

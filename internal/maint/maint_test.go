@@ -1,7 +1,9 @@
 package maint_test
 
 import (
+	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"triad/internal/maint"
 	"triad/internal/node"
 	"triad/internal/sim"
+	"triad/internal/store"
 	"triad/internal/wire"
 )
 
@@ -196,3 +199,62 @@ func TestRestartAndSteadyStateFetchNothing(t *testing.T) {
 	}
 }
 
+// successors returns the hosts whose vnodes follow key on the ring, nearest
+// first, from the running hosts' IDs (each host runs one vnode).
+func (c *cluster) successors(key id.ID) []*sim.Host {
+	hs := c.up()
+	slices.SortFunc(hs, func(a, b *sim.Host) int {
+		da := ringDistance(key, deploy.Of(a).Ring.Vnodes()[0].Self().ID)
+		db := ringDistance(key, deploy.Of(b).Ring.Vnodes()[0].Self().ID)
+		return da.Cmp(db)
+	})
+	return hs
+}
+
+// ringDistance is how far clockwise from key x lies, as a big integer.
+func ringDistance(key, x id.ID) *big.Int {
+	k, v := new(big.Int).SetBytes(key.Bytes()), new(big.Int).SetBytes(x.Bytes())
+	d := new(big.Int).Sub(v, k)
+	if d.Sign() <= 0 {
+		d.Add(d, new(big.Int).Lsh(big.NewInt(1), 8*id.Bytes))
+	}
+	return d
+}
+
+// A block stored only on a host outside its replica set (as a put does
+// when the key's successors are down) is handed to the key's successor by
+// global maintenance, and local maintenance then makes the second copy:
+// it ends on the key's first two successors.
+func TestStrandedCopyReachesItsReplicaSet(t *testing.T) {
+	c := newCluster(t, 10, 4)
+	r := rand.New(rand.NewPCG(4, 4))
+	var stranded []id.ID
+	for range 20 {
+		data := make([]byte, 500)
+		for j := range data {
+			data[j] = byte(r.Uint32())
+		}
+		key := id.Key(data)
+		succ := c.successors(key)
+		far := succ[5] // well outside the key's first two successors
+		if err := far.Storage().Engine().Put(key, data, c.s.Epoch().Add(c.s.Now()+24*time.Hour), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		stranded = append(stranded, key)
+	}
+	c.s.RunFor(4 * time.Minute)
+	for _, key := range stranded {
+		for i, h := range c.successors(key)[:2] {
+			if _, err := h.Storage().Engine().Stat(key); err != nil {
+				t.Fatalf("key %v: successor %d (%s) has no copy after 4 minutes: %v", key.Short(), i, h.Addr, err)
+			}
+		}
+	}
+	var handed uint64
+	for _, h := range c.up() {
+		handed += stats(h).HandedOver
+	}
+	if handed < uint64(len(stranded)) {
+		t.Errorf("%d hand-overs for %d stranded blocks", handed, len(stranded))
+	}
+}

@@ -179,6 +179,10 @@ func (s *Sim) Later(h *Host, fn func()) {
 	h.w.later = append(h.w.later, fn)
 }
 
+// Epoch is the wall-clock time of virtual time zero: a host's env.Now()
+// is Epoch().Add(Now()).
+func (s *Sim) Epoch() time.Time { return s.cfg.Epoch }
+
 // Now is the virtual time elapsed since the start.
 func (s *Sim) Now() time.Duration { return s.now }
 

@@ -1,0 +1,287 @@
+package maint
+
+import (
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/merkle"
+	"triad/internal/node"
+	"triad/internal/ring"
+	"triad/internal/store"
+	"triad/internal/wire"
+)
+
+// sweep is one vnode's global maintenance (UsenetDHT §4.4, Figure 4): it
+// walks the keys the host stores outside the vnode's replica range, finds
+// each stretch's current successor, asks that successor's tree which of
+// them it lacks (a reverse synchronization), and hands those over. It
+// never deletes: the copies it hands over stay here too.
+type sweep struct {
+	m      *Maint
+	v      *ring.Vnode
+	st     *vnodeState
+	cursor id.ID // keys in (cursor, end] are still to place
+	end    id.ID // the k-th predecessor: the range's start
+	// The stretch being placed: keys in (lo, hi] go to dst.
+	lo, hi  id.ID
+	dst     wire.NodeRef
+	visit   []merkle.Prefix
+	push    []id.ID
+	queries int
+	pushes  int
+	queued  map[id.ID]bool
+}
+
+// maxStretches bounds the successors one sweep places keys with.
+const maxStretches = 64
+
+func (m *Maint) startSweep(env node.Env, v *ring.Vnode, st *vnodeState) {
+	st.sweepDue = env.Now().Add(m.jitter(env, m.cfg.Interval))
+	preds := v.Preds()
+	if len(preds) < m.cfg.Replicas {
+		return // the whole ring is ours: nothing lies outside
+	}
+	s := &sweep{m: m, v: v, st: st, cursor: v.Self().ID, end: preds[m.cfg.Replicas-1].ID, queued: make(map[id.ID]bool)}
+	st.sweep = s
+	s.next(env, 0)
+}
+
+// next finds the first stored key after the cursor that is not ours and
+// looks up where it belongs.
+func (s *sweep) next(env node.Env, stretches int) {
+	m := s.m
+	if stretches == maxStretches || s.cursor == s.end {
+		s.finish()
+		return
+	}
+	cursor, end := s.cursor, s.end
+	env.Offload(&work{
+		run: func(e store.Engine) (any, error) { return firstKey(e, cursor, end) },
+		done: func(env node.Env, res any, err error) {
+			key, _ := res.(id.ID)
+			if err != nil || key.IsZero() {
+				s.finish()
+				return
+			}
+			m.chord.Lookup(env, key, ring.LookupOptions{}, func(env node.Env, r ring.Result) {
+				if r.Err != nil || len(r.Succs) == 0 {
+					m.Stats.Failed++
+					s.finish()
+					return
+				}
+				dst := r.Succs[0]
+				// Keys up to the successor go to it; past the end of what
+				// is not ours, they are ours.
+				hi := dst.ID
+				if !hi.In(s.cursor, s.end) {
+					hi = s.end
+				}
+				s.lo, s.hi, s.dst = s.cursor, hi, dst
+				if dst.Addr == m.rt.Addr() {
+					s.advance(env, stretches) // another vnode of ours: same storage
+					return
+				}
+				s.visit = append(s.visit[:0], merkle.Root())
+				s.pump(env, stretches)
+			})
+		},
+	})
+}
+
+func (s *sweep) advance(env node.Env, stretches int) {
+	s.cursor = s.hi
+	s.m.Stats.Stretches++
+	s.next(env, stretches+1)
+}
+
+func (s *sweep) finish() {
+	s.m.Stats.Sweeps++
+	s.st.sweep = nil
+}
+
+func (s *sweep) pump(env node.Env, stretches int) {
+	m := s.m
+	for s.pushes < m.cfg.Fetches && len(s.push) > 0 {
+		key := s.push[0]
+		s.push = s.push[1:]
+		s.hand(env, key, stretches)
+	}
+	for s.queries < m.cfg.Queries && len(s.visit) > 0 && len(s.push) < maxQueued {
+		p := s.visit[len(s.visit)-1]
+		s.visit = s.visit[:len(s.visit)-1]
+		s.query(env, p, stretches)
+	}
+	if s.queries == 0 && s.pushes == 0 && len(s.visit) == 0 && len(s.push) == 0 {
+		s.advance(env, stretches)
+	}
+}
+
+// query compares the destination's tree node at p with ours, the other way
+// round from local maintenance: what do we hold that it lacks?
+func (s *sweep) query(env node.Env, p merkle.Prefix, stretches int) {
+	m, dst, lo, hi := s.m, s.dst, s.lo, s.hi
+	s.queries++
+	m.Stats.NodesCompared++
+	ok := m.rt.Call(env, dst.Addr, s.v.Self(), dst.ID, &wire.TreeQuery{Prefix: p.Encode(), Lo: lo, Hi: hi}, 0,
+		func(env node.Env, msg wire.Msg, err error) {
+			info, isInfo := msg.(*wire.TreeInfo)
+			if err != nil || !isInfo {
+				m.Stats.Failed++
+				s.queries--
+				s.pump(env, stretches)
+				return
+			}
+			env.Offload(&work{
+				run: func(e store.Engine) (any, error) { return reverseCompare(e, p, info, lo, hi) },
+				done: func(env node.Env, res any, err error) {
+					s.queries--
+					if err != nil {
+						m.Stats.Failed++
+					} else {
+						d := res.(diff)
+						for _, k := range d.missing {
+							if !s.queued[k] {
+								s.queued[k] = true
+								s.push = append(s.push, k)
+							}
+						}
+						s.visit = append(s.visit, d.descend...)
+					}
+					s.pump(env, stretches)
+				},
+			})
+		})
+	if !ok {
+		m.Stats.Failed++
+		s.queries--
+	}
+}
+
+// reverseCompare finds, under p and in (lo, hi], the keys we hold that the
+// other tree lacks (missing) and the children to look into.
+func reverseCompare(e store.Engine, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (diff, error) {
+	var d diff
+	mine, err := e.TreeNode(p)
+	if err != nil || mine.Count == 0 || sameNode(mine, info.Count, info.Hash) {
+		return d, err
+	}
+	if len(info.Children) == 0 || mine.Leaf() {
+		// Their leaf lists its keys in the range; or our few keys here
+		// can be checked against their children one by one below.
+		ours, err := e.TreeKeys(p, lo, hi, wire.MaxTreeKeys*merkle.Fanout)
+		if err != nil {
+			return d, err
+		}
+		if len(info.Children) == 0 {
+			theirs := make(map[id.ID]bool, len(info.Keys))
+			for _, k := range info.Keys {
+				theirs[k] = true
+			}
+			for _, k := range ours {
+				if !theirs[k] {
+					d.missing = append(d.missing, k)
+				}
+			}
+			return d, nil
+		}
+		seen := map[merkle.Prefix]bool{}
+		for _, k := range ours {
+			cp := merkle.PrefixOf(k.Bytes(), p.Depth()+1)
+			if !seen[cp] {
+				seen[cp] = true
+				d.descend = append(d.descend, cp)
+			}
+		}
+		return d, nil
+	}
+	theirs := make(map[merkle.Prefix]wire.TreeChild, len(info.Children))
+	for _, c := range info.Children {
+		if cp, err := merkle.DecodePrefix(c.Prefix); err == nil {
+			theirs[cp] = c
+		}
+	}
+	kids, err := e.TreeChildren(p)
+	if err != nil {
+		return d, err
+	}
+	for _, k := range kids {
+		if !k.Prefix.OverlapsArc(lo, hi) {
+			continue
+		}
+		if c, ok := theirs[k.Prefix]; ok && sameNode(k, c.Count, c.Hash) {
+			continue
+		}
+		d.descend = append(d.descend, k.Prefix)
+	}
+	return d, nil
+}
+
+// hand gives the destination our copy of key.
+func (s *sweep) hand(env node.Env, key id.ID, stretches int) {
+	m, dst := s.m, s.dst
+	s.pushes++
+	done := func(env node.Env) {
+		s.pushes--
+		s.pump(env, stretches)
+	}
+	env.Offload(&work{
+		run: func(e store.Engine) (any, error) {
+			data, meta, err := e.Get(key)
+			return &wire.StoreBlock{Key: key, Data: data, Expiry: meta.Expiry.UnixNano(), Fragment: meta.Opaque}, err
+		},
+		done: func(env node.Env, res any, err error) {
+			b, _ := res.(*wire.StoreBlock)
+			switch {
+			case err != nil:
+				m.Stats.Failed++
+				done(env)
+				return
+			case b.Fragment:
+				m.Stats.Fragments++
+				done(env)
+				return
+			case !time.Unix(0, b.Expiry).After(env.Now()):
+				m.Stats.Expired++
+				done(env)
+				return
+			}
+			ok := m.rt.Call(env, dst.Addr, s.v.Self(), dst.ID, b, 0, func(env node.Env, _ wire.Msg, err error) {
+				if err != nil {
+					m.Stats.Failed++
+				} else {
+					m.Stats.HandedOver++
+					m.Stats.BytesHandedOver += uint64(len(b.Data))
+				}
+				done(env)
+			})
+			if !ok {
+				m.Stats.Failed++
+				done(env)
+			}
+		},
+	})
+}
+
+// firstKey returns the first stored key in the ring arc (after, end], in
+// ring order from after, or the zero ID if there is none.
+func firstKey(e store.Engine, after, end id.ID) (id.ID, error) {
+	root := merkle.Root()
+	if after.Cmp(end) < 0 {
+		keys, err := e.TreeKeys(root, after, end, 1)
+		if err != nil || len(keys) == 0 {
+			return id.ID{}, err
+		}
+		return keys[0], nil
+	}
+	// The arc wraps: first after the cursor up to the top, then from the
+	// bottom up to the end.
+	keys, err := e.TreeKeys(root, after, id.Max(after.Width()), 1)
+	if err == nil && len(keys) == 0 {
+		// (Min, end] leaves out the all-zero key alone.
+		keys, err = e.TreeKeys(root, id.Min(after.Width()), end, 1)
+	}
+	if err != nil || len(keys) == 0 {
+		return id.ID{}, err
+	}
+	return keys[0], nil
+}
