@@ -31,6 +31,7 @@ func init() {
 		{"put", "store a file in the DHT; prints its key", runPut},
 		{"get", "fetch a file from the DHT by key", runGet},
 		{"stat", "show which nodes hold a key", runStat},
+		{"maint", "show, pause or resume a node's maintenance (maint status)", runMaint},
 		{"sim", "run a simulation experiment (sim ring, sim dhash)", runSim},
 		{"bench", "measure a part on this machine (bench store, dhash, nntp)", runBench},
 	}

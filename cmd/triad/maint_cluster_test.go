@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -88,6 +90,7 @@ func TestMaintClusterKilledNodesBlocksBackToTwo(t *testing.T) {
 		missing := under()
 		if len(missing) == 0 {
 			t.Logf("every block back at 2 copies %v after the SIGKILL", time.Since(killed).Round(time.Second))
+			checkMaintStatus(t, d.liveNodes())
 			return
 		}
 		if time.Now().After(deadline) {
@@ -95,4 +98,47 @@ func TestMaintClusterKilledNodesBlocksBackToTwo(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
+}
+
+// checkMaintStatus reads `triad maint status --json` from every node: the
+// repairs add up, and pause and resume show.
+func checkMaintStatus(t *testing.T, nodes []*proc) {
+	t.Helper()
+	bin := buildTriad(t)
+	status := func(p *proc) (paused bool, counters map[string]uint64) {
+		out, err := exec.Command(bin, "maint", "status", "--addr", p.addr, "--json").Output()
+		if err != nil {
+			t.Fatalf("maint status of %s: %v", p.name, err)
+		}
+		var st struct {
+			Paused   bool              `json:"paused"`
+			Counters map[string]uint64 `json:"counters"`
+		}
+		if err := json.Unmarshal(out, &st); err != nil {
+			t.Fatalf("maint status of %s: %v\n%s", p.name, err, out)
+		}
+		return st.Paused, st.Counters
+	}
+	var repaired uint64
+	for _, p := range nodes {
+		_, c := status(p)
+		repaired += c["objects_repaired"]
+	}
+	if repaired == 0 {
+		t.Errorf("the nodes' maint status counts no repair")
+	}
+	p := nodes[0]
+	if out, err := exec.Command(bin, "maint", "pause", "--addr", p.addr).CombinedOutput(); err != nil {
+		t.Fatalf("maint pause: %v\n%s", err, out)
+	}
+	if paused, _ := status(p); !paused {
+		t.Errorf("maint status of %s after pause: not paused", p.name)
+	}
+	if out, err := exec.Command(bin, "maint", "resume", "--addr", p.addr).CombinedOutput(); err != nil {
+		t.Fatalf("maint resume: %v\n%s", err, out)
+	}
+	if paused, _ := status(p); paused {
+		t.Errorf("maint status of %s after resume: still paused", p.name)
+	}
+	t.Logf("maint status: %d objects repaired across the live nodes", repaired)
 }

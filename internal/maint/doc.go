@@ -23,8 +23,8 @@
 // lacks, and is handed those. Nothing is ever deleted.
 //
 // Not yet here (issue 15): rebuilding a missing erasure-coded fragment
-// (fragments are skipped and counted), a repair bandwidth budget, and the
-// operator's status view.
+// (fragments are skipped and counted) and a repair bandwidth budget.
+// Operators see Status (`triad maint status`) and pause it (MaintControl).
 //
 // Layer: node logic, registered on the host runtime (host.Register) beside
 // the ring and the block store; it reaches the storage engine only through

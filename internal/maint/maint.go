@@ -73,8 +73,9 @@ type Maint struct {
 	cfg   Config
 	chord *ring.Chord
 	rt    *host.Host
-	state map[*ring.Vnode]*vnodeState
-	Stats Stats
+	state  map[*ring.Vnode]*vnodeState
+	paused bool // by the operator: no new rounds or sweeps
+	Stats  Stats
 }
 
 // vnodeState is one vnode's maintenance: the round in progress, and what
@@ -85,6 +86,7 @@ type vnodeState struct {
 	due        time.Time    // the next periodic round
 	sweep      *sweep       // global maintenance in progress
 	sweepDue   time.Time
+	lastRound  time.Time // when the last round ended
 }
 
 // New registers local maintenance on the host that runs chord.
@@ -129,7 +131,7 @@ func (m *Maint) Timer(env node.Env, t node.Timer) bool {
 	now := env.Now()
 	for _, v := range m.chord.Vnodes() {
 		st := m.state[v]
-		if st == nil {
+		if st == nil || m.paused {
 			continue
 		}
 		if st.sweep == nil && !now.Before(st.sweepDue) {
@@ -171,10 +173,24 @@ func (m *Maint) Validate(msg wire.Msg) error {
 }
 
 // Receive implements host.Protocol: a neighbour's TreeQuery is answered
-// from our tree, read off the event loop.
+// from our tree, read off the event loop; an operator's status request and
+// pause or resume at once.
 func (m *Maint) Receive(env node.Env, in node.MsgIn) {
+	if in.Env.Kind != wire.Request {
+		return
+	}
+	me := wire.NodeRef{Addr: m.rt.Addr()}
+	switch msg := in.Env.Msg.(type) {
+	case *wire.MaintStatusReq:
+		rpc.Respond(env, in, me, m.Status())
+		return
+	case *wire.MaintControl:
+		m.paused = msg.Pause
+		rpc.Respond(env, in, me, &wire.Ack{})
+		return
+	}
 	q, ok := in.Env.Msg.(*wire.TreeQuery)
-	if !ok || in.Env.Kind != wire.Request {
+	if !ok {
 		return
 	}
 	p, _ := merkle.DecodePrefix(q.Prefix) // Validate checked it
@@ -188,6 +204,34 @@ func (m *Maint) Receive(env node.Env, in node.MsgIn) {
 			rpc.Respond(env, in, wire.NodeRef{Addr: m.rt.Addr()}, res.(*wire.TreeInfo))
 		},
 	})
+}
+
+// Status is the node's maintenance status, as `triad maint status` shows it.
+func (m *Maint) Status() *wire.MaintStatus {
+	s := m.Stats
+	out := &wire.MaintStatus{Paused: m.paused, Counters: []wire.Counter{
+		{Name: "rounds", Value: s.Rounds}, {Name: "syncs", Value: s.Syncs},
+		{Name: "tree_nodes_compared", Value: s.NodesCompared}, {Name: "keys_compared", Value: s.KeysCompared},
+		{Name: "objects_repaired", Value: s.Repaired}, {Name: "bytes_repaired", Value: s.BytesRepaired},
+		{Name: "expired_not_repaired", Value: s.Expired}, {Name: "fragments_skipped", Value: s.Fragments},
+		{Name: "failed", Value: s.Failed}, {Name: "sweeps", Value: s.Sweeps}, {Name: "stretches", Value: s.Stretches},
+		{Name: "objects_handed_over", Value: s.HandedOver}, {Name: "bytes_handed_over", Value: s.BytesHandedOver},
+	}}
+	for _, v := range m.chord.Vnodes() {
+		st := m.state[v]
+		if st == nil {
+			continue
+		}
+		mv := wire.MaintVnode{Self: v.Self(), Succ: st.succ, Pred: st.pred, Running: st.round != nil}
+		if !st.lastRound.IsZero() {
+			mv.LastRound = st.lastRound.UnixNano()
+		}
+		if st.round != nil {
+			mv.Queued = uint64(len(st.round.fetch))
+		}
+		out.Vnodes = append(out.Vnodes, mv)
+	}
+	return out
 }
 
 // Work implements host.Protocol.

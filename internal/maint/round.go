@@ -63,6 +63,7 @@ func (r *round) begin(env node.Env) {
 	if r.cur == len(r.partners) {
 		r.m.Stats.Rounds++
 		r.st.round = nil
+		r.st.lastRound = env.Now()
 		return
 	}
 	r.visit = append(r.visit[:0], merkle.Root())

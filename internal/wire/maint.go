@@ -116,3 +116,120 @@ func (d *decoder) boundedBytes(f field, max int) []byte {
 	}
 	return append([]byte(nil), b...)
 }
+
+// MaintStatusReq asks a node for its maintenance status; the reply is a
+// MaintStatus.
+type MaintStatusReq struct{}
+
+// MaintStatus is a node's maintenance status: whether it is paused, its
+// counters by name, and each vnode's state.
+type MaintStatus struct {
+	Paused   bool
+	Counters []Counter
+	Vnodes   []MaintVnode
+}
+
+// Counter is one named counter.
+type Counter struct {
+	Name  string
+	Value uint64
+}
+
+// MaintVnode is one vnode's maintenance state.
+type MaintVnode struct {
+	Self       NodeRef
+	Succ, Pred NodeRef // the neighbours of its last round
+	LastRound  int64   // when its last round ended, Unix nanoseconds; 0: none yet
+	Running    bool    // a round is in progress
+	Queued     uint64  // keys the round in progress has yet to fetch
+}
+
+// MaintControl pauses (Pause) or resumes maintenance on a node; the reply
+// is an Ack.
+type MaintControl struct{ Pause bool }
+
+// Bounds of the status messages.
+const (
+	MaxCounters    = 64
+	MaxCounterName = 64
+)
+
+func (*MaintStatusReq) Type() Type                  { return TypeMaintStatusReq }
+func (*MaintStatusReq) encode(b []byte) []byte      { return b }
+func (*MaintStatusReq) decodeField(*decoder, field) {}
+
+func (*MaintControl) Type() Type               { return TypeMaintControl }
+func (m *MaintControl) encode(b []byte) []byte { return putBool(b, 1, m.Pause) }
+func (m *MaintControl) decodeField(d *decoder, f field) {
+	if f.num == 1 {
+		m.Pause = d.bool(f)
+	}
+}
+
+func (*MaintStatus) Type() Type { return TypeMaintStatus }
+func (m *MaintStatus) encode(b []byte) []byte {
+	b = putBool(b, 1, m.Paused)
+	for _, c := range m.Counters {
+		b = appendTagBytes(b, 2)
+		b = appendNested(b, func(b []byte) []byte {
+			b = putString(b, 1, c.Name)
+			return putUint(b, 2, c.Value)
+		})
+	}
+	for _, v := range m.Vnodes {
+		b = appendTagBytes(b, 3)
+		b = appendNested(b, func(b []byte) []byte {
+			b = putNode(b, 1, v.Self)
+			b = putNode(b, 2, v.Succ)
+			b = putNode(b, 3, v.Pred)
+			b = putInt(b, 4, v.LastRound)
+			b = putBool(b, 5, v.Running)
+			return putUint(b, 6, v.Queued)
+		})
+	}
+	return b
+}
+func (m *MaintStatus) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Paused = d.bool(f)
+	case 2:
+		if len(m.Counters) >= MaxCounters {
+			d.fail("more than %d counters", MaxCounters)
+			return
+		}
+		var c Counter
+		d.nested(f, func(g field) {
+			switch g.num {
+			case 1:
+				c.Name = d.str(g, MaxCounterName)
+			case 2:
+				c.Value = d.uint(g)
+			}
+		})
+		m.Counters = append(m.Counters, c)
+	case 3:
+		if len(m.Vnodes) >= MaxVnodes {
+			d.fail("more than %d vnodes", MaxVnodes)
+			return
+		}
+		var v MaintVnode
+		d.nested(f, func(g field) {
+			switch g.num {
+			case 1:
+				v.Self = d.node(g)
+			case 2:
+				v.Succ = d.nodeRef(g)
+			case 3:
+				v.Pred = d.nodeRef(g)
+			case 4:
+				v.LastRound = d.int(g)
+			case 5:
+				v.Running = d.bool(g)
+			case 6:
+				v.Queued = d.uint(g)
+			}
+		})
+		m.Vnodes = append(m.Vnodes, v)
+	}
+}

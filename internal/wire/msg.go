@@ -56,8 +56,11 @@ const (
 
 // Message types of maintenance (Passing Tone), 128-191.
 const (
-	TypeTreeQuery Type = 128
-	TypeTreeInfo  Type = 129
+	TypeTreeQuery      Type = 128
+	TypeTreeInfo       Type = 129
+	TypeMaintStatusReq Type = 130
+	TypeMaintStatus    Type = 131
+	TypeMaintControl   Type = 132
 )
 
 // Range is the block of message type numbers, Lo to Hi inclusive, that
@@ -154,6 +157,12 @@ func newMsg(t Type) Msg {
 		return &TreeQuery{}
 	case TypeTreeInfo:
 		return &TreeInfo{}
+	case TypeMaintStatusReq:
+		return &MaintStatusReq{}
+	case TypeMaintStatus:
+		return &MaintStatus{}
+	case TypeMaintControl:
+		return &MaintControl{}
 	}
 	return nil
 }
@@ -319,7 +328,8 @@ var typeNames = map[Type]string{
 	TypeClientLookup: "ClientLookup", TypeStoreBlock: "StoreBlock", TypeFetchBlock: "FetchBlock",
 	TypeBlock: "Block", TypeStatBlock: "StatBlock", TypeBlockInfo: "BlockInfo", TypeClientPut: "ClientPut",
 	TypePutDone: "PutDone", TypeClientGet: "ClientGet", TypeClientStat: "ClientStat", TypeStatDone: "StatDone",
-	TypeTreeQuery: "TreeQuery", TypeTreeInfo: "TreeInfo",
+	TypeTreeQuery: "TreeQuery", TypeTreeInfo: "TreeInfo", TypeMaintStatusReq: "MaintStatusReq",
+	TypeMaintStatus: "MaintStatus", TypeMaintControl: "MaintControl",
 }
 
 // String names the type, for logs and errors.

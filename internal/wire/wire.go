@@ -325,6 +325,13 @@ func Clone(m Msg) Msg {
 		return &StatDone{Key: m.Key, Holders: append([]Holder(nil), m.Holders...)}
 	case *TreeQuery:
 		return &TreeQuery{Prefix: bytes.Clone(m.Prefix), Lo: m.Lo, Hi: m.Hi}
+	case *MaintStatus:
+		return &MaintStatus{Paused: m.Paused, Counters: append([]Counter(nil), m.Counters...), Vnodes: append([]MaintVnode(nil), m.Vnodes...)}
+	case *MaintStatusReq:
+		return &MaintStatusReq{}
+	case *MaintControl:
+		c := *m
+		return &c
 	case *TreeInfo:
 		c := &TreeInfo{Count: m.Count, Hash: bytes.Clone(m.Hash), Keys: append([]id.ID(nil), m.Keys...)}
 		for _, k := range m.Children {

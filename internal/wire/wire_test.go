@@ -38,6 +38,8 @@ func samples() []Msg {
 		&Lookup{LookupID: 1 << 40, Key: k, Origin: sampleNode(r), MinSuccs: 3, Hops: 4},
 		&LookupDone{LookupID: 9, Key: k, Hops: 5, Pred: sampleNode(r), Succs: sampleNodes(r, 4), Failed: "x"},
 		&NextHop{Key: k, MinSuccs: 1},
+		&MaintStatusReq{}, &MaintControl{Pause: true},
+		&MaintStatus{Paused: true, Counters: []Counter{{"repaired", 7}}, Vnodes: []MaintVnode{{Self: sampleNode(r), Succ: sampleNode(r), LastRound: -5, Running: true, Queued: 3}}},
 		&TreeQuery{Prefix: []byte{2, 0xab}, Lo: k, Hi: id.Random(r, id.Bytes)},
 		&TreeInfo{Count: 70, Hash: make([]byte, TreeHashBytes), Keys: []id.ID{k}, Children: []TreeChild{{Prefix: []byte{1, 4}, Count: 3, Hash: make([]byte, TreeHashBytes)}}},
 		&NextHopResp{Done: true, Succs: sampleNodes(r, 2), Next: sampleNodes(r, 3)},
