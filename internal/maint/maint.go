@@ -70,9 +70,9 @@ type Stats struct {
 
 // Maint is local maintenance on one host.
 type Maint struct {
-	cfg   Config
-	chord *ring.Chord
-	rt    *host.Host
+	cfg    Config
+	chord  *ring.Chord
+	rt     *host.Host
 	state  map[*ring.Vnode]*vnodeState
 	paused bool // by the operator: no new rounds or sweeps
 	Stats  Stats
