@@ -34,6 +34,7 @@ func init() {
 		{"maint", "show, pause or resume a node's maintenance (maint status)", runMaint},
 		{"sim", "run a simulation experiment (sim ring, sim dhash)", runSim},
 		{"bench", "measure a part on this machine (bench store, dhash, nntp)", runBench},
+		{"chaos", "kill -9 and restart real nodes under writes; check nothing acknowledged is lost", runChaos},
 	}
 }
 
