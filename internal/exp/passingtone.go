@@ -1,0 +1,346 @@
+package exp
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"triad/internal/deploy"
+	"triad/internal/dhash"
+	"triad/internal/id"
+	"triad/internal/maint"
+	"triad/internal/node"
+	"triad/internal/sim"
+	"triad/internal/wire"
+)
+
+// PassingToneConfig is one `triad sim passingtone --scenario` run: a ring
+// of block-store hosts running Passing Tone's maintenance (the real code of
+// internal/maint) on the simulator, an event that disturbs it, and what
+// maintenance moved to put it right.
+type PassingToneConfig struct {
+	Scenario string // restart, transient, addition, wipe or partition
+	Seed     uint64
+	Hosts    int           // default 25: a host holds about 8% of the data
+	Objects  int           // put before the event; default 1,000
+	Size     int           // bytes per object; default 8 KiB
+	Interval time.Duration // maintenance period; default 2 minutes
+	Log      io.Writer
+}
+
+// Scenarios lists the scenarios in the order `--scenario all` runs them.
+var Scenarios = []string{"restart", "transient", "addition", "wipe", "partition"}
+
+// ScenarioResult is what one scenario measured.
+type ScenarioResult struct {
+	Scenario string `json:"scenario"`
+	Seed     uint64 `json:"seed"`
+	Hosts    int    `json:"hosts"`
+	Objects  int    `json:"objects"`
+	// BytesMoved is what maintenance copied (repairs and hand-overs) after
+	// the event, on the hosts the scenario names; BytesNeeded is what had
+	// to move there for every object to be at k copies on its replica set.
+	BytesMoved  uint64  `json:"bytes_moved"`
+	BytesNeeded uint64  `json:"bytes_needed"`
+	MovedRatio  float64 `json:"moved_over_needed"`
+	// UnderReplicated counts objects with fewer than k copies on their
+	// replica set (their first k live successors) at the end.
+	UnderReplicated int     `json:"under_replicated"`
+	WholeAfterSecs  float64 `json:"whole_after_seconds"` // virtual, from the event's end
+	Note            string  `json:"note"`
+	Pass            bool    `json:"pass"`
+	WallSeconds     float64 `json:"wall_seconds"`
+}
+
+// RunPassingTone runs one scenario.
+func RunPassingTone(cfg PassingToneConfig) (ScenarioResult, error) {
+	if cfg.Hosts == 0 {
+		cfg.Hosts = 25
+	}
+	if cfg.Objects == 0 {
+		cfg.Objects = 1000
+	}
+	if cfg.Size == 0 {
+		cfg.Size = 8 << 10
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = 2 * time.Minute
+	}
+	if cfg.Hosts < 6 || cfg.Objects < 1 || cfg.Size < 1 {
+		return ScenarioResult{}, fmt.Errorf("passingtone: want at least 6 hosts and 1 object")
+	}
+	if !slices.Contains(Scenarios, cfg.Scenario) {
+		return ScenarioResult{}, fmt.Errorf("passingtone: no scenario %q (want one of %v)", cfg.Scenario, Scenarios)
+	}
+	logf := func(format string, args ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format+"\n", args...)
+		}
+	}
+	wall := time.Now()
+	res := ScenarioResult{Scenario: cfg.Scenario, Seed: cfg.Seed, Hosts: cfg.Hosts, Objects: cfg.Objects}
+	p := &ptRun{cfg: cfg, s: sim.New(sim.Config{Seed: cfg.Seed}, sim.NewTopology(cfg.Hosts+1, cfg.Seed)), r: rand.New(rand.NewPCG(cfg.Seed, 0x9a55))}
+	k := dhash.DefaultConfig().Replicas
+	p.k = k
+	opts := deploy.DefaultOptions()
+	mc := maint.DefaultConfig()
+	mc.Interval = cfg.Interval
+	opts.Maint = &mc
+	p.factory = deploy.Factory(opts, func() node.Addr { return p.bootstrap() })
+	for range cfg.Hosts {
+		if _, err := p.s.AddHost(p.factory); err != nil {
+			return res, err
+		}
+		p.s.RunFor(20 * time.Millisecond)
+	}
+	if err := waitStable(p.s, 5*time.Minute); err != nil {
+		return res, err
+	}
+	p.s.RunFor(cfg.Interval)
+	p.put(cfg.Objects)
+	p.s.RunFor(2 * cfg.Interval) // every range whole before the event
+	logf("sim passingtone: %d hosts, %d objects of %d bytes, k = %d, maintenance every %v; %d under %d copies before the event",
+		cfg.Hosts, cfg.Objects, cfg.Size, k, cfg.Interval, len(p.under()), k)
+
+	switch cfg.Scenario {
+	case "restart":
+		// A clean restart: down for a second, back with its disk.
+		h := p.s.Hosts()[1]
+		before := p.movedAll()
+		p.s.Crash(h)
+		p.s.RunFor(time.Second)
+		if err := p.s.Restart(h); err != nil {
+			return res, err
+		}
+		p.s.RunFor(3 * cfg.Interval)
+		res.BytesMoved = p.movedAll().since(before)
+		res.Note = "bytes moved on all hosts in the 3 maintenance periods after a host restarted within a second"
+		res.Pass = res.BytesMoved == 0
+	case "transient":
+		// A host holding about 1/hosts of the keys as primary (2/hosts of
+		// the copies) is down for 15 minutes while writes go on.
+		h := p.s.Hosts()[1]
+		p.s.Crash(h)
+		newKeys := p.putFor(15*time.Minute, cfg.Objects/10)
+		// What the host had to receive on return: the objects written
+		// meanwhile whose replica set it is in once back.
+		if err := p.s.Restart(h); err != nil {
+			return res, err
+		}
+		res.BytesNeeded = p.bytesIn(newKeys, h)
+		res.WholeAfterSecs = p.untilWhole(10 * cfg.Interval)
+		res.BytesMoved = maintOf(h).Stats.BytesRepaired
+		res.Note = "bytes moved to the host after a 15-minute failure, against the bytes written to its range meanwhile"
+		res.Pass = float64(res.BytesMoved) <= 1.2*float64(res.BytesNeeded)
+	case "addition":
+		h, err := p.s.AddHost(p.factory)
+		if err != nil {
+			return res, err
+		}
+		p.s.RunFor(time.Minute)
+		res.BytesNeeded = p.bytesIn(p.keys, h)
+		res.WholeAfterSecs = p.untilWhole(10 * cfg.Interval)
+		res.BytesMoved = maintOf(h).Stats.BytesRepaired
+		res.Note = "bytes the new host pulled (global maintenance elsewhere may hand it some), against the bytes of the objects whose replica set it joined"
+		res.Pass = res.BytesMoved <= res.BytesNeeded
+	case "wipe":
+		h := p.s.Hosts()[2]
+		held := p.heldBy(h)
+		before := p.movedAll()
+		p.s.Wipe(h)
+		p.s.RunFor(30 * time.Second)
+		if err := p.s.Restart(h); err != nil {
+			return res, err
+		}
+		res.WholeAfterSecs = p.untilWhole(10 * cfg.Interval)
+		// Every copy the host held had to be made again, somewhere; and
+		// the host, back at new positions, had to fill its new range.
+		res.BytesNeeded = p.bytesOf(held) + p.bytesIn(p.keys, h)
+		res.BytesMoved = p.movedAll().since(before)
+		res.Note = "bytes moved on all hosts after a disk failure, against the copies lost plus the returned host's new range"
+		res.Pass = float64(res.BytesMoved) <= 1.2*float64(res.BytesNeeded)
+	case "partition":
+		var a, b []int
+		for i := range p.s.Hosts() {
+			if i%2 == 0 {
+				a = append(a, i)
+			} else {
+				b = append(b, i)
+			}
+		}
+		before := p.movedAll()
+		p.s.Partition(a, b)
+		newKeys := p.putFor(3*cfg.Interval, cfg.Objects/10)
+		p.s.Heal()
+		res.WholeAfterSecs = p.untilWhole(20 * cfg.Interval)
+		res.BytesMoved = p.movedAll().since(before)
+		res.BytesNeeded = uint64(len(newKeys)) * uint64(k) * uint64(cfg.Size)
+		res.Note = fmt.Sprintf("bytes moved on all hosts during and after a partition of %v, against k copies of what was written meanwhile", 3*cfg.Interval)
+		res.Pass = true
+	}
+	res.UnderReplicated = len(p.under())
+	res.Pass = res.Pass && res.UnderReplicated == 0
+	if res.BytesNeeded > 0 {
+		res.MovedRatio = float64(res.BytesMoved) / float64(res.BytesNeeded)
+	}
+	res.WallSeconds = time.Since(wall).Seconds()
+	return res, nil
+}
+
+type ptRun struct {
+	cfg     PassingToneConfig
+	s       *sim.Sim
+	r       *rand.Rand
+	k       int
+	factory sim.Factory
+	keys    []id.ID
+	sizes   map[id.ID]int
+}
+
+func (p *ptRun) bootstrap() node.Addr {
+	for _, h := range p.s.Hosts() {
+		if h.Up() {
+			return h.Addr
+		}
+	}
+	return ""
+}
+
+func maintOf(h *sim.Host) *maint.Maint { return deploy.Of(h).Maint }
+
+// put stores n objects now, 10 ms apart.
+func (p *ptRun) put(n int) []id.ID {
+	if p.sizes == nil {
+		p.sizes = map[id.ID]int{}
+	}
+	var fresh []id.ID
+	for _, b := range putBlocks(p.s, p.r, n, p.cfg.Size, wire.RedundancyReplicas, nil) {
+		if !b.key.IsZero() {
+			fresh = append(fresh, b.key)
+			p.sizes[b.key] = p.cfg.Size
+		}
+	}
+	p.keys = append(p.keys, fresh...)
+	return fresh
+}
+
+// putFor keeps writing n objects spread over d, and returns their keys.
+func (p *ptRun) putFor(d time.Duration, n int) []id.ID {
+	end := p.s.Now() + d
+	var fresh []id.ID
+	for i := 0; i < n && p.s.Now() < end; i++ {
+		fresh = append(fresh, p.put(1)...)
+		p.s.RunFor(d / time.Duration(n+1))
+	}
+	p.s.RunUntil(end)
+	return fresh
+}
+
+// replicaSet is the hosts of the first k live successors of key.
+func (p *ptRun) replicaSet(key id.ID) []*sim.Host {
+	o := newOracle(p.s)
+	var out []*sim.Host
+	x := o.successor(key)
+	for len(out) < p.k && len(out) < len(o.ids) {
+		out = append(out, hostOfID(p.s, x))
+		x = o.successor(x.AddPow2(0))
+	}
+	return out
+}
+
+func hostOfID(s *sim.Sim, x id.ID) *sim.Host {
+	for _, h := range s.Hosts() {
+		if h.Up() && chordOf(h).Vnodes()[0].Self().ID == x {
+			return h
+		}
+	}
+	return nil
+}
+
+func has(h *sim.Host, key id.ID) bool {
+	_, err := h.Storage().Engine().Stat(key)
+	return err == nil
+}
+
+// under lists the objects with fewer than k copies on their replica set.
+func (p *ptRun) under() []id.ID {
+	var out []id.ID
+	for _, key := range p.keys {
+		n := 0
+		for _, h := range p.replicaSet(key) {
+			if h != nil && has(h, key) {
+				n++
+			}
+		}
+		if n < p.k {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// untilWhole runs until every object is at k copies on its replica set,
+// for at most limit, and returns how long that took.
+func (p *ptRun) untilWhole(limit time.Duration) float64 {
+	start := p.s.Now()
+	for p.s.Now()-start < limit && len(p.under()) > 0 {
+		p.s.RunFor(10 * time.Second)
+	}
+	return (p.s.Now() - start).Seconds()
+}
+
+// bytesIn sums the objects among keys whose replica set includes h.
+func (p *ptRun) bytesIn(keys []id.ID, h *sim.Host) uint64 {
+	var n uint64
+	for _, key := range keys {
+		if slices.Contains(p.replicaSet(key), h) {
+			n += uint64(p.sizes[key])
+		}
+	}
+	return n
+}
+
+func (p *ptRun) heldBy(h *sim.Host) []id.ID {
+	var out []id.ID
+	for _, key := range p.keys {
+		if has(h, key) {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+func (p *ptRun) bytesOf(keys []id.ID) uint64 {
+	var n uint64
+	for _, key := range keys {
+		n += uint64(p.sizes[key])
+	}
+	return n
+}
+
+// moved is a snapshot of what maintenance has copied, per running host
+// incarnation.
+type moved map[*maint.Maint]uint64
+
+func (p *ptRun) movedAll() moved {
+	out := moved{}
+	for _, h := range p.s.Hosts() {
+		if h.Up() {
+			m := maintOf(h)
+			out[m] = m.Stats.BytesRepaired + m.Stats.BytesHandedOver
+		}
+	}
+	return out
+}
+
+// since sums what was copied after the snapshot before: the whole count of
+// an incarnation that started since.
+func (now moved) since(before moved) uint64 {
+	var n uint64
+	for m, b := range now {
+		n += b - before[m]
+	}
+	return n
+}

@@ -1,0 +1,25 @@
+package exp
+
+import "testing"
+
+// Every scenario holds on three seeds: a clean restart moves nothing, a
+// returning host receives only what was written to its range while it was
+// down (at most 1.2x), a new host pulls no more than its range, a wiped
+// host's copies and new range are made again, and after a partition every
+// object is back at 2 copies on its replica set.
+func TestPassingToneScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 10 s")
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		for _, sc := range Scenarios {
+			res, err := RunPassingTone(PassingToneConfig{Scenario: sc, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Pass {
+				t.Errorf("seed %d, %s: moved %d bytes, needed %d, %d objects under 2 copies", seed, sc, res.BytesMoved, res.BytesNeeded, res.UnderReplicated)
+			}
+		}
+	}
+}
