@@ -252,8 +252,17 @@ type work struct {
 
 func (w *work) Run(s node.Storage) (any, error) { return w.run(s.Engine()) }
 
+// TreeStore is what synchronization reads of a storage engine: its Merkle
+// tree and whether it holds a key. store.Engine has it.
+type TreeStore interface {
+	TreeNode(p merkle.Prefix) (merkle.Node, error)
+	TreeChildren(p merkle.Prefix) ([]merkle.Node, error)
+	TreeKeys(p merkle.Prefix, lo, hi id.ID, max int) ([]id.ID, error)
+	Stat(key id.ID) (store.Meta, error)
+}
+
 // describe is the TreeInfo of our tree's node at p, seen from (lo, hi].
-func describe(e store.Engine, p merkle.Prefix, lo, hi id.ID) (*wire.TreeInfo, error) {
+func describe(e TreeStore, p merkle.Prefix, lo, hi id.ID) (*wire.TreeInfo, error) {
 	n, err := e.TreeNode(p)
 	if err != nil {
 		return nil, err
@@ -283,4 +292,32 @@ func describe(e store.Engine, p merkle.Prefix, lo, hi id.ID) (*wire.TreeInfo, er
 // sameNode reports whether our node n and a neighbour's match.
 func sameNode(n merkle.Node, count uint64, hash []byte) bool {
 	return n.Count == count && (count == 0 || bytes.Equal(n.Hash[:], hash))
+}
+
+// SyncCost runs local maintenance's synchronization of the arc (lo, hi]
+// between two storage engines in this goroutine, with the code a round
+// runs (the neighbour's describe, our compare), and returns how many tree
+// queries it took, the bytes those queries and their answers weigh on the
+// wire, and the keys ours lacks. It measures what a sync costs; rounds
+// run it over the network.
+func SyncCost(ours, theirs TreeStore, lo, hi id.ID) (queries, bytes int, missing []id.ID, err error) {
+	visit := []merkle.Prefix{merkle.Root()}
+	for len(visit) > 0 {
+		p := visit[len(visit)-1]
+		visit = visit[:len(visit)-1]
+		q := &wire.TreeQuery{Prefix: p.Encode(), Lo: lo, Hi: hi}
+		info, err := describe(theirs, p, lo, hi)
+		if err != nil {
+			return queries, bytes, missing, err
+		}
+		queries++
+		bytes += wire.Size(wire.Envelope{Kind: wire.Request, Msg: q}) + wire.Size(wire.Envelope{Kind: wire.Reply, Msg: info})
+		d, err := compare(ours, p, info, lo, hi)
+		if err != nil {
+			return queries, bytes, missing, err
+		}
+		missing = append(missing, d.missing...)
+		visit = append(visit, d.descend...)
+	}
+	return queries, bytes, missing, nil
 }

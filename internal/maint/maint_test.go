@@ -10,6 +10,7 @@ import (
 	"triad/internal/deploy"
 	"triad/internal/id"
 	"triad/internal/maint"
+	"triad/internal/merkle"
 	"triad/internal/node"
 	"triad/internal/sim"
 	"triad/internal/store"
@@ -257,4 +258,75 @@ func TestStrandedCopyReachesItsReplicaSet(t *testing.T) {
 	if handed < uint64(len(stranded)) {
 		t.Errorf("%d hand-overs for %d stranded blocks", handed, len(stranded))
 	}
+}
+
+// memTree is a TreeStore over a Merkle tree in memory, built in one batch:
+// the storage engines answer with the same merkle functions.
+type memTree struct{ t *merkle.Mem }
+
+func (m memTree) TreeNode(p merkle.Prefix) (merkle.Node, error) { return merkle.Lookup(m.t, p), nil }
+func (m memTree) TreeChildren(p merkle.Prefix) ([]merkle.Node, error) {
+	return merkle.Children(m.t, p), nil
+}
+func (m memTree) TreeKeys(p merkle.Prefix, lo, hi id.ID, max int) ([]id.ID, error) {
+	return merkle.KeysInRange(m.t, p, lo, hi, max), nil
+}
+func (m memTree) Stat(key id.ID) (store.Meta, error) {
+	if m.t.Has(key.Bytes()) {
+		return store.Meta{Key: key}, nil
+	}
+	return store.Meta{}, store.ErrNotFound
+}
+
+// A sync between two stores holding the same 1,000,000 keys in the range
+// costs one query; with the neighbour holding other keys outside the
+// range too, only the paths along the range's ends are walked: a bounded
+// number of small messages, and no key list is sent for the equal middle.
+func TestSyncOfAMillionEqualKeysIsBounded(t *testing.T) {
+	const n = 1_000_000
+	r := rand.New(rand.NewPCG(8, 8))
+	lo, hi := id.Random(r, id.Bytes), id.Random(r, id.Bytes)
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = id.Random(r, id.Bytes).Bytes()
+	}
+	a, b := merkle.NewMem(), merkle.NewMem()
+	merkle.Update(a, keys, nil)
+	merkle.Update(b, keys, nil)
+	q, bytes, missing, err := maint.SyncCost(memTree{a}, memTree{b}, lo, hi)
+	if err != nil || q != 1 || len(missing) != 0 {
+		t.Fatalf("equal stores: %d queries, %d bytes, %d missing, %v; want 1 query", q, bytes, len(missing), err)
+	}
+	t.Logf("equal stores of %d keys: %d query, %d bytes", n, q, bytes)
+	// The neighbour also holds 100,000 keys outside the range.
+	var outside [][]byte
+	for range n / 10 {
+		if k := id.Random(r, id.Bytes); !k.In(lo, hi) {
+			outside = append(outside, k.Bytes())
+		}
+	}
+	merkle.Update(b, outside, nil)
+	q, bytes, missing, err = maint.SyncCost(memTree{a}, memTree{b}, lo, hi)
+	if err != nil || len(missing) != 0 {
+		t.Fatalf("%d missing, %v", len(missing), err)
+	}
+	if q > 2*4*merkle.Fanout || bytes > 1<<20 {
+		t.Errorf("equal range, other keys outside it: %d queries, %d bytes", q, bytes)
+	}
+	t.Logf("equal range, 100,000 other keys outside it: %d queries, %d bytes", q, bytes)
+	// One key missing in the middle of the range: found, with a walk down
+	// one path more.
+	var gone []byte
+	for _, k := range keys {
+		if x, _ := id.FromBytes(k); x.In(lo, hi) {
+			gone = k
+			break
+		}
+	}
+	merkle.Update(a, nil, [][]byte{gone})
+	q, bytes, missing, err = maint.SyncCost(memTree{a}, memTree{b}, lo, hi)
+	if err != nil || len(missing) != 1 || string(missing[0].Bytes()) != string(gone) {
+		t.Fatalf("one key gone: found %v, %v", missing, err)
+	}
+	t.Logf("one key gone: %d queries, %d bytes", q, bytes)
 }

@@ -143,7 +143,7 @@ type diff struct {
 // said is trusted beyond what it can name: keys and children outside p or
 // outside (lo, hi] are ignored, so a neighbour cannot make us pull a key
 // that is not ours to keep.
-func compare(e store.Engine, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (diff, error) {
+func compare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (diff, error) {
 	var d diff
 	mine, err := e.TreeNode(p)
 	if err != nil || sameNode(mine, info.Count, info.Hash) {
