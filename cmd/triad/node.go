@@ -48,6 +48,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	maxConns := fs.Int("max-conns", 1024, "connections from peers and clients accepted at once; more are closed on arrival")
 	machine := fs.String("machine", "", "machine `name` shared by the processes that store on one machine (one disk): no two of them get replicas of one block (default: an identity made once and kept under --data)")
 	stab := fs.Duration("stabilize", time.Second, "mean time between stabilization rounds")
+	repairKBps := fs.Int("repair-budget", 0, "bytes per second, in KB, that maintenance may fetch and hand over, across the node's vnodes (0: no bound)")
 	maintEvery := fs.Duration("maint-interval", maint.DefaultConfig().Interval, "mean time between a vnode's maintenance rounds (Passing Tone: pull what its replica range lacks from its successor and predecessor); a neighbour change starts one at once; 0 turns maintenance off")
 	verbose := fs.Bool("v", false, "log connection-level detail")
 	profile := addProfileFlag(fs, "the node until it stops")
@@ -94,6 +95,10 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		spec.maint = nil
 	default:
 		spec.maint.Interval = *maintEvery
+		if *repairKBps < 0 {
+			return usageErr(fs, "--repair-budget %d: want 0 (no bound) or more", *repairKBps)
+		}
+		spec.maint.Budget = *repairKBps * 1000
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -102,6 +102,9 @@ func (s *sweep) finish() {
 func (s *sweep) pump(env node.Env, stretches int) {
 	m := s.m
 	for s.pushes < m.cfg.Fetches && len(s.push) > 0 {
+		if !m.spendable(env, func(env node.Env) { s.pump(env, stretches) }) {
+			return
+		}
 		key := s.push[0]
 		s.push = s.push[1:]
 		s.hand(env, key, stretches)
@@ -222,6 +225,7 @@ func (s *sweep) hand(env node.Env, key id.ID, stretches int) {
 	s.pushes++
 	done := func(env node.Env) {
 		s.pushes--
+		m.done(env)
 		s.pump(env, stretches)
 	}
 	env.Offload(&work{
@@ -245,6 +249,7 @@ func (s *sweep) hand(env node.Env, key id.ID, stretches int) {
 				done(env)
 				return
 			}
+			m.spend(env.Now(), len(b.Data))
 			ok := m.rt.Call(env, dst.Addr, s.v.Self(), dst.ID, b, 0, func(env node.Env, _ wire.Msg, err error) {
 				if err != nil {
 					m.Stats.Failed++

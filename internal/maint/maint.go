@@ -29,6 +29,11 @@ type Config struct {
 	// Queries and Fetches bound the tree queries and the fetches one
 	// round has in flight. Default 8 each.
 	Queries, Fetches int
+	// Budget bounds the bytes per second the host's maintenance fetches
+	// and hands over, across its vnodes (UsenetDHT's trace experiment
+	// gives each host 150 KB/s); a second's worth may go at once. Zero:
+	// no bound (the default, for a LAN).
+	Budget int
 }
 
 // DefaultConfig returns the defaults.
@@ -45,6 +50,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("maint: %d replicas not in [1, %d]", c.Replicas, wire.MaxListLen)
 	case c.Queries < 1 || c.Fetches < 1:
 		return errors.New("maint: queries and fetches in flight must be at least 1")
+	case c.Budget < 0:
+		return errors.New("maint: the repair budget must not be negative")
 	}
 	return nil
 }
@@ -75,7 +82,78 @@ type Maint struct {
 	rt     *host.Host
 	state  map[*ring.Vnode]*vnodeState
 	paused bool // by the operator: no new rounds or sweeps
-	Stats  Stats
+	// The repair budget: a token bucket of bytes, refilled at Budget per
+	// second up to a second's worth; work waits while it is empty.
+	tokens    float64
+	filled    time.Time
+	waiting   []func(node.Env) // pumps to run when tokens come back
+	resume    bool             // a budgetTimer is set
+	transfers int              // in flight, under a budget: at most one
+	Stats     Stats
+}
+
+// budgetTimer fires when the repair budget has tokens again.
+type budgetTimer struct{}
+
+func (budgetTimer) String() string { return "maint-budget" }
+
+// spendable reports whether the budget lets another transfer start now,
+// and if so counts it in flight until done; when it does not, wake runs
+// once it may. Under a budget one transfer runs at a time, so that the
+// host never runs ahead of it by more than one object (a transfer's size
+// is known only once it has come).
+func (m *Maint) spendable(env node.Env, wake func(node.Env)) bool {
+	if m.cfg.Budget == 0 {
+		return true
+	}
+	m.refill(env.Now())
+	if m.tokens > 0 && m.transfers == 0 {
+		m.transfers++
+		return true
+	}
+	m.waiting = append(m.waiting, wake)
+	if m.transfers == 0 && !m.resume {
+		m.resume = true
+		wait := time.Duration((1 - m.tokens) / float64(m.cfg.Budget) * float64(time.Second))
+		env.After(max(wait, time.Millisecond), budgetTimer{})
+	}
+	return false
+}
+
+// done ends a transfer that spendable let start, and wakes what waits.
+func (m *Maint) done(env node.Env) {
+	if m.cfg.Budget == 0 {
+		return
+	}
+	m.transfers--
+	m.wake(env)
+}
+
+// wake runs what waits on the budget (each re-checks it).
+func (m *Maint) wake(env node.Env) {
+	waiting := m.waiting
+	m.waiting = nil
+	for _, w := range waiting {
+		w(env)
+	}
+}
+
+// spend takes n bytes from the budget (it may go below zero: a transfer's
+// size is known only once it has come).
+func (m *Maint) spend(now time.Time, n int) {
+	if m.cfg.Budget == 0 {
+		return
+	}
+	m.refill(now)
+	m.tokens -= float64(n)
+}
+
+func (m *Maint) refill(now time.Time) {
+	if !m.filled.IsZero() {
+		m.tokens += now.Sub(m.filled).Seconds() * float64(m.cfg.Budget)
+	}
+	m.tokens = min(m.tokens, float64(m.cfg.Budget))
+	m.filled = now
 }
 
 // vnodeState is one vnode's maintenance: the round in progress, and what
@@ -125,6 +203,11 @@ func (m *Maint) PeerDown(node.Env, node.Addr) {}
 
 // Timer implements host.Protocol.
 func (m *Maint) Timer(env node.Env, t node.Timer) bool {
+	if _, ok := t.(budgetTimer); ok {
+		m.resume = false
+		m.wake(env)
+		return true
+	}
 	if _, ok := t.(checkTimer); !ok {
 		return false
 	}

@@ -25,11 +25,17 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, n int, seed uint64) *cluster {
+	return newClusterWith(t, n, seed, 0)
+}
+
+// newClusterWith is newCluster with a repair budget (bytes/s, 0: none).
+func newClusterWith(t *testing.T, n int, seed uint64, budget int) *cluster {
 	t.Helper()
 	s := sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(n, seed))
 	opts := deploy.DefaultOptions()
 	mc := maint.DefaultConfig()
 	mc.Interval = time.Minute
+	mc.Budget = budget
 	opts.Maint = &mc
 	for i := 0; i < n; i++ {
 		boot := ""
@@ -329,4 +335,39 @@ func TestSyncOfAMillionEqualKeysIsBounded(t *testing.T) {
 		t.Fatalf("one key gone: found %v, %v", missing, err)
 	}
 	t.Logf("one key gone: %d queries, %d bytes", q, bytes)
+}
+
+// With a repair budget, a host's repairs never run ahead of it (a second's
+// worth, plus the object in flight), and still finish.
+func TestRepairBudgetPacesRepairs(t *testing.T) {
+	const budget = 200 // bytes/s
+	c := newClusterWith(t, 12, 1, budget)
+	c.put(150, rand.New(rand.NewPCG(1, 1)))
+	start := map[*sim.Host]uint64{}
+	for _, h := range c.up() {
+		start[h] = stats(h).BytesRepaired
+	}
+	c.s.Crash(c.s.Hosts()[5])
+	t0 := c.s.Now()
+	paced := false
+	for step := 0; step < 60; step++ {
+		c.s.RunFor(time.Second)
+		elapsed := (c.s.Now() - t0).Seconds()
+		for _, h := range c.up() {
+			got := stats(h).BytesRepaired - start[h]
+			if limit := uint64(elapsed*budget) + budget + 2200; got > limit {
+				t.Fatalf("%s repaired %d bytes in %.0fs with a budget of %d B/s", h.Addr, got, elapsed, budget)
+			}
+			if got > budget {
+				paced = true
+			}
+		}
+	}
+	if !paced {
+		t.Errorf("no host repaired more than a second's budget: the budget was not exercised")
+	}
+	c.s.RunFor(5 * time.Minute)
+	if under := c.underReplicated(2); len(under) > 0 {
+		t.Fatalf("%d blocks under 2 copies with the budget", len(under))
+	}
 }

@@ -73,6 +73,9 @@ func (r *round) begin(env node.Env) {
 // pump starts what the limits allow and moves on when the partner is done.
 func (r *round) pump(env node.Env) {
 	for r.fetches < r.m.cfg.Fetches && len(r.fetch) > 0 {
+		if !r.m.spendable(env, r.pump) {
+			return // the budget wakes this round again
+		}
 		key := r.fetch[0]
 		r.fetch = r.fetch[1:]
 		r.fetchKey(env, key)
@@ -192,11 +195,15 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 	r.fetches++
 	done := func(env node.Env) {
 		r.fetches--
+		m.done(env)
 		r.pump(env)
 	}
 	ok := m.rt.Call(env, partner.Addr, r.v.Self(), partner.ID, &wire.FetchBlock{Key: key}, 0,
 		func(env node.Env, msg wire.Msg, err error) {
 			b, isBlock := msg.(*wire.Block)
+			if isBlock {
+				m.spend(env.Now(), len(b.Data))
+			}
 			switch {
 			case err != nil || !isBlock || b.Key != key:
 				m.Stats.Failed++
@@ -231,5 +238,6 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 	if !ok {
 		m.Stats.Failed++
 		r.fetches--
+		m.done(env)
 	}
 }
