@@ -88,6 +88,9 @@ func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error
 		if o.Maint != nil {
 			mc := *o.Maint
 			mc.Replicas = o.Blocks.Replicas
+			if o.Ring.Preds < mc.Replicas {
+				return nil, fmt.Errorf("deploy: maintenance needs a predecessor list of at least %d (the replicas), not %d", mc.Replicas, o.Ring.Preds)
+			}
 			if n.Maint, err = maint.New(mc, chord); err != nil {
 				return nil, fmt.Errorf("deploy: %w", err)
 			}

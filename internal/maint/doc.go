@@ -22,9 +22,14 @@
 // which is asked (the same tree walk, the other way round) which keys it
 // lacks, and is handed those. Nothing is ever deleted.
 //
+// Copies go on distinct machines (ring.DistinctHosts), so a vnode's range
+// and partners skip its own machine's vnodes (replicaStart, partners). A
+// repair budget (Config.Budget) paces what a host fetches and hands over.
+// Operators see Status (`triad maint status`) and pause it (MaintControl,
+// accepted from this machine only).
+//
 // Not yet here (issue 15): rebuilding a missing erasure-coded fragment
-// (fragments are skipped and counted) and a repair bandwidth budget.
-// Operators see Status (`triad maint status`) and pause it (MaintControl).
+// (fragments are skipped and counted).
 //
 // Layer: node logic, registered on the host runtime (host.Register) beside
 // the ring and the block store; it reaches the storage engine only through

@@ -23,13 +23,16 @@ type sweep struct {
 	cursor id.ID // keys in (cursor, end] are still to place
 	end    id.ID // the k-th predecessor: the range's start
 	// The stretch being placed: keys in (lo, hi] go to dst.
-	lo, hi  id.ID
-	dst     wire.NodeRef
-	visit   []merkle.Prefix
-	push    []id.ID
-	queries int
-	pushes  int
-	queued  map[id.ID]bool
+	lo, hi   id.ID
+	dst      wire.NodeRef
+	visit    []merkle.Prefix
+	push     []id.ID
+	queries  int
+	pushes   int
+	queued   map[id.ID]bool // keys queued or in flight, for this stretch
+	waiting  bool           // queued on the repair budget
+	placing  bool           // a stretch is being placed
+	finished bool
 }
 
 // maxStretches bounds the successors one sweep places keys with.
@@ -37,11 +40,11 @@ const maxStretches = 64
 
 func (m *Maint) startSweep(env node.Env, v *ring.Vnode, st *vnodeState) {
 	st.sweepDue = env.Now().Add(m.jitter(env, m.cfg.Interval))
-	preds := v.Preds()
-	if len(preds) < m.cfg.Replicas {
+	end := replicaStart(v, m.cfg.Replicas, m.listMax)
+	if end == v.Self().ID {
 		return // the whole ring is ours: nothing lies outside
 	}
-	s := &sweep{m: m, v: v, st: st, cursor: v.Self().ID, end: preds[m.cfg.Replicas-1].ID, queued: make(map[id.ID]bool)}
+	s := &sweep{m: m, v: v, st: st, cursor: v.Self().ID, end: end}
 	st.sweep = s
 	s.next(env, 0)
 }
@@ -50,6 +53,9 @@ func (m *Maint) startSweep(env node.Env, v *ring.Vnode, st *vnodeState) {
 // looks up where it belongs.
 func (s *sweep) next(env node.Env, stretches int) {
 	m := s.m
+	if s.finished {
+		return
+	}
 	if stretches == maxStretches || s.cursor == s.end {
 		s.finish()
 		return
@@ -77,11 +83,13 @@ func (s *sweep) next(env node.Env, stretches int) {
 					hi = s.end
 				}
 				s.lo, s.hi, s.dst = s.cursor, hi, dst
+				s.queued = make(map[id.ID]bool)
 				if dst.Addr == m.rt.Addr() {
 					s.advance(env, stretches) // another vnode of ours: same storage
 					return
 				}
 				s.visit = append(s.visit[:0], merkle.Root())
+				s.placing = true
 				s.pump(env, stretches)
 			})
 		},
@@ -95,14 +103,33 @@ func (s *sweep) advance(env node.Env, stretches int) {
 }
 
 func (s *sweep) finish() {
+	if s.finished {
+		return
+	}
+	s.finished = true
 	s.m.Stats.Sweeps++
-	s.st.sweep = nil
+	if s.st.sweep == s {
+		s.st.sweep = nil
+	}
 }
 
 func (s *sweep) pump(env node.Env, stretches int) {
 	m := s.m
+	if s.finished || !s.placing {
+		return // a wake-up or a continuation after the stretch was placed
+	}
+	if m.chord.IsDead(env, s.dst) {
+		s.visit, s.push = nil, nil
+	}
 	for s.pushes < m.cfg.Fetches && len(s.push) > 0 {
-		if !m.spendable(env, func(env node.Env) { s.pump(env, stretches) }) {
+		if !m.spendable(env) {
+			if !s.waiting {
+				s.waiting = true
+				m.await(func(env node.Env) {
+					s.waiting = false
+					s.pump(env, stretches)
+				})
+			}
 			return
 		}
 		key := s.push[0]
@@ -115,6 +142,7 @@ func (s *sweep) pump(env node.Env, stretches int) {
 		s.query(env, p, stretches)
 	}
 	if s.queries == 0 && s.pushes == 0 && len(s.visit) == 0 && len(s.push) == 0 {
+		s.placing = false
 		s.advance(env, stretches)
 	}
 }
@@ -225,8 +253,9 @@ func (s *sweep) hand(env node.Env, key id.ID, stretches int) {
 	s.pushes++
 	done := func(env node.Env) {
 		s.pushes--
-		m.done(env)
+		delete(s.queued, key)
 		s.pump(env, stretches)
+		m.done(env)
 	}
 	env.Offload(&work{
 		run: func(e store.Engine) (any, error) {

@@ -77,11 +77,12 @@ type Stats struct {
 
 // Maint is local maintenance on one host.
 type Maint struct {
-	cfg    Config
-	chord  *ring.Chord
-	rt     *host.Host
-	state  map[*ring.Vnode]*vnodeState
-	paused bool // by the operator: no new rounds or sweeps
+	cfg     Config
+	chord   *ring.Chord
+	rt      *host.Host
+	state   map[*ring.Vnode]*vnodeState
+	listMax int  // the ring's predecessor-list length
+	paused  bool // by the operator: no new rounds or sweeps
 	// The repair budget: a token bucket of bytes, refilled at Budget per
 	// second up to a second's worth; work waits while it is empty.
 	tokens    float64
@@ -98,11 +99,11 @@ type budgetTimer struct{}
 func (budgetTimer) String() string { return "maint-budget" }
 
 // spendable reports whether the budget lets another transfer start now,
-// and if so counts it in flight until done; when it does not, wake runs
-// once it may. Under a budget one transfer runs at a time, so that the
-// host never runs ahead of it by more than one object (a transfer's size
-// is known only once it has come).
-func (m *Maint) spendable(env node.Env, wake func(node.Env)) bool {
+// and if so counts it in flight until done. Under a budget one transfer
+// runs at a time, so that the host never runs ahead of it by more than one
+// object (a transfer's size is known only once it has come). A refused
+// caller queues itself once with await.
+func (m *Maint) spendable(env node.Env) bool {
 	if m.cfg.Budget == 0 {
 		return true
 	}
@@ -111,7 +112,6 @@ func (m *Maint) spendable(env node.Env, wake func(node.Env)) bool {
 		m.transfers++
 		return true
 	}
-	m.waiting = append(m.waiting, wake)
 	if m.transfers == 0 && !m.resume {
 		m.resume = true
 		wait := time.Duration((1 - m.tokens) / float64(m.cfg.Budget) * float64(time.Second))
@@ -119,6 +119,11 @@ func (m *Maint) spendable(env node.Env, wake func(node.Env)) bool {
 	}
 	return false
 }
+
+// await queues wake to run when the budget may let a transfer start: each
+// round and sweep queues itself at most once, so the queue is as long as
+// the rounds and sweeps waiting.
+func (m *Maint) await(wake func(node.Env)) { m.waiting = append(m.waiting, wake) }
 
 // done ends a transfer that spendable let start, and wakes what waits.
 func (m *Maint) done(env node.Env) {
@@ -172,7 +177,7 @@ func New(cfg Config, chord *ring.Chord) (*Maint, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Maint{cfg: cfg, chord: chord, rt: chord.Runtime(), state: make(map[*ring.Vnode]*vnodeState)}
+	m := &Maint{cfg: cfg, chord: chord, rt: chord.Runtime(), state: make(map[*ring.Vnode]*vnodeState), listMax: chord.Config().Preds}
 	if err := m.rt.Register(wire.TypeTreeQuery, m); err != nil {
 		return nil, err
 	}

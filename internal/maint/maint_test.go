@@ -30,9 +30,15 @@ func newCluster(t *testing.T, n int, seed uint64) *cluster {
 
 // newClusterWith is newCluster with a repair budget (bytes/s, 0: none).
 func newClusterWith(t *testing.T, n int, seed uint64, budget int) *cluster {
+	return newClusterOf(t, n, seed, budget, 1)
+}
+
+// newClusterOf is newCluster with a repair budget and vnodes per host.
+func newClusterOf(t *testing.T, n int, seed uint64, budget, vnodes int) *cluster {
 	t.Helper()
 	s := sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(n, seed))
 	opts := deploy.DefaultOptions()
+	opts.Vnodes = vnodes
 	mc := maint.DefaultConfig()
 	mc.Interval = time.Minute
 	mc.Budget = budget
@@ -369,5 +375,26 @@ func TestRepairBudgetPacesRepairs(t *testing.T) {
 	c.s.RunFor(5 * time.Minute)
 	if under := c.underReplicated(2); len(under) > 0 {
 		t.Fatalf("%d blocks under 2 copies with the budget", len(under))
+	}
+	for _, h := range c.up() {
+		if n := deploy.Of(h).Maint.Waiting(); n > 2 {
+			t.Errorf("%s: %d waiting on the budget, more than its round and sweep", h.Addr, n)
+		}
+	}
+}
+
+// With several vnodes per host, copies go on distinct machines, so a
+// vnode's range must end at its own machine's previous vnode, or where k
+// other machines come before it: blocks whose copy a failed host held are
+// back at 2 copies on distinct hosts.
+func TestSeveralVnodesPerHost(t *testing.T) {
+	for _, vnodes := range []int{2, 4} {
+		c := newClusterOf(t, 8, 3, 0, vnodes)
+		c.put(150, rand.New(rand.NewPCG(3, uint64(vnodes))))
+		c.s.Crash(c.s.Hosts()[5])
+		c.s.RunFor(4 * time.Minute)
+		if under := c.underReplicated(2); len(under) > 0 {
+			t.Fatalf("%d vnodes per host: %d of %d blocks under 2 copies 4 minutes after a host failed", vnodes, len(under), len(c.keys))
+		}
 	}
 }

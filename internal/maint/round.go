@@ -8,6 +8,7 @@ import (
 	"triad/internal/merkle"
 	"triad/internal/node"
 	"triad/internal/ring"
+	"triad/internal/rpc"
 	"triad/internal/store"
 	"triad/internal/wire"
 )
@@ -24,9 +25,11 @@ type round struct {
 	cur      int            // the partner being synchronized with
 	visit    []merkle.Prefix
 	fetch    []id.ID
-	queries  int // in flight, with their comparisons
-	fetches  int // in flight, with their writes
-	queued   map[id.ID]bool
+	queries  int            // in flight, with their comparisons
+	fetches  int            // in flight, with their writes
+	queued   map[id.ID]bool // keys queued or in flight, from this partner
+	waiting  bool           // queued on the repair budget
+	finished bool
 }
 
 // maxQueued bounds the keys a round holds to fetch: past it, it stops
@@ -37,22 +40,8 @@ func (m *Maint) startRound(env node.Env, v *ring.Vnode, st *vnodeState) {
 	succ, pred := v.Successor(), v.Predecessor()
 	st.succ, st.pred = succ, pred
 	st.due = env.Now().Add(m.jitter(env, m.cfg.Interval))
-	self := v.Self()
-	lo := self.ID // fewer than k predecessors known: the whole ring
-	if preds := v.Preds(); len(preds) >= m.cfg.Replicas {
-		lo = preds[m.cfg.Replicas-1].ID
-	}
-	r := &round{m: m, v: v, st: st, lo: lo, hi: self.ID, queued: make(map[id.ID]bool)}
-	for _, p := range []wire.NodeRef{succ, pred} {
-		// A vnode of our own host shares our storage: nothing to pull.
-		if p.IsZero() || p.Addr == m.rt.Addr() || m.chord.IsDead(env, p) {
-			continue
-		}
-		if len(r.partners) == 1 && r.partners[0].ID == p.ID {
-			continue
-		}
-		r.partners = append(r.partners, p)
-	}
+	r := &round{m: m, v: v, st: st, lo: replicaStart(v, m.cfg.Replicas, m.listMax), hi: v.Self().ID}
+	r.partners = partners(v, func(p wire.NodeRef) bool { return m.chord.IsDead(env, p) })
 	st.round = r
 	r.begin(env)
 }
@@ -61,19 +50,43 @@ func (m *Maint) startRound(env node.Env, v *ring.Vnode, st *vnodeState) {
 // round when none is left.
 func (r *round) begin(env node.Env) {
 	if r.cur == len(r.partners) {
+		r.finished = true
 		r.m.Stats.Rounds++
-		r.st.round = nil
+		if r.st.round == r {
+			r.st.round = nil
+		}
 		r.st.lastRound = env.Now()
 		return
 	}
 	r.visit = append(r.visit[:0], merkle.Root())
+	r.fetch = r.fetch[:0]
+	r.queued = make(map[id.ID]bool)
 	r.pump(env)
+}
+
+// giveUp drops what is left to do with the current partner (it is dead, or
+// stopped answering): what is in flight ends by itself.
+func (r *round) giveUp() {
+	r.visit, r.fetch = nil, nil
 }
 
 // pump starts what the limits allow and moves on when the partner is done.
 func (r *round) pump(env node.Env) {
+	if r.finished {
+		return // a wake-up or a continuation after the round ended
+	}
+	if r.m.chord.IsDead(env, r.partner()) {
+		r.giveUp()
+	}
 	for r.fetches < r.m.cfg.Fetches && len(r.fetch) > 0 {
-		if !r.m.spendable(env, r.pump) {
+		if !r.m.spendable(env) {
+			if !r.waiting {
+				r.waiting = true
+				r.m.await(func(env node.Env) {
+					r.waiting = false
+					r.pump(env)
+				})
+			}
 			return // the budget wakes this round again
 		}
 		key := r.fetch[0]
@@ -105,6 +118,9 @@ func (r *round) query(env node.Env, p merkle.Prefix) {
 			if err != nil || !isInfo {
 				m.Stats.Failed++
 				r.queries--
+				if errors.Is(err, rpc.ErrTimeout) {
+					r.giveUp()
+				}
 				r.pump(env)
 				return
 			}
@@ -156,9 +172,11 @@ func compare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (d
 		if k.Width() != id.Bytes || !p.Contains(k.Bytes()) || !k.In(lo, hi) {
 			continue
 		}
-		if _, err := e.Stat(k); errors.Is(err, store.ErrNotFound) {
+		// A copy of ours found damaged is quarantined: it counts as
+		// missing, so the neighbour's good copy replaces it.
+		if _, err := e.Stat(k); errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCorrupt) {
 			d.missing = append(d.missing, k)
-		} else if err != nil && !errors.Is(err, store.ErrCorrupt) {
+		} else if err != nil {
 			return d, err
 		}
 	}
@@ -195,8 +213,9 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 	r.fetches++
 	done := func(env node.Env) {
 		r.fetches--
-		m.done(env)
+		delete(r.queued, key)
 		r.pump(env)
+		m.done(env)
 	}
 	ok := m.rt.Call(env, partner.Addr, r.v.Self(), partner.ID, &wire.FetchBlock{Key: key}, 0,
 		func(env node.Env, msg wire.Msg, err error) {
@@ -207,6 +226,9 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 			switch {
 			case err != nil || !isBlock || b.Key != key:
 				m.Stats.Failed++
+				if errors.Is(err, rpc.ErrTimeout) {
+					r.giveUp()
+				}
 				done(env)
 				return
 			case b.Fragment:
@@ -225,6 +247,9 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 				// store anything but the object under its key.
 				run: func(e store.Engine) (any, error) { return nil, e.Put(key, b.Data, expiry, store.PutOptions{}) },
 				done: func(env node.Env, _ any, err error) {
+					if errors.Is(err, store.ErrFull) {
+						r.giveUp() // no room: the rest would not fit either
+					}
 					if err != nil {
 						m.Stats.Failed++
 					} else {
@@ -238,6 +263,7 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 	if !ok {
 		m.Stats.Failed++
 		r.fetches--
+		delete(r.queued, key)
 		m.done(env)
 	}
 }

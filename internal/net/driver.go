@@ -469,6 +469,10 @@ func (d *Driver) read(nc gonet.Conn) {
 			continue
 		}
 		if claimed == "" {
+			if operatorOnly(e.Msg.Type()) && !isLoopback(nc) {
+				drop("an operator's command from another machine")
+				continue
+			}
 			d.postMsg(node.MsgIn{From: route.addr, Env: e}, size)
 			continue
 		}
@@ -506,6 +510,15 @@ func (d *Driver) read(nc gonet.Conn) {
 		}
 		held = append(held, inboundMsg{in, size})
 	}
+}
+
+// operatorOnly lists the commands only a client on this machine may send
+// (until nodes and operators have certificates): pausing maintenance.
+func operatorOnly(t wire.Type) bool { return t == wire.TypeMaintControl }
+
+func isLoopback(nc gonet.Conn) bool {
+	a, ok := nc.RemoteAddr().(*gonet.TCPAddr)
+	return ok && a.IP.IsLoopback()
 }
 
 // forged counts and logs a frame dropped for not matching its connection.

@@ -114,6 +114,9 @@ func (h *Chord) Runtime() *host.Host { return h.rt }
 // Addr is the host's address.
 func (h *Chord) Addr() node.Addr { return h.addr }
 
+// Config is the ring's configuration.
+func (h *Chord) Config() Config { return h.cfg }
+
 // Vnodes returns the host's virtual servers.
 func (h *Chord) Vnodes() []*Vnode { return h.vnodes }
 
