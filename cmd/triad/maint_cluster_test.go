@@ -91,6 +91,7 @@ func TestMaintClusterKilledNodesBlocksBackToTwo(t *testing.T) {
 		if len(missing) == 0 {
 			t.Logf("every block back at 2 copies %v after the SIGKILL", time.Since(killed).Round(time.Second))
 			checkMaintStatus(t, d.liveNodes())
+			restartAfterAMinute(t, d, 3)
 			return
 		}
 		if time.Now().After(deadline) {
@@ -141,4 +142,33 @@ func checkMaintStatus(t *testing.T, nodes []*proc) {
 		t.Errorf("maint status of %s after resume: still paused", p.name)
 	}
 	t.Logf("maint status: %d objects repaired across the live nodes", repaired)
+}
+
+// restartAfterAMinute kills node i, restarts it a minute later on its data
+// and checks that maintenance does not send it again what it had: with no
+// writes meanwhile, it fetches nothing over its first rounds back.
+func restartAfterAMinute(t *testing.T, d *dhashCluster, i int) {
+	t.Helper()
+	d.nodes[i].kill(t)
+	time.Sleep(time.Minute)
+	d.restart(i)
+	bin := buildTriad(t)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out, err := exec.Command(bin, "maint", "status", "--addr", d.nodes[i].addr, "--json").Output()
+		var st struct {
+			Counters map[string]uint64 `json:"counters"`
+		}
+		if err == nil && json.Unmarshal(out, &st) == nil && st.Counters["rounds"] >= 2 {
+			if got := st.Counters["objects_repaired"]; got != 0 {
+				t.Errorf("%s, back after a minute down with its data, fetched %d objects in its first %d rounds", d.nodes[i].name, got, st.Counters["rounds"])
+			}
+			t.Logf("%s back after a minute: %d rounds, %d objects fetched", d.nodes[i].name, st.Counters["rounds"], st.Counters["objects_repaired"])
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s ran no 2 maintenance rounds within 2 minutes of its restart (%v)", d.nodes[i].name, err)
+		}
+		time.Sleep(time.Second)
+	}
 }
