@@ -44,7 +44,13 @@ func (m *Maint) startSweep(env node.Env, v *ring.Vnode, st *vnodeState) {
 	if end == v.Self().ID {
 		return // the whole ring is ours: nothing lies outside
 	}
-	s := &sweep{m: m, v: v, st: st, cursor: v.Self().ID, end: end}
+	// A sweep that stopped at maxStretches is taken up where it stopped.
+	cursor := v.Self().ID
+	if c := st.sweepFrom; !c.IsZero() && c.In(cursor, end) && c != end {
+		cursor = c
+	}
+	st.sweepFrom = id.ID{}
+	s := &sweep{m: m, v: v, st: st, cursor: cursor, end: end}
 	st.sweep = s
 	s.next(env, 0)
 }
@@ -56,7 +62,12 @@ func (s *sweep) next(env node.Env, stretches int) {
 	if s.finished {
 		return
 	}
-	if stretches == maxStretches || s.cursor == s.end {
+	if stretches == maxStretches {
+		s.st.sweepFrom = s.cursor
+		s.finish()
+		return
+	}
+	if s.cursor == s.end {
 		s.finish()
 		return
 	}
@@ -209,9 +220,15 @@ func reverseCompare(e store.Engine, p merkle.Prefix, info *wire.TreeInfo, lo, hi
 				theirs[k] = true
 			}
 			for _, k := range ours {
-				if !theirs[k] {
-					d.missing = append(d.missing, k)
+				if theirs[k] {
+					continue
 				}
+				// A fragment of ours is not what the successor lacks: it
+				// holds another index, or needs one rebuilt.
+				if meta, err := e.Stat(k); err == nil && meta.Opaque {
+					continue
+				}
+				d.missing = append(d.missing, k)
 			}
 			return d, nil
 		}

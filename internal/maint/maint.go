@@ -83,6 +83,11 @@ type Maint struct {
 	state   map[*ring.Vnode]*vnodeState
 	listMax int  // the ring's predecessor-list length
 	paused  bool // by the operator: no new rounds or sweeps
+	// fragments are keys a neighbour holds as erasure-coded fragments,
+	// which fetching does not repair (another index is needed): noted so
+	// that rounds do not fetch them again and again. Bounded: cleared when
+	// full.
+	fragments map[id.ID]struct{}
 	// The repair budget: a token bucket of bytes, refilled at Budget per
 	// second up to a second's worth; work waits while it is empty.
 	tokens    float64
@@ -118,6 +123,16 @@ func (m *Maint) spendable(env node.Env) bool {
 		env.After(max(wait, time.Millisecond), budgetTimer{})
 	}
 	return false
+}
+
+// maxFragmentsNoted bounds Maint.fragments.
+const maxFragmentsNoted = 1 << 16
+
+func (m *Maint) noteFragment(key id.ID) {
+	if m.fragments == nil || len(m.fragments) >= maxFragmentsNoted {
+		m.fragments = make(map[id.ID]struct{})
+	}
+	m.fragments[key] = struct{}{}
 }
 
 // await queues wake to run when the budget may let a transfer start: each
@@ -169,6 +184,7 @@ type vnodeState struct {
 	due        time.Time    // the next periodic round
 	sweep      *sweep       // global maintenance in progress
 	sweepDue   time.Time
+	sweepFrom  id.ID     // where the last sweep stopped short, if it did
 	lastRound  time.Time // when the last round ended
 }
 

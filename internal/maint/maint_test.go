@@ -14,6 +14,7 @@ import (
 	"triad/internal/node"
 	"triad/internal/sim"
 	"triad/internal/store"
+	"triad/internal/store/mem"
 	"triad/internal/wire"
 )
 
@@ -396,5 +397,63 @@ func TestSeveralVnodesPerHost(t *testing.T) {
 		if under := c.underReplicated(2); len(under) > 0 {
 			t.Fatalf("%d vnodes per host: %d of %d blocks under 2 copies 4 minutes after a host failed", vnodes, len(under), len(c.keys))
 		}
+	}
+}
+
+// Fragments are not repaired by fetching (another index is needed), and a
+// round does not fetch the same fragment again and again: a host that lost
+// its fragment of a key in its range sees the key missing at every round,
+// fetches it once, notes it as a fragment and skips it after that.
+func TestFragmentsAreNotFetchedEveryRound(t *testing.T) {
+	c := newCluster(t, 16, 6)
+	r := rand.New(rand.NewPCG(6, 6))
+	var keys []id.ID
+	for i := 0; i < 20; i++ {
+		data := make([]byte, 3000)
+		for j := range data {
+			data[j] = byte(r.Uint32())
+		}
+		h := c.up()[r.IntN(len(c.up()))]
+		done := false
+		c.s.Do(h, func(env node.Env) {
+			deploy.Of(h).Blocks.Put(env, data, env.Now().Add(24*time.Hour), wire.RedundancyFragments,
+				func(_ node.Env, key id.ID, _ []wire.NodeRef, err error) {
+					done = true
+					if err == nil {
+						keys = append(keys, key)
+					}
+				})
+		})
+		for deadline := c.s.Now() + time.Minute; !done && c.s.Now() < deadline; {
+			c.s.RunFor(100 * time.Millisecond)
+		}
+	}
+	c.s.RunFor(time.Minute)
+	// The first successor of each key loses its fragment.
+	var losers []*sim.Host
+	for _, key := range keys {
+		h := c.successors(key)[0]
+		e := h.Storage().Engine().(*mem.Mem)
+		e.Damage(key)
+		e.Get(key) // the read finds the damage and quarantines the copy
+		if _, err := e.Stat(key); err == nil {
+			t.Fatalf("%s still has its copy of %v after the damage", h.Addr, key.Short())
+		}
+		losers = append(losers, h)
+	}
+	c.s.RunFor(3 * time.Minute)
+	total := func() (n uint64) {
+		for _, h := range c.up() {
+			n += stats(h).Fragments
+		}
+		return n
+	}
+	before := total()
+	if before == 0 {
+		t.Fatalf("no round met the %d lost fragments", len(keys))
+	}
+	c.s.RunFor(5 * time.Minute)
+	if after := total(); after != before {
+		t.Errorf("fragments fetched and dropped again: %d before 5 more minutes of rounds, %d after", before, after)
 	}
 }

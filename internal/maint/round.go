@@ -29,8 +29,14 @@ type round struct {
 	fetches  int            // in flight, with their writes
 	queued   map[id.ID]bool // keys queued or in flight, from this partner
 	waiting  bool           // queued on the repair budget
+	asked    int            // tree queries to the current partner
 	finished bool
 }
+
+// maxQueriesPerSync bounds the tree queries one synchronization makes, so
+// that a neighbour claiming differences without end cannot keep a round
+// going: 65,536 queries walk about four million differing keys.
+const maxQueriesPerSync = 1 << 16
 
 // maxQueued bounds the keys a round holds to fetch: past it, it stops
 // walking the tree until fetches drain the queue.
@@ -61,6 +67,7 @@ func (r *round) begin(env node.Env) {
 	r.visit = append(r.visit[:0], merkle.Root())
 	r.fetch = r.fetch[:0]
 	r.queued = make(map[id.ID]bool)
+	r.asked = 0
 	r.pump(env)
 }
 
@@ -94,6 +101,12 @@ func (r *round) pump(env node.Env) {
 		r.fetchKey(env, key)
 	}
 	for r.queries < r.m.cfg.Queries && len(r.visit) > 0 && len(r.fetch) < maxQueued {
+		if r.asked == maxQueriesPerSync {
+			r.m.Stats.Failed++
+			r.visit = nil // the rest of the walk waits for the next round
+			break
+		}
+		r.asked++
 		p := r.visit[len(r.visit)-1]
 		r.visit = r.visit[:len(r.visit)-1]
 		r.query(env, p)
@@ -134,6 +147,9 @@ func (r *round) query(env node.Env, p merkle.Prefix) {
 					} else {
 						d := res.(diff)
 						for _, k := range d.missing {
+							if _, frag := m.fragments[k]; frag {
+								continue // a fragment: not fetched, see Stats.Fragments
+							}
 							if !r.queued[k] {
 								r.queued[k] = true
 								r.fetch = append(r.fetch, k)
@@ -233,6 +249,7 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 				return
 			case b.Fragment:
 				m.Stats.Fragments++
+				m.noteFragment(key)
 				done(env)
 				return
 			}
