@@ -146,12 +146,8 @@ func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
 		go func() {
 			defer wg.Done()
 			wr := rand.New(rand.NewPCG(cfg.Seed, uint64(w)))
-			clients := map[string]*client.Client{}
-			defer func() {
-				for _, c := range clients {
-					c.Close()
-				}
-			}()
+			clients := clientCache{}
+			defer clients.close()
 			for {
 				select {
 				case <-stop:
@@ -160,17 +156,10 @@ func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
 				}
 				addrs := upAddrs()
 				addr := addrs[wr.IntN(len(addrs))]
-				c := clients[addr]
-				if c == nil {
-					dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Second)
-					var derr error
-					c, derr = client.Dial(dctx, addr)
-					dcancel()
-					if derr != nil {
-						failed.Add(1)
-						continue
-					}
-					clients[addr] = c
+				c, derr := clients.get(addr)
+				if derr != nil {
+					failed.Add(1)
+					continue
 				}
 				data := make([]byte, 100+wr.IntN(3000))
 				for i := range data {
@@ -181,8 +170,7 @@ func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
 				pcancel()
 				if err != nil {
 					failed.Add(1)
-					c.Close()
-					delete(clients, addr)
+					clients.drop(addr)
 					continue
 				}
 				mu.Lock()
@@ -224,27 +212,16 @@ func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
 	logf("chaos: reading back %d acknowledged blocks", len(acked))
 	t1 := time.Now()
 	pending := acked
-	cl := map[string]*client.Client{}
-	defer func() {
-		for _, c := range cl {
-			c.Close()
-		}
-	}()
+	cl := clientCache{}
+	defer cl.close()
 	for round := 0; len(pending) > 0; round++ {
 		var again []id.ID
 		for i, key := range pending {
 			addr := nodes[(i+round)%len(nodes)].addr
-			c := cl[addr]
-			if c == nil {
-				dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Second)
-				var derr error
-				c, derr = client.Dial(dctx, addr)
-				dcancel()
-				if derr != nil {
-					again = append(again, key)
-					continue
-				}
-				cl[addr] = c
+			c, derr := cl.get(addr)
+			if derr != nil {
+				again = append(again, key)
+				continue
 			}
 			gctx, gcancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_, _, err := c.Get(gctx, key)
@@ -266,4 +243,36 @@ func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
 	}
 	res.RecoverySeconds = time.Since(t1).Seconds()
 	return res, nil
+}
+
+// clientCache keeps one client per node address, dialled on first use.
+// One goroutine uses a cache.
+type clientCache map[string]*client.Client
+
+func (cc clientCache) get(addr string) (*client.Client, error) {
+	if c := cc[addr]; c != nil {
+		return c, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	cc[addr] = c
+	return c, nil
+}
+
+// drop closes and forgets the client of addr (its node went away).
+func (cc clientCache) drop(addr string) {
+	if c := cc[addr]; c != nil {
+		c.Close()
+		delete(cc, addr)
+	}
+}
+
+func (cc clientCache) close() {
+	for _, c := range cc {
+		c.Close()
+	}
 }

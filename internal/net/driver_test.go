@@ -33,15 +33,21 @@ func (pingHandler) Handle(env node.Env, ev node.Event) {
 
 // startDriver runs a driver with pingHandler on a free port until the test
 // ends, then stops it and waits for Run to return.
-func startDriver(t *testing.T) *Driver {
+func startDriver(t *testing.T) *Driver { return runDriver(t, Config{}, pingHandler{}) }
+
+// runDriver runs a driver with cfg (on a free port, in a temporary data
+// directory) and handler h until the test ends, then stops it and waits
+// for Run to return.
+func runDriver(t *testing.T, cfg Config, h node.Handler) *Driver {
 	t.Helper()
-	d, err := Listen(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	cfg.Listen, cfg.DataDir = "127.0.0.1:0", t.TempDir()
+	d, err := Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx, pingHandler{}) }()
+	go func() { done <- d.Run(ctx, h) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -1,7 +1,6 @@
 package net
 
 import (
-	"context"
 	"encoding/binary"
 	"runtime"
 	"sync/atomic"
@@ -45,14 +44,7 @@ func TestByteBudgetWaits(t *testing.T) {
 // Past MaxConns, new connections are closed on arrival and counted; once
 // one closes, the next is served.
 func TestMaxConnsRefusesMore(t *testing.T) {
-	d, err := Listen(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx, pingHandler{}) }()
-	defer func() { cancel(); <-done }()
+	d := runDriver(t, Config{MaxConns: 2}, pingHandler{})
 
 	a := dial(t, d.Addr())
 	if err := rawPing(a, 1); err != nil {
@@ -77,15 +69,8 @@ func TestMaxConnsRefusesMore(t *testing.T) {
 // FrameTimeout, not after the idle timeout, and its bytes go back to the
 // budget.
 func TestStalledFrameIsDropped(t *testing.T) {
-	d, err := Listen(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), FrameTimeout: 200 * time.Millisecond,
-		MaxFrameBytes: 1 << 20, MaxInflightBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx, pingHandler{}) }()
-	defer func() { cancel(); <-done }()
+	d := runDriver(t, Config{FrameTimeout: 200 * time.Millisecond,
+		MaxFrameBytes: 1 << 20, MaxInflightBytes: 1 << 20}, pingHandler{})
 
 	c := dial(t, d.Addr())
 	var hdr [4]byte
@@ -140,17 +125,10 @@ func (h countHandler) Handle(env node.Env, ev node.Event) {
 // Offloaded work runs on Workers goroutines, however much is offloaded at
 // once; the rest waits its turn, and all of it runs.
 func TestOffloadRunsOnBoundedWorkers(t *testing.T) {
-	d, err := Listen(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Workers: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 500
 	h := countHandler{n: n, gate: make(chan struct{}), started: new(atomic.Int64), got: make(chan int, n)}
 	before := runtime.NumGoroutine()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx, h) }()
-	defer func() { cancel(); <-done }()
+	runDriver(t, Config{Workers: 3}, h)
 	waitFor(t, "every worker to be busy", func() bool { return h.started.Load() == 3 })
 	if h.started.Load() != 3 {
 		t.Fatalf("%d works started with 3 workers", h.started.Load())
