@@ -161,38 +161,18 @@ func (s *sweep) pump(env node.Env, stretches int) {
 // query compares the destination's tree node at p with ours, the other way
 // round from local maintenance: what do we hold that it lacks?
 func (s *sweep) query(env node.Env, p merkle.Prefix, stretches int) {
-	m, dst, lo, hi := s.m, s.dst, s.lo, s.hi
+	m := s.m
 	s.queries++
-	m.Stats.NodesCompared++
-	ok := m.rt.Call(env, dst.Addr, s.v.Self(), dst.ID, &wire.TreeQuery{Prefix: p.Encode(), Lo: lo, Hi: hi}, 0,
-		func(env node.Env, msg wire.Msg, err error) {
-			info, isInfo := msg.(*wire.TreeInfo)
-			if err != nil || !isInfo {
-				m.Stats.Failed++
-				s.queries--
-				s.pump(env, stretches)
-				return
-			}
-			env.Offload(&work{
-				run: func(e store.Engine) (any, error) { return reverseCompare(e, p, info, lo, hi) },
-				done: func(env node.Env, res any, err error) {
-					s.queries--
-					if err != nil {
-						m.Stats.Failed++
-					} else {
-						d := res.(diff)
-						for _, k := range d.missing {
-							if !s.queued[k] {
-								s.queued[k] = true
-								s.push = append(s.push, k)
-							}
-						}
-						s.visit = append(s.visit, d.descend...)
-					}
-					s.pump(env, stretches)
-				},
-			})
-		})
+	ok := m.askTree(env, s.v.Self(), s.dst, p, s.lo, s.hi, reverseCompare, func(env node.Env, d diff, err error) {
+		s.queries--
+		if err != nil {
+			m.Stats.Failed++
+		} else {
+			s.push = enqueue(s.push, s.queued, d.missing, nil)
+			s.visit = append(s.visit, d.descend...)
+		}
+		s.pump(env, stretches)
+	})
 	if !ok {
 		m.Stats.Failed++
 		s.queries--
@@ -201,7 +181,7 @@ func (s *sweep) query(env node.Env, p merkle.Prefix, stretches int) {
 
 // reverseCompare finds, under p and in (lo, hi], the keys we hold that the
 // other tree lacks (missing) and the children to look into.
-func reverseCompare(e store.Engine, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (diff, error) {
+func reverseCompare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (diff, error) {
 	var d diff
 	mine, err := e.TreeNode(p)
 	if err != nil || mine.Count == 0 || sameNode(mine, info.Count, info.Hash) {

@@ -393,6 +393,62 @@ func describe(e TreeStore, p merkle.Prefix, lo, hi id.ID) (*wire.TreeInfo, error
 	return info, nil
 }
 
+// comparer sets a neighbour's answer about its tree node at p against our
+// store: compare (what we lack) or reverseCompare (what it lacks).
+type comparer func(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (diff, error)
+
+// errNotTreeInfo is a neighbour's answer of the wrong type.
+var errNotTreeInfo = errors.New("maint: answer to a tree query is not a TreeInfo")
+
+// askTree asks dst for its tree node at p, seen from (lo, hi], and compares
+// the answer with our store off the event loop; done gets the difference,
+// or the error of the call (rpc.ErrTimeout: no answer) or of the
+// comparison. It returns false, and done never runs, when the call is
+// refused (too many in flight). Local maintenance and sweeps both walk a
+// neighbour's tree with it.
+func (m *Maint) askTree(env node.Env, from, dst wire.NodeRef, p merkle.Prefix, lo, hi id.ID, cmp comparer, done func(node.Env, diff, error)) bool {
+	m.Stats.NodesCompared++
+	return m.rt.Call(env, dst.Addr, from, dst.ID, &wire.TreeQuery{Prefix: p.Encode(), Lo: lo, Hi: hi}, 0,
+		func(env node.Env, msg wire.Msg, err error) {
+			info, isInfo := msg.(*wire.TreeInfo)
+			if err == nil && !isInfo {
+				err = errNotTreeInfo
+			}
+			if err != nil {
+				done(env, diff{}, err)
+				return
+			}
+			m.Stats.KeysCompared += uint64(len(info.Keys))
+			env.Offload(&work{
+				run: func(e store.Engine) (any, error) { return cmp(e, p, info, lo, hi) },
+				done: func(env node.Env, res any, err error) {
+					d, _ := res.(diff)
+					done(env, d, err)
+				},
+			})
+		})
+}
+
+// enqueue appends to list the keys of missing that are not queued yet (and
+// that skip, if set, does not rule out), and marks them queued.
+func enqueue(list []id.ID, queued map[id.ID]bool, missing []id.ID, skip func(id.ID) bool) []id.ID {
+	for _, k := range missing {
+		if queued[k] || skip != nil && skip(k) {
+			continue
+		}
+		queued[k] = true
+		list = append(list, k)
+	}
+	return list
+}
+
+// isFragment reports whether key was noted as a neighbour's fragment,
+// which fetching does not repair (see Stats.Fragments).
+func (m *Maint) isFragment(key id.ID) bool {
+	_, ok := m.fragments[key]
+	return ok
+}
+
 // sameNode reports whether our node n and a neighbour's match.
 func sameNode(n merkle.Node, count uint64, hash []byte) bool {
 	return n.Count == count && (count == 0 || bytes.Equal(n.Hash[:], hash))

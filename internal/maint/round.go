@@ -122,45 +122,21 @@ func (r *round) partner() wire.NodeRef { return r.partners[r.cur] }
 
 // query compares our tree's node at p with the partner's.
 func (r *round) query(env node.Env, p merkle.Prefix) {
-	m, partner, lo, hi := r.m, r.partner(), r.lo, r.hi
+	m := r.m
 	r.queries++
-	m.Stats.NodesCompared++
-	ok := m.rt.Call(env, partner.Addr, r.v.Self(), partner.ID, &wire.TreeQuery{Prefix: p.Encode(), Lo: lo, Hi: hi}, 0,
-		func(env node.Env, msg wire.Msg, err error) {
-			info, isInfo := msg.(*wire.TreeInfo)
-			if err != nil || !isInfo {
-				m.Stats.Failed++
-				r.queries--
-				if errors.Is(err, rpc.ErrTimeout) {
-					r.giveUp()
-				}
-				r.pump(env)
-				return
+	ok := m.askTree(env, r.v.Self(), r.partner(), p, r.lo, r.hi, compare, func(env node.Env, d diff, err error) {
+		r.queries--
+		if err != nil {
+			m.Stats.Failed++
+			if errors.Is(err, rpc.ErrTimeout) {
+				r.giveUp()
 			}
-			m.Stats.KeysCompared += uint64(len(info.Keys))
-			env.Offload(&work{
-				run: func(e store.Engine) (any, error) { return compare(e, p, info, lo, hi) },
-				done: func(env node.Env, res any, err error) {
-					r.queries--
-					if err != nil {
-						m.Stats.Failed++
-					} else {
-						d := res.(diff)
-						for _, k := range d.missing {
-							if _, frag := m.fragments[k]; frag {
-								continue // a fragment: not fetched, see Stats.Fragments
-							}
-							if !r.queued[k] {
-								r.queued[k] = true
-								r.fetch = append(r.fetch, k)
-							}
-						}
-						r.visit = append(r.visit, d.descend...)
-					}
-					r.pump(env)
-				},
-			})
-		})
+		} else {
+			r.fetch = enqueue(r.fetch, r.queued, d.missing, m.isFragment)
+			r.visit = append(r.visit, d.descend...)
+		}
+		r.pump(env)
+	})
 	if !ok {
 		m.Stats.Failed++
 		r.queries--
