@@ -64,11 +64,11 @@ func (s *sweep) next(env node.Env, stretches int) {
 	}
 	if stretches == maxStretches {
 		s.st.sweepFrom = s.cursor
-		s.finish()
+		s.finish(env)
 		return
 	}
 	if s.cursor == s.end {
-		s.finish()
+		s.finish(env)
 		return
 	}
 	cursor, end := s.cursor, s.end
@@ -77,13 +77,13 @@ func (s *sweep) next(env node.Env, stretches int) {
 		done: func(env node.Env, res any, err error) {
 			key, _ := res.(id.ID)
 			if err != nil || key.IsZero() {
-				s.finish()
+				s.finish(env)
 				return
 			}
 			m.chord.Lookup(env, key, ring.LookupOptions{}, func(env node.Env, r ring.Result) {
 				if r.Err != nil || len(r.Succs) == 0 {
 					m.Stats.Failed++
-					s.finish()
+					s.finish(env)
 					return
 				}
 				dst := r.Succs[0]
@@ -113,7 +113,7 @@ func (s *sweep) advance(env node.Env, stretches int) {
 	s.next(env, stretches+1)
 }
 
-func (s *sweep) finish() {
+func (s *sweep) finish(env node.Env) {
 	if s.finished {
 		return
 	}
@@ -122,6 +122,7 @@ func (s *sweep) finish() {
 	if s.st.sweep == s {
 		s.st.sweep = nil
 	}
+	s.m.check(env)
 }
 
 func (s *sweep) pump(env node.Env, stretches int) {

@@ -20,9 +20,11 @@ import (
 type Config struct {
 	// Interval is the time between two rounds of one vnode. Default 10m.
 	Interval time.Duration
-	// Check is how often a vnode looks whether its successor or
-	// predecessor changed, which starts a round at once. Default 5s.
-	Check time.Duration
+	// Settle is how long after a successor or predecessor changed a
+	// vnode looks again, and starts a round if the change is still there:
+	// a neighbour back within it (a clean restart) costs nothing. Default
+	// 5s.
+	Settle time.Duration
 	// Replicas is k: a vnode keeps the keys in (k-th predecessor, itself].
 	// Default 2.
 	Replicas int
@@ -38,13 +40,13 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Interval: 10 * time.Minute, Check: 5 * time.Second, Replicas: 2, Queries: 8, Fetches: 8}
+	return Config{Interval: 10 * time.Minute, Settle: 5 * time.Second, Replicas: 2, Queries: 8, Fetches: 8}
 }
 
 // Validate reports a config that cannot work.
 func (c Config) Validate() error {
 	switch {
-	case c.Interval <= 0 || c.Check <= 0:
+	case c.Interval <= 0 || c.Settle <= 0:
 		return errors.New("maint: intervals must be positive")
 	case c.Replicas < 1 || c.Replicas > wire.MaxListLen:
 		return fmt.Errorf("maint: %d replicas not in [1, %d]", c.Replicas, wire.MaxListLen)
@@ -95,7 +97,12 @@ type Maint struct {
 	waiting   []func(node.Env) // pumps to run when tokens come back
 	resume    bool             // a budgetTimer is set
 	transfers int              // in flight, under a budget: at most one
-	Stats     Stats
+	// The check timer: when it fires (zero: none set), and its cancel.
+	timerAt     time.Time
+	cancelTimer func()
+	checking    bool      // in check: a round ending inside it does not recurse
+	settleAt    time.Time // a neighbour change starts rounds from then on
+	Stats       Stats
 }
 
 // budgetTimer fires when the repair budget has tokens again.
@@ -200,7 +207,7 @@ func New(cfg Config, chord *ring.Chord) (*Maint, error) {
 	return m, nil
 }
 
-// checkTimer looks for neighbour changes and due rounds.
+// checkTimer fires when a vnode's next round or sweep is due.
 type checkTimer struct{}
 
 func (checkTimer) String() string { return "maint-check" }
@@ -212,7 +219,8 @@ func (m *Maint) Start(env node.Env) {
 		// starts it sooner.
 		m.state[v] = &vnodeState{due: env.Now().Add(m.jitter(env, m.cfg.Interval)), sweepDue: env.Now().Add(m.jitter(env, m.cfg.Interval))}
 	}
-	env.After(m.jitter(env, m.cfg.Check), checkTimer{})
+	m.chord.OnNeighbours(m.neighboursChanged)
+	m.check(env)
 }
 
 // Stop implements host.Protocol.
@@ -224,15 +232,38 @@ func (m *Maint) PeerDown(node.Env, node.Addr) {}
 
 // Timer implements host.Protocol.
 func (m *Maint) Timer(env node.Env, t node.Timer) bool {
-	if _, ok := t.(budgetTimer); ok {
+	switch t.(type) {
+	case budgetTimer:
 		m.resume = false
 		m.wake(env)
-		return true
-	}
-	if _, ok := t.(checkTimer); !ok {
+	case checkTimer:
+		m.timerAt = time.Time{}
+		m.check(env)
+	default:
 		return false
 	}
+	return true
+}
+
+// neighboursChanged runs when the ring changed a vnode's successor or
+// predecessor: it looks again once the change has lasted cfg.Settle.
+func (m *Maint) neighboursChanged(env node.Env) {
+	m.settleAt = env.Now().Add(m.cfg.Settle)
+	m.setTimer(env, m.settleAt)
+}
+
+// check starts the rounds and sweeps that are due, and a round at once on
+// a vnode whose successor or predecessor changed since its last round;
+// then it sets the timer for the next due one. The ring calls it when a
+// neighbour changes, and rounds and sweeps when they end.
+func (m *Maint) check(env node.Env) {
+	if m.checking {
+		return // a round that ended at once, inside this check
+	}
+	m.checking = true
+	defer func() { m.checking = false }()
 	now := env.Now()
+	var next time.Time
 	for _, v := range m.chord.Vnodes() {
 		st := m.state[v]
 		if st == nil || m.paused {
@@ -241,17 +272,36 @@ func (m *Maint) Timer(env node.Env, t node.Timer) bool {
 		if st.sweep == nil && !now.Before(st.sweepDue) {
 			m.startSweep(env, v, st)
 		}
-		if st.round != nil {
-			continue
+		if st.round == nil {
+			succ, pred := v.Successor(), v.Predecessor()
+			changed := (succ.ID != st.succ.ID || pred.ID != st.pred.ID) && !now.Before(m.settleAt)
+			if changed || !now.Before(st.due) {
+				m.startRound(env, v, st)
+			}
 		}
-		succ, pred := v.Successor(), v.Predecessor()
-		changed := succ.ID != st.succ.ID || pred.ID != st.pred.ID
-		if changed || !now.Before(st.due) {
-			m.startRound(env, v, st)
+		if st.round == nil && (next.IsZero() || st.due.Before(next)) {
+			next = st.due
+		}
+		if st.sweep == nil && (next.IsZero() || st.sweepDue.Before(next)) {
+			next = st.sweepDue
 		}
 	}
-	env.After(m.jitter(env, m.cfg.Check), checkTimer{})
-	return true
+	if now.Before(m.settleAt) && (next.IsZero() || m.settleAt.Before(next)) {
+		next = m.settleAt
+	}
+	m.setTimer(env, next)
+}
+
+// setTimer makes the check timer fire at t, unless it fires sooner.
+func (m *Maint) setTimer(env node.Env, t time.Time) {
+	if t.IsZero() || !m.timerAt.IsZero() && !t.Before(m.timerAt) {
+		return
+	}
+	if m.cancelTimer != nil {
+		m.cancelTimer()
+	}
+	m.timerAt = t
+	m.cancelTimer = env.After(max(t.Sub(env.Now()), time.Millisecond), checkTimer{})
 }
 
 func (m *Maint) jitter(env node.Env, d time.Duration) time.Duration {
@@ -291,6 +341,7 @@ func (m *Maint) Receive(env node.Env, in node.MsgIn) {
 	case *wire.MaintControl:
 		m.paused = msg.Pause
 		rpc.Respond(env, in, me, &wire.Ack{})
+		m.check(env)
 		return
 	}
 	q, ok := in.Env.Msg.(*wire.TreeQuery)

@@ -62,6 +62,7 @@ func (r *round) begin(env node.Env) {
 			r.st.round = nil
 		}
 		r.st.lastRound = env.Now()
+		r.m.check(env)
 		return
 	}
 	r.visit = append(r.visit[:0], merkle.Root())

@@ -41,6 +41,8 @@ type Chord struct {
 	// second ring, so the state is saved again as soon as it has a peer.
 	savedAlone bool
 
+	watchers []func(node.Env) // OnNeighbours
+
 	Stats Stats
 }
 
@@ -146,16 +148,20 @@ func (h *Chord) Receive(env node.Env, in node.MsgIn) {
 	if h.stopped {
 		return
 	}
+	before := h.neighbours()
 	h.handleMsg(env, in)
 	h.maybeSave(env)
+	h.notifyIfChanged(env, before)
 }
 
 // Timer handles the ring's timers.
 func (h *Chord) Timer(env node.Env, t node.Timer) bool {
+	before := h.neighbours()
 	if !h.handleTimer(env, t) {
 		return false
 	}
 	h.maybeSave(env)
+	h.notifyIfChanged(env, before)
 	return true
 }
 
@@ -169,10 +175,15 @@ func (h *Chord) Work(env node.Env, done node.WorkDone) bool {
 // PeerDown drops every vnode of the process at addr from all lists, and
 // remembers it for the merge probes.
 func (h *Chord) PeerDown(env node.Env, addr node.Addr) {
+	if h.cfg.Membership != nil {
+		return // the view is the driver's
+	}
+	before := h.neighbours()
 	h.remember(addr)
 	for _, v := range h.vnodes {
 		v.forget(func(n wire.NodeRef) bool { return n.Addr == addr })
 	}
+	h.notifyIfChanged(env, before)
 }
 
 // maybeSave saves the state once a host whose last save named no peers has
@@ -196,6 +207,11 @@ func (h *Chord) hasPeer() bool {
 }
 
 func (h *Chord) start(env node.Env) {
+	if h.cfg.Membership != nil {
+		h.Refresh(env)
+		h.save(env)
+		return
+	}
 	for _, v := range h.vnodes {
 		// Spread the first rounds so that vnodes (and hosts started together)
 		// do not beat in step.
@@ -215,7 +231,9 @@ func (h *Chord) start(env node.Env) {
 // neighbours so they close the gap at once, and the state is saved.
 func (h *Chord) stop(env node.Env) {
 	for _, v := range h.vnodes {
-		v.leave(env)
+		if h.cfg.Membership == nil {
+			v.leave(env)
+		}
 	}
 	h.save(env)
 	h.stopped = true
@@ -493,7 +511,12 @@ func (h *Chord) IsDead(env node.Env, n wire.NodeRef) bool { return h.isDead(env,
 // answer, so n is alive.
 func (h *Chord) CallFailed(env node.Env, n wire.NodeRef, err error) {
 	var we *wire.Error
+	if h.cfg.Membership != nil {
+		return
+	}
 	if errors.As(err, &we) || errors.Is(err, rpc.ErrTimeout) {
+		before := h.neighbours()
 		h.vnodes[0].callFailed(env, n, err)
+		h.notifyIfChanged(env, before)
 	}
 }

@@ -40,6 +40,9 @@ type Config struct {
 	// or predicted by Vivaldi) becomes the finger (proximity neighbour
 	// selection). 1 is classic Chord. Default 16, as in DHash++.
 	PNSSamples int
+	// Membership, when set, replaces the protocol's view of the ring with
+	// one the driver keeps (see Membership): simulator experiments only.
+	Membership Membership
 }
 
 // DefaultConfig returns the defaults.

@@ -70,6 +70,10 @@ func (h *Chord) Lookup(env node.Env, key id.ID, opts LookupOptions, done Done) {
 		}
 		done(env, r)
 	}
+	if h.cfg.Membership != nil {
+		finish(env, h.lookupInView(key))
+		return
+	}
 	if opts.Iterative {
 		h.iterate(env, v, key, opts.MinSuccs, nil, finish)
 		return
