@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"html"
 	"io"
@@ -274,9 +275,25 @@ func latencySVG(res exp.DHashResult) []byte {
 }
 
 const simPassingToneAbout = `
-Passing Tone's maintenance (internal/maint, the real code) on a ring of
---hosts block-store hosts in the simulator: --objects objects of --size bytes
-as 2 replicas, maintenance every --interval, then one event (--scenario):
+Passing Tone's maintenance (internal/maint, the real code) in the simulator.
+
+Without --scenario it runs the paper's durability experiment (UsenetDHT
+§6.2): a failure trace (by default a synthetic year with the statistics of
+the paper's PlanetLab trace: 632 hosts, 21,255 transient and 219 disk
+failures, 466 hosts that never lose a disk, 56 that never fail, about 490
+online, up to 9 disk failures within 8 hours; or --trace FILE, format in
+docs/maint.md), 50,000 objects of 20 MiB inserted at the start on their
+first 2 successors, and 150 KiB/s of repair bandwidth per host. Objects are
+64-byte stand-ins whose every byte maintenance counts as 20 MiB/64 against
+the budget and in the bytes it reports. The ring's membership is
+idealized (lists and lookups come from the true set of hosts up); the
+maintenance, its messages and the stores are the real code. It prints
+objects lost, the CDF of durable copies per object at the end (the paper's
+Figure 5), bytes repaired and repairs per disk failure, and exits non-zero
+if an object was lost or an expired one repaired.
+
+With --scenario, a ring of --hosts hosts: --objects objects of --size bytes
+as 2 replicas, maintenance every --interval, then one event:
 
   restart    a host restarts within a second with its disk: nothing may move
   transient  a host fails for 15 minutes while writes go on, then returns
@@ -291,18 +308,22 @@ as 2 replicas, maintenance every --interval, then one event (--scenario):
 
 Each prints bytes moved against bytes needed, how long until every object
 was back at 2 copies on its replica set, and whether it passed; it exits
-non-zero when one failed. The one-year durability trace of the paper (§6.2)
-is not implemented yet.`
+non-zero when one failed.`
 
 func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim passingtone", "sim passingtone --scenario restart|transient|addition|wipe|partition|all [--seed S] [--json]", simPassingToneAbout, stderr)
-	scenario := fs.String("scenario", "", "which scenario: restart, transient, addition, wipe, partition or all (required)")
-	seed := fs.Uint64("seed", 1, "random seed; fixes the whole run")
-	hosts := fs.Int("hosts", 25, "hosts in the ring (25: each holds about 8% of the copies)")
-	objects := fs.Int("objects", 1000, "objects put before the event")
-	size := fs.Int("size", 8<<10, "bytes per object")
-	interval := fs.Duration("interval", 2*time.Minute, "maintenance period")
-	asJSON := fs.Bool("json", false, "one JSON line per scenario")
+	fs := newFlags("sim passingtone", "sim passingtone [--trace FILE] [--seed S] [--json]  |  sim passingtone --scenario restart|transient|addition|wipe|partition|all", simPassingToneAbout, stderr)
+	scenario := fs.String("scenario", "", "run one scenario on a small ring instead of the trace: restart, transient, addition, wipe, partition or all")
+	seed := fs.Uint64("seed", 1, "random seed; fixes the whole run (and the synthetic trace)")
+	traceFile := fs.String("trace", "", "trace: read this failure trace instead of making a synthetic one")
+	writeTrace := fs.String("write-trace", "", "trace: write the trace it runs to this file")
+	days := fs.Float64("days", 0, "trace: stop after this many days (0: the whole trace)")
+	sweep := fs.Duration("sweep-interval", time.Hour, "trace: global maintenance period")
+	budget := fs.Int("repair-budget", 150, "trace: repair bandwidth per host, KiB/s")
+	hosts := fs.Int("hosts", 25, "scenario: hosts in the ring (25: each holds about 8% of the copies)")
+	objects := fs.Int("objects", 0, "objects (trace: 50,000 inserted at the start; scenario: 1,000 put before the event)")
+	size := fs.Int("size", 8<<10, "scenario: bytes per object")
+	interval := fs.Duration("interval", 0, "local maintenance period (trace: 10m; scenario: 2m)")
+	asJSON := fs.Bool("json", false, "one JSON line per run")
 	quiet := fs.Bool("q", false, "no progress on stderr")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -311,7 +332,14 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if *scenario == "" {
-		return usageErr(fs, "--scenario is required: the one-year trace is not implemented yet")
+		return runTrace(fs, stdout, stderr, traceRun{seed: *seed, file: *traceFile, write: *writeTrace, days: *days, sweep: *sweep,
+			budget: *budget, objects: *objects, interval: *interval, json: *asJSON, quiet: *quiet})
+	}
+	if *interval == 0 {
+		*interval = 2 * time.Minute
+	}
+	if *objects == 0 {
+		*objects = 1000
 	}
 	list := []string{*scenario}
 	if *scenario == "all" {
@@ -342,6 +370,90 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 	}
 	if failed > 0 {
 		return fmt.Errorf("sim passingtone: %d of %d scenarios failed", failed, len(list))
+	}
+	return nil
+}
+
+type traceRun struct {
+	seed            uint64
+	file, write     string
+	days            float64
+	sweep, interval time.Duration
+	budget, objects int
+	json, quiet     bool
+}
+
+// runTrace is `triad sim passingtone` without a scenario: the durability
+// experiment over a failure trace.
+func runTrace(fs *flag.FlagSet, stdout, stderr io.Writer, o traceRun) error {
+	if o.days < 0 || o.budget < 1 || o.objects < 0 || o.interval < 0 || o.sweep <= 0 {
+		return usageErr(fs, "--days, --objects and --interval must not be negative, --repair-budget and --sweep-interval must be positive")
+	}
+	cfg := exp.TraceConfig{Seed: o.seed, Objects: o.objects, Budget: o.budget << 10, Interval: o.interval, SweepInterval: o.sweep,
+		Until: time.Duration(o.days * 24 * float64(time.Hour))}
+	source := fmt.Sprintf("synthetic, with the statistics of PlanetLab's 2005-2006 trace, seed %d", o.seed)
+	if o.file != "" {
+		f, err := os.Open(o.file)
+		if err != nil {
+			return err
+		}
+		cfg.Trace, err = exp.ParseFailureTrace(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("sim passingtone: %s: %w", o.file, err)
+		}
+		source = o.file
+	} else {
+		t, err := exp.SyntheticTrace(exp.PlanetLabShape(), o.seed)
+		if err != nil {
+			return err
+		}
+		cfg.Trace = t
+	}
+	if o.write != "" {
+		f, err := os.Create(o.write)
+		if err != nil {
+			return err
+		}
+		_, err = cfg.Trace.WriteTo(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	st := cfg.Trace.Stats()
+	fmt.Fprintf(stdout, "trace (%s): %d hosts over %.0f days, %d transient failures, %d disk failures, %d hosts never lose a disk, %d never fail, %.1f online on average, at most %d disk failures within 8 hours\n",
+		source, st.Hosts, st.Days, st.TransientFailures, st.DiskFailures, st.HostsNoDisk, st.HostsNoFailure, st.AvgOnline, st.MaxDiskIn8h)
+	if !o.quiet {
+		cfg.Progress = func(p exp.TraceProgress) {
+			fmt.Fprintf(stderr, "sim passingtone: day %.0f of %.0f, %s wall, %d objects repaired so far, %d lost\n",
+				p.Virtual.Hours()/24, p.Total.Hours()/24, p.Wall.Round(time.Second), p.Repaired, p.Lost)
+		}
+	}
+	res, err := exp.RunTrace(cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "run: %d objects of %d MiB (64-byte stand-ins), k = %d, repair budget %d KiB/s per host, local maintenance every %v, global every %v, %.0f days simulated\n",
+		res.Objects, res.ObjectBytes>>20, res.Replicas, res.Budget>>10, time.Duration(res.IntervalSec)*time.Second, o.sweep, res.SimDays)
+	fmt.Fprintf(stdout, "membership: %s\n", res.Membership)
+	fmt.Fprintf(stdout, "objects lost: %d\nexpired repairs: %d\n", res.ObjectsLost, res.ExpiredRepairs)
+	fmt.Fprintf(stdout, "durable copies per object at the end (fraction with at most n):")
+	for n, f := range res.ReplicaCDF {
+		fmt.Fprintf(stdout, " %d:%.3f", n, f)
+	}
+	fmt.Fprintf(stdout, "\nrepaired: %d objects, %.1f GiB (%d handed over by global maintenance); %.1f repairs per disk failure; %d rounds, %d synchronizations\n",
+		res.ObjectsRepaired, float64(res.BytesRepaired)/(1<<30), res.HandedOver, res.RepairsPerDisk, res.Rounds, res.Syncs)
+	fmt.Fprintf(stdout, "wall time: %.0f s\n", res.WallSeconds)
+	if o.json {
+		if err := printJSON(stdout, res); err != nil {
+			return err
+		}
+	}
+	if res.ObjectsLost > 0 || res.ExpiredRepairs > 0 {
+		return fmt.Errorf("sim passingtone: %d objects lost, %d expired objects repaired", res.ObjectsLost, res.ExpiredRepairs)
 	}
 	return nil
 }

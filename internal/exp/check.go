@@ -21,10 +21,11 @@ import (
 //     marks to expire), every entry of every successor list is the true one;
 //   - copies: every acknowledged put still has a durable copy on each host
 //     that acknowledged one, whether that host is up or down, unless the
-//     host's disk failed (sim.Wipe) since; a crash and restart keeps copies.
-//
-// (Passing Tone adds: no key stays outside its replica set for longer than
-// a maintenance period.)
+//     host's disk failed (sim.Wipe) since; a crash and restart keeps copies;
+//   - placement (Passing Tone): once the ring is stable, no key stays off
+//     its replica set (k copies on its first k live successors) for longer
+//     than two maintenance periods; the passingtone scenarios check it two
+//     periods after each event.
 type Checker struct {
 	// Succs is the successor-list length the ring is configured with: a
 	// settled list holds that many, or every other vnode of a smaller ring.
@@ -150,4 +151,63 @@ func (c *Checker) CheckCopies(when string) {
 			}
 		}
 	}
+}
+
+// CheckPlacement checks the placement invariant now for keys, k copies.
+func (c *Checker) CheckPlacement(s *sim.Sim, when string, keys []id.ID, k int) {
+	if c == nil {
+		return
+	}
+	c.Checks++
+	for _, key := range underPlaced(s, keys, k) {
+		c.violate("%s: %s has fewer than %d copies on its replica set", when, key.Short(), k)
+	}
+}
+
+// underPlaced lists the keys with fewer than k copies on their replica
+// set (see replicaSets).
+func underPlaced(s *sim.Sim, keys []id.ID, k int) []id.ID {
+	set := replicaSets(s, k)
+	var out []id.ID
+	for _, key := range keys {
+		n := 0
+		for _, h := range set(key) {
+			if has(h, key) {
+				n++
+			}
+		}
+		if n < k {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// replicaSets returns a function giving a key's replica set on the ring
+// as it runs now: the hosts of its first k live successors (one vnode per
+// host).
+func replicaSets(s *sim.Sim, k int) func(key id.ID) []*sim.Host {
+	o := newOracle(s)
+	hostOf := make(map[id.ID]*sim.Host)
+	for _, h := range s.Hosts() {
+		if h.Up() {
+			for _, v := range chordOf(h).Vnodes() {
+				hostOf[v.Self().ID] = h
+			}
+		}
+	}
+	return func(key id.ID) []*sim.Host {
+		var out []*sim.Host
+		x := o.successor(key)
+		for len(out) < k && len(out) < len(o.ids) {
+			out = append(out, hostOf[x])
+			x = o.successor(x.AddPow2(0))
+		}
+		return out
+	}
+}
+
+func has(h *sim.Host, key id.ID) bool {
+	_, err := h.Storage().Engine().Stat(key)
+	return err == nil
 }

@@ -52,8 +52,9 @@ type ScenarioResult struct {
 	UnderReplicated int     `json:"under_replicated"`
 	WholeAfterSecs  float64 `json:"whole_after_seconds"` // virtual, from the event's end
 	Note            string  `json:"note"`
-	Pass            bool    `json:"pass"`
-	WallSeconds     float64 `json:"wall_seconds"`
+	Checked
+	Pass        bool    `json:"pass"`
+	WallSeconds float64 `json:"wall_seconds"`
 }
 
 // RunPassingTone runs one scenario.
@@ -83,7 +84,7 @@ func RunPassingTone(cfg PassingToneConfig) (ScenarioResult, error) {
 	}
 	wall := time.Now()
 	res := ScenarioResult{Scenario: cfg.Scenario, Seed: cfg.Seed, Hosts: cfg.Hosts, Objects: cfg.Objects}
-	p := &ptRun{cfg: cfg, s: sim.New(sim.Config{Seed: cfg.Seed}, sim.NewTopology(cfg.Hosts+1, cfg.Seed)), r: rand.New(rand.NewPCG(cfg.Seed, 0x9a55))}
+	p := &ptRun{cfg: cfg, s: sim.New(sim.Config{Seed: cfg.Seed}, sim.NewTopology(cfg.Hosts+1, cfg.Seed)), r: rand.New(rand.NewPCG(cfg.Seed, 0x9a55)), chk: &Checker{}}
 	k := dhash.DefaultConfig().Replicas
 	p.k = k
 	opts := deploy.DefaultOptions()
@@ -185,7 +186,8 @@ func RunPassingTone(cfg PassingToneConfig) (ScenarioResult, error) {
 	res.UnderReplicated = len(p.under())
 	// The invariant: once the ring is stable, no object stays off its
 	// replica set for more than two maintenance periods.
-	res.Pass = res.Pass && res.UnderReplicated == 0 && res.WholeAfterSecs <= (2*cfg.Interval).Seconds()
+	res.Checked = p.chk.report()
+	res.Pass = res.Pass && res.UnderReplicated == 0 && len(p.chk.Violations) == 0
 	if res.BytesNeeded > 0 {
 		res.MovedRatio = float64(res.BytesMoved) / float64(res.BytesNeeded)
 	}
@@ -201,6 +203,7 @@ type ptRun struct {
 	factory sim.Factory
 	keys    []id.ID
 	sizes   map[id.ID]int
+	chk     *Checker
 }
 
 func (p *ptRun) bootstrap() node.Addr {
@@ -242,64 +245,39 @@ func (p *ptRun) putFor(d time.Duration, n int) []id.ID {
 	return fresh
 }
 
-// replicaSet is the hosts of the first k live successors of key.
-func (p *ptRun) replicaSet(key id.ID) []*sim.Host {
-	o := newOracle(p.s)
-	var out []*sim.Host
-	x := o.successor(key)
-	for len(out) < p.k && len(out) < len(o.ids) {
-		out = append(out, hostOfID(p.s, x))
-		x = o.successor(x.AddPow2(0))
-	}
-	return out
-}
-
-func hostOfID(s *sim.Sim, x id.ID) *sim.Host {
-	for _, h := range s.Hosts() {
-		if h.Up() && chordOf(h).Vnodes()[0].Self().ID == x {
-			return h
-		}
-	}
-	return nil
-}
-
-func has(h *sim.Host, key id.ID) bool {
-	_, err := h.Storage().Engine().Stat(key)
-	return err == nil
-}
-
 // under lists the objects with fewer than k copies on their replica set.
-func (p *ptRun) under() []id.ID {
-	var out []id.ID
-	for _, key := range p.keys {
-		n := 0
-		for _, h := range p.replicaSet(key) {
-			if h != nil && has(h, key) {
-				n++
-			}
-		}
-		if n < p.k {
-			out = append(out, key)
-		}
-	}
-	return out
-}
+func (p *ptRun) under() []id.ID { return underPlaced(p.s, p.keys, p.k) }
 
 // untilWhole runs until every object is at k copies on its replica set,
-// for at most limit, and returns how long that took.
+// for at most limit, and returns how long that took. Two maintenance
+// periods in (or at the end, if sooner), the checker checks that
+// placement: once the ring is stable, no key stays off its replica set
+// longer than that.
 func (p *ptRun) untilWhole(limit time.Duration) float64 {
 	start := p.s.Now()
+	checkAt := start + 2*p.cfg.Interval
+	checked := false
 	for p.s.Now()-start < limit && len(p.under()) > 0 {
 		p.s.RunFor(10 * time.Second)
+		if !checked && p.s.Now() >= checkAt {
+			p.chk.CheckPlacement(p.s, "two maintenance periods after the event", p.keys, p.k)
+			checked = true
+		}
 	}
-	return (p.s.Now() - start).Seconds()
+	took := (p.s.Now() - start).Seconds()
+	if !checked {
+		p.s.RunUntil(max(checkAt, p.s.Now()))
+		p.chk.CheckPlacement(p.s, "two maintenance periods after the event", p.keys, p.k)
+	}
+	return took
 }
 
 // bytesIn sums the objects among keys whose replica set includes h.
 func (p *ptRun) bytesIn(keys []id.ID, h *sim.Host) uint64 {
 	var n uint64
+	set := replicaSets(p.s, p.k)
 	for _, key := range keys {
-		if slices.Contains(p.replicaSet(key), h) {
+		if slices.Contains(set(key), h) {
 			n += uint64(p.sizes[key])
 		}
 	}

@@ -15,7 +15,10 @@
 // expire soon are out of both trees (store.Options.TreeBuffer), and a
 // fetched object already past its expiry is not stored: expired objects
 // are never repaired. A round runs every Config.Interval (10 minutes) and
-// at once when a vnode's successor or predecessor changes.
+// when a vnode's successor or predecessor changes (the ring tells it; it
+// waits Config.Settle, 5 s, for the change to last). A synchronization that
+// would repeat the last clean one, both roots unchanged, stops after its
+// first query (syncMemo).
 //
 // Global maintenance (§4.4, Figure 4) sweeps the keys a host stores
 // outside a vnode's range: each stretch goes to its current successor,

@@ -32,6 +32,8 @@ type sweep struct {
 	queued   map[id.ID]bool // keys queued or in flight, for this stretch
 	waiting  bool           // queued on the repair budget
 	placing  bool           // a stretch is being placed
+	sync     *syncMemo      // the stretch's synchronization
+	dirty    bool           // it found something to hand over, or failed
 	finished bool
 }
 
@@ -39,7 +41,7 @@ type sweep struct {
 const maxStretches = 64
 
 func (m *Maint) startSweep(env node.Env, v *ring.Vnode, st *vnodeState) {
-	st.sweepDue = env.Now().Add(m.jitter(env, m.cfg.Interval))
+	st.sweepDue = env.Now().Add(m.jitter(env, m.sweepInterval()))
 	end := replicaStart(v, m.cfg.Replicas, m.listMax)
 	if end == v.Self().ID {
 		return // the whole ring is ours: nothing lies outside
@@ -100,6 +102,8 @@ func (s *sweep) next(env node.Env, stretches int) {
 					return
 				}
 				s.visit = append(s.visit[:0], merkle.Root())
+				s.sync = &syncMemo{key: syncKey{peer: dst.ID, lo: s.lo, hi: s.hi, reverse: true}}
+				s.dirty = false
 				s.placing = true
 				s.pump(env, stretches)
 			})
@@ -132,6 +136,7 @@ func (s *sweep) pump(env node.Env, stretches int) {
 	}
 	if m.chord.IsDead(env, s.dst) {
 		s.visit, s.push = nil, nil
+		s.dirty = true
 	}
 	for s.pushes < m.cfg.Fetches && len(s.push) > 0 {
 		if !m.spendable(env) {
@@ -155,6 +160,7 @@ func (s *sweep) pump(env node.Env, stretches int) {
 	}
 	if s.queries == 0 && s.pushes == 0 && len(s.visit) == 0 && len(s.push) == 0 {
 		s.placing = false
+		m.syncEnded(s.sync, !s.dirty)
 		s.advance(env, stretches)
 	}
 }
@@ -164,8 +170,15 @@ func (s *sweep) pump(env node.Env, stretches int) {
 func (s *sweep) query(env node.Env, p merkle.Prefix, stretches int) {
 	m := s.m
 	s.queries++
-	ok := m.askTree(env, s.v.Self(), s.dst, p, s.lo, s.hi, reverseCompare, func(env node.Env, d diff, err error) {
+	var sync *syncMemo
+	if p == merkle.Root() {
+		sync = s.sync
+	}
+	ok := m.askTree(env, s.v.Self(), s.dst, p, s.lo, s.hi, reverseCompare, sync, func(env node.Env, d diff, err error) {
 		s.queries--
+		if err != nil || len(d.missing) > 0 {
+			s.dirty = true
+		}
 		if err != nil {
 			m.Stats.Failed++
 		} else {
@@ -176,6 +189,7 @@ func (s *sweep) query(env node.Env, p merkle.Prefix, stretches int) {
 	})
 	if !ok {
 		m.Stats.Failed++
+		s.dirty = true
 		s.queries--
 	}
 }
@@ -282,7 +296,7 @@ func (s *sweep) hand(env node.Env, key id.ID, stretches int) {
 					m.Stats.Failed++
 				} else {
 					m.Stats.HandedOver++
-					m.Stats.BytesHandedOver += uint64(len(b.Data))
+					m.Stats.BytesHandedOver += m.weigh(len(b.Data))
 				}
 				done(env)
 			})

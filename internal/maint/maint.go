@@ -20,6 +20,9 @@ import (
 type Config struct {
 	// Interval is the time between two rounds of one vnode. Default 10m.
 	Interval time.Duration
+	// SweepInterval is the time between two sweeps of global maintenance
+	// by one vnode (the paper leaves it open). Zero: Interval.
+	SweepInterval time.Duration
 	// Settle is how long after a successor or predecessor changed a
 	// vnode looks again, and starts a round if the change is still there:
 	// a neighbour back within it (a clean restart) costs nothing. Default
@@ -36,6 +39,10 @@ type Config struct {
 	// gives each host 150 KB/s); a second's worth may go at once. Zero:
 	// no bound (the default, for a LAN).
 	Budget int
+	// Weight counts each byte a repair moves as Weight bytes, against the
+	// budget and in the byte counters: the trace experiment stands small
+	// objects in for UsenetDHT's 20 MB ones. Zero or one: as they are.
+	Weight int
 }
 
 // DefaultConfig returns the defaults.
@@ -46,14 +53,14 @@ func DefaultConfig() Config {
 // Validate reports a config that cannot work.
 func (c Config) Validate() error {
 	switch {
-	case c.Interval <= 0 || c.Settle <= 0:
+	case c.Interval <= 0 || c.Settle <= 0 || c.SweepInterval < 0:
 		return errors.New("maint: intervals must be positive")
 	case c.Replicas < 1 || c.Replicas > wire.MaxListLen:
 		return fmt.Errorf("maint: %d replicas not in [1, %d]", c.Replicas, wire.MaxListLen)
 	case c.Queries < 1 || c.Fetches < 1:
 		return errors.New("maint: queries and fetches in flight must be at least 1")
-	case c.Budget < 0:
-		return errors.New("maint: the repair budget must not be negative")
+	case c.Budget < 0 || c.Weight < 0:
+		return errors.New("maint: the repair budget and weight must not be negative")
 	}
 	return nil
 }
@@ -69,6 +76,7 @@ type Stats struct {
 	Expired       uint64 // fetched objects already past their expiry: not stored
 	Fragments     uint64 // missing fragments seen: not rebuilt yet
 	Failed        uint64 // queries, fetches and hand-overs that failed
+	Unchanged     uint64 // synchronizations that stopped at the root: nothing changed since the last clean one
 
 	// Global maintenance.
 	Sweeps          uint64 // sweeps finished
@@ -100,8 +108,9 @@ type Maint struct {
 	// The check timer: when it fires (zero: none set), and its cancel.
 	timerAt     time.Time
 	cancelTimer func()
-	checking    bool      // in check: a round ending inside it does not recurse
-	settleAt    time.Time // a neighbour change starts rounds from then on
+	checking    bool                  // in check: a round ending inside it does not recurse
+	settleAt    time.Time             // a neighbour change starts rounds from then on
+	clean       map[syncKey]syncRoots // the last clean synchronizations (syncMemo)
 	Stats       Stats
 }
 
@@ -172,8 +181,11 @@ func (m *Maint) spend(now time.Time, n int) {
 		return
 	}
 	m.refill(now)
-	m.tokens -= float64(n)
+	m.tokens -= float64(m.weigh(n))
 }
+
+// weigh is what n bytes moved count for (Config.Weight).
+func (m *Maint) weigh(n int) uint64 { return uint64(n) * uint64(max(1, m.cfg.Weight)) }
 
 func (m *Maint) refill(now time.Time) {
 	if !m.filled.IsZero() {
@@ -217,7 +229,7 @@ func (m *Maint) Start(env node.Env) {
 	for _, v := range m.chord.Vnodes() {
 		// The first round waits for the ring to settle: a neighbour change
 		// starts it sooner.
-		m.state[v] = &vnodeState{due: env.Now().Add(m.jitter(env, m.cfg.Interval)), sweepDue: env.Now().Add(m.jitter(env, m.cfg.Interval))}
+		m.state[v] = &vnodeState{due: env.Now().Add(m.jitter(env, m.cfg.Interval)), sweepDue: env.Now().Add(m.jitter(env, m.sweepInterval()))}
 	}
 	m.chord.OnNeighbours(m.neighboursChanged)
 	m.check(env)
@@ -304,6 +316,13 @@ func (m *Maint) setTimer(env node.Env, t time.Time) {
 	m.cancelTimer = env.After(max(t.Sub(env.Now()), time.Millisecond), checkTimer{})
 }
 
+func (m *Maint) sweepInterval() time.Duration {
+	if m.cfg.SweepInterval > 0 {
+		return m.cfg.SweepInterval
+	}
+	return m.cfg.Interval
+}
+
 func (m *Maint) jitter(env node.Env, d time.Duration) time.Duration {
 	return d*3/4 + time.Duration(env.Rand().Int64N(int64(d)/2+1))
 }
@@ -369,7 +388,7 @@ func (m *Maint) Status() *wire.MaintStatus {
 		{Name: "tree_nodes_compared", Value: s.NodesCompared}, {Name: "keys_compared", Value: s.KeysCompared},
 		{Name: "objects_repaired", Value: s.Repaired}, {Name: "bytes_repaired", Value: s.BytesRepaired},
 		{Name: "expired_not_repaired", Value: s.Expired}, {Name: "fragments_skipped", Value: s.Fragments},
-		{Name: "failed", Value: s.Failed}, {Name: "sweeps", Value: s.Sweeps}, {Name: "stretches", Value: s.Stretches},
+		{Name: "failed", Value: s.Failed}, {Name: "syncs_unchanged", Value: s.Unchanged}, {Name: "sweeps", Value: s.Sweeps}, {Name: "stretches", Value: s.Stretches},
 		{Name: "objects_handed_over", Value: s.HandedOver}, {Name: "bytes_handed_over", Value: s.BytesHandedOver},
 	}}
 	for _, v := range m.chord.Vnodes() {
@@ -456,8 +475,10 @@ var errNotTreeInfo = errors.New("maint: answer to a tree query is not a TreeInfo
 // or the error of the call (rpc.ErrTimeout: no answer) or of the
 // comparison. It returns false, and done never runs, when the call is
 // refused (too many in flight). Local maintenance and sweeps both walk a
-// neighbour's tree with it.
-func (m *Maint) askTree(env node.Env, from, dst wire.NodeRef, p merkle.Prefix, lo, hi id.ID, cmp comparer, done func(node.Env, diff, error)) bool {
+// neighbour's tree with it; sync, which they pass with the root, lets a
+// synchronization that would repeat the last clean one stop there (see
+// syncMemo).
+func (m *Maint) askTree(env node.Env, from, dst wire.NodeRef, p merkle.Prefix, lo, hi id.ID, cmp comparer, sync *syncMemo, done func(node.Env, diff, error)) bool {
 	m.Stats.NodesCompared++
 	return m.rt.Call(env, dst.Addr, from, dst.ID, &wire.TreeQuery{Prefix: p.Encode(), Lo: lo, Hi: hi}, 0,
 		func(env node.Env, msg wire.Msg, err error) {
@@ -470,14 +491,89 @@ func (m *Maint) askTree(env node.Env, from, dst wire.NodeRef, p merkle.Prefix, l
 				return
 			}
 			m.Stats.KeysCompared += uint64(len(info.Keys))
+			var last syncRoots
+			var haveLast bool
+			if sync != nil {
+				sync.seen.theirs = rootOf(info.Count, info.Hash)
+				last, haveLast = m.clean[sync.key]
+			}
 			env.Offload(&work{
-				run: func(e store.Engine) (any, error) { return cmp(e, p, info, lo, hi) },
+				run: func(e store.Engine) (any, error) {
+					if sync == nil {
+						return cmp(e, p, info, lo, hi)
+					}
+					mine, err := e.TreeNode(p)
+					if err != nil {
+						return diff{}, err
+					}
+					ours := rootOf(mine.Count, mine.Hash[:])
+					if haveLast && last.theirs == sync.seen.theirs && last.ours == ours {
+						return syncResult{ours: ours, same: true}, nil
+					}
+					d, err := cmp(e, p, info, lo, hi)
+					return syncResult{d: d, ours: ours}, err
+				},
 				done: func(env node.Env, res any, err error) {
 					d, _ := res.(diff)
+					if sr, ok := res.(syncResult); ok {
+						d = sr.d
+						sync.seen.ours = sr.ours
+						if sr.same {
+							m.Stats.Unchanged++
+						}
+					}
 					done(env, d, err)
 				},
 			})
 		})
+}
+
+// A syncMemo lets a synchronization that would repeat the last clean one
+// (same neighbour, same arc, same direction, and neither root changed
+// since) stop after its first query: with equal trees a walk finds what it
+// found then, nothing. Periodic rounds on a quiet ring cost one query per
+// neighbour this way, whatever the range holds.
+type syncMemo struct {
+	key  syncKey
+	seen syncRoots // the roots of this synchronization's first query
+}
+
+// syncKey names a synchronization.
+type syncKey struct {
+	peer, lo, hi id.ID
+	reverse      bool
+}
+
+// syncRoots are both trees' roots, as count and hash.
+type syncRoots struct{ theirs, ours string }
+
+type syncResult struct {
+	d    diff
+	ours string
+	same bool
+}
+
+func rootOf(count uint64, hash []byte) string {
+	if count == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d:%x", count, hash)
+}
+
+// maxCleanSyncs bounds Maint.clean.
+const maxCleanSyncs = 4096
+
+// syncEnded records how a synchronization ended: clean (nothing missing,
+// nothing failed, walked to the end) or not.
+func (m *Maint) syncEnded(sync *syncMemo, clean bool) {
+	if !clean || sync.seen.theirs == "" || sync.seen.ours == "" {
+		delete(m.clean, sync.key)
+		return
+	}
+	if m.clean == nil || len(m.clean) >= maxCleanSyncs {
+		m.clean = make(map[syncKey]syncRoots)
+	}
+	m.clean[sync.key] = sync.seen
 }
 
 // enqueue appends to list the keys of missing that are not queued yet (and

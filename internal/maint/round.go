@@ -30,6 +30,8 @@ type round struct {
 	queued   map[id.ID]bool // keys queued or in flight, from this partner
 	waiting  bool           // queued on the repair budget
 	asked    int            // tree queries to the current partner
+	sync     *syncMemo      // the current partner's synchronization
+	dirty    bool           // it found something missing, or failed
 	finished bool
 }
 
@@ -69,6 +71,8 @@ func (r *round) begin(env node.Env) {
 	r.fetch = r.fetch[:0]
 	r.queued = make(map[id.ID]bool)
 	r.asked = 0
+	r.sync = &syncMemo{key: syncKey{peer: r.partner().ID, lo: r.lo, hi: r.hi}}
+	r.dirty = false
 	r.pump(env)
 }
 
@@ -76,6 +80,7 @@ func (r *round) begin(env node.Env) {
 // stopped answering): what is in flight ends by itself.
 func (r *round) giveUp() {
 	r.visit, r.fetch = nil, nil
+	r.dirty = true
 }
 
 // pump starts what the limits allow and moves on when the partner is done.
@@ -104,6 +109,7 @@ func (r *round) pump(env node.Env) {
 	for r.queries < r.m.cfg.Queries && len(r.visit) > 0 && len(r.fetch) < maxQueued {
 		if r.asked == maxQueriesPerSync {
 			r.m.Stats.Failed++
+			r.dirty = true
 			r.visit = nil // the rest of the walk waits for the next round
 			break
 		}
@@ -114,6 +120,7 @@ func (r *round) pump(env node.Env) {
 	}
 	if r.queries == 0 && r.fetches == 0 && len(r.visit) == 0 && len(r.fetch) == 0 {
 		r.m.Stats.Syncs++
+		r.m.syncEnded(r.sync, !r.dirty)
 		r.cur++
 		r.begin(env)
 	}
@@ -125,8 +132,15 @@ func (r *round) partner() wire.NodeRef { return r.partners[r.cur] }
 func (r *round) query(env node.Env, p merkle.Prefix) {
 	m := r.m
 	r.queries++
-	ok := m.askTree(env, r.v.Self(), r.partner(), p, r.lo, r.hi, compare, func(env node.Env, d diff, err error) {
+	var sync *syncMemo
+	if p == merkle.Root() {
+		sync = r.sync
+	}
+	ok := m.askTree(env, r.v.Self(), r.partner(), p, r.lo, r.hi, compare, sync, func(env node.Env, d diff, err error) {
 		r.queries--
+		if err != nil || len(d.missing) > 0 {
+			r.dirty = true
+		}
 		if err != nil {
 			m.Stats.Failed++
 			if errors.Is(err, rpc.ErrTimeout) {
@@ -140,6 +154,7 @@ func (r *round) query(env node.Env, p merkle.Prefix) {
 	})
 	if !ok {
 		m.Stats.Failed++
+		r.dirty = true
 		r.queries--
 	}
 }
@@ -248,7 +263,7 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 						m.Stats.Failed++
 					} else {
 						m.Stats.Repaired++
-						m.Stats.BytesRepaired += uint64(len(b.Data))
+						m.Stats.BytesRepaired += m.weigh(len(b.Data))
 					}
 					done(env)
 				},

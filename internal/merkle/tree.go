@@ -218,17 +218,49 @@ func Children(r Reader, p Prefix) []Node {
 // (lo, hi], which may wrap past zero; lo == hi means the whole ring.
 func KeysInRange(r Reader, p Prefix, lo, hi id.ID, max int) []id.ID {
 	var out []id.ID
-	r.Keys(p, func(k []byte) bool {
+	keysInRange(r, p, lo, hi, max, &out)
+	return out
+}
+
+// keysInRange descends only into the children of internal nodes that meet
+// the arc, so that finding a few keys of a narrow arc in a big tree reads
+// a path, not every key.
+func keysInRange(r Reader, p Prefix, lo, hi id.ID, max int, out *[]id.ID) {
+	if len(*out) >= max || !p.OverlapsArc(lo, hi) {
+		return
+	}
+	if n, ok := r.Node(p); ok && !n.Leaf() {
+		r.Children(p, func(c Node) { keysInRange(r, c.Prefix, lo, hi, max, out) })
+		return
+	}
+	// In an arc that does not wrap, keys come in order: start at lo when
+	// the backend can, and stop past hi.
+	ordered := lo.Cmp(hi) < 0
+	visit := func(k []byte) bool {
 		x, err := id.FromBytes(k)
 		if err != nil || x.Width() != lo.Width() {
 			return true
 		}
-		if x.In(lo, hi) {
-			out = append(out, x)
+		if ordered && x.Cmp(hi) > 0 {
+			return false
 		}
-		return len(out) < max
-	})
-	return out
+		if x.In(lo, hi) {
+			*out = append(*out, x)
+		}
+		return len(*out) < max
+	}
+	if kf, ok := r.(keysFromReader); ok && ordered {
+		kf.KeysFrom(p, lo.Bytes(), visit)
+		return
+	}
+	r.Keys(p, visit)
+}
+
+// keysFromReader is a Reader that can start listing a prefix's keys at a
+// given key (Mem can).
+type keysFromReader interface {
+	// KeysFrom is Keys from the first key under p at or after from.
+	KeysFrom(p Prefix, from []byte, fn func(key []byte) bool)
 }
 
 // Recompute builds a fresh tree over keys in memory and returns its root,

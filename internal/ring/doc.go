@@ -31,6 +31,13 @@
 // node.Storage), so a restarted process rejoins at the same positions
 // without being told where the ring is.
 //
+// Protocols above see neighbour changes through OnNeighbours (local
+// maintenance starts a round). For experiments about something else than
+// how the ring heals (UsenetDHT's year of failures, §6.2), a simulator
+// driver may set Config.Membership: the host then sends no ring messages,
+// reads its lists from the driver's view of the hosts up (Refresh), and
+// answers lookups from it.
+//
 // Layer: node logic, above host, vivaldi, rpc, node, wire and id. It must not
 // import os, net, sync, syscall, the wall clock, global randomness, the
 // storage engine or a driver, nor start goroutines; it reaches its state

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/bits"
 	"time"
 
 	"triad/internal/node"
@@ -56,7 +57,11 @@ type eventQueue struct {
 	wheel   [][]entry // wheel[b % wheelBuckets] holds bucket b's entries
 	cur     int64     // the current bucket: sorted, consumed from head
 	head    int
-	inWheel int     // entries in the wheel, stale ones included
+	inWheel int // entries in the wheel, stale ones included
+	// used has bit b%wheelBuckets set while that bucket holds entries, so
+	// that a sparse wheel (a quiet ring: events seconds apart) jumps to
+	// its next entry instead of stepping through empty buckets.
+	used    [wheelBuckets / 64]uint64
 	far     []entry // 4-ary min-heap
 	fromFar bool    // peek's answer came from far
 }
@@ -103,6 +108,7 @@ func (q *eventQueue) insert(x entry) {
 	default:
 		q.wheel[b&(wheelBuckets-1)] = append(q.wheel[b&(wheelBuckets-1)], x)
 	}
+	q.mark(b)
 	q.inWheel++
 }
 
@@ -167,10 +173,11 @@ func (q *eventQueue) wheelHead() (entry, bool) {
 			q.inWheel--
 		}
 		q.wheel[q.cur&(wheelBuckets-1)] = l[:0]
+		q.used[(q.cur&(wheelBuckets-1))/64] &^= 1 << (q.cur & 63)
 		q.head = 0
 		switch {
 		case q.inWheel > 0:
-			q.cur++
+			q.cur = q.nextUsed()
 		case len(q.far) > 0 && bucketOf(q.far[0].at) > q.cur:
 			q.cur = bucketOf(q.far[0].at) // nothing near: jump ahead
 		default:
@@ -186,11 +193,28 @@ func (q *eventQueue) wheelHead() (entry, bool) {
 			q.popFar()
 			if !q.stale(x) {
 				q.wheel[b&(wheelBuckets-1)] = append(q.wheel[b&(wheelBuckets-1)], x)
+				q.mark(b)
 				q.inWheel++
 			}
 		}
 		sortEntries(q.wheel[q.cur&(wheelBuckets-1)])
 	}
+}
+
+func (q *eventQueue) mark(b int64) { q.used[(b&(wheelBuckets-1))/64] |= 1 << (b & 63) }
+
+// nextUsed is the first bucket after the current one that holds entries
+// (there is one: the wheel is not empty).
+func (q *eventQueue) nextUsed() int64 {
+	for d := int64(1); d < wheelBuckets; {
+		b := q.cur + d
+		word := q.used[(b&(wheelBuckets-1))/64] >> (b & 63)
+		if word != 0 {
+			return b + int64(bits.TrailingZeros64(word))
+		}
+		d += 64 - b&63
+	}
+	return q.cur + 1
 }
 
 // sortEntries is an insertion sort: a bucket holds a few dozen entries,
