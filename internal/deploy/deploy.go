@@ -11,6 +11,7 @@ import (
 	"triad/internal/node"
 	"triad/internal/ring"
 	"triad/internal/sim"
+	"triad/internal/wire"
 )
 
 // Options say what runs on a host.
@@ -27,7 +28,8 @@ type Options struct {
 	// Blocks configures the block store; nil runs the ring alone.
 	Blocks *dhash.Config
 	// Maint configures local maintenance (Passing Tone) of the block
-	// store; nil runs none. Its Replicas is the block store's.
+	// store; nil runs none. Its Replicas, and its Fragments and Rebuild
+	// (see New), come from the block store.
 	Maint *maint.Config
 	// Machine, if not zero, is the host's machine identity
 	// (wire.NodeRef.Machine) in place of the random one its state keeps:
@@ -88,6 +90,15 @@ func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error
 		if o.Maint != nil {
 			mc := *o.Maint
 			mc.Replicas = o.Blocks.Replicas
+			// Missing fragments met in a round are rebuilt from m others.
+			// Where fragments are the default, rounds also compare the
+			// wider range whose fragments a vnode keeps (its l-th
+			// predecessor on); elsewhere only fragments in the replica
+			// range are seen, as the wider syncs would cost every round.
+			mc.Rebuild = n.Blocks.RebuildFragment
+			if o.Blocks.Redundancy == wire.RedundancyFragments {
+				mc.Fragments = o.Blocks.TotalFrags
+			}
 			if o.Ring.Preds < mc.Replicas {
 				return nil, fmt.Errorf("deploy: maintenance needs a predecessor list of at least %d (the replicas), not %d", mc.Replicas, o.Ring.Preds)
 			}

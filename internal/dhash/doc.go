@@ -20,7 +20,8 @@
 // only extends the expiry, another is refused (docs/dhash.md). A get that
 // finds a holder's copy damaged (quarantined by its engine) stores a good
 // copy back there once it has the block (repair.go). Passing Tone
-// (UsenetDHT §4) will keep the copies in place; it is not here yet.
+// (UsenetDHT §4, internal/maint) keeps the copies in place; it rebuilds a
+// host's missing fragment through RebuildFragment.
 //
 //	n, err := dhash.New(dhash.DefaultConfig(), chord) // registers on chord's host; see internal/deploy
 //	// inside the node's loop (a Request event, or a handler):

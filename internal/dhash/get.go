@@ -44,6 +44,7 @@ type getOp struct {
 	cands    []wire.NodeRef // not yet asked, best first
 	inflight int
 	frags    []fragment
+	fragFrom []node.Addr // the host each of frags came from
 	expiry   time.Time
 	decoding bool
 	extra    int // fragments wanted beyond m after a failed rebuild
@@ -258,6 +259,7 @@ func (g *getOp) gotFragment(env node.Env, from wire.NodeRef, b *wire.Block) {
 		g.cands = g.order(g.cands, g.n.cfg.TotalFrags-1)
 	}
 	g.frags = append(g.frags, f)
+	g.fragFrom = append(g.fragFrom, from.Addr)
 	if g.expiry.IsZero() || time.Unix(0, b.Expiry).Before(g.expiry) {
 		g.expiry = time.Unix(0, b.Expiry)
 	}

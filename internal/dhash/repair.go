@@ -1,6 +1,7 @@
 package dhash
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -29,13 +30,20 @@ func (g *getOp) repair(env node.Env, b Block) {
 		}
 		return
 	}
+	g.surveyFragments(env, b, func(env node.Env, r *fragRepair, missing []int) { r.storeMissing(env, missing) })
+}
+
+// surveyFragments starts a fragRepair for b, the block g rebuilt from
+// fragments: the holders the get did not ask may hold indices it has not
+// seen, so they are asked, and then is called with the indices no holder
+// has.
+func (g *getOp) surveyFragments(env node.Env, b Block, then func(env node.Env, r *fragRepair, missing []int)) {
 	r := &fragRepair{n: g.n, key: g.key, data: b.Data, expiry: b.Expiry, damaged: g.damaged,
-		held: make([]bool, g.n.cfg.TotalFrags)}
+		held: make([]bool, g.n.cfg.TotalFrags), then: then}
 	for _, f := range g.frags {
 		r.held[f.index] = true
 	}
-	// The holders the get did not ask may hold indices it has not seen:
-	// ask them, so that no index is stored twice.
+	r.holders = slices.Clone(g.fragFrom)
 	var survey []wire.NodeRef
 	for _, c := range g.looked[:min(len(g.looked), g.n.cfg.TotalFrags)] {
 		if !slices.ContainsFunc(g.asked, func(a wire.NodeRef) bool { return a.Addr == c.Addr }) {
@@ -45,16 +53,20 @@ func (g *getOp) repair(env node.Env, b Block) {
 	r.survey(env, survey)
 }
 
-// fragRepair finds the fragment indices a block's holders lack and stores
-// rebuilt fragments of those indices at the hosts whose copy was damaged.
+// fragRepair finds the fragment indices a block's holders lack; then
+// places them (at the hosts whose copy was damaged, or at the host
+// rebuilding its own fragment).
 type fragRepair struct {
 	n       *Node
 	key     id.ID
 	data    []byte
 	expiry  time.Time
 	damaged []wire.NodeRef
-	held    []bool // by fragment index
-	waiting int    // survey fetches not answered yet
+	held    []bool      // by fragment index
+	holders []node.Addr // the hosts known to hold a fragment
+	waiting int         // survey fetches not answered yet
+	moved   int         // bytes the survey fetched
+	then    func(env node.Env, r *fragRepair, missing []int)
 }
 
 // survey fetches the fragments of hosts, noting their indices, then places
@@ -63,9 +75,13 @@ func (r *fragRepair) survey(env node.Env, hosts []wire.NodeRef) {
 	r.waiting = len(hosts) + 1 // + 1 until every fetch is sent
 	for _, c := range hosts {
 		ok := r.n.fetchFrom(env, c, r.key, func(env node.Env, b *wire.Block, err error) {
+			if err == nil {
+				r.moved += len(b.Data)
+			}
 			if err == nil && b.Fragment {
 				if f, err := r.n.coder.parse(b.Data, r.n.cfg.MaxBlock); err == nil && f.key == r.key {
 					r.held[f.index] = true
+					r.holders = append(r.holders, c.Addr)
 				}
 			}
 			r.answered(env)
@@ -87,6 +103,12 @@ func (r *fragRepair) answered(env node.Env) {
 			missing = append(missing, i)
 		}
 	}
+	r.then(env, r, missing)
+}
+
+// storeMissing stores rebuilt fragments of the missing indices at the
+// hosts whose copy was damaged.
+func (r *fragRepair) storeMissing(env node.Env, missing []int) {
 	// Past the missing indices, a damaged copy was a spare: every index is
 	// held elsewhere.
 	targets := r.damaged[:min(len(r.damaged), len(missing))]
@@ -121,4 +143,57 @@ func (n *Node) restore(env node.Env, c wire.NodeRef, m *wire.StoreBlock) {
 	if !ok {
 		n.Stats.RepairsFailed++
 	}
+}
+
+// RebuildFragment makes a fragment of key's block for this host, which is
+// among the key's first l successors and lacks one (Passing Tone: a missing
+// fragment is rebuilt from any m others). It gets the block from m
+// fragments (verified against the key), asks the other holders which
+// indices they hold, and calls done with a fragment of an index none holds,
+// and the bytes fetched on the way. It stores nothing: the caller keeps the
+// fragment in its own engine. When several hosts lack fragments of one
+// block, each takes the missing index at its rank among the successors
+// that hold none, so that hosts seeing the same holders pick different
+// indices. ErrNotFound: every index is held already.
+func (n *Node) RebuildFragment(env node.Env, key id.ID, done func(env node.Env, frag []byte, expiry time.Time, moved int, err error)) {
+	n.Stats.Gets++
+	g := &getOp{n: n, key: key, fragment: true}
+	g.done = func(env node.Env, b Block, err error) {
+		if err != nil {
+			done(env, nil, time.Time{}, 0, err)
+			return
+		}
+		fetched := 0
+		for _, f := range g.frags {
+			fetched += len(f.shard) + fragHeader
+		}
+		g.surveyFragments(env, b, func(env node.Env, r *fragRepair, missing []int) {
+			fetched += r.moved
+			self := n.rt.Addr()
+			rank := 0
+			for _, c := range g.looked[:min(len(g.looked), n.cfg.TotalFrags)] {
+				if c.Addr == self {
+					break
+				}
+				if !slices.Contains(r.holders, c.Addr) {
+					rank++
+				}
+			}
+			if len(missing) == 0 || !b.Expiry.After(env.Now()) {
+				done(env, nil, time.Time{}, fetched, fmt.Errorf("%w: every fragment index of %s is held", ErrNotFound, key.Short()))
+				return
+			}
+			index, data := missing[rank%len(missing)], b.Data
+			n.offload(env, func() (any, error) {
+				return n.coder.split(key, data)
+			}, func(env node.Env, val any, err error) {
+				if err != nil {
+					done(env, nil, time.Time{}, fetched, err)
+					return
+				}
+				done(env, val.([][]byte)[index], b.Expiry, fetched, nil)
+			})
+		})
+	}
+	n.candidates(env, key, n.cfg.TotalFrags, g.start)
 }

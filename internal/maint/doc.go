@@ -26,13 +26,17 @@
 // lacks, and is handed those. Nothing is ever deleted.
 //
 // Copies go on distinct machines (ring.DistinctHosts), so a vnode's range
-// and partners skip its own machine's vnodes (replicaStart, partners). A
+// and partners skip its own machine's vnodes (replicaStart, plan). A
 // repair budget (Config.Budget) paces what a host fetches and hands over.
 // Operators see Status (`triad maint status`) and pause it (MaintControl,
 // accepted from this machine only).
 //
-// Not yet here (issue 15): rebuilding a missing erasure-coded fragment
-// (fragments are skipped and counted).
+// Erasure-coded blocks (DHash++, "Erasure-coding vs. replication") have
+// their l fragments on their first l successors, each under another index.
+// A missing fragment is rebuilt from any m others (Config.Rebuild, dhash's
+// RebuildFragment) under an index no holder has, never fetched; where
+// fragments are the deployment's default, rounds also compare the arcs of
+// (p_l, p_k] whose fragments a vnode keeps (plan).
 //
 // Layer: node logic, registered on the host runtime (host.Register) beside
 // the ring and the block store; it reaches the storage engine only through

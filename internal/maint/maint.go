@@ -43,6 +43,16 @@ type Config struct {
 	// budget and in the byte counters: the trace experiment stands small
 	// objects in for UsenetDHT's 20 MB ones. Zero or one: as they are.
 	Weight int
+	// Fragments is l: an erasure-coded block's fragments are on its first
+	// l successors, so a vnode also keeps the fragments of the keys in
+	// (l-th predecessor, itself]. Rounds synchronize that wider range for
+	// fragments only when Fragments > Replicas + 1 and Rebuild is set.
+	Fragments int
+	// Rebuild makes this host's fragment of key from m others (dhash's
+	// RebuildFragment): done gets the fragment and its expiry, and the
+	// bytes fetched to make it. Nil: missing fragments are counted, not
+	// rebuilt.
+	Rebuild func(env node.Env, key id.ID, done func(env node.Env, frag []byte, expiry time.Time, moved int, err error))
 }
 
 // DefaultConfig returns the defaults.
@@ -57,6 +67,8 @@ func (c Config) Validate() error {
 		return errors.New("maint: intervals must be positive")
 	case c.Replicas < 1 || c.Replicas > wire.MaxListLen:
 		return fmt.Errorf("maint: %d replicas not in [1, %d]", c.Replicas, wire.MaxListLen)
+	case c.Fragments < 0 || c.Fragments > wire.MaxListLen:
+		return fmt.Errorf("maint: %d fragments not in [0, %d]", c.Fragments, wire.MaxListLen)
 	case c.Queries < 1 || c.Fetches < 1:
 		return errors.New("maint: queries and fetches in flight must be at least 1")
 	case c.Budget < 0 || c.Weight < 0:
@@ -74,7 +86,8 @@ type Stats struct {
 	Repaired      uint64 // objects fetched and stored
 	BytesRepaired uint64
 	Expired       uint64 // fetched objects already past their expiry: not stored
-	Fragments     uint64 // missing fragments seen: not rebuilt yet
+	Rebuilt       uint64 // fragments rebuilt from m others and stored
+	Fragments     uint64 // missing fragments not rebuilt (no rebuilder, or too few holders answered)
 	Failed        uint64 // queries, fetches and hand-overs that failed
 	Unchanged     uint64 // synchronizations that stopped at the root: nothing changed since the last clean one
 
@@ -93,11 +106,10 @@ type Maint struct {
 	state   map[*ring.Vnode]*vnodeState
 	listMax int  // the ring's predecessor-list length
 	paused  bool // by the operator: no new rounds or sweeps
-	// fragments are keys a neighbour holds as erasure-coded fragments,
-	// which fetching does not repair (another index is needed): noted so
-	// that rounds do not fetch them again and again. Bounded: cleared when
-	// full.
-	fragments map[id.ID]struct{}
+	// aside are keys rounds leave alone for a while (setAside): fragments
+	// that could not be rebuilt, whole blocks a fragment arc met. Bounded:
+	// cleared when full.
+	aside map[id.ID]time.Time
 	// The repair budget: a token bucket of bytes, refilled at Budget per
 	// second up to a second's worth; work waits while it is empty.
 	tokens    float64
@@ -141,15 +153,31 @@ func (m *Maint) spendable(env node.Env) bool {
 	return false
 }
 
-// maxFragmentsNoted bounds Maint.fragments.
-const maxFragmentsNoted = 1 << 16
+// maxAside bounds Maint.aside.
+const maxAside = 1 << 16
 
-func (m *Maint) noteFragment(key id.ID) {
-	if m.fragments == nil || len(m.fragments) >= maxFragmentsNoted {
-		m.fragments = make(map[id.ID]struct{})
+// setAside keeps rounds from fetching key again for setAsideFor: a
+// fragment whose rebuild failed (fewer than m holders answered), or a
+// whole block in a fragment arc, which is not ours to keep.
+func (m *Maint) setAside(now time.Time, key id.ID) {
+	if m.aside == nil || len(m.aside) >= maxAside {
+		m.aside = make(map[id.ID]time.Time)
 	}
-	m.fragments[key] = struct{}{}
+	m.aside[key] = now
 }
+
+// skipped reports whether key was set aside less than setAsideFor ago.
+func (m *Maint) skipped(now time.Time, key id.ID) bool {
+	at, ok := m.aside[key]
+	if ok && now.Sub(at) >= m.setAsideFor() {
+		delete(m.aside, key)
+		return false
+	}
+	return ok
+}
+
+// setAsideFor is six rounds' time.
+func (m *Maint) setAsideFor() time.Duration { return 6 * m.cfg.Interval }
 
 // await queues wake to run when the budget may let a transfer start: each
 // round and sweep queues itself at most once, so the queue is as long as
@@ -387,7 +415,7 @@ func (m *Maint) Status() *wire.MaintStatus {
 		{Name: "rounds", Value: s.Rounds}, {Name: "syncs", Value: s.Syncs},
 		{Name: "tree_nodes_compared", Value: s.NodesCompared}, {Name: "keys_compared", Value: s.KeysCompared},
 		{Name: "objects_repaired", Value: s.Repaired}, {Name: "bytes_repaired", Value: s.BytesRepaired},
-		{Name: "expired_not_repaired", Value: s.Expired}, {Name: "fragments_skipped", Value: s.Fragments},
+		{Name: "expired_not_repaired", Value: s.Expired}, {Name: "fragments_rebuilt", Value: s.Rebuilt}, {Name: "fragments_not_rebuilt", Value: s.Fragments},
 		{Name: "failed", Value: s.Failed}, {Name: "syncs_unchanged", Value: s.Unchanged}, {Name: "sweeps", Value: s.Sweeps}, {Name: "stretches", Value: s.Stretches},
 		{Name: "objects_handed_over", Value: s.HandedOver}, {Name: "bytes_handed_over", Value: s.BytesHandedOver},
 	}}
@@ -587,13 +615,6 @@ func enqueue(list []id.ID, queued map[id.ID]bool, missing []id.ID, skip func(id.
 		list = append(list, k)
 	}
 	return list
-}
-
-// isFragment reports whether key was noted as a neighbour's fragment,
-// which fetching does not repair (see Stats.Fragments).
-func (m *Maint) isFragment(key id.ID) bool {
-	_, ok := m.fragments[key]
-	return ok
 }
 
 // sameNode reports whether our node n and a neighbour's match.

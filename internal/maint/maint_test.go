@@ -36,10 +36,22 @@ func newClusterWith(t *testing.T, n int, seed uint64, budget int) *cluster {
 
 // newClusterOf is newCluster with a repair budget and vnodes per host.
 func newClusterOf(t *testing.T, n int, seed uint64, budget, vnodes int) *cluster {
-	t.Helper()
-	s := sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(n, seed))
 	opts := deploy.DefaultOptions()
 	opts.Vnodes = vnodes
+	return newClusterOpts(t, n, seed, budget, opts)
+}
+
+// newClusterFragments is newCluster for a deployment storing blocks as
+// 7-of-14 fragments by default.
+func newClusterFragments(t *testing.T, n int, seed uint64) *cluster {
+	opts := deploy.DefaultOptions()
+	opts.Blocks.Redundancy = wire.RedundancyFragments
+	return newClusterOpts(t, n, seed, 0, opts)
+}
+
+func newClusterOpts(t *testing.T, n int, seed uint64, budget int, opts deploy.Options) *cluster {
+	t.Helper()
+	s := sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(n, seed))
 	mc := maint.DefaultConfig()
 	mc.Interval = time.Minute
 	mc.Budget = budget
@@ -420,37 +432,70 @@ func TestSeveralVnodesPerHost(t *testing.T) {
 	}
 }
 
-// Fragments are not repaired by fetching (another index is needed), and a
-// round does not fetch the same fragment again and again: a host that lost
-// its fragment of a key in its range sees the key missing at every round,
-// fetches it once, notes it as a fragment and skips it after that.
-func TestFragmentsAreNotFetchedEveryRound(t *testing.T) {
-	c := newCluster(t, 16, 6)
-	r := rand.New(rand.NewPCG(6, 6))
+// putFragments stores n blocks of 3,000 random bytes as 7-of-14
+// fragments through random hosts.
+func (c *cluster) putFragments(n int, r *rand.Rand) []id.ID {
+	c.t.Helper()
 	var keys []id.ID
-	for i := 0; i < 20; i++ {
+	for i := 0; i < n; i++ {
 		data := make([]byte, 3000)
 		for j := range data {
 			data[j] = byte(r.Uint32())
 		}
 		h := c.up()[r.IntN(len(c.up()))]
 		done := false
+		var err error
 		c.s.Do(h, func(env node.Env) {
 			deploy.Of(h).Blocks.Put(env, data, env.Now().Add(24*time.Hour), wire.RedundancyFragments,
-				func(_ node.Env, key id.ID, _ []wire.NodeRef, err error) {
-					done = true
-					if err == nil {
-						keys = append(keys, key)
-					}
+				func(_ node.Env, key id.ID, _ []wire.NodeRef, e error) {
+					done, err = true, e
+					keys = append(keys, key)
 				})
 		})
 		for deadline := c.s.Now() + time.Minute; !done && c.s.Now() < deadline; {
 			c.s.RunFor(100 * time.Millisecond)
 		}
+		if !done || err != nil {
+			c.t.Fatalf("put %d: done %v, %v", i, done, err)
+		}
 	}
+	return keys
+}
+
+// fragmentGaps lists, for each key, what is wrong with its fragments on
+// its first 14 running successors: a successor without one, or an index
+// held twice.
+func (c *cluster) fragmentGaps(keys []id.ID) []string {
+	var out []string
+	for _, key := range keys {
+		seen := map[byte]bool{}
+		for _, h := range c.successors(key)[:14] {
+			data, meta, err := h.Storage().Engine().Get(key)
+			switch {
+			case err != nil:
+				out = append(out, key.Short()+": no fragment on "+string(h.Addr))
+			case !meta.Opaque || len(data) < 2:
+				out = append(out, key.Short()+": a whole copy on "+string(h.Addr))
+			case seen[data[1]]:
+				out = append(out, key.Short()+": index held twice")
+			default:
+				seen[data[1]] = true
+			}
+		}
+	}
+	return out
+}
+
+// A missing fragment is rebuilt from 7 others, under an index no holder
+// has: the first successor of each key loses its fragment, finds it
+// missing at its next round, and rebuilds it.
+func TestMissingFragmentsAreRebuilt(t *testing.T) {
+	c := newCluster(t, 16, 6)
+	keys := c.putFragments(20, rand.New(rand.NewPCG(6, 6)))
 	c.s.RunFor(time.Minute)
-	// The first successor of each key loses its fragment.
-	var losers []*sim.Host
+	if gaps := c.fragmentGaps(keys); len(gaps) > 0 {
+		t.Fatalf("right after the puts: %v", gaps)
+	}
 	for _, key := range keys {
 		h := c.successors(key)[0]
 		e := h.Storage().Engine().(*mem.Mem)
@@ -459,21 +504,62 @@ func TestFragmentsAreNotFetchedEveryRound(t *testing.T) {
 		if _, err := e.Stat(key); err == nil {
 			t.Fatalf("%s still has its copy of %v after the damage", h.Addr, key.Short())
 		}
-		losers = append(losers, h)
 	}
 	c.s.RunFor(3 * time.Minute)
-	total := func() (n uint64) {
-		for _, h := range c.up() {
-			n += stats(h).Fragments
+	if gaps := c.fragmentGaps(keys); len(gaps) > 0 {
+		t.Fatalf("3 minutes after %d fragments were lost: %v", len(keys), gaps)
+	}
+	var rebuilt, notRebuilt uint64
+	for _, h := range c.up() {
+		rebuilt += stats(h).Rebuilt
+		notRebuilt += stats(h).Fragments
+	}
+	if rebuilt < uint64(len(keys)) || notRebuilt > 0 {
+		t.Errorf("%d fragments rebuilt, %d not, for %d lost", rebuilt, notRebuilt, len(keys))
+	}
+}
+
+// In a deployment that stores fragments by default, rounds keep the
+// fragments of a vnode's whole fragment range (its 14th predecessor on):
+// two hosts that fail for good at once leave one or two fragments missing
+// from every block they held some of, and the hosts that become each
+// block's 13th and 14th successors rebuild them, under indices no other
+// holder has (each takes the missing index at its rank).
+func TestLostHostsFragmentsAreRebuilt(t *testing.T) {
+	c := newClusterFragments(t, 20, 7)
+	keys := c.putFragments(40, rand.New(rand.NewPCG(7, 7)))
+	c.s.RunFor(time.Minute)
+	if gaps := c.fragmentGaps(keys); len(gaps) > 0 {
+		t.Fatalf("right after the puts: %v", gaps)
+	}
+	held, both := 0, 0
+	for _, key := range keys {
+		n := 0
+		for _, gone := range []*sim.Host{c.s.Hosts()[3], c.s.Hosts()[11]} {
+			if _, err := gone.Storage().Engine().Stat(key); err == nil {
+				n++
+			}
 		}
-		return n
+		held += n
+		if n == 2 {
+			both++
+		}
 	}
-	before := total()
-	if before == 0 {
-		t.Fatalf("no round met the %d lost fragments", len(keys))
+	if both == 0 {
+		t.Fatalf("no block had fragments on both hosts to fail: pick others")
 	}
+	c.s.Crash(c.s.Hosts()[3])
+	c.s.Crash(c.s.Hosts()[11])
 	c.s.RunFor(5 * time.Minute)
-	if after := total(); after != before {
-		t.Errorf("fragments fetched and dropped again: %d before 5 more minutes of rounds, %d after", before, after)
+	if gaps := c.fragmentGaps(keys); len(gaps) > 0 {
+		t.Fatalf("5 minutes after two hosts holding %d fragments failed: %d gaps: %v", held, len(gaps), gaps)
 	}
+	var rebuilt uint64
+	for _, h := range c.up() {
+		rebuilt += stats(h).Rebuilt
+	}
+	if rebuilt < uint64(held) {
+		t.Errorf("%d fragments rebuilt for the %d the failed hosts held", rebuilt, held)
+	}
+	t.Logf("%d blocks as 7-of-14 fragments on 20 hosts; the failed hosts held %d (%d blocks on both); %d rebuilt", len(keys), held, both, rebuilt)
 }

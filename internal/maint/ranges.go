@@ -44,22 +44,57 @@ func replicaStart(v *ring.Vnode, k, listMax int) id.ID {
 	return preds[len(preds)-1].ID
 }
 
-// partners are the neighbours v synchronizes with: its nearest successor
-// and nearest predecessor on another machine (a vnode of its own machine
-// shares its storage, or keeps other keys of the same machine's share).
-func partners(v *ring.Vnode, dead func(wire.NodeRef) bool) []wire.NodeRef {
+// A syncTask is one synchronization of a round: the arc (lo, hi] with a
+// partner. In a fragment arc only fragments are ours to keep.
+type syncTask struct {
+	peer      wire.NodeRef
+	lo, hi    id.ID
+	fragments bool
+}
+
+// plan lists the synchronizations of v's round: its replica range (p_k, v]
+// with its nearest successor and nearest predecessor on other machines
+// (Figure 2). Erasure-coded blocks have their fragments on their first l
+// successors, so with a rebuilder v also keeps the fragments of (p_l, p_k],
+// compared where the partner keeps the same fragments and no whole block
+// of its own: (p_{l-1}, p_k] with the successor (whose replica range starts
+// at p_{k-1}), (p_l, p_{k+1}] with the predecessor (whose starts at
+// p_{k+1}). A vnode of a ring of fewer machines keeps more: the arcs then
+// end at v itself, and none is left when the replica range is the whole
+// ring.
+func (m *Maint) plan(v *ring.Vnode, dead func(wire.NodeRef) bool) []syncTask {
 	self := v.Self()
-	var out []wire.NodeRef
-	for _, list := range [][]wire.NodeRef{v.Succs(), v.Preds()} {
-		for _, p := range list {
-			if p.IsZero() || p.SameMachine(self) || dead(p) {
-				continue
-			}
-			if len(out) == 0 || out[0].ID != p.ID {
-				out = append(out, p)
-			}
-			break
-		}
+	k, l := m.cfg.Replicas, m.cfg.Fragments
+	lo := replicaStart(v, k, m.listMax)
+	succ, pred := nearestOther(v.Succs(), self, dead), nearestOther(v.Preds(), self, dead)
+	var out []syncTask
+	if !succ.IsZero() {
+		out = append(out, syncTask{peer: succ, lo: lo, hi: self.ID})
+	}
+	if !pred.IsZero() && pred.ID != succ.ID {
+		out = append(out, syncTask{peer: pred, lo: lo, hi: self.ID})
+	}
+	if m.cfg.Rebuild == nil || l <= k+1 || lo == self.ID {
+		return out
+	}
+	if flo := replicaStart(v, l-1, m.listMax); !succ.IsZero() && flo != lo {
+		out = append(out, syncTask{peer: succ, lo: flo, hi: lo, fragments: true})
+	}
+	plo, phi := replicaStart(v, l, m.listMax), replicaStart(v, k+1, m.listMax)
+	if !pred.IsZero() && plo != phi && phi != self.ID {
+		out = append(out, syncTask{peer: pred, lo: plo, hi: phi, fragments: true})
 	}
 	return out
+}
+
+// nearestOther is the first of list on another machine than self and not
+// dead: a vnode of its own machine shares its storage, or keeps other keys
+// of the same machine's share.
+func nearestOther(list []wire.NodeRef, self wire.NodeRef, dead func(wire.NodeRef) bool) wire.NodeRef {
+	for _, p := range list {
+		if !p.IsZero() && !p.SameMachine(self) && !dead(p) {
+			return p
+		}
+	}
+	return wire.NodeRef{}
 }

@@ -20,9 +20,8 @@ type round struct {
 	m        *Maint
 	v        *ring.Vnode
 	st       *vnodeState
-	lo, hi   id.ID          // the range: (k-th predecessor, self]
-	partners []wire.NodeRef // successor, predecessor
-	cur      int            // the partner being synchronized with
+	syncs    []syncTask // successor, predecessor; then the fragment arcs
+	cur      int        // the synchronization under way
 	visit    []merkle.Prefix
 	fetch    []id.ID
 	queries  int            // in flight, with their comparisons
@@ -48,8 +47,8 @@ func (m *Maint) startRound(env node.Env, v *ring.Vnode, st *vnodeState) {
 	succ, pred := v.Successor(), v.Predecessor()
 	st.succ, st.pred = succ, pred
 	st.due = env.Now().Add(m.jitter(env, m.cfg.Interval))
-	r := &round{m: m, v: v, st: st, lo: replicaStart(v, m.cfg.Replicas, m.listMax), hi: v.Self().ID}
-	r.partners = partners(v, func(p wire.NodeRef) bool { return m.chord.IsDead(env, p) })
+	r := &round{m: m, v: v, st: st}
+	r.syncs = m.plan(v, func(p wire.NodeRef) bool { return m.chord.IsDead(env, p) })
 	st.round = r
 	r.begin(env)
 }
@@ -57,7 +56,7 @@ func (m *Maint) startRound(env node.Env, v *ring.Vnode, st *vnodeState) {
 // begin starts the synchronization with the current partner, or ends the
 // round when none is left.
 func (r *round) begin(env node.Env) {
-	if r.cur == len(r.partners) {
+	if r.cur == len(r.syncs) {
 		r.finished = true
 		r.m.Stats.Rounds++
 		if r.st.round == r {
@@ -71,7 +70,8 @@ func (r *round) begin(env node.Env) {
 	r.fetch = r.fetch[:0]
 	r.queued = make(map[id.ID]bool)
 	r.asked = 0
-	r.sync = &syncMemo{key: syncKey{peer: r.partner().ID, lo: r.lo, hi: r.hi}}
+	t := r.syncs[r.cur]
+	r.sync = &syncMemo{key: syncKey{peer: t.peer.ID, lo: t.lo, hi: t.hi}}
 	r.dirty = false
 	r.pump(env)
 }
@@ -126,7 +126,7 @@ func (r *round) pump(env node.Env) {
 	}
 }
 
-func (r *round) partner() wire.NodeRef { return r.partners[r.cur] }
+func (r *round) partner() wire.NodeRef { return r.syncs[r.cur].peer }
 
 // query compares our tree's node at p with the partner's.
 func (r *round) query(env node.Env, p merkle.Prefix) {
@@ -136,18 +136,22 @@ func (r *round) query(env node.Env, p merkle.Prefix) {
 	if p == merkle.Root() {
 		sync = r.sync
 	}
-	ok := m.askTree(env, r.v.Self(), r.partner(), p, r.lo, r.hi, compare, sync, func(env node.Env, d diff, err error) {
+	t := r.syncs[r.cur]
+	ok := m.askTree(env, r.v.Self(), t.peer, p, t.lo, t.hi, compare, sync, func(env node.Env, d diff, err error) {
 		r.queries--
-		if err != nil || len(d.missing) > 0 {
-			r.dirty = true
-		}
 		if err != nil {
+			r.dirty = true
 			m.Stats.Failed++
 			if errors.Is(err, rpc.ErrTimeout) {
 				r.giveUp()
 			}
 		} else {
-			r.fetch = enqueue(r.fetch, r.queued, d.missing, m.isFragment)
+			queued := len(r.fetch)
+			r.fetch = enqueue(r.fetch, r.queued, d.missing, func(k id.ID) bool { return m.skipped(env.Now(), k) })
+			// Keys set aside (fragments that could not be rebuilt, whole
+			// blocks in a fragment arc) do not keep the sync from counting
+			// as clean.
+			r.dirty = r.dirty || len(r.fetch) > queued
 			r.visit = append(r.visit, d.descend...)
 		}
 		r.pump(env)
@@ -215,7 +219,10 @@ func compare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (d
 	return d, nil
 }
 
-// fetchKey copies one object we lack from the partner.
+// fetchKey copies one object we lack from the partner; a fragment is
+// rebuilt instead (another index is needed). In a fragment arc, where
+// whole blocks are not ours to keep, the partner is asked what it holds
+// first.
 func (r *round) fetchKey(env node.Env, key id.ID) {
 	m, partner := r.m, r.partner()
 	r.fetches++
@@ -224,6 +231,32 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 		delete(r.queued, key)
 		r.pump(env)
 		m.done(env)
+	}
+	if r.syncs[r.cur].fragments {
+		ok := m.rt.Call(env, partner.Addr, r.v.Self(), partner.ID, &wire.StatBlock{Key: key}, 0,
+			func(env node.Env, msg wire.Msg, err error) {
+				info, isInfo := msg.(*wire.BlockInfo)
+				switch {
+				case err != nil || !isInfo:
+					m.Stats.Failed++
+					if errors.Is(err, rpc.ErrTimeout) {
+						r.giveUp()
+					}
+					done(env)
+				case !info.Fragment:
+					m.setAside(env.Now(), key) // a whole copy: not ours to keep
+					done(env)
+				default:
+					m.rebuild(env, key, done)
+				}
+			})
+		if !ok {
+			m.Stats.Failed++
+			r.fetches--
+			delete(r.queued, key)
+			m.done(env)
+		}
+		return
 	}
 	ok := m.rt.Call(env, partner.Addr, r.v.Self(), partner.ID, &wire.FetchBlock{Key: key}, 0,
 		func(env node.Env, msg wire.Msg, err error) {
@@ -240,9 +273,7 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 				done(env)
 				return
 			case b.Fragment:
-				m.Stats.Fragments++
-				m.noteFragment(key)
-				done(env)
+				m.rebuild(env, key, done)
 				return
 			}
 			expiry := time.Unix(0, b.Expiry)
@@ -275,4 +306,40 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 		delete(r.queued, key)
 		m.done(env)
 	}
+}
+
+// rebuild makes our fragment of key from m others (Config.Rebuild) and
+// stores it; then done. Without a rebuilder, or when the rebuild fails,
+// the key is set aside for a while.
+func (m *Maint) rebuild(env node.Env, key id.ID, done func(node.Env)) {
+	if m.cfg.Rebuild == nil {
+		m.Stats.Fragments++
+		m.setAside(env.Now(), key)
+		done(env)
+		return
+	}
+	m.cfg.Rebuild(env, key, func(env node.Env, frag []byte, expiry time.Time, moved int, err error) {
+		m.spend(env.Now(), moved)
+		if err != nil {
+			m.Stats.Fragments++
+			m.setAside(env.Now(), key)
+			done(env)
+			return
+		}
+		env.Offload(&work{
+			run: func(e store.Engine) (any, error) {
+				return nil, e.Put(key, frag, expiry, store.PutOptions{Opaque: true})
+			},
+			done: func(env node.Env, _ any, err error) {
+				if err != nil {
+					m.Stats.Failed++
+					m.setAside(env.Now(), key)
+				} else {
+					m.Stats.Rebuilt++
+					m.Stats.BytesRepaired += m.weigh(moved)
+				}
+				done(env)
+			},
+		})
+	})
 }
