@@ -26,14 +26,13 @@ type sweep struct {
 	lo, hi   id.ID
 	dst      wire.NodeRef
 	visit    []merkle.Prefix
-	push     []id.ID
+	push     repairQueue
 	queries  int
 	pushes   int
-	queued   map[id.ID]bool // keys queued or in flight, for this stretch
-	waiting  bool           // queued on the repair budget
-	placing  bool           // a stretch is being placed
-	sync     *syncMemo      // the stretch's synchronization
-	dirty    bool           // it found something to hand over, or failed
+	waiting  bool      // queued on the repair budget
+	placing  bool      // a stretch is being placed
+	sync     *syncMemo // the stretch's synchronization
+	dirty    bool      // it found something to hand over, or failed
 	finished bool
 }
 
@@ -96,7 +95,7 @@ func (s *sweep) next(env node.Env, stretches int) {
 					hi = s.end
 				}
 				s.lo, s.hi, s.dst = s.cursor, hi, dst
-				s.queued = make(map[id.ID]bool)
+				s.push.reset()
 				if dst.Addr == m.rt.Addr() {
 					s.advance(env, stretches) // another vnode of ours: same storage
 					return
@@ -135,10 +134,11 @@ func (s *sweep) pump(env node.Env, stretches int) {
 		return // a wake-up or a continuation after the stretch was placed
 	}
 	if m.chord.IsDead(env, s.dst) {
-		s.visit, s.push = nil, nil
+		s.visit = nil
+		s.push.drop()
 		s.dirty = true
 	}
-	for s.pushes < m.cfg.Fetches && len(s.push) > 0 {
+	for s.pushes < m.cfg.Fetches && s.push.len() > 0 {
 		if !m.spendable(env) {
 			if !s.waiting {
 				s.waiting = true
@@ -149,16 +149,14 @@ func (s *sweep) pump(env node.Env, stretches int) {
 			}
 			return
 		}
-		key := s.push[0]
-		s.push = s.push[1:]
-		s.hand(env, key, stretches)
+		s.hand(env, s.push.next(), stretches)
 	}
-	for s.queries < m.cfg.Queries && len(s.visit) > 0 && len(s.push) < maxQueued {
+	for s.queries < m.cfg.Queries && len(s.visit) > 0 && s.push.len() < maxQueued {
 		p := s.visit[len(s.visit)-1]
 		s.visit = s.visit[:len(s.visit)-1]
 		s.query(env, p, stretches)
 	}
-	if s.queries == 0 && s.pushes == 0 && len(s.visit) == 0 && len(s.push) == 0 {
+	if s.queries == 0 && s.pushes == 0 && len(s.visit) == 0 && s.push.len() == 0 {
 		s.placing = false
 		m.syncEnded(s.sync, !s.dirty)
 		s.advance(env, stretches)
@@ -182,7 +180,7 @@ func (s *sweep) query(env node.Env, p merkle.Prefix, stretches int) {
 		if err != nil {
 			m.Stats.Failed++
 		} else {
-			s.push = enqueue(s.push, s.queued, d.missing, nil)
+			s.push.add(d, nil)
 			s.visit = append(s.visit, d.descend...)
 		}
 		s.pump(env, stretches)
@@ -220,10 +218,16 @@ func reverseCompare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id
 				}
 				// A fragment of ours is not what the successor lacks: it
 				// holds another index, or needs one rebuilt.
-				if meta, err := e.Stat(k); err == nil && meta.Opaque {
+				meta, err := e.Stat(k)
+				if err == nil && meta.Opaque {
 					continue
 				}
+				var exp int64
+				if err == nil && !meta.Expiry.IsZero() {
+					exp = meta.Expiry.UnixNano()
+				}
 				d.missing = append(d.missing, k)
+				d.expiry = append(d.expiry, exp)
 			}
 			return d, nil
 		}
@@ -265,7 +269,7 @@ func (s *sweep) hand(env node.Env, key id.ID, stretches int) {
 	s.pushes++
 	done := func(env node.Env) {
 		s.pushes--
-		delete(s.queued, key)
+		s.push.finished(key)
 		s.pump(env, stretches)
 		m.done(env)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	"triad/internal/host"
@@ -369,6 +371,9 @@ func (m *Maint) Validate(msg wire.Msg) error {
 		if len(msg.Hash) != 0 && len(msg.Hash) != wire.TreeHashBytes {
 			return errors.New("maint: tree node with a malformed hash")
 		}
+		if len(msg.Expiries) != 0 && len(msg.Expiries) != len(msg.Keys) {
+			return errors.New("maint: tree node with expiry times that do not pair with its keys")
+		}
 	}
 	return nil
 }
@@ -429,7 +434,7 @@ func (m *Maint) Status() *wire.MaintStatus {
 			mv.LastRound = st.lastRound.UnixNano()
 		}
 		if st.round != nil {
-			mv.Queued = uint64(len(st.round.fetch))
+			mv.Queued = uint64(st.round.fetch.len())
 		}
 		out.Vnodes = append(out.Vnodes, mv)
 	}
@@ -476,8 +481,17 @@ func describe(e TreeStore, p merkle.Prefix, lo, hi id.ID) (*wire.TreeInfo, error
 	info.Hash = append([]byte(nil), n.Hash[:]...)
 	if n.Leaf() {
 		keys, err := e.TreeKeys(p, lo, hi, wire.MaxTreeKeys)
-		info.Keys = keys
-		return info, err
+		if err != nil {
+			return nil, err
+		}
+		// Each key's expiry lets the asker fetch the longest-lived first.
+		info.Keys, info.Expiries = keys, make([]int64, len(keys))
+		for i, k := range keys {
+			if meta, err := e.Stat(k); err == nil && !meta.Expiry.IsZero() {
+				info.Expiries[i] = meta.Expiry.UnixNano()
+			}
+		}
+		return info, nil
 	}
 	kids, err := e.TreeChildren(p)
 	if err != nil {
@@ -604,18 +618,59 @@ func (m *Maint) syncEnded(sync *syncMemo, clean bool) {
 	m.clean[sync.key] = sync.seen
 }
 
-// enqueue appends to list the keys of missing that are not queued yet (and
-// that skip, if set, does not rule out), and marks them queued.
-func enqueue(list []id.ID, queued map[id.ID]bool, missing []id.ID, skip func(id.ID) bool) []id.ID {
-	for _, k := range missing {
-		if queued[k] || skip != nil && skip(k) {
+// A repairQueue holds the keys a synchronization has yet to fetch or hand
+// over, latest expiry first (UsenetDHT §4: repairs queue, the objects
+// that expire soonest last; keys of one expiry keep the order the walk
+// found them in), and knows which are queued or in flight.
+type repairQueue struct {
+	keys   []id.ID
+	expiry map[id.ID]int64 // queued or in flight: Unix nanoseconds, 0 unknown
+}
+
+func (q *repairQueue) reset() {
+	q.keys = q.keys[:0]
+	q.expiry = make(map[id.ID]int64)
+}
+
+// drop forgets what is queued (in flight stays known until finished).
+func (q *repairQueue) drop() {
+	for _, k := range q.keys {
+		delete(q.expiry, k)
+	}
+	q.keys = nil
+}
+
+func (q *repairQueue) len() int { return len(q.keys) }
+
+// add queues the keys of d.missing that are not queued or in flight yet,
+// and that skip, if set, does not rule out; it returns how many it added.
+func (q *repairQueue) add(d diff, skip func(id.ID) bool) int {
+	added := 0
+	for i, k := range d.missing {
+		if _, ok := q.expiry[k]; ok || skip != nil && skip(k) {
 			continue
 		}
-		queued[k] = true
-		list = append(list, k)
+		var exp int64
+		if i < len(d.expiry) {
+			exp = d.expiry[i]
+		}
+		q.expiry[k] = exp
+		at := sort.Search(len(q.keys), func(j int) bool { return q.expiry[q.keys[j]] < exp })
+		q.keys = slices.Insert(q.keys, at, k)
+		added++
 	}
-	return list
+	return added
 }
+
+// next takes the key to fetch or hand over next; it stays known until
+// finished.
+func (q *repairQueue) next() id.ID {
+	k := q.keys[0]
+	q.keys = q.keys[1:]
+	return k
+}
+
+func (q *repairQueue) finished(k id.ID) { delete(q.expiry, k) }
 
 // sameNode reports whether our node n and a neighbour's match.
 func sameNode(n merkle.Node, count uint64, hash []byte) bool {

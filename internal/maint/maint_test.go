@@ -70,8 +70,14 @@ func newClusterOpts(t *testing.T, n int, seed uint64, budget int, opts deploy.Op
 	return &cluster{t: t, s: s}
 }
 
-// put stores blocks of random data through random hosts.
+// put stores blocks of random data through random hosts, for a day.
 func (c *cluster) put(n int, r *rand.Rand) {
+	c.t.Helper()
+	c.putFor(n, r, func(int) time.Duration { return 24 * time.Hour })
+}
+
+// putFor is put with the i-th block's lifetime given by life.
+func (c *cluster) putFor(n int, r *rand.Rand, life func(i int) time.Duration) {
 	c.t.Helper()
 	for i := 0; i < n; i++ {
 		data := make([]byte, 200+r.IntN(2000))
@@ -82,7 +88,7 @@ func (c *cluster) put(n int, r *rand.Rand) {
 		done := false
 		var err error
 		c.s.Do(h, func(env node.Env) {
-			deploy.Of(h).Blocks.Put(env, data, env.Now().Add(24*time.Hour), wire.RedundancyReplicas,
+			deploy.Of(h).Blocks.Put(env, data, env.Now().Add(life(i)), wire.RedundancyReplicas,
 				func(env node.Env, key id.ID, _ []wire.NodeRef, e error) {
 					err, done = e, true
 					c.keys = append(c.keys, key)
@@ -414,6 +420,73 @@ func TestRepairBudgetPacesRepairs(t *testing.T) {
 			t.Errorf("%s: %d waiting on the budget, more than its round and sweep", h.Addr, n)
 		}
 	}
+}
+
+// Under a repair budget, repairs wait in a queue, and the objects that
+// expire soonest go last: the blocks a failed host held come back in order
+// of their expiry, latest first, at each host that repairs them (but for
+// the first fetch or two, which start before the walk has found the rest).
+func TestRepairsQueueLatestExpiryFirst(t *testing.T) {
+	c := newClusterWith(t, 12, 9, 1000)
+	r := rand.New(rand.NewPCG(9, 9))
+	life := map[int]time.Duration{}
+	c.putFor(200, r, func(i int) time.Duration {
+		life[i] = 2*time.Hour + time.Duration(r.IntN(48*60))*time.Minute
+		return life[i]
+	})
+	expiry := map[id.ID]time.Duration{}
+	for i, key := range c.keys {
+		expiry[key] = life[i]
+	}
+	held := func(h *sim.Host, key id.ID) bool {
+		_, err := h.Storage().Engine().Stat(key)
+		return err == nil
+	}
+	before := map[*sim.Host]map[id.ID]bool{}
+	for _, h := range c.up() {
+		before[h] = map[id.ID]bool{}
+		for _, key := range c.keys {
+			before[h][key] = held(h, key)
+		}
+	}
+	c.s.Crash(c.s.Hosts()[4])
+	// Note, at each host, the order in which new copies come.
+	order := map[*sim.Host][]id.ID{}
+	for deadline := c.s.Now() + 10*time.Minute; c.s.Now() < deadline && len(c.underReplicated(2)) > 0; {
+		c.s.RunFor(200 * time.Millisecond)
+		for _, h := range c.up() {
+			for _, key := range c.keys {
+				if !before[h][key] && held(h, key) {
+					before[h][key] = true
+					order[h] = append(order[h], key)
+				}
+			}
+		}
+	}
+	if under := c.underReplicated(2); len(under) > 0 {
+		t.Fatalf("%d blocks under 2 copies 10 minutes after a host failed, with a budget of 1,000 B/s", len(under))
+	}
+	// In order, a host's new copies run from the latest expiry down, but
+	// for a step up where one synchronization ends and the next begins
+	// (successor, then predecessor) and where a fetch started before the
+	// walk found a later key. In the walk's order, every other step is up.
+	steps, up, repaired := 0, 0, 0
+	for _, keys := range order {
+		repaired += len(keys)
+		for i := 1; i < len(keys); i++ {
+			steps++
+			if expiry[keys[i]] > expiry[keys[i-1]] {
+				up++
+			}
+		}
+	}
+	if repaired < 20 {
+		t.Fatalf("only %d repairs seen: the failed host held too little", repaired)
+	}
+	if up*5 > steps {
+		t.Errorf("%d of %d consecutive repairs at one host went to a later expiry", up, steps)
+	}
+	t.Logf("%d repairs at %d hosts; %d of %d consecutive ones went to a later expiry", repaired, len(order), up, steps)
 }
 
 // With several vnodes per host, copies go on distinct machines, so a

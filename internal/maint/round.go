@@ -23,14 +23,13 @@ type round struct {
 	syncs    []syncTask // successor, predecessor; then the fragment arcs
 	cur      int        // the synchronization under way
 	visit    []merkle.Prefix
-	fetch    []id.ID
-	queries  int            // in flight, with their comparisons
-	fetches  int            // in flight, with their writes
-	queued   map[id.ID]bool // keys queued or in flight, from this partner
-	waiting  bool           // queued on the repair budget
-	asked    int            // tree queries to the current partner
-	sync     *syncMemo      // the current partner's synchronization
-	dirty    bool           // it found something missing, or failed
+	fetch    repairQueue
+	queries  int       // in flight, with their comparisons
+	fetches  int       // in flight, with their writes
+	waiting  bool      // queued on the repair budget
+	asked    int       // tree queries to the current partner
+	sync     *syncMemo // the current partner's synchronization
+	dirty    bool      // it found something missing, or failed
 	finished bool
 }
 
@@ -67,8 +66,7 @@ func (r *round) begin(env node.Env) {
 		return
 	}
 	r.visit = append(r.visit[:0], merkle.Root())
-	r.fetch = r.fetch[:0]
-	r.queued = make(map[id.ID]bool)
+	r.fetch.reset()
 	r.asked = 0
 	t := r.syncs[r.cur]
 	r.sync = &syncMemo{key: syncKey{peer: t.peer.ID, lo: t.lo, hi: t.hi}}
@@ -79,7 +77,8 @@ func (r *round) begin(env node.Env) {
 // giveUp drops what is left to do with the current partner (it is dead, or
 // stopped answering): what is in flight ends by itself.
 func (r *round) giveUp() {
-	r.visit, r.fetch = nil, nil
+	r.visit = nil
+	r.fetch.drop()
 	r.dirty = true
 }
 
@@ -91,7 +90,7 @@ func (r *round) pump(env node.Env) {
 	if r.m.chord.IsDead(env, r.partner()) {
 		r.giveUp()
 	}
-	for r.fetches < r.m.cfg.Fetches && len(r.fetch) > 0 {
+	for r.fetches < r.m.cfg.Fetches && r.fetch.len() > 0 {
 		if !r.m.spendable(env) {
 			if !r.waiting {
 				r.waiting = true
@@ -102,11 +101,9 @@ func (r *round) pump(env node.Env) {
 			}
 			return // the budget wakes this round again
 		}
-		key := r.fetch[0]
-		r.fetch = r.fetch[1:]
-		r.fetchKey(env, key)
+		r.fetchKey(env, r.fetch.next())
 	}
-	for r.queries < r.m.cfg.Queries && len(r.visit) > 0 && len(r.fetch) < maxQueued {
+	for r.queries < r.m.cfg.Queries && len(r.visit) > 0 && r.fetch.len() < maxQueued {
 		if r.asked == maxQueriesPerSync {
 			r.m.Stats.Failed++
 			r.dirty = true
@@ -118,7 +115,7 @@ func (r *round) pump(env node.Env) {
 		r.visit = r.visit[:len(r.visit)-1]
 		r.query(env, p)
 	}
-	if r.queries == 0 && r.fetches == 0 && len(r.visit) == 0 && len(r.fetch) == 0 {
+	if r.queries == 0 && r.fetches == 0 && len(r.visit) == 0 && r.fetch.len() == 0 {
 		r.m.Stats.Syncs++
 		r.m.syncEnded(r.sync, !r.dirty)
 		r.cur++
@@ -146,12 +143,12 @@ func (r *round) query(env node.Env, p merkle.Prefix) {
 				r.giveUp()
 			}
 		} else {
-			queued := len(r.fetch)
-			r.fetch = enqueue(r.fetch, r.queued, d.missing, func(k id.ID) bool { return m.skipped(env.Now(), k) })
 			// Keys set aside (fragments that could not be rebuilt, whole
 			// blocks in a fragment arc) do not keep the sync from counting
 			// as clean.
-			r.dirty = r.dirty || len(r.fetch) > queued
+			if r.fetch.add(d, func(k id.ID) bool { return m.skipped(env.Now(), k) }) > 0 {
+				r.dirty = true
+			}
 			r.visit = append(r.visit, d.descend...)
 		}
 		r.pump(env)
@@ -167,6 +164,7 @@ func (r *round) query(env node.Env, p merkle.Prefix) {
 // nodes that differ.
 type diff struct {
 	missing []id.ID
+	expiry  []int64 // of missing, by position, when known
 	descend []merkle.Prefix
 }
 
@@ -180,7 +178,7 @@ func compare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (d
 	if err != nil || sameNode(mine, info.Count, info.Hash) {
 		return d, err
 	}
-	for _, k := range info.Keys {
+	for i, k := range info.Keys {
 		if k.Width() != id.Bytes || !p.Contains(k.Bytes()) || !k.In(lo, hi) {
 			continue
 		}
@@ -188,6 +186,11 @@ func compare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (d
 		// missing, so the neighbour's good copy replaces it.
 		if _, err := e.Stat(k); errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCorrupt) {
 			d.missing = append(d.missing, k)
+			if i < len(info.Expiries) {
+				d.expiry = append(d.expiry, info.Expiries[i])
+			} else {
+				d.expiry = append(d.expiry, 0)
+			}
 		} else if err != nil {
 			return d, err
 		}
@@ -228,7 +231,7 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 	r.fetches++
 	done := func(env node.Env) {
 		r.fetches--
-		delete(r.queued, key)
+		r.fetch.finished(key)
 		r.pump(env)
 		m.done(env)
 	}
@@ -253,7 +256,7 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 		if !ok {
 			m.Stats.Failed++
 			r.fetches--
-			delete(r.queued, key)
+			r.fetch.finished(key)
 			m.done(env)
 		}
 		return
@@ -303,7 +306,7 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 	if !ok {
 		m.Stats.Failed++
 		r.fetches--
-		delete(r.queued, key)
+		r.fetch.finished(key)
 		m.done(env)
 	}
 }

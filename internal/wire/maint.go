@@ -1,6 +1,10 @@
 package wire
 
-import "triad/internal/id"
+import (
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"triad/internal/id"
+)
 
 // Passing Tone's Merkle synchronization (UsenetDHT §4.3). A node that
 // maintains its replica range (Lo, Hi] pulls: it asks a neighbour for one
@@ -26,11 +30,13 @@ type TreeQuery struct {
 
 // TreeInfo describes one node of a Merkle tree: its key count and hash,
 // and either the keys under it that lie in the asked arc (a leaf: at most
-// MaxTreeKeys) or its non-empty children whose keys can lie in the arc.
+// MaxTreeKeys) with their expiry times, or its non-empty children whose
+// keys can lie in the arc.
 type TreeInfo struct {
 	Count    uint64
 	Hash     []byte // TreeHashBytes, or empty for an empty tree
 	Keys     []id.ID
+	Expiries []int64 // Unix nanoseconds, one per key; may be absent (0: unknown)
 	Children []TreeChild
 }
 
@@ -64,6 +70,11 @@ func (m *TreeInfo) encode(b []byte) []byte {
 	b = putBytes(b, 2, m.Hash)
 	for _, k := range m.Keys {
 		b = putID(b, 3, k)
+	}
+	for _, e := range m.Expiries {
+		// Every one, zero too: they pair with Keys by position.
+		b = protowire.AppendTag(b, 5, protowire.VarintType)
+		b = protowire.AppendVarint(b, protowire.EncodeZigZag(e))
 	}
 	for _, c := range m.Children {
 		b = appendTagBytes(b, 4)
@@ -104,6 +115,12 @@ func (m *TreeInfo) decodeField(d *decoder, f field) {
 			}
 		})
 		m.Children = append(m.Children, c)
+	case 5:
+		if len(m.Expiries) >= MaxTreeKeys {
+			d.fail("more than %d expiry times", MaxTreeKeys)
+			return
+		}
+		m.Expiries = append(m.Expiries, d.int(f))
 	}
 }
 
