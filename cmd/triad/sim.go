@@ -146,7 +146,8 @@ first holder.
 Then comes a crash phase on that ring: every holder of some keys crashes at
 once and restarts a minute later (a transient failure: disks kept), and every
 holder of a few other keys loses its disk. Every crashed key must read back
-("lost: 0"); the wiped ones are gone, as there is no maintenance yet.
+("lost: 0"); the wiped ones are gone, as this experiment runs without
+maintenance (sim passingtone runs it).
 
 It checks the issue's claims: recursive <= 0.7 x iterative; PNS 16 cuts the
 median by >= 30% (when --pns includes 1); PNS + integration <= 1.5 x the
@@ -223,7 +224,7 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "PNS+integration / direct    %.2f  (want <= 1.50)  %s\n", res.IntegratedOverDirect, verdict(res.IntegratedOverDirect > 0 && res.IntegratedOverDirect <= 1.5))
 	d := res.Durability
 	fmt.Fprintf(stdout, "crash/restart of every holder of %d keys (%d hosts): lost: %d  (want 0)  %s\n", d.CrashKeys, d.CrashedHosts, d.Lost, verdict(d.Lost == 0))
-	fmt.Fprintf(stdout, "disk failure of every holder of %d keys (%d hosts): %d gone  (no maintenance yet: want them gone)  %s\n", d.WipedKeys, d.WipedHosts, d.WipedLost, verdict(d.WipedLost > 0))
+	fmt.Fprintf(stdout, "disk failure of every holder of %d keys (%d hosts): %d gone  (no maintenance here: want them gone)  %s\n", d.WipedKeys, d.WipedHosts, d.WipedLost, verdict(d.WipedLost > 0))
 	fmt.Fprintf(stdout, "wall time %.0fs, %d events\n", res.WallSeconds, res.Events)
 	if res.Violations != nil {
 		printViolations(stdout, res.Checks, res.Violated)

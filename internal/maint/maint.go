@@ -230,6 +230,7 @@ func (m *Maint) refill(now time.Time) {
 type vnodeState struct {
 	round      *round
 	succ, pred wire.NodeRef // the neighbours of the last round
+	plan       []syncTask   // its synchronizations: partners and arcs
 	due        time.Time    // the next periodic round
 	sweep      *sweep       // global maintenance in progress
 	sweepDue   time.Time
@@ -261,7 +262,13 @@ func (m *Maint) Start(env node.Env) {
 		// starts it sooner.
 		m.state[v] = &vnodeState{due: env.Now().Add(m.jitter(env, m.cfg.Interval)), sweepDue: env.Now().Add(m.jitter(env, m.sweepInterval()))}
 	}
-	m.chord.OnNeighbours(m.neighboursChanged)
+	// The ring tells when a predecessor the plan reads changes (range
+	// starts up to p_l), besides the successor.
+	m.chord.OnNeighbours(max(m.cfg.Replicas+1, m.cfg.Fragments), m.neighboursChanged)
+	// A restarted host's lists start from the peers it saved, a few of
+	// them: a round now could take a range far wider than its own. Its
+	// first round waits until the ring has settled.
+	m.neighboursChanged(env)
 	m.check(env)
 }
 
@@ -315,8 +322,10 @@ func (m *Maint) check(env node.Env) {
 			m.startSweep(env, v, st)
 		}
 		if st.round == nil {
-			succ, pred := v.Successor(), v.Predecessor()
-			changed := (succ.ID != st.succ.ID || pred.ID != st.pred.ID) && !now.Before(m.settleAt)
+			changed := false
+			if !now.Before(m.settleAt) {
+				changed = !samePlan(st.plan, m.plan(v, func(p wire.NodeRef) bool { return m.chord.IsDead(env, p) }))
+			}
 			if changed || !now.Before(st.due) {
 				m.startRound(env, v, st)
 			}

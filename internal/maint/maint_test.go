@@ -52,10 +52,12 @@ func newClusterFragments(t *testing.T, n int, seed uint64) *cluster {
 func newClusterOpts(t *testing.T, n int, seed uint64, budget int, opts deploy.Options) *cluster {
 	t.Helper()
 	s := sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(n, seed))
-	mc := maint.DefaultConfig()
-	mc.Interval = time.Minute
-	mc.Budget = budget
-	opts.Maint = &mc
+	if opts.Maint == nil {
+		mc := maint.DefaultConfig()
+		mc.Interval = time.Minute
+		opts.Maint = &mc
+	}
+	opts.Maint.Budget = budget
 	for i := 0; i < n; i++ {
 		boot := ""
 		if i > 0 {
@@ -169,6 +171,27 @@ func TestLostHostsBlocksGetBackToKCopies(t *testing.T) {
 		t.Errorf("%d repairs for the %d blocks the failed host held", repaired, held)
 	}
 	t.Logf("%d blocks, %d on the failed host, %d repairs", len(c.keys), held, repaired)
+}
+
+// A round starts when the start of a vnode's replica range moves, not only
+// when its nearest neighbours change: with rounds an hour apart, the host
+// that becomes second successor of a failed host's keys (its own
+// successor and predecessor unchanged) makes their second copies within a
+// minute.
+func TestRangeChangeStartsARound(t *testing.T) {
+	opts := deploy.DefaultOptions()
+	mc := maint.DefaultConfig()
+	mc.Interval = time.Hour
+	opts.Maint = &mc
+	c := newClusterOpts(t, 12, 4, 0, opts)
+	c.s.RunFor(2 * time.Hour) // past the first periodic rounds
+	c.put(100, rand.New(rand.NewPCG(4, 4)))
+	gone := c.s.Hosts()[7]
+	c.s.Crash(gone)
+	c.s.RunFor(time.Minute)
+	if under := c.underReplicated(2); len(under) > 0 {
+		t.Fatalf("%d of %d blocks under 2 copies a minute after a host failed, with rounds an hour apart", len(under), len(c.keys))
+	}
 }
 
 // A host whose disk is wiped comes back empty at new ring positions; the

@@ -1,6 +1,8 @@
 package maint
 
 import (
+	"slices"
+
 	"triad/internal/id"
 	"triad/internal/ring"
 	"triad/internal/wire"
@@ -15,7 +17,8 @@ import (
 // back through v's predecessors, the range ends at the first vnode of v's
 // machine, or at the predecessor that makes k other machines. It is the
 // whole ring (v itself) when the predecessors run out first in a ring that
-// small, and the furthest predecessor known when the list runs out before.
+// small (the list reaches around to v's successor), and the furthest
+// predecessor known when the list runs out before or is still filling.
 func replicaStart(v *ring.Vnode, k, listMax int) id.ID {
 	self := v.Self()
 	preds := v.Preds()
@@ -38,8 +41,16 @@ func replicaStart(v *ring.Vnode, k, listMax int) id.ID {
 			return p.ID
 		}
 	}
-	if len(preds) < listMax {
-		return self.ID // every other vnode seen: the whole ring
+	// The list ran out before k other machines. If it reaches around to
+	// the successor, every other vnode is in it: a ring this small keeps
+	// everything everywhere. Otherwise it is still filling (a restart, a
+	// join): the range ends at the furthest predecessor known for now,
+	// rather than taking the whole ring for it.
+	if n := len(preds); n > 0 && n < listMax && preds[n-1].ID == v.Successor().ID {
+		return self.ID
+	}
+	if len(preds) == 0 {
+		return self.ID // no predecessor: plan makes no synchronization
 	}
 	return preds[len(preds)-1].ID
 }
@@ -64,6 +75,9 @@ type syncTask struct {
 // ring.
 func (m *Maint) plan(v *ring.Vnode, dead func(wire.NodeRef) bool) []syncTask {
 	self := v.Self()
+	if len(v.Preds()) == 0 {
+		return nil // a vnode still joining: its range is not known
+	}
 	k, l := m.cfg.Replicas, m.cfg.Fragments
 	lo := replicaStart(v, k, m.listMax)
 	succ, pred := nearestOther(v.Succs(), self, dead), nearestOther(v.Preds(), self, dead)
@@ -85,6 +99,15 @@ func (m *Maint) plan(v *ring.Vnode, dead func(wire.NodeRef) bool) []syncTask {
 		out = append(out, syncTask{peer: pred, lo: plo, hi: phi, fragments: true})
 	}
 	return out
+}
+
+// samePlan reports whether two plans make the same synchronizations: a
+// round starts when a vnode's plan changed since its last one (a partner,
+// or where its replica or fragment range starts).
+func samePlan(a, b []syncTask) bool {
+	return slices.EqualFunc(a, b, func(x, y syncTask) bool {
+		return x.peer.ID == y.peer.ID && x.lo == y.lo && x.hi == y.hi && x.fragments == y.fragments
+	})
 }
 
 // nearestOther is the first of list on another machine than self and not

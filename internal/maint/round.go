@@ -48,6 +48,7 @@ func (m *Maint) startRound(env node.Env, v *ring.Vnode, st *vnodeState) {
 	st.due = env.Now().Add(m.jitter(env, m.cfg.Interval))
 	r := &round{m: m, v: v, st: st}
 	r.syncs = m.plan(v, func(p wire.NodeRef) bool { return m.chord.IsDead(env, p) })
+	st.plan = r.syncs
 	st.round = r
 	r.begin(env)
 }

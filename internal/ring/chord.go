@@ -41,7 +41,8 @@ type Chord struct {
 	// second ring, so the state is saved again as soon as it has a peer.
 	savedAlone bool
 
-	watchers []func(node.Env) // OnNeighbours
+	watchers   []func(node.Env) // OnNeighbours
+	watchPreds int              // the predecessors they watch
 
 	Stats Stats
 }

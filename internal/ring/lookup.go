@@ -112,7 +112,7 @@ func (v *Vnode) forward(env node.Env, m *wire.Lookup, tried []id.ID) {
 	n := next[0]
 	fwd := *m
 	fwd.Hops++
-	ok := h.rt.Call(env, n.Addr, v.self, n.ID, &fwd, 0, func(env node.Env, _ wire.Msg, err error) {
+	ok := h.call(env, n.Addr, v.self, n.ID, &fwd, 0, func(env node.Env, _ wire.Msg, err error) {
 		if err == nil {
 			return // acknowledged: the next node owns the lookup now
 		}
@@ -185,7 +185,7 @@ func (h *Chord) iterate(env node.Env, v *Vnode, key id.ID, minSuccs int, start [
 		c := cands[0]
 		cands = cands[1:]
 		asked = append(asked, c)
-		ok := h.rt.Call(env, c.Addr, v.self, c.ID, &wire.NextHop{Key: key, MinSuccs: uint32(minSuccs)}, 0, func(env node.Env, m wire.Msg, err error) {
+		ok := h.call(env, c.Addr, v.self, c.ID, &wire.NextHop{Key: key, MinSuccs: uint32(minSuccs)}, 0, func(env node.Env, m wire.Msg, err error) {
 			if err != nil {
 				v.callFailed(env, c, err)
 				step(env)

@@ -1,8 +1,12 @@
 package ring
 
 import (
+	"slices"
+	"time"
+
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/rpc"
 	"triad/internal/wire"
 )
 
@@ -60,19 +64,44 @@ func (h *Chord) lookupInView(key id.ID) Result {
 }
 
 // OnNeighbours registers fn to run, in the host's event loop, after any
-// event in which a vnode's successor or predecessor changed (local
-// maintenance starts a round at once).
-func (h *Chord) OnNeighbours(fn func(env node.Env)) { h.watchers = append(h.watchers, fn) }
+// event in which a vnode's successor, or one of its first preds
+// predecessors, changed: local maintenance starts a round when the start
+// of a vnode's replica range moves, not only its nearest neighbours.
+func (h *Chord) OnNeighbours(preds int, fn func(env node.Env)) {
+	h.watchers = append(h.watchers, fn)
+	h.watchPreds = max(h.watchPreds, preds, 1)
+}
 
-// neighbours is each vnode's successor and predecessor, to tell whether
-// an event changed them.
+// call is the runtime's Call with the reply watched for neighbour changes,
+// as the ring's events are: replies and timeouts reach their continuation
+// from the runtime, not through Receive or Timer.
+func (h *Chord) call(env node.Env, to node.Addr, from wire.NodeRef, dst id.ID, m wire.Msg, timeout time.Duration, cont rpc.Reply) bool {
+	if len(h.watchers) == 0 {
+		return h.rt.Call(env, to, from, dst, m, timeout, cont)
+	}
+	return h.rt.Call(env, to, from, dst, m, timeout, func(env node.Env, reply wire.Msg, err error) {
+		before := h.neighbours()
+		cont(env, reply, err)
+		h.notifyIfChanged(env, before)
+	})
+}
+
+// neighbours is each vnode's successor and first watchPreds predecessors,
+// to tell whether an event changed them.
 func (h *Chord) neighbours() []id.ID {
 	if len(h.watchers) == 0 {
 		return nil
 	}
-	out := make([]id.ID, 0, 2*len(h.vnodes))
+	out := make([]id.ID, 0, (1+h.watchPreds)*len(h.vnodes))
 	for _, v := range h.vnodes {
-		out = append(out, v.Successor().ID, v.Predecessor().ID)
+		out = append(out, v.Successor().ID)
+		for i := range h.watchPreds {
+			var p id.ID
+			if i < len(v.preds) {
+				p = v.preds[i].ID
+			}
+			out = append(out, p)
+		}
 	}
 	return out
 }
@@ -81,12 +110,9 @@ func (h *Chord) notifyIfChanged(env node.Env, before []id.ID) {
 	if len(h.watchers) == 0 {
 		return
 	}
-	for i, v := range h.vnodes {
-		if before[2*i] != v.Successor().ID || before[2*i+1] != v.Predecessor().ID {
-			for _, fn := range h.watchers {
-				fn(env)
-			}
-			return
+	if !slices.Equal(before, h.neighbours()) {
+		for _, fn := range h.watchers {
+			fn(env)
 		}
 	}
 }

@@ -61,7 +61,7 @@ func TestMembershipViewReplacesTheProtocol(t *testing.T) {
 	changed := make(map[*sim.Host]int)
 	for _, h := range hosts {
 		s.DoAt(h, 0, func(env node.Env) {
-			chord(h).OnNeighbours(func(node.Env) { changed[h]++ })
+			chord(h).OnNeighbours(1, func(node.Env) { changed[h]++ })
 		})
 	}
 	s.RunFor(time.Minute)

@@ -87,7 +87,7 @@ func (v *Vnode) stabilize(env node.Env) {
 		v.rejoin(env)
 	} else {
 		succ := v.succs[0]
-		h.rt.Call(env, succ.Addr, v.self, succ.ID, &wire.Stabilize{}, 0, func(env node.Env, m wire.Msg, err error) {
+		h.call(env, succ.Addr, v.self, succ.ID, &wire.Stabilize{}, 0, func(env node.Env, m wire.Msg, err error) {
 			if err != nil {
 				v.callFailed(env, succ, err)
 				return
@@ -99,7 +99,7 @@ func (v *Vnode) stabilize(env node.Env) {
 	}
 	if len(v.preds) > 0 {
 		pred := v.preds[0]
-		h.rt.Call(env, pred.Addr, v.self, pred.ID, &wire.GetNeighbors{}, 0, func(env node.Env, m wire.Msg, err error) {
+		h.call(env, pred.Addr, v.self, pred.ID, &wire.GetNeighbors{}, 0, func(env node.Env, m wire.Msg, err error) {
 			if err != nil {
 				v.callFailed(env, pred, err)
 				return
@@ -141,7 +141,7 @@ func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighb
 	}
 	if !suspect.IsZero() && suspect.Addr != h.addr {
 		p := suspect
-		h.rt.Call(env, p.Addr, v.self, p.ID, &wire.Ping{}, 0, func(env node.Env, m wire.Msg, err error) {
+		h.call(env, p.Addr, v.self, p.ID, &wire.Ping{}, 0, func(env node.Env, m wire.Msg, err error) {
 			if err != nil {
 				v.callFailed(env, p, err)
 				return
@@ -178,7 +178,7 @@ func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighb
 // notify tells n that we may be its predecessor (Chord's notify: a
 // Stabilize whose reply we do not need).
 func (v *Vnode) notify(env node.Env, n wire.NodeRef) {
-	v.host.rt.Call(env, n.Addr, v.self, n.ID, &wire.Stabilize{}, 0, func(env node.Env, _ wire.Msg, err error) {
+	v.host.call(env, n.Addr, v.self, n.ID, &wire.Stabilize{}, 0, func(env node.Env, _ wire.Msg, err error) {
 		if err != nil {
 			v.callFailed(env, n, err)
 		}
@@ -391,7 +391,7 @@ func (v *Vnode) sampleRange(env node.Env, i int, cands, more []wire.NodeRef, ask
 		return
 	}
 	last := cands[len(cands)-1]
-	h.rt.Call(env, last.Addr, v.self, last.ID, &wire.GetNeighbors{}, 0, func(env node.Env, m wire.Msg, err error) {
+	h.call(env, last.Addr, v.self, last.ID, &wire.GetNeighbors{}, 0, func(env node.Env, m wire.Msg, err error) {
 		if nb, ok := m.(*wire.Neighbors); ok && err == nil && !v.fingers[i].IsZero() {
 			v.sampleRange(env, i, cands, nb.Succs, asked+1)
 		}
@@ -407,7 +407,7 @@ func (v *Vnode) nearest(env node.Env, cands []wire.NodeRef) wire.NodeRef {
 	for _, c := range cands {
 		rtt, ok := h.rt.Predict(c.Addr)
 		if !ok {
-			h.rt.Call(env, c.Addr, v.self, c.ID, &wire.Ping{}, 0, func(node.Env, wire.Msg, error) {})
+			h.call(env, c.Addr, v.self, c.ID, &wire.Ping{}, 0, func(node.Env, wire.Msg, error) {})
 			continue
 		}
 		if bestRTT < 0 || rtt < bestRTT {
