@@ -661,9 +661,10 @@ func TestDHashClusterFlippedReplica(t *testing.T) {
 }
 
 // TestDHashClusterFragments stores blocks as 7-of-14 fragments on 16
-// nodes, checks that 14 distinct hosts hold one fragment each, SIGKILLs 7
-// of a block's fragment holders and reads every block through every live
-// node.
+// nodes, checks that 14 distinct hosts hold one fragment each, SIGKILLs a
+// holder of every block for good and waits for maintenance to rebuild the
+// missing fragments, then SIGKILLs 7 of a block's fragment holders and
+// reads every block through every live node.
 func TestDHashClusterFragments(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 16 processes; skipped in -short mode")
@@ -714,6 +715,51 @@ func TestDHashClusterFragments(t *testing.T) {
 	}
 	t.Logf("%d blocks stored as %d fragments each after %v", len(blocks), allFrags, time.Since(start).Round(time.Millisecond))
 	d.mustGetAll("all nodes live", d.nodes, blocks)
+
+	// SIGKILL one fragment holder of every block for good: maintenance on
+	// the node that becomes each block's 14th successor rebuilds the
+	// missing fragment from 7 others (the range change starts its round
+	// at once, though rounds are 10 minutes apart), so every block is back
+	// at 14 fragments on distinct live hosts.
+	var gone *proc
+	for _, h := range statOf[0] {
+		i, p := d.byAddr(h.Node.Addr)
+		if i > 0 && slices.ContainsFunc(statOf[1], func(x wire.Holder) bool { return x.Node.Addr == p.addr }) &&
+			slices.ContainsFunc(statOf[2], func(x wire.Holder) bool { return x.Node.Addr == p.addr }) {
+			gone = p
+			break
+		}
+	}
+	if gone == nil {
+		t.Fatalf("no node but node0 holds a fragment of every block")
+	}
+	gone.kill(t)
+	killed := time.Now()
+	d.waitLists("after killing "+gone.name, 30*time.Second)
+	for _, b := range blocks {
+		for {
+			var refs []wire.NodeRef
+			hs := holding(d.stat(d.nodes[0], b.key))
+			for _, h := range hs {
+				if h.Fragment && h.Node.Addr != gone.addr {
+					refs = append(refs, h.Node)
+				}
+			}
+			if len(refs) == allFrags && distinctAddrs(refs) {
+				break
+			}
+			if time.Since(killed) > 90*time.Second {
+				t.Fatalf("%s: %d fragments on live hosts 90 s after %s was killed, want %d on distinct hosts:%s", b.key.Short(), len(refs), gone.name, allFrags, formatHolders(hs))
+			}
+			time.Sleep(pollInterval)
+		}
+	}
+	t.Logf("every block back at %d fragments %v after %s, a holder of each, was killed", allFrags, time.Since(killed).Round(100*time.Millisecond), gone.name)
+	d.mustGetAll("a holder gone, fragments rebuilt", d.liveNodes(), blocks)
+	statOf = statOf[:0]
+	for _, b := range blocks {
+		statOf = append(statOf, holding(d.stat(d.nodes[0], b.key)))
+	}
 
 	// SIGKILL 7 fragment holders of the largest block (never node0). Every
 	// other block loses at most 7 of its 14 fragments too.
