@@ -32,11 +32,13 @@ Benchmarks:
   limits  the news server's bounded totals: 5,000 idle connections, a stalled
           reader and a long OVER at once; peak memory and a normal client's
           latency.
+  sync    what one maintenance synchronization costs between two stores of
+          1,000,000 equal keys: tree queries and bytes.
 
 Run 'triad bench <name> --help' for its flags.`
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits}, args, stdout, stderr)
+	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits, "sync": runBenchSync}, args, stdout, stderr)
 }
 
 const benchStoreAbout = `

@@ -32,7 +32,7 @@ func init() {
 		{"get", "fetch a file from the DHT by key", runGet},
 		{"stat", "show which nodes hold a key", runStat},
 		{"maint", "show, pause or resume a node's maintenance (maint status)", runMaint},
-		{"sim", "run a simulation experiment (sim ring, sim dhash)", runSim},
+		{"sim", "run a simulation experiment (sim ring, dhash, passingtone)", runSim},
 		{"bench", "measure a part on this machine (bench store, dhash, nntp)", runBench},
 		{"chaos", "kill -9 and restart real nodes under writes; check nothing acknowledged is lost", runChaos},
 	}
@@ -73,8 +73,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, `triad is a DHT storage system: servers of sites that trust each other pool
-their disks into one store (a Chord ring and DHash blocks; Passing Tone
-maintenance is next), with a news server on it and a simulator that runs
+their disks into one self-healing store (a Chord ring, DHash blocks, and
+Passing Tone's maintenance, which makes lost copies again by syncing with
+ring neighbours only), with a news server on it and a simulator that runs
 thousands of the same nodes.
 
 Usage: triad <command> [flags]

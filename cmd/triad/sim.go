@@ -26,8 +26,13 @@ Experiments:
   dhash  DHash++: recursive vs iterative lookups, proximity neighbour
          selection with 1/4/16/64 samples, replicas vs 7-of-14 fragments,
          with and without integration, on 2,048 nodes.
+  passingtone
+         Passing Tone (UsenetDHT): a year of PlanetLab-like failures on 632
+         hosts with the real maintenance code (objects lost, the CDF of
+         durable copies), or --scenario transient|addition|wipe|partition
+         on a small ring (bytes moved against bytes needed).
 
-Run 'triad sim ring --help' or 'triad sim dhash --help' for their flags.`
+Run 'triad sim <name> --help' for an experiment's flags.`
 
 func runSim(args []string, stdout, stderr io.Writer) error {
 	// A simulation's live heap is small next to what it allocates per
@@ -302,14 +307,18 @@ as 2 replicas, maintenance every --interval, then one event:
              the bytes written to its range while it was down
   addition   a host joins: it must pull exactly its range's bytes
   wipe       a host's disk fails and it returns empty at new positions: the
-             copies lost and its new range are made again (at most 1.2x)
+             copies lost and its new range are made again (at most 1.2x),
+             with a repair budget of 16 KiB/s per host unless
+             --repair-budget is given, within the time that budget allows
+             (the most one host had to fetch, over the budget) plus 15 s
   partition  the hosts split in two for 3 maintenance periods while writes go
              on, then heal
   all        each in turn
 
 Each prints bytes moved against bytes needed, how long until every object
 was back at 2 copies on its replica set, and whether it passed; it exits
-non-zero when one failed.`
+non-zero when one failed. Scenarios other than wipe run with no repair
+budget (a LAN's default) unless --repair-budget is given.`
 
 func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sim passingtone", "sim passingtone [--trace FILE] [--seed S] [--json]  |  sim passingtone --scenario restart|transient|addition|wipe|partition|all", simPassingToneAbout, stderr)
@@ -319,7 +328,7 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 	writeTrace := fs.String("write-trace", "", "trace: write the trace it runs to this file")
 	days := fs.Float64("days", 0, "trace: stop after this many days (0: the whole trace)")
 	sweep := fs.Duration("sweep-interval", time.Hour, "trace: global maintenance period")
-	budget := fs.Int("repair-budget", 150, "trace: repair bandwidth per host, KiB/s")
+	budget := fs.Int("repair-budget", 150, "repair bandwidth per host, KiB/s (scenarios: only where given, and 16 for wipe)")
 	hosts := fs.Int("hosts", 25, "scenario: hosts in the ring (25: each holds about 8% of the copies)")
 	objects := fs.Int("objects", 0, "objects (trace: 50,000 inserted at the start; scenario: 1,000 put before the event)")
 	size := fs.Int("size", 8<<10, "scenario: bytes per object")
@@ -339,6 +348,15 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 	if *interval == 0 {
 		*interval = 2 * time.Minute
 	}
+	scenarioBudget := 0 // each scenario's own default
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "repair-budget" {
+			scenarioBudget = *budget << 10
+		}
+	})
+	if scenarioBudget < 0 {
+		return usageErr(fs, "--repair-budget must not be negative")
+	}
 	if *objects == 0 {
 		*objects = 1000
 	}
@@ -348,7 +366,7 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 	}
 	failed := 0
 	for _, sc := range list {
-		cfg := exp.PassingToneConfig{Scenario: sc, Seed: *seed, Hosts: *hosts, Objects: *objects, Size: *size, Interval: *interval}
+		cfg := exp.PassingToneConfig{Scenario: sc, Seed: *seed, Hosts: *hosts, Objects: *objects, Size: *size, Interval: *interval, Budget: scenarioBudget}
 		if !*quiet {
 			cfg.Log = stderr
 		}
@@ -361,8 +379,12 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 			verdict = "FAIL"
 			failed++
 		}
-		fmt.Fprintf(stdout, "%-9s moved %d bytes, needed %d (%.2fx): %s; every object at 2 copies %.0fs after; %d under at the end  %s\n",
-			sc, res.BytesMoved, res.BytesNeeded, res.MovedRatio, res.Note, res.WholeAfterSecs, res.UnderReplicated, verdict)
+		allows := ""
+		if res.BudgetSecs > 0 {
+			allows = fmt.Sprintf(" (the budget allows %.0fs, +%.0fs slack)", res.BudgetSecs, res.SlackSecs)
+		}
+		fmt.Fprintf(stdout, "%-9s moved %d bytes, needed %d (%.2fx): %s; every object at 2 copies %.0fs after%s; %d under at the end  %s\n",
+			sc, res.BytesMoved, res.BytesNeeded, res.MovedRatio, res.Note, res.WholeAfterSecs, allows, res.UnderReplicated, verdict)
 		if *asJSON {
 			if err := printJSON(stdout, res); err != nil {
 				return err

@@ -102,10 +102,15 @@ func (nop) Add(int) {}
 func (nop) Finish() {}
 
 func (c *StoreConfig) progress(phase string, total int) Progress {
-	if c.Progress == nil {
+	return startProgress(c.Progress, phase, total)
+}
+
+// startProgress starts a phase's progress with f, or none when f is nil.
+func startProgress(f func(phase string, total int64) Progress, phase string, total int) Progress {
+	if f == nil {
 		return nop{}
 	}
-	return c.Progress(phase, int64(total))
+	return f(phase, int64(total))
 }
 
 // Store runs the storage benchmark.

@@ -27,8 +27,18 @@ type PassingToneConfig struct {
 	Objects  int           // put before the event; default 1,000
 	Size     int           // bytes per object; default 8 KiB
 	Interval time.Duration // maintenance period; default 2 minutes
-	Log      io.Writer
+	// Budget is each host's repair budget in bytes per second (zero: none,
+	// the default on a LAN). The wipe scenario runs with WipeBudget when
+	// it is zero, so that its time is the budget's to explain.
+	Budget int
+	Log    io.Writer
 }
+
+// WipeBudget is the wipe scenario's repair budget per host, bytes per
+// second, unless the config sets one: small enough that the wiped host's
+// pull (about 2/25 of 1,000 objects of 8 KiB) takes about 40 s, well
+// above the few seconds a failure takes to notice and settle.
+const WipeBudget = 16 << 10
 
 // Scenarios lists the scenarios in the order `--scenario all` runs them.
 var Scenarios = []string{"restart", "transient", "addition", "wipe", "partition"}
@@ -51,7 +61,16 @@ type ScenarioResult struct {
 	// event's end.
 	UnderReplicated int     `json:"under_replicated"`
 	WholeAfterSecs  float64 `json:"whole_after_seconds"` // virtual, from the event's end
-	Note            string  `json:"note"`
+	// Budget is the repair budget per host the scenario ran with (bytes
+	// per second, 0: none). For a wipe, BudgetSecs is the least time that
+	// budget allows for the repair: the wiped host pulls its new range
+	// through its own budget alone. The wipe passes only if every object
+	// is whole within BudgetSecs plus SlackSecs (noticing the failure, the
+	// settle delay, one object in flight).
+	Budget     int     `json:"repair_budget_bytes_per_second"`
+	BudgetSecs float64 `json:"budget_allows_seconds,omitempty"`
+	SlackSecs  float64 `json:"slack_seconds,omitempty"`
+	Note       string  `json:"note"`
 	Checked
 	Pass        bool    `json:"pass"`
 	WallSeconds float64 `json:"wall_seconds"`
@@ -83,13 +102,20 @@ func RunPassingTone(cfg PassingToneConfig) (ScenarioResult, error) {
 		}
 	}
 	wall := time.Now()
-	res := ScenarioResult{Scenario: cfg.Scenario, Seed: cfg.Seed, Hosts: cfg.Hosts, Objects: cfg.Objects}
+	if cfg.Budget < 0 {
+		return ScenarioResult{}, fmt.Errorf("passingtone: a negative repair budget")
+	}
+	if cfg.Scenario == "wipe" && cfg.Budget == 0 {
+		cfg.Budget = WipeBudget
+	}
+	res := ScenarioResult{Scenario: cfg.Scenario, Seed: cfg.Seed, Hosts: cfg.Hosts, Objects: cfg.Objects, Budget: cfg.Budget}
 	p := &ptRun{cfg: cfg, s: sim.New(sim.Config{Seed: cfg.Seed}, sim.NewTopology(cfg.Hosts+1, cfg.Seed)), r: rand.New(rand.NewPCG(cfg.Seed, 0x9a55)), chk: &Checker{}}
 	k := dhash.DefaultConfig().Replicas
 	p.k = k
 	opts := deploy.DefaultOptions()
 	mc := maint.DefaultConfig()
 	mc.Interval = cfg.Interval
+	mc.Budget = cfg.Budget
 	opts.Maint = &mc
 	p.factory = deploy.Factory(opts, func() node.Addr { return p.bootstrap() })
 	for range cfg.Hosts {
@@ -151,7 +177,7 @@ func RunPassingTone(cfg PassingToneConfig) (ScenarioResult, error) {
 	case "wipe":
 		h := p.s.Hosts()[2]
 		held := p.heldBy(h)
-		before := p.movedAll()
+		before, fetchedBefore := p.movedAll(), p.fetchedAll()
 		p.s.Wipe(h)
 		p.s.RunFor(30 * time.Second)
 		if err := p.s.Restart(h); err != nil {
@@ -159,11 +185,17 @@ func RunPassingTone(cfg PassingToneConfig) (ScenarioResult, error) {
 		}
 		res.WholeAfterSecs = p.untilWhole(10 * cfg.Interval)
 		// Every copy the host held had to be made again, somewhere; and
-		// the host, back at new positions, had to fill its new range.
-		res.BytesNeeded = p.bytesOf(held) + p.bytesIn(p.keys, h)
+		// the host, back at new positions, had to fill its new range,
+		// which only its own budget can carry.
+		pull := p.bytesIn(p.keys, h)
+		res.BytesNeeded = p.bytesOf(held) + pull
 		res.BytesMoved = p.movedAll().since(before)
-		res.Note = "bytes moved on all hosts after a disk failure, against the copies lost plus the returned host's new range"
-		res.Pass = float64(res.BytesMoved) <= 1.2*float64(res.BytesNeeded)
+		most := max(pull, p.fetchedAll().mostSince(fetchedBefore))
+		res.BudgetSecs = float64(most) / float64(cfg.Budget)
+		res.SlackSecs = (mc.Settle + 10*time.Second).Seconds() + float64(cfg.Size)/float64(cfg.Budget)
+		res.Note = fmt.Sprintf("bytes moved on all hosts after a disk failure, against the copies lost plus the returned host's new range; "+
+			"at %d B/s per host, the host that had to fetch the most (%d bytes) needs at least %.0fs", cfg.Budget, most, res.BudgetSecs)
+		res.Pass = float64(res.BytesMoved) <= 1.2*float64(res.BytesNeeded) && res.WholeAfterSecs <= res.BudgetSecs+res.SlackSecs
 	case "partition":
 		var a, b []int
 		for i := range p.s.Hosts() {
@@ -258,7 +290,7 @@ func (p *ptRun) untilWhole(limit time.Duration) float64 {
 	checkAt := start + 2*p.cfg.Interval
 	checked := false
 	for p.s.Now()-start < limit && len(p.under()) > 0 {
-		p.s.RunFor(10 * time.Second)
+		p.s.RunFor(time.Second)
 		if !checked && p.s.Now() >= checkAt {
 			p.chk.CheckPlacement(p.s, "two maintenance periods after the event", p.keys, p.k)
 			checked = true
@@ -315,6 +347,28 @@ func (p *ptRun) movedAll() moved {
 		}
 	}
 	return out
+}
+
+// fetchedAll is a snapshot of what each running host's maintenance has
+// fetched for itself (what its own budget carried in).
+func (p *ptRun) fetchedAll() moved {
+	out := moved{}
+	for _, h := range p.s.Hosts() {
+		if h.Up() {
+			m := maintOf(h)
+			out[m] = m.Stats.BytesRepaired
+		}
+	}
+	return out
+}
+
+// mostSince is the most one incarnation added after the snapshot before.
+func (now moved) mostSince(before moved) uint64 {
+	var most uint64
+	for m, b := range now {
+		most = max(most, b-before[m])
+	}
+	return most
 }
 
 // since sums what was copied after the snapshot before: the whole count of

@@ -5,7 +5,8 @@ import "testing"
 // Every scenario holds on three seeds: a clean restart moves nothing, a
 // returning host receives only what was written to its range while it was
 // down (at most 1.2x), a new host pulls no more than its range, a wiped
-// host's copies and new range are made again, and after a partition every
+// host's copies and new range are made again within the time its repair
+// budget allows (plus the time to notice and settle), and after a partition every
 // object is back at 2 copies on its replica set.
 func TestPassingToneScenarios(t *testing.T) {
 	if testing.Short() {
@@ -18,7 +19,8 @@ func TestPassingToneScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !res.Pass {
-				t.Errorf("seed %d, %s: moved %d bytes, needed %d, %d objects under 2 copies", seed, sc, res.BytesMoved, res.BytesNeeded, res.UnderReplicated)
+				t.Errorf("seed %d, %s: moved %d bytes, needed %d, %d objects under 2 copies, whole after %.0fs (budget allows %.0fs + %.0fs)",
+					seed, sc, res.BytesMoved, res.BytesNeeded, res.UnderReplicated, res.WholeAfterSecs, res.BudgetSecs, res.SlackSecs)
 			}
 		}
 	}
