@@ -18,8 +18,9 @@ servers pulls what its replica range lacks from its successor and predecessor,
 and hands keys it holds outside its range to their successor.
 
   status   counters (rounds, tree nodes and keys compared, objects and bytes
-           repaired and handed over, expired objects not repaired, failures)
-           and, per virtual server, its neighbours at the last round, when that
+           repaired and handed over, expired objects not repaired, failures,
+           the keys and bytes queued to fetch and to hand over now) and, per
+           virtual server, its neighbours at the last round, when that
            round ended and what the round in progress has yet to fetch
   pause    start no new round or sweep (what runs, finishes)
   resume   start them again`
@@ -60,7 +61,7 @@ func runMaintStatus(args []string, stdout, stderr io.Writer) error {
 		var vnodes []map[string]any
 		for _, v := range st.Vnodes {
 			vnodes = append(vnodes, map[string]any{"self": v.Self.ID.String(), "successor": v.Succ.Addr, "predecessor": v.Pred.Addr,
-				"last_round_unix_ns": v.LastRound, "running": v.Running, "queued": v.Queued})
+				"last_round_unix_ns": v.LastRound, "running": v.Running, "queued": v.Queued, "queued_bytes": v.QueuedSize})
 		}
 		out["vnodes"] = vnodes
 		return json.NewEncoder(stdout).Encode(out)
@@ -82,7 +83,7 @@ func runMaintStatus(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "vnode %s: successor %s, predecessor %s; %s", v.Self.ID.Short(), v.Succ.Addr, v.Pred.Addr, last)
 		if v.Running {
-			fmt.Fprintf(stdout, "; a round is running, %d keys to fetch", v.Queued)
+			fmt.Fprintf(stdout, "; a round is running, %d keys (%d bytes) to fetch", v.Queued, v.QueuedSize)
 		}
 		fmt.Fprintln(stdout)
 	}

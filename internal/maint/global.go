@@ -228,6 +228,7 @@ func reverseCompare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id
 				}
 				d.missing = append(d.missing, k)
 				d.expiry = append(d.expiry, exp)
+				d.size = append(d.size, uint64(meta.Size))
 			}
 			return d, nil
 		}

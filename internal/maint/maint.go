@@ -383,6 +383,9 @@ func (m *Maint) Validate(msg wire.Msg) error {
 		if len(msg.Expiries) != 0 && len(msg.Expiries) != len(msg.Keys) {
 			return errors.New("maint: tree node with expiry times that do not pair with its keys")
 		}
+		if len(msg.Sizes) != 0 && len(msg.Sizes) != len(msg.Keys) {
+			return errors.New("maint: tree node with sizes that do not pair with its keys")
+		}
 	}
 	return nil
 }
@@ -433,6 +436,9 @@ func (m *Maint) Status() *wire.MaintStatus {
 		{Name: "failed", Value: s.Failed}, {Name: "syncs_unchanged", Value: s.Unchanged}, {Name: "sweeps", Value: s.Sweeps}, {Name: "stretches", Value: s.Stretches},
 		{Name: "objects_handed_over", Value: s.HandedOver}, {Name: "bytes_handed_over", Value: s.BytesHandedOver},
 	}}
+	// What waits now: keys found missing and not yet fetched, and keys a
+	// sweep has yet to hand over, with their sizes as far as known.
+	var fetchKeys, fetchBytes, pushKeys, pushBytes uint64
 	for _, v := range m.chord.Vnodes() {
 		st := m.state[v]
 		if st == nil {
@@ -443,10 +449,19 @@ func (m *Maint) Status() *wire.MaintStatus {
 			mv.LastRound = st.lastRound.UnixNano()
 		}
 		if st.round != nil {
-			mv.Queued = uint64(st.round.fetch.len())
+			mv.Queued, mv.QueuedSize = uint64(st.round.fetch.len()), st.round.fetch.bytes
+			fetchKeys += mv.Queued
+			fetchBytes += mv.QueuedSize
+		}
+		if st.sweep != nil {
+			pushKeys += uint64(st.sweep.push.len())
+			pushBytes += st.sweep.push.bytes
 		}
 		out.Vnodes = append(out.Vnodes, mv)
 	}
+	out.Counters = append(out.Counters,
+		wire.Counter{Name: "queued_fetches", Value: fetchKeys}, wire.Counter{Name: "queued_fetch_bytes", Value: fetchBytes},
+		wire.Counter{Name: "queued_hand_overs", Value: pushKeys}, wire.Counter{Name: "queued_hand_over_bytes", Value: pushBytes})
 	return out
 }
 
@@ -493,12 +508,18 @@ func describe(e TreeStore, p merkle.Prefix, lo, hi id.ID) (*wire.TreeInfo, error
 		if err != nil {
 			return nil, err
 		}
-		// Each key's expiry lets the asker fetch the longest-lived first.
-		info.Keys, info.Expiries = keys, make([]int64, len(keys))
+		// Each key's expiry lets the asker fetch the longest-lived first;
+		// its size, count what it has queued.
+		info.Keys, info.Expiries, info.Sizes = keys, make([]int64, len(keys)), make([]uint64, len(keys))
 		for i, k := range keys {
-			if meta, err := e.Stat(k); err == nil && !meta.Expiry.IsZero() {
+			meta, err := e.Stat(k)
+			if err != nil {
+				continue
+			}
+			if !meta.Expiry.IsZero() {
 				info.Expiries[i] = meta.Expiry.UnixNano()
 			}
+			info.Sizes[i] = uint64(meta.Size)
 		}
 		return info, nil
 	}
@@ -634,19 +655,25 @@ func (m *Maint) syncEnded(sync *syncMemo, clean bool) {
 type repairQueue struct {
 	keys   []id.ID
 	expiry map[id.ID]int64 // queued or in flight: Unix nanoseconds, 0 unknown
+	sizes  map[id.ID]uint64
+	bytes  uint64 // the sizes of keys, as far as known
 }
 
 func (q *repairQueue) reset() {
 	q.keys = q.keys[:0]
 	q.expiry = make(map[id.ID]int64)
+	q.sizes = make(map[id.ID]uint64)
+	q.bytes = 0
 }
 
 // drop forgets what is queued (in flight stays known until finished).
 func (q *repairQueue) drop() {
 	for _, k := range q.keys {
 		delete(q.expiry, k)
+		delete(q.sizes, k)
 	}
 	q.keys = nil
+	q.bytes = 0
 }
 
 func (q *repairQueue) len() int { return len(q.keys) }
@@ -663,6 +690,10 @@ func (q *repairQueue) add(d diff, skip func(id.ID) bool) int {
 		if i < len(d.expiry) {
 			exp = d.expiry[i]
 		}
+		if i < len(d.size) {
+			q.sizes[k] = d.size[i]
+			q.bytes += d.size[i]
+		}
 		q.expiry[k] = exp
 		at := sort.Search(len(q.keys), func(j int) bool { return q.expiry[q.keys[j]] < exp })
 		q.keys = slices.Insert(q.keys, at, k)
@@ -676,10 +707,14 @@ func (q *repairQueue) add(d diff, skip func(id.ID) bool) int {
 func (q *repairQueue) next() id.ID {
 	k := q.keys[0]
 	q.keys = q.keys[1:]
+	q.bytes -= q.sizes[k]
 	return k
 }
 
-func (q *repairQueue) finished(k id.ID) { delete(q.expiry, k) }
+func (q *repairQueue) finished(k id.ID) {
+	delete(q.expiry, k)
+	delete(q.sizes, k)
+}
 
 // sameNode reports whether our node n and a neighbour's match.
 func sameNode(n merkle.Node, count uint64, hash []byte) bool {

@@ -406,7 +406,8 @@ func TestSyncOfAMillionEqualKeysIsBounded(t *testing.T) {
 }
 
 // With a repair budget, a host's repairs never run ahead of it (a second's
-// worth, plus the object in flight), and still finish.
+// worth, plus the object in flight), and still finish; meanwhile its
+// status shows the fetches queued and their bytes.
 func TestRepairBudgetPacesRepairs(t *testing.T) {
 	const budget = 200 // bytes/s
 	c := newClusterWith(t, 12, 1, budget)
@@ -417,11 +418,21 @@ func TestRepairBudgetPacesRepairs(t *testing.T) {
 	}
 	c.s.Crash(c.s.Hosts()[5])
 	t0 := c.s.Now()
-	paced := false
+	paced, queued := false, false
 	for step := 0; step < 60; step++ {
 		c.s.RunFor(time.Second)
 		elapsed := (c.s.Now() - t0).Seconds()
 		for _, h := range c.up() {
+			// What waits is shown with its bytes: blocks are 200-2,199 bytes.
+			counters := map[string]uint64{}
+			for _, ct := range deploy.Of(h).Maint.Status().Counters {
+				counters[ct.Name] = ct.Value
+			}
+			if n, b := counters["queued_fetches"], counters["queued_fetch_bytes"]; b < 200*n || b > 2200*n {
+				t.Fatalf("%s: %d fetches queued, %d bytes", h.Addr, n, b)
+			} else if n > 0 {
+				queued = true
+			}
 			got := stats(h).BytesRepaired - start[h]
 			if limit := uint64(elapsed*budget) + budget + 2200; got > limit {
 				t.Fatalf("%s repaired %d bytes in %.0fs with a budget of %d B/s", h.Addr, got, elapsed, budget)
@@ -433,6 +444,9 @@ func TestRepairBudgetPacesRepairs(t *testing.T) {
 	}
 	if !paced {
 		t.Errorf("no host repaired more than a second's budget: the budget was not exercised")
+	}
+	if !queued {
+		t.Errorf("no host ever showed a fetch queued behind the budget")
 	}
 	c.s.RunFor(5 * time.Minute)
 	if under := c.underReplicated(2); len(under) > 0 {

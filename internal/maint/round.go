@@ -165,7 +165,8 @@ func (r *round) query(env node.Env, p merkle.Prefix) {
 // nodes that differ.
 type diff struct {
 	missing []id.ID
-	expiry  []int64 // of missing, by position, when known
+	expiry  []int64  // of missing, by position, when known
+	size    []uint64 // of missing, by position, when known
 	descend []merkle.Prefix
 }
 
@@ -187,11 +188,8 @@ func compare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (d
 		// missing, so the neighbour's good copy replaces it.
 		if _, err := e.Stat(k); errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCorrupt) {
 			d.missing = append(d.missing, k)
-			if i < len(info.Expiries) {
-				d.expiry = append(d.expiry, info.Expiries[i])
-			} else {
-				d.expiry = append(d.expiry, 0)
-			}
+			d.expiry = append(d.expiry, at(info.Expiries, i))
+			d.size = append(d.size, at(info.Sizes, i))
 		} else if err != nil {
 			return d, err
 		}
@@ -346,4 +344,13 @@ func (m *Maint) rebuild(env node.Env, key id.ID, done func(node.Env)) {
 			},
 		})
 	})
+}
+
+// at is list[i], or zero past its end (a neighbour may leave a list out).
+func at[T any](list []T, i int) T {
+	var zero T
+	if i < len(list) {
+		return list[i]
+	}
+	return zero
 }

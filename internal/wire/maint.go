@@ -36,7 +36,8 @@ type TreeInfo struct {
 	Count    uint64
 	Hash     []byte // TreeHashBytes, or empty for an empty tree
 	Keys     []id.ID
-	Expiries []int64 // Unix nanoseconds, one per key; may be absent (0: unknown)
+	Expiries []int64  // Unix nanoseconds, one per key; may be absent (0: unknown)
+	Sizes    []uint64 // bytes, one per key; may be absent (0: unknown)
 	Children []TreeChild
 }
 
@@ -75,6 +76,11 @@ func (m *TreeInfo) encode(b []byte) []byte {
 		// Every one, zero too: they pair with Keys by position.
 		b = protowire.AppendTag(b, 5, protowire.VarintType)
 		b = protowire.AppendVarint(b, protowire.EncodeZigZag(e))
+	}
+	for _, s := range m.Sizes {
+		// Every one, zero too, as Expiries.
+		b = protowire.AppendTag(b, 6, protowire.VarintType)
+		b = protowire.AppendVarint(b, s)
 	}
 	for _, c := range m.Children {
 		b = appendTagBytes(b, 4)
@@ -121,6 +127,12 @@ func (m *TreeInfo) decodeField(d *decoder, f field) {
 			return
 		}
 		m.Expiries = append(m.Expiries, d.int(f))
+	case 6:
+		if len(m.Sizes) >= MaxTreeKeys {
+			d.fail("more than %d sizes", MaxTreeKeys)
+			return
+		}
+		m.Sizes = append(m.Sizes, d.uint(f))
 	}
 }
 
@@ -159,6 +171,7 @@ type MaintVnode struct {
 	LastRound  int64   // when its last round ended, Unix nanoseconds; 0: none yet
 	Running    bool    // a round is in progress
 	Queued     uint64  // keys the round in progress has yet to fetch
+	QueuedSize uint64  // their bytes, as far as the neighbours said
 }
 
 // MaintControl pauses (Pause) or resumes maintenance on a node; the reply
@@ -201,7 +214,8 @@ func (m *MaintStatus) encode(b []byte) []byte {
 			b = putNode(b, 3, v.Pred)
 			b = putInt(b, 4, v.LastRound)
 			b = putBool(b, 5, v.Running)
-			return putUint(b, 6, v.Queued)
+			b = putUint(b, 6, v.Queued)
+			return putUint(b, 7, v.QueuedSize)
 		})
 	}
 	return b
@@ -245,6 +259,8 @@ func (m *MaintStatus) decodeField(d *decoder, f field) {
 				v.Running = d.bool(g)
 			case 6:
 				v.Queued = d.uint(g)
+			case 7:
+				v.QueuedSize = d.uint(g)
 			}
 		})
 		m.Vnodes = append(m.Vnodes, v)

@@ -39,9 +39,9 @@ func samples() []Msg {
 		&LookupDone{LookupID: 9, Key: k, Hops: 5, Pred: sampleNode(r), Succs: sampleNodes(r, 4), Failed: "x"},
 		&NextHop{Key: k, MinSuccs: 1},
 		&MaintStatusReq{}, &MaintControl{Pause: true},
-		&MaintStatus{Paused: true, Counters: []Counter{{"repaired", 7}}, Vnodes: []MaintVnode{{Self: sampleNode(r), Succ: sampleNode(r), LastRound: -5, Running: true, Queued: 3}}},
+		&MaintStatus{Paused: true, Counters: []Counter{{"repaired", 7}}, Vnodes: []MaintVnode{{Self: sampleNode(r), Succ: sampleNode(r), LastRound: -5, Running: true, Queued: 3, QueuedSize: 24000}}},
 		&TreeQuery{Prefix: []byte{2, 0xab}, Lo: k, Hi: id.Random(r, id.Bytes)},
-		&TreeInfo{Count: 70, Hash: make([]byte, TreeHashBytes), Keys: []id.ID{k, k}, Expiries: []int64{0, 1700000000123456789}, Children: []TreeChild{{Prefix: []byte{1, 4}, Count: 3, Hash: make([]byte, TreeHashBytes)}}},
+		&TreeInfo{Count: 70, Hash: make([]byte, TreeHashBytes), Keys: []id.ID{k, k}, Expiries: []int64{0, 1700000000123456789}, Sizes: []uint64{0, 65536}, Children: []TreeChild{{Prefix: []byte{1, 4}, Count: 3, Hash: make([]byte, TreeHashBytes)}}},
 		&NextHopResp{Done: true, Succs: sampleNodes(r, 2), Next: sampleNodes(r, 3)},
 		&ClientLookup{Key: id.Random(r, 64)},
 		&RingInfo{Vnodes: []VnodeInfo{{
