@@ -109,10 +109,7 @@ func runBenchStore(args []string, stdout, stderr io.Writer) error {
 	if *objects == 0 {
 		*objects = min(200_000, max(100, 1_000_000_000 / *size))
 	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(*dir, "bench-store-")
+	tmp, err := scratchDir(*dir, "bench-store-")
 	if err != nil {
 		return err
 	}
@@ -147,6 +144,15 @@ func runBenchStore(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, string(b))
 	}
 	return nil
+}
+
+// scratchDir makes a new folder for a benchmark's files under dir (made
+// if missing); the caller removes it.
+func scratchDir(dir, prefix string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(dir, prefix)
 }
 
 // progressTo returns progress bars on w when it is a terminal, else none.

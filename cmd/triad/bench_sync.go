@@ -47,10 +47,7 @@ func runBenchSync(args []string, stdout, stderr io.Writer) error {
 	case *outside < 0 || *outside > 100_000_000:
 		return usageErr(fs, "--outside must be between 0 and 100,000,000")
 	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(*dir, "bench-sync-")
+	tmp, err := scratchDir(*dir, "bench-sync-")
 	if err != nil {
 		return err
 	}
