@@ -289,7 +289,9 @@ the paper's PlanetLab trace: 632 hosts, 21,255 transient and 219 disk
 failures, 466 hosts that never lose a disk, 56 that never fail, about 490
 online, up to 9 disk failures within 8 hours; or --trace FILE, format in
 docs/maint.md), 50,000 objects of 20 MiB inserted at the start on their
-first 2 successors, and 150 KiB/s of repair bandwidth per host. Objects are
+first 2 successors (every fifth expires during the run, at a random time,
+to check that no expired object is repaired), and 150 KiB/s of repair
+bandwidth per host. Objects are
 64-byte stand-ins whose every byte maintenance counts as 20 MiB/64 against
 the budget and in the bytes it reports. The ring's membership is
 idealized (lists and lookups come from the true set of hosts up); the
@@ -462,8 +464,10 @@ func runTrace(fs *flag.FlagSet, stdout, stderr io.Writer, o traceRun) error {
 	fmt.Fprintf(stdout, "run: %d objects of %d MiB (64-byte stand-ins), k = %d, repair budget %d KiB/s per host, local maintenance every %v, global every %v, %.0f days simulated\n",
 		res.Objects, res.ObjectBytes>>20, res.Replicas, res.Budget>>10, time.Duration(res.IntervalSec)*time.Second, o.sweep, res.SimDays)
 	fmt.Fprintf(stdout, "membership: %s\n", res.Membership)
-	fmt.Fprintf(stdout, "objects lost: %d\nexpired repairs: %d\n", res.ObjectsLost, res.ExpiredRepairs)
-	fmt.Fprintf(stdout, "durable copies per object at the end (fraction with at most n):")
+	fmt.Fprintf(stdout, "objects lost: %d\n", res.ObjectsLost)
+	fmt.Fprintf(stdout, "expired repairs: %d (copies of the %d objects that expired during the run found on a disk that did not hold them at their expiry); %d expired before their repair's turn and were not fetched\n",
+		res.ExpiredRepairs, res.ObjectsExpired, res.ExpiredNotRepaired)
+	fmt.Fprintf(stdout, "durable copies per live object at the end (fraction with at most n):")
 	for n, f := range res.ReplicaCDF {
 		fmt.Fprintf(stdout, " %d:%.3f", n, f)
 	}

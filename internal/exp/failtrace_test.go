@@ -62,7 +62,9 @@ func TestParseFailureTraceRefusesBadTraces(t *testing.T) {
 
 // TestTraceRunKeepsEveryObjectOnlyWithMaintenance: 20 of 30 hosts lose
 // their disks one an hour apart. With Passing Tone running, every object
-// is made again in time and none is lost; with no maintenance the same
+// is made again in time and none is lost, and no copy of an object
+// appears after it expired (a fifth expire during the run); with no
+// maintenance the same
 // trace loses objects (so the experiment's count can fail).
 func TestTraceRunKeepsEveryObjectOnlyWithMaintenance(t *testing.T) {
 	var b strings.Builder
@@ -83,8 +85,9 @@ func TestTraceRunKeepsEveryObjectOnlyWithMaintenance(t *testing.T) {
 		return res
 	}
 	with := run(false)
-	t.Logf("with maintenance: %d lost, CDF %v, %d repaired, %.1f repairs per disk failure, %.1f s", with.ObjectsLost, with.ReplicaCDF, with.ObjectsRepaired, with.RepairsPerDisk, with.WallSeconds)
-	if with.ObjectsLost != 0 || with.MinReplicas < 2 || with.ExpiredRepairs != 0 || with.ObjectsRepaired == 0 {
+	t.Logf("with maintenance: %d lost, CDF %v, %d repaired, %.1f repairs per disk failure, %d expired (%d not repaired), %.1f s",
+		with.ObjectsLost, with.ReplicaCDF, with.ObjectsRepaired, with.RepairsPerDisk, with.ObjectsExpired, with.ExpiredNotRepaired, with.WallSeconds)
+	if with.ObjectsLost != 0 || with.MinReplicas < 2 || with.ExpiredRepairs != 0 || with.ObjectsRepaired == 0 || with.ObjectsExpired != 2000/expiringEvery {
 		t.Fatalf("with maintenance: %+v", with)
 	}
 	without := run(true)

@@ -53,6 +53,11 @@ type TraceProgress struct {
 	Lost           int
 }
 
+// expiringEvery makes every fifth object expire during the run, at a
+// random time, so that the run checks that maintenance never makes a copy
+// of an expired object (the paper's objects outlive its trace).
+const expiringEvery = 5
+
 // standInBytes is the size of a stand-in object: its first 8 bytes are
 // its number, the rest random.
 const standInBytes = 64
@@ -71,10 +76,18 @@ type TraceResult struct {
 	SimDays     float64 `json:"simulated_days"`
 	// ObjectsLost counts objects that had no copy on any disk at some
 	// point (they cannot come back).
-	ObjectsLost    int    `json:"objects_lost"`
-	ExpiredRepairs uint64 `json:"expired_repairs"`
-	// ReplicaCDF[i] is the fraction of objects with at most i durable
-	// copies (on any disk, of a host up or down) at the end.
+	ObjectsLost int `json:"objects_lost"`
+	// ObjectsExpired counts the objects that expired during the run
+	// (every fifth, at random times). ExpiredRepairs counts the copies of
+	// them that appeared on a disk after their expiry: found by looking,
+	// not by maintenance's own counters, and never allowed.
+	// ExpiredNotRepaired is maintenance's count of objects it did not
+	// fetch or hand over because they had expired by their turn.
+	ObjectsExpired     int    `json:"objects_expired"`
+	ExpiredRepairs     int    `json:"expired_repairs"`
+	ExpiredNotRepaired uint64 `json:"expired_not_repaired"`
+	// ReplicaCDF[i] is the fraction of the objects still live at the end
+	// with at most i durable copies (on any disk, of a host up or down).
 	ReplicaCDF      []float64 `json:"replica_cdf"`
 	MinReplicas     int       `json:"min_replicas"`
 	ObjectsRepaired uint64    `json:"objects_repaired"`
@@ -147,11 +160,22 @@ func RunTrace(cfg TraceConfig) (TraceResult, error) {
 		view.add(selfOf(h))
 	}
 
-	// The objects, on their first k successors.
+	// The objects, on their first k successors. Every expiringEvery-th
+	// expires between a tenth of the run and its end; the rest outlive it.
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x0b1ec7))
 	keys := make([]id.ID, cfg.Objects)
-	expiry := s.Epoch().Add(end + 365*24*time.Hour)
+	expiries := make([]time.Duration, cfg.Objects) // from the epoch
+	var expiring []int                             // by expiry
 	for i := range keys {
+		expiries[i] = end + 365*24*time.Hour
+		if i%expiringEvery == 0 {
+			expiries[i] = end/10 + time.Duration(r.Int64N(int64(end-end/10)))
+			expiring = append(expiring, i)
+		}
+	}
+	slices.SortFunc(expiring, func(a, b int) int { return cmp.Compare(expiries[a], expiries[b]) })
+	for i := range keys {
+		expiry := s.Epoch().Add(expiries[i])
 		data := make([]byte, standInBytes)
 		binary.BigEndian.PutUint64(data, uint64(i))
 		for j := 8; j < len(data); j += 8 {
@@ -199,18 +223,55 @@ func RunTrace(cfg TraceConfig) (TraceResult, error) {
 		}
 	}
 
+	// holders lists the hosts whose disk holds key, expired or not.
+	holders := func(key id.ID) []int {
+		var out []int
+		for i, h := range hosts {
+			if _, err := h.Storage().Engine().Stat(key); err == nil {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	// atExpiry notes who held each expiring object when it expired: a
+	// holder beyond those later is a copy made of an expired object.
+	atExpiry := make(map[int][]int, len(expiring))
+	nextExpiring := 0
 	month := 30 * 24 * time.Hour
 	nextReport := month
+	// advance runs the simulation to t, noting the expiries and reporting
+	// progress on the way.
+	advance := func(t time.Duration) {
+		for {
+			nextExp := end + 1
+			if nextExpiring < len(expiring) {
+				nextExp = expiries[expiring[nextExpiring]]
+			}
+			report := nextReport
+			if cfg.Progress == nil {
+				report = end + 1
+			}
+			switch {
+			case nextExp <= t && nextExp <= report:
+				s.RunUntil(nextExp)
+				i := expiring[nextExpiring]
+				atExpiry[i] = holders(keys[i])
+				nextExpiring++
+			case report <= t:
+				s.RunUntil(report)
+				cfg.Progress(TraceProgress{Virtual: report, Total: end, Wall: time.Since(wall), Repaired: total.Repaired + liveRepaired(hosts), Lost: len(lost)})
+				nextReport += month
+			default:
+				s.RunUntil(t)
+				return
+			}
+		}
+	}
 	for _, e := range cfg.Trace.Events {
 		if e.At > end {
 			break
 		}
-		for nextReport <= e.At && cfg.Progress != nil {
-			s.RunUntil(nextReport)
-			cfg.Progress(TraceProgress{Virtual: nextReport, Total: end, Wall: time.Since(wall), Repaired: total.Repaired + liveRepaired(hosts), Lost: len(lost)})
-			nextReport += month
-		}
-		s.RunUntil(e.At)
+		advance(e.At)
 		h := hosts[e.Host]
 		switch e.Kind {
 		case Down, Disk:
@@ -222,8 +283,8 @@ func RunTrace(cfg TraceConfig) (TraceResult, error) {
 			if e.Kind == Disk {
 				s.Wipe(h)
 				c := copies()
-				for _, key := range keys {
-					if c[key] == 0 {
+				for i, key := range keys {
+					if c[key] == 0 && expiries[i] > s.Now() {
 						lost[key] = true
 					}
 				}
@@ -244,17 +305,28 @@ func RunTrace(cfg TraceConfig) (TraceResult, error) {
 			refreshAround(me.ID)
 		}
 	}
-	s.RunUntil(end)
+	advance(end)
 	for _, h := range hosts {
 		collect(h)
 	}
 	c := copies()
 	counts := make([]int, 0, len(keys))
-	for _, key := range keys {
+	for i, key := range keys {
+		if expiries[i] <= end {
+			continue
+		}
 		if c[key] == 0 {
 			lost[key] = true
 		}
 		counts = append(counts, c[key])
+	}
+	for i, before := range atExpiry {
+		res.ObjectsExpired++
+		for _, h := range holders(keys[i]) {
+			if !slices.Contains(before, h) {
+				res.ExpiredRepairs++
+			}
+		}
 	}
 	slices.Sort(counts)
 	res.MinReplicas = counts[0]
@@ -264,7 +336,7 @@ func RunTrace(cfg TraceConfig) (TraceResult, error) {
 		res.ReplicaCDF[i] = float64(n) / float64(len(counts))
 	}
 	res.ObjectsLost = len(lost)
-	res.ExpiredRepairs = total.Expired
+	res.ExpiredNotRepaired = total.Expired
 	res.ObjectsRepaired = total.Repaired
 	res.BytesRepaired = total.BytesRepaired + total.BytesHandedOver
 	res.HandedOver = total.HandedOver

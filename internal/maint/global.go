@@ -149,7 +149,12 @@ func (s *sweep) pump(env node.Env, stretches int) {
 			}
 			return
 		}
-		s.hand(env, s.push.next(), stretches)
+		if key := s.push.next(); s.push.expired(key, env.Now()) {
+			m.Stats.Expired++ // its turn came too late: not handed over
+			s.push.finished(key)
+		} else {
+			s.hand(env, key, stretches)
+		}
 	}
 	for s.queries < m.cfg.Queries && len(s.visit) > 0 && s.push.len() < maxQueued {
 		p := s.visit[len(s.visit)-1]

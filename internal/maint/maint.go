@@ -87,7 +87,7 @@ type Stats struct {
 	KeysCompared  uint64 // keys listed by a neighbour's differing leaves
 	Repaired      uint64 // objects fetched and stored
 	BytesRepaired uint64
-	Expired       uint64 // fetched objects already past their expiry: not stored
+	Expired       uint64 // objects past their expiry when their turn came (not fetched or handed over) or when fetched (not stored)
 	Rebuilt       uint64 // fragments rebuilt from m others and stored
 	Fragments     uint64 // missing fragments not rebuilt (no rebuilder, or too few holders answered)
 	Failed        uint64 // queries, fetches and hand-overs that failed
@@ -709,6 +709,14 @@ func (q *repairQueue) next() id.ID {
 	q.keys = q.keys[1:]
 	q.bytes -= q.sizes[k]
 	return k
+}
+
+// expired reports whether k, queued or in flight, is known to expire by
+// now: an object whose turn comes after its expiry is not repaired, and
+// not fetched either.
+func (q *repairQueue) expired(k id.ID, now time.Time) bool {
+	exp := q.expiry[k]
+	return exp != 0 && exp <= now.UnixNano()
 }
 
 func (q *repairQueue) finished(k id.ID) {

@@ -526,6 +526,48 @@ func TestRepairsQueueLatestExpiryFirst(t *testing.T) {
 	t.Logf("%d repairs at %d hosts; %d of %d consecutive ones went to a later expiry", repaired, len(order), up, steps)
 }
 
+// An object whose turn in the repair queue comes after its expiry is not
+// fetched: the queue knows each key's expiry, and the budget is not spent
+// on what would be dropped on arrival. Half the blocks live 20 minutes,
+// half a day; behind a budget of 20 B/s a failed host's blocks take about
+// half an hour to come back, the short-lived ones last.
+func TestExpiredWhileQueuedIsNotFetched(t *testing.T) {
+	c := newClusterWith(t, 12, 4, 20)
+	r := rand.New(rand.NewPCG(4, 4))
+	short := map[id.ID]bool{}
+	c.putFor(150, r, func(i int) time.Duration {
+		if i%2 == 0 {
+			return 20 * time.Minute
+		}
+		return 24 * time.Hour
+	})
+	for i, key := range c.keys {
+		short[key] = i%2 == 0
+	}
+	c.s.Crash(c.s.Hosts()[6])
+	c.s.RunFor(time.Hour)
+	var expired, repaired, served uint64
+	for _, h := range c.up() {
+		expired += stats(h).Expired
+		repaired += stats(h).Repaired
+		served += deploy.Of(h).Blocks.Stats.Fetched
+	}
+	if expired == 0 {
+		t.Fatalf("no object expired while queued (%d repaired): the test did not exercise it", repaired)
+	}
+	// Maintenance is the only reader here: every copy served was stored.
+	if served != repaired {
+		t.Errorf("%d copies served to maintenance, %d repaired: %d fetched past their expiry", served, repaired, served-repaired)
+	}
+	for _, key := range c.keys {
+		if !short[key] && c.copies(key) < 2 {
+			t.Errorf("a day-long block is under 2 copies an hour after the failure")
+			break
+		}
+	}
+	t.Logf("%d repaired, %d expired before their turn", repaired, expired)
+}
+
 // With several vnodes per host, copies go on distinct machines, so a
 // vnode's range must end at its own machine's previous vnode, or where k
 // other machines come before it: blocks whose copy a failed host held are

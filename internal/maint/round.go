@@ -102,7 +102,12 @@ func (r *round) pump(env node.Env) {
 			}
 			return // the budget wakes this round again
 		}
-		r.fetchKey(env, r.fetch.next())
+		if key := r.fetch.next(); r.fetch.expired(key, env.Now()) {
+			r.m.Stats.Expired++ // its turn came too late: not fetched
+			r.fetch.finished(key)
+		} else {
+			r.fetchKey(env, key)
+		}
 	}
 	for r.queries < r.m.cfg.Queries && len(r.visit) > 0 && r.fetch.len() < maxQueued {
 		if r.asked == maxQueriesPerSync {
