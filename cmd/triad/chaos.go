@@ -19,9 +19,9 @@ stores blocks, then checks that nothing acknowledged was lost:
     replicas) through random running nodes and log every acknowledged key;
     meanwhile, every 2-6 s a random node is killed with SIGKILL and started
     again 2-6 s later on its own data (one node down at a time);
-  - then, with every node up, every acknowledged block is read back through
-    the nodes in turn (the client checks each block against its key); gets
-    that fail are retried for up to a minute.
+  - then, with every node up, every acknowledged block is read back, 8 at
+    a time, through the nodes in turn (the client checks each block against
+    its key); gets that fail are retried for up to a minute.
 
 It prints the puts acknowledged and failed, the kills, and how many
 acknowledged blocks could not be read back, and fails unless that is 0.`

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -207,29 +208,14 @@ func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
 	res.Acked, res.PutsFailed = len(acked), int(failed.Load())
 
 	// Every node is up: every acknowledged block must read back, through
-	// any node (the client checks each block against its key). Gets that
-	// fail are retried while the ring settles, for at most a minute.
+	// any node (the client checks each block against its key), by
+	// readBackWorkers at once. Gets that fail are retried while the ring
+	// settles, for at most a minute.
 	logf("chaos: reading back %d acknowledged blocks", len(acked))
 	t1 := time.Now()
 	pending := acked
-	cl := clientCache{}
-	defer cl.close()
 	for round := 0; len(pending) > 0; round++ {
-		var again []id.ID
-		for i, key := range pending {
-			addr := nodes[(i+round)%len(nodes)].addr
-			c, derr := cl.get(addr)
-			if derr != nil {
-				again = append(again, key)
-				continue
-			}
-			gctx, gcancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, _, err := c.Get(gctx, key)
-			gcancel()
-			if err != nil {
-				again = append(again, key)
-			}
-		}
+		again := readBack(nodes, pending, round)
 		res.Read += len(pending) - len(again)
 		pending = again
 		if len(pending) == 0 || time.Since(t1) > time.Minute {
@@ -243,6 +229,37 @@ func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
 	}
 	res.RecoverySeconds = time.Since(t1).Seconds()
 	return res, nil
+}
+
+// readBackWorkers is how many gets the read-back has in flight.
+const readBackWorkers = 8
+
+// readBack gets every key, spread over the nodes (shifted by round, so a
+// retry goes through another node), and returns the keys that failed.
+func readBack(nodes []*chaosNode, keys []id.ID, round int) []id.ID {
+	failed := make([][]id.ID, readBackWorkers)
+	var wg sync.WaitGroup
+	for w := range readBackWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := clientCache{}
+			defer cl.close()
+			for i := w; i < len(keys); i += readBackWorkers {
+				c, err := cl.get(nodes[(i+round)%len(nodes)].addr)
+				if err == nil {
+					gctx, gcancel := context.WithTimeout(context.Background(), 5*time.Second)
+					_, _, err = c.Get(gctx, keys[i])
+					gcancel()
+				}
+				if err != nil {
+					failed[w] = append(failed[w], keys[i])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return slices.Concat(failed...)
 }
 
 // clientCache keeps one client per node address, dialled on first use.
