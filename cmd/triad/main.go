@@ -33,7 +33,7 @@ func init() {
 		{"stat", "show which nodes hold a key", runStat},
 		{"maint", "show, pause or resume a node's maintenance (maint status)", runMaint},
 		{"sim", "run a simulation experiment (sim ring, dhash, passingtone)", runSim},
-		{"bench", "measure a part on this machine (bench store, dhash, nntp)", runBench},
+		{"bench", "measure a part on this machine (bench store, dhash, nntp, limits, sync)", runBench},
 		{"chaos", "kill -9 and restart real nodes under writes; check nothing acknowledged is lost", runChaos},
 	}
 }

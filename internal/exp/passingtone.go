@@ -63,8 +63,9 @@ type ScenarioResult struct {
 	WholeAfterSecs  float64 `json:"whole_after_seconds"` // virtual, from the event's end
 	// Budget is the repair budget per host the scenario ran with (bytes
 	// per second, 0: none). For a wipe, BudgetSecs is the least time that
-	// budget allows for the repair: the wiped host pulls its new range
-	// through its own budget alone. The wipe passes only if every object
+	// budget allows for the repair: the bytes of the host that had to
+	// fetch the most (the returned host's new range, or what another host
+	// fetched after the wipe) over the budget. The wipe passes only if every object
 	// is whole within BudgetSecs plus SlackSecs (noticing the failure, the
 	// settle delay, one object in flight).
 	Budget     int     `json:"repair_budget_bytes_per_second"`
@@ -338,25 +339,25 @@ func (p *ptRun) bytesOf(keys []id.ID) uint64 {
 // incarnation.
 type moved map[*maint.Maint]uint64
 
+// movedAll is a snapshot of what each running host's maintenance has
+// copied: repairs and hand-overs.
 func (p *ptRun) movedAll() moved {
-	out := moved{}
-	for _, h := range p.s.Hosts() {
-		if h.Up() {
-			m := maintOf(h)
-			out[m] = m.Stats.BytesRepaired + m.Stats.BytesHandedOver
-		}
-	}
-	return out
+	return p.snapshot(func(st maint.Stats) uint64 { return st.BytesRepaired + st.BytesHandedOver })
 }
 
 // fetchedAll is a snapshot of what each running host's maintenance has
 // fetched for itself (what its own budget carried in).
 func (p *ptRun) fetchedAll() moved {
+	return p.snapshot(func(st maint.Stats) uint64 { return st.BytesRepaired })
+}
+
+// snapshot takes of from the maintenance counters of each running host.
+func (p *ptRun) snapshot(of func(maint.Stats) uint64) moved {
 	out := moved{}
 	for _, h := range p.s.Hosts() {
 		if h.Up() {
 			m := maintOf(h)
-			out[m] = m.Stats.BytesRepaired
+			out[m] = of(m.Stats)
 		}
 	}
 	return out

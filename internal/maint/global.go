@@ -149,10 +149,7 @@ func (s *sweep) pump(env node.Env, stretches int) {
 			}
 			return
 		}
-		if key := s.push.next(); s.push.expired(key, env.Now()) {
-			m.Stats.Expired++ // its turn came too late: not handed over
-			s.push.finished(key)
-		} else {
+		if key, ok := s.push.take(env.Now(), &m.Stats.Expired); ok {
 			s.hand(env, key, stretches)
 		}
 	}

@@ -686,14 +686,9 @@ func (q *repairQueue) add(d diff, skip func(id.ID) bool) int {
 		if _, ok := q.expiry[k]; ok || skip != nil && skip(k) {
 			continue
 		}
-		var exp int64
-		if i < len(d.expiry) {
-			exp = d.expiry[i]
-		}
-		if i < len(d.size) {
-			q.sizes[k] = d.size[i]
-			q.bytes += d.size[i]
-		}
+		exp, size := at(d.expiry, i), at(d.size, i)
+		q.sizes[k] = size
+		q.bytes += size
 		q.expiry[k] = exp
 		at := sort.Search(len(q.keys), func(j int) bool { return q.expiry[q.keys[j]] < exp })
 		q.keys = slices.Insert(q.keys, at, k)
@@ -702,21 +697,21 @@ func (q *repairQueue) add(d diff, skip func(id.ID) bool) int {
 	return added
 }
 
-// next takes the key to fetch or hand over next; it stays known until
-// finished.
-func (q *repairQueue) next() id.ID {
-	k := q.keys[0]
-	q.keys = q.keys[1:]
-	q.bytes -= q.sizes[k]
-	return k
-}
-
-// expired reports whether k, queued or in flight, is known to expire by
-// now: an object whose turn comes after its expiry is not repaired, and
-// not fetched either.
-func (q *repairQueue) expired(k id.ID, now time.Time) bool {
-	exp := q.expiry[k]
-	return exp != 0 && exp <= now.UnixNano()
+// take takes the key to fetch or hand over next; it stays known until
+// finished. Keys whose expiry has passed by their turn are dropped on the
+// way, unfetched, and counted in expired; false: none was left.
+func (q *repairQueue) take(now time.Time, expired *uint64) (id.ID, bool) {
+	for len(q.keys) > 0 {
+		k := q.keys[0]
+		q.keys = q.keys[1:]
+		q.bytes -= q.sizes[k]
+		if exp := q.expiry[k]; exp == 0 || exp > now.UnixNano() {
+			return k, true
+		}
+		*expired++
+		q.finished(k)
+	}
+	return id.ID{}, false
 }
 
 func (q *repairQueue) finished(k id.ID) {

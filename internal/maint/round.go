@@ -102,10 +102,7 @@ func (r *round) pump(env node.Env) {
 			}
 			return // the budget wakes this round again
 		}
-		if key := r.fetch.next(); r.fetch.expired(key, env.Now()) {
-			r.m.Stats.Expired++ // its turn came too late: not fetched
-			r.fetch.finished(key)
-		} else {
+		if key, ok := r.fetch.take(env.Now(), &r.m.Stats.Expired); ok {
 			r.fetchKey(env, key)
 		}
 	}
