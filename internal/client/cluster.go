@@ -177,3 +177,13 @@ func (c *Cluster) Get(ctx context.Context, key id.ID) (data []byte, expiry time.
 	})
 	return data, expiry, err
 }
+
+// Stat lists key's successors and what each holds, asked of the node that
+// holds its first copy.
+func (c *Cluster) Stat(ctx context.Context, key id.ID) (holders []wire.Holder, err error) {
+	err = c.do(ctx, key, func(cl *Client) error {
+		holders, err = cl.Stat(ctx, key)
+		return err
+	})
+	return holders, err
+}

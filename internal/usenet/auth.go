@@ -76,12 +76,27 @@ func ParsePerm(s string) (Perm, error) {
 			p |= PermPost
 		case "feed":
 			p |= PermFeed
+		case "announce":
+			p |= PermAnnounce
 		case "none", "":
 		default:
-			return 0, fmt.Errorf("unknown permission %q: want read, post, feed or none", w)
+			return 0, fmt.Errorf("unknown permission %q: want read, post, feed, announce or none", w)
 		}
 	}
 	return p, nil
+}
+
+// NewUsers is an empty password file.
+func NewUsers() *Users { return &Users{users: map[string]user{}} }
+
+// Add lets name in with password and perm (a peer site's link, say).
+func (u *Users) Add(name, password string, perm Perm) error {
+	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost+4)
+	if err != nil {
+		return err
+	}
+	u.users[name] = user{hash: h, perm: perm}
+	return nil
 }
 
 // Check returns the user's permissions if the password is right.

@@ -68,6 +68,8 @@ func (c *conn) command(line string) bool {
 		return c.ihave(args)
 	case "CHECK":
 		return c.check(args)
+	case "TAKEDHT":
+		return c.takedht(args)
 	case "TAKETHIS":
 		return c.takethis(args)
 	}
@@ -105,6 +107,7 @@ const helpText = `  ARTICLE [message-id|number]
   POST
   QUIT
   STAT [message-id|number]
+  TAKEDHT message-id (peer sites of the ring: headers and X-ChordID only)
   TAKETHIS message-id
   XHDR header [range|message-id]
   XOVER [range]
@@ -841,7 +844,8 @@ func feedResult(err error) (nntp.Code, string) {
 		return nntp.CodeCheckLater, "Try later: " + err.Error()
 	case errors.Is(err, ErrDuplicate):
 		return nntp.CodeTakeThisRejected, "Duplicate"
-	case errors.Is(err, ErrBadArticle), errors.Is(err, ErrNoGroups), errors.Is(err, ErrNoPosting), errors.Is(err, ErrUnapproved):
+	case errors.Is(err, ErrBadArticle), errors.Is(err, ErrNoGroups), errors.Is(err, ErrNoPosting), errors.Is(err, ErrUnapproved),
+		errors.Is(err, ErrNoChordID), errors.Is(err, ErrUnresolved), errors.Is(err, ErrLocalSpool):
 		return nntp.CodeTakeThisRejected, "Refused: " + err.Error()
 	}
 	return nntp.CodeCheckLater, "Try later: " + err.Error()
@@ -907,6 +911,54 @@ func (c *conn) takethis(args []string) bool {
 			return
 		}
 		c.seq.write(n, statusLine(nntp.CodeTakeThisOK, "%s", msgid))
+	})
+	return true
+}
+
+// takedht reads an announcement (announce.go) and lists it on a stream
+// worker, as takethis stores an article. Only a peer site, identified by
+// the name it logged in with, may announce.
+func (c *conn) takedht(args []string) bool {
+	head, err := c.readArticle()
+	if err != nil && !errors.Is(err, nntp.ErrArticleTooLarge) {
+		return false
+	}
+	msgid := ""
+	if len(args) == 1 {
+		msgid = args[0]
+	}
+	refuse := func(code nntp.Code, format string, a ...any) bool {
+		if err == nil {
+			freeArticle(head)
+		}
+		return c.reply(code, format, a...)
+	}
+	switch {
+	case c.perm&PermAnnounce == 0 && !c.authed:
+		return refuse(nntp.CodeAuthRequired, "Only configured peer sites may announce: authenticate first")
+	case c.perm&PermAnnounce == 0:
+		return refuse(nntp.CodeAccessDenied, "%.80s is not a peer site of this one: announcement refused", c.user)
+	case len(args) != 1:
+		return refuse(nntp.CodeSyntaxError, "Syntax: TAKEDHT message-id")
+	case err != nil:
+		return c.reply(nntp.CodeTakeThisRejected, "%.80s Announcement larger than %d bytes", msgid, c.site.MaxArticle())
+	case CheckMessageID(msgid) != nil:
+		return refuse(nntp.CodeTakeThisRejected, "%.80s Malformed message-id", msgid)
+	}
+	n := c.seq.take()
+	c.stream(func() {
+		defer freeArticle(head)
+		_, err := c.site.Announce(context.Background(), head, msgid)
+		switch code, text := feedResult(err); code {
+		case nntp.CodeCheckLater:
+			c.s.cfg.Log.Warn("closing a peer's feed: announcement not taken", "peer", c.user, "err", err)
+			c.seq.write(n, statusLine(nntp.CodeUnavailable, "%s", text))
+			c.nc.Close()
+		case nntp.CodeTakeThisRejected:
+			c.seq.write(n, statusLine(code, "%s %s", msgid, text))
+		default:
+			c.seq.write(n, statusLine(code, "%s", msgid))
+		}
 	})
 	return true
 }

@@ -48,6 +48,9 @@ type ListConfig struct {
 	Remember  time.Duration    // how long the history outlives an article; 10 days if zero
 	SeenCache int              // message-ids kept in memory per generation; 1<<20 if zero
 	Now       func() time.Time // time.Now if nil
+	// Relay queues every listed entry that has a Head in the out log, for
+	// the site's peers (outlog.go).
+	Relay bool
 }
 
 func (c ListConfig) withDefaults() ListConfig {
@@ -81,6 +84,10 @@ type Entry struct {
 
 	// The overview's header fields (RFC 3977 section 8.4).
 	Subject, From, Date, References string
+
+	// Head, when set on a relaying list, is the article's header block
+	// in wire form (CRLF lines, no empty line), queued for the peers.
+	Head []byte
 }
 
 // entryOf is the entry of a parsed article. Its fields are copies: the
@@ -349,7 +356,13 @@ func (l *List) commit(batch []Entry, seq uint64, recheck bool) (int, error) {
 			o := Overview{Key: e.Key, Arrived: e.Arrived.UnixNano(), Bytes: e.Bytes, Lines: e.Lines, Xref: xref,
 				Subject: e.Subject, From: e.From, Date: e.Date, MessageID: e.MessageID, References: e.References}
 			for i, name := range n.groups {
+				// A group keeps its entry no longer than the article
+				// itself lives (an announced one's expiry was set where
+				// it was stored).
 				o.Expires = e.Arrived.Add(n.keep[i]).UnixNano()
+				if !e.Expires.IsZero() {
+					o.Expires = min(o.Expires, e.Expires.UnixNano())
+				}
 				if err := tx.Bucket(overviewBucket(name)).Put(numKey(nums[i]), encodeOverview(&o)); err != nil {
 					return err
 				}
@@ -357,6 +370,11 @@ func (l *List) commit(batch []Entry, seq uint64, recheck bool) (int, error) {
 			err := hist.Put([]byte(e.MessageID), encodeHist(HistEntry{Key: e.Key, Arrived: o.Arrived, Expires: e.Expires.UnixNano(), Xref: xref}))
 			if err != nil {
 				return err
+			}
+			if l.cfg.Relay && e.Head != nil {
+				if err := appendLog(tx, e); err != nil {
+					return err
+				}
 			}
 			listed++
 		}

@@ -22,6 +22,7 @@ const (
 	PermRead Perm = 1 << iota // GROUP, ARTICLE, OVER, ...
 	PermPost                  // POST
 	PermFeed                  // IHAVE, CHECK, TAKETHIS
+	PermAnnounce              // TAKEDHT: a peer site of the same ring (never granted by address)
 )
 
 // Config configures a Server. Zero fields take the defaults noted.

@@ -45,6 +45,30 @@ type Site struct {
 	closeErr  error
 
 	beforeList func() // tests: runs before each listing commit
+
+	subsMu sync.Mutex
+	subs   []chan struct{} // told after each listing (the feeders)
+}
+
+// subscribe returns a channel that gets a token after listings.
+func (s *Site) subscribe() chan struct{} {
+	ch := make(chan struct{}, 1)
+	s.subsMu.Lock()
+	s.subs = append(s.subs, ch)
+	s.subsMu.Unlock()
+	return ch
+}
+
+// notify tells the subscribers that something was listed.
+func (s *Site) notify() {
+	s.subsMu.Lock()
+	for _, ch := range s.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	s.subsMu.Unlock()
 }
 
 // listing is a journaled batch, durable in the spool, on its way to
@@ -89,6 +113,9 @@ type SiteConfig struct {
 	Remember   time.Duration    // how long the history outlives an article; 10 days if zero
 	SeenCache  int              // message-ids kept in memory per generation; 1<<20 if zero
 	Now        func() time.Time // time.Now if nil
+	// Relay queues every article listed here for the site's peers (see
+	// Feeder): its head is kept in news.db until each peer took it.
+	Relay bool
 	// FS holds the journal; news.db, a bbolt file, is always on the OS in
 	// Dir. The OS's if nil; tests crash a vfs.MemFS.
 	FS vfs.FS
@@ -134,7 +161,7 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 		return nil, err
 	}
 	list, err := OpenList(ListConfig{Path: filepath.Join(cfg.Dir, "news.db"), PathHost: cfg.PathHost,
-		Expiry: cfg.Expiry, Remember: cfg.Remember, SeenCache: cfg.SeenCache, Now: cfg.Now})
+		Expiry: cfg.Expiry, Remember: cfg.Remember, SeenCache: cfg.SeenCache, Now: cfg.Now, Relay: cfg.Relay})
 	if err != nil {
 		return nil, err
 	}
@@ -246,28 +273,23 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 		return msgid, err
 	}
 
-	s.mu.Lock()
-	if s.inflight[msgid] {
-		s.mu.Unlock()
-		return msgid, ErrDuplicate
+	release, err := s.claim(msgid)
+	if err != nil {
+		return msgid, err
 	}
-	s.inflight[msgid] = true
-	s.mu.Unlock()
 	handedOver := false // then the committers forget msgid once it is listed
 	defer func() {
 		if !handedOver {
-			s.forget(msgid)
+			release()
 		}
 	}()
-	if found, err := s.list.Has(msgid); err != nil {
-		return msgid, err
-	} else if found {
-		return msgid, ErrDuplicate
-	}
 
 	// The entry is made now, from the parsed article: the committers
 	// never read the article's buffer.
 	p := &pending{entry: entryOf(a, msgid, id.ID{}, groups, now, now.Add(keep)), done: make(chan error, 1)}
+	if s.cfg.Relay {
+		p.entry.Head = headOf(a)
+	}
 	if s.async != nil {
 		p.entry.Key, p.durable, err = s.async.PutAsync(ctx, raw, p.entry.Expires)
 	} else {
@@ -412,6 +434,9 @@ func (s *Site) commitLoop() {
 			s.forget(p.entry.MessageID)
 			p.done <- err
 		}
+		if err == nil && len(articles) > 0 {
+			s.notify()
+		}
 		for _, f := range flushes {
 			close(f)
 		}
@@ -482,6 +507,7 @@ func (s *Site) listLoop() {
 		}
 		if err == nil {
 			s.journal.listed(seq)
+			s.notify()
 		}
 	}
 }

@@ -122,3 +122,34 @@ func (s *DHTSpool) View(ctx context.Context, key id.ID, fn func([]byte) error) e
 }
 
 func (s *DHTSpool) Close() error { return s.Cluster.Close() }
+
+// A resolver says whether a key names a stored article without fetching
+// it: a site checks an announced article's key so.
+type resolver interface {
+	Has(ctx context.Context, key id.ID) (bool, error)
+}
+
+// Has reports whether a node of the key's successors holds a usable copy.
+func (s *DHTSpool) Has(ctx context.Context, key id.ID) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, dhtTimeout)
+	defer cancel()
+	holders, err := s.Cluster.Stat(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	for _, h := range holders {
+		if h.Err == "" && h.Size > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Has reports whether the engine holds key.
+func (s *LocalSpool) Has(_ context.Context, key id.ID) (bool, error) {
+	_, err := s.Engine.Stat(key)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,225 @@
+package usenet
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"triad/internal/id"
+)
+
+// Announcements (UsenetDHT §3). Sites that share one ring store every
+// article once, in the DHT, and flood only its headers: after an article
+// is durable and listed at one site, that site offers it to its peers with
+// CHECK and sends what they want with
+//
+//	TAKEDHT <message-id>
+//	<the article's header lines, in wire form>
+//	X-ChordID: <key, 40 hex digits> bytes=<wire size> lines=<body lines> expires=<Unix seconds>
+//	.
+//
+// answered as TAKETHIS is: 239 listed, 439 refused for good (a
+// duplicate, a malformed head, a key that resolves to nothing), 400 and
+// the connection closed when the site cannot take it now. A peer lists
+// the article in its own groups and passes the announcement on to its own
+// peers; Path, to which each site adds itself, keeps it from going back.
+
+// ChordHeader names, in an announcement, where the article is stored.
+const ChordHeader = "X-ChordID"
+
+// maxHead bounds an announcement's header block.
+const maxHead = 64 << 10
+
+// Errors of Announce, each refused for good (439).
+var (
+	ErrNotPeer    = errors.New("only configured peer sites may announce")
+	ErrNoChordID  = errors.New("announcement without a valid " + ChordHeader + " header")
+	ErrUnresolved = errors.New("the announced key resolves to no stored article")
+	ErrLocalSpool = errors.New("this site keeps its articles locally: it takes no announcements")
+)
+
+// chordValue formats an X-ChordID header's value.
+func chordValue(key id.ID, bytes, lines uint32, expires time.Time) string {
+	return fmt.Sprintf("%s bytes=%d lines=%d expires=%d", key.String(), bytes, lines, expires.Unix())
+}
+
+// parseChordValue reads an X-ChordID header's value.
+func parseChordValue(v string) (key id.ID, bytes, lines uint32, expires time.Time, err error) {
+	f := strings.Fields(v)
+	if len(f) != 4 {
+		return key, 0, 0, expires, ErrNoChordID
+	}
+	raw, herr := hex.DecodeString(f[0])
+	if herr != nil || len(raw) != id.Bytes {
+		return key, 0, 0, expires, ErrNoChordID
+	}
+	key, _ = id.FromBytes(raw)
+	num := func(field, name string, max uint64) (uint64, bool) {
+		s, ok := strings.CutPrefix(field, name+"=")
+		n, err := strconv.ParseUint(s, 10, 64)
+		return n, ok && err == nil && n <= max
+	}
+	b, ok1 := num(f[1], "bytes", 1<<32-1)
+	l, ok2 := num(f[2], "lines", 1<<32-1)
+	e, ok3 := num(f[3], "expires", 1<<40)
+	if !ok1 || !ok2 || !ok3 || b == 0 {
+		return key, 0, 0, expires, ErrNoChordID
+	}
+	return key, uint32(b), uint32(l), time.Unix(int64(e), 0), nil
+}
+
+// appendAnnouncement appends a TAKEDHT command and its block for r.
+func appendAnnouncement(out []byte, r *logRecord) []byte {
+	out = append(out, "TAKEDHT "...)
+	out = append(out, r.MessageID...)
+	out = append(out, "\r\n"...)
+	out = append(out, r.Head...)
+	out = append(out, ChordHeader+": "...)
+	out = append(out, chordValue(r.Key, r.Bytes, r.Lines, r.Expires)...)
+	return append(out, "\r\n.\r\n"...)
+}
+
+// headOf is an article's header block in wire form, without the empty
+// line, copied out of the article's buffer.
+func headOf(a *Article) []byte {
+	head := a.Raw[:a.body]
+	if bytes.HasSuffix(head, []byte("\r\n\r\n")) {
+		head = head[:len(head)-2]
+	}
+	return bytes.Clone(head)
+}
+
+// withoutHeader returns raw without the lines of header name (a field
+// and its continuation lines).
+func withoutHeader(raw []byte, name string) []byte {
+	out := make([]byte, 0, len(raw))
+	skipping := false
+	for len(raw) > 0 {
+		i := bytes.Index(raw, []byte("\r\n"))
+		if i < 0 {
+			i = len(raw) - 2
+		}
+		line := raw[:i+2]
+		raw = raw[i+2:]
+		if line[0] == ' ' || line[0] == '\t' {
+			if !skipping {
+				out = append(out, line...)
+			}
+			continue
+		}
+		skipping = len(line) > len(name) && line[len(name)] == ':' && strings.EqualFold(string(line[:len(name)]), name)
+		if !skipping {
+			out = append(out, line...)
+		}
+	}
+	return out
+}
+
+// Announce lists an article a peer announced: head is the TAKEDHT block
+// (header lines and X-ChordID, in wire form), offered the message-id the
+// command named. The article is checked as a fed one would be, its key
+// must resolve to a stored object, and it is listed in the groups carried
+// here, with the article's own expiry if that comes sooner than the
+// group's. It is then queued for this site's other peers with this site
+// added to its Path. Errors are those of Accept, ErrNoChordID and
+// ErrUnresolved (refused for good), or the spool's (try later).
+func (s *Site) Announce(ctx context.Context, head []byte, offered string) (string, error) {
+	if s.journal != nil {
+		return "", ErrLocalSpool
+	}
+	if len(head) > maxHead {
+		return "", badf("announced head of %d bytes, limit %d", len(head), maxHead)
+	}
+	now := s.cfg.Now()
+	a, err := ParseArticle(head)
+	if err != nil {
+		return "", err
+	}
+	if a.body != len(a.Raw) {
+		return "", badf("an announcement carries headers only")
+	}
+	v, n := a.Header(ChordHeader)
+	if n != 1 {
+		return "", ErrNoChordID
+	}
+	key, size, lines, expires, err := parseChordValue(v)
+	if err != nil {
+		return "", err
+	}
+	if !expires.After(now) {
+		return "", badf("announced article expired at %s", expires.UTC().Format(time.RFC3339))
+	}
+	s.addPath(a)
+	if err := a.Validate(offered); err != nil {
+		return "", err
+	}
+	msgid, _ := a.Header("Message-ID")
+	names, _ := a.Groups()
+	_, approved := a.Header("Approved")
+	groups, keep, err := s.list.route(names, false, approved > 0)
+	if err != nil {
+		return msgid, err
+	}
+	release, err := s.claim(msgid)
+	if err != nil {
+		return msgid, err
+	}
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			release()
+		}
+	}()
+	if r, ok := s.spool.(resolver); ok {
+		found, err := r.Has(ctx, key)
+		if err != nil {
+			return msgid, errors.Join(ErrDeferred, err)
+		}
+		if !found {
+			return msgid, ErrUnresolved
+		}
+	}
+	if now.Add(keep).Before(expires) {
+		expires = now.Add(keep)
+	}
+	e := entryOf(a, msgid, key, groups, now, expires)
+	e.Bytes, e.Lines = size, lines
+	if s.cfg.Relay {
+		e.Head = withoutHeader(a.Raw, ChordHeader)
+	}
+	p := &pending{entry: e, done: make(chan error, 1)}
+	select {
+	case s.commits <- p:
+		handedOver = true
+	case <-s.stop:
+		return msgid, ErrSiteClosed
+	}
+	return msgid, <-p.done
+}
+
+// claim marks msgid as being stored, refusing it if it is in flight or
+// listed already; release undoes the mark (the committers do once it is
+// listed).
+func (s *Site) claim(msgid string) (release func(), err error) {
+	s.mu.Lock()
+	if s.inflight[msgid] {
+		s.mu.Unlock()
+		return nil, ErrDuplicate
+	}
+	s.inflight[msgid] = true
+	s.mu.Unlock()
+	release = func() { s.forget(msgid) }
+	if found, err := s.list.Has(msgid); err != nil {
+		release()
+		return nil, err
+	} else if found {
+		release()
+		return nil, ErrDuplicate
+	}
+	return release, nil
+}

@@ -1,0 +1,186 @@
+package usenet
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"triad/internal/id"
+)
+
+// CachePolicy chooses which article a full cache evicts.
+type CachePolicy uint8
+
+const (
+	// LRU evicts the article read least recently: readers of a site
+	// read the same new articles again and again.
+	LRU CachePolicy = iota
+	// FIFO evicts the article cached first, whatever was read since:
+	// cheaper on a hit (no reordering), worse for popular old articles.
+	FIFO
+)
+
+// ParseCachePolicy reads "lru" or "fifo".
+func ParseCachePolicy(s string) (CachePolicy, error) {
+	switch s {
+	case "lru":
+		return LRU, nil
+	case "fifo":
+		return FIFO, nil
+	}
+	return 0, fmt.Errorf("cache policy %q: want lru or fifo", s)
+}
+
+// CachedSpool is a spool (the DHT) behind a bounded memory cache of
+// articles, shared by every front-end of a site, so that the site pulls
+// an article from the DHT at most once while it is cached: readers that
+// ask for the same article at once wait for one fetch. Articles put
+// through the site are cached too, since readers ask for new articles
+// first. Every article the spool returns was checked against its key.
+type CachedSpool struct {
+	Spool
+	max    int64
+	policy CachePolicy
+
+	mu       sync.Mutex
+	size     int64
+	order    *list.List // front: next to evict
+	entries  map[id.ID]*list.Element
+	fetching map[id.ID]*fetch
+	stats    CacheStats
+}
+
+type cached struct {
+	key  id.ID
+	data []byte
+}
+
+type fetch struct {
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+// CacheStats count a cache's work.
+type CacheStats struct {
+	Hits, Misses, Fetches, Evictions uint64
+	Bytes                            int64
+	Articles                         int
+}
+
+// NewCachedSpool caches up to maxBytes of articles of s.
+func NewCachedSpool(s Spool, maxBytes int64, policy CachePolicy) *CachedSpool {
+	return &CachedSpool{Spool: s, max: maxBytes, policy: policy, order: list.New(),
+		entries: map[id.ID]*list.Element{}, fetching: map[id.ID]*fetch{}}
+}
+
+// Stats returns the cache's counters.
+func (c *CachedSpool) Stats() CacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stats
+	st.Bytes, st.Articles = c.size, len(c.entries)
+	return st
+}
+
+// Put stores the article and caches a copy.
+func (c *CachedSpool) Put(ctx context.Context, article []byte, expires time.Time) (id.ID, error) {
+	key, err := c.Spool.Put(ctx, article, expires)
+	if err == nil {
+		c.add(key, article, true)
+	}
+	return key, err
+}
+
+// Get returns the article from the cache, or fetches it once.
+func (c *CachedSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
+	c.mu.Lock()
+	if e, ok := c.entries[key]; ok {
+		c.stats.Hits++
+		if c.policy == LRU {
+			c.order.MoveToBack(e)
+		}
+		data := e.Value.(*cached).data
+		c.mu.Unlock()
+		return data, nil
+	}
+	c.stats.Misses++
+	f, ok := c.fetching[key]
+	if !ok {
+		f = &fetch{done: make(chan struct{})}
+		c.fetching[key] = f
+		c.stats.Fetches++
+		c.mu.Unlock()
+		f.data, f.err = c.Spool.Get(ctx, key)
+		c.mu.Lock()
+		delete(c.fetching, key)
+		c.mu.Unlock()
+		close(f.done)
+		if f.err == nil {
+			c.add(key, f.data, false)
+		}
+		return f.data, f.err
+	}
+	c.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.data, f.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// View calls fn with the article. Cached articles are never modified (a
+// new copy is made on Put), so fn may read them while others do.
+func (c *CachedSpool) View(ctx context.Context, key id.ID, fn func([]byte) error) error {
+	data, err := c.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	return fn(data)
+}
+
+// Has asks the spool, unless the article is cached.
+func (c *CachedSpool) Has(ctx context.Context, key id.ID) (bool, error) {
+	c.mu.Lock()
+	_, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok {
+		return true, nil
+	}
+	r, ok := c.Spool.(resolver)
+	if !ok {
+		return false, errors.New("usenet: the spool cannot resolve keys")
+	}
+	return r.Has(ctx, key)
+}
+
+// add caches data under key (a copy when the caller keeps its buffer) and
+// evicts by the policy until the cache fits. An article larger than half
+// the cache is not kept.
+func (c *CachedSpool) add(key id.ID, data []byte, borrowed bool) {
+	if c.max <= 0 || int64(len(data)) > c.max/2 {
+		return
+	}
+	if borrowed {
+		data = append([]byte(nil), data...)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[key]; ok {
+		return
+	}
+	c.entries[key] = c.order.PushBack(&cached{key: key, data: data})
+	c.size += int64(len(data))
+	for c.size > c.max {
+		e := c.order.Front()
+		old := e.Value.(*cached)
+		c.order.Remove(e)
+		delete(c.entries, old.key)
+		c.size -= int64(len(old.data))
+		c.stats.Evictions++
+	}
+}

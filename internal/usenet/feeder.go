@@ -1,0 +1,473 @@
+package usenet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"triad/internal/nntp"
+)
+
+// PeerMode is what a site sends a peer.
+type PeerMode uint8
+
+const (
+	// Announce sends a site of the same ring the headers and key of each
+	// article (TAKEDHT): the article itself is in the DHT both share.
+	Announce PeerMode = iota
+	// Feed sends a traditional server whole articles (CHECK and
+	// TAKETHIS, RFC 4644), as INN's innfeed does: the way articles posted
+	// at any site of the ring reach the rest of Usenet.
+	Feed
+)
+
+func (m PeerMode) String() string {
+	if m == Feed {
+		return "feed"
+	}
+	return "announce"
+}
+
+// A Peer is a site this one passes its articles to.
+type Peer struct {
+	// Name is the peer's name in Path headers (its --pathhost). An
+	// article whose Path holds it is not sent to it; an announcing peer
+	// logs in here under this name.
+	Name string
+	Addr string // its news server, host:port
+	// Password is the link's shared secret: this site logs in there
+	// (AUTHINFO, as its own Path name) with it, and an announcing peer
+	// logs in here with it. Empty: no AUTHINFO.
+	Password string
+	Mode     PeerMode
+	Groups   string // wildmat of the groups it is sent; all if empty
+}
+
+// FeedConfig configures a site's outgoing feeds.
+type FeedConfig struct {
+	Site  *Site // with Relay set
+	Peers []Peer
+	// MaxBacklog bounds the articles queued for a peer that is down or
+	// slow; past it the oldest are dropped for it and counted (1,000,000).
+	MaxBacklog uint64
+	Batch      int           // articles per CHECK round (256)
+	Retry      time.Duration // first wait after a failed connection, doubled up to 30 s (1 s)
+	Log        *slog.Logger
+	// StatusFile, if set, is rewritten every few seconds with each
+	// peer's state, as innfeed.status is.
+	StatusFile string
+}
+
+// Feeds runs one feeder per peer.
+type Feeds struct {
+	cfg     FeedConfig
+	feeders []*feeder
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// PeerStatus is one feeder's state.
+type PeerStatus struct {
+	Peer      string
+	Mode      string
+	Addr      string
+	Connected bool
+	Backlog   PeerBacklog
+	Offered   uint64 // CHECKs sent
+	Sent      uint64 // articles or announcements taken (239)
+	Refused   uint64 // not wanted (438) or refused (439)
+	LastError string
+}
+
+// StartFeeds starts a feeder for every peer.
+func StartFeeds(cfg FeedConfig) (*Feeds, error) {
+	if cfg.Site == nil || !cfg.Site.cfg.Relay {
+		return nil, errors.New("usenet: feeds need a site with Relay set")
+	}
+	if cfg.MaxBacklog == 0 {
+		cfg.MaxBacklog = 1_000_000
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 256
+	}
+	if cfg.Retry <= 0 {
+		cfg.Retry = time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	f := &Feeds{cfg: cfg, stop: make(chan struct{})}
+	seen := map[string]bool{}
+	for _, p := range cfg.Peers {
+		if p.Name == "" || p.Addr == "" || seen[p.Name] {
+			return nil, fmt.Errorf("usenet: peer %q: want a unique name and an address", p.Name)
+		}
+		seen[p.Name] = true
+		if err := cfg.Site.list.startCursor(p.Name); err != nil {
+			return nil, err
+		}
+		f.feeders = append(f.feeders, &feeder{feeds: f, peer: p, wake: cfg.Site.subscribe()})
+	}
+	for _, fd := range f.feeders {
+		f.wg.Add(1)
+		go fd.run()
+	}
+	f.wg.Add(1)
+	go f.housekeep()
+	return f, nil
+}
+
+// Close stops every feeder; what they had not sent stays queued.
+func (f *Feeds) Close() {
+	select {
+	case <-f.stop:
+	default:
+		close(f.stop)
+	}
+	f.wg.Wait()
+}
+
+// Status is every feeder's state.
+func (f *Feeds) Status() []PeerStatus {
+	var out []PeerStatus
+	for _, fd := range f.feeders {
+		fd.mu.Lock()
+		st := fd.st
+		fd.mu.Unlock()
+		st.Peer, st.Mode, st.Addr = fd.peer.Name, fd.peer.Mode.String(), fd.peer.Addr
+		st.Backlog, _ = f.cfg.Site.list.Backlog(fd.peer.Name)
+		out = append(out, st)
+	}
+	return out
+}
+
+func (f *Feeds) names() []string {
+	var out []string
+	for _, fd := range f.feeders {
+		out = append(out, fd.peer.Name)
+	}
+	return out
+}
+
+// housekeep applies the backlog bound and writes the status file.
+func (f *Feeds) housekeep() {
+	defer f.wg.Done()
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		if err := f.cfg.Site.list.trim(f.names(), f.cfg.MaxBacklog); err != nil {
+			f.cfg.Log.Warn("feeds: trimming the out log", "err", err)
+		}
+		if f.cfg.StatusFile != "" {
+			f.writeStatus()
+		}
+		select {
+		case <-f.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (f *Feeds) writeStatus() {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s: outgoing feeds of %s\n", time.Now().UTC().Format(time.RFC3339), f.cfg.Site.PathHost())
+	for _, st := range f.Status() {
+		state := "down"
+		if st.Connected {
+			state = "connected"
+		}
+		fmt.Fprintf(&b, "%s %s %s %s backlog=%d dropped=%d offered=%d sent=%d refused=%d",
+			st.Peer, st.Mode, st.Addr, state, st.Backlog.Records, st.Backlog.Dropped, st.Offered, st.Sent, st.Refused)
+		if st.LastError != "" {
+			fmt.Fprintf(&b, " last_error=%q", st.LastError)
+		}
+		b.WriteByte('\n')
+	}
+	tmp := f.cfg.StatusFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err == nil {
+		os.Rename(tmp, f.cfg.StatusFile)
+	}
+}
+
+// A feeder passes the out log on to one peer over one streaming
+// connection: a batch of CHECKs, then TAKEDHT (or TAKETHIS) for the
+// articles the peer wants, and the peer's cursor moved past what it took
+// or refused. A peer that cannot be reached is retried with backoff; its
+// articles wait in the log.
+type feeder struct {
+	feeds *Feeds
+	peer  Peer
+	wake  chan struct{}
+	conn  *nntp.Client
+
+	mu sync.Mutex
+	st PeerStatus
+}
+
+func (fd *feeder) run() {
+	defer fd.feeds.wg.Done()
+	defer fd.disconnect()
+	site := fd.feeds.cfg.Site
+	wait := fd.feeds.cfg.Retry
+	for {
+		recs, err := site.list.readLog(fd.peer.Name, fd.feeds.cfg.Batch, 4<<20)
+		if err == nil && len(recs) > 0 {
+			var done uint64
+			done, err = fd.send(recs)
+			if done > 0 {
+				if aerr := site.list.advance(fd.peer.Name, done, fd.feeds.names()); aerr != nil && err == nil {
+					err = aerr
+				}
+			}
+			if err == nil && done == recs[len(recs)-1].Seq {
+				wait = fd.feeds.cfg.Retry
+				continue // more may be queued
+			}
+		}
+		wake := fd.wake
+		pause := 5 * time.Second
+		if err != nil || len(recs) > 0 {
+			// The peer failed, or said "later" (431): new articles do
+			// not hasten the next try, which backs off.
+			if err != nil {
+				fd.fail(err)
+			}
+			wake, pause = nil, wait
+			wait = min(2*wait, 30*time.Second)
+		}
+		select {
+		case <-fd.feeds.stop:
+			return
+		case <-wake:
+		case <-time.After(pause):
+		}
+	}
+}
+
+func (fd *feeder) fail(err error) {
+	fd.disconnect()
+	fd.mu.Lock()
+	fd.st.LastError = err.Error()
+	fd.mu.Unlock()
+	fd.feeds.cfg.Log.Warn("feed: peer unreachable, articles wait in the log", "peer", fd.peer.Name, "err", err)
+}
+
+func (fd *feeder) disconnect() {
+	if fd.conn != nil {
+		fd.conn.Close()
+		fd.conn = nil
+	}
+	fd.mu.Lock()
+	fd.st.Connected = false
+	fd.mu.Unlock()
+}
+
+func (fd *feeder) count(fn func(*PeerStatus)) {
+	fd.mu.Lock()
+	fn(&fd.st)
+	fd.mu.Unlock()
+}
+
+// connect opens a streaming connection: greeting, AUTHINFO when the link
+// has a password, MODE STREAM.
+func (fd *feeder) connect() error {
+	c, err := nntp.Dial(fd.peer.Addr, time.Now().Add(10*time.Second))
+	if err != nil {
+		return err
+	}
+	step := func(cmd string, want nntp.Code) error {
+		line, err := c.Cmd(cmd)
+		if err != nil {
+			return err
+		}
+		if !bytes.HasPrefix(line, []byte(fmt.Sprint(int(want)))) {
+			if strings.HasPrefix(cmd, "AUTHINFO PASS") {
+				cmd = "AUTHINFO PASS ..."
+			}
+			return fmt.Errorf("%s: %q", cmd, line)
+		}
+		return nil
+	}
+	g := c.Greeting()
+	if !strings.HasPrefix(g, "200") && !strings.HasPrefix(g, "201") {
+		c.Close()
+		return fmt.Errorf("greeting %q", g)
+	}
+	if fd.peer.Password != "" {
+		if err = step("AUTHINFO USER "+fd.feeds.cfg.Site.PathHost(), nntp.CodePasswordRequired); err == nil {
+			err = step("AUTHINFO PASS "+fd.peer.Password, nntp.CodeAuthAccepted)
+		}
+	}
+	if err == nil {
+		err = step("MODE STREAM", nntp.CodeStreamingPermitted)
+	}
+	if err != nil {
+		c.Close()
+		return err
+	}
+	fd.conn = c
+	fd.count(func(s *PeerStatus) { s.Connected, s.LastError = true, "" })
+	return nil
+}
+
+// wants reports whether the peer is to be offered r: not an article that
+// came through it (its name in Path), and one of its groups.
+func (fd *feeder) wants(r *logRecord) bool {
+	if r.MessageID == "" || len(r.Head) == 0 {
+		return false // a damaged record
+	}
+	a, err := ParseArticle(r.Head)
+	if err != nil {
+		return false
+	}
+	path, _ := a.Header("Path")
+	for _, h := range strings.Split(path, "!") {
+		if strings.TrimSpace(h) == fd.peer.Name {
+			return false
+		}
+	}
+	if fd.peer.Groups == "" {
+		return true
+	}
+	names, _ := a.Groups()
+	return slices.ContainsFunc(names, func(g string) bool { return Wildmat(fd.peer.Groups, g) })
+}
+
+// send offers a batch and returns the sequence number up to which every
+// record is settled (taken, refused, or not for this peer).
+func (fd *feeder) send(recs []logRecord) (uint64, error) {
+	var offer []*logRecord
+	for i := range recs {
+		if fd.wants(&recs[i]) {
+			offer = append(offer, &recs[i])
+		}
+	}
+	if len(offer) == 0 {
+		return recs[len(recs)-1].Seq, nil
+	}
+	if fd.conn == nil {
+		if err := fd.connect(); err != nil {
+			return 0, err
+		}
+	}
+	c := fd.conn
+	c.Conn().SetDeadline(time.Now().Add(2 * time.Minute))
+	var cmds []byte
+	for _, r := range offer {
+		cmds = append(cmds, "CHECK "...)
+		cmds = append(cmds, r.MessageID...)
+		cmds = append(cmds, "\r\n"...)
+	}
+	if _, err := c.Conn().Write(cmds); err != nil {
+		return 0, err
+	}
+	fd.count(func(s *PeerStatus) { s.Offered += uint64(len(offer)) })
+	var wanted []*logRecord
+	later := -1 // the first record the peer asked to offer later
+	for i, r := range offer {
+		line, err := c.ReadLine()
+		if err != nil {
+			return 0, err
+		}
+		switch code := replyCode(line); code {
+		case nntp.CodeCheckSend:
+			if later < 0 {
+				wanted = append(wanted, r)
+			}
+		case nntp.CodeCheckNotWanted:
+			fd.count(func(s *PeerStatus) { s.Refused++ })
+		case nntp.CodeCheckLater:
+			if later < 0 {
+				later = i
+			}
+		default:
+			return 0, fmt.Errorf("CHECK %s: %q", r.MessageID, line)
+		}
+	}
+	if err := fd.transfer(wanted); err != nil {
+		return 0, err
+	}
+	if later >= 0 {
+		return offer[later].Seq - 1, nil
+	}
+	return recs[len(recs)-1].Seq, nil
+}
+
+// transfer sends the wanted records (TAKEDHT, or TAKETHIS with the
+// article read from the spool) and reads the replies.
+func (fd *feeder) transfer(wanted []*logRecord) error {
+	if len(wanted) == 0 {
+		return nil
+	}
+	c := fd.conn
+	var out []byte
+	flush := func() error {
+		_, err := c.Conn().Write(out)
+		out = out[:0]
+		return err
+	}
+	for _, r := range wanted {
+		if fd.peer.Mode == Announce {
+			out = appendAnnouncement(out, r)
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), dhtTimeout)
+			raw, err := fd.feeds.cfg.Site.spool.Get(ctx, r.Key)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("reading %s to feed it: %w", r.MessageID, err)
+			}
+			out = append(out, "TAKETHIS "...)
+			out = append(out, r.MessageID...)
+			out = append(out, "\r\n"...)
+			out = append(out, raw...)
+			out = append(out, ".\r\n"...)
+		}
+		if len(out) >= 1<<20 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	for _, r := range wanted {
+		line, err := c.ReadLine()
+		if err != nil {
+			return err
+		}
+		switch replyCode(line) {
+		case nntp.CodeTakeThisOK:
+			fd.count(func(s *PeerStatus) { s.Sent++ })
+		case nntp.CodeTakeThisRejected:
+			fd.count(func(s *PeerStatus) { s.Refused++ })
+			fd.feeds.cfg.Log.Debug("feed: peer refused", "peer", fd.peer.Name, "msgid", r.MessageID, "reply", string(line))
+		default:
+			return fmt.Errorf("%s %s: %q", map[PeerMode]string{Announce: "TAKEDHT", Feed: "TAKETHIS"}[fd.peer.Mode], r.MessageID, line)
+		}
+	}
+	return nil
+}
+
+// replyCode is a status line's code, 0 if it has none.
+func replyCode(line []byte) nntp.Code {
+	if len(line) < 3 {
+		return 0
+	}
+	n := 0
+	for _, c := range line[:3] {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return nntp.Code(n)
+}

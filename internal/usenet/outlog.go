@@ -1,0 +1,217 @@
+package usenet
+
+import (
+	"encoding/binary"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"triad/internal/id"
+)
+
+// The out log: what this site passes on to its peers (UsenetDHT §3: sites
+// flood headers, not bodies). Each article the List lists with a head is
+// appended to one bucket of news.db in the same transaction that lists it,
+// so an article is queued for the peers exactly when it is listed: a crash
+// can neither list an article that is never announced nor announce one
+// that is not listed. Every peer has a cursor, the last record it has
+// taken; records every cursor has passed are deleted. The log is bounded:
+// past MaxBacklog records behind the newest, the oldest are dropped for a
+// peer that has not taken them, and counted.
+
+var (
+	bucketOutLog = []byte("outlog")
+	metaCursor   = "out-cursor/"  // + peer: the last record the peer took
+	metaDropped  = "out-dropped/" // + peer: records dropped before it took them
+)
+
+// A logRecord is one article to pass on: where it is and its headers.
+type logRecord struct {
+	Seq       uint64
+	Key       id.ID
+	Expires   time.Time
+	Bytes     uint32
+	Lines     uint32
+	MessageID string
+	Head      []byte // the header block in wire form, lines ending in CRLF, no empty line
+}
+
+func encodeLogRecord(e *Entry) []byte {
+	b := make([]byte, 0, id.Bytes+24+len(e.MessageID)+len(e.Head))
+	b = e.Key.AppendTo(b)
+	b = binary.AppendVarint(b, e.Expires.UnixNano())
+	b = binary.AppendUvarint(b, uint64(e.Bytes))
+	b = binary.AppendUvarint(b, uint64(e.Lines))
+	b = binary.AppendUvarint(b, uint64(len(e.MessageID)))
+	b = append(b, e.MessageID...)
+	return append(b, e.Head...)
+}
+
+func decodeLogRecord(seq uint64, b []byte) (logRecord, error) {
+	r := logRecord{Seq: seq}
+	if len(b) < id.Bytes {
+		return r, errBadRecord
+	}
+	r.Key, _ = id.FromBytes(b[:id.Bytes])
+	b = b[id.Bytes:]
+	exp, b, ok1 := varint(b)
+	bytes, b, ok2 := uvarint(b)
+	lines, b, ok3 := uvarint(b)
+	n, b, ok4 := uvarint(b)
+	if !ok1 || !ok2 || !ok3 || !ok4 || n > uint64(len(b)) || bytes > 1<<32-1 || lines > 1<<32-1 {
+		return r, errBadRecord
+	}
+	r.Expires, r.Bytes, r.Lines = time.Unix(0, exp), uint32(bytes), uint32(lines)
+	r.MessageID = string(b[:n])
+	r.Head = slices.Clone(b[n:])
+	return r, nil
+}
+
+// appendLog queues a listed entry for the peers, in the listing's
+// transaction.
+func appendLog(tx *bolt.Tx, e *Entry) error {
+	b, err := tx.CreateBucketIfNotExists(bucketOutLog)
+	if err != nil {
+		return err
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	return b.Put(numKey(seq), encodeLogRecord(e))
+}
+
+func getU64(tx *bolt.Tx, key string) uint64 {
+	if v := tx.Bucket(bucketMeta).Get([]byte(key)); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+func putU64(tx *bolt.Tx, key string, v uint64) error {
+	return tx.Bucket(bucketMeta).Put([]byte(key), numKey(v))
+}
+
+// logLast is the newest record's sequence number (0 for none).
+func logLast(tx *bolt.Tx) uint64 {
+	if b := tx.Bucket(bucketOutLog); b != nil {
+		return b.Sequence()
+	}
+	return 0
+}
+
+// PeerBacklog is what is queued for one peer.
+type PeerBacklog struct {
+	Records uint64 // articles listed here and not yet taken by the peer
+	Dropped uint64 // articles dropped, the log being full, before it took them
+}
+
+// startCursor gives a peer seen for the first time a cursor at the log's
+// end: a new peer is sent what is listed from now on, as a new INN feed
+// is. A peer with a cursor keeps it.
+func (l *List) startCursor(peer string) error {
+	return l.db.b.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketMeta).Get([]byte(metaCursor+peer)) != nil {
+			return nil
+		}
+		return putU64(tx, metaCursor+peer, logLast(tx))
+	})
+}
+
+// readLog returns up to max records after the peer's cursor, at most
+// maxBytes of heads (but at least one record).
+func (l *List) readLog(peer string, max, maxBytes int) ([]logRecord, error) {
+	var out []logRecord
+	err := l.db.b.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketOutLog)
+		if b == nil {
+			return nil
+		}
+		cur := getU64(tx, metaCursor+peer)
+		c := b.Cursor()
+		size := 0
+		for k, v := c.Seek(numKey(cur + 1)); k != nil && len(out) < max && (size < maxBytes || len(out) == 0); k, v = c.Next() {
+			r, err := decodeLogRecord(binary.BigEndian.Uint64(k), v)
+			if err != nil {
+				r = logRecord{Seq: r.Seq} // damaged: skipped by the feeder
+			}
+			out = append(out, r)
+			size += len(v)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// advance moves a peer's cursor to seq (never back) and deletes the
+// records every peer in peers has taken, at most maxDelete of them.
+func (l *List) advance(peer string, seq uint64, peers []string) error {
+	return l.db.b.Update(func(tx *bolt.Tx) error {
+		if seq > getU64(tx, metaCursor+peer) {
+			if err := putU64(tx, metaCursor+peer, seq); err != nil {
+				return err
+			}
+		}
+		return trimLog(tx, peers, 0)
+	})
+}
+
+// maxTrim bounds the records one transaction deletes.
+const maxTrim = 50_000
+
+// trimLog deletes records every peer has taken and, when maxBacklog is
+// not zero, drops the oldest records beyond maxBacklog behind the newest,
+// counting them for each peer that had not taken them.
+func trimLog(tx *bolt.Tx, peers []string, maxBacklog uint64) error {
+	b := tx.Bucket(bucketOutLog)
+	if b == nil || len(peers) == 0 {
+		return nil
+	}
+	last := b.Sequence()
+	if maxBacklog > 0 && last > maxBacklog {
+		floor := last - maxBacklog
+		for _, p := range peers {
+			if cur := getU64(tx, metaCursor+p); cur < floor {
+				if err := putU64(tx, metaDropped+p, getU64(tx, metaDropped+p)+floor-cur); err != nil {
+					return err
+				}
+				if err := putU64(tx, metaCursor+p, floor); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	low := last
+	for _, p := range peers {
+		low = min(low, getU64(tx, metaCursor+p))
+	}
+	c := b.Cursor()
+	deleted := 0
+	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= low && deleted < maxTrim; k, _ = c.First() {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+		deleted++
+	}
+	return nil
+}
+
+// trim applies the backlog bound (see trimLog).
+func (l *List) trim(peers []string, maxBacklog uint64) error {
+	return l.db.b.Update(func(tx *bolt.Tx) error { return trimLog(tx, peers, maxBacklog) })
+}
+
+// Backlog is what is queued for peer.
+func (l *List) Backlog(peer string) (PeerBacklog, error) {
+	var p PeerBacklog
+	err := l.db.b.View(func(tx *bolt.Tx) error {
+		last, cur := logLast(tx), getU64(tx, metaCursor+peer)
+		if last > cur {
+			p.Records = last - cur
+		}
+		p.Dropped = getU64(tx, metaDropped+peer)
+		return nil
+	})
+	return p, err
+}

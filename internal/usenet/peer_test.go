@@ -1,0 +1,408 @@
+package usenet
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/nntp"
+)
+
+// ringSpool stands for the DHT that sites share: one spool, durable when
+// Put returns, that resolves keys. Close leaves it open for the others.
+type ringSpool struct {
+	s    *LocalSpool
+	gets atomic.Int64
+}
+
+func (r *ringSpool) Put(ctx context.Context, a []byte, exp time.Time) (id.ID, error) {
+	return r.s.Put(ctx, a, exp)
+}
+func (r *ringSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
+	r.gets.Add(1)
+	return r.s.Get(ctx, key)
+}
+func (r *ringSpool) View(ctx context.Context, key id.ID, fn func([]byte) error) error {
+	data, err := r.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	return fn(data)
+}
+func (r *ringSpool) Has(ctx context.Context, key id.ID) (bool, error) { return r.s.Has(ctx, key) }
+func (r *ringSpool) Close() error                                     { return nil }
+
+// testSite is one site of a test deployment.
+type testSite struct {
+	name  string
+	dir   string
+	addr  string
+	site  *Site
+	srv   *Server
+	feeds *Feeds
+	ln    net.Listener
+}
+
+const linkSecret = "link-secret"
+
+// startSites starts n sites on one shared spool, each peered with every
+// other (announce), on 127.0.0.1.
+func startSites(t *testing.T, n int, tweak func(*FeedConfig)) ([]*testSite, *ringSpool) {
+	t.Helper()
+	root := t.TempDir()
+	local, err := OpenLocalSpool(filepath.Join(root, "ring"), 2<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { local.Close() })
+	ring := &ringSpool{s: local}
+	sites := make([]*testSite, n)
+	for i := range sites {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sites[i] = &testSite{name: fmt.Sprintf("site%c", 'a'+i), dir: filepath.Join(root, fmt.Sprintf("site%d", i)), addr: ln.Addr().String(), ln: ln}
+	}
+	for _, s := range sites {
+		s.start(t, sites, ring, tweak)
+	}
+	t.Cleanup(func() {
+		for _, s := range sites {
+			s.stop()
+		}
+	})
+	return sites, ring
+}
+
+// start opens the site and serves it on its address (a listener made
+// before, or a new one on the same port).
+func (s *testSite) start(t *testing.T, all []*testSite, spool Spool, tweak func(*FeedConfig)) {
+	t.Helper()
+	site, err := OpenSite(SiteConfig{Dir: s.dir, Spool: NewCachedSpool(spool, 1<<20, LRU), PathHost: s.name, Relay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := site.List().AddGroup("local.test", "y", ""); err != nil {
+		t.Fatal(err)
+	}
+	users := NewUsers()
+	users.Add("reader", "pw", PermRead|PermFeed)
+	fc := FeedConfig{Site: site, Retry: 50 * time.Millisecond}
+	for _, o := range all {
+		if o != s {
+			users.Add(o.name, linkSecret, PermRead|PermFeed|PermAnnounce)
+			fc.Peers = append(fc.Peers, Peer{Name: o.name, Addr: o.addr, Password: linkSecret})
+		}
+	}
+	if tweak != nil {
+		tweak(&fc)
+	}
+	if s.ln == nil {
+		deadline := time.Now().Add(10 * time.Second)
+		for s.ln == nil {
+			if s.ln, err = net.Listen("tcp", s.addr); err != nil && time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.site, s.srv = site, NewServer(Config{Site: site, Users: users})
+	go s.srv.Serve(s.ln)
+	if s.feeds, err = StartFeeds(fc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *testSite) stop() {
+	if s.site == nil {
+		return
+	}
+	s.feeds.Close()
+	s.srv.Close()
+	s.site.Close()
+	s.site, s.ln = nil, nil
+}
+
+func (s *testSite) dial(t *testing.T) *testClient {
+	c, err := nntp.Dial(s.addr, time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &testClient{t: t, Client: c}
+}
+
+// listedWithin reports whether every site lists msgid within d.
+func listedWithin(sites []*testSite, msgid string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for _, s := range sites {
+		for {
+			if _, found, _ := s.site.List().Lookup(msgid); found {
+				break
+			}
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return true
+}
+
+// waitListed waits until every site lists msgid, or fails after d.
+func waitListed(t *testing.T, sites []*testSite, msgid string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for _, s := range sites {
+		for {
+			if _, found, _ := s.site.List().Lookup(msgid); found {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s not listed within %s", s.name, msgid, d)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+func TestPostedAtOneSiteIsReadableAtEvery(t *testing.T) {
+	sites, ring := startSites(t, 3, nil)
+	a := sites[0].dial(t)
+	code(t, a.cmd("POST"), "340")
+	a.sendArticle("From: Poster <p@example.com>\r\nNewsgroups: local.test\r\nSubject: hello sites\r\n\r\nbody line\r\n.dot line\r\n")
+	reply := a.line()
+	code(t, reply, "240")
+	msgid := strings.Fields(reply)[3]
+	start := time.Now()
+	waitListed(t, sites, msgid, time.Second)
+	t.Logf("listed at all 3 sites %s after the 240", time.Since(start).Round(time.Millisecond))
+	var bodies []string
+	for _, s := range sites {
+		c := s.dial(t)
+		code(t, c.cmd("GROUP local.test"), "211 1 1 1 local.test")
+		code(t, c.cmd("OVER 1"), "224")
+		over := c.block()
+		if len(over) != 1 || !strings.Contains(over[0], "hello sites") || !strings.Contains(over[0], msgid) {
+			t.Fatalf("%s: OVER %q", s.name, over)
+		}
+		code(t, c.cmd("HEAD %s", msgid), "221")
+		if head := strings.Join(c.block(), "\n"); !strings.Contains(head, "Subject: hello sites") || strings.Contains(head, ChordHeader) {
+			t.Fatalf("%s: HEAD %q", s.name, head)
+		}
+		code(t, c.cmd("BODY 1"), "222")
+		bodies = append(bodies, strings.Join(c.block(), "\n"))
+	}
+	for _, b := range bodies {
+		if b != "body line\n.dot line" {
+			t.Fatalf("bodies %q", bodies)
+		}
+	}
+	// HEAD and BODY at each site: the origin cached the article when it
+	// stored it, each other site fetched it once.
+	if got := ring.gets.Load(); got != 2 {
+		t.Errorf("%d fetches from the ring, want 2", got)
+	}
+	for _, s := range sites {
+		g, _ := s.site.List().Group("local.test")
+		if g.Count != 1 {
+			t.Fatalf("%s: %+v", s.name, g)
+		}
+		// b and c relay it to each other too, and are told 438.
+		deadline := time.Now().Add(5 * time.Second)
+		for _, st := range s.feeds.Status() {
+			for st.Backlog.Records != 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+				st.Backlog, _ = s.site.List().Backlog(st.Peer)
+			}
+			if st.Backlog.Records != 0 {
+				t.Errorf("%s -> %s: backlog %+v", s.name, st.Peer, st.Backlog)
+			}
+		}
+	}
+}
+
+func TestSiteDownCatchesUpFromBacklog(t *testing.T) {
+	sites, ring := startSites(t, 3, nil)
+	b := sites[1]
+	b.stop()
+	feed := sites[0].dial(t)
+	code(t, feed.cmd("AUTHINFO USER reader"), "381")
+	code(t, feed.cmd("AUTHINFO PASS pw"), "281")
+	code(t, feed.cmd("MODE STREAM"), "203")
+	const n = 200
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range n {
+			feed.Send(fmt.Sprintf("TAKETHIS <down-%d@x>", i))
+			feed.sendArticle(article(fmt.Sprintf("<down-%d@x>", i), "local.test", fmt.Sprintf("body %d\r\n", i)))
+		}
+	}()
+	for range n {
+		code(t, feed.line(), "239")
+	}
+	wg.Wait()
+	waitListed(t, []*testSite{sites[0], sites[2]}, fmt.Sprintf("<down-%d@x>", n-1), 5*time.Second)
+	var backlog PeerBacklog
+	for _, st := range sites[0].feeds.Status() {
+		if st.Peer == b.name {
+			backlog = st.Backlog
+		}
+	}
+	if backlog.Records != n {
+		t.Fatalf("a's backlog for b while b is down: %+v, want %d", backlog, n)
+	}
+	b.start(t, sites, ring, nil)
+	for i := range n {
+		if !listedWithin(sites, fmt.Sprintf("<down-%d@x>", i), 10*time.Second) {
+			for _, s := range sites {
+				t.Logf("%s: %+v", s.name, s.feeds.Status())
+			}
+			t.Fatalf("<down-%d@x> not listed everywhere", i)
+		}
+	}
+	for _, s := range sites {
+		g, _ := s.site.List().Group("local.test")
+		if g.Count != n || g.High != n {
+			t.Fatalf("%s: %+v, want %d articles numbered 1-%d (none twice)", s.name, g, n, n)
+		}
+	}
+}
+
+func TestBacklogIsBounded(t *testing.T) {
+	sites, _ := startSites(t, 2, func(fc *FeedConfig) { fc.MaxBacklog = 10 })
+	sites[1].stop()
+	c := sites[0].dial(t)
+	for i := range 25 {
+		code(t, c.cmd("IHAVE <b-%d@x>", i), "335")
+		c.sendArticle(article(fmt.Sprintf("<b-%d@x>", i), "local.test", "x\r\n"))
+		code(t, c.line(), "235")
+	}
+	list := sites[0].site.List()
+	if err := list.trim([]string{sites[1].name}, 10); err != nil {
+		t.Fatal(err)
+	}
+	bl, _ := list.Backlog(sites[1].name)
+	if bl.Records != 10 || bl.Dropped != 15 {
+		t.Fatalf("backlog %+v, want 10 queued and 15 dropped", bl)
+	}
+}
+
+func TestBadAnnouncementsAreRefused(t *testing.T) {
+	sites, ring := startSites(t, 2, nil)
+	a := sites[0]
+	key, err := ring.Put(context.Background(), []byte(article("<stored@x>", "local.test", "b\r\n")), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Hour)
+	good := func(id string) string {
+		return strings.TrimSuffix(article(id, "local.test", ""), "\r\n") + ChordHeader + ": " + chordValue(key, 100, 2, exp) + "\r\n"
+	}
+	// Not logged in: 480; logged in as a reader, not a peer: 502.
+	anon := a.dial(t)
+	code(t, anon.cmd("MODE STREAM"), "203")
+	anon.Send("TAKEDHT <x1@x>")
+	anon.sendArticle(good("<x1@x>"))
+	code(t, anon.line(), "480")
+	reader := a.dial(t)
+	code(t, reader.cmd("AUTHINFO USER reader"), "381")
+	code(t, reader.cmd("AUTHINFO PASS pw"), "281")
+	reader.Send("TAKEDHT <x2@x>")
+	reader.sendArticle(good("<x2@x>"))
+	code(t, reader.line(), "502")
+	// A peer: malformed heads and unresolved keys are refused for good.
+	peer := a.dial(t)
+	code(t, peer.cmd("AUTHINFO USER %s", sites[1].name), "381")
+	code(t, peer.cmd("AUTHINFO PASS %s", linkSecret), "281")
+	unknown := id.Key([]byte("never stored"))
+	bad := map[string]string{
+		"<no-chord@x>":  strings.TrimSuffix(article("<no-chord@x>", "local.test", ""), "\r\n"),
+		"<bad-chord@x>": strings.TrimSuffix(article("<bad-chord@x>", "local.test", ""), "\r\n") + ChordHeader + ": zz bytes=1 lines=1 expires=1\r\n",
+		"<unknown@x>":   strings.TrimSuffix(article("<unknown@x>", "local.test", ""), "\r\n") + ChordHeader + ": " + chordValue(unknown, 100, 2, exp) + "\r\n",
+		"<no-from@x>":   strings.Replace(good("<no-from@x>"), "From: Tester <t@example.com>\r\n", "", 1),
+		"<body@x>":      good("<body@x>") + "\r\nbody\r\n",
+		"<expired@x>":   strings.TrimSuffix(article("<expired@x>", "local.test", ""), "\r\n") + ChordHeader + ": " + chordValue(key, 100, 2, time.Now().Add(-time.Hour)) + "\r\n",
+		"<mismatch@x>":  good("<other@x>"),
+	}
+	for msgid, head := range bad {
+		peer.Send("TAKEDHT " + msgid)
+		peer.sendArticle(head)
+		if reply := peer.line(); !strings.HasPrefix(reply, "439 "+msgid) {
+			t.Errorf("%s: %q, want 439", msgid, reply)
+		}
+	}
+	for _, msgid := range []string{"<x1@x>", "<x2@x>", "<no-chord@x>", "<bad-chord@x>", "<unknown@x>", "<no-from@x>", "<body@x>", "<expired@x>", "<mismatch@x>", "<other@x>"} {
+		if _, found, _ := a.site.List().Lookup(msgid); found {
+			t.Errorf("%s listed", msgid)
+		}
+	}
+	// The good one from a peer is listed, with the announced size.
+	peer.Send("TAKEDHT <fine@x>")
+	peer.sendArticle(good("<fine@x>"))
+	code(t, peer.line(), "239 <fine@x>")
+	ov, err := a.site.List().Overview("local.test", 1, 10, 10)
+	if err != nil || len(ov) != 1 || ov[0].Bytes != 100 || ov[0].Lines != 2 || ov[0].Key != key {
+		t.Fatalf("overview %+v, %v", ov, err)
+	}
+	if g, _ := a.site.List().Group("local.test"); g.Count != 1 {
+		t.Fatalf("group %+v", g)
+	}
+}
+
+func TestCacheFetchesOnceAndEvicts(t *testing.T) {
+	local, err := OpenLocalSpool(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	ring := &ringSpool{s: local}
+	var keys []id.ID
+	for i := range 4 {
+		k, err := ring.Put(context.Background(), []byte(fmt.Sprintf("%d%s", i, strings.Repeat("x", 599))), time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	for _, policy := range []CachePolicy{LRU, FIFO} {
+		ring.gets.Store(0)
+		c := NewCachedSpool(ring, 1800, policy)
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := c.Get(context.Background(), keys[0]); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := ring.gets.Load(); n != 1 {
+			t.Fatalf("%v: 16 readers at once fetched %d times, want 1", policy, n)
+		}
+		c.Get(context.Background(), keys[1])
+		c.Get(context.Background(), keys[2])
+		c.Get(context.Background(), keys[0]) // a hit; LRU moves it to the back
+		c.Get(context.Background(), keys[3]) // evicts one
+		before := ring.gets.Load()
+		c.Get(context.Background(), keys[0])
+		refetched := ring.gets.Load() - before
+		if want := map[CachePolicy]int64{LRU: 0, FIFO: 1}[policy]; refetched != want {
+			t.Fatalf("policy %v: the article read again was fetched %d more times, want %d", policy, refetched, want)
+		}
+		if st := c.Stats(); st.Bytes > 1800 || st.Evictions == 0 {
+			t.Fatalf("policy %v: %+v", policy, st)
+		}
+	}
+}
