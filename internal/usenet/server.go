@@ -19,10 +19,10 @@ type Perm uint8
 
 // Permissions.
 const (
-	PermRead Perm = 1 << iota // GROUP, ARTICLE, OVER, ...
-	PermPost                  // POST
-	PermFeed                  // IHAVE, CHECK, TAKETHIS
-	PermAnnounce              // TAKEDHT: a peer site of the same ring (never granted by address)
+	PermRead     Perm = 1 << iota // GROUP, ARTICLE, OVER, ...
+	PermPost                      // POST
+	PermFeed                      // IHAVE, CHECK, TAKETHIS
+	PermAnnounce                  // TAKEDHT: a peer site of the same ring (never granted by address)
 )
 
 // Config configures a Server. Zero fields take the defaults noted.
