@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -275,14 +274,10 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 	start := time.Now()
 	bin := buildTriad(t)
 	port := consecutiveFreePorts(t, 3)
-	newsPort := freePorts(t, 1)[0]
-	args := []string{"--nodes", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(t.TempDir(), "data")}
+	newsPort := consecutiveFreePorts(t, 3)
+	args := []string{"--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(t.TempDir(), "data")}
 	addr := fmt.Sprintf("127.0.0.1:%d", newsPort)
-	host, _ := os.Hostname() // triad up's news server is named as usenet.SiteConfig's default
-	if host == "" {
-		host = "triad"
-	}
-	arts := newsArticles("up", 400, host)
+	arts := newsArticles("up", 400, upSiteName(0))
 
 	up := startUp(t, bin, args...)
 	up.waitFor("ring consistent")

@@ -40,6 +40,23 @@ posting; feeds still arrive) or :m (moderated: only articles with an
 Approved header), as in INN's active file. Expiry keeps binaries (groups matching *.binaries.*) 15 days and
 everything else 90 days unless --expire says otherwise.
 
+Sites of one ring (UsenetDHT): with --node, several news servers share the
+articles in the DHT, each storing about k/n of them, and pass each other only
+headers. --peers FILE names the other sites, one per line:
+
+  # name     address             mode      secret   [groups]
+  siteb      10.0.0.2:119        announce  s3cret
+  upstream   news.example:119    feed      -        comp.*,!comp.binaries.*
+
+A site announces every article listed here (posted, fed, or announced by
+another peer) to its announce peers with CHECK and TAKEDHT (headers and the
+article's key), except to sites already in its Path; a feed peer (INN, say)
+gets whole articles with CHECK and TAKETHIS. An announce peer logs in here as
+its name with the secret of the link. What a peer has not taken waits in
+news.db (--max-backlog) and goes when it is back; each peer's state is in
+DATA/feeds.status. Articles read from the DHT are kept in a memory cache
+(--cache-mb, --cache-policy).
+
 Point a newsreader at it, or try:
   python3 -c "import nntplib; s = nntplib.NNTP('127.0.0.1', 1119); print(s.list()[1][:5])"
 
@@ -98,6 +115,12 @@ type nntpOptions struct {
 	users              *string
 	expire             *string
 	rules              []usenet.ExpiryRule
+	peersFile          *string
+	peers              []usenet.Peer // from peersFile, or set by triad up
+	cacheMB            *int
+	cachePolicy        *string
+	maxBacklog         *int
+	policy             usenet.CachePolicy
 }
 
 // defaultGroups are the groups a fresh server carries.
@@ -114,7 +137,11 @@ func addNNTPFlags(fs *flag.FlagSet) *nntpOptions {
 		idle:         fs.Duration("idle-timeout", 10*time.Minute, "drop a client silent this long"),
 		writeTimeout: fs.Duration("write-timeout", time.Minute, "drop a client that takes none of a reply for this long"),
 		users:        fs.String("users", "", "password `file` for AUTHINFO (lines name:bcrypt-hash:read,post,feed)"),
-		expire:       fs.String("expire", "", "expiry `rules` 'wildmat=days;...', first match wins (default '*.binaries.*,*.binaries=15;*=90')"),
+		expire:       fs.String("expire", "", "expiry `rules` 'wildmat=days;...', first match wins (default '*.binaries.*,*.binaries=15;*=90'); every site of a ring should have the same"),
+		peersFile:    fs.String("peers", "", "peer `file`: the sites this one announces its articles to and takes announcements from, and upstream feeds (see above)"),
+		cacheMB:      fs.Int("cache-mb", 256, "memory cache of articles read from the DHT, in MiB, shared by every connection (0: none)"),
+		cachePolicy:  fs.String("cache-policy", "lru", "which cached article goes first when the cache is full: lru or fifo"),
+		maxBacklog:   fs.Int("max-backlog", 1_000_000, "articles queued for a peer that is down; past it the oldest are dropped for it (and counted in feeds.status)"),
 	}
 }
 
@@ -135,6 +162,21 @@ func (o *nntpOptions) check() error {
 	}
 	if *o.writeTimeout < time.Second {
 		return fmt.Errorf("--write-timeout %s: want at least 1s", *o.writeTimeout)
+	}
+	var err error
+	if o.policy, err = usenet.ParseCachePolicy(*o.cachePolicy); err != nil {
+		return fmt.Errorf("--cache-policy: %v", err)
+	}
+	if *o.cacheMB < 0 || *o.cacheMB > 1<<20 {
+		return fmt.Errorf("--cache-mb %d: want 0 to 1048576", *o.cacheMB)
+	}
+	if *o.maxBacklog < 1 {
+		return fmt.Errorf("--max-backlog %d: want at least 1", *o.maxBacklog)
+	}
+	if *o.peersFile != "" {
+		if o.peers, err = loadPeers(*o.peersFile); err != nil {
+			return err
+		}
 	}
 	if *o.expire != "" {
 		for _, r := range strings.Split(*o.expire, ";") {
@@ -166,6 +208,8 @@ type runningNNTP struct {
 	groups []string
 	site   *usenet.Site
 	spool  usenet.Spool
+	cache  *usenet.CachedSpool // nil without a DHT or with --cache-mb 0
+	feeds  *usenet.Feeds       // nil without peers
 	srv    *usenet.Server
 	done   chan error
 	stop   context.CancelFunc
@@ -174,6 +218,7 @@ type runningNNTP struct {
 // startNNTP opens the site and serves it until ctx ends or close.
 func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningNNTP, error) {
 	var spool usenet.Spool
+	var cache *usenet.CachedSpool
 	where := "local spool"
 	if *o.node != "" {
 		cl, err := client.DialCluster(ctx, *o.node)
@@ -181,19 +226,27 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 			return nil, fmt.Errorf("nntp: node %s: %w", *o.node, err)
 		}
 		spool, where = &usenet.DHTSpool{Cluster: cl}, "the DHT via "+*o.node
+		if *o.cacheMB > 0 {
+			cache = usenet.NewCachedSpool(spool, int64(*o.cacheMB)<<20, o.policy)
+			spool = cache
+		}
 	} else {
+		if len(o.peers) > 0 {
+			return nil, errors.New("nntp: peer sites share articles through the DHT: --peers needs --node")
+		}
 		s, err := usenet.OpenLocalSpool(filepath.Join(*o.data, "spool"), *o.maxArticle+1024)
 		if err != nil {
 			return nil, err
 		}
 		spool = s
 	}
-	site, err := usenet.OpenSite(usenet.SiteConfig{Dir: *o.data, Spool: spool, PathHost: *o.pathHost, MaxArticle: *o.maxArticle, Expiry: o.rules})
+	site, err := usenet.OpenSite(usenet.SiteConfig{Dir: *o.data, Spool: spool, PathHost: *o.pathHost, MaxArticle: *o.maxArticle,
+		Expiry: o.rules, Relay: len(o.peers) > 0})
 	if err != nil {
 		spool.Close()
 		return nil, err
 	}
-	r := &runningNNTP{where: where, site: site, spool: spool, done: make(chan error, 1)}
+	r := &runningNNTP{where: where, site: site, spool: spool, cache: cache, done: make(chan error, 1)}
 	fail := func(err error) (*runningNNTP, error) {
 		site.Close()
 		spool.Close()
@@ -216,11 +269,31 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 			return fail(err)
 		}
 	}
+	// An announcing peer logs in with its name and the link's secret.
+	for _, p := range o.peers {
+		if p.Mode != usenet.Announce || p.Password == "" {
+			continue
+		}
+		if cfg.Users == nil {
+			cfg.Users = usenet.NewUsers()
+		}
+		if err := cfg.Users.Add(p.Name, p.Password, usenet.PermRead|usenet.PermFeed|usenet.PermAnnounce); err != nil {
+			return fail(err)
+		}
+	}
 	ln, err := net.Listen("tcp", *o.listen)
 	if err != nil {
 		return fail(err)
 	}
 	r.addr = ln.Addr().String()
+	if len(o.peers) > 0 {
+		r.feeds, err = usenet.StartFeeds(usenet.FeedConfig{Site: site, Peers: o.peers, MaxBacklog: uint64(*o.maxBacklog),
+			Log: log, StatusFile: filepath.Join(*o.data, "feeds.status")})
+		if err != nil {
+			ln.Close()
+			return fail(err)
+		}
+	}
 	r.srv = usenet.NewServer(cfg)
 	ctx, r.stop = context.WithCancel(ctx)
 	go func() { r.done <- r.srv.Serve(ln) }()
@@ -254,6 +327,9 @@ func (r *runningNNTP) close() error {
 	r.stop()
 	err := <-r.done
 	r.srv.Close()
+	if r.feeds != nil {
+		r.feeds.Close()
+	}
 	return errors.Join(err, r.site.Close(), r.spool.Close())
 }
 
@@ -305,4 +381,62 @@ func groupSpec(spec string) (name, status string, err error) {
 		return name, status, nil
 	}
 	return "", "", fmt.Errorf("group %s: status %q, want y, n or m", name, status)
+}
+
+// loadPeers reads a --peers file: one peer per line,
+//
+//	name  host:port  announce|feed  secret|-  [groups-wildmat]
+//
+// name is the peer's Path name. An announce peer is a site of the same
+// ring: it is sent headers and keys (TAKEDHT) and may announce here,
+// logging in as name with the secret (the same on both sides of the link).
+// A feed peer is a traditional server upstream: it is sent whole articles
+// (CHECK, TAKETHIS), logging in with the secret unless it is "-".
+func loadPeers(path string) ([]usenet.Peer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--peers: %w", err)
+	}
+	var peers []usenet.Peer
+	seen := map[string]bool{}
+	for n, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("%s:%d: %s", path, n+1, fmt.Sprintf(format, args...))
+		}
+		f := strings.Fields(line)
+		if len(f) < 4 || len(f) > 5 {
+			return nil, bad("want 'name host:port announce|feed secret|- [groups]', got %d fields", len(f))
+		}
+		p := usenet.Peer{Name: f[0], Addr: f[1], Password: f[3]}
+		if strings.ContainsAny(p.Name, "!:") || seen[p.Name] {
+			return nil, bad("peer name %q is not a unique Path name", p.Name)
+		}
+		seen[p.Name] = true
+		if _, _, err := net.SplitHostPort(p.Addr); err != nil {
+			return nil, bad("address %q: %v", p.Addr, err)
+		}
+		switch f[2] {
+		case "announce":
+			p.Mode = usenet.Announce
+		case "feed":
+			p.Mode = usenet.Feed
+		default:
+			return nil, bad("mode %q: want announce or feed", f[2])
+		}
+		if p.Password == "-" {
+			if p.Mode == usenet.Announce {
+				return nil, bad("an announce peer needs a secret: it is how the peer is known when it announces")
+			}
+			p.Password = ""
+		}
+		if len(f) == 5 {
+			p.Groups = f[4]
+		}
+		peers = append(peers, p)
+	}
+	return peers, nil
 }

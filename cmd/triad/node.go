@@ -18,6 +18,7 @@ import (
 	"triad/internal/deploy"
 	"triad/internal/dhash"
 	"triad/internal/host"
+	"triad/internal/id"
 	"triad/internal/maint"
 	tnet "triad/internal/net"
 	"triad/internal/ring"
@@ -146,6 +147,7 @@ type nodeSpec struct {
 	ring               ring.Config
 	dhash              dhash.Config
 	capacity           int64
+	ids                []id.ID // ring positions of a new node (nil: random); a restart keeps its own
 }
 
 // defaultNodeSpec is one vnode with every protocol's defaults.
@@ -205,6 +207,11 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 	drv, err := tnet.Listen(tnet.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256, MaxConns: spec.maxConns})
 	if err != nil {
 		return nil, err
+	}
+	if spec.ids != nil {
+		if err := ring.SeedIDs(drv.Storage(), spec.ids); err != nil {
+			return nil, errors.Join(err, drv.Close())
+		}
 	}
 	blocks := spec.dhash
 	opts := deploy.Options{Vnodes: spec.vnodes, Bootstrap: spec.join, Host: spec.host, Ring: spec.ring, Blocks: &blocks, Machine: spec.machine, Maint: spec.maint}

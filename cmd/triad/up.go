@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"math/big"
 	"flag"
 	"fmt"
 	"io"
@@ -15,43 +18,69 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/usenet"
 )
 
 const upAbout = `
-Starts a small local triad ring on 127.0.0.1: --nodes node processes' worth of
-state machines in this one process, each on its own port with its own data
-folder under --data, joined into one ring. It prints what it started and how
-to look at it, waits until the ring is consistent, and runs until Ctrl-C, when
-every node leaves the ring gracefully. Started again with the same --data, the
-nodes come back at the same ring positions.`
+Starts a small local UsenetDHT deployment on 127.0.0.1: --sites news sites,
+each a news server (NNTP) and --nodes triad nodes, all in this one process.
+The nodes of every site join one ring and keep the articles of all of them
+(each article stored once in the ring, with its replicas); the sites peer
+with each other and pass on only headers (TAKEDHT), so an article posted or
+fed at one site is readable at every site. Site i serves news on
+--nntp-port+i; node j listens on --port+j; data for all of them goes under
+--data. It prints what it started and how to look at it, waits until the ring
+is consistent, and runs until Ctrl-C, when every node leaves the ring
+gracefully. Started again with the same --data, the nodes come back at the
+same ring positions and the sites with their groups and articles.`
 
 func runUp(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("up", "up [--nodes N] [--vnodes N] [--port P] [--data DIR]", upAbout, stderr)
-	nodes := fs.Int("nodes", 4, "number of nodes")
+	fs := newFlags("up", "up [--sites N] [--nodes N] [--vnodes N] [--port P] [--nntp-port P] [--data DIR]", upAbout, stderr)
+	sites := fs.Int("sites", 3, "news sites, each a news server with its own nodes")
+	nodes := fs.Int("nodes", 1, "nodes per site")
 	vnodes := fs.Int("vnodes", 2, "virtual servers per node")
 	port := fs.Int("port", 4001, "first TCP port; node i listens on port+i")
-	data := fs.String("data", "triad-data/up", "data `directory` for all nodes")
-	nntpPort := fs.Int("nntp-port", 1119, "port of the news server on 127.0.0.1, articles kept in the ring (0: none)")
+	data := fs.String("data", "triad-data/up", "data `directory` for all nodes and sites")
+	nntpPort := fs.Int("nntp-port", 1119, "news port of the first site on 127.0.0.1; site i serves on nntp-port+i (0: no news servers)")
+	cacheMB := fs.Int("cache-mb", 64, "each site's cache of articles read from the ring, in MiB")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	if *nodes < 1 || *nodes > 64 || *vnodes < 1 || *vnodes > 64 {
-		return usageErr(fs, "want 1 to 64 nodes and 1 to 64 vnodes")
+	total := *sites * *nodes
+	if *sites < 1 || *sites > 16 || *nodes < 1 || total > 64 || *vnodes < 1 || *vnodes > 64 {
+		return usageErr(fs, "want 1 to 16 sites, 1 to 64 nodes in all and 1 to 64 vnodes")
 	}
-	if *nntpPort < 0 || *nntpPort > 65535 {
+	if *nntpPort < 0 || *nntpPort+*sites > 65535 {
 		return usageErr(fs, "--nntp-port %d out of range", *nntpPort)
 	}
-	if *port < 1 || *port+*nodes > 65535 {
+	if *port < 1 || *port+total > 65535 {
 		return usageErr(fs, "--port %d out of range", *port)
+	}
+	if *cacheMB < 0 {
+		return usageErr(fs, "--cache-mb %d: want 0 or more", *cacheMB)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The nodes stop after the news sites, which use them until closed.
+	nodeCtx, stopNodes := context.WithCancel(context.Background())
+	defer stopNodes()
 	var running []*runningNode
-	for i := 0; i < *nodes; i++ {
+	var news []*runningNNTP
+	shutdown := func() {
+		stop()
+		for _, n := range news {
+			n.close()
+		}
+		stopNodes()
+		for _, r := range running {
+			r.wait()
+		}
+	}
+	for i := 0; i < total; i++ {
 		join := ""
 		if i > 0 {
 			join = running[0].addr
@@ -60,42 +89,55 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 		dir := filepath.Join(*data, fmt.Sprintf("node%d", i))
 		spec := defaultNodeSpec()
 		spec.listen, spec.data, spec.join, spec.vnodes = listen, dir, join, *vnodes
-		n, err := startNode(ctx, spec, log)
+		spec.ids = spacedIDs(i, total, *vnodes)
+		n, err := startNode(nodeCtx, spec, log)
 		if err != nil {
-			stop()
-			for _, r := range running {
-				r.wait()
-			}
+			shutdown()
 			return fmt.Errorf("node %d: %w", i, err)
 		}
 		running = append(running, n)
 		fmt.Fprintf(stdout, "started node %d on %s (%d vnodes, data in %s)\n", i, n.addr, *vnodes, dir)
 	}
-	var news *runningNNTP
 	if *nntpPort > 0 {
-		fs := flag.NewFlagSet("nntp", flag.ContinueOnError)
-		o := addNNTPFlags(fs)
-		listen, dir, nodeAddr := fmt.Sprintf("127.0.0.1:%d", *nntpPort), filepath.Join(*data, "nntp"), running[0].addr
-		o.listen, o.data, o.node = &listen, &dir, &nodeAddr
-		var err error
-		if news, err = startNNTP(ctx, o, log); err != nil {
-			stop()
-			for _, r := range running {
-				r.wait()
-			}
-			return fmt.Errorf("news server: %w", err)
+		secret, err := upSecret(*data)
+		if err != nil {
+			shutdown()
+			return err
 		}
-		fmt.Fprintf(stdout, "started the news server on %s (groups %s; articles kept in the ring)\n", news.addr, strings.Join(news.groups, ", "))
+		for i := 0; i < *sites; i++ {
+			fs := flag.NewFlagSet("nntp", flag.ContinueOnError)
+			o := addNNTPFlags(fs)
+			listen, dir, nodeAddr := fmt.Sprintf("127.0.0.1:%d", *nntpPort+i), filepath.Join(*data, upSiteName(i)), running[i**nodes].addr
+			name := upSiteName(i)
+			o.listen, o.data, o.node, o.pathHost, o.cacheMB = &listen, &dir, &nodeAddr, &name, cacheMB
+			for j := 0; j < *sites; j++ {
+				if j != i {
+					o.peers = append(o.peers, usenet.Peer{Name: upSiteName(j), Addr: fmt.Sprintf("127.0.0.1:%d", *nntpPort+j), Password: secret})
+				}
+			}
+			n, err := startNNTP(ctx, o, log)
+			if err != nil {
+				shutdown()
+				return fmt.Errorf("news site %s: %w", name, err)
+			}
+			news = append(news, n)
+			fmt.Fprintf(stdout, "started news site %s on %s (node %s; groups %s; data in %s)\n", name, n.addr, nodeAddr, strings.Join(n.groups, ", "), dir)
+		}
 	}
 	fmt.Fprintf(stdout, `
 Look at it from another terminal:
   go run ./cmd/triad ring --addr %s
   go run ./cmd/triad lookup --addr %s --text hello
 `, running[0].addr, running[len(running)-1].addr)
-	if news != nil {
-		fmt.Fprintf(stdout, `  point a newsreader at news://%s/ (no password from this machine), or:
+	if len(news) > 0 {
+		fmt.Fprintf(stdout, "  point a newsreader at any site (no password from this machine):\n")
+		for i, n := range news {
+			fmt.Fprintf(stdout, "    news://%s/   (%s)\n", n.addr, upSiteName(i))
+		}
+		fmt.Fprintf(stdout, `  an article posted at one site is read at every other one, e.g.:
   python3 -c "import nntplib; s = nntplib.NNTP('127.0.0.1', %d); print(s.group('local.test'))"
-`, news.addr, *nntpPort)
+  each site's feeds to the others: %s
+`, *nntpPort+len(news)-1, filepath.Join(*data, upSiteName(0), "feeds.status"))
 	}
 	fmt.Fprintf(stdout, `
 Note: these %d nodes share this machine's disk. Each counts as a machine of its
@@ -109,7 +151,7 @@ local ring for trying triad, not for keeping data. On real machines, run one
 	for ctx.Err() == nil {
 		if ringConsistent(ctx, running) {
 			fmt.Fprintf(stdout, "ring consistent: %d vnodes, every successor pointer right (%.1fs)\n",
-				*nodes**vnodes, time.Since(start).Seconds())
+				total**vnodes, time.Since(start).Seconds())
 			break
 		}
 		select {
@@ -119,11 +161,12 @@ local ring for trying triad, not for keeping data. On real machines, run one
 	}
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping...")
-	if news != nil {
-		if err := news.close(); err != nil {
-			fmt.Fprintf(stderr, "news server: %v\n", err)
+	for _, n := range news {
+		if err := n.close(); err != nil {
+			fmt.Fprintf(stderr, "news server %s: %v\n", n.addr, err)
 		}
 	}
+	stopNodes()
 	for _, n := range running {
 		if err := n.wait(); err != nil {
 			fmt.Fprintf(stderr, "node %s: %v\n", n.addr, err)
@@ -131,6 +174,41 @@ local ring for trying triad, not for keeping data. On real machines, run one
 	}
 	fmt.Fprintln(stdout, "stopped")
 	return nil
+}
+
+// spacedIDs are the ring positions of node i of n with v vnodes each: the
+// n*v positions spaced evenly, the nodes taking turns around the ring, so
+// that with k replicas each node holds k/n of what is stored (random
+// positions on so few nodes leave one holding all of it, another little).
+func spacedIDs(i, n, v int) []id.ID {
+	var ids []id.ID
+	for j := range v {
+		pos := new(big.Int).Lsh(big.NewInt(int64(j*n+i)), id.Bits)
+		pos.Div(pos, big.NewInt(int64(n*v)))
+		b := pos.FillBytes(make([]byte, id.Bytes))
+		x, _ := id.FromBytes(b)
+		ids = append(ids, x)
+	}
+	return ids
+}
+
+// upSiteName is the Path name of triad up's site i.
+func upSiteName(i int) string { return fmt.Sprintf("site%d", i+1) }
+
+// upSecret is the secret triad up's sites log in to each other with, made
+// once and kept in the data folder.
+func upSecret(dir string) (string, error) {
+	path := filepath.Join(dir, "peer-secret")
+	if b, err := os.ReadFile(path); err == nil && len(b) >= 16 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	var r [16]byte
+	rand.Read(r[:])
+	secret := hex.EncodeToString(r[:])
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return secret, os.WriteFile(path, []byte(secret+"\n"), 0o600)
 }
 
 // ringConsistent reports whether every vnode's successor is the next vnode

@@ -119,8 +119,8 @@ func TestUpQuickStart(t *testing.T) {
 	bin := buildTriad(t)
 	dir := t.TempDir()
 	port := consecutiveFreePorts(t, 3)
-	newsPort := freePorts(t, 1)[0]
-	args := []string{"--nodes", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(dir, "data")}
+	newsPort := consecutiveFreePorts(t, 3)
+	args := []string{"--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(dir, "data")}
 
 	up := startUp(t, bin, args...)
 	up.waitFor("ring consistent")

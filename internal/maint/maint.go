@@ -400,7 +400,19 @@ func (m *Maint) Receive(env node.Env, in node.MsgIn) {
 	me := wire.NodeRef{Addr: m.rt.Addr()}
 	switch msg := in.Env.Msg.(type) {
 	case *wire.MaintStatusReq:
-		rpc.Respond(env, in, me, m.Status())
+		// What the host stores is the engine's to say: read on the
+		// driver's side, then answered with the counters.
+		env.Offload(&work{
+			run: func(e store.Engine) (any, error) { return e.Stats(), nil },
+			done: func(env node.Env, res any, err error) {
+				out := m.Status()
+				if st, ok := res.(store.Stats); ok && err == nil {
+					out.Counters = append(out.Counters, wire.Counter{Name: "stored_objects", Value: uint64(st.Objects)},
+						wire.Counter{Name: "stored_bytes", Value: uint64(st.Usage)})
+				}
+				rpc.Respond(env, in, me, out)
+			},
+		})
 		return
 	case *wire.MaintControl:
 		m.paused = msg.Pause

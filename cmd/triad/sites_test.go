@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"triad/internal/nntp"
+)
+
+// TestUpSitesShareArticles runs `triad up` (3 sites, one node each) and
+// has Python's nntplib post at the first site: each article, its overview
+// line and its headers are readable at the other two within a second,
+// with the same body, and the sites' group counts agree. Then it feeds
+// 24 MB to the first site and reads what each node stores: about 2/3 of
+// it each (k = 2 over 3 sites), not all of it.
+func TestUpSitesShareArticles(t *testing.T) {
+	if err := exec.Command("python3", "-W", "ignore", "-c", "import nntplib").Run(); err != nil {
+		t.Skip("python3 with nntplib (Python 3.12 or older) is not installed")
+	}
+	bin := buildTriad(t)
+	port := consecutiveFreePorts(t, 3)
+	newsPort := consecutiveFreePorts(t, 3)
+	up := startUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(t.TempDir(), "data"))
+	up.waitFor("ring consistent")
+
+	script := `
+import io, sys, time, nntplib
+ports = [int(p) for p in sys.argv[1:]]
+a, others = nntplib.NNTP("127.0.0.1", ports[0]), [nntplib.NNTP("127.0.0.1", p) for p in ports[1:]]
+worst = 0
+for i in range(1, 11):
+    art = ("From: Poster <p@example.com>\r\nNewsgroups: local.test\r\nSubject: shared %d\r\n\r\nbody of %d\r\n.a dot line\r\n" % (i, i)).encode()
+    resp = a.post(io.BytesIO(art))
+    assert resp.startswith("240"), resp
+    msgid = resp.split()[-1]
+    posted = time.monotonic()
+    for s in others:
+        while True:
+            try:
+                _, info = s.head(msgid)
+                break
+            except nntplib.NNTPTemporaryError:
+                assert time.monotonic() - posted < 1.0, "%s not at %s within 1 s" % (msgid, s.port)
+                time.sleep(0.005)
+        worst = max(worst, time.monotonic() - posted)
+        head = b"\n".join(info.lines)
+        assert b"Subject: shared %d" % i in head and b"X-ChordID" not in head, head
+        _, info = s.body(msgid)
+        assert info.lines == [b"body of %d" % i, b".a dot line"], info.lines
+        _, count, first, last, _ = s.group("local.test")
+        _, over = s.over((last, last))
+        assert over[0][1]["message-id"] == msgid and over[0][1]["subject"] == "shared %d" % i, over
+counts = [s.group("local.test")[1] for s in [a] + others]
+assert counts == [10, 10, 10], counts
+print("slowest: %.3f s" % worst)
+`
+	args := []string{"-W", "ignore", "-c", script}
+	for i := range 3 {
+		args = append(args, fmt.Sprint(newsPort+i))
+	}
+	out, err := exec.Command("python3", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nntplib: %v\n%s\ntriad up stderr:\n%s", err, out, up.stderr.String())
+	}
+	t.Logf("10 posts at site1, each readable at site2 and site3: %s", strings.TrimSpace(string(out)))
+
+	// 24 MB of 240 KB articles into site 1; each node stores about 2/3.
+	arts := bigArticles("share", 100, 240_000)
+	fed := feed(t, fmt.Sprintf("127.0.0.1:%d", newsPort), arts, time.Now().Add(2*time.Minute), nil)
+	if len(fed.acked) != len(arts.ids) {
+		t.Fatalf("%d of %d large articles taken", len(fed.acked), len(arts.ids))
+	}
+	total := 0
+	for _, id := range arts.ids {
+		total += len(arts.text[id])
+	}
+	var stored []uint64
+	var sum uint64
+	for i := range 3 {
+		var buf bytes.Buffer
+		if err := runMaint([]string{"status", "--addr", fmt.Sprintf("127.0.0.1:%d", port+i), "--json"}, &buf, os.Stderr); err != nil {
+			t.Fatal(err)
+		}
+		var st struct{ Counters map[string]uint64 }
+		if err := json.Unmarshal(buf.Bytes(), &st); err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, st.Counters["stored_bytes"])
+		sum += st.Counters["stored_bytes"]
+	}
+	t.Logf("fed %d bytes at site1; the sites' nodes store %v bytes (%.2f, %.2f, %.2f of it)", total, stored,
+		float64(stored[0])/float64(total), float64(stored[1])/float64(total), float64(stored[2])/float64(total))
+	if len(stored) != 3 || float64(sum) < 1.9*float64(total) || float64(sum) > 2.4*float64(total) {
+		t.Fatalf("the nodes store %d bytes together for %d fed, want about twice", sum, total)
+	}
+	for i, b := range stored {
+		if float64(b) > 0.9*float64(total) {
+			t.Fatalf("site %d's node stores %d bytes of %d fed: a full copy, not its share", i+1, b, total)
+		}
+	}
+	up.stop()
+}
+
+// bigArticles are n articles of about size bytes each (binaries-like).
+func bigArticles(prefix string, n, size int) fedArticles {
+	f := fedArticles{text: map[string]string{}, pathHost: upSiteName(0)}
+	for i := range n {
+		id := fmt.Sprintf("<%s%d@e2e.test>", prefix, i)
+		var body strings.Builder
+		for body.Len() < size {
+			fmt.Fprintf(&body, "%s %d %s\r\n", id, body.Len(), strings.Repeat("Zm9vYmFy", 8))
+		}
+		f.ids = append(f.ids, id)
+		f.text[id] = "Path: feeder.e2e!not-for-mail\r\nFrom: feeder@e2e.test\r\nNewsgroups: local.test\r\n" +
+			"Subject: " + id + "\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\nMessage-ID: " + id + "\r\n\r\n" + body.String()
+	}
+	return f
+}
+
+// TestSiteStoppedAMinuteCatchesUp runs three sites as separate processes
+// (a `triad node` and a `triad nntp --node --peers` each) and feeds site
+// A with streaming TAKETHIS. Site B (its news server and its node) is
+// SIGKILLed during the feed and kept down for a minute; when it is back
+// it catches up from A's and C's backlogs: every article acknowledged is
+// listed once at every site and reads back whole, and the group counts
+// are the same everywhere.
+func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("keeps a site down for a minute; skipped in -short mode")
+	}
+	start := time.Now()
+	d := startDHash(t, 3, "--redundancy", "replicas", "--replicas", "2")
+	ports := freePorts(t, 3)
+	names := []string{"sitea", "siteb", "sitec"}
+	startSite := func(i int) *newsProc {
+		var peers strings.Builder
+		for j := range 3 {
+			if j != i {
+				fmt.Fprintf(&peers, "%s 127.0.0.1:%d announce secret-%d%d\n", names[j], ports[j], min(i, j), max(i, j))
+			}
+		}
+		dir := filepath.Join(d.dir, names[i])
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(d.dir, names[i]+".peers")
+		if err := os.WriteFile(file, []byte(peers.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return startNews(t, dir, "--node", d.nodes[i].addr, "--groups", "local.test", "--peers", file,
+			"--listen", fmt.Sprintf("127.0.0.1:%d", ports[i]), "--pathhost", names[i])
+	}
+	sites := make([]*newsProc, 3)
+	for i := range sites {
+		sites[i] = startSite(i)
+	}
+	arts := newsArticles("catchup", 1000, names[0])
+	var killedAt time.Time
+	fed := feed(t, sites[0].addr, arts, time.Now().Add(3*time.Minute), func(acked int) {
+		if acked == 200 {
+			sites[1].cmd.Process.Kill()
+			sites[1].cmd.Wait()
+			d.nodes[1].kill(t)
+			killedAt = time.Now()
+			t.Logf("SIGKILLed site B (news server and node) after %d articles were acknowledged", acked)
+		}
+	})
+	if killedAt.IsZero() {
+		t.Fatal("the feed ended before site B was stopped")
+	}
+	if n := len(fed.acked) + len(fed.refused); n != len(arts.ids) {
+		t.Fatalf("%d of %d articles answered with site B down", n, len(arts.ids))
+	}
+	t.Logf("feed done (%d acknowledged) %v after the kill; site B stays down a minute", len(fed.acked), time.Since(killedAt).Round(time.Millisecond))
+	time.Sleep(time.Until(killedAt.Add(time.Minute)))
+	d.restart(1)
+	sites[1] = startSite(1)
+	back := time.Now()
+	// Wait until B lists every acknowledged article (bounded), then
+	// check every site whole.
+	c, err := nntp.Dial(sites[1].addr, time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for {
+		c.Conn().SetDeadline(time.Now().Add(10 * time.Second))
+		l, err := c.Cmd("GROUP local.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(l))
+		if len(f) > 1 && f[1] == fmt.Sprint(len(fed.acked)) {
+			break
+		}
+		if time.Since(back) > 2*time.Minute {
+			t.Fatalf("site B lists %q two minutes after its return, want %d articles", l, len(fed.acked))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("site B caught up %v after it came back", time.Since(back).Round(time.Millisecond))
+	for i, s := range sites {
+		arts.pathHost = names[0] // stored as site A took it, wherever it is read
+		checkNews(t, s.addr, arts, fed)
+		c, err := nntp.Dial(s.addr, time.Now().Add(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _ := c.Cmd("GROUP local.test")
+		c.Close()
+		if want := fmt.Sprintf("211 %d 1 %d local.test", len(fed.acked), len(fed.acked)); string(l) != want {
+			t.Fatalf("site %s: %q, want %q (each article once)", names[i], l, want)
+		}
+	}
+	t.Logf("whole test took %v", time.Since(start).Round(time.Millisecond))
+}
