@@ -37,12 +37,20 @@
 # takes about 20 s. On exit stops the innd it started, innd's innfeeds and
 # the triad it started, by PID.
 #
+# With SITES=3 (or --sites 3), triad is `triad up --sites 3`: three news
+# sites sharing one ring, innfeed feeding the first; every article must then
+# arrive once at all three (the first announces the headers to the others),
+# and the re-feeds leave every site's count as it was.
+#
 #   sudo scripts/innfeed-check.sh           # N=500 articles
+#   sudo scripts/innfeed-check.sh --sites 3 # three sites on one ring
 #   sudo KEEP=1 scripts/innfeed-check.sh    # keep $OUT (logs, articles, triad's data)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ANCHOR=${ANCHOR:-$ROOT/../shared/anchors/inn2}
 N=${N:-500}
+SITES=${SITES:-1}
+if [ "${1:-}" = "--sites" ]; then SITES=${2:?--sites needs a number}; fi
 DEADLINE=${DEADLINE:-40}       # seconds for each wait on a feed
 MAX_SECONDS=${MAX_SECONDS:-170} # for the whole run, cleanup included
 PY=/usr/bin/python3
@@ -59,9 +67,28 @@ say() { echo "innfeed-check: $*" >&2; }
 freeport() {
     $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-TPORT=$(freeport)
+# freeports N: the first of N consecutive free loopback ports.
+freeports() {
+    $PY - "$1" <<'PY'
+import random, socket, sys
+n = int(sys.argv[1])
+for _ in range(200):
+    base = random.randrange(20000, 60000)
+    socks = []
+    try:
+        for p in range(base, base + n):
+            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
+    except OSError:
+        continue
+    finally:
+        for s in socks: s.close()
+    print(base); break
+PY
+}
+TPORT=$(freeports "$SITES")
 export INN_PORT=${INN_PORT:-$(freeport)}
-[ "$TPORT" != "$INN_PORT" ] || TPORT=$(freeport)
+while [ "$INN_PORT" -ge "$TPORT" ] && [ "$INN_PORT" -lt "$((TPORT + SITES))" ]; do TPORT=$(freeports "$SITES"); done
+NODEPORT=$(freeports "$SITES")
 
 # The helper speaks NNTP: makes the articles, injects them into innd, reads
 # them back from triad, and reads innfeed.status.
@@ -353,11 +380,25 @@ drop_backlog() {
     mv /var/spool/news/innfeed/.triad.new /var/spool/news/innfeed/triad
 }
 
-STEP="starting triad nntp on 127.0.0.1:$TPORT"
-"$OUT/triad" nntp --listen "127.0.0.1:$TPORT" --data "$OUT/triad-data" --groups triad.feed,triad.nudge \
-    --pathhost triad-check >"$OUT/triad.log" 2>&1 &
+if [ "$SITES" = 1 ]; then
+    STEP="starting triad nntp on 127.0.0.1:$TPORT"
+    "$OUT/triad" nntp --listen "127.0.0.1:$TPORT" --data "$OUT/triad-data" --groups triad.feed,triad.nudge \
+        --pathhost triad-check >"$OUT/triad.log" 2>&1 &
+else
+    STEP="starting triad up --sites $SITES on 127.0.0.1:$TPORT-$((TPORT + SITES - 1))"
+    "$OUT/triad" up --sites "$SITES" --port "$NODEPORT" --nntp-port "$TPORT" --data "$OUT/triad-data" \
+        --groups triad.feed,triad.nudge >"$OUT/triad.log" 2>&1 &
+fi
 TRIAD_PID=$!
-wait_for 10 "triad's greeting" count_is triad.feed 0
+wait_for 20 "triad's greeting" count_is triad.feed 0
+# site_counts GROUP: the GROUP's count at every site, space-separated.
+site_counts() {
+    local i out=""
+    for i in $(seq 0 $((SITES - 1))); do out="$out $($PY "$OUT/feed.py" group "$((TPORT + i))" "$1" 2>/dev/null)"; done
+    echo "${out# }"
+}
+# all_sites_are GROUP N: every site's GROUP holds N articles.
+all_sites_are() { [ "$(site_counts "$1")" = "$(printf "$2 %.0s" $(seq "$SITES") | sed 's/ $//')" ]; }
 
 STEP="INN setup (log: $OUT/inn-setup.log)"
 install_inn >"$OUT/inn-setup.log" 2>&1
@@ -419,6 +460,17 @@ wait_for "$DEADLINE" "$N articles in triad.feed" count_is triad.feed "$N"
 T1=$(date +%s.%N)
 STEP="checking the articles on triad"
 SAME=$($PY "$OUT/feed.py" verify "$TPORT" triad.feed "$OUT/articles")
+SITES_LINE=""
+if [ "$SITES" -gt 1 ]; then
+    STEP="the announcements: site 1 -> the other sites"
+    wait_for "$DEADLINE" "$N articles in triad.feed at all $SITES sites" all_sites_are triad.feed "$N"
+    T1S=$(date +%s.%N)
+    for i in $(seq 1 $((SITES - 1))); do
+        same=$($PY "$OUT/feed.py" verify "$((TPORT + i))" triad.feed "$OUT/articles")
+        [ "$same" = "$SAME" ] || { say "site $((i + 1)) read back $same, site 1 $SAME"; exit 1; }
+    done
+    SITES_LINE=$(printf 'at all %s sites %.1f s after the feed began, each once, read back the same at each' "$SITES" "$(elapsed "$T0" "$T1S")")
+fi
 # innfeed's own counts, all from one innfeed process. (innfeed counts an
 # article offered twice when it switches to no-CHECK mode between its CHECK
 # and its TAKETHIS, so offered may exceed accepted; see buildTakethisBuffers
@@ -463,7 +515,7 @@ SECOND=$(counts)
 COUNT1=$(count triad.feed)
 REJ1=$(feedstat rejected) REF1=$(feedstat refused)
 [ "$(feedstat accepted)" = "$((N + NUDGES))" ] && [ "$((REJ1 + REF1))" = "$N" ] && [ "$REJ1" -gt 0 ] &&
-    [ "$COUNT1" = "$N" ] && [ "$(count triad.nudge)" = "$NUDGES" ] ||
+    [ "$COUNT1" = "$N" ] && [ "$(count triad.nudge)" = "$NUDGES" ] && all_sites_are triad.feed "$N" ||
     { say "re-feed 1 was not all refused, with some TAKETHIS: innfeed $SECOND; triad.feed holds $COUNT1"; exit 1; }
 
 # Re-feed 2: `ctlinnd flush innfeed!` makes innd close the idle innfeed's
@@ -482,12 +534,12 @@ T5=$(date +%s.%N)
 THIRD=$(counts)
 COUNT2=$(count triad.feed)
 [ "$(feedstat accepted)" = 0 ] && [ "$(feedstat offered)" = "$N" ] && [ "$(feedstat refused)" = "$N" ] &&
-    [ "$COUNT2" = "$N" ] ||
+    [ "$COUNT2" = "$N" ] && all_sites_are triad.feed "$N" ||
     { say "re-feed 2 was not all refused to CHECK: innfeed $THIRD; triad.feed holds $COUNT2"; exit 1; }
 
 BIG=$(find "$OUT/articles" -size +100k | wc -l)
 MB=$(du -cb "$OUT"/articles/* | awk 'END { printf "%.1f", $1 / 1e6 }')
-echo "innfeed-check: INN $(dpkg-query -W -f='${Version}' inn2), innd -> innfeed -> triad nntp, streaming"
+echo "innfeed-check: INN $(dpkg-query -W -f='${Version}' inn2), innd -> innfeed -> triad nntp, streaming ($SITES site(s))"
 echo "  fed:       $N articles into innd ($((N - BIG)) of about 2 KB, $BIG of about 200 KB; $MB MB)"
 printf '  arrived:   %s in triad.feed in %.1f s, each once; %s read back by message-id, bodies identical\n' \
     "$N" "$(elapsed "$T0" "$T1")" "$SAME"
@@ -498,5 +550,6 @@ echo "             innfeed: $SECOND(counts since the feed; $NUDGES accepted nudg
 printf '  re-fed 2:  %s through a fresh innfeed'"'"'s backlog in %.1f s: %s refused (438 to CHECK)\n' \
     "$N" "$(elapsed "$T4" "$T5")" "$(feedstat refused)"
 echo "             innfeed: $THIRD"
-echo "  triad.feed: $N articles after the feed, $COUNT1 after re-feed 1, $COUNT2 after re-feed 2"
+[ -z "$SITES_LINE" ] || echo "  sites:     $SITES_LINE"
+echo "  triad.feed: $N articles after the feed, $COUNT1 after re-feed 1, $COUNT2 after re-feed 2 (every site: $(site_counts triad.feed))"
 echo "  time:      $(($(date +%s) - START)) s in all"

@@ -43,6 +43,7 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	data := fs.String("data", "triad-data/up", "data `directory` for all nodes and sites")
 	nntpPort := fs.Int("nntp-port", 1119, "news port of the first site on 127.0.0.1; site i serves on nntp-port+i (0: no news servers)")
 	cacheMB := fs.Int("cache-mb", 64, "each site's cache of articles read from the ring, in MiB")
+	groups := fs.String("groups", defaultGroups, "comma-separated `newsgroups` every site carries (name or name:y|n|m)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -58,6 +59,11 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	}
 	if *port < 1 || *port+total > 65535 {
 		return usageErr(fs, "--port %d out of range", *port)
+	}
+	for _, g := range splitList(*groups) {
+		if _, _, err := groupSpec(g); err != nil {
+			return usageErr(fs, "--groups: %v", err)
+		}
 	}
 	if *cacheMB < 0 {
 		return usageErr(fs, "--cache-mb %d: want 0 or more", *cacheMB)
@@ -109,7 +115,7 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 			o := addNNTPFlags(fs)
 			listen, dir, nodeAddr := fmt.Sprintf("127.0.0.1:%d", *nntpPort+i), filepath.Join(*data, upSiteName(i)), running[i**nodes].addr
 			name := upSiteName(i)
-			o.listen, o.data, o.node, o.pathHost, o.cacheMB = &listen, &dir, &nodeAddr, &name, cacheMB
+			o.listen, o.data, o.node, o.pathHost, o.cacheMB, o.groups = &listen, &dir, &nodeAddr, &name, cacheMB, groups
 			for j := 0; j < *sites; j++ {
 				if j != i {
 					o.peers = append(o.peers, usenet.Peer{Name: upSiteName(j), Addr: fmt.Sprintf("127.0.0.1:%d", *nntpPort+j), Password: secret})
