@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -58,6 +59,9 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 	readBy := fs.String("read-by", "number", "`how` reads name articles: number (after GROUP) or id (message-id)")
 	user := fs.String("user", "", "AUTHINFO USER on every connection")
 	pass := fs.String("pass", "", "AUTHINFO PASS, if the server asks for one")
+	readAddr := fs.String("read-addr", "", "read phases go to this `HOST:PORT`, another site of the same ring (waits until it lists what --addr took)")
+	postConns := fs.String("post-conns", "1", "comma-separated posting connection `counts`; each is a post phase of its own")
+	syncDir := fs.String("sync-probe", "", "also measure this `directory`'s disk: the median time of a 4 KB write and fdatasync (what one durable post must wait for at least)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	profile := addProfileFlag(fs, "the load generator")
 	if err := parse(fs, args); err != nil {
@@ -83,7 +87,16 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 	if !(*maxSeconds > 0 && *maxSeconds <= 86400) {
 		return usageErr(fs, "--max-seconds must be above 0 and at most a day")
 	}
+	var pc []int
+	for _, f := range splitList(*postConns) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return usageErr(fs, "--post-conns: %q is not a number", f)
+		}
+		pc = append(pc, n)
+	}
 	cfg := bench.NNTPConfig{
+		ReadAddr: *readAddr, PostConns: pc,
 		Addr: *addr, SizeBytes: *size, Articles: *articles, Conns: *conns, Group: *group,
 		MaxPhase: time.Duration(*maxSeconds * float64(time.Second)), Phases: strings.Split(*phases, ","),
 		ReadBy: *readBy, User: *user, Pass: *pass,
@@ -101,8 +114,20 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	out := struct {
+		bench.NNTPResult
+		SyncP50Ms float64 `json:"sync_p50_ms,omitempty"`
+	}{NNTPResult: res}
+	if *syncDir != "" {
+		d, err := bench.SyncLatency(*syncDir, 200)
+		if err != nil {
+			return err
+		}
+		out.SyncP50Ms = float64(d) / 1e6
+		fmt.Fprintf(stdout, "disk under %s: a 4 KB write and fdatasync take %.3f ms (median of 200)\n", *syncDir, out.SyncP50Ms)
+	}
 	if *asJSON {
-		return printJSON(stdout, res)
+		return printJSON(stdout, out)
 	}
 	return nil
 }
@@ -120,6 +145,9 @@ func printNNTP(w io.Writer, res bench.NNTPResult) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.3f\t%.3f\t\n", name, p.Conns, p.Done, p.Offered, p.Failed, p.Checked, p.OpsPerS, p.MBps, p.P50Ms, p.P99Ms)
 	}
 	tw.Flush()
+	if res.ReadAddr != "" {
+		fmt.Fprintf(w, "reads from %s, which listed every article %s took %.3f s after the last was acknowledged\n", res.ReadAddr, res.Addr, res.ListedAfterSec)
+	}
 	if o := res.Over; o != nil {
 		fmt.Fprintf(w, "OVER of the group: %d lines, %d bytes in %.4f s (median of %d): %.0f lines/s, %.1f MB/s\n", o.Lines, o.Bytes, o.MedianSeconds, o.Repeats, o.LinesPerS, o.MBps)
 	}

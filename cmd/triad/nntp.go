@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -46,12 +47,14 @@ headers. --peers FILE names the other sites, one per line:
 
   # name     address             mode      secret   [groups]
   siteb      10.0.0.2:119        announce  s3cret
+  sitec      10.0.0.3:119        mesh      0th3r
   upstream   news.example:119    feed      -        comp.*,!comp.binaries.*
 
 A site announces every article listed here (posted, fed, or announced by
 another peer) to its announce peers with CHECK and TAKEDHT (headers and the
-article's key), except to sites already in its Path; a feed peer (INN, say)
-gets whole articles with CHECK and TAKETHIS. An announce peer logs in here as
+article's key), except to sites already in its Path; a mesh peer (every site
+peers with every other) gets only the articles that entered the ring here;
+a feed peer (INN, say) gets whole articles with CHECK and TAKETHIS. An announce peer logs in here as
 its name with the secret of the link. What a peer has not taken waits in
 news.db (--max-backlog) and goes when it is back; each peer's state is in
 DATA/feeds.status. Articles read from the DHT are kept in a memory cache
@@ -241,7 +244,7 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 		spool = s
 	}
 	site, err := usenet.OpenSite(usenet.SiteConfig{Dir: *o.data, Spool: spool, PathHost: *o.pathHost, MaxArticle: *o.maxArticle,
-		Expiry: o.rules, Relay: len(o.peers) > 0})
+		Expiry: o.rules, Relay: len(o.peers) > 0, RelayAnnounced: slices.ContainsFunc(o.peers, func(p usenet.Peer) bool { return p.Mode != usenet.Mesh })})
 	if err != nil {
 		spool.Close()
 		return nil, err
@@ -271,7 +274,7 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 	}
 	// An announcing peer logs in with its name and the link's secret.
 	for _, p := range o.peers {
-		if p.Mode != usenet.Announce || p.Password == "" {
+		if p.Mode == usenet.Feed || p.Password == "" {
 			continue
 		}
 		if cfg.Users == nil {
@@ -385,11 +388,13 @@ func groupSpec(spec string) (name, status string, err error) {
 
 // loadPeers reads a --peers file: one peer per line,
 //
-//	name  host:port  announce|feed  secret|-  [groups-wildmat]
+//	name  host:port  announce|mesh|feed  secret|-  [groups-wildmat]
 //
 // name is the peer's Path name. An announce peer is a site of the same
-// ring: it is sent headers and keys (TAKEDHT) and may announce here,
-// logging in as name with the secret (the same on both sides of the link).
+// ring: it is sent headers and keys (TAKEDHT) of every article listed
+// here and may announce here, logging in as name with the secret (the
+// same on both sides of the link). A mesh peer is one in a full mesh: it
+// is sent only the articles that entered the ring here.
 // A feed peer is a traditional server upstream: it is sent whole articles
 // (CHECK, TAKETHIS), logging in with the secret unless it is "-".
 func loadPeers(path string) ([]usenet.Peer, error) {
@@ -409,7 +414,7 @@ func loadPeers(path string) ([]usenet.Peer, error) {
 		}
 		f := strings.Fields(line)
 		if len(f) < 4 || len(f) > 5 {
-			return nil, bad("want 'name host:port announce|feed secret|- [groups]', got %d fields", len(f))
+			return nil, bad("want 'name host:port announce|mesh|feed secret|- [groups]', got %d fields", len(f))
 		}
 		p := usenet.Peer{Name: f[0], Addr: f[1], Password: f[3]}
 		if strings.ContainsAny(p.Name, "!:") || seen[p.Name] {
@@ -422,13 +427,15 @@ func loadPeers(path string) ([]usenet.Peer, error) {
 		switch f[2] {
 		case "announce":
 			p.Mode = usenet.Announce
+		case "mesh":
+			p.Mode = usenet.Mesh
 		case "feed":
 			p.Mode = usenet.Feed
 		default:
-			return nil, bad("mode %q: want announce or feed", f[2])
+			return nil, bad("mode %q: want announce, mesh or feed", f[2])
 		}
 		if p.Password == "-" {
-			if p.Mode == usenet.Announce {
+			if p.Mode != usenet.Feed {
 				return nil, bad("an announce peer needs a secret: it is how the peer is known when it announces")
 			}
 			p.Password = ""

@@ -44,12 +44,19 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	nntpPort := fs.Int("nntp-port", 1119, "news port of the first site on 127.0.0.1; site i serves on nntp-port+i (0: no news servers)")
 	cacheMB := fs.Int("cache-mb", 64, "each site's cache of articles read from the ring, in MiB")
 	groups := fs.String("groups", defaultGroups, "comma-separated `newsgroups` every site carries (name or name:y|n|m)")
+	profile := addProfileFlag(fs, "every node and site until Ctrl-C")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
+	stopProfile, err := profile.start()
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	relaxGC()
 	total := *sites * *nodes
 	if *sites < 1 || *sites > 16 || *nodes < 1 || total > 64 || *vnodes < 1 || *vnodes > 64 {
 		return usageErr(fs, "want 1 to 16 sites, 1 to 64 nodes in all and 1 to 64 vnodes")
@@ -118,7 +125,7 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 			o.listen, o.data, o.node, o.pathHost, o.cacheMB, o.groups = &listen, &dir, &nodeAddr, &name, cacheMB, groups
 			for j := 0; j < *sites; j++ {
 				if j != i {
-					o.peers = append(o.peers, usenet.Peer{Name: upSiteName(j), Addr: fmt.Sprintf("127.0.0.1:%d", *nntpPort+j), Password: secret})
+					o.peers = append(o.peers, usenet.Peer{Name: upSiteName(j), Addr: fmt.Sprintf("127.0.0.1:%d", *nntpPort+j), Password: secret, Mode: usenet.Mesh})
 				}
 			}
 			n, err := startNNTP(ctx, o, log)

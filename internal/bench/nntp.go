@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,7 +30,13 @@ const NNTPPhases = "takethis,post,article,body,over,plain"
 
 // NNTPConfig is one run of the NNTP load generator against a running server.
 type NNTPConfig struct {
-	Addr      string        // the server's host:port; must be on loopback
+	Addr string // the server's host:port; must be on loopback
+	// ReadAddr, if set, is the server the read phases (article, body,
+	// over, plain) go to: another site of the same ring, which lists
+	// what Addr took once it is announced. The run waits (up to
+	// MaxPhase) until it lists as many articles as Addr does.
+	ReadAddr  string
+	PostConns []int         // posting connections of the post phase, each count a phase of its own; nil means 1
 	SizeBytes int           // wire size of every article: headers, dot-stuffed body and terminating line
 	Articles  int           // articles fed with TAKETHIS and read back; a fifth as many are POSTed
 	Conns     int           // TAKETHIS connections
@@ -63,6 +70,16 @@ var nntpReadConns = [...]int{1, 4, 16}
 // Validate reports the first problem with c, an address that is not on
 // loopback among them.
 func (c NNTPConfig) Validate() error {
+	if c.ReadAddr != "" {
+		if err := checkLoopback(c.ReadAddr); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.PostConns {
+		if n < 1 || n > 256 {
+			return fmt.Errorf("bench: %d posting connections: want 1 to 256", n)
+		}
+	}
 	if err := checkLoopback(c.Addr); err != nil {
 		return err
 	}
@@ -177,6 +194,10 @@ type NNTPResult struct {
 	ReadBy    string      `json:"read_by"`
 	Phases    []NNTPPhase `json:"phases"`
 	Over      *NNTPOver   `json:"over,omitempty"`
+	// With ReadAddr: the server read from, and how long after the last
+	// ingest it listed everything the ingesting one did.
+	ReadAddr       string  `json:"read_addr,omitempty"`
+	ListedAfterSec float64 `json:"listed_after_seconds,omitempty"`
 }
 
 // Phase returns the figures of the named phase at the given connection
@@ -206,11 +227,14 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 	if cfg.Log == nil {
 		cfg.Log = func(string, ...any) {}
 	}
-	res := NNTPResult{Addr: cfg.Addr, Group: cfg.Group, SizeBytes: cfg.SizeBytes, Articles: cfg.Articles, ReadBy: cfg.ReadBy}
+	if len(cfg.PostConns) == 0 {
+		cfg.PostConns = []int{1}
+	}
+	res := NNTPResult{Addr: cfg.Addr, Group: cfg.Group, SizeBytes: cfg.SizeBytes, Articles: cfg.Articles, ReadBy: cfg.ReadBy, ReadAddr: cfg.ReadAddr}
 	if err := cfg.Validate(); err != nil {
 		return res, err
 	}
-	run := &nntpRun{cfg: cfg, byID: map[string]*article{}}
+	run := &nntpRun{cfg: cfg, byID: map[string]*article{}, addr: cfg.Addr}
 	now := time.Now()
 	// Unique per run, so that a server keeping its history accepts the
 	// articles of every run.
@@ -240,20 +264,30 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 		fed = append(fed, arts...)
 	}
 	if cfg.runs("post") {
-		spec := articleSpec{group: cfg.Group, tag: tag + ".post", date: now, sizeBytes: cfg.SizeBytes, forPost: true}
-		arts, err := run.generate(spec, max(1, cfg.Articles/5))
-		if err != nil {
-			return res, err
+		for _, conns := range cfg.PostConns {
+			spec := articleSpec{group: cfg.Group, tag: fmt.Sprintf("%s.post%d", tag, conns), date: now, sizeBytes: cfg.SizeBytes, forPost: true}
+			arts, err := run.generate(spec, max(conns, cfg.Articles/5))
+			if err != nil {
+				return res, err
+			}
+			p := run.post(arts, conns)
+			res.Phases = append(res.Phases, p)
+			if err := run.check(p); err != nil {
+				return res, err
+			}
+			fed = append(fed, arts...)
 		}
-		p := run.post(arts)
-		res.Phases = append(res.Phases, p)
-		if err := run.check(p); err != nil {
-			return res, err
-		}
-		fed = append(fed, arts...)
 	}
 	if !cfg.runs("article", "body", "over", "plain") {
 		return res, nil
+	}
+	if cfg.ReadAddr != "" {
+		waited, err := run.waitListed(cfg.ReadAddr)
+		if err != nil {
+			return res, err
+		}
+		res.ListedAfterSec = waited.Seconds()
+		run.addr = cfg.ReadAddr
 	}
 	var targets []readTarget
 	if cfg.runs("article", "body", "plain") {
@@ -295,6 +329,7 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 type nntpRun struct {
 	cfg  NNTPConfig
 	byID map[string]*article
+	addr string // the server connections go to: cfg.Addr, then cfg.ReadAddr for reads
 }
 
 // generate makes n articles, before any clock starts.
@@ -491,57 +526,111 @@ feed:
 	return rs
 }
 
-// post sends arts one at a time with POST on one reader connection.
-func (r *nntpRun) post(arts []*article) NNTPPhase {
-	var s connStats
-	c, err := r.reader(time.Now().Add(r.cfg.MaxPhase), true, false)
-	t0 := time.Now()
-	if err != nil {
-		s.fail(err)
-		return figures("post", true, len(arts), t0, []connStats{s})
-	}
-	defer r.close([]*nntpConn{c})
-	if code, _ := nntp.ParseStatus([]byte(c.mode)); code == nntp.CodePostingProhibited {
-		s.fail(&ReplyError{Cmd: "MODE READER", Line: c.mode + " (posting not allowed)"})
-		return figures("post", true, len(arts), t0, []connStats{s})
-	}
-	stop := t0.Add(r.cfg.MaxPhase)
-	c.setDeadline(stop.Add(ioGrace))
-	for _, a := range arts {
-		if time.Now().After(stop) {
-			break
-		}
-		t := time.Now()
-		if _, err := c.expect("POST", nntp.CodeSendPost); err != nil {
-			s.fail(err)
-			if isIOError(err) {
-				break
+// post sends arts with POST from conns reader connections, one article
+// at a time on each, as newsreaders post.
+func (r *nntpRun) post(arts []*article, conns int) NNTPPhase {
+	stats := make([]connStats, conns)
+	cs := make([]*nntpConn, conns)
+	setup := time.Now().Add(r.cfg.MaxPhase)
+	for i := range cs {
+		c, err := r.reader(setup, true, false)
+		if err == nil {
+			if code, _ := nntp.ParseStatus([]byte(c.mode)); code == nntp.CodePostingProhibited {
+				err = &ReplyError{Cmd: "MODE READER", Line: c.mode + " (posting not allowed)"}
+				c.Close()
 			}
+		}
+		if err != nil {
+			stats[i].fail(err)
 			continue
 		}
-		if _, err := c.Conn().Write(a.wire); err != nil {
-			s.fail(fmt.Errorf("POST %s: %w", a.id, err))
-			break
-		}
-		line, err := c.ReadLine()
-		if err != nil {
-			s.fail(fmt.Errorf("POST %s: reading the reply: %w", a.id, err))
-			break
-		}
-		s.end = time.Now()
-		switch code, _ := nntp.ParseStatus(line); code {
-		case nntp.CodePosted:
-			s.done++
-			s.bytes += int64(len(a.wire))
-			s.lat = append(s.lat, s.end.Sub(t))
-		case nntp.CodePostingFailed:
-			s.rejected++
-			s.fail(&ReplyError{Cmd: "POST " + a.id, Line: string(line)})
-		default:
-			s.fail(&ReplyError{Cmd: "POST " + a.id, Line: string(line)})
-		}
+		cs[i] = c
 	}
-	return figures("post", true, len(arts), t0, []connStats{s})
+	defer r.close(cs)
+	t0 := time.Now()
+	stop := t0.Add(r.cfg.MaxPhase)
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		if c == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.setDeadline(stop.Add(ioGrace))
+			for j := i; j < len(arts) && time.Now().Before(stop); j += conns {
+				if !postOne(c, arts[j], &stats[i]) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return figures("post", true, len(arts), t0, stats)
+}
+
+// postOne posts one article and reports whether the connection is still
+// usable.
+func postOne(c *nntpConn, a *article, s *connStats) bool {
+	t := time.Now()
+	if _, err := c.expect("POST", nntp.CodeSendPost); err != nil {
+		s.fail(err)
+		return !isIOError(err)
+	}
+	if _, err := c.Conn().Write(a.wire); err != nil {
+		s.fail(fmt.Errorf("POST %s: %w", a.id, err))
+		return false
+	}
+	line, err := c.ReadLine()
+	if err != nil {
+		s.fail(fmt.Errorf("POST %s: reading the reply: %w", a.id, err))
+		return false
+	}
+	s.end = time.Now()
+	switch code, _ := nntp.ParseStatus(line); code {
+	case nntp.CodePosted:
+		s.done++
+		s.bytes += int64(len(a.wire))
+		s.lat = append(s.lat, s.end.Sub(t))
+	case nntp.CodePostingFailed:
+		s.rejected++
+		s.fail(&ReplyError{Cmd: "POST " + a.id, Line: string(line)})
+	default:
+		s.fail(&ReplyError{Cmd: "POST " + a.id, Line: string(line)})
+	}
+	return true
+}
+
+// waitListed waits until the server at addr lists as many articles of the
+// group as the ingesting one does (a site that learns of them by
+// announcement), and returns how long that took.
+func (r *nntpRun) waitListed(addr string) (time.Duration, error) {
+	c, err := r.reader(time.Now().Add(ioGrace), true, true)
+	if err != nil {
+		return 0, err
+	}
+	want := c.group.count
+	r.close([]*nntpConn{c})
+	start := time.Now()
+	deadline := start.Add(r.cfg.MaxPhase)
+	saved := r.addr
+	r.addr = addr
+	defer func() { r.addr = saved }()
+	for {
+		c, err := r.reader(time.Now().Add(ioGrace), true, true)
+		if err != nil {
+			return 0, err
+		}
+		got := c.group.count
+		r.close([]*nntpConn{c})
+		if got >= want {
+			return time.Since(start), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("bench: %s lists %d articles of %s %v after the ingest, %s %d", addr, got, r.cfg.Group, r.cfg.MaxPhase, r.cfg.Addr, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // readTarget is one article to read: the command's argument (a number or
@@ -774,7 +863,7 @@ type groupInfo struct {
 // dial connects and reads the greeting (200 or 201).
 func (r *nntpRun) dial(deadline time.Time, quickAck bool) (*nntpConn, error) {
 	d := net.Dialer{Deadline: deadline}
-	nc, err := d.Dial("tcp", r.cfg.Addr)
+	nc, err := d.Dial("tcp", r.addr)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -792,11 +881,11 @@ func (r *nntpRun) dial(deadline time.Time, quickAck bool) (*nntpConn, error) {
 	cl, err := nntp.NewClient(tc, src)
 	if err != nil {
 		tc.Close()
-		return nil, fmt.Errorf("bench: %s: %w", r.cfg.Addr, err)
+		return nil, fmt.Errorf("bench: %s: %w", r.addr, err)
 	}
 	if code, _ := nntp.ParseStatus([]byte(cl.Greeting())); code != nntp.CodePostingAllowed && code != nntp.CodePostingProhibited {
 		tc.Close()
-		return nil, &ReplyError{Cmd: "(connect to " + r.cfg.Addr + ")", Line: cl.Greeting()}
+		return nil, &ReplyError{Cmd: "(connect to " + r.addr + ")", Line: cl.Greeting()}
 	}
 	return &nntpConn{Client: cl}, nil
 }

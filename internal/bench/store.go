@@ -379,3 +379,28 @@ func reopenOnly(c StoreConfig, res StoreResult) (StoreResult, error) {
 	res.Objects = c.Reopen
 	return res, st.Close()
 }
+
+// SyncLatency is the median time, over n rounds, of writing 4 KB to a
+// file in dir and fdatasync'ing it: the least a durable write there waits.
+func SyncLatency(dir string, n int) (time.Duration, error) {
+	f, err := os.CreateTemp(dir, "sync-probe-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 4096)
+	lat := make([]time.Duration, 0, n)
+	for i := range n {
+		t := time.Now()
+		if _, err := f.WriteAt(buf, int64(i%64)*4096); err != nil {
+			return 0, err
+		}
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			return 0, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2], nil
+}

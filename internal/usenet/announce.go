@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"triad/internal/id"
@@ -129,77 +130,143 @@ func withoutHeader(raw []byte, name string) []byte {
 // added to its Path. Errors are those of Accept, ErrNoChordID and
 // ErrUnresolved (refused for good), or the spool's (try later).
 func (s *Site) Announce(ctx context.Context, head []byte, offered string) (string, error) {
+	a := []Announcement{{Head: head, Offered: offered}}
+	s.AnnounceBatch(ctx, a)
+	return a[0].MessageID, a[0].Err
+}
+
+// An Announcement is one TAKEDHT of a batch: Head and Offered in,
+// MessageID and Err (Announce's results) out.
+type Announcement struct {
+	Head      []byte
+	Offered   string
+	MessageID string
+	Err       error
+
+	p       *pending
+	release func()
+}
+
+// maxResolving bounds the key checks of one batch in flight at once.
+const maxResolving = 64
+
+// AnnounceBatch is Announce for many announcements at once, as a peer's
+// feeder sends them: their keys are checked concurrently and those that
+// pass are listed together, in one commit (one sync of news.db for the
+// batch, not one per article).
+func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
 	if s.journal != nil {
-		return "", ErrLocalSpool
-	}
-	if len(head) > maxHead {
-		return "", badf("announced head of %d bytes, limit %d", len(head), maxHead)
+		for i := range batch {
+			batch[i].Err = ErrLocalSpool
+		}
+		return
 	}
 	now := s.cfg.Now()
-	a, err := ParseArticle(head)
+	for i := range batch {
+		s.prepareAnnounced(&batch[i], now)
+	}
+	if r, ok := s.spool.(resolver); ok {
+		sem := make(chan struct{}, maxResolving)
+		var wg sync.WaitGroup
+		for i := range batch {
+			an := &batch[i]
+			if an.p == nil {
+				continue
+			}
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				found, err := r.Has(ctx, an.p.entry.Key)
+				switch {
+				case err != nil:
+					an.Err = errors.Join(ErrDeferred, err)
+				case !found:
+					an.Err = ErrUnresolved
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	for i := range batch {
+		an := &batch[i]
+		if an.p == nil {
+			continue
+		}
+		if an.Err != nil {
+			an.release()
+			an.p = nil
+			continue
+		}
+		select {
+		case s.commits <- an.p:
+		case <-s.stop:
+			an.Err = ErrSiteClosed
+			an.release()
+			an.p = nil
+		}
+	}
+	for i := range batch {
+		if an := &batch[i]; an.p != nil {
+			an.Err = <-an.p.done
+		}
+	}
+}
+
+// prepareAnnounced checks an announcement and claims its message-id,
+// leaving the entry to list in an.p, or the reason in an.Err.
+func (s *Site) prepareAnnounced(an *Announcement, now time.Time) {
+	if len(an.Head) > maxHead {
+		an.Err = badf("announced head of %d bytes, limit %d", len(an.Head), maxHead)
+		return
+	}
+	a, err := ParseArticle(an.Head)
 	if err != nil {
-		return "", err
+		an.Err = err
+		return
 	}
 	if a.body != len(a.Raw) {
-		return "", badf("an announcement carries headers only")
+		an.Err = badf("an announcement carries headers only")
+		return
 	}
 	v, n := a.Header(ChordHeader)
 	if n != 1 {
-		return "", ErrNoChordID
+		an.Err = ErrNoChordID
+		return
 	}
 	key, size, lines, expires, err := parseChordValue(v)
 	if err != nil {
-		return "", err
+		an.Err = err
+		return
 	}
 	if !expires.After(now) {
-		return "", badf("announced article expired at %s", expires.UTC().Format(time.RFC3339))
+		an.Err = badf("announced article expired at %s", expires.UTC().Format(time.RFC3339))
+		return
 	}
 	s.addPath(a)
-	if err := a.Validate(offered); err != nil {
-		return "", err
+	if an.Err = a.Validate(an.Offered); an.Err != nil {
+		return
 	}
-	msgid, _ := a.Header("Message-ID")
+	an.MessageID, _ = a.Header("Message-ID")
 	names, _ := a.Groups()
 	_, approved := a.Header("Approved")
 	groups, keep, err := s.list.route(names, false, approved > 0)
 	if err != nil {
-		return msgid, err
+		an.Err = err
+		return
 	}
-	release, err := s.claim(msgid)
-	if err != nil {
-		return msgid, err
-	}
-	handedOver := false
-	defer func() {
-		if !handedOver {
-			release()
-		}
-	}()
-	if r, ok := s.spool.(resolver); ok {
-		found, err := r.Has(ctx, key)
-		if err != nil {
-			return msgid, errors.Join(ErrDeferred, err)
-		}
-		if !found {
-			return msgid, ErrUnresolved
-		}
+	if an.release, an.Err = s.claim(an.MessageID); an.Err != nil {
+		return
 	}
 	if now.Add(keep).Before(expires) {
 		expires = now.Add(keep)
 	}
-	e := entryOf(a, msgid, key, groups, now, expires)
+	e := entryOf(a, an.MessageID, key, groups, now, expires)
 	e.Bytes, e.Lines = size, lines
-	if s.cfg.Relay {
-		e.Head = withoutHeader(a.Raw, ChordHeader)
+	if s.cfg.RelayAnnounced {
+		e.Head, e.Announced = withoutHeader(a.Raw, ChordHeader), true
 	}
-	p := &pending{entry: e, done: make(chan error, 1)}
-	select {
-	case s.commits <- p:
-		handedOver = true
-	case <-s.stop:
-		return msgid, ErrSiteClosed
-	}
-	return msgid, <-p.done
+	an.p = &pending{entry: e, done: make(chan error, 1)}
 }
 
 // claim marks msgid as being stored, refusing it if it is in flight or

@@ -945,20 +945,68 @@ func (c *conn) takedht(args []string) bool {
 	case CheckMessageID(msgid) != nil:
 		return refuse(nntp.CodeTakeThisRejected, "%.80s Malformed message-id", msgid)
 	}
-	n := c.seq.take()
-	c.stream(func() {
-		defer freeArticle(head)
-		_, err := c.site.Announce(context.Background(), head, msgid)
-		switch code, text := feedResult(err); code {
-		case nntp.CodeCheckLater:
-			c.s.cfg.Log.Warn("closing a peer's feed: announcement not taken", "peer", c.user, "err", err)
-			c.seq.write(n, statusLine(nntp.CodeUnavailable, "%s", text))
-			c.nc.Close()
-		case nntp.CodeTakeThisRejected:
-			c.seq.write(n, statusLine(code, "%s %s", msgid, text))
-		default:
-			c.seq.write(n, statusLine(code, "%s", msgid))
-		}
-	})
+	c.announce(annJob{n: c.seq.take(), head: head, msgid: msgid})
 	return true
+}
+
+// annJob is a TAKEDHT waiting to be listed, with its reply's turn.
+type annJob struct {
+	n     uint64
+	head  []byte
+	msgid string
+}
+
+// maxAnnBatch bounds the announcements listed together.
+const maxAnnBatch = 512
+
+// announce hands a TAKEDHT to the connection's announcer, started on the
+// first: it lists the announcements waiting when it is free as one batch
+// (Site.AnnounceBatch), so a peer's burst costs one commit, not one per
+// article. The queue is bounded; a full one holds the reader, and the
+// peer waits in TCP.
+func (c *conn) announce(j annJob) {
+	if c.anns == nil {
+		c.anns = make(chan annJob, maxAnnBatch)
+		c.streamWG.Add(1)
+		go c.announcer()
+	}
+	c.anns <- j
+}
+
+func (c *conn) announcer() {
+	defer c.streamWG.Done()
+	for j := range c.anns {
+		jobs := []annJob{j}
+	more:
+		for len(jobs) < maxAnnBatch {
+			select {
+			case j, ok := <-c.anns:
+				if !ok {
+					break more
+				}
+				jobs = append(jobs, j)
+			default:
+				break more
+			}
+		}
+		batch := make([]Announcement, len(jobs))
+		for i, j := range jobs {
+			batch[i] = Announcement{Head: j.head, Offered: j.msgid}
+		}
+		c.site.AnnounceBatch(context.Background(), batch)
+		for i, j := range jobs {
+			freeArticle(j.head)
+			err := batch[i].Err
+			switch code, text := feedResult(err); code {
+			case nntp.CodeCheckLater:
+				c.s.cfg.Log.Warn("closing a peer's feed: announcement not taken", "peer", c.user, "err", err)
+				c.seq.write(j.n, statusLine(nntp.CodeUnavailable, "%s", text))
+				c.nc.Close()
+			case nntp.CodeTakeThisRejected:
+				c.seq.write(j.n, statusLine(code, "%s %s", j.msgid, text))
+			default:
+				c.seq.write(j.n, statusLine(code, "%s", j.msgid))
+			}
+		}
+	}
 }

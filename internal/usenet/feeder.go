@@ -26,13 +26,15 @@ const (
 	// TAKETHIS, RFC 4644), as INN's innfeed does: the way articles posted
 	// at any site of the ring reach the rest of Usenet.
 	Feed
+	// Mesh is Announce to a site that peers with every other site of the
+	// ring (a full mesh): it is sent only the articles that entered the
+	// ring here, since every other site announces its own to it. Passing
+	// on what other peers announced would only earn 438s.
+	Mesh
 )
 
 func (m PeerMode) String() string {
-	if m == Feed {
-		return "feed"
-	}
-	return "announce"
+	return [...]string{Announce: "announce", Feed: "feed", Mesh: "mesh"}[m]
 }
 
 // A Peer is a site this one passes its articles to.
@@ -223,9 +225,7 @@ func (fd *feeder) run() {
 			var done uint64
 			done, err = fd.send(recs)
 			if done > 0 {
-				if aerr := site.list.advance(fd.peer.Name, done, fd.feeds.names()); aerr != nil && err == nil {
-					err = aerr
-				}
+				site.list.advance(fd.peer.Name, done)
 			}
 			if err == nil && done == recs[len(recs)-1].Seq {
 				wait = fd.feeds.cfg.Retry
@@ -324,6 +324,9 @@ func (fd *feeder) wants(r *logRecord) bool {
 	if r.MessageID == "" || len(r.Head) == 0 {
 		return false // a damaged record
 	}
+	if r.Announced && fd.peer.Mode == Mesh {
+		return false
+	}
 	a, err := ParseArticle(r.Head)
 	if err != nil {
 		return false
@@ -415,7 +418,7 @@ func (fd *feeder) transfer(wanted []*logRecord) error {
 		return err
 	}
 	for _, r := range wanted {
-		if fd.peer.Mode == Announce {
+		if fd.peer.Mode != Feed {
 			out = appendAnnouncement(out, r)
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), dhtTimeout)
@@ -451,7 +454,11 @@ func (fd *feeder) transfer(wanted []*logRecord) error {
 			fd.count(func(s *PeerStatus) { s.Refused++ })
 			fd.feeds.cfg.Log.Debug("feed: peer refused", "peer", fd.peer.Name, "msgid", r.MessageID, "reply", string(line))
 		default:
-			return fmt.Errorf("%s %s: %q", map[PeerMode]string{Announce: "TAKEDHT", Feed: "TAKETHIS"}[fd.peer.Mode], r.MessageID, line)
+			verb := "TAKEDHT"
+			if fd.peer.Mode == Feed {
+				verb = "TAKETHIS"
+			}
+			return fmt.Errorf("%s %s: %q", verb, r.MessageID, line)
 		}
 	}
 	return nil

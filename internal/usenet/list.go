@@ -35,6 +35,11 @@ type List struct {
 	seen   *seenCache
 	keeps  map[string]time.Duration // each group's expiry, once matched
 
+	// The out log's cursors, one per peer (outlog.go).
+	cursorMu     sync.Mutex
+	cursors      map[string]uint64
+	cursorsDirty bool
+
 	// failCommit (tests) runs in each commit's transaction after its
 	// writes; an error fails the commit as a failed write or sync would.
 	failCommit func() error
@@ -88,6 +93,9 @@ type Entry struct {
 	// Head, when set on a relaying list, is the article's header block
 	// in wire form (CRLF lines, no empty line), queued for the peers.
 	Head []byte
+	// Announced marks an entry a peer announced, which a mesh peer is
+	// not sent (it had it from the same source).
+	Announced bool
 }
 
 // entryOf is the entry of a parsed article. Its fields are copies: the
@@ -382,6 +390,9 @@ func (l *List) commit(batch []Entry, seq uint64, recheck bool) (int, error) {
 			if err := putGroup(tx, g); err != nil {
 				return err
 			}
+		}
+		if err := l.saveCursors(tx); err != nil {
+			return err
 		}
 		if l.failCommit != nil {
 			return l.failCommit()

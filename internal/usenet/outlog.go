@@ -35,10 +35,16 @@ type logRecord struct {
 	Lines     uint32
 	MessageID string
 	Head      []byte // the header block in wire form, lines ending in CRLF, no empty line
+	Announced bool   // listed from a peer's announcement, not posted or fed here
 }
 
 func encodeLogRecord(e *Entry) []byte {
-	b := make([]byte, 0, id.Bytes+24+len(e.MessageID)+len(e.Head))
+	b := make([]byte, 0, 1+id.Bytes+24+len(e.MessageID)+len(e.Head))
+	var flags byte
+	if e.Announced {
+		flags |= 1
+	}
+	b = append(b, flags)
 	b = e.Key.AppendTo(b)
 	b = binary.AppendVarint(b, e.Expires.UnixNano())
 	b = binary.AppendUvarint(b, uint64(e.Bytes))
@@ -50,9 +56,11 @@ func encodeLogRecord(e *Entry) []byte {
 
 func decodeLogRecord(seq uint64, b []byte) (logRecord, error) {
 	r := logRecord{Seq: seq}
-	if len(b) < id.Bytes {
+	if len(b) < 1+id.Bytes {
 		return r, errBadRecord
 	}
+	r.Announced = b[0]&1 != 0
+	b = b[1:]
 	r.Key, _ = id.FromBytes(b[:id.Bytes])
 	b = b[id.Bytes:]
 	exp, b, ok1 := varint(b)
@@ -107,28 +115,50 @@ type PeerBacklog struct {
 	Dropped uint64 // articles dropped, the log being full, before it took them
 }
 
-// startCursor gives a peer seen for the first time a cursor at the log's
-// end: a new peer is sent what is listed from now on, as a new INN feed
-// is. A peer with a cursor keeps it.
+// Cursors live in memory and reach news.db with the next listing commit
+// or trim: a cursor lost in a crash only makes the feeder offer again
+// what the peer took (it answers 438), and a feeder that took a batch
+// costs no transaction of its own (each was a sync of news.db, which the
+// listing commits had to wait for).
+
+// startCursor loads a peer's cursor, or gives a peer seen for the first
+// time one at the log's end: a new peer is sent what is listed from now
+// on, as a new INN feed is.
 func (l *List) startCursor(peer string) error {
 	return l.db.b.Update(func(tx *bolt.Tx) error {
+		cur := logLast(tx)
 		if tx.Bucket(bucketMeta).Get([]byte(metaCursor+peer)) != nil {
-			return nil
+			cur = getU64(tx, metaCursor+peer)
+		} else if err := putU64(tx, metaCursor+peer, cur); err != nil {
+			return err
 		}
-		return putU64(tx, metaCursor+peer, logLast(tx))
+		l.cursorMu.Lock()
+		if l.cursors == nil {
+			l.cursors = map[string]uint64{}
+		}
+		l.cursors[peer] = cur
+		l.cursorMu.Unlock()
+		return nil
 	})
+}
+
+// cursor is a peer's cursor as the feeder last moved it.
+func (l *List) cursor(peer string) uint64 {
+	l.cursorMu.Lock()
+	defer l.cursorMu.Unlock()
+	return l.cursors[peer]
 }
 
 // readLog returns up to max records after the peer's cursor, at most
 // maxBytes of heads (but at least one record).
 func (l *List) readLog(peer string, max, maxBytes int) ([]logRecord, error) {
 	var out []logRecord
+	cur := l.cursor(peer)
 	err := l.db.b.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketOutLog)
 		if b == nil {
 			return nil
 		}
-		cur := getU64(tx, metaCursor+peer)
 		c := b.Cursor()
 		size := 0
 		for k, v := c.Seek(numKey(cur + 1)); k != nil && len(out) < max && (size < maxBytes || len(out) == 0); k, v = c.Next() {
@@ -144,26 +174,39 @@ func (l *List) readLog(peer string, max, maxBytes int) ([]logRecord, error) {
 	return out, err
 }
 
-// advance moves a peer's cursor to seq (never back) and deletes the
-// records every peer in peers has taken, at most maxDelete of them.
-func (l *List) advance(peer string, seq uint64, peers []string) error {
-	return l.db.b.Update(func(tx *bolt.Tx) error {
-		if seq > getU64(tx, metaCursor+peer) {
-			if err := putU64(tx, metaCursor+peer, seq); err != nil {
-				return err
-			}
+// advance moves a peer's cursor to seq (never back), in memory.
+func (l *List) advance(peer string, seq uint64) {
+	l.cursorMu.Lock()
+	if seq > l.cursors[peer] {
+		l.cursors[peer] = seq
+		l.cursorsDirty = true
+	}
+	l.cursorMu.Unlock()
+}
+
+// saveCursors writes the cursors moved since the last save, in tx.
+func (l *List) saveCursors(tx *bolt.Tx) error {
+	l.cursorMu.Lock()
+	defer l.cursorMu.Unlock()
+	if !l.cursorsDirty {
+		return nil
+	}
+	for p, c := range l.cursors {
+		if err := putU64(tx, metaCursor+p, c); err != nil {
+			return err
 		}
-		return trimLog(tx, peers, 0)
-	})
+	}
+	l.cursorsDirty = false
+	return nil
 }
 
 // maxTrim bounds the records one transaction deletes.
 const maxTrim = 50_000
 
-// trimLog deletes records every peer has taken and, when maxBacklog is
-// not zero, drops the oldest records beyond maxBacklog behind the newest,
-// counting them for each peer that had not taken them.
-func trimLog(tx *bolt.Tx, peers []string, maxBacklog uint64) error {
+// trimLog saves the cursors, deletes records every peer has taken and,
+// when maxBacklog is not zero, drops the oldest records beyond maxBacklog
+// behind the newest, counting them for each peer that had not taken them.
+func (l *List) trimLog(tx *bolt.Tx, peers []string, maxBacklog uint64) error {
 	b := tx.Bucket(bucketOutLog)
 	if b == nil || len(peers) == 0 {
 		return nil
@@ -172,19 +215,20 @@ func trimLog(tx *bolt.Tx, peers []string, maxBacklog uint64) error {
 	if maxBacklog > 0 && last > maxBacklog {
 		floor := last - maxBacklog
 		for _, p := range peers {
-			if cur := getU64(tx, metaCursor+p); cur < floor {
+			if cur := l.cursor(p); cur < floor {
 				if err := putU64(tx, metaDropped+p, getU64(tx, metaDropped+p)+floor-cur); err != nil {
 					return err
 				}
-				if err := putU64(tx, metaCursor+p, floor); err != nil {
-					return err
-				}
+				l.advance(p, floor)
 			}
 		}
 	}
+	if err := l.saveCursors(tx); err != nil {
+		return err
+	}
 	low := last
 	for _, p := range peers {
-		low = min(low, getU64(tx, metaCursor+p))
+		low = min(low, l.cursor(p))
 	}
 	c := b.Cursor()
 	deleted := 0
@@ -197,16 +241,16 @@ func trimLog(tx *bolt.Tx, peers []string, maxBacklog uint64) error {
 	return nil
 }
 
-// trim applies the backlog bound (see trimLog).
+// trim saves the cursors and applies the backlog bound (see trimLog).
 func (l *List) trim(peers []string, maxBacklog uint64) error {
-	return l.db.b.Update(func(tx *bolt.Tx) error { return trimLog(tx, peers, maxBacklog) })
+	return l.db.b.Update(func(tx *bolt.Tx) error { return l.trimLog(tx, peers, maxBacklog) })
 }
 
 // Backlog is what is queued for peer.
 func (l *List) Backlog(peer string) (PeerBacklog, error) {
 	var p PeerBacklog
 	err := l.db.b.View(func(tx *bolt.Tx) error {
-		last, cur := logLast(tx), getU64(tx, metaCursor+peer)
+		last, cur := logLast(tx), l.cursor(peer)
 		if last > cur {
 			p.Records = last - cur
 		}

@@ -86,7 +86,7 @@ func startSites(t *testing.T, n int, tweak func(*FeedConfig)) ([]*testSite, *rin
 // before, or a new one on the same port).
 func (s *testSite) start(t *testing.T, all []*testSite, spool Spool, tweak func(*FeedConfig)) {
 	t.Helper()
-	site, err := OpenSite(SiteConfig{Dir: s.dir, Spool: NewCachedSpool(spool, 1<<20, LRU), PathHost: s.name, Relay: true})
+	site, err := OpenSite(SiteConfig{Dir: s.dir, Spool: NewCachedSpool(spool, 1<<20, LRU), PathHost: s.name, Relay: true, RelayAnnounced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +225,64 @@ func TestPostedAtOneSiteIsReadableAtEvery(t *testing.T) {
 			if st.Backlog.Records != 0 {
 				t.Errorf("%s -> %s: backlog %+v", s.name, st.Peer, st.Backlog)
 			}
+		}
+	}
+}
+
+// TestAnnouncementsAreRelayed has sites in a line, a-b-c: c learns of
+// what a takes through b, which passes a's announcement on (flooding);
+// with b's peers in mesh mode it would not, and a's Path keeps b from
+// sending it back to a.
+func TestAnnouncementsAreRelayed(t *testing.T) {
+	for _, mesh := range []bool{false, true} {
+		sites, _ := startSites(t, 3, func(fc *FeedConfig) {
+			var keep []Peer
+			for _, p := range fc.Peers {
+				if fc.Site.PathHost()+p.Name == "sitea"+"sitec" || fc.Site.PathHost()+p.Name == "sitec"+"sitea" {
+					continue
+				}
+				if mesh {
+					p.Mode = Mesh
+				}
+				keep = append(keep, p)
+			}
+			fc.Peers = keep
+		})
+		c := sites[0].dial(t)
+		code(t, c.cmd("IHAVE <line@x>"), "335")
+		c.sendArticle(article("<line@x>", "local.test", "x\r\n"))
+		code(t, c.line(), "235")
+		if mesh {
+			waitListed(t, sites[:2], "<line@x>", time.Second)
+			// b's feeder to c passes over the record without offering it.
+			deadline := time.Now().Add(5 * time.Second)
+			for bl, _ := sites[1].site.List().Backlog("sitec"); bl.Records != 0; bl, _ = sites[1].site.List().Backlog("sitec") {
+				if time.Now().After(deadline) {
+					t.Fatalf("b's feeder to c did not pass a's article: %+v", bl)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			for _, st := range sites[1].feeds.Status() {
+				if st.Peer == "sitec" && st.Offered != 0 {
+					t.Fatalf("b offered c an article a announced, in mesh mode: %+v", st)
+				}
+			}
+			if _, found, _ := sites[2].site.List().Lookup("<line@x>"); found {
+				t.Fatal("c listed a's article through b in mesh mode")
+			}
+			for _, s := range sites {
+				s.stop()
+			}
+			continue
+		}
+		waitListed(t, sites, "<line@x>", time.Second)
+		for _, st := range sites[1].feeds.Status() {
+			if st.Peer == "sitea" && st.Offered != 0 {
+				t.Fatalf("b offered a its own article back: %+v", st)
+			}
+		}
+		for _, s := range sites {
+			s.stop()
 		}
 	}
 }

@@ -211,6 +211,7 @@ type conn struct {
 	group    string         // selected group
 	current  uint64         // current article number, 0 for none
 	jobs     chan func()    // to the stream workers
+	anns     chan annJob    // to the announcer, once a TAKEDHT came
 	workers  int            // stream workers started (by the reading goroutine)
 	streamWG sync.WaitGroup // the stream workers
 }
@@ -225,6 +226,9 @@ func newConn(s *Server, nc net.Conn, addr netip.Addr) *conn {
 func (c *conn) serve() {
 	defer func() {
 		close(c.jobs)
+		if c.anns != nil {
+			close(c.anns)
+		}
 		c.streamWG.Wait()
 	}()
 	switch {

@@ -113,9 +113,11 @@ type SiteConfig struct {
 	Remember   time.Duration    // how long the history outlives an article; 10 days if zero
 	SeenCache  int              // message-ids kept in memory per generation; 1<<20 if zero
 	Now        func() time.Time // time.Now if nil
-	// Relay queues every article listed here for the site's peers (see
-	// Feeder): its head is kept in news.db until each peer took it.
-	Relay bool
+	// Relay queues every article posted or fed here for the site's
+	// peers (see Feeds): its head is kept in news.db until each peer
+	// took it. With RelayAnnounced, articles peers announced are queued
+	// too, for peers that are not in a full mesh with their source.
+	Relay, RelayAnnounced bool
 	// FS holds the journal; news.db, a bbolt file, is always on the OS in
 	// Dir. The OS's if nil; tests crash a vfs.MemFS.
 	FS vfs.FS
