@@ -22,7 +22,29 @@
 # INN_ADDR=127.0.0.1:1119 go test ./internal/bench -run INN.
 #
 #   sudo TRIAD_ADDR=127.0.0.1:1190 scripts/compare-inn.sh
+#
+# --sites N (UsenetDHT): instead of a server at TRIAD_ADDR, starts a
+# deployment of N news sites sharing one ring, as N machines would run it:
+# N `triad node` processes (k = 2 replicas) and N `triad nntp --node`
+# front-ends peered in a full mesh, all on 127.0.0.1 under $OUT/sites.
+# Articles are fed and POSTed to site 1 (the load generator talks to its
+# front-end; the front-end puts each article through its own node, which
+# stores it on the key's two successors, durable before the 239/240) and
+# read at site 2, a site that did not ingest them and learned of them by
+# announcement (its first read of each pulls it from the DHT into its
+# cache). POST runs on 1 and 8 connections; the disk's fdatasync latency
+# is measured in the same run. The last line is one JSON object of
+# triad/INN ratios (takethis_2k, takethis_240k, article_2k, article_240k,
+# post_8): a phase with failed or missing articles on either side gets
+# null and its failure count instead.
+#
+#   sudo scripts/compare-inn.sh --sites 3
 set -euo pipefail
+SITES=0
+if [ "${1:-}" = "--sites" ]; then
+    SITES=${2:?--sites needs a number}
+    [ "$SITES" -ge 2 ] && [ "$SITES" -le 8 ] || { echo "compare-inn: --sites wants 2 to 8" >&2; exit 2; }
+fi
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ANCHOR=${ANCHOR:-$ROOT/../shared/anchors/inn2}
 OUT=${OUT:-$(mktemp -d /tmp/triad-vs-inn.XXXXXX)}
@@ -32,7 +54,9 @@ mkdir -p "$OUT"
 echo "compare-inn: results in $OUT" >&2
 
 TRIAD=""
-if [ -z "${TRIAD_ADDR:-}" ]; then
+if [ "$SITES" -gt 0 ]; then
+    unset TRIAD_ADDR
+elif [ -z "${TRIAD_ADDR:-}" ]; then
     echo "compare-inn: TRIAD_ADDR is not set: skipping triad, measuring INN only" >&2
 else
     host=${TRIAD_ADDR%:*} port=${TRIAD_ADDR##*:}
@@ -47,13 +71,66 @@ fi
 echo "compare-inn: building triad..." >&2
 (cd "$ROOT" && go build -o "$OUT/triad" ./cmd/triad)
 
+# The sites' deployment, stopped on exit by PID.
+SITE_PIDS=()
+stop_sites() { [ ${#SITE_PIDS[@]} = 0 ] || { kill -INT "${SITE_PIDS[@]}" 2>/dev/null || true; wait "${SITE_PIDS[@]}" 2>/dev/null || true; }; }
+READ_ADDR=""
+if [ "$SITES" -gt 0 ]; then
+    ports=$(python3 - "$SITES" <<'PY'
+import random, socket, sys
+n = int(sys.argv[1])
+for _ in range(500):
+    base = random.randrange(20000, 60000)
+    socks = []
+    try:
+        for p in range(base, base + 2 * n):
+            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
+    except OSError:
+        continue
+    finally:
+        for s in socks: s.close()
+    print(base); break
+PY
+)
+    NODE0=$ports NEWS0=$((ports + SITES))
+    mkdir -p "$OUT/sites"
+    secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    for i in $(seq 0 $((SITES - 1))); do
+        join=""
+        [ "$i" = 0 ] || join="--join 127.0.0.1:$NODE0"
+        # shellcheck disable=SC2086
+        "$OUT/triad" node --listen "127.0.0.1:$((NODE0 + i))" --data "$OUT/sites/node$i" $join \
+            >"$OUT/sites/node$i.log" 2>&1 &
+        SITE_PIDS+=($!)
+        sleep 0.5
+    done
+    for i in $(seq 0 $((SITES - 1))); do
+        : >"$OUT/sites/peers$i"
+        for j in $(seq 0 $((SITES - 1))); do
+            [ "$i" = "$j" ] || echo "site$((j + 1)) 127.0.0.1:$((NEWS0 + j)) mesh $secret" >>"$OUT/sites/peers$i"
+        done
+        "$OUT/triad" nntp --listen "127.0.0.1:$((NEWS0 + i))" --data "$OUT/sites/site$i" --node "127.0.0.1:$((NODE0 + i))" \
+            --pathhost "site$((i + 1))" --peers "$OUT/sites/peers$i" --groups triad.bench,triad.bench.large \
+            >"$OUT/sites/site$i.log" 2>&1 &
+        SITE_PIDS+=($!)
+    done
+    for i in $(seq 0 $((SITES - 1))); do
+        for _ in $(seq 100); do
+            timeout 1 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0"' "$((NEWS0 + i))" 2>/dev/null && break
+            sleep 0.1
+        done
+    done
+    TRIAD=127.0.0.1:$NEWS0 READ_ADDR=127.0.0.1:$((NEWS0 + 1))
+    echo "compare-inn: $SITES sites: nodes on 127.0.0.1:$NODE0-$((NODE0 + SITES - 1)), news on 127.0.0.1:$NEWS0-$((NEWS0 + SITES - 1)); ingest at site1, reads at site2" >&2
+fi
+
 # The anchor's functions (install_inn, write_confs, reset_spool, start_innd,
 # stop_innd); sourced, run.sh defines them and its settings, and returns.
 # shellcheck source=/dev/null
 source "$ANCHOR/run.sh"
 BOUND=${PHASE_SECONDS:-15} # after run.sh, which sets its own MAXS
 STEP="INN setup (log: $OUT/inn-setup.log)"
-trap 'rc=$?; [ $rc = 0 ] || echo "compare-inn: failed (exit $rc) in $STEP" >&2; [ "${KEEP_INN:-0}" = 1 ] || stop_innd' EXIT
+trap 'rc=$?; [ $rc = 0 ] || echo "compare-inn: failed (exit $rc) in $STEP" >&2; stop_sites; [ "${KEEP_INN:-0}" = 1 ] || stop_innd' EXIT
 install_inn >"$OUT/inn-setup.log" 2>&1
 write_confs >>"$OUT/inn-setup.log" 2>&1
 reset_spool >>"$OUT/inn-setup.log" 2>&1
@@ -67,12 +144,17 @@ echo "compare-inn: INN $(dpkg-query -W -f='${Version}' inn2) running as pid $INN
 # bench NAME ADDR ROUND: both sizes against one server; a failure is
 # reported and leaves that server's cells of the round empty.
 bench() {
-    local name=$1 addr=$2 round=$3 size group
+    local name=$1 addr=$2 round=$3 size group extra
     for size in 2450 240000; do
         group=triad.bench
         [ "$size" -gt 16384 ] && group=triad.bench.large
+        extra=()
+        if [ "$SITES" -gt 0 ]; then
+            extra=(--post-conns 1,8)
+            [ "$name" = inn ] || extra+=(--read-addr "$READ_ADDR" --sync-probe "$OUT/sites")
+        fi
         echo "compare-inn: round $round, $name, $size-byte articles..." >&2
-        if ! "$OUT/triad" bench nntp --addr "$addr" --size "$size" --group "$group" \
+        if ! "$OUT/triad" bench nntp --addr "$addr" --size "$size" --group "$group" "${extra[@]}" \
             --max-seconds "$BOUND" --json >"$OUT/$name-$size-$round.txt" 2>"$OUT/$name-$size-$round.log"; then
             echo "compare-inn: $name at $size bytes failed:" >&2
             tail -3 "$OUT/$name-$size-$round.log" >&2
@@ -93,7 +175,7 @@ for round in $(seq "$TURNS"); do
     fi
 done
 
-python3 - "$OUT" "$TURNS" <<'PY'
+python3 - "$OUT" "$TURNS" "$SITES" <<'PY'
 import json, os, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
 def load1(name, size, r):
@@ -114,8 +196,12 @@ def load(name, size):
     phases = []
     for p in got[0].get("phases", []):
         same = [q for x in got for q in x.get("phases", []) if (q["name"], q["conns"], q["quickack"]) == (p["name"], p["conns"], p["quickack"])]
-        phases.append(dict(p, ops_per_sec=med(q["ops_per_sec"] for q in same), mbps=med(q["mbps"] for q in same)))
+        phases.append(dict(p, ops_per_sec=med(q["ops_per_sec"] for q in same), mbps=med(q["mbps"] for q in same),
+                           p50_ms=med(q["p50_ms"] for q in same), failed=sum(q["failed"] for q in same),
+                           done=min(q["done"] for q in same), rounds=len(same)))
     merged["phases"] = phases
+    for k in ("sync_p50_ms", "listed_after_seconds"):
+        merged[k] = med(x.get(k) for x in got)
     overs = [x.get("over") for x in got if x.get("over")]
     if overs:
         merged["over"] = dict(overs[0], lines_per_sec=med(o.get("lines_per_sec") for o in overs))
@@ -160,4 +246,38 @@ for n in ("inn", "triad"):
             print(f"- {n}, {size:,} B: no figures (see {out}/{n}-{size}-*.log)")
         elif n == "inn" and size == 2450:
             print(f"- INN: {r['greeting']}")
+sites = int(sys.argv[3])
+if sites:
+    # One JSON line of triad/INN ratios at the ingesting site (reads at a
+    # site that did not ingest), medians of the rounds.
+    def one(size, name, conns, field):
+        out = {}
+        for n in ("inn", "triad"):
+            r = load(n, size) or {}
+            p = next((p for p in r.get("phases", []) if p["name"] == name and p["conns"] == conns and p["quickack"]), None)
+            if p is None:
+                return None, f"{n}: no {name} phase"
+            if p.get("failed"):
+                return None, f"{n}: {p['failed']} failed"
+            if p["done"] < p["offered"]:
+                return None, f"{n}: {p['offered'] - p['done']} of {p['offered']} missing"
+            out[n] = p[field]
+        return round(out["triad"] / out["inn"], 3) if out["inn"] else None, None
+    line = {"sites": sites}
+    for key, size, name, conns, field in (("takethis_2k", 2450, "takethis", 1, "ops_per_sec"), ("takethis_240k", 240000, "takethis", 1, "mbps"),
+                                          ("article_2k", 2450, "article", 16, "ops_per_sec"), ("article_240k", 240000, "article", 16, "mbps"),
+                                          ("post_8", 2450, "post", 8, "ops_per_sec")):
+        ratio, why = one(size, name, conns, field)
+        line[key] = ratio
+        if why:
+            line[key + "_why"] = why
+    t = load("triad", 2450) or {}
+    p1 = next((p for p in t.get("phases", []) if p["name"] == "post" and p["conns"] == 1), None)
+    if p1:
+        line["post_1_p50_ms"] = p1.get("p50_ms")
+    if t.get("sync_p50_ms") is not None:
+        line["disk_sync_p50_ms"] = t["sync_p50_ms"]
+    if t.get("listed_after_seconds") is not None:
+        line["site2_listed_after_s"] = t["listed_after_seconds"]
+    print(json.dumps(line))
 PY

@@ -187,3 +187,38 @@ func (c *Cluster) Stat(ctx context.Context, key id.ID) (holders []wire.Holder, e
 	})
 	return holders, err
 }
+
+// Holds reports whether a node holds a whole copy of key. It asks the
+// key's first two holders in the map directly (one round trip each, no
+// lookup), and only when neither has it the ring itself (Stat), so that a
+// stale map never makes a stored key look missing.
+func (c *Cluster) Holds(ctx context.Context, key id.ID) (bool, error) {
+	asked := 0
+	for _, a := range c.route(key) {
+		if asked == 2 {
+			break
+		}
+		cl, err := c.conn(ctx, a)
+		if err != nil {
+			continue
+		}
+		asked++
+		r, err := cl.Call(ctx, &wire.StatBlock{Key: key})
+		if bi, ok := r.(*wire.BlockInfo); err == nil && ok && bi.Size > 0 && !bi.Fragment {
+			return true, nil
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+	}
+	holders, err := c.Stat(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	for _, h := range holders {
+		if h.Err == "" && h.Size > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -129,20 +129,12 @@ type resolver interface {
 	Has(ctx context.Context, key id.ID) (bool, error)
 }
 
-// Has reports whether a node of the key's successors holds a usable copy.
+// Has reports whether the key's holders keep a copy: asked of its first
+// holders directly, of the ring when they do not have it.
 func (s *DHTSpool) Has(ctx context.Context, key id.ID) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, dhtTimeout)
 	defer cancel()
-	holders, err := s.Cluster.Stat(ctx, key)
-	if err != nil {
-		return false, err
-	}
-	for _, h := range holders {
-		if h.Err == "" && h.Size > 0 {
-			return true, nil
-		}
-	}
-	return false, nil
+	return s.Cluster.Holds(ctx, key)
 }
 
 // Has reports whether the engine holds key.
