@@ -222,3 +222,48 @@ func (c *Cluster) Holds(ctx context.Context, key id.ID) (bool, error) {
 	}
 	return false, nil
 }
+
+// PutBatch stores blocks through the nodes that hold their first copies:
+// one ClientPutBatch per node, sent at once. It returns each block's key
+// or error, as Client.PutBatch does; a node that cannot be reached has
+// its blocks tried at the next one, as Put does.
+func (c *Cluster) PutBatch(ctx context.Context, items []wire.PutItem, r wire.Redundancy) ([]id.ID, []error) {
+	keys := make([]id.ID, len(items))
+	errs := make([]error, len(items))
+	byNode := map[string][]int{}
+	for i, it := range items {
+		route := c.route(id.Key(it.Data))
+		if len(route) == 0 {
+			errs[i] = fmt.Errorf("%w: no node known", wire.ErrUnavailable)
+			continue
+		}
+		byNode[route[0]] = append(byNode[route[0]], i)
+	}
+	var wg sync.WaitGroup
+	for _, idx := range byNode {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			batch := make([]wire.PutItem, len(idx))
+			for j, i := range idx {
+				batch[j] = items[i]
+			}
+			var ks []id.ID
+			var es []error
+			err := c.do(ctx, id.Key(batch[0].Data), func(cl *Client) error {
+				var err error
+				ks, es, err = cl.PutBatch(ctx, batch, r)
+				return err
+			})
+			for j, i := range idx {
+				if err != nil {
+					errs[i] = err
+				} else {
+					keys[i], errs[i] = ks[j], es[j]
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return keys, errs
+}

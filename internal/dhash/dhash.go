@@ -343,6 +343,8 @@ func (n *Node) handleRequest(env node.Env, in node.MsgIn) bool {
 			}
 			rpc.Respond(env, in, me, &wire.PutDone{Key: key, Holders: holders})
 		})
+	case *wire.ClientPutBatch:
+		n.servePutBatch(env, in, m)
 	case *wire.ClientGet:
 		if refuseBadKey(env, in, me, m.Key) {
 			return true
@@ -369,6 +371,35 @@ func (n *Node) handleRequest(env node.Env, in node.MsgIn) bool {
 		return false
 	}
 	return true
+}
+
+// servePutBatch runs each block of a batch as a ClientPut and answers once
+// every one has ended. The blocks' copies leave for their replica hosts
+// together, so each host's group commit makes them durable together.
+func (n *Node) servePutBatch(env node.Env, in node.MsgIn, m *wire.ClientPutBatch) {
+	me := n.self()
+	results := make([]wire.PutResult, len(m.Items))
+	left := len(m.Items)
+	if left == 0 {
+		rpc.Respond(env, in, me, &wire.PutBatchDone{})
+		return
+	}
+	for i, it := range m.Items {
+		expiry := time.Unix(0, it.Expiry)
+		if it.Expiry == 0 {
+			expiry = env.Now().Add(n.cfg.DefaultExpiry)
+		}
+		n.Put(env, it.Data, expiry, m.Redundancy, func(env node.Env, key id.ID, _ []wire.NodeRef, err error) {
+			if err != nil {
+				results[i] = wire.PutResult{Code: wire.CodeOf(err), Err: err.Error()}
+			} else {
+				results[i].Key = key
+			}
+			if left--; left == 0 {
+				rpc.Respond(env, in, me, &wire.PutBatchDone{Results: results})
+			}
+		})
+	}
 }
 
 // storeErr maps an engine error to this package's.

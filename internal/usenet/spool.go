@@ -3,6 +3,7 @@ package usenet
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"triad/internal/client"
@@ -10,6 +11,7 @@ import (
 	"triad/internal/id"
 	"triad/internal/store"
 	"triad/internal/store/disk"
+	"triad/internal/wire"
 )
 
 // A Spool keeps whole articles as content-hash objects: the key is the
@@ -89,21 +91,129 @@ func (s *LocalSpool) View(_ context.Context, key id.ID, fn func([]byte) error) e
 func (s *LocalSpool) Close() error { return s.Engine.Close() }
 
 // DHTSpool keeps articles in the DHT through a node: each article is one
-// block, stored with the deployment's redundancy.
-type DHTSpool struct{ Cluster *client.Cluster }
+// block, stored with the deployment's redundancy. Articles put at once
+// (a feed's window, many posters) go to the DHT together: one
+// ClientPutBatch per holder node, whose copies then share each replica
+// host's syncs.
+type DHTSpool struct {
+	Cluster *client.Cluster
+
+	once sync.Once
+	reqs chan *putReq
+	sem  chan struct{} // batches in flight
+	stop chan struct{}
+}
 
 // dhtTimeout bounds one article's store or fetch through the DHT: the
 // server's own work waits on nothing else, so this spool alone sets one.
 const dhtTimeout = time.Minute
 
+// Batching of puts: at most maxPutBatch articles per batch and
+// maxBatches batches in flight (what waits meanwhile makes the next batch
+// bigger); an article a node's write window deferred is offered again
+// after deferRetry, at most deferTries times, before the caller is told
+// to try later.
+const (
+	maxPutBatch = 64
+	maxBatchLen = 2 << 20 // bytes of articles per batch, well inside a frame
+	maxBatches  = 4
+	deferRetry  = 2 * time.Millisecond
+	deferTries  = 100
+)
+
+type putReq struct {
+	data    []byte
+	expires time.Time
+	key     id.ID
+	err     error
+	done    chan struct{}
+}
+
+func (s *DHTSpool) start() {
+	s.once.Do(func() {
+		s.reqs = make(chan *putReq, 4*maxPutBatch)
+		s.sem = make(chan struct{}, maxBatches)
+		s.stop = make(chan struct{})
+		go s.batchLoop()
+	})
+}
+
+// Put stores an article; it returns once the article is durable on its
+// replicas. The article's bytes are used until Put returns.
 func (s *DHTSpool) Put(ctx context.Context, article []byte, expires time.Time) (id.ID, error) {
-	ctx, cancel := context.WithTimeout(ctx, dhtTimeout)
-	defer cancel()
-	key, _, err := s.Cluster.Put(ctx, article, client.PutOptions{Expire: time.Until(expires)})
-	if errors.Is(err, dhash.ErrDeferred) {
-		err = errors.Join(ErrDeferred, err)
+	s.start()
+	r := &putReq{data: article, expires: expires, done: make(chan struct{})}
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		return id.ID{}, ctx.Err()
+	case <-s.stop:
+		return id.ID{}, ErrSiteClosed
 	}
-	return key, err
+	<-r.done // the batch has its own time bound; the bytes are in use until then
+	return r.key, r.err
+}
+
+// batchLoop gathers waiting puts into batches.
+func (s *DHTSpool) batchLoop() {
+	for {
+		var batch []*putReq
+		size := 0
+		select {
+		case r := <-s.reqs:
+			batch, size = append(batch, r), len(r.data)
+		case <-s.stop:
+			return
+		}
+	more:
+		for len(batch) < maxPutBatch && size < maxBatchLen {
+			select {
+			case r := <-s.reqs:
+				batch, size = append(batch, r), size+len(r.data)
+			default:
+				break more
+			}
+		}
+		s.sem <- struct{}{}
+		go func() {
+			defer func() { <-s.sem }()
+			s.putBatch(batch)
+		}()
+	}
+}
+
+// putBatch stores a batch, offering again what a full write window
+// deferred, and answers each put.
+func (s *DHTSpool) putBatch(batch []*putReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), dhtTimeout)
+	defer cancel()
+	for try := 0; len(batch) > 0; try++ {
+		items := make([]wire.PutItem, len(batch))
+		now := time.Now()
+		for i, r := range batch {
+			items[i] = wire.PutItem{Data: r.data, Expiry: r.expires.UnixNano()}
+			if !r.expires.After(now) {
+				items[i].Expiry = 0
+			}
+		}
+		keys, errs := s.Cluster.PutBatch(ctx, items, wire.RedundancyDefault)
+		var again []*putReq
+		for i, r := range batch {
+			r.key, r.err = keys[i], errs[i]
+			if errors.Is(r.err, dhash.ErrDeferred) {
+				if try < deferTries && ctx.Err() == nil {
+					again = append(again, r)
+					continue
+				}
+				r.err = errors.Join(ErrDeferred, r.err)
+			}
+			close(r.done)
+		}
+		batch = again
+		if len(batch) > 0 {
+			time.Sleep(deferRetry)
+		}
+	}
 }
 
 func (s *DHTSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
@@ -121,7 +231,11 @@ func (s *DHTSpool) View(ctx context.Context, key id.ID, fn func([]byte) error) e
 	return fn(data)
 }
 
-func (s *DHTSpool) Close() error { return s.Cluster.Close() }
+func (s *DHTSpool) Close() error {
+	s.start()
+	close(s.stop)
+	return s.Cluster.Close()
+}
 
 // A resolver says whether a key names a stored article without fetching
 // it: a site checks an announced article's key so.

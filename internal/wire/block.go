@@ -309,3 +309,101 @@ func (d *decoder) coord(f field) Coord {
 	}
 	return Coord{X: v[0], Y: v[1], Height: v[2], Error: v[3]}
 }
+
+// MaxPutBatch bounds the blocks of one ClientPutBatch (and the results of
+// its PutBatchDone); the frame bounds their bytes.
+const MaxPutBatch = 1024
+
+// PutItem is one block of a ClientPutBatch.
+type PutItem struct {
+	Data   []byte
+	Expiry int64 // Unix nanoseconds; 0 takes the node's default
+}
+
+// ClientPutBatch asks a node to store many blocks in the DHT at once, as
+// a news front-end's burst of articles: the node runs each put as it
+// would a ClientPut, and their copies reach each replica host together,
+// so they share its syncs. The reply is a PutBatchDone once every put has
+// ended.
+type ClientPutBatch struct {
+	Items      []PutItem
+	Redundancy Redundancy
+}
+
+// PutResult is one block's outcome in a PutBatchDone: its key, or the
+// error code and text a ClientPut would have been answered with.
+type PutResult struct {
+	Key  id.ID
+	Code ErrCode
+	Err  string
+}
+
+// PutBatchDone answers ClientPutBatch, one result per item, in order.
+type PutBatchDone struct{ Results []PutResult }
+
+func (*ClientPutBatch) Type() Type { return TypeClientPutBatch }
+func (m *ClientPutBatch) encode(b []byte) []byte {
+	for _, it := range m.Items {
+		b = appendTagBytes(b, 1)
+		b = appendNested(b, func(b []byte) []byte {
+			b = putBytes(b, 1, it.Data)
+			return putInt(b, 2, it.Expiry)
+		})
+	}
+	return putUint(b, 2, uint64(m.Redundancy))
+}
+func (m *ClientPutBatch) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		if len(m.Items) >= MaxPutBatch {
+			d.fail("more than %d blocks in a batch", MaxPutBatch)
+			return
+		}
+		var it PutItem
+		d.nested(f, func(g field) {
+			switch g.num {
+			case 1:
+				it.Data = d.data(g)
+			case 2:
+				it.Expiry = d.int(g)
+			}
+		})
+		m.Items = append(m.Items, it)
+	case 2:
+		m.Redundancy = Redundancy(d.uint32(f))
+	}
+}
+
+func (*PutBatchDone) Type() Type { return TypePutBatchDone }
+func (m *PutBatchDone) encode(b []byte) []byte {
+	for _, r := range m.Results {
+		b = appendTagBytes(b, 1)
+		b = appendNested(b, func(b []byte) []byte {
+			b = putID(b, 1, r.Key)
+			b = putUint(b, 2, uint64(r.Code))
+			return putString(b, 3, r.Err)
+		})
+	}
+	return b
+}
+func (m *PutBatchDone) decodeField(d *decoder, f field) {
+	if f.num != 1 {
+		return
+	}
+	if len(m.Results) >= MaxPutBatch {
+		d.fail("more than %d results in a batch", MaxPutBatch)
+		return
+	}
+	var r PutResult
+	d.nested(f, func(g field) {
+		switch g.num {
+		case 1:
+			r.Key = d.id(g)
+		case 2:
+			r.Code = ErrCode(d.uint32(g))
+		case 3:
+			r.Err = d.str(g, MaxTextBytes)
+		}
+	})
+	m.Results = append(m.Results, r)
+}

@@ -42,16 +42,18 @@ const (
 
 // Message types of the block store (DHash), 64-127.
 const (
-	TypeStoreBlock Type = 64
-	TypeFetchBlock Type = 65
-	TypeBlock      Type = 66
-	TypeStatBlock  Type = 67
-	TypeBlockInfo  Type = 68
-	TypeClientPut  Type = 69
-	TypePutDone    Type = 70
-	TypeClientGet  Type = 71
-	TypeClientStat Type = 72
-	TypeStatDone   Type = 73
+	TypeStoreBlock     Type = 64
+	TypeFetchBlock     Type = 65
+	TypeBlock          Type = 66
+	TypeStatBlock      Type = 67
+	TypeBlockInfo      Type = 68
+	TypeClientPut      Type = 69
+	TypePutDone        Type = 70
+	TypeClientGet      Type = 71
+	TypeClientStat     Type = 72
+	TypeStatDone       Type = 73
+	TypeClientPutBatch Type = 74
+	TypePutBatchDone   Type = 75
 )
 
 // Message types of maintenance (Passing Tone), 128-191.
@@ -153,6 +155,10 @@ func newMsg(t Type) Msg {
 		return &ClientStat{}
 	case TypeStatDone:
 		return &StatDone{}
+	case TypeClientPutBatch:
+		return &ClientPutBatch{}
+	case TypePutBatchDone:
+		return &PutBatchDone{}
 	case TypeTreeQuery:
 		return &TreeQuery{}
 	case TypeTreeInfo:
@@ -328,6 +334,7 @@ var typeNames = map[Type]string{
 	TypeClientLookup: "ClientLookup", TypeStoreBlock: "StoreBlock", TypeFetchBlock: "FetchBlock",
 	TypeBlock: "Block", TypeStatBlock: "StatBlock", TypeBlockInfo: "BlockInfo", TypeClientPut: "ClientPut",
 	TypePutDone: "PutDone", TypeClientGet: "ClientGet", TypeClientStat: "ClientStat", TypeStatDone: "StatDone",
+	TypeClientPutBatch: "ClientPutBatch", TypePutBatchDone: "PutBatchDone",
 	TypeTreeQuery: "TreeQuery", TypeTreeInfo: "TreeInfo", TypeMaintStatusReq: "MaintStatusReq",
 	TypeMaintStatus: "MaintStatus", TypeMaintControl: "MaintControl",
 }

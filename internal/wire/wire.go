@@ -321,6 +321,14 @@ func Clone(m Msg) Msg {
 		return &c
 	case *PutDone:
 		return &PutDone{Key: m.Key, Holders: nodes(m.Holders)}
+	case *ClientPutBatch:
+		c := &ClientPutBatch{Redundancy: m.Redundancy, Items: make([]PutItem, len(m.Items))}
+		for i, it := range m.Items {
+			c.Items[i] = PutItem{Data: bytes.Clone(it.Data), Expiry: it.Expiry}
+		}
+		return c
+	case *PutBatchDone:
+		return &PutBatchDone{Results: append([]PutResult(nil), m.Results...)}
 	case *StatDone:
 		return &StatDone{Key: m.Key, Holders: append([]Holder(nil), m.Holders...)}
 	case *TreeQuery:

@@ -58,6 +58,8 @@ func samples() []Msg {
 		&ClientGet{Key: k},
 		&ClientStat{Key: k},
 		&StatDone{Key: k, Holders: []Holder{{Node: sampleNode(r), Size: 3, Expiry: 4, Fragment: true}, {Node: sampleNode(r), Err: "not found"}}},
+		&ClientPutBatch{Items: []PutItem{{Data: []byte("one"), Expiry: 5}, {Data: []byte("two")}}, Redundancy: RedundancyReplicas},
+		&PutBatchDone{Results: []PutResult{{Key: k}, {Code: ErrCodeBusy, Err: "window full"}}},
 	}
 }
 
