@@ -246,10 +246,11 @@ func (c *Client) Stat(ctx context.Context, key id.ID) ([]wire.Holder, error) {
 }
 
 // PutBatch stores many blocks through one node in one round trip (see
-// wire.ClientPutBatch). It returns each block's key, or its error (a
-// *wire.Error: wire.ErrBusy when the node's write window was full), and
-// an error for the call as a whole.
-func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, r wire.Redundancy) ([]id.ID, []error, error) {
+// wire.ClientPutBatch); keys are their content hashes, which the caller
+// has computed (the node must answer with the same). It returns each
+// block's key, or its error (a *wire.Error: wire.ErrBusy when the node's
+// write window was full), and an error for the call as a whole.
+func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, keys []id.ID, r wire.Redundancy) ([]id.ID, []error, error) {
 	if len(items) > wire.MaxPutBatch {
 		return nil, nil, fmt.Errorf("client: %d blocks in one batch, at most %d", len(items), wire.MaxPutBatch)
 	}
@@ -261,17 +262,17 @@ func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, r wire.Redu
 	if !ok || len(done.Results) != len(items) {
 		return nil, nil, fmt.Errorf("client: %s answered a batch of %d puts with %T", c.addr, len(items), reply)
 	}
-	keys := make([]id.ID, len(items))
+	got := make([]id.ID, len(items))
 	errs := make([]error, len(items))
 	for i, res := range done.Results {
 		switch {
 		case res.Code != 0:
 			errs[i] = &wire.Error{Code: res.Code, Text: res.Err}
-		case res.Key != id.Key(items[i].Data):
-			errs[i] = fmt.Errorf("client: %s stored a block under %s, not its hash", c.addr, res.Key)
+		case res.Key != keys[i]:
+			errs[i] = fmt.Errorf("client: %s stored a block under %s, not its hash %s", c.addr, res.Key, keys[i])
 		default:
-			keys[i] = res.Key
+			got[i] = res.Key
 		}
 	}
-	return keys, errs, nil
+	return got, errs, nil
 }

@@ -230,9 +230,11 @@ func (c *Cluster) Holds(ctx context.Context, key id.ID) (bool, error) {
 func (c *Cluster) PutBatch(ctx context.Context, items []wire.PutItem, r wire.Redundancy) ([]id.ID, []error) {
 	keys := make([]id.ID, len(items))
 	errs := make([]error, len(items))
+	want := make([]id.ID, len(items))
 	byNode := map[string][]int{}
 	for i, it := range items {
-		route := c.route(id.Key(it.Data))
+		want[i] = id.Key(it.Data)
+		route := c.route(want[i])
 		if len(route) == 0 {
 			errs[i] = fmt.Errorf("%w: no node known", wire.ErrUnavailable)
 			continue
@@ -245,14 +247,15 @@ func (c *Cluster) PutBatch(ctx context.Context, items []wire.PutItem, r wire.Red
 		go func() {
 			defer wg.Done()
 			batch := make([]wire.PutItem, len(idx))
+			bkeys := make([]id.ID, len(idx))
 			for j, i := range idx {
-				batch[j] = items[i]
+				batch[j], bkeys[j] = items[i], want[i]
 			}
 			var ks []id.ID
 			var es []error
-			err := c.do(ctx, id.Key(batch[0].Data), func(cl *Client) error {
+			err := c.do(ctx, bkeys[0], func(cl *Client) error {
 				var err error
-				ks, es, err = cl.PutBatch(ctx, batch, r)
+				ks, es, err = cl.PutBatch(ctx, batch, bkeys, r)
 				return err
 			})
 			for j, i := range idx {

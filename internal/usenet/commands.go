@@ -994,19 +994,28 @@ func (c *conn) announcer() {
 			batch[i] = Announcement{Head: j.head, Offered: j.msgid}
 		}
 		c.site.AnnounceBatch(context.Background(), batch)
+		ns := make([]uint64, len(jobs))
+		replies := make([][]byte, len(jobs))
+		closing := false
 		for i, j := range jobs {
 			freeArticle(j.head)
+			ns[i] = j.n
 			err := batch[i].Err
 			switch code, text := feedResult(err); code {
 			case nntp.CodeCheckLater:
-				c.s.cfg.Log.Warn("closing a peer's feed: announcement not taken", "peer", c.user, "err", err)
-				c.seq.write(j.n, statusLine(nntp.CodeUnavailable, "%s", text))
-				c.nc.Close()
+				if !closing {
+					c.s.cfg.Log.Warn("closing a peer's feed: announcement not taken", "peer", c.user, "err", err)
+				}
+				replies[i], closing = statusLine(nntp.CodeUnavailable, "%s", text), true
 			case nntp.CodeTakeThisRejected:
-				c.seq.write(j.n, statusLine(code, "%s %s", j.msgid, text))
+				replies[i] = statusLine(code, "%s %s", j.msgid, text)
 			default:
-				c.seq.write(j.n, statusLine(code, "%s", j.msgid))
+				replies[i] = statusLine(code, "%s", j.msgid)
 			}
+		}
+		c.seq.writeEach(ns, replies)
+		if closing {
+			c.nc.Close()
 		}
 	}
 }

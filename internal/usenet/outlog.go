@@ -230,13 +230,17 @@ func (l *List) trimLog(tx *bolt.Tx, peers []string, maxBacklog uint64) error {
 	for _, p := range peers {
 		low = min(low, l.cursor(p))
 	}
+	// Collected in one pass, then deleted: a cursor started again from
+	// First after each delete cost a descent of the tree per record.
+	var taken [][]byte
 	c := b.Cursor()
-	deleted := 0
-	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= low && deleted < maxTrim; k, _ = c.First() {
-		if err := c.Delete(); err != nil {
+	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= low && len(taken) < maxTrim; k, _ = c.Next() {
+		taken = append(taken, slices.Clone(k))
+	}
+	for _, k := range taken {
+		if err := b.Delete(k); err != nil {
 			return err
 		}
-		deleted++
 	}
 	return nil
 }

@@ -338,6 +338,29 @@ func (q *sequencer) write(n uint64, pieces ...[]byte) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.ready[n] = pieces
+	return q.flushThrough(n)
+}
+
+// writeEach queues the one-piece replies ns[i] = replies[i] and writes
+// them as write does, so that a batch finished at once (announcements)
+// leaves in one writev rather than one system call per reply.
+func (q *sequencer) writeEach(ns []uint64, replies [][]byte) bool {
+	if len(ns) == 0 {
+		return true
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	last := ns[0]
+	for i, n := range ns {
+		q.ready[n] = [][]byte{replies[i]}
+		last = max(last, n)
+	}
+	return q.flushThrough(last)
+}
+
+// flushThrough writes ready replies in order until reply n is out. q.mu
+// is held.
+func (q *sequencer) flushThrough(n uint64) bool {
 	for q.next <= n {
 		if _, ok := q.ready[q.next]; q.writing || !ok {
 			q.cond.Wait()
