@@ -746,11 +746,14 @@ func (c *conn) hdr(verb string, args []string) bool {
 // after TAKETHIS, into a recycled buffer; the caller hands it back with
 // freeArticle once Accept has returned. A client that stalls is dropped by
 // the idle deadline.
-func (c *conn) readArticle() ([]byte, error) {
+func (c *conn) readArticle() ([]byte, error) { return c.readBlock(c.site.MaxArticle()) }
+
+// readBlock is readArticle with a limit of its own.
+func (c *conn) readBlock(limit int) ([]byte, error) {
 	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 	buf := articleBufs.Get().(*[]byte)
 	c.growReader()
-	raw, err := nntp.ReadArticle(c.r, (*buf)[:0], c.site.MaxArticle())
+	raw, err := nntp.ReadArticle(c.r, (*buf)[:0], limit)
 	if err != nil {
 		articleBufs.Put(buf)
 		return nil, err
@@ -919,7 +922,7 @@ func (c *conn) takethis(args []string) bool {
 // worker, as takethis stores an article. Only a peer site, identified by
 // the name it logged in with, may announce.
 func (c *conn) takedht(args []string) bool {
-	head, err := c.readArticle()
+	head, err := c.readBlock(maxHead)
 	if err != nil && !errors.Is(err, nntp.ErrArticleTooLarge) {
 		return false
 	}
@@ -941,7 +944,7 @@ func (c *conn) takedht(args []string) bool {
 	case len(args) != 1:
 		return refuse(nntp.CodeSyntaxError, "Syntax: TAKEDHT message-id")
 	case err != nil:
-		return c.reply(nntp.CodeTakeThisRejected, "%.80s Announcement larger than %d bytes", msgid, c.site.MaxArticle())
+		return c.reply(nntp.CodeTakeThisRejected, "%.80s Announcement larger than %d bytes", msgid, maxHead)
 	case CheckMessageID(msgid) != nil:
 		return refuse(nntp.CodeTakeThisRejected, "%.80s Malformed message-id", msgid)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"triad/internal/nntp"
+	"triad/internal/store"
+	"triad/internal/wire"
 )
 
 // PeerMode is what a site sends a peer.
@@ -126,14 +128,31 @@ func StartFeeds(cfg FeedConfig) (*Feeds, error) {
 	return f, nil
 }
 
-// Close stops every feeder; what they had not sent stays queued.
+// Close stops every feeder, cutting short any transfer in progress; what
+// they had not sent stays queued.
 func (f *Feeds) Close() {
 	select {
 	case <-f.stop:
 	default:
 		close(f.stop)
 	}
+	for _, fd := range f.feeders {
+		fd.mu.Lock()
+		if fd.live != nil {
+			fd.live.Close()
+		}
+		fd.mu.Unlock()
+	}
 	f.wg.Wait()
+}
+
+func (f *Feeds) closing() bool {
+	select {
+	case <-f.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // Status is every feeder's state.
@@ -210,8 +229,9 @@ type feeder struct {
 	wake  chan struct{}
 	conn  *nntp.Client
 
-	mu sync.Mutex
-	st PeerStatus
+	mu   sync.Mutex
+	st   PeerStatus
+	live *nntp.Client // fd.conn, for Close to cut a transfer short
 }
 
 func (fd *feeder) run() {
@@ -266,7 +286,7 @@ func (fd *feeder) disconnect() {
 		fd.conn = nil
 	}
 	fd.mu.Lock()
-	fd.st.Connected = false
+	fd.st.Connected, fd.live = false, nil
 	fd.mu.Unlock()
 }
 
@@ -314,7 +334,13 @@ func (fd *feeder) connect() error {
 		return err
 	}
 	fd.conn = c
-	fd.count(func(s *PeerStatus) { s.Connected, s.LastError = true, "" })
+	fd.mu.Lock()
+	fd.st.Connected, fd.st.LastError, fd.live = true, "", c
+	closing := fd.feeds.closing()
+	fd.mu.Unlock()
+	if closing {
+		return errors.New("feeds closing")
+	}
 	return nil
 }
 
@@ -417,6 +443,7 @@ func (fd *feeder) transfer(wanted []*logRecord) error {
 		out = out[:0]
 		return err
 	}
+	sent := wanted[:0:0]
 	for _, r := range wanted {
 		if fd.peer.Mode != Feed {
 			out = appendAnnouncement(out, r)
@@ -424,6 +451,11 @@ func (fd *feeder) transfer(wanted []*logRecord) error {
 			ctx, cancel := context.WithTimeout(context.Background(), dhtTimeout)
 			raw, err := fd.feeds.cfg.Site.spool.Get(ctx, r.Key)
 			cancel()
+			if errors.Is(err, wire.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
+				// Expired or gone from the ring: nothing to feed.
+				fd.count(func(s *PeerStatus) { s.Refused++ })
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("reading %s to feed it: %w", r.MessageID, err)
 			}
@@ -433,6 +465,7 @@ func (fd *feeder) transfer(wanted []*logRecord) error {
 			out = append(out, raw...)
 			out = append(out, ".\r\n"...)
 		}
+		sent = append(sent, r)
 		if len(out) >= 1<<20 {
 			if err := flush(); err != nil {
 				return err
@@ -442,7 +475,7 @@ func (fd *feeder) transfer(wanted []*logRecord) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	for _, r := range wanted {
+	for _, r := range sent {
 		line, err := c.ReadLine()
 		if err != nil {
 			return err

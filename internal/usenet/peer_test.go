@@ -468,3 +468,58 @@ func TestCacheFetchesOnceAndEvicts(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedUpstreamGetsWholeArticles gives site a an upstream feed peer, a
+// traditional server (a standalone site on its own spool, as INN would
+// be): articles posted at a and at b (announced to a) reach it whole,
+// byte for byte, with CHECK and TAKETHIS; one that came from upstream is
+// not sent back.
+func TestFeedUpstreamGetsWholeArticles(t *testing.T) {
+	up := startServer(t, Config{}, SiteConfig{})
+	upName := up.site.PathHost()
+	sites, _ := startSites(t, 2, func(fc *FeedConfig) {
+		if fc.Site.PathHost() == "sitea" {
+			fc.Peers = append(fc.Peers, Peer{Name: upName, Addr: up.addr, Mode: Feed, Groups: "local.*"})
+		}
+	})
+	post := func(s *testSite, subject string) string {
+		c := s.dial(t)
+		code(t, c.cmd("POST"), "340")
+		c.sendArticle("From: p@example.com\r\nNewsgroups: local.test\r\nSubject: " + subject + "\r\n\r\nbody of " + subject + "\r\n.dot\r\n")
+		reply := c.line()
+		code(t, reply, "240")
+		return strings.Fields(reply)[3]
+	}
+	atA, atB := post(sites[0], "posted at a"), post(sites[1], "posted at b")
+	// One fed to a from upstream (its name in Path): not fed back.
+	c := sites[0].dial(t)
+	code(t, c.cmd("IHAVE <from-up@x>"), "335")
+	c.sendArticle(strings.Replace(article("<from-up@x>", "local.test", "x\r\n"), "Path: ", "Path: "+upName+"!", 1))
+	code(t, c.line(), "235")
+	sentinel := post(sites[0], "after the one from upstream")
+	for _, id := range []string{atA, atB, sentinel} {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if _, found, _ := up.site.List().Lookup(id); found {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not reach the upstream server", id)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		uc, _ := up.dial(t)
+		code(t, uc.cmd("ARTICLE %s", id), "220")
+		got := strings.Join(uc.block(), "\r\n")
+		sc := sites[0].dial(t)
+		code(t, sc.cmd("ARTICLE %s", id), "220")
+		want := strings.Join(sc.block(), "\r\n")
+		// Upstream puts its own name first in Path, as any server does.
+		if strings.Replace(got, "Path: "+upName+"!", "Path: ", 1) != want {
+			t.Fatalf("%s upstream:\n%s\nwant\n%s", id, got, want)
+		}
+	}
+	if _, found, _ := up.site.List().Lookup("<from-up@x>"); found {
+		t.Fatal("an article from upstream was fed back to it")
+	}
+}
