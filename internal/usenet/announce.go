@@ -216,6 +216,10 @@ func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
 // prepareAnnounced checks an announcement and claims its message-id,
 // leaving the entry to list in an.p, or the reason in an.Err.
 func (s *Site) prepareAnnounced(an *Announcement, now time.Time) {
+	if err := CheckMessageID(an.Offered); err != nil {
+		an.Err = err
+		return
+	}
 	if len(an.Head) > maxHead {
 		an.Err = badf("announced head of %d bytes, limit %d", len(an.Head), maxHead)
 		return

@@ -36,7 +36,7 @@ func (g *gatedSpool) PutAsync(ctx context.Context, article []byte, expires time.
 	}, nil
 }
 
-func openTestSite(t *testing.T, dir string, spool Spool) *Site {
+func openTestSite(t testing.TB, dir string, spool Spool) *Site {
 	t.Helper()
 	site, err := OpenSite(SiteConfig{Dir: dir, Spool: spool, PathHost: "test.site"})
 	if err != nil {
