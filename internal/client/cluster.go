@@ -188,11 +188,12 @@ func (c *Cluster) Stat(ctx context.Context, key id.ID) (holders []wire.Holder, e
 	return holders, err
 }
 
-// Holds reports whether a node holds a whole copy of key. It asks the
-// key's first two holders in the map directly (one round trip each, no
-// lookup), and only when neither has it the ring itself (Stat), so that a
-// stale map never makes a stored key look missing.
-func (c *Cluster) Holds(ctx context.Context, key id.ID) (bool, error) {
+// Holding reports whether a node holds a whole copy of key, with the
+// copy's size and expiry (Unix nanoseconds). It asks the key's first two
+// holders in the map directly (one round trip each, no lookup), and only
+// when neither has it the ring itself (Stat), so that a stale map never
+// makes a stored key look missing.
+func (c *Cluster) Holding(ctx context.Context, key id.ID) (size uint64, expiry int64, found bool, err error) {
 	asked := 0
 	for _, a := range c.route(key) {
 		if asked == 2 {
@@ -205,22 +206,22 @@ func (c *Cluster) Holds(ctx context.Context, key id.ID) (bool, error) {
 		asked++
 		r, err := cl.Call(ctx, &wire.StatBlock{Key: key})
 		if bi, ok := r.(*wire.BlockInfo); err == nil && ok && bi.Size > 0 && !bi.Fragment {
-			return true, nil
+			return bi.Size, bi.Expiry, true, nil
 		}
 		if ctx.Err() != nil {
-			return false, ctx.Err()
+			return 0, 0, false, ctx.Err()
 		}
 	}
 	holders, err := c.Stat(ctx, key)
 	if err != nil {
-		return false, err
+		return 0, 0, false, err
 	}
 	for _, h := range holders {
-		if h.Err == "" && h.Size > 0 {
-			return true, nil
+		if h.Err == "" && h.Size > 0 && !h.Fragment {
+			return h.Size, h.Expiry, true, nil
 		}
 	}
-	return false, nil
+	return 0, 0, false, nil
 }
 
 // PutBatch stores blocks through the nodes that hold their first copies:

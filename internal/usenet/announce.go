@@ -41,6 +41,7 @@ var (
 	ErrNotPeer    = errors.New("only configured peer sites may announce")
 	ErrNoChordID  = errors.New("announcement without a valid " + ChordHeader + " header")
 	ErrUnresolved = errors.New("the announced key resolves to no stored article")
+	ErrMismatch   = errors.New("the announcement does not describe what its key holds")
 	ErrLocalSpool = errors.New("this site keeps its articles locally: it takes no announcements")
 )
 
@@ -86,11 +87,16 @@ func appendAnnouncement(out []byte, r *logRecord) []byte {
 }
 
 // headOf is an article's header block in wire form, without the empty
-// line, copied out of the article's buffer.
+// line and without any X-ChordID a poster wrote (the announcement adds
+// the one true value; two would have every peer refuse it), copied out of
+// the article's buffer.
 func headOf(a *Article) []byte {
 	head := a.Raw[:a.body]
 	if bytes.HasSuffix(head, []byte("\r\n\r\n")) {
 		head = head[:len(head)-2]
+	}
+	if _, n := a.Header(ChordHeader); n > 0 {
+		return withoutHeader(head, ChordHeader)
 	}
 	return bytes.Clone(head)
 }
@@ -147,7 +153,8 @@ type Announcement struct {
 	release func()
 }
 
-// maxResolving bounds the key checks of one batch in flight at once.
+// maxResolving bounds the key checks in flight at once, across a site's
+// connections.
 const maxResolving = 64
 
 // AnnounceBatch is Announce for many announcements at once, as a peer's
@@ -166,7 +173,6 @@ func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
 		s.prepareAnnounced(&batch[i], now)
 	}
 	if r, ok := s.spool.(resolver); ok {
-		sem := make(chan struct{}, maxResolving)
 		var wg sync.WaitGroup
 		for i := range batch {
 			an := &batch[i]
@@ -174,15 +180,21 @@ func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
 				continue
 			}
 			wg.Add(1)
-			sem <- struct{}{}
+			s.resolving <- struct{}{} // bounded across every connection of the site
 			go func() {
-				defer func() { <-sem; wg.Done() }()
-				found, err := r.Has(ctx, an.p.entry.Key)
+				defer func() { <-s.resolving; wg.Done() }()
+				e := &an.p.entry
+				got, found, err := r.Resolve(ctx, e.Key)
 				switch {
 				case err != nil:
 					an.Err = errors.Join(ErrDeferred, err)
 				case !found:
 					an.Err = ErrUnresolved
+				case got.Size != int(e.Bytes):
+					an.Err = fmt.Errorf("%w: announced %d bytes, the key holds %d", ErrMismatch, e.Bytes, got.Size)
+				case got.Expires.Before(e.Expires):
+					// Listed no longer than the article is kept.
+					e.Expires = got.Expires
 				}
 			}()
 		}

@@ -115,13 +115,15 @@ func (c *CachedSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
 		c.stats.Fetches++
 		c.mu.Unlock()
 		f.data, f.err = c.Spool.Get(ctx, key)
+		// Cached and no longer fetching in one step: a reader arriving in
+		// between would have fetched the article a second time.
 		c.mu.Lock()
+		if f.err == nil {
+			c.addLocked(key, f.data)
+		}
 		delete(c.fetching, key)
 		c.mu.Unlock()
 		close(f.done)
-		if f.err == nil {
-			c.add(key, f.data, false)
-		}
 		return f.data, f.err
 	}
 	c.mu.Unlock()
@@ -143,26 +145,18 @@ func (c *CachedSpool) View(ctx context.Context, key id.ID, fn func([]byte) error
 	return fn(data)
 }
 
-// Has asks the spool, unless the article is cached.
-func (c *CachedSpool) Has(ctx context.Context, key id.ID) (bool, error) {
-	c.mu.Lock()
-	_, ok := c.entries[key]
-	c.mu.Unlock()
-	if ok {
-		return true, nil
-	}
+// Resolve asks the spool (the cache does not know expiries).
+func (c *CachedSpool) Resolve(ctx context.Context, key id.ID) (Stored, bool, error) {
 	r, ok := c.Spool.(resolver)
 	if !ok {
-		return false, errors.New("usenet: the spool cannot resolve keys")
+		return Stored{}, false, errors.New("usenet: the spool cannot resolve keys")
 	}
-	return r.Has(ctx, key)
+	return r.Resolve(ctx, key)
 }
 
-// add caches data under key (a copy when the caller keeps its buffer) and
-// evicts by the policy until the cache fits. An article larger than half
-// the cache is not kept.
+// add caches data under key (a copy when the caller keeps its buffer).
 func (c *CachedSpool) add(key id.ID, data []byte, borrowed bool) {
-	if c.max <= 0 || int64(len(data)) > c.max/2 {
+	if !c.fits(data) {
 		return
 	}
 	if borrowed {
@@ -170,6 +164,19 @@ func (c *CachedSpool) add(key id.ID, data []byte, borrowed bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.addLocked(key, data)
+}
+
+// fits reports whether data may be cached: an article larger than half
+// the cache is not kept.
+func (c *CachedSpool) fits(data []byte) bool { return c.max > 0 && int64(len(data)) <= c.max/2 }
+
+// addLocked caches data and evicts by the policy until the cache fits.
+// c.mu is held.
+func (c *CachedSpool) addLocked(key id.ID, data []byte) {
+	if !c.fits(data) {
+		return
+	}
 	if _, ok := c.entries[key]; ok {
 		return
 	}

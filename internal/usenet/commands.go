@@ -848,7 +848,7 @@ func feedResult(err error) (nntp.Code, string) {
 	case errors.Is(err, ErrDuplicate):
 		return nntp.CodeTakeThisRejected, "Duplicate"
 	case errors.Is(err, ErrBadArticle), errors.Is(err, ErrNoGroups), errors.Is(err, ErrNoPosting), errors.Is(err, ErrUnapproved),
-		errors.Is(err, ErrNoChordID), errors.Is(err, ErrUnresolved), errors.Is(err, ErrLocalSpool):
+		errors.Is(err, ErrNoChordID), errors.Is(err, ErrUnresolved), errors.Is(err, ErrLocalSpool), errors.Is(err, ErrMismatch):
 		return nntp.CodeTakeThisRejected, "Refused: " + err.Error()
 	}
 	return nntp.CodeCheckLater, "Try later: " + err.Error()
@@ -948,7 +948,11 @@ func (c *conn) takedht(args []string) bool {
 	case CheckMessageID(msgid) != nil:
 		return refuse(nntp.CodeTakeThisRejected, "%.80s Malformed message-id", msgid)
 	}
-	c.announce(annJob{n: c.seq.take(), head: head, msgid: msgid})
+	// An exact copy waits for the announcer; the recycled buffer (which
+	// may have grown to an article's size) goes back at once.
+	j := annJob{n: c.seq.take(), head: bytes.Clone(head), msgid: msgid}
+	freeArticle(head)
+	c.announce(j)
 	return true
 }
 
@@ -1001,7 +1005,6 @@ func (c *conn) announcer() {
 		replies := make([][]byte, len(jobs))
 		closing := false
 		for i, j := range jobs {
-			freeArticle(j.head)
 			ns[i] = j.n
 			err := batch[i].Err
 			switch code, text := feedResult(err); code {

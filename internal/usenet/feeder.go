@@ -357,10 +357,12 @@ func (fd *feeder) wants(r *logRecord) bool {
 	if err != nil {
 		return false
 	}
-	path, _ := a.Header("Path")
-	for _, h := range strings.Split(path, "!") {
-		if strings.TrimSpace(h) == fd.peer.Name {
-			return false
+	if !r.Posted {
+		path, _ := a.Header("Path")
+		for _, h := range strings.Split(path, "!") {
+			if strings.TrimSpace(h) == fd.peer.Name {
+				return false
+			}
 		}
 	}
 	if fd.peer.Groups == "" {

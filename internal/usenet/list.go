@@ -94,8 +94,10 @@ type Entry struct {
 	// in wire form (CRLF lines, no empty line), queued for the peers.
 	Head []byte
 	// Announced marks an entry a peer announced, which a mesh peer is
-	// not sent (it had it from the same source).
-	Announced bool
+	// not sent (it had it from the same source). Posted marks one a
+	// reader posted here: whatever Path the poster wrote, it came through
+	// no peer.
+	Announced, Posted bool
 }
 
 // entryOf is the entry of a parsed article. Its fields are copies: the

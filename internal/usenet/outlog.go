@@ -36,6 +36,7 @@ type logRecord struct {
 	MessageID string
 	Head      []byte // the header block in wire form, lines ending in CRLF, no empty line
 	Announced bool   // listed from a peer's announcement, not posted or fed here
+	Posted    bool   // posted here by a reader: its Path names no peer it came through
 }
 
 func encodeLogRecord(e *Entry) []byte {
@@ -43,6 +44,9 @@ func encodeLogRecord(e *Entry) []byte {
 	var flags byte
 	if e.Announced {
 		flags |= 1
+	}
+	if e.Posted {
+		flags |= 2
 	}
 	b = append(b, flags)
 	b = e.Key.AppendTo(b)
@@ -59,7 +63,7 @@ func decodeLogRecord(seq uint64, b []byte) (logRecord, error) {
 	if len(b) < 1+id.Bytes {
 		return r, errBadRecord
 	}
-	r.Announced = b[0]&1 != 0
+	r.Announced, r.Posted = b[0]&1 != 0, b[0]&2 != 0
 	b = b[1:]
 	r.Key, _ = id.FromBytes(b[:id.Bytes])
 	b = b[id.Bytes:]
@@ -206,10 +210,10 @@ const maxTrim = 50_000
 // trimLog saves the cursors, deletes records every peer has taken and,
 // when maxBacklog is not zero, drops the oldest records beyond maxBacklog
 // behind the newest, counting them for each peer that had not taken them.
-func (l *List) trimLog(tx *bolt.Tx, peers []string, maxBacklog uint64) error {
+func (l *List) trimLog(tx *bolt.Tx, peers []string, maxBacklog uint64) (int, error) {
 	b := tx.Bucket(bucketOutLog)
 	if b == nil || len(peers) == 0 {
-		return nil
+		return 0, nil
 	}
 	last := b.Sequence()
 	if maxBacklog > 0 && last > maxBacklog {
@@ -217,14 +221,14 @@ func (l *List) trimLog(tx *bolt.Tx, peers []string, maxBacklog uint64) error {
 		for _, p := range peers {
 			if cur := l.cursor(p); cur < floor {
 				if err := putU64(tx, metaDropped+p, getU64(tx, metaDropped+p)+floor-cur); err != nil {
-					return err
+					return 0, err
 				}
 				l.advance(p, floor)
 			}
 		}
 	}
 	if err := l.saveCursors(tx); err != nil {
-		return err
+		return 0, err
 	}
 	low := last
 	for _, p := range peers {
@@ -239,15 +243,25 @@ func (l *List) trimLog(tx *bolt.Tx, peers []string, maxBacklog uint64) error {
 	}
 	for _, k := range taken {
 		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(taken), nil
+}
+
+// trim saves the cursors and applies the backlog bound (see trimLog),
+// a transaction at a time until it has caught up.
+func (l *List) trim(peers []string, maxBacklog uint64) error {
+	for {
+		deleted := 0
+		err := l.db.b.Update(func(tx *bolt.Tx) (err error) {
+			deleted, err = l.trimLog(tx, peers, maxBacklog)
+			return err
+		})
+		if err != nil || deleted < maxTrim {
 			return err
 		}
 	}
-	return nil
-}
-
-// trim saves the cursors and applies the backlog bound (see trimLog).
-func (l *List) trim(peers []string, maxBacklog uint64) error {
-	return l.db.b.Update(func(tx *bolt.Tx) error { return l.trimLog(tx, peers, maxBacklog) })
 }
 
 // Backlog is what is queued for peer.

@@ -37,8 +37,10 @@ func (r *ringSpool) View(ctx context.Context, key id.ID, fn func([]byte) error) 
 	}
 	return fn(data)
 }
-func (r *ringSpool) Has(ctx context.Context, key id.ID) (bool, error) { return r.s.Has(ctx, key) }
-func (r *ringSpool) Close() error                                     { return nil }
+func (r *ringSpool) Resolve(ctx context.Context, key id.ID) (Stored, bool, error) {
+	return r.s.Resolve(ctx, key)
+}
+func (r *ringSpool) Close() error { return nil }
 
 // testSite is one site of a test deployment.
 type testSite struct {
@@ -363,13 +365,16 @@ func TestBacklogIsBounded(t *testing.T) {
 func TestBadAnnouncementsAreRefused(t *testing.T) {
 	sites, ring := startSites(t, 2, nil)
 	a := sites[0]
-	key, err := ring.Put(context.Background(), []byte(article("<stored@x>", "local.test", "b\r\n")), time.Now().Add(time.Hour))
+	stored := []byte(article("<stored@x>", "local.test", "b\r\n"))
+	keptUntil := time.Now().Add(time.Hour).Truncate(time.Second)
+	key, err := ring.Put(context.Background(), stored, keptUntil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := time.Now().Add(time.Hour)
+	size := uint32(len(stored))
+	exp := time.Now().Add(48 * time.Hour) // later than the block is kept: listed only as long as it is
 	good := func(id string) string {
-		return strings.TrimSuffix(article(id, "local.test", ""), "\r\n") + ChordHeader + ": " + chordValue(key, 100, 2, exp) + "\r\n"
+		return strings.TrimSuffix(article(id, "local.test", ""), "\r\n") + ChordHeader + ": " + chordValue(key, size, 2, exp) + "\r\n"
 	}
 	// Not logged in: 480; logged in as a reader, not a peer: 502.
 	anon := a.dial(t)
@@ -396,6 +401,7 @@ func TestBadAnnouncementsAreRefused(t *testing.T) {
 		"<body@x>":      good("<body@x>") + "\r\nbody\r\n",
 		"<expired@x>":   strings.TrimSuffix(article("<expired@x>", "local.test", ""), "\r\n") + ChordHeader + ": " + chordValue(key, 100, 2, time.Now().Add(-time.Hour)) + "\r\n",
 		"<mismatch@x>":  good("<other@x>"),
+		"<size@x>":      strings.TrimSuffix(article("<size@x>", "local.test", ""), "\r\n") + ChordHeader + ": " + chordValue(key, size+1, 2, exp) + "\r\n",
 	}
 	for msgid, head := range bad {
 		peer.Send("TAKEDHT " + msgid)
@@ -404,7 +410,7 @@ func TestBadAnnouncementsAreRefused(t *testing.T) {
 			t.Errorf("%s: %q, want 439", msgid, reply)
 		}
 	}
-	for _, msgid := range []string{"<x1@x>", "<x2@x>", "<no-chord@x>", "<bad-chord@x>", "<unknown@x>", "<no-from@x>", "<body@x>", "<expired@x>", "<mismatch@x>", "<other@x>"} {
+	for _, msgid := range []string{"<x1@x>", "<x2@x>", "<no-chord@x>", "<bad-chord@x>", "<unknown@x>", "<no-from@x>", "<body@x>", "<expired@x>", "<mismatch@x>", "<other@x>", "<size@x>"} {
 		if _, found, _ := a.site.List().Lookup(msgid); found {
 			t.Errorf("%s listed", msgid)
 		}
@@ -414,8 +420,11 @@ func TestBadAnnouncementsAreRefused(t *testing.T) {
 	peer.sendArticle(good("<fine@x>"))
 	code(t, peer.line(), "239 <fine@x>")
 	ov, err := a.site.List().Overview("local.test", 1, 10, 10)
-	if err != nil || len(ov) != 1 || ov[0].Bytes != 100 || ov[0].Lines != 2 || ov[0].Key != key {
+	if err != nil || len(ov) != 1 || ov[0].Bytes != size || ov[0].Lines != 2 || ov[0].Key != key {
 		t.Fatalf("overview %+v, %v", ov, err)
+	}
+	if h, _, _ := a.site.List().Lookup("<fine@x>"); h.Expires > keptUntil.UnixNano() || ov[0].Expires > keptUntil.UnixNano() {
+		t.Fatalf("listed until %v (history %v), but the article is kept until %v", time.Unix(0, ov[0].Expires), time.Unix(0, h.Expires), keptUntil)
 	}
 	if g, _ := a.site.List().Group("local.test"); g.Count != 1 {
 		t.Fatalf("group %+v", g)
@@ -560,14 +569,16 @@ func FuzzAnnouncement(f *testing.F) {
 // its own.
 type alwaysHas struct{ Spool }
 
-func (alwaysHas) Has(context.Context, id.ID) (bool, error) { return true, nil }
-func (alwaysHas) Close() error                             { return nil }
+func (alwaysHas) Resolve(context.Context, id.ID) (Stored, bool, error) {
+	return Stored{Size: 100, Expires: time.Now().Add(24 * time.Hour)}, true, nil
+}
+func (alwaysHas) Close() error { return nil }
 
 // FuzzLogRecord decodes out-log records: never a panic, and a record that
 // decodes encodes back to the same bytes.
 func FuzzLogRecord(f *testing.F) {
 	e := Entry{MessageID: "<a@b>", Key: id.Key([]byte("x")), Expires: time.Unix(1800000000, 0), Bytes: 2450, Lines: 40,
-		Head: []byte("Path: a!b\r\nSubject: s\r\n"), Announced: true}
+		Head: []byte("Path: a!b\r\nSubject: s\r\n"), Announced: true, Posted: true}
 	f.Add(encodeLogRecord(&e))
 	f.Add([]byte{0})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -575,10 +586,30 @@ func FuzzLogRecord(f *testing.F) {
 		if err != nil {
 			return
 		}
-		back := encodeLogRecord(&Entry{MessageID: r.MessageID, Key: r.Key, Expires: r.Expires, Bytes: r.Bytes, Lines: r.Lines, Head: r.Head, Announced: r.Announced})
+		back := encodeLogRecord(&Entry{MessageID: r.MessageID, Key: r.Key, Expires: r.Expires, Bytes: r.Bytes, Lines: r.Lines, Head: r.Head, Announced: r.Announced, Posted: r.Posted})
 		if r2, err := decodeLogRecord(1, back); err != nil || r2.MessageID != r.MessageID || r2.Key != r.Key || !r2.Expires.Equal(r.Expires) ||
-			r2.Bytes != r.Bytes || r2.Lines != r.Lines || string(r2.Head) != string(r.Head) || r2.Announced != r.Announced {
+			r2.Bytes != r.Bytes || r2.Lines != r.Lines || string(r2.Head) != string(r.Head) || r2.Announced != r.Announced || r2.Posted != r.Posted {
 			t.Fatalf("%+v does not survive a round trip: %+v %v", r, r2, err)
 		}
 	})
+}
+
+// TestPostedHeadersCannotStopAnnouncements posts at a site articles whose
+// headers would have kept them from the peers: an X-ChordID of the
+// poster's own (two in the announcement: refused everywhere) and a Path
+// naming the peers (skipped as if they had it). Both reach every site.
+func TestPostedHeadersCannotStopAnnouncements(t *testing.T) {
+	sites, _ := startSites(t, 3, nil)
+	c := sites[0].dial(t)
+	var ids []string
+	for _, extra := range []string{ChordHeader + ": whatever", "Path: siteb!sitec!x"} {
+		code(t, c.cmd("POST"), "340")
+		c.sendArticle("From: p@example.com\r\nNewsgroups: local.test\r\nSubject: sly\r\n" + extra + "\r\n\r\nbody\r\n")
+		reply := c.line()
+		code(t, reply, "240")
+		ids = append(ids, strings.Fields(reply)[3])
+	}
+	for _, id := range ids {
+		waitListed(t, sites, id, 2*time.Second)
+	}
 }

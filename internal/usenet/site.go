@@ -33,13 +33,14 @@ type Site struct {
 	mu       sync.Mutex
 	inflight map[string]bool // message-ids being stored now
 
-	commits chan *pending
-	async   asyncSpool    // the spool, if it syncs on its own
-	journal *journal      // with an async spool
-	seq     uint64        // the last batch journaled
-	lists   chan *listing // durable batches, to be listed
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	commits   chan *pending
+	resolving chan struct{} // announced keys being checked (announce.go)
+	async     asyncSpool    // the spool, if it syncs on its own
+	journal   *journal      // with an async spool
+	seq       uint64        // the last batch journaled
+	lists     chan *listing // durable batches, to be listed
+	stop      chan struct{}
+	wg        sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -168,7 +169,7 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 		return nil, err
 	}
 	s := &Site{cfg: cfg, list: list, spool: cfg.Spool, inflight: map[string]bool{},
-		commits: make(chan *pending, 1024), stop: make(chan struct{})}
+		commits: make(chan *pending, 1024), resolving: make(chan struct{}, maxResolving), stop: make(chan struct{})}
 	if async, ok := cfg.Spool.(asyncSpool); ok {
 		s.async = async
 		j, batches, err := openJournal(cfg.FS, filepath.Join(cfg.Dir, "journal"))
@@ -290,7 +291,11 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 	// never read the article's buffer.
 	p := &pending{entry: entryOf(a, msgid, id.ID{}, groups, now, now.Add(keep)), done: make(chan error, 1)}
 	if s.cfg.Relay {
-		p.entry.Head = headOf(a)
+		if p.entry.Head = headOf(a); len(p.entry.Head) > maxHead {
+			// No peer would take its announcement.
+			return msgid, badf("headers of %d bytes, limit %d", len(p.entry.Head), maxHead)
+		}
+		p.entry.Posted = posted
 	}
 	if s.async != nil {
 		p.entry.Key, p.durable, err = s.async.PutAsync(ctx, raw, p.entry.Expires)

@@ -98,10 +98,12 @@ func (s *LocalSpool) Close() error { return s.Engine.Close() }
 type DHTSpool struct {
 	Cluster *client.Cluster
 
-	once sync.Once
-	reqs chan *putReq
-	sem  chan struct{} // batches in flight
-	stop chan struct{}
+	once    sync.Once
+	closeMu sync.RWMutex // held to queue a put; Close takes it to stop
+	closed  bool
+	reqs    chan *putReq
+	sem     chan struct{} // batches in flight
+	stop    chan struct{}
 }
 
 // dhtTimeout bounds one article's store or fetch through the DHT: the
@@ -143,13 +145,20 @@ func (s *DHTSpool) start() {
 func (s *DHTSpool) Put(ctx context.Context, article []byte, expires time.Time) (id.ID, error) {
 	s.start()
 	r := &putReq{data: article, expires: expires, done: make(chan struct{})}
+	// Queued only while the spool is open, so the batch loop, which
+	// answers whatever is queued when it stops, sees every put.
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return id.ID{}, ErrSiteClosed
+	}
 	select {
 	case s.reqs <- r:
 	case <-ctx.Done():
+		s.closeMu.RUnlock()
 		return id.ID{}, ctx.Err()
-	case <-s.stop:
-		return id.ID{}, ErrSiteClosed
 	}
+	s.closeMu.RUnlock()
 	<-r.done // the batch has its own time bound; the bytes are in use until then
 	return r.key, r.err
 }
@@ -163,7 +172,16 @@ func (s *DHTSpool) batchLoop() {
 		case r := <-s.reqs:
 			batch, size = append(batch, r), len(r.data)
 		case <-s.stop:
-			return
+			// A Put may have queued as the spool closed: answer it.
+			for {
+				select {
+				case r := <-s.reqs:
+					r.err = ErrSiteClosed
+					close(r.done)
+				default:
+					return
+				}
+			}
 		}
 	more:
 		for len(batch) < maxPutBatch && size < maxBatchLen {
@@ -233,29 +251,42 @@ func (s *DHTSpool) View(ctx context.Context, key id.ID, fn func([]byte) error) e
 
 func (s *DHTSpool) Close() error {
 	s.start()
-	close(s.stop)
+	s.closeMu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.stop)
+	}
+	s.closeMu.Unlock()
 	return s.Cluster.Close()
 }
 
-// A resolver says whether a key names a stored article without fetching
-// it: a site checks an announced article's key so.
+// A resolver says whether a key names a stored article, and its size and
+// expiry, without fetching it: a site checks an announced article's key
+// so, against the size and expiry announced.
 type resolver interface {
-	Has(ctx context.Context, key id.ID) (bool, error)
+	Resolve(ctx context.Context, key id.ID) (stored Stored, found bool, err error)
 }
 
-// Has reports whether the key's holders keep a copy: asked of its first
-// holders directly, of the ring when they do not have it.
-func (s *DHTSpool) Has(ctx context.Context, key id.ID) (bool, error) {
+// Stored is what a resolver knows of a stored article.
+type Stored struct {
+	Size    int
+	Expires time.Time
+}
+
+// Resolve asks the key's holders: its first holders directly, the ring
+// when they do not have it.
+func (s *DHTSpool) Resolve(ctx context.Context, key id.ID) (Stored, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, dhtTimeout)
 	defer cancel()
-	return s.Cluster.Holds(ctx, key)
+	size, exp, found, err := s.Cluster.Holding(ctx, key)
+	return Stored{Size: int(size), Expires: time.Unix(0, exp)}, found, err
 }
 
-// Has reports whether the engine holds key.
-func (s *LocalSpool) Has(_ context.Context, key id.ID) (bool, error) {
-	_, err := s.Engine.Stat(key)
+// Resolve asks the engine.
+func (s *LocalSpool) Resolve(_ context.Context, key id.ID) (Stored, bool, error) {
+	m, err := s.Engine.Stat(key)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
+		return Stored{}, false, nil
 	}
-	return err == nil, err
+	return Stored{Size: m.Size, Expires: m.Expiry}, err == nil, err
 }
