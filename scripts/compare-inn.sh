@@ -76,22 +76,7 @@ SITE_PIDS=()
 stop_sites() { [ ${#SITE_PIDS[@]} = 0 ] || { kill -INT "${SITE_PIDS[@]}" 2>/dev/null || true; wait "${SITE_PIDS[@]}" 2>/dev/null || true; }; }
 READ_ADDR=""
 if [ "$SITES" -gt 0 ]; then
-    ports=$(python3 - "$SITES" <<'PY'
-import random, socket, sys
-n = int(sys.argv[1])
-for _ in range(500):
-    base = random.randrange(20000, 60000)
-    socks = []
-    try:
-        for p in range(base, base + 2 * n):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
-    except OSError:
-        continue
-    finally:
-        for s in socks: s.close()
-    print(base); break
-PY
-)
+    ports=$(python3 "$ROOT/scripts/free-ports.py" $((2 * SITES)))
     NODE0=$ports NEWS0=$((ports + SITES))
     mkdir -p "$OUT/sites"
     secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')

@@ -68,23 +68,7 @@ freeport() {
     $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 # freeports N: the first of N consecutive free loopback ports.
-freeports() {
-    $PY - "$1" <<'PY'
-import random, socket, sys
-n = int(sys.argv[1])
-for _ in range(200):
-    base = random.randrange(20000, 60000)
-    socks = []
-    try:
-        for p in range(base, base + n):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
-    except OSError:
-        continue
-    finally:
-        for s in socks: s.close()
-    print(base); break
-PY
-}
+freeports() { $PY "$ROOT/scripts/free-ports.py" "$1"; }
 TPORT=$(freeports "$SITES")
 export INN_PORT=${INN_PORT:-$(freeport)}
 while [ "$INN_PORT" -ge "$TPORT" ] && [ "$INN_PORT" -lt "$((TPORT + SITES))" ]; do TPORT=$(freeports "$SITES"); done

@@ -210,9 +210,7 @@ func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
 			an.p = nil
 			continue
 		}
-		select {
-		case s.commits <- an.p:
-		case <-s.stop:
+		if !s.handOver(an.p) {
 			an.Err = ErrSiteClosed
 			an.release()
 			an.p = nil

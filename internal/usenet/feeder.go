@@ -1,7 +1,6 @@
 package usenet
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -308,7 +307,7 @@ func (fd *feeder) connect() error {
 		if err != nil {
 			return err
 		}
-		if !bytes.HasPrefix(line, []byte(fmt.Sprint(int(want)))) {
+		if code, _ := nntp.ParseStatus(line); code != want {
 			if strings.HasPrefix(cmd, "AUTHINFO PASS") {
 				cmd = "AUTHINFO PASS ..."
 			}
@@ -408,7 +407,7 @@ func (fd *feeder) send(recs []logRecord) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		switch code := replyCode(line); code {
+		switch code, _ := nntp.ParseStatus(line); code {
 		case nntp.CodeCheckSend:
 			if later < 0 {
 				wanted = append(wanted, r)
@@ -482,7 +481,7 @@ func (fd *feeder) transfer(wanted []*logRecord) error {
 		if err != nil {
 			return err
 		}
-		switch replyCode(line) {
+		switch code, _ := nntp.ParseStatus(line); code {
 		case nntp.CodeTakeThisOK:
 			fd.count(func(s *PeerStatus) { s.Sent++ })
 		case nntp.CodeTakeThisRejected:
@@ -497,19 +496,4 @@ func (fd *feeder) transfer(wanted []*logRecord) error {
 		}
 	}
 	return nil
-}
-
-// replyCode is a status line's code, 0 if it has none.
-func replyCode(line []byte) nntp.Code {
-	if len(line) < 3 {
-		return 0
-	}
-	n := 0
-	for _, c := range line[:3] {
-		if c < '0' || c > '9' {
-			return 0
-		}
-		n = n*10 + int(c-'0')
-	}
-	return nntp.Code(n)
 }

@@ -162,17 +162,8 @@ func listedWithin(sites []*testSite, msgid string, d time.Duration) bool {
 // waitListed waits until every site lists msgid, or fails after d.
 func waitListed(t *testing.T, sites []*testSite, msgid string, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for _, s := range sites {
-		for {
-			if _, found, _ := s.site.List().Lookup(msgid); found {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %s not listed within %s", s.name, msgid, d)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+	if !listedWithin(sites, msgid, d) {
+		t.Fatalf("%s not listed at every site within %s", msgid, d)
 	}
 }
 

@@ -305,13 +305,22 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 	if err != nil {
 		return msgid, err
 	}
-	select {
-	case s.commits <- p:
-		handedOver = true
-	case <-s.stop:
+	if !s.handOver(p) {
 		return msgid, ErrSiteClosed
 	}
+	handedOver = true
 	return msgid, <-p.done
+}
+
+// handOver gives an article to the committers, which answer on p.done
+// and forget its message-id; false if the site is closing.
+func (s *Site) handOver(p *pending) bool {
+	select {
+	case s.commits <- p:
+		return true
+	case <-s.stop:
+		return false
+	}
 }
 
 // forget ends msgid's time in flight: it is listed, or not to be.
