@@ -91,14 +91,7 @@ func runNNTP(args []string, stdout, stderr io.Writer) error {
 	if err := o.check(); err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	// The article cache is memory the server is meant to hold: the limit
-	// is on top of it. (Under it, a full cache made the collector run
-	// without end: a third of the ingest rate gone.)
-	if *o.memLimitMB > 0 && *o.node != "" {
-		limitMemory(*o.memLimitMB + *o.cacheMB)
-	} else {
-		limitMemory(*o.memLimitMB)
-	}
+	limitMemory(o.memoryLimitMB())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -199,6 +192,17 @@ func (o *nntpOptions) check() error {
 		}
 	}
 	return nil
+}
+
+// memoryLimitMB is the server's soft memory limit: --memory-limit-mb on
+// top of the article cache, which is memory the server is meant to hold
+// (under the limit, a full cache made the collector run without end and
+// cost a third of the ingest rate). 0: none.
+func (o *nntpOptions) memoryLimitMB() int {
+	if *o.memLimitMB > 0 && *o.node != "" {
+		return *o.memLimitMB + *o.cacheMB
+	}
+	return *o.memLimitMB
 }
 
 func splitList(s string) []string {

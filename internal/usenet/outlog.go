@@ -204,8 +204,9 @@ func (l *List) saveCursors(tx *bolt.Tx) error {
 	return nil
 }
 
-// maxTrim bounds the records one transaction deletes.
-const maxTrim = 50_000
+// maxTrim bounds the records one transaction deletes (a variable for
+// tests).
+var maxTrim = 50_000
 
 // trimLog saves the cursors, deletes records every peer has taken and,
 // when maxBacklog is not zero, drops the oldest records beyond maxBacklog

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"triad/internal/id"
 	"triad/internal/nntp"
 )
@@ -602,5 +604,37 @@ func TestPostedHeadersCannotStopAnnouncements(t *testing.T) {
 	}
 	for _, id := range ids {
 		waitListed(t, sites, id, 2*time.Second)
+	}
+}
+
+// TestTrimCatchesUp: records every peer took are deleted however many
+// there are, a bounded transaction at a time.
+func TestTrimCatchesUp(t *testing.T) {
+	defer func(n int) { maxTrim = n }(maxTrim)
+	maxTrim = 10
+	sites, _ := startSites(t, 2, nil)
+	c := sites[0].dial(t)
+	for i := range 35 {
+		code(t, c.cmd("IHAVE <t-%d@x>", i), "335")
+		c.sendArticle(article(fmt.Sprintf("<t-%d@x>", i), "local.test", "x\r\n"))
+		code(t, c.line(), "235")
+	}
+	waitListed(t, sites, "<t-34@x>", 5*time.Second)
+	list := sites[0].site.List()
+	for deadline := time.Now().Add(5 * time.Second); list.cursor("siteb") < 35 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := list.trim([]string{"siteb"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	left := 0
+	err := list.db.b.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketOutLog); b != nil {
+			left = b.Stats().KeyN
+		}
+		return nil
+	})
+	if err != nil || left != 0 {
+		t.Fatalf("%d records left after trimming what the peer took (%v)", left, err)
 	}
 }
