@@ -610,7 +610,10 @@ func TestPostedHeadersCannotStopAnnouncements(t *testing.T) {
 // TestTrimCatchesUp: records every peer took are deleted however many
 // there are, a bounded transaction at a time.
 func TestTrimCatchesUp(t *testing.T) {
-	defer func(n int) { maxTrim = n }(maxTrim)
+	// Restored by a cleanup registered before the sites', so that it runs
+	// after they have stopped: the sites' own trims read maxTrim.
+	old := maxTrim
+	t.Cleanup(func() { maxTrim = old })
 	maxTrim = 10
 	sites, _ := startSites(t, 2, nil)
 	c := sites[0].dial(t)
