@@ -137,6 +137,13 @@ bench() {
         if [ "$SITES" -gt 0 ]; then
             extra=(--post-conns 1,8)
             [ "$name" = inn ] || extra+=(--read-addr "$READ_ADDR" --sync-probe "$OUT/sites")
+            # CPU per article ingested: innd's, or the whole deployment's
+            # (every node and front-end), as the bench reads it from /proc.
+            if [ "$name" = inn ]; then
+                extra+=(--cpu-pids "$INND_PID")
+            else
+                extra+=(--cpu-pids "$(IFS=,; echo "${SITE_PIDS[*]}")")
+            fi
         fi
         echo "compare-inn: round $round, $name, $size-byte articles..." >&2
         if ! "$OUT/triad" bench nntp --addr "$addr" --size "$size" --group "$group" "${extra[@]}" \
@@ -182,7 +189,8 @@ def load(name, size):
     for p in got[0].get("phases", []):
         same = [q for x in got for q in x.get("phases", []) if (q["name"], q["conns"], q["quickack"]) == (p["name"], p["conns"], p["quickack"])]
         phases.append(dict(p, ops_per_sec=med(q["ops_per_sec"] for q in same), mbps=med(q["mbps"] for q in same),
-                           p50_ms=med(q["p50_ms"] for q in same), failed=sum(q["failed"] for q in same),
+                           p50_ms=med(q["p50_ms"] for q in same), server_cpu_us=med(q.get("server_cpu_us") for q in same),
+                           client_cpu_us=med(q.get("client_cpu_us") for q in same), failed=sum(q["failed"] for q in same),
                            done=min(q["done"] for q in same), rounds=len(same)))
     merged["phases"] = phases
     for k in ("sync_p50_ms", "listed_after_seconds"):
@@ -256,6 +264,14 @@ if sites:
         line[key] = ratio
         if why:
             line[key + "_why"] = why
+    # CPU microseconds per article ingested, on this machine's shared cores:
+    # innd alone against the whole deployment, and the load generator's.
+    for key, size, name, conns in (("takethis_2k", 2450, "takethis", 1), ("takethis_240k", 240000, "takethis", 1), ("post_8", 2450, "post", 8)):
+        for n in ("inn", "triad"):
+            p = next((p for p in (load(n, size) or {}).get("phases", []) if p["name"] == name and p["conns"] == conns), None)
+            if p and p.get("server_cpu_us") is not None:
+                line[f"{key}_cpu_us_{n}"] = round(p["server_cpu_us"])
+                line[f"{key}_client_cpu_us_{n}"] = round(p["client_cpu_us"] or 0)
     t = load("triad", 2450) or {}
     p1 = next((p for p in t.get("phases", []) if p["name"] == "post" and p["conns"] == 1), None)
     if p1:

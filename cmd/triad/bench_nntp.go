@@ -62,6 +62,7 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 	readAddr := fs.String("read-addr", "", "read phases go to this `HOST:PORT`, another site of the same ring (waits until it lists what --addr took)")
 	postConns := fs.String("post-conns", "1", "comma-separated posting connection `counts`; each is a post phase of its own")
 	syncDir := fs.String("sync-probe", "", "also measure this `directory`'s disk: the median time of a 4 KB write and fdatasync (what one durable post must wait for at least)")
+	cpuPids := fs.String("cpu-pids", "", "comma-separated server process `ids`: print the CPU time they spend (together) per article taken by takethis and post")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	profile := addProfileFlag(fs, "the load generator")
 	if err := parse(fs, args); err != nil {
@@ -95,8 +96,16 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 		}
 		pc = append(pc, n)
 	}
+	var pids []int
+	for _, f := range splitList(*cpuPids) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return usageErr(fs, "--cpu-pids: %q is not a process id", f)
+		}
+		pids = append(pids, n)
+	}
 	cfg := bench.NNTPConfig{
-		ReadAddr: *readAddr, PostConns: pc,
+		ReadAddr: *readAddr, PostConns: pc, CPUPids: pids,
 		Addr: *addr, SizeBytes: *size, Articles: *articles, Conns: *conns, Group: *group,
 		MaxPhase: time.Duration(*maxSeconds * float64(time.Second)), Phases: strings.Split(*phases, ","),
 		ReadBy: *readBy, User: *user, Pass: *pass,

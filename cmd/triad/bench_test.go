@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -43,6 +44,41 @@ func TestBenchDHashRoutes(t *testing.T) {
 		}
 		if res.Put.Done != 200 || res.Get.Done != 200 || res.Put.Failed+res.Get.Failed != 0 {
 			t.Errorf("%v: put %+v get %+v, want 200 done and none failed each", tc.flags, res.Put, res.Get)
+		}
+	}
+}
+
+// bench nntp --cpu-pids prints what each article taken cost the server
+// process, read from /proc: a server that took 2,000 articles used some
+// CPU for them, and less than a second each.
+func TestBenchNNTPCountsServerCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a news server process")
+	}
+	news := startNews(t, t.TempDir(), "--groups", "triad.bench")
+	out, err := exec.Command(buildTriad(t), "bench", "nntp", "--addr", news.addr, "--articles", "2000",
+		"--phases", "takethis,post", "--cpu-pids", strconv.Itoa(news.cmd.Process.Pid), "--json").Output()
+	if err != nil {
+		t.Fatalf("bench nntp: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var res struct {
+		Phases []struct {
+			Name        string  `json:"name"`
+			Done        int     `json:"done"`
+			ServerCPUUs float64 `json:"server_cpu_us"`
+			ClientCPUUs float64 `json:"client_cpu_us"`
+		} `json:"phases"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+	}
+	if len(res.Phases) != 2 {
+		t.Fatalf("%d phases, want takethis and post: %s", len(res.Phases), out)
+	}
+	for _, p := range res.Phases {
+		if p.Done == 0 || p.ServerCPUUs <= 0 || p.ServerCPUUs > 1e6 || p.ClientCPUUs <= 0 {
+			t.Errorf("%s: %d done, server %.1f µs and client %.1f µs of CPU per article", p.Name, p.Done, p.ServerCPUUs, p.ClientCPUUs)
 		}
 	}
 }

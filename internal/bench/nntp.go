@@ -48,7 +48,11 @@ type NNTPConfig struct {
 	User      string        // AUTHINFO USER on every connection when set
 	Pass      string        // AUTHINFO PASS, when the server asks for it (381)
 	Seed      uint64        // article text; message-ids are unique per run whatever the seed
-	Log       func(format string, args ...any)
+	// CPUPids are server processes whose CPU time (user and system, from
+	// /proc) the ingest phases divide by the articles they took: what
+	// each article cost the servers, beside what it cost this client.
+	CPUPids []int
+	Log     func(format string, args ...any)
 }
 
 // Bounds of the NNTP benchmark.
@@ -113,6 +117,11 @@ func (c NNTPConfig) Validate() error {
 			return fmt.Errorf("bench: unknown phase %q (phases: %s)", p, NNTPPhases)
 		}
 	}
+	for _, pid := range c.CPUPids {
+		if pid < 1 {
+			return fmt.Errorf("bench: bad process id %d", pid)
+		}
+	}
 	if c.ReadBy == "id" && c.runs("article", "body", "plain") && !c.runs("takethis", "post") {
 		return errors.New("bench: reading by message-id needs the takethis or post phase in the same run")
 	}
@@ -171,6 +180,10 @@ type NNTPPhase struct {
 	// the one this run sent.
 	Checked    int    `json:"checked"`
 	FirstError string `json:"first_error,omitempty"`
+	// With CPUPids, for takethis and post: CPU microseconds per article
+	// done, of the watched servers together and of this load generator.
+	ServerCPUUs float64 `json:"server_cpu_us,omitempty"`
+	ClientCPUUs float64 `json:"client_cpu_us,omitempty"`
 	PhaseResult
 }
 
@@ -256,7 +269,9 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 		if err != nil {
 			return res, err
 		}
+		cpu := startCPU(cfg.CPUPids)
 		p := run.takeThis(arts)
+		cpu.stop(&p)
 		res.Phases = append(res.Phases, p)
 		if err := run.check(p); err != nil {
 			return res, err
@@ -270,7 +285,9 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 			if err != nil {
 				return res, err
 			}
+			cpu := startCPU(cfg.CPUPids)
 			p := run.post(arts, conns)
+			cpu.stop(&p)
 			res.Phases = append(res.Phases, p)
 			if err := run.check(p); err != nil {
 				return res, err
@@ -355,6 +372,10 @@ func (r *nntpRun) check(p NNTPPhase) error {
 	}
 	r.cfg.Log("bench nntp: %s, %d conns%s: %d of %d in %.2fs, %.0f art/s, %.2f MB/s, p50 %.3f ms, p99 %.3f ms; %d failed",
 		p.Name, p.Conns, ack, p.Done, p.Offered, p.Seconds, p.OpsPerS, p.MBps, p.P50Ms, p.P99Ms, p.Failed)
+	if p.ServerCPUUs > 0 {
+		r.cfg.Log("bench nntp: %s, %d conns: CPU per article: servers %.0f µs, this client %.0f µs",
+			p.Name, p.Conns, p.ServerCPUUs, p.ClientCPUUs)
+	}
 	if p.FirstError != "" {
 		r.cfg.Log("bench nntp: %s: first error: %s", p.Name, p.FirstError)
 	}

@@ -364,3 +364,38 @@ func TestReplyErrorIsNotIO(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestParseProcStat reads the CPU times of /proc/PID/stat lines, command
+// names with spaces and parentheses among them, and this process's own.
+func TestParseProcStat(t *testing.T) {
+	line := "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 120 0 0 0 250 75 0 0 20 0 1 0 100 0 0\n"
+	got, err := parseProcStat([]byte(line))
+	if err != nil || got != 3250*time.Millisecond {
+		t.Fatalf("parseProcStat = %v, %v; want 3.25s", got, err)
+	}
+	for _, bad := range []string{"", "1 (x) S 1 2", "1 (x) S 1 2 3 4 5 6 7 8 9 10 x 75 0", "1 (x) S 1 2 3 4 5 6 7 8 9 10 -5 75 0"} {
+		if _, err := parseProcStat([]byte(bad)); err == nil {
+			t.Errorf("parseProcStat(%q) took a malformed line", bad)
+		}
+	}
+	// This process burns CPU; /proc must show at least some of it.
+	before, err := procCPU([]int{os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		now, err := procCPU([]int{os.Getpid()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now > before {
+			return
+		}
+		for i := 0; i < 1e6; i++ {
+			sink += i
+		}
+	}
+	t.Fatal("five seconds of spinning did not show in /proc/self/stat")
+}
+
+var sink int

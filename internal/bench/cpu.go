@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Processes' CPU time, from /proc/PID/stat, so that a benchmark can print
+// what each operation cost the servers it drove, not only how fast they
+// answered: on a machine of two cores a deployment of several processes
+// and a single server are bounded by their CPU per operation.
+
+// clockTicks is the kernel's USER_HZ, the unit of the times in
+// /proc/PID/stat: 100 on every Linux architecture Go runs on.
+const clockTicks = 100
+
+// procCPU is the user and system time the processes have used so far.
+func procCPU(pids []int) (time.Duration, error) {
+	var total time.Duration
+	for _, pid := range pids {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, fmt.Errorf("bench: CPU time of process %d: %w", pid, err)
+		}
+		t, err := parseProcStat(raw)
+		if err != nil {
+			return 0, fmt.Errorf("bench: CPU time of process %d: %w", pid, err)
+		}
+		total += t
+	}
+	return total, nil
+}
+
+// parseProcStat reads utime and stime (fields 14 and 15) of one
+// /proc/PID/stat line. The command name (field 2) is in parentheses and may
+// hold spaces and parentheses itself, so fields are counted from the last
+// ')'.
+func parseProcStat(raw []byte) (time.Duration, error) {
+	end := bytes.LastIndexByte(raw, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("malformed stat line")
+	}
+	fields := bytes.Fields(raw[end+1:])
+	// fields[0] is field 3 (state); utime is field 14, stime field 15.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("stat line has %d fields after the name, want at least 13", len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(string(f), 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("malformed CPU time %q", f)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// selfCPU is the user and system time this process has used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuMeter measures the CPU the watched servers and this process spend
+// during one phase.
+type cpuMeter struct {
+	pids         []int
+	server, self time.Duration
+	err          error
+}
+
+// startCPU samples the CPU times at the start of a phase; with no pids it
+// measures nothing.
+func startCPU(pids []int) *cpuMeter {
+	m := &cpuMeter{pids: pids}
+	if len(pids) > 0 {
+		m.server, m.err = procCPU(pids)
+		m.self = selfCPU()
+	}
+	return m
+}
+
+// stop records, in p, the CPU per operation done since start.
+func (m *cpuMeter) stop(p *NNTPPhase) {
+	if len(m.pids) == 0 || p.Done == 0 {
+		return
+	}
+	server, err := procCPU(m.pids)
+	if err == nil {
+		err = m.err
+	}
+	if err != nil {
+		if p.FirstError == "" {
+			p.FirstError = err.Error()
+		}
+		return
+	}
+	perOp := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(p.Done) }
+	p.ServerCPUUs = perOp(server - m.server)
+	p.ClientCPUUs = perOp(selfCPU() - m.self)
+}
