@@ -34,6 +34,7 @@ func init() {
 		{"maint", "show, pause or resume a node's maintenance (maint status)", runMaint},
 		{"sim", "run a simulation experiment (sim ring, dhash, passingtone)", runSim},
 		{"bench", "measure a part on this machine (bench store, dhash, nntp, limits, sync)", runBench},
+		{"config", "print an example configuration file, or check one (config example, check)", runConfig},
 		{"chaos", "kill -9 and restart real nodes under writes; check nothing acknowledged is lost", runChaos},
 	}
 }
@@ -131,6 +132,14 @@ func hasFlags(fs *flag.FlagSet) bool {
 
 // parse parses flags and maps errors to errUsage.
 func parse(fs *flag.FlagSet, args []string) error {
+	if len(args) == 1 && args[0] == flagsOnly { // triad config: the flags, not the command
+		flagSink.fs = fs
+		return errFlagsOnly
+	}
+	if n := len(args); n > 0 && args[n-1] == checkOnly { // triad config check
+		checking.Store(fs)
+		args = args[:n-1]
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

@@ -19,6 +19,8 @@ import (
 	"golang.org/x/term"
 
 	"triad/internal/client"
+	"triad/internal/metrics"
+	"triad/internal/status"
 	"triad/internal/usenet"
 )
 
@@ -72,11 +74,16 @@ func runNNTP(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlags("nntp", "nntp [--listen ADDR] [--data DIR] [--groups a.b,c.d] [--node ADDR]", nntpAbout, stderr)
 	o := addNNTPFlags(fs)
-	o.listen = fs.String("listen", "127.0.0.1:1119", "TCP `address` to serve NNTP on")
-	o.data = fs.String("data", "triad-data/nntp", "`directory` for the database (and the local spool)")
-	o.node = fs.String("node", "", "`address` of a triad node: keep articles in the DHT rather than locally")
 	profile := addProfileFlag(fs, "the server until it stops")
+	configPath := addConfigFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cf, err := applyConfig(fs, *configPath, "nntp")
+	if err == nil {
+		o.configPeers, err = configPeers(cf)
+	}
+	if err != nil {
 		return err
 	}
 	stopProfile, err := profile.start()
@@ -89,7 +96,10 @@ func runNNTP(args []string, stdout, stderr io.Writer) error {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if err := o.check(); err != nil {
-		return usageErr(fs, "%v", err)
+		return usageErr(fs, "%v", cf.Explain("nntp", err))
+	}
+	if checkedOnly(fs) {
+		return nil
 	}
 	limitMemory(o.memoryLimitMB())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -100,6 +110,9 @@ func runNNTP(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "triad nntp: serving %s on %s (%s), data in %s\n", srv.where, srv.addr, strings.Join(srv.groups, ", "), *o.data)
+	if srv.http != nil {
+		fmt.Fprintf(stdout, "status page on http://%s/, metrics on http://%s/metrics\n", srv.http.Addr, srv.http.Addr)
+	}
 	<-ctx.Done()
 	return srv.close()
 }
@@ -119,10 +132,12 @@ type nntpOptions struct {
 	expire             *string
 	rules              []usenet.ExpiryRule
 	peersFile          *string
-	peers              []usenet.Peer // from peersFile, or set by triad up
+	peers              []usenet.Peer // from peersFile or configPeers, or set by triad up
+	configPeers        []usenet.Peer // the configuration file's [[nntp.peer]] tables
 	cacheMB            *int
 	cachePolicy        *string
 	maxBacklog         *int
+	http               *string
 	policy             usenet.CachePolicy
 }
 
@@ -131,6 +146,9 @@ const defaultGroups = "local.general,local.test,local.binaries.misc"
 
 func addNNTPFlags(fs *flag.FlagSet) *nntpOptions {
 	return &nntpOptions{
+		listen:       fs.String("listen", "127.0.0.1:1119", "TCP `address` to serve NNTP on"),
+		data:         fs.String("data", "triad-data/nntp", "`directory` for the database (and the local spool)"),
+		node:         fs.String("node", "", "`address` of a triad node: keep articles in the DHT rather than locally"),
 		groups:       fs.String("groups", defaultGroups, "comma-separated `newsgroups` to create at start"),
 		pathHost:     fs.String("pathhost", "", "this site's `name` in Path and Xref headers (default: the host name)"),
 		maxArticle:   fs.Int("max-article", 1_000_000, "largest article accepted, in `bytes`"),
@@ -144,6 +162,7 @@ func addNNTPFlags(fs *flag.FlagSet) *nntpOptions {
 		peersFile:    fs.String("peers", "", "peer `file`: the sites this one announces its articles to and takes announcements from, and upstream feeds (see above)"),
 		cacheMB:      fs.Int("cache-mb", 256, "memory cache of articles read from the DHT, in MiB, shared by every connection (0: none)"),
 		cachePolicy:  fs.String("cache-policy", "lru", "which cached article goes first when the cache is full: lru or fifo"),
+		http:         fs.String("http", "", "serve the status page (/) and Prometheus metrics (/metrics) on this TCP `address` (host:port; none by default)"),
 		maxBacklog:   fs.Int("max-backlog", 1_000_000, "articles queued for a peer that is down; past it the oldest are dropped for it (and counted in feeds.status)"),
 	}
 }
@@ -176,10 +195,15 @@ func (o *nntpOptions) check() error {
 	if *o.maxBacklog < 1 {
 		return fmt.Errorf("--max-backlog %d: want at least 1", *o.maxBacklog)
 	}
-	if *o.peersFile != "" {
+	switch {
+	case *o.peersFile != "" && len(o.configPeers) > 0:
+		return errors.New("--peers and [[nntp.peer]] tables in the configuration file: give the peers in one place")
+	case *o.peersFile != "":
 		if o.peers, err = loadPeers(*o.peersFile); err != nil {
 			return err
 		}
+	case len(o.configPeers) > 0:
+		o.peers = o.configPeers
 	}
 	if *o.expire != "" {
 		for _, r := range strings.Split(*o.expire, ";") {
@@ -225,12 +249,18 @@ type runningNNTP struct {
 	cache  *usenet.CachedSpool // nil without a DHT or with --cache-mb 0
 	feeds  *usenet.Feeds       // nil without peers
 	srv    *usenet.Server
+	http   *metrics.Server // nil without --http
 	done   chan error
 	stop   context.CancelFunc
 }
 
 // startNNTP opens the site and serves it until ctx ends or close.
 func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningNNTP, error) {
+	var rec *status.Recorder
+	if *o.http != "" {
+		rec = status.NewRecorder(log.Handler(), 50)
+		log = slog.New(rec)
+	}
 	var spool usenet.Spool
 	var cache *usenet.CachedSpool
 	where := "local spool"
@@ -309,6 +339,21 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 		}
 	}
 	r.srv = usenet.NewServer(cfg)
+	if *o.http != "" {
+		if r.http, err = metrics.Listen(*o.http, metrics.NewRegistry(r.collector())); err != nil {
+			ln.Close()
+			if r.feeds != nil {
+				r.feeds.Close()
+			}
+			return fail(fmt.Errorf("--http %s: %w", *o.http, err))
+		}
+		page := &status.Sources{Name: "news " + r.addr, Log: rec}
+		if s, ok := spool.(*usenet.LocalSpool); ok {
+			page.Store = s.Engine.Stats
+		}
+		page.SetNews(r.collector())
+		r.http.Mux.Handle("/", status.Handler(page))
+	}
 	ctx, r.stop = context.WithCancel(ctx)
 	go func() { r.done <- r.srv.Serve(ln) }()
 	go r.expireLoop(ctx, log)
@@ -337,10 +382,18 @@ func (r *runningNNTP) expireLoop(ctx context.Context, log *slog.Logger) {
 }
 
 // close stops serving and closes the site and the spool.
+// collector is the server's metrics collector.
+func (r *runningNNTP) collector() *metrics.News {
+	return &metrics.News{Server: r.srv, Cache: r.cache, Feeds: r.feeds}
+}
+
 func (r *runningNNTP) close() error {
 	r.stop()
 	err := <-r.done
 	r.srv.Close()
+	if r.http != nil {
+		err = errors.Join(err, r.http.Close())
+	}
 	if r.feeds != nil {
 		r.feeds.Close()
 	}
@@ -427,34 +480,46 @@ func loadPeers(path string) ([]usenet.Peer, error) {
 		if len(f) < 4 || len(f) > 5 {
 			return nil, bad("want 'name host:port announce|mesh|feed secret|- [groups]', got %d fields", len(f))
 		}
-		p := usenet.Peer{Name: f[0], Addr: f[1], Password: f[3]}
-		if strings.ContainsAny(p.Name, "!:") || seen[p.Name] {
-			return nil, bad("peer name %q is not a unique Path name", p.Name)
-		}
-		seen[p.Name] = true
-		if _, _, err := net.SplitHostPort(p.Addr); err != nil {
-			return nil, bad("address %q: %v", p.Addr, err)
-		}
-		switch f[2] {
-		case "announce":
-			p.Mode = usenet.Announce
-		case "mesh":
-			p.Mode = usenet.Mesh
-		case "feed":
-			p.Mode = usenet.Feed
-		default:
-			return nil, bad("mode %q: want announce, mesh or feed", f[2])
-		}
-		if p.Password == "-" {
-			if p.Mode != usenet.Feed {
-				return nil, bad("an announce peer needs a secret: it is how the peer is known when it announces")
-			}
-			p.Password = ""
-		}
+		groups := ""
 		if len(f) == 5 {
-			p.Groups = f[4]
+			groups = f[4]
+		}
+		p, err := peerOf(f[0], f[1], f[2], f[3], groups, seen)
+		if err != nil {
+			return nil, bad("%v", err)
 		}
 		peers = append(peers, p)
 	}
 	return peers, nil
+}
+
+// peerOf checks and makes one peer, from a line of a --peers file or a
+// [[nntp.peer]] table of the configuration file (secret "-": none); seen
+// holds the names of the peers before it.
+func peerOf(name, addr, mode, secret, groups string, seen map[string]bool) (usenet.Peer, error) {
+	p := usenet.Peer{Name: name, Addr: addr, Password: secret, Groups: groups}
+	if name == "" || strings.ContainsAny(p.Name, "!:") || seen[p.Name] {
+		return p, fmt.Errorf("peer name %q is not a unique Path name", p.Name)
+	}
+	seen[p.Name] = true
+	if _, _, err := net.SplitHostPort(p.Addr); err != nil {
+		return p, fmt.Errorf("address %q: %v", p.Addr, err)
+	}
+	switch mode {
+	case "announce":
+		p.Mode = usenet.Announce
+	case "mesh":
+		p.Mode = usenet.Mesh
+	case "feed":
+		p.Mode = usenet.Feed
+	default:
+		return p, fmt.Errorf("mode %q: want announce, mesh or feed", mode)
+	}
+	if p.Password == "-" {
+		if p.Mode != usenet.Feed {
+			return p, errors.New("an announce peer needs a secret: it is how the peer is known when it announces")
+		}
+		p.Password = ""
+	}
+	return p, nil
 }

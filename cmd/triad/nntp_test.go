@@ -241,7 +241,6 @@ func TestMemoryLimitIsOnTopOfTheCache(t *testing.T) {
 	} {
 		fs := flag.NewFlagSet("nntp", flag.ContinueOnError)
 		o := addNNTPFlags(fs)
-		o.node = fs.String("node", "", "")
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}

@@ -20,8 +20,10 @@ import (
 	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/maint"
+	"triad/internal/metrics"
 	tnet "triad/internal/net"
 	"triad/internal/ring"
+	"triad/internal/status"
 	"triad/internal/store"
 	"triad/internal/wire"
 )
@@ -52,10 +54,20 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	repairKBps := fs.Int("repair-budget", 0, "bytes per second, in KB, that maintenance may fetch and hand over, across the node's vnodes (0: no bound)")
 	maintEvery := fs.Duration("maint-interval", maint.DefaultConfig().Interval, "mean time between a vnode's maintenance rounds (Passing Tone: pull what its replica range lacks from its successor and predecessor); a neighbour change starts one at once; 0 turns maintenance off")
 	verbose := fs.Bool("v", false, "log connection-level detail")
+	httpAddr := fs.String("http", "", "serve the status page (/) and Prometheus metrics (/metrics) on this TCP `address` (host:port; none by default)")
 	profile := addProfileFlag(fs, "the node until it stops")
 	bf := addBlockFlags(fs)
+	configPath := addConfigFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	cf, err := applyConfig(fs, *configPath, "node")
+	if err != nil {
+		return err
+	}
+	// The command's own checks of a value from the file name its line.
+	usageErr := func(fs *flag.FlagSet, format string, args ...any) error {
+		return usageErr(fs, "%v", cf.Explain("node", fmt.Errorf(format, args...)))
 	}
 	stopProfile, err := profile.start()
 	if err != nil {
@@ -87,7 +99,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	spec.listen, spec.data, spec.join, spec.vnodes = *listen, *data, *join, *vnodes
+	spec.listen, spec.data, spec.join, spec.vnodes, spec.http = *listen, *data, *join, *vnodes, *httpAddr
 	spec.ring.StabilizeInterval = *stab
 	switch {
 	case *maintEvery < 0:
@@ -101,6 +113,9 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		}
 		spec.maint.Budget = *repairKBps * 1000
 	}
+	if checkedOnly(fs) {
+		return nil
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := startNode(ctx, spec, log)
@@ -110,6 +125,9 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "triad node: listening on %s, data in %s, %d vnode(s):\n", n.addr, *data, *vnodes)
 	for _, x := range n.state.IDs {
 		fmt.Fprintf(stdout, "  %s\n", x)
+	}
+	if n.http != nil {
+		fmt.Fprintf(stdout, "status page on http://%s/, metrics on http://%s/metrics\n", n.http.Addr, n.http.Addr)
 	}
 	return n.wait()
 }
@@ -148,6 +166,8 @@ type nodeSpec struct {
 	dhash              dhash.Config
 	capacity           int64
 	ids                []id.ID // ring positions of a new node (nil: random); a restart keeps its own
+	http               string  // address of /metrics and the status page ("": none)
+	name               string  // the status page's title ("": "node ADDR")
 }
 
 // defaultNodeSpec is one vnode with every protocol's defaults.
@@ -195,11 +215,19 @@ type runningNode struct {
 	node  *deploy.Node
 	state ring.State
 	done  chan error
+	http  *metrics.Server // nil without spec.http
+	page  *status.Sources // the status page's, with http
 }
 
 // startNode binds, opens the node's storage (the driver owns it), builds
 // the host from it, and runs it until ctx ends.
 func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNode, error) {
+	var rec *status.Recorder
+	if spec.http != "" {
+		// The status page shows the last warnings and errors.
+		rec = status.NewRecorder(log.Handler(), 50)
+		log = slog.New(rec)
+	}
 	// Puts wait for durability. Group commits back to back keep that wait
 	// near one fdatasync (about 0.1 ms here) while puts still share them; a
 	// timed interval would add a timer's granularity to every put.
@@ -220,7 +248,25 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 		return nil, errors.Join(fmt.Errorf("%s: %w", spec.data, err), drv.Close())
 	}
 	rn := &runningNode{addr: drv.Addr(), drv: drv, node: n, state: n.State, done: make(chan error, 1)}
-	go func() { rn.done <- drv.Run(ctx, n) }()
+	if spec.http != "" {
+		mc := metrics.NewNode(drv, n)
+		if rn.http, err = metrics.Listen(spec.http, metrics.NewRegistry(mc)); err != nil {
+			return nil, errors.Join(fmt.Errorf("--http %s: %w", spec.http, err), drv.Close())
+		}
+		name := spec.name
+		if name == "" {
+			name = "node " + drv.Addr()
+		}
+		rn.page = &status.Sources{Name: name, Node: mc.Snapshot, Store: mc.StoreStats, Log: rec}
+		rn.http.Mux.Handle("/", status.Handler(rn.page))
+	}
+	go func() {
+		err := drv.Run(ctx, n)
+		if rn.http != nil {
+			err = errors.Join(err, rn.http.Close())
+		}
+		rn.done <- err
+	}()
 	return rn, nil
 }
 

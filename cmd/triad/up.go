@@ -43,29 +43,52 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	data := fs.String("data", "triad-data/up", "data `directory` for all nodes and sites")
 	nntpPort := fs.Int("nntp-port", 1119, "news port of the first site on 127.0.0.1; site i serves on nntp-port+i (0: no news servers)")
 	cacheMB := fs.Int("cache-mb", 64, "each site's cache of articles read from the ring, in MiB")
+	httpPort := fs.Int("http-port", 9101, "first HTTP port on 127.0.0.1 for the status pages and /metrics: node i (and the site it serves) on http-port+i (0: none)")
 	groups := fs.String("groups", defaultGroups, "comma-separated `newsgroups` every site carries (name or name:y|n|m)")
 	profile := addProfileFlag(fs, "every node and site until Ctrl-C")
+	configPath := addConfigFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	cf, err := applyConfig(fs, *configPath, "up")
+	if err != nil {
+		return err
+	}
+	// The sites' options: the [nntp] table of the file, then what up sets
+	// for each site. Checked now, before anything starts.
+	siteOptions := func(i int) (*nntpOptions, error) {
+		sfs := flag.NewFlagSet("nntp", flag.ContinueOnError)
+		o := addNNTPFlags(sfs)
+		if cf != nil {
+			if err := cf.Apply("nntp", sfs, notInFile...); err != nil {
+				return nil, err
+			}
+		}
+		if err := o.check(); err != nil {
+			return nil, cf.Explain("nntp", err)
+		}
+		listen, dir, name := fmt.Sprintf("127.0.0.1:%d", *nntpPort+i), filepath.Join(*data, upSiteName(i)), upSiteName(i)
+		o.listen, o.data, o.pathHost, o.cacheMB, o.groups, o.peers = &listen, &dir, &name, cacheMB, groups, nil
+		return o, nil
+	}
+	usageErr := func(fs *flag.FlagSet, format string, args ...any) error {
+		return usageErr(fs, "%v", cf.Explain("up", fmt.Errorf(format, args...)))
 	}
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	stopProfile, err := profile.start()
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	relaxGC()
 	total := *sites * *nodes
 	if *sites < 1 || *sites > 16 || *nodes < 1 || total > 64 || *vnodes < 1 || *vnodes > 64 {
-		return usageErr(fs, "want 1 to 16 sites, 1 to 64 nodes in all and 1 to 64 vnodes")
+		return usageErr(fs, "--sites %d, --nodes %d, --vnodes %d: want 1 to 16 sites, 1 to 64 nodes in all and 1 to 64 vnodes", *sites, *nodes, *vnodes)
 	}
 	if *nntpPort < 0 || *nntpPort+*sites > 65535 {
 		return usageErr(fs, "--nntp-port %d out of range", *nntpPort)
 	}
 	if *port < 1 || *port+total > 65535 {
 		return usageErr(fs, "--port %d out of range", *port)
+	}
+	if *httpPort < 0 || *httpPort+total > 65535 {
+		return usageErr(fs, "--http-port %d out of range", *httpPort)
 	}
 	for _, g := range splitList(*groups) {
 		if _, _, err := groupSpec(g); err != nil {
@@ -75,6 +98,20 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	if *cacheMB < 0 {
 		return usageErr(fs, "--cache-mb %d: want 0 or more", *cacheMB)
 	}
+	if *nntpPort > 0 {
+		if _, err := siteOptions(0); err != nil {
+			return usageErr(fs, "%v", err)
+		}
+	}
+	if checkedOnly(fs) {
+		return nil
+	}
+	stopProfile, err := profile.start()
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	relaxGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -103,6 +140,13 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 		spec := defaultNodeSpec()
 		spec.listen, spec.data, spec.join, spec.vnodes = listen, dir, join, *vnodes
 		spec.ids = spacedIDs(i, total, *vnodes)
+		if *httpPort > 0 {
+			spec.http = fmt.Sprintf("127.0.0.1:%d", *httpPort+i)
+			spec.name = fmt.Sprintf("node %d (%s)", i, listen)
+			if *nntpPort > 0 && i%*nodes == 0 {
+				spec.name += ", news site " + upSiteName(i / *nodes)
+			}
+		}
 		n, err := startNode(nodeCtx, spec, log)
 		if err != nil {
 			shutdown()
@@ -118,11 +162,13 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		for i := 0; i < *sites; i++ {
-			fs := flag.NewFlagSet("nntp", flag.ContinueOnError)
-			o := addNNTPFlags(fs)
-			listen, dir, nodeAddr := fmt.Sprintf("127.0.0.1:%d", *nntpPort+i), filepath.Join(*data, upSiteName(i)), running[i**nodes].addr
-			name := upSiteName(i)
-			o.listen, o.data, o.node, o.pathHost, o.cacheMB, o.groups = &listen, &dir, &nodeAddr, &name, cacheMB, groups
+			o, err := siteOptions(i)
+			if err != nil {
+				shutdown()
+				return err
+			}
+			name, dir, nodeAddr := upSiteName(i), *o.data, running[i**nodes].addr
+			o.node = &nodeAddr
 			for j := 0; j < *sites; j++ {
 				if j != i {
 					o.peers = append(o.peers, usenet.Peer{Name: upSiteName(j), Addr: fmt.Sprintf("127.0.0.1:%d", *nntpPort+j), Password: secret, Mode: usenet.Mesh})
@@ -134,6 +180,14 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("news site %s: %w", name, err)
 			}
 			news = append(news, n)
+			if h := running[i**nodes].http; h != nil {
+				// The site's figures beside its node's, on one address.
+				if err := h.Registry.Register(n.collector()); err != nil {
+					shutdown()
+					return err
+				}
+				running[i**nodes].page.SetNews(n.collector())
+			}
 			fmt.Fprintf(stdout, "started news site %s on %s (node %s; groups %s; data in %s)\n", name, n.addr, nodeAddr, strings.Join(n.groups, ", "), dir)
 		}
 	}
@@ -142,6 +196,16 @@ Look at it from another terminal:
   go run ./cmd/triad ring --addr %s
   go run ./cmd/triad lookup --addr %s --text hello
 `, running[0].addr, running[len(running)-1].addr)
+	if *httpPort > 0 {
+		fmt.Fprintf(stdout, "  status page and Prometheus metrics (/metrics) of each node (and of the site it serves):\n")
+		for i, r := range running {
+			site := ""
+			if len(news) > 0 && i%*nodes == 0 {
+				site = ", " + upSiteName(i / *nodes)
+			}
+			fmt.Fprintf(stdout, "    http://%s/   (node %d%s)\n", r.http.Addr, i, site)
+		}
+	}
 	if len(news) > 0 {
 		fmt.Fprintf(stdout, "  point a newsreader at any site (no password from this machine):\n")
 		for i, n := range news {

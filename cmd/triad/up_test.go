@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,28 +19,32 @@ import (
 )
 
 // consecutiveFreePorts finds n consecutive ports on 127.0.0.1 that are free
-// now (triad up puts node i on port+i).
+// now (triad up puts node i on port+i). Right after a test that closed
+// thousands of connections, ports held in TIME_WAIT (60 s on Linux) can be
+// everywhere: then it keeps trying until they age out.
 func consecutiveFreePorts(t *testing.T, n int) int {
 	t.Helper()
-	for _, base := range freePorts(t, 20) {
-		if base+n > 65000 {
-			continue
-		}
-		var lns []net.Listener
-		ok := true
-		for i := 0; i < n && ok; i++ {
-			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
-			if err != nil {
-				ok = false
-				break
+	for deadline := time.Now().Add(70 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		for _, base := range freePorts(t, 50) {
+			if base+n > 65000 {
+				continue
 			}
-			lns = append(lns, ln)
-		}
-		for _, ln := range lns {
-			ln.Close()
-		}
-		if ok {
-			return base
+			var lns []net.Listener
+			ok := true
+			for i := 0; i < n && ok; i++ {
+				ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
+				if err != nil {
+					ok = false
+					break
+				}
+				lns = append(lns, ln)
+			}
+			for _, ln := range lns {
+				ln.Close()
+			}
+			if ok {
+				return base
+			}
 		}
 	}
 	t.Fatal("no run of free ports")
@@ -52,11 +57,16 @@ type upProc struct {
 	cmd    *exec.Cmd
 	lines  chan string
 	stderr *bytes.Buffer
+	seen   string // the lines waitFor has read
 }
 
-// startUp runs `triad up` with args.
+// startUp runs `triad up` with args, without HTTP servers unless args ask
+// for them (tests must not depend on 9101 being free).
 func startUp(t *testing.T, bin string, args ...string) *upProc {
 	t.Helper()
+	if !slices.Contains(args, "--http-port") {
+		args = append(args, "--http-port", "0")
+	}
 	cmd := exec.Command(bin, append([]string{"up"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -91,6 +101,7 @@ func (u *upProc) waitFor(prefix string) {
 			if !ok {
 				u.t.Fatalf("triad up exited before printing %q; stderr:\n%s", prefix, u.stderr.String())
 			}
+			u.seen += l + "\n"
 			if strings.HasPrefix(l, prefix) {
 				return
 			}

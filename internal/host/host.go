@@ -348,6 +348,10 @@ func (h *Host) expireDead(now time.Time) {
 	}
 }
 
+// PeerCoords returns the Vivaldi coordinates known for peers, by address
+// (a copy, for status pages).
+func (h *Host) PeerCoords() map[string]wire.Coord { return h.viv.Peers() }
+
 // Predict is the expected round-trip time to the process at addr: measured
 // when it has answered us, else predicted from its coordinate. ok is false
 // when nothing is known of it.

@@ -52,7 +52,16 @@ type Stats struct {
 	LookupsStarted, LookupsDone, LookupsFailed uint64
 	IterativeFallbacks                         uint64
 	HopFailures                                uint64
+	// Hops counts the lookups done by the hops they took: Hops[h] for h
+	// hops, the last entry for MaxCountedHops or more.
+	Hops [MaxCountedHops + 1]uint64
+	// NeighbourChanges counts the times a vnode's successor or
+	// predecessor was another than at its previous stabilization round.
+	NeighbourChanges uint64
 }
+
+// MaxCountedHops is the last entry of Stats.Hops.
+const MaxCountedHops = 32
 
 // New makes the ring protocol of the host rt, with the vnode IDs and known
 // peers of st (see LoadState), and registers it with rt. bootstrap, if not

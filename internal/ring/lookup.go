@@ -67,6 +67,7 @@ func (h *Chord) Lookup(env node.Env, key id.ID, opts LookupOptions, done Done) {
 			h.Stats.LookupsFailed++
 		} else {
 			h.Stats.LookupsDone++
+			h.Stats.Hops[min(max(r.Hops, 0), MaxCountedHops)]++
 		}
 		done(env, r)
 	}

@@ -30,6 +30,9 @@ type Vnode struct {
 
 	nextFinger int
 	joining    bool
+	// seenSucc and seenPred are the neighbours at the last stabilization
+	// round, to count changes (Stats.NeighbourChanges).
+	seenSucc, seenPred id.ID
 	// alone is set on a vnode that has no successor and nobody to ask: it is
 	// a ring of one (the first vnode of a new ring, or the last survivor)
 	// and answers every lookup itself. A vnode with no successor that is
@@ -83,6 +86,10 @@ func (v *Vnode) skipFn(env node.Env) func(wire.NodeRef) bool {
 // asks its way back into the ring.
 func (v *Vnode) stabilize(env node.Env) {
 	h := v.host
+	if s, p := v.Successor().ID, v.Predecessor().ID; s != v.seenSucc || p != v.seenPred {
+		h.Stats.NeighbourChanges++
+		v.seenSucc, v.seenPred = s, p
+	}
 	if len(v.succs) == 0 {
 		v.rejoin(env)
 	} else {

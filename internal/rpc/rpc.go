@@ -52,6 +52,7 @@ type Reply func(env node.Env, m wire.Msg, err error)
 // call is one call in flight; a nil cont marks a free slot.
 type call struct {
 	wireID uint64 // the request ID on the wire
+	typ    wire.Type
 	to     node.Addr
 	sent   time.Time
 	cont   Reply
@@ -85,6 +86,36 @@ type Client struct {
 
 	// Counters, exported by the driver.
 	Calls, Replies, Timeouts, Stray uint64
+	// Latency holds, by request type, the round-trip times of the calls
+	// answered.
+	Latency map[wire.Type]*Histogram
+}
+
+// LatencyBuckets are the upper bounds of a Histogram's buckets.
+var LatencyBuckets = [...]time.Duration{
+	250 * time.Microsecond, 500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond,
+	5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, time.Second,
+	2 * time.Second, 5 * time.Second,
+}
+
+// A Histogram counts durations by LatencyBuckets: Counts[i] those at most
+// LatencyBuckets[i] and above the bucket before, the last entry the rest.
+type Histogram struct {
+	Counts [len(LatencyBuckets) + 1]uint64
+	Count  uint64
+	Sum    time.Duration
+}
+
+// Observe counts one duration.
+func (h *Histogram) Observe(d time.Duration) {
+	i := 0
+	for i < len(LatencyBuckets) && d > LatencyBuckets[i] {
+		i++
+	}
+	h.Counts[i]++
+	h.Count++
+	h.Sum += d
 }
 
 // NewClient returns a client with cfg, which must be valid.
@@ -92,7 +123,7 @@ func NewClient(cfg Config) *Client {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	return &Client{cfg: cfg, old: make(map[uint64]call), rtt: make(map[node.Addr]*rttEstimate)}
+	return &Client{cfg: cfg, old: make(map[uint64]call), rtt: make(map[node.Addr]*rttEstimate), Latency: make(map[wire.Type]*Histogram)}
 }
 
 // maxWindow bounds the ring of calls in flight (a power of two).
@@ -255,7 +286,7 @@ func (c *Client) Call(env node.Env, to node.Addr, from wire.NodeRef, dst id.ID, 
 	wireID := env.Rand().Uint64()&^(1<<32-1) | seq&(1<<32-1)
 	c.Calls++
 	env.Send(to, wire.Envelope{Kind: wire.Request, ReqID: wireID, From: from, To: dst, Msg: m})
-	c.add(call{wireID: wireID, to: to, sent: env.Now(), cont: cont, est: est, cancel: env.After(timeout, Timer{seq})})
+	c.add(call{wireID: wireID, typ: m.Type(), to: to, sent: env.Now(), cont: cont, est: est, cancel: env.After(timeout, Timer{seq})})
 	return true
 }
 
@@ -296,6 +327,12 @@ func (c *Client) HandleReply(env node.Env, in node.MsgIn) (peer node.Addr, rtt t
 	c.Replies++
 	rtt = env.Now().Sub(cl.sent)
 	c.observe(cl.to, cl.est, rtt)
+	lat := c.Latency[cl.typ]
+	if lat == nil {
+		lat = &Histogram{}
+		c.Latency[cl.typ] = lat
+	}
+	lat.Observe(rtt)
 	var err error
 	if e, isErr := in.Env.Msg.(*wire.Error); isErr {
 		err = e

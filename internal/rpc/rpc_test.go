@@ -189,3 +189,14 @@ func TestGuessedRequestIDsAreStray(t *testing.T) {
 		t.Fatalf("the real reply did not complete the call")
 	}
 }
+
+func TestHistogramBuckets(t *testing.T) {
+	var h Histogram
+	for _, d := range []time.Duration{0, 250 * time.Microsecond, 251 * time.Microsecond, time.Second, time.Minute} {
+		h.Observe(d)
+	}
+	want := [len(LatencyBuckets) + 1]uint64{0: 2, 1: 1, 11: 1, 14: 1}
+	if h.Counts != want || h.Count != 5 || h.Sum != time.Minute+time.Second+501*time.Microsecond {
+		t.Fatalf("histogram %+v", h)
+	}
+}

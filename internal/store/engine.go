@@ -104,6 +104,24 @@ type Stats struct {
 	Segments    int
 	Reclaimed   int // segments unlinked to make room
 	Quarantined int // damaged objects found by reads
+	// ByExpiry is the usage by when it expires: ByExpiry[i] the bytes of
+	// the windows that end within ExpiryHorizons[i] of now (and not
+	// within the horizon before), the last entry those that end later.
+	ByExpiry [len(ExpiryHorizons) + 1]int64
+}
+
+// ExpiryHorizons are the bounds of Stats.ByExpiry.
+var ExpiryHorizons = [...]time.Duration{time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 30 * 24 * time.Hour, 90 * 24 * time.Hour, 365 * 24 * time.Hour}
+
+// ExpiryBucket is the index in Stats.ByExpiry of usage whose window ends
+// at end, seen at now.
+func ExpiryBucket(end, now time.Time) int {
+	left := end.Sub(now)
+	i := 0
+	for i < len(ExpiryHorizons) && left > ExpiryHorizons[i] {
+		i++
+	}
+	return i
 }
 
 // Options configure an engine. Zero fields take the defaults below.

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"triad/internal/nntp"
@@ -84,12 +85,46 @@ func LoopbackOnly(a netip.Addr) Perm {
 type Server struct {
 	cfg Config
 
+	// replies counts the replies sent, by status code (100-599).
+	replies [600]atomic.Uint64
+	// accepted counts connections taken, refused those closed on arrival
+	// (past MaxConns or MaxPerAddr).
+	accepted, refused atomic.Uint64
+
 	mu     sync.Mutex
 	conns  map[*conn]bool
 	byAddr map[netip.Addr]int
 	ln     []net.Listener
 	closed bool
 	wg     sync.WaitGroup
+}
+
+// count counts a reply by the status code its first line starts with.
+func (s *Server) count(reply []byte) {
+	if len(reply) >= 3 && '1' <= reply[0] && reply[0] <= '5' && '0' <= reply[1] && reply[1] <= '9' && '0' <= reply[2] && reply[2] <= '9' {
+		s.replies[int(reply[0]-'0')*100+int(reply[1]-'0')*10+int(reply[2]-'0')].Add(1)
+	}
+}
+
+// Stats are a server's counters since it started.
+type Stats struct {
+	Replies           map[int]uint64 // by status code, those sent at least once
+	Connections       int            // open now
+	Accepted, Refused uint64         // connections taken and closed on arrival
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats {
+	st := Stats{Replies: map[int]uint64{}, Accepted: s.accepted.Load(), Refused: s.refused.Load()}
+	for code := range s.replies {
+		if n := s.replies[code].Load(); n > 0 {
+			st.Replies[code] = n
+		}
+	}
+	s.mu.Lock()
+	st.Connections = len(s.conns)
+	s.mu.Unlock()
+	return st
 }
 
 // NewServer makes a server for cfg.Site.
@@ -166,11 +201,13 @@ func (s *Server) handle(nc net.Conn) {
 	}
 	s.mu.Unlock()
 	if full != "" {
+		s.refused.Add(1)
 		nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		nc.Write(statusLine(nntp.CodeUnavailable, "%s", full))
 		nc.Close()
 		return
 	}
+	s.accepted.Add(1)
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
@@ -335,6 +372,7 @@ const maxCoalesced = 256
 // reuse its pieces), false if the connection has failed. Whoever finds the
 // next reply ready writes it with every ready one after it.
 func (q *sequencer) write(n uint64, pieces ...[]byte) bool {
+	q.c.s.count(pieces[0])
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.ready[n] = pieces
@@ -347,6 +385,9 @@ func (q *sequencer) write(n uint64, pieces ...[]byte) bool {
 func (q *sequencer) writeEach(ns []uint64, replies [][]byte) bool {
 	if len(ns) == 0 {
 		return true
+	}
+	for _, r := range replies {
+		q.c.s.count(r)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -404,7 +445,12 @@ func (q *sequencer) stream(n uint64, fn func(put func([]byte) bool)) bool {
 	q.writing = true
 	failed := q.failed
 	q.mu.Unlock()
+	first := true
 	fn(func(b []byte) bool {
+		if first {
+			q.c.s.count(b)
+			first = false
+		}
 		if failed {
 			return false
 		}

@@ -98,3 +98,12 @@ func (m *Model) Predict(peer string) (rtt time.Duration, relErr float64, ok bool
 
 // Forget drops what is known of peer (it was declared dead).
 func (m *Model) Forget(peer string) { delete(m.peers, peer) }
+
+// Peers returns a copy of the coordinates known for peers, by address.
+func (m *Model) Peers() map[string]wire.Coord {
+	out := make(map[string]wire.Coord, len(m.peers))
+	for k, v := range m.peers {
+		out[k] = v
+	}
+	return out
+}

@@ -926,6 +926,10 @@ func (d *Disk) Stats() store.Stats {
 	s := d.stats
 	s.Usage = d.usage
 	s.Segments = len(d.segs)
+	now := d.opt.Now()
+	for _, seg := range d.segs {
+		s.ByExpiry[store.ExpiryBucket(d.opt.WindowEnd(seg.window), now)] += seg.size
+	}
 	pending := len(d.active) + len(d.flushing)
 	d.mu.Unlock()
 	d.db.View(func(tx *bolt.Tx) error {

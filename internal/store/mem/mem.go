@@ -325,6 +325,10 @@ func (m *Mem) Stats() store.Stats {
 	s.Usage = m.usage
 	s.Capacity = m.opt.Capacity
 	s.Segments = len(m.windows)
+	now := m.opt.Now()
+	for w, mw := range m.windows {
+		s.ByExpiry[store.ExpiryBucket(m.opt.WindowEnd(w), now)] += mw.bytes
+	}
 	return s
 }
 

@@ -68,6 +68,7 @@ func RunContract(t *testing.T, open func(t *testing.T, opt store.Options) store.
 		{"ReputNeverReplaces", contractReputNeverReplaces},
 		{"FreshPutNeverReplaces", contractFreshPutNeverReplaces},
 		{"ConcurrentConflictingPuts", contractConcurrentConflictingPuts},
+		{"UsageByExpiry", contractUsageByExpiry},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, func(opt store.Options) store.Engine { return open(t, opt) })
@@ -586,5 +587,30 @@ func contractConcurrentConflictingPuts(t *testing.T, open func(store.Options) st
 	}
 	if got, _, err := e.Get(key); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("stored %q %v, want %q", got, err, want)
+	}
+}
+
+// contractUsageByExpiry: Stats.ByExpiry puts the bytes of objects under
+// the horizon their expiry window ends within, and they add up to Usage.
+func contractUsageByExpiry(t *testing.T, open func(store.Options) store.Engine) {
+	c := NewClock()
+	e := open(store.Options{Now: c.Now, MaxObject: 1 << 20})
+	r := rand.New(rand.NewPCG(7, 7))
+	for i, left := range []time.Duration{30 * time.Minute, 30 * time.Minute, 10 * 24 * time.Hour, 400 * 24 * time.Hour} {
+		data, key := Blob(r, 1000*(i+1))
+		if err := e.Put(key, data, c.Now().Add(left), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := e.Stats()
+	var sum int64
+	for i, b := range s.ByExpiry {
+		sum += b
+		if (b > 0) != (i == 0 || i == 3 || i == len(store.ExpiryHorizons)) {
+			t.Errorf("ByExpiry[%d] = %d: %v", i, b, s.ByExpiry)
+		}
+	}
+	if sum != s.Usage || s.ByExpiry[0] < recLen(1000)+recLen(2000) || s.ByExpiry[3] < recLen(3000) {
+		t.Fatalf("by expiry %v, usage %d", s.ByExpiry, s.Usage)
 	}
 }

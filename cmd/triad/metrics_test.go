@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"triad/internal/nntp"
+)
+
+// Every daemon of `triad up` serves well-formed Prometheus text at
+// /metrics, by the naming conventions (promlint), with the families an
+// operator watches, and the figures move with the work: a post at site 1
+// is counted there, its reads at site 2, and the nodes' RPCs have latency
+// histograms by message type.
+func TestUpServesMetrics(t *testing.T) {
+	bin := buildTriad(t)
+	port, newsPort, httpPort := consecutiveFreePorts(t, 3), consecutiveFreePorts(t, 3), consecutiveFreePorts(t, 3)
+	up := startUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort),
+		"--http-port", fmt.Sprint(httpPort), "--data", filepath.Join(t.TempDir(), "data"))
+	up.waitFor("ring consistent")
+
+	c, err := nntp.Dial(fmt.Sprintf("127.0.0.1:%d", newsPort), time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if reply, err := c.Cmd("POST"); err != nil || !strings.HasPrefix(string(reply), "340") {
+		t.Fatalf("POST: %q %v", reply, err)
+	}
+	if err := c.SendArticle([]byte("From: m@test\r\nNewsgroups: local.test\r\nSubject: metrics\r\nMessage-ID: <metrics1@test>\r\n\r\nbody\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := c.ReadLine(); err != nil || !strings.HasPrefix(string(reply), "240") {
+		t.Fatalf("after the article: %q %v", reply, err)
+	}
+	c2, err := nntp.Dial(fmt.Sprintf("127.0.0.1:%d", newsPort+1), time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		reply, err := c2.Cmd("ARTICLE <metrics1@test>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(string(reply), "220") {
+			if _, _, err := c2.ReadBlock(nil, 1<<20); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ARTICLE at site 2: %q", reply)
+		}
+	}
+
+	families := []string{
+		"triad_ring_vnodes", "triad_ring_successors", "triad_ring_neighbour_changes_total", "triad_ring_lookups_total",
+		"triad_ring_lookup_hops", "triad_rpc_latency_seconds", "triad_rpc_timeouts_total",
+		"triad_store_objects", "triad_store_bytes", "triad_store_bytes_by_expiry", "triad_store_reclaimed_segments_total",
+		"triad_maint_rounds_total", "triad_maint_keys_compared_total", "triad_maint_repair_queue_objects",
+		"triad_maint_repair_queue_bytes", "triad_maint_objects_repaired_total",
+		"triad_nntp_replies_total", "triad_nntp_deferrals_total", "triad_nntp_cache_hits_total",
+		"triad_nntp_peer_backlog_articles", "go_goroutines", "process_resident_memory_bytes",
+	}
+	for i := 0; i < 3; i++ {
+		url := fmt.Sprintf("http://127.0.0.1:%d/metrics", httpPort+i)
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %v", url, resp.StatusCode, err)
+		}
+		if problems, err := promlint.New(bytes.NewReader(body)).Lint(); err != nil || len(problems) > 0 {
+			t.Errorf("%s: promlint: %v %+v", url, err, problems)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		got, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s is not Prometheus text: %v", url, err)
+		}
+		for _, f := range families {
+			if got[f] == nil {
+				t.Errorf("%s has no %s", url, f)
+			}
+		}
+		if v := value(got, "triad_ring_vnodes", nil); v != 2 {
+			t.Errorf("%s: triad_ring_vnodes %v, want 2", url, v)
+		}
+		if h := got["triad_rpc_latency_seconds"]; h == nil || len(h.Metric) == 0 || h.Metric[0].GetHistogram().GetSampleCount() == 0 {
+			t.Errorf("%s: no RPC latencies observed", url)
+		}
+		switch i {
+		case 0:
+			if v := value(got, "triad_nntp_articles_ingested_total", map[string]string{"verb": "post"}); v != 1 {
+				t.Errorf("site 1 counted %v posts, want 1", v)
+			}
+		case 1:
+			if v := value(got, "triad_nntp_articles_read_total", map[string]string{"part": "article"}); v != 1 {
+				t.Errorf("site 2 counted %v ARTICLE reads, want 1", v)
+			}
+			if v := value(got, "triad_nntp_cache_misses_total", nil); v != 1 {
+				t.Errorf("site 2 counted %v cache misses, want 1 (the first read)", v)
+			}
+		}
+	}
+	up.stop()
+}
+
+// value is the value of the metric of family name with the labels, -1 if
+// there is none.
+func value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+	f := fams[name]
+	if f == nil {
+		return -1
+	}
+next:
+	for _, m := range f.Metric {
+		for k, v := range labels {
+			found := false
+			for _, l := range m.Label {
+				if l.GetName() == k && l.GetValue() == v {
+					found = true
+				}
+			}
+			if !found {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		}
+	}
+	return -1
+}

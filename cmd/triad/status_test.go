@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chromium finds headless Chromium: skipped without it, unless
+// TRIAD_REQUIRE_CHROMIUM is set (CI installs Debian's chromium and sets
+// it, so that a missing browser fails there).
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("TRIAD_REQUIRE_CHROMIUM") != "" {
+		t.Fatal("no chromium on PATH (TRIAD_REQUIRE_CHROMIUM is set)")
+	}
+	t.Skip("no chromium on PATH: apt-get install -y chromium")
+	return ""
+}
+
+// runChromium runs headless Chromium with args on url, a fresh profile,
+// and nothing that reaches outside this machine.
+func runChromium(t *testing.T, bin, url string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	all := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
+		"--user-data-dir=" + t.TempDir(), "--window-size=1280,1800"}, args...)
+	cmd := exec.CommandContext(ctx, bin, append(all, url)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
+	}
+	return out
+}
+
+// The status page of a running `triad up`, loaded in headless Chromium:
+// the browser renders every section (the DOM it built holds them, with the
+// ring and coordinate drawings and the news figures of the site), and its
+// screenshot is a picture, not a blank page. The screenshot is kept in
+// $TRIAD_ARTIFACTS (CI sets it) for a person to look at.
+func TestStatusPageInChromium(t *testing.T) {
+	browser := chromium(t)
+	bin := buildTriad(t)
+	port, newsPort, httpPort := consecutiveFreePorts(t, 3), consecutiveFreePorts(t, 3), consecutiveFreePorts(t, 3)
+	up := startUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort),
+		"--http-port", fmt.Sprint(httpPort), "--data", filepath.Join(t.TempDir(), "data"))
+	up.waitFor("ring consistent")
+	url := fmt.Sprintf("http://127.0.0.1:%d/", httpPort)
+
+	dom := string(runChromium(t, browser, url, "--dump-dom"))
+	for _, want := range []string{`<section id="ring">`, `<section id="coordinates">`, `<section id="storage">`,
+		`<section id="maintenance">`, `<section id="news">`, `<section id="errors">`,
+		"news site site1", `class="self"`, `class="succ"`, `class="peer"`, "articles taken", "site2"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the rendered page lacks %q", want)
+		}
+	}
+	if strings.Contains(dom, "did not answer") {
+		t.Errorf("the node did not answer the page")
+	}
+
+	shot := filepath.Join(t.TempDir(), "status.png")
+	runChromium(t, browser, url, "--screenshot="+shot, "--hide-scrollbars")
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("the screenshot is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 1000 || b.Dy() < 1000 {
+		t.Fatalf("screenshot of %v", b)
+	}
+	// A rendered page has many colours (the header, the dots, text); a
+	// blank or error page has one or two.
+	colours := map[uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 4 {
+		for x := b.Min.X; x < b.Max.X; x += 4 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			colours[r>>12<<8|g>>12<<4|bl>>12] = true
+		}
+	}
+	if len(colours) < 8 {
+		t.Errorf("the screenshot has %d colours: a blank page?", len(colours))
+	}
+	if dir := os.Getenv("TRIAD_ARTIFACTS"); dir != "" {
+		data, err := os.ReadFile(shot)
+		if err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "status-page.png"), data, 0o644)
+		}
+		if err != nil {
+			t.Errorf("keeping the screenshot: %v", err)
+		}
+	}
+	up.stop()
+}

@@ -1,0 +1,57 @@
+package metrics
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The HTTP server holds at most maxHTTPConns connections: one more is
+// served only once another closes, so idle clients cannot pile up.
+func TestServerBoundsConnections(t *testing.T) {
+	s, err := Listen("127.0.0.1:0", NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var idle []net.Conn
+	for range maxHTTPConns {
+		c, err := net.Dial("tcp", s.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	get := func(c net.Conn) (string, error) {
+		fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		return bufio.NewReader(c).ReadString('\n')
+	}
+	extra, err := net.Dial("tcp", s.Addr) // the kernel's backlog takes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	if line, err := get(extra); err == nil {
+		t.Fatalf("connection %d was served (%q) while %d were open", maxHTTPConns+1, line, maxHTTPConns)
+	}
+	idle[0].Close()
+	// Its request is still in the socket: once a slot frees, it is served.
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(extra).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
+		t.Fatalf("after a slot freed: %q %v", line, err)
+	}
+	for _, c := range idle[1:] {
+		c.Close()
+	}
+	resp, err := http.Get("http://" + s.Addr + "/metrics")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
