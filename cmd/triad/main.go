@@ -34,6 +34,7 @@ func init() {
 		{"maint", "show, pause or resume a node's maintenance (maint status)", runMaint},
 		{"sim", "run a simulation experiment (sim ring, dhash, passingtone)", runSim},
 		{"bench", "measure a part on this machine (bench store, dhash, nntp, limits, sync)", runBench},
+		{"ca", "a deployment's certificate authority (ca init, issue, revoke)", runCA},
 		{"config", "print an example configuration file, or check one (config example, check)", runConfig},
 		{"chaos", "kill -9 and restart real nodes under writes; check nothing acknowledged is lost", runChaos},
 	}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"triad/internal/pki"
+)
+
+const caAbout = `
+A deployment's certificate authority: the sites of one ring share one CA,
+and every node, news front-end and operator gets a certificate from it.
+A node's certificate names the address it listens on: its identity on the
+ring. (Nodes and sites do not use them yet: mutual TLS on every connection
+is being built, issue 17.)
+
+  triad ca init DIR [--name NAME] [--days 3650]
+        make a CA in DIR (keep DIR/ca-key.pem secret: it signs everything)
+  triad ca issue NAME --site SITE [--addr HOST:PORT] [--ca DIR] [--out DIR] [--days 365]
+        issue a certificate to NAME of SITE (--addr: a node listening there)
+        and write its bundle (ca.pem, cert.pem, key.pem) to --out (default
+        DIR/bundles/NAME)
+  triad ca revoke NAME [--ca DIR]
+        revoke NAME's certificate: DIR/crl.pem lists it; copy it into every
+        bundle
+
+Example:
+  triad ca init /etc/triad/ca --name "our ring"
+  triad ca issue node1 --site site1 --addr 10.0.0.1:4001 --ca /etc/triad/ca`
+
+func runCA(args []string, stdout, stderr io.Writer) error {
+	return runGroup("ca", caAbout, map[string]func([]string, io.Writer, io.Writer) error{
+		"init": runCAInit, "issue": runCAIssue, "revoke": runCARevoke,
+	}, args, stdout, stderr)
+}
+
+func runCAInit(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("ca init", "ca init DIR [--name NAME] [--days 3650]", "Makes a deployment CA in DIR.", stderr)
+	name := fs.String("name", "triad", "the CA's `name`")
+	days := fs.Int("days", 3650, "validity in `days`")
+	pos, err := parseMixed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr(fs, "want one DIR")
+	}
+	if *days < 1 {
+		return usageErr(fs, "--days %d: want at least 1", *days)
+	}
+	if err := pki.InitCA(pos[0], *name, time.Duration(*days)*24*time.Hour); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "made CA %q in %s; keep %s secret\n", *name, pos[0], filepath.Join(pos[0], pki.CAKey))
+	return nil
+}
+
+func runCAIssue(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("ca issue", "ca issue NAME --site SITE [--addr HOST:PORT] [--ca DIR] [--out DIR] [--days 365]", "Issues a certificate and writes its bundle.", stderr)
+	site := fs.String("site", "", "the holder's `site` (required)")
+	addr := fs.String("addr", "", "for a node: the `address` it listens on, its identity on the ring")
+	caDir := fs.String("ca", "ca", "the CA's `directory`")
+	out := fs.String("out", "", "the bundle's `directory` (default CA/bundles/NAME)")
+	days := fs.Int("days", 365, "validity in `days`")
+	pos, err := parseMixed(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) != 1:
+		return usageErr(fs, "want one NAME")
+	case *site == "":
+		return usageErr(fs, "--site is required")
+	case *days < 1:
+		return usageErr(fs, "--days %d: want at least 1", *days)
+	}
+	if *out == "" {
+		*out = filepath.Join(*caDir, "bundles", pos[0])
+	}
+	ca, err := pki.LoadCA(*caDir)
+	if err != nil {
+		return err
+	}
+	if err := ca.Issue(pki.Identity{Name: pos[0], Site: *site, Addr: *addr}, time.Duration(*days)*24*time.Hour, *out); err != nil {
+		return err
+	}
+	what := "a client"
+	if *addr != "" {
+		what = "the node at " + *addr
+	}
+	fmt.Fprintf(stdout, "issued %s of %s (%s); bundle in %s\n", pos[0], *site, what, *out)
+	return nil
+}
+
+func runCARevoke(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("ca revoke", "ca revoke NAME [--ca DIR]", "Revokes a certificate: the CA's crl.pem lists it.", stderr)
+	caDir := fs.String("ca", "ca", "the CA's `directory`")
+	pos, err := parseMixed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr(fs, "want one NAME")
+	}
+	ca, err := pki.LoadCA(*caDir)
+	if err != nil {
+		return err
+	}
+	if err := ca.Revoke(pos[0]); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "revoked %s; copy %s into every bundle\n", pos[0], filepath.Join(*caDir, pki.CRL))
+	return nil
+}

@@ -1,0 +1,374 @@
+package pki
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// File names in a CA folder and in a bundle.
+const (
+	CACert   = "ca.pem"
+	CAKey    = "ca-key.pem"
+	CRL      = "crl.pem"
+	Cert     = "cert.pem"
+	Key      = "key.pem"
+	issued   = "issued" // the CA's record of what it issued, by name
+	uriStart = "triad://"
+)
+
+// Identity is what a certificate says of its holder.
+type Identity struct {
+	Name   string // the common name
+	Site   string // the organizational unit
+	Addr   string // a node's listen address (host:port); "" for a client
+	Serial *big.Int
+}
+
+// IdentityOf reads the identity in a certificate.
+func IdentityOf(c *x509.Certificate) (Identity, error) {
+	id := Identity{Name: c.Subject.CommonName, Serial: c.SerialNumber}
+	if len(c.Subject.OrganizationalUnit) == 1 {
+		id.Site = c.Subject.OrganizationalUnit[0]
+	}
+	for _, u := range c.URIs {
+		if u.Scheme != "triad" {
+			continue
+		}
+		if id.Addr != "" {
+			return id, errors.New("pki: a certificate with two node addresses")
+		}
+		id.Addr = u.Host
+	}
+	if id.Name == "" || id.Site == "" {
+		return id, errors.New("pki: a certificate without a name or a site")
+	}
+	return id, nil
+}
+
+// InitCA makes a new CA in dir (which must not hold one): a key and a
+// self-signed certificate valid for the given time.
+func InitCA(dir, name string, validity time.Duration) error {
+	if _, err := os.Stat(filepath.Join(dir, CACert)); err == nil {
+		return fmt.Errorf("pki: %s already holds a CA", dir)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, issued), 0o700); err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: name, Organization: []string{"triad deployment CA"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(validity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	if err := writeKey(filepath.Join(dir, CAKey), key); err != nil {
+		return err
+	}
+	return writePEM(filepath.Join(dir, CACert), "CERTIFICATE", der, 0o644)
+}
+
+// CA is a loaded certificate authority.
+type CA struct {
+	dir  string
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+}
+
+// LoadCA loads the CA in dir.
+func LoadCA(dir string) (*CA, error) {
+	cert, err := readCert(filepath.Join(dir, CACert))
+	if err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, CAKey))
+	if err != nil {
+		return nil, fmt.Errorf("pki: the CA's key: %w", err)
+	}
+	b, _ := pem.Decode(raw)
+	if b == nil {
+		return nil, fmt.Errorf("pki: %s holds no PEM key", CAKey)
+	}
+	key, err := x509.ParseECPrivateKey(b.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("pki: the CA's key: %w", err)
+	}
+	return &CA{dir: dir, cert: cert, key: key}, nil
+}
+
+// Issue makes a certificate for id (Addr set: a node listening there)
+// valid for the given time, and writes a bundle for it in out: the CA's
+// certificate, the new certificate and its key, and the CRL if there is
+// one. The CA keeps a copy of each certificate it issued, by name; a name
+// is issued once unless it is revoked.
+func (ca *CA) Issue(id Identity, validity time.Duration, out string) error {
+	if err := checkName(id.Name); err != nil {
+		return err
+	}
+	if id.Site == "" || strings.ContainsAny(id.Site, "/\\\n") {
+		return fmt.Errorf("pki: site %q", id.Site)
+	}
+	record := filepath.Join(ca.dir, issued, id.Name+".pem")
+	if old, err := readCert(record); err == nil {
+		if revoked, _ := ca.revoked(); !revoked[old.SerialNumber.String()] {
+			return fmt.Errorf("pki: %s was issued already (serial %s); revoke it first to issue it again", id.Name, old.SerialNumber)
+		}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: id.Name, OrganizationalUnit: []string{id.Site}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
+	}
+	if id.Addr != "" {
+		host, _, err := net.SplitHostPort(id.Addr)
+		if err != nil {
+			return fmt.Errorf("pki: node address %q: %v", id.Addr, err)
+		}
+		tmpl.URIs = []*url.URL{{Scheme: "triad", Host: id.Addr}}
+		if ip := net.ParseIP(host); ip != nil {
+			tmpl.IPAddresses = []net.IP{ip}
+		} else {
+			tmpl.DNSNames = []string{host}
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o700); err != nil {
+		return err
+	}
+	caPEM, err := os.ReadFile(filepath.Join(ca.dir, CACert))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, CACert), caPEM, 0o644); err != nil {
+		return err
+	}
+	if crl, err := os.ReadFile(filepath.Join(ca.dir, CRL)); err == nil {
+		if err := os.WriteFile(filepath.Join(out, CRL), crl, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := writeKey(filepath.Join(out, Key), key); err != nil {
+		return err
+	}
+	if err := writePEM(filepath.Join(out, Cert), "CERTIFICATE", der, 0o644); err != nil {
+		return err
+	}
+	return writePEM(record, "CERTIFICATE", der, 0o644)
+}
+
+// Revoke revokes the certificate issued to name: the CA's CRL, rewritten
+// in its folder, lists it from now on. Copy crl.pem to every bundle.
+func (ca *CA) Revoke(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	cert, err := readCert(filepath.Join(ca.dir, issued, name+".pem"))
+	if err != nil {
+		return fmt.Errorf("pki: no certificate was issued to %s", name)
+	}
+	var entries []x509.RevocationListEntry
+	number := big.NewInt(1)
+	if old, err := readCRL(filepath.Join(ca.dir, CRL)); err == nil {
+		entries = old.RevokedCertificateEntries
+		number.Add(old.Number, big.NewInt(1))
+	}
+	for _, e := range entries {
+		if e.SerialNumber.Cmp(cert.SerialNumber) == 0 {
+			return nil
+		}
+	}
+	now := time.Now()
+	entries = append(entries, x509.RevocationListEntry{SerialNumber: cert.SerialNumber, RevocationTime: now})
+	der, err := x509.CreateRevocationList(rand.Reader, &x509.RevocationList{
+		Number: number, ThisUpdate: now, NextUpdate: now.Add(365 * 24 * time.Hour), RevokedCertificateEntries: entries,
+	}, ca.cert, ca.key)
+	if err != nil {
+		return err
+	}
+	return writePEM(filepath.Join(ca.dir, CRL), "X509 CRL", der, 0o644)
+}
+
+// revoked is the set of serials (decimal) the CA's CRL lists.
+func (ca *CA) revoked() (map[string]bool, error) {
+	out := map[string]bool{}
+	crl, err := readCRL(filepath.Join(ca.dir, CRL))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return out, nil
+		}
+		return nil, err
+	}
+	for _, e := range crl.RevokedCertificateEntries {
+		out[e.SerialNumber.String()] = true
+	}
+	return out, nil
+}
+
+// Bundle is a loaded bundle: what a node or client presents and trusts.
+type Bundle struct {
+	Cert    tls.Certificate
+	Self    Identity
+	Roots   *x509.CertPool
+	revoked map[string]bool // serials the CA revoked
+}
+
+// LoadBundle loads the bundle in dir, checking that its certificate is
+// the CA's and in date.
+func LoadBundle(dir string) (*Bundle, error) { return loadBundle(dir, true) }
+
+// loadBundle loads a bundle; unchecked, its own certificate may be
+// expired or revoked (tests present such certificates).
+func loadBundle(dir string, check bool) (*Bundle, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, Cert), filepath.Join(dir, Key))
+	if err != nil {
+		return nil, fmt.Errorf("pki: bundle %s: %w", dir, err)
+	}
+	ca, err := readCert(filepath.Join(dir, CACert))
+	if err != nil {
+		return nil, err
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Cert: cert, Roots: x509.NewCertPool(), revoked: map[string]bool{}}
+	b.Roots.AddCert(ca)
+	if b.Self, err = IdentityOf(leaf); err != nil {
+		return nil, err
+	}
+	if crl, err := readCRL(filepath.Join(dir, CRL)); err == nil {
+		if err := crl.CheckSignatureFrom(ca); err != nil {
+			return nil, fmt.Errorf("pki: %s is not signed by the CA: %w", CRL, err)
+		}
+		for _, e := range crl.RevokedCertificateEntries {
+			b.revoked[e.SerialNumber.String()] = true
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if !check {
+		return b, nil
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: b.Roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		return nil, fmt.Errorf("pki: bundle %s: its certificate: %w", dir, err)
+	}
+	if b.revoked[b.Self.Serial.String()] {
+		return nil, fmt.Errorf("pki: bundle %s: its certificate is revoked", dir)
+	}
+	return b, nil
+}
+
+// Check verifies a peer's certificate chain, as presented in a TLS
+// handshake: issued by the CA, in date, not revoked. It returns the
+// peer's identity.
+func (b *Bundle) Check(chain []*x509.Certificate, usage x509.ExtKeyUsage) (Identity, error) {
+	if len(chain) == 0 {
+		return Identity{}, errors.New("pki: no certificate")
+	}
+	inter := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		inter.AddCert(c)
+	}
+	if _, err := chain[0].Verify(x509.VerifyOptions{Roots: b.Roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+		return Identity{}, fmt.Errorf("pki: %w", err)
+	}
+	id, err := IdentityOf(chain[0])
+	if err != nil {
+		return id, err
+	}
+	if b.revoked[id.Serial.String()] {
+		return id, fmt.Errorf("pki: the certificate of %s (serial %s) is revoked", id.Name, id.Serial)
+	}
+	return id, nil
+}
+
+func checkName(name string) error {
+	if name == "" || len(name) > 64 || strings.ContainsAny(name, "/\\ \t\n") || name[0] == '.' {
+		return fmt.Errorf("pki: name %q: want 1 to 64 characters, no slashes or spaces", name)
+	}
+	return nil
+}
+
+func newSerial() (*big.Int, error) {
+	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+}
+
+func writeKey(path string, key *ecdsa.PrivateKey) error {
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	return writePEM(path, "EC PRIVATE KEY", der, 0o600)
+}
+
+func writePEM(path, kind string, der []byte, mode os.FileMode) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), mode)
+}
+
+func readCert(path string) (*x509.Certificate, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := pem.Decode(raw)
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("pki: %s holds no PEM certificate", path)
+	}
+	return x509.ParseCertificate(b.Bytes)
+}
+
+func readCRL(path string) (*x509.RevocationList, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := pem.Decode(raw)
+	if b == nil || b.Type != "X509 CRL" {
+		return nil, fmt.Errorf("pki: %s holds no PEM CRL", path)
+	}
+	return x509.ParseRevocationList(b.Bytes)
+}

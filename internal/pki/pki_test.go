@@ -1,0 +1,182 @@
+package pki
+
+import (
+	"crypto/tls"
+	"errors"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// deployment is a CA with bundles issued from it.
+type deployment struct {
+	t   *testing.T
+	dir string
+	ca  *CA
+}
+
+func newDeployment(t *testing.T) *deployment {
+	dir := filepath.Join(t.TempDir(), "ca")
+	if err := InitCA(dir, "test ring", 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := LoadCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &deployment{t: t, dir: dir, ca: ca}
+}
+
+func (d *deployment) issue(name, site, addr string, validity time.Duration) *Bundle {
+	d.t.Helper()
+	out := filepath.Join(d.t.TempDir(), name)
+	if err := d.ca.Issue(Identity{Name: name, Site: site, Addr: addr}, validity, out); err != nil {
+		d.t.Fatal(err)
+	}
+	b, err := loadBundle(out, false)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return b
+}
+
+// handshake runs a TLS handshake between a server with srv and a client
+// with cli dialling addr, and returns the identities each side saw (or
+// the first error).
+func handshake(t *testing.T, srv *Bundle, cli *tls.Config) (server, client Identity, err error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type result struct {
+		id  Identity
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer c.Close()
+		tc := tls.Server(c, srv.ServerConfig())
+		tc.SetDeadline(time.Now().Add(5 * time.Second))
+		if err := tc.Handshake(); err != nil {
+			got <- result{err: err}
+			return
+		}
+		id, err := PeerIdentity(tc.ConnectionState())
+		// Echo a byte, so that the client's read ends cleanly.
+		var b [1]byte
+		if _, rerr := tc.Read(b[:]); rerr == nil {
+			tc.Write(b[:])
+		}
+		got <- result{id, err}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tc := tls.Client(c, cli)
+	tc.SetDeadline(time.Now().Add(5 * time.Second))
+	cerr := tc.Handshake()
+	if cerr == nil {
+		// TLS 1.3: the client learns of a refused certificate on its
+		// first read.
+		tc.Write([]byte{0})
+		_, cerr = tc.Read(make([]byte, 1))
+	}
+	r := <-got
+	if cerr == nil {
+		client, cerr = PeerIdentity(tc.ConnectionState())
+	}
+	// Either side may be the one that refused: both errors are said.
+	return r.id, client, errors.Join(r.err, cerr)
+}
+
+func TestMutualTLS(t *testing.T) {
+	d := newDeployment(t)
+	node := d.issue("node1", "site1", "127.0.0.1:4001", time.Hour)
+	front := d.issue("front1", "site1", "", time.Hour)
+
+	srvSaw, cliSaw, err := handshake(t, node, front.ClientConfig("127.0.0.1:4001"))
+	if err != nil {
+		t.Fatalf("a valid pair: %v", err)
+	}
+	if srvSaw.Name != "front1" || srvSaw.Site != "site1" || srvSaw.Addr != "" || cliSaw.Addr != "127.0.0.1:4001" {
+		t.Fatalf("identities: server saw %+v, client saw %+v", srvSaw, cliSaw)
+	}
+
+	other := newDeployment(t)
+	outsider := other.issue("node9", "site9", "127.0.0.1:4009", time.Hour)
+	expired := d.issue("old", "site1", "", -time.Minute)
+	revoked := d.issue("gone", "site1", "", time.Hour)
+	if err := d.ca.Revoke("gone"); err != nil {
+		t.Fatal(err)
+	}
+	// The node reloads its bundle with the CRL (the operator copies it).
+	node2 := d.issue("node2", "site2", "127.0.0.1:4002", time.Hour)
+	noCert := &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true}
+	for _, tc := range []struct {
+		name string
+		srv  *Bundle
+		cli  *tls.Config
+		want string
+	}{
+		{"no certificate", node, noCert, "certificate"},
+		{"another CA's", node, outsider.ClientConfig("127.0.0.1:4001"), "unknown authority"},
+		{"expired", node, expired.ClientConfig("127.0.0.1:4001"), "expired"},
+		{"revoked", node2, revoked.ClientConfig("127.0.0.1:4002"), "revoked"},
+		{"a server for another address", node, front.ClientConfig("127.0.0.1:4002"), "for \"127.0.0.1:4001\""},
+		{"a server from another CA", outsider, front.ClientConfig("127.0.0.1:4009"), "unknown authority"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := handshake(t, tc.srv, tc.cli)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestIssueRules(t *testing.T) {
+	d := newDeployment(t)
+	if err := InitCA(d.dir, "again", time.Hour); err == nil {
+		t.Error("a second CA in the same folder")
+	}
+	out := t.TempDir()
+	for _, bad := range []Identity{{Name: "", Site: "s"}, {Name: "a/b", Site: "s"}, {Name: "x", Site: ""}, {Name: "x", Site: "s", Addr: "nohost"}} {
+		if err := d.ca.Issue(bad, time.Hour, out); err == nil {
+			t.Errorf("issued %+v", bad)
+		}
+	}
+	d.issue("n", "s", "", time.Hour)
+	if err := d.ca.Issue(Identity{Name: "n", Site: "s"}, time.Hour, out); err == nil || !strings.Contains(err.Error(), "revoke it first") {
+		t.Errorf("a name issued twice: %v", err)
+	}
+	if err := d.ca.Revoke("n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ca.Issue(Identity{Name: "n", Site: "s"}, time.Hour, filepath.Join(out, "n2")); err != nil {
+		t.Errorf("re-issue after revocation: %v", err)
+	}
+	if _, err := LoadBundle(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Error("loaded a missing bundle")
+	}
+	// A bundle whose own certificate is expired or revoked does not load.
+	if err := d.ca.Issue(Identity{Name: "late", Site: "s"}, -time.Minute, filepath.Join(out, "late")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadBundle(filepath.Join(out, "late")); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("loaded an expired bundle: %v", err)
+	}
+	if err := d.ca.Revoke("late"); err != nil {
+		t.Fatal(err)
+	}
+}
