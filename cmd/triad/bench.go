@@ -210,6 +210,7 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 	conc := fs.Int("concurrency", 16, "operations in flight")
 	ops := fs.Int("ops", 0, "blocks to put and get (default: 20,000, or 2,000 for blocks over 16 KB)")
 	maxPhase := fs.Duration("max-phase", time.Minute, "time bound of each phase")
+	withTLS := fs.Bool("tls", false, "run again with every connection mutual TLS 1.3 (a CA made for the run) and print what TLS costs")
 	holderDirect := fs.Bool("holder-direct", false, "send each operation straight to the key's holder, skipping the lookup (labelled in the output)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	profile := fs.String("profile", "", "write CPU profiles of every node (node<i>.cpu) and of this client (client.cpu) into this `directory`")
@@ -246,16 +247,69 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	res, err := bench.DHash(bench.DHashConfig{
+	cfg := bench.DHashConfig{
 		Binary: bin, Dir: *dir, Nodes: *nodes, Size: *size, Ops: *ops, Concurrency: *conc, MaxPhase: *maxPhase, HolderDirect: *holderDirect, ProfileDir: *profile,
 		Log: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
-	})
+	}
+	res, err := bench.DHash(cfg)
+	if err != nil {
+		stopProfile()
+		return err
+	}
+	printDHash(stdout, res)
+	if !*withTLS {
+		stopProfile()
+		if *asJSON {
+			return printJSON(stdout, res)
+		}
+		return nil
+	}
+	// The same run over mutual TLS, and what TLS costs.
+	cfg.TLS = true
+	withT, err := bench.DHash(cfg)
 	stopProfile()
 	if err != nil {
 		return err
 	}
+	printDHash(stdout, withT)
+	cost := func(plain, tls bench.PhaseResult) (float64, bool) {
+		if plain.Failed > 0 || tls.Failed > 0 || plain.MBps == 0 {
+			return 0, false
+		}
+		return 1 - tls.MBps/plain.MBps, true
+	}
+	out := struct {
+		Plain   bench.DHashResult `json:"plain"`
+		TLS     bench.DHashResult `json:"tls"`
+		PutCost *float64          `json:"tls_cost_put,omitempty"`
+		GetCost *float64          `json:"tls_cost_get,omitempty"`
+	}{Plain: res, TLS: withT}
+	for _, p := range []struct {
+		name       string
+		plain, tls bench.PhaseResult
+		into       **float64
+	}{{"put", res.Put, withT.Put, &out.PutCost}, {"get", res.Get, withT.Get, &out.GetCost}} {
+		if c, ok := cost(p.plain, p.tls); ok {
+			*p.into = &c
+			fmt.Fprintf(stdout, "TLS cost, %s: %.1f%% of MB/s (%.2f plain, %.2f with TLS)\n", p.name, 100*c, p.plain.MBps, p.tls.MBps)
+		} else {
+			fmt.Fprintf(stdout, "TLS cost, %s: no figure (a phase had failures)\n", p.name)
+		}
+	}
+	if *asJSON {
+		return printJSON(stdout, out)
+	}
+	return nil
+}
+
+// printDHash prints one run of bench dhash as a table, and its failures.
+func printDHash(stdout io.Writer, res bench.DHashResult) {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(stdout, "%d nodes on 127.0.0.1, %d-byte blocks, %d in flight, sent to %s\n", res.Nodes, res.Size, res.Concurrency, res.Route)
+	transport := "plain TCP"
+	if res.TLS {
+		transport = "mutual TLS 1.3"
+	}
+	fmt.Fprintf(stdout, "%d nodes on 127.0.0.1, %d-byte blocks, %d in flight, sent to %s, over %s\n", res.Nodes, res.Size, res.Concurrency, res.Route, transport)
 	fmt.Fprintln(tw, "phase\tdone\tfailed\tops/s\tMB/s\tp50 ms\tp99 ms\t")
 	phases := []struct {
 		name string
@@ -273,10 +327,4 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	if *asJSON {
-		if err := printJSON(stdout, res); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -48,6 +48,43 @@ func TestBenchDHashRoutes(t *testing.T) {
 	}
 }
 
+// bench dhash --tls runs the same load twice, plain and over mutual TLS
+// (nodes with certificates from a CA made for the run), both without a
+// failure, and prints what TLS costs.
+func TestBenchDHashTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	out, err := exec.Command(buildTriad(t), "bench", "dhash", "--nodes", "3", "--ops", "200", "--size", "1000", "--dir", t.TempDir(), "--tls", "--json").Output()
+	if err != nil {
+		t.Fatalf("bench dhash --tls: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var res struct {
+		Plain, TLS struct {
+			TLS      bool
+			Put, Get struct{ Done, Failed int }
+		}
+		PutCost *float64 `json:"tls_cost_put"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("last line is not JSON: %v", err)
+	}
+	for _, r := range []struct {
+		name string
+		tls  bool
+		put  struct{ Done, Failed int }
+		get  struct{ Done, Failed int }
+	}{{"plain", res.Plain.TLS, res.Plain.Put, res.Plain.Get}, {"tls", res.TLS.TLS, res.TLS.Put, res.TLS.Get}} {
+		if r.tls != (r.name == "tls") || r.put.Done != 200 || r.get.Done != 200 || r.put.Failed+r.get.Failed != 0 {
+			t.Errorf("%s run: tls %v, put %+v, get %+v", r.name, r.tls, r.put, r.get)
+		}
+	}
+	if res.PutCost == nil || !strings.Contains(string(out), "TLS cost, put: ") {
+		t.Errorf("no TLS cost printed:\n%s", out)
+	}
+}
+
 // bench nntp --cpu-pids prints what each article taken cost the server
 // process, read from /proc: a server that took 2,000 articles used some
 // CPU for them, and less than a second each.

@@ -77,11 +77,12 @@ type proc struct {
 
 // cluster is a set of node processes under test.
 type cluster struct {
-	t     *testing.T
-	bin   string
-	dir   string
-	procs []*proc // every process started, including dead ones
-	views map[string]string
+	t      *testing.T
+	bin    string
+	dir    string
+	tlsDir string  // the bundle c.triad talks to the nodes with, if they run TLS
+	procs  []*proc // every process started, including dead ones
+	views  map[string]string
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -240,6 +241,9 @@ type ringView struct {
 // triad runs a triad command and returns its stdout.
 func (c *cluster) triad(args ...string) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
+	if c.tlsDir != "" && slices.Contains([]string{"ring", "lookup", "put", "get", "stat", "maint"}, args[0]) {
+		args = append(args, "--tls", c.tlsDir)
+	}
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

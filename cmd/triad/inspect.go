@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"triad/internal/id"
-	tnet "triad/internal/net"
 	"triad/internal/wire"
 )
 
@@ -20,6 +19,7 @@ the predecessor list and successor list (nearest first) and the finger table
 func runRing(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ring", "ring --addr ADDR [--json]", ringAbout, stderr)
 	addr := fs.String("addr", "127.0.0.1:4001", "`address` of the node to ask")
+	tlsDir := addTLSFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
 	if err := parse(fs, args); err != nil {
@@ -30,7 +30,7 @@ func runRing(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	m, err := tnet.Call(ctx, *addr, &wire.RingInfoReq{})
+	m, err := callNode(ctx, *addr, *tlsDir, &wire.RingInfoReq{})
 	if err != nil {
 		return err
 	}
@@ -110,6 +110,7 @@ content key (the first 160 bits of SHA-256) is looked up.`
 func runLookup(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lookup", "lookup [--addr ADDR] [--text] [--json] KEY", lookupAbout, stderr)
 	addr := fs.String("addr", "127.0.0.1:4001", "`address` of the node to ask")
+	tlsDir := addTLSFlag(fs)
 	text := fs.Bool("text", false, "KEY is text to hash, not a hex ID")
 	asJSON := fs.Bool("json", false, "print JSON")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
@@ -131,7 +132,7 @@ func runLookup(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	start := time.Now()
-	m, err := tnet.Call(ctx, *addr, &wire.ClientLookup{Key: key})
+	m, err := callNode(ctx, *addr, *tlsDir, &wire.ClientLookup{Key: key})
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	tnet "triad/internal/net"
 	"triad/internal/wire"
 )
 
@@ -36,6 +35,7 @@ func runMaint(args []string, stdout, stderr io.Writer) error {
 func runMaintStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("maint status", "maint status [--addr ADDR] [--json]", maintAbout, stderr)
 	addr := fs.String("addr", "127.0.0.1:4001", "`address` of the node to ask")
+	tlsDir := addTLSFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -43,7 +43,7 @@ func runMaintStatus(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	m, err := maintCall(*addr, &wire.MaintStatusReq{})
+	m, err := maintCall(*addr, *tlsDir, &wire.MaintStatusReq{})
 	if err != nil {
 		return err
 	}
@@ -93,21 +93,22 @@ func runMaintStatus(args []string, stdout, stderr io.Writer) error {
 func runMaintControl(name string, pause bool, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("maint "+name, "maint "+name+" [--addr ADDR]", maintAbout, stderr)
 	addr := fs.String("addr", "127.0.0.1:4001", "`address` of the node")
+	tlsDir := addTLSFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	if _, err := maintCall(*addr, &wire.MaintControl{Pause: pause}); err != nil {
+	if _, err := maintCall(*addr, *tlsDir, &wire.MaintControl{Pause: pause}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "maintenance on %s: %sd\n", *addr, name)
 	return nil
 }
 
-func maintCall(addr string, m wire.Msg) (wire.Msg, error) {
+func maintCall(addr, tlsDir string, m wire.Msg) (wire.Msg, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return tnet.Call(ctx, addr, m)
+	return callNode(ctx, addr, tlsDir, m)
 }

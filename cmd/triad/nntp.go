@@ -20,6 +20,7 @@ import (
 
 	"triad/internal/client"
 	"triad/internal/metrics"
+	"triad/internal/pki"
 	"triad/internal/status"
 	"triad/internal/usenet"
 )
@@ -138,6 +139,7 @@ type nntpOptions struct {
 	cachePolicy        *string
 	maxBacklog         *int
 	http               *string
+	tls                *string
 	policy             usenet.CachePolicy
 }
 
@@ -162,6 +164,7 @@ func addNNTPFlags(fs *flag.FlagSet) *nntpOptions {
 		peersFile:    fs.String("peers", "", "peer `file`: the sites this one announces its articles to and takes announcements from, and upstream feeds (see above)"),
 		cacheMB:      fs.Int("cache-mb", 256, "memory cache of articles read from the DHT, in MiB, shared by every connection (0: none)"),
 		cachePolicy:  fs.String("cache-policy", "lru", "which cached article goes first when the cache is full: lru or fifo"),
+		tls:          fs.String("tls", "", "mutual TLS to the --node with the bundle in this `directory` (from 'triad ca issue NAME'; none: plain TCP)"),
 		http:         fs.String("http", "", "serve the status page (/) and Prometheus metrics (/metrics) on this TCP `address` (host:port; none by default)"),
 		maxBacklog:   fs.Int("max-backlog", 1_000_000, "articles queued for a peer that is down; past it the oldest are dropped for it (and counted in feeds.status)"),
 	}
@@ -265,7 +268,15 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 	var cache *usenet.CachedSpool
 	where := "local spool"
 	if *o.node != "" {
-		cl, err := client.DialCluster(ctx, *o.node)
+		var opt client.Options
+		if *o.tls != "" {
+			b, err := pki.LoadBundle(*o.tls)
+			if err != nil {
+				return nil, err
+			}
+			opt.TLS = b
+		}
+		cl, err := client.DialClusterOptions(ctx, opt, *o.node)
 		if err != nil {
 			return nil, fmt.Errorf("nntp: node %s: %w", *o.node, err)
 		}

@@ -22,6 +22,7 @@ import (
 	"triad/internal/maint"
 	"triad/internal/metrics"
 	tnet "triad/internal/net"
+	"triad/internal/pki"
 	"triad/internal/ring"
 	"triad/internal/status"
 	"triad/internal/store"
@@ -54,6 +55,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	repairKBps := fs.Int("repair-budget", 0, "bytes per second, in KB, that maintenance may fetch and hand over, across the node's vnodes (0: no bound)")
 	maintEvery := fs.Duration("maint-interval", maint.DefaultConfig().Interval, "mean time between a vnode's maintenance rounds (Passing Tone: pull what its replica range lacks from its successor and predecessor); a neighbour change starts one at once; 0 turns maintenance off")
 	verbose := fs.Bool("v", false, "log connection-level detail")
+	tlsDir := fs.String("tls", "", "mutual TLS on every connection with the bundle in this `directory` (from 'triad ca issue NAME --addr LISTEN'; none: plain TCP)")
 	httpAddr := fs.String("http", "", "serve the status page (/) and Prometheus metrics (/metrics) on this TCP `address` (host:port; none by default)")
 	profile := addProfileFlag(fs, "the node until it stops")
 	bf := addBlockFlags(fs)
@@ -100,6 +102,11 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	spec.listen, spec.data, spec.join, spec.vnodes, spec.http = *listen, *data, *join, *vnodes, *httpAddr
+	if *tlsDir != "" {
+		if spec.tls, err = pki.LoadBundle(*tlsDir); err != nil {
+			return err
+		}
+	}
 	spec.ring.StabilizeInterval = *stab
 	switch {
 	case *maintEvery < 0:
@@ -165,9 +172,10 @@ type nodeSpec struct {
 	ring               ring.Config
 	dhash              dhash.Config
 	capacity           int64
-	ids                []id.ID // ring positions of a new node (nil: random); a restart keeps its own
-	http               string  // address of /metrics and the status page ("": none)
-	name               string  // the status page's title ("": "node ADDR")
+	ids                []id.ID     // ring positions of a new node (nil: random); a restart keeps its own
+	http               string      // address of /metrics and the status page ("": none)
+	name               string      // the status page's title ("": "node ADDR")
+	tls                *pki.Bundle // mutual TLS (nil: plain TCP)
 }
 
 // defaultNodeSpec is one vnode with every protocol's defaults.
@@ -232,7 +240,7 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 	// near one fdatasync (about 0.1 ms here) while puts still share them; a
 	// timed interval would add a timer's granularity to every put.
 	so := store.Options{Capacity: spec.capacity, MaxObject: spec.dhash.MaxBlock + 64, SyncInterval: -1}
-	drv, err := tnet.Listen(tnet.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256, MaxConns: spec.maxConns})
+	drv, err := tnet.Listen(tnet.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256, MaxConns: spec.maxConns, TLS: spec.tls})
 	if err != nil {
 		return nil, err
 	}

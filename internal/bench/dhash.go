@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"triad/internal/dhash"
 	"triad/internal/id"
 	tnet "triad/internal/net"
+	"triad/internal/pki"
 	"triad/internal/wire"
 )
 
@@ -42,7 +44,10 @@ type DHashConfig struct {
 	// as a client that knows any node would send them, and the node looks
 	// the key up: the lookup is part of the cost.
 	HolderDirect bool
-	Log          func(format string, args ...any)
+	// TLS runs the nodes with --tls and the client with a certificate,
+	// from a CA made for the run: every connection is mutual TLS 1.3.
+	TLS bool
+	Log func(format string, args ...any)
 }
 
 // Routes of DHashResult: how operations reach the key's holder.
@@ -72,6 +77,7 @@ type DHashResult struct {
 	Size        int         `json:"size"`
 	Concurrency int         `json:"concurrency"`
 	Route       string      `json:"route"`
+	TLS         bool        `json:"tls"`
 	Put         PhaseResult `json:"put"`
 	Get         PhaseResult `json:"get"`
 	StartupSecs float64     `json:"startup_seconds"`
@@ -93,7 +99,7 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		logf = func(string, ...any) {}
 	}
 	cfg.Log = logf
-	res = DHashResult{Nodes: cfg.Nodes, Size: cfg.Size, Concurrency: cfg.Concurrency, Route: RouteAnyNode}
+	res = DHashResult{Nodes: cfg.Nodes, Size: cfg.Size, Concurrency: cfg.Concurrency, Route: RouteAnyNode, TLS: cfg.TLS}
 	if cfg.HolderDirect {
 		res.Route = RouteHolderDirect
 	}
@@ -115,13 +121,14 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		return res, err
 	}
 	clients := make([]*client.Client, len(c.addrs))
+	opt := client.Options{TLS: c.tls}
 	for i, a := range c.addrs {
-		if clients[i], err = client.Dial(ctx, a); err != nil {
+		if clients[i], err = client.DialOptions(ctx, a, opt); err != nil {
 			return res, err
 		}
 		defer clients[i].Close()
 	}
-	cluster, err := client.DialCluster(ctx, c.addrs...)
+	cluster, err := client.DialClusterOptions(ctx, opt, c.addrs...)
 	if err != nil {
 		return res, err
 	}
@@ -261,12 +268,40 @@ type cluster struct {
 	procs []*exec.Cmd
 	addrs []string
 	logs  []string
+	tls   *pki.Bundle // the client's, with DHashConfig.TLS
 }
 
 func startCluster(cfg DHashConfig, dir string) (*cluster, error) {
 	c := &cluster{}
+	var ca *pki.CA
+	if cfg.TLS {
+		var err error
+		if ca, err = newRunCA(dir); err != nil {
+			return c, err
+		}
+		if c.tls, err = issueRun(ca, dir, "bench-client", ""); err != nil {
+			return c, err
+		}
+	}
 	for i := 0; i < cfg.Nodes; i++ {
-		args := []string{"node", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, fmt.Sprintf("node%d", i))}
+		listen := "127.0.0.1:0"
+		var tlsArgs []string
+		if ca != nil {
+			// A certificate names its node's address: pick the port first.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return c, err
+			}
+			listen = ln.Addr().String()
+			ln.Close()
+			name := fmt.Sprintf("node%d", i)
+			if _, err := issueRun(ca, dir, name, listen); err != nil {
+				return c, err
+			}
+			tlsArgs = []string{"--tls", filepath.Join(dir, "bundles", name)}
+		}
+		args := []string{"node", "--listen", listen, "--data", filepath.Join(dir, fmt.Sprintf("node%d", i))}
+		args = append(args, tlsArgs...)
 		if i > 0 {
 			args = append(args, "--join", c.addrs[0])
 		}
@@ -330,7 +365,7 @@ func (c *cluster) waitRing(ctx context.Context) error {
 		var all []pos
 		ok := true
 		for _, a := range c.addrs {
-			m, err := tnet.Call(ctx, a, &wire.RingInfoReq{})
+			m, err := tnet.CallTLS(ctx, a, &wire.RingInfoReq{}, c.tls)
 			info, isInfo := m.(*wire.RingInfo)
 			if err != nil || !isInfo {
 				ok = false
@@ -425,4 +460,23 @@ func (c *cluster) settle(limit time.Duration) time.Duration {
 		last = now
 	}
 	return time.Since(start)
+}
+
+// newRunCA makes a CA for one run in dir/ca.
+func newRunCA(dir string) (*pki.CA, error) {
+	caDir := filepath.Join(dir, "ca")
+	if err := pki.InitCA(caDir, "bench run", 24*time.Hour); err != nil {
+		return nil, err
+	}
+	return pki.LoadCA(caDir)
+}
+
+// issueRun issues name (a node at addr, or a client) a bundle in
+// dir/bundles/name and loads it.
+func issueRun(ca *pki.CA, dir, name, addr string) (*pki.Bundle, error) {
+	out := filepath.Join(dir, "bundles", name)
+	if err := ca.Issue(pki.Identity{Name: name, Site: "bench", Addr: addr}, 24*time.Hour, out); err != nil {
+		return nil, err
+	}
+	return pki.LoadBundle(out)
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/pki"
 	"triad/internal/wire"
 )
 
@@ -34,8 +36,21 @@ type reply struct {
 	err error
 }
 
+// Options configure a client's connections.
+type Options struct {
+	// TLS, if set, makes the connection mutual TLS 1.3 with the bundle's
+	// certificate; the node must present its own, from the same CA,
+	// naming the address dialled.
+	TLS *pki.Bundle
+}
+
 // Dial connects to the node at addr.
 func Dial(ctx context.Context, addr string) (*Client, error) {
+	return DialOptions(ctx, addr, Options{})
+}
+
+// DialOptions connects to the node at addr with opt.
+func DialOptions(ctx context.Context, addr string, opt Options) (*Client, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -43,6 +58,14 @@ func Dial(ctx context.Context, addr string) (*Client, error) {
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+	}
+	if opt.TLS != nil {
+		tc := tls.Client(nc, opt.TLS.ClientConfig(addr))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("client: TLS with %s: %w", addr, err)
+		}
+		nc = tc
 	}
 	c := &Client{addr: addr, nc: nc, q: make(chan []byte, 256), pending: make(map[uint64]chan reply), done: make(chan struct{})}
 	go c.write()

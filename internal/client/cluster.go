@@ -20,6 +20,7 @@ import (
 // longer; a node that cannot be reached is skipped and the map refreshed.
 type Cluster struct {
 	seeds []string
+	opt   Options
 
 	mu    sync.Mutex
 	conns map[string]*Client
@@ -28,10 +29,15 @@ type Cluster struct {
 
 // DialCluster connects to the seed nodes and learns the ring from them.
 func DialCluster(ctx context.Context, seeds ...string) (*Cluster, error) {
+	return DialClusterOptions(ctx, Options{}, seeds...)
+}
+
+// DialClusterOptions is DialCluster with options for every connection.
+func DialClusterOptions(ctx context.Context, opt Options, seeds ...string) (*Cluster, error) {
 	if len(seeds) == 0 {
 		return nil, errors.New("client: no seed addresses")
 	}
-	c := &Cluster{seeds: seeds, conns: make(map[string]*Client)}
+	c := &Cluster{seeds: seeds, opt: opt, conns: make(map[string]*Client)}
 	if err := c.Refresh(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -60,7 +66,7 @@ func (c *Cluster) conn(ctx context.Context, addr string) (*Client, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	cl, err := Dial(dctx, addr)
+	cl, err := DialOptions(dctx, addr, c.opt)
 	if err != nil {
 		return nil, err
 	}

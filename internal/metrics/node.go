@@ -298,5 +298,6 @@ func emitDriver(ch chan<- prometheus.Metric, st *tnet.Stats) {
 	e.counter("triad_net_connections_accepted_total", "Connections accepted.", st.ConnsAccepted.Load())
 	e.counter("triad_net_connections_refused_total", "Connections closed on arrival: the connection limit was reached.", st.Refused.Load())
 	e.counter("triad_net_forged_frames_total", "Frames dropped because they did not match the connection they came on.", st.Forged.Load())
+	e.counter("triad_net_tls_refused_total", "Connections closed because their TLS handshake failed: no certificate, another CA's, expired, revoked, or not the dialled node's.", st.TLSRefused.Load())
 	e.counter("triad_net_unproven_connections_total", "Accepted connections closed because they never proved the address they claimed.", st.Unproven.Load())
 }

@@ -2,22 +2,36 @@ package net
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	gonet "net"
 	"time"
 
+	"triad/internal/pki"
 	"triad/internal/wire"
 )
 
 // Call sends one request to the process at addr, as a client with no listen
 // address, and returns its reply. An error reply comes back as *wire.Error.
 func Call(ctx context.Context, addr string, m wire.Msg) (wire.Msg, error) {
+	return CallTLS(ctx, addr, m, nil)
+}
+
+// CallTLS is Call over mutual TLS with the bundle b (nil: plain TCP).
+func CallTLS(ctx context.Context, addr string, m wire.Msg, b *pki.Bundle) (wire.Msg, error) {
 	var dialer gonet.Dialer
 	c, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
+	if b != nil {
+		tc := tls.Client(c, b.ClientConfig(addr))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, fmt.Errorf("TLS with %s: %w", addr, err)
+		}
+		c = tc
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl)
 	} else {

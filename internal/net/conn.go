@@ -2,6 +2,7 @@ package net
 
 import (
 	"bufio"
+	"crypto/tls"
 	gonet "net"
 	"sync"
 	"time"
@@ -81,6 +82,18 @@ func (c *conn) write() {
 		}
 		if tc, ok := nc.(*gonet.TCPConn); ok {
 			tc.SetNoDelay(true)
+		}
+		if d.cfg.TLS != nil {
+			tc := tls.Client(nc, d.cfg.TLS.ClientConfig(c.addr))
+			tc.SetDeadline(time.Now().Add(d.cfg.DialTimeout))
+			if err := tc.Handshake(); err != nil {
+				nc.Close()
+				d.Stats.DialFailures.Add(1)
+				d.tlsRefused(nc, err)
+				return
+			}
+			tc.SetDeadline(time.Time{})
+			nc = tc
 		}
 		c.nc = nc
 		go c.readReplies()

@@ -3,6 +3,7 @@ package net
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"triad/internal/node"
+	"triad/internal/pki"
 	"triad/internal/store"
 	"triad/internal/store/disk"
 	"triad/internal/wire"
@@ -65,6 +67,10 @@ type Config struct {
 	Seed uint64
 	// Log receives connection errors. Default: discard.
 	Log *slog.Logger
+	// TLS, if set, makes every connection, accepted or dialled, TLS 1.3
+	// with certificates from the bundle's CA (see Driver). The bundle's
+	// certificate must name Listen, with an explicit port.
+	TLS *pki.Bundle
 }
 
 func (c *Config) fill() error {
@@ -129,6 +135,10 @@ type Stats struct {
 	NoRoute atomic.Uint64
 	// Refused counts connections closed on arrival: MaxConns were open.
 	Refused atomic.Uint64
+	// TLSRefused counts connections closed because their TLS handshake
+	// failed: no certificate, another CA's, expired or revoked, or (on a
+	// connection we dialled) one that does not name the dialled address.
+	TLSRefused atomic.Uint64
 }
 
 // Driver runs one process's node over TCP.
@@ -151,8 +161,13 @@ type Stats struct {
 //     requests are answered on it, and it can send nothing else.
 //
 // Frames that break these rules are dropped, counted (Stats.Forged) and
-// logged. Mutual TLS will bind identities to certificates; this holds
-// without it, against anyone who is not on the path between two nodes.
+// logged. This holds against anyone who is not on the path between two
+// nodes. With Config.TLS every connection is mutual TLS 1.3 and the
+// certificate is the proof: an accepted connection whose certificate
+// names a node's address may claim that address and no other (no
+// challenge is needed), one whose certificate names none is a client's,
+// and a dialled connection must present the certificate of the address
+// dialled. A failed handshake closes the connection (Stats.TLSRefused).
 type Driver struct {
 	cfg    Config
 	ln     gonet.Listener
@@ -176,8 +191,10 @@ type Driver struct {
 	mu      sync.Mutex
 	conns   map[node.Addr]*conn // outbound peers, and routes back on accepted connections ("@...")
 	inbound map[node.Addr]*conn // the latest proven accepted connection of each peer
-	nextCli uint64
-	wg      sync.WaitGroup
+
+	serverTLS *tls.Config // with Config.TLS
+	nextCli   uint64
+	wg        sync.WaitGroup
 
 	Stats Stats
 }
@@ -193,6 +210,10 @@ func Listen(cfg Config) (*Driver, error) {
 	ln, err := gonet.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("net: listen: %w", err)
+	}
+	if cfg.TLS != nil && cfg.TLS.Self.Addr != ln.Addr().String() {
+		ln.Close()
+		return nil, fmt.Errorf("net: the certificate (%s of %s) is for the node at %q, not %s", cfg.TLS.Self.Name, cfg.TLS.Self.Site, cfg.TLS.Self.Addr, ln.Addr())
 	}
 	so := cfg.Store
 	so.Dir = filepath.Join(cfg.DataDir, "store")
@@ -215,6 +236,12 @@ func Listen(cfg Config) (*Driver, error) {
 		done:     make(chan struct{}),
 		conns:    make(map[node.Addr]*conn),
 		inbound:  make(map[node.Addr]*conn),
+		serverTLS: func() *tls.Config {
+			if cfg.TLS == nil {
+				return nil
+			}
+			return cfg.TLS.ServerConfig()
+		}(),
 	}, nil
 }
 
@@ -407,6 +434,23 @@ func (d *Driver) dispatchBacklog() {
 // address it claims is proven.
 func (d *Driver) read(nc gonet.Conn) {
 	defer nc.Close()
+	var cert *pki.Identity // the peer's, with TLS
+	if d.cfg.TLS != nil {
+		tc := tls.Server(nc, d.serverTLS)
+		tc.SetDeadline(time.Now().Add(d.cfg.HandshakeTimeout))
+		if err := tc.Handshake(); err != nil {
+			d.tlsRefused(nc, err)
+			return
+		}
+		tc.SetDeadline(time.Time{})
+		id, err := pki.PeerIdentity(tc.ConnectionState())
+		if err != nil {
+			d.tlsRefused(nc, err)
+			return
+		}
+		nc, cert = tc, &id
+		defer tc.Close()
+	}
 	fr := newFrameReader(d, nc)
 	var (
 		route   *conn     // replies go back on it; made at the first frame
@@ -446,8 +490,19 @@ func (d *Driver) read(nc gonet.Conn) {
 				d.forged(nc, e, "claims to be this node")
 				return
 			}
+			if cert != nil && claimed != cert.Addr {
+				d.inflight.release(size)
+				d.forged(nc, e, fmt.Sprintf("claims an address its certificate (%s of %s) does not name", cert.Name, cert.Site))
+				return
+			}
 			route = d.newRoute(nc, claimed)
-			if claimed != "" {
+			if cert != nil && claimed != "" {
+				// The certificate proved the address.
+				proven = true
+				d.mu.Lock()
+				d.inbound[claimed] = route
+				d.mu.Unlock()
+			} else if claimed != "" {
 				nonce = randomNonce()
 				proveBy = time.Now().Add(d.cfg.HandshakeTimeout)
 				d.challenge(claimed, nonce)
@@ -519,6 +574,13 @@ func operatorOnly(t wire.Type) bool { return t == wire.TypeMaintControl }
 func isLoopback(nc gonet.Conn) bool {
 	a, ok := nc.RemoteAddr().(*gonet.TCPAddr)
 	return ok && a.IP.IsLoopback()
+}
+
+// tlsRefused counts and logs a connection whose TLS handshake failed.
+func (d *Driver) tlsRefused(nc gonet.Conn, err error) {
+	if d.Stats.TLSRefused.Add(1)%100 == 1 || d.cfg.Log.Enabled(context.Background(), slog.LevelDebug) {
+		d.cfg.Log.Warn("TLS handshake refused", "remote", nc.RemoteAddr().String(), "err", err, "refused", d.Stats.TLSRefused.Load())
+	}
 }
 
 // forged counts and logs a frame dropped for not matching its connection.

@@ -40,7 +40,10 @@ func (r *recorder) received() []node.MsgIn {
 // free port until the test ends.
 func startHost(t *testing.T, cfg Config) (*Driver, *recorder) {
 	t.Helper()
-	cfg.Listen, cfg.DataDir = "127.0.0.1:0", t.TempDir()
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	cfg.DataDir = t.TempDir()
 	d, err := Listen(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"triad/internal/nntp"
+	"triad/internal/pki"
+)
+
+// A ring of real `triad node --tls` processes: its members talk over
+// mutual TLS, clients and a news front-end with the CA's certificates put,
+// get and post through it, and outsiders are refused and counted
+// (triad_net_tls_refused_total), with nothing stored: a node without TLS
+// trying to join, clients with no certificate or another CA's, a news
+// front-end without one. A client with an expired certificate is stopped
+// by its own check before it connects.
+func TestTLSRingRefusesOutsiders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	c := newCluster(t)
+	caDir := filepath.Join(c.dir, "ca")
+	if err := pki.InitCA(caDir, "test ring", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.LoadCA(caDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func(name, addr string, validity time.Duration) string {
+		out := filepath.Join(c.dir, "bundles", name)
+		if err := ca.Issue(pki.Identity{Name: name, Site: "site1", Addr: addr}, validity, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	ports := freePorts(t, 5)
+	addrs := make([]string, 3)
+	for i := range addrs {
+		addrs[i] = fmt.Sprintf("127.0.0.1:%d", ports[i])
+	}
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[3])
+	c.tlsDir = issue("operator", "", time.Hour)
+	for i, a := range addrs {
+		extra := []string{"--tls", issue(fmt.Sprintf("node%d", i), a, time.Hour)}
+		join := ""
+		if i == 0 {
+			extra = append(extra, "--http", httpAddr)
+		} else {
+			join = addrs[0]
+		}
+		c.startWith(fmt.Sprintf("node%d", i), a, filepath.Join(c.dir, fmt.Sprintf("data%d", i)), join, 2, extra...)
+	}
+	c.waitConsistent("TLS ring", 30*time.Second)
+
+	// Insiders: a put through one node reads back through another, and a
+	// news front-end with a certificate posts into the ring.
+	file := filepath.Join(c.dir, "file")
+	data := bytes.Repeat([]byte("over TLS\n"), 5000)
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.triad("put", file, "--addr", addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(out))
+	if got, err := c.triad("get", key, "--addr", addrs[2]); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get over TLS: %d bytes, %v", len(got), err)
+	}
+	news := startNews(t, filepath.Join(c.dir, "news"), "--node", addrs[1], "--tls", issue("front", "", time.Hour), "--groups", "local.test", "--cache-mb", "0")
+	nc, err := nntp.Dial(news.addr, time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if reply, err := nc.Cmd("POST"); err != nil || !strings.HasPrefix(string(reply), "340") {
+		t.Fatalf("POST: %q %v", reply, err)
+	}
+	if err := nc.SendArticle([]byte("From: t@test\r\nNewsgroups: local.test\r\nSubject: tls\r\nMessage-ID: <tls1@test>\r\n\r\nthrough TLS\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := nc.ReadLine(); err != nil || !strings.HasPrefix(string(reply), "240") {
+		t.Fatalf("after the article: %q %v", reply, err)
+	}
+	if reply, err := nc.Cmd("BODY <tls1@test>"); err != nil || !strings.HasPrefix(string(reply), "222") {
+		t.Fatalf("BODY from the ring: %q %v", reply, err)
+	}
+	nc.Close()
+
+	objects := func() (stored, refused float64) {
+		t.Helper()
+		resp, err := http.Get("http://" + httpAddr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return value(fams, "triad_store_objects", nil), value(fams, "triad_net_tls_refused_total", nil)
+	}
+	storedBefore, refusedBefore := objects()
+
+	// Outsiders.
+	other := filepath.Join(c.dir, "other-ca")
+	if err := pki.InitCA(other, "another ring", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	oca, err := pki.LoadCA(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := filepath.Join(c.dir, "bundles", "foreign")
+	if err := oca.Issue(pki.Identity{Name: "foreign", Site: "elsewhere"}, time.Hour, foreign); err != nil {
+		t.Fatal(err)
+	}
+	expired := issue("expired", "", -time.Minute)
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(c.bin, args...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("get", key, "--addr", addrs[0]); err == nil {
+		t.Errorf("get without a certificate succeeded: %s", out)
+	}
+	if out, err := run("put", file, "--addr", addrs[0], "--tls", foreign); err == nil {
+		t.Errorf("put with another CA's certificate succeeded: %s", out)
+	}
+	if out, err := run("get", key, "--addr", addrs[0], "--tls", expired); err == nil || !strings.Contains(out, "expired") {
+		t.Errorf("get with an expired certificate: %v %s", err, out)
+	}
+	if out, err := run("nntp", "--listen", "127.0.0.1:0", "--data", filepath.Join(c.dir, "outsider-news"), "--node", addrs[0]); err == nil {
+		t.Errorf("a news front-end without a certificate started: %s", out)
+	}
+	// A node without TLS tries to join through node 0 for a few rounds.
+	intruder := exec.Command(c.bin, "node", "--listen", fmt.Sprintf("127.0.0.1:%d", ports[4]), "--data", filepath.Join(c.dir, "intruder"),
+		"--join", addrs[0], "--stabilize", "200ms")
+	if err := intruder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { intruder.Process.Kill(); intruder.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, refused := objects()
+		if refused >= refusedBefore+3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 0 counted %v TLS refusals, want at least %v", refused, refusedBefore+3)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.waitConsistent("TLS ring after the intruder", 10*time.Second) // no view names it
+	if stored, _ := objects(); stored != storedBefore {
+		t.Errorf("node 0 holds %v objects after the outsiders, %v before", stored, storedBefore)
+	}
+}

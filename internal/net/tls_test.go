@@ -1,0 +1,213 @@
+package net
+
+import (
+	"crypto/tls"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gonet "net"
+
+	"triad/internal/pki"
+	"triad/internal/wire"
+)
+
+// ring is a deployment CA for TLS tests.
+type ring struct {
+	t   *testing.T
+	dir string
+	ca  *pki.CA
+}
+
+func newRingCA(t *testing.T) *ring {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ca")
+	if err := pki.InitCA(dir, "test", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.LoadCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ring{t: t, dir: dir, ca: ca}
+}
+
+// bundle issues name (a node at addr, or a client) and loads its bundle
+// without checking it, so that expired certificates can be presented.
+func (r *ring) bundle(name, addr string, validity time.Duration) *pki.Bundle {
+	r.t.Helper()
+	out := filepath.Join(r.t.TempDir(), name)
+	if err := r.ca.Issue(pki.Identity{Name: name, Site: "site1", Addr: addr}, validity, out); err != nil {
+		r.t.Fatal(err)
+	}
+	// The CA's CRL as it is now: a bundle issued after a revocation has it.
+	if crl, err := os.ReadFile(filepath.Join(r.dir, pki.CRL)); err == nil {
+		if err := os.WriteFile(filepath.Join(out, pki.CRL), crl, 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	b, err := pki.LoadBundleUnchecked(out)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return b
+}
+
+// freeAddr is a port on 127.0.0.1 that is free now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := gonet.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startTLSHost runs a TLS node named name at a free address.
+func startTLSHost(t *testing.T, r *ring, name string) (*Driver, *recorder) {
+	t.Helper()
+	addr := freeAddr(t)
+	return startHost(t, Config{Listen: addr, TLS: r.bundle(name, addr, time.Hour), HandshakeTimeout: time.Second})
+}
+
+// Two nodes with certificates from the ring's CA talk both ways, with no
+// challenge: the certificates prove their addresses.
+func TestTLSPeersTalk(t *testing.T) {
+	r := newRingCA(t)
+	a, ra := startTLSHost(t, r, "a")
+	b, rb := startTLSHost(t, r, "b")
+	if err := call(t, a, ra, b.Addr()); err != nil {
+		t.Fatalf("a pings b: %v", err)
+	}
+	if err := call(t, b, rb, a.Addr()); err != nil {
+		t.Fatalf("b pings a: %v", err)
+	}
+	for _, d := range []*Driver{a, b} {
+		if n := d.Stats.Forged.Load() + d.Stats.TLSRefused.Load() + d.Stats.Unproven.Load(); n != 0 {
+			t.Errorf("%s: %d forged, refused or unproven between honest peers", d.Addr(), n)
+		}
+	}
+	for _, in := range append(ra.received(), rb.received()...) {
+		if _, ok := in.Env.Msg.(*wire.Challenge); ok {
+			t.Errorf("a challenge went out although the certificates proved the addresses")
+		}
+	}
+}
+
+// Outsiders are refused by a TLS node before a frame of theirs reaches
+// it: no certificate (plain TCP, or TLS without one), another CA's, an
+// expired or revoked one; and an insider's certificate cannot speak for
+// another node's address. A node dialling a peer refuses a certificate
+// that does not name the address it dialled.
+func TestTLSRefusesOutsiders(t *testing.T) {
+	r := newRingCA(t)
+	revoked := r.bundle("revoked", "", time.Hour)
+	if err := r.ca.Revoke("revoked"); err != nil {
+		t.Fatal(err)
+	}
+	a, ra := startTLSHost(t, r, "a") // issued after the revocation: its bundle has the CRL
+	other := newRingCA(t)
+	insider := freeAddr(t)
+	ping := wire.Envelope{Kind: wire.Request, ReqID: 1, Msg: &wire.Ping{}}
+
+	try := func(name string, conf *tls.Config, claim string) (refusedBefore uint64) {
+		t.Helper()
+		before := a.Stats.TLSRefused.Load() + a.Stats.Forged.Load()
+		c := dial(t, a.Addr())
+		var conn gonet.Conn = c
+		if conf != nil {
+			tc := tls.Client(c, conf)
+			tc.SetDeadline(time.Now().Add(5 * time.Second))
+			if err := tc.Handshake(); err != nil {
+				t.Logf("%s: handshake: %v", name, err)
+			}
+			tc.SetDeadline(time.Time{})
+			conn = tc
+		}
+		e := ping
+		e.From = wire.NodeRef{Addr: claim}
+		wire.WriteFrame(conn, e)
+		expectClosed(t, conn)
+		for deadline := time.Now().Add(5 * time.Second); a.Stats.TLSRefused.Load()+a.Stats.Forged.Load() == before; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("%s: neither refused nor counted as forged", name)
+				break
+			}
+		}
+		return before
+	}
+	noCert := &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true}
+	try("plain TCP", nil, "")
+	try("TLS without a certificate", noCert, "")
+	// The outsider does not check the node's certificate (its own CA would
+	// refuse it): the node must refuse the outsider's.
+	outsider := other.bundle("x", "", time.Hour).ClientConfig(a.Addr())
+	outsider.VerifyConnection = nil
+	try("another CA's certificate", outsider, "")
+	try("an expired certificate", r.bundle("old", "", -time.Minute).ClientConfig(a.Addr()), "")
+	try("a revoked certificate", revoked.ClientConfig(a.Addr()), "")
+	try("a node's certificate claiming another node's address", r.bundle("b", insider, time.Hour).ClientConfig(a.Addr()), a.Addr()+"0")
+	try("a client's certificate claiming a node's address", r.bundle("c", "", time.Hour).ClientConfig(a.Addr()), insider)
+	if n := a.Stats.TLSRefused.Load(); n < 5 {
+		t.Errorf("TLSRefused = %d, want at least 5", n)
+	}
+	if n := a.Stats.Forged.Load(); n != 2 {
+		t.Errorf("Forged = %d, want 2 (the two false claims)", n)
+	}
+	for _, in := range ra.received() {
+		t.Errorf("the host was handed %v %v from %q", in.Env.Kind, in.Env.Msg.Type(), in.From)
+	}
+
+	// A client with a valid certificate is answered.
+	c := tls.Client(dial(t, a.Addr()), r.bundle("good", "", time.Hour).ClientConfig(a.Addr()))
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := wire.WriteFrame(c, ping); err != nil {
+		t.Fatal(err)
+	}
+	frame, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes)
+	if err != nil {
+		t.Fatalf("a valid client got no reply: %v", err)
+	}
+	if e, err := wire.Decode(frame); err != nil || e.Kind != wire.Reply {
+		t.Fatalf("reply %+v %v", e, err)
+	}
+
+	// A dials a TLS node whose certificate is for another address: the
+	// call fails, and nothing is sent to it.
+	imposter := freeAddr(t)
+	startHost(t, Config{Listen: imposter, TLS: r.bundle("imp", imposter, time.Hour)})
+	bad := freeAddr(t)
+	ln, err := tls.Listen("tcp", bad, r.bundle("liar", imposter, time.Hour).ServerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { c.Read(make([]byte, 1)); c.Close() }()
+		}
+	}()
+	before := a.Stats.TLSRefused.Load()
+	if err := call(t, a, ra, bad); err == nil {
+		t.Fatal("a call to a node presenting another address's certificate succeeded")
+	}
+	if a.Stats.TLSRefused.Load() == before {
+		t.Error("the refused dial was not counted")
+	}
+}
+
+// A node cannot listen with a certificate for another address.
+func TestTLSListenNeedsItsOwnCertificate(t *testing.T) {
+	r := newRingCA(t)
+	_, err := Listen(Config{Listen: freeAddr(t), DataDir: t.TempDir(), TLS: r.bundle("n", "127.0.0.1:1", time.Hour)})
+	if err == nil || !strings.Contains(err.Error(), "is for the node at") {
+		t.Fatalf("Listen with another address's certificate: %v", err)
+	}
+}
