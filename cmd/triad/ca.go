@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -124,7 +125,7 @@ func runCARevoke(args []string, stdout, stderr io.Writer) error {
 
 // addTLSFlag adds --tls to a command that talks to nodes.
 func addTLSFlag(fs *flag.FlagSet) *string {
-	return fs.String("tls", "", "talk to the nodes over mutual TLS with the bundle in this `directory` (from 'triad ca issue'; needed when they run with --tls)")
+	return fs.String("tls", os.Getenv("TRIAD_TLS"), "talk to the nodes over mutual TLS with the bundle in this `directory` (from 'triad ca issue'; needed when they run with --tls; default $TRIAD_TLS)")
 }
 
 // loadTLS loads the bundle at dir; nil and no error without one.

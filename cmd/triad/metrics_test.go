@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +76,7 @@ func TestUpServesMetrics(t *testing.T) {
 		"triad_nntp_replies_total", "triad_nntp_deferrals_total", "triad_nntp_cache_hits_total",
 		"triad_nntp_peer_backlog_articles", "go_goroutines", "process_resident_memory_bytes",
 	}
+	seen := map[string]bool{} // families served by any daemon
 	for i := 0; i < 3; i++ {
 		url := fmt.Sprintf("http://127.0.0.1:%d/metrics", httpPort+i)
 		resp, err := http.Get(url)
@@ -92,6 +95,9 @@ func TestUpServesMetrics(t *testing.T) {
 		got, err := parser.TextToMetricFamilies(bytes.NewReader(body))
 		if err != nil {
 			t.Fatalf("%s is not Prometheus text: %v", url, err)
+		}
+		for name := range got {
+			seen[name] = true
 		}
 		for _, f := range families {
 			if got[f] == nil {
@@ -119,6 +125,21 @@ func TestUpServesMetrics(t *testing.T) {
 		}
 	}
 	up.stop()
+
+	// The example Grafana dashboard asks only for what is served.
+	dash, err := os.ReadFile("../../docs/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := regexp.MustCompile(`triad_[a-z_]+`).FindAllString(string(dash), -1)
+	if len(names) < 10 {
+		t.Fatalf("the dashboard names %d metrics", len(names))
+	}
+	for _, n := range names {
+		if base := strings.TrimSuffix(n, "_bucket"); !seen[base] {
+			t.Errorf("the dashboard asks for %s, which no daemon serves", n)
+		}
+	}
 }
 
 // value is the value of the metric of family name with the labels, -1 if

@@ -140,6 +140,7 @@ type nntpOptions struct {
 	maxBacklog         *int
 	http               *string
 	tls                *string
+	tlsBundle          *pki.Bundle // set by triad up in place of --tls
 	policy             usenet.CachePolicy
 }
 
@@ -268,7 +269,7 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 	var cache *usenet.CachedSpool
 	where := "local spool"
 	if *o.node != "" {
-		var opt client.Options
+		opt := client.Options{TLS: o.tlsBundle}
 		if *o.tls != "" {
 			b, err := pki.LoadBundle(*o.tls)
 			if err != nil {

@@ -27,7 +27,8 @@ func TestUpSitesShareArticles(t *testing.T) {
 	bin := buildTriad(t)
 	port := consecutiveFreePorts(t, 3)
 	newsPort := consecutiveFreePorts(t, 3)
-	up := startUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(t.TempDir(), "data"))
+	data := filepath.Join(t.TempDir(), "data")
+	up := startUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", data)
 	up.waitFor("ring consistent")
 
 	script := `
@@ -85,7 +86,7 @@ print("slowest: %.3f s" % worst)
 	var sum uint64
 	for i := range 3 {
 		var buf bytes.Buffer
-		if err := runMaint([]string{"status", "--addr", fmt.Sprintf("127.0.0.1:%d", port+i), "--json"}, &buf, os.Stderr); err != nil {
+		if err := runMaint([]string{"status", "--addr", fmt.Sprintf("127.0.0.1:%d", port+i), "--json", "--tls", filepath.Join(data, "ca", "bundles", "operator")}, &buf, os.Stderr); err != nil {
 			t.Fatal(err)
 		}
 		var st struct{ Counters map[string]uint64 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/pki"
 	"triad/internal/usenet"
 )
 
@@ -43,6 +45,7 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	data := fs.String("data", "triad-data/up", "data `directory` for all nodes and sites")
 	nntpPort := fs.Int("nntp-port", 1119, "news port of the first site on 127.0.0.1; site i serves on nntp-port+i (0: no news servers)")
 	cacheMB := fs.Int("cache-mb", 64, "each site's cache of articles read from the ring, in MiB")
+	useTLS := fs.Bool("tls", true, "mutual TLS on every connection to and from the nodes, with a CA made under --data (data/ca); --tls=false: plain TCP")
 	httpPort := fs.Int("http-port", 9101, "first HTTP port on 127.0.0.1 for the status pages and /metrics: node i (and the site it serves) on http-port+i (0: none)")
 	groups := fs.String("groups", defaultGroups, "comma-separated `newsgroups` every site carries (name or name:y|n|m)")
 	profile := addProfileFlag(fs, "every node and site until Ctrl-C")
@@ -130,6 +133,13 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 			r.wait()
 		}
 	}
+	var ca *upCA
+	if *useTLS {
+		if ca, err = openUpCA(filepath.Join(*data, "ca")); err != nil {
+			shutdown()
+			return err
+		}
+	}
 	for i := 0; i < total; i++ {
 		join := ""
 		if i > 0 {
@@ -138,6 +148,12 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 		listen := fmt.Sprintf("127.0.0.1:%d", *port+i)
 		dir := filepath.Join(*data, fmt.Sprintf("node%d", i))
 		spec := defaultNodeSpec()
+		if ca != nil {
+			if spec.tls, err = ca.bundle(fmt.Sprintf("node%d-%s", i, listen), "node", listen); err != nil {
+				shutdown()
+				return err
+			}
+		}
 		spec.listen, spec.data, spec.join, spec.vnodes = listen, dir, join, *vnodes
 		spec.ids = spacedIDs(i, total, *vnodes)
 		if *httpPort > 0 {
@@ -169,6 +185,12 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 			}
 			name, dir, nodeAddr := upSiteName(i), *o.data, running[i**nodes].addr
 			o.node = &nodeAddr
+			if ca != nil {
+				if o.tlsBundle, err = ca.bundle(name, name, ""); err != nil {
+					shutdown()
+					return err
+				}
+			}
 			for j := 0; j < *sites; j++ {
 				if j != i {
 					o.peers = append(o.peers, usenet.Peer{Name: upSiteName(j), Addr: fmt.Sprintf("127.0.0.1:%d", *nntpPort+j), Password: secret, Mode: usenet.Mesh})
@@ -191,9 +213,16 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "started news site %s on %s (node %s; groups %s; data in %s)\n", name, n.addr, nodeAddr, strings.Join(n.groups, ", "), dir)
 		}
 	}
-	fmt.Fprintf(stdout, `
-Look at it from another terminal:
-  go run ./cmd/triad ring --addr %s
+	fmt.Fprintf(stdout, "\nLook at it from another terminal:\n")
+	if ca != nil {
+		if _, err := ca.bundle("operator", "operator", ""); err != nil {
+			shutdown()
+			return err
+		}
+		fmt.Fprintf(stdout, `  export TRIAD_TLS=%s   # the nodes run mutual TLS with their own CA in %s; commands need a certificate
+`, filepath.Join(ca.dir, "bundles", "operator"), ca.dir)
+	}
+	fmt.Fprintf(stdout, `  go run ./cmd/triad ring --addr %s
   go run ./cmd/triad lookup --addr %s --text hello
 `, running[0].addr, running[len(running)-1].addr)
 	if *httpPort > 0 {
@@ -315,4 +344,37 @@ func ringConsistent(ctx context.Context, nodes []*runningNode) bool {
 		}
 	}
 	return true
+}
+
+// upCA is the certificate authority triad up makes under its data folder,
+// so that its ring runs mutual TLS with no more commands: a bundle for
+// each node (named by its address), each news site and an operator,
+// issued once and kept.
+type upCA struct {
+	dir string
+	ca  *pki.CA
+}
+
+func openUpCA(dir string) (*upCA, error) {
+	if _, err := os.Stat(filepath.Join(dir, pki.CACert)); errors.Is(err, os.ErrNotExist) {
+		if err := pki.InitCA(dir, "triad up", 10*365*24*time.Hour); err != nil {
+			return nil, err
+		}
+	}
+	ca, err := pki.LoadCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &upCA{dir: dir, ca: ca}, nil
+}
+
+// bundle loads name's bundle, issuing it first if it has none.
+func (u *upCA) bundle(name, site, addr string) (*pki.Bundle, error) {
+	out := filepath.Join(u.dir, "bundles", name)
+	if _, err := os.Stat(filepath.Join(out, pki.Cert)); errors.Is(err, os.ErrNotExist) {
+		if err := u.ca.Issue(pki.Identity{Name: name, Site: site, Addr: addr}, 10*365*24*time.Hour, out); err != nil {
+			return nil, err
+		}
+	}
+	return pki.LoadBundle(out)
 }

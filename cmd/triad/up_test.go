@@ -142,14 +142,21 @@ func TestUpQuickStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := runPut([]string{in, "--addr", fmt.Sprintf("127.0.0.1:%d", port)}, &out, io.Discard); err != nil {
+	// triad up runs mutual TLS with a CA of its own: the operator's
+	// certificate it made lets the commands in; without it they are
+	// refused.
+	operator := filepath.Join(dir, "data", "ca", "bundles", "operator")
+	if err := runPut([]string{in, "--addr", fmt.Sprintf("127.0.0.1:%d", port)}, io.Discard, io.Discard); err == nil {
+		t.Fatal("a put without a certificate succeeded")
+	}
+	if err := runPut([]string{in, "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--tls", operator}, &out, io.Discard); err != nil {
 		t.Fatalf("triad put: %v", err)
 	}
 	key := strings.TrimSpace(out.String())
 	get := func() []byte {
 		t.Helper()
 		var got bytes.Buffer
-		if err := runGet([]string{key, "--addr", fmt.Sprintf("127.0.0.1:%d", port+2)}, &got, io.Discard); err != nil {
+		if err := runGet([]string{key, "--addr", fmt.Sprintf("127.0.0.1:%d", port+2), "--tls", operator}, &got, io.Discard); err != nil {
 			t.Fatalf("triad get: %v", err)
 		}
 		return got.Bytes()

@@ -3,7 +3,9 @@ package net
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	gonet "net"
 	"time"
 
@@ -43,6 +45,10 @@ func CallTLS(ctx context.Context, addr string, m wire.Msg, b *pki.Bundle) (wire.
 	}
 	frame, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes)
 	if err != nil {
+		if b == nil && errors.Is(err, io.EOF) {
+			// A node with --tls closes a plain connection at its first bytes.
+			return nil, fmt.Errorf("%s closed the connection without a reply (if it runs with --tls, give a certificate: --tls or $TRIAD_TLS): %w", addr, err)
+		}
 		return nil, fmt.Errorf("reading reply from %s: %w", addr, err)
 	}
 	e, err := wire.Decode(frame)
