@@ -3,16 +3,17 @@ package main
 import (
 	"flag"
 	"fmt"
-	"html"
 	"io"
-	"math"
 	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"triad/internal/exp"
+	"triad/internal/figure"
 )
 
 const simAbout = `
@@ -68,7 +69,8 @@ func runSimRing(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.ChurnDuration, "churn-duration", cfg.ChurnDuration, "how long churn runs")
 	fs.BoolVar(&cfg.Check, "check", false, "run the invariant checker where the ring is claimed stable; exit non-zero on a violation")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
-	quiet := fs.Bool("q", false, "no progress on stderr")
+	quiet := fs.Bool("q", false, "no progress on stderr (there is none when stderr is not a terminal)")
+	plotTo := fs.String("plot", "", "draw the lookups' path lengths (the paper's figure) to this `file` (.png, .svg or .pdf)")
 	profile := addProfileFlag(fs, "the simulation")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -87,12 +89,18 @@ func runSimRing(args []string, stdout, stderr io.Writer) error {
 	if cfg.Fail < 0 || cfg.Fail >= 1 {
 		return usageErr(fs, "--fail %v: want a fraction in [0, 1)", cfg.Fail)
 	}
-	if !*quiet {
+	if showProgress(stderr, *quiet) {
 		cfg.Log = stderr
 	}
 	res, err := exp.RunRing(cfg)
 	if err != nil {
 		return err
+	}
+	if *plotTo != "" {
+		if err := figure.RingHops(res, *plotTo); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "figure written to %s\n", *plotTo)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
@@ -171,8 +179,8 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.Check, "check", false, "run the invariant checker (ring pointers once stable, copies of every acknowledged put); exit non-zero on a violation")
 	pns := fs.String("pns", "1,4,16,64", "comma-separated PNS sample counts, one ring each")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
-	plot := fs.String("plot", "", "write an SVG bar chart of the medians to this `file`")
-	quiet := fs.Bool("q", false, "no progress on stderr")
+	plot := fs.String("plot", "", "draw the latency comparisons (median and 90th percentile of each) to this `file` (.png, .svg or .pdf)")
+	quiet := fs.Bool("q", false, "no progress on stderr (there is none when stderr is not a terminal)")
 	profile := addProfileFlag(fs, "the simulation")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -196,7 +204,7 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 	if cfg.Nodes < 16 || cfg.Lookups < 1 || cfg.Blocks < 1 {
 		return usageErr(fs, "want --nodes >= 16 and positive --lookups and --blocks")
 	}
-	if !*quiet {
+	if showProgress(stderr, *quiet) {
 		cfg.Log = stderr
 	}
 	res, err := exp.RunDHash(cfg)
@@ -235,10 +243,10 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 		printViolations(stdout, res.Checks, res.Violated)
 	}
 	if *plot != "" {
-		if err := os.WriteFile(*plot, latencySVG(res), 0o644); err != nil {
+		if err := figure.DHashLatency(res, *plot); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "chart written to %s\n", *plot)
+		fmt.Fprintf(stdout, "figure written to %s\n", *plot)
 	}
 	if *asJSON {
 		if err := printJSON(stdout, res); err != nil {
@@ -252,32 +260,6 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("the DHash++ claims do not hold on this run (see the table)")
 	}
 	return nil
-}
-
-// latencySVG draws one horizontal bar per row (median) with a whisker to
-// the 90th percentile.
-func latencySVG(res exp.DHashResult) []byte {
-	const left, width, rowH, top = 300.0, 460.0, 26.0, 40.0
-	maxMs := 1.0
-	for _, r := range res.Rows {
-		maxMs = math.Max(maxMs, r.P90Ms)
-	}
-	x := func(v float64) float64 { return left + width*v/maxMs }
-	var b strings.Builder
-	h := top + rowH*float64(len(res.Rows)) + 40
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", left+width+60, h)
-	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14">triad sim dhash: %d nodes, seed %d (bar: median, line: p90; ms)</text>`+"\n", res.Nodes, res.Seed)
-	for i, r := range res.Rows {
-		y := top + rowH*float64(i)
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%s</text>`+"\n", left-8, y+15, html.EscapeString(r.Name))
-		fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.1f" height="16" fill="#4a7ab5"/>`+"\n", left, y+3, x(r.MedianMs)-left)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="black"/>`+"\n", x(r.MedianMs), y+11, x(r.P90Ms), y+11)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f">%.0f</text>`+"\n", x(r.P90Ms)+4, y+15, r.MedianMs)
-	}
-	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="gray"/>`+"\n", left, h-30, left+width, h-30)
-	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">0</text><text x="%.0f" y="%.0f" text-anchor="end">%.0f ms</text>`+"\n", left, h-14, left+width, h-14, maxMs)
-	b.WriteString("</svg>\n")
-	return []byte(b.String())
 }
 
 const simPassingToneAbout = `
@@ -336,7 +318,8 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 	size := fs.Int("size", 8<<10, "scenario: bytes per object")
 	interval := fs.Duration("interval", 0, "local maintenance period (trace: 10m; scenario: 2m)")
 	asJSON := fs.Bool("json", false, "one JSON line per run")
-	quiet := fs.Bool("q", false, "no progress on stderr")
+	quiet := fs.Bool("q", false, "no progress on stderr (there is none when stderr is not a terminal)")
+	plotTo := fs.String("plot", "", "draw the figure to this `file` (.png, .svg or .pdf): the trace's copies per object at the end (Figure 5), or the scenarios' bytes moved and needed")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -345,7 +328,7 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 	}
 	if *scenario == "" {
 		return runTrace(fs, stdout, stderr, traceRun{seed: *seed, file: *traceFile, write: *writeTrace, days: *days, sweep: *sweep,
-			budget: *budget, objects: *objects, interval: *interval, json: *asJSON, quiet: *quiet})
+			budget: *budget, objects: *objects, interval: *interval, json: *asJSON, quiet: !showProgress(stderr, *quiet), plot: *plotTo})
 	}
 	if *interval == 0 {
 		*interval = 2 * time.Minute
@@ -367,15 +350,17 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 		list = exp.Scenarios
 	}
 	failed := 0
+	var results []exp.ScenarioResult
 	for _, sc := range list {
 		cfg := exp.PassingToneConfig{Scenario: sc, Seed: *seed, Hosts: *hosts, Objects: *objects, Size: *size, Interval: *interval, Budget: scenarioBudget}
-		if !*quiet {
+		if showProgress(stderr, *quiet) {
 			cfg.Log = stderr
 		}
 		res, err := exp.RunPassingTone(cfg)
 		if err != nil {
 			return usageErr(fs, "%v", err)
 		}
+		results = append(results, res)
 		verdict := "ok"
 		if !res.Pass {
 			verdict = "FAIL"
@@ -393,6 +378,12 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	if *plotTo != "" {
+		if err := figure.Scenarios(results, *plotTo); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "figure written to %s\n", *plotTo)
+	}
 	if failed > 0 {
 		return fmt.Errorf("sim passingtone: %d of %d scenarios failed", failed, len(list))
 	}
@@ -406,6 +397,7 @@ type traceRun struct {
 	sweep, interval time.Duration
 	budget, objects int
 	json, quiet     bool
+	plot            string
 }
 
 // runTrace is `triad sim passingtone` without a scenario: the durability
@@ -461,6 +453,12 @@ func runTrace(fs *flag.FlagSet, stdout, stderr io.Writer, o traceRun) error {
 	if err != nil {
 		return err
 	}
+	if o.plot != "" {
+		if err := figure.ReplicaCDF(res, o.plot); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "figure written to %s\n", o.plot)
+	}
 	fmt.Fprintf(stdout, "run: %d objects of %d MiB (64-byte stand-ins), k = %d, repair budget %d KiB/s per host, local maintenance every %v, global every %v, %.0f days simulated\n",
 		res.Objects, res.ObjectBytes>>20, res.Replicas, res.Budget>>10, time.Duration(res.IntervalSec)*time.Second, o.sweep, res.SimDays)
 	fmt.Fprintf(stdout, "membership: %s\n", res.Membership)
@@ -483,4 +481,11 @@ func runTrace(fs *flag.FlagSet, stdout, stderr io.Writer, o traceRun) error {
 		return fmt.Errorf("sim passingtone: %d objects lost, %d expired objects repaired", res.ObjectsLost, res.ExpiredRepairs)
 	}
 	return nil
+}
+
+// showProgress reports whether a simulation shows progress on stderr: on a
+// terminal, unless -q.
+func showProgress(stderr io.Writer, quiet bool) bool {
+	f, ok := stderr.(*os.File)
+	return !quiet && ok && term.IsTerminal(int(f.Fd()))
 }

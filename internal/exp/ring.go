@@ -67,6 +67,8 @@ type RingResult struct {
 	CorrectFraction float64 `json:"correct_fraction"`
 	MeanHops        float64 `json:"mean_hops"`
 	HopsPerLog2N    float64 `json:"hops_per_log2n"`
+	// HopCounts[h] counts the correct lookups that took h hops.
+	HopCounts       []int   `json:"hop_counts"`
 	Fallbacks       uint64  `json:"iterative_fallbacks"`
 	RPCTimeouts     uint64  `json:"rpc_timeouts"`
 	PeersDeclared   uint64  `json:"peers_declared_dead"`
@@ -279,6 +281,12 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 		res.CorrectFraction = float64(res.Correct) / float64(res.Lookups)
 	}
 	res.MeanHops = mean(hops)
+	for _, h := range hops {
+		for int(h) >= len(res.HopCounts) {
+			res.HopCounts = append(res.HopCounts, 0)
+		}
+		res.HopCounts[int(h)]++
+	}
 	res.HopsPerLog2N = res.MeanHops / math.Log2(float64(cfg.Nodes*cfg.Vnodes))
 	slices.Sort(lat)
 	res.LatencyP50Ms, res.LatencyP99Ms = quantile(lat, 0.5), quantile(lat, 0.99)

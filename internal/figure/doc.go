@@ -1,0 +1,15 @@
+// Package figure draws the papers' figures from the simulator's results,
+// with gonum/plot, for `triad sim ... --plot FILE` (PNG, SVG or PDF by the
+// file's extension).
+//
+//   - RingHops: the probability density of a lookup's path length, with
+//     ½·log2 N marked (Chord's path-length figure, which DHash++ §3
+//     builds on).
+//   - DHashLatency: the median and 90th-percentile latency of each way of
+//     fetching a block (DHash++ §5-6: the comparisons of its Figures on
+//     lookup and fetch latency).
+//   - ReplicaCDF: the fraction of objects with at most n durable copies
+//     after the year of failures (UsenetDHT §6.2, Figure 5).
+//   - Scenarios: the bytes Passing Tone's maintenance moved against the
+//     bytes that had to move, per scenario (UsenetDHT §6.1).
+package figure

@@ -1,0 +1,57 @@
+package figure
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"triad/internal/exp"
+)
+
+// Each figure is drawn, in the format its file's extension names, from a
+// result shaped like the simulator's; an empty result is an error, not an
+// empty picture.
+func TestFiguresDraw(t *testing.T) {
+	dir := t.TempDir()
+	draws := map[string]func(string) error{
+		"ring.png": func(p string) error {
+			return RingHops(exp.RingResult{Nodes: 1000, Vnodes: 1, HopCounts: []int{1, 40, 300, 900, 1200, 800, 200, 20}, MeanHops: 4.6}, p)
+		},
+		"dhash.png": func(p string) error {
+			return DHashLatency(exp.DHashResult{Nodes: 2048, Rows: []exp.LatencyRow{{Name: "recursive, no PNS", MedianMs: 300, P90Ms: 450}, {Name: "get", MedianMs: 50, P90Ms: 90}}}, p)
+		},
+		"copies.png": func(p string) error {
+			return ReplicaCDF(exp.TraceResult{Replicas: 2, SimDays: 365, ReplicaCDF: []float64{0, 0.006, 0.038, 0.3, 1}}, p)
+		},
+		"scenarios.svg": func(p string) error {
+			return Scenarios([]exp.ScenarioResult{{Scenario: "transient", BytesMoved: 0, BytesNeeded: 0}, {Scenario: "wipe", BytesMoved: 1294336, BytesNeeded: 1081344}}, p)
+		},
+	}
+	for name, draw := range draws {
+		path := filepath.Join(dir, name)
+		if err := draw(path); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if strings.HasSuffix(name, ".png") {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := png.Decode(f)
+			f.Close()
+			if err != nil || img.Bounds().Dx() < 300 {
+				t.Errorf("%s: %v, %v", name, err, img)
+			}
+		} else if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "<svg") {
+			t.Errorf("%s is not SVG: %v", name, err)
+		}
+	}
+	if err := RingHops(exp.RingResult{}, filepath.Join(dir, "x.png")); err == nil {
+		t.Error("drew a ring with no lookups")
+	}
+	if err := ReplicaCDF(exp.TraceResult{}, filepath.Join(dir, "y.png")); err == nil {
+		t.Error("drew copies of no objects")
+	}
+}
