@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,37 +21,60 @@ import (
 )
 
 // consecutiveFreePorts finds n consecutive ports on 127.0.0.1 that are free
-// now (triad up puts node i on port+i). Right after a test that closed
-// thousands of connections, ports held in TIME_WAIT (60 s on Linux) can be
-// everywhere: then it keeps trying until they age out.
+// now (triad up puts node i on port+i), outside the kernel's ephemeral
+// range: a port in it can be taken by any outgoing connection (the nodes'
+// own dials among them) between this check and the daemon's bind. Runs
+// handed out before in this test binary are not handed out again.
 func consecutiveFreePorts(t *testing.T, n int) int {
 	t.Helper()
-	for deadline := time.Now().Add(70 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
-		for _, base := range freePorts(t, 50) {
-			if base+n > 65000 {
-				continue
+	lo, hi := 32768, 60999 // Linux's default ephemeral range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		fmt.Sscan(string(b), &lo, &hi)
+	}
+	// Candidates: above the ephemeral range, else below it.
+	from, to := hi+1, 65535-n
+	if to-from < 1000 {
+		from, to = 10000, lo-n
+	}
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 2000 {
+		base := from + rand.IntN(to-from)
+		taken := false
+		for i := range n {
+			taken = taken || handedOut[base+i]
+		}
+		if taken {
+			continue
+		}
+		var lns []net.Listener
+		ok := true
+		for i := 0; i < n && ok; i++ {
+			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
+			if err != nil {
+				ok = false
+				break
 			}
-			var lns []net.Listener
-			ok := true
-			for i := 0; i < n && ok; i++ {
-				ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
-				if err != nil {
-					ok = false
-					break
-				}
-				lns = append(lns, ln)
+			lns = append(lns, ln)
+		}
+		for _, ln := range lns {
+			ln.Close()
+		}
+		if ok {
+			for i := range n {
+				handedOut[base+i] = true
 			}
-			for _, ln := range lns {
-				ln.Close()
-			}
-			if ok {
-				return base
-			}
+			return base
 		}
 	}
 	t.Fatal("no run of free ports")
 	return 0
 }
+
+var (
+	portsMu   sync.Mutex
+	handedOut = map[int]bool{} // ports consecutiveFreePorts gave out
+)
 
 // upProc is a running `triad up` process, its stdout read line by line.
 type upProc struct {
