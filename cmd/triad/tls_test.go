@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -132,7 +133,11 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 	}
 	expired := issue("expired", "", -time.Minute)
 	run := func(args ...string) (string, error) {
-		out, err := exec.Command(c.bin, args...).CombinedOutput()
+		// Bounded: a command that wrongly got in (a news server that
+		// started) is stopped, and fails the test, rather than hanging it.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, c.bin, args...).CombinedOutput()
 		return string(out), err
 	}
 	if out, err := run("get", key, "--addr", addrs[0]); err == nil {

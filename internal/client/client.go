@@ -36,6 +36,9 @@ type reply struct {
 	err error
 }
 
+// handshakeTimeout bounds a TLS handshake with a node.
+const handshakeTimeout = 10 * time.Second
+
 // Options configure a client's connections.
 type Options struct {
 	// TLS, if set, makes the connection mutual TLS 1.3 with the bundle's
@@ -60,11 +63,14 @@ func DialOptions(ctx context.Context, addr string, opt Options) (*Client, error)
 		tc.SetNoDelay(true)
 	}
 	if opt.TLS != nil {
+		// Bounded even when ctx is not: a stalled node cannot hold the dial.
+		nc.SetDeadline(time.Now().Add(handshakeTimeout))
 		tc := tls.Client(nc, opt.TLS.ClientConfig(addr))
 		if err := tc.HandshakeContext(ctx); err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("client: TLS with %s: %w", addr, err)
 		}
+		nc.SetDeadline(time.Time{})
 		nc = tc
 	}
 	c := &Client{addr: addr, nc: nc, q: make(chan []byte, 256), pending: make(map[uint64]chan reply), done: make(chan struct{})}

@@ -29,8 +29,9 @@ func NewRegistry(cs ...prometheus.Collector) *prometheus.Registry {
 const (
 	maxHTTPConns      = 64
 	httpHeaderTimeout = 5 * time.Second
+	httpReadTimeout   = 10 * time.Second // a request's body too: one that never comes cannot hold a slot
 	httpWriteTimeout  = 30 * time.Second
-	httpIdleTimeout   = time.Minute
+	httpIdleTimeout   = 10 * time.Second
 	maxHeaderBytes    = 16 << 10
 )
 
@@ -57,7 +58,7 @@ func Listen(addr string, r *prometheus.Registry) (*Server, error) {
 		Timeout:             10 * time.Second,
 	}))
 	s := &Server{Mux: mux, Registry: r, Addr: ln.Addr().String(), done: make(chan error, 1),
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: httpHeaderTimeout, WriteTimeout: httpWriteTimeout,
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: httpHeaderTimeout, ReadTimeout: httpReadTimeout, WriteTimeout: httpWriteTimeout,
 			IdleTimeout: httpIdleTimeout, MaxHeaderBytes: maxHeaderBytes}}
 	go func() {
 		err := s.srv.Serve(&limitedListener{Listener: ln, slots: make(chan struct{}, maxHTTPConns)})
@@ -80,21 +81,27 @@ func (s *Server) Close() error {
 	return errors.Join(err, <-s.done)
 }
 
-// limitedListener holds at most cap(slots) connections open: Accept
-// waits for one to close.
+// limitedListener holds at most cap(slots) connections open: one more is
+// closed as it arrives (Accept never blocks on the limit, so the server
+// keeps answering as soon as a slot frees).
 type limitedListener struct {
 	net.Listener
 	slots chan struct{}
 }
 
 func (l *limitedListener) Accept() (net.Conn, error) {
-	l.slots <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
+		default:
+			c.Close()
+		}
 	}
-	return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
 }
 
 type limitedConn struct {

@@ -27,17 +27,19 @@ func CallTLS(ctx context.Context, addr string, m wire.Msg, b *pki.Bundle) (wire.
 		return nil, err
 	}
 	defer c.Close()
+	// The deadline covers the TLS handshake too: a stalled server cannot
+	// hold a call without one.
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	} else {
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+	}
 	if b != nil {
 		tc := tls.Client(c, b.ClientConfig(addr))
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return nil, fmt.Errorf("TLS with %s: %w", addr, err)
 		}
 		c = tc
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		c.SetDeadline(dl)
-	} else {
-		c.SetDeadline(time.Now().Add(30 * time.Second))
 	}
 	const reqID = 1
 	if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: reqID, Msg: m}); err != nil {

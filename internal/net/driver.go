@@ -178,6 +178,11 @@ type Driver struct {
 	// Totals across connections (see Config).
 	inflight *byteBudget
 	accepted atomic.Int64 // accepted connections open
+	// handshaking bounds the accepted connections still in their TLS
+	// handshake: strangers who connect and say nothing, or start
+	// handshakes for the key exchange they cost, hold these slots and not
+	// the ones proven peers need.
+	handshaking chan struct{}
 	// Offloaded work runs on Workers goroutines; what they cannot take yet
 	// waits in backlog, in the loop.
 	workQ   chan node.Work
@@ -223,19 +228,20 @@ func Listen(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("net: %w", err)
 	}
 	return &Driver{
-		cfg:      cfg,
-		ln:       ln,
-		addr:     ln.Addr().String(),
-		events:   make(chan node.Event, 4096),
-		msgs:     make(chan inboundMsg, 4096),
-		inflight: newByteBudget(cfg.MaxInflightBytes),
-		workQ:    make(chan node.Work, cfg.Workers),
-		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x7c9)),
-		disk:     FileDisk{Dir: cfg.DataDir},
-		engine:   engine,
-		done:     make(chan struct{}),
-		conns:    make(map[node.Addr]*conn),
-		inbound:  make(map[node.Addr]*conn),
+		cfg:         cfg,
+		ln:          ln,
+		addr:        ln.Addr().String(),
+		events:      make(chan node.Event, 4096),
+		msgs:        make(chan inboundMsg, 4096),
+		inflight:    newByteBudget(cfg.MaxInflightBytes),
+		workQ:       make(chan node.Work, cfg.Workers),
+		rng:         rand.New(rand.NewPCG(cfg.Seed, 0x7c9)),
+		disk:        FileDisk{Dir: cfg.DataDir},
+		engine:      engine,
+		done:        make(chan struct{}),
+		conns:       make(map[node.Addr]*conn),
+		inbound:     make(map[node.Addr]*conn),
+		handshaking: make(chan struct{}, maxHandshakes),
 		serverTLS: func() *tls.Config {
 			if cfg.TLS == nil {
 				return nil
@@ -436,9 +442,17 @@ func (d *Driver) read(nc gonet.Conn) {
 	defer nc.Close()
 	var cert *pki.Identity // the peer's, with TLS
 	if d.cfg.TLS != nil {
+		select {
+		case d.handshaking <- struct{}{}:
+		default:
+			d.tlsRefused(nc, errors.New("too many handshakes at once"))
+			return
+		}
 		tc := tls.Server(nc, d.serverTLS)
-		tc.SetDeadline(time.Now().Add(d.cfg.HandshakeTimeout))
-		if err := tc.Handshake(); err != nil {
+		tc.SetDeadline(time.Now().Add(min(d.cfg.HandshakeTimeout, maxHandshakeTime)))
+		err := tc.Handshake()
+		<-d.handshaking
+		if err != nil {
 			d.tlsRefused(nc, err)
 			return
 		}
@@ -552,6 +566,11 @@ func (d *Driver) read(nc gonet.Conn) {
 			held = nil
 			continue
 		}
+		if operatorOnly(e.Msg.Type()) {
+			// Operators are clients; a node never sends this.
+			drop("an operator's command from a node")
+			continue
+		}
 		in := node.MsgIn{From: claimed, Env: e}
 		if proven {
 			d.postMsg(in, size)
@@ -566,6 +585,12 @@ func (d *Driver) read(nc gonet.Conn) {
 		held = append(held, inboundMsg{in, size})
 	}
 }
+
+// Bounds of TLS handshakes on accepted connections.
+const (
+	maxHandshakes    = 64
+	maxHandshakeTime = 3 * time.Second
+)
 
 // operatorOnly lists the commands only a client on this machine may send
 // (until nodes and operators have certificates): pausing maintenance.

@@ -175,11 +175,30 @@ func TestTLSRefusesOutsiders(t *testing.T) {
 		t.Fatalf("reply %+v %v", e, err)
 	}
 
+	// A node's certificate, claiming its own address, still cannot send an
+	// operator's command: operators are clients.
+	peerAddr := freeAddr(t)
+	nodeConn := tls.Client(dial(t, a.Addr()), r.bundle("peer", peerAddr, time.Hour).ClientConfig(a.Addr()))
+	forgedBefore := a.Stats.Forged.Load()
+	ctl := wire.Envelope{Kind: wire.Request, ReqID: 2, From: wire.NodeRef{Addr: peerAddr}, Msg: &wire.MaintControl{Pause: true}}
+	if err := wire.WriteFrame(nodeConn, ctl); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); a.Stats.Forged.Load() == forgedBefore; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("an operator's command from a node was not dropped")
+		}
+	}
+	for _, in := range ra.received() {
+		if in.From == peerAddr {
+			t.Errorf("the host was handed %v %v from %q", in.Env.Kind, in.Env.Msg.Type(), in.From)
+		}
+	}
+
 	// A dials a TLS node whose certificate is for another address: the
 	// call fails, and nothing is sent to it.
-	imposter := freeAddr(t)
-	startHost(t, Config{Listen: imposter, TLS: r.bundle("imp", imposter, time.Hour)})
-	bad := freeAddr(t)
+	imposter := freeAddr(t) // the address the certificate names
+	bad := freeAddr(t)      // where it is served
 	ln, err := tls.Listen("tcp", bad, r.bundle("liar", imposter, time.Hour).ServerConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -209,5 +228,35 @@ func TestTLSListenNeedsItsOwnCertificate(t *testing.T) {
 	_, err := Listen(Config{Listen: freeAddr(t), DataDir: t.TempDir(), TLS: r.bundle("n", "127.0.0.1:1", time.Hour)})
 	if err == nil || !strings.Contains(err.Error(), "is for the node at") {
 		t.Fatalf("Listen with another address's certificate: %v", err)
+	}
+}
+
+// Strangers who connect and never start a handshake hold a bounded number
+// of handshake slots, for a bounded time: they are closed within
+// maxHandshakeTime, and a client with a certificate gets in after them.
+func TestTLSSilentStrangersAreBounded(t *testing.T) {
+	r := newRingCA(t)
+	a, _ := startTLSHost(t, r, "a")
+	var silent []gonet.Conn
+	for range maxHandshakes + 8 {
+		silent = append(silent, dial(t, a.Addr()))
+	}
+	start := time.Now()
+	for _, c := range silent {
+		expectClosed(t, c)
+	}
+	if took := time.Since(start); took > maxHandshakeTime+2*time.Second {
+		t.Errorf("silent connections held for %v, want at most %v", took, maxHandshakeTime)
+	}
+	if n := a.Stats.TLSRefused.Load(); n < maxHandshakes+8 {
+		t.Errorf("TLSRefused = %d, want every silent connection counted", n)
+	}
+	c := tls.Client(dial(t, a.Addr()), r.bundle("good", "", time.Hour).ClientConfig(a.Addr()))
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: 1, Msg: &wire.Ping{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes); err != nil {
+		t.Fatalf("a client with a certificate after the strangers: %v", err)
 	}
 }

@@ -138,9 +138,19 @@ func (ca *CA) Issue(id Identity, validity time.Duration, out string) error {
 		return fmt.Errorf("pki: site %q", id.Site)
 	}
 	record := filepath.Join(ca.dir, issued, id.Name+".pem")
-	if old, err := readCert(record); err == nil {
-		if revoked, _ := ca.revoked(); !revoked[old.SerialNumber.String()] {
-			return fmt.Errorf("pki: %s was issued already (serial %s); revoke it first to issue it again", id.Name, old.SerialNumber)
+	revoked, err := ca.revoked()
+	if err != nil {
+		return err
+	}
+	if old, err := readCert(record); err == nil && !revoked[old.SerialNumber.String()] {
+		return fmt.Errorf("pki: %s was issued already (serial %s); revoke it first to issue it again", id.Name, old.SerialNumber)
+	}
+	if id.Addr != "" {
+		// A node's address is its identity: one live certificate each.
+		if holder, err := ca.holderOf(id.Addr, revoked); err != nil {
+			return err
+		} else if holder != "" {
+			return fmt.Errorf("pki: %s already holds a certificate for the node at %s; revoke it first", holder, id.Addr)
 		}
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -230,6 +240,25 @@ func (ca *CA) Revoke(name string) error {
 		return err
 	}
 	return writePEM(filepath.Join(ca.dir, CRL), "X509 CRL", der, 0o644)
+}
+
+// holderOf names the holder of an unrevoked certificate the CA issued for
+// the node at addr, if any.
+func (ca *CA) holderOf(addr string, revoked map[string]bool) (string, error) {
+	entries, err := os.ReadDir(filepath.Join(ca.dir, issued))
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		c, err := readCert(filepath.Join(ca.dir, issued, e.Name()))
+		if err != nil {
+			return "", err
+		}
+		if id, err := IdentityOf(c); err == nil && id.Addr == addr && !revoked[c.SerialNumber.String()] && time.Now().Before(c.NotAfter) {
+			return id.Name, nil
+		}
+	}
+	return "", nil
 }
 
 // revoked is the set of serials (decimal) the CA's CRL lists.

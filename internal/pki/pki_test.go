@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,6 +124,10 @@ func TestMutualTLS(t *testing.T) {
 	// The node reloads its bundle with the CRL (the operator copies it).
 	node2 := d.issue("node2", "site2", "127.0.0.1:4002", time.Hour)
 	noCert := &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true}
+	// An outsider that does not check the node's certificate (its own CA
+	// would refuse it first): the node must refuse the outsider's.
+	blind := outsider.ClientConfig("127.0.0.1:4001")
+	blind.VerifyConnection = nil
 	for _, tc := range []struct {
 		name string
 		srv  *Bundle
@@ -130,7 +135,7 @@ func TestMutualTLS(t *testing.T) {
 		want string
 	}{
 		{"no certificate", node, noCert, "certificate"},
-		{"another CA's", node, outsider.ClientConfig("127.0.0.1:4001"), "unknown authority"},
+		{"another CA's", node, blind, "unknown authority"},
 		{"expired", node, expired.ClientConfig("127.0.0.1:4001"), "expired"},
 		{"revoked", node2, revoked.ClientConfig("127.0.0.1:4002"), "revoked"},
 		{"a server for another address", node, front.ClientConfig("127.0.0.1:4002"), "for \"127.0.0.1:4001\""},
@@ -176,7 +181,53 @@ func TestIssueRules(t *testing.T) {
 	if _, err := LoadBundle(filepath.Join(out, "late")); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("loaded an expired bundle: %v", err)
 	}
-	if err := d.ca.Revoke("late"); err != nil {
+	// A revoked bundle does not load once it has the CRL, and a CRL that
+	// is not the CA's is refused.
+	if err := d.ca.Issue(Identity{Name: "gone2", Site: "s"}, time.Hour, filepath.Join(out, "gone2")); err != nil {
 		t.Fatal(err)
+	}
+	if err := d.ca.Revoke("gone2"); err != nil {
+		t.Fatal(err)
+	}
+	crl, err := os.ReadFile(filepath.Join(d.dir, CRL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "gone2", CRL), crl, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadBundle(filepath.Join(out, "gone2")); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Errorf("a revoked bundle loaded: %v", err)
+	}
+	other := newDeployment(t)
+	other.issue("x", "s", "", time.Hour)
+	if err := other.ca.Revoke("x"); err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := os.ReadFile(filepath.Join(other.dir, CRL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ca.Issue(Identity{Name: "fine", Site: "s"}, time.Hour, filepath.Join(out, "fine")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "fine", CRL), foreign, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadBundle(filepath.Join(out, "fine")); err == nil || !strings.Contains(err.Error(), "not signed by the CA") {
+		t.Errorf("a bundle with another CA's CRL loaded: %v", err)
+	}
+
+	// A node's address has one live certificate: another is refused until
+	// the first is revoked.
+	d.issue("n1", "s", "127.0.0.1:4001", time.Hour)
+	if err := d.ca.Issue(Identity{Name: "n1b", Site: "s", Addr: "127.0.0.1:4001"}, time.Hour, filepath.Join(out, "n1b")); err == nil || !strings.Contains(err.Error(), "already holds") {
+		t.Errorf("a second certificate for one address: %v", err)
+	}
+	if err := d.ca.Revoke("n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ca.Issue(Identity{Name: "n1b", Site: "s", Addr: "127.0.0.1:4001"}, time.Hour, filepath.Join(out, "n1b")); err != nil {
+		t.Errorf("re-issuing an address after revocation: %v", err)
 	}
 }
