@@ -249,7 +249,8 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := bench.DHashConfig{
 		Binary: bin, Dir: *dir, Nodes: *nodes, Size: *size, Ops: *ops, Concurrency: *conc, MaxPhase: *maxPhase, HolderDirect: *holderDirect, ProfileDir: *profile,
-		Log: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
+		Log:      func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
+		Progress: progressTo(stderr),
 	}
 	res, err := bench.DHash(cfg)
 	if err != nil {

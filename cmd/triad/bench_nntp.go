@@ -109,8 +109,9 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 		Addr: *addr, SizeBytes: *size, Articles: *articles, Conns: *conns, Group: *group,
 		MaxPhase: time.Duration(*maxSeconds * float64(time.Second)), Phases: strings.Split(*phases, ","),
 		ReadBy: *readBy, User: *user, Pass: *pass,
-		Seed: uint64(time.Now().UnixNano()),
-		Log:  func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
+		Seed:     uint64(time.Now().UnixNano()),
+		Log:      func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
+		Progress: progressTo(stderr),
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageErr(fs, "%v", strings.TrimPrefix(err.Error(), "bench: "))

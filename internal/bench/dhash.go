@@ -48,6 +48,8 @@ type DHashConfig struct {
 	// from a CA made for the run: every connection is mutual TLS 1.3.
 	TLS bool
 	Log func(format string, args ...any)
+	// Progress, if set, receives each phase's advance (a terminal's bar).
+	Progress func(phase string, total int64) Progress
 }
 
 // Routes of DHashResult: how operations reach the key's holder.
@@ -212,6 +214,8 @@ func runPhase(cfg DHashConfig, name string, op func(ctx context.Context, i int) 
 		wg               sync.WaitGroup
 	)
 	t0 := time.Now()
+	bar := startProgress(cfg.Progress, name, cfg.Ops)
+	defer bar.Finish()
 	for w := 0; w < cfg.Concurrency; w++ {
 		wg.Add(1)
 		go func() {
@@ -231,6 +235,7 @@ func runPhase(cfg DHashConfig, name string, op func(ctx context.Context, i int) 
 					err = op(ctx, i)
 				}
 				d := time.Since(s)
+				bar.Add(1)
 				mu.Lock()
 				switch {
 				case err == nil:

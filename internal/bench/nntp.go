@@ -53,6 +53,8 @@ type NNTPConfig struct {
 	// each article cost the servers, beside what it cost this client.
 	CPUPids []int
 	Log     func(format string, args ...any)
+	// Progress, if set, receives each phase's advance (a terminal's bar).
+	Progress func(phase string, total int64) Progress
 }
 
 // Bounds of the NNTP benchmark.
@@ -270,7 +272,7 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 			return res, err
 		}
 		cpu := startCPU(cfg.CPUPids)
-		p := run.takeThis(arts)
+		p := run.phase("takethis", len(arts), func() NNTPPhase { return run.takeThis(arts) })
 		cpu.stop(&p)
 		res.Phases = append(res.Phases, p)
 		if err := run.check(p); err != nil {
@@ -286,7 +288,7 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 				return res, err
 			}
 			cpu := startCPU(cfg.CPUPids)
-			p := run.post(arts, conns)
+			p := run.phase(fmt.Sprintf("post, %d conns", conns), len(arts), func() NNTPPhase { return run.post(arts, conns) })
 			cpu.stop(&p)
 			res.Phases = append(res.Phases, p)
 			if err := run.check(p); err != nil {
@@ -317,7 +319,7 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 			continue
 		}
 		for _, n := range nntpReadConns {
-			p := run.read(verb, n, true, targets, cfg.MaxPhase)
+			p := run.phase(fmt.Sprintf("%s, %d conns", verb, n), len(targets), func() NNTPPhase { return run.read(verb, n, true, targets, cfg.MaxPhase) })
 			res.Phases = append(res.Phases, p)
 			if err := run.check(p); err != nil {
 				return res, err
@@ -346,7 +348,20 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 type nntpRun struct {
 	cfg  NNTPConfig
 	byID map[string]*article
-	addr string // the server connections go to: cfg.Addr, then cfg.ReadAddr for reads
+	addr string   // the server connections go to: cfg.Addr, then cfg.ReadAddr for reads
+	bar  Progress // the running phase's, or nil
+}
+
+// phase runs fn with a progress bar of total articles named name.
+func (r *nntpRun) phase(name string, total int, fn func() NNTPPhase) NNTPPhase {
+	bar := startProgress(r.cfg.Progress, name, total)
+	if _, none := bar.(nop); !none {
+		r.bar = bar
+	}
+	p := fn()
+	bar.Finish()
+	r.bar = nil
+	return p
 }
 
 // generate makes n articles, before any clock starts.
@@ -394,11 +409,20 @@ func (r *nntpRun) check(p NNTPPhase) error {
 
 // connStats is what one connection of a phase did.
 type connStats struct {
+	bar                             Progress // the phase's, or nil
 	done, rejected, failed, checked int
 	bytes                           int64
 	lat                             []time.Duration
 	end                             time.Time
 	err                             error // the first error
+}
+
+// tick counts an article done, on the phase's progress bar too.
+func (s *connStats) tick() {
+	s.done++
+	if s.bar != nil {
+		s.bar.Add(1)
+	}
 }
 
 func (s *connStats) fail(err error) {
@@ -474,7 +498,7 @@ func (r *nntpRun) takeThis(arts []*article) NNTPPhase {
 			for j := i; j < len(arts); j += len(conns) {
 				mine = append(mine, arts[j])
 			}
-			stats[i] = c.stream(mine, r.cfg.Window, stop)
+			stats[i] = c.stream(mine, r.cfg.Window, stop, r.bar)
 		}()
 	}
 	for range conns {
@@ -485,7 +509,7 @@ func (r *nntpRun) takeThis(arts []*article) NNTPPhase {
 }
 
 // stream is one TAKETHIS connection's feed.
-func (c *nntpConn) stream(arts []*article, window int, stop time.Time) connStats {
+func (c *nntpConn) stream(arts []*article, window int, stop time.Time, bar Progress) connStats {
 	type sent struct {
 		a *article
 		t time.Time
@@ -496,7 +520,7 @@ func (c *nntpConn) stream(arts []*article, window int, stop time.Time) connStats
 	slots := make(chan struct{}, window)
 	inflight := make(chan sent, window)
 	readerDone := make(chan struct{})
-	var rs connStats // the reader's
+	rs := connStats{bar: bar} // the reader's
 	go func() {
 		defer close(readerDone)
 		for s := range inflight {
@@ -510,7 +534,7 @@ func (c *nntpConn) stream(arts []*article, window int, stop time.Time) connStats
 			code, _ := nntp.ParseStatus(line)
 			switch {
 			case code == nntp.CodeTakeThisOK && replyID(line, 1) == s.a.id:
-				rs.done++
+				rs.tick()
 				rs.bytes += int64(len(s.a.wire))
 				rs.lat = append(rs.lat, rs.end.Sub(s.t))
 			case code == nntp.CodeTakeThisRejected:
@@ -551,6 +575,9 @@ feed:
 // at a time on each, as newsreaders post.
 func (r *nntpRun) post(arts []*article, conns int) NNTPPhase {
 	stats := make([]connStats, conns)
+	for i := range stats {
+		stats[i].bar = r.bar
+	}
 	cs := make([]*nntpConn, conns)
 	setup := time.Now().Add(r.cfg.MaxPhase)
 	for i := range cs {
@@ -610,7 +637,7 @@ func postOne(c *nntpConn, a *article, s *connStats) bool {
 	s.end = time.Now()
 	switch code, _ := nntp.ParseStatus(line); code {
 	case nntp.CodePosted:
-		s.done++
+		s.tick()
 		s.bytes += int64(len(a.wire))
 		s.lat = append(s.lat, s.end.Sub(t))
 	case nntp.CodePostingFailed:
@@ -696,6 +723,9 @@ func (r *nntpRun) read(name string, conns int, quickAck bool, ts []readTarget, l
 		verb = "BODY"
 	}
 	stats := make([]connStats, conns)
+	for i := range stats {
+		stats[i].bar = r.bar
+	}
 	cs := make([]*nntpConn, conns)
 	setup := time.Now().Add(limit)
 	for i := range cs {
@@ -768,7 +798,7 @@ func (r *nntpRun) fetch(c *nntpConn, verb string, t readTarget, s *connStats) er
 		}
 		s.checked++
 	}
-	s.done++
+	s.tick()
 	s.bytes += int64(len(c.block))
 	s.lat = append(s.lat, s.end.Sub(start))
 	return nil
