@@ -97,13 +97,15 @@ type Meta struct {
 
 // Stats are counters for status pages and benchmarks.
 type Stats struct {
-	Objects     int   // keys in the index
-	TreeKeys    int   // keys in the Merkle tree
-	Usage       int64 // bytes of segment files
-	Capacity    int64
-	Segments    int
-	Reclaimed   int // segments unlinked to make room
-	Quarantined int // damaged objects found by reads
+	Objects   int   // keys in the index
+	TreeKeys  int   // keys in the Merkle tree
+	Usage     int64 // bytes of segment files
+	Capacity  int64
+	Segments  int
+	Reclaimed int // expiry windows unlinked to make room
+	// ReclaimedBytes is the bytes of the segments those windows had.
+	ReclaimedBytes int64
+	Quarantined    int // damaged objects found by reads
 	// ByExpiry is the usage by when it expires: ByExpiry[i] the bytes of
 	// the windows that end within ExpiryHorizons[i] of now (and not
 	// within the horizon before), the last entry those that end later.

@@ -691,6 +691,7 @@ func (d *Disk) dropWindow(w int64) error {
 	for _, s := range segs {
 		delete(d.segs, s.id)
 		d.usage -= s.size
+		d.stats.ReclaimedBytes += s.size
 		s.unmap()
 	}
 	d.mu.Unlock()

@@ -310,6 +310,7 @@ func (m *Mem) reclaim(now time.Time, target int64) {
 			delete(m.objs, k)
 		}
 		m.usage -= m.windows[w].bytes
+		m.stats.ReclaimedBytes += m.windows[w].bytes
 		delete(m.windows, w)
 		m.stats.Reclaimed++
 	}
