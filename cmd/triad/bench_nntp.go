@@ -88,21 +88,13 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 	if !(*maxSeconds > 0 && *maxSeconds <= 86400) {
 		return usageErr(fs, "--max-seconds must be above 0 and at most a day")
 	}
-	var pc []int
-	for _, f := range splitList(*postConns) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			return usageErr(fs, "--post-conns: %q is not a number", f)
-		}
-		pc = append(pc, n)
+	pc, err := parseInts(*postConns, "a number")
+	if err != nil {
+		return usageErr(fs, "--post-conns: %v", err)
 	}
-	var pids []int
-	for _, f := range splitList(*cpuPids) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			return usageErr(fs, "--cpu-pids: %q is not a process id", f)
-		}
-		pids = append(pids, n)
+	pids, err := parseInts(*cpuPids, "a process id")
+	if err != nil {
+		return usageErr(fs, "--cpu-pids: %v", err)
 	}
 	cfg := bench.NNTPConfig{
 		ReadAddr: *readAddr, PostConns: pc, CPUPids: pids,
@@ -166,4 +158,17 @@ func printNNTP(w io.Writer, res bench.NNTPResult) {
 			fmt.Fprintf(w, "%s, %d conns: first error: %s\n", p.Name, p.Conns, p.FirstError)
 		}
 	}
+}
+
+// parseInts reads a comma-separated list of integers, each what it names.
+func parseInts(list, what string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(list) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not %s", f, what)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -32,20 +32,7 @@ func TestUpServesMetrics(t *testing.T) {
 		"--http-port", fmt.Sprint(httpPort), "--data", filepath.Join(t.TempDir(), "data"))
 	up.waitFor("ring consistent")
 
-	c, err := nntp.Dial(fmt.Sprintf("127.0.0.1:%d", newsPort), time.Now().Add(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if reply, err := c.Cmd("POST"); err != nil || !strings.HasPrefix(string(reply), "340") {
-		t.Fatalf("POST: %q %v", reply, err)
-	}
-	if err := c.SendArticle([]byte("From: m@test\r\nNewsgroups: local.test\r\nSubject: metrics\r\nMessage-ID: <metrics1@test>\r\n\r\nbody\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	if reply, err := c.ReadLine(); err != nil || !strings.HasPrefix(string(reply), "240") {
-		t.Fatalf("after the article: %q %v", reply, err)
-	}
+	postArticle(t, fmt.Sprintf("127.0.0.1:%d", newsPort), "From: m@test\r\nNewsgroups: local.test\r\nSubject: metrics\r\nMessage-ID: <metrics1@test>\r\n\r\nbody\r\n")
 	c2, err := nntp.Dial(fmt.Sprintf("127.0.0.1:%d", newsPort+1), time.Now().Add(10*time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"triad/internal/nntp"
 	"triad/internal/pki"
 )
 
@@ -32,14 +31,7 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 		t.Skip("starts node processes")
 	}
 	c := newCluster(t)
-	caDir := filepath.Join(c.dir, "ca")
-	if err := pki.InitCA(caDir, "test ring", time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	ca, err := pki.LoadCA(caDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := newTestCA(t, filepath.Join(c.dir, "ca"))
 	issue := func(name, addr string, validity time.Duration) string {
 		out := filepath.Join(c.dir, "bundles", name)
 		if err := ca.Issue(pki.Identity{Name: name, Site: "site1", Addr: addr}, validity, out); err != nil {
@@ -82,20 +74,7 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 		t.Fatalf("get over TLS: %d bytes, %v", len(got), err)
 	}
 	news := startNews(t, filepath.Join(c.dir, "news"), "--node", addrs[1], "--tls", issue("front", "", time.Hour), "--groups", "local.test", "--cache-mb", "0")
-	nc, err := nntp.Dial(news.addr, time.Now().Add(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if reply, err := nc.Cmd("POST"); err != nil || !strings.HasPrefix(string(reply), "340") {
-		t.Fatalf("POST: %q %v", reply, err)
-	}
-	if err := nc.SendArticle([]byte("From: t@test\r\nNewsgroups: local.test\r\nSubject: tls\r\nMessage-ID: <tls1@test>\r\n\r\nthrough TLS\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	if reply, err := nc.ReadLine(); err != nil || !strings.HasPrefix(string(reply), "240") {
-		t.Fatalf("after the article: %q %v", reply, err)
-	}
+	nc := postArticle(t, news.addr, "From: t@test\r\nNewsgroups: local.test\r\nSubject: tls\r\nMessage-ID: <tls1@test>\r\n\r\nthrough TLS\r\n")
 	if reply, err := nc.Cmd("BODY <tls1@test>"); err != nil || !strings.HasPrefix(string(reply), "222") {
 		t.Fatalf("BODY from the ring: %q %v", reply, err)
 	}
@@ -119,14 +98,7 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 	storedBefore, refusedBefore := objects()
 
 	// Outsiders.
-	other := filepath.Join(c.dir, "other-ca")
-	if err := pki.InitCA(other, "another ring", time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	oca, err := pki.LoadCA(other)
-	if err != nil {
-		t.Fatal(err)
-	}
+	oca := newTestCA(t, filepath.Join(c.dir, "other-ca"))
 	foreign := filepath.Join(c.dir, "bundles", "foreign")
 	if err := oca.Issue(pki.Identity{Name: "foreign", Site: "elsewhere"}, time.Hour, foreign); err != nil {
 		t.Fatal(err)
@@ -174,4 +146,17 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 	if stored, _ := objects(); stored != storedBefore {
 		t.Errorf("node 0 holds %v objects after the outsiders, %v before", stored, storedBefore)
 	}
+}
+
+// newTestCA makes a CA in dir, valid for an hour.
+func newTestCA(t *testing.T, dir string) *pki.CA {
+	t.Helper()
+	if err := pki.InitCA(dir, "test "+filepath.Base(dir), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.LoadCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
 }

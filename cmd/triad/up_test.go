@@ -76,6 +76,28 @@ var (
 	handedOut = map[int]bool{} // ports consecutiveFreePorts gave out
 )
 
+// postArticle POSTs article to the news server at addr, fails the test
+// unless it is taken (240), and returns the connection, open until the
+// test ends.
+func postArticle(t *testing.T, addr, article string) *nntp.Client {
+	t.Helper()
+	c, err := nntp.Dial(addr, time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if reply, err := c.Cmd("POST"); err != nil || !strings.HasPrefix(string(reply), "340") {
+		t.Fatalf("POST: %q %v", reply, err)
+	}
+	if err := c.SendArticle([]byte(article)); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := c.ReadLine(); err != nil || !strings.HasPrefix(string(reply), "240") {
+		t.Fatalf("after the article: %q %v", reply, err)
+	}
+	return c
+}
+
 // upProc is a running `triad up` process, its stdout read line by line.
 type upProc struct {
 	t      *testing.T
@@ -190,21 +212,8 @@ func TestUpQuickStart(t *testing.T) {
 		t.Fatal("triad get returned other bytes than were put")
 	}
 
-	c, err := nntp.Dial(fmt.Sprintf("127.0.0.1:%d", newsPort), time.Now().Add(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if reply, err := c.Cmd("POST"); err != nil || !strings.HasPrefix(string(reply), "340") {
-		t.Fatalf("POST: %q %v", reply, err)
-	}
-	article := "From: up@test\r\nNewsgroups: local.test\r\nSubject: up\r\nMessage-ID: <up1@test>\r\n\r\n.leading dot\r\nbody\r\n"
-	if err := c.SendArticle([]byte(article)); err != nil {
-		t.Fatal(err)
-	}
-	if reply, err := c.ReadLine(); err != nil || !strings.HasPrefix(string(reply), "240") {
-		t.Fatalf("after the article: %q %v", reply, err)
-	}
+	c := postArticle(t, fmt.Sprintf("127.0.0.1:%d", newsPort),
+		"From: up@test\r\nNewsgroups: local.test\r\nSubject: up\r\nMessage-ID: <up1@test>\r\n\r\n.leading dot\r\nbody\r\n")
 	if reply, err := c.Cmd("BODY <up1@test>"); err != nil || !strings.HasPrefix(string(reply), "222") {
 		t.Fatalf("BODY: %q %v", reply, err)
 	}

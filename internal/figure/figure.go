@@ -76,22 +76,9 @@ func DHashLatency(res exp.DHashResult, path string) error {
 	for i, r := range res.Rows {
 		med[i], p90[i], names[i] = r.MedianMs, r.P90Ms, r.Name
 	}
-	w := vg.Points(10)
-	a, err := plotter.NewBarChart(med, w)
-	if err != nil {
+	if err := pairedBars(p, vg.Points(10), med, p90, blue, yellow, "median", "90th percentile"); err != nil {
 		return err
 	}
-	b, err := plotter.NewBarChart(p90, w)
-	if err != nil {
-		return err
-	}
-	a.Color, b.Color = blue, yellow
-	a.LineStyle.Width, b.LineStyle.Width = 0, 0
-	a.Offset, b.Offset = -w/2, w/2
-	p.Add(a, b)
-	p.Legend.Add("median", a)
-	p.Legend.Add("90th percentile", b)
-	p.Legend.Top = true
 	p.NominalX(names...)
 	p.X.Tick.Label.Rotation = math.Pi / 6
 	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = -0.9, -0.4
@@ -148,24 +135,32 @@ func Scenarios(rs []exp.ScenarioResult, path string) error {
 	for i, r := range rs {
 		moved[i], needed[i], names[i] = float64(r.BytesMoved)/1e6, float64(r.BytesNeeded)/1e6, r.Scenario
 	}
-	w := vg.Points(14)
-	a, err := plotter.NewBarChart(moved, w)
-	if err != nil {
+	if err := pairedBars(p, vg.Points(14), moved, needed, blue, grey, "moved", "needed"); err != nil {
 		return err
 	}
-	b, err := plotter.NewBarChart(needed, w)
-	if err != nil {
-		return err
-	}
-	a.Color, b.Color = blue, grey
-	a.LineStyle.Width, b.LineStyle.Width = 0, 0
-	a.Offset, b.Offset = -w/2, w/2
-	p.Add(a, b)
-	p.Legend.Add("moved", a)
-	p.Legend.Add("needed", b)
-	p.Legend.Top = true
 	p.NominalX(names...)
 	return p.Save(width, height, path)
+}
+
+// pairedBars adds two bars of width w side by side at each x, a and b,
+// with their colours and legend entries.
+func pairedBars(p *plot.Plot, w vg.Length, a, b plotter.Values, ca, cb color.Color, la, lb string) error {
+	ba, err := plotter.NewBarChart(a, w)
+	if err != nil {
+		return err
+	}
+	bb, err := plotter.NewBarChart(b, w)
+	if err != nil {
+		return err
+	}
+	ba.Color, bb.Color = ca, cb
+	ba.LineStyle.Width, bb.LineStyle.Width = 0, 0
+	ba.Offset, bb.Offset = -w/2, w/2
+	p.Add(ba, bb)
+	p.Legend.Add(la, ba)
+	p.Legend.Add(lb, bb)
+	p.Legend.Top = true
+	return nil
 }
 
 func maxOf(vs plotter.Values) float64 {

@@ -68,25 +68,12 @@ func InitCA(dir, name string, validity time.Duration) error {
 	if err := os.MkdirAll(filepath.Join(dir, issued), 0o700); err != nil {
 		return err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, tmpl, err := newTemplate(pkix.Name{CommonName: name, Organization: []string{"triad deployment CA"}}, validity)
 	if err != nil {
 		return err
 	}
-	serial, err := newSerial()
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: name, Organization: []string{"triad deployment CA"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(validity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
+	tmpl.BasicConstraintsValid, tmpl.IsCA, tmpl.MaxPathLenZero = true, true, true
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return err
@@ -153,23 +140,12 @@ func (ca *CA) Issue(id Identity, validity time.Duration, out string) error {
 			return fmt.Errorf("pki: %s already holds a certificate for the node at %s; revoke it first", holder, id.Addr)
 		}
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, tmpl, err := newTemplate(pkix.Name{CommonName: id.Name, OrganizationalUnit: []string{id.Site}}, validity)
 	if err != nil {
 		return err
 	}
-	serial, err := newSerial()
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: id.Name, OrganizationalUnit: []string{id.Site}},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
-	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}
 	if id.Addr != "" {
 		host, _, err := net.SplitHostPort(id.Addr)
 		if err != nil {
@@ -366,8 +342,19 @@ func checkName(name string) error {
 	return nil
 }
 
-func newSerial() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+// newTemplate makes a key and the template of its certificate: subject,
+// a random serial, valid from an hour ago (clocks differ) for validity.
+func newTemplate(subject pkix.Name, validity time.Duration) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	return key, &x509.Certificate{SerialNumber: serial, Subject: subject, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(validity)}, nil
 }
 
 func writeKey(path string, key *ecdsa.PrivateKey) error {
