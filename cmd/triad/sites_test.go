@@ -103,7 +103,7 @@ print("slowest: %.3f s" % worst)
 	}
 	for i, b := range stored {
 		if float64(b) > 0.9*float64(total) {
-			t.Fatalf("site %d's node stores %d bytes of %d fed: a full copy, not its share", i+1, b, total)
+			t.Fatalf("site %d's node stores %d bytes of %d fed: a full copy, not its share; triad up said:\n%s", i+1, b, total, up.stderr.String())
 		}
 	}
 	up.stop()
