@@ -82,8 +82,10 @@ func runConfigExample(args []string, stdout, stderr io.Writer) error {
 # mode: announce (send it headers and keys of what is listed here, take its
 # announcements), mesh (announce, in a full mesh: only what entered the ring
 # here), feed (a traditional server upstream, sent whole articles). secret:
-# the same on both sides of a link; a feed may have none. groups: a wildmat
-# of the groups the peer is sent (default all).
+# the same on both sides of a link; a feed may have none; "tls" makes the link
+# mutual TLS (this site needs tls, the peer's addr is its peer-listen, and its
+# certificate must be issued to its name). groups: a wildmat of the groups the
+# peer is sent (default all).
 # [[nntp.peer]]
 # name = "site2"
 # addr = "news2.example.net:119"

@@ -168,6 +168,9 @@ func TestConfigPeers(t *testing.T) {
 		{"both", fmt.Sprintf("[nntp]\npeers = %q\n\n", peers) + table, "give the peers in one place"},
 		{"same name twice", table + "\n" + table, `:7: peer name "site2" is not a unique Path name`},
 		{"feed without secret", "[[nntp.peer]]\nname = \"up\"\naddr = \"127.0.0.1:119\"\nmode = \"feed\"\n", ""},
+		{"a TLS link without a certificate", strings.Replace(table, `"s"`, `"tls"`, 1), "need --tls"},
+		{"a TLS listener without a certificate", "[nntp]\npeer-listen = \"127.0.0.1:1563\"\n", "need --tls"},
+		{"TLS links", "[nntp]\ntls = \"some/bundle\"\npeer-listen = \"127.0.0.1:1563\"\n\n" + strings.Replace(table, `"s"`, `"tls"`, 1), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, "f.toml")

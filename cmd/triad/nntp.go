@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,7 +51,7 @@ headers. --peers FILE names the other sites, one per line:
 
   # name     address             mode      secret   [groups]
   siteb      10.0.0.2:119        announce  s3cret
-  sitec      10.0.0.3:119        mesh      0th3r
+  sitec      10.0.0.3:563        mesh      tls
   upstream   news.example:119    feed      -        comp.*,!comp.binaries.*
 
 A site announces every article listed here (posted, fed, or announced by
@@ -58,7 +59,11 @@ another peer) to its announce peers with CHECK and TAKEDHT (headers and the
 article's key), except to sites already in its Path; a mesh peer (every site
 peers with every other) gets only the articles that entered the ring here;
 a feed peer (INN, say) gets whole articles with CHECK and TAKETHIS. An announce peer logs in here as
-its name with the secret of the link. What a peer has not taken waits in
+its name with the secret of the link. With the secret 'tls' the link is
+mutual TLS with the deployment's certificates (--tls, from 'triad ca issue
+NAME' where NAME is the site's --pathhost): the peer is dialled at the
+address given, its --peer-listen, and must present a certificate issued to
+its name; it announces to this site's --peer-listen, known by its own. What a peer has not taken waits in
 news.db (--max-backlog) and goes when it is back; each peer's state is in
 DATA/feeds.status. Articles read from the DHT are kept in a memory cache
 (--cache-mb, --cache-policy).
@@ -141,8 +146,15 @@ type nntpOptions struct {
 	http               *string
 	tls                *string
 	tlsBundle          *pki.Bundle // set by triad up in place of --tls
+	peerListen         *string
+	peerLn             net.Listener // set by triad up in place of --peer-listen
 	policy             usenet.CachePolicy
 }
+
+// tlsSecret, as a peer's secret, makes its link mutual TLS: this site
+// dials the peer's --peer-listen address and checks that its certificate
+// is issued to the peer's name, and the peer is known here by its own.
+const tlsSecret = "tls"
 
 // defaultGroups are the groups a fresh server carries.
 const defaultGroups = "local.general,local.test,local.binaries.misc"
@@ -165,7 +177,8 @@ func addNNTPFlags(fs *flag.FlagSet) *nntpOptions {
 		peersFile:    fs.String("peers", "", "peer `file`: the sites this one announces its articles to and takes announcements from, and upstream feeds (see above)"),
 		cacheMB:      fs.Int("cache-mb", 256, "memory cache of articles read from the DHT, in MiB, shared by every connection (0: none)"),
 		cachePolicy:  fs.String("cache-policy", "lru", "which cached article goes first when the cache is full: lru or fifo"),
-		tls:          fs.String("tls", "", "mutual TLS to the --node with the bundle in this `directory` (from 'triad ca issue NAME'; none: plain TCP)"),
+		tls:          fs.String("tls", "", "mutual TLS to the --node, and to and from peers whose secret is 'tls', with the bundle in this `directory` (from 'triad ca issue NAME'; none: plain TCP)"),
+		peerListen:   fs.String("peer-listen", "", "serve peer sites over mutual TLS on this TCP `address`: a peer whose secret is 'tls' announces here, known by its certificate (needs --tls)"),
 		http:         fs.String("http", "", "serve the status page (/) and Prometheus metrics (/metrics) on this TCP `address` (host:port; none by default)"),
 		maxBacklog:   fs.Int("max-backlog", 1_000_000, "articles queued for a peer that is down; past it the oldest are dropped for it (and counted in feeds.status)"),
 	}
@@ -209,6 +222,10 @@ func (o *nntpOptions) check() error {
 	case len(o.configPeers) > 0:
 		o.peers = o.configPeers
 	}
+	tlsLinks := *o.peerListen != "" || slices.ContainsFunc(o.peers, func(p usenet.Peer) bool { return p.Password == tlsSecret })
+	if tlsLinks && *o.tls == "" && o.tlsBundle == nil {
+		return errors.New("--peer-listen and peers whose secret is 'tls' need --tls: the certificate this site is known by")
+	}
 	if *o.expire != "" {
 		for _, r := range strings.Split(*o.expire, ";") {
 			pat, days, ok := strings.Cut(r, "=")
@@ -245,17 +262,18 @@ func splitList(s string) []string {
 
 // runningNNTP is a news server started by startNNTP.
 type runningNNTP struct {
-	addr   string
-	where  string // "local spool" or "the DHT via ..."
-	groups []string
-	site   *usenet.Site
-	spool  usenet.Spool
-	cache  *usenet.CachedSpool // nil without a DHT or with --cache-mb 0
-	feeds  *usenet.Feeds       // nil without peers
-	srv    *usenet.Server
-	http   *metrics.Server // nil without --http
-	done   chan error
-	stop   context.CancelFunc
+	addr     string
+	peerAddr string // the peers' TLS listener, if any
+	where    string // "local spool" or "the DHT via ..."
+	groups   []string
+	site     *usenet.Site
+	spool    usenet.Spool
+	cache    *usenet.CachedSpool // nil without a DHT or with --cache-mb 0
+	feeds    *usenet.Feeds       // nil without peers
+	srv      *usenet.Server
+	http     *metrics.Server // nil without --http
+	done     chan error
+	stop     context.CancelFunc
 }
 
 // startNNTP opens the site and serves it until ctx ends or close.
@@ -268,16 +286,16 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 	var spool usenet.Spool
 	var cache *usenet.CachedSpool
 	where := "local spool"
-	if *o.node != "" {
-		opt := client.Options{TLS: o.tlsBundle}
-		if *o.tls != "" {
-			b, err := pki.LoadBundle(*o.tls)
-			if err != nil {
-				return nil, err
-			}
-			opt.TLS = b
+	bundle := o.tlsBundle
+	if *o.tls != "" {
+		b, err := pki.LoadBundle(*o.tls)
+		if err != nil {
+			return nil, err
 		}
-		cl, err := client.DialClusterOptions(ctx, opt, *o.node)
+		bundle = b
+	}
+	if *o.node != "" {
+		cl, err := client.DialClusterOptions(ctx, client.Options{TLS: bundle}, *o.node)
 		if err != nil {
 			return nil, fmt.Errorf("nntp: node %s: %w", *o.node, err)
 		}
@@ -325,8 +343,15 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 			return fail(err)
 		}
 	}
-	// An announcing peer logs in with its name and the link's secret.
-	for _, p := range o.peers {
+	// An announcing peer logs in with its name and the link's secret, or
+	// is known by its certificate on the peers' TLS listener.
+	peers, tlsPeers := slices.Clone(o.peers), map[string]bool{}
+	for i, p := range peers {
+		if p.Password == tlsSecret {
+			peers[i].Password, peers[i].TLS = "", bundle.NamedClientConfig(p.Name)
+			tlsPeers[p.Name] = p.Mode != usenet.Feed
+			continue
+		}
 		if p.Mode == usenet.Feed || p.Password == "" {
 			continue
 		}
@@ -337,13 +362,40 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 			return fail(err)
 		}
 	}
+	if bundle != nil {
+		cfg.TLSPeer = func(cs tls.ConnectionState) (string, usenet.Perm, error) {
+			id, err := pki.PeerIdentity(cs)
+			if err != nil {
+				return "", 0, err
+			}
+			if !tlsPeers[id.Name] {
+				return id.Name, 0, errors.New("not a peer of this site that announces by certificate")
+			}
+			return id.Name, usenet.PermRead | usenet.PermFeed | usenet.PermAnnounce, nil
+		}
+	}
+	peerLn := o.peerLn
+	if *o.peerListen != "" {
+		if peerLn, err = net.Listen("tcp", *o.peerListen); err != nil {
+			return fail(fmt.Errorf("--peer-listen: %w", err))
+		}
+	}
+	if peerLn != nil {
+		r.peerAddr = peerLn.Addr().String()
+		peerLn = tls.NewListener(peerLn, bundle.ServerConfig())
+		defer func() {
+			if r.stop == nil { // failed before serving it
+				peerLn.Close()
+			}
+		}()
+	}
 	ln, err := net.Listen("tcp", *o.listen)
 	if err != nil {
 		return fail(err)
 	}
 	r.addr = ln.Addr().String()
-	if len(o.peers) > 0 {
-		r.feeds, err = usenet.StartFeeds(usenet.FeedConfig{Site: site, Peers: o.peers, MaxBacklog: uint64(*o.maxBacklog),
+	if len(peers) > 0 {
+		r.feeds, err = usenet.StartFeeds(usenet.FeedConfig{Site: site, Peers: peers, MaxBacklog: uint64(*o.maxBacklog),
 			Log: log, StatusFile: filepath.Join(*o.data, "feeds.status")})
 		if err != nil {
 			ln.Close()
@@ -368,6 +420,9 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 	}
 	ctx, r.stop = context.WithCancel(ctx)
 	go func() { r.done <- r.srv.Serve(ln) }()
+	if peerLn != nil {
+		go r.srv.Serve(peerLn)
+	}
 	go r.expireLoop(ctx, log)
 	go func() {
 		<-ctx.Done()
@@ -464,7 +519,7 @@ func groupSpec(spec string) (name, status string, err error) {
 
 // loadPeers reads a --peers file: one peer per line,
 //
-//	name  host:port  announce|mesh|feed  secret|-  [groups-wildmat]
+//	name  host:port  announce|mesh|feed  secret|-|tls  [groups-wildmat]
 //
 // name is the peer's Path name. An announce peer is a site of the same
 // ring: it is sent headers and keys (TAKEDHT) of every article listed
@@ -472,7 +527,8 @@ func groupSpec(spec string) (name, status string, err error) {
 // same on both sides of the link). A mesh peer is one in a full mesh: it
 // is sent only the articles that entered the ring here.
 // A feed peer is a traditional server upstream: it is sent whole articles
-// (CHECK, TAKETHIS), logging in with the secret unless it is "-".
+// (CHECK, TAKETHIS), logging in with the secret unless it is "-". The
+// secret "tls" makes the link mutual TLS instead (see tlsSecret).
 func loadPeers(path string) ([]usenet.Peer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -2,16 +2,19 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"triad/internal/nntp"
+	"triad/internal/pki"
 )
 
 // TestUpSitesShareArticles runs `triad up` (3 sites, one node each) and
@@ -71,6 +74,7 @@ print("slowest: %.3f s" % worst)
 		t.Fatalf("nntplib: %v\n%s\ntriad up stderr:\n%s", err, out, up.stderr.String())
 	}
 	t.Logf("10 posts at site1, each readable at site2 and site3: %s", strings.TrimSpace(string(out)))
+	checkPeerLinkRefusesStrangers(t, up, data)
 
 	// 24 MB of 240 KB articles into site 1; each node stores about 2/3.
 	arts := bigArticles("share", 100, 240_000)
@@ -221,4 +225,34 @@ func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
 		}
 	}
 	t.Logf("whole test took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// checkPeerLinkRefusesStrangers finds site 1's peers' TLS listener in what
+// triad up printed and checks that only the other sites are taken there:
+// a client with no certificate, or with the operator's (the ring's CA,
+// but no peer site's), is refused, and nothing else is said to it.
+func checkPeerLinkRefusesStrangers(t *testing.T, up *upProc, data string) {
+	t.Helper()
+	m := regexp.MustCompile(`started news site ` + upSiteName(0) + ` .*peers over TLS on (\S+);`).FindStringSubmatch(up.seen)
+	if m == nil {
+		t.Fatalf("triad up printed no TLS peer address for %s:\n%s", upSiteName(0), up.seen)
+	}
+	operator, err := pki.LoadBundle(filepath.Join(data, "ca", "bundles", "operator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := nntp.DialTLS(m[1], operator.NamedClientConfig(upSiteName(0)), time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatalf("the operator's certificate: %v, want a 502 greeting", err)
+	}
+	if g := c.Greeting(); !strings.HasPrefix(g, "502 ") {
+		t.Errorf("the operator's certificate is greeted %q on the peers' link", g)
+	}
+	c.Close()
+	if c, err := nntp.DialTLS(m[1], &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true}, time.Now().Add(10*time.Second)); err == nil {
+		if _, err := c.ReadLine(); err == nil {
+			t.Errorf("a client without a certificate was taken on the peers' link")
+		}
+		c.Close()
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -172,10 +173,27 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "started node %d on %s (%d vnodes, data in %s)\n", i, n.addr, *vnodes, dir)
 	}
 	if *nntpPort > 0 {
-		secret, err := upSecret(*data)
-		if err != nil {
-			shutdown()
-			return err
+		// The sites' links: mutual TLS with the ring's CA, each site
+		// known by its certificate on a listener of its own (a free port,
+		// printed); or, without TLS, AUTHINFO with one shared secret.
+		secret, peerAddr, peerLns := tlsSecret, make([]string, *sites), make([]net.Listener, *sites)
+		for i := range peerLns {
+			peerAddr[i] = fmt.Sprintf("127.0.0.1:%d", *nntpPort+i)
+			if ca == nil {
+				continue
+			}
+			if peerLns[i], err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+				shutdown()
+				return err
+			}
+			defer peerLns[i].Close() // closed by its site once served; this is for the sites that fail before
+			peerAddr[i] = peerLns[i].Addr().String()
+		}
+		if ca == nil {
+			if secret, err = upSecret(*data); err != nil {
+				shutdown()
+				return err
+			}
 		}
 		for i := 0; i < *sites; i++ {
 			o, err := siteOptions(i)
@@ -190,10 +208,11 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 					shutdown()
 					return err
 				}
+				o.peerLn = peerLns[i]
 			}
 			for j := 0; j < *sites; j++ {
 				if j != i {
-					o.peers = append(o.peers, usenet.Peer{Name: upSiteName(j), Addr: fmt.Sprintf("127.0.0.1:%d", *nntpPort+j), Password: secret, Mode: usenet.Mesh})
+					o.peers = append(o.peers, usenet.Peer{Name: upSiteName(j), Addr: peerAddr[j], Password: secret, Mode: usenet.Mesh})
 				}
 			}
 			n, err := startNNTP(ctx, o, log)
@@ -210,7 +229,11 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 				}
 				running[i**nodes].page.SetNews(n.collector())
 			}
-			fmt.Fprintf(stdout, "started news site %s on %s (node %s; groups %s; data in %s)\n", name, n.addr, nodeAddr, strings.Join(n.groups, ", "), dir)
+			links := "peers by AUTHINFO"
+			if n.peerAddr != "" {
+				links = "peers over TLS on " + n.peerAddr
+			}
+			fmt.Fprintf(stdout, "started news site %s on %s (node %s; %s; groups %s; data in %s)\n", name, n.addr, nodeAddr, links, strings.Join(n.groups, ", "), dir)
 		}
 	}
 	fmt.Fprintf(stdout, "\nLook at it from another terminal:\n")

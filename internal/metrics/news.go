@@ -46,6 +46,7 @@ func (c *News) Collect(ch chan<- prometheus.Metric) {
 	e.gauge("triad_nntp_connections", "Connections open.", float64(st.Connections))
 	e.counter("triad_nntp_connections_accepted_total", "Connections taken.", st.Accepted)
 	e.counter("triad_nntp_connections_refused_total", "Connections closed on arrival: too many, in all or from one address.", st.Refused)
+	e.counter("triad_nntp_tls_refused_total", "Clients of the peers' TLS listener refused: a failed handshake (no certificate, another CA's, expired, revoked) or a certificate that names no peer.", st.TLSRefused)
 	if c.Cache != nil {
 		cs := c.Cache.Stats()
 		e.counter("triad_nntp_cache_hits_total", "Article reads answered from the cache.", cs.Hits)

@@ -2,6 +2,7 @@ package nntp
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -26,8 +27,20 @@ type Client struct {
 // Dial connects to addr over TCP and reads the greeting, all before
 // deadline, which stays set on the connection.
 func Dial(addr string, deadline time.Time) (*Client, error) {
+	return DialTLS(addr, nil, deadline)
+}
+
+// DialTLS is Dial over TLS with cfg (plain TCP if cfg is nil); the
+// handshake is before deadline too.
+func DialTLS(addr string, cfg *tls.Config, deadline time.Time) (*Client, error) {
 	d := net.Dialer{Deadline: deadline}
-	nc, err := d.Dial("tcp", addr)
+	var nc net.Conn
+	var err error
+	if cfg != nil {
+		nc, err = (&tls.Dialer{NetDialer: &d, Config: cfg}).Dial("tcp", addr)
+	} else {
+		nc, err = d.Dial("tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}

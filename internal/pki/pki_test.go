@@ -114,6 +114,10 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatalf("identities: server saw %+v, client saw %+v", srvSaw, cliSaw)
 	}
 
+	if srvSaw, cliSaw, err := handshake(t, front, node.NamedClientConfig("front1")); err != nil || srvSaw.Name != "node1" || cliSaw.Name != "front1" {
+		t.Fatalf("a front-end dialled by its name: server saw %+v, client saw %+v, %v", srvSaw, cliSaw, err)
+	}
+
 	other := newDeployment(t)
 	outsider := other.issue("node9", "site9", "127.0.0.1:4009", time.Hour)
 	expired := d.issue("old", "site1", "", -time.Minute)
@@ -140,6 +144,8 @@ func TestMutualTLS(t *testing.T) {
 		{"revoked", node2, revoked.ClientConfig("127.0.0.1:4002"), "revoked"},
 		{"a server for another address", node, front.ClientConfig("127.0.0.1:4002"), "for \"127.0.0.1:4001\""},
 		{"a server from another CA", outsider, front.ClientConfig("127.0.0.1:4009"), "unknown authority"},
+		{"a front-end under another name", front, node.NamedClientConfig("front2"), "certificate is front1's"},
+		{"a front-end from another CA", outsider, front.NamedClientConfig("node9"), "unknown authority"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := handshake(t, tc.srv, tc.cli)

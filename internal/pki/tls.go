@@ -29,6 +29,29 @@ func (b *Bundle) ServerConfig() *tls.Config {
 // ours is presented. With addr "" any of the CA's certificates is taken
 // (a client that dials a site's front-end by name).
 func (b *Bundle) ClientConfig(addr string) *tls.Config {
+	return b.clientConfig(func(id Identity) error {
+		if addr != "" && id.Addr != addr {
+			return fmt.Errorf("pki: dialled %s, but the certificate is %s's, for %q", addr, id.Name, id.Addr)
+		}
+		return nil
+	})
+}
+
+// NamedClientConfig is the TLS configuration for dialling the holder
+// named name (a news front-end, by its Path name): its certificate must be
+// the CA's, in date, not revoked, and issued to name.
+func (b *Bundle) NamedClientConfig(name string) *tls.Config {
+	return b.clientConfig(func(id Identity) error {
+		if id.Name != name {
+			return fmt.Errorf("pki: dialled %s, but the certificate is %s's", name, id.Name)
+		}
+		return nil
+	})
+}
+
+// clientConfig presents our certificate and takes the server's if the CA
+// issued it, it is in date and not revoked, and want accepts its holder.
+func (b *Bundle) clientConfig(want func(Identity) error) *tls.Config {
 	return &tls.Config{
 		MinVersion:                  tls.VersionTLS13,
 		Certificates:                []tls.Certificate{b.Cert},
@@ -41,10 +64,7 @@ func (b *Bundle) ClientConfig(addr string) *tls.Config {
 			if err != nil {
 				return err
 			}
-			if addr != "" && id.Addr != addr {
-				return fmt.Errorf("pki: dialled %s, but the certificate is %s's, for %q", addr, id.Name, id.Addr)
-			}
-			return nil
+			return want(id)
 		},
 	}
 }

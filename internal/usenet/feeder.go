@@ -2,6 +2,7 @@ package usenet
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,8 +50,13 @@ type Peer struct {
 	// (AUTHINFO, as its own Path name) with it, and an announcing peer
 	// logs in here with it. Empty: no AUTHINFO.
 	Password string
-	Mode     PeerMode
-	Groups   string // wildmat of the groups it is sent; all if empty
+	// TLS, if set, makes the link mutual TLS with this configuration (it
+	// checks that the peer's certificate is issued to Name): the peer is
+	// dialled at its TLS listener and knows this site by its certificate,
+	// so no AUTHINFO is sent.
+	TLS    *tls.Config
+	Mode   PeerMode
+	Groups string // wildmat of the groups it is sent; all if empty
 }
 
 // FeedConfig configures a site's outgoing feeds.
@@ -298,7 +304,7 @@ func (fd *feeder) count(fn func(*PeerStatus)) {
 // connect opens a streaming connection: greeting, AUTHINFO when the link
 // has a password, MODE STREAM.
 func (fd *feeder) connect() error {
-	c, err := nntp.Dial(fd.peer.Addr, time.Now().Add(10*time.Second))
+	c, err := nntp.DialTLS(fd.peer.Addr, fd.peer.TLS, time.Now().Add(10*time.Second))
 	if err != nil {
 		return err
 	}
@@ -320,7 +326,7 @@ func (fd *feeder) connect() error {
 		c.Close()
 		return fmt.Errorf("greeting %q", g)
 	}
-	if fd.peer.Password != "" {
+	if fd.peer.Password != "" && fd.peer.TLS == nil {
 		if err = step("AUTHINFO USER "+fd.feeds.cfg.Site.PathHost(), nntp.CodePasswordRequired); err == nil {
 			err = step("AUTHINFO PASS "+fd.peer.Password, nntp.CodeAuthAccepted)
 		}

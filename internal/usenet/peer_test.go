@@ -3,6 +3,8 @@ package usenet
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/nntp"
+	"triad/internal/pki"
 )
 
 // ringSpool stands for the DHT that sites share: one spool, durable when
@@ -53,6 +56,12 @@ type testSite struct {
 	srv   *Server
 	feeds *Feeds
 	ln    net.Listener
+
+	// With TLS links: the site's certificate, and the listener its peers
+	// announce to.
+	bundle   *pki.Bundle
+	peerLn   net.Listener
+	peerAddr string
 }
 
 const linkSecret = "link-secret"
@@ -60,6 +69,14 @@ const linkSecret = "link-secret"
 // startSites starts n sites on one shared spool, each peered with every
 // other (announce), on 127.0.0.1.
 func startSites(t *testing.T, n int, tweak func(*FeedConfig)) ([]*testSite, *ringSpool) {
+	t.Helper()
+	return startSitesLinked(t, n, nil, tweak)
+}
+
+// startSitesLinked is startSites with mutual TLS links between the sites
+// when ca is set: each site's certificate is issued by ca under its name,
+// and the sites announce to each other's TLS listeners.
+func startSitesLinked(t *testing.T, n int, ca *pki.CA, tweak func(*FeedConfig)) ([]*testSite, *ringSpool) {
 	t.Helper()
 	root := t.TempDir()
 	local, err := OpenLocalSpool(filepath.Join(root, "ring"), 2<<20)
@@ -75,6 +92,15 @@ func startSites(t *testing.T, n int, tweak func(*FeedConfig)) ([]*testSite, *rin
 			t.Fatal(err)
 		}
 		sites[i] = &testSite{name: fmt.Sprintf("site%c", 'a'+i), dir: filepath.Join(root, fmt.Sprintf("site%d", i)), addr: ln.Addr().String(), ln: ln}
+		if ca != nil {
+			s := sites[i]
+			s.bundle = issueBundle(t, ca, s.name)
+			tcp, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.peerLn, s.peerAddr = tls.NewListener(tcp, s.bundle.ServerConfig()), tcp.Addr().String()
+		}
 	}
 	for _, s := range sites {
 		s.start(t, sites, ring, tweak)
@@ -101,10 +127,26 @@ func (s *testSite) start(t *testing.T, all []*testSite, spool Spool, tweak func(
 	users := NewUsers()
 	users.Add("reader", "pw", PermRead|PermFeed)
 	fc := FeedConfig{Site: site, Retry: 50 * time.Millisecond}
+	cfg := Config{Site: site, Users: users}
 	for _, o := range all {
-		if o != s {
+		switch {
+		case o == s:
+		case s.bundle != nil:
+			fc.Peers = append(fc.Peers, Peer{Name: o.name, Addr: o.peerAddr, TLS: s.bundle.NamedClientConfig(o.name)})
+		default:
 			users.Add(o.name, linkSecret, PermRead|PermFeed|PermAnnounce)
 			fc.Peers = append(fc.Peers, Peer{Name: o.name, Addr: o.addr, Password: linkSecret})
+		}
+	}
+	if s.bundle != nil {
+		cfg.TLSPeer = func(cs tls.ConnectionState) (string, Perm, error) {
+			id, err := pki.PeerIdentity(cs)
+			for _, o := range all {
+				if err == nil && o != s && o.name == id.Name {
+					return id.Name, PermRead | PermFeed | PermAnnounce, nil
+				}
+			}
+			return id.Name, 0, errors.Join(err, errors.New("not a peer site"))
 		}
 	}
 	if tweak != nil {
@@ -118,8 +160,11 @@ func (s *testSite) start(t *testing.T, all []*testSite, spool Spool, tweak func(
 			}
 		}
 	}
-	s.site, s.srv = site, NewServer(Config{Site: site, Users: users})
+	s.site, s.srv = site, NewServer(cfg)
 	go s.srv.Serve(s.ln)
+	if s.peerLn != nil {
+		go s.srv.Serve(s.peerLn)
+	}
 	if s.feeds, err = StartFeeds(fc); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +177,36 @@ func (s *testSite) stop() {
 	s.feeds.Close()
 	s.srv.Close()
 	s.site.Close()
-	s.site, s.ln = nil, nil
+	s.site, s.ln, s.peerLn = nil, nil, nil
+}
+
+// issueBundle has ca issue a certificate to name (its own site) and loads
+// the bundle.
+func issueBundle(t *testing.T, ca *pki.CA, name string) *pki.Bundle {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := ca.Issue(pki.Identity{Name: name, Site: name}, time.Hour, dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := pki.LoadBundle(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newCA makes a deployment CA in a temporary folder.
+func newCA(t *testing.T) *pki.CA {
+	t.Helper()
+	dir := t.TempDir()
+	if err := pki.InitCA(dir, "test CA", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.LoadCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
 }
 
 func (s *testSite) dial(t *testing.T) *testClient {
@@ -640,4 +714,59 @@ func TestTrimCatchesUp(t *testing.T) {
 	if err != nil || left != 0 {
 		t.Fatalf("%d records left after trimming what the peer took (%v)", left, err)
 	}
+}
+
+// With TLS links, sites announce to each other by certificate, and nobody
+// else is taken on the peers' listener: no certificate, another CA's, or
+// one of the CA's that names no peer.
+func TestPeersAreKnownByCertificate(t *testing.T) {
+	ca := newCA(t)
+	sites, _ := startSitesLinked(t, 2, ca, nil)
+	a, b := sites[0], sites[1]
+	post := a.dial(t)
+	code(t, post.cmd("POST"), "340")
+	post.sendArticle(article("<over-tls@x>", "local.test", "body\r\n"))
+	code(t, post.line(), "240")
+	waitListed(t, sites, "<over-tls@x>", 10*time.Second)
+	if st := b.feeds.Status(); len(st) != 1 || st[0].LastError != "" {
+		t.Errorf("site b's feed to a: %+v", st)
+	}
+
+	stranger := issueBundle(t, ca, "stranger")
+	outsider := issueBundle(t, newCA(t), a.name) // another CA's, under a peer's name
+	noCert := &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true}
+	blind := outsider.NamedClientConfig(a.name)
+	blind.VerifyConnection = nil // it would refuse a's certificate first
+	for _, tc := range []struct {
+		name    string
+		cfg     *tls.Config
+		greeted bool // the handshake completes, and a 502 says why not
+	}{
+		{"a certificate that names no peer", stranger.NamedClientConfig(a.name), true},
+		{"no certificate", noCert, false},
+		{"another CA's certificate", blind, false},
+	} {
+		c, err := nntp.DialTLS(a.peerAddr, tc.cfg, time.Now().Add(10*time.Second))
+		switch {
+		case err == nil:
+			g := c.Greeting()
+			c.Close()
+			if !tc.greeted || !strings.HasPrefix(g, "502 ") {
+				t.Errorf("%s: greeted %q", tc.name, g)
+			}
+		case tc.greeted:
+			t.Errorf("%s: %v, want a 502 greeting", tc.name, err)
+		}
+	}
+	if got := a.srv.Stats().TLSRefused; got != 3 {
+		t.Errorf("%d TLS clients refused, want 3", got)
+	}
+	// No secret lets a peer in by the readers' port: it is known only by
+	// its certificate.
+	plain := a.dial(t)
+	code(t, plain.cmd("AUTHINFO USER %s", b.name), "381")
+	code(t, plain.cmd("AUTHINFO PASS %s", linkSecret), "481")
+	plain.Send("TAKEDHT <sneaked@x>")
+	plain.sendArticle(article("<sneaked@x>", "local.test", ""))
+	code(t, plain.line(), "480")
 }

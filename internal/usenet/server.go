@@ -2,6 +2,7 @@ package usenet
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,12 @@ type Config struct {
 	Open func(addr netip.Addr) Perm
 	// Users, if set, accept AUTHINFO USER/PASS (see LoadUsers).
 	Users *Users
+	// TLSPeer says who the client of a TLS connection is and what it may
+	// do, from its verified certificate: Serve a tls.NewListener whose
+	// configuration requires client certificates, and a peer site is known
+	// by its certificate, never by a name it sends. An error, or no
+	// permission, refuses the connection; nil refuses every TLS client.
+	TLSPeer func(tls.ConnectionState) (name string, perm Perm, err error)
 
 	MaxConns    int           // connections at once (5,000)
 	MaxPerAddr  int           // connections at once from one address (2,000)
@@ -90,6 +97,9 @@ type Server struct {
 	// accepted counts connections taken, refused those closed on arrival
 	// (past MaxConns or MaxPerAddr).
 	accepted, refused atomic.Uint64
+	// tlsRefused counts TLS connections whose handshake failed or whose
+	// certificate names no peer.
+	tlsRefused atomic.Uint64
 
 	mu     sync.Mutex
 	conns  map[*conn]bool
@@ -111,11 +121,12 @@ type Stats struct {
 	Replies           map[int]uint64 // by status code, those sent at least once
 	Connections       int            // open now
 	Accepted, Refused uint64         // connections taken and closed on arrival
+	TLSRefused        uint64         // TLS clients refused: a failed handshake, or not a peer
 }
 
 // Stats returns the server's counters.
 func (s *Server) Stats() Stats {
-	st := Stats{Replies: map[int]uint64{}, Accepted: s.accepted.Load(), Refused: s.refused.Load()}
+	st := Stats{Replies: map[int]uint64{}, Accepted: s.accepted.Load(), Refused: s.refused.Load(), TLSRefused: s.tlsRefused.Load()}
 	for code := range s.replies {
 		if n := s.replies[code].Load(); n > 0 {
 			st.Replies[code] = n
@@ -158,6 +169,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		go s.handle(nc)
 	}
 }
+
+// handshakeTimeout bounds a TLS client's handshake.
+const handshakeTimeout = 5 * time.Second
 
 // Close stops accepting, closes every connection and waits for them.
 func (s *Server) Close() error {
@@ -268,6 +282,9 @@ func (c *conn) serve() {
 		}
 		c.streamWG.Wait()
 	}()
+	if tc, ok := c.nc.(*tls.Conn); ok && !c.knowPeer(tc) {
+		return
+	}
 	switch {
 	case c.perm&PermPost != 0:
 		c.reply(nntp.CodePostingAllowed, "%s triad NNTP server ready, posting allowed", c.site.PathHost())
@@ -297,6 +314,35 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// knowPeer finishes a TLS client's handshake and takes who it is from its
+// certificate (Config.TLSPeer). It reports false, and has refused the
+// client, if the handshake failed or the certificate names no peer.
+func (c *conn) knowPeer(tc *tls.Conn) bool {
+	tc.SetDeadline(time.Now().Add(handshakeTimeout))
+	err := tc.Handshake()
+	tc.SetDeadline(time.Time{})
+	if err != nil {
+		c.s.tlsRefused.Add(1)
+		c.s.cfg.Log.Debug("TLS handshake failed", "addr", c.addr, "err", err)
+		return false
+	}
+	name, perm, err := "", Perm(0), errors.New("no peers are known by certificate here")
+	if c.s.cfg.TLSPeer != nil {
+		name, perm, err = c.s.cfg.TLSPeer(tc.ConnectionState())
+	}
+	if err == nil && perm == 0 {
+		err = errors.New("no permission")
+	}
+	if err != nil {
+		c.s.tlsRefused.Add(1)
+		c.s.cfg.Log.Warn("refused a TLS client", "addr", c.addr, "name", name, "err", err)
+		c.reply(nntp.CodeAccessDenied, "%.80s: %.200v", name, err)
+		return false
+	}
+	c.perm, c.user, c.authed = perm, name, true
+	return true
 }
 
 // reply queues a one-line reply in command order.
