@@ -283,6 +283,7 @@ func emitStore(ch chan<- prometheus.Metric, st store.Stats) {
 	e.gauge("triad_store_segments", "Segment files.", float64(st.Segments))
 	for i, b := range st.ByExpiry {
 		e.gauge("triad_store_bytes_by_expiry", "Bytes of the storage engine whose expiry window ends within a horizon (and not within the one before).", float64(b), "expires_within", ExpiryLabels[i])
+		e.gauge("triad_store_objects_by_expiry", "Objects of the storage engine whose expiry window ends within a horizon (and not within the one before).", float64(st.ObjectsByExpiry[i]), "expires_within", ExpiryLabels[i])
 	}
 	e.counter("triad_store_reclaimed_windows_total", "Expiry windows whose segments were unlinked to make room, their objects expired.", uint64(st.Reclaimed))
 	e.counter("triad_store_reclaimed_bytes_total", "Bytes of the segments unlinked to make room.", uint64(st.ReclaimedBytes))

@@ -101,9 +101,10 @@ type coordPoint struct {
 }
 
 type expiryRow struct {
-	Within string
-	Bytes  int64
-	Share  float64 // of the usage, 0 to 100
+	Within  string
+	Objects int
+	Bytes   int64
+	Share   float64 // of the usage, 0 to 100
 }
 
 type newsView struct {
@@ -137,7 +138,7 @@ func (src *Sources) view(ctx context.Context) view {
 		st := src.Store()
 		v.Store = &st
 		for i, b := range st.ByExpiry {
-			row := expiryRow{Within: metrics.ExpiryLabels[i], Bytes: b}
+			row := expiryRow{Within: metrics.ExpiryLabels[i], Objects: st.ObjectsByExpiry[i], Bytes: b}
 			if st.Usage > 0 {
 				row.Share = 100 * float64(b) / float64(st.Usage)
 			}

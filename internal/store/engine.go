@@ -110,6 +110,8 @@ type Stats struct {
 	// the windows that end within ExpiryHorizons[i] of now (and not
 	// within the horizon before), the last entry those that end later.
 	ByExpiry [len(ExpiryHorizons) + 1]int64
+	// ObjectsByExpiry counts the objects of the same windows.
+	ObjectsByExpiry [len(ExpiryHorizons) + 1]int
 }
 
 // ExpiryHorizons are the bounds of Stats.ByExpiry.

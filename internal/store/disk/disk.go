@@ -920,6 +920,12 @@ func (d *Disk) CheckTree() error {
 	return cerr
 }
 
+// expiryBucket is the Stats.ByExpiry index of an object expiring at ns:
+// its window's, as for the bytes.
+func (d *Disk) expiryBucket(ns int64, now time.Time) int {
+	return store.ExpiryBucket(d.opt.WindowEnd(d.opt.WindowOf(time.Unix(0, ns))), now)
+}
+
 // Stats implements store.Engine. It checkpoints first, so the counts are exact.
 func (d *Disk) Stats() store.Stats {
 	d.catchUp()
@@ -932,10 +938,21 @@ func (d *Disk) Stats() store.Stats {
 		s.ByExpiry[store.ExpiryBucket(d.opt.WindowEnd(seg.window), now)] += seg.size
 	}
 	pending := len(d.active) + len(d.flushing)
+	for _, m := range []map[id.ID]entry{d.active, d.flushing} {
+		for _, e := range m {
+			s.ObjectsByExpiry[d.expiryBucket(e.expiry, now)]++
+		}
+	}
 	d.mu.Unlock()
 	d.db.View(func(tx *bolt.Tx) error {
 		s.Objects = tx.Bucket(bIndex).Stats().KeyN + pending
 		s.TreeKeys = tx.Bucket(bTKeys).Stats().KeyN
+		// The expiry index is in expiry order: one pass counts the
+		// objects by the horizon their window ends within.
+		c := tx.Bucket(bExpiry).Cursor()
+		for k, _ := c.First(); len(k) >= 8; k, _ = c.Next() {
+			s.ObjectsByExpiry[d.expiryBucket(int64(binary.BigEndian.Uint64(k)^(1<<63)), now)]++
+		}
 		return nil
 	})
 	return s

@@ -328,7 +328,9 @@ func (m *Mem) Stats() store.Stats {
 	s.Segments = len(m.windows)
 	now := m.opt.Now()
 	for w, mw := range m.windows {
-		s.ByExpiry[store.ExpiryBucket(m.opt.WindowEnd(w), now)] += mw.bytes
+		b := store.ExpiryBucket(m.opt.WindowEnd(w), now)
+		s.ByExpiry[b] += mw.bytes
+		s.ObjectsByExpiry[b] += len(mw.keys)
 	}
 	return s
 }

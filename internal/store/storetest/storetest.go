@@ -591,7 +591,8 @@ func contractConcurrentConflictingPuts(t *testing.T, open func(store.Options) st
 }
 
 // contractUsageByExpiry: Stats.ByExpiry puts the bytes of objects under
-// the horizon their expiry window ends within, and they add up to Usage.
+// the horizon their expiry window ends within, and they add up to Usage;
+// Stats.ObjectsByExpiry counts the objects so.
 func contractUsageByExpiry(t *testing.T, open func(store.Options) store.Engine) {
 	c := NewClock()
 	e := open(store.Options{Now: c.Now, MaxObject: 1 << 20})
@@ -612,5 +613,10 @@ func contractUsageByExpiry(t *testing.T, open func(store.Options) store.Engine) 
 	}
 	if sum != s.Usage || s.ByExpiry[0] < recLen(1000)+recLen(2000) || s.ByExpiry[3] < recLen(3000) {
 		t.Fatalf("by expiry %v, usage %d", s.ByExpiry, s.Usage)
+	}
+	want := s.ObjectsByExpiry
+	want[0], want[3], want[len(store.ExpiryHorizons)] = 2, 1, 1
+	if s.ObjectsByExpiry != want || s.Objects != 4 {
+		t.Fatalf("objects by expiry %v (of %d), want %v", s.ObjectsByExpiry, s.Objects, want)
 	}
 }
