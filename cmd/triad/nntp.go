@@ -424,6 +424,9 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 		go r.srv.Serve(peerLn)
 	}
 	go r.expireLoop(ctx, log)
+	if bundle != nil {
+		go watchCRL(ctx, bundle, log, nil) // the next handshakes see it
+	}
 	go func() {
 		<-ctx.Done()
 		r.srv.Close()

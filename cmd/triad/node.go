@@ -268,6 +268,13 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 		rn.page = &status.Sources{Name: name, Node: mc.Snapshot, Store: mc.StoreStats, Log: rec}
 		rn.http.Mux.Handle("/", status.Handler(rn.page))
 	}
+	if spec.tls != nil {
+		go watchCRL(ctx, spec.tls, log, func() {
+			if n := drv.RecheckCertificates(); n > 0 {
+				log.Warn("closed connections whose certificates the new CRL revokes", "connections", n)
+			}
+		})
+	}
 	go func() {
 		err := drv.Run(ctx, n)
 		if rn.http != nil {
@@ -279,3 +286,30 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 }
 
 func (n *runningNode) wait() error { return <-n.done }
+
+// crlCheckEvery is how often a daemon with a bundle reads its crl.pem
+// again: a revocation copied into the bundle takes effect within it.
+var crlCheckEvery = 30 * time.Second
+
+// watchCRL reads b's CRL every crlCheckEvery until ctx ends, and calls
+// changed when it revokes more than before.
+func watchCRL(ctx context.Context, b *pki.Bundle, log *slog.Logger, changed func()) {
+	t := time.NewTicker(crlCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		switch ok, err := b.ReloadCRL(); {
+		case err != nil:
+			log.Error("reading the CRL again; the one in use stays", "err", err)
+		case ok:
+			log.Info("read a new CRL: the certificates it revokes are refused from now on")
+			if changed != nil {
+				changed()
+			}
+		}
+	}
+}

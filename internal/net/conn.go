@@ -95,7 +95,9 @@ func (c *conn) write() {
 			tc.SetDeadline(time.Time{})
 			nc = tc
 		}
+		d.mu.Lock() // RecheckCertificates reads it
 		c.nc = nc
+		d.mu.Unlock()
 		go c.readReplies()
 	}
 	failed := false

@@ -4,6 +4,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -584,6 +585,34 @@ func (d *Driver) read(nc gonet.Conn) {
 		}
 		held = append(held, inboundMsg{in, size})
 	}
+}
+
+// RecheckCertificates closes every TLS connection whose peer's
+// certificate the bundle refuses now (revoked since its handshake, by a
+// CRL that pki.Bundle.ReloadCRL read, or expired), so that a revocation
+// reaches the connections already open, not only the next handshakes. It
+// returns how many it closed; each is counted in Stats.TLSRefused.
+func (d *Driver) RecheckCertificates() int {
+	if d.cfg.TLS == nil {
+		return 0
+	}
+	d.mu.Lock()
+	var open []*tls.Conn
+	for _, c := range d.conns {
+		if tc, ok := c.nc.(*tls.Conn); ok {
+			open = append(open, tc)
+		}
+	}
+	d.mu.Unlock()
+	closed := 0
+	for _, tc := range open {
+		if _, err := d.cfg.TLS.Check(tc.ConnectionState().PeerCertificates, x509.ExtKeyUsageAny); err != nil {
+			tc.Close()
+			d.tlsRefused(tc, err)
+			closed++
+		}
+	}
+	return closed
 }
 
 // Bounds of TLS handshakes on accepted connections.

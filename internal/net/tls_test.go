@@ -260,3 +260,45 @@ func TestTLSSilentStrangersAreBounded(t *testing.T) {
 		t.Fatalf("a client with a certificate after the strangers: %v", err)
 	}
 }
+
+// A revocation reaches connections already open: once the node's bundle
+// reads a CRL that revokes a peer, RecheckCertificates closes that peer's
+// connections, and its next handshake is refused.
+func TestTLSRevocationClosesOpenConnections(t *testing.T) {
+	r := newRingCA(t)
+	a, ra := startTLSHost(t, r, "a")
+	b, rb := startTLSHost(t, r, "b")
+	if err := call(t, b, rb, a.Addr()); err != nil {
+		t.Fatalf("b pings a: %v", err)
+	}
+	if n := a.RecheckCertificates(); n != 0 {
+		t.Fatalf("closed %d connections before any revocation", n)
+	}
+	if err := r.ca.Revoke("b"); err != nil {
+		t.Fatal(err)
+	}
+	crl, err := os.ReadFile(filepath.Join(r.dir, pki.CRL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The operator copies the CRL into a's bundle; a reads it again.
+	if err := os.WriteFile(filepath.Join(a.cfg.TLS.Dir(), pki.CRL), crl, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := a.cfg.TLS.ReloadCRL(); !changed || err != nil {
+		t.Fatalf("reloading the CRL: changed %v, %v", changed, err)
+	}
+	before := a.Stats.TLSRefused.Load()
+	if n := a.RecheckCertificates(); n != 1 {
+		t.Fatalf("closed %d connections, want b's one", n)
+	}
+	if err := call(t, b, rb, a.Addr()); err == nil {
+		t.Fatal("b pings a after its certificate was revoked")
+	}
+	if got := a.Stats.TLSRefused.Load() - before; got < 2 {
+		t.Errorf("%d refusals counted, want the closed connection and the new handshake", got)
+	}
+	if err := call(t, a, ra, b.Addr()); err == nil {
+		t.Fatal("a took b's certificate when dialling it after the revocation")
+	}
+}

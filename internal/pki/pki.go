@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -255,10 +256,19 @@ func (ca *CA) revoked() (map[string]bool, error) {
 
 // Bundle is a loaded bundle: what a node or client presents and trusts.
 type Bundle struct {
-	Cert    tls.Certificate
-	Self    Identity
-	Roots   *x509.CertPool
-	revoked map[string]bool // serials the CA revoked
+	Cert  tls.Certificate
+	Self  Identity
+	Roots *x509.CertPool
+
+	dir     string
+	ca      *x509.Certificate
+	revoked atomic.Pointer[crlState] // what the CRL in dir said when last read
+}
+
+// crlState is a CRL as read: the serials it revokes and its number.
+type crlState struct {
+	serials map[string]bool
+	number  *big.Int // nil without a CRL
 }
 
 // LoadBundle loads the bundle in dir, checking that its certificate is
@@ -284,19 +294,12 @@ func loadBundle(dir string, check bool) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{Cert: cert, Roots: x509.NewCertPool(), revoked: map[string]bool{}}
+	b := &Bundle{Cert: cert, Roots: x509.NewCertPool(), dir: dir, ca: ca}
 	b.Roots.AddCert(ca)
 	if b.Self, err = IdentityOf(leaf); err != nil {
 		return nil, err
 	}
-	if crl, err := readCRL(filepath.Join(dir, CRL)); err == nil {
-		if err := crl.CheckSignatureFrom(ca); err != nil {
-			return nil, fmt.Errorf("pki: %s is not signed by the CA: %w", CRL, err)
-		}
-		for _, e := range crl.RevokedCertificateEntries {
-			b.revoked[e.SerialNumber.String()] = true
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	if _, err := b.ReloadCRL(); err != nil {
 		return nil, err
 	}
 	if !check {
@@ -305,10 +308,55 @@ func loadBundle(dir string, check bool) (*Bundle, error) {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: b.Roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
 		return nil, fmt.Errorf("pki: bundle %s: its certificate: %w", dir, err)
 	}
-	if b.revoked[b.Self.Serial.String()] {
+	if b.isRevoked(b.Self.Serial) {
 		return nil, fmt.Errorf("pki: bundle %s: its certificate is revoked", dir)
 	}
 	return b, nil
+}
+
+// ReloadCRL reads the bundle's crl.pem again (the operator copies a new one
+// from the CA after 'triad ca revoke'), so that the certificates it lists
+// are refused from the next handshake on. A CRL not signed by the CA, or
+// older than the one in use, is an error and the one in use stays. It
+// reports whether the CRL changed.
+func (b *Bundle) ReloadCRL() (changed bool, err error) {
+	next := &crlState{serials: map[string]bool{}}
+	crl, err := readCRL(filepath.Join(b.dir, CRL))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return false, err
+	default:
+		if err := crl.CheckSignatureFrom(b.ca); err != nil {
+			return false, fmt.Errorf("pki: %s is not signed by the CA: %w", CRL, err)
+		}
+		for _, e := range crl.RevokedCertificateEntries {
+			next.serials[e.SerialNumber.String()] = true
+		}
+		next.number = crl.Number
+	}
+	cur := b.revoked.Load()
+	if cur != nil && cur.number == nil && next.number == nil {
+		return false, nil
+	}
+	if cur != nil && cur.number != nil {
+		if next.number == nil || next.number.Cmp(cur.number) < 0 {
+			return false, fmt.Errorf("pki: %s is missing or older (number %v) than the CRL in use (number %v)", CRL, next.number, cur.number)
+		}
+		if next.number.Cmp(cur.number) == 0 {
+			return false, nil
+		}
+	}
+	b.revoked.Store(next)
+	return cur != nil, nil
+}
+
+// Dir is the folder the bundle was loaded from.
+func (b *Bundle) Dir() string { return b.dir }
+
+func (b *Bundle) isRevoked(serial *big.Int) bool {
+	st := b.revoked.Load()
+	return st != nil && serial != nil && st.serials[serial.String()]
 }
 
 // Check verifies a peer's certificate chain, as presented in a TLS
@@ -329,7 +377,7 @@ func (b *Bundle) Check(chain []*x509.Certificate, usage x509.ExtKeyUsage) (Ident
 	if err != nil {
 		return id, err
 	}
-	if b.revoked[id.Serial.String()] {
+	if b.isRevoked(id.Serial) {
 		return id, fmt.Errorf("pki: the certificate of %s (serial %s) is revoked", id.Name, id.Serial)
 	}
 	return id, nil

@@ -237,3 +237,67 @@ func TestIssueRules(t *testing.T) {
 		t.Errorf("re-issuing an address after revocation: %v", err)
 	}
 }
+
+// ReloadCRL takes a newer CRL of the CA, and keeps the one in use when
+// the file is another CA's, older, or gone.
+func TestReloadCRL(t *testing.T) {
+	d := newDeployment(t)
+	node := d.issue("node1", "site1", "127.0.0.1:4001", time.Hour)
+	gone := d.issue("gone", "site1", "", time.Hour)
+	later := d.issue("later", "site1", "", time.Hour)
+	copyCRL := func(from string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(from, CRL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(node.Dir(), CRL), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if changed, err := node.ReloadCRL(); changed || err != nil {
+		t.Fatalf("no CRL yet: changed %v, %v", changed, err)
+	}
+	if err := d.ca.Revoke("gone"); err != nil {
+		t.Fatal(err)
+	}
+	first, err := os.ReadFile(filepath.Join(d.dir, CRL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyCRL(d.dir)
+	if changed, err := node.ReloadCRL(); !changed || err != nil {
+		t.Fatalf("a new CRL: changed %v, %v", changed, err)
+	}
+	if _, _, err := handshake(t, node, gone.ClientConfig("127.0.0.1:4001")); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("a certificate revoked by the reloaded CRL: %v", err)
+	}
+	if changed, err := node.ReloadCRL(); changed || err != nil {
+		t.Fatalf("the same CRL again: changed %v, %v", changed, err)
+	}
+	if err := d.ca.Revoke("later"); err != nil {
+		t.Fatal(err)
+	}
+	copyCRL(d.dir)
+	if _, err := node.ReloadCRL(); err != nil {
+		t.Fatal(err)
+	}
+	other := newDeployment(t)
+	other.issue("x", "s", "", time.Hour)
+	if err := other.ca.Revoke("x"); err != nil {
+		t.Fatal(err)
+	}
+	for name, swap := range map[string]func(){
+		"an older CRL":     func() { os.WriteFile(filepath.Join(node.Dir(), CRL), first, 0o644) },
+		"another CA's CRL": func() { copyCRL(other.dir) },
+		"no CRL":           func() { os.Remove(filepath.Join(node.Dir(), CRL)) },
+	} {
+		swap()
+		if _, err := node.ReloadCRL(); err == nil {
+			t.Errorf("%s taken", name)
+		}
+		if _, _, err := handshake(t, node, later.ClientConfig("127.0.0.1:4001")); err == nil {
+			t.Errorf("after %s, the certificate revoked by the CRL in use is taken", name)
+		}
+	}
+}
