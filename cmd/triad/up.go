@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -279,7 +280,7 @@ local ring for trying triad, not for keeping data. On real machines, run one
 	start := time.Now()
 	for ctx.Err() == nil {
 		if ringConsistent(ctx, running) {
-			fmt.Fprintf(stdout, "ring consistent: %d vnodes, every successor pointer right (%.1fs)\n",
+			fmt.Fprintf(stdout, "ring consistent: %d vnodes, every successor list complete (%.1fs)\n",
 				total**vnodes, time.Since(start).Seconds())
 			break
 		}
@@ -340,30 +341,52 @@ func upSecret(dir string) (string, error) {
 	return secret, os.WriteFile(path, []byte(secret+"\n"), 0o600)
 }
 
-// ringConsistent reports whether every vnode's successor is the next vnode
-// clockwise among all of them.
+// ringConsistent reports whether every vnode's successor list is complete
+// (see succListsComplete). Successor pointers are right first; the rest of
+// each list is copied from the successor's at the next stabilization
+// rounds, and until then a lookup can answer from a list with a gap and a
+// put place a copy on a node that is not among the key's successors.
 func ringConsistent(ctx context.Context, nodes []*runningNode) bool {
-	type pos struct{ self, succ id.ID }
-	var all []pos
+	var lists [][]id.ID
+	listLen := 0
 	for _, n := range nodes {
 		err := n.drv.Do(ctx, func(env node.Env) {
+			listLen = n.node.Ring.Config().Succs
 			for _, v := range n.node.Ring.Vnodes() {
-				all = append(all, pos{v.Self().ID, v.Successor().ID})
+				l := []id.ID{v.Self().ID}
+				for _, s := range v.Succs() {
+					l = append(l, s.ID)
+				}
+				lists = append(lists, l)
 			}
 		})
 		if err != nil {
 			return false
 		}
 	}
-	for _, p := range all {
-		// No other vnode may sit strictly between a vnode and its successor.
-		for _, q := range all {
-			if q.self != p.self && q.self.Between(p.self, p.succ) {
+	return succListsComplete(lists, listLen)
+}
+
+// succListsComplete reports whether each of lists (a vnode's ID, then its
+// successor list, nearest first) names the next vnodes clockwise among
+// all of them, as many as a list holds (listLen) or all the others: no
+// gap, no stranger, no shortfall.
+func succListsComplete(lists [][]id.ID, listLen int) bool {
+	all := make([]id.ID, len(lists))
+	for i, l := range lists {
+		all[i] = l[0]
+	}
+	slices.SortFunc(all, id.ID.Cmp)
+	want := min(listLen, len(all)-1)
+	for _, l := range lists {
+		if len(l)-1 != want {
+			return false
+		}
+		i, _ := slices.BinarySearchFunc(all, l[0], id.ID.Cmp)
+		for j := 1; j <= want; j++ {
+			if l[j] != all[(i+j)%len(all)] {
 				return false
 			}
-		}
-		if len(all) > 1 && p.succ == p.self {
-			return false
 		}
 	}
 	return true
