@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -211,6 +212,7 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 	ops := fs.Int("ops", 0, "blocks to put and get (default: 20,000, or 2,000 for blocks over 16 KB)")
 	maxPhase := fs.Duration("max-phase", time.Minute, "time bound of each phase")
 	withTLS := fs.Bool("tls", false, "run again with every connection mutual TLS 1.3 (a CA made for the run) and print what TLS costs")
+	rounds := fs.Int("rounds", 3, "with --tls: plain and TLS runs of each, in turns; the cost is the ratio of their medians")
 	holderDirect := fs.Bool("holder-direct", false, "send each operation straight to the key's holder, skipping the lookup (labelled in the output)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	profile := fs.String("profile", "", "write CPU profiles of every node (node<i>.cpu) and of this client (client.cpu) into this `directory`")
@@ -223,6 +225,9 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 	}
 	if *nodes < 1 || *nodes > 64 || *size < 1 || *size > dhash.DefaultConfig().MaxBlock || *conc < 1 || *conc > 4096 || *ops < 0 {
 		return usageErr(fs, "want 1-64 nodes, a size of 1 byte to 1 MiB, concurrency 1-4096")
+	}
+	if *rounds < 1 || *rounds > 50 {
+		return usageErr(fs, "--rounds %d: want 1 to 50", *rounds)
 	}
 	if *ops == 0 {
 		*ops = 20000
@@ -252,55 +257,85 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 		Log:      func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
 		Progress: progressTo(stderr),
 	}
-	res, err := bench.DHash(cfg)
-	if err != nil {
-		stopProfile()
-		return err
-	}
-	printDHash(stdout, res)
 	if !*withTLS {
+		res, err := bench.DHash(cfg)
 		stopProfile()
+		if err != nil {
+			return err
+		}
+		printDHash(stdout, res)
 		if *asJSON {
 			return printJSON(stdout, res)
 		}
 		return nil
 	}
-	// The same run over mutual TLS, and what TLS costs.
-	cfg.TLS = true
-	withT, err := bench.DHash(cfg)
+	// Plain and over mutual TLS, in turns (ABBA...: drift in the disk or
+	// the machine falls on both), and what TLS costs: the medians' ratio.
+	var plain, withT []bench.DHashResult
+	for r := range *rounds {
+		for _, useTLS := range []bool{r%2 == 1, r%2 == 0} {
+			cfg.TLS = useTLS
+			res, err := bench.DHash(cfg)
+			if err != nil {
+				stopProfile()
+				return err
+			}
+			printDHash(stdout, res)
+			if useTLS {
+				withT = append(withT, res)
+			} else {
+				plain = append(plain, res)
+			}
+		}
+	}
 	stopProfile()
-	if err != nil {
-		return err
-	}
-	printDHash(stdout, withT)
-	cost := func(plain, tls bench.PhaseResult) (float64, bool) {
-		if plain.Failed > 0 || tls.Failed > 0 || plain.MBps == 0 {
-			return 0, false
-		}
-		return 1 - tls.MBps/plain.MBps, true
-	}
 	out := struct {
-		Plain   bench.DHashResult `json:"plain"`
-		TLS     bench.DHashResult `json:"tls"`
-		PutCost *float64          `json:"tls_cost_put,omitempty"`
-		GetCost *float64          `json:"tls_cost_get,omitempty"`
-	}{Plain: res, TLS: withT}
+		Rounds  int                 `json:"rounds"`
+		Plain   []bench.DHashResult `json:"plain"`
+		TLS     []bench.DHashResult `json:"tls"`
+		PutCost *float64            `json:"tls_cost_put,omitempty"`
+		GetCost *float64            `json:"tls_cost_get,omitempty"`
+	}{Rounds: *rounds, Plain: plain, TLS: withT}
 	for _, p := range []struct {
-		name       string
-		plain, tls bench.PhaseResult
-		into       **float64
-	}{{"put", res.Put, withT.Put, &out.PutCost}, {"get", res.Get, withT.Get, &out.GetCost}} {
-		if c, ok := cost(p.plain, p.tls); ok {
-			*p.into = &c
-			fmt.Fprintf(stdout, "TLS cost, %s: %.1f%% of MB/s (%.2f plain, %.2f with TLS)\n", p.name, 100*c, p.plain.MBps, p.tls.MBps)
-		} else {
+		name  string
+		phase func(bench.DHashResult) bench.PhaseResult
+		into  **float64
+	}{{"put", func(r bench.DHashResult) bench.PhaseResult { return r.Put }, &out.PutCost}, {"get", func(r bench.DHashResult) bench.PhaseResult { return r.Get }, &out.GetCost}} {
+		pm, pok := medianMBps(plain, p.phase)
+		tm, tok := medianMBps(withT, p.phase)
+		if !pok || !tok || pm == 0 {
 			fmt.Fprintf(stdout, "TLS cost, %s: no figure (a phase had failures)\n", p.name)
+			continue
 		}
+		c := 1 - tm/pm
+		*p.into = &c
+		fmt.Fprintf(stdout, "TLS cost, %s: %.1f%% of MB/s (medians of %d rounds: %.2f plain, %.2f with TLS)\n", p.name, 100*c, *rounds, pm, tm)
 	}
 	if *asJSON {
 		return printJSON(stdout, out)
 	}
 	return nil
+}
+
+// medianMBps is the median MB/s of one phase over runs; false if a run of
+// it had failures.
+func medianMBps(runs []bench.DHashResult, phase func(bench.DHashResult) bench.PhaseResult) (float64, bool) {
+	var v []float64
+	for _, r := range runs {
+		ph := phase(r)
+		if ph.Failed > 0 {
+			return 0, false
+		}
+		v = append(v, ph.MBps)
+	}
+	slices.Sort(v)
+	if len(v) == 0 {
+		return 0, false
+	}
+	if len(v)%2 == 1 {
+		return v[len(v)/2], true
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2, true
 }
 
 // printDHash prints one run of bench dhash as a table, and its failures.

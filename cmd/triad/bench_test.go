@@ -48,39 +48,39 @@ func TestBenchDHashRoutes(t *testing.T) {
 	}
 }
 
-// bench dhash --tls runs the same load twice, plain and over mutual TLS
-// (nodes with certificates from a CA made for the run), both without a
-// failure, and prints what TLS costs.
+// bench dhash --tls --rounds 2 runs the same load plain and over mutual
+// TLS (nodes with certificates from a CA made for the run) twice each, in
+// turns, all without a failure, and prints what TLS costs.
 func TestBenchDHashTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	out, err := exec.Command(buildTriad(t), "bench", "dhash", "--nodes", "3", "--ops", "200", "--size", "1000", "--dir", t.TempDir(), "--tls", "--json").Output()
+	out, err := exec.Command(buildTriad(t), "bench", "dhash", "--nodes", "3", "--ops", "200", "--size", "1000", "--dir", t.TempDir(), "--tls", "--rounds", "2", "--json").Output()
 	if err != nil {
 		t.Fatalf("bench dhash --tls: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	type run struct {
+		TLS      bool
+		Put, Get struct{ Done, Failed int }
+	}
 	var res struct {
-		Plain, TLS struct {
-			TLS      bool
-			Put, Get struct{ Done, Failed int }
-		}
-		PutCost *float64 `json:"tls_cost_put"`
+		Rounds     int
+		Plain, TLS []run
+		PutCost    *float64 `json:"tls_cost_put"`
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 		t.Fatalf("last line is not JSON: %v", err)
 	}
-	for _, r := range []struct {
-		name string
-		tls  bool
-		put  struct{ Done, Failed int }
-		get  struct{ Done, Failed int }
-	}{{"plain", res.Plain.TLS, res.Plain.Put, res.Plain.Get}, {"tls", res.TLS.TLS, res.TLS.Put, res.TLS.Get}} {
-		if r.tls != (r.name == "tls") || r.put.Done != 200 || r.get.Done != 200 || r.put.Failed+r.get.Failed != 0 {
-			t.Errorf("%s run: tls %v, put %+v, get %+v", r.name, r.tls, r.put, r.get)
+	if res.Rounds != 2 || len(res.Plain) != 2 || len(res.TLS) != 2 {
+		t.Fatalf("rounds %d: %d plain runs and %d over TLS, want 2 each", res.Rounds, len(res.Plain), len(res.TLS))
+	}
+	for i, r := range append(res.Plain, res.TLS...) {
+		if r.TLS != (i >= 2) || r.Put.Done != 200 || r.Get.Done != 200 || r.Put.Failed+r.Get.Failed != 0 {
+			t.Errorf("run %d: tls %v, put %+v, get %+v", i, r.TLS, r.Put, r.Get)
 		}
 	}
-	if res.PutCost == nil || !strings.Contains(string(out), "TLS cost, put: ") {
+	if res.PutCost == nil || !strings.Contains(string(out), "TLS cost, put: ") || !strings.Contains(string(out), "medians of 2 rounds") {
 		t.Errorf("no TLS cost printed:\n%s", out)
 	}
 }
