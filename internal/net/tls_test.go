@@ -1,6 +1,7 @@
 package net
 
 import (
+	"context"
 	"crypto/tls"
 	"os"
 	"path/filepath"
@@ -294,6 +295,16 @@ func TestTLSRevocationClosesOpenConnections(t *testing.T) {
 	}
 	if err := call(t, b, rb, a.Addr()); err == nil {
 		t.Fatal("b pings a after its certificate was revoked")
+	}
+	// A new connection with b's certificate is refused at its handshake,
+	// which a counts when its side of the handshake ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := CallTLS(ctx, a.Addr(), &wire.Ping{}, b.cfg.TLS); err == nil {
+		t.Fatal("a new connection with b's revoked certificate was taken")
+	}
+	for a.Stats.TLSRefused.Load()-before < 2 && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
 	}
 	if got := a.Stats.TLSRefused.Load() - before; got < 2 {
 		t.Errorf("%d refusals counted, want the closed connection and the new handshake", got)
