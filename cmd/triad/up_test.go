@@ -104,7 +104,7 @@ type upProc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	lines  chan string
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
 	seen   string // the lines waitFor has read
 }
 
@@ -120,7 +120,7 @@ func startUp(t *testing.T, bin string, args ...string) *upProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &upProc{t: t, cmd: cmd, lines: make(chan string, 100), stderr: &bytes.Buffer{}}
+	u := &upProc{t: t, cmd: cmd, lines: make(chan string, 100), stderr: &lockedBuffer{}}
 	cmd.Stderr = u.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -137,6 +137,25 @@ func startUp(t *testing.T, bin string, args ...string) *upProc {
 		close(u.lines)
 	}()
 	return u
+}
+
+// lockedBuffer is a bytes.Buffer that a test may read while a process
+// writes its output into it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // waitFor reads stdout until a line starts with prefix, for at most 60 s.
