@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/term"
 
+	"triad/internal/cc"
 	"triad/internal/exp"
 	"triad/internal/figure"
 )
@@ -32,6 +33,10 @@ Experiments:
          hosts with the real maintenance code (objects lost, the CDF of
          durable copies), or --scenario transient|addition|wipe|partition
          on a small ring (bytes moved against bytes needed).
+  congestion
+         Congestion control for routed requests on 128 peers: collapse without
+         control and the loss, back-pressure and marking schemes against
+         offered load (Figure 4), cross-load (Figure 5) and fairness.
 
 Run 'triad sim <name> --help' for an experiment's flags.`
 
@@ -39,7 +44,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	// A simulation's live heap is small next to what it allocates per
 	// event; collecting less often leaves both cores to the hosts.
 	relaxGC()
-	return runGroup("sim", simAbout, map[string]func([]string, io.Writer, io.Writer) error{"ring": runSimRing, "dhash": runSimDHash, "passingtone": runSimPassingTone}, args, stdout, stderr)
+	return runGroup("sim", simAbout, map[string]func([]string, io.Writer, io.Writer) error{"ring": runSimRing, "dhash": runSimDHash, "passingtone": runSimPassingTone, "congestion": runSimCongestion}, args, stdout, stderr)
 }
 
 const simRingAbout = `
@@ -488,4 +493,148 @@ func runTrace(fs *flag.FlagSet, stdout, stderr io.Writer, o traceRun) error {
 func showProgress(stderr io.Writer, quiet bool) bool {
 	f, ok := stderr.(*os.File)
 	return !quiet && ok && term.IsTerminal(int(f.Fd()))
+}
+
+const simCongestionAbout = `
+Reproduces "Handling Very Large Numbers Of Messages In DHTs" (congestion
+paper, §V) with the real cc protocol: 128 peers route requests for random
+keys recursively on a Chord ring (evenly spaced IDs), each request
+acknowledged end to end; each peer forwards through one queue of 200
+served at its uplink. Without --scheme it runs everything:
+
+  Figure 4   600 kbit/s peers 20 ms apart; each peer offers 5 to 80
+             requests/s; throughput of each scheme (none, loss,
+             backpressure, marking) against the offered load.
+  Figure 5   links of 600-1000 kbit/s and 5-15 ms; peers pause forwarding
+             for exponential intervals (mean 500 ms) 0-20% of the time;
+             the application offers more than the ring carries; throughput,
+             retransmissions, delay and requests in flight per scheme.
+  Fairness   marking under 10% cross-load with gamma 0 and 16: the mean
+             deviation of the sources' rates.
+
+--scheme runs one scheme's Figure 4 curve, or with --crossload P one point of
+Figure 5. Each point simulates --warmup then measures for --measure. The
+last --json line of a full run is the summary: collapse_ratio,
+marking_min_over_peak, marking_retransmit_fraction, fairness_cut and the
+cross-load comparisons, and wall_seconds. The same --seed gives the same
+figures.`
+
+func runSimCongestion(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("sim congestion", "sim congestion [--seed S] [--scheme none|loss|backpressure|marking] [--crossload P] [--gamma G] [--json] [--plot FILE]", simCongestionAbout, stderr)
+	seed := fs.Uint64("seed", 1, "random seed; fixes the whole run")
+	scheme := fs.String("scheme", "", "run only this scheme: none, loss, backpressure or marking")
+	crossload := fs.Float64("crossload", -1, "with --scheme: one point of Figure 5 at this cross-load (0 to 0.9), instead of Figure 4")
+	gamma := fs.Float64("gamma", 0, "fairness parameter of marking (the full run also compares 0 with 16)")
+	peers := fs.Int("peers", exp.CongestionPeers, "peers in the ring")
+	warmup := fs.Duration("warmup", 5*time.Second, "simulated time before measuring, per point")
+	measure := fs.Duration("measure", 15*time.Second, "simulated time measured, per point")
+	asJSON := fs.Bool("json", false, "end with one JSON line: the summary, and the points")
+	quiet := fs.Bool("q", false, "no progress on stderr (there is none when stderr is not a terminal)")
+	plotTo := fs.String("plot", "", "draw Figures 4 and 5 to this `file` (.png, .svg or .pdf)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if *peers < 2 || *peers > 4096 || *warmup < 0 || *measure < time.Second || *gamma < 0 || *crossload >= 0.9 {
+		return usageErr(fs, "want 2 to 4,096 peers, a measurement of at least 1s, gamma >= 0 and a cross-load under 0.9")
+	}
+	var log io.Writer
+	if showProgress(stderr, *quiet) {
+		log = stderr
+	}
+	if *scheme != "" {
+		s, err := cc.ParseScheme(*scheme)
+		if err != nil {
+			return usageErr(fs, "%v", err)
+		}
+		var res exp.Congestion
+		runs := []exp.CongestionRun{}
+		if *crossload >= 0 {
+			runs = append(runs, exp.CongestionRun{Setup: exp.Mixed, Scheme: s, Offered: exp.ElasticLoad, CrossLoad: *crossload, Gamma: *gamma})
+		} else {
+			for _, x := range exp.DefaultLoads {
+				runs = append(runs, exp.CongestionRun{Setup: exp.Uniform, Scheme: s, Offered: x, Gamma: *gamma})
+			}
+		}
+		for _, r := range runs {
+			r.Seed, r.Peers, r.Warmup, r.Measure = *seed, *peers, *warmup, *measure
+			p, err := exp.RunCongestion(r)
+			if err != nil {
+				return err
+			}
+			if *crossload >= 0 {
+				res.Figure5 = append(res.Figure5, p)
+			} else {
+				res.Figure4 = append(res.Figure4, p)
+			}
+			if log != nil {
+				fmt.Fprintf(log, "congestion: %s offered %.0f: %.1f req/s per peer\n", p.Scheme, p.Offered, p.Throughput)
+			}
+		}
+		printCongestion(stdout, res)
+		if err := plotCongestion(stdout, res, *plotTo); err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, res)
+		}
+		return nil
+	}
+	res, err := exp.RunCongestionExperiment(exp.CongestionConfig{Seed: *seed, Peers: *peers, Warmup: *warmup, Measure: *measure, Log: log})
+	if err != nil {
+		return err
+	}
+	printCongestion(stdout, res)
+	sum := res.Summary
+	fmt.Fprintf(stdout, "\nsummary: without control, throughput at %.0f req/s per peer is %.2f of the peak (collapse_ratio)\n", exp.DefaultLoads[len(exp.DefaultLoads)-1], sum.CollapseRatio)
+	fmt.Fprintf(stdout, "         marking past the peak keeps %.2f of it, with %.3f%% retransmitted\n", sum.MarkingMinOverPeak, 100*sum.MarkingRetransmitFraction)
+	fmt.Fprintf(stdout, "         at 10%% cross-load: marking carries %.2fx what loss does; back-pressure's delay is %.2fx marking's\n", sum.MarkingOverLossThroughput, sum.BackpressureOverMarkingDelay)
+	fmt.Fprintf(stdout, "         gamma 16 cuts the mean deviation of the sources' rates by %.0f%% against gamma 0 (fairness_cut)\n", 100*sum.FairnessCut)
+	fmt.Fprintf(stdout, "         %.0f s of wall time\n", sum.WallSeconds)
+	if err := plotCongestion(stdout, res, *plotTo); err != nil {
+		return err
+	}
+	if *asJSON {
+		out := struct {
+			exp.CongestionSummary
+			Figure4  []exp.CongestionPoint `json:"figure4"`
+			Figure5  []exp.CongestionPoint `json:"figure5"`
+			Fairness []exp.CongestionPoint `json:"fairness"`
+		}{sum, res.Figure4, res.Figure5, res.Fairness}
+		return printJSON(stdout, out)
+	}
+	return nil
+}
+
+func plotCongestion(stdout io.Writer, res exp.Congestion, path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := figure.Congestion(res, path); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "figure written to %s\n", path)
+	return nil
+}
+
+// printCongestion prints the points of a congestion run as tables.
+func printCongestion(stdout io.Writer, res exp.Congestion) {
+	for _, t := range []struct {
+		title string
+		pts   []exp.CongestionPoint
+	}{{"Figure 4: 600 kbit/s peers, 20 ms apart", res.Figure4}, {"Figure 5: 600-1000 kbit/s, 5-15 ms, cross-load", res.Figure5}, {"Fairness: marking, 10% cross-load", res.Fairness}} {
+		if len(t.pts) == 0 {
+			continue
+		}
+		fmt.Fprintf(stdout, "%s\n", t.title)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "scheme\toffered/s\tcross-load\tgamma\treq/s per peer\tretransmitted\tdelay ms\tin flight\trate deviation\tdropped\t")
+		for _, p := range t.pts {
+			fmt.Fprintf(tw, "%s\t%.0f\t%.0f%%\t%.0f\t%.1f\t%.3f%%\t%.0f\t%.1f\t%.3f\t%d\t\n", p.Scheme, p.Offered, 100*p.CrossLoad, p.Gamma, p.Throughput,
+				100*p.RetransmitFraction, p.DelayMs, p.Outstanding, p.RateDeviation, p.Dropped)
+		}
+		tw.Flush()
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"os"
 	"os/signal"
@@ -313,11 +312,7 @@ local ring for trying triad, not for keeping data. On real machines, run one
 func spacedIDs(i, n, v int) []id.ID {
 	var ids []id.ID
 	for j := range v {
-		pos := new(big.Int).Lsh(big.NewInt(int64(j*n+i)), id.Bits)
-		pos.Div(pos, big.NewInt(int64(n*v)))
-		b := pos.FillBytes(make([]byte, id.Bytes))
-		x, _ := id.FromBytes(b)
-		ids = append(ids, x)
+		ids = append(ids, id.Spaced(j*n+i, n*v))
 	}
 	return ids
 }

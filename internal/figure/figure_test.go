@@ -25,6 +25,11 @@ func TestFiguresDraw(t *testing.T) {
 		"copies.png": func(p string) error {
 			return ReplicaCDF(exp.TraceResult{Replicas: 2, SimDays: 365, ReplicaCDF: []float64{0, 0.006, 0.038, 0.3, 1}}, p)
 		},
+		"congestion.png": func(p string) error {
+			pts := []exp.CongestionPoint{{Scheme: "none", Offered: 20, Throughput: 20}, {Scheme: "none", Offered: 80, Throughput: 31}, {Scheme: "marking", Offered: 20, Throughput: 20}, {Scheme: "marking", Offered: 80, Throughput: 66}}
+			cross := []exp.CongestionPoint{{Scheme: "loss", CrossLoad: 0, Throughput: 80, DelayMs: 260}, {Scheme: "loss", CrossLoad: 0.1, Throughput: 34, RetransmitFraction: 0.08, DelayMs: 326}}
+			return Congestion(exp.Congestion{Figure4: pts, Figure5: cross}, p)
+		},
 		"scenarios.svg": func(p string) error {
 			return Scenarios([]exp.ScenarioResult{{Scenario: "transient", BytesMoved: 0, BytesNeeded: 0}, {Scenario: "wipe", BytesMoved: 1294336, BytesNeeded: 1081344}}, p)
 		},
@@ -50,6 +55,9 @@ func TestFiguresDraw(t *testing.T) {
 	}
 	if err := RingHops(exp.RingResult{}, filepath.Join(dir, "x.png")); err == nil {
 		t.Error("drew a ring with no lookups")
+	}
+	if err := Congestion(exp.Congestion{}, filepath.Join(dir, "z.png")); err == nil {
+		t.Error("drew congestion with no runs")
 	}
 	if err := ReplicaCDF(exp.TraceResult{}, filepath.Join(dir, "y.png")); err == nil {
 		t.Error("drew copies of no objects")

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/big"
 	"math/rand/v2"
 	"strings"
 )
@@ -192,4 +193,13 @@ func (x ID) Float() float64 {
 		scale /= 256
 	}
 	return f
+}
+
+// Spaced is the k-th of n positions spread evenly around the ring:
+// k·2^Bits/n.
+func Spaced(k, n int) ID {
+	pos := new(big.Int).Lsh(big.NewInt(int64(k)), Bits)
+	pos.Div(pos, big.NewInt(int64(n)))
+	x, _ := FromBytes(pos.FillBytes(make([]byte, Bytes)))
+	return x
 }

@@ -226,3 +226,33 @@ func askedBefore(asked []wire.NodeRef, n wire.NodeRef) bool {
 	}
 	return false
 }
+
+// NextHop is one step of a request that another protocol routes
+// recursively itself, one message per hop (congestion control's routed
+// requests): here when one of this host's vnodes is the key's successor,
+// else the next node to send it to, from the vnode that precedes the key
+// most closely: the key's successor when the key lies just past that
+// vnode, else its closest live finger or successor before the key. ok is
+// false while the host knows no way on.
+func (h *Chord) NextHop(env node.Env, key id.ID) (next wire.NodeRef, here, ok bool) {
+	best := h.vnodes[0]
+	for _, v := range h.vnodes {
+		if len(v.preds) > 0 && key.In(v.preds[0].ID, v.self.ID) || v.alone {
+			return v.self, true, true
+		}
+		if v.self.ID.Between(best.self.ID, key) {
+			best = v
+		}
+	}
+	if len(best.succs) == 0 {
+		return wire.NodeRef{}, false, false
+	}
+	if key.In(best.self.ID, best.succs[0].ID) {
+		return best.succs[0], best.succs[0].Addr == h.addr, true
+	}
+	bad := func(n wire.NodeRef) bool { return h.isDead(env, n) }
+	if c := best.closest(key, 1, false, bad); len(c) > 0 {
+		return c[0], false, true
+	}
+	return best.succs[0], false, true
+}

@@ -475,3 +475,42 @@ func TestRingOfTwoMerges(t *testing.T) {
 	c.waitConsistent(2 * time.Minute)
 	c.lookupAll()
 }
+
+// NextHop, followed from any host, reaches the host whose vnode is the
+// key's successor, in at most log2 of the vnodes plus a few hops.
+func TestNextHopReachesTheSuccessor(t *testing.T) {
+	c := newCluster(t, 8, 2, 5)
+	c.s.RunFor(30 * time.Second) // fingers and lists settle
+	vs := c.vnodes()
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 200 {
+		key := id.Random(r, id.Bytes)
+		want := vs[0]
+		for _, v := range vs {
+			if v.Self().ID.Cmp(key) >= 0 {
+				want = v
+				break
+			}
+		}
+		at := c.s.Hosts()[r.IntN(8)]
+		for hops := 0; ; hops++ {
+			var next wire.NodeRef
+			var here, ok bool
+			c.s.Do(at, func(env node.Env) { next, here, ok = chord(at).NextHop(env, key) })
+			c.s.RunFor(time.Millisecond)
+			if !ok {
+				t.Fatalf("key %s: no route at %s", key.Short(), at.Addr)
+			}
+			if here {
+				break
+			}
+			if hops > 8 {
+				t.Fatalf("key %s: more than 8 hops", key.Short())
+			}
+			at = c.s.HostAt(next.Addr)
+		}
+		if at.Addr != want.Self().Addr {
+			t.Fatalf("key %s ended at %s, its successor is on %s", key.Short(), at.Addr, want.Self().Addr)
+		}
+	}
+}

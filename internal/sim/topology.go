@@ -88,6 +88,31 @@ type hostGeo struct {
 type Topology struct {
 	seed  uint64
 	hosts []hostGeo
+	flat  bool // NewFlatTopology: no regions, no per-pair factor
+}
+
+// FlatHost is a host of a flat topology: Delay is its one-way delay to any
+// host with the same Delay (between two hosts, the mean of theirs), and
+// its access link's bandwidths in bits per second.
+type FlatHost struct {
+	Delay          time.Duration
+	UpBps, DownBps float64
+}
+
+// NewFlatTopology is a network with no geography, as an emulated cluster
+// has (the congestion paper's ModelNet setups): each pair of hosts a
+// fixed delay apart, each host with its own access link. It does not
+// grow, and all its hosts are in one half for Partition.
+func NewFlatTopology(hosts []FlatHost) *Topology {
+	if len(hosts) < 1 || len(hosts) > MaxHosts {
+		panic("sim: topology size out of range")
+	}
+	t := &Topology{flat: true}
+	for _, h := range hosts {
+		ms := float64(h.Delay) / float64(time.Millisecond)
+		t.hosts = append(t.hosts, hostGeo{accessMs: ms / 4, upBps: h.UpBps, downBps: h.DownBps})
+	}
+	return t
 }
 
 // MaxHosts bounds a topology (the issue asks for 2,048; churn adds hosts).
@@ -142,6 +167,9 @@ func (t *Topology) Len() int { return len(t.hosts) }
 
 // Grow adds hosts drawn from the same distribution, up to n in all.
 func (t *Topology) Grow(n int) {
+	if t.flat {
+		return
+	}
 	r := rand.New(rand.NewPCG(t.seed, uint64(len(t.hosts))))
 	for len(t.hosts) < n && len(t.hosts) < MaxHosts {
 		t.hosts = append(t.hosts, drawHost(r))
@@ -154,6 +182,9 @@ func (t *Topology) RTT(a, b int) time.Duration {
 		return 0
 	}
 	ha, hb := t.hosts[a], t.hosts[b]
+	if t.flat {
+		return time.Duration(2 * (ha.accessMs + hb.accessMs) * float64(time.Millisecond))
+	}
 	dx, dy := ha.x-hb.x, ha.y-hb.y
 	ms := regionRTT[ha.region][hb.region] + 2*math.Sqrt(dx*dx+dy*dy) + 2*(ha.accessMs+hb.accessMs)
 	// Routing is not geometry: a fixed per-pair factor in [0.85, 1.15) breaks

@@ -81,7 +81,7 @@ var ranges = [...]Range{
 	{"dhash", 64, 127},     // blocks
 	{"maint", 128, 191},    // Passing Tone maintenance
 	{"usenet", 192, 255},   // site-to-site header flooding; reserved
-	{"cc", 256, 319},       // congestion control; reserved
+	{"cc", 256, 319},       // congestion control: routed requests
 	{"tapestry", 320, 383}, // reserved
 	{"d2", 384, 447},       // reserved
 }
@@ -169,6 +169,12 @@ func newMsg(t Type) Msg {
 		return &MaintStatus{}
 	case TypeMaintControl:
 		return &MaintControl{}
+	case TypeCCRequest:
+		return &CCRequest{}
+	case TypeCCAck:
+		return &CCAck{}
+	case TypeCCPause:
+		return &CCPause{}
 	}
 	return nil
 }
@@ -322,6 +328,12 @@ func shallowCopy(m Msg) Msg {
 	case *ClientStat:
 		c := *m
 		return &c
+	case *CCAck:
+		c := *m
+		return &c
+	case *CCPause:
+		c := *m
+		return &c
 	}
 	panic(fmt.Sprintf("wire: Clone of %T", m))
 }
@@ -337,6 +349,7 @@ var typeNames = map[Type]string{
 	TypeClientPutBatch: "ClientPutBatch", TypePutBatchDone: "PutBatchDone",
 	TypeTreeQuery: "TreeQuery", TypeTreeInfo: "TreeInfo", TypeMaintStatusReq: "MaintStatusReq",
 	TypeMaintStatus: "MaintStatus", TypeMaintControl: "MaintControl",
+	TypeCCRequest: "CCRequest", TypeCCAck: "CCAck", TypeCCPause: "CCPause",
 }
 
 // String names the type, for logs and errors.

@@ -137,10 +137,14 @@ func readSchema(t *testing.T) string {
 
 // upperSnake turns a Go name into a proto enum value name: GetNeighbors is
 // GET_NEIGHBORS.
+// upperSnake turns a Go name into protobuf's enum style: a word starts at
+// an upper-case letter, except inside an acronym ("CCRequest" is
+// CC_REQUEST, "PutDone" PUT_DONE).
 func upperSnake(s string) string {
 	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && unicode.IsUpper(r) {
+	rs := []rune(s)
+	for i, r := range rs {
+		if i > 0 && unicode.IsUpper(r) && (!unicode.IsUpper(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
 			b.WriteByte('_')
 		}
 		b.WriteRune(unicode.ToUpper(r))

@@ -160,6 +160,9 @@ func bodySize(m Msg) int {
 		return sizeUint(1, protowire.EncodeBool(m.Done)) + sizeNodes(2, m.Succs) + sizeNodes(3, m.Next)
 	case *StoreBlock:
 		return bodySize((*Block)(m))
+	case *CCRequest:
+		return sizeUint(1, m.Seq) + sizeID(2, m.Key) + sizeNode(3, m.Source) + sizeUint(4, m.Rate) +
+			sizeUint(5, protowire.EncodeBool(m.Marked)) + sizeUint(6, uint64(m.Hops)) + sizeLen(7, len(m.Payload))
 	case *Block:
 		return sizeID(1, m.Key) + sizeLen(2, len(m.Data)) +
 			sizeUint(3, protowire.EncodeZigZag(m.Expiry)) + sizeUint(4, protowire.EncodeBool(m.Fragment))
@@ -310,6 +313,10 @@ func Clone(m Msg) Msg {
 	case *StoreBlock:
 		c := *m
 		c.Data = bytes.Clone(m.Data)
+		return &c
+	case *CCRequest:
+		c := *m
+		c.Payload = bytes.Clone(m.Payload)
 		return &c
 	case *Block:
 		c := *m

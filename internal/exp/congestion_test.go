@@ -1,0 +1,67 @@
+package exp
+
+import (
+	"testing"
+	"time"
+
+	"triad/internal/cc"
+)
+
+func congestionPoint(t *testing.T, r CongestionRun) CongestionPoint {
+	t.Helper()
+	r.Seed, r.Warmup, r.Measure = 1, 4*time.Second, 8*time.Second
+	p, err := RunCongestion(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%-12s offered %3.0f cross-load %2.0f%%: %5.1f req/s per peer, %.3f%% retransmitted, %6.0f ms, %d dropped in queues",
+		p.Scheme, p.Offered, 100*p.CrossLoad, p.Throughput, 100*p.RetransmitFraction, p.DelayMs, p.Dropped)
+	return p
+}
+
+// The congestion paper's Figure 4 on its 128-peer setup: without control
+// the ring carries what is offered up to its capacity and less past it
+// (the sources' retransmissions crowd out the requests already half way);
+// with marking it stays near the peak past the capacity, with next to no
+// retransmissions; back-pressure drops nothing.
+func TestCongestionCollapseAndMarking(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates 128 peers for 12 s per point")
+	}
+	peak := congestionPoint(t, CongestionRun{Scheme: cc.None, Offered: 70})
+	over := congestionPoint(t, CongestionRun{Scheme: cc.None, Offered: 100})
+	if peak.Throughput < 60 || over.Throughput > 0.8*peak.Throughput {
+		t.Errorf("without control: %.1f at 70, %.1f at 100 requests/s per peer: no collapse", peak.Throughput, over.Throughput)
+	}
+	m := congestionPoint(t, CongestionRun{Scheme: cc.Marking, Offered: 100})
+	if m.Throughput < 0.9*peak.Throughput || m.RetransmitFraction > 0.002 || m.Marked == 0 {
+		t.Errorf("marking at 100: %.1f (peak %.1f), %.3f%% retransmitted, %d marked", m.Throughput, peak.Throughput, 100*m.RetransmitFraction, m.Marked)
+	}
+	b := congestionPoint(t, CongestionRun{Scheme: cc.BackPressure, Offered: 100})
+	if b.Dropped != 0 || b.Throughput < 0.9*peak.Throughput {
+		t.Errorf("back-pressure at 100: %d dropped, %.1f (peak %.1f)", b.Dropped, b.Throughput, peak.Throughput)
+	}
+	// Under cross-load, back-pressure holds requests in the queues far
+	// longer than marking lets them wait (Figure 5(c)).
+	mc := congestionPoint(t, CongestionRun{Setup: Mixed, Scheme: cc.Marking, Offered: ElasticLoad, CrossLoad: 0.1})
+	bc := congestionPoint(t, CongestionRun{Setup: Mixed, Scheme: cc.BackPressure, Offered: ElasticLoad, CrossLoad: 0.1})
+	if bc.DelayMs < 2*mc.DelayMs || bc.Outstanding < 2*mc.Outstanding {
+		t.Errorf("10%% cross-load: back-pressure %.0f ms and %.1f in flight, marking %.0f ms and %.1f", bc.DelayMs, bc.Outstanding, mc.DelayMs, mc.Outstanding)
+	}
+}
+
+// A seed fixes a run: the same point twice gives the same figures.
+func TestCongestionIsReproducible(t *testing.T) {
+	r := CongestionRun{Seed: 7, Setup: Mixed, Scheme: cc.Marking, Offered: 90, CrossLoad: 0.05, Peers: 32, Warmup: time.Second, Measure: 2 * time.Second}
+	a, err := RunCongestion(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := RunCongestion(r)
+	if a != b {
+		t.Fatalf("two runs of seed 7:\n%+v\n%+v", a, b)
+	}
+	if a.Throughput == 0 {
+		t.Fatal("nothing acknowledged")
+	}
+}
