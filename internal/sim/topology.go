@@ -110,7 +110,7 @@ func NewFlatTopology(hosts []FlatHost) *Topology {
 	t := &Topology{flat: true}
 	for _, h := range hosts {
 		ms := float64(h.Delay) / float64(time.Millisecond)
-		t.hosts = append(t.hosts, hostGeo{accessMs: ms / 4, upBps: h.UpBps, downBps: h.DownBps})
+		t.hosts = append(t.hosts, hostGeo{accessMs: ms / 2, upBps: h.UpBps, downBps: h.DownBps})
 	}
 	return t
 }

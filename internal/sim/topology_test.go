@@ -46,3 +46,19 @@ func avg(ds []time.Duration) time.Duration {
 	}
 	return t / time.Duration(len(ds))
 }
+
+// A flat topology has no geography: two hosts are the mean of their
+// delays apart each way, and each keeps its own link.
+func TestFlatTopology(t *testing.T) {
+	topo := NewFlatTopology([]FlatHost{{Delay: 20 * time.Millisecond, UpBps: 600e3, DownBps: 2.4e6}, {Delay: 10 * time.Millisecond, UpBps: 1e6, DownBps: 4e6}})
+	if rtt := topo.RTT(0, 1); rtt != 30*time.Millisecond {
+		t.Errorf("RTT %v, want 30ms (one way 15 ms)", rtt)
+	}
+	if topo.RTT(1, 1) != 0 || topo.UpBps(0) != 600e3 || topo.DownBps(1) != 4e6 {
+		t.Errorf("RTT to itself %v, links %v and %v", topo.RTT(1, 1), topo.UpBps(0), topo.DownBps(1))
+	}
+	topo.Grow(5)
+	if topo.Len() != 2 {
+		t.Errorf("a flat topology grew to %d hosts", topo.Len())
+	}
+}
