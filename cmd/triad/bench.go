@@ -35,11 +35,14 @@ Benchmarks:
           latency.
   sync    what one maintenance synchronization costs between two stores of
           1,000,000 equal keys: tree queries and bytes.
+  flood   congestion control of routed requests on real node processes: every
+          node floods the ring; goodput against the unflooded peak, memory,
+          and a normal client's lookup latency.
 
 Run 'triad bench <name> --help' for its flags.`
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits, "sync": runBenchSync}, args, stdout, stderr)
+	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits, "sync": runBenchSync, "flood": runBenchFlood}, args, stdout, stderr)
 }
 
 const benchStoreAbout = `

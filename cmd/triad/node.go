@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"triad/internal/cc"
 	"triad/internal/deploy"
 	"triad/internal/dhash"
 	"triad/internal/host"
@@ -57,6 +58,10 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("v", false, "log connection-level detail")
 	tlsDir := fs.String("tls", "", "mutual TLS on every connection with the bundle in this `directory` (from 'triad ca issue NAME --addr LISTEN'; none: plain TCP)")
 	httpAddr := fs.String("http", "", "serve the status page (/) and Prometheus metrics (/metrics) on this TCP `address` (host:port; none by default)")
+	ccScheme := fs.String("cc-scheme", "marking", "congestion control of requests routed through the ring: marking, loss, backpressure, none, or off (not run)")
+	ccUplink := fs.Int("cc-uplink-kbps", 0, "pace routed requests at this uplink, in kbit/s, so that the forwarding queue fills when more comes than it carries (0: unpaced)")
+	ccFlood := fs.Float64("cc-flood", 0, "load generator: route this many requests per second for random keys from this node (for benchmarks; 0: none)")
+	ccPayload := fs.Int("cc-payload", 100, "bytes each generated request carries")
 	profile := addProfileFlag(fs, "the node until it stops")
 	bf := addBlockFlags(fs)
 	configPath := addConfigFlag(fs)
@@ -108,6 +113,17 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	spec.ring.StabilizeInterval = *stab
+	if *ccScheme == "off" {
+		spec.cc = nil
+	} else {
+		if spec.cc.Scheme, err = cc.ParseScheme(*ccScheme); err != nil {
+			return usageErr(fs, "--cc-scheme: %v", err)
+		}
+		spec.cc.UplinkBps, spec.cc.Offered, spec.cc.PayloadBytes = 1000*float64(*ccUplink), *ccFlood, *ccPayload
+		if err := spec.cc.Validate(); err != nil {
+			return usageErr(fs, "--cc-uplink-kbps, --cc-flood, --cc-payload: %v", err)
+		}
+	}
 	switch {
 	case *maintEvery < 0:
 		return usageErr(fs, "--maint-interval %v: want 0 (off) or a positive duration", *maintEvery)
@@ -176,12 +192,14 @@ type nodeSpec struct {
 	http               string      // address of /metrics and the status page ("": none)
 	name               string      // the status page's title ("": "node ADDR")
 	tls                *pki.Bundle // mutual TLS (nil: plain TCP)
+	cc                 *cc.Config  // congestion control of routed requests (nil: none)
 }
 
 // defaultNodeSpec is one vnode with every protocol's defaults.
 func defaultNodeSpec() nodeSpec {
 	mc := maint.DefaultConfig()
-	return nodeSpec{vnodes: 1, host: host.DefaultConfig(), ring: ring.DefaultConfig(), dhash: dhash.DefaultConfig(), maint: &mc}
+	cf := cc.DefaultConfig()
+	return nodeSpec{vnodes: 1, host: host.DefaultConfig(), ring: ring.DefaultConfig(), dhash: dhash.DefaultConfig(), maint: &mc, cc: &cf}
 }
 
 func (b *blockFlags) spec() (nodeSpec, error) {
@@ -250,7 +268,7 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 		}
 	}
 	blocks := spec.dhash
-	opts := deploy.Options{Vnodes: spec.vnodes, Bootstrap: spec.join, Host: spec.host, Ring: spec.ring, Blocks: &blocks, Machine: spec.machine, Maint: spec.maint}
+	opts := deploy.Options{Vnodes: spec.vnodes, Bootstrap: spec.join, Host: spec.host, Ring: spec.ring, Blocks: &blocks, Machine: spec.machine, Maint: spec.maint, CC: spec.cc}
 	n, err := deploy.New(opts, drv.Addr(), drv.Storage(), drv.Rand())
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("%s: %w", spec.data, err), drv.Close())

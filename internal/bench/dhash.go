@@ -36,8 +36,9 @@ type DHashConfig struct {
 	Ops         int    // puts, then as many gets
 	Concurrency int    // operations in flight, across all nodes
 	MaxPhase    time.Duration
-	NodeArgs    []string // extra `triad node` flags
-	ProfileDir  string   // if set, each node writes a CPU profile here (node<i>.cpu)
+	NodeArgs    []string   // extra `triad node` flags
+	PerNodeArgs [][]string // more flags for node i, if given
+	ProfileDir  string     // if set, each node writes a CPU profile here (node<i>.cpu)
 	// HolderDirect sends each operation straight to the node holding the
 	// key's first copy (client.Cluster learns the ring from the nodes), so
 	// the lookup is skipped. By default operations go to the nodes in turn,
@@ -311,6 +312,9 @@ func startCluster(cfg DHashConfig, dir string) (*cluster, error) {
 			args = append(args, "--join", c.addrs[0])
 		}
 		args = append(args, cfg.NodeArgs...)
+		if i < len(cfg.PerNodeArgs) {
+			args = append(args, cfg.PerNodeArgs[i]...)
+		}
 		if cfg.ProfileDir != "" {
 			args = append(args, "--cpuprofile", filepath.Join(cfg.ProfileDir, fmt.Sprintf("node%d.cpu", i)))
 		}

@@ -9,6 +9,7 @@ import (
 	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/rpc"
 	"triad/internal/wire"
 )
 
@@ -128,6 +129,7 @@ type Stats struct {
 	Retransmits uint64
 	Acked       uint64 // requests acknowledged (once each)
 	AckedMarked uint64 // of those, with the congestion bit
+	AckedHere   uint64 // of those, for keys this node holds: no hop, no cost
 	Lost        uint64 // requests given up: not acknowledged after the retries
 	DelaySum    time.Duration
 	HopsSum     uint64
@@ -160,6 +162,7 @@ type Node struct {
 	avgQ     float64    // s̄
 	xAvg     float64    // x_avg, requests per second
 	paused   bool       // cross-load: not forwarding now
+	gen      bool       // the load generator's timer is armed
 	pausedAt time.Time
 	blocked  []node.Addr // neighbours that told us to hold (back-pressure)
 	holding  []node.Addr // neighbours we told to hold
@@ -201,11 +204,17 @@ func (n *Node) Snapshot() Stats {
 
 // Start starts the load generator and cross-load, if configured.
 func (n *Node) Start(env node.Env) {
-	if n.cfg.Offered > 0 {
-		env.After(exponential(env, time.Duration(float64(time.Second)/n.cfg.Offered)), genTimer{})
-	}
+	n.generate(env)
 	if n.cfg.PauseFraction > 0 {
 		env.After(exponential(env, n.activeMean()), pauseTimer{})
+	}
+}
+
+// generate arms the load generator's next request, if it offers any.
+func (n *Node) generate(env node.Env) {
+	if n.cfg.Offered > 0 && !n.gen {
+		n.gen = true
+		env.After(exponential(env, time.Duration(float64(time.Second)/n.cfg.Offered)), genTimer{})
 	}
 }
 
@@ -244,6 +253,13 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		n.route(env, m, in.From)
 	case *wire.CCAck:
 		n.src.acked(env, m)
+	case *wire.CCFlood:
+		if in.Env.Kind != wire.Request {
+			return
+		}
+		n.cfg.Offered = float64(m.MilliRate) / 1000
+		n.generate(env)
+		rpc.Respond(env, in, wire.NodeRef{Addr: n.rt.Addr()}, &wire.Ack{})
 	case *wire.CCPause:
 		if m.Paused {
 			if !contains(n.blocked, in.From) {
@@ -265,10 +281,14 @@ func (n *Node) Timer(env node.Env, t node.Timer) bool {
 	case retransmitTimer:
 		n.src.timedOut(env, t)
 	case genTimer:
+		n.gen = false
+		if n.cfg.Offered <= 0 {
+			return true
+		}
 		n.Stats.Generated++
 		key := id.Random(env.Rand(), id.Bytes)
 		n.Send(env, key, make([]byte, n.cfg.PayloadBytes)) // a refusal is counted
-		env.After(exponential(env, time.Duration(float64(time.Second)/n.cfg.Offered)), genTimer{})
+		n.generate(env)
 	case pauseTimer:
 		now := env.Now()
 		if n.paused {

@@ -121,6 +121,9 @@ func (s *source) acked(env node.Env, m *wire.CCAck) {
 	st.Acked++
 	st.DelaySum += now.Sub(p.first)
 	st.HopsSum += uint64(m.Hops)
+	if m.Hops == 0 {
+		st.AckedHere++
+	}
 	if p.retries == 0 { // Karn: only a request sent once times the ring
 		s.sample(now.Sub(p.first))
 	}

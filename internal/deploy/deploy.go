@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"triad/internal/cc"
 	"triad/internal/dhash"
 	"triad/internal/host"
 	"triad/internal/id"
@@ -31,6 +32,9 @@ type Options struct {
 	// store; nil runs none. Its Replicas, and its Fragments and Rebuild
 	// (see New), come from the block store.
 	Maint *maint.Config
+	// CC configures congestion control of routed requests (cc), routed on
+	// the ring; nil runs none.
+	CC *cc.Config
 	// Machine, if not zero, is the host's machine identity
 	// (wire.NodeRef.Machine) in place of the random one its state keeps:
 	// hosts given the same one never hold two replicas of a block.
@@ -51,6 +55,7 @@ type Node struct {
 	Ring   *ring.Chord
 	Blocks *dhash.Node  // nil when Options.Blocks is nil
 	Maint  *maint.Maint // nil when Options.Maint or Options.Blocks is nil
+	CC     *cc.Node     // nil when Options.CC is nil
 	// State is the ring state the host started from: its vnode IDs and
 	// the peers it last knew.
 	State ring.State
@@ -83,6 +88,11 @@ func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error
 		return nil, err
 	}
 	n := &Node{Host: h, Ring: chord, State: state}
+	if o.CC != nil {
+		if n.CC, err = cc.New(*o.CC, h, cc.ChordRouter{Ring: chord}); err != nil {
+			return nil, fmt.Errorf("deploy: %w", err)
+		}
+	}
 	if o.Blocks != nil {
 		if n.Blocks, err = dhash.New(*o.Blocks, chord); err != nil {
 			return nil, fmt.Errorf("deploy: %w", err)

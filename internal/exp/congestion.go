@@ -57,7 +57,9 @@ type CongestionPoint struct {
 	Offered   float64 `json:"offered"`
 	CrossLoad float64 `json:"crossload"`
 	Gamma     float64 `json:"gamma"`
-	// Throughput is requests acknowledged per peer per second.
+	// Throughput is routed requests acknowledged per peer per second (those
+	// for a key their source holds cross no link and are not counted, as
+	// in the paper's A, §III-D).
 	Throughput float64 `json:"throughput"`
 	// RetransmitFraction is retransmissions over requests sent.
 	RetransmitFraction float64 `json:"retransmit_fraction"`
@@ -157,7 +159,7 @@ func RunCongestion(r CongestionRun) (CongestionPoint, error) {
 	var delay time.Duration
 	for i, n := range nodes {
 		a, b := before[i], n.Snapshot()
-		acked += b.Acked - a.Acked
+		acked += b.Acked - a.Acked - (b.AckedHere - a.AckedHere)
 		sent += b.Injected - a.Injected + b.Retransmits - a.Retransmits
 		retrans += b.Retransmits - a.Retransmits
 		delay += b.DelaySum - a.DelaySum

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"triad/internal/cc"
 	"triad/internal/deploy"
 	tnet "triad/internal/net"
 	"triad/internal/node"
@@ -45,6 +46,7 @@ type NodeSnapshot struct {
 	CopiesServed  uint64
 	BadCopies     uint64
 	Maint         *wire.MaintStatus // nil without maintenance
+	CC            *cc.Stats         // nil without congestion control
 }
 
 // VnodeSnapshot is one virtual server's neighbourhood.
@@ -86,6 +88,10 @@ func TakeNodeSnapshot(n *deploy.Node) NodeSnapshot {
 	}
 	if n.Maint != nil {
 		s.Maint = n.Maint.Status()
+	}
+	if n.CC != nil {
+		st := n.CC.Snapshot()
+		s.CC = &st
 	}
 	return s
 }
@@ -224,6 +230,29 @@ func emitNode(ch chan<- prometheus.Metric, s NodeSnapshot) {
 	if s.Maint != nil {
 		emitMaint(e, s.Maint)
 	}
+	if s.CC != nil {
+		emitCC(e, s.CC)
+	}
+}
+
+// emitCC writes congestion control's counters: a source's requests and
+// its window, and the forwarding queue's drops and marks.
+func emitCC(e emitter, st *cc.Stats) {
+	e.counter("triad_cc_requests_injected_total", "Routed requests this node sent as their source (first transmissions).", st.Injected)
+	e.counter("triad_cc_requests_acked_total", "Routed requests of this source acknowledged by the node responsible for their key.", st.Acked)
+	e.counter("triad_cc_requests_acked_marked_total", "Of those, acknowledged with the congestion bit.", st.AckedMarked)
+	e.counter("triad_cc_requests_acked_here_total", "Of those, for keys this node holds itself: routed no hop.", st.AckedHere)
+	e.counter("triad_cc_retransmissions_total", "Routed requests sent again after a timeout.", st.Retransmits)
+	e.counter("triad_cc_requests_lost_total", "Routed requests given up after their retries.", st.Lost)
+	e.counter("triad_cc_requests_refused_total", "Requests the source refused: its backlog was full.", st.Refused)
+	e.metric(prometheus.CounterValue, "triad_cc_request_delay_seconds_total", "Time from the first sending to the acknowledgement, summed over acknowledged requests.", st.DelaySum.Seconds())
+	e.counter("triad_cc_forwarded_total", "Routed requests sent on towards their key.", st.Forwarded)
+	e.counter("triad_cc_delivered_total", "Routed requests that reached this node, responsible for their key.", st.Delivered)
+	e.counter("triad_cc_queue_drops_total", "Routed requests dropped: the forwarding queue was full.", st.Dropped)
+	e.counter("triad_cc_marked_total", "Routed requests this node's queue marked.", st.Marked)
+	e.gauge("triad_cc_window_requests", "The source's window: requests it may have in flight.", st.Window)
+	e.gauge("triad_cc_outstanding_requests", "The source's requests in flight.", float64(st.Outstanding))
+	e.gauge("triad_cc_queue_requests", "Routed requests waiting in the forwarding queue.", float64(st.Queue))
 }
 
 // maintCounters maps the counters of a maintenance status to metrics:

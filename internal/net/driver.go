@@ -622,8 +622,9 @@ const (
 )
 
 // operatorOnly lists the commands only a client on this machine may send
-// (until nodes and operators have certificates): pausing maintenance.
-func operatorOnly(t wire.Type) bool { return t == wire.TypeMaintControl }
+// (until nodes and operators have certificates): pausing maintenance and
+// setting the routed-request load generator.
+func operatorOnly(t wire.Type) bool { return t == wire.TypeMaintControl || t == wire.TypeCCFlood }
 
 func isLoopback(nc gonet.Conn) bool {
 	a, ok := nc.RemoteAddr().(*gonet.TCPAddr)

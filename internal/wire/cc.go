@@ -7,6 +7,7 @@ const (
 	TypeCCRequest Type = 256
 	TypeCCAck     Type = 257
 	TypeCCPause   Type = 258
+	TypeCCFlood   Type = 259
 )
 
 // CCRequest is a request routed recursively, one hop at a time, towards
@@ -37,6 +38,12 @@ type CCAck struct {
 // sender's forwarding queue is full (Paused) and the receiver must hold
 // what it would route through it, or it has room again.
 type CCPause struct{ Paused bool }
+
+// CCFlood sets a node's load generator (for benchmarks): MilliRate
+// thousandths of a request per second for random keys from then on, 0 to
+// stop. The reply is an Ack. Only a client on the node's own machine may
+// send it.
+type CCFlood struct{ MilliRate uint64 }
 
 // Bounds of routed requests.
 const (
@@ -97,3 +104,7 @@ func (m *CCAck) decodeField(d *decoder, f field) {
 func (*CCPause) Type() Type                        { return TypeCCPause }
 func (m *CCPause) encode(b []byte) []byte          { return putBool(b, 1, m.Paused) }
 func (m *CCPause) decodeField(d *decoder, f field) { m.Paused = d.bool(f) }
+
+func (*CCFlood) Type() Type                        { return TypeCCFlood }
+func (m *CCFlood) encode(b []byte) []byte          { return putUint(b, 1, m.MilliRate) }
+func (m *CCFlood) decodeField(d *decoder, f field) { m.MilliRate = d.uint(f) }

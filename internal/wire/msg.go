@@ -175,6 +175,8 @@ func newMsg(t Type) Msg {
 		return &CCAck{}
 	case TypeCCPause:
 		return &CCPause{}
+	case TypeCCFlood:
+		return &CCFlood{}
 	}
 	return nil
 }
@@ -334,6 +336,9 @@ func shallowCopy(m Msg) Msg {
 	case *CCPause:
 		c := *m
 		return &c
+	case *CCFlood:
+		c := *m
+		return &c
 	}
 	panic(fmt.Sprintf("wire: Clone of %T", m))
 }
@@ -349,7 +354,7 @@ var typeNames = map[Type]string{
 	TypeClientPutBatch: "ClientPutBatch", TypePutBatchDone: "PutBatchDone",
 	TypeTreeQuery: "TreeQuery", TypeTreeInfo: "TreeInfo", TypeMaintStatusReq: "MaintStatusReq",
 	TypeMaintStatus: "MaintStatus", TypeMaintControl: "MaintControl",
-	TypeCCRequest: "CCRequest", TypeCCAck: "CCAck", TypeCCPause: "CCPause",
+	TypeCCRequest: "CCRequest", TypeCCAck: "CCAck", TypeCCPause: "CCPause", TypeCCFlood: "CCFlood",
 }
 
 // String names the type, for logs and errors.

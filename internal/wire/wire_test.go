@@ -40,7 +40,7 @@ func samples() []Msg {
 		&NextHop{Key: k, MinSuccs: 1},
 		&MaintStatusReq{}, &MaintControl{Pause: true},
 		&CCRequest{Seq: 1 << 50, Key: k, Source: sampleNode(r), Rate: 65000, Marked: true, Hops: 3, Payload: []byte("routed")},
-		&CCAck{Seq: 9, Marked: true, Hops: 4}, &CCPause{Paused: true},
+		&CCAck{Seq: 9, Marked: true, Hops: 4}, &CCPause{Paused: true}, &CCFlood{MilliRate: 250000},
 		&MaintStatus{Paused: true, Counters: []Counter{{"repaired", 7}}, Vnodes: []MaintVnode{{Self: sampleNode(r), Succ: sampleNode(r), LastRound: -5, Running: true, Queued: 3, QueuedSize: 24000}}},
 		&TreeQuery{Prefix: []byte{2, 0xab}, Lo: k, Hi: id.Random(r, id.Bytes)},
 		&TreeInfo{Count: 70, Hash: make([]byte, TreeHashBytes), Keys: []id.ID{k, k}, Expiries: []int64{0, 1700000000123456789}, Sizes: []uint64{0, 65536}, Children: []TreeChild{{Prefix: []byte{1, 4}, Count: 3, Hash: make([]byte, TreeHashBytes)}}},
