@@ -215,7 +215,8 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 	ops := fs.Int("ops", 0, "blocks to put and get (default: 20,000, or 2,000 for blocks over 16 KB)")
 	maxPhase := fs.Duration("max-phase", time.Minute, "time bound of each phase")
 	withTLS := fs.Bool("tls", false, "run again with every connection mutual TLS 1.3 (a CA made for the run) and print what TLS costs")
-	rounds := fs.Int("rounds", 3, "with --tls: plain and TLS runs of each, in turns; the cost is the ratio of their medians")
+	rounds := fs.Int("rounds", 3, "with --tls or --compare-stp: runs of each way, in turns; the result is the ratio of their medians")
+	compareSTP := fs.Bool("compare-stp", false, "run with every block copy sent at once (the nodes' --stp=false) and with STP's window, in turns, and print the difference")
 	holderDirect := fs.Bool("holder-direct", false, "send each operation straight to the key's holder, skipping the lookup (labelled in the output)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	profile := fs.String("profile", "", "write CPU profiles of every node (node<i>.cpu) and of this client (client.cpu) into this `directory`")
@@ -260,7 +261,11 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 		Log:      func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
 		Progress: progressTo(stderr),
 	}
-	if !*withTLS {
+	if *withTLS && *compareSTP {
+		stopProfile()
+		return usageErr(fs, "--tls and --compare-stp: compare one thing at a time")
+	}
+	if !*withTLS && !*compareSTP {
 		res, err := bench.DHash(cfg)
 		stopProfile()
 		if err != nil {
@@ -272,52 +277,63 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	// Plain and over mutual TLS, in turns (ABBA...: drift in the disk or
-	// the machine falls on both), and what TLS costs: the medians' ratio.
-	var plain, withT []bench.DHashResult
+	// Two ways, in turns (ABBA...: drift in the disk or the machine falls
+	// on both), and their medians' ratio: plain against mutual TLS (what
+	// TLS costs), or every copy at once against STP's window.
+	cmp := dhashComparison{base: "plain", variant: "tls", set: func(c *bench.DHashConfig, on bool) { c.TLS = on },
+		say: func(name string, base, variant float64) string {
+			return fmt.Sprintf("TLS cost, %s: %.1f%% of MB/s (medians of %d rounds: %.2f plain, %.2f with TLS)", name, 100*(1-variant/base), *rounds, base, variant)
+		}}
+	if *compareSTP {
+		cmp = dhashComparison{base: "fixed", variant: "stp", set: func(c *bench.DHashConfig, on bool) { c.FixedWindow = !on },
+			say: func(name string, base, variant float64) string {
+				return fmt.Sprintf("STP against every copy at once, %s: %+.1f%% of MB/s (medians of %d rounds: %.2f at once, %.2f with STP)", name, 100*(variant/base-1), *rounds, base, variant)
+			}}
+	}
+	runs := map[bool][]bench.DHashResult{}
 	for r := range *rounds {
-		for _, useTLS := range []bool{r%2 == 1, r%2 == 0} {
-			cfg.TLS = useTLS
+		for _, on := range []bool{r%2 == 1, r%2 == 0} {
+			cmp.set(&cfg, on)
 			res, err := bench.DHash(cfg)
 			if err != nil {
 				stopProfile()
 				return err
 			}
 			printDHash(stdout, res)
-			if useTLS {
-				withT = append(withT, res)
-			} else {
-				plain = append(plain, res)
-			}
+			runs[on] = append(runs[on], res)
 		}
 	}
 	stopProfile()
-	out := struct {
-		Rounds  int                 `json:"rounds"`
-		Plain   []bench.DHashResult `json:"plain"`
-		TLS     []bench.DHashResult `json:"tls"`
-		PutCost *float64            `json:"tls_cost_put,omitempty"`
-		GetCost *float64            `json:"tls_cost_get,omitempty"`
-	}{Rounds: *rounds, Plain: plain, TLS: withT}
+	out := map[string]any{"rounds": *rounds, cmp.base: runs[false], cmp.variant: runs[true]}
 	for _, p := range []struct {
 		name  string
 		phase func(bench.DHashResult) bench.PhaseResult
-		into  **float64
-	}{{"put", func(r bench.DHashResult) bench.PhaseResult { return r.Put }, &out.PutCost}, {"get", func(r bench.DHashResult) bench.PhaseResult { return r.Get }, &out.GetCost}} {
-		pm, pok := medianMBps(plain, p.phase)
-		tm, tok := medianMBps(withT, p.phase)
-		if !pok || !tok || pm == 0 {
-			fmt.Fprintf(stdout, "TLS cost, %s: no figure (a phase had failures)\n", p.name)
+	}{{"put", func(r bench.DHashResult) bench.PhaseResult { return r.Put }}, {"get", func(r bench.DHashResult) bench.PhaseResult { return r.Get }}} {
+		bm, bok := medianMBps(runs[false], p.phase)
+		vm, vok := medianMBps(runs[true], p.phase)
+		if !bok || !vok || bm == 0 {
+			fmt.Fprintf(stdout, "%s %s: no figure (a phase had failures)\n", cmp.variant, p.name)
 			continue
 		}
-		c := 1 - tm/pm
-		*p.into = &c
-		fmt.Fprintf(stdout, "TLS cost, %s: %.1f%% of MB/s (medians of %d rounds: %.2f plain, %.2f with TLS)\n", p.name, 100*c, *rounds, pm, tm)
+		fmt.Fprintln(stdout, cmp.say(p.name, bm, vm))
+		if *withTLS {
+			out["tls_cost_"+p.name] = 1 - vm/bm
+		} else {
+			out["stp_gain_"+p.name] = vm/bm - 1
+		}
 	}
 	if *asJSON {
 		return printJSON(stdout, out)
 	}
 	return nil
+}
+
+// dhashComparison is what bench dhash compares: a base and a variant of
+// the run, set on the configuration, and how its result reads.
+type dhashComparison struct {
+	base, variant string
+	set           func(c *bench.DHashConfig, variant bool)
+	say           func(phase string, base, variant float64) string
 }
 
 // medianMBps is the median MB/s of one phase over runs; false if a run of
@@ -348,7 +364,11 @@ func printDHash(stdout io.Writer, res bench.DHashResult) {
 	if res.TLS {
 		transport = "mutual TLS 1.3"
 	}
-	fmt.Fprintf(stdout, "%d nodes on 127.0.0.1, %d-byte blocks, %d in flight, sent to %s, over %s\n", res.Nodes, res.Size, res.Concurrency, res.Route, transport)
+	window := "copies through STP's window"
+	if res.FixedWindow {
+		window = "every copy at once"
+	}
+	fmt.Fprintf(stdout, "%d nodes on 127.0.0.1, %d-byte blocks, %d in flight, sent to %s, over %s, %s\n", res.Nodes, res.Size, res.Concurrency, res.Route, transport, window)
 	fmt.Fprintln(tw, "phase\tdone\tfailed\tops/s\tMB/s\tp50 ms\tp99 ms\t")
 	phases := []struct {
 		name string

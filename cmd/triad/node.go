@@ -162,6 +162,7 @@ type blockFlags struct {
 	frags      *string
 	maxBlock   *int
 	window     *int
+	stp        *bool
 	capacityMB *int64
 }
 
@@ -173,6 +174,7 @@ func addBlockFlags(fs *flag.FlagSet) *blockFlags {
 		frags:      fs.String("fragments", fmt.Sprintf("%d/%d", def.DataFrags, def.TotalFrags), "erasure coding `m/l`: any m of l fragments rebuild a block"),
 		maxBlock:   fs.Int("max-block", def.MaxBlock, "largest block accepted, in `bytes`"),
 		window:     fs.Int("write-window", def.WriteWindow, "puts this node coordinates at once; more are deferred"),
+		stp:        fs.Bool("stp", true, "send block copies through one congestion window across all destinations (DHash++'s STP); --stp=false sends every copy at once"),
 		capacityMB: fs.Int64("capacity-mb", 0, "disk space for blocks in MiB (0: no limit but the disk)"),
 	}
 }
@@ -216,7 +218,7 @@ func (b *blockFlags) spec() (nodeSpec, error) {
 	if _, err := fmt.Sscanf(*b.frags, "%d/%d", &d.DataFrags, &d.TotalFrags); err != nil {
 		return spec, fmt.Errorf("--fragments %q: want m/l, like 7/14", *b.frags)
 	}
-	d.Replicas, d.MaxBlock, d.WriteWindow = *b.replicas, *b.maxBlock, *b.window
+	d.Replicas, d.MaxBlock, d.WriteWindow, d.FixedWindow = *b.replicas, *b.maxBlock, *b.window, !*b.stp
 	if *b.capacityMB < 0 {
 		return spec, fmt.Errorf("--capacity-mb must not be negative")
 	}

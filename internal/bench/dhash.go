@@ -48,7 +48,10 @@ type DHashConfig struct {
 	// TLS runs the nodes with --tls and the client with a certificate,
 	// from a CA made for the run: every connection is mutual TLS 1.3.
 	TLS bool
-	Log func(format string, args ...any)
+	// FixedWindow runs the nodes with --stp=false: every block copy goes
+	// out at once rather than through STP's window.
+	FixedWindow bool
+	Log         func(format string, args ...any)
 	// Progress, if set, receives each phase's advance (a terminal's bar).
 	Progress func(phase string, total int64) Progress
 }
@@ -81,6 +84,7 @@ type DHashResult struct {
 	Concurrency int         `json:"concurrency"`
 	Route       string      `json:"route"`
 	TLS         bool        `json:"tls"`
+	FixedWindow bool        `json:"fixed_window"`
 	Put         PhaseResult `json:"put"`
 	Get         PhaseResult `json:"get"`
 	StartupSecs float64     `json:"startup_seconds"`
@@ -102,7 +106,7 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		logf = func(string, ...any) {}
 	}
 	cfg.Log = logf
-	res = DHashResult{Nodes: cfg.Nodes, Size: cfg.Size, Concurrency: cfg.Concurrency, Route: RouteAnyNode, TLS: cfg.TLS}
+	res = DHashResult{Nodes: cfg.Nodes, Size: cfg.Size, Concurrency: cfg.Concurrency, Route: RouteAnyNode, TLS: cfg.TLS, FixedWindow: cfg.FixedWindow}
 	if cfg.HolderDirect {
 		res.Route = RouteHolderDirect
 	}
@@ -312,6 +316,9 @@ func startCluster(cfg DHashConfig, dir string) (*cluster, error) {
 			args = append(args, "--join", c.addrs[0])
 		}
 		args = append(args, cfg.NodeArgs...)
+		if cfg.FixedWindow {
+			args = append(args, "--stp=false")
+		}
 		if i < len(cfg.PerNodeArgs) {
 			args = append(args, cfg.PerNodeArgs[i]...)
 		}

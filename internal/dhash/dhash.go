@@ -44,9 +44,13 @@ type Config struct {
 	WriteQuorum int
 	// MaxBlock is the largest block accepted. Default 1 MiB.
 	MaxBlock int
-	// WriteWindow bounds the puts this node coordinates at once; beyond it
-	// a put is deferred at once. Default 256.
+	// WriteWindow bounds the puts this node coordinates (and holds in
+	// memory) at once; beyond it a put is deferred at once. Default 256.
+	// How many of their copies go out at once is STP's window.
 	WriteWindow int
+	// FixedWindow turns STP off: every copy of the puts in the write
+	// window, and every fetch, goes out at once (for comparisons).
+	FixedWindow bool
 	// StoreWindow bounds the copies this node is writing to its disk at
 	// once for others; beyond it a store is refused as busy. Default 1024.
 	StoreWindow int
@@ -123,7 +127,8 @@ type Node struct {
 	rt      *host.Host
 	ring    *ring.Chord
 	coder   *coder
-	puts    int // puts being coordinated (the write window)
+	puts    int  // puts being coordinated (the write window)
+	stp     *stp // block transfers in flight (DHash++ §5); nil with FixedWindow
 	storing int // copies being written for others
 	timers  map[uint64]func(env node.Env)
 	nextT   uint64
@@ -153,6 +158,9 @@ func New(cfg Config, ring *ring.Chord) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, rt: ring.Runtime(), ring: ring, coder: c, timers: make(map[uint64]func(node.Env))}
+	if !cfg.FixedWindow {
+		n.stp = newSTP()
+	}
 	if err := n.rt.Register(wire.TypeStoreBlock, n); err != nil {
 		return nil, err
 	}

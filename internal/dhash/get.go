@@ -196,7 +196,7 @@ func (n *Node) fetchFrom(env node.Env, c wire.NodeRef, key id.ID, done func(env 
 		})
 		return true
 	}
-	return n.rt.Call(env, c.Addr, n.self(), c.ID, &wire.FetchBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
+	return n.transfer(env, c, &wire.FetchBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
 		b, isBlock := m.(*wire.Block)
 		if err == nil && !isBlock {
 			err = fmt.Errorf("%w: %s answered %T", ErrCorrupt, c, m)

@@ -8,6 +8,7 @@ import (
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/ring"
+	"triad/internal/rpc"
 	"triad/internal/store"
 	"triad/internal/wire"
 )
@@ -264,8 +265,22 @@ func (n *Node) storeAt(env node.Env, c wire.NodeRef, m *wire.StoreBlock, allow t
 		return true
 	}
 	timeout := n.rt.RPC().Timeout(c.Addr) + allow
-	return n.rt.Call(env, c.Addr, n.self(), c.ID, m, timeout, func(env node.Env, _ wire.Msg, err error) {
-		done(env, err)
+	return n.transfer(env, c, m, timeout, func(env node.Env, _ wire.Msg, err error) { done(env, err) })
+}
+
+// transfer makes a block transfer call (a copy stored or fetched) through
+// STP's window, or at once with FixedWindow.
+func (n *Node) transfer(env node.Env, c wire.NodeRef, m wire.Msg, timeout time.Duration, cont rpc.Reply) bool {
+	if n.stp == nil {
+		return n.rt.Call(env, c.Addr, n.self(), c.ID, m, timeout, cont)
+	}
+	return n.stp.call(env, func(env node.Env, done func(env node.Env, err error)) bool {
+		return n.rt.Call(env, c.Addr, n.self(), c.ID, m, timeout, func(env node.Env, r wire.Msg, err error) {
+			done(env, err)
+			cont(env, r, err)
+		})
+	}, func(env node.Env) {
+		cont(env, nil, fmt.Errorf("%w: too many calls in flight", ErrDeferred))
 	})
 }
 
