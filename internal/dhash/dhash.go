@@ -129,7 +129,7 @@ type Node struct {
 	coder   *coder
 	puts    int  // puts being coordinated (the write window)
 	stp     *stp // block transfers in flight (DHash++ §5); nil with FixedWindow
-	storing int // copies being written for others
+	storing int  // copies being written for others
 	timers  map[uint64]func(env node.Env)
 	nextT   uint64
 	Stats   Stats
