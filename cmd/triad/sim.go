@@ -509,8 +509,8 @@ served at its uplink. Without --scheme it runs everything:
              for exponential intervals (mean 500 ms) 0-20% of the time;
              the application offers more than the ring carries; throughput,
              retransmissions, delay and requests in flight per scheme.
-  Fairness   marking under 10% cross-load with gamma 0 and 16: the mean
-             deviation of the sources' rates.
+  Fairness   marking on the mixed links (no cross-load) with gamma 0 and 16:
+             the mean deviation of the sources' rates.
 
 --scheme runs one scheme's Figure 4 curve, or with --crossload P one point of
 Figure 5. Each point simulates --warmup then measures for --measure. The
@@ -624,7 +624,7 @@ func printCongestion(stdout io.Writer, res exp.Congestion) {
 	for _, t := range []struct {
 		title string
 		pts   []exp.CongestionPoint
-	}{{"Figure 4: 600 kbit/s peers, 20 ms apart", res.Figure4}, {"Figure 5: 600-1000 kbit/s, 5-15 ms, cross-load", res.Figure5}, {"Fairness: marking, 10% cross-load", res.Fairness}} {
+	}{{"Figure 4: 600 kbit/s peers, 20 ms apart", res.Figure4}, {"Figure 5: 600-1000 kbit/s, 5-15 ms, cross-load", res.Figure5}, {"Fairness: marking, 600-1000 kbit/s, 5-15 ms", res.Fairness}} {
 		if len(t.pts) == 0 {
 			continue
 		}

@@ -41,6 +41,13 @@ func TestCongestionCollapseAndMarking(t *testing.T) {
 	if b.Dropped != 0 || b.Throughput < 0.9*peak.Throughput {
 		t.Errorf("back-pressure at 90: %d dropped, %.1f (peak %.1f)", b.Dropped, b.Throughput, peak.Throughput)
 	}
+	// The fairness term evens the sources' rates out on mixed links
+	// (§V-D): γ = 16 cuts their mean deviation by 40% or more.
+	fair0 := congestionPoint(t, CongestionRun{Setup: Mixed, Scheme: cc.Marking, Offered: ElasticLoad})
+	fair16 := congestionPoint(t, CongestionRun{Setup: Mixed, Scheme: cc.Marking, Offered: ElasticLoad, Gamma: 16})
+	if cut := 1 - fair16.RateDeviation/fair0.RateDeviation; cut < 0.4 {
+		t.Errorf("gamma 16 cut the rates' deviation by %.0f%% (%.3f against %.3f)", 100*cut, fair16.RateDeviation, fair0.RateDeviation)
+	}
 	// Under cross-load, back-pressure holds requests in the queues far
 	// longer than marking lets them wait (Figure 5(c)).
 	mc := congestionPoint(t, CongestionRun{Setup: Mixed, Scheme: cc.Marking, Offered: ElasticLoad, CrossLoad: 0.1})
