@@ -345,9 +345,15 @@ func (n *Node) route(env node.Env, m *wire.CCRequest, from node.Addr) bool {
 			n.cfg.Deliver(env, m.Key, m.Payload)
 		}
 		ack := &wire.CCAck{Seq: m.Seq, Marked: m.Marked, Hops: m.Hops}
-		if m.Source.Addr == n.rt.Addr() {
+		switch {
+		case m.Source.Addr == n.rt.Addr():
 			n.src.acked(env, ack)
-		} else {
+		case n.ctl.len() >= ctlCap*n.cfg.QueueCap:
+			// Acknowledgements wait for the uplink too; past this many
+			// the source will send again rather than this node queue
+			// without bound.
+			n.Stats.Dropped++
+		default:
 			n.push(env, &n.ctl, m.Source.Addr, ack)
 		}
 		return true
@@ -388,6 +394,10 @@ func (n *Node) enqueue(env node.Env, m *wire.CCRequest, next wire.NodeRef, from 
 	n.Stats.QueueHigh = max(n.Stats.QueueHigh, n.q.len())
 	return true
 }
+
+// ctlCap bounds the acknowledgements and notices waiting for the uplink,
+// in forwarding queues' worth.
+const ctlCap = 4
 
 // average folds the queue's length into s̄; it runs as requests enter and
 // leave, so that s̄ falls as fast as it rose once a burst has gone.

@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
+	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/wire"
@@ -143,5 +145,51 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := ParseScheme("tcp"); err == nil {
 		t.Error("parsed tcp")
+	}
+}
+
+// fakeEnv is a frozen clock that records what a node sends.
+type fakeEnv struct {
+	now  time.Time
+	rng  *rand.Rand
+	sent []wire.Envelope
+}
+
+func (e *fakeEnv) Now() time.Time                                  { return e.now }
+func (e *fakeEnv) Rand() *rand.Rand                                { return e.rng }
+func (e *fakeEnv) Send(_ node.Addr, m wire.Envelope)               { e.sent = append(e.sent, m) }
+func (e *fakeEnv) After(time.Duration, node.Timer) (cancel func()) { return func() {} }
+func (e *fakeEnv) Offload(node.Work)                               {}
+
+// A node whose uplink is busy bounds what waits for it: requests past the
+// queue's capacity are dropped (marking), and so are acknowledgements
+// past ctlCap queues' worth, rather than either growing without end.
+func TestQueuesAreBounded(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	m := members(r, 2)
+	ring := NewStaticRing(m)
+	h, err := host.New(host.DefaultConfig(), m[0].Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.UplinkBps = 1 // one message, then the link is busy for ages
+	n, err := New(cfg, h, ring.Router(m[0].Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &fakeEnv{now: time.Unix(1000, 0), rng: r}
+	other := m[1]
+	for i := range 5000 {
+		// Keys this node holds, from the other one: acknowledgements.
+		n.Receive(env, node.MsgIn{From: other.Addr, Env: wire.Envelope{Kind: wire.OneWay, Msg: &wire.CCRequest{Seq: uint64(i), Key: m[0].ID, Source: other}}})
+		// Keys the other holds, from a third: requests to forward.
+		n.Receive(env, node.MsgIn{From: "h9", Env: wire.Envelope{Kind: wire.OneWay, Msg: &wire.CCRequest{Seq: uint64(i), Key: other.ID, Source: wire.NodeRef{ID: other.ID, Addr: "h9"}}}})
+	}
+	if n.q.len() > cfg.QueueCap || n.ctl.len() > ctlCap*cfg.QueueCap {
+		t.Fatalf("%d requests and %d acknowledgements waiting", n.q.len(), n.ctl.len())
+	}
+	if n.Stats.Dropped < uint64(2*5000-cfg.QueueCap-ctlCap*cfg.QueueCap-2) || len(env.sent) != 1 {
+		t.Fatalf("%d dropped, %d sent", n.Stats.Dropped, len(env.sent))
 	}
 }

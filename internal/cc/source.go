@@ -51,7 +51,9 @@ func (s *source) send(env node.Env, key id.ID, payload []byte) error {
 func (s *source) mayInject() bool {
 	switch s.n.cfg.Scheme {
 	case None:
-		return true
+		// No window, but no unbounded memory either: past this many in
+		// flight the application waits.
+		return len(s.out) < noneMaxOutstanding*s.n.cfg.MaxBacklog
 	case BackPressure:
 		// Fresh requests take at most a quarter of the queue, so that
 		// what other sources sent through this node is not held for
@@ -60,6 +62,10 @@ func (s *source) mayInject() bool {
 	}
 	return float64(len(s.out)) < max(1, s.window)
 }
+
+// noneMaxOutstanding bounds an uncontrolled source's requests in flight,
+// in backlogs' worth.
+const noneMaxOutstanding = 10
 
 // inject sends from the backlog what the window allows.
 func (s *source) inject(env node.Env) {
