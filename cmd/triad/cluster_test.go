@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"triad/internal/ring"
 )
 
 // The end-to-end tests run real `triad node` processes on 127.0.0.1, built
@@ -303,6 +305,15 @@ func (c *cluster) check() []string {
 			wantPred := all[(i+len(all)-1)%len(all)]
 			checkFirst(bad, p.name, vn.Self.ID, "successor", vn.Succs, wantSucc, owner)
 			checkFirst(bad, p.name, vn.Self.ID, "predecessor", vn.Preds, wantPred, owner)
+			// The whole successor list, not only its head: puts place
+			// their copies from it (a list with a gap placed a copy on one
+			// host only, once, in CI).
+			for j := 0; j < min(ring.DefaultConfig().Succs, len(all)-1); j++ {
+				if want := all[(i+1+j)%len(all)]; j >= len(vn.Succs) || vn.Succs[j].ID != want {
+					bad("%s: vnode %s: successor list %d of %d right so far, want %s next", p.name, short(vn.Self.ID), j, len(vn.Succs), short(want))
+					break
+				}
+			}
 			for _, list := range [][]nodeJSON{vn.Succs, vn.Preds} {
 				for _, n := range list {
 					if dead[n.Addr] {
