@@ -5,6 +5,7 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/rpc"
 	"triad/internal/wire"
 )
 
@@ -16,8 +17,8 @@ type source struct {
 	backlog fifo[request]
 	out     map[uint64]*pending
 	seq     uint64
-	// One estimate for every destination (§IV-3), as RFC 6298 keeps it.
-	srtt, rttvar time.Duration
+	// One estimate for every destination (§IV-3).
+	rtt          rpc.RTT
 	lastDecrease time.Time
 }
 
@@ -100,7 +101,7 @@ func (s *source) rate() float64 {
 	if s.n.cfg.Scheme == None {
 		return s.n.cfg.Offered
 	}
-	rtt := s.srtt
+	rtt := s.rtt.SRTT
 	if rtt <= 0 {
 		rtt = s.n.cfg.MinRTO
 	}
@@ -110,10 +111,10 @@ func (s *source) rate() float64 {
 // rto is the retransmission timeout: srtt + 4·rttvar within bounds, and
 // MaxRTO until there is a sample.
 func (s *source) rto() time.Duration {
-	if s.srtt == 0 {
+	if s.rtt.SRTT == 0 {
 		return s.n.cfg.MaxRTO / 4
 	}
-	return min(max(s.srtt+4*s.rttvar, s.n.cfg.MinRTO), s.n.cfg.MaxRTO)
+	return min(max(s.rtt.SRTT+4*s.rtt.RTTVar, s.n.cfg.MinRTO), s.n.cfg.MaxRTO)
 }
 
 func (s *source) acked(env node.Env, m *wire.CCAck) {
@@ -131,7 +132,7 @@ func (s *source) acked(env node.Env, m *wire.CCAck) {
 		st.AckedHere++
 	}
 	if p.retries == 0 { // Karn: only a request sent once times the ring
-		s.sample(now.Sub(p.first))
+		s.rtt.Observe(now.Sub(p.first))
 	}
 	switch {
 	case m.Marked:
@@ -145,24 +146,10 @@ func (s *source) acked(env node.Env, m *wire.CCAck) {
 	s.inject(env)
 }
 
-// sample adds a round trip to the estimate (RFC 6298).
-func (s *source) sample(r time.Duration) {
-	if s.srtt == 0 {
-		s.srtt, s.rttvar = r, r/2
-		return
-	}
-	d := s.srtt - r
-	if d < 0 {
-		d = -d
-	}
-	s.rttvar = (3*s.rttvar + d) / 4
-	s.srtt = (7*s.srtt + r) / 8
-}
-
 // decrease multiplies the window by c−, at most once per round trip: the
 // marks one congested queue sets on a burst of requests are one signal.
 func (s *source) decrease(now time.Time) {
-	if now.Sub(s.lastDecrease) < s.srtt {
+	if now.Sub(s.lastDecrease) < s.rtt.SRTT {
 		return
 	}
 	s.window = max(1, s.window*s.n.cfg.Decrease)

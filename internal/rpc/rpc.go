@@ -186,12 +186,32 @@ func (c *Client) remove(reqID uint64) {
 	}
 }
 
-// rttEstimate is a peer's smoothed round-trip time and its variation.
-// Calls keep a pointer to their peer's entry so that a reply updates it
-// without a second lookup; gone marks an entry dropped from the table.
+// RTT is a smoothed round-trip time and its variation, kept as RFC 6298
+// keeps them.
+type RTT struct {
+	SRTT, RTTVar time.Duration
+}
+
+// Observe adds a sample; the first one sets the estimate.
+func (e *RTT) Observe(rtt time.Duration) {
+	if e.SRTT == 0 && e.RTTVar == 0 {
+		e.SRTT, e.RTTVar = rtt, rtt/2
+		return
+	}
+	d := e.SRTT - rtt
+	if d < 0 {
+		d = -d
+	}
+	e.RTTVar = (3*e.RTTVar + d) / 4
+	e.SRTT = (7*e.SRTT + rtt) / 8
+}
+
+// rttEstimate is a peer's RTT. Calls keep a pointer to their peer's entry
+// so that a reply updates it without a second lookup; gone marks an entry
+// dropped from the table.
 type rttEstimate struct {
-	srtt, rttvar time.Duration
-	gone         bool
+	RTT
+	gone bool
 }
 
 // maxRTTPeers bounds the RTT table; when full it is cleared (not pruned
@@ -210,15 +230,10 @@ func (c *Client) observe(peer node.Addr, e *rttEstimate, rtt time.Duration) {
 			}
 			clear(c.rtt)
 		}
-		c.rtt[peer] = &rttEstimate{srtt: rtt, rttvar: rtt / 2}
-		return
+		e = &rttEstimate{}
+		c.rtt[peer] = e
 	}
-	d := e.srtt - rtt
-	if d < 0 {
-		d = -d
-	}
-	e.rttvar = (3*e.rttvar + d) / 4
-	e.srtt = (7*e.srtt + rtt) / 8
+	e.Observe(rtt)
 }
 
 // Timeout is how long a call to peer waits: adaptive once the peer has
@@ -241,13 +256,13 @@ func (c *Client) timeout(peer node.Addr, e *rttEstimate) time.Duration {
 	// Twice the smoothed RTT, not TCP's one: a peer's answer may queue
 	// behind others on a slow access link, and a false timeout costs a
 	// peer its place in our tables.
-	return min(max(2*e.srtt+4*e.rttvar, c.cfg.MinTimeout), 2*c.cfg.Timeout)
+	return min(max(2*e.SRTT+4*e.RTTVar, c.cfg.MinTimeout), 2*c.cfg.Timeout)
 }
 
 // SRTT is the smoothed round-trip time measured to peer, if any.
 func (c *Client) SRTT(peer node.Addr) (time.Duration, bool) {
 	if e := c.rtt[peer]; e != nil {
-		return e.srtt, true
+		return e.SRTT, true
 	}
 	return 0, false
 }
