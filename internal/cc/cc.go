@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"triad/internal/host"
@@ -229,7 +230,7 @@ func (n *Node) Stop(node.Env) {}
 
 // PeerDown forgets a dead neighbour's hold on us.
 func (n *Node) PeerDown(env node.Env, addr node.Addr) {
-	n.blocked = remove(n.blocked, addr)
+	n.blocked = slices.DeleteFunc(n.blocked, func(a node.Addr) bool { return a == addr })
 	n.pump(env)
 }
 
@@ -262,11 +263,11 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		rpc.Respond(env, in, wire.NodeRef{Addr: n.rt.Addr()}, &wire.Ack{})
 	case *wire.CCPause:
 		if m.Paused {
-			if !contains(n.blocked, in.From) {
+			if !slices.Contains(n.blocked, in.From) {
 				n.blocked = append(n.blocked, in.From)
 			}
 		} else {
-			n.blocked = remove(n.blocked, in.From)
+			n.blocked = slices.DeleteFunc(n.blocked, func(a node.Addr) bool { return a == in.From })
 		}
 		n.pump(env)
 	}
@@ -386,7 +387,7 @@ func (n *Node) enqueue(env node.Env, m *wire.CCRequest, next wire.NodeRef, from 
 		m.Marked = true
 		n.Stats.Marked++
 	}
-	if n.cfg.Scheme == BackPressure && n.q.len()+1 >= n.cfg.QueueCap && from != "" && !contains(n.holding, from) {
+	if n.cfg.Scheme == BackPressure && n.q.len()+1 >= n.cfg.QueueCap && from != "" && !slices.Contains(n.holding, from) {
 		n.holding = append(n.holding, from)
 		n.push(env, &n.ctl, from, &wire.CCPause{Paused: true})
 	}
@@ -465,7 +466,7 @@ func (n *Node) next() (item, bool) {
 	if len(n.blocked) == 0 {
 		return n.q.pop()
 	}
-	return n.q.take(func(it item) bool { return !contains(n.blocked, it.to) })
+	return n.q.take(func(it item) bool { return !slices.Contains(n.blocked, it.to) })
 }
 
 // resume tells the neighbours we held that there is room again, once the
@@ -483,23 +484,4 @@ func (n *Node) resume(env node.Env) {
 // exponential draws an exponential duration of mean m.
 func exponential(env node.Env, m time.Duration) time.Duration {
 	return time.Duration(env.Rand().ExpFloat64() * float64(m))
-}
-
-func contains(l []node.Addr, a node.Addr) bool {
-	for _, x := range l {
-		if x == a {
-			return true
-		}
-	}
-	return false
-}
-
-func remove(l []node.Addr, a node.Addr) []node.Addr {
-	out := l[:0]
-	for _, x := range l {
-		if x != a {
-			out = append(out, x)
-		}
-	}
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"triad/internal/cc"
@@ -268,14 +269,6 @@ func RunCongestionExperiment(cfg CongestionConfig) (Congestion, error) {
 	if schemes == nil {
 		schemes = []cc.Scheme{cc.None, cc.Loss, cc.BackPressure, cc.Marking}
 	}
-	has := func(s cc.Scheme) bool {
-		for _, x := range schemes {
-			if x == s {
-				return true
-			}
-		}
-		return false
-	}
 	var out Congestion
 	run := func(r CongestionRun, into *[]CongestionPoint) error {
 		r.Seed, r.Peers, r.Warmup, r.Measure = cfg.Seed, cfg.Peers, cfg.Warmup, cfg.Measure
@@ -307,7 +300,7 @@ func RunCongestionExperiment(cfg CongestionConfig) (Congestion, error) {
 			}
 		}
 	}
-	if has(cc.Marking) {
+	if slices.Contains(schemes, cc.Marking) {
 		// §V-D: "a setup as presented in the previous subsection", the
 		// links of 600-1000 kbit/s and delays of 5-15 ms; cross-load was
 		// what that subsection varied, and the fairness runs leave it out.
