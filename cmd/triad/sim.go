@@ -520,11 +520,13 @@ cross-load comparisons, and wall_seconds. The same --seed gives the same
 figures.`
 
 func runSimCongestion(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim congestion", "sim congestion [--seed S] [--scheme none|loss|backpressure|marking] [--crossload P] [--gamma G] [--json] [--plot FILE]", simCongestionAbout, stderr)
+	fs := newFlags("sim congestion", "sim congestion [--seed S] [--scheme none|loss|backpressure|marking] [--crossload P] [--gamma G] [--threshold T] [--min-rto D] [--json] [--plot FILE]", simCongestionAbout, stderr)
 	seed := fs.Uint64("seed", 1, "random seed; fixes the whole run")
 	scheme := fs.String("scheme", "", "run only this scheme: none, loss, backpressure or marking")
 	crossload := fs.Float64("crossload", -1, "with --scheme: one point of Figure 5 at this cross-load (0 to 0.9), instead of Figure 4")
 	gamma := fs.Float64("gamma", 0, "fairness parameter of marking (the full run also compares 0 with 16)")
+	threshold := fs.Float64("threshold", 20, "marking's feedback threshold t: the average queue length at which every request is marked (under the queue's 200)")
+	minRTO := fs.Duration("min-rto", time.Second, "the sources' floor on their retransmission timeout")
 	peers := fs.Int("peers", exp.CongestionPeers, "peers in the ring")
 	warmup := fs.Duration("warmup", 5*time.Second, "simulated time before measuring, per point")
 	measure := fs.Duration("measure", 15*time.Second, "simulated time measured, per point")
@@ -539,6 +541,9 @@ func runSimCongestion(args []string, stdout, stderr io.Writer) error {
 	}
 	if *peers < 2 || *peers > 4096 || *warmup < 0 || *measure < time.Second || *gamma < 0 || *crossload >= 0.9 {
 		return usageErr(fs, "want 2 to 4,096 peers, a measurement of at least 1s, gamma >= 0 and a cross-load under 0.9")
+	}
+	if *threshold <= 0 || *threshold >= 200 || *minRTO <= 0 || *minRTO > 20*time.Second {
+		return usageErr(fs, "want 0 < --threshold < 200 (the queue's capacity) and 0 < --min-rto <= 20s (the largest timeout)")
 	}
 	var log io.Writer
 	if showProgress(stderr, *quiet) {
@@ -560,6 +565,7 @@ func runSimCongestion(args []string, stdout, stderr io.Writer) error {
 		}
 		for _, r := range runs {
 			r.Seed, r.Peers, r.Warmup, r.Measure = *seed, *peers, *warmup, *measure
+			r.Threshold, r.MinRTO = *threshold, *minRTO
 			p, err := exp.RunCongestion(r)
 			if err != nil {
 				return err
@@ -582,7 +588,8 @@ func runSimCongestion(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	res, err := exp.RunCongestionExperiment(exp.CongestionConfig{Seed: *seed, Peers: *peers, Warmup: *warmup, Measure: *measure, Log: log})
+	res, err := exp.RunCongestionExperiment(exp.CongestionConfig{Seed: *seed, Peers: *peers, Warmup: *warmup, Measure: *measure,
+		Threshold: *threshold, MinRTO: *minRTO, Log: log})
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,10 @@ type CongestionRun struct {
 	Offered   float64 // requests per peer per second the application offers
 	CrossLoad float64 // the share of time each peer stops forwarding
 	Gamma     float64
+	// Threshold is marking's t and MinRTO the sources' floor on their
+	// retransmission timeout; zero takes cc.DefaultConfig's (20 and 1 s).
+	Threshold float64
+	MinRTO    time.Duration
 	Peers     int           // CongestionPeers if 0
 	Warmup    time.Duration // 5 s if 0
 	Measure   time.Duration // 15 s if 0
@@ -123,6 +127,12 @@ func RunCongestion(r CongestionRun) (CongestionPoint, error) {
 		cfg := cc.DefaultConfig()
 		cfg.Scheme, cfg.Gamma, cfg.Offered, cfg.PayloadBytes = r.Scheme, r.Gamma, r.Offered, congestionPayload
 		cfg.UplinkBps, cfg.PauseFraction = flat[i].UpBps, r.CrossLoad
+		if r.Threshold > 0 {
+			cfg.Threshold = r.Threshold
+		}
+		if r.MinRTO > 0 {
+			cfg.MinRTO = r.MinRTO
+		}
 		_, err := s.AddHost(func(addr node.Addr, _ node.Storage, _ *rand.Rand) (node.Handler, error) {
 			h, err := host.New(host.DefaultConfig(), addr)
 			if err != nil {
@@ -208,6 +218,9 @@ type CongestionConfig struct {
 	Peers   int           // CongestionPeers if 0
 	Warmup  time.Duration // per point
 	Measure time.Duration
+	// Threshold and MinRTO, if set, replace cc.DefaultConfig's in every run.
+	Threshold float64
+	MinRTO    time.Duration
 	// Loads are the offered loads of Figure 4, requests per peer per
 	// second (5 to 80 if nil); CrossLoads those of Figure 5 (0 to 20%).
 	Loads, CrossLoads []float64
@@ -272,6 +285,7 @@ func RunCongestionExperiment(cfg CongestionConfig) (Congestion, error) {
 	var out Congestion
 	run := func(r CongestionRun, into *[]CongestionPoint) error {
 		r.Seed, r.Peers, r.Warmup, r.Measure = cfg.Seed, cfg.Peers, cfg.Warmup, cfg.Measure
+		r.Threshold, r.MinRTO = cfg.Threshold, cfg.MinRTO
 		p, err := RunCongestion(r)
 		if err != nil {
 			return err

@@ -72,3 +72,26 @@ func TestCongestionIsReproducible(t *testing.T) {
 		t.Fatal("nothing acknowledged")
 	}
 }
+
+// The run's threshold and timeout floor reach every peer: a higher t marks
+// fewer requests (a quarter fewer at least), and a higher floor times fewer of the requests a paused
+// peer holds out.
+func TestCongestionThresholdAndMinRTO(t *testing.T) {
+	r := CongestionRun{Seed: 3, Setup: Mixed, Scheme: cc.Marking, Offered: ElasticLoad, CrossLoad: 0.1, Peers: 128, Warmup: 2 * time.Second, Measure: 4 * time.Second}
+	base, err := RunCongestion(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Threshold = 100
+	high, _ := RunCongestion(r)
+	r.Threshold, r.MinRTO = 0, 5*time.Second
+	slow, _ := RunCongestion(r)
+	t.Logf("t 20, 1 s: %d marked, %.2f%% retransmitted; t 100: %d marked; 5 s floor: %.2f%% retransmitted",
+		base.Marked, 100*base.RetransmitFraction, high.Marked, 100*slow.RetransmitFraction)
+	if 4*high.Marked >= 3*base.Marked {
+		t.Errorf("t = 100 marked %d requests, t = 20 %d", high.Marked, base.Marked)
+	}
+	if base.RetransmitFraction < 0.01 || slow.RetransmitFraction >= base.RetransmitFraction/2 {
+		t.Errorf("a 5 s floor retransmitted %.3f, a 1 s floor %.3f", slow.RetransmitFraction, base.RetransmitFraction)
+	}
+}
