@@ -184,6 +184,11 @@ type Driver struct {
 	// handshakes for the key exchange they cost, hold these slots and not
 	// the ones proven peers need.
 	handshaking chan struct{}
+	// handshakesFrom counts those slots by remote IP address, so that one
+	// address holds at most maxHandshakesPerIP of them; it has an entry
+	// only for an address holding one, so at most maxHandshakes.
+	hsMu           sync.Mutex
+	handshakesFrom map[string]int
 	// Offloaded work runs on Workers goroutines; what they cannot take yet
 	// waits in backlog, in the loop.
 	workQ   chan node.Work
@@ -443,16 +448,15 @@ func (d *Driver) read(nc gonet.Conn) {
 	defer nc.Close()
 	var cert *pki.Identity // the peer's, with TLS
 	if d.cfg.TLS != nil {
-		select {
-		case d.handshaking <- struct{}{}:
-		default:
-			d.tlsRefused(nc, errors.New("too many handshakes at once"))
+		ip := remoteIP(nc)
+		if err := d.startHandshake(ip); err != nil {
+			d.tlsRefused(nc, err)
 			return
 		}
 		tc := tls.Server(nc, d.serverTLS)
 		tc.SetDeadline(time.Now().Add(min(d.cfg.HandshakeTimeout, maxHandshakeTime)))
 		err := tc.Handshake()
-		<-d.handshaking
+		d.endHandshake(ip)
 		if err != nil {
 			d.tlsRefused(nc, err)
 			return
@@ -615,11 +619,51 @@ func (d *Driver) RecheckCertificates() int {
 	return closed
 }
 
-// Bounds of TLS handshakes on accepted connections.
+// Bounds of TLS handshakes on accepted connections: at once, at once from
+// one IP address, and how long each may take.
 const (
-	maxHandshakes    = 64
-	maxHandshakeTime = 3 * time.Second
+	maxHandshakes      = 64
+	maxHandshakesPerIP = 16
+	maxHandshakeTime   = 3 * time.Second
 )
+
+// startHandshake takes a handshake slot for a connection from ip, or says
+// why there is none.
+func (d *Driver) startHandshake(ip string) error {
+	d.hsMu.Lock()
+	defer d.hsMu.Unlock()
+	if d.handshakesFrom == nil {
+		d.handshakesFrom = map[string]int{}
+	}
+	if d.handshakesFrom[ip] >= maxHandshakesPerIP {
+		return fmt.Errorf("%d handshakes at once from %s", maxHandshakesPerIP, ip)
+	}
+	select {
+	case d.handshaking <- struct{}{}:
+	default:
+		return errors.New("too many handshakes at once")
+	}
+	d.handshakesFrom[ip]++
+	return nil
+}
+
+// endHandshake gives back the slot startHandshake took.
+func (d *Driver) endHandshake(ip string) {
+	<-d.handshaking
+	d.hsMu.Lock()
+	defer d.hsMu.Unlock()
+	if d.handshakesFrom[ip]--; d.handshakesFrom[ip] <= 0 {
+		delete(d.handshakesFrom, ip)
+	}
+}
+
+// remoteIP is a connection's remote IP address, without the port.
+func remoteIP(nc gonet.Conn) string {
+	if a, ok := nc.RemoteAddr().(*gonet.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return nc.RemoteAddr().String()
+}
 
 // operatorOnly lists the commands only a client on this machine may send
 // (until nodes and operators have certificates): pausing maintenance and

@@ -3,6 +3,7 @@ package net
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -235,12 +236,14 @@ func TestTLSListenNeedsItsOwnCertificate(t *testing.T) {
 // Strangers who connect and never start a handshake hold a bounded number
 // of handshake slots, for a bounded time: they are closed within
 // maxHandshakeTime, and a client with a certificate gets in after them.
+// They come from several addresses, so that the total bound is the one
+// that holds them.
 func TestTLSSilentStrangersAreBounded(t *testing.T) {
 	r := newRingCA(t)
 	a, _ := startTLSHost(t, r, "a")
 	var silent []gonet.Conn
-	for range maxHandshakes + 8 {
-		silent = append(silent, dial(t, a.Addr()))
+	for i := range maxHandshakes + 8 {
+		silent = append(silent, dialFrom(t, fmt.Sprintf("127.0.0.%d", 2+i%8), a.Addr()))
 	}
 	start := time.Now()
 	for _, c := range silent {
@@ -259,6 +262,48 @@ func TestTLSSilentStrangersAreBounded(t *testing.T) {
 	}
 	if _, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes); err != nil {
 		t.Fatalf("a client with a certificate after the strangers: %v", err)
+	}
+}
+
+// One address holds at most maxHandshakesPerIP handshake slots: its
+// connections past them are refused at once, and a client with a
+// certificate from another address gets in while they are held.
+func TestTLSHandshakesPerAddressAreBounded(t *testing.T) {
+	r := newRingCA(t)
+	addr := freeAddr(t)
+	a, _ := startHost(t, Config{Listen: addr, TLS: r.bundle("a", addr, time.Hour), HandshakeTimeout: maxHandshakeTime})
+	start := time.Now()
+	var held []gonet.Conn
+	for range maxHandshakesPerIP {
+		held = append(held, dialFrom(t, "127.0.0.2", a.Addr()))
+	}
+	// Accepted in order: the ones past the bound come after the held ones.
+	waitFor(t, "the held handshakes", func() bool { return a.handshakesHeld("127.0.0.2") == maxHandshakesPerIP })
+	for range 4 {
+		expectClosed(t, dialFrom(t, "127.0.0.2", a.Addr()))
+	}
+	if n := a.Stats.TLSRefused.Load(); n != 4 {
+		t.Errorf("TLSRefused = %d, want the 4 past the bound", n)
+	}
+	c := tls.Client(dialFrom(t, "127.0.0.3", a.Addr()), r.bundle("good", "", time.Hour).ClientConfig(a.Addr()))
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: 1, Msg: &wire.Ping{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes); err != nil {
+		t.Fatalf("a client with a certificate from another address: %v", err)
+	}
+	if took := time.Since(start); took >= maxHandshakeTime {
+		t.Fatalf("took %v: the held handshakes may have timed out, and the test shows nothing", took)
+	}
+	if n := a.handshakesHeld("127.0.0.2"); n != maxHandshakesPerIP {
+		t.Errorf("%d handshakes held from 127.0.0.2 after the client's, want %d", n, maxHandshakesPerIP)
+	}
+	for _, c := range held {
+		expectClosed(t, c)
+	}
+	if n := a.handshakesHeld("127.0.0.2"); n != 0 {
+		t.Errorf("%d slots still counted for 127.0.0.2 after its connections closed", n)
 	}
 }
 
@@ -312,4 +357,24 @@ func TestTLSRevocationClosesOpenConnections(t *testing.T) {
 	if err := call(t, a, ra, b.Addr()); err == nil {
 		t.Fatal("a took b's certificate when dialling it after the revocation")
 	}
+}
+
+// dialFrom connects to addr from the local address ip (any of 127.0.0.0/8
+// on Linux), as a peer on another host would.
+func dialFrom(t *testing.T, ip, addr string) gonet.Conn {
+	t.Helper()
+	d := gonet.Dialer{Timeout: 5 * time.Second, LocalAddr: &gonet.TCPAddr{IP: gonet.ParseIP(ip)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// handshakesHeld is how many handshake slots ip holds now.
+func (d *Driver) handshakesHeld(ip string) int {
+	d.hsMu.Lock()
+	defer d.hsMu.Unlock()
+	return d.handshakesFrom[ip]
 }
