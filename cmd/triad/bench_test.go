@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // bench dhash measures what a client does by default: operations go to any
@@ -150,4 +153,87 @@ func TestBenchFlood(t *testing.T) {
 	if n["queue_drops"].(float64) == 0 || n["retransmit_fraction"].(float64) < 0.2 || n["goodput_over_peak"].(float64) >= m["goodput_over_peak"].(float64) {
 		t.Errorf("without control the flood was carried as well as with marking: %v", n)
 	}
+}
+
+// A benchmark killed outright (SIGKILL: no chance to stop its nodes) leaves
+// none of its node processes running: the kernel kills them with it.
+func TestBenchKilledLeavesNoNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real processes")
+	}
+	cmd := exec.Command(buildTriad(t), "bench", "dhash", "--nodes", "3", "--ops", "1000000", "--size", "1000", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var nodes []int
+	deadline := time.Now().Add(30 * time.Second)
+	for len(nodes) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the benchmark started %d of its 3 nodes in 30s", len(nodes))
+		}
+		time.Sleep(100 * time.Millisecond)
+		nodes = childrenOf(t, cmd.Process.Pid)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline = time.Now().Add(10 * time.Second)
+	for _, pid := range nodes {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("node process %d still running 10s after its benchmark was killed", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// childrenOf lists the processes whose parent is pid, from /proc.
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	var kids []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := procStat(child); ok && st.ppid == pid {
+			kids = append(kids, child)
+		}
+	}
+	return kids
+}
+
+// alive reports whether pid is a process that has not exited (a zombie
+// waiting for its new parent to reap it has exited).
+func alive(pid int) bool {
+	st, ok := procStat(pid)
+	return ok && st.state != "Z"
+}
+
+type stat struct {
+	state string
+	ppid  int
+}
+
+// procStat reads a process's state and parent from /proc/PID/stat, whose
+// second field (the command name, in parentheses) may hold spaces.
+func procStat(pid int) (stat, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return stat{}, false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 {
+		return stat{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return stat{state: f[0], ppid: ppid}, true
 }

@@ -91,7 +91,7 @@ func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
 			return err
 		}
 		defer f.Close()
-		n.cmd = exec.Command(cfg.Binary, n.args...)
+		n.cmd = command(cfg.Binary, n.args...)
 		n.cmd.Stdout, n.cmd.Stderr = f, f
 		if err := n.cmd.Start(); err != nil {
 			return err

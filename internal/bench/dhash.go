@@ -325,7 +325,7 @@ func startCluster(cfg DHashConfig, dir string) (*cluster, error) {
 		if cfg.ProfileDir != "" {
 			args = append(args, "--cpuprofile", filepath.Join(cfg.ProfileDir, fmt.Sprintf("node%d.cpu", i)))
 		}
-		cmd := exec.Command(cfg.Binary, args...)
+		cmd := command(cfg.Binary, args...)
 		if _, set := os.LookupEnv("GOMAXPROCS"); !set {
 			// Many nodes share this machine's cores: one P each (or the
 			// cores' fair share) keeps their schedulers from spinning

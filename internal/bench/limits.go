@@ -78,7 +78,7 @@ func Limits(cfg LimitsConfig) (res LimitsResult, err error) {
 	const group = "triad.limits"
 	var srvLog bytes.Buffer
 	start := func() (*exec.Cmd, error) {
-		srv := exec.Command(cfg.Binary, "nntp", "--listen", addr, "--data", filepath.Join(dir, "news"), "--groups", group,
+		srv := command(cfg.Binary, "nntp", "--listen", addr, "--data", filepath.Join(dir, "news"), "--groups", group,
 			"--max-conns", strconv.Itoa(cfg.Idle+100), "--max-per-addr", strconv.Itoa(cfg.Idle+100))
 		srv.Stdout, srv.Stderr = &srvLog, &srvLog
 		if err := srv.Start(); err != nil {
