@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -175,6 +176,15 @@ func TestBenchKilledLeavesNoNodes(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		nodes = childrenOf(t, cmd.Process.Pid)
 	}
+	t.Cleanup(func() {
+		// If they outlived the benchmark, the test fails, and they are
+		// not left running after it.
+		for _, pid := range nodes {
+			if alive(pid) && isTriadNode(pid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +225,14 @@ func childrenOf(t *testing.T, pid int) []int {
 func alive(pid int) bool {
 	st, ok := procStat(pid)
 	return ok && st.state != "Z"
+}
+
+// isTriadNode reports whether pid runs `triad node` (a check that the pid
+// has not been reused since it was recorded).
+func isTriadNode(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	args := strings.Split(string(b), "\x00")
+	return err == nil && len(args) > 1 && args[1] == "node"
 }
 
 type stat struct {

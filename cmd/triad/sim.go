@@ -525,8 +525,9 @@ func runSimCongestion(args []string, stdout, stderr io.Writer) error {
 	scheme := fs.String("scheme", "", "run only this scheme: none, loss, backpressure or marking")
 	crossload := fs.Float64("crossload", -1, "with --scheme: one point of Figure 5 at this cross-load (0 to 0.9), instead of Figure 4")
 	gamma := fs.Float64("gamma", 0, "fairness parameter of marking (the full run also compares 0 with 16)")
-	threshold := fs.Float64("threshold", 20, "marking's feedback threshold t: the average queue length at which every request is marked (under the queue's 200)")
-	minRTO := fs.Duration("min-rto", time.Second, "the sources' floor on their retransmission timeout")
+	def := cc.DefaultConfig()
+	threshold := fs.Float64("threshold", def.Threshold, fmt.Sprintf("marking's feedback threshold t: the average queue length at which every request is marked (under the queue's %d)", def.QueueCap))
+	minRTO := fs.Duration("min-rto", def.MinRTO, fmt.Sprintf("the sources' floor on their retransmission timeout (at most the largest timeout, %v)", def.MaxRTO))
 	peers := fs.Int("peers", exp.CongestionPeers, "peers in the ring")
 	warmup := fs.Duration("warmup", 5*time.Second, "simulated time before measuring, per point")
 	measure := fs.Duration("measure", 15*time.Second, "simulated time measured, per point")
@@ -542,8 +543,8 @@ func runSimCongestion(args []string, stdout, stderr io.Writer) error {
 	if *peers < 2 || *peers > 4096 || *warmup < 0 || *measure < time.Second || *gamma < 0 || *crossload >= 0.9 {
 		return usageErr(fs, "want 2 to 4,096 peers, a measurement of at least 1s, gamma >= 0 and a cross-load under 0.9")
 	}
-	if *threshold <= 0 || *threshold >= 200 || *minRTO <= 0 || *minRTO > 20*time.Second {
-		return usageErr(fs, "want 0 < --threshold < 200 (the queue's capacity) and 0 < --min-rto <= 20s (the largest timeout)")
+	if !(*threshold > 0 && *threshold < float64(def.QueueCap)) || *minRTO <= 0 || *minRTO > def.MaxRTO {
+		return usageErr(fs, "want 0 < --threshold < %d (the queue's capacity) and 0 < --min-rto <= %v (the largest timeout)", def.QueueCap, def.MaxRTO)
 	}
 	var log io.Writer
 	if showProgress(stderr, *quiet) {

@@ -34,7 +34,7 @@ func TestSimCongestionPrintsTheSummary(t *testing.T) {
 	if b, err := os.ReadFile(plot); err != nil || !bytes.Contains(b, []byte("<svg")) {
 		t.Errorf("no figure drawn: %v", err)
 	}
-	for _, bad := range [][]string{{"--scheme", "tcp"}, {"--crossload", "0.95", "--scheme", "loss"}, {"--peers", "1"}, {"--threshold", "0"}, {"--threshold", "200"}, {"--min-rto", "0s"}} {
+	for _, bad := range [][]string{{"--scheme", "tcp"}, {"--crossload", "0.95", "--scheme", "loss"}, {"--peers", "1"}, {"--threshold", "0"}, {"--threshold", "200"}, {"--threshold", "NaN"}, {"--min-rto", "0s"}} {
 		if err := runSimCongestion(bad, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v: accepted", bad)
 		}

@@ -62,6 +62,9 @@ type CongestionPoint struct {
 	Offered   float64 `json:"offered"`
 	CrossLoad float64 `json:"crossload"`
 	Gamma     float64 `json:"gamma"`
+	// Threshold is marking's t, and MinRTOMs the sources' timeout floor.
+	Threshold float64 `json:"threshold"`
+	MinRTOMs  int64   `json:"min_rto_ms"`
 	// Throughput is routed requests acknowledged per peer per second (those
 	// for a key their source holds cross no link and are not counted, as
 	// in the paper's A, §III-D).
@@ -123,6 +126,7 @@ func RunCongestion(r CongestionRun) (CongestionPoint, error) {
 	}
 	ring := cc.NewStaticRing(members)
 	nodes := make([]*cc.Node, r.Peers)
+	var used cc.Config
 	for i := range members {
 		cfg := cc.DefaultConfig()
 		cfg.Scheme, cfg.Gamma, cfg.Offered, cfg.PayloadBytes = r.Scheme, r.Gamma, r.Offered, congestionPayload
@@ -133,6 +137,7 @@ func RunCongestion(r CongestionRun) (CongestionPoint, error) {
 		if r.MinRTO > 0 {
 			cfg.MinRTO = r.MinRTO
 		}
+		used = cfg
 		_, err := s.AddHost(func(addr node.Addr, _ node.Storage, _ *rand.Rand) (node.Handler, error) {
 			h, err := host.New(host.DefaultConfig(), addr)
 			if err != nil {
@@ -165,7 +170,7 @@ func RunCongestion(r CongestionRun) (CongestionPoint, error) {
 		samples++
 	}
 	p := CongestionPoint{Scheme: r.Scheme.String(), Offered: r.Offered, CrossLoad: r.CrossLoad, Gamma: r.Gamma,
-		Outstanding: outstanding / samples / float64(r.Peers)}
+		Threshold: used.Threshold, MinRTOMs: used.MinRTO.Milliseconds(), Outstanding: outstanding / samples / float64(r.Peers)}
 	var acked, sent, retrans uint64
 	var delay time.Duration
 	for i, n := range nodes {

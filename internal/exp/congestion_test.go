@@ -83,9 +83,18 @@ func TestCongestionThresholdAndMinRTO(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Threshold = 100
-	high, _ := RunCongestion(r)
+	high, err := RunCongestion(r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.Threshold, r.MinRTO = 0, 5*time.Second
-	slow, _ := RunCongestion(r)
+	slow, err := RunCongestion(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.Threshold != 20 || high.Threshold != 100 || slow.MinRTOMs != 5000 || base.MinRTOMs != 1000 {
+		t.Errorf("points record t %g, %g and floors %d, %d ms", base.Threshold, high.Threshold, base.MinRTOMs, slow.MinRTOMs)
+	}
 	t.Logf("t 20, 1 s: %d marked, %.2f%% retransmitted; t 100: %d marked; 5 s floor: %.2f%% retransmitted",
 		base.Marked, 100*base.RetransmitFraction, high.Marked, 100*slow.RetransmitFraction)
 	if 4*high.Marked >= 3*base.Marked {

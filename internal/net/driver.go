@@ -657,12 +657,20 @@ func (d *Driver) endHandshake(ip string) {
 	}
 }
 
-// remoteIP is a connection's remote IP address, without the port.
-func remoteIP(nc gonet.Conn) string {
-	if a, ok := nc.RemoteAddr().(*gonet.TCPAddr); ok {
-		return a.IP.String()
+// remoteIP is the address a connection's handshakes are counted under:
+// its remote IPv4 address, or the /64 of an IPv6 one (one host is
+// commonly given a whole /64).
+func remoteIP(nc gonet.Conn) string { return handshakeBucket(nc.RemoteAddr()) }
+
+func handshakeBucket(addr gonet.Addr) string {
+	a, ok := addr.(*gonet.TCPAddr)
+	if !ok {
+		return addr.String()
 	}
-	return nc.RemoteAddr().String()
+	if a.IP.To4() != nil {
+		return a.IP.To4().String()
+	}
+	return a.IP.Mask(gonet.CIDRMask(64, 128)).String() + "/64"
 }
 
 // operatorOnly lists the commands only a client on this machine may send

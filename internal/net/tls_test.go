@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -272,6 +273,7 @@ func TestTLSHandshakesPerAddressAreBounded(t *testing.T) {
 	r := newRingCA(t)
 	addr := freeAddr(t)
 	a, _ := startHost(t, Config{Listen: addr, TLS: r.bundle("a", addr, time.Hour), HandshakeTimeout: maxHandshakeTime})
+	good := r.bundle("good", "", time.Hour)
 	start := time.Now()
 	var held []gonet.Conn
 	for range maxHandshakesPerIP {
@@ -285,7 +287,7 @@ func TestTLSHandshakesPerAddressAreBounded(t *testing.T) {
 	if n := a.Stats.TLSRefused.Load(); n != 4 {
 		t.Errorf("TLSRefused = %d, want the 4 past the bound", n)
 	}
-	c := tls.Client(dialFrom(t, "127.0.0.3", a.Addr()), r.bundle("good", "", time.Hour).ClientConfig(a.Addr()))
+	c := tls.Client(dialFrom(t, "127.0.0.3", a.Addr()), good.ClientConfig(a.Addr()))
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: 1, Msg: &wire.Ping{}}); err != nil {
 		t.Fatal(err)
@@ -359,10 +361,35 @@ func TestTLSRevocationClosesOpenConnections(t *testing.T) {
 	}
 }
 
+// Handshakes are counted by IPv4 address, an IPv4-mapped IPv6 address
+// being the IPv4 one, and by IPv6 /64, since one host commonly has a /64.
+func TestHandshakeBuckets(t *testing.T) {
+	bucket := func(ip string) string { return handshakeBucket(&gonet.TCPAddr{IP: gonet.ParseIP(ip), Port: 4000}) }
+	for _, same := range [][2]string{
+		{"192.0.2.7", "::ffff:192.0.2.7"},
+		{"2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:ffff"},
+	} {
+		if a, b := bucket(same[0]), bucket(same[1]); a != b {
+			t.Errorf("%s and %s in different buckets (%s, %s)", same[0], same[1], a, b)
+		}
+	}
+	for _, apart := range [][2]string{
+		{"192.0.2.7", "192.0.2.8"},
+		{"2001:db8:1:2::1", "2001:db8:1:3::1"},
+	} {
+		if a, b := bucket(apart[0]), bucket(apart[1]); a == b {
+			t.Errorf("%s and %s share bucket %s", apart[0], apart[1], a)
+		}
+	}
+}
+
 // dialFrom connects to addr from the local address ip (any of 127.0.0.0/8
 // on Linux), as a peer on another host would.
 func dialFrom(t *testing.T, ip, addr string) gonet.Conn {
 	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("dials from 127.0.0.0/8 addresses other than 127.0.0.1: Linux only")
+	}
 	d := gonet.Dialer{Timeout: 5 * time.Second, LocalAddr: &gonet.TCPAddr{IP: gonet.ParseIP(ip)}}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
