@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"triad/internal/bench"
 )
 
 // bench dhash measures what a client does by default: operations go to any
@@ -213,7 +215,7 @@ func childrenOf(t *testing.T, pid int) []int {
 		if err != nil {
 			continue
 		}
-		if st, ok := procStat(child); ok && st.ppid == pid {
+		if st, err := bench.ReadProcStat(child); err == nil && st.PPID == pid {
 			kids = append(kids, child)
 		}
 	}
@@ -223,8 +225,8 @@ func childrenOf(t *testing.T, pid int) []int {
 // alive reports whether pid is a process that has not exited (a zombie
 // waiting for its new parent to reap it has exited).
 func alive(pid int) bool {
-	st, ok := procStat(pid)
-	return ok && st.state != "Z"
+	st, err := bench.ReadProcStat(pid)
+	return err == nil && st.State != "Z"
 }
 
 // isTriadNode reports whether pid runs `triad node` (a check that the pid
@@ -233,25 +235,4 @@ func isTriadNode(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	args := strings.Split(string(b), "\x00")
 	return err == nil && len(args) > 1 && args[1] == "node"
-}
-
-type stat struct {
-	state string
-	ppid  int
-}
-
-// procStat reads a process's state and parent from /proc/PID/stat, whose
-// second field (the command name, in parentheses) may hold spaces.
-func procStat(pid int) (stat, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return stat{}, false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
-		return stat{}, false
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return stat{state: f[0], ppid: ppid}, true
 }

@@ -22,42 +22,59 @@ const clockTicks = 100
 func procCPU(pids []int) (time.Duration, error) {
 	var total time.Duration
 	for _, pid := range pids {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		st, err := ReadProcStat(pid)
 		if err != nil {
 			return 0, fmt.Errorf("bench: CPU time of process %d: %w", pid, err)
 		}
-		t, err := parseProcStat(raw)
-		if err != nil {
-			return 0, fmt.Errorf("bench: CPU time of process %d: %w", pid, err)
-		}
-		total += t
+		total += st.CPU
 	}
 	return total, nil
 }
 
-// parseProcStat reads utime and stime (fields 14 and 15) of one
-// /proc/PID/stat line. The command name (field 2) is in parentheses and may
-// hold spaces and parentheses itself, so fields are counted from the last
-// ')'.
-func parseProcStat(raw []byte) (time.Duration, error) {
+// ProcStat is what a benchmark (or a test of one) reads of a process from
+// /proc/PID/stat.
+type ProcStat struct {
+	State string        // R, S, D, Z...: Z has exited and waits to be reaped
+	PPID  int           // its parent
+	CPU   time.Duration // user and system time used so far
+}
+
+// ReadProcStat reads /proc/PID/stat.
+func ReadProcStat(pid int) (ProcStat, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ProcStat{}, err
+	}
+	return parseProcStat(raw)
+}
+
+// parseProcStat reads the state, the parent and utime and stime (fields 3,
+// 4, 14 and 15) of one /proc/PID/stat line. The command name (field 2) is
+// in parentheses and may hold spaces and parentheses itself, so fields are
+// counted from the last ')'.
+func parseProcStat(raw []byte) (ProcStat, error) {
 	end := bytes.LastIndexByte(raw, ')')
 	if end < 0 {
-		return 0, fmt.Errorf("malformed stat line")
+		return ProcStat{}, fmt.Errorf("malformed stat line")
 	}
 	fields := bytes.Fields(raw[end+1:])
 	// fields[0] is field 3 (state); utime is field 14, stime field 15.
 	if len(fields) < 13 {
-		return 0, fmt.Errorf("stat line has %d fields after the name, want at least 13", len(fields))
+		return ProcStat{}, fmt.Errorf("stat line has %d fields after the name, want at least 13", len(fields))
+	}
+	ppid, err := strconv.Atoi(string(fields[1]))
+	if err != nil {
+		return ProcStat{}, fmt.Errorf("malformed parent %q", fields[1])
 	}
 	var ticks int64
 	for _, f := range fields[11:13] {
 		n, err := strconv.ParseInt(string(f), 10, 64)
 		if err != nil || n < 0 {
-			return 0, fmt.Errorf("malformed CPU time %q", f)
+			return ProcStat{}, fmt.Errorf("malformed CPU time %q", f)
 		}
 		ticks += n
 	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
+	return ProcStat{State: string(fields[0]), PPID: ppid, CPU: time.Duration(ticks) * time.Second / clockTicks}, nil
 }
 
 // selfCPU is the user and system time this process has used so far.

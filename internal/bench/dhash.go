@@ -437,24 +437,14 @@ func (c *cluster) stop() {
 // /proc; where there is none it returns at once.
 func (c *cluster) settle(limit time.Duration) time.Duration {
 	start := time.Now()
-	cpu := func() (int64, bool) {
-		var total int64
+	cpu := func() (time.Duration, bool) {
+		var total time.Duration
 		for _, p := range c.procs {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
+			st, err := ReadProcStat(p.Process.Pid)
 			if err != nil {
 				return 0, false
 			}
-			// Fields after the command's closing parenthesis; utime and
-			// stime are the 12th and 13th of them.
-			_, rest, _ := strings.Cut(string(b), ") ")
-			f := strings.Fields(rest)
-			if len(f) < 13 {
-				return 0, false
-			}
-			var u, s int64
-			fmt.Sscan(f[11], &u)
-			fmt.Sscan(f[12], &s)
-			total += u + s
+			total += st.CPU
 		}
 		return total, true
 	}
@@ -462,13 +452,13 @@ func (c *cluster) settle(limit time.Duration) time.Duration {
 	quiet := 0
 	for ok && quiet < 12 && time.Since(start) < limit {
 		time.Sleep(100 * time.Millisecond)
-		var now int64
+		var now time.Duration
 		if now, ok = cpu(); !ok {
 			break
 		}
 		// Clock ticks are 10 ms; stabilization rounds cost a tick now and
 		// then, so allow one per poll across all nodes.
-		if now-last <= 1 {
+		if now-last <= time.Second/clockTicks {
 			quiet++
 		} else {
 			quiet = 0

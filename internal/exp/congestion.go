@@ -126,18 +126,18 @@ func RunCongestion(r CongestionRun) (CongestionPoint, error) {
 	}
 	ring := cc.NewStaticRing(members)
 	nodes := make([]*cc.Node, r.Peers)
-	var used cc.Config
+	base := cc.DefaultConfig()
+	base.Scheme, base.Gamma, base.Offered, base.PayloadBytes = r.Scheme, r.Gamma, r.Offered, congestionPayload
+	base.PauseFraction = r.CrossLoad
+	if r.Threshold > 0 {
+		base.Threshold = r.Threshold
+	}
+	if r.MinRTO > 0 {
+		base.MinRTO = r.MinRTO
+	}
 	for i := range members {
-		cfg := cc.DefaultConfig()
-		cfg.Scheme, cfg.Gamma, cfg.Offered, cfg.PayloadBytes = r.Scheme, r.Gamma, r.Offered, congestionPayload
-		cfg.UplinkBps, cfg.PauseFraction = flat[i].UpBps, r.CrossLoad
-		if r.Threshold > 0 {
-			cfg.Threshold = r.Threshold
-		}
-		if r.MinRTO > 0 {
-			cfg.MinRTO = r.MinRTO
-		}
-		used = cfg
+		cfg := base
+		cfg.UplinkBps = flat[i].UpBps
 		_, err := s.AddHost(func(addr node.Addr, _ node.Storage, _ *rand.Rand) (node.Handler, error) {
 			h, err := host.New(host.DefaultConfig(), addr)
 			if err != nil {
@@ -170,7 +170,7 @@ func RunCongestion(r CongestionRun) (CongestionPoint, error) {
 		samples++
 	}
 	p := CongestionPoint{Scheme: r.Scheme.String(), Offered: r.Offered, CrossLoad: r.CrossLoad, Gamma: r.Gamma,
-		Threshold: used.Threshold, MinRTOMs: used.MinRTO.Milliseconds(), Outstanding: outstanding / samples / float64(r.Peers)}
+		Threshold: base.Threshold, MinRTOMs: base.MinRTO.Milliseconds(), Outstanding: outstanding / samples / float64(r.Peers)}
 	var acked, sent, retrans uint64
 	var delay time.Duration
 	for i, n := range nodes {

@@ -448,7 +448,7 @@ func (d *Driver) read(nc gonet.Conn) {
 	defer nc.Close()
 	var cert *pki.Identity // the peer's, with TLS
 	if d.cfg.TLS != nil {
-		ip := remoteIP(nc)
+		ip := handshakeBucket(nc.RemoteAddr())
 		if err := d.startHandshake(ip); err != nil {
 			d.tlsRefused(nc, err)
 			return
@@ -657,11 +657,9 @@ func (d *Driver) endHandshake(ip string) {
 	}
 }
 
-// remoteIP is the address a connection's handshakes are counted under:
-// its remote IPv4 address, or the /64 of an IPv6 one (one host is
-// commonly given a whole /64).
-func remoteIP(nc gonet.Conn) string { return handshakeBucket(nc.RemoteAddr()) }
-
+// handshakeBucket is what a connection's handshakes are counted under: its
+// remote IPv4 address, or the /64 of an IPv6 one (one host is commonly
+// given a whole /64).
 func handshakeBucket(addr gonet.Addr) string {
 	a, ok := addr.(*gonet.TCPAddr)
 	if !ok {
