@@ -41,7 +41,7 @@ func (c *conn) command(line string) bool {
 	case "DATE":
 		return c.reply(nntp.CodeDate, "%s", time.Now().UTC().Format("20060102150405"))
 	case "HELP":
-		return c.send(statusLine(nntp.CodeHelpFollows, "Legal commands"), []byte(helpText+".\r\n"))
+		return c.send(statusLine(nntp.CodeHelpFollows, "Legal commands"), helpBlock)
 	case "AUTHINFO":
 		return c.authinfo(args)
 	case "GROUP":
@@ -84,6 +84,10 @@ var perms = map[string]Perm{
 	"XOVER": PermRead, "HDR": PermRead, "XHDR": PermRead, "POST": PermPost,
 	"IHAVE": PermFeed, "CHECK": PermFeed, "TAKETHIS": PermFeed,
 }
+
+// helpBlock is HELP's text as a block on the wire: CRLF lines (RFC 3977
+// section 3.1.1; the raw string below has bare LFs) and the final dot.
+var helpBlock = []byte(strings.ReplaceAll(helpText, "\n", "\r\n") + ".\r\n")
 
 const helpText = `  ARTICLE [message-id|number]
   AUTHINFO USER name|PASS password
@@ -186,15 +190,15 @@ func (c *conn) authinfo(args []string) bool {
 }
 
 func (c *conn) groupCmd(args []string, list bool) bool {
+	if len(args) > 2 || !list && len(args) != 1 {
+		return c.reply(nntp.CodeSyntaxError, "Syntax: GROUP newsgroup | LISTGROUP [newsgroup [range]]")
+	}
 	name := c.group
 	if len(args) > 0 {
 		name = args[0]
 	}
 	if name == "" {
 		return c.reply(nntp.CodeNoGroupSelected, "No newsgroup selected")
-	}
-	if len(args) > 2 || !list && len(args) != 1 {
-		return c.reply(nntp.CodeSyntaxError, "Syntax: GROUP newsgroup | LISTGROUP [newsgroup [range]]")
 	}
 	g, ok := c.list.Group(name)
 	if !ok {
