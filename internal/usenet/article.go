@@ -32,42 +32,76 @@ func badf(format string, args ...any) error {
 // MaxMessageID is RFC 3977's limit on a message-id, in octets.
 const MaxMessageID = 250
 
-// maxHeaders bounds the header fields of one article.
-const maxHeaders = 1000
+// Limits on an article's header block, checked while it is parsed: each
+// header line costs a parse, and the block is kept in news.db's out log and
+// sent in every announcement.
+const (
+	// maxHeaders bounds the header fields of one article.
+	maxHeaders = 1000
+	// maxHeaderLines bounds its header lines, continuation lines included.
+	maxHeaderLines = 2000
+	// maxHeaderBytes bounds its header lines' bytes, CRLFs included, the
+	// empty line after them not: as much as an announcement may carry.
+	maxHeaderBytes = maxHead
+)
+
+// headerLimits are the bounds parseArticle checks.
+type headerLimits struct{ fields, lines, bytes int }
 
 // ParseArticle splits raw into headers and body and checks the header
 // syntax: no NUL anywhere, UTF-8 headers, "Name: value" fields with folded
 // continuations, and an empty line before the body (an article may end
-// right after its headers). Required headers are checked by Validate.
+// right after its headers). At most maxHeaders fields in maxHeaderLines
+// lines of maxHeaderBytes are read; past any of them the article is
+// refused. Required headers are checked by Validate.
 func ParseArticle(raw []byte) (*Article, error) {
+	return parseArticle(raw, headerLimits{maxHeaders, maxHeaderLines, maxHeaderBytes})
+}
+
+// parseArticle is ParseArticle with limits of its own. It costs time and
+// memory in proportion to the header block: a folded value is gathered
+// once, when its field ends, not rebuilt at every continuation line.
+func parseArticle(raw []byte, lim headerLimits) (*Article, error) {
 	if bytes.IndexByte(raw, 0) >= 0 {
 		return nil, badf("NUL byte in article")
 	}
 	a := &Article{Raw: raw, body: len(raw)}
-	rest := raw
-	pos := 0
-	for len(rest) > 0 {
-		i := bytes.Index(rest, []byte("\r\n"))
+	// The field being read: its value runs from raw[vstart] to raw[vend]
+	// (continuation lines and their CRLFs included when folded).
+	vstart, vend, folded := 0, 0, false
+	finish := func() {
+		if len(a.headers) > 0 {
+			a.headers[len(a.headers)-1].value = unfold(raw[vstart:vend], folded)
+		}
+	}
+	pos, lines := 0, 0
+	for pos < len(raw) {
+		i := bytes.Index(raw[pos:], []byte("\r\n"))
 		if i < 0 {
 			return nil, badf("article does not end in CRLF")
 		}
-		line := rest[:i]
-		rest = rest[i+2:]
+		line := raw[pos : pos+i]
+		start := pos
 		pos += i + 2
 		if len(line) == 0 {
 			a.body = pos
 			break
 		}
+		if lines++; lines > lim.lines {
+			return nil, badf("more than %d header lines", lim.lines)
+		}
+		if pos > lim.bytes {
+			return nil, badf("headers longer than %d bytes", lim.bytes)
+		}
+		if !utf8.Valid(line) {
+			return nil, badf("header line is not UTF-8")
+		}
 		if line[0] == ' ' || line[0] == '\t' {
 			if len(a.headers) == 0 {
 				return nil, badf("continuation line before any header")
 			}
-			h := &a.headers[len(a.headers)-1]
-			h.value = strings.TrimSpace(h.value + " " + strings.TrimSpace(string(line)))
+			vend, folded = start+i, true
 			continue
-		}
-		if !utf8.Valid(line) {
-			return nil, badf("header line is not UTF-8")
 		}
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 {
@@ -79,15 +113,40 @@ func ParseArticle(raw []byte) (*Article, error) {
 				return nil, badf("bad header name %.40q", name)
 			}
 		}
-		if len(a.headers) >= maxHeaders {
-			return nil, badf("more than %d header fields", maxHeaders)
+		if len(a.headers) >= lim.fields {
+			return nil, badf("more than %d header fields", lim.fields)
 		}
-		a.headers = append(a.headers, header{name: string(name), value: strings.TrimSpace(string(line[colon+1:]))})
+		finish()
+		a.headers = append(a.headers, header{name: string(name)})
+		vstart, vend, folded = start+colon+1, start+i, false
 	}
 	if len(a.headers) == 0 {
 		return nil, badf("no headers")
 	}
+	finish()
 	return a, nil
+}
+
+// unfold is a header value as the fields' users see it: each of its lines
+// trimmed, and those left non-empty joined by single spaces.
+func unfold(v []byte, folded bool) string {
+	if !folded {
+		return string(bytes.TrimSpace(v))
+	}
+	var b strings.Builder
+	b.Grow(len(v))
+	for len(v) > 0 {
+		line, rest, _ := bytes.Cut(v, []byte("\r\n"))
+		v = rest
+		if line = bytes.TrimSpace(line); len(line) == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.Write(line)
+	}
+	return b.String()
 }
 
 // Header returns the first value of the named header ("" if none) and how
