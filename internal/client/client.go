@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"triad/internal/dhash/frag"
 	"triad/internal/id"
 	"triad/internal/pki"
 	"triad/internal/wire"
@@ -219,7 +220,12 @@ type PutOptions struct {
 }
 
 // Put stores data and returns its key and the nodes holding durable
-// copies. A full write window answers wire.ErrBusy: try later.
+// copies. A full write window answers wire.ErrBusy: try later. The key of
+// whole copies is the content hash, which Put checks; a block stored as
+// fragments is keyed by its fragments' descriptor (package frag), which
+// the client cannot compute without the node's coding, so that key is
+// checked when the block is read (Get).
+
 func (c *Client) Put(ctx context.Context, data []byte, opt PutOptions) (id.ID, []wire.NodeRef, error) {
 	m := &wire.ClientPut{Data: data, Redundancy: opt.Redundancy}
 	if opt.Expire > 0 {
@@ -233,13 +239,25 @@ func (c *Client) Put(ctx context.Context, data []byte, opt PutOptions) (id.ID, [
 	if !ok {
 		return id.ID{}, nil, fmt.Errorf("client: %s answered a put with %T", c.addr, r)
 	}
-	if want := id.Key(data); done.Key != want {
-		return id.ID{}, nil, fmt.Errorf("client: %s stored the block under %s, not its hash %s", c.addr, done.Key, want)
+	if err := checkPutKey(done.Key, id.Key(data), opt.Redundancy); err != nil {
+		return id.ID{}, nil, fmt.Errorf("client: %s %w", c.addr, err)
 	}
 	return done.Key, done.Holders, nil
 }
 
-// Get fetches the block stored under key and checks it against the key.
+// checkPutKey checks the key a node answered a put with: the content hash
+// for replicas; for a put that may have been stored as fragments, any
+// key but the zero one.
+func checkPutKey(key, hash id.ID, r wire.Redundancy) error {
+	if key == hash || r != wire.RedundancyReplicas && key.Width() == id.Bytes {
+		return nil
+	}
+	return fmt.Errorf("stored the block under %s, not its hash %s", key, hash)
+}
+
+// Get fetches the block stored under key and checks it against the key:
+// a whole block by its content hash, a block stored as fragments by the
+// descriptor the node sends before it (frag.Descriptor.CheckBlock).
 func (c *Client) Get(ctx context.Context, key id.ID) ([]byte, time.Time, error) {
 	if key.Width() != id.Bytes {
 		return nil, time.Time{}, fmt.Errorf("client: key must be %d bits", id.Bits)
@@ -252,10 +270,20 @@ func (c *Client) Get(ctx context.Context, key id.ID) ([]byte, time.Time, error) 
 	if !ok {
 		return nil, time.Time{}, fmt.Errorf("client: %s answered a get with %T", c.addr, r)
 	}
-	if id.Key(b.Data) != key {
+	data := b.Data
+	if b.Fragment {
+		d, rest, err := frag.ParseDescriptor(b.Data)
+		if err == nil {
+			err = d.CheckBlock(key, rest)
+		}
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("%w: %s returned a fragmented block that does not match key %s: %v", wire.ErrCorrupt, c.addr, key, err)
+		}
+		data = rest
+	} else if id.Key(data) != key {
 		return nil, time.Time{}, fmt.Errorf("%w: %s returned data that does not match key %s", wire.ErrCorrupt, c.addr, key)
 	}
-	return b.Data, time.Unix(0, b.Expiry), nil
+	return data, time.Unix(0, b.Expiry), nil
 }
 
 // Stat lists the key's successors and what each holds.
@@ -276,7 +304,8 @@ func (c *Client) Stat(ctx context.Context, key id.ID) ([]wire.Holder, error) {
 
 // PutBatch stores many blocks through one node in one round trip (see
 // wire.ClientPutBatch); keys are their content hashes, which the caller
-// has computed (the node must answer with the same). It returns each
+// has computed (the node must answer with the same, but for blocks stored
+// as fragments: see Put). It returns each
 // block's key, or its error (a *wire.Error: wire.ErrBusy when the node's
 // write window was full), and an error for the call as a whole.
 func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, keys []id.ID, r wire.Redundancy) ([]id.ID, []error, error) {
@@ -297,9 +326,11 @@ func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, keys []id.I
 		switch {
 		case res.Code != 0:
 			errs[i] = &wire.Error{Code: res.Code, Text: res.Err}
-		case res.Key != keys[i]:
-			errs[i] = fmt.Errorf("client: %s stored a block under %s, not its hash %s", c.addr, res.Key, keys[i])
 		default:
+			if err := checkPutKey(res.Key, keys[i], r); err != nil {
+				errs[i] = fmt.Errorf("client: %s %w", c.addr, err)
+				continue
+			}
 			got[i] = res.Key
 		}
 	}

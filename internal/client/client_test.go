@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/dhash/frag"
 	"triad/internal/id"
 	"triad/internal/wire"
 )
@@ -240,10 +241,50 @@ func TestPutGetStat(t *testing.T) {
 	}
 }
 
+// descriptorOf is a descriptor of data coded 2 of 3, with made-up shard
+// hashes: the client checks only the descriptor's key and the block's
+// size and hash.
+func descriptorOf(data []byte) frag.Descriptor {
+	return frag.Descriptor{M: 2, L: 3, Size: len(data), Block: id.Key(data),
+		Shards: []id.ID{id.Key([]byte("0")), id.Key([]byte("1")), id.Key([]byte("2"))}}
+}
+
+// fragmented is a node's answer to a get of a block stored as fragments.
+func fragmented(d frag.Descriptor, data []byte) *wire.Block {
+	return &wire.Block{Key: d.Key(), Data: append(d.Append(nil), data...), Fragment: true}
+}
+
+// A block stored as fragments has its descriptor's key: the client takes
+// it from a put, and checks the block a get returns against the
+// descriptor the node sends before it.
+func TestFragmentedBlockIsChecked(t *testing.T) {
+	data := []byte("a block stored as fragments")
+	d := descriptorOf(data)
+	node := startStub(t, "80", func(env wire.Envelope, reply func(wire.Msg)) {
+		if _, ok := env.Msg.(*wire.ClientPut); ok {
+			reply(&wire.PutDone{Key: d.Key()})
+			return
+		}
+		reply(fragmented(d, data))
+	})
+	c := dial(t, node.ref.Addr)
+	key, _, err := c.Put(ctx(t), data, PutOptions{Redundancy: wire.RedundancyFragments})
+	if err != nil || key != d.Key() {
+		t.Fatalf("put: key %s, %v; want %s", key.Short(), err, d.Key().Short())
+	}
+	got, _, err := c.Get(ctx(t), key)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get: %q, %v; want the block", got, err)
+	}
+}
+
 // The client checks what a node answers: a block is only ever returned
-// under the key it hashes to, and an answer of the wrong kind is an error.
+// under the key it hashes to (a fragmented block's: its descriptor's), and
+// an answer of the wrong kind is an error.
 func TestWrongAnswersAreRefused(t *testing.T) {
 	data := []byte("the block that was asked for")
+	desc := descriptorOf(data)
+	otherDesc := descriptorOf([]byte("another block"))
 	for _, tc := range []struct {
 		name   string
 		answer wire.Msg
@@ -251,9 +292,21 @@ func TestWrongAnswersAreRefused(t *testing.T) {
 		want   error // nil: any error
 	}{
 		{"put stored under another key", &wire.PutDone{Key: id.Key([]byte("other"))}, func(ctx context.Context, c *Client) error {
-			_, _, err := c.Put(ctx, data, PutOptions{})
+			_, _, err := c.Put(ctx, data, PutOptions{Redundancy: wire.RedundancyReplicas})
 			return err
 		}, nil},
+		{"get of a fragmented block under another descriptor's key", fragmented(otherDesc, data), func(ctx context.Context, c *Client) error {
+			_, _, err := c.Get(ctx, desc.Key())
+			return err
+		}, wire.ErrCorrupt},
+		{"get of other bytes under a fragmented block's key", fragmented(desc, []byte("forged bytes of the same length!")[:len(data)]), func(ctx context.Context, c *Client) error {
+			_, _, err := c.Get(ctx, desc.Key())
+			return err
+		}, wire.ErrCorrupt},
+		{"get of a whole block under a fragmented block's key", &wire.Block{Key: desc.Key(), Data: data}, func(ctx context.Context, c *Client) error {
+			_, _, err := c.Get(ctx, desc.Key())
+			return err
+		}, wire.ErrCorrupt},
 		{"put answered with a block", &wire.Block{Key: id.Key(data), Data: data}, func(ctx context.Context, c *Client) error {
 			_, _, err := c.Put(ctx, data, PutOptions{})
 			return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"triad/internal/dhash/frag"
 	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/node"
@@ -284,8 +285,9 @@ func (w *engineWork) String() string {
 	return fmt.Sprintf("dhash-engine(%d, %s)", w.op, w.key.Short())
 }
 
-// writeCopy stores a copy in this host's engine. A fragment is checked
-// against key first; the engine checks a whole block's hash itself.
+// writeCopy stores a copy in this host's engine. A fragment is verified
+// against key first (its descriptor and shard hashes); the engine checks a
+// whole block's hash itself.
 func (n *Node) writeCopy(env node.Env, key id.ID, data []byte, expiry time.Time, opt store.PutOptions, done func(env node.Env, err error)) {
 	if opt.Opaque {
 		if err := n.coder.checkFragment(key, data, n.cfg.MaxBlock); err != nil {
@@ -362,7 +364,7 @@ func (n *Node) handleRequest(env node.Env, in node.MsgIn) bool {
 				respondErr(env, in, me, err)
 				return
 			}
-			rpc.Respond(env, in, me, &wire.Block{Key: m.Key, Data: b.Data, Expiry: b.Expiry.UnixNano()})
+			rpc.Respond(env, in, me, clientBlock(m.Key, b))
 		})
 	case *wire.ClientStat:
 		if refuseBadKey(env, in, me, m.Key) {
@@ -379,6 +381,18 @@ func (n *Node) handleRequest(env node.Env, in node.MsgIn) bool {
 		return false
 	}
 	return true
+}
+
+// clientBlock is the answer to a ClientGet. A block rebuilt from
+// fragments has a key that is not its content hash, so the client could
+// not check it alone: the answer is marked Fragment and its Data is the
+// block's descriptor followed by the block (frag.Descriptor.CheckBlock).
+func clientBlock(key id.ID, b Block) *wire.Block {
+	if b.Desc == nil {
+		return &wire.Block{Key: key, Data: b.Data, Expiry: b.Expiry.UnixNano()}
+	}
+	data := b.Desc.Append(make([]byte, 0, frag.DescriptorBytes(b.Desc.L)+len(b.Data)))
+	return &wire.Block{Key: key, Data: append(data, b.Data...), Expiry: b.Expiry.UnixNano(), Fragment: true}
 }
 
 // servePutBatch runs each block of a batch as a ClientPut and answers once
@@ -437,7 +451,7 @@ func (n *Node) serveStore(env node.Env, in node.MsgIn, m *wire.StoreBlock) {
 	me := n.self()
 	limit := n.cfg.MaxBlock
 	if m.Fragment {
-		limit += fragHeader
+		limit += n.coder.header()
 	}
 	switch {
 	case refuseBadKey(env, in, me, m.Key):

@@ -10,6 +10,7 @@ import (
 
 	"triad/internal/deploy"
 	"triad/internal/dhash"
+	"triad/internal/dhash/frag"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/sim"
@@ -563,16 +564,17 @@ func TestGetReplacesDamagedFragments(t *testing.T) {
 		t.Fatalf("get with three fragments damaged: %v", err)
 	}
 	c.s.RunFor(5 * time.Second)
-	indices := map[byte]*sim.Host{}
+	indices := map[int]*sim.Host{}
 	for _, h := range holders {
-		frag, m, err := h.Storage().Engine().Get(key)
-		if err != nil || !m.Opaque || len(frag) < 2 {
-			t.Fatalf("after the get, %s holds %d bytes (%v); want a fragment", h.Addr, len(frag), err)
+		data, m, err := h.Storage().Engine().Get(key)
+		f, ferr := frag.Check(key, data)
+		if err != nil || !m.Opaque || ferr != nil {
+			t.Fatalf("after the get, %s holds %d bytes (%v, %v); want a fragment of the key", h.Addr, len(data), err, ferr)
 		}
-		if other := indices[frag[1]]; other != nil {
-			t.Fatalf("%s and %s both hold fragment %d", other.Addr, h.Addr, frag[1])
+		if other := indices[f.Index]; other != nil {
+			t.Fatalf("%s and %s both hold fragment %d", other.Addr, h.Addr, f.Index)
 		}
-		indices[frag[1]] = h
+		indices[f.Index] = h
 	}
 	if s := c.node(c.s.Hosts()[reader]).Stats; s.Repaired != 3 || s.RepairsFailed != 0 {
 		t.Fatalf("the reader counts %d repaired, %d failed; want 3 and 0", s.Repaired, s.RepairsFailed)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"triad/internal/dhash/frag"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/wire"
@@ -16,6 +17,9 @@ import (
 type Block struct {
 	Data   []byte
 	Expiry time.Time
+	// Desc is the descriptor of a block rebuilt from fragments, which its
+	// key is the hash of; nil for a whole copy.
+	Desc *frag.Descriptor
 }
 
 // GetDone is a get's continuation.
@@ -27,7 +31,9 @@ type GetDone func(env node.Env, b Block, err error)
 // holders with the lowest predicted latency, moving on to the next one on
 // a timeout, a missing copy or bad data. r says how the block was probably
 // stored (RedundancyDefault: as this deployment stores blocks); a get that
-// finds otherwise switches.
+// finds otherwise switches, but only on a copy that verifies against the
+// key: a fragment that does not is a bad copy like any other, and the get
+// goes on to the next holder.
 func (n *Node) Get(env node.Env, key id.ID, r wire.Redundancy, done GetDone) {
 	n.Stats.Gets++
 	r = n.redundancy(r)
@@ -43,11 +49,10 @@ type getOp struct {
 
 	cands    []wire.NodeRef // not yet asked, best first
 	inflight int
-	frags    []fragment
-	fragFrom []node.Addr // the host each of frags came from
+	frags    []frag.Fragment // verified against key
+	fragFrom []node.Addr     // the host each of frags came from
 	expiry   time.Time
 	decoding bool
-	extra    int // fragments wanted beyond m after a failed rebuild
 	finished bool
 	notFound int
 	lastErr  error
@@ -99,10 +104,14 @@ func (g *getOp) want() int {
 	if !g.fragment {
 		return 1
 	}
-	return g.n.cfg.DataFrags + g.extra - len(g.frags)
+	return g.n.cfg.DataFrags - len(g.frags)
 }
 
 func (g *getOp) fill(env node.Env) {
+	if !g.finished && !g.decoding && g.fragment && len(g.frags) >= g.n.cfg.DataFrags {
+		g.join(env)
+		return
+	}
 	for !g.finished && !g.decoding && g.inflight < g.want() && len(g.cands) > 0 {
 		c := g.cands[0]
 		g.cands = g.cands[1:]
@@ -243,17 +252,21 @@ func (g *getOp) gotWhole(env node.Env, from wire.NodeRef, b *wire.Block) {
 	})
 }
 
-// gotFragment collects a fragment; with m of them the block is rebuilt and
-// verified off the loop.
+// gotFragment verifies a fragment against the key and collects it; with m
+// of them the block is rebuilt off the loop. A fragment that does not
+// verify is a bad copy: the get asks the next holder, in the mode it was
+// in. Verification hashes the shard, in the loop: a shard is at most a
+// block's m-th part.
 func (g *getOp) gotFragment(env node.Env, from wire.NodeRef, b *wire.Block) {
-	f, err := g.n.coder.parse(b.Data, g.n.cfg.MaxBlock)
+	f, err := g.n.coder.check(g.key, b.Data, g.n.cfg.MaxBlock)
 	if err != nil {
 		g.n.Stats.BadCopies++
 		g.failed(env, fmt.Errorf("%w: from %s: %v", ErrCorrupt, from, err))
 		return
 	}
 	if !g.fragment {
-		// The block was stored as fragments although whole copies are this
+		// A fragment that verifies proves the key is a fragmented block's
+		// (no whole block hashes to it), although whole copies are this
 		// deployment's default: fetch fragments from here on.
 		g.fragment = true
 		g.cands = g.order(g.cands, g.n.cfg.TotalFrags-1)
@@ -263,31 +276,25 @@ func (g *getOp) gotFragment(env node.Env, from wire.NodeRef, b *wire.Block) {
 	if g.expiry.IsZero() || time.Unix(0, b.Expiry).Before(g.expiry) {
 		g.expiry = time.Unix(0, b.Expiry)
 	}
-	if g.decoding {
-		return // used if the rebuild under way fails
-	}
-	if len(g.frags) < g.n.cfg.DataFrags+g.extra {
-		g.fill(env)
-		return
-	}
+	g.fill(env)
+}
+
+// join rebuilds the block from the m fragments collected, off the loop.
+func (g *getOp) join(env node.Env) {
 	g.decoding = true
-	frags, coder, key := slices.Clone(g.frags), g.n.coder, g.key
+	frags, coder := slices.Clone(g.frags), g.n.coder
 	g.n.offload(env, func() (any, error) {
-		return coder.join(frags, func(d []byte) bool { return id.Key(d) == key })
+		return coder.join(frags)
 	}, func(env node.Env, val any, err error) {
 		g.decoding = false
 		if err != nil {
-			// One fragment may be bad: fetch another and try again.
+			// Every fragment matched the key, so the putter's fragments
+			// are not one block's coding: no other set would do better.
 			g.n.Stats.BadCopies++
-			g.lastErr = err
-			g.extra = len(g.frags) + 1 - g.n.cfg.DataFrags
-			g.fill(env)
-			if !g.finished && g.inflight == 0 && len(g.cands) == 0 {
-				g.finish(env, Block{}, err)
-			}
+			g.finish(env, Block{}, err)
 			return
 		}
-		g.finish(env, Block{Data: val.([]byte), Expiry: g.expiry}, nil)
+		g.finish(env, Block{Data: val.([]byte), Expiry: g.expiry, Desc: &frags[0].Desc}, nil)
 	})
 }
 

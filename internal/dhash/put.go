@@ -111,12 +111,15 @@ func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundanc
 		run = inline
 	}
 	run(env, func() (any, error) {
-		p := &putOp{key: id.Key(data)}
+		p := &putOp{}
 		if r == wire.RedundancyFragments {
-			frags, err := coder.split(p.key, data)
-			p.pieces = frags
+			// A fragmented block's key is its descriptor's hash, not
+			// its content hash (package frag).
+			key, frags, err := coder.split(data)
+			p.key, p.pieces = key, frags
 			return p, err
 		}
+		p.key = id.Key(data)
 		for i := 0; i < n.cfg.Replicas; i++ {
 			p.pieces = append(p.pieces, data)
 		}

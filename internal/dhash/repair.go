@@ -41,7 +41,7 @@ func (g *getOp) surveyFragments(env node.Env, b Block, then func(env node.Env, r
 	r := &fragRepair{n: g.n, key: g.key, data: b.Data, expiry: b.Expiry, damaged: g.damaged,
 		held: make([]bool, g.n.cfg.TotalFrags), then: then}
 	for _, f := range g.frags {
-		r.held[f.index] = true
+		r.held[f.Index] = true
 	}
 	r.holders = slices.Clone(g.fragFrom)
 	var survey []wire.NodeRef
@@ -79,8 +79,8 @@ func (r *fragRepair) survey(env node.Env, hosts []wire.NodeRef) {
 				r.moved += len(b.Data)
 			}
 			if err == nil && b.Fragment {
-				if f, err := r.n.coder.parse(b.Data, r.n.cfg.MaxBlock); err == nil && f.key == r.key {
-					r.held[f.index] = true
+				if f, err := r.n.coder.check(r.key, b.Data, r.n.cfg.MaxBlock); err == nil {
+					r.held[f.Index] = true
 					r.holders = append(r.holders, c.Addr)
 				}
 			}
@@ -115,9 +115,9 @@ func (r *fragRepair) storeMissing(env node.Env, missing []int) {
 	if len(targets) == 0 {
 		return
 	}
-	coder, key, data := r.n.coder, r.key, r.data
+	key, data := r.key, r.data
 	r.n.offload(env, func() (any, error) {
-		return coder.split(key, data)
+		return r.n.resplit(key, data)
 	}, func(env node.Env, val any, err error) {
 		if err != nil {
 			r.n.Stats.RepairsFailed += uint64(len(targets))
@@ -145,6 +145,18 @@ func (n *Node) restore(env node.Env, c wire.NodeRef, m *wire.StoreBlock) {
 	}
 }
 
+// resplit codes data, the block a get rebuilt for key, into its fragments
+// again. They are the fragments put under key unless the putter's were not
+// this coding of the block (its descriptor lists other shard hashes): then
+// none of them would verify, and it fails.
+func (n *Node) resplit(key id.ID, data []byte) ([][]byte, error) {
+	k, frags, err := n.coder.split(data)
+	if err == nil && k != key {
+		err = fmt.Errorf("%w: the fragments under %s are not a coding of their block", ErrCorrupt, key.Short())
+	}
+	return frags, err
+}
+
 // RebuildFragment makes a fragment of key's block for this host, which is
 // among the key's first l successors and lacks one (Passing Tone: a missing
 // fragment is rebuilt from any m others). It gets the block from m
@@ -165,7 +177,7 @@ func (n *Node) RebuildFragment(env node.Env, key id.ID, done func(env node.Env, 
 		}
 		fetched := 0
 		for _, f := range g.frags {
-			fetched += len(f.shard) + fragHeader
+			fetched += len(f.Shard) + n.coder.header()
 		}
 		g.surveyFragments(env, b, func(env node.Env, r *fragRepair, missing []int) {
 			fetched += r.moved
@@ -185,7 +197,7 @@ func (n *Node) RebuildFragment(env node.Env, key id.ID, done func(env node.Env, 
 			}
 			index, data := missing[rank%len(missing)], b.Data
 			n.offload(env, func() (any, error) {
-				return n.coder.split(key, data)
+				return n.resplit(key, data)
 			}, func(env node.Env, val any, err error) {
 				if err != nil {
 					done(env, nil, time.Time{}, fetched, err)
