@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	gonet "net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"triad/internal/node"
@@ -14,39 +15,129 @@ import (
 // conn is one outbound stream: to a peer's listen address (dialled on
 // first use) or back to a client over the connection it came in on. A
 // single writer goroutine owns the socket.
+//
+// Its queue is bounded in bytes, not only frames: MaxQueuedBytes for the
+// connection and MaxQueuedBytesTotal across all of them; a frame past
+// either is dropped and counted, as a lossy network would. The reader of
+// an accepted connection stops reading while the replies queued on its
+// route pass half of MaxQueuedBytes (see waitRoom), so a client that asks
+// and never reads is held by TCP, not by our memory.
 type conn struct {
 	d    *Driver
 	addr string
-	q    chan []byte
 	nc   gonet.Conn // set for routes back on accepted connections; dialled for peers
 	peer string     // for a route back to a peer: its proven address
+	// answered is set once a reply has been queued on a client's route:
+	// the client has completed a request, and is known (see Driver).
+	answered atomic.Bool
+
+	mu     sync.Mutex
+	room   sync.Cond // signalled when the queue drains below half, or closes
+	q      [][]byte
+	queued int  // bytes in q and in the writer's hands
+	shut   bool // closeQueue was called: no more frames
+	wake   chan struct{}
 
 	once   sync.Once
 	closed chan struct{}
 }
 
 func newConn(d *Driver, addr string) *conn {
-	return &conn{d: d, addr: addr, q: make(chan []byte, d.cfg.SendQueue), closed: make(chan struct{})}
+	c := &conn{d: d, addr: addr, wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	c.room.L = &c.mu
+	return c
 }
 
 // enqueue queues a frame without blocking; false means the queue is full
-// or closed and the frame was dropped.
+// (for this connection or in total) or closed, and the frame was dropped.
 func (c *conn) enqueue(frame []byte) bool {
-	select {
-	case <-c.closed:
+	d := c.d
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shut || len(c.q) >= d.cfg.SendQueue || c.queued+len(frame) > d.cfg.MaxQueuedBytes {
 		return false
-	default:
+	}
+	if d.queuedTotal.Add(int64(len(frame))) > int64(d.cfg.MaxQueuedBytesTotal) {
+		d.queuedTotal.Add(-int64(len(frame)))
+		return false
+	}
+	c.q = append(c.q, frame)
+	c.queued += len(frame)
+	if int64(c.queued) > d.queuedPeak.Load() {
+		d.notePeak(int64(c.queued))
 	}
 	select {
-	case c.q <- frame:
-		return true
+	case c.wake <- struct{}{}:
 	default:
-		return false
+	}
+	return true
+}
+
+// pop takes the oldest queued frame, or nil.
+func (c *conn) pop() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.q) == 0 {
+		return nil
+	}
+	f := c.q[0]
+	c.q[0] = nil
+	c.q = c.q[1:]
+	if len(c.q) == 0 {
+		c.q = nil // let the backing array go
+	}
+	return f
+}
+
+// sent gives back the bytes of a frame the writer has written (or given
+// up on), and wakes a reader waiting for room.
+func (c *conn) sent(n int) {
+	c.mu.Lock()
+	c.queued -= n
+	c.d.queuedTotal.Add(-int64(n))
+	if c.queued < c.pauseAt() {
+		c.room.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+// pauseAt is the queued bytes at which the connection's reader stops.
+func (c *conn) pauseAt() int { return c.d.cfg.MaxQueuedBytes / 2 }
+
+// waitRoom waits while the replies queued on this route pass pauseAt, so
+// that the connection is not read while they wait. The writer's deadline
+// bounds the wait: a client that reads nothing fails it, and the route
+// closes.
+func (c *conn) waitRoom() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.queued >= c.pauseAt() && !c.shut {
+		c.d.Stats.ReadPauses.Add(1)
+	}
+	for c.queued >= c.pauseAt() && !c.shut {
+		c.room.Wait()
 	}
 }
 
 // closeQueue asks the writer to flush what is queued and stop.
-func (c *conn) closeQueue() { c.once.Do(func() { close(c.closed) }) }
+func (c *conn) closeQueue() {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.shut = true
+		c.room.Broadcast()
+		c.mu.Unlock()
+		close(c.closed)
+	})
+}
+
+// discard drops what is still queued, once the writer has stopped.
+func (c *conn) discard() {
+	c.mu.Lock()
+	c.d.queuedTotal.Add(-int64(c.queued))
+	c.q, c.queued = nil, 0
+	c.room.Broadcast()
+	c.mu.Unlock()
+}
 
 // kill closes the socket at once.
 func (c *conn) kill() {
@@ -69,6 +160,7 @@ func (c *conn) write() {
 		}
 		d.mu.Unlock()
 		c.closeQueue()
+		c.discard()
 		if c.nc != nil && c.addr[0] != '@' {
 			c.nc.Close()
 		}
@@ -116,10 +208,8 @@ func (c *conn) write() {
 		idleC = nil
 	}
 	for {
-		var frame []byte
-		select {
-		case frame = <-c.q:
-		default:
+		frame := c.pop()
+		if frame == nil {
 			if bw.Buffered() > 0 {
 				if err := bw.Flush(); err != nil {
 					failed = true
@@ -127,7 +217,8 @@ func (c *conn) write() {
 				}
 			}
 			select {
-			case frame = <-c.q:
+			case <-c.wake:
+				continue
 			case <-idleC:
 				return
 			case <-c.closed:
@@ -135,7 +226,9 @@ func (c *conn) write() {
 				return
 			}
 		}
-		if _, err := bw.Write(frame); err != nil {
+		_, err := bw.Write(frame)
+		c.sent(len(frame))
+		if err != nil {
 			failed = true
 			return
 		}
@@ -155,17 +248,17 @@ func (c *conn) readReplies() {
 	fr := newFrameReader(d, c.nc)
 	for {
 		// No idle limit here: the writer closes the connection when idle.
-		e, size, err := fr.next(time.Time{})
+		e, ch, err := fr.next(time.Time{}, true)
 		if err != nil {
 			d.readFailed(c.addr, err)
 			return
 		}
 		if e.Kind != wire.Reply || e.From.Addr != c.addr {
-			d.inflight.release(size)
+			d.release(ch)
 			d.forged(c.nc, e, "not a reply from the address dialled")
 			continue
 		}
-		d.postMsg(node.MsgIn{From: c.addr, Env: e}, size)
+		d.postMsg(node.MsgIn{From: c.addr, Env: e}, ch)
 	}
 }
 
@@ -185,15 +278,16 @@ func (w deadlineWriter) Write(p []byte) (int, error) {
 // drain writes whatever is still queued, then flushes.
 func (c *conn) drain(bw *bufio.Writer) {
 	for {
-		select {
-		case frame := <-c.q:
-			if _, err := bw.Write(frame); err != nil {
-				return
-			}
-			c.d.Stats.FramesOut.Add(1)
-		default:
+		frame := c.pop()
+		if frame == nil {
 			bw.Flush()
 			return
 		}
+		_, err := bw.Write(frame)
+		c.sent(len(frame))
+		if err != nil {
+			return
+		}
+		c.d.Stats.FramesOut.Add(1)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,15 @@ type Config struct {
 	// SendQueue is the number of frames queued per connection before
 	// further frames are dropped. Default 1024.
 	SendQueue int
+	// MaxQueuedBytes bounds the bytes of frames queued on one connection
+	// and not yet written to its socket; a frame past it is dropped and
+	// counted (Stats.QueueDrops). The reader of an accepted connection
+	// stops reading while the replies queued on it pass half of this, and
+	// goes on once they drain. At least MaxFrameBytes+4. Default 8 MiB.
+	MaxQueuedBytes int
+	// MaxQueuedBytesTotal bounds the same across all connections.
+	// Default 128 MiB.
+	MaxQueuedBytesTotal int
 	// IdleTimeout closes a connection with no traffic for this long.
 	// Default 2m.
 	IdleTimeout time.Duration
@@ -53,14 +63,31 @@ type Config struct {
 	// while its claim is unproven; one more closes it. Default 256.
 	MaxUnproven int
 	// MaxConns bounds the connections accepted at once; more are closed
-	// as they arrive, and counted (Stats.Refused). Default 1024.
+	// as they arrive, and counted (Stats.Refused). Connections from the
+	// node's own machine (see Driver) have ownMachineConns more, so that
+	// an operator's command is answered when strangers hold all of these.
+	// Default 1024.
 	MaxConns int
+	// MaxConnsPerAddr bounds the connections accepted at once from one
+	// IPv4 address or IPv6 /64, other than the node's own machine; more
+	// are closed as they arrive, and counted (Stats.Refused). Default 64.
+	MaxConnsPerAddr int
 	// MaxInflightBytes bounds the bytes of inbound frames read but not
-	// yet handled, across all connections; readers wait for room before
-	// they allocate a frame. At least MaxFrameBytes. Default 256 MiB.
+	// yet handled, across all connections. Bytes are charged as a frame's
+	// body arrives, not when its length does; a reader waits for room
+	// before it grows a frame's buffer. Frames over 64 KiB may not take
+	// the last eighth, which small ones keep. At least MaxFrameBytes.
+	// Default 256 MiB.
 	MaxInflightBytes int
+	// MaxStrangerBytes bounds the part of MaxInflightBytes that frames
+	// from connections not yet known (see Driver) may hold, together:
+	// strangers cannot fill the budget that peers and clients need. At
+	// least MaxFrameBytes (a client's first request may carry a block).
+	// Default 16 MiB.
+	MaxStrangerBytes int
 	// FrameTimeout is how long a frame's body may take to arrive once its
-	// length has: a peer that stalls mid-frame is dropped. Default 30s.
+	// length has, waits for the budget included: a peer that stalls
+	// mid-frame is dropped. Default 10s.
 	FrameTimeout time.Duration
 	// Workers bounds concurrently offloaded work. Default 4.
 	Workers int
@@ -99,14 +126,32 @@ func (c *Config) fill() error {
 	if c.MaxConns <= 0 {
 		c.MaxConns = 1024
 	}
+	if c.MaxConnsPerAddr <= 0 {
+		c.MaxConnsPerAddr = 64
+	}
 	if c.MaxInflightBytes <= 0 {
 		c.MaxInflightBytes = 256 << 20
 	}
 	if c.MaxInflightBytes < c.MaxFrameBytes {
 		return fmt.Errorf("net: in-flight bound %d bytes is below the largest frame, %d", c.MaxInflightBytes, c.MaxFrameBytes)
 	}
+	if c.MaxStrangerBytes <= 0 {
+		c.MaxStrangerBytes = min(16<<20, c.MaxInflightBytes)
+	}
+	if c.MaxStrangerBytes < c.MaxFrameBytes || c.MaxStrangerBytes > c.MaxInflightBytes {
+		return fmt.Errorf("net: strangers' bound %d bytes is below the largest frame, %d, or above the in-flight bound, %d", c.MaxStrangerBytes, c.MaxFrameBytes, c.MaxInflightBytes)
+	}
+	if c.MaxQueuedBytes <= 0 {
+		c.MaxQueuedBytes = max(8<<20, c.MaxFrameBytes+4)
+	}
+	if c.MaxQueuedBytesTotal <= 0 {
+		c.MaxQueuedBytesTotal = max(128<<20, c.MaxQueuedBytes)
+	}
+	if c.MaxQueuedBytes < c.MaxFrameBytes+4 || c.MaxQueuedBytesTotal < c.MaxQueuedBytes {
+		return fmt.Errorf("net: queue bounds %d bytes per connection, %d in total, below the largest frame (%d) or each other", c.MaxQueuedBytes, c.MaxQueuedBytesTotal, c.MaxFrameBytes+4)
+	}
 	if c.FrameTimeout <= 0 {
-		c.FrameTimeout = 30 * time.Second
+		c.FrameTimeout = 10 * time.Second
 	}
 	if c.Workers <= 0 {
 		c.Workers = 4
@@ -134,8 +179,16 @@ type Stats struct {
 	// NoRoute counts replies dropped because the connection their request
 	// came on had closed.
 	NoRoute atomic.Uint64
-	// Refused counts connections closed on arrival: MaxConns were open.
+	// Refused counts connections closed on arrival: MaxConns were open,
+	// or MaxConnsPerAddr from the same address.
 	Refused atomic.Uint64
+	// StalledFrames counts frames whose body did not arrive within
+	// FrameTimeout of their length; their connections were closed.
+	StalledFrames atomic.Uint64
+	// ReadPauses counts the times the reader of an accepted connection
+	// stopped because the replies queued on it passed half of
+	// MaxQueuedBytes.
+	ReadPauses atomic.Uint64
 	// TLSRefused counts connections closed because their TLS handshake
 	// failed: no certificate, another CA's, expired or revoked, or (on a
 	// connection we dialled) one that does not name the dialled address.
@@ -169,6 +222,18 @@ type Stats struct {
 // challenge is needed), one whose certificate names none is a client's,
 // and a dialled connection must present the certificate of the address
 // dialled. A failed handshake closes the connection (Stats.TLSRefused).
+//
+// Limits tell strangers from the peers and clients the node knows. A
+// connection is known once it is one of these: a connection we dialled;
+// one from the node's own machine (its remote IP is the IP it reached,
+// as for an operator's command or a front-end beside the node); with TLS,
+// one whose certificate verified; a peer's that proved its address; a
+// client's that has been sent a reply (it completed a request: the
+// round trip shows its address is real). Frames from connections not yet
+// known share MaxStrangerBytes of the in-flight budget, so strangers who
+// send frame headers, or frames that cannot be handled yet, hold at most
+// that. Connections from the node's own machine are not bounded by
+// MaxConnsPerAddr and have ownMachineConns slots past MaxConns.
 type Driver struct {
 	cfg    Config
 	ln     gonet.Listener
@@ -177,8 +242,18 @@ type Driver struct {
 	msgs   chan inboundMsg // messages read from connections
 	local  []node.Event    // events the loop sent itself
 	// Totals across connections (see Config).
-	inflight *byteBudget
-	accepted atomic.Int64 // accepted connections open
+	inflight  *byteBudget
+	strangers *byteBudget // the part of inflight for connections not yet known
+	// Bytes queued on every outbound connection, and the most one
+	// connection has held.
+	queuedTotal, queuedPeak atomic.Int64
+	accepted                atomic.Int64 // accepted connections open
+	// connsFrom counts the accepted connections open by remote address
+	// (handshakeBucket), but the node's own machine's; it has an entry
+	// only for an address with one open.
+	connsMu   sync.Mutex
+	connsFrom map[string]int
+	logLimits
 	// handshaking bounds the accepted connections still in their TLS
 	// handshake: strangers who connect and say nothing, or start
 	// handshakes for the key exchange they cost, hold these slots and not
@@ -239,7 +314,9 @@ func Listen(cfg Config) (*Driver, error) {
 		addr:        ln.Addr().String(),
 		events:      make(chan node.Event, 4096),
 		msgs:        make(chan inboundMsg, 4096),
-		inflight:    newByteBudget(cfg.MaxInflightBytes),
+		inflight:    newByteBudget(cfg.MaxInflightBytes, reserveFor(cfg.MaxInflightBytes, cfg.MaxFrameBytes)),
+		strangers:   newByteBudget(cfg.MaxStrangerBytes, reserveFor(cfg.MaxStrangerBytes, cfg.MaxFrameBytes)),
+		connsFrom:   make(map[string]int),
 		workQ:       make(chan node.Work, cfg.Workers),
 		rng:         rand.New(rand.NewPCG(cfg.Seed, 0x7c9)),
 		disk:        FileDisk{Dir: cfg.DataDir},
@@ -324,7 +401,7 @@ func (d *Driver) Run(ctx context.Context, h node.Handler) error {
 			h.Handle(e, ev)
 		case m := <-d.msgs:
 			h.Handle(e, m.in)
-			d.inflight.release(m.size)
+			d.release(m.ch)
 		case <-ctx.Done():
 			h.Handle(e, node.Stop{})
 			// What the handler sent itself while stopping is delivered (a
@@ -357,6 +434,7 @@ func (d *Driver) shutdown(grace time.Duration) error {
 	// Let offloaded work (a final state save) finish.
 	close(d.done)
 	d.inflight.close()
+	d.strangers.close()
 	go func() {
 		for _, w := range d.backlog {
 			d.workQ <- w
@@ -399,20 +477,67 @@ func (d *Driver) accept() {
 		if err != nil {
 			return // closed
 		}
-		if d.accepted.Load() >= int64(d.cfg.MaxConns) {
-			if d.Stats.Refused.Add(1)%100 == 1 {
-				d.cfg.Log.Warn("too many connections; refusing more", "open", d.cfg.MaxConns, "refused", d.Stats.Refused.Load(), "remote", c.RemoteAddr().String())
-			}
+		own := ownMachine(c)
+		from := handshakeBucket(c.RemoteAddr())
+		if why := d.admit(from, own); why != "" {
+			d.Stats.Refused.Add(1)
+			d.warn(&d.logRefused, "refusing a connection: "+why, "remote", c.RemoteAddr().String(), "refused", d.Stats.Refused.Load())
 			c.Close()
 			continue
 		}
-		d.accepted.Add(1)
 		d.Stats.ConnsAccepted.Add(1)
 		go func() {
-			defer d.accepted.Add(-1)
-			d.read(c)
+			defer d.leave(from, own)
+			d.read(c, own)
 		}()
 	}
+}
+
+// ownMachineConns is how many connections from the node's own machine
+// are accepted past MaxConns: room for an operator's command when
+// strangers hold every other slot.
+const ownMachineConns = 8
+
+// admit takes a connection slot for a connection from the address from,
+// or says why there is none.
+func (d *Driver) admit(from string, own bool) string {
+	d.connsMu.Lock()
+	defer d.connsMu.Unlock()
+	open := d.accepted.Load()
+	switch {
+	case own && open >= int64(d.cfg.MaxConns+ownMachineConns):
+		return fmt.Sprintf("%d connections open, and %d more from this machine", d.cfg.MaxConns, ownMachineConns)
+	case !own && open >= int64(d.cfg.MaxConns):
+		return fmt.Sprintf("%d connections open", d.cfg.MaxConns)
+	case !own && d.connsFrom[from] >= d.cfg.MaxConnsPerAddr:
+		return fmt.Sprintf("%d connections open from %s", d.cfg.MaxConnsPerAddr, from)
+	}
+	d.accepted.Add(1)
+	if !own {
+		d.connsFrom[from]++
+	}
+	return ""
+}
+
+// leave gives back the slot admit took.
+func (d *Driver) leave(from string, own bool) {
+	d.connsMu.Lock()
+	defer d.connsMu.Unlock()
+	d.accepted.Add(-1)
+	if !own {
+		if d.connsFrom[from]--; d.connsFrom[from] <= 0 {
+			delete(d.connsFrom, from)
+		}
+	}
+}
+
+// ownMachine reports whether an accepted connection comes from the node's
+// own machine: its remote IP is the local IP it reached (a connection
+// from 127.0.0.1 to 127.0.0.1, or from the node's address to itself).
+func ownMachine(nc gonet.Conn) bool {
+	r, ok1 := nc.RemoteAddr().(*gonet.TCPAddr)
+	l, ok2 := nc.LocalAddr().(*gonet.TCPAddr)
+	return ok1 && ok2 && r.IP.Equal(l.IP)
 }
 
 // worker runs offloaded work until the queue closes at shutdown.
@@ -444,7 +569,9 @@ func (d *Driver) dispatchBacklog() {
 // runs the connection's handshake (see Driver): the first frame decides
 // whether it is a client's or a peer's, and a peer's frames wait until the
 // address it claims is proven.
-func (d *Driver) read(nc gonet.Conn) {
+//
+// own says the connection comes from the node's own machine.
+func (d *Driver) read(nc gonet.Conn, own bool) {
 	defer nc.Close()
 	var cert *pki.Identity // the peer's, with TLS
 	if d.cfg.TLS != nil {
@@ -481,7 +608,7 @@ func (d *Driver) read(nc gonet.Conn) {
 	)
 	defer func() {
 		for _, m := range held {
-			d.inflight.release(m.size)
+			d.release(m.ch)
 		}
 		if route != nil {
 			d.dropRoute(route)
@@ -492,11 +619,15 @@ func (d *Driver) read(nc gonet.Conn) {
 		if route != nil && claimed != "" && !proven && proveBy.Before(deadline) {
 			deadline = proveBy
 		}
-		e, size, err := fr.next(deadline)
+		if route != nil {
+			route.waitRoom()
+		}
+		known := own || cert != nil || proven || route != nil && claimed == "" && route.answered.Load()
+		e, ch, err := fr.next(deadline, known)
 		if err != nil {
 			if claimed != "" && !proven && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(proveBy) {
 				d.Stats.Unproven.Add(1)
-				d.cfg.Log.Warn("connection never proved the address it claimed; closing it", "remote", nc.RemoteAddr().String(), "claimed", claimed)
+				d.warn(&d.logUnproven, "connection never proved the address it claimed; closing it", "remote", nc.RemoteAddr().String(), "claimed", claimed)
 				return
 			}
 			d.readFailed(nc.RemoteAddr().String(), err)
@@ -505,12 +636,12 @@ func (d *Driver) read(nc gonet.Conn) {
 		if route == nil {
 			claimed = e.From.Addr
 			if claimed == d.addr {
-				d.inflight.release(size)
+				d.release(ch)
 				d.forged(nc, e, "claims to be this node")
 				return
 			}
 			if cert != nil && claimed != cert.Addr {
-				d.inflight.release(size)
+				d.release(ch)
 				d.forged(nc, e, fmt.Sprintf("claims an address its certificate (%s of %s) does not name", cert.Name, cert.Site))
 				return
 			}
@@ -528,7 +659,7 @@ func (d *Driver) read(nc gonet.Conn) {
 			}
 		}
 		drop := func(why string) {
-			d.inflight.release(size)
+			d.release(ch)
 			d.forged(nc, e, why)
 		}
 		if e.From.Addr != claimed {
@@ -547,12 +678,12 @@ func (d *Driver) read(nc gonet.Conn) {
 				drop("an operator's command from another machine")
 				continue
 			}
-			d.postMsg(node.MsgIn{From: route.addr, Env: e}, size)
+			d.postMsg(node.MsgIn{From: route.addr, Env: e}, ch)
 			continue
 		}
 		switch m := e.Msg.(type) {
 		case *wire.Challenge:
-			d.inflight.release(size)
+			d.release(ch)
 			d.prove(claimed, m.Nonce)
 			continue
 		case *wire.Proof:
@@ -560,13 +691,13 @@ func (d *Driver) read(nc gonet.Conn) {
 				drop("proof nobody asked for")
 				continue
 			}
-			d.inflight.release(size)
+			d.release(ch)
 			proven = true
 			d.mu.Lock()
 			d.inbound[claimed] = route
 			d.mu.Unlock()
 			for _, m := range held {
-				d.postMsg(m.in, m.size)
+				d.postMsg(m.in, m.ch)
 			}
 			held = nil
 			continue
@@ -578,16 +709,16 @@ func (d *Driver) read(nc gonet.Conn) {
 		}
 		in := node.MsgIn{From: claimed, Env: e}
 		if proven {
-			d.postMsg(in, size)
+			d.postMsg(in, ch)
 			continue
 		}
 		if len(held) >= d.cfg.MaxUnproven {
-			d.inflight.release(size)
+			d.release(ch)
 			d.Stats.Unproven.Add(1)
-			d.cfg.Log.Warn("too many frames before the connection proved its address; closing it", "remote", nc.RemoteAddr().String(), "claimed", claimed)
+			d.warn(&d.logUnproven, "too many frames before the connection proved its address; closing it", "remote", nc.RemoteAddr().String(), "claimed", claimed)
 			return
 		}
-		held = append(held, inboundMsg{in, size})
+		held = append(held, inboundMsg{in, ch})
 	}
 }
 
@@ -683,15 +814,14 @@ func isLoopback(nc gonet.Conn) bool {
 
 // tlsRefused counts and logs a connection whose TLS handshake failed.
 func (d *Driver) tlsRefused(nc gonet.Conn, err error) {
-	if d.Stats.TLSRefused.Add(1)%100 == 1 || d.cfg.Log.Enabled(context.Background(), slog.LevelDebug) {
-		d.cfg.Log.Warn("TLS handshake refused", "remote", nc.RemoteAddr().String(), "err", err, "refused", d.Stats.TLSRefused.Load())
-	}
+	d.Stats.TLSRefused.Add(1)
+	d.warn(&d.logTLS, "TLS handshake refused", "remote", nc.RemoteAddr().String(), "err", err, "refused", d.Stats.TLSRefused.Load())
 }
 
 // forged counts and logs a frame dropped for not matching its connection.
 func (d *Driver) forged(nc gonet.Conn, e wire.Envelope, why string) {
 	d.Stats.Forged.Add(1)
-	d.cfg.Log.Warn("dropping frame: "+why, "remote", nc.RemoteAddr().String(), "claimed", e.From.Addr, "type", e.Msg.Type(), "kind", e.Kind)
+	d.warn(&d.logForged, "dropping frame: "+why, "remote", nc.RemoteAddr().String(), "claimed", e.From.Addr, "type", e.Msg.Type(), "kind", e.Kind)
 }
 
 func randomNonce() uint64 {
@@ -719,7 +849,7 @@ func (d *Driver) newRoute(nc gonet.Conn, peer node.Addr) *conn {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.nextCli++
-	name := "@client/"
+	name := clientRoute
 	if peer != "" {
 		name = "@peer/"
 	}
@@ -731,6 +861,9 @@ func (d *Driver) newRoute(nc gonet.Conn, peer node.Addr) *conn {
 	go cl.write()
 	return cl
 }
+
+// clientRoute starts the name of a route back to a client.
+const clientRoute = "@client/"
 
 // dropRoute forgets the route of an accepted connection that closed.
 func (d *Driver) dropRoute(c *conn) {
@@ -776,6 +909,20 @@ func (d *Driver) send(to node.Addr, e wire.Envelope) {
 	d.mu.Unlock()
 	if !c.enqueue(frame) {
 		d.Stats.QueueDrops.Add(1)
+		return
+	}
+	if e.Kind == wire.Reply && strings.HasPrefix(c.addr, clientRoute) {
+		c.answered.Store(true) // a client's route: it completed a request
+	}
+}
+
+// notePeak raises queuedPeak to n if n is more.
+func (d *Driver) notePeak(n int64) {
+	for {
+		p := d.queuedPeak.Load()
+		if n <= p || d.queuedPeak.CompareAndSwap(p, n) {
+			return
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package net
 
 import (
 	"encoding/binary"
+	"errors"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -13,31 +15,38 @@ import (
 )
 
 // A reader that wants more bytes than are free waits until the loop gives
-// some back, and a closed budget lets every waiter go.
+// some back, a large frame leaves the reserve to small ones, a wait ends at
+// its deadline, and a closed budget lets every waiter go.
 func TestByteBudgetWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newByteBudget(100)
-		if !b.acquire(60) {
-			t.Fatal("first acquire refused")
+		b := newByteBudget(100, 20)
+		if err := b.acquire(60, false, time.Time{}); err != nil {
+			t.Fatal("first acquire refused:", err)
 		}
-		got := make(chan bool, 1)
-		go func() { got <- b.acquire(50) }()
+		got := make(chan error, 1)
+		go func() { got <- b.acquire(30, true, time.Time{}) }() // 40 free, 20 of them reserved
 		synctest.Wait()
 		select {
 		case <-got:
-			t.Fatal("acquired 50 bytes with 40 free")
+			t.Fatal("a large frame took the reserve")
 		default:
+		}
+		if err := b.acquire(40, false, time.Time{}); err != nil {
+			t.Fatal("a small frame could not take the reserve:", err)
 		}
 		b.release(60)
 		synctest.Wait()
-		if ok := <-got; !ok {
-			t.Fatal("acquire failed after release")
+		if err := <-got; err != nil {
+			t.Fatal("acquire failed after release:", err)
 		}
-		go func() { got <- b.acquire(100) }()
+		if err := b.acquire(50, false, time.Now().Add(time.Second)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("acquire of more than is free until a deadline: %v, want a deadline error", err)
+		}
+		go func() { got <- b.acquire(100, false, time.Time{}) }()
 		synctest.Wait()
 		b.close()
-		if ok := <-got; ok {
-			t.Fatal("acquire succeeded on a closed budget")
+		if err := <-got; !errors.Is(err, errStopping) {
+			t.Fatalf("acquire on a closed budget: %v", err)
 		}
 	})
 }
@@ -47,21 +56,21 @@ func TestByteBudgetWaits(t *testing.T) {
 func TestMaxConnsRefusesMore(t *testing.T) {
 	d := runDriver(t, Config{MaxConns: 2}, pingHandler{})
 
-	a := dial(t, d.Addr())
+	a := dialFrom(t, "127.0.0.2", d.Addr())
 	if err := rawPing(a, 1); err != nil {
 		t.Fatal(err)
 	}
-	b := dial(t, d.Addr())
+	b := dialFrom(t, "127.0.0.3", d.Addr())
 	if err := rawPing(b, 2); err != nil {
 		t.Fatal(err)
 	}
-	expectClosed(t, dial(t, d.Addr()))
+	expectClosed(t, dialFrom(t, "127.0.0.4", d.Addr()))
 	if n := d.Stats.Refused.Load(); n != 1 {
 		t.Errorf("Refused = %d, want 1", n)
 	}
 	a.Close()
 	waitFor(t, "the closed connection to be counted out", func() bool { return d.accepted.Load() < 2 })
-	if err := rawPing(dial(t, d.Addr()), 3); err != nil {
+	if err := rawPing(dialFrom(t, "127.0.0.4", d.Addr()), 3); err != nil {
 		t.Fatalf("after a connection closed: %v", err)
 	}
 }
