@@ -78,7 +78,7 @@ func (m *CCRequest) decodeField(d *decoder, f field) {
 			d.fail("%d hops", m.Hops)
 		}
 	case 7:
-		if m.Payload = d.bytes(f); len(m.Payload) > MaxCCPayload {
+		if m.Payload = d.data(f); len(m.Payload) > MaxCCPayload {
 			d.fail("a payload of %d bytes", len(m.Payload))
 		}
 	}
