@@ -149,9 +149,12 @@ func (s *sweep) pump(env node.Env, stretches int) {
 			}
 			return
 		}
-		if key, ok := s.push.take(env.Now(), &m.Stats.Expired); ok {
-			s.hand(env, key, stretches)
+		key, ok := s.push.take(env.Now(), &m.Stats.Expired)
+		if !ok {
+			m.done(env) // every key left had expired: give the transfer back
+			break
 		}
+		s.hand(env, key, stretches)
 	}
 	for s.queries < m.cfg.Queries && len(s.visit) > 0 && s.push.len() < maxQueued {
 		p := s.visit[len(s.visit)-1]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"triad/internal/dhash/frag"
 	"triad/internal/id"
 	"triad/internal/merkle"
 	"triad/internal/node"
@@ -102,9 +103,12 @@ func (r *round) pump(env node.Env) {
 			}
 			return // the budget wakes this round again
 		}
-		if key, ok := r.fetch.take(env.Now(), &r.m.Stats.Expired); ok {
-			r.fetchKey(env, key)
+		key, ok := r.fetch.take(env.Now(), &r.m.Stats.Expired)
+		if !ok {
+			r.m.done(env) // every key left had expired: give the transfer back
+			break
 		}
+		r.fetchKey(env, key)
 	}
 	for r.queries < r.m.cfg.Queries && len(r.visit) > 0 && r.fetch.len() < maxQueued {
 		if r.asked == maxQueriesPerSync {
@@ -186,14 +190,12 @@ func compare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (d
 		if k.Width() != id.Bytes || !p.Contains(k.Bytes()) || !k.In(lo, hi) {
 			continue
 		}
-		// A copy of ours found damaged is quarantined: it counts as
-		// missing, so the neighbour's good copy replaces it.
-		if _, err := e.Stat(k); errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCorrupt) {
+		if ok, err := holds(e, k); err != nil {
+			return d, err
+		} else if !ok {
 			d.missing = append(d.missing, k)
 			d.expiry = append(d.expiry, at(info.Expiries, i))
 			d.size = append(d.size, at(info.Sizes, i))
-		} else if err != nil {
-			return d, err
 		}
 	}
 	if len(info.Children) == 0 {
@@ -221,6 +223,34 @@ func compare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (d
 		d.descend = append(d.descend, cp)
 	}
 	return d, nil
+}
+
+// holds reports whether e holds a copy of key that counts. A copy found
+// damaged is quarantined, and a fragment that does not verify against key
+// (package frag: a forged one, under a whole block's key, or one of an
+// older format) is no copy: either counts as missing, so that the
+// neighbour's good copy is fetched for it. A whole copy counts: the engine
+// checked its hash before storing it. Only fragments are read, and only
+// those in leaves that differ from the neighbour's.
+func holds(e TreeStore, key id.ID) (bool, error) {
+	meta, err := e.Stat(key)
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrCorrupt):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !meta.Opaque:
+		return true, nil
+	}
+	data, _, err := e.Get(key)
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrCorrupt):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	_, err = frag.Check(key, data)
+	return err == nil, nil
 }
 
 // fetchKey copies one object we lack from the partner; a fragment is
