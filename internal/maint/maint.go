@@ -496,12 +496,14 @@ type work struct {
 func (w *work) Run(s node.Storage) (any, error) { return w.run(s.Engine()) }
 
 // TreeStore is what synchronization reads of a storage engine: its Merkle
-// tree and whether it holds a key. store.Engine has it.
+// tree, whether it holds a key, and a fragment it holds (to check it
+// against its key). store.Engine has it.
 type TreeStore interface {
 	TreeNode(p merkle.Prefix) (merkle.Node, error)
 	TreeChildren(p merkle.Prefix) ([]merkle.Node, error)
 	TreeKeys(p merkle.Prefix, lo, hi id.ID, max int) ([]id.ID, error)
 	Stat(key id.ID) (store.Meta, error)
+	Get(key id.ID) ([]byte, store.Meta, error)
 }
 
 // describe is the TreeInfo of our tree's node at p, seen from (lo, hi].
