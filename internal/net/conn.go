@@ -73,6 +73,15 @@ func (c *conn) enqueue(frame []byte) bool {
 	return true
 }
 
+// fits reports whether a frame of n bytes would be queued now.
+func (c *conn) fits(n int) bool {
+	d := c.d
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.shut && len(c.q) < d.cfg.SendQueue && c.queued+n <= d.cfg.MaxQueuedBytes &&
+		d.queuedTotal.Load()+int64(n) <= int64(d.cfg.MaxQueuedBytesTotal)
+}
+
 // pop takes the oldest queued frame, or nil.
 func (c *conn) pop() []byte {
 	c.mu.Lock()

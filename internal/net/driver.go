@@ -878,10 +878,10 @@ func (d *Driver) dropRoute(c *conn) {
 
 // send encodes e and queues it for to; it never blocks.
 func (d *Driver) send(to node.Addr, e wire.Envelope) {
-	frame := wire.AppendFrame(nil, e)
-	if len(frame)-4 > d.cfg.MaxFrameBytes {
+	size := wire.Size(e)
+	if size > d.cfg.MaxFrameBytes {
 		d.Stats.QueueDrops.Add(1)
-		d.cfg.Log.Error("refusing to send an oversized frame", "to", to, "type", e.Msg.Type(), "bytes", len(frame))
+		d.cfg.Log.Error("refusing to send an oversized frame", "to", to, "type", e.Msg.Type(), "bytes", size)
 		return
 	}
 	d.mu.Lock()
@@ -907,7 +907,9 @@ func (d *Driver) send(to node.Addr, e wire.Envelope) {
 		go c.write()
 	}
 	d.mu.Unlock()
-	if !c.enqueue(frame) {
+	// A frame that would not fit is not encoded: a client asking for
+	// blocks it never reads costs no copies of them.
+	if !c.fits(size+4) || !c.enqueue(wire.AppendFrame(make([]byte, 0, size+4), e)) {
 		d.Stats.QueueDrops.Add(1)
 		return
 	}
