@@ -1,0 +1,100 @@
+package dhash_test
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"triad/internal/dhash"
+	"triad/internal/id"
+	"triad/internal/sim"
+	"triad/internal/store"
+	"triad/internal/wire"
+)
+
+// fragmentedBlock is a block put as 7-of-14 fragments, one fragment of it
+// and where that fragment's shard starts.
+type fragmentedBlock struct {
+	data  []byte
+	key   id.ID
+	frag  []byte
+	shard int
+}
+
+func (c *cluster) putFragmented(r *rand.Rand, size int) fragmentedBlock {
+	c.t.Helper()
+	data := randomBlock(r, size)
+	key, holders, err := c.put(0, data, wire.RedundancyFragments)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.s.RunFor(10 * time.Second) // the fragments past the quorum land too
+	f, _, err := c.hostOf(holders[0]).Storage().Engine().Get(key)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return fragmentedBlock{data: data, key: key, frag: f, shard: len(f) - (size+6)/7}
+}
+
+// nonHolder is a host holding nothing under key.
+func (c *cluster) nonHolder(key id.ID) *sim.Host {
+	c.t.Helper()
+	for _, h := range c.s.Hosts() {
+		if _, err := h.Storage().Engine().Stat(key); errors.Is(err, store.ErrNotFound) {
+			return h
+		}
+	}
+	c.t.Fatal("every host holds a copy")
+	return nil
+}
+
+// Issue 27, finding 1: a host checked only a fragment's header, which
+// anyone can write, so it stored made-up bytes under any key as a
+// fragment. Now a fragment carries its block's descriptor, whose hash is
+// the key, and the hash of every shard: a host refuses a shard that is
+// not the one the descriptor lists, and a fragment of another block
+// (valid under its own key), whole or spliced onto this block's header.
+// The fragmented block still round-trips.
+func TestForgedFragmentsAreRefused(t *testing.T) {
+	cfg := dhash.DefaultConfig()
+	c := newCluster(t, 16, cfg)
+	r := rand.New(rand.NewPCG(27, 27))
+	a := c.putFragmented(r, 7000)
+	b := c.putFragmented(r, 7000)
+	target := c.nonHolder(a.key)
+	to := c.node(target).Ring().Vnodes()[0].Self()
+
+	made := bytes.Clone(a.frag)
+	for i := a.shard; i < len(made); i++ {
+		made[i] = byte(r.Uint32())
+	}
+	for _, tc := range []struct {
+		what string
+		data []byte
+	}{
+		{"a's header with made-up bytes as its shard", made},
+		{"a's header with b's shard", append(bytes.Clone(a.frag[:a.shard]), b.frag[b.shard:]...)},
+		{"b's fragment", b.frag},
+	} {
+		err := c.store(0, to, &wire.StoreBlock{Key: a.key, Data: tc.data, Expiry: c.s.Epoch().Add(c.s.Now() + time.Hour).UnixNano(), Fragment: true})
+		if !errors.Is(err, dhash.ErrBadRequest) {
+			t.Errorf("storing %s under a's key: %v, want a bad request", tc.what, err)
+		}
+		if _, err := target.Storage().Engine().Stat(a.key); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("after storing %s under a's key, %s holds a copy (%v)", tc.what, target.Addr, err)
+		}
+	}
+	if err := c.store(0, to, &wire.StoreBlock{Key: a.key, Data: a.frag, Expiry: c.s.Epoch().Add(c.s.Now() + time.Hour).UnixNano(), Fragment: true}); err != nil {
+		t.Errorf("storing a's own fragment: %v", err)
+	}
+	for _, blk := range []fragmentedBlock{a, b} {
+		if blk.key == id.Key(blk.data) {
+			t.Errorf("a fragmented block keyed by its content hash")
+		}
+		if got, err := c.get(1, blk.key); err != nil || !bytes.Equal(got, blk.data) {
+			t.Fatalf("get %s: %v", blk.key.Short(), err)
+		}
+	}
+}
