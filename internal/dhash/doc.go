@@ -15,9 +15,11 @@
 // carries an expiry time; replicas skip virtual servers of one host. The
 // write window bounds the puts a node coordinates at once (ErrDeferred
 // beyond it), like STP's window ("High throughput: STP"). A host checks
-// every copy it stores against the key (a block's hash; a fragment's header,
-// which names its block) and never replaces a copy it holds: the same copy
-// only extends the expiry, another is refused (docs/dhash.md). A get that
+// every copy it stores against the key and never replaces a copy it holds:
+// the same copy only extends the expiry, another is refused (docs/dhash.md).
+// A whole block's key is its content hash; a fragmented block's is the hash
+// of its descriptor (package frag), which every fragment carries, so each
+// fragment verifies against the key on its own. A get that
 // finds a holder's copy damaged (quarantined by its engine) stores a good
 // copy back there once it has the block (repair.go). Passing Tone
 // (UsenetDHT §4, internal/maint) keeps the copies in place; it rebuilds a
