@@ -9,11 +9,27 @@
 // (frames beyond it are dropped and counted, as a lossy network would) and
 // closed after IdleTimeout without traffic; timers from time.AfterFunc; and
 // offloaded work on Workers goroutines (what they cannot take yet waits in
-// the loop). Totals are bounded, not only per connection: MaxConns accepted
-// connections (more are closed on arrival), MaxInflightBytes of frames read
-// and not yet handled across all connections (a reader waits for room
-// before it allocates a frame), FrameTimeout for a frame's body once its
-// length has come, and an idle connection keeps a 16 KiB read buffer.
+// the loop). Totals are bounded in bytes, not only per connection:
+//
+//   - connections: MaxConns accepted at once, MaxConnsPerAddr of them from
+//     one IPv4 address or IPv6 /64 (more are closed on arrival), and a few
+//     slots past MaxConns for the node's own machine, so that an
+//     operator's command is answered when strangers hold the rest;
+//   - inbound frames: MaxInflightBytes read and not yet handled, charged
+//     as a frame's body arrives (a header alone holds nothing; a reader
+//     waits for room before its buffer grows), with the last eighth kept
+//     for frames of 64 KiB or less; of it, connections not yet known (see
+//     Driver) hold at most MaxStrangerBytes together; a frame's body has
+//     FrameTimeout once its length has come;
+//   - outbound frames: MaxQueuedBytes queued per connection and
+//     MaxQueuedBytesTotal in all (more are dropped and counted, as a lossy
+//     network would); an accepted connection is not read while the replies
+//     queued on it pass half of MaxQueuedBytes, so a client that asks and
+//     never reads is held back by TCP, not by the node's memory;
+//   - an idle connection keeps a 4 KiB read buffer and at most 16 KiB more;
+//   - refusals (forged, bad or oversized frames, refused connections and
+//     handshakes) are logged once per 10 s of each kind, with a count of
+//     those not logged; Stats counts every one.
 //
 // Peers prove the address they claim (see Driver): replies are read only
 // from connections we dialled, requests only from accepted connections
