@@ -106,6 +106,9 @@ type Stats struct {
 	// ReclaimedBytes is the bytes of the segments those windows had.
 	ReclaimedBytes int64
 	Quarantined    int // damaged objects found by reads
+	// ClockSteps counts the forward steps of the wall clock the engine
+	// saw (ClockGuard) and expired nothing across.
+	ClockSteps int
 	// ByExpiry is the usage by when it expires: ByExpiry[i] the bytes of
 	// the windows that end within ExpiryHorizons[i] of now (and not
 	// within the horizon before), the last entry those that end later.
@@ -135,6 +138,22 @@ type Options struct {
 	// Now is the clock for expiry. The simulator and tests inject theirs;
 	// nil means the wall clock, which the engine supplies.
 	Now func() time.Time
+	// Elapsed is a monotonic clock (any origin), against which the engine
+	// checks Now before it lets time expire anything: see ClockGuard. Nil:
+	// ElapsedOf(Now), which is monotonic for the wall clock (Go's time.Now
+	// carries a monotonic reading) and follows an injected Now, so that
+	// no step of it is ever seen.
+	Elapsed func() time.Duration
+	// ReclaimMargin is how long past its window's end an object is kept
+	// before its space may be reclaimed: a clock a little fast, or a
+	// step too small for ClockGuard to see, costs no acknowledged object
+	// (10 min).
+	ReclaimMargin time.Duration
+	// MaxRetention caps how far ahead an expiry may lie: a put asking for
+	// more is kept until now plus MaxRetention (400 days). A neighbour's
+	// claim of a later expiry (maintenance extends a copy to it) cannot
+	// pin an object for good.
+	MaxRetention time.Duration
 	// Window is the span of expiry times sharing one segment (256 s).
 	Window time.Duration
 	// TreeBuffer keeps keys that expire sooner than this out of the tree, so
@@ -172,9 +191,11 @@ type Options struct {
 
 // Defaults.
 const (
-	DefaultWindow     = 256 * time.Second
-	DefaultTreeBuffer = 15 * time.Minute
-	DefaultMaxObject  = 64 << 20
+	DefaultWindow        = 256 * time.Second
+	DefaultTreeBuffer    = 15 * time.Minute
+	DefaultMaxObject     = 64 << 20
+	DefaultReclaimMargin = 10 * time.Minute
+	DefaultMaxRetention  = 400 * 24 * time.Hour
 )
 
 // WithDefaults returns o with every zero field set to its default. It
@@ -208,7 +229,75 @@ func (o Options) WithDefaults() Options {
 	if o.MaxSegment <= 0 {
 		o.MaxSegment = 1 << 30
 	}
+	if o.ReclaimMargin <= 0 {
+		o.ReclaimMargin = DefaultReclaimMargin
+	}
+	if o.MaxRetention <= 0 {
+		o.MaxRetention = DefaultMaxRetention
+	}
 	return o
+}
+
+// ElapsedOf is a monotonic clock made of now: the time since its first
+// reading. For time.Now it is the process's monotonic clock.
+func ElapsedOf(now func() time.Time) func() time.Duration {
+	start := now()
+	return func() time.Duration { return now().Sub(start) }
+}
+
+// Retain returns expiry capped at now plus MaxRetention.
+func (o *Options) Retain(expiry, now time.Time) time.Time {
+	if limit := now.Add(o.MaxRetention); expiry.After(limit) {
+		return limit
+	}
+	return expiry
+}
+
+// Reclaimable reports whether window w may be reclaimed at now (a time a
+// ClockGuard gave): ReclaimMargin past its end.
+func (o *Options) Reclaimable(w int64, now time.Time) bool {
+	return !o.WindowEnd(w).Add(o.ReclaimMargin).After(now)
+}
+
+// MaxClockStep is how far the wall clock may run ahead of the monotonic
+// one between two readings before a ClockGuard takes it for a step.
+// NTP slews a clock by at most 0.05%; a minute is a step.
+const MaxClockStep = time.Minute
+
+// A ClockGuard gives the time at which an engine lets things expire
+// (Merkle tree expiry, reclamation): the wall clock, unless it has run
+// ahead of the monotonic one by more than MaxClockStep since they last
+// agreed. Then it is the last agreed wall time plus the monotonic time
+// since, until the wall clock comes back in line: a wall clock stepped a
+// month ahead expires nothing that a month of real time would not. A
+// clock stepped back needs nothing: it expires less. The engine holds its
+// lock around Now.
+type ClockGuard struct {
+	wall  time.Time     // the wall clock when it last agreed
+	mono  time.Duration // the monotonic clock then
+	set   bool
+	ahead bool // the wall clock is ahead now
+	// Steps counts the times the wall clock was found ahead of the
+	// monotonic one past MaxClockStep (once per step, until it agrees).
+	Steps int
+}
+
+// Now returns the time to expire things at, given both clocks' readings.
+func (g *ClockGuard) Now(wall time.Time, mono time.Duration) time.Time {
+	if !g.set {
+		g.wall, g.mono, g.set = wall, mono, true
+		return wall
+	}
+	trusted := g.wall.Add(mono - g.mono)
+	if wall.Sub(trusted) > MaxClockStep {
+		if !g.ahead {
+			g.ahead = true
+			g.Steps++
+		}
+		return trusted
+	}
+	g.wall, g.mono, g.ahead = wall, mono, false
+	return wall
 }
 
 // CheckPut validates a put's arguments at time now, the same way in every

@@ -51,6 +51,7 @@ type Disk struct {
 	closing  bool
 	closed   bool
 	stats    store.Stats
+	guard    store.ClockGuard // the time things expire at (expiryNow)
 
 	syncKick  chan struct{}
 	maintKick chan struct{}
@@ -90,6 +91,9 @@ func OpenFS(fsys vfs.FS, opt store.Options) (*Disk, error) {
 	opt = opt.WithDefaults()
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.Elapsed == nil {
+		opt.Elapsed = store.ElapsedOf(opt.Now)
 	}
 	if opt.Dir == "" {
 		return nil, errors.New("store: no directory given")
@@ -164,6 +168,7 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutO
 	if err := d.opt.CheckPut(key, data, expiry, now, opt); err != nil {
 		return nil, err
 	}
+	expiry = d.opt.Retain(expiry, now)
 	var mu *sync.Mutex
 	if !opt.Fresh || opt.Opaque {
 		// What is stored decides the put, so no other put of key may come
@@ -477,7 +482,7 @@ func (d *Disk) checkpoint() error {
 		<-g.done
 		err = g.err
 	}
-	now := d.opt.Now().UnixNano()
+	now := d.expiryNow().UnixNano()
 	if err == nil && (len(batch) > 0 || d.expiryDue(now)) {
 		err = d.db.Update(func(tx *bolt.Tx) error {
 			if err := applyEntries(tx, batch); err != nil {
@@ -506,6 +511,15 @@ func (d *Disk) checkpoint() error {
 		return diskErr(fmt.Errorf("checkpoint: %w", err))
 	}
 	return nil
+}
+
+// expiryNow is the time things expire at: the clock, checked against the
+// monotonic one (store.ClockGuard).
+func (d *Disk) expiryNow() time.Time {
+	wall, mono := d.opt.Now(), d.opt.Elapsed()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.guard.Now(wall, mono)
 }
 
 // diskErr marks errors of a full disk as store.ErrFull.
@@ -608,14 +622,15 @@ func expireTree(tx *bolt.Tx, now int64) error {
 	return tx.Bucket(bMeta).Put(metaExpired, sortableTime(now))
 }
 
-// reclaim unlinks expired windows, oldest first, while usage is past the
-// high-water mark. Unexpired objects are never reclaimed. d.maintMu is held.
+// reclaim unlinks expired windows (ReclaimMargin past their end at
+// expiryNow), oldest first, while usage is past the high-water mark.
+// Unexpired objects are never reclaimed. d.maintMu is held.
 func (d *Disk) reclaim() error {
 	if d.opt.Capacity <= 0 {
 		return nil
 	}
 	target := int64(d.opt.HighWater * float64(d.opt.Capacity))
-	now := d.opt.Now()
+	now := d.expiryNow()
 	d.mu.Lock()
 	if d.usage <= target {
 		d.mu.Unlock()
@@ -624,7 +639,7 @@ func (d *Disk) reclaim() error {
 	var windows []int64
 	seen := map[int64]bool{}
 	for _, s := range d.segs {
-		if !seen[s.window] && !d.opt.WindowEnd(s.window).After(now) {
+		if !seen[s.window] && d.opt.Reclaimable(s.window, now) {
 			seen[s.window] = true
 			windows = append(windows, s.window)
 		}
@@ -931,6 +946,7 @@ func (d *Disk) Stats() store.Stats {
 	d.catchUp()
 	d.mu.Lock()
 	s := d.stats
+	s.ClockSteps = d.guard.Steps
 	s.Usage = d.usage
 	s.Segments = len(d.segs)
 	now := d.opt.Now()

@@ -26,6 +26,7 @@ type Mem struct {
 	expiry  *btree.BTreeG[expKey] // tree keys by expiry, to drop them on time
 	usage   int64
 	stats   store.Stats
+	guard   store.ClockGuard // the time things expire at
 }
 
 type memObject struct {
@@ -59,6 +60,9 @@ func New(opt store.Options) *Mem {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.Elapsed == nil {
+		opt.Elapsed = store.ElapsedOf(opt.Now)
+	}
 	return &Mem{
 		opt:     opt,
 		objs:    make(map[id.ID]*memObject),
@@ -76,6 +80,7 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions
 	if err := m.opt.CheckPut(key, data, expiry, now, opt); err != nil {
 		return err
 	}
+	expiry = m.opt.Retain(expiry, now)
 	old := m.objs[key]
 	if old != nil && old.damaged && opt.Opaque {
 		// disk.Disk reads an opaque copy to compare, finds the damage and
@@ -94,7 +99,7 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions
 	}
 	size := int64(store.ObjectBytes(key.Width(), len(data)))
 	if m.opt.Capacity > 0 && m.usage+size > m.opt.Capacity {
-		m.reclaim(now, m.opt.Capacity-size)
+		m.reclaim(m.expiryNow(), m.opt.Capacity-size)
 		if m.usage+size > m.opt.Capacity {
 			return fmt.Errorf("%w: %d of %d bytes used and nothing expired to reclaim", store.ErrFull, m.usage, m.opt.Capacity)
 		}
@@ -128,7 +133,7 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions
 	w.bytes += size
 	m.usage += size
 	m.objs[key] = o
-	m.maintain(now)
+	m.maintain(m.expiryNow())
 	return nil
 }
 
@@ -220,7 +225,7 @@ func (m *Mem) lookup(key id.ID) (*memObject, error) {
 func (m *Mem) readTree(fn func(r merkle.Reader)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.expireTree(m.opt.Now())
+	m.expireTree(m.expiryNow())
 	fn(m.tree)
 }
 
@@ -247,7 +252,7 @@ func (m *Mem) TreeKeys(p merkle.Prefix, lo, hi id.ID, max int) (keys []id.ID, er
 func (m *Mem) CheckTree() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.opt.Now()
+	now := m.expiryNow()
 	m.expireTree(now)
 	var keys [][]byte
 	for k, o := range m.objs {
@@ -262,10 +267,16 @@ func (m *Mem) CheckTree() error {
 func (m *Mem) Maintain() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.maintain(m.opt.Now())
+	m.maintain(m.expiryNow())
 	return nil
 }
 
+// expiryNow is the time things expire at: the clock, checked against the
+// monotonic one (store.ClockGuard). m.mu is held.
+func (m *Mem) expiryNow() time.Time { return m.guard.Now(m.opt.Now(), m.opt.Elapsed()) }
+
+// maintain drops expired keys from the tree and reclaims space past the
+// high-water mark, at now from expiryNow.
 func (m *Mem) maintain(now time.Time) {
 	m.expireTree(now)
 	if m.opt.Capacity > 0 {
@@ -289,15 +300,16 @@ func (m *Mem) expireTree(now time.Time) {
 	}
 }
 
-// reclaim drops whole expired windows, oldest first, until usage is at most
-// target or nothing expired is left.
+// reclaim drops whole expired windows (ReclaimMargin past their end at
+// now, from expiryNow), oldest first, until usage is at most target or
+// nothing expired is left.
 func (m *Mem) reclaim(now time.Time, target int64) {
 	if m.usage <= target {
 		return
 	}
 	var ws []int64
 	for w := range m.windows {
-		if !m.opt.WindowEnd(w).After(now) {
+		if m.opt.Reclaimable(w, now) {
 			ws = append(ws, w)
 		}
 	}
@@ -321,6 +333,7 @@ func (m *Mem) Stats() store.Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.stats
+	s.ClockSteps = m.guard.Steps
 	s.Objects = len(m.objs)
 	s.TreeKeys = m.tree.Len()
 	s.Usage = m.usage

@@ -16,10 +16,12 @@ import (
 )
 
 // Clock is a fake clock that tests move by hand; its Now goes in
-// store.Options.Now. It is safe for concurrent use.
+// store.Options.Now and its Elapsed in store.Options.Elapsed. It is safe
+// for concurrent use.
 type Clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu      sync.Mutex
+	t       time.Time
+	elapsed time.Duration
 }
 
 // NewClock returns a clock stopped at a fixed time in 2027.
@@ -32,11 +34,27 @@ func (c *Clock) Now() time.Time {
 	return c.t
 }
 
-// Advance moves the clock d forward.
+// Advance moves the clock d forward: time passes.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
+	c.elapsed += d
 	c.mu.Unlock()
+}
+
+// Step moves the wall clock by d and not the monotonic one, as an
+// operator's date command or a bad time server does.
+func (c *Clock) Step(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Elapsed is the monotonic clock: the time Advance has moved.
+func (c *Clock) Elapsed() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.elapsed
 }
 
 // Blob returns n bytes from r and their key, the content hash.
@@ -69,6 +87,8 @@ func RunContract(t *testing.T, open func(t *testing.T, opt store.Options) store.
 		{"FreshPutNeverReplaces", contractFreshPutNeverReplaces},
 		{"ConcurrentConflictingPuts", contractConcurrentConflictingPuts},
 		{"UsageByExpiry", contractUsageByExpiry},
+		{"ClockStepExpiresNothing", contractClockStepExpiresNothing},
+		{"RetentionIsCapped", contractRetentionIsCapped},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, func(opt store.Options) store.Engine { return open(t, opt) })
@@ -618,5 +638,106 @@ func contractUsageByExpiry(t *testing.T, open func(store.Options) store.Engine) 
 	want[0], want[3], want[len(store.ExpiryHorizons)] = 2, 1, 1
 	if s.ObjectsByExpiry != want || s.Objects != 4 {
 		t.Fatalf("objects by expiry %v (of %d), want %v", s.ObjectsByExpiry, s.Objects, want)
+	}
+}
+
+// contractClockStepExpiresNothing: a store past its high-water mark holds
+// 20 objects acknowledged for 30 days; the wall clock steps 31 days ahead
+// (issue 27: every one of them was deleted). The engine sees the step
+// against its monotonic clock: it keeps all 20, readable byte for byte
+// and in the tree, while still reclaiming what expires in real time.
+func contractClockStepExpiresNothing(t *testing.T, open func(store.Options) store.Engine) {
+	c := NewClock()
+	const size = 1000
+	e := open(store.Options{Now: c.Now, Elapsed: c.Elapsed, Capacity: 100 * recLen(size), HighWater: 0.5})
+	r := rand.New(rand.NewPCG(27, 7))
+	acked := map[id.ID][]byte{}
+	for range 20 {
+		data, key := Blob(r, size)
+		if err := e.Put(key, data, c.Now().Add(30*24*time.Hour), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		acked[key] = data
+	}
+	// Others put the store past its high-water mark: 40 that outlive
+	// the acknowledged ones, so that theirs would be the first windows
+	// reclaimed, and 10 that live an hour.
+	for i := range 50 {
+		data, key := Blob(r, size)
+		life := 35 * 24 * time.Hour
+		if i%5 == 0 {
+			life = time.Hour
+		}
+		if err := e.Put(key, data, c.Now().Add(life), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for key, data := range acked {
+			got, _, err := e.Get(key)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("%s: an object acknowledged for 30 days: %v", when, err)
+			}
+		}
+		if n, _ := e.TreeNode(merkle.Root()); n.Count < uint64(len(acked)) {
+			t.Fatalf("%s: the tree holds %d keys, want the %d acknowledged", when, n.Count, len(acked))
+		}
+	}
+	if err := e.Maintain(); err != nil {
+		t.Fatal(err)
+	}
+	c.Step(31 * 24 * time.Hour)
+	if err := e.Maintain(); err != nil {
+		t.Fatal(err)
+	}
+	check("after the wall clock stepped 31 days ahead")
+	if st := e.Stats(); st.ClockSteps != 1 || st.Reclaimed != 0 {
+		t.Fatalf("%d clock steps seen, %d windows reclaimed; want 1 and 0", st.ClockSteps, st.Reclaimed)
+	}
+	// Two hours of real time: the hour-long objects are past their
+	// expiry and the margin, and go; the acknowledged ones stay.
+	c.Advance(2 * time.Hour)
+	if err := e.Maintain(); err != nil {
+		t.Fatal(err)
+	}
+	check("two hours later")
+	if st := e.Stats(); st.Reclaimed == 0 {
+		t.Fatalf("nothing reclaimed two hours after the hour-long objects expired")
+	}
+	// The clock is set right: it agrees with the monotonic one again.
+	c.Step(-31 * 24 * time.Hour)
+	if err := e.Maintain(); err != nil {
+		t.Fatal(err)
+	}
+	check("after the clock was set right")
+	if err := e.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// contractRetentionIsCapped: an expiry past MaxRetention is kept until
+// now plus MaxRetention, on a first put and on a re-put alike.
+func contractRetentionIsCapped(t *testing.T, open func(store.Options) store.Engine) {
+	c := NewClock()
+	e := open(store.Options{Now: c.Now, MaxRetention: 100 * 24 * time.Hour})
+	r := rand.New(rand.NewPCG(27, 8))
+	limit := c.Now().Add(100 * 24 * time.Hour)
+	data, key := Blob(r, 100)
+	if err := e.Put(key, data, c.Now().Add(10*365*24*time.Hour), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := e.Stat(key); err != nil || !m.Expiry.Equal(limit) {
+		t.Fatalf("stored until %v (%v), want %v", m.Expiry, err, limit)
+	}
+	data, key = Blob(r, 100)
+	if err := e.Put(key, data, c.Now().Add(time.Hour), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Put(key, data, c.Now().Add(1000*24*time.Hour), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := e.Stat(key); err != nil || !m.Expiry.Equal(limit) {
+		t.Fatalf("re-put: stored until %v (%v), want %v", m.Expiry, err, limit)
 	}
 }
