@@ -31,9 +31,10 @@ type byteBudget struct {
 	free    int
 	reserve int
 	size    int
-	// changed is closed, and replaced, when bytes come back or the budget
-	// closes; waiters select on it.
+	// changed is closed, and replaced, when bytes come back to a waiter
+	// (watched is set) or the budget closes; waiters select on it.
 	changed chan struct{}
+	watched bool
 	closed  bool
 }
 
@@ -62,6 +63,7 @@ func (b *byteBudget) acquire(n int, large bool, by time.Time) error {
 			return nil
 		}
 		changed := b.changed
+		b.watched = true
 		b.mu.Unlock()
 		if timeout == nil && !by.IsZero() {
 			t := time.NewTimer(time.Until(by))
@@ -82,8 +84,10 @@ func (b *byteBudget) release(n int) {
 	}
 	b.mu.Lock()
 	b.free += n
-	close(b.changed)
-	b.changed = make(chan struct{})
+	if b.watched && !b.closed {
+		close(b.changed)
+		b.changed, b.watched = make(chan struct{}), false
+	}
 	b.mu.Unlock()
 }
 
