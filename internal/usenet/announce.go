@@ -21,8 +21,15 @@ import (
 //
 //	TAKEDHT <message-id>
 //	<the article's header lines, in wire form>
-//	X-ChordID: <key, 40 hex digits> bytes=<wire size> lines=<body lines> expires=<Unix seconds>
+//	X-ChordID: <key, 40 hex digits> bytes=<wire size> lines=<body lines> expires=<Unix seconds> state=<midstate>
 //	.
+//
+// The header lines are those of the article's sealed block exactly, and
+// state lets the peer compute the block's key from them (seal.go): an
+// announcement whose headers are not its key's, or whose Message-ID is
+// not the one announced, is refused and counted (Site.Forgeries), never
+// listed or passed on. Since the head is the stored one, a relaying site
+// does not add itself to its Path.
 //
 // answered as TAKETHIS is: 239 listed, 439 refused for good (a
 // duplicate, a malformed head, a key that resolves to nothing), 400 and
@@ -33,8 +40,13 @@ import (
 // ChordHeader names, in an announcement, where the article is stored.
 const ChordHeader = "X-ChordID"
 
-// maxHead bounds an announcement's header block.
-const maxHead = 64 << 10
+// maxHead bounds an announced article's header block (its header lines,
+// without the empty line); maxAnnouncement bounds a TAKEDHT's block, the
+// head and its X-ChordID line.
+const (
+	maxHead         = 64 << 10
+	maxAnnouncement = maxHead + 1024
+)
 
 // Errors of Announce, each refused for good (439).
 var (
@@ -43,24 +55,37 @@ var (
 	ErrUnresolved = errors.New("the announced key resolves to no stored article")
 	ErrMismatch   = errors.New("the announcement does not describe what its key holds")
 	ErrLocalSpool = errors.New("this site keeps its articles locally: it takes no announcements")
+	ErrForged     = errors.New("the announced headers are not those its key holds")
 )
 
 // chordValue formats an X-ChordID header's value.
-func chordValue(key id.ID, bytes, lines uint32, expires time.Time) string {
-	return fmt.Sprintf("%s bytes=%d lines=%d expires=%d", key.String(), bytes, lines, expires.Unix())
+func chordValue(key id.ID, bytes, lines uint32, expires time.Time, state string) string {
+	return fmt.Sprintf("%s bytes=%d lines=%d expires=%d state=%s", key.String(), bytes, lines, expires.Unix(), state)
+}
+
+// chordID is an X-ChordID header's value, parsed.
+type chordID struct {
+	key          id.ID
+	bytes, lines uint32
+	expires      time.Time
+	state        string // seal.go's midstate
 }
 
 // parseChordValue reads an X-ChordID header's value.
-func parseChordValue(v string) (key id.ID, bytes, lines uint32, expires time.Time, err error) {
+func parseChordValue(v string) (c chordID, err error) {
 	f := strings.Fields(v)
-	if len(f) != 4 {
-		return key, 0, 0, expires, ErrNoChordID
+	if len(f) != 5 {
+		return c, ErrNoChordID
+	}
+	state, ok := strings.CutPrefix(f[4], "state=")
+	if !ok || state == "" || len(state) > maxMidstate {
+		return c, ErrNoChordID
 	}
 	raw, herr := hex.DecodeString(f[0])
 	if herr != nil || len(raw) != id.Bytes {
-		return key, 0, 0, expires, ErrNoChordID
+		return c, ErrNoChordID
 	}
-	key, _ = id.FromBytes(raw)
+	key, _ := id.FromBytes(raw)
 	num := func(field, name string, max uint64) (uint64, bool) {
 		s, ok := strings.CutPrefix(field, name+"=")
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -70,9 +95,9 @@ func parseChordValue(v string) (key id.ID, bytes, lines uint32, expires time.Tim
 	l, ok2 := num(f[2], "lines", 1<<32-1)
 	e, ok3 := num(f[3], "expires", 1<<40)
 	if !ok1 || !ok2 || !ok3 || b == 0 {
-		return key, 0, 0, expires, ErrNoChordID
+		return c, ErrNoChordID
 	}
-	return key, uint32(b), uint32(l), time.Unix(int64(e), 0), nil
+	return chordID{key, uint32(b), uint32(l), time.Unix(int64(e), 0), state}, nil
 }
 
 // appendAnnouncement appends a TAKEDHT command and its block for r.
@@ -82,7 +107,7 @@ func appendAnnouncement(out []byte, r *logRecord) []byte {
 	out = append(out, "\r\n"...)
 	out = append(out, r.Head...)
 	out = append(out, ChordHeader+": "...)
-	out = append(out, chordValue(r.Key, r.Bytes, r.Lines, r.Expires)...)
+	out = append(out, chordValue(r.Key, r.Bytes, r.Lines, r.Expires, r.State)...)
 	return append(out, "\r\n.\r\n"...)
 }
 
@@ -190,8 +215,8 @@ func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
 					an.Err = errors.Join(ErrDeferred, err)
 				case !found:
 					an.Err = ErrUnresolved
-				case got.Size != int(e.Bytes):
-					an.Err = fmt.Errorf("%w: announced %d bytes, the key holds %d", ErrMismatch, e.Bytes, got.Size)
+				case got.Size != int(e.Bytes)+sealTrailer:
+					an.Err = fmt.Errorf("%w: announced %d bytes, the key holds %d", ErrMismatch, int(e.Bytes)+sealTrailer, got.Size)
 				case got.Expires.Before(e.Expires):
 					// Listed no longer than the article is kept.
 					e.Expires = got.Expires
@@ -230,8 +255,8 @@ func (s *Site) prepareAnnounced(an *Announcement, now time.Time) {
 		an.Err = err
 		return
 	}
-	if len(an.Head) > maxHead {
-		an.Err = badf("announced head of %d bytes, limit %d", len(an.Head), maxHead)
+	if len(an.Head) > maxAnnouncement {
+		an.Err = badf("announcement of %d bytes, limit %d", len(an.Head), maxAnnouncement)
 		return
 	}
 	a, err := ParseArticle(an.Head)
@@ -248,16 +273,33 @@ func (s *Site) prepareAnnounced(an *Announcement, now time.Time) {
 		an.Err = ErrNoChordID
 		return
 	}
-	key, size, lines, expires, err := parseChordValue(v)
+	cid, err := parseChordValue(v)
 	if err != nil {
 		an.Err = err
 		return
 	}
+	// The head as stored, which the key must cover: the announcement's
+	// lines but X-ChordID, and the empty line.
+	head := append(withoutHeader(a.Raw, ChordHeader), "\r\n"...)
+	key, bodyLen, err := sealedKey(cid.state, head)
+	switch msgid, _ := a.Header("Message-ID"); {
+	case err != nil:
+		an.Err = err
+		return
+	case key != cid.key || bodyLen+len(head) != int(cid.bytes):
+		an.Err = fmt.Errorf("%w: they hash to %s, %d bytes", ErrForged, key, bodyLen+len(head))
+		s.forgeries.Add(1)
+		return
+	case msgid != an.Offered:
+		an.Err = fmt.Errorf("%w: Message-ID %.80s announced as %.80s", ErrForged, msgid, an.Offered)
+		s.forgeries.Add(1)
+		return
+	}
+	expires := cid.expires
 	if !expires.After(now) {
 		an.Err = badf("announced article expired at %s", expires.UTC().Format(time.RFC3339))
 		return
 	}
-	s.addPath(a)
 	if an.Err = a.Validate(an.Offered); an.Err != nil {
 		return
 	}
@@ -276,9 +318,9 @@ func (s *Site) prepareAnnounced(an *Announcement, now time.Time) {
 		expires = now.Add(keep)
 	}
 	e := entryOf(a, an.MessageID, key, groups, now, expires)
-	e.Bytes, e.Lines = size, lines
+	e.Bytes, e.Lines = cid.bytes, cid.lines
 	if s.cfg.RelayAnnounced {
-		e.Head, e.Announced = withoutHeader(a.Raw, ChordHeader), true
+		e.Head, e.State, e.Announced = head[:len(head)-2], cid.state, true
 	}
 	an.p = &pending{entry: e, done: make(chan error, 1)}
 }

@@ -852,7 +852,7 @@ func feedResult(err error) (nntp.Code, string) {
 	case errors.Is(err, ErrDuplicate):
 		return nntp.CodeTakeThisRejected, "Duplicate"
 	case errors.Is(err, ErrBadArticle), errors.Is(err, ErrNoGroups), errors.Is(err, ErrNoPosting), errors.Is(err, ErrUnapproved),
-		errors.Is(err, ErrNoChordID), errors.Is(err, ErrUnresolved), errors.Is(err, ErrLocalSpool), errors.Is(err, ErrMismatch):
+		errors.Is(err, ErrNoChordID), errors.Is(err, ErrUnresolved), errors.Is(err, ErrLocalSpool), errors.Is(err, ErrMismatch), errors.Is(err, ErrForged):
 		return nntp.CodeTakeThisRejected, "Refused: " + err.Error()
 	}
 	return nntp.CodeCheckLater, "Try later: " + err.Error()
@@ -926,7 +926,7 @@ func (c *conn) takethis(args []string) bool {
 // worker, as takethis stores an article. Only a peer site, identified by
 // the name it logged in with, may announce.
 func (c *conn) takedht(args []string) bool {
-	head, err := c.readBlock(maxHead)
+	head, err := c.readBlock(maxAnnouncement)
 	if err != nil && !errors.Is(err, nntp.ErrArticleTooLarge) {
 		return false
 	}
@@ -948,7 +948,7 @@ func (c *conn) takedht(args []string) bool {
 	case len(args) != 1:
 		return refuse(nntp.CodeSyntaxError, "Syntax: TAKEDHT message-id")
 	case err != nil:
-		return c.reply(nntp.CodeTakeThisRejected, "%.80s Announcement larger than %d bytes", msgid, maxHead)
+		return c.reply(nntp.CodeTakeThisRejected, "%.80s Announcement larger than %d bytes", msgid, maxAnnouncement)
 	case CheckMessageID(msgid) != nil:
 		return refuse(nntp.CodeTakeThisRejected, "%.80s Malformed message-id", msgid)
 	}

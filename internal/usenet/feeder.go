@@ -66,9 +66,13 @@ type FeedConfig struct {
 	// MaxBacklog bounds the articles queued for a peer that is down or
 	// slow; past it the oldest are dropped for it and counted (1,000,000).
 	MaxBacklog uint64
-	Batch      int           // articles per CHECK round (256)
-	Retry      time.Duration // first wait after a failed connection, doubled up to 30 s (1 s)
-	Log        *slog.Logger
+	// MaxBacklogBytes bounds the same queue in bytes (its records: heads,
+	// message-ids, keys), each peer's alike; past it the oldest are
+	// dropped for it and counted (256 MB).
+	MaxBacklogBytes uint64
+	Batch           int           // articles per CHECK round (256)
+	Retry           time.Duration // first wait after a failed connection, doubled up to 30 s (1 s)
+	Log             *slog.Logger
 	// StatusFile, if set, is rewritten every few seconds with each
 	// peer's state, as innfeed.status is.
 	StatusFile string
@@ -102,6 +106,9 @@ func StartFeeds(cfg FeedConfig) (*Feeds, error) {
 	}
 	if cfg.MaxBacklog == 0 {
 		cfg.MaxBacklog = 1_000_000
+	}
+	if cfg.MaxBacklogBytes == 0 {
+		cfg.MaxBacklogBytes = 256 << 20
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 256
@@ -188,7 +195,7 @@ func (f *Feeds) housekeep() {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
-		if err := f.cfg.Site.list.trim(f.names(), f.cfg.MaxBacklog); err != nil {
+		if err := f.cfg.Site.list.trim(f.names(), f.cfg.MaxBacklog, f.cfg.MaxBacklogBytes); err != nil {
 			f.cfg.Log.Warn("feeds: trimming the out log", "err", err)
 		}
 		if f.cfg.StatusFile != "" {
@@ -456,7 +463,7 @@ func (fd *feeder) transfer(wanted []*logRecord) error {
 			out = appendAnnouncement(out, r)
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), dhtTimeout)
-			raw, err := fd.feeds.cfg.Site.spool.Get(ctx, r.Key)
+			raw, err := fd.feeds.cfg.Site.Article(ctx, HistEntry{Key: r.Key})
 			cancel()
 			if errors.Is(err, wire.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
 				// Expired or gone from the ring: nothing to feed.

@@ -93,6 +93,10 @@ type Entry struct {
 	// Head, when set on a relaying list, is the article's header block
 	// in wire form (CRLF lines, no empty line), queued for the peers.
 	Head []byte
+	// State is SHA-256's state after the body of the article's sealed
+	// block (seal.go), sent with Head so that a peer can check Head
+	// against Key.
+	State string
 	// Announced marks an entry a peer announced, which a mesh peer is
 	// not sent (it had it from the same source). Posted marks one a
 	// reader posted here: whatever Path the poster wrote, it came through

@@ -24,6 +24,7 @@ var (
 	bucketOutLog = []byte("outlog")
 	metaCursor   = "out-cursor/"  // + peer: the last record the peer took
 	metaDropped  = "out-dropped/" // + peer: records dropped before it took them
+	metaLogBytes = "out-bytes"    // the bytes of the records in the log
 )
 
 // A logRecord is one article to pass on: where it is and its headers.
@@ -35,6 +36,7 @@ type logRecord struct {
 	Lines     uint32
 	MessageID string
 	Head      []byte // the header block in wire form, lines ending in CRLF, no empty line
+	State     string // SHA-256's state after the sealed block's body (seal.go)
 	Announced bool   // listed from a peer's announcement, not posted or fed here
 	Posted    bool   // posted here by a reader: its Path names no peer it came through
 }
@@ -48,6 +50,9 @@ func encodeLogRecord(e *Entry) []byte {
 	if e.Posted {
 		flags |= 2
 	}
+	if e.State != "" {
+		flags |= 4
+	}
 	b = append(b, flags)
 	b = e.Key.AppendTo(b)
 	b = binary.AppendVarint(b, e.Expires.UnixNano())
@@ -55,6 +60,10 @@ func encodeLogRecord(e *Entry) []byte {
 	b = binary.AppendUvarint(b, uint64(e.Lines))
 	b = binary.AppendUvarint(b, uint64(len(e.MessageID)))
 	b = append(b, e.MessageID...)
+	if e.State != "" {
+		b = binary.AppendUvarint(b, uint64(len(e.State)))
+		b = append(b, e.State...)
+	}
 	return append(b, e.Head...)
 }
 
@@ -63,7 +72,8 @@ func decodeLogRecord(seq uint64, b []byte) (logRecord, error) {
 	if len(b) < 1+id.Bytes {
 		return r, errBadRecord
 	}
-	r.Announced, r.Posted = b[0]&1 != 0, b[0]&2 != 0
+	flags := b[0]
+	r.Announced, r.Posted = flags&1 != 0, flags&2 != 0
 	b = b[1:]
 	r.Key, _ = id.FromBytes(b[:id.Bytes])
 	b = b[id.Bytes:]
@@ -75,8 +85,15 @@ func decodeLogRecord(seq uint64, b []byte) (logRecord, error) {
 		return r, errBadRecord
 	}
 	r.Expires, r.Bytes, r.Lines = time.Unix(0, exp), uint32(bytes), uint32(lines)
-	r.MessageID = string(b[:n])
-	r.Head = slices.Clone(b[n:])
+	r.MessageID, b = string(b[:n]), b[n:]
+	if flags&4 != 0 {
+		n, b, ok1 = uvarint(b)
+		if !ok1 || n == 0 || n > uint64(len(b)) {
+			return r, errBadRecord
+		}
+		r.State, b = string(b[:n]), b[n:]
+	}
+	r.Head = slices.Clone(b)
 	return r, nil
 }
 
@@ -91,7 +108,11 @@ func appendLog(tx *bolt.Tx, e *Entry) error {
 	if err != nil {
 		return err
 	}
-	return b.Put(numKey(seq), encodeLogRecord(e))
+	rec := encodeLogRecord(e)
+	if err := putU64(tx, metaLogBytes, getU64(tx, metaLogBytes)+uint64(len(rec))); err != nil {
+		return err
+	}
+	return b.Put(numKey(seq), rec)
 }
 
 func getU64(tx *bolt.Tx, key string) uint64 {
@@ -111,6 +132,16 @@ func logLast(tx *bolt.Tx) uint64 {
 		return b.Sequence()
 	}
 	return 0
+}
+
+// LogBytes is the bytes of the records in the out log.
+func (l *List) LogBytes() (uint64, error) {
+	var n uint64
+	err := l.db.b.View(func(tx *bolt.Tx) error {
+		n = getU64(tx, metaLogBytes)
+		return nil
+	})
+	return n, err
 }
 
 // PeerBacklog is what is queued for one peer.
@@ -208,17 +239,36 @@ func (l *List) saveCursors(tx *bolt.Tx) error {
 // tests).
 var maxTrim = 50_000
 
-// trimLog saves the cursors, deletes records every peer has taken and,
-// when maxBacklog is not zero, drops the oldest records beyond maxBacklog
-// behind the newest, counting them for each peer that had not taken them.
-func (l *List) trimLog(tx *bolt.Tx, peers []string, maxBacklog uint64) (int, error) {
+// trimLog saves the cursors, deletes records every peer has taken and
+// drops, for each peer that has not taken them, the oldest records beyond
+// maxBacklog behind the newest or beyond the newest maxBytes of records
+// (each bound applies when it is not zero), counting them. Every peer has
+// the same quota, and the log holds no record that no peer is owed, so
+// the log itself stays within maxBytes (and a record, at most 64 KB of
+// head, past it).
+func (l *List) trimLog(tx *bolt.Tx, peers []string, maxBacklog, maxBytes uint64) (int, error) {
 	b := tx.Bucket(bucketOutLog)
 	if b == nil || len(peers) == 0 {
 		return 0, nil
 	}
 	last := b.Sequence()
+	floor := uint64(0)
 	if maxBacklog > 0 && last > maxBacklog {
-		floor := last - maxBacklog
+		floor = last - maxBacklog
+	}
+	if maxBytes > 0 && getU64(tx, metaLogBytes) > maxBytes {
+		// The newest records that fit in maxBytes are kept, found from
+		// the end: this walk happens only when the log is over its bound.
+		size := uint64(0)
+		c := b.Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			if size += uint64(len(v)); size > maxBytes {
+				floor = max(floor, binary.BigEndian.Uint64(k))
+				break
+			}
+		}
+	}
+	if floor > 0 {
 		for _, p := range peers {
 			if cur := l.cursor(p); cur < floor {
 				if err := putU64(tx, metaDropped+p, getU64(tx, metaDropped+p)+floor-cur); err != nil {
@@ -238,25 +288,31 @@ func (l *List) trimLog(tx *bolt.Tx, peers []string, maxBacklog uint64) (int, err
 	// Collected in one pass, then deleted: a cursor started again from
 	// First after each delete cost a descent of the tree per record.
 	var taken [][]byte
+	freed := uint64(0)
 	c := b.Cursor()
-	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= low && len(taken) < maxTrim; k, _ = c.Next() {
+	for k, v := c.First(); k != nil && binary.BigEndian.Uint64(k) <= low && len(taken) < maxTrim; k, v = c.Next() {
 		taken = append(taken, slices.Clone(k))
+		freed += uint64(len(v))
 	}
 	for _, k := range taken {
 		if err := b.Delete(k); err != nil {
 			return 0, err
 		}
 	}
+	// A log written before its bytes were counted counts from zero.
+	if err := putU64(tx, metaLogBytes, getU64(tx, metaLogBytes)-min(freed, getU64(tx, metaLogBytes))); err != nil {
+		return 0, err
+	}
 	return len(taken), nil
 }
 
 // trim saves the cursors and applies the backlog bound (see trimLog),
 // a transaction at a time until it has caught up.
-func (l *List) trim(peers []string, maxBacklog uint64) error {
+func (l *List) trim(peers []string, maxBacklog, maxBytes uint64) error {
 	for {
 		deleted := 0
 		err := l.db.b.Update(func(tx *bolt.Tx) (err error) {
-			deleted, err = l.trimLog(tx, peers, maxBacklog)
+			deleted, err = l.trimLog(tx, peers, maxBacklog, maxBytes)
 			return err
 		})
 		if err != nil || deleted < maxTrim {

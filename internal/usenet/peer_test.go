@@ -420,7 +420,7 @@ func TestBacklogIsBounded(t *testing.T) {
 		code(t, c.line(), "235")
 	}
 	list := sites[0].site.List()
-	if err := list.trim([]string{sites[1].name}, 10); err != nil {
+	if err := list.trim([]string{sites[1].name}, 10, 0); err != nil {
 		t.Fatal(err)
 	}
 	bl, _ := list.Backlog(sites[1].name)
@@ -432,17 +432,23 @@ func TestBacklogIsBounded(t *testing.T) {
 func TestBadAnnouncementsAreRefused(t *testing.T) {
 	sites, ring := startSites(t, 2, nil)
 	a := sites[0]
-	stored := []byte(article("<stored@x>", "local.test", "b\r\n"))
 	keptUntil := time.Now().Add(time.Hour).Truncate(time.Second)
-	key, err := ring.Put(context.Background(), stored, keptUntil)
-	if err != nil {
+	exp := time.Now().Add(48 * time.Hour) // later than the block is kept: listed only as long as it is
+	// good announces an article stored in the ring, as its site would.
+	good := func(id string) string {
+		ann, _, block := announcementOf(article(id, "local.test", "b\r\n"), exp)
+		if _, err := ring.Put(context.Background(), block, keptUntil); err != nil {
+			t.Fatal(err)
+		}
+		return ann
+	}
+	fineAnn, key, block := announcementOf(article("<fine@x>", "local.test", "b\r\n"), exp)
+	if _, err := ring.Put(context.Background(), block, keptUntil); err != nil {
 		t.Fatal(err)
 	}
-	size := uint32(len(stored))
-	exp := time.Now().Add(48 * time.Hour) // later than the block is kept: listed only as long as it is
-	good := func(id string) string {
-		return strings.TrimSuffix(article(id, "local.test", ""), "\r\n") + ChordHeader + ": " + chordValue(key, size, 2, exp) + "\r\n"
-	}
+	size := uint32(len(block) - sealTrailer)
+	unknownAnn, _, _ := announcementOf(article("<unknown@x>", "local.test", "b\r\n"), exp)
+	expiredAnn, _, _ := announcementOf(article("<expired@x>", "local.test", "b\r\n"), time.Now().Add(-time.Hour))
 	// Not logged in: 480; logged in as a reader, not a peer: 502.
 	anon := a.dial(t)
 	code(t, anon.cmd("MODE STREAM"), "203")
@@ -459,16 +465,15 @@ func TestBadAnnouncementsAreRefused(t *testing.T) {
 	peer := a.dial(t)
 	code(t, peer.cmd("AUTHINFO USER %s", sites[1].name), "381")
 	code(t, peer.cmd("AUTHINFO PASS %s", linkSecret), "281")
-	unknown := id.Key([]byte("never stored"))
 	bad := map[string]string{
 		"<no-chord@x>":  strings.TrimSuffix(article("<no-chord@x>", "local.test", ""), "\r\n"),
-		"<bad-chord@x>": strings.TrimSuffix(article("<bad-chord@x>", "local.test", ""), "\r\n") + ChordHeader + ": zz bytes=1 lines=1 expires=1\r\n",
-		"<unknown@x>":   strings.TrimSuffix(article("<unknown@x>", "local.test", ""), "\r\n") + ChordHeader + ": " + chordValue(unknown, 100, 2, exp) + "\r\n",
+		"<bad-chord@x>": strings.TrimSuffix(article("<bad-chord@x>", "local.test", ""), "\r\n") + ChordHeader + ": zz bytes=1 lines=1 expires=1 state=x\r\n",
+		"<unknown@x>":   unknownAnn,
 		"<no-from@x>":   strings.Replace(good("<no-from@x>"), "From: Tester <t@example.com>\r\n", "", 1),
 		"<body@x>":      good("<body@x>") + "\r\nbody\r\n",
-		"<expired@x>":   strings.TrimSuffix(article("<expired@x>", "local.test", ""), "\r\n") + ChordHeader + ": " + chordValue(key, 100, 2, time.Now().Add(-time.Hour)) + "\r\n",
+		"<expired@x>":   expiredAnn,
 		"<mismatch@x>":  good("<other@x>"),
-		"<size@x>":      strings.TrimSuffix(article("<size@x>", "local.test", ""), "\r\n") + ChordHeader + ": " + chordValue(key, size+1, 2, exp) + "\r\n",
+		"<size@x>":      strings.Replace(good("<size@x>"), " bytes=", " bytes=1", 1),
 	}
 	for msgid, head := range bad {
 		peer.Send("TAKEDHT " + msgid)
@@ -484,10 +489,10 @@ func TestBadAnnouncementsAreRefused(t *testing.T) {
 	}
 	// The good one from a peer is listed, with the announced size.
 	peer.Send("TAKEDHT <fine@x>")
-	peer.sendArticle(good("<fine@x>"))
+	peer.sendArticle(fineAnn)
 	code(t, peer.line(), "239 <fine@x>")
 	ov, err := a.site.List().Overview("local.test", 1, 10, 10)
-	if err != nil || len(ov) != 1 || ov[0].Bytes != size || ov[0].Lines != 2 || ov[0].Key != key {
+	if err != nil || len(ov) != 1 || ov[0].Bytes != size || ov[0].Lines != 1 || ov[0].Key != key {
 		t.Fatalf("overview %+v, %v", ov, err)
 	}
 	if h, _, _ := a.site.List().Lookup("<fine@x>"); h.Expires > keptUntil.UnixNano() || ov[0].Expires > keptUntil.UnixNano() {
@@ -606,14 +611,14 @@ func TestFeedUpstreamGetsWholeArticles(t *testing.T) {
 // message-id equal to the one offered, the key the X-ChordID named, and a
 // group this site carries.
 func FuzzAnnouncement(f *testing.F) {
-	key := id.Key([]byte("stored"))
 	exp := time.Now().Add(time.Hour)
-	good := strings.TrimSuffix(article("<f@x>", "local.test", ""), "\r\n") + ChordHeader + ": " + chordValue(key, 100, 2, exp) + "\r\n"
+	good, key, block := announcementOf(article("<f@x>", "local.test", "body\r\n"), exp)
 	f.Add([]byte(good), "<f@x>")
-	f.Add([]byte(strings.Replace(good, "bytes=100", "bytes=-1", 1)), "<f@x>")
+	f.Add([]byte(strings.Replace(good, "bytes=", "bytes=-", 1)), "<f@x>")
+	f.Add([]byte(strings.Replace(good, "Subject: test", "Subject: forged", 1)), "<f@x>")
 	f.Add([]byte("X-ChordID: "+key.String()+"\r\n"), "<f@x>")
 	f.Add([]byte("Path: a\r\n continued\r\nX-ChordID: zz\r\n"), "<f@x>")
-	site := openTestSite(f, f.TempDir(), alwaysHas{})
+	site := openTestSite(f, f.TempDir(), alwaysHas{size: len(block)})
 	f.Fuzz(func(t *testing.T, head []byte, offered string) {
 		orig := bytes.Clone(head) // Announce edits the buffer (Path), as Accept does
 		msgid, err := site.Announce(context.Background(), head, offered)
@@ -626,18 +631,35 @@ func FuzzAnnouncement(f *testing.F) {
 		}
 		a, _ := ParseArticle(orig)
 		v, _ := a.Header(ChordHeader)
-		if k, _, _, _, err := parseChordValue(v); err != nil || k != h.Key {
+		if c, err := parseChordValue(v); err != nil || c.key != h.Key {
 			t.Fatalf("listed under %s, announced %q", h.Key, v)
 		}
 	})
 }
 
-// alwaysHas is a spool whose every key resolves: the fuzzer's keys are
-// its own.
-type alwaysHas struct{ Spool }
+// alwaysHas is a spool whose every key resolves, to a block of size
+// bytes: the fuzzer's keys are its own.
+type alwaysHas struct {
+	Spool
+	size int
+}
 
-func (alwaysHas) Resolve(context.Context, id.ID) (Stored, bool, error) {
-	return Stored{Size: 100, Expires: time.Now().Add(24 * time.Hour)}, true, nil
+func (h alwaysHas) Resolve(context.Context, id.ID) (Stored, bool, error) {
+	return Stored{Size: h.size, Expires: time.Now().Add(24 * time.Hour)}, true, nil
+}
+
+// announcementOf is the TAKEDHT block a site sends for an article (wire
+// form), the key of the article's sealed block, and the block.
+func announcementOf(raw string, exp time.Time) (string, id.ID, []byte) {
+	a, err := ParseArticle([]byte(raw))
+	if err != nil {
+		panic(err)
+	}
+	head, body := sealedHead(a), a.Raw[a.body:]
+	block := seal(head, body)
+	key := id.Key(block)
+	return string(head[:len(head)-2]) + ChordHeader + ": " +
+		chordValue(key, uint32(len(head)+len(body)), uint32(a.Lines()), exp, midstate(body)) + "\r\n", key, block
 }
 func (alwaysHas) Close() error { return nil }
 
@@ -647,14 +669,16 @@ func FuzzLogRecord(f *testing.F) {
 	e := Entry{MessageID: "<a@b>", Key: id.Key([]byte("x")), Expires: time.Unix(1800000000, 0), Bytes: 2450, Lines: 40,
 		Head: []byte("Path: a!b\r\nSubject: s\r\n"), Announced: true, Posted: true}
 	f.Add(encodeLogRecord(&e))
+	e.State = midstate([]byte("body\r\n"))
+	f.Add(encodeLogRecord(&e))
 	f.Add([]byte{0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := decodeLogRecord(1, b)
 		if err != nil {
 			return
 		}
-		back := encodeLogRecord(&Entry{MessageID: r.MessageID, Key: r.Key, Expires: r.Expires, Bytes: r.Bytes, Lines: r.Lines, Head: r.Head, Announced: r.Announced, Posted: r.Posted})
-		if r2, err := decodeLogRecord(1, back); err != nil || r2.MessageID != r.MessageID || r2.Key != r.Key || !r2.Expires.Equal(r.Expires) ||
+		back := encodeLogRecord(&Entry{MessageID: r.MessageID, Key: r.Key, Expires: r.Expires, Bytes: r.Bytes, Lines: r.Lines, Head: r.Head, State: r.State, Announced: r.Announced, Posted: r.Posted})
+		if r2, err := decodeLogRecord(1, back); err != nil || r2.MessageID != r.MessageID || r2.Key != r.Key || !r2.Expires.Equal(r.Expires) || r2.State != r.State ||
 			r2.Bytes != r.Bytes || r2.Lines != r.Lines || string(r2.Head) != string(r.Head) || r2.Announced != r.Announced || r2.Posted != r.Posted {
 			t.Fatalf("%+v does not survive a round trip: %+v %v", r, r2, err)
 		}
@@ -701,7 +725,7 @@ func TestTrimCatchesUp(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); list.cursor("siteb") < 35 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := list.trim([]string{"siteb"}, 0); err != nil {
+	if err := list.trim([]string{"siteb"}, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	left := 0

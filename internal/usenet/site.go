@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"triad/internal/id"
@@ -46,6 +47,8 @@ type Site struct {
 	closeErr  error
 
 	beforeList func() // tests: runs before each listing commit
+
+	forgeries atomic.Uint64 // announcements refused as not their key's (announce.go)
 
 	subsMu sync.Mutex
 	subs   []chan struct{} // told after each listing (the feeders)
@@ -207,6 +210,11 @@ func (s *Site) Close() error {
 	return s.closeErr
 }
 
+// Forgeries counts the announcements refused because their headers are
+// not those their key holds, or name another message-id than announced:
+// a peer that lies, or a broken one.
+func (s *Site) Forgeries() uint64 { return s.forgeries.Load() }
+
 // List is the site's list: groups, numbers, overview and history.
 func (s *Site) List() *List { return s.list }
 
@@ -228,15 +236,20 @@ func (s *Site) Seen(msgid string) (bool, error) {
 	return s.list.Has(msgid)
 }
 
-// Article reads an article from the spool.
+// Article reads an article from the spool, in wire form.
 func (s *Site) Article(ctx context.Context, e HistEntry) ([]byte, error) {
-	return s.spool.Get(ctx, e.Key)
+	block, err := s.spool.Get(ctx, e.Key)
+	if err != nil {
+		return nil, err
+	}
+	return unsealed(block), nil
 }
 
-// ViewArticle calls fn with an article as the spool lends it: the bytes
-// are valid only while fn runs.
+// ViewArticle calls fn with an article as the spool lends it (a sealed
+// one put back in order in a buffer of its own): the bytes are valid only
+// while fn runs.
 func (s *Site) ViewArticle(ctx context.Context, e HistEntry, fn func(raw []byte) error) error {
-	return s.spool.View(ctx, e.Key, fn)
+	return s.spool.View(ctx, e.Key, func(block []byte) error { return fn(unsealed(block)) })
 }
 
 // Accept stores one article and lists it. posted marks a reader's POST:
@@ -290,17 +303,21 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 	// The entry is made now, from the parsed article: the committers
 	// never read the article's buffer.
 	p := &pending{entry: entryOf(a, msgid, id.ID{}, groups, now, now.Add(keep)), done: make(chan error, 1)}
-	if s.cfg.Relay {
-		if p.entry.Head = headOf(a); len(p.entry.Head) > maxHead {
-			// No peer would take its announcement.
-			return msgid, badf("headers of %d bytes, limit %d", len(p.entry.Head), maxHead)
-		}
-		p.entry.Posted = posted
-	}
 	if s.async != nil {
+		if s.cfg.Relay {
+			p.entry.Head, p.entry.Posted = headOf(a), posted
+		}
 		p.entry.Key, p.durable, err = s.async.PutAsync(ctx, raw, p.entry.Expires)
 	} else {
-		p.entry.Key, err = s.spool.Put(ctx, raw, p.entry.Expires)
+		// A spool shared with other sites (the ring): the article is
+		// stored sealed, so that its announcement can be checked
+		// (seal.go).
+		head, body := sealedHead(a), a.Raw[a.body:]
+		p.entry.Bytes = uint32(len(head) + len(body))
+		if s.cfg.Relay {
+			p.entry.Head, p.entry.State, p.entry.Posted = head[:len(head)-2], midstate(body), posted
+		}
+		p.entry.Key, err = s.spool.Put(ctx, seal(head, body), p.entry.Expires)
 	}
 	if err != nil {
 		return msgid, err
