@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -112,6 +114,11 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *out != "" {
+		if err := checkOutputPath(*out); err != nil {
+			return usageErr(fs, "-o: %v", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	c, err := dialCluster(ctx, *addr, *tlsDir)
@@ -133,6 +140,34 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return writeFileAtomic(*out, data)
+}
+
+// checkOutputPath reports, before the work whose result goes to path,
+// whether a file could be written there: the folder exists and takes a new
+// file, or the file, if it exists, opens for writing. Nothing at path is
+// created or changed.
+func checkOutputPath(path string) error {
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("%s is a folder", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("cannot write %s: no folder %s", path, dir)
+	}
+	probe, err := os.CreateTemp(dir, ".triad-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	name := probe.Name()
+	probe.Close()
+	return os.Remove(name)
 }
 
 func writeFileAtomic(path string, data []byte) error {
@@ -198,7 +233,14 @@ func keyArg(fs *flag.FlagSet, args []string) (id.ID, error) {
 	if len(pos) != 1 {
 		return id.ID{}, usageErr(fs, "want one KEY")
 	}
-	key, err := id.Parse(pos[0], id.Bytes)
+	// A block's key is a content hash: every digit matters. id.Parse would
+	// take a short string as the leading digits of a ring position and pad
+	// it with zeros, which names another key (and answers "not found").
+	digits := strings.TrimPrefix(strings.ToLower(pos[0]), "0x")
+	if len(digits) != 2*id.Bytes {
+		return id.ID{}, usageErr(fs, "bad key %q: want all %d hex digits of the key (triad put prints it; a short form such as stat's 8-digit one names no block)", pos[0], 2*id.Bytes)
+	}
+	key, err := id.Parse(digits, id.Bytes)
 	if err != nil {
 		return id.ID{}, usageErr(fs, "bad key %q: want %d hex digits", pos[0], 2*id.Bytes)
 	}

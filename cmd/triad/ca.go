@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -143,7 +146,8 @@ func dialCluster(ctx context.Context, addr, tlsDir string) (*client.Cluster, err
 	if err != nil {
 		return nil, err
 	}
-	return client.DialClusterOptions(ctx, client.Options{TLS: b}, addr)
+	c, err := client.DialClusterOptions(ctx, client.Options{TLS: b}, addr)
+	return c, tlsHint(addr, tlsDir, err)
 }
 
 // dialNode connects to the node at addr, as dialCluster.
@@ -152,7 +156,8 @@ func dialNode(ctx context.Context, addr, tlsDir string) (*client.Client, error) 
 	if err != nil {
 		return nil, err
 	}
-	return client.DialOptions(ctx, addr, client.Options{TLS: b})
+	c, err := client.DialOptions(ctx, addr, client.Options{TLS: b})
+	return c, tlsHint(addr, tlsDir, err)
 }
 
 // callNode sends one request to the node at addr, as dialCluster.
@@ -161,5 +166,32 @@ func callNode(ctx context.Context, addr, tlsDir string, m wire.Msg) (wire.Msg, e
 	if err != nil {
 		return nil, err
 	}
-	return tnet.CallTLS(ctx, addr, m, b)
+	resp, err := tnet.CallTLS(ctx, addr, m, b)
+	return resp, tlsHint(addr, tlsDir, err)
+}
+
+// tlsHint explains a failure to talk to a node without TLS when the node
+// speaks TLS: plain frames sent to a TLS listener end in a closed
+// connection ("EOF"), which says nothing of the cause. It offers a TLS
+// handshake (trusting no certificate, sending none) and, if the node
+// answers it, says what to set.
+func tlsHint(addr, tlsDir string, err error) error {
+	if err == nil || tlsDir != "" || !speaksTLS(addr) {
+		return err
+	}
+	return fmt.Errorf("%w\n  the node at %s speaks TLS: set TRIAD_TLS or --tls to a certificate bundle from 'triad ca issue' (triad up prints the one it made)", err, addr)
+}
+
+// speaksTLS reports whether the listener at addr answers a TLS handshake.
+func speaksTLS(addr string) bool {
+	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return false
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(2 * time.Second))
+	tc := tls.Client(nc, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}) // a probe: nothing is sent over it
+	err = tc.Handshake()
+	var alert tls.AlertError
+	return err == nil || errors.As(err, &alert)
 }

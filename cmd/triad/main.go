@@ -37,6 +37,7 @@ func init() {
 		{"ca", "a deployment's certificate authority (ca init, issue, revoke)", runCA},
 		{"config", "print an example configuration file, or check one (config example, check)", runConfig},
 		{"chaos", "kill -9 and restart real nodes under writes; check nothing acknowledged is lost", runChaos},
+		{"version", "print triad's version, the commit it was built from and the Go version", runVersion},
 	}
 }
 

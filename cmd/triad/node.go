@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	gonet "net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"triad/internal/maint"
 	"triad/internal/metrics"
 	tnet "triad/internal/net"
+	"triad/internal/node"
 	"triad/internal/pki"
 	"triad/internal/ring"
 	"triad/internal/status"
@@ -48,6 +50,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("node", "node --listen ADDR [--join ADDR] [--vnodes N] [--data DIR] [block-store flags]", nodeAbout, stderr)
 	listen := fs.String("listen", "127.0.0.1:4001", "TCP `address` to listen on (host:port)")
 	join := fs.String("join", "", "`address` of any running node to join through (none: start a ring, or rejoin from saved peers)")
+	joinTimeout := fs.Duration("join-timeout", time.Minute, "with --join: give up and exit non-zero if no other node of the ring is reached within this long (0: keep trying)")
 	vnodes := fs.Int("vnodes", 1, "virtual servers (ring positions) in this process")
 	data := fs.String("data", "", "data `directory` (default ./triad-data/<port>)")
 	maxConns := fs.Int("max-conns", 1024, "connections from peers and clients accepted at once; more are closed on arrival")
@@ -136,11 +139,16 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		}
 		spec.maint.Budget = *repairKBps * 1000
 	}
+	if *joinTimeout < 0 {
+		return usageErr(fs, "--join-timeout %v: want 0 (keep trying) or a positive duration", *joinTimeout)
+	}
 	if checkedOnly(fs) {
 		return nil
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	n, err := startNode(ctx, spec, log)
 	if err != nil {
 		return err
@@ -152,7 +160,75 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if n.http != nil {
 		fmt.Fprintf(stdout, "status page on http://%s/, metrics on http://%s/metrics\n", n.http.Addr, n.http.Addr)
 	}
+	if *join != "" {
+		if err := n.waitJoined(ctx, *join, *joinTimeout, stderr); err != nil {
+			cancel()
+			return errors.Join(err, n.wait())
+		}
+	}
 	return n.wait()
+}
+
+// joinReportEvery is how often a node that has not reached its ring yet
+// says so on stderr.
+var joinReportEvery = 5 * time.Second
+
+// waitJoined waits until one of the node's vnodes has a successor on
+// another host: it has reached the ring it was told to join. Until then it
+// says every joinReportEvery why not (what dialling --join gives); after
+// timeout (0: never) it gives up with that reason. A node that cannot
+// reach its ring would otherwise stand alone and fail every put with "too
+// few live hosts".
+func (n *runningNode) waitJoined(ctx context.Context, join string, timeout time.Duration, stderr io.Writer) error {
+	start := time.Now()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	lastReport := start
+	for {
+		joined := false
+		if err := n.drv.Do(ctx, func(node.Env) {
+			for _, v := range n.node.Ring.Vnodes() {
+				for _, s := range v.Succs() {
+					joined = joined || s.Addr != v.Self().Addr
+				}
+			}
+		}); err != nil {
+			return nil // stopping
+		}
+		if joined {
+			if time.Since(start) >= joinReportEvery {
+				fmt.Fprintf(stderr, "triad node: joined the ring through %s after %v\n", join, time.Since(start).Round(time.Second))
+			}
+			return nil
+		}
+		waited := time.Since(start)
+		if timeout > 0 && waited >= timeout {
+			return fmt.Errorf("no node of the ring reached through --join %s in %v (%s); is the address right and the node there running?", join, timeout, probeJoin(join))
+		}
+		if time.Since(lastReport) >= joinReportEvery {
+			lastReport = time.Now()
+			left := "retrying"
+			if timeout > 0 {
+				left = fmt.Sprintf("retrying, giving up in %v (--join-timeout)", (timeout - waited).Round(time.Second))
+			}
+			fmt.Fprintf(stderr, "triad node: not in a ring yet after %v: --join %s: %s; %s\n", waited.Round(time.Second), join, probeJoin(join), left)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// probeJoin says what a TCP connection to the --join address gives.
+func probeJoin(addr string) string {
+	c, err := gonet.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return err.Error()
+	}
+	c.Close()
+	return "it accepts connections but has not answered as a ring member"
 }
 
 // blockFlags are the block-store settings of a node.

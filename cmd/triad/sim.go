@@ -80,6 +80,9 @@ func runSimRing(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := checkPlot(fs, *plotTo); err != nil {
+		return err
+	}
 	stopProfile, err := profile.start()
 	if err != nil {
 		return err
@@ -188,6 +191,9 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("q", false, "no progress on stderr (there is none when stderr is not a terminal)")
 	profile := addProfileFlag(fs, "the simulation")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkPlot(fs, *plot); err != nil {
 		return err
 	}
 	stopProfile, err := profile.start()
@@ -326,6 +332,9 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("q", false, "no progress on stderr (there is none when stderr is not a terminal)")
 	plotTo := fs.String("plot", "", "draw the figure to this `file` (.png, .svg or .pdf): the trace's copies per object at the end (Figure 5), or the scenarios' bytes moved and needed")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkPlot(fs, *plotTo); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -537,6 +546,9 @@ func runSimCongestion(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := checkPlot(fs, *plotTo); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
@@ -645,4 +657,19 @@ func printCongestion(stdout io.Writer, res exp.Congestion) {
 		}
 		tw.Flush()
 	}
+}
+
+// checkPlot refuses, before a run starts, a --plot path the figure could
+// not be written to, so that a long run is not thrown away at its end.
+func checkPlot(fs *flag.FlagSet, path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := figure.CheckFormat(path); err != nil {
+		return usageErr(fs, "--plot: %v", err)
+	}
+	if err := checkOutputPath(path); err != nil {
+		return usageErr(fs, "--plot: %v", err)
+	}
+	return nil
 }
