@@ -199,7 +199,7 @@ func (s *sweep) query(env node.Env, p merkle.Prefix, stretches int) {
 
 // reverseCompare finds, under p and in (lo, hi], the keys we hold that the
 // other tree lacks (missing) and the children to look into.
-func reverseCompare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (diff, error) {
+func reverseCompare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID, _ time.Time) (diff, error) {
 	var d diff
 	mine, err := e.TreeNode(p)
 	if err != nil || mine.Count == 0 || sameNode(mine, info.Count, info.Hash) {

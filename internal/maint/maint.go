@@ -88,6 +88,7 @@ type Stats struct {
 	Repaired      uint64 // objects fetched and stored
 	BytesRepaired uint64
 	Expired       uint64 // objects past their expiry when their turn came (not fetched or handed over) or when fetched (not stored)
+	Extended      uint64 // copies of ours given the later expiry a neighbour listed for them
 	Rebuilt       uint64 // fragments rebuilt from m others and stored
 	Fragments     uint64 // missing fragments not rebuilt (no rebuilder, or too few holders answered)
 	Failed        uint64 // queries, fetches and hand-overs that failed
@@ -444,7 +445,7 @@ func (m *Maint) Status() *wire.MaintStatus {
 		{Name: "rounds", Value: s.Rounds}, {Name: "syncs", Value: s.Syncs},
 		{Name: "tree_nodes_compared", Value: s.NodesCompared}, {Name: "keys_compared", Value: s.KeysCompared},
 		{Name: "objects_repaired", Value: s.Repaired}, {Name: "bytes_repaired", Value: s.BytesRepaired},
-		{Name: "expired_not_repaired", Value: s.Expired}, {Name: "fragments_rebuilt", Value: s.Rebuilt}, {Name: "fragments_not_rebuilt", Value: s.Fragments},
+		{Name: "expired_not_repaired", Value: s.Expired}, {Name: "expiries_extended", Value: s.Extended}, {Name: "fragments_rebuilt", Value: s.Rebuilt}, {Name: "fragments_not_rebuilt", Value: s.Fragments},
 		{Name: "failed", Value: s.Failed}, {Name: "syncs_unchanged", Value: s.Unchanged}, {Name: "sweeps", Value: s.Sweeps}, {Name: "stretches", Value: s.Stretches},
 		{Name: "objects_handed_over", Value: s.HandedOver}, {Name: "bytes_handed_over", Value: s.BytesHandedOver},
 	}}
@@ -551,7 +552,9 @@ func describe(e TreeStore, p merkle.Prefix, lo, hi id.ID) (*wire.TreeInfo, error
 
 // comparer sets a neighbour's answer about its tree node at p against our
 // store: compare (what we lack) or reverseCompare (what it lacks).
-type comparer func(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (diff, error)
+// now is the time of the answer: a copy of ours expired by then counts
+// as missing (zero: none has).
+type comparer func(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID, now time.Time) (diff, error)
 
 // errNotTreeInfo is a neighbour's answer of the wrong type.
 var errNotTreeInfo = errors.New("maint: answer to a tree query is not a TreeInfo")
@@ -577,6 +580,7 @@ func (m *Maint) askTree(env node.Env, from, dst wire.NodeRef, p merkle.Prefix, l
 				return
 			}
 			m.Stats.KeysCompared += uint64(len(info.Keys))
+			now := env.Now()
 			var last syncRoots
 			var haveLast bool
 			if sync != nil {
@@ -586,7 +590,7 @@ func (m *Maint) askTree(env node.Env, from, dst wire.NodeRef, p merkle.Prefix, l
 			env.Offload(&work{
 				run: func(e store.Engine) (any, error) {
 					if sync == nil {
-						return cmp(e, p, info, lo, hi)
+						return cmp(e, p, info, lo, hi, now)
 					}
 					mine, err := e.TreeNode(p)
 					if err != nil {
@@ -596,7 +600,7 @@ func (m *Maint) askTree(env node.Env, from, dst wire.NodeRef, p merkle.Prefix, l
 					if haveLast && last.theirs == sync.seen.theirs && last.ours == ours {
 						return syncResult{ours: ours, same: true}, nil
 					}
-					d, err := cmp(e, p, info, lo, hi)
+					d, err := cmp(e, p, info, lo, hi, now)
 					return syncResult{d: d, ours: ours}, err
 				},
 				done: func(env node.Env, res any, err error) {
@@ -728,6 +732,15 @@ func (q *repairQueue) take(now time.Time, expired *uint64) (id.ID, bool) {
 	return id.ID{}, false
 }
 
+// listed is the expiry a neighbour listed for k, queued or in flight;
+// zero when unknown.
+func (q *repairQueue) listed(k id.ID) time.Time {
+	if exp := q.expiry[k]; exp != 0 {
+		return time.Unix(0, exp)
+	}
+	return time.Time{}
+}
+
 func (q *repairQueue) finished(k id.ID) {
 	delete(q.expiry, k)
 	delete(q.sizes, k)
@@ -756,7 +769,7 @@ func SyncCost(ours, theirs TreeStore, lo, hi id.ID) (queries, bytes int, missing
 		}
 		queries++
 		bytes += wire.Size(wire.Envelope{Kind: wire.Request, Msg: q}) + wire.Size(wire.Envelope{Kind: wire.Reply, Msg: info})
-		d, err := compare(ours, p, info, lo, hi)
+		d, err := compare(ours, p, info, lo, hi, time.Time{})
 		if err != nil {
 			return queries, bytes, missing, err
 		}

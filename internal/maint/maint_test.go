@@ -750,3 +750,52 @@ func TestLostHostsFragmentsAreRebuilt(t *testing.T) {
 	}
 	t.Logf("%d blocks as 7-of-14 fragments on 20 hosts; the failed hosts held %d (%d blocks on both); %d rebuilt", len(keys), held, both, rebuilt)
 }
+
+// A re-put for 30 days reaches one holder of each block put for an hour
+// (the other missed it): maintenance gives the other holder's copy the
+// later expiry, before or once it expires, so that an hour later every
+// block still has 2 live copies, each kept for the 30 days.
+func TestStaleExpiryIsRefreshedFromAPartner(t *testing.T) {
+	c := newCluster(t, 12, 27)
+	c.putFor(40, rand.New(rand.NewPCG(27, 1)), func(int) time.Duration { return time.Hour })
+	later := c.s.Now() + 30*24*time.Hour
+	live := func(key id.ID) (n int) {
+		for _, h := range c.up() {
+			if m, err := h.Storage().Engine().Stat(key); err == nil && m.Expiry.After(c.s.Epoch().Add(c.s.Now())) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, key := range c.keys {
+		var holders []*sim.Host
+		for _, h := range c.up() {
+			if _, err := h.Storage().Engine().Stat(key); err == nil {
+				holders = append(holders, h)
+			}
+		}
+		if len(holders) != 2 {
+			t.Fatalf("%d holders after the put", len(holders))
+		}
+		e := holders[0].Storage().Engine()
+		data, _, err := e.Get(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Put(key, data, c.s.Epoch().Add(later), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.s.RunFor(90 * time.Minute)
+	var extended, repaired uint64
+	for _, h := range c.up() {
+		extended += stats(h).Extended
+		repaired += stats(h).Repaired
+	}
+	for _, key := range c.keys {
+		if n := live(key); n < 2 {
+			t.Fatalf("%d live copies 90 minutes after the re-put for 30 days (%d extended, %d repaired)", n, extended, repaired)
+		}
+	}
+	t.Logf("%d copies extended in place, %d fetched again", extended, repaired)
+}

@@ -156,6 +156,7 @@ func (r *round) query(env node.Env, p merkle.Prefix) {
 			if r.fetch.add(d, func(k id.ID) bool { return m.skipped(env.Now(), k) }) > 0 {
 				r.dirty = true
 			}
+			m.extend(env, d.extend)
 			r.visit = append(r.visit, d.descend...)
 		}
 		r.pump(env)
@@ -174,13 +175,25 @@ type diff struct {
 	expiry  []int64  // of missing, by position, when known
 	size    []uint64 // of missing, by position, when known
 	descend []merkle.Prefix
+	extend  []extension // keys we hold that the partner keeps longer
+}
+
+// An extension is a later expiry a partner listed for a key we hold.
+type extension struct {
+	key    id.ID
+	expiry time.Time
 }
 
 // compare sets the partner's node at p against ours. Nothing the partner
 // said is trusted beyond what it can name: keys and children outside p or
 // outside (lo, hi] are ignored, so a neighbour cannot make us pull a key
 // that is not ours to keep.
-func compare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (diff, error) {
+//
+// At now, a copy of ours that has expired counts as missing, so a fetch
+// brings it back with the partner's expiry; and one the partner keeps
+// longer is extended to the partner's expiry (a re-put that reached only
+// some holders). The store caps any expiry at its MaxRetention.
+func compare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID, now time.Time) (diff, error) {
 	var d diff
 	mine, err := e.TreeNode(p)
 	if err != nil || sameNode(mine, info.Count, info.Hash) {
@@ -190,12 +203,25 @@ func compare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID) (d
 		if k.Width() != id.Bytes || !p.Contains(k.Bytes()) || !k.In(lo, hi) {
 			continue
 		}
-		if ok, err := holds(e, k); err != nil {
+		ok, err := holds(e, k)
+		if err != nil {
 			return d, err
-		} else if !ok {
+		}
+		theirs := at(info.Expiries, i)
+		var meta store.Meta
+		if ok {
+			if meta, err = e.Stat(k); err != nil {
+				return d, err
+			}
+			ok = meta.Expiry.IsZero() || meta.Expiry.After(now) // zero: not known
+		}
+		switch {
+		case !ok:
 			d.missing = append(d.missing, k)
-			d.expiry = append(d.expiry, at(info.Expiries, i))
+			d.expiry = append(d.expiry, theirs)
 			d.size = append(d.size, at(info.Sizes, i))
+		case theirs != 0 && time.Unix(0, theirs).After(meta.Expiry):
+			d.extend = append(d.extend, extension{key: k, expiry: time.Unix(0, theirs)})
 		}
 	}
 	if len(info.Children) == 0 {
@@ -281,7 +307,7 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 					m.setAside(env.Now(), key) // a whole copy: not ours to keep
 					done(env)
 				default:
-					m.rebuild(env, key, done)
+					m.rebuild(env, key, r.fetch.listed(key), done)
 				}
 			})
 		if !ok {
@@ -307,7 +333,7 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 				done(env)
 				return
 			case b.Fragment:
-				m.rebuild(env, key, done)
+				m.rebuild(env, key, r.fetch.listed(key), done)
 				return
 			}
 			expiry := time.Unix(0, b.Expiry)
@@ -345,7 +371,11 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 // rebuild makes our fragment of key from m others (Config.Rebuild) and
 // stores it; then done. Without a rebuilder, or when the rebuild fails,
 // the key is set aside for a while.
-func (m *Maint) rebuild(env node.Env, key id.ID, done func(node.Env)) {
+//
+// The fragment keeps the later of the rebuilt block's expiry and listed,
+// the expiry the partner listed for key: holders whose copies a re-put
+// missed must not shorten it.
+func (m *Maint) rebuild(env node.Env, key id.ID, listed time.Time, done func(node.Env)) {
 	if m.cfg.Rebuild == nil {
 		m.Stats.Fragments++
 		m.setAside(env.Now(), key)
@@ -354,6 +384,9 @@ func (m *Maint) rebuild(env node.Env, key id.ID, done func(node.Env)) {
 	}
 	m.cfg.Rebuild(env, key, func(env node.Env, frag []byte, expiry time.Time, moved int, err error) {
 		m.spend(env.Now(), moved)
+		if listed.After(expiry) {
+			expiry = listed
+		}
 		if err != nil {
 			m.Stats.Fragments++
 			m.setAside(env.Now(), key)
@@ -385,4 +418,36 @@ func at[T any](list []T, i int) T {
 		return list[i]
 	}
 	return zero
+}
+
+// extend gives copies of ours the later expiry a partner listed for them:
+// each is read and put again, which only extends it (store.Engine.Put).
+// The bytes are our own, so nothing crosses the network.
+func (m *Maint) extend(env node.Env, ext []extension) {
+	if len(ext) == 0 {
+		return
+	}
+	env.Offload(&work{
+		run: func(e store.Engine) (any, error) {
+			n := 0
+			for _, x := range ext {
+				data, meta, err := e.Get(x.key)
+				if err != nil {
+					continue // gone or damaged since: the next round sees it missing
+				}
+				if err := e.Put(x.key, data, x.expiry, store.PutOptions{Opaque: meta.Opaque, KeyChecked: true}); err != nil {
+					return n, err
+				}
+				n++
+			}
+			return n, nil
+		},
+		done: func(env node.Env, res any, err error) {
+			n, _ := res.(int)
+			m.Stats.Extended += uint64(n)
+			if err != nil {
+				m.Stats.Failed++
+			}
+		},
+	})
 }
