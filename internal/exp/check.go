@@ -1,10 +1,17 @@
 package exp
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
+	"triad/internal/deploy"
+	"triad/internal/dhash"
+	"triad/internal/dhash/frag"
 	"triad/internal/id"
+	"triad/internal/node"
 	"triad/internal/sim"
 	"triad/internal/wire"
 )
@@ -21,7 +28,14 @@ import (
 //     marks to expire), every entry of every successor list is the true one;
 //   - copies: every acknowledged put still has a durable copy on each host
 //     that acknowledged one, whether that host is up or down, unless the
-//     host's disk failed (sim.Wipe) since; a crash and restart keeps copies;
+//     host's disk failed (sim.Wipe) since; a crash and restart keeps copies.
+//     A copy counts only if it is what was acknowledged, kept at least
+//     until the acknowledged expiry: for a whole block, bytes that hash to
+//     the key; for a fragment, one whose header names the block (a
+//     fragment is never a whole copy, nor a whole block a fragment);
+//   - reads: every acknowledged key not yet at its acknowledged expiry
+//     reads back through dhash, byte for byte, unless every host that
+//     acknowledged it has lost its disk since (CheckReads);
 //   - placement (Passing Tone): once the ring is stable, no key stays off
 //     its replica set (k copies on its first k live successors) for longer
 //     than two maintenance periods; the passingtone scenarios check it two
@@ -36,9 +50,12 @@ type Checker struct {
 }
 
 type ackedPut struct {
-	key     id.ID
-	holders []*sim.Host
-	disks   []int // each holder's DiskFailures when the put was acknowledged
+	key       id.ID
+	data      []byte
+	expiry    time.Time
+	fragments bool
+	holders   []*sim.Host
+	disks     []int // each holder's DiskFailures when the put was acknowledged
 }
 
 // maxViolations bounds what a checker keeps; further ones are only counted.
@@ -70,12 +87,14 @@ func (c *Checker) report() Checked {
 	return Checked{Checks: c.Checks, Violations: &n, Violated: c.Violations}
 }
 
-// Acked records a put acknowledged with a copy on each of holders.
-func (c *Checker) Acked(s *sim.Sim, key id.ID, holders []wire.NodeRef) {
+// Acked records a put of data until expiry, acknowledged with a copy (a
+// fragment, for red RedundancyFragments) on each of holders. The checker
+// keeps data to read it back.
+func (c *Checker) Acked(s *sim.Sim, key id.ID, data []byte, expiry time.Time, red wire.Redundancy, holders []wire.NodeRef) {
 	if c == nil {
 		return
 	}
-	p := ackedPut{key: key}
+	p := ackedPut{key: key, data: data, expiry: expiry, fragments: red == wire.RedundancyFragments}
 	for _, n := range holders {
 		h := s.HostAt(n.Addr)
 		if h == nil {
@@ -146,10 +165,80 @@ func (c *Checker) CheckCopies(when string) {
 			if h.DiskFailures != p.disks[i] {
 				continue // the disk failed: this copy is maintenance's to restore
 			}
-			if _, err := h.Storage().Engine().Stat(p.key); err != nil {
+			if err := p.copyOn(h); err != nil {
 				c.violate("%s: acknowledged copy of %s missing on %s: %v", when, p.key.Short(), h.Addr, err)
 			}
 		}
+	}
+}
+
+// copyOn returns why h holds no copy of p that counts (see Checker).
+func (p *ackedPut) copyOn(h *sim.Host) error {
+	data, meta, err := h.Storage().Engine().Get(p.key)
+	switch {
+	case err != nil:
+		return err
+	case meta.Expiry.Before(p.expiry):
+		return fmt.Errorf("kept until %v, acknowledged until %v", meta.Expiry.UTC(), p.expiry.UTC())
+	case p.fragments && !meta.Opaque:
+		return errors.New("a whole copy where a fragment was acknowledged")
+	case p.fragments:
+		_, err := frag.Check(p.key, data)
+		return err
+	case meta.Opaque || id.Key(data) != p.key:
+		return errors.New("not a whole copy of the block")
+	}
+	return nil
+}
+
+// CheckReads checks the reads invariant now: each acknowledged key still
+// before its acknowledged expiry, and with a holder that kept its disk,
+// is read through dhash from a random running host (all at once, for at
+// most two virtual minutes) and must come back as the bytes put.
+func (c *Checker) CheckReads(s *sim.Sim, when string, pick func(n int) int) {
+	if c == nil {
+		return
+	}
+	c.Checks++
+	up := upHosts(s, len(s.Hosts()))
+	if len(up) == 0 {
+		return
+	}
+	now := s.Epoch().Add(s.Now())
+	outstanding := 0
+	for _, p := range c.acked {
+		kept := false
+		for i, h := range p.holders {
+			kept = kept || h.DiskFailures == p.disks[i]
+		}
+		if !kept || !p.expiry.After(now) {
+			continue
+		}
+		red := wire.RedundancyReplicas
+		if p.fragments {
+			red = wire.RedundancyFragments
+		}
+		h := up[pick(len(up))]
+		outstanding++
+		s.Do(h, func(env node.Env) {
+			deploy.Of(h).Blocks.Get(env, p.key, red, func(_ node.Env, b dhash.Block, err error) {
+				s.Later(h, func() {
+					outstanding--
+					switch {
+					case err != nil:
+						c.violate("%s: acknowledged %s does not read back: %v", when, p.key.Short(), err)
+					case !bytes.Equal(b.Data, p.data):
+						c.violate("%s: acknowledged %s reads back other bytes", when, p.key.Short())
+					}
+				})
+			})
+		})
+	}
+	for deadline := s.Now() + 2*time.Minute; outstanding > 0 && s.Now() < deadline; {
+		s.RunFor(100 * time.Millisecond)
+	}
+	if outstanding > 0 {
+		c.violate("%s: %d reads of acknowledged keys still running after 2 minutes", when, outstanding)
 	}
 }
 
@@ -172,7 +261,7 @@ func underPlaced(s *sim.Sim, keys []id.ID, k int) []id.ID {
 	for _, key := range keys {
 		n := 0
 		for _, h := range set(key) {
-			if has(h, key) {
+			if has(s, h, key) {
 				n++
 			}
 		}
@@ -207,7 +296,9 @@ func replicaSets(s *sim.Sim, k int) func(key id.ID) []*sim.Host {
 	}
 }
 
-func has(h *sim.Host, key id.ID) bool {
-	_, err := h.Storage().Engine().Stat(key)
-	return err == nil
+// has reports whether h holds a whole copy of key: bytes that hash to it
+// (a fragment is no whole copy), not yet expired.
+func has(s *sim.Sim, h *sim.Host, key id.ID) bool {
+	data, meta, err := h.Storage().Engine().Get(key)
+	return err == nil && !meta.Opaque && id.Key(data) == key && meta.Expiry.After(s.Epoch().Add(s.Now()))
 }

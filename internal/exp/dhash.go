@@ -153,6 +153,7 @@ func RunDHash(cfg DHashConfig) (DHashResult, error) {
 				summarize(RowDirect, direct, 0, nil))
 			res.DirectRTTMs = quantile(sorted(direct), 0.5)
 			chk.CheckCopies("after the gets")
+			chk.CheckReads(s, "after the gets", r.IntN)
 			res.Durability = measureDurability(s, r, cfg, chk)
 		}
 		res.Events += s.Totals().Events
@@ -305,12 +306,13 @@ func putBlocks(s *sim.Sim, r *rand.Rand, n, size int, red wire.Redundancy, chk *
 		s.At(start+time.Duration(i)*10*time.Millisecond, func() {
 			outstanding++
 			s.Do(h, func(env node.Env) {
-				deploy.Of(h).Blocks.Put(env, data, env.Now().Add(24*time.Hour), red, func(env node.Env, key id.ID, holders []wire.NodeRef, err error) {
+				expiry := env.Now().Add(24 * time.Hour)
+				deploy.Of(h).Blocks.Put(env, data, expiry, red, func(env node.Env, key id.ID, holders []wire.NodeRef, err error) {
 					outstanding--
 					if err == nil {
 						puts[i] = put{key: key, holders: holders, acked: acked}
 						acked++
-						chk.Acked(s, key, holders)
+						chk.Acked(s, key, data, expiry, red, holders)
 					}
 				})
 			})

@@ -140,5 +140,6 @@ func measureDurability(s *sim.Sim, r *rand.Rand, cfg DHashConfig, chk *Checker) 
 	}
 	s.RunFor(settleLists)
 	chk.CheckRing(s, "settled after the crash phase", true)
+	chk.CheckReads(s, "after the crash phase", r.IntN)
 	return d
 }

@@ -320,7 +320,7 @@ func (p *ptRun) bytesIn(keys []id.ID, h *sim.Host) uint64 {
 func (p *ptRun) heldBy(h *sim.Host) []id.ID {
 	var out []id.ID
 	for _, key := range p.keys {
-		if has(h, key) {
+		if has(p.s, h, key) {
 			out = append(out, key)
 		}
 	}
