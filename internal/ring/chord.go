@@ -58,6 +58,12 @@ type Stats struct {
 	// NeighbourChanges counts the times a vnode's successor or
 	// predecessor was another than at its previous stabilization round.
 	NeighbourChanges uint64
+	// RefusedLeaves counts Leave messages refused because the vnode they
+	// name is not the sender's: its address is not the one the sender's
+	// connection proved, or we know its ID at another address (one of our
+	// own, or a peer's). A process can take only its own vnodes off the
+	// ring.
+	RefusedLeaves uint64
 }
 
 // MaxCountedHops is the last entry of Stats.Hops.
@@ -358,6 +364,10 @@ func (h *Chord) handleMsg(env node.Env, in node.MsgIn) {
 		}
 		rpc.Respond(env, in, v.self, v.nextHop(m.Key, int(m.MinSuccs)))
 	case *wire.Leave:
+		if !h.ownedBy(e.From, in.From) {
+			h.Stats.RefusedLeaves++
+			return
+		}
 		v.handleLeave(env, e.From, m)
 		h.rt.Departed(env, e.From.Addr) // gone: calls still in flight to it are no news
 	case *wire.RingInfoReq:
@@ -375,6 +385,25 @@ func (h *Chord) handleMsg(env node.Env, in node.MsgIn) {
 			rpc.RespondError(env, in, v.self, wire.ErrCodeBadRequest, fmt.Sprintf("unexpected %T", m))
 		}
 	}
+}
+
+// ownedBy reports whether the vnode ref may speak for itself from the
+// process at addr, the address its connection proved (node.MsgIn.From): its
+// address is addr, and none of our vnodes and no peer we know holds its
+// ID at another address. Drivers already refuse a frame whose sender
+// address differs from its connection's; this also holds when a caller
+// hands the ring a message directly.
+func (h *Chord) ownedBy(ref wire.NodeRef, addr node.Addr) bool {
+	if ref.IsZero() || ref.Addr != addr {
+		return false
+	}
+	other := func(n wire.NodeRef) bool { return n.ID == ref.ID && n.Addr != ref.Addr }
+	for _, v := range h.vnodes {
+		if other(v.self) || slices.ContainsFunc(v.succs, other) || slices.ContainsFunc(v.preds, other) || slices.ContainsFunc(v.fingers, other) {
+			return false
+		}
+	}
+	return true
 }
 
 // validate checks the IDs a message carries have the ring's width.

@@ -221,8 +221,10 @@ func (v *Vnode) handleStabilize(env node.Env, in node.MsgIn) {
 func (v *Vnode) callFailed(env node.Env, n wire.NodeRef, err error) {
 	if e := (*wire.Error)(nil); errors.As(err, &e) {
 		if e.Code == wire.ErrCodeNoVnode {
+			// The process at n.Addr says it has no such vnode: only its
+			// own refs with that ID go.
 			for _, w := range v.host.vnodes {
-				w.forget(func(m wire.NodeRef) bool { return m.ID == n.ID })
+				w.forget(func(m wire.NodeRef) bool { return m.ID == n.ID && m.Addr == n.Addr })
 			}
 		}
 		return
@@ -309,14 +311,13 @@ func (v *Vnode) leave(env node.Env) {
 	}
 }
 
-// handleLeave removes a departing neighbour and splices in its lists.
+// handleLeave removes a departing neighbour and splices in its lists. The
+// caller checked that from is the sender's own vnode (Chord.ownedBy); only
+// refs with both its ID and its address go.
 func (v *Vnode) handleLeave(env node.Env, from wire.NodeRef, m *wire.Leave) {
-	if from.IsZero() {
-		return
-	}
-	gone := func(n wire.NodeRef) bool { return n.ID == from.ID }
-	wasSucc := len(v.succs) > 0 && v.succs[0].ID == from.ID
-	wasPred := len(v.preds) > 0 && v.preds[0].ID == from.ID
+	gone := func(n wire.NodeRef) bool { return n.ID == from.ID && n.Addr == from.Addr }
+	wasSucc := len(v.succs) > 0 && gone(v.succs[0])
+	wasPred := len(v.preds) > 0 && gone(v.preds[0])
 	v.forget(gone)
 	skip := func(n wire.NodeRef) bool { return gone(n) || v.host.isDead(env, n) }
 	if wasSucc {

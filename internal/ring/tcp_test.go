@@ -1,0 +1,212 @@
+package ring_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"triad/internal/deploy"
+	"triad/internal/host"
+	tnet "triad/internal/net"
+	"triad/internal/node"
+	"triad/internal/pki"
+	"triad/internal/ring"
+	"triad/internal/wire"
+)
+
+// tcpNode is a ring host run by the TCP driver on 127.0.0.1.
+type tcpNode struct {
+	t   *testing.T
+	drv *tnet.Driver
+	n   *deploy.Node
+}
+
+// fastRing is a ring config whose rounds are short, so that three hosts
+// over loopback form a ring in well under a second.
+func fastRing() ring.Config {
+	c := ring.DefaultConfig()
+	c.StabilizeInterval, c.FixFingersInterval = 50*time.Millisecond, 50*time.Millisecond
+	return c
+}
+
+// startTCPNode runs a ring host (no block store) until the test ends.
+func startTCPNode(t *testing.T, cfg ring.Config, listen, join string, b *pki.Bundle) *tcpNode {
+	t.Helper()
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	drv, err := tnet.Listen(tnet.Config{Listen: listen, DataDir: t.TempDir(), TLS: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := deploy.Options{Vnodes: 1, Bootstrap: join, Host: host.DefaultConfig(), Ring: cfg}
+	n, err := deploy.New(o, drv.Addr(), drv.Storage(), drv.Rand())
+	if err != nil {
+		drv.Close()
+		t.Fatal(err)
+	}
+	runDriver(t, drv, n)
+	return &tcpNode{t: t, drv: drv, n: n}
+}
+
+// runDriver runs h on drv until the test ends.
+func runDriver(t *testing.T, drv *tnet.Driver, h node.Handler) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- drv.Run(ctx, h) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+// do runs fn in the node's event loop and waits for it.
+func (n *tcpNode) do(fn func(env node.Env)) {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.drv.Do(ctx, fn); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *tcpNode) self() wire.NodeRef { return n.n.Ring.Vnodes()[0].Self() }
+
+// succs is a copy of the node's successor list.
+func (n *tcpNode) succs() []wire.NodeRef {
+	var out []wire.NodeRef
+	n.do(func(node.Env) { out = slices.Clone(n.n.Ring.Vnodes()[0].Succs()) })
+	return out
+}
+
+// waitFor polls cond until it holds, failing the test after 10s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// startTCPRing starts n ring hosts joined through the first and waits
+// until each lists all the others as successors.
+func startTCPRing(t *testing.T, n int, bundle func(i int) (string, *pki.Bundle)) []*tcpNode {
+	t.Helper()
+	var nodes []*tcpNode
+	for i := range n {
+		listen, b := "", (*pki.Bundle)(nil)
+		if bundle != nil {
+			listen, b = bundle(i)
+		}
+		join := ""
+		if i > 0 {
+			join = nodes[0].drv.Addr()
+		}
+		nodes = append(nodes, startTCPNode(t, fastRing(), listen, join, b))
+	}
+	waitFor(t, "the ring to form", func() bool {
+		for _, x := range nodes {
+			if len(x.succs()) != n-1 {
+				return false
+			}
+		}
+		return true
+	})
+	return nodes
+}
+
+// prober is a process with a bare host runtime (no ring) on its own
+// driver: it proves its own address and sends whatever a test makes it.
+type prober struct {
+	t   *testing.T
+	drv *tnet.Driver
+	h   *host.Host
+}
+
+func startProber(t *testing.T, listen string, b *pki.Bundle) *prober {
+	t.Helper()
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	drv, err := tnet.Listen(tnet.Config{Listen: listen, DataDir: t.TempDir(), TLS: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(host.DefaultConfig(), drv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDriver(t, drv, h)
+	return &prober{t: t, drv: drv, h: h}
+}
+
+// send sends e to addr, then pings addr over the same connection and
+// waits for the answer: the node has handled e by then.
+func (p *prober) send(addr string, e wire.Envelope) {
+	p.t.Helper()
+	out := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := p.drv.Do(ctx, func(env node.Env) {
+		env.Send(addr, e)
+		if !p.h.Call(env, addr, wire.NodeRef{Addr: p.drv.Addr()}, wire.NodeRef{}.ID, &wire.Ping{}, 0, func(_ node.Env, _ wire.Msg, err error) { out <- err }) {
+			out <- errors.New("call refused")
+		}
+	})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	select {
+	case err := <-out:
+		if err != nil {
+			p.t.Fatalf("ping after the message: %v", err)
+		}
+	case <-ctx.Done():
+		p.t.Fatal("ping after the message: no answer in 10s")
+	}
+}
+
+// watch counts the events in which n's successor or predecessor changed
+// from now on.
+func (n *tcpNode) watch() *atomic.Int64 {
+	var changes atomic.Int64
+	n.do(func(node.Env) {
+		n.n.Ring.OnNeighbours(1, func(node.Env) { changes.Add(1) })
+	})
+	return &changes
+}
+
+// A process that proved its own address sends a Leave for another node's
+// vnode, to that vnode's predecessor: the predecessor keeps its successor
+// list and counts the refusal. (Before, the Leave evicted the victim.)
+func TestLeaveForAnotherNodeIsRefused(t *testing.T) {
+	nodes := startTCPRing(t, 3, nil)
+	a := nodes[0]
+	victim := a.succs()[0]
+	changes := a.watch()
+	before := a.succs()
+
+	p := startProber(t, "", nil)
+	forged := wire.NodeRef{ID: victim.ID, Addr: p.drv.Addr(), Machine: victim.Machine}
+	p.send(a.drv.Addr(), wire.Envelope{Kind: wire.OneWay, From: forged, To: a.self().ID, Msg: &wire.Leave{}})
+
+	if n := changes.Load(); n != 0 {
+		t.Errorf("the forged Leave changed the neighbours %d times", n)
+	}
+	if after := a.succs(); !slices.Equal(after, before) {
+		t.Errorf("successors %v after the forged Leave, %v before", after, before)
+	}
+	var refused uint64
+	a.do(func(node.Env) { refused = a.n.Ring.Stats.RefusedLeaves })
+	if refused != 1 {
+		t.Errorf("RefusedLeaves = %d, want 1", refused)
+	}
+}
