@@ -18,6 +18,7 @@ import (
 
 	"triad/internal/client"
 	"triad/internal/dhash"
+	"triad/internal/dhash/frag"
 	"triad/internal/files"
 	"triad/internal/id"
 	"triad/internal/ring"
@@ -233,8 +234,11 @@ func (d *dhashCluster) put(p *proc, data []byte, r wire.Redundancy) testBlock {
 	if err != nil {
 		d.t.Fatalf("put of %d bytes via %s: %v\n%s", len(data), p.name, err, d.logs())
 	}
-	if key != id.Key(data) {
-		d.t.Fatalf("put via %s: key %s, want %s", p.name, key.Short(), id.Key(data).Short())
+	// A whole copy is keyed by its content hash; a fragmented block by its
+	// descriptor, which no content hash can equal (docs/dhash.md).
+	fragmented := r == wire.RedundancyFragments || r == 0 && slices.Contains(d.args, "fragments")
+	if whole := key == id.Key(data); whole == fragmented {
+		d.t.Fatalf("put via %s (fragmented %v): key %s, content hash %s", p.name, fragmented, key.Short(), id.Key(data).Short())
 	}
 	return testBlock{key: key, data: data, via: p.name, holders: holders}
 }
@@ -703,7 +707,7 @@ func TestDHashClusterFragments(t *testing.T) {
 		var refs []wire.NodeRef
 		for _, h := range hs {
 			refs = append(refs, h.Node)
-			want := uint64(32 + (len(b.data)+dataFrags-1)/dataFrags) // a 32-byte header (docs/dhash.md)
+			want := uint64(frag.HeaderBytes(allFrags) + frag.ShardBytes(len(b.data), dataFrags)) // descriptor, index, shard (docs/dhash.md)
 			if !h.Fragment || h.Size != want {
 				t.Errorf("stat of %s: %s holds %d bytes fragment %v, want a fragment of %d", b.key.Short(), h.Node.Addr, h.Size, h.Fragment, want)
 			}

@@ -61,7 +61,8 @@ func TestUpServesMetrics(t *testing.T) {
 		"triad_maint_rounds_total", "triad_maint_keys_compared_total", "triad_maint_repair_queue_objects",
 		"triad_maint_repair_queue_bytes", "triad_maint_objects_repaired_total",
 		"triad_nntp_replies_total", "triad_nntp_deferrals_total", "triad_nntp_cache_hits_total",
-		"triad_nntp_peer_backlog_articles", "go_goroutines", "process_resident_memory_bytes",
+		"triad_nntp_peer_backlog_articles", "triad_nntp_forged_announcements_total", "go_goroutines", "process_resident_memory_bytes",
+		"triad_net_stalled_frames_total", "triad_net_read_pauses_total",
 	}
 	seen := map[string]bool{} // families served by any daemon
 	for i := 0; i < 3; i++ {

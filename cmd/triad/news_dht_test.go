@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -49,10 +51,16 @@ func (f fedArticles) stored(id string) string {
 }
 
 // key is the article's DHT key: the hash of what is stored, which is the
-// wire form (dot-stuffed, without the terminating line).
+// wire form (dot-stuffed, without the terminating line) sealed: body, then
+// head (with its empty line), then the head's length and "ART1"
+// (docs/usenet.md, "Announcements that cannot lie").
 func (f fedArticles) key(msgid string) id.ID {
 	b := nntp.AppendBlock(nil, []byte(f.stored(msgid)))
-	return id.Key(b[:len(b)-len(".\r\n")])
+	wireForm := b[:len(b)-len(".\r\n")]
+	end := bytes.Index(wireForm, []byte("\r\n\r\n")) + len("\r\n\r\n")
+	head, body := wireForm[:end], wireForm[end:]
+	sealed := append(append(bytes.Clone(body), head...), binary.BigEndian.AppendUint32(nil, uint32(len(head)))...)
+	return id.Key(append(sealed, "ART1"...))
 }
 
 // feedOutcome is what a feed was told.

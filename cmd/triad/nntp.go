@@ -454,7 +454,7 @@ func (r *runningNNTP) expireLoop(ctx context.Context, log *slog.Logger) {
 // close stops serving and closes the site and the spool.
 // collector is the server's metrics collector.
 func (r *runningNNTP) collector() *metrics.News {
-	return &metrics.News{Server: r.srv, Cache: r.cache, Feeds: r.feeds}
+	return &metrics.News{Server: r.srv, Site: r.site, Cache: r.cache, Feeds: r.feeds}
 }
 
 func (r *runningNNTP) close() error {

@@ -9,9 +9,10 @@ import (
 )
 
 // News collects one news server's metrics: its replies, connections,
-// cache and feeds. Cache and Feeds may be nil (no DHT, no peers).
+// cache and feeds. Site, Cache and Feeds may be nil (no DHT, no peers).
 type News struct {
 	Server *usenet.Server
+	Site   *usenet.Site
 	Cache  *usenet.CachedSpool
 	Feeds  *usenet.Feeds
 }
@@ -54,6 +55,9 @@ func (c *News) Collect(ch chan<- prometheus.Metric) {
 		e.counter("triad_nntp_cache_evictions_total", "Articles evicted to make room.", cs.Evictions)
 		e.gauge("triad_nntp_cache_bytes", "Bytes of articles in the cache.", float64(cs.Bytes))
 		e.gauge("triad_nntp_cache_articles", "Articles in the cache.", float64(cs.Articles))
+	}
+	if c.Site != nil {
+		e.counter("triad_nntp_forged_announcements_total", "Peers' announcements refused: their headers are not those the block's key holds, or name another message-id.", c.Site.Forgeries())
 	}
 	if c.Feeds != nil {
 		for _, p := range c.Feeds.Status() {
