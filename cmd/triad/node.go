@@ -240,6 +240,7 @@ type blockFlags struct {
 	window     *int
 	stp        *bool
 	capacityMB *int64
+	retention  *time.Duration
 }
 
 func addBlockFlags(fs *flag.FlagSet) *blockFlags {
@@ -252,6 +253,7 @@ func addBlockFlags(fs *flag.FlagSet) *blockFlags {
 		window:     fs.Int("write-window", def.WriteWindow, "puts this node coordinates at once; more are deferred"),
 		stp:        fs.Bool("stp", true, "send block copies through one congestion window across all destinations (DHash++'s STP); --stp=false sends every copy at once"),
 		capacityMB: fs.Int64("capacity-mb", 0, "disk space for blocks in MiB (0: no limit but the disk)"),
+		retention:  fs.Duration("max-retention", def.MaxRetention, "the longest a block may be kept: puts asking for more are refused, and copies from other nodes are kept no longer"),
 	}
 }
 
@@ -277,7 +279,11 @@ type nodeSpec struct {
 func defaultNodeSpec() nodeSpec {
 	mc := maint.DefaultConfig()
 	cf := cc.DefaultConfig()
-	return nodeSpec{vnodes: 1, host: host.DefaultConfig(), ring: ring.DefaultConfig(), dhash: dhash.DefaultConfig(), maint: &mc, cc: &cf}
+	rc := ring.DefaultConfig()
+	// A node's ring IDs derive from its address, and its peers' must too
+	// (issue 27: no choosing where one sits on the ring).
+	rc.VerifyIDs = true
+	return nodeSpec{vnodes: 1, host: host.DefaultConfig(), ring: rc, dhash: dhash.DefaultConfig(), maint: &mc, cc: &cf}
 }
 
 func (b *blockFlags) spec() (nodeSpec, error) {
@@ -294,7 +300,7 @@ func (b *blockFlags) spec() (nodeSpec, error) {
 	if _, err := fmt.Sscanf(*b.frags, "%d/%d", &d.DataFrags, &d.TotalFrags); err != nil {
 		return spec, fmt.Errorf("--fragments %q: want m/l, like 7/14", *b.frags)
 	}
-	d.Replicas, d.MaxBlock, d.WriteWindow, d.FixedWindow = *b.replicas, *b.maxBlock, *b.window, !*b.stp
+	d.Replicas, d.MaxBlock, d.WriteWindow, d.FixedWindow, d.MaxRetention = *b.replicas, *b.maxBlock, *b.window, !*b.stp, *b.retention
 	if *b.capacityMB < 0 {
 		return spec, fmt.Errorf("--capacity-mb must not be negative")
 	}
@@ -335,7 +341,7 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 	// Puts wait for durability. Group commits back to back keep that wait
 	// near one fdatasync (about 0.1 ms here) while puts still share them; a
 	// timed interval would add a timer's granularity to every put.
-	so := store.Options{Capacity: spec.capacity, MaxObject: spec.dhash.MaxBlock + 64, SyncInterval: -1}
+	so := store.Options{Capacity: spec.capacity, MaxObject: spec.dhash.MaxBlock + 64, SyncInterval: -1, MaxRetention: spec.dhash.MaxRetention}
 	drv, err := tnet.Listen(tnet.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256, MaxConns: spec.maxConns, TLS: spec.tls})
 	if err != nil {
 		return nil, err
@@ -350,6 +356,9 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 	n, err := deploy.New(opts, drv.Addr(), drv.Storage(), drv.Rand())
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("%s: %w", spec.data, err), drv.Close())
+	}
+	if len(n.Moved) > 0 {
+		log.Warn("this node's vnode IDs now derive from its listen address: it left the IDs it had saved, and its neighbours hand it what it now holds", "left", fmt.Sprint(n.Moved), "now", fmt.Sprint(n.State.IDs))
 	}
 	rn := &runningNode{addr: drv.Addr(), drv: drv, node: n, state: n.State, done: make(chan error, 1)}
 	if spec.http != "" {

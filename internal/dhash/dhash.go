@@ -62,6 +62,12 @@ type Config struct {
 	// DefaultExpiry is the lifetime of a block put without one. Default 30
 	// days.
 	DefaultExpiry time.Duration
+	// MaxRetention is the furthest ahead a put may ask its block to be
+	// kept; a put asking for more is refused (ErrBadRequest) rather than
+	// acknowledged for a time the hosts would not keep it: their engines
+	// cap every expiry at their own store.Options.MaxRetention, which
+	// should be no shorter. Default store.DefaultMaxRetention (400 days).
+	MaxRetention time.Duration
 }
 
 // DefaultConfig returns the defaults.
@@ -75,6 +81,7 @@ func DefaultConfig() Config {
 		WriteWindow:   256,
 		StoreWindow:   1024,
 		DefaultExpiry: 30 * 24 * time.Hour,
+		MaxRetention:  store.DefaultMaxRetention,
 	}
 }
 
@@ -99,6 +106,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dhash: write and store windows must be at least 1")
 	case c.DefaultExpiry <= 0:
 		return fmt.Errorf("dhash: default expiry must be positive")
+	case c.MaxRetention < c.DefaultExpiry:
+		return fmt.Errorf("dhash: max retention %v is shorter than the default expiry %v", c.MaxRetention, c.DefaultExpiry)
 	}
 	return nil
 }

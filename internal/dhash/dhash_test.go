@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,9 +225,22 @@ func TestRefusals(t *testing.T) {
 	if _, err := c.get(1, id.Key([]byte("never stored"))); !errors.Is(err, dhash.ErrNotFound) {
 		t.Errorf("missing block: %v, want ErrNotFound", err)
 	}
+	// An expiry past the maximum retention is refused, not acknowledged
+	// for a time the hosts' engines would cap (issue 27).
+	var retErr error
+	retDone := false
+	h := c.s.Hosts()[0]
+	c.s.Do(h, func(env node.Env) {
+		c.node(h).Put(env, []byte("forever"), env.Now().Add(cfg.MaxRetention+time.Hour), 0, func(_ node.Env, _ id.ID, _ []wire.NodeRef, err error) {
+			retErr, retDone = err, true
+		})
+	})
+	c.runUntil(&retDone)
+	if !errors.Is(retErr, dhash.ErrBadRequest) || !strings.Contains(retErr.Error(), "maximum retention") {
+		t.Errorf("put past the maximum retention: %v, want ErrBadRequest", retErr)
+	}
 	// A second put while the first is in flight finds the window full.
 	var errs []error
-	h := c.s.Hosts()[0]
 	c.s.Do(h, func(env node.Env) {
 		for i := 0; i < 2; i++ {
 			c.node(h).Put(env, []byte{byte(i), 1, 2}, env.Now().Add(time.Hour), 0, func(_ node.Env, _ id.ID, _ []wire.NodeRef, err error) {
@@ -581,5 +595,58 @@ func TestGetReplacesDamagedFragments(t *testing.T) {
 	}
 	if got, err := c.get(reader, key); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("get after the repair: %v", err)
+	}
+}
+
+// A fragmented block read back lives as long as its longest-lived
+// fragment: a holder refreshed by a later put carries the acknowledged
+// expiry, the others a stale one, and a rebuild from the get keeps the
+// later (issue 27; it took the earliest before).
+func TestFragmentGetTakesTheLatestExpiry(t *testing.T) {
+	cfg := dhash.DefaultConfig()
+	cfg.Redundancy = wire.RedundancyFragments
+	c := newCluster(t, 20, cfg)
+	data := randomBlock(rand.New(rand.NewPCG(15, 16)), 30000)
+	key, _, err := c.put(0, data, wire.RedundancyDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.s.RunFor(10 * time.Second)
+	var holders []*sim.Host
+	for _, h := range c.s.Hosts() {
+		if m, err := h.Storage().Engine().Stat(key); err == nil && m.Opaque {
+			holders = append(holders, h)
+		}
+	}
+	if len(holders) != cfg.TotalFrags {
+		t.Fatalf("%d fragment holders, want %d", len(holders), cfg.TotalFrags)
+	}
+	reader := 0
+	refreshed := c.nearest(reader, holders)[0] // surely among those the get fetches
+	var later time.Time
+	c.s.Do(refreshed, func(env node.Env) { later = env.Now().Add(30 * 24 * time.Hour) })
+	c.s.RunFor(time.Millisecond)
+	e := refreshed.Storage().Engine()
+	f, _, err := e.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Put(key, f, later, store.PutOptions{Opaque: true}); err != nil {
+		t.Fatal(err)
+	}
+	var got dhash.Block
+	done := false
+	h := c.s.Hosts()[reader]
+	c.s.Do(h, func(env node.Env) {
+		c.node(h).Get(env, key, wire.RedundancyDefault, func(_ node.Env, b dhash.Block, e error) {
+			got, err, done = b, e, true
+		})
+	})
+	c.runUntil(&done)
+	if err != nil || !bytes.Equal(got.Data, data) {
+		t.Fatalf("get: %v", err)
+	}
+	if !got.Expiry.Equal(later) {
+		t.Errorf("the block read back expires at %v, want the refreshed fragment's %v", got.Expiry, later)
 	}
 }

@@ -273,8 +273,11 @@ func (g *getOp) gotFragment(env node.Env, from wire.NodeRef, b *wire.Block) {
 	}
 	g.frags = append(g.frags, f)
 	g.fragFrom = append(g.fragFrom, from.Addr)
-	if g.expiry.IsZero() || time.Unix(0, b.Expiry).Before(g.expiry) {
-		g.expiry = time.Unix(0, b.Expiry)
+	// The block lives as long as its longest-lived fragment: a copy
+	// refreshed by a later put carries the acknowledged expiry, a stale
+	// one an earlier (issue 27). A rebuild takes this one.
+	if e := time.Unix(0, b.Expiry); e.After(g.expiry) {
+		g.expiry = e
 	}
 	g.fill(env)
 }

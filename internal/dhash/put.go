@@ -88,6 +88,9 @@ func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundanc
 	case !expiry.After(env.Now()):
 		done(env, id.ID{}, nil, fmt.Errorf("%w: expiry %v has passed", ErrBadRequest, expiry.UTC()))
 		return
+	case expiry.After(env.Now().Add(n.cfg.MaxRetention)):
+		done(env, id.ID{}, nil, fmt.Errorf("%w: expiry %v is more than the ring's maximum retention (%v) ahead", ErrBadRequest, expiry.UTC(), n.cfg.MaxRetention))
+		return
 	case n.puts >= n.cfg.WriteWindow:
 		n.Stats.PutsDeferred++
 		done(env, id.ID{}, nil, fmt.Errorf("%w: %d puts in flight at %s", ErrDeferred, n.puts, n.rt.Addr()))

@@ -315,6 +315,7 @@ func emitStore(ch chan<- prometheus.Metric, st store.Stats) {
 		e.gauge("triad_store_objects_by_expiry", "Objects of the storage engine whose expiry window ends within a horizon (and not within the one before).", float64(st.ObjectsByExpiry[i]), "expires_within", ExpiryLabels[i])
 	}
 	e.counter("triad_store_reclaimed_windows_total", "Expiry windows whose segments were unlinked to make room, their objects expired.", uint64(st.Reclaimed))
+	e.counter("triad_store_clock_steps_total", "Forward steps of the wall clock past the monotonic one: expiry and reclamation went on at the monotonic time, not the stepped one.", uint64(st.ClockSteps))
 	e.counter("triad_store_reclaimed_bytes_total", "Bytes of the segments unlinked to make room.", uint64(st.ReclaimedBytes))
 	e.counter("triad_store_quarantined_objects_total", "Damaged objects found by reads and set aside.", uint64(st.Quarantined))
 }
