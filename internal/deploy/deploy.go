@@ -59,6 +59,10 @@ type Node struct {
 	// State is the ring state the host started from: its vnode IDs and
 	// the peers it last knew.
 	State ring.State
+	// Moved lists the IDs a host with Ring.VerifyIDs kept from an earlier
+	// run in place of the IDs derived from its address (ring.VnodeID), and
+	// left: the caller says so once. Empty otherwise.
+	Moved []id.ID
 }
 
 // Handle runs the host's runtime, so a Node can be handed to a driver.
@@ -66,13 +70,22 @@ func (n *Node) Handle(env node.Env, ev node.Event) { n.Host.Handle(env, ev) }
 
 // New builds the host at addr from what its storage holds (ring IDs and
 // peers of an earlier run, and the storage engine the driver opened), with
-// r as its random source for new IDs. Protocols are registered in a fixed
-// order: the ring, then the block store.
+// r as its random source for new IDs. With Ring.VerifyIDs (real nodes) the
+// IDs are the ones derived from addr instead (ring.LoadDerivedState), and
+// an earlier run's other IDs are left (Node.Moved). Protocols are
+// registered in a fixed order: the ring, then the block store.
 func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error) {
 	if o.Vnodes == 0 {
 		o.Vnodes = 1
 	}
-	state, err := ring.LoadState(st, r, o.Vnodes)
+	var state ring.State
+	var moved []id.ID
+	var err error
+	if o.Ring.VerifyIDs {
+		state, moved, err = ring.LoadDerivedState(st, r, addr, o.Vnodes)
+	} else {
+		state, err = ring.LoadState(st, r, o.Vnodes)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +100,7 @@ func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Host: h, Ring: chord, State: state}
+	n := &Node{Host: h, Ring: chord, State: state, Moved: moved}
 	if o.CC != nil {
 		if n.CC, err = cc.New(*o.CC, h, cc.ChordRouter{Ring: chord}); err != nil {
 			return nil, fmt.Errorf("deploy: %w", err)

@@ -94,6 +94,9 @@ type Host struct {
 	protos  []registration
 	stopped bool
 	stamper *stampEnv // reused by stamp: an env lives for one Handle
+	// checkSender, if set, must accept a message's sender before anything
+	// acts on it (CheckSenders).
+	checkSender func(wire.NodeRef) error
 
 	Stats Stats
 }
@@ -139,6 +142,13 @@ func (h *Host) Register(first wire.Type, p Protocol) error {
 	h.protos = append(h.protos, registration{name: name, lo: lo, hi: hi, p: p})
 	return nil
 }
+
+// CheckSenders makes the host refuse (and count in Stats.BadMessages)
+// every message, of any protocol and replies included, whose sender ref
+// (wire.Envelope.From, when it names a vnode) check rejects: the ring
+// checks that the sender's ID is derived from its address. A refused
+// request is answered with a bad-request error.
+func (h *Host) CheckSenders(check func(wire.NodeRef) error) { h.checkSender = check }
 
 // Protocol returns the protocol registered for the range named name in
 // the wire schema ("ring", "dhash"...), or nil.
@@ -207,6 +217,15 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 		if e.From.ID.Width() != id.Bytes || e.From.Addr == "" {
 			h.Stats.BadMessages++
 			return
+		}
+		if h.checkSender != nil {
+			if err := h.checkSender(e.From); err != nil {
+				h.Stats.BadMessages++
+				if e.Kind == wire.Request {
+					rpc.RespondError(env, in, h.self(), wire.ErrCodeBadRequest, err.Error())
+				}
+				return
+			}
 		}
 		if len(h.dead) > 0 {
 			delete(h.dead, e.From.Addr) // it is alive

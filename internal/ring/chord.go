@@ -64,6 +64,10 @@ type Stats struct {
 	// own, or a peer's). A process can take only its own vnodes off the
 	// ring.
 	RefusedLeaves uint64
+	// ForgedRefs counts messages refused (with Config.VerifyIDs) because
+	// their sender, or a node reference they carry, has an ID not derived
+	// from its address (VnodeIndex).
+	ForgedRefs uint64
 }
 
 // MaxCountedHops is the last entry of Stats.Hops.
@@ -81,6 +85,16 @@ func New(cfg Config, rt *host.Host, st State, bootstrap node.Addr) (*Chord, erro
 	if len(st.IDs) == 0 {
 		return nil, fmt.Errorf("ring: host %s has no vnode ids", addr)
 	}
+	if cfg.VerifyIDs {
+		if len(st.IDs) > MaxVnodes {
+			return nil, fmt.Errorf("ring: %d vnodes, more than the %d whose IDs are derived", len(st.IDs), MaxVnodes)
+		}
+		for i, x := range st.IDs {
+			if x != VnodeID(addr, i) {
+				return nil, fmt.Errorf("ring: vnode %d of %s is at %s, not at its derived ID (load the state with LoadDerivedState)", i, addr, x.Short())
+			}
+		}
+	}
 	h := &Chord{
 		cfg:     cfg,
 		rt:      rt,
@@ -92,7 +106,7 @@ func New(cfg Config, rt *host.Host, st State, bootstrap node.Addr) (*Chord, erro
 	}
 	var known []wire.NodeRef
 	for _, p := range st.Peers {
-		if p.Addr != addr && p.ID.Width() == id.Bytes {
+		if p.Addr != addr && p.ID.Width() == id.Bytes && (!cfg.VerifyIDs || derived(p)) {
 			known = append(known, p)
 		}
 	}
@@ -116,6 +130,9 @@ func New(cfg Config, rt *host.Host, st State, bootstrap node.Addr) (*Chord, erro
 	h.vnodes[0].alone = len(h.join) == 0
 	if err := rt.Register(wire.TypeStabilize, h); err != nil {
 		return nil, err
+	}
+	if cfg.VerifyIDs {
+		rt.CheckSenders(h.checkSender)
 	}
 	return h, nil
 }
@@ -330,8 +347,29 @@ func (h *Chord) vnodeFor(x id.ID) *Vnode {
 }
 
 // Validate checks the node references and keys a ring message carries
-// (host.Validator).
-func (h *Chord) Validate(m wire.Msg) error { return validate(m) }
+// (host.Validator); with Config.VerifyIDs every reference's ID must be
+// derived from its address.
+func (h *Chord) Validate(m wire.Msg) error {
+	err := validate(m, h.cfg.VerifyIDs)
+	if errors.Is(err, errForgedRef) {
+		h.Stats.ForgedRefs++
+	}
+	return err
+}
+
+// errForgedRef is a node reference whose ID is not derived from its
+// address.
+var errForgedRef = errors.New("ring: a node ID not derived from its address")
+
+// checkSender refuses, for the host runtime, a message of any protocol
+// whose sender's ID is not derived from its address (Config.VerifyIDs).
+func (h *Chord) checkSender(from wire.NodeRef) error {
+	if !derived(from) {
+		h.Stats.ForgedRefs++
+		return fmt.Errorf("%w: sender %s", errForgedRef, from)
+	}
+	return nil
+}
 
 func (h *Chord) handleMsg(env node.Env, in node.MsgIn) {
 	e := in.Env
@@ -406,13 +444,17 @@ func (h *Chord) ownedBy(ref wire.NodeRef, addr node.Addr) bool {
 	return true
 }
 
-// validate checks the IDs a message carries have the ring's width.
-func validate(m wire.Msg) error {
+// validate checks the IDs a message carries have the ring's width and,
+// with verify, are derived from their addresses.
+func validate(m wire.Msg, verify bool) error {
 	check := func(list ...[]wire.NodeRef) error {
 		for _, l := range list {
 			for _, n := range l {
 				if n.ID.Width() != id.Bytes || n.Addr == "" {
 					return fmt.Errorf("bad node %v", n)
+				}
+				if verify && !derived(n) {
+					return fmt.Errorf("%w: %s", errForgedRef, n)
 				}
 			}
 		}
@@ -437,6 +479,11 @@ func validate(m wire.Msg) error {
 	case *wire.LookupDone:
 		if err := key(m.Key); err != nil {
 			return err
+		}
+		if !m.Pred.IsZero() {
+			if err := check([]wire.NodeRef{m.Pred}); err != nil {
+				return err
+			}
 		}
 		return check(m.Succs)
 	case *wire.NextHop:

@@ -40,6 +40,16 @@ type Config struct {
 	// or predicted by Vivaldi) becomes the finger (proximity neighbour
 	// selection). 1 is classic Chord. Default 16, as in DHash++.
 	PNSSamples int
+	// VerifyIDs makes a host's vnode IDs the ones derived from its address
+	// (VnodeID; load its state with LoadDerivedState) and refuses, and
+	// counts (Stats.ForgedRefs), every message whose sender, or any node
+	// reference it carries (successor and predecessor lists, lookup
+	// answers, a Leave's lists, a lookup's origin), has an ID not derived
+	// from its address: a node cannot place itself, or name others, where
+	// it likes. Default false: the simulator's hosts are placed at random
+	// or chosen IDs, and its experiments' figures depend on them; real
+	// nodes (cmd/triad) set it.
+	VerifyIDs bool
 	// Membership, when set, replaces the protocol's view of the ring with
 	// one the driver keeps (see Membership): simulator experiments only.
 	Membership Membership

@@ -10,6 +10,7 @@ import (
 
 	"triad/internal/deploy"
 	"triad/internal/host"
+	"triad/internal/id"
 	tnet "triad/internal/net"
 	"triad/internal/node"
 	"triad/internal/pki"
@@ -208,5 +209,95 @@ func TestLeaveForAnotherNodeIsRefused(t *testing.T) {
 	a.do(func(node.Env) { refused = a.n.Ring.Stats.RefusedLeaves })
 	if refused != 1 {
 		t.Errorf("RefusedLeaves = %d, want 1", refused)
+	}
+}
+
+// verifying is fastRing with IDs derived and checked.
+func verifying() ring.Config {
+	c := fastRing()
+	c.VerifyIDs = true
+	return c
+}
+
+// A node that places itself just before an honest node (its ID − 1, the
+// Sybil placement that put 100 acknowledged blocks on one real copy) and
+// joins an honest ring over real TCP gets into no successor or
+// predecessor list: its messages are refused and counted
+// (Stats.ForgedRefs). (Before IDs were derived, it was in lists within a
+// few rounds.)
+func TestIDsNotDerivedAreRefused(t *testing.T) {
+	var nodes []*tcpNode
+	for i := range 3 {
+		join := ""
+		if i > 0 {
+			join = nodes[0].drv.Addr()
+		}
+		nodes = append(nodes, startTCPNode(t, verifying(), "", join, nil))
+	}
+	waitFor(t, "the ring to form", func() bool {
+		for _, x := range nodes {
+			if len(x.succs()) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, x := range nodes {
+		if i, ok := ring.VnodeIndex(x.self()); !ok || i != 0 {
+			t.Fatalf("%s: vnode 0 is not at its derived ID", x.self())
+		}
+	}
+
+	// The intruder runs the ring unchecked, at the victim's ID − 1.
+	victim := nodes[1].self()
+	drv, err := tnet.Listen(tnet.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ring.SeedIDs(drv.Storage(), []id.ID{minusOne(victim.ID)}); err != nil {
+		t.Fatal(err)
+	}
+	o := deploy.Options{Vnodes: 1, Bootstrap: nodes[0].drv.Addr(), Host: host.DefaultConfig(), Ring: fastRing()}
+	in, err := deploy.New(o, drv.Addr(), drv.Storage(), drv.Rand())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDriver(t, drv, in)
+
+	listed := func() string {
+		for _, x := range nodes {
+			var where string
+			x.do(func(node.Env) {
+				v := x.n.Ring.Vnodes()[0]
+				if slices.ContainsFunc(v.Succs(), func(n wire.NodeRef) bool { return n.Addr == drv.Addr() }) {
+					where = x.self().String() + "'s successors"
+				}
+				if slices.ContainsFunc(v.Preds(), func(n wire.NodeRef) bool { return n.Addr == drv.Addr() }) {
+					where = x.self().String() + "'s predecessors"
+				}
+			})
+			if where != "" {
+				return where
+			}
+		}
+		return ""
+	}
+	forged := func() uint64 {
+		var n uint64
+		for _, x := range nodes {
+			x.do(func(node.Env) { n += x.n.Ring.Stats.ForgedRefs })
+		}
+		return n
+	}
+	// Ten refusals take a few of the intruder's rounds; before, it was
+	// listed by then.
+	waitFor(t, "the intruder to be refused or listed", func() bool { return forged() >= 10 || listed() != "" })
+	if where := listed(); where != "" {
+		t.Fatalf("the intruder at %s is in %s", drv.Addr(), where)
+	}
+	for _, x := range nodes {
+		if s := x.succs(); len(s) != 2 {
+			t.Errorf("%s: successors %v, want the two other honest nodes", x.self(), s)
+		}
 	}
 }
