@@ -266,3 +266,54 @@ func (m *MaintStatus) decodeField(d *decoder, f field) {
 		m.Vnodes = append(m.Vnodes, v)
 	}
 }
+
+// Audit asks a replica-set member to prove that it holds the bytes of Key:
+// the reply is an AuditProof whose Hash is SHA-256(Nonce ‖ the object's
+// stored bytes), which the asker, holding the same whole copy, computes
+// too. A fresh random Nonce makes the proof impossible to give without
+// the bytes (UsenetDHT trusts neighbours' Merkle trees; this checks them).
+type Audit struct {
+	Key   id.ID
+	Nonce []byte // AuditNonceBytes
+}
+
+// AuditProof answers an Audit: Held false says the key is not stored;
+// otherwise Hash is SHA-256(Nonce ‖ bytes), AuditHashBytes long.
+type AuditProof struct {
+	Held bool
+	Hash []byte
+}
+
+// Bounds of the audit messages.
+const (
+	AuditNonceBytes = 16
+	AuditHashBytes  = 32
+)
+
+func (*Audit) Type() Type { return TypeAudit }
+func (m *Audit) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	return putBytes(b, 2, m.Nonce)
+}
+func (m *Audit) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Nonce = d.boundedBytes(f, AuditNonceBytes)
+	}
+}
+
+func (*AuditProof) Type() Type { return TypeAuditProof }
+func (m *AuditProof) encode(b []byte) []byte {
+	b = putBool(b, 1, m.Held)
+	return putBytes(b, 2, m.Hash)
+}
+func (m *AuditProof) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Held = d.bool(f)
+	case 2:
+		m.Hash = d.boundedBytes(f, AuditHashBytes)
+	}
+}

@@ -63,6 +63,8 @@ const (
 	TypeMaintStatusReq Type = 130
 	TypeMaintStatus    Type = 131
 	TypeMaintControl   Type = 132
+	TypeAudit          Type = 133
+	TypeAuditProof     Type = 134
 )
 
 // Range is the block of message type numbers, Lo to Hi inclusive, that
@@ -169,6 +171,10 @@ func newMsg(t Type) Msg {
 		return &MaintStatus{}
 	case TypeMaintControl:
 		return &MaintControl{}
+	case TypeAudit:
+		return &Audit{}
+	case TypeAuditProof:
+		return &AuditProof{}
 	case TypeCCRequest:
 		return &CCRequest{}
 	case TypeCCAck:
@@ -353,7 +359,7 @@ var typeNames = map[Type]string{
 	TypePutDone: "PutDone", TypeClientGet: "ClientGet", TypeClientStat: "ClientStat", TypeStatDone: "StatDone",
 	TypeClientPutBatch: "ClientPutBatch", TypePutBatchDone: "PutBatchDone",
 	TypeTreeQuery: "TreeQuery", TypeTreeInfo: "TreeInfo", TypeMaintStatusReq: "MaintStatusReq",
-	TypeMaintStatus: "MaintStatus", TypeMaintControl: "MaintControl",
+	TypeMaintStatus: "MaintStatus", TypeMaintControl: "MaintControl", TypeAudit: "Audit", TypeAuditProof: "AuditProof",
 	TypeCCRequest: "CCRequest", TypeCCAck: "CCAck", TypeCCPause: "CCPause", TypeCCFlood: "CCFlood",
 }
 

@@ -349,6 +349,10 @@ func Clone(m Msg) Msg {
 	case *MaintControl:
 		c := *m
 		return &c
+	case *Audit:
+		return &Audit{Key: m.Key, Nonce: bytes.Clone(m.Nonce)}
+	case *AuditProof:
+		return &AuditProof{Held: m.Held, Hash: bytes.Clone(m.Hash)}
 	case *TreeInfo:
 		c := &TreeInfo{Count: m.Count, Hash: bytes.Clone(m.Hash), Keys: append([]id.ID(nil), m.Keys...),
 			Expiries: append([]int64(nil), m.Expiries...), Sizes: append([]uint64(nil), m.Sizes...)}

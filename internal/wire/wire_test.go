@@ -38,7 +38,7 @@ func samples() []Msg {
 		&Lookup{LookupID: 1 << 40, Key: k, Origin: sampleNode(r), MinSuccs: 3, Hops: 4},
 		&LookupDone{LookupID: 9, Key: k, Hops: 5, Pred: sampleNode(r), Succs: sampleNodes(r, 4), Failed: "x"},
 		&NextHop{Key: k, MinSuccs: 1},
-		&MaintStatusReq{}, &MaintControl{Pause: true},
+		&MaintStatusReq{}, &MaintControl{Pause: true}, &Audit{Key: k, Nonce: make([]byte, AuditNonceBytes)}, &AuditProof{Held: true, Hash: make([]byte, AuditHashBytes)},
 		&CCRequest{Seq: 1 << 50, Key: k, Source: sampleNode(r), Rate: 65000, Marked: true, Hops: 3, Payload: []byte("routed")},
 		&CCAck{Seq: 9, Marked: true, Hops: 4}, &CCPause{Paused: true}, &CCFlood{MilliRate: 250000},
 		&MaintStatus{Paused: true, Counters: []Counter{{"repaired", 7}}, Vnodes: []MaintVnode{{Self: sampleNode(r), Succ: sampleNode(r), LastRound: -5, Running: true, Queued: 3, QueuedSize: 24000}}},
