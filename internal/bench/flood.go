@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -218,16 +217,8 @@ func (c *floodCluster) counters() (floodCounters, error) {
 func (c *floodCluster) rssMB() float64 {
 	most := 0.0
 	for _, p := range c.procs {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Process.Pid))
-		if err != nil {
-			continue
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-				var kb float64
-				fmt.Sscan(strings.TrimSpace(v), &kb)
-				most = max(most, kb/1024)
-			}
+		if r, err := ProcessRSS(p.Process.Pid); err == nil {
+			most = max(most, r.Current)
 		}
 	}
 	return most

@@ -110,8 +110,8 @@ func Limits(cfg LimitsConfig) (res LimitsResult, err error) {
 		return res, fmt.Errorf("feeding: %d of %d articles accepted (%s)", p.Done, cfg.Articles, p.FirstError)
 	}
 	res.Articles, res.ServerVersion = cfg.Articles, feed.Greeting
-	rss, _ := processRSS(srv.Process.Pid)
-	res.FeedRSSMB = rss.peak
+	rss, _ := ProcessRSS(srv.Process.Pid)
+	res.FeedRSSMB = rss.Peak
 	// A fresh process for the scenario, so that its peak is the
 	// scenario's: the feed's is reported apart.
 	srv.Process.Signal(os.Interrupt)
@@ -138,19 +138,19 @@ func Limits(cfg LimitsConfig) (res LimitsResult, err error) {
 		idle = append(idle, c)
 	}
 	res.Idle = len(idle)
-	rss, _ = processRSS(srv.Process.Pid)
-	res.IdleRSSMB = rss.current
+	rss, _ = ProcessRSS(srv.Process.Pid)
+	res.IdleRSSMB = rss.Current
 
 	// Sample the server's anonymous and file-backed memory meanwhile.
 	stopSampling := make(chan struct{})
-	sampled := make(chan rssMB, 1)
+	sampled := make(chan RSS, 1)
 	go func() {
-		var top rssMB
+		var top RSS
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if r, err := processRSS(srv.Process.Pid); err == nil {
-				top.anon, top.file = max(top.anon, r.anon), max(top.file, r.file)
+			if r, err := ProcessRSS(srv.Process.Pid); err == nil {
+				top.Anon, top.File = max(top.Anon, r.Anon), max(top.File, r.File)
 			}
 			select {
 			case <-stopSampling:
@@ -231,12 +231,12 @@ func Limits(cfg LimitsConfig) (res LimitsResult, err error) {
 	}
 	close(stopSampling)
 	top := <-sampled
-	res.PeakAnonMB, res.PeakFileMB = top.anon, top.file
-	rss, err = processRSS(srv.Process.Pid)
+	res.PeakAnonMB, res.PeakFileMB = top.Anon, top.File
+	rss, err = ProcessRSS(srv.Process.Pid)
 	if err != nil {
 		return res, err
 	}
-	res.PeakRSSMB = rss.peak
+	res.PeakRSSMB = rss.Peak
 	return res, nil
 }
 
@@ -274,16 +274,18 @@ func normalClient(addr, group string, articles int, d time.Duration) (lat []time
 	return lat, failed, firstErr
 }
 
-type rssMB struct{ current, peak, anon, file float64 }
+// RSS is a process's resident memory, in MiB.
+type RSS struct{ Current, Peak, Anon, File float64 }
 
-// processRSS reads a process's resident set and its peak from /proc.
-func processRSS(pid int) (rssMB, error) {
+// ProcessRSS reads a process's resident set (VmRSS), its peak (VmHWM) and
+// their anonymous and file-backed parts from /proc.
+func ProcessRSS(pid int) (RSS, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return rssMB{}, err
+		return RSS{}, err
 	}
 	defer f.Close()
-	var r rssMB
+	var r RSS
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		k, v, _ := strings.Cut(sc.Text(), ":")
@@ -293,13 +295,13 @@ func processRSS(pid int) (rssMB, error) {
 		}
 		switch k {
 		case "VmRSS":
-			r.current = kb / 1024
+			r.Current = kb / 1024
 		case "VmHWM":
-			r.peak = kb / 1024
+			r.Peak = kb / 1024
 		case "RssAnon":
-			r.anon = kb / 1024
+			r.Anon = kb / 1024
 		case "RssFile":
-			r.file = kb / 1024
+			r.File = kb / 1024
 		}
 	}
 	return r, sc.Err()
