@@ -143,6 +143,7 @@ type nntpOptions struct {
 	cacheMB            *int
 	cachePolicy        *string
 	maxBacklog         *int
+	backlogMB          *int
 	http               *string
 	tls                *string
 	tlsBundle          *pki.Bundle // set by triad up in place of --tls
@@ -181,6 +182,7 @@ func addNNTPFlags(fs *flag.FlagSet) *nntpOptions {
 		peerListen:   fs.String("peer-listen", "", "serve peer sites over mutual TLS on this TCP `address`: a peer whose secret is 'tls' announces here, known by its certificate (needs --tls)"),
 		http:         fs.String("http", "", "serve the status page (/) and Prometheus metrics (/metrics) on this TCP `address` (host:port; none by default)"),
 		maxBacklog:   fs.Int("max-backlog", 1_000_000, "articles queued for a peer that is down; past it the oldest are dropped for it (and counted in feeds.status)"),
+		backlogMB:    fs.Int("max-backlog-mb", 256, "the same queue bounded in MiB of its records (headers included): a peer's share of news.db"),
 	}
 }
 
@@ -211,6 +213,9 @@ func (o *nntpOptions) check() error {
 	}
 	if *o.maxBacklog < 1 {
 		return fmt.Errorf("--max-backlog %d: want at least 1", *o.maxBacklog)
+	}
+	if *o.backlogMB < 1 {
+		return fmt.Errorf("--max-backlog-mb %d: want at least 1", *o.backlogMB)
 	}
 	switch {
 	case *o.peersFile != "" && len(o.configPeers) > 0:
@@ -396,7 +401,7 @@ func startNNTP(ctx context.Context, o *nntpOptions, log *slog.Logger) (*runningN
 	r.addr = ln.Addr().String()
 	if len(peers) > 0 {
 		r.feeds, err = usenet.StartFeeds(usenet.FeedConfig{Site: site, Peers: peers, MaxBacklog: uint64(*o.maxBacklog),
-			Log: log, StatusFile: filepath.Join(*o.data, "feeds.status")})
+			MaxBacklogBytes: uint64(*o.backlogMB) << 20, Log: log, StatusFile: filepath.Join(*o.data, "feeds.status")})
 		if err != nil {
 			ln.Close()
 			return fail(err)
