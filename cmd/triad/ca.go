@@ -29,17 +29,25 @@ nodes (put, get, stat, ring, lookup, maint) take --tls too.
 
   triad ca init DIR [--name NAME] [--days 3650]
         make a CA in DIR (keep DIR/ca-key.pem secret: it signs everything)
-  triad ca issue NAME --site SITE [--addr HOST:PORT] [--ca DIR] [--out DIR] [--days 365]
-        issue a certificate to NAME of SITE (--addr: a node listening there)
-        and write its bundle (ca.pem, cert.pem, key.pem) to --out (default
-        DIR/bundles/NAME)
+  triad ca issue NAME --site SITE [--role ROLE] [--addr HOST:PORT] [--vnodes N]
+                 [--machine NAME] [--ca DIR] [--out DIR] [--days 365]
+        issue a certificate to NAME of SITE and write its bundle (ca.pem,
+        cert.pem, key.pem) to --out (default DIR/bundles/NAME). The role
+        says what its holder may do: node (a node listening at --addr, with
+        at most --vnodes vnodes, on --machine), site (a news front-end,
+        named by its Path name), operator (the client API and operators'
+        commands: maint pause, the load generator) or client (the client
+        API: put, get, stat, lookup, ring). Default: node with --addr,
+        client without
   triad ca revoke NAME [--ca DIR]
         revoke NAME's certificate: DIR/crl.pem lists it; copy it into every
         bundle
 
 Example:
   triad ca init /etc/triad/ca --name "our ring"
-  triad ca issue node1 --site site1 --addr 10.0.0.1:4001 --ca /etc/triad/ca`
+  triad ca issue node1 --site site1 --addr 10.0.0.1:4001 --vnodes 4 --ca /etc/triad/ca
+  triad ca issue news.site1.example --site site1 --role site --ca /etc/triad/ca
+  triad ca issue alice --site site1 --role operator --ca /etc/triad/ca`
 
 func runCA(args []string, stdout, stderr io.Writer) error {
 	return runGroup("ca", caAbout, map[string]func([]string, io.Writer, io.Writer) error{
@@ -69,9 +77,12 @@ func runCAInit(args []string, stdout, stderr io.Writer) error {
 }
 
 func runCAIssue(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("ca issue", "ca issue NAME --site SITE [--addr HOST:PORT] [--ca DIR] [--out DIR] [--days 365]", "Issues a certificate and writes its bundle.", stderr)
+	fs := newFlags("ca issue", "ca issue NAME --site SITE [--role ROLE] [--addr HOST:PORT] [--vnodes N] [--machine NAME] [--ca DIR] [--out DIR] [--days 365]", "Issues a certificate and writes its bundle.", stderr)
 	site := fs.String("site", "", "the holder's `site` (required)")
+	role := fs.String("role", "", "what the holder may do: node, site (a news front-end), operator or client (default: node with --addr, else client)")
 	addr := fs.String("addr", "", "for a node: the `address` it listens on, its identity on the ring")
+	vnodes := fs.Int("vnodes", 0, "for a node: the most vnodes it may run (default 1)")
+	machine := fs.String("machine", "", "for a node: the machine `name` it stores on, as its --machine (default: a machine of its own)")
 	caDir := fs.String("ca", "ca", "the CA's `directory`")
 	out := fs.String("out", "", "the bundle's `directory` (default CA/bundles/NAME)")
 	days := fs.Int("days", 365, "validity in `days`")
@@ -94,12 +105,22 @@ func runCAIssue(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := ca.Issue(pki.Identity{Name: pos[0], Site: *site, Addr: *addr}, time.Duration(*days)*24*time.Hour, *out); err != nil {
+	who := pki.Identity{Name: pos[0], Site: *site, Addr: *addr, Vnodes: *vnodes, Machine: machineID(*machine)}
+	if *role != "" {
+		if who.Role, err = pki.ParseRole(*role); err != nil {
+			return usageErr(fs, "--role: %v", err)
+		}
+	}
+	if err := ca.Issue(who, time.Duration(*days)*24*time.Hour, *out); err != nil {
 		return err
 	}
-	what := "a client"
-	if *addr != "" {
-		what = "the node at " + *addr
+	b, err := pki.LoadBundle(*out)
+	if err != nil {
+		return err
+	}
+	what := "a " + string(b.Self.Role)
+	if b.Self.Role == pki.RoleNode {
+		what = fmt.Sprintf("the node at %s, %d vnode(s)", *addr, b.Self.Vnodes)
 	}
 	fmt.Fprintf(stdout, "issued %s of %s (%s); bundle in %s\n", pos[0], *site, what, *out)
 	return nil

@@ -42,6 +42,16 @@ in --data, so after a crash or reboot the same command (even without --join)
 brings it back at the same ring positions, as a transient failure rather than a
 new node. SIGINT or SIGTERM makes it leave the ring gracefully.
 
+A node's ring IDs derive from its listen address (vnode i sits at a hash of
+the address and i), and it refuses peers whose IDs do not. With --tls every
+connection is mutual TLS and a certificate grants only what it names: a
+node's certificate its address, machine and vnode count (--vnodes must not
+exceed it; --machine is the certificate's), a client's, a news front-end's
+or an operator's the client API, and only an operator's the operators'
+commands (maint pause). Without --tls the node trusts its network: any
+process that can reach the port and proves the address it listens on can
+join the ring, and maint pause is taken from this machine only.
+
 Example:
   triad node --listen 127.0.0.1:4001 --data /var/lib/triad
   triad node --listen 127.0.0.1:4002 --join 127.0.0.1:4001 --vnodes 4`
@@ -342,7 +352,19 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 	// near one fdatasync (about 0.1 ms here) while puts still share them; a
 	// timed interval would add a timer's granularity to every put.
 	so := store.Options{Capacity: spec.capacity, MaxObject: spec.dhash.MaxBlock + 64, SyncInterval: -1, MaxRetention: spec.dhash.MaxRetention}
-	drv, err := tnet.Listen(tnet.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256, MaxConns: spec.maxConns, TLS: spec.tls})
+	if spec.tls != nil {
+		// The certificate names the node's machine and how many vnodes it
+		// may run; its peers refuse anything else.
+		self := spec.tls.Self
+		if spec.machine != 0 && spec.machine != self.MachineID() {
+			return nil, fmt.Errorf("--machine is not the machine the certificate (%s) names: issue it with 'triad ca issue --machine'", self.Name)
+		}
+		spec.machine = self.MachineID()
+		if spec.ring.VerifyIDs && spec.vnodes > self.Vnodes {
+			return nil, fmt.Errorf("%d vnodes, but the certificate (%s) allows %d: issue it with 'triad ca issue --vnodes'", spec.vnodes, self.Name, self.Vnodes)
+		}
+	}
+	drv, err := tnet.Listen(tnet.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256, MaxConns: spec.maxConns, TLS: spec.tls, CheckVnodes: spec.ring.VerifyIDs})
 	if err != nil {
 		return nil, err
 	}

@@ -150,7 +150,7 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 		dir := filepath.Join(*data, fmt.Sprintf("node%d", i))
 		spec := defaultNodeSpec()
 		if ca != nil {
-			if spec.tls, err = ca.bundle(fmt.Sprintf("node%d-%s", i, listen), "node", listen); err != nil {
+			if spec.tls, err = ca.bundle(pki.Identity{Name: fmt.Sprintf("node%d-%s", i, listen), Site: "node", Addr: listen, Vnodes: *vnodes}); err != nil {
 				shutdown()
 				return err
 			}
@@ -206,7 +206,7 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 			name, dir, nodeAddr := upSiteName(i), *o.data, running[i**nodes].addr
 			o.node = &nodeAddr
 			if ca != nil {
-				if o.tlsBundle, err = ca.bundle(name, name, ""); err != nil {
+				if o.tlsBundle, err = ca.bundle(pki.Identity{Name: name, Site: name, Role: pki.RoleSite}); err != nil {
 					shutdown()
 					return err
 				}
@@ -240,7 +240,7 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\nLook at it from another terminal:\n")
 	if ca != nil {
-		if _, err := ca.bundle("operator", "operator", ""); err != nil {
+		if _, err := ca.bundle(pki.Identity{Name: "operator", Site: "operator", Role: pki.RoleOperator}); err != nil {
 			shutdown()
 			return err
 		}
@@ -412,10 +412,10 @@ func openUpCA(dir string) (*upCA, error) {
 }
 
 // bundle loads name's bundle, issuing it first if it has none.
-func (u *upCA) bundle(name, site, addr string) (*pki.Bundle, error) {
-	out := filepath.Join(u.dir, "bundles", name)
+func (u *upCA) bundle(id pki.Identity) (*pki.Bundle, error) {
+	out := filepath.Join(u.dir, "bundles", id.Name)
 	if _, err := os.Stat(filepath.Join(out, pki.Cert)); errors.Is(err, os.ErrNotExist) {
-		if err := u.ca.Issue(pki.Identity{Name: name, Site: site, Addr: addr}, 10*365*24*time.Hour, out); err != nil {
+		if err := u.ca.Issue(id, 10*365*24*time.Hour, out); err != nil {
 			return nil, err
 		}
 	}

@@ -20,7 +20,7 @@ import (
 	"triad/internal/wire"
 )
 
-// blockHandler answers FetchBlock with a Block of data, and every other
+// blockHandler answers ClientGet with a Block of data, and every other
 // request with an Ack.
 type blockHandler struct{ data []byte }
 
@@ -30,7 +30,7 @@ func (h blockHandler) Handle(env node.Env, ev node.Event) {
 		return
 	}
 	var m wire.Msg = &wire.Ack{}
-	if f, ok := in.Env.Msg.(*wire.FetchBlock); ok {
+	if f, ok := in.Env.Msg.(*wire.ClientGet); ok {
 		m = &wire.Block{Key: f.Key, Data: h.data}
 	}
 	env.Send(in.From, wire.Envelope{Kind: wire.Reply, ReqID: in.Env.ReqID, Msg: m})
@@ -155,7 +155,7 @@ func TestStrangersDoNotStallTheNode(t *testing.T) {
 	}
 }
 
-// A client that sends a thousand FetchBlock requests for 1 MiB blocks
+// A client that sends a thousand ClientGet requests for 1 MiB blocks
 // and reads nothing holds at most MaxQueuedBytes of replies on the node,
 // which drops (and counts) the rest, and another client is answered
 // meanwhile. (Issue 27, finding 4: ~36 KB of requests took a node from
@@ -174,7 +174,7 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 	flood := dialFrom(t, "127.0.0.2", d.Addr())
 	var reqs []byte
 	for i := range requests {
-		reqs = wire.AppendFrame(reqs, wire.Envelope{Kind: wire.Request, ReqID: uint64(i + 1), Msg: &wire.FetchBlock{Key: id.Key([]byte{byte(i)})}})
+		reqs = wire.AppendFrame(reqs, wire.Envelope{Kind: wire.Request, ReqID: uint64(i + 1), Msg: &wire.ClientGet{Key: id.Key([]byte{byte(i)})}})
 	}
 	t.Logf("%d requests in %d bytes", requests, len(reqs))
 	if _, err := flood.Write(reqs); err != nil {
@@ -208,7 +208,7 @@ func TestReadingPausesWhileRepliesWait(t *testing.T) {
 			t.Fatalf("the node read %d requests of 1 MiB replies, none of them read, without pausing", sent)
 		}
 		sent++
-		if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: uint64(sent), Msg: &wire.FetchBlock{}}); err != nil {
+		if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: uint64(sent), Msg: &wire.ClientGet{}}); err != nil {
 			t.Fatal(err)
 		}
 		// Read, or paused before reading it.
@@ -218,7 +218,7 @@ func TestReadingPausesWhileRepliesWait(t *testing.T) {
 	}
 	// Paused: one more request waits in the socket.
 	sent++
-	if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: uint64(sent), Msg: &wire.FetchBlock{}}); err != nil {
+	if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: uint64(sent), Msg: &wire.ClientGet{}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("paused after %d requests, %d bytes queued at most", sent-1, d.queuedPeak.Load())
@@ -308,7 +308,7 @@ func TestStrangersFirstFrameMayBeLarge(t *testing.T) {
 	c := dialFrom(t, "127.0.0.2", d.Addr())
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	data := make([]byte, 3<<20)
-	if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: 1, Msg: &wire.StoreBlock{Key: id.Key(data), Data: data}}); err != nil {
+	if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: 1, Msg: &wire.ClientPut{Data: data}}); err != nil {
 		t.Fatal(err)
 	}
 	frame, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes)

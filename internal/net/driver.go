@@ -21,6 +21,7 @@ import (
 
 	"triad/internal/node"
 	"triad/internal/pki"
+	tring "triad/internal/ring"
 	"triad/internal/store"
 	"triad/internal/store/disk"
 	"triad/internal/wire"
@@ -99,6 +100,11 @@ type Config struct {
 	// with certificates from the bundle's CA (see Driver). The bundle's
 	// certificate must name Listen, with an explicit port.
 	TLS *pki.Bundle
+	// CheckVnodes, with TLS, refuses a frame from a node whose sender is
+	// not one of the vnodes its certificate allows: an ID derived from its
+	// address (ring.VnodeIndex) with an index below the certificate's
+	// vnode count. Set it when the ring derives IDs (ring.Config.VerifyIDs).
+	CheckVnodes bool
 }
 
 func (c *Config) fill() error {
@@ -674,12 +680,18 @@ func (d *Driver) read(nc gonet.Conn, own bool) {
 			continue
 		}
 		if claimed == "" {
-			if operatorOnly(e.Msg.Type()) && !isLoopback(nc) {
-				drop("an operator's command from another machine")
+			if why := d.refuseClient(e.Msg.Type(), cert, nc); why != "" {
+				drop(why)
 				continue
 			}
 			d.postMsg(node.MsgIn{From: route.addr, Env: e}, ch)
 			continue
+		}
+		if cert != nil && !e.From.IsZero() {
+			if why := d.refuseVnode(e.From, cert); why != "" {
+				drop(why)
+				continue
+			}
 		}
 		switch m := e.Msg.(type) {
 		case *wire.Challenge:
@@ -802,10 +814,59 @@ func handshakeBucket(addr gonet.Addr) string {
 	return a.IP.Mask(gonet.CIDRMask(64, 128)).String() + "/64"
 }
 
-// operatorOnly lists the commands only a client on this machine may send
-// (until nodes and operators have certificates): pausing maintenance and
-// setting the routed-request load generator.
+// operatorOnly lists the commands only an operator may send: pausing
+// maintenance and setting the routed-request load generator. With TLS the
+// sender's certificate must be an operator's; without, the sender must be
+// a client on the node's own machine.
 func operatorOnly(t wire.Type) bool { return t == wire.TypeMaintControl || t == wire.TypeCCFlood }
+
+// clientAPI lists what a client (any connection that claims no node
+// address: a program, a news front-end, an operator) may send: puts,
+// gets, stats, lookups, the ring's and maintenance's status, pings, and
+// the operators' commands. Every other message is a node's.
+func clientAPI(t wire.Type) bool {
+	switch t {
+	case wire.TypePing, wire.TypeRingInfoReq, wire.TypeClientLookup,
+		wire.TypeStatBlock, wire.TypeClientPut, wire.TypeClientGet, wire.TypeClientStat, wire.TypeClientPutBatch,
+		wire.TypeMaintStatusReq:
+		return true
+	}
+	return operatorOnly(t)
+}
+
+// refuseClient says why a client's message of type t is refused, or "":
+// a node's message, or an operator's command from a certificate that is
+// not an operator's (with TLS) or from another machine (without).
+func (d *Driver) refuseClient(t wire.Type, cert *pki.Identity, nc gonet.Conn) string {
+	switch {
+	case !clientAPI(t):
+		return "a node's message from a client"
+	case !operatorOnly(t):
+		return ""
+	case cert != nil && cert.Role != pki.RoleOperator:
+		return fmt.Sprintf("an operator's command from a %s certificate", cert.Role)
+	case cert == nil && !isLoopback(nc):
+		return "an operator's command from another machine"
+	}
+	return ""
+}
+
+// refuseVnode says why a frame from the node whose certificate is cert,
+// sent by its vnode from, is refused, or "": from carries a machine
+// identity other than the certificate's, or (with Config.CheckVnodes) is
+// not one of the vnodes the certificate allows.
+func (d *Driver) refuseVnode(from wire.NodeRef, cert *pki.Identity) string {
+	if from.Machine != cert.MachineID() {
+		return fmt.Sprintf("a machine identity %016x its certificate does not name", from.Machine)
+	}
+	if !d.cfg.CheckVnodes {
+		return ""
+	}
+	if i, ok := tring.VnodeIndex(from); !ok || i >= cert.Vnodes {
+		return fmt.Sprintf("a vnode its certificate does not allow (%d vnodes)", cert.Vnodes)
+	}
+	return ""
+}
 
 func isLoopback(nc gonet.Conn) bool {
 	a, ok := nc.RemoteAddr().(*gonet.TCPAddr)

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -15,9 +16,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"triad/internal/ring"
 )
 
 // File names in a CA folder and in a bundle.
@@ -31,12 +35,72 @@ const (
 	uriStart = "triad://"
 )
 
+// Role is what a certificate lets its holder do.
+type Role string
+
+// The roles. A node speaks the ring's protocols to other nodes; the others
+// use only the client API (puts, gets, lookups, status), and of them only
+// an operator may send operators' commands (pausing maintenance, the load
+// generator).
+const (
+	RoleNode     Role = "node"     // a ring node: names its address, machine and vnode count
+	RoleSite     Role = "site"     // a news front-end, named by its Path name
+	RoleOperator Role = "operator" // a person who runs the ring
+	RoleClient   Role = "client"   // any other program that stores and reads blocks
+)
+
+// ParseRole reads a role's name.
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case RoleNode, RoleSite, RoleOperator, RoleClient:
+		return r, nil
+	}
+	return "", fmt.Errorf("pki: role %q: want node, site, operator or client", s)
+}
+
+// MaxVnodes bounds the vnode count a node certificate names: the ring's
+// derived IDs stop there.
+const MaxVnodes = ring.MaxVnodes
+
+// roleScheme is the scheme of the URI SAN that names a certificate's role:
+// triad-role:node?machine=0123456789abcdef&vnodes=4 for a node,
+// triad-role:operator for an operator. It is not "triad", whose URIs name
+// a node's address, so that older readers, which take any triad: URI for
+// an address, skip it.
+const roleScheme = "triad-role"
+
 // Identity is what a certificate says of its holder.
 type Identity struct {
-	Name   string // the common name
-	Site   string // the organizational unit
-	Addr   string // a node's listen address (host:port); "" for a client
+	Name string // the common name
+	Site string // the organizational unit
+	Addr string // a node's listen address (host:port); "" for any other role
+	// Role is what the holder may do. A certificate issued before roles
+	// names none: it is read as a node's if it names an address, else as
+	// a client's.
+	Role Role
+	// Machine is a node's machine identity (wire.NodeRef.Machine), which
+	// its refs must carry: nodes that share a disk are given one. Zero in
+	// a node certificate means one of its own, derived from its address
+	// (MachineID).
+	Machine uint64
+	// Vnodes is how many vnodes a node may run: its refs must name vnode
+	// indexes below it. A node certificate without one allows 1.
+	Vnodes int
 	Serial *big.Int
+}
+
+// MachineID is the machine identity a node with this certificate must
+// use: the one it names, or one derived from its address.
+func (id Identity) MachineID() uint64 {
+	if id.Machine != 0 {
+		return id.Machine
+	}
+	sum := sha256.Sum256([]byte("triad-machine\x00" + id.Addr))
+	var m uint64
+	for _, b := range sum[:8] {
+		m = m<<8 | uint64(b)
+	}
+	return max(m, 1)
 }
 
 // IdentityOf reads the identity in a certificate.
@@ -46,18 +110,82 @@ func IdentityOf(c *x509.Certificate) (Identity, error) {
 		id.Site = c.Subject.OrganizationalUnit[0]
 	}
 	for _, u := range c.URIs {
-		if u.Scheme != "triad" {
-			continue
+		switch u.Scheme {
+		case "triad":
+			if id.Addr != "" {
+				return id, errors.New("pki: a certificate with two node addresses")
+			}
+			id.Addr = u.Host
+		case roleScheme:
+			if id.Role != "" {
+				return id, errors.New("pki: a certificate with two roles")
+			}
+			if err := id.readRole(u); err != nil {
+				return id, err
+			}
 		}
-		if id.Addr != "" {
-			return id, errors.New("pki: a certificate with two node addresses")
-		}
-		id.Addr = u.Host
 	}
 	if id.Name == "" || id.Site == "" {
 		return id, errors.New("pki: a certificate without a name or a site")
 	}
+	switch {
+	case id.Role == "" && id.Addr != "":
+		id.Role, id.Vnodes = RoleNode, 1
+	case id.Role == "":
+		id.Role = RoleClient
+	case id.Role == RoleNode && id.Addr == "":
+		return id, errors.New("pki: a node certificate without an address")
+	case id.Role != RoleNode && id.Addr != "":
+		return id, fmt.Errorf("pki: a %s certificate that names a node address", id.Role)
+	}
 	return id, nil
+}
+
+// readRole reads a role URI (roleScheme) into id.
+func (id *Identity) readRole(u *url.URL) error {
+	r, err := ParseRole(u.Opaque)
+	if err != nil {
+		return err
+	}
+	id.Role = r
+	q := u.Query()
+	if r != RoleNode {
+		if len(q) > 0 {
+			return fmt.Errorf("pki: a %s certificate that names a machine or vnodes", r)
+		}
+		return nil
+	}
+	id.Vnodes = 1
+	if v := q.Get("vnodes"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxVnodes {
+			return fmt.Errorf("pki: vnodes %q not in [1, %d]", v, MaxVnodes)
+		}
+		id.Vnodes = n
+	}
+	if m := q.Get("machine"); m != "" {
+		x, err := strconv.ParseUint(m, 16, 64)
+		if err != nil || len(m) != 16 || x == 0 {
+			return fmt.Errorf("pki: machine %q is not 16 hex digits", m)
+		}
+		id.Machine = x
+	}
+	return nil
+}
+
+// roleURI is the URI SAN naming id's role (and a node's machine and
+// vnodes).
+func (id Identity) roleURI() *url.URL {
+	u := &url.URL{Scheme: roleScheme, Opaque: string(id.Role)}
+	if id.Role == RoleNode {
+		q := url.Values{}
+		q.Set("vnodes", strconv.Itoa(id.Vnodes))
+		if id.Machine != 0 {
+			q.Set("machine", fmt.Sprintf("%016x", id.Machine))
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u
 }
 
 // InitCA makes a new CA in dir (which must not hold one): a key and a
@@ -113,14 +241,38 @@ func LoadCA(dir string) (*CA, error) {
 	return &CA{dir: dir, cert: cert, key: key}, nil
 }
 
-// Issue makes a certificate for id (Addr set: a node listening there)
-// valid for the given time, and writes a bundle for it in out: the CA's
-// certificate, the new certificate and its key, and the CRL if there is
-// one. The CA keeps a copy of each certificate it issued, by name; a name
-// is issued once unless it is revoked.
+// Issue makes a certificate for id valid for the given time, and writes a
+// bundle for it in out: the CA's certificate, the new certificate and its
+// key, and the CRL if there is one. id's Role defaults to node with Addr
+// set (a node listening there), client without; a node's Vnodes defaults
+// to 1, and only a node names an address, a machine or vnodes. The CA
+// keeps a copy of each certificate it issued, by name; a name is issued
+// once unless it is revoked.
 func (ca *CA) Issue(id Identity, validity time.Duration, out string) error {
 	if err := checkName(id.Name); err != nil {
 		return err
+	}
+	if id.Role == "" {
+		id.Role = RoleClient
+		if id.Addr != "" {
+			id.Role = RoleNode
+		}
+	}
+	if _, err := ParseRole(string(id.Role)); err != nil {
+		return err
+	}
+	if id.Role == RoleNode {
+		if id.Addr == "" {
+			return errors.New("pki: a node certificate names the address the node listens on")
+		}
+		if id.Vnodes == 0 {
+			id.Vnodes = 1
+		}
+		if id.Vnodes < 1 || id.Vnodes > MaxVnodes {
+			return fmt.Errorf("pki: %d vnodes not in [1, %d]", id.Vnodes, MaxVnodes)
+		}
+	} else if id.Addr != "" || id.Machine != 0 || id.Vnodes != 0 {
+		return fmt.Errorf("pki: only a node certificate names an address, a machine or vnodes, not a %s's", id.Role)
 	}
 	if id.Site == "" || strings.ContainsAny(id.Site, "/\\\n") {
 		return fmt.Errorf("pki: site %q", id.Site)
@@ -159,6 +311,7 @@ func (ca *CA) Issue(id Identity, validity time.Duration, out string) error {
 			tmpl.DNSNames = []string{host}
 		}
 	}
+	tmpl.URIs = append(tmpl.URIs, id.roleURI())
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		return err

@@ -1,9 +1,13 @@
 package pki
 
 import (
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -299,5 +303,93 @@ func TestReloadCRL(t *testing.T) {
 		if _, _, err := handshake(t, node, later.ClientConfig("127.0.0.1:4001")); err == nil {
 			t.Errorf("after %s, the certificate revoked by the CRL in use is taken", name)
 		}
+	}
+}
+
+// A certificate names its holder's role and, for a node, its machine and
+// vnode count; what Issue refuses to write, and how a certificate issued
+// before roles reads.
+func TestRoles(t *testing.T) {
+	d := newDeployment(t)
+	for _, c := range []struct {
+		in   Identity
+		want Identity // Name, Site, Addr, Role, Machine, Vnodes
+	}{
+		{Identity{Name: "n1", Site: "s", Addr: "127.0.0.1:4001"}, Identity{Role: RoleNode, Vnodes: 1}},
+		{Identity{Name: "n2", Site: "s", Addr: "127.0.0.1:4002", Vnodes: 4, Machine: 0xabc}, Identity{Role: RoleNode, Vnodes: 4, Machine: 0xabc}},
+		{Identity{Name: "news.s.example", Site: "s", Role: RoleSite}, Identity{Role: RoleSite}},
+		{Identity{Name: "alice", Site: "s", Role: RoleOperator}, Identity{Role: RoleOperator}},
+		{Identity{Name: "prog", Site: "s"}, Identity{Role: RoleClient}},
+	} {
+		out := filepath.Join(t.TempDir(), c.in.Name)
+		if err := d.ca.Issue(c.in, time.Hour, out); err != nil {
+			t.Fatalf("%s: %v", c.in.Name, err)
+		}
+		b, err := LoadBundle(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := b.Self
+		if got.Name != c.in.Name || got.Site != c.in.Site || got.Addr != c.in.Addr || got.Role != c.want.Role || got.Machine != c.want.Machine || got.Vnodes != c.want.Vnodes {
+			t.Errorf("%s: read %+v, want role %s machine %x vnodes %d", c.in.Name, got, c.want.Role, c.want.Machine, c.want.Vnodes)
+		}
+	}
+	for _, bad := range []Identity{
+		{Name: "b1", Site: "s", Role: RoleOperator, Addr: "127.0.0.1:4009"},
+		{Name: "b2", Site: "s", Role: RoleNode},
+		{Name: "b3", Site: "s", Addr: "127.0.0.1:4010", Vnodes: MaxVnodes + 1},
+		{Name: "b4", Site: "s", Role: RoleSite, Machine: 1},
+		{Name: "b5", Site: "s", Role: RoleClient, Vnodes: 2},
+		{Name: "b6", Site: "s", Role: "admin"},
+	} {
+		if err := d.ca.Issue(bad, time.Hour, filepath.Join(t.TempDir(), bad.Name)); err == nil {
+			t.Errorf("issued %+v", bad)
+		}
+	}
+	// Machine identities: the one named, else one per address.
+	a := Identity{Addr: "10.0.0.1:4001"}
+	if m := (Identity{Machine: 7}).MachineID(); m != 7 {
+		t.Errorf("MachineID of a named machine = %d", m)
+	}
+	if a.MachineID() == 0 || a.MachineID() == (Identity{Addr: "10.0.0.2:4001"}).MachineID() {
+		t.Error("machines derived from two addresses are zero or equal")
+	}
+
+	// A certificate issued before roles (no role URI) reads as a node's
+	// with one vnode when it names an address, else as a client's; one
+	// with two roles is refused.
+	legacy := func(uris ...string) (Identity, error) {
+		key, tmpl, err := newTemplate(pkix.Name{CommonName: "old", OrganizationalUnit: []string{"s"}}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range uris {
+			u, err := url.Parse(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmpl.URIs = append(tmpl.URIs, u)
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, d.ca.cert, &key.PublicKey, d.ca.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return IdentityOf(c)
+	}
+	if id, err := legacy("triad://127.0.0.1:4001"); err != nil || id.Role != RoleNode || id.Vnodes != 1 {
+		t.Errorf("an old node certificate reads as %+v, %v", id, err)
+	}
+	if id, err := legacy(); err != nil || id.Role != RoleClient {
+		t.Errorf("an old client certificate reads as %+v, %v", id, err)
+	}
+	if _, err := legacy("triad-role:operator", "triad-role:node?vnodes=1"); err == nil {
+		t.Error("a certificate with two roles was read")
+	}
+	if _, err := legacy("triad-role:node?vnodes=1"); err == nil {
+		t.Error("a node certificate without an address was read")
 	}
 }
