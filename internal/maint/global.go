@@ -1,6 +1,7 @@
 package maint
 
 import (
+	"slices"
 	"time"
 
 	"triad/internal/id"
@@ -34,6 +35,17 @@ type sweep struct {
 	sync     *syncMemo // the stretch's synchronization
 	dirty    bool      // it found something to hand over, or failed
 	finished bool
+	// extra are stretches inside the range to hand on before the walk:
+	// a suspect predecessor's first copies (audit.go). onExtra: the
+	// stretch being placed is one, so the cursor stays.
+	extra   []stretch
+	onExtra bool
+}
+
+// A stretch is keys in (lo, hi] to place with dst.
+type stretch struct {
+	lo, hi id.ID
+	dst    wire.NodeRef
 }
 
 // maxStretches bounds the successors one sweep places keys with.
@@ -41,7 +53,7 @@ const maxStretches = 64
 
 func (m *Maint) startSweep(env node.Env, v *ring.Vnode, st *vnodeState) {
 	st.sweepDue = env.Now().Add(m.jitter(env, m.sweepInterval()))
-	end := replicaStart(v, m.cfg.Replicas, m.listMax)
+	end := replicaStart(v, m.cfg.Replicas, m.listMax, m.suspected(env.Now()))
 	if end == v.Self().ID {
 		return // the whole ring is ours: nothing lies outside
 	}
@@ -52,8 +64,62 @@ func (m *Maint) startSweep(env node.Env, v *ring.Vnode, st *vnodeState) {
 	}
 	st.sweepFrom = id.ID{}
 	s := &sweep{m: m, v: v, st: st, cursor: cursor, end: end}
+	if x, ok := m.handOn(env, v); ok {
+		s.extra = append(s.extra, x)
+	}
 	st.sweep = s
 	s.next(env, 0)
+}
+
+// handOn is the stretch v hands on for its suspect predecessors, if it
+// has one: when the nearest predecessors on other machines are suspects,
+// v is the first honest successor of their keys, (p, s] from the first
+// honest predecessor p to the nearest suspect s, and the k-th copy
+// belongs on v's (k-1)-th honest successor, whose own range, walked past
+// suspects it has not audited, would not reach them.
+func (m *Maint) handOn(env node.Env, v *ring.Vnode) (stretch, bool) {
+	k, self := m.cfg.Replicas, v.Self()
+	if k < 2 {
+		return stretch{}, false
+	}
+	now := env.Now()
+	var hi id.ID
+	for _, p := range v.Preds() {
+		if p.SameMachine(self) || m.chord.IsDead(env, p) {
+			continue
+		}
+		if m.Suspect(now, p.Addr) {
+			if hi.IsZero() {
+				hi = p.ID
+			}
+			continue
+		}
+		if hi.IsZero() {
+			return stretch{}, false
+		}
+		dst := nthOther(v.Succs(), self, m.excluded(env), k-1)
+		if dst.IsZero() {
+			return stretch{}, false
+		}
+		return stretch{lo: p.ID, hi: hi, dst: dst}, true
+	}
+	return stretch{}, false
+}
+
+// nthOther is the n-th (from 1) of list on machines other than self's and
+// each other's, and not dead; zero if the list runs out.
+func nthOther(list []wire.NodeRef, self wire.NodeRef, dead func(wire.NodeRef) bool, n int) wire.NodeRef {
+	seen := []wire.NodeRef{self}
+	for _, p := range list {
+		if p.IsZero() || dead(p) || slices.ContainsFunc(seen, p.SameMachine) {
+			continue
+		}
+		seen = append(seen, p)
+		if len(seen) == n+1 {
+			return p
+		}
+	}
+	return wire.NodeRef{}
 }
 
 // next finds the first stored key after the cursor that is not ours and
@@ -66,6 +132,13 @@ func (s *sweep) next(env node.Env, stretches int) {
 	if stretches == maxStretches {
 		s.st.sweepFrom = s.cursor
 		s.finish(env)
+		return
+	}
+	if len(s.extra) > 0 {
+		x := s.extra[0]
+		s.extra = s.extra[1:]
+		s.onExtra = true
+		s.place(env, stretches, x.lo, x.hi, x.dst)
 		return
 	}
 	if s.cursor == s.end {
@@ -94,24 +167,33 @@ func (s *sweep) next(env node.Env, stretches int) {
 				if !hi.In(s.cursor, s.end) {
 					hi = s.end
 				}
-				s.lo, s.hi, s.dst = s.cursor, hi, dst
-				s.push.reset()
-				if dst.Addr == m.rt.Addr() {
-					s.advance(env, stretches) // another vnode of ours: same storage
-					return
-				}
-				s.visit = append(s.visit[:0], merkle.Root())
-				s.sync = &syncMemo{key: syncKey{peer: dst.ID, lo: s.lo, hi: s.hi, reverse: true}}
-				s.dirty = false
-				s.placing = true
-				s.pump(env, stretches)
+				s.place(env, stretches, s.cursor, hi, dst)
 			})
 		},
 	})
 }
 
+// place hands dst the keys of (lo, hi] it lacks, then advances.
+func (s *sweep) place(env node.Env, stretches int, lo, hi id.ID, dst wire.NodeRef) {
+	s.lo, s.hi, s.dst = lo, hi, dst
+	s.push.reset()
+	if dst.Addr == s.m.rt.Addr() {
+		s.advance(env, stretches) // another vnode of ours: same storage
+		return
+	}
+	s.visit = append(s.visit[:0], merkle.Root())
+	s.sync = &syncMemo{key: syncKey{peer: dst.ID, lo: s.lo, hi: s.hi, reverse: true}}
+	s.dirty = false
+	s.placing = true
+	s.pump(env, stretches)
+}
+
 func (s *sweep) advance(env node.Env, stretches int) {
-	s.cursor = s.hi
+	if s.onExtra {
+		s.onExtra = false // the cursor stays: the walk has not begun
+	} else {
+		s.cursor = s.hi
+	}
 	s.m.Stats.Stretches++
 	s.next(env, stretches+1)
 }

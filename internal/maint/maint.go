@@ -55,11 +55,15 @@ type Config struct {
 	// bytes fetched to make it. Nil: missing fragments are counted, not
 	// rebuilt.
 	Rebuild func(env node.Env, key id.ID, done func(env node.Env, frag []byte, expiry time.Time, moved int, err error))
+	// Audits is how many keys each synchronization with a replica partner
+	// challenges it for (audit.go): it must prove it holds their bytes.
+	// Default 2. Zero: none, neighbours' trees are trusted.
+	Audits int
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Interval: 10 * time.Minute, Settle: 5 * time.Second, Replicas: 2, Queries: 8, Fetches: 8}
+	return Config{Interval: 10 * time.Minute, Settle: 5 * time.Second, Replicas: 2, Queries: 8, Fetches: 8, Audits: 2}
 }
 
 // Validate reports a config that cannot work.
@@ -73,6 +77,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("maint: %d fragments not in [0, %d]", c.Fragments, wire.MaxListLen)
 	case c.Queries < 1 || c.Fetches < 1:
 		return errors.New("maint: queries and fetches in flight must be at least 1")
+	case c.Audits < 0 || c.Audits > maxAuditsPerSync:
+		return fmt.Errorf("maint: %d audits per synchronization not in [0, %d]", c.Audits, maxAuditsPerSync)
 	case c.Budget < 0 || c.Weight < 0:
 		return errors.New("maint: the repair budget and weight must not be negative")
 	}
@@ -93,6 +99,11 @@ type Stats struct {
 	Fragments     uint64 // missing fragments not rebuilt (no rebuilder, or too few holders answered)
 	Failed        uint64 // queries, fetches and hand-overs that failed
 	Unchanged     uint64 // synchronizations that stopped at the root: nothing changed since the last clean one
+
+	// Audits (audit.go).
+	Audits       uint64 // challenges sent to replica partners
+	AuditsFailed uint64 // wrong proofs, keys still lacked a recheck period on, no answers
+	Suspects     uint64 // times a partner was marked a suspect
 
 	// Global maintenance.
 	Sweeps          uint64 // sweeps finished
@@ -126,7 +137,14 @@ type Maint struct {
 	checking    bool                  // in check: a round ending inside it does not recurse
 	settleAt    time.Time             // a neighbour change starts rounds from then on
 	clean       map[syncKey]syncRoots // the last clean synchronizations (syncMemo)
-	Stats       Stats
+	// Audits: suspects until when, keys partners said they lacked and
+	// when first, partners' first unanswered audit since their last answer.
+	// Each bounded (audit.go).
+	suspects map[node.Addr]time.Time
+	pending  map[auditKey]time.Time
+	silent   map[node.Addr]time.Time
+	now      time.Time // the time of the last event maintenance saw (Status)
+	Stats    Stats
 }
 
 // budgetTimer fires when the repair budget has tokens again.
@@ -313,6 +331,7 @@ func (m *Maint) check(env node.Env) {
 	m.checking = true
 	defer func() { m.checking = false }()
 	now := env.Now()
+	m.now = now
 	var next time.Time
 	for _, v := range m.chord.Vnodes() {
 		st := m.state[v]
@@ -325,7 +344,7 @@ func (m *Maint) check(env node.Env) {
 		if st.round == nil {
 			changed := false
 			if !now.Before(m.settleAt) {
-				changed = !samePlan(st.plan, m.plan(v, func(p wire.NodeRef) bool { return m.chord.IsDead(env, p) }))
+				changed = !samePlan(st.plan, m.plan(v, m.excluded(env), m.suspected(now)))
 			}
 			if changed || !now.Before(st.due) {
 				m.startRound(env, v, st)
@@ -377,6 +396,14 @@ func (m *Maint) Validate(msg wire.Msg) error {
 		if msg.Lo.Width() != id.Bytes || msg.Hi.Width() != id.Bytes {
 			return errors.New("maint: tree query with a malformed range")
 		}
+	case *wire.Audit:
+		if msg.Key.Width() != id.Bytes || len(msg.Nonce) != wire.AuditNonceBytes {
+			return errors.New("maint: malformed audit")
+		}
+	case *wire.AuditProof:
+		if msg.Held && len(msg.Hash) != wire.AuditHashBytes {
+			return errors.New("maint: audit proof with a malformed hash")
+		}
 	case *wire.TreeInfo:
 		if len(msg.Hash) != 0 && len(msg.Hash) != wire.TreeHashBytes {
 			return errors.New("maint: tree node with a malformed hash")
@@ -398,6 +425,7 @@ func (m *Maint) Receive(env node.Env, in node.MsgIn) {
 	if in.Env.Kind != wire.Request {
 		return
 	}
+	m.now = env.Now()
 	me := wire.NodeRef{Addr: m.rt.Addr()}
 	switch msg := in.Env.Msg.(type) {
 	case *wire.MaintStatusReq:
@@ -419,6 +447,10 @@ func (m *Maint) Receive(env node.Env, in node.MsgIn) {
 		m.paused = msg.Pause
 		rpc.Respond(env, in, me, &wire.Ack{})
 		m.check(env)
+		return
+	}
+	if a, ok := in.Env.Msg.(*wire.Audit); ok {
+		m.answerAudit(env, in, a)
 		return
 	}
 	q, ok := in.Env.Msg.(*wire.TreeQuery)
@@ -448,6 +480,8 @@ func (m *Maint) Status() *wire.MaintStatus {
 		{Name: "expired_not_repaired", Value: s.Expired}, {Name: "expiries_extended", Value: s.Extended}, {Name: "fragments_rebuilt", Value: s.Rebuilt}, {Name: "fragments_not_rebuilt", Value: s.Fragments},
 		{Name: "failed", Value: s.Failed}, {Name: "syncs_unchanged", Value: s.Unchanged}, {Name: "sweeps", Value: s.Sweeps}, {Name: "stretches", Value: s.Stretches},
 		{Name: "objects_handed_over", Value: s.HandedOver}, {Name: "bytes_handed_over", Value: s.BytesHandedOver},
+		{Name: "audits_sent", Value: s.Audits}, {Name: "audits_failed", Value: s.AuditsFailed}, {Name: "suspects_marked", Value: s.Suspects},
+		{Name: "suspects", Value: m.suspectsNow(m.now)},
 	}}
 	// What waits now: keys found missing and not yet fetched, and keys a
 	// sweep has yet to hand over, with their sizes as far as known.

@@ -19,11 +19,17 @@ import (
 // whole ring (v itself) when the predecessors run out first in a ring that
 // small (the list reaches around to v's successor), and the furthest
 // predecessor known when the list runs out before or is still filling.
-func replicaStart(v *ring.Vnode, k, listMax int) id.ID {
+//
+// skip, if set, names predecessors to walk past as no machine at all
+// (suspects, see audit.go): the range then reaches one machine further.
+func replicaStart(v *ring.Vnode, k, listMax int, skip func(wire.NodeRef) bool) id.ID {
 	self := v.Self()
 	preds := v.Preds()
 	seen := make([]wire.NodeRef, 0, k)
 	for _, p := range preds {
+		if skip != nil && skip(p) && !p.SameMachine(self) {
+			continue
+		}
 		if p.SameMachine(self) {
 			return p.ID
 		}
@@ -61,6 +67,10 @@ type syncTask struct {
 	peer      wire.NodeRef
 	lo, hi    id.ID
 	fragments bool
+	// audit says the partner keeps whole copies of the arc (auditLo,
+	// auditHi] of the range too: audits challenge it there (audit.go).
+	auditLo, auditHi id.ID
+	audit            bool
 }
 
 // plan lists the synchronizations of v's round: its replica range (p_k, v]
@@ -73,28 +83,42 @@ type syncTask struct {
 // p_{k+1}). A vnode of a ring of fewer machines keeps more: the arcs then
 // end at v itself, and none is left when the replica range is the whole
 // ring.
-func (m *Maint) plan(v *ring.Vnode, dead func(wire.NodeRef) bool) []syncTask {
+//
+// Suspects (skip) are walked past as no machine, and dead (which includes
+// them) are no partners. Each replica synchronization names the arc whose
+// whole copies the partner keeps too, for audits: the successor keeps
+// (p_{k-1}, v] of ours, the predecessor p (p_k, p].
+func (m *Maint) plan(v *ring.Vnode, dead, skip func(wire.NodeRef) bool) []syncTask {
 	self := v.Self()
 	if len(v.Preds()) == 0 {
 		return nil // a vnode still joining: its range is not known
 	}
 	k, l := m.cfg.Replicas, m.cfg.Fragments
-	lo := replicaStart(v, k, m.listMax)
+	lo := replicaStart(v, k, m.listMax, skip)
 	succ, pred := nearestOther(v.Succs(), self, dead), nearestOther(v.Preds(), self, dead)
 	var out []syncTask
 	if !succ.IsZero() {
-		out = append(out, syncTask{peer: succ, lo: lo, hi: self.ID})
+		t := syncTask{peer: succ, lo: lo, hi: self.ID}
+		if k >= 2 && lo != self.ID {
+			t.auditLo, t.auditHi = replicaStart(v, k-1, m.listMax, skip), self.ID
+			t.audit = t.auditLo != self.ID
+		}
+		out = append(out, t)
 	}
 	if !pred.IsZero() && pred.ID != succ.ID {
-		out = append(out, syncTask{peer: pred, lo: lo, hi: self.ID})
+		t := syncTask{peer: pred, lo: lo, hi: self.ID}
+		if lo != self.ID && pred.ID != lo && pred.ID.In(lo, self.ID) {
+			t.auditLo, t.auditHi, t.audit = lo, pred.ID, true
+		}
+		out = append(out, t)
 	}
 	if m.cfg.Rebuild == nil || l <= k+1 || lo == self.ID {
 		return out
 	}
-	if flo := replicaStart(v, l-1, m.listMax); !succ.IsZero() && flo != lo {
+	if flo := replicaStart(v, l-1, m.listMax, skip); !succ.IsZero() && flo != lo {
 		out = append(out, syncTask{peer: succ, lo: flo, hi: lo, fragments: true})
 	}
-	plo, phi := replicaStart(v, l, m.listMax), replicaStart(v, k+1, m.listMax)
+	plo, phi := replicaStart(v, l, m.listMax, skip), replicaStart(v, k+1, m.listMax, skip)
 	if !pred.IsZero() && plo != phi && phi != self.ID {
 		out = append(out, syncTask{peer: pred, lo: plo, hi: phi, fragments: true})
 	}

@@ -48,9 +48,18 @@ func (m *Maint) startRound(env node.Env, v *ring.Vnode, st *vnodeState) {
 	st.succ, st.pred = succ, pred
 	st.due = env.Now().Add(m.jitter(env, m.cfg.Interval))
 	r := &round{m: m, v: v, st: st}
-	r.syncs = m.plan(v, func(p wire.NodeRef) bool { return m.chord.IsDead(env, p) })
+	r.syncs = m.plan(v, m.excluded(env), m.suspected(env.Now()))
 	st.plan = r.syncs
 	st.round = r
+	// Audits run beside the synchronizations, a few per partner: the
+	// partner's tree is not taken on trust (audit.go).
+	for _, t := range r.syncs {
+		if t.audit {
+			for range m.cfg.Audits {
+				m.audit(env, auditTarget{from: v.Self(), peer: t.peer, lo: t.auditLo, hi: t.auditHi})
+			}
+		}
+	}
 	r.begin(env)
 }
 

@@ -52,14 +52,17 @@ type Host struct {
 	Addr  node.Addr
 	// DiskFailures counts the times Wipe lost this host's storage.
 	DiskFailures int
-	factory      Factory
-	handler      node.Handler
-	up           bool
-	inc          uint64 // incarnation: events of earlier ones are dropped
-	rng          *rand.Rand
-	storage      *Storage // kept across a crash; replaced when the disk fails
-	env          *hostEnv
-	w            *worker // the worker that runs this host's events
+	// Lie is how the host's storage lies to its node code (AddLiar); zero:
+	// it does not.
+	Lie     Lie
+	factory Factory
+	handler node.Handler
+	up      bool
+	inc     uint64 // incarnation: events of earlier ones are dropped
+	rng     *rand.Rand
+	storage *Storage // kept across a crash; replaced when the disk fails
+	env     *hostEnv
+	w       *worker // the worker that runs this host's events
 
 	upFree, downFree time.Duration // when each access link is next idle
 }
@@ -231,7 +234,12 @@ func (s *Sim) TraceHash() uint64 {
 }
 
 // AddHost adds a host, grows the topology if needed, and starts it now.
-func (s *Sim) AddHost(f Factory) (*Host, error) {
+func (s *Sim) AddHost(f Factory) (*Host, error) { return s.AddLiar(f, 0) }
+
+// AddLiar is AddHost for a Byzantine host: its node code sees storage
+// that lies as lie says (zero: none), in every incarnation; Storage()
+// still shows what it really keeps.
+func (s *Sim) AddLiar(f Factory, lie Lie) (*Host, error) {
 	i := len(s.hosts)
 	if i >= s.topo.Len() {
 		s.topo.Grow(i + 1)
@@ -239,7 +247,7 @@ func (s *Sim) AddHost(f Factory) (*Host, error) {
 			return nil, fmt.Errorf("sim: topology full at %d hosts", i)
 		}
 	}
-	h := &Host{s: s, Index: i, Addr: fmt.Sprintf("h%d", i), factory: f, w: s.workerOf(i)}
+	h := &Host{s: s, Index: i, Addr: fmt.Sprintf("h%d", i), factory: f, w: s.workerOf(i), Lie: lie}
 	h.storage = h.newStorage()
 	h.env = &hostEnv{h: h}
 	s.hosts = append(s.hosts, h)
@@ -252,7 +260,7 @@ func (s *Sim) AddHost(f Factory) (*Host, error) {
 func (s *Sim) boot(h *Host) error {
 	h.inc++
 	h.rng = rand.New(rand.NewPCG(s.cfg.Seed^uint64(h.Index)*0x9e3779b97f4a7c15, h.inc))
-	hd, err := h.factory(h.Addr, h.storage, h.rng)
+	hd, err := h.factory(h.Addr, h.view(), h.rng)
 	if err != nil {
 		return fmt.Errorf("sim: start %s: %w", h.Addr, err)
 	}
@@ -655,7 +663,7 @@ func (e *hostEnv) After(d time.Duration, t node.Timer) func() {
 // Offload runs w at once against the host's storage; the result arrives
 // as the next event.
 func (e *hostEnv) Offload(w node.Work) {
-	res, err := w.Run(e.h.storage)
+	res, err := w.Run(e.h.view())
 	e.h.s.schedule(0, e.h, node.WorkDone{W: w, Result: res, Err: err})
 }
 

@@ -1,0 +1,120 @@
+package maint_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"triad/internal/deploy"
+	"triad/internal/id"
+	"triad/internal/maint"
+	"triad/internal/node"
+	"triad/internal/sim"
+)
+
+// newClusterLiar is newCluster with host liar's storage lying (sim.Lie),
+// and audits per synchronization as given.
+func newClusterLiar(t *testing.T, n int, seed uint64, liar int, lie sim.Lie, audits int) *cluster {
+	t.Helper()
+	s := sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(n, seed))
+	opts := deploy.DefaultOptions()
+	mc := maint.DefaultConfig()
+	mc.Interval = time.Minute
+	mc.Audits = audits
+	opts.Maint = &mc
+	for i := 0; i < n; i++ {
+		boot := ""
+		if i > 0 {
+			boot = "h0"
+		}
+		f := deploy.Factory(opts, func() node.Addr { return node.Addr(boot) })
+		var l sim.Lie
+		if i == liar {
+			l = lie
+		}
+		if _, err := s.AddLiar(f, l); err != nil {
+			t.Fatal(err)
+		}
+		s.RunFor(50 * time.Millisecond)
+	}
+	s.RunFor(2 * time.Minute)
+	return &cluster{t: t, s: s}
+}
+
+// honestCopies counts the running hosts other than liar holding key's
+// bytes.
+func (c *cluster) honestCopies(key id.ID, liar *sim.Host) int {
+	n := 0
+	for _, h := range c.up() {
+		if h == liar {
+			continue
+		}
+		if data, meta, err := h.Storage().Engine().Get(key); err == nil && !meta.Opaque && id.Key(data) == key {
+			n++
+		}
+	}
+	return n
+}
+
+// Issue 27: a host that acknowledges stores and keeps nothing, or keeps
+// the keys in its Merkle tree only (a lying TreeInfo), or returns forged
+// bytes, left every block it acknowledged at one real copy: maintenance
+// trusted its tree. Audits find it out; its neighbours take it for no
+// machine and make the second copy on the next honest host. Every block
+// ends at 2 honest copies within 10 minutes (rounds a minute apart), the
+// liar is a suspect to the hosts that audit it, and no honest host is.
+// With audits off, the blocks it holds stay at one honest copy.
+func TestAuditsRepairAroundALiar(t *testing.T) {
+	for _, lie := range []sim.Lie{sim.AckAndDrop, sim.LyingTree, sim.Forge} {
+		for _, audits := range []int{2, 0} {
+			t.Run(fmt.Sprintf("%v/audits=%d", lie, audits), func(t *testing.T) {
+				c := newClusterLiar(t, 10, 27, 3, lie, audits)
+				liar := c.s.Hosts()[3]
+				c.put(100, rand.New(rand.NewPCG(27, 3)))
+				c.s.RunFor(10 * time.Minute)
+				var short int
+				for _, key := range c.keys {
+					if c.honestCopies(key, liar) < 2 {
+						short++
+					}
+				}
+				now := c.s.Epoch().Add(c.s.Now())
+				var suspected, wrong int
+				var st maint.Stats
+				for _, h := range c.up() {
+					m := deploy.Of(h).Maint
+					st.Audits += m.Stats.Audits
+					st.AuditsFailed += m.Stats.AuditsFailed
+					if m.Suspect(now, liar.Addr) {
+						suspected++
+					}
+					for _, o := range c.up() {
+						// The liar's own opinions are its business: it
+						// checks proofs against its forged bytes.
+						if h != liar && o != liar && m.Suspect(now, o.Addr) {
+							wrong++
+						}
+					}
+				}
+				t.Logf("%d of %d blocks under 2 honest copies; %d audits, %d failed; the liar suspected by %d hosts, honest hosts by %d",
+					short, len(c.keys), st.Audits, st.AuditsFailed, suspected, wrong)
+				if audits == 0 {
+					if short == 0 {
+						t.Errorf("without audits no block is short of an honest copy: the liar does not lie")
+					}
+					return
+				}
+				if short > 0 {
+					t.Errorf("%d of %d blocks under 2 honest copies 10 minutes on", short, len(c.keys))
+				}
+				if suspected < 2 {
+					t.Errorf("the liar is a suspect to %d hosts, want its 2 partners at least", suspected)
+				}
+				if wrong > 0 {
+					t.Errorf("honest hosts suspected %d times", wrong)
+				}
+			})
+		}
+	}
+}
