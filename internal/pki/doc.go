@@ -9,7 +9,11 @@
 // common name), its site (the organizational unit) and, for a node, the
 // address it listens on (a URI SAN triad://HOST:PORT): a node's identity
 // on the ring is that address, so a certificate for one node cannot speak
-// for another. Revocation is a CRL the CA signs.
+// for another. It also names its role (a URI SAN triad-role:ROLE): node,
+// with the vnodes it may run and its machine identity
+// (triad-role:node?machine=HEX&vnodes=N), site (a news front-end),
+// operator or client; a certificate grants only what it names, and the
+// TCP driver enforces it. Revocation is a CRL the CA signs.
 //
 // Keys are ECDSA P-256; certificates are PEM files. A bundle, the folder
 // `triad ca issue` writes, holds ca.pem, cert.pem and key.pem (0600), and

@@ -27,6 +27,12 @@
 // itself. MinSuccs > 0 stops a lookup early at a node whose successor list
 // already holds that many successors of the key (DHash++ "integration").
 //
+// A real node's vnode IDs are derived from its address (VnodeID: a hash of
+// the address and the vnode's index), so it cannot choose where it sits,
+// and with Config.VerifyIDs any reference {ID, Addr} it receives is checked
+// with one hash (VnodeIndex); a Leave takes off only its sender's own
+// vnode. The simulator places its hosts at random or chosen IDs instead.
+//
 // A host persists its ring IDs and the peers it knows (ring-state.json in its
 // node.Storage), so a restarted process rejoins at the same positions
 // without being told where the ring is.
