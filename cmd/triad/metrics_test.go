@@ -56,7 +56,7 @@ func TestUpServesMetrics(t *testing.T) {
 
 	families := []string{
 		"triad_ring_vnodes", "triad_ring_successors", "triad_ring_neighbour_changes_total", "triad_ring_lookups_total",
-		"triad_ring_lookup_hops", "triad_rpc_latency_seconds", "triad_rpc_timeouts_total",
+		"triad_ring_lookup_hops", "triad_ring_refused_leaves_total", "triad_ring_forged_refs_total", "triad_rpc_latency_seconds", "triad_rpc_timeouts_total",
 		"triad_store_objects", "triad_store_bytes", "triad_store_bytes_by_expiry", "triad_store_objects_by_expiry", "triad_store_reclaimed_windows_total", "triad_store_reclaimed_bytes_total", "triad_store_clock_steps_total",
 		"triad_maint_rounds_total", "triad_maint_keys_compared_total", "triad_maint_repair_queue_objects",
 		"triad_maint_repair_queue_bytes", "triad_maint_objects_repaired_total",

@@ -173,6 +173,8 @@ func emitNode(ch chan<- prometheus.Metric, s NodeSnapshot) {
 	e.counter("triad_ring_lookups_total", "Lookups started here that ended, by outcome.", s.Ring.LookupsFailed, "outcome", "failed")
 	e.counter("triad_ring_iterative_fallbacks_total", "Recursive lookups retried iteratively.", s.Ring.IterativeFallbacks)
 	e.counter("triad_ring_hop_failures_total", "Lookup hops that failed and were routed around.", s.Ring.HopFailures)
+	e.counter("triad_ring_refused_leaves_total", "Leave messages refused: the vnode they name is not the sender's own.", s.Ring.RefusedLeaves)
+	e.counter("triad_ring_forged_refs_total", "Messages refused because a node reference in them has an ID not derived from its address.", s.Ring.ForgedRefs)
 	hops := map[float64]uint64{}
 	var count, cum uint64
 	var sum float64
