@@ -126,6 +126,7 @@ type Stats struct {
 	Stored, StoreRefused           uint64 // copies written here for others
 	Fetched                        uint64 // copies served
 	BadCopies                      uint64 // fetched copies that failed verification
+	DuplicateFragments             uint64 // fetched fragments whose index a get already held
 	FetchRetries                   uint64 // fetches that moved on to another holder
 	Repaired                       uint64 // damaged copies a get replaced with good ones
 	RepairsFailed                  uint64 // replacements refused, lost or not sent

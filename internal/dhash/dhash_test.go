@@ -650,3 +650,45 @@ func TestFragmentGetTakesTheLatestExpiry(t *testing.T) {
 		t.Errorf("the block read back expires at %v, want the refreshed fragment's %v", got.Expiry, later)
 	}
 }
+
+// A fragment index held twice (an honest fragment copied to another
+// holder, as a hostile holder or two rebuilds of one missing index would
+// leave it) is one fragment, not two: a get goes on to other holders until
+// it has m distinct indices. Before, it started the rebuild at m fragments
+// counted with their copies, and failed ("5 distinct fragments, need 7")
+// though 11 distinct ones were on the ring.
+func TestDuplicateFragmentIndexIsOneFragment(t *testing.T) {
+	cfg := dhash.DefaultConfig()
+	c := newCluster(t, 16, cfg)
+	data := randomBlock(rand.New(rand.NewPCG(27, 28)), 7000)
+	key, holders, err := c.put(0, data, wire.RedundancyFragments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.s.RunFor(10 * time.Second)
+	for i := 1; i < 4; i++ {
+		f, meta, err := c.hostOf(holders[i+3]).Storage().Engine().Get(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := c.hostOf(holders[i])
+		c.damage(dst, key)
+		dst.Storage().Engine().Get(key) // quarantines its own fragment
+		if err := dst.Storage().Engine().Put(key, f, meta.Expiry, store.PutOptions{Opaque: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, h := range c.s.Hosts() {
+		var got []byte
+		done := false
+		c.s.Do(h, func(env node.Env) {
+			c.node(h).Get(env, key, wire.RedundancyFragments, func(_ node.Env, b dhash.Block, e error) {
+				got, err, done = b.Data, e, true
+			})
+		})
+		c.runUntil(&done)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("get through host %d with 3 fragment indices held twice: %v", i, err)
+		}
+	}
+}

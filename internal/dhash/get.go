@@ -271,6 +271,14 @@ func (g *getOp) gotFragment(env node.Env, from wire.NodeRef, b *wire.Block) {
 		g.fragment = true
 		g.cands = g.order(g.cands, g.n.cfg.TotalFrags-1)
 	}
+	if slices.ContainsFunc(g.frags, func(h frag.Fragment) bool { return h.Index == f.Index }) {
+		// A copy of a fragment already held (a holder serving another's
+		// fragment, or one index rebuilt on two hosts) adds nothing to
+		// the rebuild: ask another holder for a distinct one.
+		g.n.Stats.DuplicateFragments++
+		g.fill(env)
+		return
+	}
 	g.frags = append(g.frags, f)
 	g.fragFrom = append(g.fragFrom, from.Addr)
 	// The block lives as long as its longest-lived fragment: a copy
