@@ -320,3 +320,25 @@ func TestStrangersFirstFrameMayBeLarge(t *testing.T) {
 	}
 	waitFor(t, "the frame's bytes to be given back", func() bool { return d.inflight.used() == 0 && d.strangers.used() == 0 })
 }
+
+// A stranger's frame holds of the strangers' budget only what has arrived:
+// 256 connections from 8 addresses that each send a 64 KiB frame's header
+// and one byte of it hold 256 bytes, and a new remote client is answered.
+// Before, a frame of up to 64 KiB was charged in full on its first byte:
+// 1.3 KB sent held all 16 MiB, and every other stranger waited out the
+// frame timeout (found in review).
+func TestStrangersHoldOnlyWhatArrived(t *testing.T) {
+	d := runDriver(t, Config{}, pingHandler{})
+	partial := append(binary.BigEndian.AppendUint32(nil, 64<<10), 0)
+	for i := range 256 {
+		c := dialFrom(t, fmt.Sprintf("127.0.0.%d", 2+i%8), d.Addr())
+		if _, err := c.Write(partial); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every partial frame's byte charged", func() bool { return d.strangers.used() >= 256 })
+	if used := d.strangers.used(); used > 4<<10 {
+		t.Errorf("256 frames with one byte each hold %d bytes of the strangers' budget", used)
+	}
+	pingWithin(t, dialFrom(t, "127.0.0.99", d.Addr()), 7, time.Second)
+}

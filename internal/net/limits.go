@@ -166,9 +166,10 @@ const (
 	readBuffer = 4 << 10
 	// smallFrame is the largest frame that may use a budget's reserve.
 	smallFrame = 64 << 10
-	// firstChunk is how much of a large frame's body is charged when its
-	// first bytes arrive; each later charge doubles what the frame holds,
-	// so a frame never holds more than twice what has arrived, plus this.
+	// firstChunk is how much of a known connection's frame is charged
+	// when its first bytes arrive; each later charge doubles what the
+	// frame holds, so a frame never holds more than twice what has
+	// arrived, plus this. A stranger's frame is charged without it.
 	firstChunk = 64 << 10
 )
 
@@ -217,7 +218,15 @@ func (f *frameReader) next(idleBy time.Time, known bool) (wire.Envelope, charge,
 		if _, err = f.br.Peek(1); err != nil {
 			break
 		}
-		want := min(n, max(2*ch.bytes, len(body)+firstChunk))
+		// A known connection's frame is charged ahead, a chunk at a
+		// time; a stranger's only for what has come (and what it held
+		// doubled), so that a header and one byte hold one byte of the
+		// strangers' budget, not the frame's length.
+		step := firstChunk
+		if !known {
+			step = f.br.Buffered()
+		}
+		want := min(n, max(2*ch.bytes, len(body)+step))
 		if err = d.take(&ch, want-ch.bytes, large, known, by); err != nil {
 			break
 		}
