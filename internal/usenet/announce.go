@@ -259,7 +259,10 @@ func (s *Site) prepareAnnounced(an *Announcement, now time.Time) {
 		an.Err = badf("announcement of %d bytes, limit %d", len(an.Head), maxAnnouncement)
 		return
 	}
-	a, err := ParseArticle(an.Head)
+	// The head as a site takes it (ParseArticle's limits), with the
+	// X-ChordID line on top: one more field and line, up to
+	// maxAnnouncement bytes.
+	a, err := parseArticle(an.Head, headerLimits{maxHeaders + 1, maxHeaderLines + 1, maxAnnouncement})
 	if err != nil {
 		an.Err = err
 		return

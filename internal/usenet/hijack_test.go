@@ -166,3 +166,27 @@ func TestBacklogIsBoundedInBytes(t *testing.T) {
 		t.Fatalf("after the trim: %d bytes, backlog %+v; want at most %d bytes, about 9 queued and the rest dropped", lb, bl, quota)
 	}
 }
+
+// An article whose headers come close to the 64 KB a site takes is
+// announced with its X-ChordID line on top, and the peer takes that: the
+// announcement's limit is the head's plus the line. Before, the peer parsed
+// it with the head's own limit and refused every such article, so it was
+// listed only where it was fed (found in review).
+func TestLargestHeadersAreAnnounced(t *testing.T) {
+	sites, _ := startSites(t, 2, nil)
+	var pad []string
+	head := func() int { return strings.Index(article("<big-head@x>", "local.test", "", pad...), "\r\n\r\n") + 2 }
+	for i := 0; head() < maxHead-1000; i++ {
+		pad = append(pad, fmt.Sprintf("X-Pad-%d: %s", i, strings.Repeat("p", 900)))
+	}
+	pad = append(pad, "X-Pad-last: "+strings.Repeat("q", maxHead-100-head()-len("X-Pad-last: \r\n")))
+	if n := head(); n > maxHead-90 || n < maxHead-110 {
+		t.Fatalf("head of %d bytes, want about %d", n, maxHead-100)
+	}
+	big := article("<big-head@x>", "local.test", "body\r\n", pad...)
+	c := sites[1].dial(t)
+	code(t, c.cmd("IHAVE <big-head@x>"), "335")
+	c.sendArticle(big)
+	code(t, c.line(), "235")
+	waitListed(t, sites, "<big-head@x>", 5*time.Second)
+}
