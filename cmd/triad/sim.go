@@ -308,6 +308,14 @@ as 2 replicas, maintenance every --interval, then one event:
              (the most one host had to fetch, over the budget) plus 15 s
   partition  the hosts split in two for 3 maintenance periods while writes go
              on, then heal
+  liars      two hosts spaced around the ring turn Byzantine (one
+             acknowledges stores but keeps only the keys its Merkle tree
+             lists, one returns forged bytes), half as many objects again
+             are put, then the disk of the first liar's honest successor
+             fails: audits must find them out, with no acknowledged object
+             lost ("lost: 0"), every object at 2 honest copies within 3
+             periods, and the invariant checker (copies, reads through
+             honest hosts, placement) silent
   all        each in turn
 
 Each prints bytes moved against bytes needed, how long until every object
@@ -316,8 +324,8 @@ non-zero when one failed. Scenarios other than wipe run with no repair
 budget (a LAN's default) unless --repair-budget is given.`
 
 func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim passingtone", "sim passingtone [--trace FILE] [--seed S] [--json]  |  sim passingtone --scenario restart|transient|addition|wipe|partition|all", simPassingToneAbout, stderr)
-	scenario := fs.String("scenario", "", "run one scenario on a small ring instead of the trace: restart, transient, addition, wipe, partition or all")
+	fs := newFlags("sim passingtone", "sim passingtone [--trace FILE] [--seed S] [--json]  |  sim passingtone --scenario restart|transient|addition|wipe|partition|liars|all", simPassingToneAbout, stderr)
+	scenario := fs.String("scenario", "", "run one scenario on a small ring instead of the trace: restart, transient, addition, wipe, partition, liars or all")
 	seed := fs.Uint64("seed", 1, "random seed; fixes the whole run (and the synthetic trace)")
 	traceFile := fs.String("trace", "", "trace: read this failure trace instead of making a synthetic one")
 	writeTrace := fs.String("write-trace", "", "trace: write the trace it runs to this file")
@@ -386,6 +394,9 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%-9s moved %d bytes, needed %d (%.2fx): %s; every object at 2 copies %.0fs after%s; %d under at the end  %s\n",
 			sc, res.BytesMoved, res.BytesNeeded, res.MovedRatio, res.Note, res.WholeAfterSecs, allows, res.UnderReplicated, verdict)
+		if len(res.Violated) > 0 {
+			printViolations(stdout, res.Checks, res.Violated)
+		}
 		if *asJSON {
 			if err := printJSON(stdout, res); err != nil {
 				return err

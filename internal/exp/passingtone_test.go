@@ -25,3 +25,20 @@ func TestPassingToneScenarios(t *testing.T) {
 		}
 	}
 }
+
+// The liars scenario fails without audits: the liars' neighbours trust
+// their trees, the objects they acknowledged stay at one honest copy, and
+// the disk failure beside the first liar loses some (issue 27).
+func TestLiarsScenarioNeedsAudits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 10 s")
+	}
+	res, err := RunPassingTone(PassingToneConfig{Scenario: "liars", Seed: 1, Objects: 400, Audits: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("without audits: %d lost, %d under 2 honest copies at the end", res.Lost, res.UnderReplicated)
+	if res.Pass || res.Lost == 0 {
+		t.Errorf("the liars scenario loses nothing without audits (%d under at the end)", res.UnderReplicated)
+	}
+}

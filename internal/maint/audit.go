@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"time"
 
 	"triad/internal/dhash/frag"
 	"triad/internal/id"
+	"triad/internal/merkle"
 	"triad/internal/node"
 	"triad/internal/rpc"
 	"triad/internal/store"
@@ -56,8 +59,12 @@ const (
 func (m *Maint) suspectFor() time.Duration { return 6 * m.cfg.Interval }
 
 // recheckAfter is how long a partner may lack a key of the arc it shares
-// with us before it fails an audit for it: two rounds.
-func (m *Maint) recheckAfter() time.Duration { return 2 * m.cfg.Interval }
+// with us, its tree not listing it either, before it fails an audit for
+// it: six rounds. An honest host lacking a key of its range fetches it at
+// its next round, unless its repair budget holds it back (a host back
+// from a disk failure may take hours to fill its range at 150 KiB/s); a
+// host that drops what it stores fetches it again and again.
+func (m *Maint) recheckAfter() time.Duration { return 6 * m.cfg.Interval }
 
 // Suspect reports whether maintenance takes addr for no machine now.
 func (m *Maint) Suspect(now time.Time, addr node.Addr) bool {
@@ -129,10 +136,7 @@ func (m *Maint) audit(env node.Env, t auditTarget) {
 			recheck = k.key
 		}
 	}
-	start := id.Random(env.Rand(), id.Bytes)
-	if !start.In(t.lo, t.hi) {
-		start = t.lo
-	}
+	start := randomIn(env.Rand(), t.lo, t.hi)
 	nonce := make([]byte, wire.AuditNonceBytes)
 	for i := range nonce {
 		nonce[i] = byte(env.Rand().Uint32())
@@ -187,7 +191,7 @@ func (m *Maint) audit(env node.Env, t auditTarget) {
 						m.noAnswer(env, t.peer, err)
 					case !proof.Held:
 						m.answered(t.peer)
-						m.notHeld(env, t.peer, p.key)
+						m.notHeld(env, t, p.key)
 					case !bytes.Equal(proof.Hash, p.proof):
 						m.answered(t.peer)
 						m.failAudit(env, t.peer)
@@ -217,7 +221,7 @@ func (m *Maint) auditFragment(env node.Env, t auditTarget, key id.ID) {
 			case err != nil:
 				// An error answer (not found): as "not held".
 				m.answered(t.peer)
-				m.notHeld(env, t.peer, key)
+				m.notHeld(env, t, key)
 			case b.Key != key || !b.Fragment:
 				m.answered(t.peer)
 				m.failAudit(env, t.peer)
@@ -235,6 +239,29 @@ func (m *Maint) auditFragment(env node.Env, t auditTarget, key id.ID) {
 	}
 }
 
+// randomIn is a random point of the arc [lo, hi): lo plus an offset
+// below the arc's length (a random number masked to the length's bits,
+// and one bit fewer when that is not below it).
+func randomIn(r *rand.Rand, lo, hi id.ID) id.ID {
+	span := hi.Sub(lo).Bytes()
+	off := id.Random(r, len(span)).Bytes()
+	lead := 0 // leading zero bits of span
+	for lead < 8*len(span) && span[lead/8]&(0x80>>(lead%8)) == 0 {
+		lead++
+	}
+	for i := range lead {
+		off[i/8] &^= 0x80 >> (i % 8)
+	}
+	if bytes.Compare(off, span) >= 0 && lead < 8*len(span) {
+		off[lead/8] &^= 0x80 >> (lead % 8)
+	}
+	o, err := id.FromBytes(off)
+	if err != nil {
+		return lo
+	}
+	return lo.Add(o)
+}
+
 // proofOf is what a holder of data answers to nonce.
 func proofOf(nonce, data []byte) []byte {
 	h := sha256.New()
@@ -243,9 +270,39 @@ func proofOf(nonce, data []byte) []byte {
 	return h.Sum(nil)
 }
 
-// notHeld handles a partner's "not held" for key: the first time it is
-// noted; a recheck period on, the partner fails.
-func (m *Maint) notHeld(env node.Env, peer wire.NodeRef, key id.ID) {
+// notHeld handles a partner's "not held" for key. Its tree is asked
+// whether it lists key (one query, at a prefix deep enough to hold key
+// alone): a key its tree claims fails the audit at once (a lying
+// TreeInfo). One it does not list is noted, and fails a recheck period on.
+func (m *Maint) notHeld(env node.Env, t auditTarget, key id.ID) {
+	one := id.Min(id.Bytes).AddPow2(0)
+	q := &wire.TreeQuery{Prefix: merkle.PrefixOf(key.Bytes(), claimDepth).Encode(), Lo: key.Sub(one), Hi: key}
+	ok := m.rt.Call(env, t.peer.Addr, t.from, t.peer.ID, q, 0, func(env node.Env, msg wire.Msg, err error) {
+		info, isInfo := msg.(*wire.TreeInfo)
+		switch {
+		case err != nil || !isInfo:
+			m.noAnswer(env, t.peer, err)
+		case slices.Contains(info.Keys, key):
+			m.answered(t.peer)
+			delete(m.pending, auditKey{t.peer.Addr, key})
+			m.failAudit(env, t.peer)
+		default:
+			m.answered(t.peer)
+			m.lacks(env, t.peer, key)
+		}
+	})
+	if !ok {
+		m.lacks(env, t.peer, key)
+	}
+}
+
+// claimDepth is the depth of the prefix notHeld asks about: 60 bits, far
+// below any leaf, so the answer lists key alone if the tree holds it.
+const claimDepth = 10
+
+// lacks notes that peer lacks key and does not claim it; a recheck
+// period after the first time, it fails.
+func (m *Maint) lacks(env node.Env, peer wire.NodeRef, key id.ID) {
 	k := auditKey{peer.Addr, key}
 	at, ok := m.pending[k]
 	switch {
