@@ -25,6 +25,13 @@
 // which is asked (the same tree walk, the other way round) which keys it
 // lacks, and is handed those. Nothing is ever deleted.
 //
+// Neighbours' trees are not taken on trust (audit.go): each
+// synchronization with a replica partner challenges it for a few keys both
+// keep, to prove it holds their bytes (SHA-256 of a fresh nonce and the
+// bytes; a fragment is fetched and checked against its descriptor). A
+// partner that fails is a suspect for a while: no partner, no machine in
+// the ranges, and its first copies handed on by its honest successor.
+//
 // Copies go on distinct machines (ring.DistinctHosts), so a vnode's range
 // and partners skip its own machine's vnodes (replicaStart, plan). A
 // repair budget (Config.Budget) paces what a host fetches and hands over.
