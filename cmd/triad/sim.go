@@ -310,12 +310,13 @@ as 2 replicas, maintenance every --interval, then one event:
              on, then heal
   liars      two hosts spaced around the ring turn Byzantine (one
              acknowledges stores but keeps only the keys its Merkle tree
-             lists, one returns forged bytes), half as many objects again
-             are put, then the disk of the first liar's honest successor
-             fails: audits must find them out, with no acknowledged object
-             lost ("lost: 0"), every object at 2 honest copies within 3
-             periods, and the invariant checker (copies, reads through
-             honest hosts, placement) silent
+             lists, one returns forged bytes); the first forges Leaves in
+             an honest host's name, which must be refused; half as many
+             objects again are put, then the disk of the first liar's
+             honest successor fails: audits must find the liars out, with
+             no acknowledged object lost ("lost: 0"), every object at 2
+             honest copies within 3 periods, and the invariant checker
+             (copies, reads through honest hosts, placement) silent
   all        each in turn
 
 Each prints bytes moved against bytes needed, how long until every object

@@ -81,7 +81,11 @@ type ScenarioResult struct {
 	UnderReplicated int `json:"under_replicated"`
 	// Lost counts acknowledged objects with no copy left on an honest host
 	// (liars: the objects put after the liars turned).
-	Lost           int     `json:"lost"`
+	Lost int `json:"lost"`
+	// ForgedLeaves counts the Leaves a liar sent in another host's name,
+	// RefusedLeaves those the ring refused (liars).
+	ForgedLeaves   int     `json:"forged_leaves,omitempty"`
+	RefusedLeaves  int     `json:"refused_leaves,omitempty"`
 	WholeAfterSecs float64 `json:"whole_after_seconds"` // virtual, from the event's end
 	// Budget is the repair budget per host the scenario ran with (bytes
 	// per second, 0: none). For a wipe, BudgetSecs is the least time that
@@ -259,6 +263,14 @@ func RunPassingTone(cfg PassingToneConfig) (ScenarioResult, error) {
 			}
 		}
 		p.s.RunFor(30 * time.Second)
+		// The first liar also forges Leaves for an honest host: its ref as
+		// it is, and its ID at the liar's own address. Neither may take the
+		// host off its neighbours' lists.
+		sent, refused, evicted := p.forgeLeaves(liars[0], p.honestSuccessor(liars[len(liars)-1]))
+		res.ForgedLeaves, res.RefusedLeaves = sent, refused
+		if evicted != "" {
+			p.chk.violate("forged Leave: %s", evicted)
+		}
 		for _, b := range putBlocks(p.s, p.r, cfg.Objects/2, cfg.Size, wire.RedundancyReplicas, p.chk) {
 			if b.key.IsZero() {
 				continue
@@ -294,8 +306,8 @@ func RunPassingTone(cfg PassingToneConfig) (ScenarioResult, error) {
 			}
 		}
 		res.Note = fmt.Sprintf("bytes moved on all hosts after %d hosts turned liars (%v) and then %s's honest successor lost its disk, against the copies the liars were to hold; "+
-			"%d audits by honest hosts, %d failed; lost: %d", len(liars), Liars, liars[0].Lie, audits, failed, res.Lost)
-		res.Pass = res.Lost == 0
+			"%d audits by honest hosts, %d failed; %d forged Leaves, %d refused; lost: %d", len(liars), Liars, liars[0].Lie, audits, failed, res.ForgedLeaves, res.RefusedLeaves, res.Lost)
+		res.Pass = res.Lost == 0 && res.RefusedLeaves == res.ForgedLeaves
 	}
 	res.UnderReplicated = len(p.under())
 	// The invariant: once the ring is stable, no object stays off its
@@ -508,4 +520,45 @@ func (p *ptRun) honestSuccessor(h *sim.Host) *sim.Host {
 		}
 	}
 	return nil
+}
+
+// forgeLeaves has liar send Leaves in victim's name to victim's
+// predecessor and successor: victim's own ref, and victim's ID at the
+// liar's address. It returns the Leaves sent, how many the ring refused
+// (ring.Stats.RefusedLeaves on the receivers), and, if a neighbour
+// dropped victim from its lists, which.
+func (p *ptRun) forgeLeaves(liar, victim *sim.Host) (sent, refused int, evicted string) {
+	v := chordOf(victim).Vnodes()[0]
+	self, pred, succ := v.Self(), v.Predecessor(), v.Successor()
+	targets := []*sim.Host{p.s.HostAt(pred.Addr), p.s.HostAt(succ.Addr)}
+	before := 0
+	for _, h := range targets {
+		before += int(chordOf(h).Stats.RefusedLeaves)
+	}
+	leave := &wire.Leave{Preds: v.Preds(), Succs: v.Succs()}
+	for _, from := range []wire.NodeRef{self, {ID: self.ID, Addr: liar.Addr}} {
+		for _, to := range []wire.NodeRef{pred, succ} {
+			sent++
+			p.s.Do(liar, func(env node.Env) {
+				env.Send(to.Addr, wire.Envelope{Kind: wire.OneWay, From: from, To: to.ID, Msg: leave})
+			})
+		}
+	}
+	// Watched every 20 ms for a second: the victim's own stabilization
+	// would undo an eviction within seconds.
+	for end := p.s.Now() + time.Second; p.s.Now() < end && evicted == ""; {
+		p.s.RunFor(20 * time.Millisecond)
+		if s := chordOf(targets[0]).Vnodes()[0].Successor(); s.ID != self.ID {
+			evicted = fmt.Sprintf("%s's successor is %s, not %s", pred.Addr, s.Addr, victim.Addr)
+		}
+		if s := chordOf(targets[1]).Vnodes()[0].Predecessor(); s.ID != self.ID {
+			evicted = fmt.Sprintf("%s's predecessor is %s, not %s", succ.Addr, s.Addr, victim.Addr)
+		}
+	}
+	p.s.RunFor(time.Second)
+	for _, h := range targets {
+		refused += int(chordOf(h).Stats.RefusedLeaves)
+	}
+	refused -= before
+	return sent, refused, evicted
 }
