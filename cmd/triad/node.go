@@ -27,6 +27,7 @@ import (
 	"triad/internal/node"
 	"triad/internal/pki"
 	"triad/internal/ring"
+	"triad/internal/sim"
 	"triad/internal/status"
 	"triad/internal/store"
 	"triad/internal/wire"
@@ -71,6 +72,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("v", false, "log connection-level detail")
 	tlsDir := fs.String("tls", "", "mutual TLS on every connection with the bundle in this `directory` (from 'triad ca issue NAME --addr LISTEN'; none: plain TCP)")
 	httpAddr := fs.String("http", "", "serve the status page (/) and Prometheus metrics (/metrics) on this TCP `address` (host:port; none by default)")
+	testLie := fs.String("test-lie", "", "for tests only (triad chaos --ack-and-drop): the node's storage lies to its own code: `lying-tree` acknowledges puts and keeps only the keys, which its Merkle tree lists, ack-and-drop keeps nothing, forged returns forged bytes")
 	ccScheme := fs.String("cc-scheme", "marking", "congestion control of requests routed through the ring: marking, loss, backpressure, none, or off (not run)")
 	ccUplink := fs.Int("cc-uplink-kbps", 0, "pace routed requests at this uplink, in kbit/s, so that the forwarding queue fills when more comes than it carries (0: unpaced)")
 	ccFlood := fs.Float64("cc-flood", 0, "load generator: route this many requests per second for random keys from this node (for benchmarks; 0: none)")
@@ -126,6 +128,11 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	spec.ring.StabilizeInterval = *stab
+	if *testLie != "" {
+		if spec.lie, err = sim.ParseLie(*testLie); err != nil {
+			return usageErr(fs, "--test-lie: %v", err)
+		}
+	}
 	if *ccScheme == "off" {
 		spec.cc = nil
 	} else {
@@ -283,6 +290,7 @@ type nodeSpec struct {
 	name               string      // the status page's title ("": "node ADDR")
 	tls                *pki.Bundle // mutual TLS (nil: plain TCP)
 	cc                 *cc.Config  // congestion control of routed requests (nil: none)
+	lie                sim.Lie     // tests only: how the node's storage lies to it (0: it does not)
 }
 
 // defaultNodeSpec is one vnode with every protocol's defaults.
@@ -364,7 +372,11 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 			return nil, fmt.Errorf("%d vnodes, but the certificate (%s) allows %d: issue it with 'triad ca issue --vnodes'", spec.vnodes, self.Name, self.Vnodes)
 		}
 	}
-	drv, err := tnet.Listen(tnet.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256, MaxConns: spec.maxConns, TLS: spec.tls, CheckVnodes: spec.ring.VerifyIDs})
+	ncfg := tnet.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256, MaxConns: spec.maxConns, TLS: spec.tls, CheckVnodes: spec.ring.VerifyIDs}
+	if spec.lie != 0 {
+		ncfg.WrapEngine = func(e store.Engine) store.Engine { return sim.LyingEngine(e, spec.lie) }
+	}
+	drv, err := tnet.Listen(ncfg)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,13 @@ type ChaosConfig struct {
 	// NodeArgs are extra `triad node` flags (the run adds
 	// --maint-interval 30s unless they set one).
 	NodeArgs []string
-	Log      func(format string, args ...any)
+	// AckAndDrop, for tests, runs the last AckAndDrop nodes with storage
+	// that lies (`triad node --test-lie lying-tree`: it acknowledges
+	// every put and keeps only the keys, which its Merkle tree lists), and
+	// wipes their data folders before every restart. Their copies are
+	// none: the run must lose nothing all the same (issue 27).
+	AckAndDrop int
+	Log        func(format string, args ...any)
 }
 
 // ChaosResult is what a run did and found.
@@ -53,6 +59,7 @@ type chaosNode struct {
 	args            []string
 	cmd             *exec.Cmd
 	up              bool
+	wipe            bool // its data folder is removed before every start
 }
 
 // Chaos runs the loop and stops the nodes.
@@ -63,6 +70,9 @@ func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
 	}
 	if cfg.Nodes < 3 || cfg.Duration <= 0 {
 		return res, errors.New("bench: chaos wants at least 3 nodes and a positive duration")
+	}
+	if cfg.AckAndDrop < 0 || cfg.AckAndDrop > (cfg.Nodes-1)/3 {
+		return res, fmt.Errorf("bench: chaos takes 0 to %d ack-and-drop nodes of %d (no replica set of two may hold two)", (cfg.Nodes-1)/3, cfg.Nodes)
 	}
 	res.Nodes = cfg.Nodes
 	dir, err := os.MkdirTemp(cfg.Dir, "triad-chaos-")
@@ -83,9 +93,18 @@ func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
 			n.args = append(n.args, "--join", nodes[0].addr)
 		}
 		n.args = append(n.args, cfg.NodeArgs...)
+		if i >= cfg.Nodes-cfg.AckAndDrop {
+			n.args = append(n.args, "--test-lie", "lying-tree")
+			n.wipe = true
+		}
 		nodes[i] = n
 	}
 	start := func(n *chaosNode) error {
+		if n.wipe {
+			if err := os.RemoveAll(n.data); err != nil {
+				return err
+			}
+		}
 		f, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return err

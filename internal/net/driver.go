@@ -37,6 +37,11 @@ type Config struct {
 	// Store configures the storage engine the driver opens under
 	// DataDir/store (its Dir is set by the driver).
 	Store store.Options
+	// WrapEngine, for tests only, replaces the engine the node code sees
+	// (and its offloaded work reads) with what it returns around the one
+	// the driver opened: `triad node --test-lie` runs a node whose storage
+	// lies (sim.LyingEngine). Nil: none.
+	WrapEngine func(store.Engine) store.Engine
 	// MaxFrameBytes bounds an inbound frame. Default wire.MaxFrameBytes.
 	MaxFrameBytes int
 	// SendQueue is the number of frames queued per connection before
@@ -276,7 +281,7 @@ type Driver struct {
 	backlog []node.Work
 	rng     *rand.Rand
 	disk    FileDisk
-	engine  *disk.Disk
+	engine  store.Engine
 	workWG  sync.WaitGroup
 	done    chan struct{} // closed when the loop has stopped
 
@@ -309,10 +314,14 @@ func Listen(cfg Config) (*Driver, error) {
 	}
 	so := cfg.Store
 	so.Dir = filepath.Join(cfg.DataDir, "store")
-	engine, err := disk.Open(so)
+	opened, err := disk.Open(so)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("net: %w", err)
+	}
+	var engine store.Engine = opened
+	if cfg.WrapEngine != nil {
+		engine = cfg.WrapEngine(opened)
 	}
 	return &Driver{
 		cfg:         cfg,

@@ -43,12 +43,27 @@ func (l Lie) String() string {
 	return fmt.Sprintf("Lie(%d)", int(l))
 }
 
+// ParseLie is the Lie its String names.
+func ParseLie(name string) (Lie, error) {
+	for _, l := range []Lie{AckAndDrop, LyingTree, Forge} {
+		if l.String() == name {
+			return l, nil
+		}
+	}
+	return 0, fmt.Errorf("sim: no lie %q (want ack-and-drop, lying-tree or forged)", name)
+}
+
+// LyingEngine wraps e so that it lies as lie says: what a Byzantine
+// host's node code sees. Real nodes use it for tests only (`triad node
+// --test-lie`, through net.Config.WrapEngine).
+func LyingEngine(e store.Engine, lie Lie) store.Engine { return &lyingEngine{Engine: e, lie: lie} }
+
 // view is the storage h's node code sees: its own, or a lying view of it.
 func (h *Host) view() node.Storage {
 	if h.Lie == 0 {
 		return h.storage
 	}
-	return lyingStorage{Storage: h.storage, engine: &lyingEngine{Engine: h.storage.engine, lie: h.Lie}}
+	return lyingStorage{Storage: h.storage, engine: LyingEngine(h.storage.engine, h.Lie)}
 }
 
 type lyingStorage struct {
