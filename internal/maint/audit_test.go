@@ -118,3 +118,48 @@ func TestAuditsRepairAroundALiar(t *testing.T) {
 		}
 	}
 }
+
+// Where our copy is a fragment, an audit fetches the partner's fragment
+// and checks it against the descriptor its key names. A host returning
+// forged fragments (its shard's last byte flipped under its real header)
+// is a suspect to both its partners; in the same ring with no liar, no
+// fragment audit fails (each partner holds another index, which checks).
+func TestFragmentAuditsFindAForger(t *testing.T) {
+	for _, lie := range []sim.Lie{sim.Forge, 0} {
+		t.Run(fmt.Sprint(lie), func(t *testing.T) {
+			c := newClusterLiar(t, 16, 28, 5, lie, 2)
+			liar := c.s.Hosts()[5]
+			c.putFragments(30, rand.New(rand.NewPCG(28, 5)))
+			c.s.RunFor(5 * time.Minute)
+			now := c.s.Epoch().Add(c.s.Now())
+			var audits, failed uint64
+			suspected, wrong := 0, 0
+			for _, h := range c.up() {
+				m := deploy.Of(h).Maint
+				if h == liar && lie != 0 {
+					continue // its own opinions
+				}
+				audits += m.Stats.Audits
+				failed += m.Stats.AuditsFailed
+				for _, o := range c.up() {
+					switch {
+					case o == liar && lie != 0 && m.Suspect(now, o.Addr):
+						suspected++
+					case m.Suspect(now, o.Addr):
+						wrong++
+					}
+				}
+			}
+			t.Logf("%d fragment audits by honest hosts, %d failed; the forger suspected by %d, honest hosts by %d", audits, failed, suspected, wrong)
+			if audits == 0 {
+				t.Fatal("no audit ran")
+			}
+			if lie != 0 && suspected < 2 {
+				t.Errorf("the forger is a suspect to %d hosts, want its 2 partners at least", suspected)
+			}
+			if wrong > 0 || lie == 0 && failed > 0 {
+				t.Errorf("honest hosts suspected %d times, %d audits failed", wrong, failed)
+			}
+		})
+	}
+}
