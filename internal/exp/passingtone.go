@@ -84,6 +84,8 @@ type ScenarioResult struct {
 	Lost int `json:"lost"`
 	// ForgedLeaves counts the Leaves a liar sent in another host's name,
 	// RefusedLeaves those the ring refused (liars).
+	// Fragmented counts the objects put as fragments (liars).
+	Fragmented     int     `json:"fragmented,omitempty"`
 	ForgedLeaves   int     `json:"forged_leaves,omitempty"`
 	RefusedLeaves  int     `json:"refused_leaves,omitempty"`
 	WholeAfterSecs float64 `json:"whole_after_seconds"` // virtual, from the event's end
@@ -281,6 +283,14 @@ func RunPassingTone(cfg PassingToneConfig) (ScenarioResult, error) {
 				needed = append(needed, b.key)
 			}
 		}
+		// And some as fragments, which the forger serves forged: the
+		// checker reads them back (dhash checks each fragment against the
+		// descriptor its key names) and checks the honest holders'.
+		for _, b := range putBlocks(p.s, p.r, cfg.Objects/10, cfg.Size, wire.RedundancyFragments, p.chk) {
+			if !b.key.IsZero() {
+				res.Fragmented++
+			}
+		}
 		p.within = liarsWithin * cfg.Interval
 		res.WholeAfterSecs = p.untilWhole(10 * cfg.Interval)
 		p.chk.CheckCopies("after the liars' puts")
@@ -306,7 +316,7 @@ func RunPassingTone(cfg PassingToneConfig) (ScenarioResult, error) {
 			}
 		}
 		res.Note = fmt.Sprintf("bytes moved on all hosts after %d hosts turned liars (%v) and then %s's honest successor lost its disk, against the copies the liars were to hold; "+
-			"%d audits by honest hosts, %d failed; %d forged Leaves, %d refused; lost: %d", len(liars), Liars, liars[0].Lie, audits, failed, res.ForgedLeaves, res.RefusedLeaves, res.Lost)
+			"%d audits by honest hosts, %d failed; %d forged Leaves, %d refused; %d objects as fragments; lost: %d", len(liars), Liars, liars[0].Lie, audits, failed, res.ForgedLeaves, res.RefusedLeaves, res.Fragmented, res.Lost)
 		res.Pass = res.Lost == 0 && res.RefusedLeaves == res.ForgedLeaves
 	}
 	res.UnderReplicated = len(p.under())
