@@ -216,12 +216,14 @@ func (m *Maint) auditFragment(env node.Env, t auditTarget, key id.ID) {
 		func(env node.Env, msg wire.Msg, err error) {
 			b, isBlock := msg.(*wire.Block)
 			switch {
-			case errors.Is(err, rpc.ErrTimeout) || err == nil && !isBlock:
-				m.noAnswer(env, t.peer, err)
-			case err != nil:
-				// An error answer (not found): as "not held".
+			case errors.Is(err, wire.ErrNotFound), errors.Is(err, wire.ErrCorrupt):
 				m.answered(t.peer)
 				m.notHeld(env, t, key)
+			case err != nil || !isBlock:
+				// Silent, busy or failing: as no answer, which fails only
+				// if it lasts (an honest host under load is no suspect;
+				// a host always busy is).
+				m.noAnswer(env, t.peer, err)
 			case b.Key != key || !b.Fragment:
 				m.answered(t.peer)
 				m.failAudit(env, t.peer)
@@ -307,8 +309,11 @@ func (m *Maint) lacks(env node.Env, peer wire.NodeRef, key id.ID) {
 	at, ok := m.pending[k]
 	switch {
 	case !ok:
-		if m.pending == nil || len(m.pending) >= maxPending {
+		if m.pending == nil {
 			m.pending = make(map[auditKey]time.Time)
+		}
+		if len(m.pending) >= maxPending {
+			return // full: the key is audited again later; the notes of other partners stay
 		}
 		m.pending[k] = env.Now()
 	case env.Now().Sub(at) >= m.recheckAfter():
