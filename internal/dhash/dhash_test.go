@@ -108,19 +108,42 @@ func (c *cluster) put(i int, data []byte, r wire.Redundancy) (id.ID, []wire.Node
 }
 
 func (c *cluster) get(i int, key id.ID) ([]byte, error) {
+	b, err := c.getBlock(i, key, wire.RedundancyDefault)
+	return b.Data, err
+}
+
+// getBlock gets key through host i as r says and runs the simulation
+// until it is done.
+func (c *cluster) getBlock(i int, key id.ID, r wire.Redundancy) (dhash.Block, error) {
 	var (
-		data []byte
+		got  dhash.Block
 		err  error
 		done bool
 	)
 	h := c.s.Hosts()[i]
 	c.s.Do(h, func(env node.Env) {
-		c.node(h).Get(env, key, wire.RedundancyDefault, func(_ node.Env, b dhash.Block, e error) {
-			data, err, done = b.Data, e, true
+		c.node(h).Get(env, key, r, func(_ node.Env, b dhash.Block, e error) {
+			got, err, done = b, e, true
 		})
 	})
 	c.runUntil(&done)
-	return data, err
+	return got, err
+}
+
+// fragmentHolders are the hosts that hold a fragment of key; the test
+// fails unless there are want of them.
+func (c *cluster) fragmentHolders(key id.ID, want int) []*sim.Host {
+	c.t.Helper()
+	var holders []*sim.Host
+	for _, h := range c.s.Hosts() {
+		if m, err := h.Storage().Engine().Stat(key); err == nil && m.Opaque {
+			holders = append(holders, h)
+		}
+	}
+	if len(holders) != want {
+		c.t.Fatalf("%d fragment holders, want %d", len(holders), want)
+	}
+	return holders
 }
 
 func (c *cluster) runUntil(done *bool) {
@@ -559,15 +582,7 @@ func TestGetReplacesDamagedFragments(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.s.RunFor(10 * time.Second) // the fragments past the quorum land too
-	var holders []*sim.Host
-	for _, h := range c.s.Hosts() {
-		if m, err := h.Storage().Engine().Stat(key); err == nil && m.Opaque {
-			holders = append(holders, h)
-		}
-	}
-	if len(holders) != cfg.TotalFrags {
-		t.Fatalf("%d fragment holders, want %d", len(holders), cfg.TotalFrags)
-	}
+	holders := c.fragmentHolders(key, cfg.TotalFrags)
 	reader := 0
 	damaged := c.nearest(reader, holders)[:3]
 	for _, h := range damaged {
@@ -612,15 +627,7 @@ func TestFragmentGetTakesTheLatestExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.s.RunFor(10 * time.Second)
-	var holders []*sim.Host
-	for _, h := range c.s.Hosts() {
-		if m, err := h.Storage().Engine().Stat(key); err == nil && m.Opaque {
-			holders = append(holders, h)
-		}
-	}
-	if len(holders) != cfg.TotalFrags {
-		t.Fatalf("%d fragment holders, want %d", len(holders), cfg.TotalFrags)
-	}
+	holders := c.fragmentHolders(key, cfg.TotalFrags)
 	reader := 0
 	refreshed := c.nearest(reader, holders)[0] // surely among those the get fetches
 	var later time.Time
@@ -634,15 +641,7 @@ func TestFragmentGetTakesTheLatestExpiry(t *testing.T) {
 	if err := e.Put(key, f, later, store.PutOptions{Opaque: true}); err != nil {
 		t.Fatal(err)
 	}
-	var got dhash.Block
-	done := false
-	h := c.s.Hosts()[reader]
-	c.s.Do(h, func(env node.Env) {
-		c.node(h).Get(env, key, wire.RedundancyDefault, func(_ node.Env, b dhash.Block, e error) {
-			got, err, done = b, e, true
-		})
-	})
-	c.runUntil(&done)
+	got, err := c.getBlock(reader, key, wire.RedundancyDefault)
 	if err != nil || !bytes.Equal(got.Data, data) {
 		t.Fatalf("get: %v", err)
 	}
@@ -678,16 +677,9 @@ func TestDuplicateFragmentIndexIsOneFragment(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i, h := range c.s.Hosts() {
-		var got []byte
-		done := false
-		c.s.Do(h, func(env node.Env) {
-			c.node(h).Get(env, key, wire.RedundancyFragments, func(_ node.Env, b dhash.Block, e error) {
-				got, err, done = b.Data, e, true
-			})
-		})
-		c.runUntil(&done)
-		if err != nil || !bytes.Equal(got, data) {
+	for i := range c.s.Hosts() {
+		got, err := c.getBlock(i, key, wire.RedundancyFragments)
+		if err != nil || !bytes.Equal(got.Data, data) {
 			t.Errorf("get through host %d with 3 fragment indices held twice: %v", i, err)
 		}
 	}

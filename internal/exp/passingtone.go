@@ -491,10 +491,8 @@ func (now moved) since(before moved) uint64 {
 	return n
 }
 
-// spaced picks n running hosts evenly spaced in ring order, from a random
-// start: with n well under hosts/k, no replica set holds two of them.
-func (p *ptRun) spaced(n int) []*sim.Host {
-	o := newOracle(p.s)
+// runningVnodes maps each running host's vnode IDs to the host.
+func (p *ptRun) runningVnodes() map[id.ID]*sim.Host {
 	hostOf := make(map[id.ID]*sim.Host)
 	for _, h := range p.s.Hosts() {
 		if h.Up() {
@@ -503,6 +501,14 @@ func (p *ptRun) spaced(n int) []*sim.Host {
 			}
 		}
 	}
+	return hostOf
+}
+
+// spaced picks n running hosts evenly spaced in ring order, from a random
+// start: with n well under hosts/k, no replica set holds two of them.
+func (p *ptRun) spaced(n int) []*sim.Host {
+	o := newOracle(p.s)
+	hostOf := p.runningVnodes()
 	start := p.r.IntN(len(o.ids))
 	var out []*sim.Host
 	for i := range n {
@@ -514,14 +520,7 @@ func (p *ptRun) spaced(n int) []*sim.Host {
 // honestSuccessor is the running honest host next after h in ring order.
 func (p *ptRun) honestSuccessor(h *sim.Host) *sim.Host {
 	o := newOracle(p.s)
-	hostOf := make(map[id.ID]*sim.Host)
-	for _, x := range p.s.Hosts() {
-		if x.Up() {
-			for _, v := range chordOf(x).Vnodes() {
-				hostOf[v.Self().ID] = x
-			}
-		}
-	}
+	hostOf := p.runningVnodes()
 	at := chordOf(h).Vnodes()[0].Self().ID
 	for range o.ids {
 		at = o.successor(at.AddPow2(0))
