@@ -73,7 +73,10 @@ func (n *Node) Handle(env node.Env, ev node.Event) { n.Host.Handle(env, ev) }
 // r as its random source for new IDs. With Ring.VerifyIDs (real nodes) the
 // IDs are the ones derived from addr instead (ring.LoadDerivedState), and
 // an earlier run's other IDs are left (Node.Moved). Protocols are
-// registered in a fixed order: the ring, then the block store.
+// registered, and so started, in a fixed order, each after the protocols
+// it uses: the ring, then congestion control (routed on the ring), the
+// block store, and maintenance (which repairs the block store's copies);
+// those whose Options are nil are left out.
 func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error) {
 	if o.Vnodes == 0 {
 		o.Vnodes = 1
