@@ -11,11 +11,15 @@
 // see the Max constants. FuzzDecode holds the decoder to that.
 //
 // Message type numbers are fixed, one range per protocol (Ranges: runtime
-// 1-15, ring 16-63, dhash 64-127, then reserved ranges for maint, usenet,
-// cc, tapestry and d2). testdata/types.txt is their append-only registry;
-// its header says how to add a message, and TestTypeRegistry fails when a
-// number changes meaning or is reused, or when the code, the registry and
-// schema.proto disagree.
+// 1-15, ring 16-63, dhash 64-127, maint 128-191, cc 256-319, and ranges
+// reserved for usenet, tapestry and d2, which have no messages yet).
+// testdata/types.txt is their append-only registry; its header says how to
+// add a message, and TestTypeRegistry fails when a number changes meaning
+// or is reused, or when the code, the registry and schema.proto disagree.
+//
+// Clone copies a message as the codec would (the simulator's hot path uses
+// it in place of an encode and a decode); TestCloneIsTheCodec fills every
+// field of every type and compares Clone(m) with Decode(Encode(m)).
 //
 // ErrCode is the one error vocabulary of the protocols. Each code has a
 // sentinel error (ErrNotFound, ErrBusy, ...); a node replies with
