@@ -212,7 +212,7 @@ func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
 				got, found, err := r.Resolve(ctx, e.Key)
 				switch {
 				case err != nil:
-					an.Err = errors.Join(ErrDeferred, err)
+					an.Err = fmt.Errorf("%w: %w", ErrDeferred, err)
 				case !found:
 					an.Err = ErrUnresolved
 				case got.Size != int(e.Bytes)+sealTrailer:
@@ -342,7 +342,7 @@ func (s *Site) claim(msgid string) (release func(), err error) {
 	release = func() { s.forget(msgid) }
 	if found, err := s.list.Has(msgid); err != nil {
 		release()
-		return nil, err
+		return nil, deferred(err)
 	} else if found {
 		release()
 		return nil, ErrDuplicate

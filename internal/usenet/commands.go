@@ -842,7 +842,9 @@ func (c *conn) ihave(args []string) bool {
 }
 
 // feedResult maps Accept's result to a streaming code: 239 stored, 431
-// try later, 439 refused for good.
+// try later, 439 refused for good. Only a failure marked ErrDeferred (or
+// a site that is closing) is temporary; any other is a refusal, so that a
+// new kind of refusal is never retried for ever by the sender.
 func feedResult(err error) (nntp.Code, string) {
 	switch {
 	case err == nil:
@@ -851,11 +853,8 @@ func feedResult(err error) (nntp.Code, string) {
 		return nntp.CodeCheckLater, "Try later: " + err.Error()
 	case errors.Is(err, ErrDuplicate):
 		return nntp.CodeTakeThisRejected, "Duplicate"
-	case errors.Is(err, ErrBadArticle), errors.Is(err, ErrNoGroups), errors.Is(err, ErrNoPosting), errors.Is(err, ErrUnapproved),
-		errors.Is(err, ErrNoChordID), errors.Is(err, ErrUnresolved), errors.Is(err, ErrLocalSpool), errors.Is(err, ErrMismatch), errors.Is(err, ErrForged):
-		return nntp.CodeTakeThisRejected, "Refused: " + err.Error()
 	}
-	return nntp.CodeCheckLater, "Try later: " + err.Error()
+	return nntp.CodeTakeThisRejected, "Refused: " + err.Error()
 }
 
 func (c *conn) check(args []string) bool {

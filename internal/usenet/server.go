@@ -351,10 +351,20 @@ func (c *conn) reply(code nntp.Code, format string, args ...any) bool {
 }
 
 // statusLine formats a status line: the code, a space, the text and CRLF.
+// A line break inside the text (an error's, say: errors.Join writes one)
+// becomes a space, since it would end the reply early and put the rest of
+// the text where the client reads the next reply.
 func statusLine(code nntp.Code, format string, args ...any) []byte {
 	b := strconv.AppendInt(make([]byte, 0, 64), int64(code), 10)
 	b = append(b, ' ')
-	return fmt.Appendf(b, format+"\r\n", args...)
+	start := len(b)
+	b = fmt.Appendf(b, format, args...)
+	for i := start; i < len(b); i++ {
+		if b[i] == '\r' || b[i] == '\n' {
+			b[i] = ' '
+		}
+	}
+	return append(b, "\r\n"...)
 }
 
 // send writes a whole reply, made of one or more pieces, with one system

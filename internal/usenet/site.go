@@ -320,7 +320,7 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 		p.entry.Key, err = s.spool.Put(ctx, seal(head, body), p.entry.Expires)
 	}
 	if err != nil {
-		return msgid, err
+		return msgid, deferred(err)
 	}
 	if !s.handOver(p) {
 		return msgid, ErrSiteClosed
@@ -465,7 +465,7 @@ func (s *Site) commitLoop() {
 		_, err := s.list.commit(entries(articles), 0, false)
 		for _, p := range articles {
 			s.forget(p.entry.MessageID)
-			p.done <- err
+			p.done <- deferred(err)
 		}
 		if err == nil && len(articles) > 0 {
 			s.notify()
@@ -494,7 +494,7 @@ func (s *Site) journalBatch(batch []*pending, flushes []chan struct{}) {
 		}
 		if e != nil {
 			s.forget(p.entry.MessageID)
-			p.done <- e
+			p.done <- deferred(e)
 		} else {
 			ok = append(ok, p)
 		}
@@ -533,7 +533,7 @@ func (s *Site) listLoop() {
 		_, err := s.list.commit(entries(batch), seq, false)
 		for _, p := range batch {
 			s.forget(p.entry.MessageID)
-			p.done <- err
+			p.done <- deferred(err)
 		}
 		for _, f := range flushes {
 			close(f)

@@ -3,6 +3,7 @@ package usenet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -40,9 +41,25 @@ type asyncSpool interface {
 	PutAsync(ctx context.Context, article []byte, expires time.Time) (id.ID, func() error, error)
 }
 
-// ErrDeferred is a spool's "busy, try later": the server answers 436 or
-// 431, and the feeder retries.
+// ErrDeferred marks a failure that is not the article's: the spool is
+// busy or down, a disk or the database failed. The server answers 436 or
+// 431 and the sender tries again later. It is the one temporary marker:
+// every other failure of Accept is a refusal for good (437, 439), so a
+// refusal added later cannot turn into "try later" by being forgotten
+// (feedResult).
 var ErrDeferred = errors.New("spool busy, try later")
+
+// deferred marks err, a failure of the site's own machinery (its spool,
+// the ring, its disk, news.db, the journal), as temporary; an article
+// too large for the spool, and a duplicate, stay what they are.
+func deferred(err error) error {
+	switch {
+	case err == nil, errors.Is(err, ErrDeferred), errors.Is(err, ErrDuplicate),
+		errors.Is(err, store.ErrTooLarge), errors.Is(err, wire.ErrTooLarge):
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrDeferred, err)
+}
 
 // LocalSpool keeps articles in the local storage engine: one site, like
 // INN's spool.
@@ -72,7 +89,7 @@ func (s *LocalSpool) PutAsync(_ context.Context, article []byte, expires time.Ti
 	key := id.Key(article)
 	durable, err := s.Engine.PutAsync(key, article, expires, store.PutOptions{KeyChecked: true, Fresh: true})
 	if errors.Is(err, store.ErrFull) {
-		err = errors.Join(ErrDeferred, err)
+		err = fmt.Errorf("%w: %w", ErrDeferred, err)
 	}
 	return key, durable, err
 }
@@ -223,7 +240,7 @@ func (s *DHTSpool) putBatch(batch []*putReq) {
 					again = append(again, r)
 					continue
 				}
-				r.err = errors.Join(ErrDeferred, r.err)
+				r.err = fmt.Errorf("%w: %w", ErrDeferred, r.err)
 			}
 			close(r.done)
 		}
