@@ -262,15 +262,9 @@ func runPhase(cfg DHashConfig, name string, op func(ctx context.Context, i int) 
 		cfg.Log("bench dhash: %s: %d failed; first errors:\n  %s", name, failed, strings.Join(errs, "\n  "))
 	}
 	slices.Sort(lat)
-	q := func(p float64) float64 {
-		if len(lat) == 0 {
-			return 0
-		}
-		return float64(lat[int(p*float64(len(lat)-1))]) / float64(time.Millisecond)
-	}
 	n := len(lat)
 	return PhaseResult{Done: n, Failed: failed, Errors: errs, Deferred: deferred, OpsPerS: float64(n) / secs,
-		MBps: float64(n) * float64(cfg.Size) / secs / 1e6, P50Ms: q(0.5), P99Ms: q(0.99), Seconds: secs}
+		MBps: float64(n) * float64(cfg.Size) / secs / 1e6, P50Ms: quantileMs(lat, 0.5), P99Ms: quantileMs(lat, 0.99), Seconds: secs}
 }
 
 // cluster is a set of `triad node` processes.

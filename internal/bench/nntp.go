@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"triad/internal/nntp"
+	"triad/internal/stats"
 )
 
 // The NNTP load generator: it feeds generated articles to any NNTP server
@@ -464,10 +465,7 @@ func figures(name string, quickAck bool, offered int, t0 time.Time, stats []conn
 
 // quantileMs is the q-quantile of sorted latencies, in milliseconds.
 func quantileMs(sorted []time.Duration, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return float64(sorted[int(q*float64(len(sorted)-1))]) / float64(time.Millisecond)
+	return float64(stats.Quantile(sorted, q)) / float64(time.Millisecond)
 }
 
 // takeThis feeds arts over cfg.Conns streaming connections, each with up

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"triad/internal/id"
+	"triad/internal/stats"
 	"triad/internal/store"
 	"triad/internal/store/disk"
 )
@@ -173,8 +174,8 @@ func Store(c StoreConfig) (StoreResult, error) {
 		}
 		reads = append(reads, total/secs/1e6)
 	}
-	res.RawReadMBps = median(raws)
-	res.ReadMBps = median(reads)
+	res.RawReadMBps = stats.Median(raws)
+	res.ReadMBps = stats.Median(reads)
 	res.ReadObjs = res.ReadMBps * 1e6 / float64(c.Size)
 	res.ReadRatio = res.ReadMBps / res.RawReadMBps
 
@@ -194,12 +195,6 @@ func Store(c StoreConfig) (StoreResult, error) {
 
 // readRounds is how many times each read phase runs.
 const readRounds = 3
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 // rawWrite writes the objects back to back to one plain file under the same
 // sync policy as the store: an fdatasync whenever the interval has passed,

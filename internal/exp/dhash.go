@@ -13,6 +13,7 @@ import (
 	"triad/internal/node"
 	"triad/internal/ring"
 	"triad/internal/sim"
+	"triad/internal/stats"
 	"triad/internal/wire"
 )
 
@@ -151,7 +152,7 @@ func RunDHash(cfg DHashConfig) (DHashResult, error) {
 				measureGets(s, r, cfg, RowFetchWhole, wire.RedundancyReplicas, chk),
 				measureGets(s, r, cfg, RowFetchFrags, wire.RedundancyFragments, chk),
 				summarize(RowDirect, direct, 0, nil))
-			res.DirectRTTMs = quantile(sorted(direct), 0.5)
+			res.DirectRTTMs = stats.Quantile(sorted(direct), 0.5)
 			chk.CheckCopies("after the gets")
 			chk.CheckReads(s, "after the gets", r.IntN)
 			res.Durability = measureDurability(s, r, cfg, chk)
@@ -333,7 +334,7 @@ func drain(s *sim.Sim, end time.Duration, outstanding *int) {
 
 func summarize(name string, lat []float64, failed int, hops []float64) LatencyRow {
 	lat = sorted(lat)
-	return LatencyRow{Name: name, Count: len(lat), Failed: failed, MedianMs: quantile(lat, 0.5), P90Ms: quantile(lat, 0.9), MeanHops: mean(hops)}
+	return LatencyRow{Name: name, Count: len(lat), Failed: failed, MedianMs: stats.Quantile(lat, 0.5), P90Ms: stats.Quantile(lat, 0.9), MeanHops: mean(hops)}
 }
 
 func sorted(xs []float64) []float64 {

@@ -1,9 +1,10 @@
 package exp
 
 import (
-	"slices"
 	"testing"
 	"time"
+
+	"triad/internal/stats"
 )
 
 // TestDHashLatencyShape runs the DHash++ comparisons on 300-node rings (the
@@ -38,14 +39,13 @@ func TestDHashLatencyShape(t *testing.T) {
 		pnsCut = append(pnsCut, res.PNS16Cut)
 		intDirect = append(intDirect, res.IntegratedOverDirect)
 	}
-	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
-	if m := median(recIter); m > 0.7 {
+	if m := stats.Median(recIter); m > 0.7 {
 		t.Errorf("recursive lookups take %.2f of iterative ones (median of %v), want <= 0.7", m, recIter)
 	}
-	if m := median(pnsCut); m < 0.3 {
+	if m := stats.Median(pnsCut); m < 0.3 {
 		t.Errorf("PNS 16 cuts median lookup latency by %.0f%% (median of %v), want >= 30%%", 100*m, pnsCut)
 	}
-	if m := median(intDirect); m > 1.5 {
+	if m := stats.Median(intDirect); m > 1.5 {
 		t.Errorf("PNS + integration lookups take %.2f x the direct RTT (median of %v), want <= 1.5", m, intDirect)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"triad/internal/node"
 	"triad/internal/ring"
 	"triad/internal/sim"
+	"triad/internal/stats"
 )
 
 // RingConfig describes a `triad sim ring` run.
@@ -289,7 +290,7 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	}
 	res.HopsPerLog2N = res.MeanHops / math.Log2(float64(cfg.Nodes*cfg.Vnodes))
 	slices.Sort(lat)
-	res.LatencyP50Ms, res.LatencyP99Ms = quantile(lat, 0.5), quantile(lat, 0.99)
+	res.LatencyP50Ms, res.LatencyP99Ms = stats.Quantile(lat, 0.5), stats.Quantile(lat, 0.99)
 	res.Messages = s.Totals().Messages
 	res.Events = s.Totals().Events
 	res.VirtualSeconds = s.Now().Seconds()
@@ -345,12 +346,4 @@ func mean(xs []float64) float64 {
 		t += x
 	}
 	return t / float64(len(xs))
-}
-
-// quantile of sorted xs.
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	return xs[int(q*float64(len(xs)-1))]
 }
