@@ -59,7 +59,7 @@ func TestUpServesMetrics(t *testing.T) {
 		"triad_ring_lookup_hops", "triad_ring_refused_leaves_total", "triad_ring_forged_refs_total", "triad_rpc_latency_seconds", "triad_rpc_timeouts_total",
 		"triad_store_objects", "triad_store_bytes", "triad_store_bytes_by_expiry", "triad_store_objects_by_expiry", "triad_store_reclaimed_windows_total", "triad_store_reclaimed_bytes_total", "triad_store_clock_steps_total",
 		"triad_maint_rounds_total", "triad_maint_keys_compared_total", "triad_maint_repair_queue_objects",
-		"triad_maint_repair_queue_bytes", "triad_maint_objects_repaired_total",
+		"triad_maint_repair_queue_bytes", "triad_maint_objects_repaired_total", "triad_maint_audits_sent_total", "triad_maint_suspects",
 		"triad_nntp_replies_total", "triad_nntp_deferrals_total", "triad_nntp_cache_hits_total",
 		"triad_nntp_peer_backlog_articles", "triad_nntp_forged_announcements_total", "go_goroutines", "process_resident_memory_bytes",
 		"triad_net_stalled_frames_total", "triad_net_read_pauses_total",
