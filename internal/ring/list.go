@@ -76,23 +76,3 @@ func insertionSort(list []wire.NodeRef, less func(a, b wire.NodeRef) bool) {
 		}
 	}
 }
-
-func removeAddr(list []wire.NodeRef, addr string) []wire.NodeRef {
-	out := list[:0]
-	for _, n := range list {
-		if n.Addr != addr {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-func removeID(list []wire.NodeRef, x id.ID) []wire.NodeRef {
-	out := list[:0]
-	for _, n := range list {
-		if n.ID != x {
-			out = append(out, n)
-		}
-	}
-	return out
-}

@@ -264,12 +264,8 @@ func (v *Vnode) rejoin(env node.Env) {
 			cands = append(cands, w.self)
 		}
 	}
-	for _, p := range v.preds {
-		cands = append(cands, p)
-	}
-	for _, f := range v.Fingers() {
-		cands = append(cands, f)
-	}
+	cands = append(cands, v.preds...)
+	cands = append(cands, v.Fingers()...)
 	cands = append(cands, v.host.join...)
 	cands = append(cands, v.host.heard...)
 	var live []wire.NodeRef

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -77,7 +78,7 @@ func ParseTrace(r io.Reader) ([]TraceEvent, error) {
 func parseTraceLine(line string) (TraceEvent, error) {
 	f := strings.Fields(line)
 	if len(f) < 2 {
-		return TraceEvent{}, fmt.Errorf("want <seconds> <action> ...")
+		return TraceEvent{}, errors.New("want <seconds> <action> [args]")
 	}
 	sec, err := strconv.ParseFloat(f[0], 64)
 	if err != nil || sec < 0 || math.IsNaN(sec) || sec > 1e9 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterr "go.etcd.io/bbolt/errors"
 
 	"triad/internal/id"
 )
@@ -177,7 +178,7 @@ func openDB(path string) (*db, error) {
 	// commit: each group commit then writes fewer pages.
 	b, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterr.ErrTimeout) {
 			return nil, fmt.Errorf("usenet: %s is in use by another process", path)
 		}
 		return nil, fmt.Errorf("usenet: open %s: %w", path, err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterr "go.etcd.io/bbolt/errors"
 
 	"triad/internal/id"
 	"triad/internal/store"
@@ -87,7 +88,7 @@ func (c *sitePowerCut) newsDB() []byte {
 		if err == nil {
 			return buf.Bytes()
 		}
-		if !errors.Is(err, bolt.ErrDatabaseNotOpen) {
+		if !errors.Is(err, bolterr.ErrDatabaseNotOpen) {
 			c.t.Errorf("copying news.db: %v", err)
 		}
 	}

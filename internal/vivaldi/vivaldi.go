@@ -76,7 +76,6 @@ func (m *Model) Observe(peer string, rtt time.Duration, remote wire.Coord, r *ra
 	if plane < 1e-9 {
 		a := r.Float64() * 2 * math.Pi
 		dx, dy, plane = math.Cos(a), math.Sin(a), 1
-		dist = plane + m.self.Height + remote.Height
 	}
 	norm := plane + m.self.Height + remote.Height
 	m.self.X += force * dx / norm

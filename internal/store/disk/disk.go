@@ -15,6 +15,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterr "go.etcd.io/bbolt/errors"
 
 	"triad/internal/id"
 	"triad/internal/merkle"
@@ -106,7 +107,7 @@ func OpenFS(fsys vfs.FS, opt store.Options) (*Disk, error) {
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: 256 << 20,
 	})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterr.ErrTimeout) {
 		return nil, fmt.Errorf("store: %s is in use by another process", opt.Dir)
 	}
 	if err != nil {
