@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"triad/internal/ring"
 )
 
 // File names in a CA folder and in a bundle.
@@ -59,8 +58,9 @@ func ParseRole(s string) (Role, error) {
 }
 
 // MaxVnodes bounds the vnode count a node certificate names: the ring's
-// derived IDs stop there.
-const MaxVnodes = ring.MaxVnodes
+// derived IDs stop there (ring.MaxVnodes; a test in ring holds the two
+// equal, so that clients, which import pki, need not import the ring).
+const MaxVnodes = 64
 
 // roleScheme is the scheme of the URI SAN that names a certificate's role:
 // triad-role:node?machine=0123456789abcdef&vnodes=4 for a node,

@@ -10,6 +10,7 @@ import (
 	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/pki"
 	"triad/internal/ring"
 	"triad/internal/sim"
 	"triad/internal/wire"
@@ -137,5 +138,14 @@ func TestVerifiedRingFormsAndHeals(t *testing.T) {
 		if n := chord(x).Stats.ForgedRefs; n != 0 {
 			t.Errorf("%s refused %d references of honest hosts", x.Addr, n)
 		}
+	}
+}
+
+// A node certificate may name as many vnodes as the ring derives IDs for,
+// and no more: pki keeps its own copy of the bound so that clients, which
+// import pki, need not import the ring.
+func TestCertificatesBoundVnodesAsTheRingDoes(t *testing.T) {
+	if pki.MaxVnodes != ring.MaxVnodes {
+		t.Fatalf("pki.MaxVnodes %d, ring.MaxVnodes %d", pki.MaxVnodes, ring.MaxVnodes)
 	}
 }
