@@ -20,7 +20,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
 )
 
 // File names in a CA folder and in a bundle.
