@@ -1,15 +1,10 @@
 package node_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"go/parser"
 	"go/token"
-	"io"
 	"io/fs"
 	"maps"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -209,29 +204,8 @@ func isNodeLogic(name string) bool {
 // (test files excluded: the rules are about what a package is built from).
 func loadGraph(t *testing.T) map[string][]string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json", module+"/...")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
-	}
 	graph := map[string][]string{}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p struct {
-			ImportPath string
-			Imports    []string
-			Error      *struct{ Err string }
-		}
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("go list output: %v", err)
-		}
-		if p.Error != nil {
-			t.Fatalf("go list %s: %s", p.ImportPath, p.Error.Err)
-		}
+	for _, p := range goList(t, module+"/...") {
 		graph[p.ImportPath] = p.Imports
 	}
 	return graph

@@ -233,21 +233,22 @@ type goPackage struct {
 	Module     *struct{ Path string }
 	GoFiles    []string
 	CgoFiles   []string
+	Imports    []string
 	Error      *struct{ Err string }
 }
 
-// load lists the dependency closure of pkgs with the go command and parses
-// every package outside the standard library.
-func load(t *testing.T, fset *token.FileSet, pkgs []string) map[string]pkgInfo {
+// goList runs `go list -json` with args and returns the packages it
+// describes; a package go list could not load fails the test.
+func goList(t *testing.T, args ...string) []goPackage {
 	t.Helper()
-	cmd := exec.Command("go", append([]string{"list", "-deps", "-json", "--"}, pkgs...)...)
+	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
 	}
-	graph := map[string]pkgInfo{}
+	var pkgs []goPackage
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p goPackage
@@ -259,6 +260,17 @@ func load(t *testing.T, fset *token.FileSet, pkgs []string) map[string]pkgInfo {
 		if p.Error != nil {
 			t.Fatalf("go list %s: %s", p.ImportPath, p.Error.Err)
 		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// load lists the dependency closure of pkgs with the go command and parses
+// every package outside the standard library.
+func load(t *testing.T, fset *token.FileSet, pkgs []string) map[string]pkgInfo {
+	t.Helper()
+	graph := map[string]pkgInfo{}
+	for _, p := range goList(t, append([]string{"-deps", "--"}, pkgs...)...) {
 		info := pkgInfo{standard: p.Standard}
 		if p.Module != nil {
 			info.module = p.Module.Path
