@@ -33,8 +33,9 @@ func fastRing() ring.Config {
 	return c
 }
 
-// startTCPNode runs a ring host (no block store) until the test ends.
-func startTCPNode(t *testing.T, cfg ring.Config, listen, join string, b *pki.Bundle) *tcpNode {
+// listenTCP binds a TCP driver on listen (a free loopback port if empty),
+// over TLS with b if it is not nil, with its data in a temporary folder.
+func listenTCP(t *testing.T, listen string, b *pki.Bundle) *tnet.Driver {
 	t.Helper()
 	if listen == "" {
 		listen = "127.0.0.1:0"
@@ -43,6 +44,13 @@ func startTCPNode(t *testing.T, cfg ring.Config, listen, join string, b *pki.Bun
 	if err != nil {
 		t.Fatal(err)
 	}
+	return drv
+}
+
+// startTCPNode runs a ring host (no block store) until the test ends.
+func startTCPNode(t *testing.T, cfg ring.Config, listen, join string, b *pki.Bundle) *tcpNode {
+	t.Helper()
+	drv := listenTCP(t, listen, b)
 	o := deploy.Options{Vnodes: 1, Bootstrap: join, Host: host.DefaultConfig(), Ring: cfg}
 	n, err := deploy.New(o, drv.Addr(), drv.Storage(), drv.Rand())
 	if err != nil {
@@ -134,13 +142,7 @@ type prober struct {
 
 func startProber(t *testing.T, listen string, b *pki.Bundle) *prober {
 	t.Helper()
-	if listen == "" {
-		listen = "127.0.0.1:0"
-	}
-	drv, err := tnet.Listen(tnet.Config{Listen: listen, DataDir: t.TempDir(), TLS: b})
-	if err != nil {
-		t.Fatal(err)
-	}
+	drv := listenTCP(t, listen, b)
 	h, err := host.New(host.DefaultConfig(), drv.Addr())
 	if err != nil {
 		t.Fatal(err)
