@@ -32,6 +32,11 @@ var (
 
 func overviewBucket(group string) []byte { return []byte("ov/" + group) }
 
+// overviewFill is how full bbolt packs an overview page before it splits
+// one: entries are appended in number order, so a page is never filled in
+// later and the default (half) would waste the rest.
+const overviewFill = 0.95
+
 // Group is one newsgroup's state.
 type Group struct {
 	Name    string `json:"-"`
