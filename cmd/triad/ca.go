@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"triad/internal/client"
-	tnet "triad/internal/net"
 	"triad/internal/pki"
+	"triad/internal/tcp"
 	"triad/internal/wire"
 )
 
@@ -187,7 +187,7 @@ func callNode(ctx context.Context, addr, tlsDir string, m wire.Msg) (wire.Msg, e
 	if err != nil {
 		return nil, err
 	}
-	resp, err := tnet.CallTLS(ctx, addr, m, b)
+	resp, err := tcp.CallTLS(ctx, addr, m, b)
 	return resp, tlsHint(addr, tlsDir, err)
 }
 

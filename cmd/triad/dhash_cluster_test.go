@@ -787,7 +787,7 @@ func TestDHashClusterFragments(t *testing.T) {
 
 // TestDHashClusterIdleClient reads a large block over a client connection
 // that has been idle for longer than a node's write deadline (DialTimeout +
-// 5 s = 8 s in internal/net). The 9 s pause is the subject of the test, not
+// 5 s = 8 s in internal/tcp). The 9 s pause is the subject of the test, not
 // a wait for something to happen.
 func TestDHashClusterIdleClient(t *testing.T) {
 	if testing.Short() {

@@ -23,13 +23,13 @@ import (
 	"triad/internal/id"
 	"triad/internal/maint"
 	"triad/internal/metrics"
-	tnet "triad/internal/net"
 	"triad/internal/node"
 	"triad/internal/pki"
 	"triad/internal/ring"
 	"triad/internal/sim"
 	"triad/internal/status"
 	"triad/internal/store"
+	"triad/internal/tcp"
 	"triad/internal/wire"
 )
 
@@ -339,7 +339,7 @@ func machineID(name string) uint64 {
 // runningNode is a driver and the host it runs in this process.
 type runningNode struct {
 	addr  string
-	drv   *tnet.Driver
+	drv   *tcp.Driver
 	node  *deploy.Node
 	state ring.State
 	done  chan error
@@ -372,11 +372,11 @@ func startNode(ctx context.Context, spec nodeSpec, log *slog.Logger) (*runningNo
 			return nil, fmt.Errorf("%d vnodes, but the certificate (%s) allows %d: issue it with 'triad ca issue --vnodes'", spec.vnodes, self.Name, self.Vnodes)
 		}
 	}
-	ncfg := tnet.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256, MaxConns: spec.maxConns, TLS: spec.tls, CheckVnodes: spec.ring.VerifyIDs}
+	ncfg := tcp.Config{Listen: spec.listen, DataDir: spec.data, Store: so, Log: log, Workers: 256, MaxConns: spec.maxConns, TLS: spec.tls, CheckVnodes: spec.ring.VerifyIDs}
 	if spec.lie != 0 {
 		ncfg.WrapEngine = func(e store.Engine) store.Engine { return sim.LyingEngine(e, spec.lie) }
 	}
-	drv, err := tnet.Listen(ncfg)
+	drv, err := tcp.Listen(ncfg)
 	if err != nil {
 		return nil, err
 	}

@@ -21,8 +21,8 @@ import (
 	"triad/internal/client"
 	"triad/internal/dhash"
 	"triad/internal/id"
-	tnet "triad/internal/net"
 	"triad/internal/pki"
+	"triad/internal/tcp"
 	"triad/internal/wire"
 )
 
@@ -375,7 +375,7 @@ func (c *cluster) waitRing(ctx context.Context) error {
 		var all []pos
 		ok := true
 		for _, a := range c.addrs {
-			m, err := tnet.CallTLS(ctx, a, &wire.RingInfoReq{}, c.tls)
+			m, err := tcp.CallTLS(ctx, a, &wire.RingInfoReq{}, c.tls)
 			info, isInfo := m.(*wire.RingInfo)
 			if err != nil || !isInfo {
 				ok = false

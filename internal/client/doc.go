@@ -13,6 +13,6 @@
 //	data, expiry, err := c.Get(ctx, key)
 //
 // Layer: outside the node, above dhash and wire. It speaks the wire format
-// over its own connection; it must not import a driver (net, sim), the
+// over its own connection; it must not import a driver (tcp, sim), the
 // ring or the storage engine, and node-logic packages must not import it.
 package client

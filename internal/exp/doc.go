@@ -10,6 +10,6 @@
 //
 // Layer: a tool above the system, used by cmd/triad. It may import the
 // simulator, node logic and the storage engine's Mem; it must not import
-// the net driver, and nothing under internal/ may import it but figure,
+// the tcp driver, and nothing under internal/ may import it but figure,
 // which draws its results.
 package exp

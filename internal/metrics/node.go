@@ -11,11 +11,11 @@ import (
 
 	"triad/internal/cc"
 	"triad/internal/deploy"
-	tnet "triad/internal/net"
 	"triad/internal/node"
 	"triad/internal/ring"
 	"triad/internal/rpc"
 	"triad/internal/store"
+	"triad/internal/tcp"
 	"triad/internal/wire"
 )
 
@@ -98,13 +98,13 @@ func TakeNodeSnapshot(n *deploy.Node) NodeSnapshot {
 
 // Node collects one node process's metrics.
 type Node struct {
-	drv    *tnet.Driver
+	drv    *tcp.Driver
 	node   *deploy.Node
 	engine store.Engine
 }
 
 // NewNode is the collector of the node that drv runs.
-func NewNode(drv *tnet.Driver, n *deploy.Node) *Node {
+func NewNode(drv *tcp.Driver, n *deploy.Node) *Node {
 	return &Node{drv: drv, node: n, engine: drv.Storage().Engine()}
 }
 
@@ -327,7 +327,7 @@ func emitStore(ch chan<- prometheus.Metric, st store.Stats) {
 	e.counter("triad_store_quarantined_objects_total", "Damaged objects found by reads and set aside.", uint64(st.Quarantined))
 }
 
-func emitDriver(ch chan<- prometheus.Metric, st *tnet.Stats) {
+func emitDriver(ch chan<- prometheus.Metric, st *tcp.Stats) {
 	e := emitter{ch}
 	e.counter("triad_net_frames_received_total", "Frames read from peers and clients.", st.FramesIn.Load())
 	e.counter("triad_net_frames_sent_total", "Frames written.", st.FramesOut.Load())

@@ -2,7 +2,7 @@
 // it: the Env a node acts through and the Events it is driven by.
 //
 // Node logic is a deterministic state machine ("sans-IO"): it never touches
-// sockets, clocks, goroutines or global randomness. The net driver runs it
+// sockets, clocks, goroutines or global randomness. The tcp driver runs it
 // over TCP with real time; the sim driver runs thousands of the same nodes
 // under virtual time from one seed. See DESIGN.md, "Node logic is a
 // deterministic state machine".

@@ -42,7 +42,7 @@ type layer struct {
 // Groups usable in layer.from.
 const (
 	nodeLogicGroup = "<node logic>" // the nodeLogic list of purity_test.go
-	driversGroup   = "<drivers>"    // internal/net and internal/sim
+	driversGroup   = "<drivers>"    // internal/tcp and internal/sim
 	internalGroup  = "<internal>"   // every package under internal/
 )
 
@@ -53,16 +53,16 @@ func in(name string) string { return module + "/internal/" + name }
 // is still in its doc.go and that every doc.go stating such a rule has an
 // entry here.
 var layers = []layer{
-	{pkg: "client", says: "it must not import a driver (net, sim), the ring or the storage engine",
-		forbid: []string{in("net"), in("sim"), in("ring"), in("store/disk"), in("store/mem")}},
+	{pkg: "client", says: "it must not import a driver (tcp, sim), the ring or the storage engine",
+		forbid: []string{in("tcp"), in("sim"), in("ring"), in("store/disk"), in("store/mem")}},
 	{pkg: "client", says: "node-logic packages must not import it",
 		from: []string{nodeLogicGroup}, forbid: []string{in("client")}},
 	{pkg: "deploy", says: "node-logic packages never import it",
 		from: []string{nodeLogicGroup}, forbid: []string{in("deploy")}},
 	{pkg: "dhash", says: "It must not import os, net, sync, syscall, the wall clock, global randomness or a driver",
-		sansIO: true, forbid: []string{in("net"), in("sim")}},
-	{pkg: "exp", says: "it must not import the net driver",
-		forbid: []string{in("net")}},
+		sansIO: true, forbid: []string{in("tcp"), in("sim")}},
+	{pkg: "exp", says: "it must not import the tcp driver",
+		forbid: []string{in("tcp")}},
 	{pkg: "exp", says: "nothing under internal/ may import it but figure",
 		from: []string{internalGroup}, forbid: []string{in("exp")}, except: []string{in("figure")}},
 	{pkg: "files", says: "node logic never imports it",
@@ -72,24 +72,24 @@ var layers = []layer{
 	{pkg: "merkle", says: "Layer: node logic, above id only. It must not import os, net, sync, syscall, the wall clock, global randomness or the storage engine",
 		sansIO: true, only: []string{in("id")}},
 	{pkg: "node", says: "must not import a driver, os, net, sync, syscall, the wall clock or global randomness",
-		sansIO: true, forbid: []string{in("net"), in("sim")}},
+		sansIO: true, forbid: []string{in("tcp"), in("sim")}},
 	{pkg: "rpc", says: "It must not import os, net, sync, syscall, the wall clock, global randomness or a driver",
-		sansIO: true, forbid: []string{in("net"), in("sim")}},
+		sansIO: true, forbid: []string{in("tcp"), in("sim")}},
 	{pkg: "ring", says: "It must not import os, net, sync, syscall, the wall clock, global randomness, the storage engine or a driver",
-		sansIO: true, forbid: []string{in("store/disk"), in("store/mem"), in("net"), in("sim")}},
-	{pkg: "sim", says: "it must not import the net driver or do network I/O",
-		forbid: []string{in("net"), "net"}},
+		sansIO: true, forbid: []string{in("store/disk"), in("store/mem"), in("tcp"), in("sim")}},
+	{pkg: "sim", says: "it must not import the tcp driver or do network I/O",
+		forbid: []string{in("tcp"), "net"}},
 	{pkg: "sim", says: "node logic must never import it",
 		from: []string{nodeLogicGroup}, forbid: []string{in("sim")}},
-	{pkg: "net", says: "node logic must never import it",
-		from: []string{nodeLogicGroup}, forbid: []string{in("net")}},
+	{pkg: "tcp", says: "node logic must never import it",
+		from: []string{nodeLogicGroup}, forbid: []string{in("tcp")}},
 	{pkg: "host", says: "never os, net, sync, the wall clock or goroutines",
 		sansIO: true},
 	{pkg: "bench", says: "no package under internal/ may import it",
 		from: []string{internalGroup}, forbid: []string{in("bench")}},
-	{pkg: "usenet", says: "It reaches the DHT only through the client: it must not import the node runtime (node, ring, rpc, sim, net, wire), bench or cmd",
+	{pkg: "usenet", says: "It reaches the DHT only through the client: it must not import the node runtime (node, ring, rpc, sim, tcp, wire), bench or cmd",
 		via:    []string{in("client")},
-		forbid: []string{in("node"), in("ring"), in("rpc"), in("sim"), in("net"), in("wire"), in("bench"), module + "/cmd/triad"},
+		forbid: []string{in("node"), in("ring"), in("rpc"), in("sim"), in("tcp"), in("wire"), in("bench"), module + "/cmd/triad"},
 		debt: map[string]string{
 			// Issue 28: usenet -> wire, dhash: to be removed when the spool
 			// interface is batch-shaped. dhash is allowed by the doc.go
@@ -174,7 +174,7 @@ func expand(l layer, graph map[string][]string) []string {
 				}
 			}
 		case driversGroup:
-			out = append(out, in("net"), in("sim"))
+			out = append(out, in("tcp"), in("sim"))
 		case internalGroup:
 			for p := range graph {
 				if strings.HasPrefix(p, module+"/internal/") {

@@ -8,7 +8,7 @@ import (
 	"triad/internal/wire"
 )
 
-// Addr is a process's network address ("host:port" in the net driver, a
+// Addr is a process's network address ("host:port" in the tcp driver, a
 // host name in the simulator). Virtual servers of one process share it.
 type Addr = string
 
@@ -95,7 +95,7 @@ func (WorkDone) isEvent()   {}
 func (Stop) isEvent()       {}
 
 // Disk is the small persistent store of a host's own state: whole named
-// files written atomically. The net driver backs it with the data folder;
+// files written atomically. The tcp driver backs it with the data folder;
 // the simulator with memory that survives a crash but not a wiped disk.
 type Disk interface {
 	WriteFile(name string, data []byte) error
@@ -104,7 +104,7 @@ type Disk interface {
 
 // Storage is what a driver keeps for a host across restarts and hands to
 // offloaded work: its small state files and its storage engine. The driver
-// owns it: the net driver opens it under the data folder, the simulator
+// owns it: the tcp driver opens it under the data folder, the simulator
 // keeps it across a crash and restart and throws it away only when the
 // host's disk fails.
 type Storage interface {

@@ -48,7 +48,7 @@ var thirdParty = map[string]string{
 }
 
 // offloaded lists packages node logic imports but calls only from work it
-// hands to env.Offload, which the net driver runs on its worker goroutines
+// hands to env.Offload, which the tcp driver runs on its worker goroutines
 // (the simulator runs it in place). They and everything under them are not
 // scanned: doing I/O there is their job.
 var offloaded = map[string]string{
@@ -309,7 +309,7 @@ func roots(t *testing.T) []string {
 // TestNodePackagesStaySansIO enforces the design's one hard rule: protocol
 // code never touches sockets, files, wall-clock time, global randomness or
 // goroutines, and neither does anything it imports from this module or
-// from a third party. Only the drivers (net, sim), the storage engine (in
+// from a third party. Only the drivers (tcp, sim), the storage engine (in
 // offloaded work) and commands may.
 func TestNodePackagesStaySansIO(t *testing.T) {
 	fset := token.NewFileSet()

@@ -11,17 +11,17 @@ import (
 	"triad/internal/deploy"
 	"triad/internal/host"
 	"triad/internal/id"
-	tnet "triad/internal/net"
 	"triad/internal/node"
 	"triad/internal/pki"
 	"triad/internal/ring"
+	"triad/internal/tcp"
 	"triad/internal/wire"
 )
 
 // tcpNode is a ring host run by the TCP driver on 127.0.0.1.
 type tcpNode struct {
 	t   *testing.T
-	drv *tnet.Driver
+	drv *tcp.Driver
 	n   *deploy.Node
 }
 
@@ -35,12 +35,12 @@ func fastRing() ring.Config {
 
 // listenTCP binds a TCP driver on listen (a free loopback port if empty),
 // over TLS with b if it is not nil, with its data in a temporary folder.
-func listenTCP(t *testing.T, listen string, b *pki.Bundle) *tnet.Driver {
+func listenTCP(t *testing.T, listen string, b *pki.Bundle) *tcp.Driver {
 	t.Helper()
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	drv, err := tnet.Listen(tnet.Config{Listen: listen, DataDir: t.TempDir(), TLS: b})
+	drv, err := tcp.Listen(tcp.Config{Listen: listen, DataDir: t.TempDir(), TLS: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func startTCPNode(t *testing.T, cfg ring.Config, listen, join string, b *pki.Bun
 }
 
 // runDriver runs h on drv until the test ends.
-func runDriver(t *testing.T, drv *tnet.Driver, h node.Handler) {
+func runDriver(t *testing.T, drv *tcp.Driver, h node.Handler) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- drv.Run(ctx, h) }()
@@ -136,7 +136,7 @@ func startTCPRing(t *testing.T, n int, bundle func(i int) (string, *pki.Bundle))
 // driver: it proves its own address and sends whatever a test makes it.
 type prober struct {
 	t   *testing.T
-	drv *tnet.Driver
+	drv *tcp.Driver
 	h   *host.Host
 }
 
@@ -252,7 +252,7 @@ func TestIDsNotDerivedAreRefused(t *testing.T) {
 
 	// The intruder runs the ring unchecked, at the victim's ID − 1.
 	victim := nodes[1].self()
-	drv, err := tnet.Listen(tnet.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	drv, err := tcp.Listen(tcp.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func ParseLie(name string) (Lie, error) {
 
 // LyingEngine wraps e so that it lies as lie says: what a Byzantine
 // host's node code sees. Real nodes use it for tests only (`triad node
-// --test-lie`, through net.Config.WrapEngine).
+// --test-lie`, through tcp.Config.WrapEngine).
 func LyingEngine(e store.Engine, lie Lie) store.Engine { return &lyingEngine{Engine: e, lie: lie} }
 
 // view is the storage h's node code sees: its own, or a lying view of it.

@@ -1,5 +1,5 @@
 // Package sim is the discrete-event simulator: it runs many node.Handlers
-// (the same code the net driver runs) under virtual time, on one goroutine
+// (the same code the tcp driver runs) under virtual time, on one goroutine
 // or, with Config.Parallel, on two: the hosts of each half of the topology
 // (Topology.Partition) run in windows shorter than any delay between the
 // halves, and what crosses waits for the window's end.
@@ -19,8 +19,8 @@
 //	h := s.AddHost(factory)
 //	s.RunFor(10 * time.Minute)
 //
-// Layer: a driver, beside net and below cmd/triad and exp. It may import
-// node and wire; it must not import the net driver or do network I/O, and
+// Layer: a driver, beside tcp and below cmd/triad and exp. It may import
+// node and wire; it must not import the tcp driver or do network I/O, and
 // node logic must never import it. It reads no wall clock either: virtual
 // time is the only time, so that a seed replays exactly.
 package sim

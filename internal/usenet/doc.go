@@ -24,6 +24,6 @@
 //
 // Layer: a blocking front-end outside the node, above nntp, client, dhash
 // and store. It reaches the DHT only through the client: it must not
-// import the node runtime (node, ring, rpc, sim, net, wire), bench or
+// import the node runtime (node, ring, rpc, sim, tcp, wire), bench or
 // cmd. Node-logic packages and the drivers must not import it.
 package usenet

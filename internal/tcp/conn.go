@@ -1,9 +1,9 @@
-package net
+package tcp
 
 import (
 	"bufio"
 	"crypto/tls"
-	gonet "net"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,8 +25,8 @@ import (
 type conn struct {
 	d    *Driver
 	addr string
-	nc   gonet.Conn // set for routes back on accepted connections; dialled for peers
-	peer string     // for a route back to a peer: its proven address
+	nc   net.Conn // set for routes back on accepted connections; dialled for peers
+	peer string   // for a route back to a peer: its proven address
 	// answered is set once a reply has been queued on a client's route:
 	// the client has completed a request, and is known (see Driver).
 	answered atomic.Bool
@@ -175,13 +175,13 @@ func (c *conn) write() {
 		}
 	}()
 	if c.nc == nil {
-		nc, err := gonet.DialTimeout("tcp", c.addr, d.cfg.DialTimeout)
+		nc, err := net.DialTimeout("tcp", c.addr, d.cfg.DialTimeout)
 		if err != nil {
 			d.Stats.DialFailures.Add(1)
 			d.cfg.Log.Debug("dial failed", "peer", c.addr, "err", err)
 			return
 		}
-		if tc, ok := nc.(*gonet.TCPConn); ok {
+		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
 		if d.cfg.TLS != nil {
@@ -275,7 +275,7 @@ func (c *conn) readReplies() {
 // a peer that stops reading cannot stall the writer, however long ago the
 // last write was.
 type deadlineWriter struct {
-	nc gonet.Conn
+	nc net.Conn
 	d  time.Duration
 }
 

@@ -1,4 +1,4 @@
-// Package net is the real driver: it runs one node.Handler (a process with
+// Package tcp is the real driver: it runs one node.Handler (a process with
 // all its virtual servers) over TCP with real time.
 //
 // One event-loop goroutine owns the handler and calls Handle for every
@@ -37,11 +37,11 @@
 // the connection they came in on. Clients that have no listen address (the
 // triad CLI) get their replies on the connection they asked on.
 //
-//	d, _ := net.Listen(cfg)            // binds, so d.Addr() is known
+//	d, _ := tcp.Listen(cfg)            // binds, so d.Addr() is known
 //	n, _ := deploy.New(opts, d.Addr(), d.Storage(), d.Rand()) // a host and its protocols
 //	err := d.Run(ctx, n.Host)          // until ctx ends; then a graceful Stop
 //
 // Layer: a driver, beside sim and below cmd/triad. It may do everything node
 // logic must not (sockets, goroutines, real time) and imports node, wire and the
 // storage engine; node logic must never import it.
-package net
+package tcp

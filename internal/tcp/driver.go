@@ -1,4 +1,4 @@
-package net
+package tcp
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	gonet "net"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,7 +114,7 @@ type Config struct {
 
 func (c *Config) fill() error {
 	if c.DataDir == "" {
-		return errors.New("net: a data directory is required")
+		return errors.New("tcp: a data directory is required")
 	}
 	if c.MaxFrameBytes <= 0 {
 		c.MaxFrameBytes = wire.MaxFrameBytes
@@ -144,13 +144,13 @@ func (c *Config) fill() error {
 		c.MaxInflightBytes = 256 << 20
 	}
 	if c.MaxInflightBytes < c.MaxFrameBytes {
-		return fmt.Errorf("net: in-flight bound %d bytes is below the largest frame, %d", c.MaxInflightBytes, c.MaxFrameBytes)
+		return fmt.Errorf("tcp: in-flight bound %d bytes is below the largest frame, %d", c.MaxInflightBytes, c.MaxFrameBytes)
 	}
 	if c.MaxStrangerBytes <= 0 {
 		c.MaxStrangerBytes = min(16<<20, c.MaxInflightBytes)
 	}
 	if c.MaxStrangerBytes < c.MaxFrameBytes || c.MaxStrangerBytes > c.MaxInflightBytes {
-		return fmt.Errorf("net: strangers' bound %d bytes is below the largest frame, %d, or above the in-flight bound, %d", c.MaxStrangerBytes, c.MaxFrameBytes, c.MaxInflightBytes)
+		return fmt.Errorf("tcp: strangers' bound %d bytes is below the largest frame, %d, or above the in-flight bound, %d", c.MaxStrangerBytes, c.MaxFrameBytes, c.MaxInflightBytes)
 	}
 	if c.MaxQueuedBytes <= 0 {
 		c.MaxQueuedBytes = max(8<<20, c.MaxFrameBytes+4)
@@ -159,7 +159,7 @@ func (c *Config) fill() error {
 		c.MaxQueuedBytesTotal = max(128<<20, c.MaxQueuedBytes)
 	}
 	if c.MaxQueuedBytes < c.MaxFrameBytes+4 || c.MaxQueuedBytesTotal < c.MaxQueuedBytes {
-		return fmt.Errorf("net: queue bounds %d bytes per connection, %d in total, below the largest frame (%d) or each other", c.MaxQueuedBytes, c.MaxQueuedBytesTotal, c.MaxFrameBytes+4)
+		return fmt.Errorf("tcp: queue bounds %d bytes per connection, %d in total, below the largest frame (%d) or each other", c.MaxQueuedBytes, c.MaxQueuedBytesTotal, c.MaxFrameBytes+4)
 	}
 	if c.FrameTimeout <= 0 {
 		c.FrameTimeout = 10 * time.Second
@@ -247,7 +247,7 @@ type Stats struct {
 // MaxConnsPerAddr and have ownMachineConns slots past MaxConns.
 type Driver struct {
 	cfg    Config
-	ln     gonet.Listener
+	ln     net.Listener
 	addr   node.Addr
 	events chan node.Event
 	msgs   chan inboundMsg // messages read from connections
@@ -302,22 +302,22 @@ func Listen(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("net: data directory: %w", err)
+		return nil, fmt.Errorf("tcp: data directory: %w", err)
 	}
-	ln, err := gonet.Listen("tcp", cfg.Listen)
+	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("net: listen: %w", err)
+		return nil, fmt.Errorf("tcp: listen: %w", err)
 	}
 	if cfg.TLS != nil && cfg.TLS.Self.Addr != ln.Addr().String() {
 		ln.Close()
-		return nil, fmt.Errorf("net: the certificate (%s of %s) is for the node at %q, not %s", cfg.TLS.Self.Name, cfg.TLS.Self.Site, cfg.TLS.Self.Addr, ln.Addr())
+		return nil, fmt.Errorf("tcp: the certificate (%s of %s) is for the node at %q, not %s", cfg.TLS.Self.Name, cfg.TLS.Self.Site, cfg.TLS.Self.Addr, ln.Addr())
 	}
 	so := cfg.Store
 	so.Dir = filepath.Join(cfg.DataDir, "store")
 	opened, err := disk.Open(so)
 	if err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("net: %w", err)
+		return nil, fmt.Errorf("tcp: %w", err)
 	}
 	var engine store.Engine = opened
 	if cfg.WrapEngine != nil {
@@ -457,10 +457,10 @@ func (d *Driver) shutdown(grace time.Duration) error {
 		close(d.workQ)
 	}()
 	if !waitTimeout(&d.workWG, grace) {
-		return errors.New("net: offloaded work still running after shutdown; storage engine left open")
+		return errors.New("tcp: offloaded work still running after shutdown; storage engine left open")
 	}
 	if err := d.engine.Close(); err != nil {
-		return fmt.Errorf("net: closing the storage engine: %w", err)
+		return fmt.Errorf("tcp: closing the storage engine: %w", err)
 	}
 	return nil
 }
@@ -549,9 +549,9 @@ func (d *Driver) leave(from string, own bool) {
 // ownMachine reports whether an accepted connection comes from the node's
 // own machine: its remote IP is the local IP it reached (a connection
 // from 127.0.0.1 to 127.0.0.1, or from the node's address to itself).
-func ownMachine(nc gonet.Conn) bool {
-	r, ok1 := nc.RemoteAddr().(*gonet.TCPAddr)
-	l, ok2 := nc.LocalAddr().(*gonet.TCPAddr)
+func ownMachine(nc net.Conn) bool {
+	r, ok1 := nc.RemoteAddr().(*net.TCPAddr)
+	l, ok2 := nc.LocalAddr().(*net.TCPAddr)
 	return ok1 && ok2 && r.IP.Equal(l.IP)
 }
 
@@ -586,7 +586,7 @@ func (d *Driver) dispatchBacklog() {
 // address it claims is proven.
 //
 // own says the connection comes from the node's own machine.
-func (d *Driver) read(nc gonet.Conn, own bool) {
+func (d *Driver) read(nc net.Conn, own bool) {
 	defer nc.Close()
 	var cert *pki.Identity // the peer's, with TLS
 	if d.cfg.TLS != nil {
@@ -812,15 +812,15 @@ func (d *Driver) endHandshake(ip string) {
 // handshakeBucket is what a connection's handshakes are counted under: its
 // remote IPv4 address, or the /64 of an IPv6 one (one host is commonly
 // given a whole /64).
-func handshakeBucket(addr gonet.Addr) string {
-	a, ok := addr.(*gonet.TCPAddr)
+func handshakeBucket(addr net.Addr) string {
+	a, ok := addr.(*net.TCPAddr)
 	if !ok {
 		return addr.String()
 	}
 	if a.IP.To4() != nil {
 		return a.IP.To4().String()
 	}
-	return a.IP.Mask(gonet.CIDRMask(64, 128)).String() + "/64"
+	return a.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // operatorOnly lists the commands only an operator may send: pausing
@@ -846,7 +846,7 @@ func clientAPI(t wire.Type) bool {
 // refuseClient says why a client's message of type t is refused, or "":
 // a node's message, or an operator's command from a certificate that is
 // not an operator's (with TLS) or from another machine (without).
-func (d *Driver) refuseClient(t wire.Type, cert *pki.Identity, nc gonet.Conn) string {
+func (d *Driver) refuseClient(t wire.Type, cert *pki.Identity, nc net.Conn) string {
 	switch {
 	case !clientAPI(t):
 		return "a node's message from a client"
@@ -877,19 +877,19 @@ func (d *Driver) refuseVnode(from wire.NodeRef, cert *pki.Identity) string {
 	return ""
 }
 
-func isLoopback(nc gonet.Conn) bool {
-	a, ok := nc.RemoteAddr().(*gonet.TCPAddr)
+func isLoopback(nc net.Conn) bool {
+	a, ok := nc.RemoteAddr().(*net.TCPAddr)
 	return ok && a.IP.IsLoopback()
 }
 
 // tlsRefused counts and logs a connection whose TLS handshake failed.
-func (d *Driver) tlsRefused(nc gonet.Conn, err error) {
+func (d *Driver) tlsRefused(nc net.Conn, err error) {
 	d.Stats.TLSRefused.Add(1)
 	d.warn(&d.logTLS, "TLS handshake refused", "remote", nc.RemoteAddr().String(), "err", err, "refused", d.Stats.TLSRefused.Load())
 }
 
 // forged counts and logs a frame dropped for not matching its connection.
-func (d *Driver) forged(nc gonet.Conn, e wire.Envelope, why string) {
+func (d *Driver) forged(nc net.Conn, e wire.Envelope, why string) {
 	d.Stats.Forged.Add(1)
 	d.warn(&d.logForged, "dropping frame: "+why, "remote", nc.RemoteAddr().String(), "claimed", e.From.Addr, "type", e.Msg.Type(), "kind", e.Kind)
 }
@@ -915,7 +915,7 @@ func (d *Driver) prove(addr node.Addr, nonce uint64) {
 
 // newRoute makes the route back on an accepted connection: a client's, or
 // a peer's (used for replies once it proves its address).
-func (d *Driver) newRoute(nc gonet.Conn, peer node.Addr) *conn {
+func (d *Driver) newRoute(nc net.Conn, peer node.Addr) *conn {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.nextCli++

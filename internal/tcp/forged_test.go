@@ -1,9 +1,9 @@
-package net
+package tcp
 
 import (
 	"context"
 	"errors"
-	gonet "net"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -121,7 +121,7 @@ func TestForgedRepliesAndSendersChangeNothing(t *testing.T) {
 	a, ra := startHost(t, Config{HandshakeTimeout: 300 * time.Millisecond})
 
 	// The callee listens, reads the request and never answers.
-	ln, err := gonet.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

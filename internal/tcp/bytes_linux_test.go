@@ -1,4 +1,4 @@
-package net
+package tcp
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
-	gonet "net"
+	"net"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -38,7 +38,7 @@ func (h blockHandler) Handle(env node.Env, ev node.Event) {
 
 // pingWithin sends a Ping on c and fails the test unless its Ack comes
 // back within limit.
-func pingWithin(t *testing.T, c gonet.Conn, reqID uint64, limit time.Duration) {
+func pingWithin(t *testing.T, c net.Conn, reqID uint64, limit time.Duration) {
 	t.Helper()
 	start := time.Now()
 	c.SetDeadline(start.Add(limit))

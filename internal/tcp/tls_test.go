@@ -1,4 +1,4 @@
-package net
+package tcp
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	gonet "net"
+	"net"
 
 	"triad/internal/pki"
 	"triad/internal/wire"
@@ -61,7 +61,7 @@ func (r *ring) bundle(name, addr string, validity time.Duration) *pki.Bundle {
 // freeAddr is a port on 127.0.0.1 that is free now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := gonet.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestTLSRefusesOutsiders(t *testing.T) {
 		t.Helper()
 		before := a.Stats.TLSRefused.Load() + a.Stats.Forged.Load()
 		c := dial(t, a.Addr())
-		var conn gonet.Conn = c
+		var conn net.Conn = c
 		if conf != nil {
 			tc := tls.Client(c, conf)
 			tc.SetDeadline(time.Now().Add(5 * time.Second))
@@ -242,7 +242,7 @@ func TestTLSListenNeedsItsOwnCertificate(t *testing.T) {
 func TestTLSSilentStrangersAreBounded(t *testing.T) {
 	r := newRingCA(t)
 	a, _ := startTLSHost(t, r, "a")
-	var silent []gonet.Conn
+	var silent []net.Conn
 	for i := range maxHandshakes + 8 {
 		silent = append(silent, dialFrom(t, fmt.Sprintf("127.0.0.%d", 2+i%8), a.Addr()))
 	}
@@ -275,7 +275,7 @@ func TestTLSHandshakesPerAddressAreBounded(t *testing.T) {
 	a, _ := startHost(t, Config{Listen: addr, TLS: r.bundle("a", addr, time.Hour), HandshakeTimeout: maxHandshakeTime})
 	good := r.bundle("good", "", time.Hour)
 	start := time.Now()
-	var held []gonet.Conn
+	var held []net.Conn
 	for range maxHandshakesPerIP {
 		held = append(held, dialFrom(t, "127.0.0.2", a.Addr()))
 	}
@@ -364,7 +364,7 @@ func TestTLSRevocationClosesOpenConnections(t *testing.T) {
 // Handshakes are counted by IPv4 address, an IPv4-mapped IPv6 address
 // being the IPv4 one, and by IPv6 /64, since one host commonly has a /64.
 func TestHandshakeBuckets(t *testing.T) {
-	bucket := func(ip string) string { return handshakeBucket(&gonet.TCPAddr{IP: gonet.ParseIP(ip), Port: 4000}) }
+	bucket := func(ip string) string { return handshakeBucket(&net.TCPAddr{IP: net.ParseIP(ip), Port: 4000}) }
 	for _, same := range [][2]string{
 		{"192.0.2.7", "::ffff:192.0.2.7"},
 		{"2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:ffff"},
@@ -385,12 +385,12 @@ func TestHandshakeBuckets(t *testing.T) {
 
 // dialFrom connects to addr from the local address ip (any of 127.0.0.0/8
 // on Linux), as a peer on another host would.
-func dialFrom(t *testing.T, ip, addr string) gonet.Conn {
+func dialFrom(t *testing.T, ip, addr string) net.Conn {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("dials from 127.0.0.0/8 addresses other than 127.0.0.1: Linux only")
 	}
-	d := gonet.Dialer{Timeout: 5 * time.Second, LocalAddr: &gonet.TCPAddr{IP: gonet.ParseIP(ip)}}
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,8 @@
-package net
+package tcp
 
 import (
 	"crypto/tls"
-	gonet "net"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -30,9 +30,9 @@ func (r *ring) issue(who pki.Identity) *pki.Bundle {
 }
 
 // dialTLS opens a TLS connection to the node at addr with b's certificate.
-func dialTLS(t *testing.T, addr string, b *pki.Bundle) gonet.Conn {
+func dialTLS(t *testing.T, addr string, b *pki.Bundle) net.Conn {
 	t.Helper()
-	c, err := tls.DialWithDialer(&gonet.Dialer{Timeout: 5 * time.Second}, "tcp", addr, b.ClientConfig(addr))
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, b.ClientConfig(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func dialTLS(t *testing.T, addr string, b *pki.Bundle) gonet.Conn {
 // sendThenPing writes e on c, then a Ping from the same sender address,
 // and waits for the Ping's answer: the node has handled (or refused) e
 // by then, since a connection's frames are handled in order.
-func sendThenPing(t *testing.T, c gonet.Conn, e wire.Envelope) {
+func sendThenPing(t *testing.T, c net.Conn, e wire.Envelope) {
 	t.Helper()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	defer c.SetDeadline(time.Time{})

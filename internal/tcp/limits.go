@@ -1,4 +1,4 @@
-package net
+package tcp
 
 import (
 	"bufio"
@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	gonet "net"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -175,20 +175,20 @@ const (
 
 var (
 	// errStopping ends a reader when the driver stops.
-	errStopping = errors.New("net: driver stopping")
+	errStopping = errors.New("tcp: driver stopping")
 	// errBadFrame wraps a frame that does not decode.
-	errBadFrame = errors.New("net: bad frame")
+	errBadFrame = errors.New("tcp: bad frame")
 )
 
 // frameReader reads frames from one connection under the driver's limits.
 type frameReader struct {
 	d   *Driver
-	nc  gonet.Conn
+	nc  net.Conn
 	br  *bufio.Reader
 	buf []byte
 }
 
-func newFrameReader(d *Driver, nc gonet.Conn) *frameReader {
+func newFrameReader(d *Driver, nc net.Conn) *frameReader {
 	return &frameReader{d: d, nc: nc, br: bufio.NewReaderSize(nc, readBuffer)}
 }
 
@@ -265,7 +265,7 @@ func (f *frameReader) next(idleBy time.Time, known bool) (wire.Envelope, charge,
 // readFailed counts and logs why a connection's reader stopped, for the
 // failures worth an operator's attention.
 func (d *Driver) readFailed(peer string, err error) {
-	var ne gonet.Error
+	var ne net.Error
 	switch {
 	case errors.Is(err, wire.ErrTooLarge):
 		d.Stats.BadFrames.Add(1)

@@ -1,4 +1,4 @@
-package net
+package tcp
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	gonet "net"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -95,9 +95,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func dial(t *testing.T, addr string) gonet.Conn {
+func dial(t *testing.T, addr string) net.Conn {
 	t.Helper()
-	c, err := gonet.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func dial(t *testing.T, addr string) gonet.Conn {
 
 // expectClosed reads from c until the server closes it, failing if it
 // sends anything or is still open after 5s.
-func expectClosed(t *testing.T, c gonet.Conn) {
+func expectClosed(t *testing.T, c net.Conn) {
 	t.Helper()
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var buf [512]byte
@@ -115,7 +115,7 @@ func expectClosed(t *testing.T, c gonet.Conn) {
 	if n > 0 {
 		t.Fatalf("server sent %d unexpected bytes: %q", n, buf[:n])
 	}
-	var ne gonet.Error
+	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		t.Fatalf("server did not close the connection within 5s")
 	}
@@ -127,7 +127,7 @@ func expectClosed(t *testing.T, c gonet.Conn) {
 }
 
 // rawPing sends a Ping over an open raw connection and reads the Ack.
-func rawPing(c gonet.Conn, reqID uint64) error {
+func rawPing(c net.Conn, reqID uint64) error {
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	defer c.SetDeadline(time.Time{})
 	if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: reqID, Msg: &wire.Ping{}}); err != nil {

@@ -1,4 +1,4 @@
-package net
+package tcp
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	gonet "net"
+	"net"
 	"time"
 
 	"triad/internal/pki"
@@ -21,7 +21,7 @@ func Call(ctx context.Context, addr string, m wire.Msg) (wire.Msg, error) {
 
 // CallTLS is Call over mutual TLS with the bundle b (nil: plain TCP).
 func CallTLS(ctx context.Context, addr string, m wire.Msg, b *pki.Bundle) (wire.Msg, error) {
-	var dialer gonet.Dialer
+	var dialer net.Dialer
 	c, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
