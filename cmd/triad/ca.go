@@ -14,7 +14,6 @@ import (
 
 	"triad/internal/client"
 	"triad/internal/pki"
-	"triad/internal/tcp"
 	"triad/internal/wire"
 )
 
@@ -187,7 +186,7 @@ func callNode(ctx context.Context, addr, tlsDir string, m wire.Msg) (wire.Msg, e
 	if err != nil {
 		return nil, err
 	}
-	resp, err := tcp.CallTLS(ctx, addr, m, b)
+	resp, err := client.Call(ctx, addr, m, client.Options{TLS: b})
 	return resp, tlsHint(addr, tlsDir, err)
 }
 

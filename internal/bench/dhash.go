@@ -22,7 +22,6 @@ import (
 	"triad/internal/dhash"
 	"triad/internal/id"
 	"triad/internal/pki"
-	"triad/internal/tcp"
 	"triad/internal/wire"
 )
 
@@ -375,7 +374,7 @@ func (c *cluster) waitRing(ctx context.Context) error {
 		var all []pos
 		ok := true
 		for _, a := range c.addrs {
-			m, err := tcp.CallTLS(ctx, a, &wire.RingInfoReq{}, c.tls)
+			m, err := client.Call(ctx, a, &wire.RingInfoReq{}, client.Options{TLS: c.tls})
 			info, isInfo := m.(*wire.RingInfo)
 			if err != nil || !isInfo {
 				ok = false

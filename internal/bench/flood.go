@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"triad/internal/client"
 	"triad/internal/id"
-	"triad/internal/tcp"
 	"triad/internal/wire"
 )
 
@@ -170,7 +170,7 @@ func withFloodCluster(cfg FloodConfig, dir string, fn func(*floodCluster) error)
 // setFlood starts every node's load generator.
 func (c *floodCluster) setFlood(ctx context.Context, rate float64) error {
 	for _, a := range c.addrs {
-		m, err := tcp.CallTLS(ctx, a, &wire.CCFlood{MilliRate: uint64(1000 * rate)}, c.tls)
+		m, err := client.Call(ctx, a, &wire.CCFlood{MilliRate: uint64(1000 * rate)}, client.Options{TLS: c.tls})
 		if err != nil {
 			return fmt.Errorf("bench flood: starting %s's generator: %w", a, err)
 		}
@@ -241,7 +241,7 @@ func (c *floodCluster) flood(cfg FloodConfig, res *FloodResult) error {
 	for i := 0; time.Since(began) < cfg.Duration; i++ {
 		t := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		m, err := tcp.CallTLS(ctx, c.addrs[i%len(c.addrs)], &wire.ClientLookup{Key: id.Random(rng, id.Bytes)}, c.tls)
+		m, err := client.Call(ctx, c.addrs[i%len(c.addrs)], &wire.ClientLookup{Key: id.Random(rng, id.Bytes)}, client.Options{TLS: c.tls})
 		cancel()
 		res.Lookups++
 		if done, ok := m.(*wire.LookupDone); err != nil || !ok || done.Failed != "" {

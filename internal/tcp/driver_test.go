@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/client"
 	"triad/internal/node"
 	"triad/internal/wire"
 )
@@ -64,7 +65,7 @@ func runDriver(t *testing.T, cfg Config, h node.Handler) *Driver {
 
 // ping makes one Call and checks the reply is an Ack.
 func ping(ctx context.Context, addr string) error {
-	m, err := Call(ctx, addr, &wire.Ping{})
+	m, err := client.Call(ctx, addr, &wire.Ping{}, client.Options{})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"net"
 
+	"triad/internal/client"
 	"triad/internal/pki"
 	"triad/internal/wire"
 )
@@ -347,7 +348,7 @@ func TestTLSRevocationClosesOpenConnections(t *testing.T) {
 	// which a counts when its side of the handshake ends.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := CallTLS(ctx, a.Addr(), &wire.Ping{}, b.cfg.TLS); err == nil {
+	if _, err := client.Call(ctx, a.Addr(), &wire.Ping{}, client.Options{TLS: b.cfg.TLS}); err == nil {
 		t.Fatal("a new connection with b's revoked certificate was taken")
 	}
 	for a.Stats.TLSRefused.Load()-before < 2 && ctx.Err() == nil {

@@ -1,4 +1,4 @@
-package tcp
+package client
 
 import (
 	"context"
@@ -9,18 +9,19 @@ import (
 	"net"
 	"time"
 
-	"triad/internal/pki"
 	"triad/internal/wire"
 )
 
-// Call sends one request to the process at addr, as a client with no listen
-// address, and returns its reply. An error reply comes back as *wire.Error.
-func Call(ctx context.Context, addr string, m wire.Msg) (wire.Msg, error) {
-	return CallTLS(ctx, addr, m, nil)
-}
+// defaultCallTimeout bounds a Call whose context has no deadline.
+const defaultCallTimeout = 30 * time.Second
 
-// CallTLS is Call over mutual TLS with the bundle b (nil: plain TCP).
-func CallTLS(ctx context.Context, addr string, m wire.Msg, b *pki.Bundle) (wire.Msg, error) {
+// Call sends one request to the node at addr on a connection of its own,
+// as a client with no listen address, and returns the reply; the
+// connection is closed before Call returns. It suits a command that asks
+// one question (triad ring, triad maint, a benchmark's probe); a Client is
+// for many calls. An error reply comes back as *wire.Error. Without a
+// deadline on ctx, the call (TLS handshake included) is bounded by 30 s.
+func Call(ctx context.Context, addr string, m wire.Msg, opt Options) (wire.Msg, error) {
 	var dialer net.Dialer
 	c, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -32,10 +33,10 @@ func CallTLS(ctx context.Context, addr string, m wire.Msg, b *pki.Bundle) (wire.
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl)
 	} else {
-		c.SetDeadline(time.Now().Add(30 * time.Second))
+		c.SetDeadline(time.Now().Add(defaultCallTimeout))
 	}
-	if b != nil {
-		tc := tls.Client(c, b.ClientConfig(addr))
+	if opt.TLS != nil {
+		tc := tls.Client(c, opt.TLS.ClientConfig(addr))
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return nil, fmt.Errorf("TLS with %s: %w", addr, err)
 		}
@@ -47,7 +48,7 @@ func CallTLS(ctx context.Context, addr string, m wire.Msg, b *pki.Bundle) (wire.
 	}
 	frame, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes)
 	if err != nil {
-		if b == nil && errors.Is(err, io.EOF) {
+		if opt.TLS == nil && errors.Is(err, io.EOF) {
 			// A node with --tls closes a plain connection at its first bytes.
 			return nil, fmt.Errorf("%s closed the connection without a reply (if it runs with --tls, give a certificate: --tls or $TRIAD_TLS): %w", addr, err)
 		}
