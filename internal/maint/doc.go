@@ -45,6 +45,20 @@
 // fragments are the deployment's default, rounds also compare the arcs of
 // (p_l, p_k] whose fragments a vnode keeps (plan).
 //
+// The files, in the order a reader may take them:
+//
+//   - maint.go: Maint, its registration on the host, its message handlers
+//   - config.go: Config, its defaults and Validate
+//   - schedule.go: when rounds and sweeps start (the check timer, Settle)
+//   - ranges.go: a vnode's replica range and its round's plan of syncs
+//   - round.go: a round, Figure 2: walk each partner's tree, fetch, rebuild
+//   - sync.go: the Merkle walk that rounds and sweeps share; SyncCost
+//   - queue.go: the repair queue, latest expiry first, and keys set aside
+//   - budget.go: the repair budget, a token bucket of bytes per second
+//   - global.go: global maintenance, Figure 4: a sweep hands keys on
+//   - audit.go: audits of replica partners, and suspects
+//   - status.go: Stats and Status (`triad maint status`)
+//
 // Layer: node logic, registered on the host runtime (host.Register) beside
 // the ring and the block store; it reaches the storage engine only through
 // offloaded work. It must not import os, net, sync, the wall clock or

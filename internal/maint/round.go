@@ -4,7 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"triad/internal/dhash/frag"
 	"triad/internal/id"
 	"triad/internal/merkle"
 	"triad/internal/node"
@@ -177,117 +176,6 @@ func (r *round) query(env node.Env, p merkle.Prefix) {
 	}
 }
 
-// diff is what comparing one tree node found: keys we lack, and child
-// nodes that differ.
-type diff struct {
-	missing []id.ID
-	expiry  []int64  // of missing, by position, when known
-	size    []uint64 // of missing, by position, when known
-	descend []merkle.Prefix
-	extend  []extension // keys we hold that the partner keeps longer
-}
-
-// An extension is a later expiry a partner listed for a key we hold.
-type extension struct {
-	key    id.ID
-	expiry time.Time
-}
-
-// compare sets the partner's node at p against ours. Nothing the partner
-// said is trusted beyond what it can name: keys and children outside p or
-// outside (lo, hi] are ignored, so a neighbour cannot make us pull a key
-// that is not ours to keep.
-//
-// At now, a copy of ours that has expired counts as missing, so a fetch
-// brings it back with the partner's expiry; and one the partner keeps
-// longer is extended to the partner's expiry (a re-put that reached only
-// some holders). The store caps any expiry at its MaxRetention.
-func compare(e TreeStore, p merkle.Prefix, info *wire.TreeInfo, lo, hi id.ID, now time.Time) (diff, error) {
-	var d diff
-	mine, err := e.TreeNode(p)
-	if err != nil || sameNode(mine, info.Count, info.Hash) {
-		return d, err
-	}
-	for i, k := range info.Keys {
-		if k.Width() != id.Bytes || !p.Contains(k.Bytes()) || !k.In(lo, hi) {
-			continue
-		}
-		ok, err := holds(e, k)
-		if err != nil {
-			return d, err
-		}
-		theirs := at(info.Expiries, i)
-		var meta store.Meta
-		if ok {
-			if meta, err = e.Stat(k); err != nil {
-				return d, err
-			}
-			ok = meta.Expiry.IsZero() || meta.Expiry.After(now) // zero: not known
-		}
-		switch {
-		case !ok:
-			d.missing = append(d.missing, k)
-			d.expiry = append(d.expiry, theirs)
-			d.size = append(d.size, at(info.Sizes, i))
-		case theirs != 0 && time.Unix(0, theirs).After(meta.Expiry):
-			d.extend = append(d.extend, extension{key: k, expiry: time.Unix(0, theirs)})
-		}
-	}
-	if len(info.Children) == 0 {
-		return d, nil
-	}
-	kids, err := e.TreeChildren(p)
-	if err != nil {
-		return d, err
-	}
-	ours := make(map[merkle.Prefix]merkle.Node, len(kids))
-	for _, k := range kids {
-		ours[k.Prefix] = k
-	}
-	for _, c := range info.Children {
-		cp, err := merkle.DecodePrefix(c.Prefix)
-		if err != nil || cp.Depth() != p.Depth()+1 || !cp.OverlapsArc(lo, hi) {
-			continue
-		}
-		if first, _ := cp.Bounds(id.Bytes); !p.Contains(first) {
-			continue
-		}
-		if n, ok := ours[cp]; ok && sameNode(n, c.Count, c.Hash) {
-			continue
-		}
-		d.descend = append(d.descend, cp)
-	}
-	return d, nil
-}
-
-// holds reports whether e holds a copy of key that counts. A copy found
-// damaged is quarantined, and a fragment that does not verify against key
-// (package frag: a forged one, under a whole block's key, or one of an
-// older format) is no copy: either counts as missing, so that the
-// neighbour's good copy is fetched for it. A whole copy counts: the engine
-// checked its hash before storing it. Only fragments are read, and only
-// those in leaves that differ from the neighbour's.
-func holds(e TreeStore, key id.ID) (bool, error) {
-	meta, err := e.Stat(key)
-	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrCorrupt):
-		return false, nil
-	case err != nil:
-		return false, err
-	case !meta.Opaque:
-		return true, nil
-	}
-	data, _, err := e.Get(key)
-	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrCorrupt):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	_, err = frag.Check(key, data)
-	return err == nil, nil
-}
-
 // fetchKey copies one object we lack from the partner; a fragment is
 // rebuilt instead (another index is needed). In a fragment arc, where
 // whole blocks are not ours to keep, the partner is asked what it holds
@@ -418,15 +306,6 @@ func (m *Maint) rebuild(env node.Env, key id.ID, listed time.Time, done func(nod
 			},
 		})
 	})
-}
-
-// at is list[i], or zero past its end (a neighbour may leave a list out).
-func at[T any](list []T, i int) T {
-	var zero T
-	if i < len(list) {
-		return list[i]
-	}
-	return zero
 }
 
 // extend gives copies of ours the later expiry a partner listed for them:
