@@ -723,7 +723,7 @@ func (d *Driver) read(nc net.Conn, own bool) {
 			held = nil
 			continue
 		}
-		if operatorOnly(e.Msg.Type()) {
+		if wire.RoleOf(e.Msg.Type()) == wire.RoleOperator {
 			// Operators are clients; a node never sends this.
 			drop("an operator's command from a node")
 			continue
@@ -823,34 +823,14 @@ func handshakeBucket(addr net.Addr) string {
 	return a.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
-// operatorOnly lists the commands only an operator may send: pausing
-// maintenance and setting the routed-request load generator. With TLS the
-// sender's certificate must be an operator's; without, the sender must be
-// a client on the node's own machine.
-func operatorOnly(t wire.Type) bool { return t == wire.TypeMaintControl || t == wire.TypeCCFlood }
-
-// clientAPI lists what a client (any connection that claims no node
-// address: a program, a news front-end, an operator) may send: puts,
-// gets, stats, lookups, the ring's and maintenance's status, pings, and
-// the operators' commands. Every other message is a node's.
-func clientAPI(t wire.Type) bool {
-	switch t {
-	case wire.TypePing, wire.TypeRingInfoReq, wire.TypeClientLookup,
-		wire.TypeStatBlock, wire.TypeClientPut, wire.TypeClientGet, wire.TypeClientStat, wire.TypeClientPutBatch,
-		wire.TypeMaintStatusReq:
-		return true
-	}
-	return operatorOnly(t)
-}
-
 // refuseClient says why a client's message of type t is refused, or "":
 // a node's message, or an operator's command from a certificate that is
 // not an operator's (with TLS) or from another machine (without).
 func (d *Driver) refuseClient(t wire.Type, cert *pki.Identity, nc net.Conn) string {
-	switch {
-	case !clientAPI(t):
+	switch role := wire.RoleOf(t); {
+	case role == wire.RoleNode:
 		return "a node's message from a client"
-	case !operatorOnly(t):
+	case role != wire.RoleOperator:
 		return ""
 	case cert != nil && cert.Role != pki.RoleOperator:
 		return fmt.Sprintf("an operator's command from a %s certificate", cert.Role)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"triad/internal/node"
-	"triad/internal/wire"
 )
 
 // A reader that wants more bytes than are free waits until the loop gives
@@ -159,21 +158,5 @@ func TestOffloadRunsOnBoundedWorkers(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Fatalf("%d distinct results, want %d", len(seen), n)
-	}
-}
-
-// The commands only an operator on the node's machine may send: pausing
-// maintenance and setting the routed-request load generator, and no
-// message that nodes exchange.
-func TestOperatorOnlyCommands(t *testing.T) {
-	for _, typ := range []wire.Type{wire.TypeMaintControl, wire.TypeCCFlood} {
-		if !operatorOnly(typ) {
-			t.Errorf("%v may come from anyone", typ)
-		}
-	}
-	for _, typ := range []wire.Type{wire.TypeCCRequest, wire.TypeCCAck, wire.TypeLookup, wire.TypeStoreBlock, wire.TypeMaintStatusReq} {
-		if operatorOnly(typ) {
-			t.Errorf("%v is refused from nodes", typ)
-		}
 	}
 }

@@ -67,6 +67,35 @@ const (
 	TypeAuditProof     Type = 134
 )
 
+// Role says who may send a message of a type: what a driver checks
+// against the connection a frame arrives on (see tcp.Driver), so that the
+// driver names no protocol's messages.
+type Role uint8
+
+const (
+	// RoleNode types are sent by nodes only, never by a client. Every
+	// type not listed in roles is a node's.
+	RoleNode Role = iota
+	// RoleClient types are the client API: a client (a program, a news
+	// front-end, an operator) may send them, and so may a node.
+	RoleClient
+	// RoleOperator types are an operator's commands: only a client the
+	// node trusts as its operator may send them, never a node.
+	RoleOperator
+)
+
+// roles lists the types a client may send.
+var roles = map[Type]Role{
+	TypePing: RoleClient, TypeRingInfoReq: RoleClient, TypeClientLookup: RoleClient,
+	TypeStatBlock: RoleClient, TypeClientPut: RoleClient, TypeClientGet: RoleClient,
+	TypeClientStat: RoleClient, TypeClientPutBatch: RoleClient, TypeMaintStatusReq: RoleClient,
+	TypeMaintControl: RoleOperator, // pausing maintenance
+	TypeCCFlood:      RoleOperator, // setting the routed-request load generator
+}
+
+// RoleOf says who may send a message of type t.
+func RoleOf(t Type) Role { return roles[t] }
+
 // Range is the block of message type numbers, Lo to Hi inclusive, that
 // belongs to one protocol. A protocol numbers its messages inside its own
 // range, so protocols can grow without coordinating with each other.

@@ -1,0 +1,25 @@
+package wire
+
+import "testing"
+
+// Who may send what: pausing maintenance and setting the routed-request
+// load generator are an operator's alone; the client API is anyone's; the
+// messages nodes exchange, the handshake's included, are nodes' only.
+func TestRoleOf(t *testing.T) {
+	for _, tc := range []struct {
+		types []Type
+		want  Role
+	}{
+		{[]Type{TypeMaintControl, TypeCCFlood}, RoleOperator},
+		{[]Type{TypePing, TypeRingInfoReq, TypeClientLookup, TypeStatBlock, TypeClientPut,
+			TypeClientGet, TypeClientStat, TypeClientPutBatch, TypeMaintStatusReq}, RoleClient},
+		{[]Type{TypeChallenge, TypeProof, TypeCCRequest, TypeCCAck, TypeLookup, TypeStoreBlock,
+			TypeTreeQuery, TypeAudit, TypeAck, TypeError}, RoleNode},
+	} {
+		for _, typ := range tc.types {
+			if got := RoleOf(typ); got != tc.want {
+				t.Errorf("RoleOf(%v) = %d, want %d", typ, got, tc.want)
+			}
+		}
+	}
+}
