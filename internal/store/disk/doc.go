@@ -18,5 +18,17 @@
 //	...
 //	defer d.Close()
 //
+// The files:
+//
+//   - disk.go: Disk, Open and Close
+//   - write.go: the write path (Put, append to a segment) and group commit
+//   - checkpoint.go: the index and tree catching up with the segments
+//   - expire.go: keys leaving the tree at expiry; windows reclaimed
+//   - read.go: Get, Stat, Keys, Stats, the tree queries; quarantine
+//   - view.go: View, reading in place from a memory map
+//   - record.go: the segment record format
+//   - index.go: the bbolt index's buckets and its Merkle tree backend
+//   - recover.go: Open's recovery: replay past the watermarks, cut tails
+//
 // docs/storage.md describes the layout, recovery and measurements.
 package disk

@@ -1,0 +1,296 @@
+package disk
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/store"
+	"triad/internal/vfs"
+)
+
+// Put implements store.Engine.
+func (d *Disk) Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions) error {
+	durable, err := d.PutAsync(key, data, expiry, opt)
+	if err != nil || opt.NoWait {
+		return err
+	}
+	return durable()
+}
+
+// PutAsync is Put returning once the object is written, with a function
+// that waits until it is durable. A caller can do other work meanwhile: a
+// news site commits its overview while the group commit runs.
+func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutOptions) (durable func() error, err error) {
+	now := d.opt.Now()
+	if err := d.opt.CheckPut(key, data, expiry, now, opt); err != nil {
+		return nil, err
+	}
+	expiry = d.opt.Retain(expiry, now)
+	var mu *sync.Mutex
+	if !opt.Fresh || opt.Opaque {
+		// What is stored decides the put, so no other put of key may come
+		// between the look and the append.
+		mu = &d.keyMu[keyLock(key)]
+		mu.Lock()
+		durable, done, err := d.reput(key, data, expiry, opt)
+		if err != nil || done {
+			mu.Unlock()
+			return durable, err
+		}
+	}
+	var flags byte
+	if opt.Opaque {
+		flags |= flagOpaque
+	}
+	rec := recordParts(record{flags: flags, key: key.Bytes(), expiry: expiry.UnixNano(), data: data})
+	e := entry{size: len(data), expiry: expiry.UnixNano()}
+	if opt.Opaque {
+		e.flags |= entryOpaque
+	}
+	if d.opt.EntersTree(expiry, now) {
+		e.flags |= entryInTree
+	}
+
+	d.mu.Lock()
+	g, err := d.append(key, e, rec)
+	full := len(d.active) >= d.opt.CheckpointEntries
+	overfull := len(d.active) >= 4*d.opt.CheckpointEntries
+	d.mu.Unlock()
+	if mu != nil {
+		mu.Unlock()
+	}
+	if err != nil {
+		if errors.Is(err, store.ErrFull) {
+			kick(d.maintKick)
+		}
+		return nil, err
+	}
+	kick(d.syncKick)
+	switch {
+	case overfull:
+		// The index is far behind: this writer helps it catch up, which
+		// bounds the memory pending entries take.
+		if err := d.catchUp(); err != nil {
+			return nil, err
+		}
+	case full:
+		kick(d.maintKick)
+	}
+	return func() error {
+		<-g.done
+		return g.err
+	}, nil
+}
+
+// reput decides a put of key that may be stored already: done when the
+// stored object is this one and lasts until expiry (durable waits for it),
+// store.ErrConflict when it is another object, neither when the put must
+// append (key is not stored, or this object is and expiry extends it). A
+// stored opaque object found damaged while comparing is quarantined, so
+// the put stores its copy instead. The caller holds key's lock.
+func (d *Disk) reput(key id.ID, data []byte, expiry time.Time, opt store.PutOptions) (durable func() error, done bool, err error) {
+	e, pending, found, err := d.lookup(key)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	if opaque := e.flags&entryOpaque != 0; opaque != opt.Opaque {
+		return nil, false, fmt.Errorf("%w: %v holds %s", store.ErrConflict, key, kind(opaque))
+	}
+	if opt.Opaque {
+		stored, _, err := d.GetInto(key, nil)
+		switch {
+		case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrNotFound):
+			return nil, false, nil // quarantined or reclaimed since the look
+		case err != nil:
+			return nil, false, err
+		case !bytes.Equal(stored, data):
+			return nil, false, fmt.Errorf("%w: %v holds other opaque bytes", store.ErrConflict, key)
+		}
+	}
+	if e.expiry < expiry.UnixNano() {
+		return nil, false, nil
+	}
+	if pending {
+		return d.waitGroup, true, nil
+	}
+	return func() error { return nil }, true, nil
+}
+
+// keyLocks is how many locks serialise the puts of one key (keyLock).
+const keyLocks = 64
+
+func keyLock(key id.ID) int {
+	b := key.Bytes()
+	return int(b[len(b)-1]) % keyLocks
+}
+
+func kind(opaque bool) string {
+	if opaque {
+		return "an opaque object"
+	}
+	return "a content-hash object"
+}
+
+// supersedes reports whether e, a later record of a key, takes the place
+// of old in the index: only a copy of the same object (the same kind; a
+// put checked the bytes of an opaque one) that lasts as long or longer.
+// Puts check this before they append; the rule holds here too for a Fresh
+// put that was not, so that what was stored first stays.
+func (e entry) supersedes(old entry) bool {
+	return e.flags&entryOpaque == old.flags&entryOpaque && e.expiry >= old.expiry
+}
+
+// append writes rec to its window's segment and records it as pending.
+// d.mu is held.
+func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
+	switch {
+	case d.closed:
+		return nil, store.ErrClosed
+	case d.failed != nil:
+		return nil, d.failed
+	}
+	if old, ok := d.active[key]; ok && old.flags&entryOpaque != e.flags&entryOpaque {
+		// A Fresh put that was not: the object there stays.
+		return nil, fmt.Errorf("%w: %v holds %s", store.ErrConflict, key, kind(old.flags&entryOpaque != 0))
+	}
+	w := d.opt.WindowOf(time.Unix(0, e.expiry))
+	if w <= d.retired {
+		return nil, fmt.Errorf("%w: its window has been reclaimed", store.ErrExpired)
+	}
+	n := int64(len(rec[0]) + len(rec[1]) + len(rec[2]))
+	if c := d.opt.Capacity; c > 0 && d.usage+n > c {
+		return nil, fmt.Errorf("%w: %d of %d bytes used", store.ErrFull, d.usage, c)
+	}
+	s, err := d.appendTarget(w, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := vfs.WriteFullAt(s.f, rec[:], s.size); err != nil {
+		// Cut the partial record so the next one starts clean; if even that
+		// fails, write no more to this file.
+		if s.f.Truncate(s.size) != nil {
+			delete(d.open, w)
+		}
+		return nil, diskErr(fmt.Errorf("writing %s: %w", s.path, err))
+	}
+	e.seg, e.off = s.id, s.size
+	if old, ok := d.active[key]; !ok || e.supersedes(old) {
+		d.active[key] = e
+	}
+	s.size += n
+	d.usage += n
+	d.dirty[s] = struct{}{}
+	return d.group, nil
+}
+
+// appendTarget returns the open segment of window w with room for n more
+// bytes, creating a file if needed. d.mu is held.
+func (d *Disk) appendTarget(w int64, n int64) (*segment, error) {
+	if s := d.open[w]; s != nil && (s.size == 0 || s.size+n <= d.opt.MaxSegment) {
+		return s, nil
+	}
+	s := &segment{id: d.nextSeg, window: w}
+	s.path = filepath.Join(d.opt.Dir, fmt.Sprintf("%d-%d.seg", w, s.id))
+	f, err := d.fs.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("store: creating segment: %w", err)
+	}
+	d.nextSeg++
+	s.f = f
+	d.segs[s.id] = s
+	d.open[w] = s
+	d.dirDirty = true
+	return s, nil
+}
+
+// syncGroup is the set of puts that one fdatasync makes durable.
+type syncGroup struct {
+	done chan struct{}
+	err  error
+}
+
+func newGroup() *syncGroup { return &syncGroup{done: make(chan struct{})} }
+
+// waitGroup waits until everything written so far is durable.
+func (d *Disk) waitGroup() error {
+	d.mu.Lock()
+	g := d.group
+	d.mu.Unlock()
+	kick(d.syncKick)
+	<-g.done
+	return g.err
+}
+
+func kick(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// syncLoop is the group commit: each pass makes every write before it
+// durable with one fdatasync per dirty segment, at most once per interval.
+func (d *Disk) syncLoop() {
+	defer d.wg.Done()
+	var last time.Time
+	for {
+		select {
+		case <-d.syncKick:
+		case <-d.stopSync:
+			d.syncOnce()
+			// Whoever waits from now on learns the engine is closed.
+			d.mu.Lock()
+			d.group = &syncGroup{done: make(chan struct{}), err: store.ErrClosed}
+			close(d.group.done)
+			d.mu.Unlock()
+			return
+		}
+		if wait := d.opt.SyncInterval - time.Since(last); wait > 0 {
+			time.Sleep(wait)
+		}
+		d.syncOnce()
+		last = time.Now()
+	}
+}
+
+func (d *Disk) syncOnce() {
+	d.mu.Lock()
+	g := d.group
+	d.group = newGroup()
+	segs := make([]*segment, 0, len(d.dirty))
+	for s := range d.dirty {
+		segs = append(segs, s)
+	}
+	clear(d.dirty)
+	dir := d.dirDirty
+	d.dirDirty = false
+	d.mu.Unlock()
+
+	var err error
+	for _, s := range segs {
+		if e := s.f.Sync(); e != nil && err == nil {
+			err = fmt.Errorf("store: fdatasync %s: %w", s.path, e)
+		}
+	}
+	if dir {
+		if e := d.fs.SyncDir(d.opt.Dir); e != nil && err == nil {
+			err = fmt.Errorf("store: syncing directory: %w", e)
+		}
+	}
+	// After a failed fsync the kernel may have dropped the dirty pages, so a
+	// later sync could succeed over lost data: the failure sticks, and no
+	// later group, write or checkpoint succeeds until the store is reopened.
+	d.mu.Lock()
+	if err != nil && d.failed == nil {
+		d.failed = err
+	}
+	g.err = d.failed
+	d.mu.Unlock()
+	close(g.done)
+}
