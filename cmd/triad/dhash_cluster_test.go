@@ -19,6 +19,7 @@ import (
 	"triad/internal/client"
 	"triad/internal/dhash"
 	"triad/internal/dhash/frag"
+	"triad/internal/fault"
 	"triad/internal/files"
 	"triad/internal/id"
 	"triad/internal/ring"
@@ -445,14 +446,14 @@ func TestDHashClusterReplicas(t *testing.T) {
 	// Refusals.
 	ctx, cancel := context.WithTimeout(context.Background(), dhashPutTimeout)
 	defer cancel()
-	if _, _, err := d.client(d.nodes[1]).Put(ctx, randomBytes(r, maxBlock+1), client.PutOptions{Expire: time.Hour}); !errors.Is(err, dhash.ErrTooLarge) {
-		t.Errorf("put of %d bytes with --max-block %d: error %v, want dhash.ErrTooLarge", maxBlock+1, maxBlock, err)
+	if _, _, err := d.client(d.nodes[1]).Put(ctx, randomBytes(r, maxBlock+1), client.PutOptions{Expire: time.Hour}); !errors.Is(err, fault.ErrTooLarge) {
+		t.Errorf("put of %d bytes with --max-block %d: error %v, want fault.ErrTooLarge", maxBlock+1, maxBlock, err)
 	}
 	d.waitLists("before a miss", 30*time.Second)
 	missing := id.Key(randomBytes(r, 64))
 	miss := d.nodes[2]
-	if _, _, err := d.client(miss).Get(ctx, missing); !errors.Is(err, dhash.ErrNotFound) {
-		t.Errorf("get of a key never put: error %v, want dhash.ErrNotFound", err)
+	if _, _, err := d.client(miss).Get(ctx, missing); !errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("get of a key never put: error %v, want fault.ErrNotFound", err)
 	}
 	// The nodes that answered "not found" are alive and well: the node that
 	// asked them must not take them for dead. A stat through it right away

@@ -1,11 +1,11 @@
 package dhash
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"triad/internal/dhash/frag"
+	"triad/internal/fault"
 	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/node"
@@ -15,20 +15,8 @@ import (
 	"triad/internal/wire"
 )
 
-// Errors a put or get can end with. They are the wire's error vocabulary
-// under this package's names, so errors.Is matches an error reply from a
-// node (a *wire.Error) as well as a local error, and wire.CodeOf gives the
-// code a reply carries.
-var (
-	ErrDeferred    = wire.ErrBusy // a write window is full; try later
-	ErrTooLarge    = wire.ErrTooLarge
-	ErrEmpty       = fmt.Errorf("%w: empty block", wire.ErrBadRequest)
-	ErrUnavailable = wire.ErrUnavailable
-	ErrNotFound    = wire.ErrNotFound
-	ErrFull        = wire.ErrFull
-	ErrCorrupt     = wire.ErrCorrupt
-	ErrBadRequest  = wire.ErrBadRequest
-)
+// ErrEmpty refuses a put of no bytes.
+var ErrEmpty = fault.New(fault.ErrBadRequest, "dhash: empty block")
 
 // Config sets a Node's behaviour.
 type Config struct {
@@ -63,7 +51,7 @@ type Config struct {
 	// days.
 	DefaultExpiry time.Duration
 	// MaxRetention is the furthest ahead a put may ask its block to be
-	// kept; a put asking for more is refused (ErrBadRequest) rather than
+	// kept; a put asking for more is refused (fault.ErrBadRequest) rather than
 	// acknowledged for a time the hosts would not keep it: their engines
 	// cap every expiry at their own store.Options.MaxRetention, which
 	// should be no shorter. Default store.DefaultMaxRetention (400 days).
@@ -336,7 +324,7 @@ func refuseBadKey(env node.Env, in node.MsgIn, from wire.NodeRef, key id.ID) boo
 	if key.Width() == id.Bytes {
 		return false
 	}
-	respondErr(env, in, from, fmt.Errorf("%w: key must be %d bits", ErrBadRequest, id.Bits))
+	respondErr(env, in, from, fmt.Errorf("%w: key must be %d bits", fault.ErrBadRequest, id.Bits))
 	return true
 }
 
@@ -434,25 +422,6 @@ func (n *Node) servePutBatch(env node.Env, in node.MsgIn, m *wire.ClientPutBatch
 	}
 }
 
-// storeErr maps an engine error to this package's.
-func storeErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("%w: %v", ErrNotFound, err)
-	case errors.Is(err, store.ErrCorrupt):
-		return fmt.Errorf("%w: %v", ErrCorrupt, err)
-	case errors.Is(err, store.ErrFull):
-		return fmt.Errorf("%w: %v", ErrFull, err)
-	case errors.Is(err, store.ErrTooLarge):
-		return fmt.Errorf("%w: %v", ErrTooLarge, err)
-	case errors.Is(err, store.ErrBadKey), errors.Is(err, store.ErrExpired), errors.Is(err, store.ErrConflict):
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
-	}
-	return err
-}
-
 // serveStore keeps a copy for a putting node. Every copy is checked against
 // its key before it is written (a whole block's hash by the engine, a
 // fragment's header by writeCopy), and a copy of another object under a key
@@ -470,11 +439,11 @@ func (n *Node) serveStore(env node.Env, in node.MsgIn, m *wire.StoreBlock) {
 		respondErr(env, in, me, ErrEmpty)
 		return
 	case len(m.Data) > limit:
-		respondErr(env, in, me, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(m.Data), limit))
+		respondErr(env, in, me, fmt.Errorf("%w: %d bytes, limit %d", fault.ErrTooLarge, len(m.Data), limit))
 		return
 	case n.storing >= n.cfg.StoreWindow:
 		n.Stats.StoreRefused++
-		respondErr(env, in, me, fmt.Errorf("%w: %d copies being written", ErrDeferred, n.storing))
+		respondErr(env, in, me, fmt.Errorf("%w: %d copies being written", fault.ErrBusy, n.storing))
 		return
 	}
 	n.storing++
@@ -482,7 +451,7 @@ func (n *Node) serveStore(env node.Env, in node.MsgIn, m *wire.StoreBlock) {
 		n.storing--
 		if err != nil {
 			n.Stats.StoreRefused++
-			respondErr(env, in, me, storeErr(err))
+			respondErr(env, in, me, err)
 			return
 		}
 		n.Stats.Stored++
@@ -497,7 +466,7 @@ func (n *Node) serveFetch(env node.Env, in node.MsgIn, m *wire.FetchBlock) {
 	}
 	n.readCopy(env, m.Key, func(env node.Env, b *wire.Block, err error) {
 		if err != nil {
-			respondErr(env, in, me, storeErr(err))
+			respondErr(env, in, me, err)
 			return
 		}
 		n.Stats.Fetched++
@@ -512,7 +481,7 @@ func (n *Node) serveStat(env node.Env, in node.MsgIn, m *wire.StatBlock) {
 	}
 	n.statCopy(env, m.Key, func(env node.Env, bi *wire.BlockInfo, err error) {
 		if err != nil {
-			respondErr(env, in, me, storeErr(err))
+			respondErr(env, in, me, err)
 			return
 		}
 		rpc.Respond(env, in, me, bi)

@@ -12,6 +12,7 @@ import (
 	"triad/internal/deploy"
 	"triad/internal/dhash"
 	"triad/internal/dhash/frag"
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/sim"
@@ -239,14 +240,14 @@ func TestRefusals(t *testing.T) {
 	cfg.MaxBlock = 1000
 	cfg.WriteWindow = 1
 	c := newCluster(t, 3, cfg)
-	if _, _, err := c.put(0, make([]byte, 1001), wire.RedundancyDefault); !errors.Is(err, dhash.ErrTooLarge) {
-		t.Errorf("oversized block: %v, want ErrTooLarge", err)
+	if _, _, err := c.put(0, make([]byte, 1001), wire.RedundancyDefault); !errors.Is(err, fault.ErrTooLarge) {
+		t.Errorf("oversized block: %v, want fault.ErrTooLarge", err)
 	}
-	if _, _, err := c.put(0, make([]byte, 10), wire.RedundancyFragments); !errors.Is(err, dhash.ErrUnavailable) {
-		t.Errorf("7-of-14 on 3 hosts: %v, want ErrUnavailable", err)
+	if _, _, err := c.put(0, make([]byte, 10), wire.RedundancyFragments); !errors.Is(err, fault.ErrUnavailable) {
+		t.Errorf("7-of-14 on 3 hosts: %v, want fault.ErrUnavailable", err)
 	}
-	if _, err := c.get(1, id.Key([]byte("never stored"))); !errors.Is(err, dhash.ErrNotFound) {
-		t.Errorf("missing block: %v, want ErrNotFound", err)
+	if _, err := c.get(1, id.Key([]byte("never stored"))); !errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("missing block: %v, want fault.ErrNotFound", err)
 	}
 	// An expiry past the maximum retention is refused, not acknowledged
 	// for a time the hosts' engines would cap (issue 27).
@@ -259,8 +260,8 @@ func TestRefusals(t *testing.T) {
 		})
 	})
 	c.runUntil(&retDone)
-	if !errors.Is(retErr, dhash.ErrBadRequest) || !strings.Contains(retErr.Error(), "maximum retention") {
-		t.Errorf("put past the maximum retention: %v, want ErrBadRequest", retErr)
+	if !errors.Is(retErr, fault.ErrBadRequest) || !strings.Contains(retErr.Error(), "maximum retention") {
+		t.Errorf("put past the maximum retention: %v, want fault.ErrBadRequest", retErr)
 	}
 	// A second put while the first is in flight finds the window full.
 	var errs []error
@@ -272,7 +273,7 @@ func TestRefusals(t *testing.T) {
 		}
 	})
 	c.s.RunFor(10 * time.Second)
-	if len(errs) != 2 || !errors.Is(errs[0], dhash.ErrDeferred) || errs[1] != nil {
+	if len(errs) != 2 || !errors.Is(errs[0], fault.ErrBusy) || errs[1] != nil {
 		t.Errorf("two puts through a window of 1: %v, want the second deferred at once and the first stored", errs)
 	}
 	// With one of three hosts down, k = 2 still finds two live hosts.
@@ -325,7 +326,7 @@ func TestCrashKeepsCopiesWipeLosesThem(t *testing.T) {
 		}
 	}
 	c.waitStable()
-	if _, err := c.get(0, key); !errors.Is(err, dhash.ErrNotFound) {
+	if _, err := c.get(0, key); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("after both holders' disks failed: get %v, want not found", err)
 	}
 }
@@ -463,7 +464,7 @@ func TestStoreNeverReplacesACopy(t *testing.T) {
 		{"its fragment with a byte changed", damaged},
 	} {
 		err := c.store(0, target, &wire.StoreBlock{Key: key, Data: tc.data, Expiry: later, Fragment: true})
-		if !errors.Is(err, dhash.ErrBadRequest) {
+		if !errors.Is(err, fault.ErrBadRequest) {
 			t.Errorf("storing %s where a fragment is: %v, want a bad request", tc.what, err)
 		}
 		unchanged("after storing " + tc.what)
@@ -471,7 +472,7 @@ func TestStoreNeverReplacesACopy(t *testing.T) {
 
 	stranger := id.Key([]byte("a block nobody stored"))
 	err = c.store(0, target, &wire.StoreBlock{Key: stranger, Data: frag, Expiry: later, Fragment: true})
-	if !errors.Is(err, dhash.ErrBadRequest) {
+	if !errors.Is(err, fault.ErrBadRequest) {
 		t.Errorf("storing a fragment under another block's key: %v, want a bad request", err)
 	}
 	if _, err := engine.Stat(stranger); !errors.Is(err, store.ErrNotFound) {

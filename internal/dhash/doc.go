@@ -13,7 +13,7 @@
 // (a lookup stops at a node that already knows enough successors of the
 // key, unless NoIntegration). From UsenetDHT §3.2-3.3 and §5.4: each block
 // carries an expiry time; replicas skip virtual servers of one host. The
-// write window bounds the puts a node coordinates at once (ErrDeferred
+// write window bounds the puts a node coordinates at once (fault.ErrBusy
 // beyond it), like STP's window ("High throughput: STP"). A host checks
 // every copy it stores against the key and never replaces a copy it holds:
 // the same copy only extends the expiry, another is refused (docs/dhash.md).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"triad/internal/dhash"
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/sim"
 	"triad/internal/store"
@@ -79,7 +80,7 @@ func TestForgedFragmentsAreRefused(t *testing.T) {
 		{"b's fragment", b.frag},
 	} {
 		err := c.store(0, to, &wire.StoreBlock{Key: a.key, Data: tc.data, Expiry: c.s.Epoch().Add(c.s.Now() + time.Hour).UnixNano(), Fragment: true})
-		if !errors.Is(err, dhash.ErrBadRequest) {
+		if !errors.Is(err, fault.ErrBadRequest) {
 			t.Errorf("storing %s under a's key: %v, want a bad request", tc.what, err)
 		}
 		if _, err := target.Storage().Engine().Stat(a.key); !errors.Is(err, store.ErrNotFound) {

@@ -7,6 +7,7 @@ import (
 	"github.com/klauspost/reedsolomon"
 
 	"triad/internal/dhash/frag"
+	"triad/internal/fault"
 	"triad/internal/id"
 )
 
@@ -75,7 +76,7 @@ func (c *coder) check(key id.ID, b []byte, maxBlock int) (frag.Fragment, error) 
 // fragment is checked before the engine sees it.
 func (c *coder) checkFragment(key id.ID, data []byte, maxBlock int) error {
 	if _, err := c.check(key, data, maxBlock); err != nil {
-		return fmt.Errorf("%w: not a fragment of %s: %v", ErrBadRequest, key.Short(), err)
+		return fmt.Errorf("%w: not a fragment of %s: %v", fault.ErrBadRequest, key.Short(), err)
 	}
 	return nil
 }
@@ -94,19 +95,19 @@ func (c *coder) join(frags []frag.Fragment) ([]byte, error) {
 		}
 	}
 	if n < c.m {
-		return nil, fmt.Errorf("%w: %d distinct fragments, need %d", ErrNotFound, n, c.m)
+		return nil, fmt.Errorf("%w: %d distinct fragments, need %d", fault.ErrNotFound, n, c.m)
 	}
 	if err := c.enc.ReconstructData(shards); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", fault.ErrCorrupt, err)
 	}
 	d := frags[0].Desc
 	var out bytes.Buffer
 	out.Grow(d.Size)
 	if err := c.enc.Join(&out, shards, d.Size); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", fault.ErrCorrupt, err)
 	}
 	if id.Key(out.Bytes()) != d.Block {
-		return nil, fmt.Errorf("%w: fragments do not rebuild the block their descriptor names", ErrCorrupt)
+		return nil, fmt.Errorf("%w: fragments do not rebuild the block their descriptor names", fault.ErrCorrupt)
 	}
 	return out.Bytes(), nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"triad/internal/dhash/frag"
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/wire"
@@ -126,9 +127,9 @@ func (g *getOp) fill(env node.Env) {
 		err := g.lastErr
 		switch {
 		case g.fragment && len(g.frags) > 0:
-			err = fmt.Errorf("%w: %d of %d fragments of %s found", ErrUnavailable, len(g.frags), g.n.cfg.DataFrags, g.key.Short())
-		case err == nil || g.notFound > 0 && errors.Is(err, ErrNotFound):
-			err = fmt.Errorf("%w: %s", ErrNotFound, g.key.Short())
+			err = fmt.Errorf("%w: %d of %d fragments of %s found", fault.ErrUnavailable, len(g.frags), g.n.cfg.DataFrags, g.key.Short())
+		case err == nil || g.notFound > 0 && errors.Is(err, fault.ErrNotFound):
+			err = fmt.Errorf("%w: %s", fault.ErrNotFound, g.key.Short())
 		}
 		g.finish(env, Block{}, err)
 	}
@@ -169,7 +170,7 @@ func (g *getOp) fetch(env node.Env, c wire.NodeRef) {
 		}
 		switch {
 		case err != nil:
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, fault.ErrNotFound) {
 				g.notFound++
 			}
 			if wire.CodeOf(err) == wire.ErrCodeCorrupt {
@@ -181,14 +182,14 @@ func (g *getOp) fetch(env node.Env, c wire.NodeRef) {
 		case b.Fragment:
 			g.gotFragment(env, c, b)
 		case g.fragment && len(g.frags) > 0:
-			g.failed(env, fmt.Errorf("%w: %s holds a whole copy of a fragmented block", ErrCorrupt, c))
+			g.failed(env, fmt.Errorf("%w: %s holds a whole copy of a fragmented block", fault.ErrCorrupt, c))
 		default:
 			g.gotWhole(env, c, b)
 		}
 	})
 	if !ok {
 		g.inflight--
-		g.lastErr = fmt.Errorf("%w: too many calls in flight", ErrDeferred)
+		g.lastErr = fmt.Errorf("%w: too many calls in flight", fault.ErrBusy)
 	}
 }
 
@@ -198,7 +199,7 @@ func (n *Node) fetchFrom(env node.Env, c wire.NodeRef, key id.ID, done func(env 
 	if c.Addr == n.rt.Addr() {
 		n.readCopy(env, key, func(env node.Env, b *wire.Block, err error) {
 			if err != nil {
-				done(env, nil, storeErr(err))
+				done(env, nil, err)
 				return
 			}
 			done(env, b, nil)
@@ -208,7 +209,7 @@ func (n *Node) fetchFrom(env node.Env, c wire.NodeRef, key id.ID, done func(env 
 	return n.transfer(env, c, &wire.FetchBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
 		b, isBlock := m.(*wire.Block)
 		if err == nil && !isBlock {
-			err = fmt.Errorf("%w: %s answered %T", ErrCorrupt, c, m)
+			err = fmt.Errorf("%w: %s answered %T", fault.ErrCorrupt, c, m)
 		}
 		done(env, b, err)
 	})
@@ -238,7 +239,7 @@ func (g *getOp) gotWhole(env node.Env, from wire.NodeRef, b *wire.Block) {
 	}
 	run(env, func() (any, error) {
 		if id.Key(b.Data) != key {
-			return nil, fmt.Errorf("%w: copy from %s does not match its key", ErrCorrupt, from)
+			return nil, fmt.Errorf("%w: copy from %s does not match its key", fault.ErrCorrupt, from)
 		}
 		return nil, nil
 	}, func(env node.Env, _ any, err error) {
@@ -261,7 +262,7 @@ func (g *getOp) gotFragment(env node.Env, from wire.NodeRef, b *wire.Block) {
 	f, err := g.n.coder.check(g.key, b.Data, g.n.cfg.MaxBlock)
 	if err != nil {
 		g.n.Stats.BadCopies++
-		g.failed(env, fmt.Errorf("%w: from %s: %v", ErrCorrupt, from, err))
+		g.failed(env, fmt.Errorf("%w: from %s: %v", fault.ErrCorrupt, from, err))
 		return
 	}
 	if !g.fragment {
@@ -336,7 +337,7 @@ func (n *Node) Stat(env node.Env, key id.ID, done func(env node.Env, holders []w
 		out := make([]wire.Holder, len(cands))
 		left := len(cands)
 		if left == 0 {
-			done(env, nil, fmt.Errorf("%w: no live hosts", ErrUnavailable))
+			done(env, nil, fmt.Errorf("%w: no live hosts", fault.ErrUnavailable))
 			return
 		}
 		for i, c := range cands {
@@ -344,7 +345,7 @@ func (n *Node) Stat(env node.Env, key id.ID, done func(env node.Env, holders []w
 			ok := n.rt.Call(env, c.Addr, n.self(), c.ID, &wire.StatBlock{Key: key}, 0, func(env node.Env, m wire.Msg, err error) {
 				if bi, ok := m.(*wire.BlockInfo); ok && err == nil {
 					out[i].Size, out[i].Expiry, out[i].Fragment = bi.Size, bi.Expiry, bi.Fragment
-				} else if errors.Is(err, ErrNotFound) {
+				} else if errors.Is(err, fault.ErrNotFound) {
 					out[i].Err = "no copy"
 				} else if err != nil {
 					out[i].Err = err.Error()

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/ring"
@@ -59,7 +60,7 @@ func (n *Node) lookup(env node.Env, key id.ID, need, retries int, done func(env 
 				n.after(env, lookupRetryDelay, func(env node.Env) { n.lookup(env, key, need, retries-1, done) })
 				return
 			}
-			done(env, nil, fmt.Errorf("%w: %v", ErrUnavailable, r.Err))
+			done(env, nil, fmt.Errorf("%w: %v", fault.ErrUnavailable, r.Err))
 			return
 		}
 		cands := ring.DistinctHosts(r.Succs)
@@ -72,7 +73,7 @@ func (n *Node) lookup(env node.Env, key id.ID, need, retries int, done func(env 
 // (or a write quorum of fragments) is durable on a distinct host, or with
 // the reason it could not be. A copy whose successor is down goes to the
 // next live successor. When the write window is full, Put fails at once
-// with ErrDeferred.
+// with fault.ErrBusy.
 func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundancy, done PutDone) {
 	r = n.redundancy(r)
 	switch {
@@ -80,20 +81,20 @@ func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundanc
 		done(env, id.ID{}, nil, ErrEmpty)
 		return
 	case len(data) > n.cfg.MaxBlock:
-		done(env, id.ID{}, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), n.cfg.MaxBlock))
+		done(env, id.ID{}, nil, fmt.Errorf("%w: %d bytes, limit %d", fault.ErrTooLarge, len(data), n.cfg.MaxBlock))
 		return
 	case r != wire.RedundancyReplicas && r != wire.RedundancyFragments:
-		done(env, id.ID{}, nil, fmt.Errorf("%w: redundancy %d", ErrBadRequest, r))
+		done(env, id.ID{}, nil, fmt.Errorf("%w: redundancy %d", fault.ErrBadRequest, r))
 		return
 	case !expiry.After(env.Now()):
-		done(env, id.ID{}, nil, fmt.Errorf("%w: expiry %v has passed", ErrBadRequest, expiry.UTC()))
+		done(env, id.ID{}, nil, fmt.Errorf("%w: expiry %v has passed", fault.ErrBadRequest, expiry.UTC()))
 		return
 	case expiry.After(env.Now().Add(n.cfg.MaxRetention)):
-		done(env, id.ID{}, nil, fmt.Errorf("%w: expiry %v is more than the ring's maximum retention (%v) ahead", ErrBadRequest, expiry.UTC(), n.cfg.MaxRetention))
+		done(env, id.ID{}, nil, fmt.Errorf("%w: expiry %v is more than the ring's maximum retention (%v) ahead", fault.ErrBadRequest, expiry.UTC(), n.cfg.MaxRetention))
 		return
 	case n.puts >= n.cfg.WriteWindow:
 		n.Stats.PutsDeferred++
-		done(env, id.ID{}, nil, fmt.Errorf("%w: %d puts in flight at %s", ErrDeferred, n.puts, n.rt.Addr()))
+		done(env, id.ID{}, nil, fmt.Errorf("%w: %d puts in flight at %s", fault.ErrBusy, n.puts, n.rt.Addr()))
 		return
 	}
 	n.puts++
@@ -167,7 +168,7 @@ func (p *putOp) start(env node.Env, cands []wire.NodeRef, err error) {
 	}
 	p.cands = cands
 	if len(cands) < p.need {
-		p.finish(env, fmt.Errorf("%w: %d live hosts for key %s, need %d", ErrUnavailable, len(cands), p.key.Short(), p.need))
+		p.finish(env, fmt.Errorf("%w: %d live hosts for key %s, need %d", fault.ErrUnavailable, len(cands), p.key.Short(), p.need))
 		return
 	}
 	for i := range p.pieces {
@@ -203,7 +204,7 @@ func (p *putOp) place(env node.Env, i int) bool {
 	})
 	if !ok {
 		p.outstanding--
-		p.lastErr = fmt.Errorf("%w: too many calls in flight", ErrDeferred)
+		p.lastErr = fmt.Errorf("%w: too many calls in flight", fault.ErrBusy)
 		return false
 	}
 	return true
@@ -236,7 +237,7 @@ func (p *putOp) check(env node.Env) {
 	case len(p.holders) >= p.need:
 		p.finish(env, nil)
 	case p.outstanding == 0:
-		err := fmt.Errorf("%w: %d of %d copies of %s stored (last error: %v)", ErrUnavailable, len(p.holders), p.need, p.key.Short(), p.lastErr)
+		err := fmt.Errorf("%w: %d of %d copies of %s stored (last error: %v)", fault.ErrUnavailable, len(p.holders), p.need, p.key.Short(), p.lastErr)
 		switch wire.CodeOf(p.lastErr) {
 		case wire.ErrCodeBusy, wire.ErrCodeTooLarge, wire.ErrCodeFull, wire.ErrCodeBadRequest, wire.ErrCodeNotFound, wire.ErrCodeCorrupt:
 			// The block or the hosts' state is at fault, not their reachability.
@@ -266,7 +267,7 @@ func (n *Node) storeAt(env node.Env, c wire.NodeRef, m *wire.StoreBlock, allow t
 			if err == nil {
 				n.Stats.Stored++
 			}
-			done(env, storeErr(err))
+			done(env, err)
 		})
 		return true
 	}
@@ -286,7 +287,7 @@ func (n *Node) transfer(env node.Env, c wire.NodeRef, m wire.Msg, timeout time.D
 			cont(env, r, err)
 		})
 	}, func(env node.Env) {
-		cont(env, nil, fmt.Errorf("%w: too many calls in flight", ErrDeferred))
+		cont(env, nil, fmt.Errorf("%w: too many calls in flight", fault.ErrBusy))
 	})
 }
 

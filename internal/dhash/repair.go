@@ -5,13 +5,14 @@ import (
 	"slices"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/wire"
 )
 
 // A holder's engine quarantines a copy that fails its checks on a read and
-// answers ErrCorrupt; nothing would recreate it before maintenance
+// answers fault.ErrCorrupt; nothing would recreate it before maintenance
 // (Passing Tone) compares the holders. So a get that has the block stores a
 // good copy back at each host that found its copy damaged: the block
 // itself for replicas, for fragments a fragment rebuilt under an index no
@@ -152,7 +153,7 @@ func (n *Node) restore(env node.Env, c wire.NodeRef, m *wire.StoreBlock) {
 func (n *Node) resplit(key id.ID, data []byte) ([][]byte, error) {
 	k, frags, err := n.coder.split(data)
 	if err == nil && k != key {
-		err = fmt.Errorf("%w: the fragments under %s are not a coding of their block", ErrCorrupt, key.Short())
+		err = fmt.Errorf("%w: the fragments under %s are not a coding of their block", fault.ErrCorrupt, key.Short())
 	}
 	return frags, err
 }
@@ -166,7 +167,7 @@ func (n *Node) resplit(key id.ID, data []byte) ([][]byte, error) {
 // fragment in its own engine. When several hosts lack fragments of one
 // block, each takes the missing index at its rank among the successors
 // that hold none, so that hosts seeing the same holders pick different
-// indices. ErrNotFound: every index is held already.
+// indices. fault.ErrNotFound: every index is held already.
 func (n *Node) RebuildFragment(env node.Env, key id.ID, done func(env node.Env, frag []byte, expiry time.Time, moved int, err error)) {
 	n.Stats.Gets++
 	g := &getOp{n: n, key: key, fragment: true}
@@ -192,7 +193,7 @@ func (n *Node) RebuildFragment(env node.Env, key id.ID, done func(env node.Env, 
 				}
 			}
 			if len(missing) == 0 || !b.Expiry.After(env.Now()) {
-				done(env, nil, time.Time{}, fetched, fmt.Errorf("%w: every fragment index of %s is held", ErrNotFound, key.Short()))
+				done(env, nil, time.Time{}, fetched, fmt.Errorf("%w: every fragment index of %s is held", fault.ErrNotFound, key.Short()))
 				return
 			}
 			index, data := missing[rank%len(missing)], b.Data

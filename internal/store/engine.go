@@ -1,25 +1,27 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/merkle"
 )
 
-// Errors the caller can act on. Each is wrapped with detail; test with
-// errors.Is.
+// Errors the caller can act on: internal/fault's sentinels, so that an
+// engine's error is already the code a node replies with (and a news
+// server's NNTP answer), or refinements of one that this process can tell
+// apart. Each is wrapped with detail; test with errors.Is.
 var (
-	ErrNotFound = errors.New("store: not found")
-	ErrCorrupt  = errors.New("store: object damaged on disk; quarantined")
-	ErrFull     = errors.New("store: full")
-	ErrTooLarge = errors.New("store: object too large")
-	ErrExpired  = errors.New("store: expiry is not in the future")
-	ErrBadKey   = errors.New("store: bad key")
-	ErrConflict = errors.New("store: key holds other data")
-	ErrClosed   = errors.New("store: closed")
+	ErrNotFound = fault.ErrNotFound
+	ErrCorrupt  = fault.ErrCorrupt // the copy was damaged on disk and is now quarantined
+	ErrFull     = fault.ErrFull
+	ErrTooLarge = fault.ErrTooLarge
+	ErrExpired  = fault.New(fault.ErrBadRequest, "store: expiry is not in the future")
+	ErrBadKey   = fault.New(fault.ErrBadRequest, "store: bad key")
+	ErrConflict = fault.New(fault.ErrBadRequest, "store: key holds other data")
+	ErrClosed   = fault.New(fault.ErrInternal, "store: closed")
 )
 
 // Engine is the storage of one physical node, shared by its virtual

@@ -43,7 +43,7 @@ func TestStatusLineIsOneLine(t *testing.T) {
 	if !strings.HasSuffix(line, "\r\n") || strings.ContainsAny(strings.TrimSuffix(line, "\r\n"), "\r\n") {
 		t.Fatalf("status line %q is not one CRLF-ended line", line)
 	}
-	if !strings.HasPrefix(line, "436 Try later: spool busy, try later store: ") {
+	if !strings.HasPrefix(line, "436 Try later: spool busy, try later disk full") {
 		t.Errorf("status line %q", line)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"triad/internal/client"
-	"triad/internal/dhash"
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/store"
 	"triad/internal/store/disk"
@@ -235,7 +235,7 @@ func (s *DHTSpool) putBatch(batch []*putReq) {
 		var again []*putReq
 		for i, r := range batch {
 			r.key, r.err = keys[i], errs[i]
-			if errors.Is(r.err, dhash.ErrDeferred) {
+			if errors.Is(r.err, fault.ErrBusy) {
 				if try < deferTries && ctx.Err() == nil {
 					again = append(again, r)
 					continue

@@ -4,16 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"triad/internal/fault"
 )
 
 // TestErrCodes: every code survives encode and decode as an *Error that
 // errors.Is matches against its own sentinel and no other, and CodeOf
 // reads the code back from the reply and from a wrapped sentinel.
 func TestErrCodes(t *testing.T) {
-	for _, c := range errCodes {
-		if c.code.String() != c.name || c.code.Err() != c.err {
-			t.Errorf("code %d: String %q, Err %v", c.code, c.code.String(), c.code.Err())
-		}
+	for _, code := range fault.Codes() {
+		c := struct {
+			code ErrCode
+			name string
+			err  error
+		}{code, code.String(), code.Err()}
 		in := Envelope{Kind: Reply, ReqID: 1, Msg: &Error{Code: c.code, Text: "node says " + c.name}}
 		out, err := Decode(Encode(nil, in))
 		if err != nil {
@@ -25,46 +29,31 @@ func TestErrCodes(t *testing.T) {
 		}
 		remote := fmt.Errorf("calling 127.0.0.1:4000: %w", reply)
 		local := fmt.Errorf("context: %w", c.err)
-		for _, o := range errCodes {
-			want := o.code == c.code
-			if got := errors.Is(remote, o.err); got != want {
-				t.Errorf("errors.Is(reply %s, %s) = %v", c.name, o.name, got)
+		for _, o := range fault.Codes() {
+			want := o == c.code
+			if got := errors.Is(remote, o.Err()); got != want {
+				t.Errorf("errors.Is(reply %s, %s) = %v", c.name, o, got)
 			}
-			if got := errors.Is(local, o.err); got != want {
-				t.Errorf("errors.Is(local %s, %s) = %v", c.name, o.name, got)
+			if got := errors.Is(local, o.Err()); got != want {
+				t.Errorf("errors.Is(local %s, %s) = %v", c.name, o, got)
 			}
 		}
-		if got := CodeOf(remote); got != c.code {
+		if got := fault.CodeOf(remote); got != c.code {
 			t.Errorf("CodeOf(reply %s) = %s", c.name, got)
 		}
-		if got := CodeOf(local); got != c.code {
+		if got := fault.CodeOf(local); got != c.code {
 			t.Errorf("CodeOf(local %s) = %s", c.name, got)
 		}
 	}
 }
 
-func TestCodeOf(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		err  error
-		want ErrCode
-	}{
-		{"nil", nil, 0},
-		{"plain", errors.New("boom"), ErrCodeInternal},
-		{"codec", ErrMalformed, ErrCodeInternal},
-		{"frame", fmt.Errorf("%w: 5 MiB", ErrTooLarge), ErrCodeTooLarge},
-		{"joined", errors.Join(errors.New("spool"), fmt.Errorf("x: %w", ErrBusy)), ErrCodeBusy},
-		{"first wins", fmt.Errorf("%w: %w", ErrNotFound, &Error{Code: ErrCodeCorrupt}), ErrCodeNotFound},
-		{"newer peer", &Error{Code: 999}, 999},
-	} {
-		if got := CodeOf(c.err); got != c.want {
-			t.Errorf("%s: CodeOf = %s, want %s", c.name, got, c.want)
-		}
+// TestCodeOfCodecErrors: the codec's own errors carry no code of their
+// own, and a frame over its limit is too large.
+func TestCodeOfCodecErrors(t *testing.T) {
+	if got := fault.CodeOf(ErrMalformed); got != fault.CodeInternal {
+		t.Errorf("CodeOf(ErrMalformed) = %s", got)
 	}
-	if s := ErrCode(999).String(); s != "ErrCode(999)" {
-		t.Errorf("unknown code prints %q", s)
-	}
-	if ErrCode(999).Err() != nil || errors.Is(&Error{Code: 999}, ErrInternal) {
-		t.Error("an unknown code matches a sentinel")
+	if got := fault.CodeOf(fmt.Errorf("%w: 5 MiB", fault.ErrTooLarge)); got != fault.CodeTooLarge {
+		t.Errorf("CodeOf(frame too large) = %s", got)
 	}
 }

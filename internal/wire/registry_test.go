@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"triad/internal/fault"
 )
 
 // entry is one line of a registry file in testdata: a number, the name it
@@ -220,8 +222,8 @@ func TestTypeRegistry(t *testing.T) {
 func TestErrCodeRegistry(t *testing.T) {
 	const path = "testdata/errcodes.txt"
 	code := map[uint64]string{}
-	for _, e := range errCodes {
-		code[uint64(e.code)] = e.name
+	for _, c := range fault.Codes() {
+		code[uint64(c)] = c.String()
 	}
 	for _, p := range checkRegistry(path, readRegistry(t, path, 2), code) {
 		t.Error(p)
