@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"triad/internal/deploy"
@@ -12,6 +11,7 @@ import (
 	"triad/internal/dhash/frag"
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/ring"
 	"triad/internal/sim"
 	"triad/internal/wire"
 )
@@ -113,50 +113,20 @@ func (c *Checker) Acked(s *sim.Sim, key id.ID, data []byte, expiry time.Time, re
 	c.acked = append(c.acked, p)
 }
 
-// CheckRing checks the ring invariant now; when says where the run is.
-// settled says the ring has also settled, so whole successor lists are
-// checked, not only the successor pointers.
+// CheckRing checks the ring invariant now with ring.Check; when says where
+// the run is. settled says the ring has also settled, so whole successor
+// lists (Succs long) are checked, not only the successor pointers.
 func (c *Checker) CheckRing(s *sim.Sim, when string, settled bool) {
 	if c == nil {
 		return
 	}
 	c.Checks++
-	o := newOracle(s)
-	n := len(o.ids)
-	if n < 2 {
-		return
+	want := ring.Want{Succs: 1, Preds: 1}
+	if settled {
+		want.Succs = c.Succs
 	}
-	for _, h := range s.Hosts() {
-		if !h.Up() {
-			continue
-		}
-		for _, v := range chordOf(h).Vnodes() {
-			self := v.Self().ID
-			i, found := slices.BinarySearchFunc(o.ids, self, func(a, b id.ID) int { return a.Cmp(b) })
-			if !found {
-				c.violate("%s: %s is running but not in the oracle", when, v.Self())
-				continue
-			}
-			if p := v.Predecessor().ID; p != o.ids[(i-1+n)%n] {
-				c.violate("%s: %s has predecessor %s, want %s", when, v.Self(), p.Short(), o.ids[(i-1+n)%n].Short())
-			}
-			succs := v.Succs()
-			depth := min(len(succs), n-1)
-			if !settled {
-				depth = min(depth, 1)
-			}
-			for j := 0; j < depth; j++ {
-				if want := o.ids[(i+1+j)%n]; succs[j].ID != want {
-					c.violate("%s: %s has successor %d %s, want %s", when, v.Self(), j, succs[j].ID.Short(), want.Short())
-					break
-				}
-			}
-			if len(succs) == 0 {
-				c.violate("%s: %s has no successor", when, v.Self())
-			} else if want := min(c.Succs, n-1); settled && len(succs) < want {
-				c.violate("%s: %s knows %d successors, want %d", when, v.Self(), len(succs), want)
-			}
-		}
+	for _, p := range ring.Check(views(s), want) {
+		c.violate("%s: %s", when, p)
 	}
 }
 

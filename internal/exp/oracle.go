@@ -8,6 +8,7 @@ import (
 	"triad/internal/id"
 	"triad/internal/ring"
 	"triad/internal/sim"
+	"triad/internal/wire"
 )
 
 // oracle is the true ring: the IDs of every vnode on a running host.
@@ -33,31 +34,15 @@ func (o oracle) successor(key id.ID) id.ID {
 	return o.ids[i%len(o.ids)]
 }
 
-// predecessor is the last vnode before x, clockwise.
-func (o oracle) predecessor(x id.ID) id.ID {
-	i := sort.Search(len(o.ids), func(i int) bool { return o.ids[i].Cmp(x) >= 0 })
-	return o.ids[(i-1+len(o.ids))%len(o.ids)]
-}
-
-// ringErrors counts vnodes whose successor or predecessor pointer is wrong.
-func (o oracle) ringErrors(s *sim.Sim) int {
-	bad := 0
+// views is what every running vnode believes, for ring.Check.
+func views(s *sim.Sim) []wire.VnodeInfo {
+	var out []wire.VnodeInfo
 	for _, h := range s.Hosts() {
-		if !h.Up() {
-			continue
-		}
-		for _, v := range chordOf(h).Vnodes() {
-			self := v.Self().ID
-			if len(o.ids) == 1 {
-				continue
-			}
-			succ := o.successor(self.AddPow2(0))
-			if v.Successor().ID != succ || v.Predecessor().ID != o.predecessor(self) {
-				bad++
-			}
+		if h.Up() {
+			out = append(out, chordOf(h).RingInfo().Vnodes...)
 		}
 	}
-	return bad
+	return out
 }
 
 // chordOf is the ring protocol of a running host; nil when the host is
