@@ -15,6 +15,7 @@ import (
 	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/ring"
 	"triad/internal/sim"
 	"triad/internal/store"
 	"triad/internal/store/mem"
@@ -63,25 +64,13 @@ func newClusterOn(t *testing.T, n int, cfg dhash.Config, machineOf func(i int) u
 // clockwise, for at most 5 virtual minutes.
 func (c *cluster) waitStable() {
 	for deadline := c.s.Now() + 5*time.Minute; c.s.Now() < deadline; c.s.RunFor(time.Second) {
-		var ids []id.ID
+		var views []wire.VnodeInfo
 		for _, h := range c.s.Hosts() {
 			if h.Up() {
-				ids = append(ids, c.node(h).Ring().Vnodes()[0].Self().ID)
+				views = append(views, c.node(h).Ring().RingInfo().Vnodes...)
 			}
 		}
-		slices.SortFunc(ids, func(a, b id.ID) int { return a.Cmp(b) })
-		ok := true
-		for _, h := range c.s.Hosts() {
-			if !h.Up() {
-				continue
-			}
-			v := c.node(h).Ring().Vnodes()[0]
-			i, _ := slices.BinarySearchFunc(ids, v.Self().ID, func(a, b id.ID) int { return a.Cmp(b) })
-			if v.Successor().ID != ids[(i+1)%len(ids)] {
-				ok = false
-			}
-		}
-		if ok {
+		if len(ring.Check(views, ring.Want{Succs: 1})) == 0 {
 			return
 		}
 	}

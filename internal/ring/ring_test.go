@@ -60,17 +60,19 @@ func (c *cluster) vnodes() []*ring.Vnode {
 	return out
 }
 
-// wrong lists vnodes whose successor or predecessor is not the true one.
-func (c *cluster) wrong() []string {
-	vs := c.vnodes()
-	var bad []string
-	for i, v := range vs {
-		succ, pred := vs[(i+1)%len(vs)], vs[(i-1+len(vs))%len(vs)]
-		if len(vs) > 1 && (v.Successor().ID != succ.Self().ID || v.Predecessor().ID != pred.Self().ID) {
-			bad = append(bad, v.Self().String())
-		}
+// views is what every running vnode believes.
+func (c *cluster) views() []wire.VnodeInfo {
+	var out []wire.VnodeInfo
+	for _, v := range c.vnodes() {
+		out = append(out, v.Info())
 	}
-	return bad
+	return out
+}
+
+// wrong lists the vnodes whose successor or predecessor is not the true
+// one.
+func (c *cluster) wrong() []ring.Problem {
+	return ring.Check(c.views(), ring.Want{Succs: 1, Preds: 1})
 }
 
 func (c *cluster) waitConsistent(limit time.Duration) {
@@ -311,15 +313,8 @@ func TestRestartedPeerBackInEveryList(t *testing.T) {
 	// marks above last 30 s. Without asking the peer, the hosts that marked
 	// it would keep it out of their lists for all of that.
 	c.s.RunFor(22 * time.Second)
-	vs := c.vnodes()
-	for i, v := range vs {
-		succs := v.Succs()
-		for j := 0; j < len(succs) && j < len(vs)-1; j++ {
-			if want := vs[(i+1+j)%len(vs)].Self().ID; succs[j].ID != want {
-				t.Errorf("%s: successor %d is %s, want %s", v.Self(), j, succs[j].ID.Short(), want.Short())
-				break
-			}
-		}
+	for _, p := range ring.Check(c.views(), ring.Want{Succs: ring.DefaultConfig().Succs}) {
+		t.Error(p)
 	}
 }
 
