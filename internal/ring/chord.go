@@ -577,13 +577,7 @@ func (h *Chord) isDead(env node.Env, n wire.NodeRef) bool { return h.rt.IsDead(e
 func (h *Chord) RingInfo() *wire.RingInfo {
 	info := &wire.RingInfo{}
 	for _, v := range h.vnodes {
-		vi := wire.VnodeInfo{Self: v.self, Preds: slices.Clone(v.preds), Succs: slices.Clone(v.succs)}
-		for i := len(v.fingers) - 1; i >= 0; i-- {
-			if f := v.fingers[i]; !f.IsZero() {
-				vi.Fingers = append(vi.Fingers, wire.Finger{Bit: uint32(i), Node: f})
-			}
-		}
-		info.Vnodes = append(info.Vnodes, vi)
+		info.Vnodes = append(info.Vnodes, v.Info())
 	}
 	return info
 }

@@ -65,6 +65,18 @@ func (v *Vnode) Predecessor() wire.NodeRef {
 	return v.preds[0]
 }
 
+// Info is v's routing state, copied: its entry in Chord.RingInfo, and
+// what Check compares with the true ring.
+func (v *Vnode) Info() wire.VnodeInfo {
+	vi := wire.VnodeInfo{Self: v.self, Preds: slices.Clone(v.preds), Succs: slices.Clone(v.succs)}
+	for i := len(v.fingers) - 1; i >= 0; i-- {
+		if f := v.fingers[i]; !f.IsZero() {
+			vi.Fingers = append(vi.Fingers, wire.Finger{Bit: uint32(i), Node: f})
+		}
+	}
+	return vi
+}
+
 // Fingers returns the known fingers from the highest bit down, without
 // repeats.
 func (v *Vnode) Fingers() []wire.NodeRef {

@@ -400,33 +400,19 @@ func (c *Cluster) Stabilize(max int, every time.Duration) (int, bool, error) {
 }
 
 // Check compares every running vnode's lists with the ring the running
-// hosts form and returns what is wrong, one line per vnode: each successor
-// list must hold the next min(Succs, n-1) running vnodes clockwise, each
-// predecessor list the previous min(Preds, n-1).
+// hosts form (ring.Check) and returns what is wrong, one line per list:
+// each successor list must hold the next min(Succs, n-1) running vnodes
+// clockwise, each predecessor list the previous min(Preds, n-1).
 func (c *Cluster) Check() []string {
-	vs := c.Vnodes()
-	n := len(vs)
+	var views []wire.VnodeInfo
+	for _, v := range c.Vnodes() {
+		views = append(views, v.Info())
+	}
 	var bad []string
-	for i, v := range vs {
-		var succs, preds []wire.NodeRef
-		for j := 1; j <= min(c.Options.Ring.Succs, n-1); j++ {
-			succs = append(succs, vs[(i+j)%n].Self())
-		}
-		for j := 1; j <= min(c.Options.Ring.Preds, n-1); j++ {
-			preds = append(preds, vs[(i-j+n)%n].Self())
-		}
-		if !sameIDs(v.Succs(), succs) {
-			bad = append(bad, fmt.Sprintf("%s: succs=%s, want %s", c.Ref(v.Self()), c.Refs(v.Succs()), c.Refs(succs)))
-		}
-		if !sameIDs(v.Preds(), preds) {
-			bad = append(bad, fmt.Sprintf("%s: preds=%s, want %s", c.Ref(v.Self()), c.Refs(v.Preds()), c.Refs(preds)))
-		}
+	for _, p := range ring.Check(views, ring.Want{Succs: c.Options.Ring.Succs, Preds: c.Options.Ring.Preds}) {
+		bad = append(bad, fmt.Sprintf("%s: %s=%s, want %s", c.Ref(p.Self), p.List, c.Refs(p.Got), c.Refs(p.Want)))
 	}
 	return bad
-}
-
-func sameIDs(a, b []wire.NodeRef) bool {
-	return slices.EqualFunc(a, b, func(x, y wire.NodeRef) bool { return x.ID == y.ID && x.Addr == y.Addr })
 }
 
 // Vnodes lists the vnodes of running hosts in ring order.
