@@ -9,38 +9,8 @@ import (
 	"triad/internal/deploy"
 	"triad/internal/id"
 	"triad/internal/maint"
-	"triad/internal/node"
 	"triad/internal/sim"
 )
-
-// newClusterLiar is newCluster with host liar's storage lying (sim.Lie),
-// and audits per synchronization as given.
-func newClusterLiar(t *testing.T, n int, seed uint64, liar int, lie sim.Lie, audits int) *cluster {
-	t.Helper()
-	s := sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(n, seed))
-	opts := deploy.DefaultOptions()
-	mc := maint.DefaultConfig()
-	mc.Interval = time.Minute
-	mc.Audits = audits
-	opts.Maint = &mc
-	for i := 0; i < n; i++ {
-		boot := ""
-		if i > 0 {
-			boot = "h0"
-		}
-		f := deploy.Factory(opts, func() node.Addr { return node.Addr(boot) })
-		var l sim.Lie
-		if i == liar {
-			l = lie
-		}
-		if _, err := s.AddLiar(f, l); err != nil {
-			t.Fatal(err)
-		}
-		s.RunFor(50 * time.Millisecond)
-	}
-	s.RunFor(2 * time.Minute)
-	return &cluster{t: t, s: s}
-}
 
 // honestCopies counts the running hosts other than liar holding key's
 // bytes.
@@ -69,7 +39,7 @@ func TestAuditsRepairAroundALiar(t *testing.T) {
 	for _, lie := range []sim.Lie{sim.AckAndDrop, sim.LyingTree, sim.Forge} {
 		for _, audits := range []int{2, 0} {
 			t.Run(fmt.Sprintf("%v/audits=%d", lie, audits), func(t *testing.T) {
-				c := newClusterLiar(t, 10, 27, 3, lie, audits)
+				c := newCluster(t, testOptions{hosts: 10, seed: 27, liar: 3, lie: lie, noAudits: audits == 0})
 				liar := c.s.Hosts()[3]
 				c.put(100, rand.New(rand.NewPCG(27, 3)))
 				c.s.RunFor(10 * time.Minute)
@@ -127,7 +97,7 @@ func TestAuditsRepairAroundALiar(t *testing.T) {
 func TestFragmentAuditsFindAForger(t *testing.T) {
 	for _, lie := range []sim.Lie{sim.Forge, 0} {
 		t.Run(fmt.Sprint(lie), func(t *testing.T) {
-			c := newClusterLiar(t, 16, 28, 5, lie, 2)
+			c := newCluster(t, testOptions{hosts: 16, seed: 28, liar: 5, lie: lie})
 			liar := c.s.Hosts()[5]
 			c.putFragments(30, rand.New(rand.NewPCG(28, 5)))
 			c.s.RunFor(5 * time.Minute)

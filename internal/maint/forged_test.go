@@ -83,7 +83,7 @@ func errString(err error) string {
 func TestPlantedFragmentIsNoReplica(t *testing.T) {
 	for _, via := range []string{"StoreBlock", "engine"} {
 		t.Run(via, func(t *testing.T) {
-			c := newCluster(t, 10, 27)
+			c := newCluster(t, testOptions{hosts: 10, seed: 27})
 			c.put(1, rand.New(rand.NewPCG(27, 1)))
 			key := c.keys[0]
 			succ := c.successors(key)

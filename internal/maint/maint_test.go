@@ -1,150 +1,24 @@
 package maint_test
 
 import (
-	"math/big"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
 	"triad/internal/deploy"
-	"triad/internal/dhash/frag"
 	"triad/internal/id"
 	"triad/internal/maint"
 	"triad/internal/merkle"
-	"triad/internal/node"
 	"triad/internal/sim"
 	"triad/internal/store"
 	"triad/internal/store/mem"
-	"triad/internal/wire"
 )
-
-// cluster is a simulated ring of block-store hosts running maintenance.
-type cluster struct {
-	t    *testing.T
-	s    *sim.Sim
-	keys []id.ID
-}
-
-func newCluster(t *testing.T, n int, seed uint64) *cluster {
-	return newClusterWith(t, n, seed, 0)
-}
-
-// newClusterWith is newCluster with a repair budget (bytes/s, 0: none).
-func newClusterWith(t *testing.T, n int, seed uint64, budget int) *cluster {
-	return newClusterOf(t, n, seed, budget, 1)
-}
-
-// newClusterOf is newCluster with a repair budget and vnodes per host.
-func newClusterOf(t *testing.T, n int, seed uint64, budget, vnodes int) *cluster {
-	opts := deploy.DefaultOptions()
-	opts.Vnodes = vnodes
-	return newClusterOpts(t, n, seed, budget, opts)
-}
-
-// newClusterFragments is newCluster for a deployment storing blocks as
-// 7-of-14 fragments by default.
-func newClusterFragments(t *testing.T, n int, seed uint64) *cluster {
-	opts := deploy.DefaultOptions()
-	opts.Blocks.Redundancy = wire.RedundancyFragments
-	return newClusterOpts(t, n, seed, 0, opts)
-}
-
-func newClusterOpts(t *testing.T, n int, seed uint64, budget int, opts deploy.Options) *cluster {
-	t.Helper()
-	s := sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(n, seed))
-	if opts.Maint == nil {
-		mc := maint.DefaultConfig()
-		mc.Interval = time.Minute
-		opts.Maint = &mc
-	}
-	opts.Maint.Budget = budget
-	for i := 0; i < n; i++ {
-		boot := ""
-		if i > 0 {
-			boot = "h0"
-		}
-		if _, err := s.AddHost(deploy.Factory(opts, func() node.Addr { return boot })); err != nil {
-			t.Fatal(err)
-		}
-		s.RunFor(50 * time.Millisecond)
-	}
-	s.RunFor(2 * time.Minute) // joined, lists full, a first round done
-	return &cluster{t: t, s: s}
-}
-
-// put stores blocks of random data through random hosts, for a day.
-func (c *cluster) put(n int, r *rand.Rand) {
-	c.t.Helper()
-	c.putFor(n, r, func(int) time.Duration { return 24 * time.Hour })
-}
-
-// putFor is put with the i-th block's lifetime given by life.
-func (c *cluster) putFor(n int, r *rand.Rand, life func(i int) time.Duration) {
-	c.t.Helper()
-	for i := 0; i < n; i++ {
-		data := make([]byte, 200+r.IntN(2000))
-		for j := range data {
-			data[j] = byte(r.Uint32())
-		}
-		h := c.up()[r.IntN(len(c.up()))]
-		done := false
-		var err error
-		c.s.Do(h, func(env node.Env) {
-			deploy.Of(h).Blocks.Put(env, data, env.Now().Add(life(i)), wire.RedundancyReplicas,
-				func(env node.Env, key id.ID, _ []wire.NodeRef, e error) {
-					err, done = e, true
-					c.keys = append(c.keys, key)
-				})
-		})
-		for deadline := c.s.Now() + time.Minute; !done && c.s.Now() < deadline; {
-			c.s.RunFor(100 * time.Millisecond)
-		}
-		if !done || err != nil {
-			c.t.Fatalf("put %d: done %v, %v", i, done, err)
-		}
-	}
-}
-
-func (c *cluster) up() []*sim.Host {
-	var out []*sim.Host
-	for _, h := range c.s.Hosts() {
-		if h.Up() {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
-// copies counts the running hosts whose engine holds key.
-func (c *cluster) copies(key id.ID) int {
-	n := 0
-	for _, h := range c.up() {
-		if _, err := h.Storage().Engine().Stat(key); err == nil {
-			n++
-		}
-	}
-	return n
-}
-
-// underReplicated lists the keys with fewer than k copies on running hosts.
-func (c *cluster) underReplicated(k int) []id.ID {
-	var out []id.ID
-	for _, key := range c.keys {
-		if c.copies(key) < k {
-			out = append(out, key)
-		}
-	}
-	return out
-}
-
-func stats(h *sim.Host) maint.Stats { return deploy.Of(h).Maint.Stats }
 
 // A host that fails for good leaves its blocks with one copy; its
 // neighbours' maintenance makes the second again within a few rounds,
 // pulling only into their own ranges.
 func TestLostHostsBlocksGetBackToKCopies(t *testing.T) {
-	c := newCluster(t, 12, 1)
+	c := newCluster(t, testOptions{hosts: 12, seed: 1})
 	c.put(150, rand.New(rand.NewPCG(1, 1)))
 	if under := c.underReplicated(2); len(under) > 0 {
 		t.Fatalf("%d blocks under 2 copies right after their puts", len(under))
@@ -180,11 +54,7 @@ func TestLostHostsBlocksGetBackToKCopies(t *testing.T) {
 // successor and predecessor unchanged) makes their second copies within a
 // minute.
 func TestRangeChangeStartsARound(t *testing.T) {
-	opts := deploy.DefaultOptions()
-	mc := maint.DefaultConfig()
-	mc.Interval = time.Hour
-	opts.Maint = &mc
-	c := newClusterOpts(t, 12, 4, 0, opts)
+	c := newCluster(t, testOptions{hosts: 12, seed: 4, interval: time.Hour})
 	c.s.RunFor(2 * time.Hour) // past the first periodic rounds
 	c.put(100, rand.New(rand.NewPCG(4, 4)))
 	gone := c.s.Hosts()[7]
@@ -199,7 +69,7 @@ func TestRangeChangeStartsARound(t *testing.T) {
 // blocks it held are back at 2 copies once maintenance has run, and the
 // wiped host pulls what its new range needs.
 func TestWipedHostsBlocksGetBackToKCopies(t *testing.T) {
-	c := newCluster(t, 12, 2)
+	c := newCluster(t, testOptions{hosts: 12, seed: 2})
 	c.put(150, rand.New(rand.NewPCG(2, 2)))
 	h := c.s.Hosts()[3]
 	c.s.Wipe(h)
@@ -220,7 +90,7 @@ func TestWipedHostsBlocksGetBackToKCopies(t *testing.T) {
 // once every range is whole a round fetches nothing: synchronization
 // finds no difference.
 func TestRestartAndSteadyStateFetchNothing(t *testing.T) {
-	c := newCluster(t, 10, 3)
+	c := newCluster(t, testOptions{hosts: 10, seed: 3})
 	c.put(120, rand.New(rand.NewPCG(3, 3)))
 	c.s.RunFor(3 * time.Minute) // every range whole
 	h := c.s.Hosts()[4]
@@ -275,34 +145,12 @@ func TestRestartAndSteadyStateFetchNothing(t *testing.T) {
 	}
 }
 
-// successors returns the hosts whose vnodes follow key on the ring, nearest
-// first, from the running hosts' IDs (each host runs one vnode).
-func (c *cluster) successors(key id.ID) []*sim.Host {
-	hs := c.up()
-	slices.SortFunc(hs, func(a, b *sim.Host) int {
-		da := ringDistance(key, deploy.Of(a).Ring.Vnodes()[0].Self().ID)
-		db := ringDistance(key, deploy.Of(b).Ring.Vnodes()[0].Self().ID)
-		return da.Cmp(db)
-	})
-	return hs
-}
-
-// ringDistance is how far clockwise from key x lies, as a big integer.
-func ringDistance(key, x id.ID) *big.Int {
-	k, v := new(big.Int).SetBytes(key.Bytes()), new(big.Int).SetBytes(x.Bytes())
-	d := new(big.Int).Sub(v, k)
-	if d.Sign() <= 0 {
-		d.Add(d, new(big.Int).Lsh(big.NewInt(1), 8*id.Bytes))
-	}
-	return d
-}
-
 // A block stored only on a host outside its replica set (as a put does
 // when the key's successors are down) is handed to the key's successor by
 // global maintenance, and local maintenance then makes the second copy:
 // it ends on the key's first two successors.
 func TestStrandedCopyReachesItsReplicaSet(t *testing.T) {
-	c := newCluster(t, 10, 4)
+	c := newCluster(t, testOptions{hosts: 10, seed: 4})
 	r := rand.New(rand.NewPCG(4, 4))
 	var stranded []id.ID
 	for range 20 {
@@ -411,7 +259,7 @@ func TestSyncOfAMillionEqualKeysIsBounded(t *testing.T) {
 // status shows the fetches queued and their bytes.
 func TestRepairBudgetPacesRepairs(t *testing.T) {
 	const budget = 200 // bytes/s
-	c := newClusterWith(t, 12, 1, budget)
+	c := newCluster(t, testOptions{hosts: 12, seed: 1, budget: budget})
 	c.put(150, rand.New(rand.NewPCG(1, 1)))
 	start := map[*sim.Host]uint64{}
 	for _, h := range c.up() {
@@ -465,7 +313,7 @@ func TestRepairBudgetPacesRepairs(t *testing.T) {
 // of their expiry, latest first, at each host that repairs them (but for
 // the first fetch or two, which start before the walk has found the rest).
 func TestRepairsQueueLatestExpiryFirst(t *testing.T) {
-	c := newClusterWith(t, 12, 9, 1000)
+	c := newCluster(t, testOptions{hosts: 12, seed: 9, budget: 1000})
 	r := rand.New(rand.NewPCG(9, 9))
 	life := map[int]time.Duration{}
 	c.putFor(200, r, func(i int) time.Duration {
@@ -533,7 +381,7 @@ func TestRepairsQueueLatestExpiryFirst(t *testing.T) {
 // half a day; behind a budget of 20 B/s a failed host's blocks take about
 // half an hour to come back, the short-lived ones last.
 func TestExpiredWhileQueuedIsNotFetched(t *testing.T) {
-	c := newClusterWith(t, 12, 4, 20)
+	c := newCluster(t, testOptions{hosts: 12, seed: 4, budget: 20})
 	r := rand.New(rand.NewPCG(4, 4))
 	short := map[id.ID]bool{}
 	c.putFor(150, r, func(i int) time.Duration {
@@ -606,7 +454,7 @@ func TestExpiredWhileQueuedIsNotFetched(t *testing.T) {
 // back at 2 copies on distinct hosts.
 func TestSeveralVnodesPerHost(t *testing.T) {
 	for _, vnodes := range []int{2, 4} {
-		c := newClusterOf(t, 8, 3, 0, vnodes)
+		c := newCluster(t, testOptions{hosts: 8, seed: 3, vnodes: vnodes})
 		c.put(150, rand.New(rand.NewPCG(3, uint64(vnodes))))
 		c.s.Crash(c.s.Hosts()[5])
 		c.s.RunFor(4 * time.Minute)
@@ -616,68 +464,11 @@ func TestSeveralVnodesPerHost(t *testing.T) {
 	}
 }
 
-// putFragments stores n blocks of 3,000 random bytes as 7-of-14
-// fragments through random hosts.
-func (c *cluster) putFragments(n int, r *rand.Rand) []id.ID {
-	c.t.Helper()
-	var keys []id.ID
-	for i := 0; i < n; i++ {
-		data := make([]byte, 3000)
-		for j := range data {
-			data[j] = byte(r.Uint32())
-		}
-		h := c.up()[r.IntN(len(c.up()))]
-		done := false
-		var err error
-		c.s.Do(h, func(env node.Env) {
-			deploy.Of(h).Blocks.Put(env, data, env.Now().Add(24*time.Hour), wire.RedundancyFragments,
-				func(_ node.Env, key id.ID, _ []wire.NodeRef, e error) {
-					done, err = true, e
-					keys = append(keys, key)
-				})
-		})
-		for deadline := c.s.Now() + time.Minute; !done && c.s.Now() < deadline; {
-			c.s.RunFor(100 * time.Millisecond)
-		}
-		if !done || err != nil {
-			c.t.Fatalf("put %d: done %v, %v", i, done, err)
-		}
-	}
-	return keys
-}
-
-// fragmentGaps lists, for each key, what is wrong with its fragments on
-// its first 14 running successors: a successor without one, or an index
-// held twice.
-func (c *cluster) fragmentGaps(keys []id.ID) []string {
-	var out []string
-	for _, key := range keys {
-		seen := map[int]bool{}
-		for _, h := range c.successors(key)[:14] {
-			data, meta, err := h.Storage().Engine().Get(key)
-			f, ferr := frag.Check(key, data)
-			switch {
-			case err != nil:
-				out = append(out, key.Short()+": no fragment on "+string(h.Addr))
-			case !meta.Opaque:
-				out = append(out, key.Short()+": a whole copy on "+string(h.Addr))
-			case ferr != nil:
-				out = append(out, key.Short()+": a bad fragment on "+string(h.Addr)+": "+ferr.Error())
-			case seen[f.Index]:
-				out = append(out, key.Short()+": index held twice")
-			default:
-				seen[f.Index] = true
-			}
-		}
-	}
-	return out
-}
-
 // A missing fragment is rebuilt from 7 others, under an index no holder
 // has: the first successor of each key loses its fragment, finds it
 // missing at its next round, and rebuilds it.
 func TestMissingFragmentsAreRebuilt(t *testing.T) {
-	c := newCluster(t, 16, 6)
+	c := newCluster(t, testOptions{hosts: 16, seed: 6})
 	keys := c.putFragments(20, rand.New(rand.NewPCG(6, 6)))
 	c.s.RunFor(time.Minute)
 	if gaps := c.fragmentGaps(keys); len(gaps) > 0 {
@@ -713,7 +504,7 @@ func TestMissingFragmentsAreRebuilt(t *testing.T) {
 // block's 13th and 14th successors rebuild them, under indices no other
 // holder has (each takes the missing index at its rank).
 func TestLostHostsFragmentsAreRebuilt(t *testing.T) {
-	c := newClusterFragments(t, 20, 7)
+	c := newCluster(t, testOptions{hosts: 20, seed: 7, fragments: true})
 	keys := c.putFragments(40, rand.New(rand.NewPCG(7, 7)))
 	c.s.RunFor(time.Minute)
 	if gaps := c.fragmentGaps(keys); len(gaps) > 0 {
@@ -756,7 +547,7 @@ func TestLostHostsFragmentsAreRebuilt(t *testing.T) {
 // later expiry, before or once it expires, so that an hour later every
 // block still has 2 live copies, each kept for the 30 days.
 func TestStaleExpiryIsRefreshedFromAPartner(t *testing.T) {
-	c := newCluster(t, 12, 27)
+	c := newCluster(t, testOptions{hosts: 12, seed: 27})
 	c.putFor(40, rand.New(rand.NewPCG(27, 1)), func(int) time.Duration { return time.Hour })
 	later := c.s.Now() + 30*24*time.Hour
 	live := func(key id.ID) (n int) {
