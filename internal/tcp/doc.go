@@ -33,15 +33,27 @@
 //
 // Peers prove the address they claim (see Driver): replies are read only
 // from connections we dialled, requests only from accepted connections
-// that proved their address with a Challenge and Proof, and answered on
-// the connection they came in on. Clients that have no listen address (the
-// triad CLI) get their replies on the connection they asked on.
+// that proved their address with a Challenge and Proof (or, with TLS, a
+// certificate that names it), and answered on the connection they came in
+// on. Clients that have no listen address (the triad CLI) get their
+// replies on the connection they asked on; who may send which message
+// type (a node, any client, only an operator) is wire's table
+// (wire.RoleOf), so the driver names no protocol's messages. That
+// handshake is a state machine without I/O in handshake.go: the reader of
+// an accepted connection feeds it frames and deadlines and carries out the
+// actions it returns; testdata/handshake is its script, case by case.
+//
+// The rest: driver.go has Config, Stats, the event loop, the accept loop
+// and each accepted connection's reader; conn.go the outbound connections
+// and their queues; limits.go the byte budgets, the frame reader and the
+// rate-limited refusal logs. A client's one-shot request is client.Call.
 //
 //	d, _ := tcp.Listen(cfg)            // binds, so d.Addr() is known
 //	n, _ := deploy.New(opts, d.Addr(), d.Storage(), d.Rand()) // a host and its protocols
 //	err := d.Run(ctx, n.Host)          // until ctx ends; then a graceful Stop
 //
-// Layer: a driver, beside sim and below cmd/triad. It may do everything node
-// logic must not (sockets, goroutines, real time) and imports node, wire and the
-// storage engine; node logic must never import it.
+// Layer: a driver, beside sim and below cmd/triad and client. It may do
+// everything node logic must not (sockets, goroutines, real time) and
+// imports node, wire, pki, the storage engine and ring (only to check a
+// certificate's vnodes, ring.VnodeIndex); node logic must never import it.
 package tcp

@@ -21,7 +21,6 @@ import (
 
 	"triad/internal/node"
 	"triad/internal/pki"
-	tring "triad/internal/ring"
 	"triad/internal/store"
 	"triad/internal/store/disk"
 	"triad/internal/wire"
@@ -580,166 +579,141 @@ func (d *Driver) dispatchBacklog() {
 	}
 }
 
-// read decodes frames from one accepted connection until it fails. It
-// runs the connection's handshake (see Driver): the first frame decides
-// whether it is a client's or a peer's, and a peer's frames wait until the
-// address it claims is proven.
+// read decodes frames from one accepted connection until it fails or its
+// handshake closes it. With TLS it first runs the TLS handshake; then the
+// connection's handshake (see Driver and handshake) decides what becomes
+// of each frame, and read carries out its actions.
 //
 // own says the connection comes from the node's own machine.
 func (d *Driver) read(nc net.Conn, own bool) {
 	defer nc.Close()
 	var cert *pki.Identity // the peer's, with TLS
 	if d.cfg.TLS != nil {
-		ip := handshakeBucket(nc.RemoteAddr())
-		if err := d.startHandshake(ip); err != nil {
-			d.tlsRefused(nc, err)
-			return
-		}
-		tc := tls.Server(nc, d.serverTLS)
-		tc.SetDeadline(time.Now().Add(min(d.cfg.HandshakeTimeout, maxHandshakeTime)))
-		err := tc.Handshake()
-		d.endHandshake(ip)
+		tc, id, err := d.acceptTLS(nc)
 		if err != nil {
 			d.tlsRefused(nc, err)
 			return
 		}
-		tc.SetDeadline(time.Time{})
-		id, err := pki.PeerIdentity(tc.ConnectionState())
-		if err != nil {
-			d.tlsRefused(nc, err)
-			return
-		}
-		nc, cert = tc, &id
 		defer tc.Close()
+		nc, cert = tc, id
 	}
+	a := &accepted{d: d, nc: nc, h: handshake{
+		self: d.addr, timeout: d.cfg.HandshakeTimeout, maxHeld: d.cfg.MaxUnproven, checkVnodes: d.cfg.CheckVnodes,
+		cert: cert, loopback: isLoopback(nc), nonce: randomNonce(),
+	}}
+	defer a.close()
 	fr := newFrameReader(d, nc)
-	var (
-		route   *conn     // replies go back on it; made at the first frame
-		claimed node.Addr // the peer's claimed address; "" for a client
-		proven  bool
-		nonce   uint64
-		held    []inboundMsg // a peer's frames before its proof, with their budget
-		proveBy time.Time
-	)
-	defer func() {
-		for _, m := range held {
-			d.release(m.ch)
-		}
-		if route != nil {
-			d.dropRoute(route)
-		}
-	}()
+	var acts []action
 	for {
-		deadline := time.Now().Add(d.cfg.IdleTimeout)
-		if route != nil && claimed != "" && !proven && proveBy.Before(deadline) {
-			deadline = proveBy
+		deadline := a.h.readBy(time.Now().Add(d.cfg.IdleTimeout))
+		if a.route != nil {
+			a.route.waitRoom()
 		}
-		if route != nil {
-			route.waitRoom()
-		}
-		known := own || cert != nil || proven || route != nil && claimed == "" && route.answered.Load()
+		known := own || a.h.known(a.route != nil && a.route.answered.Load())
 		e, ch, err := fr.next(deadline, known)
 		if err != nil {
-			if claimed != "" && !proven && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(proveBy) {
-				d.Stats.Unproven.Add(1)
-				d.warn(&d.logUnproven, "connection never proved the address it claimed; closing it", "remote", nc.RemoteAddr().String(), "claimed", claimed)
-				return
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if acts = a.h.expired(acts[:0], time.Now()); len(acts) > 0 {
+					a.run(acts, wire.Envelope{}, charge{})
+					return
+				}
 			}
 			d.readFailed(nc.RemoteAddr().String(), err)
 			return
 		}
-		if route == nil {
-			claimed = e.From.Addr
-			if claimed == d.addr {
-				d.release(ch)
-				d.forged(nc, e, "claims to be this node")
-				return
-			}
-			if cert != nil && claimed != cert.Addr {
-				d.release(ch)
-				d.forged(nc, e, fmt.Sprintf("claims an address its certificate (%s of %s) does not name", cert.Name, cert.Site))
-				return
-			}
-			route = d.newRoute(nc, claimed)
-			if cert != nil && claimed != "" {
-				// The certificate proved the address.
-				proven = true
-				d.mu.Lock()
-				d.inbound[claimed] = route
-				d.mu.Unlock()
-			} else if claimed != "" {
-				nonce = randomNonce()
-				proveBy = time.Now().Add(d.cfg.HandshakeTimeout)
-				d.challenge(claimed, nonce)
-			}
-		}
-		drop := func(why string) {
-			d.release(ch)
-			d.forged(nc, e, why)
-		}
-		if e.From.Addr != claimed {
-			drop("sender differs from the connection's")
-			continue
-		}
-		if e.Kind == wire.Reply {
-			// Replies come back on the connection the request went out
-			// on, which we dialled; one here is an attempt to answer a
-			// call it never saw.
-			drop("reply on an accepted connection")
-			continue
-		}
-		if claimed == "" {
-			if why := d.refuseClient(e.Msg.Type(), cert, nc); why != "" {
-				drop(why)
-				continue
-			}
-			d.postMsg(node.MsgIn{From: route.addr, Env: e}, ch)
-			continue
-		}
-		if cert != nil && !e.From.IsZero() {
-			if why := d.refuseVnode(e.From, cert); why != "" {
-				drop(why)
-				continue
-			}
-		}
-		switch m := e.Msg.(type) {
-		case *wire.Challenge:
-			d.release(ch)
-			d.prove(claimed, m.Nonce)
-			continue
-		case *wire.Proof:
-			if proven || m.Nonce != nonce {
-				drop("proof nobody asked for")
-				continue
-			}
-			d.release(ch)
-			proven = true
-			d.mu.Lock()
-			d.inbound[claimed] = route
-			d.mu.Unlock()
-			for _, m := range held {
-				d.postMsg(m.in, m.ch)
-			}
-			held = nil
-			continue
-		}
-		if wire.RoleOf(e.Msg.Type()) == wire.RoleOperator {
-			// Operators are clients; a node never sends this.
-			drop("an operator's command from a node")
-			continue
-		}
-		in := node.MsgIn{From: claimed, Env: e}
-		if proven {
-			d.postMsg(in, ch)
-			continue
-		}
-		if len(held) >= d.cfg.MaxUnproven {
-			d.release(ch)
-			d.Stats.Unproven.Add(1)
-			d.warn(&d.logUnproven, "too many frames before the connection proved its address; closing it", "remote", nc.RemoteAddr().String(), "claimed", claimed)
+		if acts = a.h.frame(acts[:0], e, time.Now()); a.run(acts, e, ch) {
 			return
 		}
-		held = append(held, inboundMsg{in, ch})
+	}
+}
+
+// acceptTLS runs the TLS handshake of an accepted connection, in one of
+// the handshake slots and within maxHandshakeTime, and returns the
+// connection and the identity its certificate names.
+func (d *Driver) acceptTLS(nc net.Conn) (*tls.Conn, *pki.Identity, error) {
+	ip := handshakeBucket(nc.RemoteAddr())
+	if err := d.startHandshake(ip); err != nil {
+		return nil, nil, err
+	}
+	tc := tls.Server(nc, d.serverTLS)
+	tc.SetDeadline(time.Now().Add(min(d.cfg.HandshakeTimeout, maxHandshakeTime)))
+	err := tc.Handshake()
+	d.endHandshake(ip)
+	if err != nil {
+		return nil, nil, err
+	}
+	tc.SetDeadline(time.Time{})
+	id, err := pki.PeerIdentity(tc.ConnectionState())
+	if err != nil {
+		return nil, nil, err
+	}
+	return tc, &id, nil
+}
+
+// accepted is the reader's side of one accepted connection: what the
+// actions of its handshake act on.
+type accepted struct {
+	d     *Driver
+	nc    net.Conn
+	h     handshake
+	route *conn        // replies go back on it; made at the first frame
+	held  []inboundMsg // a peer's frames before its proof, with their budget
+}
+
+// run carries out, in order, the actions the handshake returned for the
+// frame e, which holds ch of the budgets (none for a deadline that
+// passed); it reports whether the connection must close.
+func (a *accepted) run(acts []action, e wire.Envelope, ch charge) bool {
+	d := a.d
+	for _, act := range acts {
+		switch act.verb {
+		case makeRoute:
+			a.route = d.newRoute(a.nc, act.addr)
+		case sendChallenge:
+			d.challenge(act.addr, act.nonce)
+		case sendProof:
+			d.prove(act.addr, act.nonce)
+		case acceptPeer:
+			d.mu.Lock()
+			d.inbound[act.addr] = a.route
+			d.mu.Unlock()
+			for _, m := range a.held {
+				d.postMsg(m.in, m.ch)
+			}
+			a.held = nil
+		case deliver:
+			from := act.addr
+			if from == "" {
+				from = a.route.addr // a client's
+			}
+			d.postMsg(node.MsgIn{From: from, Env: e}, ch)
+		case hold:
+			a.held = append(a.held, inboundMsg{node.MsgIn{From: act.addr, Env: e}, ch})
+		case consume:
+			d.release(ch)
+		case drop, closeForged:
+			d.release(ch)
+			d.forged(a.nc, e, act.why)
+		case closeUnproven:
+			d.release(ch)
+			d.Stats.Unproven.Add(1)
+			d.warn(&d.logUnproven, act.why+"; closing it", "remote", a.nc.RemoteAddr().String(), "claimed", a.h.claimed)
+		}
+		if act.closes() {
+			return true
+		}
+	}
+	return false
+}
+
+// close gives back what a closed connection holds: the frames held for a
+// proof that never came, and its route.
+func (a *accepted) close() {
+	for _, m := range a.held {
+		a.d.release(m.ch)
+	}
+	if a.route != nil {
+		a.d.dropRoute(a.route)
 	}
 }
 
@@ -823,40 +797,7 @@ func handshakeBucket(addr net.Addr) string {
 	return a.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
-// refuseClient says why a client's message of type t is refused, or "":
-// a node's message, or an operator's command from a certificate that is
-// not an operator's (with TLS) or from another machine (without).
-func (d *Driver) refuseClient(t wire.Type, cert *pki.Identity, nc net.Conn) string {
-	switch role := wire.RoleOf(t); {
-	case role == wire.RoleNode:
-		return "a node's message from a client"
-	case role != wire.RoleOperator:
-		return ""
-	case cert != nil && cert.Role != pki.RoleOperator:
-		return fmt.Sprintf("an operator's command from a %s certificate", cert.Role)
-	case cert == nil && !isLoopback(nc):
-		return "an operator's command from another machine"
-	}
-	return ""
-}
-
-// refuseVnode says why a frame from the node whose certificate is cert,
-// sent by its vnode from, is refused, or "": from carries a machine
-// identity other than the certificate's, or (with Config.CheckVnodes) is
-// not one of the vnodes the certificate allows.
-func (d *Driver) refuseVnode(from wire.NodeRef, cert *pki.Identity) string {
-	if from.Machine != cert.MachineID() {
-		return fmt.Sprintf("a machine identity %016x its certificate does not name", from.Machine)
-	}
-	if !d.cfg.CheckVnodes {
-		return ""
-	}
-	if i, ok := tring.VnodeIndex(from); !ok || i >= cert.Vnodes {
-		return fmt.Sprintf("a vnode its certificate does not allow (%d vnodes)", cert.Vnodes)
-	}
-	return ""
-}
-
+// isLoopback reports whether nc comes from a loopback address.
 func isLoopback(nc net.Conn) bool {
 	a, ok := nc.RemoteAddr().(*net.TCPAddr)
 	return ok && a.IP.IsLoopback()

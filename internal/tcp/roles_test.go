@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"triad/internal/pki"
-	tring "triad/internal/ring"
+	"triad/internal/ring"
 	"triad/internal/wire"
 )
 
 // issue issues who from the ring's CA and loads its bundle.
-func (r *ring) issue(who pki.Identity) *pki.Bundle {
+func (r *testCA) issue(who pki.Identity) *pki.Bundle {
 	r.t.Helper()
 	if who.Site == "" {
 		who.Site = "site1"
@@ -88,7 +88,7 @@ func TestTLSCertificatesGrantOnlyTheirRoles(t *testing.T) {
 	peer := r.issue(pki.Identity{Name: "p", Addr: peerAddr, Vnodes: 2})
 
 	vnode := func(i int, machine uint64) wire.NodeRef {
-		return wire.NodeRef{ID: tring.VnodeID(peerAddr, i), Addr: peerAddr, Machine: machine}
+		return wire.NodeRef{ID: ring.VnodeID(peerAddr, i), Addr: peerAddr, Machine: machine}
 	}
 	good := peer.Self.MachineID()
 	for _, c := range []struct {
@@ -106,7 +106,7 @@ func TestTLSCertificatesGrantOnlyTheirRoles(t *testing.T) {
 		{"an operator's maint pause", operator, wire.Envelope{Kind: wire.Request, ReqID: 7, Msg: &wire.MaintControl{Pause: true}}, true},
 		{"vnode 2 of a node allowed 2", peer, wire.Envelope{Kind: wire.OneWay, From: vnode(2, good), Msg: &wire.Stabilize{}}, false},
 		{"another machine's identity", peer, wire.Envelope{Kind: wire.OneWay, From: vnode(0, good+1), Msg: &wire.Stabilize{}}, false},
-		{"an ID not derived", peer, wire.Envelope{Kind: wire.OneWay, From: wire.NodeRef{ID: tring.VnodeID("10.9.9.9:1", 0), Addr: peerAddr, Machine: good}, Msg: &wire.Stabilize{}}, false},
+		{"an ID not derived", peer, wire.Envelope{Kind: wire.OneWay, From: wire.NodeRef{ID: ring.VnodeID("10.9.9.9:1", 0), Addr: peerAddr, Machine: good}, Msg: &wire.Stabilize{}}, false},
 		{"vnode 1 of a node allowed 2", peer, wire.Envelope{Kind: wire.OneWay, From: vnode(1, good), Msg: &wire.TreeQuery{}}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -18,14 +18,14 @@ import (
 	"triad/internal/wire"
 )
 
-// ring is a deployment CA for TLS tests.
-type ring struct {
+// testCA is a deployment CA for TLS tests.
+type testCA struct {
 	t   *testing.T
 	dir string
 	ca  *pki.CA
 }
 
-func newRingCA(t *testing.T) *ring {
+func newRingCA(t *testing.T) *testCA {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "ca")
 	if err := pki.InitCA(dir, "test", time.Hour); err != nil {
@@ -35,12 +35,12 @@ func newRingCA(t *testing.T) *ring {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ring{t: t, dir: dir, ca: ca}
+	return &testCA{t: t, dir: dir, ca: ca}
 }
 
 // bundle issues name (a node at addr, or a client) and loads its bundle
 // without checking it, so that expired certificates can be presented.
-func (r *ring) bundle(name, addr string, validity time.Duration) *pki.Bundle {
+func (r *testCA) bundle(name, addr string, validity time.Duration) *pki.Bundle {
 	r.t.Helper()
 	out := filepath.Join(r.t.TempDir(), name)
 	if err := r.ca.Issue(pki.Identity{Name: name, Site: "site1", Addr: addr}, validity, out); err != nil {
@@ -71,7 +71,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // startTLSHost runs a TLS node named name at a free address.
-func startTLSHost(t *testing.T, r *ring, name string) (*Driver, *recorder) {
+func startTLSHost(t *testing.T, r *testCA, name string) (*Driver, *recorder) {
 	t.Helper()
 	addr := freeAddr(t)
 	return startHost(t, Config{Listen: addr, TLS: r.bundle(name, addr, time.Hour), HandshakeTimeout: time.Second})
