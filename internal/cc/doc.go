@@ -40,6 +40,13 @@
 // Cross-load (§V-C) is a node that stops forwarding for exponentially
 // distributed pauses (Config.PauseFraction, Config.PauseMean).
 //
+// The scripts in testdata/trace (TestTrace) show the schemes message by
+// message on a static ring: marking.txt (a queue over the threshold marks,
+// and the source halves its window once per round trip), aimd.txt (the
+// window grows on acknowledgements and halves on a timeout), full-queue.txt
+// (a full queue drops) and backpressure.txt (a full queue holds its
+// neighbours instead).
+//
 // Layer: a protocol on the host runtime (internal/host), beside dhash and
 // maint; it routes with a Router, either the Chord ring's next hop or a
 // static ring for experiments. Node logic: no clock, socket, disk or
