@@ -8,7 +8,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
-	gonet "net"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -240,7 +240,7 @@ func (n *runningNode) waitJoined(ctx context.Context, join string, timeout time.
 
 // probeJoin says what a TCP connection to the --join address gives.
 func probeJoin(addr string) string {
-	c, err := gonet.DialTimeout("tcp", addr, 2*time.Second)
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
 		return err.Error()
 	}
