@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"triad/internal/client"
-	"triad/internal/dhash"
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/pki"
 	"triad/internal/wire"
@@ -231,7 +231,7 @@ func runPhase(cfg DHashConfig, name string, op func(ctx context.Context, i int) 
 				}
 				s := time.Now()
 				err := op(ctx, i)
-				for tries := 0; errors.Is(err, dhash.ErrDeferred) && tries < 100 && ctx.Err() == nil; tries++ {
+				for tries := 0; errors.Is(err, fault.ErrBusy) && tries < 100 && ctx.Err() == nil; tries++ {
 					mu.Lock()
 					deferred++
 					mu.Unlock()
