@@ -13,6 +13,6 @@
 // request that this process can tell apart; across the wire it travels as
 // its parent's code.
 //
-// Layer: a leaf. It imports only the standard library, so every layer,
-// from the engine to the NNTP server, may use it.
+// Layer: a leaf, below id. It imports no other package of triad, so every
+// layer, from the engine to the NNTP server, may use it.
 package fault

@@ -70,7 +70,9 @@ var layers = []layer{
 	{pkg: "maint", says: "It must not import os, net, sync, the wall clock or global randomness",
 		sansIO: true},
 	{pkg: "merkle", says: "Layer: node logic, above id only. It must not import os, net, sync, syscall, the wall clock, global randomness or the storage engine",
-		sansIO: true, only: []string{in("id")}},
+		sansIO: true, only: []string{in("id"), in("fault")}},
+	{pkg: "fault", says: "It imports no other package of triad",
+		only: []string{}},
 	{pkg: "node", says: "must not import a driver, os, net, sync, syscall, the wall clock or global randomness",
 		sansIO: true, forbid: []string{in("tcp"), in("sim")}},
 	{pkg: "rpc", says: "It must not import os, net, sync, syscall, the wall clock, global randomness or a driver",
@@ -94,8 +96,7 @@ var layers = []layer{
 			// Issue 28: usenet -> wire, dhash: to be removed when the spool
 			// interface is batch-shaped. dhash is allowed by the doc.go
 			// ("above ... dhash"), but it brings node, ring and rpc.
-			"usenet -> wire":  "spool.go's errors and block types (issue 28: to be removed when the spool interface is batch-shaped)",
-			"usenet -> dhash": "spool.go's dhash calls bring node, ring and rpc (issue 28: to be removed when the spool interface is batch-shaped)",
+			"usenet -> wire": "spool.go's errors and block types (issue 28: to be removed when the spool interface is batch-shaped)",
 		}},
 	{pkg: "usenet", says: "Node-logic packages and the drivers must not import it",
 		from: []string{nodeLogicGroup, driversGroup}, forbid: []string{in("usenet")}},
@@ -106,7 +107,12 @@ var layers = []layer{
 	{pkg: "vivaldi", says: "it must not import os, net, sync, the wall clock or global randomness",
 		sansIO: true},
 	{pkg: "wire", says: "It must not import os, net, sync, syscall, the wall clock, global randomness or any package above it",
-		sansIO: true, only: []string{in("id")}},
+		sansIO: true, only: []string{in("id"), in("fault")}},
+	{pkg: "fault", says: "It imports no other package of triad",
+		only: []string{}},
+	{pkg: "testutil", says: "Only tests and test-helper packages (deploytest, storetest) may import it",
+		from: []string{internalGroup, module + "/cmd/triad"}, forbid: []string{in("testutil")},
+		except: []string{in("deploy/deploytest"), in("store/storetest")}},
 	{pkg: "store/disk", says: "Node logic must not import it",
 		from: []string{nodeLogicGroup}, forbid: []string{in("store/disk")}},
 }

@@ -30,7 +30,7 @@
 //	b := wire.Encode(nil, wire.Envelope{Kind: wire.Request, ReqID: 7, Msg: &wire.Ping{}})
 //	env, err := wire.Decode(b)
 //
-// Layer: node logic, above id. It must not import os, net, sync, syscall,
+// Layer: node logic, above id and fault (its error codes). It must not import os, net, sync, syscall,
 // the wall clock, global randomness or any package above it; its only
 // third-party import is protowire (TestNodePackagesStaySansIO).
 package wire
