@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// maxPause bounds the pause between two polls: a condition that took a
-// while still counts within a tenth of a second of holding.
-const maxPause = 100 * time.Millisecond
+// maxPause bounds the pause between two polls. A wait's pauses also stay
+// under a fiftieth of its timeout: a long timeout is for something slow,
+// and a poll may be costly (asking every node of a cluster).
+const maxPause = time.Second
 
 // WaitFor polls cond until it holds, and fails t, naming what it waited
 // for and how long, if it does not within timeout. cond runs on the
@@ -23,10 +24,12 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 // Poll polls cond until it holds and reports whether it did within
 // timeout: for a caller that explains a timeout with what it last saw, or
 // carries on after one. It polls at once, then after pauses that start at
-// a millisecond and double up to maxPause, and once more at the deadline.
+// a millisecond and double up to a fiftieth of timeout (at most maxPause),
+// and once more at the deadline.
 func Poll(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
-	for pause := time.Millisecond; !cond(); pause = min(2*pause, maxPause) {
+	longest := min(max(timeout/50, time.Millisecond), maxPause)
+	for pause := time.Millisecond; !cond(); pause = min(2*pause, longest) {
 		left := time.Until(deadline)
 		if left <= 0 {
 			return false
