@@ -15,6 +15,7 @@ import (
 
 	"triad/internal/dhash/frag"
 	"triad/internal/id"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -444,7 +445,7 @@ func TestContextEndAndClose(t *testing.T) {
 		_, _, err := c.Get(ctx(t), keyOf(2))
 		inFlight <- err
 	}()
-	waitFor(t, "the node to get the third request", func() bool { return len(node.received()) == 3 })
+	testutil.WaitFor(t, callTimeout, "the node to get the third request", func() bool { return len(node.received()) == 3 })
 	c.Close()
 	if err := <-inFlight; !errors.Is(err, ErrClosed) {
 		t.Fatalf("a call in flight at Close: %v, want ErrClosed", err)
@@ -466,7 +467,7 @@ func TestBrokenConnectionFailsCalls(t *testing.T) {
 			_, err := c.Stat(ctx(t), keyOf(0))
 			inFlight <- err
 		}()
-		waitFor(t, "the node to get the request", func() bool { return len(node.received()) == 1 })
+		testutil.WaitFor(t, callTimeout, "the node to get the request", func() bool { return len(node.received()) == 1 })
 		node.kill()
 		if err := <-inFlight; !errors.Is(err, ErrClosed) {
 			t.Fatalf("a call in flight when its node died: %v, want ErrClosed", err)
@@ -501,16 +502,4 @@ func TestBrokenConnectionFailsCalls(t *testing.T) {
 			t.Fatal("a call after garbage succeeded")
 		}
 	})
-}
-
-// waitFor polls cond until it holds, failing the test after callTimeout.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(callTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

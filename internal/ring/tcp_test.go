@@ -15,6 +15,7 @@ import (
 	"triad/internal/pki"
 	"triad/internal/ring"
 	"triad/internal/tcp"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -93,18 +94,6 @@ func (n *tcpNode) succs() []wire.NodeRef {
 	return out
 }
 
-// waitFor polls cond until it holds, failing the test after 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // startTCPRing starts n ring hosts joined through the first and waits
 // until each lists all the others as successors.
 func startTCPRing(t *testing.T, n int, bundle func(i int) (string, *pki.Bundle)) []*tcpNode {
@@ -121,7 +110,7 @@ func startTCPRing(t *testing.T, n int, bundle func(i int) (string, *pki.Bundle))
 		}
 		nodes = append(nodes, startTCPNode(t, fastRing(), listen, join, b))
 	}
-	waitFor(t, "the ring to form", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the ring to form", func() bool {
 		for _, x := range nodes {
 			if len(x.succs()) != n-1 {
 				return false
@@ -236,7 +225,7 @@ func TestIDsNotDerivedAreRefused(t *testing.T) {
 		}
 		nodes = append(nodes, startTCPNode(t, verifying(), "", join, nil))
 	}
-	waitFor(t, "the ring to form", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the ring to form", func() bool {
 		for _, x := range nodes {
 			if len(x.succs()) != 2 {
 				return false
@@ -293,7 +282,7 @@ func TestIDsNotDerivedAreRefused(t *testing.T) {
 	}
 	// Ten refusals take a few of the intruder's rounds; before, it was
 	// listed by then.
-	waitFor(t, "the intruder to be refused or listed", func() bool { return forged() >= 10 || listed() != "" })
+	testutil.WaitFor(t, 10*time.Second, "the intruder to be refused or listed", func() bool { return forged() >= 10 || listed() != "" })
 	if where := listed(); where != "" {
 		t.Fatalf("the intruder at %s is in %s", drv.Addr(), where)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -133,7 +134,7 @@ func TestStrangersDoNotStallTheNode(t *testing.T) {
 	for i := range idle {
 		dialFrom(t, fmt.Sprintf("127.0.0.%d", 10+i%32), d.Addr())
 	}
-	waitFor(t, "the node to take or refuse every connection", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the node to take or refuse every connection", func() bool {
 		return d.Stats.ConnsAccepted.Load()+d.Stats.Refused.Load() >= headers+idle
 	})
 	t.Logf("accepted %d, refused %d", d.Stats.ConnsAccepted.Load(), d.Stats.Refused.Load())
@@ -180,7 +181,7 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 	if _, err := flood.Write(reqs); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the flood to be read, or its reading paused", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the flood to be read, or its reading paused", func() bool {
 		return d.Stats.FramesIn.Load() == requests+1 || d.Stats.ReadPauses.Load() > 0
 	})
 	// Answered after the flood's requests read before it.
@@ -212,7 +213,7 @@ func TestReadingPausesWhileRepliesWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Read, or paused before reading it.
-		waitFor(t, "the request to be read", func() bool {
+		testutil.WaitFor(t, 5*time.Second, "the request to be read", func() bool {
 			return d.Stats.FramesIn.Load() == uint64(sent) || d.Stats.ReadPauses.Load() > 0
 		})
 	}
@@ -270,7 +271,7 @@ func TestRefusedFramesAreLoggedAtARate(t *testing.T) {
 	if _, err := c.Write(frames); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "every forged frame counted", func() bool { return d.Stats.Forged.Load() == forged })
+	testutil.WaitFor(t, 5*time.Second, "every forged frame counted", func() bool { return d.Stats.Forged.Load() == forged })
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	t.Logf("%d forged frames (%d bytes) logged in %d lines (%d bytes)", forged, len(frames), log.lines, log.bytes)
@@ -318,7 +319,7 @@ func TestStrangersFirstFrameMayBeLarge(t *testing.T) {
 	if e, err := wire.Decode(frame); err != nil || e.ReqID != 1 {
 		t.Fatalf("answer %v, %v", e, err)
 	}
-	waitFor(t, "the frame's bytes to be given back", func() bool { return d.inflight.used() == 0 && d.strangers.used() == 0 })
+	testutil.WaitFor(t, 5*time.Second, "the frame's bytes to be given back", func() bool { return d.inflight.used() == 0 && d.strangers.used() == 0 })
 }
 
 // A stranger's frame holds of the strangers' budget only what has arrived:
@@ -336,7 +337,7 @@ func TestStrangersHoldOnlyWhatArrived(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "every partial frame's byte charged", func() bool { return d.strangers.used() >= 256 })
+	testutil.WaitFor(t, 5*time.Second, "every partial frame's byte charged", func() bool { return d.strangers.used() >= 256 })
 	if used := d.strangers.used(); used > 4<<10 {
 		t.Errorf("256 frames with one byte each hold %d bytes of the strangers' budget", used)
 	}

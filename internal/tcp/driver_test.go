@@ -16,6 +16,7 @@ import (
 
 	"triad/internal/client"
 	"triad/internal/node"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -81,18 +82,6 @@ func mustPing(t *testing.T, addr string) {
 	defer cancel()
 	if err := ping(ctx, addr); err != nil {
 		t.Fatalf("ping %s: %v", addr, err)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after 5s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -175,7 +164,7 @@ func sendBad(t *testing.T, raw []byte) {
 		t.Fatal(err)
 	}
 	expectClosed(t, bad)
-	waitFor(t, "BadFrames to count the frame", func() bool { return d.Stats.BadFrames.Load() == before+1 })
+	testutil.WaitFor(t, 5*time.Second, "BadFrames to count the frame", func() bool { return d.Stats.BadFrames.Load() == before+1 })
 
 	if err := rawPing(good, 2); err != nil {
 		t.Errorf("ping on the healthy connection after the bad frame: %v", err)

@@ -11,6 +11,7 @@ import (
 	"triad/internal/host"
 	"triad/internal/node"
 	"triad/internal/rpc"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -189,15 +190,16 @@ func TestForgedRepliesAndSendersChangeNothing(t *testing.T) {
 		}
 	}
 	// The real callee was asked to prove the claim, and would have.
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case e := <-seen:
-			if _, ok := e.Msg.(*wire.Challenge); ok {
-				return
+	testutil.WaitFor(t, 5*time.Second, "the node to challenge the claimed address", func() bool {
+		for {
+			select {
+			case e := <-seen:
+				if _, ok := e.Msg.(*wire.Challenge); ok {
+					return true
+				}
+			default:
+				return false
 			}
-		case <-deadline:
-			t.Fatal("the node never challenged the claimed address")
 		}
-	}
+	})
 }

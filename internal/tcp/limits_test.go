@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"triad/internal/node"
+	"triad/internal/testutil"
 )
 
 // A reader that wants more bytes than are free waits until the loop gives
@@ -69,7 +70,7 @@ func TestMaxConnsRefusesMore(t *testing.T) {
 		t.Errorf("Refused = %d, want 1", n)
 	}
 	a.Close()
-	waitFor(t, "the closed connection to be counted out", func() bool { return d.accepted.Load() < 2 })
+	testutil.WaitFor(t, 5*time.Second, "the closed connection to be counted out", func() bool { return d.accepted.Load() < 2 })
 	if err := rawPing(dialFrom(t, "127.0.0.4", d.Addr()), 3); err != nil {
 		t.Fatalf("after a connection closed: %v", err)
 	}
@@ -92,7 +93,7 @@ func TestStalledFrameIsDropped(t *testing.T) {
 	if err := rawPing(dial(t, d.Addr()), 9); err != nil {
 		t.Fatalf("after the stalled frame: %v", err)
 	}
-	waitFor(t, "the budget to be whole", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the budget to be whole", func() bool {
 		d.inflight.mu.Lock()
 		defer d.inflight.mu.Unlock()
 		return d.inflight.free == 1<<20
@@ -139,7 +140,7 @@ func TestOffloadRunsOnBoundedWorkers(t *testing.T) {
 	h := countHandler{n: n, gate: make(chan struct{}), started: new(atomic.Int64), got: make(chan int, n)}
 	before := runtime.NumGoroutine()
 	runDriver(t, Config{Workers: 3}, h)
-	waitFor(t, "every worker to be busy", func() bool { return h.started.Load() == 3 })
+	testutil.WaitFor(t, 5*time.Second, "every worker to be busy", func() bool { return h.started.Load() == 3 })
 	if h.started.Load() != 3 {
 		t.Fatalf("%d works started with 3 workers", h.started.Load())
 	}

@@ -15,6 +15,7 @@ import (
 
 	"triad/internal/client"
 	"triad/internal/pki"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -135,11 +136,8 @@ func TestTLSRefusesOutsiders(t *testing.T) {
 		e.From = wire.NodeRef{Addr: claim}
 		wire.WriteFrame(conn, e)
 		expectClosed(t, conn)
-		for deadline := time.Now().Add(5 * time.Second); a.Stats.TLSRefused.Load()+a.Stats.Forged.Load() == before; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Errorf("%s: neither refused nor counted as forged", name)
-				break
-			}
+		if !testutil.Poll(5*time.Second, func() bool { return a.Stats.TLSRefused.Load()+a.Stats.Forged.Load() != before }) {
+			t.Errorf("%s: neither refused nor counted as forged", name)
 		}
 		return before
 	}
@@ -188,11 +186,7 @@ func TestTLSRefusesOutsiders(t *testing.T) {
 	if err := wire.WriteFrame(nodeConn, ctl); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); a.Stats.Forged.Load() == forgedBefore; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("an operator's command from a node was not dropped")
-		}
-	}
+	testutil.WaitFor(t, 5*time.Second, "the operator's command from a node to be dropped", func() bool { return a.Stats.Forged.Load() != forgedBefore })
 	for _, in := range ra.received() {
 		if in.From == peerAddr {
 			t.Errorf("the host was handed %v %v from %q", in.Env.Kind, in.Env.Msg.Type(), in.From)
@@ -281,7 +275,7 @@ func TestTLSHandshakesPerAddressAreBounded(t *testing.T) {
 		held = append(held, dialFrom(t, "127.0.0.2", a.Addr()))
 	}
 	// Accepted in order: the ones past the bound come after the held ones.
-	waitFor(t, "the held handshakes", func() bool { return a.handshakesHeld("127.0.0.2") == maxHandshakesPerIP })
+	testutil.WaitFor(t, 5*time.Second, "the held handshakes", func() bool { return a.handshakesHeld("127.0.0.2") == maxHandshakesPerIP })
 	for range 4 {
 		expectClosed(t, dialFrom(t, "127.0.0.2", a.Addr()))
 	}
@@ -351,11 +345,8 @@ func TestTLSRevocationClosesOpenConnections(t *testing.T) {
 	if _, err := client.Call(ctx, a.Addr(), &wire.Ping{}, client.Options{TLS: b.cfg.TLS}); err == nil {
 		t.Fatal("a new connection with b's revoked certificate was taken")
 	}
-	for a.Stats.TLSRefused.Load()-before < 2 && ctx.Err() == nil {
-		time.Sleep(time.Millisecond)
-	}
-	if got := a.Stats.TLSRefused.Load() - before; got < 2 {
-		t.Errorf("%d refusals counted, want the closed connection and the new handshake", got)
+	if !testutil.Poll(5*time.Second, func() bool { return a.Stats.TLSRefused.Load()-before >= 2 }) {
+		t.Errorf("%d refusals counted, want the closed connection and the new handshake", a.Stats.TLSRefused.Load()-before)
 	}
 	if err := call(t, a, ra, b.Addr()); err == nil {
 		t.Fatal("a took b's certificate when dialling it after the revocation")
