@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"triad/internal/nntp"
+	"triad/internal/testutil"
 )
 
 // bodyLines checks that wire is a block as a server must receive it (CRLF
@@ -356,7 +357,7 @@ func TestNNTPAgainstINN(t *testing.T) {
 }
 
 func TestReplyErrorIsNotIO(t *testing.T) {
-	var err error = &ReplyError{Cmd: "GROUP x", Line: "411 no such group"}
+	var err error = &nntp.ReplyError{Cmd: "GROUP x", Line: "411 no such group"}
 	if isIOError(err) || !isIOError(io.ErrUnexpectedEOF) || isIOError(errors.Join(errors.New("x"), err)) {
 		t.Fatal("isIOError mixes replies and broken connections")
 	}
@@ -383,19 +384,16 @@ func TestParseProcStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+	testutil.WaitFor(t, 5*time.Second, "spinning to show in /proc/self/stat", func() bool {
 		now, err := procCPU([]int{os.Getpid()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if now > before {
-			return
-		}
-		for i := 0; i < 1e6; i++ {
+		for i := 0; i < 1e7; i++ {
 			sink += i
 		}
-	}
-	t.Fatal("five seconds of spinning did not show in /proc/self/stat")
+		return now > before
+	})
 }
 
 var sink int
