@@ -45,6 +45,12 @@
 // fragments are the deployment's default, rounds also compare the arcs of
 // (p_l, p_k] whose fragments a vnode keeps (plan).
 //
+// The scripts in testdata/trace (TestTrace) show it message by message:
+// round.txt (a round, and a quiet one), missing-key.txt (a key found
+// missing and fetched), budget.txt (the repair budget pacing fetches),
+// sweep.txt (global maintenance handing a key to its successor) and
+// fragment.txt (a fragment rebuilt from others).
+//
 // The files, in the order a reader may take them:
 //
 //   - maint.go: Maint, its registration on the host, its message handlers

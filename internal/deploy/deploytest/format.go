@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/merkle"
 	"triad/internal/wire"
 )
 
@@ -121,6 +122,32 @@ func (c *Cluster) FormatMsg(m wire.Msg) string {
 		return fmt.Sprintf("%s key=%s", t, c.ID(m.Key))
 	case *wire.Error:
 		return fmt.Sprintf("%s %s %q", t, m.Code, m.Text)
+	case *wire.TreeQuery:
+		return fmt.Sprintf("%s prefix=%s arc=(%s,%s]", t, prefix(m.Prefix), c.ID(m.Lo), c.ID(m.Hi))
+	case *wire.TreeInfo:
+		s := fmt.Sprintf("%s count=%d", t, m.Count)
+		if len(m.Hash) >= 4 {
+			s += fmt.Sprintf(" hash=%x", m.Hash[:4])
+		}
+		if len(m.Keys) > 0 {
+			keys := make([]string, len(m.Keys))
+			for i, k := range m.Keys {
+				keys[i] = c.ID(k)
+			}
+			s += " keys=[" + strings.Join(keys, " ") + "]"
+		}
+		if len(m.Children) > 0 {
+			kids := make([]string, len(m.Children))
+			for i, k := range m.Children {
+				kids[i] = fmt.Sprintf("%s:%d", prefix(k.Prefix), k.Count)
+			}
+			s += " children=[" + strings.Join(kids, " ") + "]"
+		}
+		return s
+	case *wire.Audit:
+		return fmt.Sprintf("%s key=%s", t, c.ID(m.Key))
+	case *wire.AuditProof:
+		return fmt.Sprintf("%s held=%v", t, m.Held)
 	}
 	return t
 }
@@ -144,4 +171,14 @@ func isText(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// prefix prints an encoded Merkle tree prefix as depth/bytes ("0/" is the
+// root).
+func prefix(b []byte) string {
+	p, err := merkle.DecodePrefix(b)
+	if err != nil {
+		return fmt.Sprintf("bad(%x)", b)
+	}
+	return p.String()
 }
