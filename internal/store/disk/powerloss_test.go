@@ -3,9 +3,7 @@ package disk
 import (
 	"bytes"
 	"errors"
-	"io/fs"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -19,6 +17,7 @@ import (
 	"triad/internal/store"
 	"triad/internal/store/storetest"
 	"triad/internal/vfs"
+	"triad/internal/vfs/powercut"
 )
 
 // Power loss. SIGKILL (TestCrashRecovery) keeps everything the kernel was
@@ -40,29 +39,30 @@ type ack struct {
 	expiry time.Time
 }
 
-// crashPoint is what a power cut just before one sync leaves.
-type crashPoint struct {
-	segs  *vfs.MemFS // the segment files as synced
-	index []byte     // the index as last committed; nil if none was made yet
-	acked int        // how many acks were in before this sync
+// crashState is what a crash point keeps beside the segments as synced.
+type crashState struct {
+	index []byte // the index as last committed; nil if none was made yet
+	acked int    // how many acks were in before this sync
 	now   time.Time
 }
 
-// powerCut records a crash point at every sync of a workload.
+// powerCut runs the engine on a MemFS and records a crash point at every
+// sync of a workload.
 type powerCut struct {
 	t    *testing.T
 	dir  string
 	now  atomic.Int64 // the engine's clock, Unix ns
 	live atomic.Pointer[Disk]
+	rec  *powercut.Recorder[crashState]
 
-	mu     sync.Mutex
-	acks   []ack
-	points []crashPoint
+	mu   sync.Mutex
+	acks []ack
 }
 
 func newPowerCut(t *testing.T) *powerCut {
 	p := &powerCut{t: t, dir: t.TempDir()}
 	p.now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	p.rec = powercut.New(p.state)
 	return p
 }
 
@@ -90,36 +90,22 @@ func (p *powerCut) acked(a ack) {
 	p.mu.Unlock()
 }
 
-// onSync records the crash point before a sync. It runs with the MemFS
-// locked, so it reads only the OS.
-func (p *powerCut) onSync(segs *vfs.MemFS) {
+// state is what a crash point keeps now beside the segments. It runs
+// with the MemFS locked, so it reads only the OS.
+func (p *powerCut) state() crashState {
 	p.mu.Lock()
 	n := len(p.acks)
 	p.mu.Unlock()
-	index := p.index()
-	p.mu.Lock()
-	p.points = append(p.points, crashPoint{segs: segs, index: index, acked: n, now: p.clock()})
-	p.mu.Unlock()
+	return crashState{index: p.index(), acked: n, now: p.clock()}
 }
 
-// index returns the index as last committed. While an engine is open its
-// checkpoints may commit at any moment, so it is read in a transaction;
-// otherwise (Open running, or between engines) nothing writes the file.
+// index returns the index as last committed.
 func (p *powerCut) index() []byte {
+	var db *bolt.DB
 	if d := p.live.Load(); d != nil {
-		var buf bytes.Buffer
-		if err := d.db.View(func(tx *bolt.Tx) error {
-			_, err := tx.WriteTo(&buf)
-			return err
-		}); err != nil {
-			p.t.Errorf("copying the index: %v", err)
-		}
-		return buf.Bytes()
+		db = d.db
 	}
-	b, err := os.ReadFile(filepath.Join(p.dir, indexFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	b, err := powercut.Committed(db, filepath.Join(p.dir, indexFile))
 	if err != nil {
 		p.t.Errorf("copying the index: %v", err)
 	}
@@ -186,14 +172,8 @@ func (p *powerCut) put(d *Disk, round, n int) {
 // restoreIndex puts index (nil: none) where the engine opens it.
 func (p *powerCut) restoreIndex(index []byte) {
 	p.t.Helper()
-	path := filepath.Join(p.dir, indexFile)
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := powercut.Restore(filepath.Join(p.dir, indexFile), index); err != nil {
 		p.t.Fatal(err)
-	}
-	if index != nil {
-		if err := os.WriteFile(path, index, 0o600); err != nil {
-			p.t.Fatal(err)
-		}
 	}
 }
 
@@ -202,18 +182,19 @@ func (p *powerCut) restoreIndex(index []byte) {
 // expired by then is there, intact, and that the tree matches the index.
 // It returns how many objects it checked and how many were missing or
 // wrong.
-func (p *powerCut) check(i int, cp crashPoint, index []byte, acks []ack) (checked, missing int) {
+func (p *powerCut) check(i int, cp powercut.Point[crashState], index []byte) (checked, missing int) {
 	t := p.t
 	t.Helper()
 	p.restoreIndex(index)
-	p.now.Store(cp.now.UnixNano())
-	d, err := OpenFS(cp.segs.CrashClone(), p.options())
+	now := cp.State.now
+	p.now.Store(now.UnixNano())
+	d, err := OpenFS(cp.FS.CrashClone(), p.options())
 	if err != nil {
 		t.Fatalf("crash point %d (index kept: %v): reopening: %v", i, index != nil, err)
 	}
 	defer d.Close()
-	for _, a := range acks[:cp.acked] {
-		if !a.expiry.After(cp.now) {
+	for _, a := range p.acks[:cp.State.acked] {
+		if !a.expiry.After(now) {
 			continue // expired: its window may be reclaimed
 		}
 		checked++
@@ -247,7 +228,7 @@ func (p *powerCut) check(i int, cp crashPoint, index []byte, acks []ack) (checke
 func TestPowerLossAtEverySync(t *testing.T) {
 	p := newPowerCut(t)
 	mem := vfs.NewMem()
-	mem.OnSync(p.onSync)
+	p.rec.Record(mem)
 	n := 12
 	if testing.Short() {
 		n = 6
@@ -262,13 +243,11 @@ func TestPowerLossAtEverySync(t *testing.T) {
 	// A power cut with no writer running: the NoWait puts of the last
 	// group and whatever the index has not caught up with are left to
 	// recovery.
-	old := mem
-	old.OnSync(nil)
-	mem = old.CrashClone()
-	index := p.index()
+	cut := p.rec.Cut(mem)
+	mem = cut.FS
 	p.close(d)
-	p.restoreIndex(index)
-	mem.OnSync(p.onSync)
+	p.restoreIndex(cut.State.index)
+	p.rec.Record(mem)
 
 	d = p.open(mem)
 	p.put(d, 3, n)
@@ -285,20 +264,20 @@ func TestPowerLossAtEverySync(t *testing.T) {
 	}
 	p.put(d, 5, n)
 	p.close(d)
-	mem.OnSync(nil)
+	p.rec.Last(mem)
 	if t.Failed() {
 		t.FailNow()
 	}
-	p.points = append(p.points, crashPoint{segs: mem.CrashClone(), index: p.index(), acked: len(p.acks), now: p.clock()})
 
+	points := p.rec.Points()
 	checked, missing, reopened := 0, 0, 0
-	for i, cp := range p.points {
+	for i, cp := range points {
 		indexes := [][]byte{nil}
-		if cp.index != nil {
-			indexes = append(indexes, cp.index)
+		if cp.State.index != nil {
+			indexes = append(indexes, cp.State.index)
 		}
 		for _, index := range indexes {
-			c, m := p.check(i, cp, index, p.acks)
+			c, m := p.check(i, cp, index)
 			checked, missing, reopened = checked+c, missing+m, reopened+1
 		}
 		if t.Failed() {
@@ -306,9 +285,9 @@ func TestPowerLossAtEverySync(t *testing.T) {
 		}
 	}
 	t.Logf("power loss, store: %d crash points (one before each sync, one after the last), %d reopens, %d acknowledged objects checked, %d missing (%d puts acknowledged)",
-		len(p.points), reopened, checked, missing, len(p.acks))
-	if min := 40; len(p.points) < min {
-		t.Errorf("only %d crash points; the workload should sync at least %d times", len(p.points), min)
+		len(points), reopened, checked, missing, len(p.acks))
+	if min := 40; len(points) < min {
+		t.Errorf("only %d crash points; the workload should sync at least %d times", len(points), min)
 	}
 }
 
@@ -324,11 +303,11 @@ func TestSegmentCreationSyncsTheDirectory(t *testing.T) {
 	if err := d.Put(key, data, expiry, store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cp := crashPoint{segs: mem.CrashClone(), index: p.index(), acked: 1, now: p.clock()}
+	p.acked(ack{key, data, expiry})
+	cp := p.rec.Now(mem)
 	p.close(d)
-	acks := []ack{{key, data, expiry}}
-	for _, index := range [][]byte{cp.index, nil} {
-		if checked, _ := p.check(0, cp, index, acks); checked != 1 {
+	for _, index := range [][]byte{cp.State.index, nil} {
+		if checked, _ := p.check(0, cp, index); checked != 1 {
 			t.Fatal("the object was not checked")
 		}
 	}
@@ -348,14 +327,13 @@ func TestFailedSegmentSyncIsNotAcknowledged(t *testing.T) {
 		return nil
 	}))
 	r := rand.New(rand.NewPCG(3, 4))
-	var acks []ack
 	for range 5 {
 		data, key := storetest.Blob(r, 500)
 		expiry := p.clock().Add(time.Hour)
 		if err := d.Put(key, data, expiry, store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		acks = append(acks, ack{key, data, expiry})
+		p.acked(ack{key, data, expiry})
 	}
 	failing.Store(true)
 	data, key := storetest.Blob(r, 500)
@@ -367,9 +345,9 @@ func TestFailedSegmentSyncIsNotAcknowledged(t *testing.T) {
 	if err := d.Put(key, data, p.clock().Add(time.Hour), store.PutOptions{}); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("put after a failed fdatasync: %v, want the failure again", err)
 	}
-	cp := crashPoint{segs: mem.CrashClone(), index: p.index(), acked: len(acks), now: p.clock()}
+	cp := p.rec.Now(mem)
 	d.Close() // fails with the stuck error
 	p.live.Store(nil)
-	p.check(0, cp, cp.index, acks)
-	p.check(0, cp, nil, acks)
+	p.check(0, cp, cp.State.index)
+	p.check(0, cp, nil)
 }
