@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -17,12 +16,10 @@ import (
 	"time"
 
 	"triad/internal/client"
-	"triad/internal/dhash"
 	"triad/internal/dhash/frag"
 	"triad/internal/fault"
 	"triad/internal/files"
 	"triad/internal/id"
-	"triad/internal/ring"
 	"triad/internal/wire"
 )
 
@@ -71,54 +68,6 @@ func startDHash(t *testing.T, n int, extra ...string) *dhashCluster {
 	return d
 }
 
-// listProblems is check (first successor and predecessor of every vnode)
-// made stricter for the block store, which places copies on a key's first
-// k or l successors: every vnode's whole successor list must be the next
-// live vnodes clockwise, as many as fit.
-func (d *dhashCluster) listProblems() []string {
-	problems := d.check()
-	all := d.liveIDs()
-	for _, p := range d.live() {
-		problems = append(problems, succProblems(p.name, d.views[p.name], all)...)
-	}
-	return problems
-}
-
-// liveIDs lists the vnode IDs of the live processes in ring order.
-func (d *dhashCluster) liveIDs() []string {
-	var all []string
-	for _, p := range d.live() {
-		all = append(all, p.ids...)
-	}
-	slices.Sort(all)
-	return all
-}
-
-// succProblems compares the successor lists in one node's `triad ring
-// --json` output with the live vnodes all (sorted).
-func succProblems(name, view string, all []string) []string {
-	var v ringView
-	if err := json.Unmarshal([]byte(view), &v); err != nil {
-		return []string{fmt.Sprintf("%s: bad ring view %q", name, view)}
-	}
-	var problems []string
-	n := min(ring.DefaultConfig().Succs, len(all)-1) // triad node's setting
-	for _, vn := range v.Vnodes {
-		i, _ := slices.BinarySearch(all, vn.Self.ID)
-		var want, got []string
-		for j := 1; j <= n; j++ {
-			want = append(want, short(all[(i+j)%len(all)]))
-		}
-		for _, s := range vn.Succs {
-			got = append(got, short(s.ID))
-		}
-		if !slices.Equal(got, want) {
-			problems = append(problems, fmt.Sprintf("%s: vnode %s: successors %v, want %v", name, short(vn.Self.ID), got, want))
-		}
-	}
-	return problems
-}
-
 // listsSettle is how long successor lists must stay complete before the
 // ring counts as healed: more than a stabilization round (1 s ± 25%). A
 // restarted node answers its first rounds with the list it saved, which
@@ -126,7 +75,7 @@ func succProblems(name, view string, all []string) []string {
 // that look complete just after a restart can still lose an entry.
 const listsSettle = 1500 * time.Millisecond
 
-// waitLists polls until listProblems has found nothing wrong for
+// waitLists polls until check has found nothing wrong for
 // listsSettle, failing with the ring views and node logs if that takes
 // longer than within.
 func (d *dhashCluster) waitLists(what string, within time.Duration) {
@@ -134,7 +83,7 @@ func (d *dhashCluster) waitLists(what string, within time.Duration) {
 	start := time.Now()
 	var completeSince time.Time
 	for {
-		problems := d.listProblems()
+		problems := d.check()
 		switch {
 		case len(problems) > 0:
 			completeSince = time.Time{}
