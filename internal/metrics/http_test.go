@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"triad/internal/testutil"
 )
 
 // The HTTP server holds at most maxHTTPConns connections: one more is
@@ -42,17 +44,15 @@ func TestServerBoundsConnections(t *testing.T) {
 	idle[0].Close()
 	// Once a slot frees, a new client is served.
 	var line string
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testutil.Poll(5*time.Second, func() bool {
 		c, err := net.Dial("tcp", s.Addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		line, err = get(c)
 		c.Close()
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
+		return err == nil
+	})
 	if !strings.HasPrefix(line, "HTTP/1.1 200") {
 		t.Fatalf("after a slot freed: %q", line)
 	}
@@ -61,14 +61,14 @@ func TestServerBoundsConnections(t *testing.T) {
 	}
 	// The server frees their slots as it sees them closed, which may take
 	// a moment (CI once got there first and was refused).
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		resp, err := http.Get("http://" + s.Addr + "/metrics")
-		if err == nil && resp.StatusCode == 200 {
+	var resp *http.Response
+	if !testutil.Poll(5*time.Second, func() bool {
+		resp, err = http.Get("http://" + s.Addr + "/metrics")
+		if err == nil {
 			resp.Body.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET /metrics after the idle connections closed: %v %v", resp, err)
-		}
+		return err == nil && resp.StatusCode == 200
+	}) {
+		t.Fatalf("GET /metrics after the idle connections closed: %v %v", resp, err)
 	}
 }
