@@ -92,7 +92,8 @@ if [ "$SITES" -gt 0 ]; then
     for i in $(seq 0 $((SITES - 1))); do
         : >"$OUT/sites/peers$i"
         for j in $(seq 0 $((SITES - 1))); do
-            [ "$i" = "$j" ] || echo "site$((j + 1)) 127.0.0.1:$((NEWS0 + j)) mesh $secret" >>"$OUT/sites/peers$i"
+            [ "$i" = "$j" ] || printf '[[peer]]\nname = "site%d"\naddr = "127.0.0.1:%d"\nmode = "mesh"\nsecret = "%s"\n\n' \
+                "$((j + 1))" "$((NEWS0 + j))" "$secret" >>"$OUT/sites/peers$i"
         done
         "$OUT/triad" nntp --listen "127.0.0.1:$((NEWS0 + i))" --data "$OUT/sites/site$i" --node "127.0.0.1:$((NODE0 + i))" \
             --pathhost "site$((i + 1))" --peers "$OUT/sites/peers$i" --groups triad.bench,triad.bench.large \

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"triad/internal/client"
+	"triad/internal/noded"
 	"triad/internal/pki"
 	"triad/internal/wire"
 )
@@ -104,7 +105,7 @@ func runCAIssue(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	who := pki.Identity{Name: pos[0], Site: *site, Addr: *addr, Vnodes: *vnodes, Machine: machineID(*machine)}
+	who := pki.Identity{Name: pos[0], Site: *site, Addr: *addr, Vnodes: *vnodes, Machine: noded.MachineID(*machine)}
 	if *role != "" {
 		if who.Role, err = pki.ParseRole(*role); err != nil {
 			return usageErr(fs, "--role: %v", err)

@@ -7,11 +7,10 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"triad/internal/config"
-	"triad/internal/usenet"
+	"triad/internal/newsd"
+	"triad/internal/noded"
 )
 
 const configAbout = `
@@ -19,8 +18,9 @@ One configuration file (TOML) can hold what the flags of 'triad node',
 'triad nntp' and 'triad up' say, a table for each: [node], [nntp], [up]. The
 keys are the flag names (listen, data, cache-mb, expire, ...); a news site's
 peers and feeds are [[nntp.peer]] tables (name, addr, mode, secret, groups),
-in place of a --peers file. Each command reads its own table when given
---config FILE; a flag on the command line overrides the file.
+the same tables as a --peers file's [[peer]]. Each command reads its own
+table when given --config FILE; a flag on the command line overrides the
+file.
 
   triad config example           print a file with every key, its default and its help
   triad config check FILE        check a file: unknown keys, values a flag refuses,
@@ -33,14 +33,19 @@ Example:
   triad node --config triad.toml
   triad nntp --config triad.toml --listen 127.0.0.1:1120`
 
-// configCommands are the commands that read a table of the file, by
-// table name.
-var configCommands = map[string]func([]string, io.Writer, io.Writer) error{
-	"node": runNode, "nntp": runNNTP, "up": runUp,
+// options is what a table of the file sets: a command's Options.
+type options interface {
+	RegisterFlags(*flag.FlagSet)
+	Validate() error
 }
 
-// notInFile are flags a file does not set.
-var notInFile = []string{"config", "cpuprofile"}
+// configTables makes the options of each table of the file, with their
+// defaults.
+var configTables = map[string]func() options{
+	"node": func() options { o := noded.DefaultOptions(); return &o },
+	"nntp": func() options { o := newsd.DefaultOptions(); return &o },
+	"up":   func() options { o := defaultUpOptions(); return &o },
+}
 
 func runConfig(args []string, stdout, stderr io.Writer) error {
 	return runGroup("config", configAbout, map[string]func([]string, io.Writer, io.Writer) error{
@@ -63,40 +68,40 @@ func runConfigExample(args []string, stdout, stderr io.Writer) error {
 # (and the [nntp] keys that are not a site's own: listen, data, node,
 # pathhost and peers are set by up). Flags on the command line win.
 # Every key below is set to its default; delete what you do not change.`)
-	for _, section := range config.Sections {
-		fs := commandFlags(configCommands[section])
-		fmt.Fprintf(stdout, "\n[%s]\n", section)
+	for _, table := range config.Sections {
+		fs := flag.NewFlagSet(table, flag.ContinueOnError)
+		configTables[table]().RegisterFlags(fs)
+		fmt.Fprintf(stdout, "\n[%s]\n", table)
 		fs.VisitAll(func(fl *flag.Flag) {
-			if slices.Contains(notInFile, fl.Name) {
-				return
-			}
 			_, help := flag.UnquoteUsage(fl)
 			for _, line := range wrap(help, 76) {
 				fmt.Fprintf(stdout, "# %s\n", line)
 			}
 			fmt.Fprintf(stdout, "%s = %s\n", fl.Name, tomlValue(fl))
 		})
-		if section == "nntp" {
-			fmt.Fprint(stdout, `
-# Peers and feeds of a news site, one table each (in place of --peers FILE).
-# mode: announce (send it headers and keys of what is listed here, take its
-# announcements), mesh (announce, in a full mesh: only what entered the ring
-# here), feed (a traditional server upstream, sent whole articles). secret:
-# the same on both sides of a link; a feed may have none; "tls" makes the link
-# mutual TLS (this site needs tls, the peer's addr is its peer-listen, and its
-# certificate must be issued to its name). groups: a wildmat of the groups the
-# peer is sent (default all).
+		if table == "nntp" {
+			fmt.Fprint(stdout, peersExample)
+		}
+	}
+	return nil
+}
+
+const peersExample = `
+# Peers and feeds of a news site, one table each (a --peers FILE holds the
+# same tables, named [[peer]]). mode: announce (send it headers and keys of
+# what is listed here, take its announcements), mesh (announce, in a full
+# mesh: only what entered the ring here), feed (a traditional server
+# upstream, sent whole articles). secret: the same on both sides of a link;
+# a feed may have none; "tls" makes the link mutual TLS (this site needs tls,
+# the peer's addr is its peer-listen, and its certificate must be issued to
+# its name). groups: a wildmat of the groups the peer is sent (default all).
 # [[nntp.peer]]
 # name = "site2"
 # addr = "news2.example.net:119"
 # mode = "mesh"
 # secret = "the secret of this link"
 # groups = "*"
-`)
-		}
-	}
-	return nil
-}
+`
 
 // tomlValue is a flag's default written as a TOML value.
 func tomlValue(fl *flag.Flag) string {
@@ -137,25 +142,35 @@ func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return usageErr(fs, "want one FILE")
 	}
-	path := fs.Arg(0)
-	f, err := config.Load(path)
+	f, err := config.Load(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	// Each command reads its table and runs its own checks, and stops
-	// there.
+	if err := checkFile(f); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: ok (%s)\n", f.Path, describeFile(f))
+	return nil
+}
+
+// checkFile checks every table of f: each sets its command's Options,
+// which then validate (up's [nntp] too: each problem is said once).
+func checkFile(f *config.File) error {
 	var errs []error
-	for _, section := range config.Sections {
-		// up checks the [nntp] table too: each problem is said once.
-		if err := checkCommand(configCommands[section], path); err != nil && !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == err.Error() }) {
+	for _, table := range config.Sections {
+		fs := flag.NewFlagSet(table, flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o := configTables[table]()
+		o.RegisterFlags(fs)
+		err := applyTable(f, table, fs, o)
+		if err == nil {
+			err = f.Explain(table, o.Validate())
+		}
+		if err != nil && !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == err.Error() }) {
 			errs = append(errs, err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s: ok (%s)\n", path, describeFile(f))
-	return nil
+	return errors.Join(errs...)
 }
 
 // describeFile says what a checked file sets.
@@ -175,95 +190,55 @@ func describeFile(f *config.File) string {
 	return strings.Join(parts, ", ")
 }
 
-// addConfigFlag adds --config to a command that reads a table of the file.
-func addConfigFlag(fs *flag.FlagSet) *string {
-	return fs.String("config", "", "configuration `file` (TOML; see 'triad config'); flags given here override it")
-}
-
-// applyConfig sets the flags of fs that the command line did not from
-// the table section of the file at path; nil and no error without a path.
-func applyConfig(fs *flag.FlagSet, path, section string) (*config.File, error) {
-	if path == "" {
-		return nil, nil
-	}
-	f, err := config.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	return f, f.Apply(section, fs, notInFile...)
-}
-
-// configPeers are the [[nntp.peer]] tables of a file as a site's peers.
-func configPeers(f *config.File) ([]usenet.Peer, error) {
+// applyTable sets o from table of f where the command line (fs's flags
+// already set) has not: the table's keys through fs, and a site's
+// [[nntp.peer]] tables.
+func applyTable(f *config.File, table string, fs *flag.FlagSet, o options) error {
 	if f == nil {
-		return nil, nil
-	}
-	var peers []usenet.Peer
-	seen := map[string]bool{}
-	for _, p := range f.Peers {
-		secret := p.Secret
-		if secret == "" {
-			secret = "-"
-		}
-		peer, err := peerOf(p.Name, p.Addr, p.Mode, secret, p.Groups, seen)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", f.Path, p.Line, err)
-		}
-		peers = append(peers, peer)
-	}
-	return peers, nil
-}
-
-// flagsOnly, as a command's only argument, makes parse hand the command's
-// flag set to commandFlags instead of running it; checkOnly, as its last,
-// makes the command stop (returning nil) once its flags are checked, at
-// its call of checkedOnly.
-const (
-	flagsOnly = "\x00flags-only"
-	checkOnly = "\x00check-only"
-)
-
-var (
-	errFlagsOnly = errors.New("flags only")
-	flagSink     struct {
-		sync.Mutex
-		fs *flag.FlagSet
-	}
-	checking atomic.Pointer[flag.FlagSet] // the flag set checkCommand is checking
-)
-
-// checkCommand runs a command on a configuration file until its flags are
-// checked, and returns the first line of what it said if they are bad.
-func checkCommand(run func([]string, io.Writer, io.Writer) error, path string) error {
-	flagSink.Lock()
-	defer flagSink.Unlock()
-	defer checking.Store(nil)
-	var said strings.Builder
-	err := run([]string{"--config", path, checkOnly}, io.Discard, &said)
-	if err == nil {
 		return nil
 	}
-	// What usageErr printed before the usage, without "triad node: ".
-	if msg, _, _ := strings.Cut(said.String(), "\n\n"); msg != "" {
-		_, msg, _ = strings.Cut(msg, ": ")
-		return errors.New(msg)
+	// Only o's own flags are keys of the file (not --config, --cpuprofile).
+	own := flag.NewFlagSet(table, flag.ContinueOnError)
+	o.RegisterFlags(own)
+	var skip []string
+	fs.VisitAll(func(fl *flag.Flag) {
+		if own.Lookup(fl.Name) == nil {
+			skip = append(skip, fl.Name)
+		}
+	})
+	if err := f.Apply(table, fs, skip...); err != nil {
+		return err
 	}
-	return err
+	if site, ok := o.(*newsd.Options); ok && table == "nntp" {
+		site.Peers = f.Peers
+	}
+	return nil
 }
 
-// checkedOnly reports whether fs is a command's being checked by
-// checkCommand: then the command returns before it starts anything.
-func checkedOnly(fs *flag.FlagSet) bool { return fs != nil && checking.Load() == fs }
-
-// commandFlags is the flag set of a command, with its defaults, without
-// running it.
-func commandFlags(run func([]string, io.Writer, io.Writer) error) *flag.FlagSet {
-	flagSink.Lock()
-	defer flagSink.Unlock()
-	flagSink.fs = nil
-	run([]string{flagsOnly}, io.Discard, io.Discard)
-	if flagSink.fs == nil {
-		panic("triad: a command that reads the configuration file does not parse its flags with parse")
+// parseCommand parses a daemon's command line: its flags, bound to o by
+// o.RegisterFlags, then the table of the --config file (which the
+// command line overrides), then o's checks; a problem with a value from
+// the file names its line. It returns the file (nil without --config).
+func parseCommand(fs *flag.FlagSet, args []string, table string, o options) (*config.File, error) {
+	path := fs.String("config", "", "configuration `file` (TOML; see 'triad config'); flags given here override it")
+	if err := parse(fs, args); err != nil {
+		return nil, err
 	}
-	return flagSink.fs
+	if fs.NArg() > 0 {
+		return nil, usageErr(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	var f *config.File
+	if *path != "" {
+		var err error
+		if f, err = config.Load(*path); err != nil {
+			return nil, err
+		}
+		if err := applyTable(f, table, fs, o); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return nil, usageErr(fs, "%v", f.Explain(table, err))
+	}
+	return f, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/config"
 	"triad/internal/nntp"
 )
 
@@ -157,27 +158,34 @@ func exitCode(err error) int {
 func TestConfigPeers(t *testing.T) {
 	dir := t.TempDir()
 	peers := filepath.Join(dir, "peers")
-	if err := os.WriteFile(peers, []byte("site3 127.0.0.1:1121 mesh s\n"), 0o644); err != nil {
+	if err := os.WriteFile(peers, []byte("[[peer]]\nname = \"site3\"\naddr = \"127.0.0.1:1121\"\nmode = \"mesh\"\nsecret = \"s\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Peers share articles through the DHT: the site needs a node.
+	node := "[nntp]\nnode = \"127.0.0.1:4001\"\n"
 	table := "[[nntp.peer]]\nname = \"site2\"\naddr = \"127.0.0.1:1120\"\nmode = \"mesh\"\nsecret = \"s\"\n"
 	for _, tc := range []struct {
 		name, text, want string
 	}{
-		{"tables", table, ""},
-		{"both", fmt.Sprintf("[nntp]\npeers = %q\n\n", peers) + table, "give the peers in one place"},
-		{"same name twice", table + "\n" + table, `:7: peer name "site2" is not a unique Path name`},
-		{"feed without secret", "[[nntp.peer]]\nname = \"up\"\naddr = \"127.0.0.1:119\"\nmode = \"feed\"\n", ""},
-		{"a TLS link without a certificate", strings.Replace(table, `"s"`, `"tls"`, 1), "need --tls"},
+		{"tables", node + table, ""},
+		{"a peers file", fmt.Sprintf("[nntp]\nnode = \"127.0.0.1:4001\"\npeers = %q\n", peers), ""},
+		{"both", fmt.Sprintf("[nntp]\nnode = \"127.0.0.1:4001\"\npeers = %q\n\n", peers) + table, "give the peers in one place"},
+		{"same name twice", node + table + "\n" + table, `:9: peer name "site2" is not a unique Path name`},
+		{"without a node", table, "--peers needs --node"},
+		{"feed without secret", node + "[[nntp.peer]]\nname = \"up\"\naddr = \"127.0.0.1:119\"\nmode = \"feed\"\n", ""},
+		{"a TLS link without a certificate", node + strings.Replace(table, `"s"`, `"tls"`, 1), "need --tls"},
 		{"a TLS listener without a certificate", "[nntp]\npeer-listen = \"127.0.0.1:1563\"\n", "need --tls"},
-		{"TLS links", "[nntp]\ntls = \"some/bundle\"\npeer-listen = \"127.0.0.1:1563\"\n\n" + strings.Replace(table, `"s"`, `"tls"`, 1), ""},
+		{"TLS links", "[nntp]\nnode = \"127.0.0.1:4001\"\ntls = \"some/bundle\"\npeer-listen = \"127.0.0.1:1563\"\n\n" + strings.Replace(table, `"s"`, `"tls"`, 1), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, "f.toml")
 			if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			err := checkCommand(runNNTP, path)
+			f, err := config.Load(path)
+			if err == nil {
+				err = checkFile(f)
+			}
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}

@@ -134,14 +134,6 @@ func hasFlags(fs *flag.FlagSet) bool {
 
 // parse parses flags and maps errors to errUsage.
 func parse(fs *flag.FlagSet, args []string) error {
-	if len(args) == 1 && args[0] == flagsOnly { // triad config: the flags, not the command
-		flagSink.fs = fs
-		return errFlagsOnly
-	}
-	if n := len(args); n > 0 && args[n-1] == checkOnly { // triad config check
-		checking.Store(fs)
-		args = args[:n-1]
-	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

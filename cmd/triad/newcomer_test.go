@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"triad/internal/noded"
 )
 
 // get and stat take a block's whole key: a short form (stat prints the
@@ -72,9 +74,9 @@ func TestVersion(t *testing.T) {
 // on stderr while it retries, and exits non-zero after --join-timeout,
 // rather than standing alone in silence.
 func TestJoinDeadAddressExits(t *testing.T) {
-	old := joinReportEvery
-	joinReportEvery = 300 * time.Millisecond
-	defer func() { joinReportEvery = old }()
+	old := noded.JoinReportEvery
+	noded.JoinReportEvery = 300 * time.Millisecond
+	defer func() { noded.JoinReportEvery = old }()
 	ports := freePorts(t, 2)
 	dead := fmt.Sprintf("127.0.0.1:%d", ports[1])
 	var out, errb bytes.Buffer

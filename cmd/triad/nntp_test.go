@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/newsd"
 	"triad/internal/nntp"
 )
 
@@ -240,11 +241,12 @@ func TestMemoryLimitIsOnTopOfTheCache(t *testing.T) {
 		{[]string{"--node", "127.0.0.1:4001", "--memory-limit-mb", "0"}, 0},
 	} {
 		fs := flag.NewFlagSet("nntp", flag.ContinueOnError)
-		o := addNNTPFlags(fs)
+		o := newsd.DefaultOptions()
+		o.RegisterFlags(fs)
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		if got := o.memoryLimitMB(); got != tc.want {
+		if got := o.GoMemoryLimitMB(); got != tc.want {
 			t.Errorf("%v: memory limit %d MiB, want %d", tc.args, got, tc.want)
 		}
 	}

@@ -155,7 +155,7 @@ func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
 		var peers strings.Builder
 		for j := range 3 {
 			if j != i {
-				fmt.Fprintf(&peers, "%s 127.0.0.1:%d announce secret-%d%d\n", names[j], ports[j], min(i, j), max(i, j))
+				fmt.Fprintf(&peers, "[[peer]]\nname = %q\naddr = \"127.0.0.1:%d\"\nmode = \"announce\"\nsecret = \"secret-%d%d\"\n\n", names[j], ports[j], min(i, j), max(i, j))
 			}
 		}
 		dir := filepath.Join(d.dir, names[i])

@@ -13,15 +13,17 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"triad/internal/config"
 	"triad/internal/id"
-	"triad/internal/node"
+	"triad/internal/newsd"
+	"triad/internal/noded"
 	"triad/internal/pki"
-	"triad/internal/usenet"
+	"triad/internal/ring"
+	"triad/internal/wire"
 )
 
 const upAbout = `
@@ -38,77 +40,27 @@ gracefully. Started again with the same --data, the nodes come back at the
 same ring positions and the sites with their groups and articles.`
 
 func runUp(args []string, stdout, stderr io.Writer) error {
+	o := defaultUpOptions()
 	fs := newFlags("up", "up [--sites N] [--nodes N] [--vnodes N] [--port P] [--nntp-port P] [--data DIR]", upAbout, stderr)
-	sites := fs.Int("sites", 3, "news sites, each a news server with its own nodes")
-	nodes := fs.Int("nodes", 1, "nodes per site")
-	vnodes := fs.Int("vnodes", 2, "virtual servers per node")
-	port := fs.Int("port", 4001, "first TCP port; node i listens on port+i")
-	data := fs.String("data", "triad-data/up", "data `directory` for all nodes and sites")
-	nntpPort := fs.Int("nntp-port", 1119, "news port of the first site on 127.0.0.1; site i serves on nntp-port+i (0: no news servers)")
-	cacheMB := fs.Int("cache-mb", 64, "each site's cache of articles read from the ring, in MiB")
-	useTLS := fs.Bool("tls", true, "mutual TLS on every connection to and from the nodes, with a CA made under --data (data/ca); --tls=false: plain TCP")
-	httpPort := fs.Int("http-port", 9101, "first HTTP port on 127.0.0.1 for the status pages and /metrics: node i (and the site it serves) on http-port+i (0: none)")
-	groups := fs.String("groups", defaultGroups, "comma-separated `newsgroups` every site carries (name or name:y|n|m)")
+	o.RegisterFlags(fs)
 	profile := addProfileFlag(fs, "every node and site until Ctrl-C")
-	configPath := addConfigFlag(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	cf, err := applyConfig(fs, *configPath, "up")
+	cf, err := parseCommand(fs, args, "up", &o)
 	if err != nil {
 		return err
 	}
 	// The sites' options: the [nntp] table of the file, then what up sets
 	// for each site. Checked now, before anything starts.
-	siteOptions := func(i int) (*nntpOptions, error) {
-		sfs := flag.NewFlagSet("nntp", flag.ContinueOnError)
-		o := addNNTPFlags(sfs)
-		if cf != nil {
-			if err := cf.Apply("nntp", sfs, notInFile...); err != nil {
-				return nil, err
-			}
+	d := &upDeployment{o: o, site: newsd.DefaultOptions(), out: stdout}
+	sfs := flag.NewFlagSet("nntp", flag.ContinueOnError)
+	d.site.RegisterFlags(sfs)
+	if err := applyTable(cf, "nntp", sfs, &d.site); err != nil {
+		return err
+	}
+	if o.NNTPPort > 0 {
+		site := d.siteOptions(0)
+		if err := site.Validate(); err != nil {
+			return usageErr(fs, "%v", cf.Explain("nntp", err))
 		}
-		if err := o.check(); err != nil {
-			return nil, cf.Explain("nntp", err)
-		}
-		listen, dir, name := fmt.Sprintf("127.0.0.1:%d", *nntpPort+i), filepath.Join(*data, upSiteName(i)), upSiteName(i)
-		o.listen, o.data, o.pathHost, o.cacheMB, o.groups, o.peers = &listen, &dir, &name, cacheMB, groups, nil
-		return o, nil
-	}
-	usageErr := func(fs *flag.FlagSet, format string, args ...any) error {
-		return usageErr(fs, "%v", cf.Explain("up", fmt.Errorf(format, args...)))
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
-	}
-	total := *sites * *nodes
-	if *sites < 1 || *sites > 16 || *nodes < 1 || total > 64 || *vnodes < 1 || *vnodes > 64 {
-		return usageErr(fs, "--sites %d, --nodes %d, --vnodes %d: want 1 to 16 sites, 1 to 64 nodes in all and 1 to 64 vnodes", *sites, *nodes, *vnodes)
-	}
-	if *nntpPort < 0 || *nntpPort+*sites > 65535 {
-		return usageErr(fs, "--nntp-port %d out of range", *nntpPort)
-	}
-	if *port < 1 || *port+total > 65535 {
-		return usageErr(fs, "--port %d out of range", *port)
-	}
-	if *httpPort < 0 || *httpPort+total > 65535 {
-		return usageErr(fs, "--http-port %d out of range", *httpPort)
-	}
-	for _, g := range splitList(*groups) {
-		if _, _, err := groupSpec(g); err != nil {
-			return usageErr(fs, "--groups: %v", err)
-		}
-	}
-	if *cacheMB < 0 {
-		return usageErr(fs, "--cache-mb %d: want 0 or more", *cacheMB)
-	}
-	if *nntpPort > 0 {
-		if _, err := siteOptions(0); err != nil {
-			return usageErr(fs, "%v", err)
-		}
-	}
-	if checkedOnly(fs) {
-		return nil
 	}
 	stopProfile, err := profile.start()
 	if err != nil {
@@ -118,193 +70,305 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	relaxGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// The nodes stop after the news sites, which use them until closed.
-	nodeCtx, stopNodes := context.WithCancel(context.Background())
-	defer stopNodes()
-	var running []*runningNode
-	var news []*runningNNTP
-	shutdown := func() {
-		stop()
-		for _, n := range news {
-			n.close()
-		}
-		stopNodes()
-		for _, r := range running {
-			r.wait()
-		}
-	}
-	var ca *upCA
-	if *useTLS {
-		if ca, err = openUpCA(filepath.Join(*data, "ca")); err != nil {
-			shutdown()
+	d.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	defer d.Close(stderr)
+	for _, step := range []func(context.Context) error{d.openCA, d.startNodes, d.startSites, d.printHowTo, d.waitConsistent} {
+		if err := step(ctx); err != nil {
 			return err
-		}
-	}
-	for i := 0; i < total; i++ {
-		join := ""
-		if i > 0 {
-			join = running[0].addr
-		}
-		listen := fmt.Sprintf("127.0.0.1:%d", *port+i)
-		dir := filepath.Join(*data, fmt.Sprintf("node%d", i))
-		spec := defaultNodeSpec()
-		if ca != nil {
-			if spec.tls, err = ca.bundle(pki.Identity{Name: fmt.Sprintf("node%d-%s", i, listen), Site: "node", Addr: listen, Vnodes: *vnodes}); err != nil {
-				shutdown()
-				return err
-			}
-		}
-		spec.listen, spec.data, spec.join, spec.vnodes = listen, dir, join, *vnodes
-		// Evenly spaced IDs, not derived ones: the nodes of one operator on
-		// one machine, where balance matters more than placement checks.
-		spec.ids, spec.ring.VerifyIDs = spacedIDs(i, total, *vnodes), false
-		if *httpPort > 0 {
-			spec.http = fmt.Sprintf("127.0.0.1:%d", *httpPort+i)
-			spec.name = fmt.Sprintf("node %d (%s)", i, listen)
-			if *nntpPort > 0 && i%*nodes == 0 {
-				spec.name += ", news site " + upSiteName(i / *nodes)
-			}
-		}
-		n, err := startNode(nodeCtx, spec, log)
-		if err != nil {
-			shutdown()
-			return fmt.Errorf("node %d: %w", i, err)
-		}
-		running = append(running, n)
-		fmt.Fprintf(stdout, "started node %d on %s (%d vnodes, data in %s)\n", i, n.addr, *vnodes, dir)
-	}
-	if *nntpPort > 0 {
-		// The sites' links: mutual TLS with the ring's CA, each site
-		// known by its certificate on a listener of its own (a free port,
-		// printed); or, without TLS, AUTHINFO with one shared secret.
-		secret, peerAddr, peerLns := tlsSecret, make([]string, *sites), make([]net.Listener, *sites)
-		for i := range peerLns {
-			peerAddr[i] = fmt.Sprintf("127.0.0.1:%d", *nntpPort+i)
-			if ca == nil {
-				continue
-			}
-			if peerLns[i], err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-				shutdown()
-				return err
-			}
-			defer peerLns[i].Close() // closed by its site once served; this is for the sites that fail before
-			peerAddr[i] = peerLns[i].Addr().String()
-		}
-		if ca == nil {
-			if secret, err = upSecret(*data); err != nil {
-				shutdown()
-				return err
-			}
-		}
-		for i := 0; i < *sites; i++ {
-			o, err := siteOptions(i)
-			if err != nil {
-				shutdown()
-				return err
-			}
-			name, dir, nodeAddr := upSiteName(i), *o.data, running[i**nodes].addr
-			o.node = &nodeAddr
-			if ca != nil {
-				if o.tlsBundle, err = ca.bundle(pki.Identity{Name: name, Site: name, Role: pki.RoleSite}); err != nil {
-					shutdown()
-					return err
-				}
-				o.peerLn = peerLns[i]
-			}
-			for j := 0; j < *sites; j++ {
-				if j != i {
-					o.peers = append(o.peers, usenet.Peer{Name: upSiteName(j), Addr: peerAddr[j], Password: secret, Mode: usenet.Mesh})
-				}
-			}
-			n, err := startNNTP(ctx, o, log)
-			if err != nil {
-				shutdown()
-				return fmt.Errorf("news site %s: %w", name, err)
-			}
-			news = append(news, n)
-			if h := running[i**nodes].http; h != nil {
-				// The site's figures beside its node's, on one address.
-				if err := h.Registry.Register(n.collector()); err != nil {
-					shutdown()
-					return err
-				}
-				running[i**nodes].page.SetNews(n.collector())
-			}
-			links := "peers by AUTHINFO"
-			if n.peerAddr != "" {
-				links = "peers over TLS on " + n.peerAddr
-			}
-			fmt.Fprintf(stdout, "started news site %s on %s (node %s; %s; groups %s; data in %s)\n", name, n.addr, nodeAddr, links, strings.Join(n.groups, ", "), dir)
-		}
-	}
-	fmt.Fprintf(stdout, "\nLook at it from another terminal:\n")
-	if ca != nil {
-		if _, err := ca.bundle(pki.Identity{Name: "operator", Site: "operator", Role: pki.RoleOperator}); err != nil {
-			shutdown()
-			return err
-		}
-		fmt.Fprintf(stdout, `  export TRIAD_TLS=%s   # the nodes run mutual TLS with their own CA in %s; commands need a certificate
-`, filepath.Join(ca.dir, "bundles", "operator"), ca.dir)
-	}
-	fmt.Fprintf(stdout, `  go run ./cmd/triad ring --addr %s
-  go run ./cmd/triad lookup --addr %s --text hello
-`, running[0].addr, running[len(running)-1].addr)
-	if *httpPort > 0 {
-		fmt.Fprintf(stdout, "  status page and Prometheus metrics (/metrics) of each node (and of the site it serves):\n")
-		for i, r := range running {
-			site := ""
-			if len(news) > 0 && i%*nodes == 0 {
-				site = ", " + upSiteName(i / *nodes)
-			}
-			fmt.Fprintf(stdout, "    http://%s/   (node %d%s)\n", r.http.Addr, i, site)
-		}
-	}
-	if len(news) > 0 {
-		fmt.Fprintf(stdout, "  point a newsreader at any site (no password from this machine):\n")
-		for i, n := range news {
-			fmt.Fprintf(stdout, "    news://%s/   (%s)\n", n.addr, upSiteName(i))
-		}
-		fmt.Fprintf(stdout, `  an article posted at one site is read at every other one, e.g.:
-  python3 -c "import nntplib; s = nntplib.NNTP('127.0.0.1', %d); print(s.group('local.test'))"
-  each site's feeds to the others: %s
-`, *nntpPort+len(news)-1, filepath.Join(*data, upSiteName(0), "feeds.status"))
-	}
-	fmt.Fprintf(stdout, `
-Note: these %d nodes share this machine's disk. Each counts as a machine of its
-own, so a block's replicas are on distinct nodes but not on distinct disks: a
-local ring for trying triad, not for keeping data. On real machines, run one
-'triad node' per machine (or give nodes that share a disk one --machine name).
-`, len(running))
-	fmt.Fprintln(stdout, "Press Ctrl-C to stop every node (each leaves the ring gracefully).")
-
-	start := time.Now()
-	for ctx.Err() == nil {
-		if ringConsistent(ctx, running) {
-			fmt.Fprintf(stdout, "ring consistent: %d vnodes, every successor list complete (%.1fs)\n",
-				total**vnodes, time.Since(start).Seconds())
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(250 * time.Millisecond):
 		}
 	}
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping...")
-	for _, n := range news {
-		if err := n.close(); err != nil {
-			fmt.Fprintf(stderr, "news server %s: %v\n", n.addr, err)
-		}
-	}
-	stopNodes()
-	for _, n := range running {
-		if err := n.wait(); err != nil {
-			fmt.Fprintf(stderr, "node %s: %v\n", n.addr, err)
-		}
-	}
-	fmt.Fprintln(stdout, "stopped")
 	return nil
+}
+
+// upOptions are triad up's flags and the [up] table of a configuration
+// file.
+type upOptions struct {
+	Sites    int    // news sites, each a news server with its own nodes (1 to 16); key sites; default 3
+	Nodes    int    // nodes per site (1 to 64 in all); key nodes; default 1
+	Vnodes   int    // virtual servers per node (1 to 64); key vnodes; default 2
+	Port     int    // first TCP port: node i listens on Port+i; key port; default 4001
+	Data     string // data folder of every node and site; key data; default triad-data/up
+	NNTPPort int    // news port of the first site (site i on NNTPPort+i); 0: no news servers; key nntp-port; default 1119
+	CacheMB  int    // each site's article cache in MiB; key cache-mb; default 64
+	TLS      bool   // mutual TLS with a CA made under Data; key tls; default true
+	HTTPPort int    // first HTTP port of the status pages (node i on HTTPPort+i); 0: none; key http-port; default 9101
+	Groups   string // the groups every site carries; key groups; default newsd.DefaultGroups
+}
+
+func defaultUpOptions() upOptions {
+	return upOptions{Sites: 3, Nodes: 1, Vnodes: 2, Port: 4001, Data: "triad-data/up", NNTPPort: 1119, CacheMB: 64, TLS: true, HTTPPort: 9101, Groups: newsd.DefaultGroups}
+}
+
+func (o *upOptions) RegisterFlags(fs *flag.FlagSet) {
+	fs.IntVar(&o.Sites, "sites", o.Sites, "news sites, each a news server with its own nodes")
+	fs.IntVar(&o.Nodes, "nodes", o.Nodes, "nodes per site")
+	fs.IntVar(&o.Vnodes, "vnodes", o.Vnodes, "virtual servers per node")
+	fs.IntVar(&o.Port, "port", o.Port, "first TCP port; node i listens on port+i")
+	fs.StringVar(&o.Data, "data", o.Data, "data `directory` for all nodes and sites")
+	fs.IntVar(&o.NNTPPort, "nntp-port", o.NNTPPort, "news port of the first site on 127.0.0.1; site i serves on nntp-port+i (0: no news servers)")
+	fs.IntVar(&o.CacheMB, "cache-mb", o.CacheMB, "each site's cache of articles read from the ring, in MiB")
+	fs.BoolVar(&o.TLS, "tls", o.TLS, "mutual TLS on every connection to and from the nodes, with a CA made under --data (data/ca); --tls=false: plain TCP")
+	fs.IntVar(&o.HTTPPort, "http-port", o.HTTPPort, "first HTTP port on 127.0.0.1 for the status pages and /metrics: node i (and the site it serves) on http-port+i (0: none)")
+	fs.StringVar(&o.Groups, "groups", o.Groups, "comma-separated `newsgroups` every site carries (name or name:y|n|m)")
+}
+
+func (o *upOptions) Validate() error {
+	total := o.Sites * o.Nodes
+	switch {
+	case o.Sites < 1 || o.Sites > 16 || o.Nodes < 1 || total > 64 || o.Vnodes < 1 || o.Vnodes > 64:
+		return fmt.Errorf("--sites %d, --nodes %d, --vnodes %d: want 1 to 16 sites, 1 to 64 nodes in all and 1 to 64 vnodes", o.Sites, o.Nodes, o.Vnodes)
+	case o.NNTPPort < 0 || o.NNTPPort+o.Sites > 65535:
+		return fmt.Errorf("--nntp-port %d out of range", o.NNTPPort)
+	case o.Port < 1 || o.Port+total > 65535:
+		return fmt.Errorf("--port %d out of range", o.Port)
+	case o.HTTPPort < 0 || o.HTTPPort+total > 65535:
+		return fmt.Errorf("--http-port %d out of range", o.HTTPPort)
+	case o.CacheMB < 0:
+		return fmt.Errorf("--cache-mb %d: want 0 or more", o.CacheMB)
+	}
+	if _, err := newsd.ParseGroups(o.Groups); err != nil {
+		return fmt.Errorf("--groups: %v", err)
+	}
+	return nil
+}
+
+// upDeployment is what triad up runs, started by its steps in order and
+// stopped by one Close: the sites first (they use the nodes), then the
+// nodes, each leaving the ring gracefully.
+type upDeployment struct {
+	o    upOptions
+	site newsd.Options // the [nntp] table: the base of each site's options
+	log  *slog.Logger
+	out  io.Writer
+
+	ca      *upCA // nil without TLS
+	nodes   []*noded.Node
+	sites   []*newsd.Site
+	peerLns []net.Listener // the sites' TLS listeners, until their sites serve them
+}
+
+// siteOptions are the options of site i: the [nntp] table's, with what
+// up sets.
+func (d *upDeployment) siteOptions(i int) newsd.Options {
+	o := d.site
+	o.Listen, o.Data, o.PathHost = fmt.Sprintf("127.0.0.1:%d", d.o.NNTPPort+i), filepath.Join(d.o.Data, upSiteName(i)), upSiteName(i)
+	o.CacheMB, o.Groups, o.Peers, o.PeersFile = d.o.CacheMB, d.o.Groups, nil, ""
+	return o
+}
+
+// openCA makes (or opens) the deployment's CA, with TLS.
+func (d *upDeployment) openCA(context.Context) error {
+	if !d.o.TLS {
+		return nil
+	}
+	var err error
+	d.ca, err = openUpCA(filepath.Join(d.o.Data, "ca"))
+	return err
+}
+
+// startNodes starts every node, each joining through the first.
+func (d *upDeployment) startNodes(context.Context) error {
+	total := d.o.Sites * d.o.Nodes
+	for i := range total {
+		o := noded.DefaultOptions()
+		o.Listen, o.Data, o.Vnodes = fmt.Sprintf("127.0.0.1:%d", d.o.Port+i), filepath.Join(d.o.Data, fmt.Sprintf("node%d", i)), d.o.Vnodes
+		if i > 0 {
+			o.Join = d.nodes[0].Addr
+		}
+		// Evenly spaced IDs, not derived ones: the nodes of one operator on
+		// one machine, where balance matters more than placement checks.
+		o.IDs, o.DeriveIDs = spacedIDs(i, total, d.o.Vnodes), false
+		if d.ca != nil {
+			var err error
+			if o.Bundle, err = d.ca.bundle(pki.Identity{Name: fmt.Sprintf("node%d-%s", i, o.Listen), Site: "node", Addr: o.Listen, Vnodes: d.o.Vnodes}); err != nil {
+				return err
+			}
+		}
+		if d.o.HTTPPort > 0 {
+			o.HTTP = fmt.Sprintf("127.0.0.1:%d", d.o.HTTPPort+i)
+			o.Name = fmt.Sprintf("node %d (%s)", i, o.Listen)
+			if d.o.NNTPPort > 0 && i%d.o.Nodes == 0 {
+				o.Name += ", news site " + upSiteName(i/d.o.Nodes)
+			}
+		}
+		// The nodes stop after the sites, which use them until closed:
+		// Close stops them, not the signal.
+		n, err := noded.Start(context.Background(), o, d.log)
+		if err != nil {
+			return fmt.Errorf("node %d: %w", i, err)
+		}
+		d.nodes = append(d.nodes, n)
+		fmt.Fprintf(d.out, "started node %d on %s (%d vnodes, data in %s)\n", i, n.Addr, d.o.Vnodes, n.Data)
+	}
+	return nil
+}
+
+// startSites starts the news sites, each on the first of its nodes. Their
+// links: mutual TLS with the ring's CA, each site known by its
+// certificate on a listener of its own (a free port, printed); or,
+// without TLS, AUTHINFO with one shared secret.
+func (d *upDeployment) startSites(ctx context.Context) error {
+	if d.o.NNTPPort == 0 {
+		return nil
+	}
+	peerAddr, err := d.peerAddrs()
+	if err != nil {
+		return err
+	}
+	secret := newsd.TLSSecret
+	if d.ca == nil {
+		if secret, err = upSecret(d.o.Data); err != nil {
+			return err
+		}
+	}
+	for i := range d.o.Sites {
+		o, n := d.siteOptions(i), d.nodes[i*d.o.Nodes]
+		o.Node = n.Addr
+		if d.ca != nil {
+			if o.Bundle, err = d.ca.bundle(pki.Identity{Name: o.PathHost, Site: o.PathHost, Role: pki.RoleSite}); err != nil {
+				return err
+			}
+			o.PeerListener, d.peerLns[i] = d.peerLns[i], nil
+		}
+		for j := range d.o.Sites {
+			if j != i {
+				o.Peers = append(o.Peers, config.Peer{Name: upSiteName(j), Addr: peerAddr[j], Secret: secret, Mode: "mesh"})
+			}
+		}
+		s, err := newsd.Start(ctx, o, d.log)
+		if err != nil {
+			return fmt.Errorf("news site %s: %w", o.PathHost, err)
+		}
+		d.sites = append(d.sites, s)
+		if n.HTTP != nil {
+			// The site's figures beside its node's, on one address.
+			if err := n.HTTP.Registry.Register(s.Collector()); err != nil {
+				return err
+			}
+			n.Page.SetNews(s.Collector())
+		}
+		links := "peers by AUTHINFO"
+		if s.PeerAddr != "" {
+			links = "peers over TLS on " + s.PeerAddr
+		}
+		fmt.Fprintf(d.out, "started news site %s on %s (node %s; %s; groups %s; data in %s)\n", o.PathHost, s.Addr, n.Addr, links, strings.Join(s.Groups, ", "), o.Data)
+	}
+	return nil
+}
+
+// peerAddrs are the addresses the sites announce to each other on: with
+// TLS, a listener of each site's own on a free port (bound now); else its
+// news port.
+func (d *upDeployment) peerAddrs() ([]string, error) {
+	addrs := make([]string, d.o.Sites)
+	d.peerLns = make([]net.Listener, d.o.Sites)
+	for i := range addrs {
+		addrs[i] = fmt.Sprintf("127.0.0.1:%d", d.o.NNTPPort+i)
+		if d.ca == nil {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		d.peerLns[i], addrs[i] = ln, ln.Addr().String()
+	}
+	return addrs, nil
+}
+
+// printHowTo says how to look at the deployment.
+func (d *upDeployment) printHowTo(context.Context) error {
+	out := d.out
+	fmt.Fprintf(out, "\nLook at it from another terminal:\n")
+	if d.ca != nil {
+		if _, err := d.ca.bundle(pki.Identity{Name: "operator", Site: "operator", Role: pki.RoleOperator}); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "  export TRIAD_TLS=%s   # the nodes run mutual TLS with their own CA in %s; commands need a certificate\n", filepath.Join(d.ca.dir, "bundles", "operator"), d.ca.dir)
+	}
+	fmt.Fprintf(out, "  go run ./cmd/triad ring --addr %s\n  go run ./cmd/triad lookup --addr %s --text hello\n", d.nodes[0].Addr, d.nodes[len(d.nodes)-1].Addr)
+	if d.o.HTTPPort > 0 {
+		fmt.Fprintf(out, "  status page and Prometheus metrics (/metrics) of each node (and of the site it serves):\n")
+		for i, n := range d.nodes {
+			site := ""
+			if len(d.sites) > 0 && i%d.o.Nodes == 0 {
+				site = ", " + upSiteName(i/d.o.Nodes)
+			}
+			fmt.Fprintf(out, "    http://%s/   (node %d%s)\n", n.HTTP.Addr, i, site)
+		}
+	}
+	if len(d.sites) > 0 {
+		fmt.Fprintf(out, "  point a newsreader at any site (no password from this machine):\n")
+		for i, s := range d.sites {
+			fmt.Fprintf(out, "    news://%s/   (%s)\n", s.Addr, upSiteName(i))
+		}
+		fmt.Fprintf(out, `  an article posted at one site is read at every other one, e.g.:
+  python3 -c "import nntplib; s = nntplib.NNTP('127.0.0.1', %d); print(s.group('local.test'))"
+  each site's feeds to the others: %s
+`, d.o.NNTPPort+len(d.sites)-1, filepath.Join(d.o.Data, upSiteName(0), "feeds.status"))
+	}
+	fmt.Fprintf(out, `
+Note: these %d nodes share this machine's disk. Each counts as a machine of its
+own, so a block's replicas are on distinct nodes but not on distinct disks: a
+local ring for trying triad, not for keeping data. On real machines, run one
+'triad node' per machine (or give nodes that share a disk one --machine name).
+`, len(d.nodes))
+	fmt.Fprintln(out, "Press Ctrl-C to stop every node (each leaves the ring gracefully).")
+	return nil
+}
+
+// waitConsistent waits until every vnode's successor list is complete
+// (ring.Check): successor pointers are right first, and the rest of each
+// list is copied from the successor's at the next stabilization rounds;
+// until then a lookup can answer from a list with a gap, and a put place
+// a copy on a node that is not among the key's successors.
+func (d *upDeployment) waitConsistent(ctx context.Context) error {
+	start := time.Now()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var views []wire.VnodeInfo
+		for _, n := range d.nodes {
+			v, err := n.RingInfo(ctx)
+			if err != nil {
+				return nil // stopping
+			}
+			views = append(views, v...)
+		}
+		if len(ring.Check(views, ring.Want{Succs: d.nodes[0].Host.Ring.Config().Succs})) == 0 {
+			fmt.Fprintf(d.out, "ring consistent: %d vnodes, every successor list complete (%.1fs)\n", len(views), time.Since(start).Seconds())
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// Close stops the sites, then the nodes, and says what failed.
+func (d *upDeployment) Close(stderr io.Writer) {
+	for _, s := range d.sites {
+		if err := s.Close(); err != nil {
+			fmt.Fprintf(stderr, "news server %s: %v\n", s.Addr, err)
+		}
+	}
+	for _, ln := range d.peerLns {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+	for _, n := range d.nodes {
+		if err := n.Close(); err != nil {
+			fmt.Fprintf(stderr, "node %s: %v\n", n.Addr, err)
+		}
+	}
+	if len(d.nodes) > 0 {
+		fmt.Fprintln(d.out, "stopped")
+	}
 }
 
 // spacedIDs are the ring positions of node i of n with v vnodes each: the
@@ -336,57 +400,6 @@ func upSecret(dir string) (string, error) {
 		return "", err
 	}
 	return secret, os.WriteFile(path, []byte(secret+"\n"), 0o600)
-}
-
-// ringConsistent reports whether every vnode's successor list is complete
-// (see succListsComplete). Successor pointers are right first; the rest of
-// each list is copied from the successor's at the next stabilization
-// rounds, and until then a lookup can answer from a list with a gap and a
-// put place a copy on a node that is not among the key's successors.
-func ringConsistent(ctx context.Context, nodes []*runningNode) bool {
-	var lists [][]id.ID
-	listLen := 0
-	for _, n := range nodes {
-		err := n.drv.Do(ctx, func(env node.Env) {
-			listLen = n.node.Ring.Config().Succs
-			for _, v := range n.node.Ring.Vnodes() {
-				l := []id.ID{v.Self().ID}
-				for _, s := range v.Succs() {
-					l = append(l, s.ID)
-				}
-				lists = append(lists, l)
-			}
-		})
-		if err != nil {
-			return false
-		}
-	}
-	return succListsComplete(lists, listLen)
-}
-
-// succListsComplete reports whether each of lists (a vnode's ID, then its
-// successor list, nearest first) names the next vnodes clockwise among
-// all of them, as many as a list holds (listLen) or all the others: no
-// gap, no stranger, no shortfall.
-func succListsComplete(lists [][]id.ID, listLen int) bool {
-	all := make([]id.ID, len(lists))
-	for i, l := range lists {
-		all[i] = l[0]
-	}
-	slices.SortFunc(all, id.ID.Cmp)
-	want := min(listLen, len(all)-1)
-	for _, l := range lists {
-		if len(l)-1 != want {
-			return false
-		}
-		i, _ := slices.BinarySearchFunc(all, l[0], id.ID.Cmp)
-		for j := 1; j <= want; j++ {
-			if l[j] != all[(i+j)%len(all)] {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // upCA is the certificate authority triad up makes under its data folder,

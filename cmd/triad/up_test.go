@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"triad/internal/id"
 	"triad/internal/nntp"
 )
 
@@ -251,54 +250,4 @@ func TestUpQuickStart(t *testing.T) {
 		t.Fatal("after a restart, triad get returned other bytes than were put")
 	}
 	up.stop()
-}
-
-// TestSuccListsComplete checks the condition triad up waits for before it
-// prints "ring consistent": whole successor lists, not just successor
-// pointers. The gap case is what a TestUpSitesShareArticles run saw right
-// after the pointers were right: vnode 0's list skipped two vnodes, so
-// keys between its first two entries went to the wrong nodes.
-func TestSuccListsComplete(t *testing.T) {
-	var r []id.ID // triad up's 3 nodes of 2 vnodes, in ring order
-	for j := range 2 {
-		for i := range 3 {
-			r = append(r, spacedIDs(i, 3, 2)[j])
-		}
-	}
-	// complete is every vnode's list as it should be with lists of listLen.
-	complete := func(ring []id.ID, listLen int) [][]id.ID {
-		var lists [][]id.ID
-		for i := range ring {
-			l := []id.ID{ring[i]}
-			for j := 1; j <= min(listLen, len(ring)-1); j++ {
-				l = append(l, ring[(i+j)%len(ring)])
-			}
-			lists = append(lists, l)
-		}
-		return lists
-	}
-	with := func(lists [][]id.ID, i int, l ...id.ID) [][]id.ID {
-		lists = slices.Clone(lists)
-		lists[i] = l
-		return lists
-	}
-	for _, tc := range []struct {
-		name    string
-		lists   [][]id.ID
-		listLen int
-		want    bool
-	}{
-		{"complete", complete(r, 16), 16, true},
-		{"complete, lists shorter than the ring", complete(r, 2), 2, true},
-		{"alone", [][]id.ID{{r[0]}}, 16, true},
-		{"gap after a right successor", with(complete(r, 16), 0, r[0], r[1], r[4], r[5]), 16, false},
-		{"short", with(complete(r, 16), 5, r[5], r[0], r[1]), 16, false},
-		{"successor skips one", with(complete(r, 16), 2, r[2], r[4], r[5], r[0], r[1]), 16, false},
-		{"lists itself", with(complete(r, 16), 3, r[3], r[4], r[5], r[0], r[1], r[3]), 16, false},
-		{"vnode not in the ring", with(complete(r, 2), 1, r[1], r[2], r[2].AddPow2(3)), 2, false},
-	} {
-		if got := succListsComplete(tc.lists, tc.listLen); got != tc.want {
-			t.Errorf("%s: succListsComplete = %v, want %v", tc.name, got, tc.want)
-		}
-	}
 }

@@ -34,7 +34,8 @@ type Setting struct {
 // announcements with, or a feed.
 type Peer struct {
 	Name, Addr, Mode, Secret, Groups string
-	Line                             int // of the table's header
+	File                             string // the file it is in
+	Line                             int    // of the table's header
 }
 
 // File is a parsed configuration file.
@@ -50,6 +51,15 @@ func (f *File) Settings(section string) []Setting { return f.sections[section] }
 
 // Load reads and parses the file at path.
 func Load(path string) (*File, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// readFile reads a file of at most MaxFileBytes.
+func readFile(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -61,7 +71,7 @@ func Load(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(path, data)
+	return data, nil
 }
 
 // lineError is a problem at one line of the file.
@@ -74,7 +84,25 @@ type lineError struct {
 func (e *lineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.path, e.line, e.msg) }
 
 // Parse parses data, the text of the file at path (named in errors).
-func Parse(path string, data []byte) (*File, error) {
+func Parse(path string, data []byte) (*File, error) { return parse(path, data, "nntp.peer") }
+
+// LoadPeers reads a peers file: [[peer]] tables with the keys of a
+// configuration file's [[nntp.peer]] (one format for both).
+func LoadPeers(path string) ([]Peer, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := parse(path, data, "peer")
+	if err != nil {
+		return nil, err
+	}
+	return f.Peers, nil
+}
+
+// parse parses a configuration file, or with peerTable "peer" a peers
+// file (no other tables).
+func parse(path string, data []byte, peerTable string) (*File, error) {
 	f := &File{Path: path, sections: map[string][]Setting{}, applied: map[string]int{}}
 	var p unstable.Parser
 	p.Reset(data)
@@ -93,10 +121,12 @@ func Parse(path string, data []byte) (*File, error) {
 			name := strings.Join(keys, ".")
 			line := lineOf(first)
 			switch {
-			case e.Kind == unstable.ArrayTable && name == "nntp.peer":
-				f.Peers = append(f.Peers, Peer{Line: line})
+			case e.Kind == unstable.ArrayTable && name == peerTable:
+				f.Peers = append(f.Peers, Peer{File: path, Line: line})
 				peer, table = &f.Peers[len(f.Peers)-1], "peer"
 				seen = map[string]int{}
+			case peerTable == "peer":
+				return nil, bad(line, "unknown table %q: a peers file holds [[peer]] tables", name)
 			case e.Kind == unstable.Table && slices.Contains(Sections, name):
 				if _, dup := f.sections[name]; dup {
 					return nil, bad(line, "table [%s] twice", name)
@@ -110,6 +140,9 @@ func Parse(path string, data []byte) (*File, error) {
 		case unstable.KeyValue:
 			keys, first := keyParts(e)
 			line := lineOf(first)
+			if table == "" && peerTable == "peer" {
+				return nil, bad(line, "%q is outside any table: each peer is a [[peer]] table", strings.Join(keys, "."))
+			}
 			if table == "" {
 				return nil, bad(line, "%q is outside any table: settings go under [node], [nntp] or [up]", strings.Join(keys, "."))
 			}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestApplySetsWhatTheCommandLineDoesNot(t *testing.T) {
 	if !*v["v"].(*bool) {
 		t.Error("v not set")
 	}
-	if len(f.Peers) != 2 || f.Peers[0] != (Peer{Name: "site2", Addr: "10.0.0.2:119", Mode: "mesh", Secret: "s3cret", Line: 14}) ||
+	if len(f.Peers) != 2 || f.Peers[0] != (Peer{Name: "site2", Addr: "10.0.0.2:119", Mode: "mesh", Secret: "s3cret", File: "triad.toml", Line: 14}) ||
 		f.Peers[1].Groups != "comp.*" || f.Peers[1].Line != 20 {
 		t.Errorf("peers %+v", f.Peers)
 	}
@@ -169,3 +170,35 @@ func FuzzParse(f *testing.F) {
 }
 
 func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o644) }
+
+// A peers file holds [[peer]] tables with the keys of [[nntp.peer]], and
+// nothing else; each peer names its file and line.
+func TestLoadPeers(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	path := write("peers", "# the other sites\n[[peer]]\nname = \"site2\"\naddr = \"10.0.0.2:119\"\nmode = \"mesh\"\nsecret = \"s3cret\"\n\n[[peer]]\nname = \"up\"\naddr = \"news.example:119\"\nmode = \"feed\"\n")
+	peers, err := LoadPeers(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(peers) != 2 || peers[0] != (Peer{Name: "site2", Addr: "10.0.0.2:119", Mode: "mesh", Secret: "s3cret", File: path, Line: 2}) || peers[1].Line != 8 {
+		t.Errorf("peers %+v", peers)
+	}
+	for text, want := range map[string]string{
+		"[nntp]\nlisten = \"x\"\n": ":1: unknown table \"nntp\"",
+		"name = \"a\"\n":           ":1: \"name\" is outside any table",
+		"[[peer]]\nname = \"a\"\naddr = \"b:1\"\nmode = \"mesh\"\n": ":1: peer: a: an announce or mesh peer needs a secret",
+		"site2 10.0.0.2:119 mesh s3cret\n":                          ":1: not TOML",
+	} {
+		_, err := LoadPeers(write("bad", text))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", text, err, want)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package noded
+
+import (
+	"flag"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The defaults are a node that runs; the flags set the fields they are
+// bound to; each bad value is refused naming its flag.
+func TestOptions(t *testing.T) {
+	o := DefaultOptions()
+	if err := o.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	o.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--vnodes", "4", "--join", "127.0.0.1:4001", "--maint-interval", "0", "--cc-scheme", "off"}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := o.assembly()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.deploy.Vnodes != 4 || a.deploy.Bootstrap != "127.0.0.1:4001" || a.deploy.Maint != nil || a.deploy.CC != nil {
+		t.Errorf("flags not applied: %+v", a.deploy)
+	}
+	if a.driver.DataDir != "triad-data/4001" || a.driver.Store.SyncInterval >= 0 || a.driver.Workers != 256 {
+		t.Errorf("driver settings %+v", a.driver)
+	}
+	for _, tc := range []struct {
+		set  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Vnodes = 65 }, "--vnodes 65"},
+		{func(o *Options) { o.Vnodes = 0 }, "--vnodes 0"},
+		{func(o *Options) { o.MaxConns = 0 }, "--max-conns"},
+		{func(o *Options) { o.Redundancy = "mirrors" }, "--redundancy"},
+		{func(o *Options) { o.Fragments = "7" }, "--fragments"},
+		{func(o *Options) { o.CapacityMB = -1 }, "--capacity-mb"},
+		{func(o *Options) { o.CCScheme = "tcp" }, "--cc-scheme"},
+		{func(o *Options) { o.MaintInterval = -time.Second }, "--maint-interval"},
+		{func(o *Options) { o.RepairBudgetKB = -1 }, "--repair-budget"},
+		{func(o *Options) { o.JoinTimeout = -time.Second }, "--join-timeout"},
+		{func(o *Options) { o.TestLie = "fib" }, "--test-lie"},
+		{func(o *Options) { o.SyncInterval = -time.Second }, "--sync-interval"},
+		{func(o *Options) { o.Workers = 0 }, "--workers"},
+		{func(o *Options) { o.Replicas = 0 }, "--replicas"},
+	} {
+		o := DefaultOptions()
+		tc.set(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("want an error naming %s, got %v", tc.want, err)
+		}
+	}
+}
+
+func TestMachineID(t *testing.T) {
+	if MachineID("") != 0 || MachineID("a") == 0 || MachineID("a") != MachineID("a") || MachineID("a") == MachineID("b") {
+		t.Error("machine IDs are not a stable non-zero hash of the name")
+	}
+}
