@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"triad/internal/dhash/frag"
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/pki"
 	"triad/internal/wire"
@@ -167,7 +168,7 @@ func (c *Client) read() {
 
 // Call sends one request and waits for its reply or for ctx. An error
 // reply comes back as a *wire.Error, which errors.Is matches against the
-// sentinel of its code (wire.ErrNotFound, wire.ErrBusy, ...).
+// sentinel of its code (fault.ErrNotFound, fault.ErrBusy, ...).
 func (c *Client) Call(ctx context.Context, m wire.Msg) (wire.Msg, error) {
 	ch := make(chan reply, 1)
 	c.mu.Lock()
@@ -220,7 +221,7 @@ type PutOptions struct {
 }
 
 // Put stores data and returns its key and the nodes holding durable
-// copies. A full write window answers wire.ErrBusy: try later. The key of
+// copies. A full write window answers fault.ErrBusy: try later. The key of
 // whole copies is the content hash, which Put checks; a block stored as
 // fragments is keyed by its fragments' descriptor (package frag), which
 // the client cannot compute without the node's coding, so that key is
@@ -277,11 +278,11 @@ func (c *Client) Get(ctx context.Context, key id.ID) ([]byte, time.Time, error) 
 			err = d.CheckBlock(key, rest)
 		}
 		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("%w: %s returned a fragmented block that does not match key %s: %v", wire.ErrCorrupt, c.addr, key, err)
+			return nil, time.Time{}, fmt.Errorf("%w: %s returned a fragmented block that does not match key %s: %v", fault.ErrCorrupt, c.addr, key, err)
 		}
 		data = rest
 	} else if id.Key(data) != key {
-		return nil, time.Time{}, fmt.Errorf("%w: %s returned data that does not match key %s", wire.ErrCorrupt, c.addr, key)
+		return nil, time.Time{}, fmt.Errorf("%w: %s returned data that does not match key %s", fault.ErrCorrupt, c.addr, key)
 	}
 	return data, time.Unix(0, b.Expiry), nil
 }
@@ -306,7 +307,7 @@ func (c *Client) Stat(ctx context.Context, key id.ID) ([]wire.Holder, error) {
 // wire.ClientPutBatch); keys are their content hashes, which the caller
 // has computed (the node must answer with the same, but for blocks stored
 // as fragments: see Put). It returns each
-// block's key, or its error (a *wire.Error: wire.ErrBusy when the node's
+// block's key, or its error (a *wire.Error: fault.ErrBusy when the node's
 // write window was full), and an error for the call as a whole.
 func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, keys []id.ID, r wire.Redundancy) ([]id.ID, []error, error) {
 	if len(items) > wire.MaxPutBatch {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"triad/internal/dhash/frag"
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/testutil"
 	"triad/internal/wire"
@@ -155,7 +156,7 @@ func (b *blockStore) handle(req wire.Envelope, reply func(wire.Msg)) {
 	case *wire.ClientGet:
 		data, ok := b.blocks[m.Key]
 		if !ok {
-			reply(&wire.Error{Code: wire.ErrCodeNotFound, Text: "no block " + m.Key.Short()})
+			reply(&wire.Error{Code: fault.CodeNotFound, Text: "no block " + m.Key.Short()})
 			return
 		}
 		reply(&wire.Block{Key: m.Key, Data: data, Expiry: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()})
@@ -177,7 +178,7 @@ func (b *blockStore) handle(req wire.Envelope, reply func(wire.Msg)) {
 		}
 		reply(&wire.RingInfo{Vnodes: vs})
 	default:
-		reply(&wire.Error{Code: wire.ErrCodeBadRequest, Text: fmt.Sprintf("stub: no %T", m)})
+		reply(&wire.Error{Code: fault.CodeBadRequest, Text: fmt.Sprintf("stub: no %T", m)})
 	}
 }
 
@@ -224,8 +225,8 @@ func TestPutGetStat(t *testing.T) {
 		t.Fatalf("Stat: %+v, %v", hs, err)
 	}
 	missing := id.Key([]byte("never put"))
-	if _, _, err := c.Get(ctx(t), missing); !errors.Is(err, wire.ErrNotFound) {
-		t.Fatalf("Get of a key never put: %v, want wire.ErrNotFound", err)
+	if _, _, err := c.Get(ctx(t), missing); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("Get of a key never put: %v, want fault.ErrNotFound", err)
 	}
 	// A call that cannot be right is refused before it is sent.
 	short := id.Key(data)
@@ -299,15 +300,15 @@ func TestWrongAnswersAreRefused(t *testing.T) {
 		{"get of a fragmented block under another descriptor's key", fragmented(otherDesc, data), func(ctx context.Context, c *Client) error {
 			_, _, err := c.Get(ctx, desc.Key())
 			return err
-		}, wire.ErrCorrupt},
+		}, fault.ErrCorrupt},
 		{"get of other bytes under a fragmented block's key", fragmented(desc, []byte("forged bytes of the same length!")[:len(data)]), func(ctx context.Context, c *Client) error {
 			_, _, err := c.Get(ctx, desc.Key())
 			return err
-		}, wire.ErrCorrupt},
+		}, fault.ErrCorrupt},
 		{"get of a whole block under a fragmented block's key", &wire.Block{Key: desc.Key(), Data: data}, func(ctx context.Context, c *Client) error {
 			_, _, err := c.Get(ctx, desc.Key())
 			return err
-		}, wire.ErrCorrupt},
+		}, fault.ErrCorrupt},
 		{"put answered with a block", &wire.Block{Key: id.Key(data), Data: data}, func(ctx context.Context, c *Client) error {
 			_, _, err := c.Put(ctx, data, PutOptions{})
 			return err
@@ -315,7 +316,7 @@ func TestWrongAnswersAreRefused(t *testing.T) {
 		{"get of other bytes", &wire.Block{Key: id.Key(data), Data: []byte("forged")}, func(ctx context.Context, c *Client) error {
 			_, _, err := c.Get(ctx, id.Key(data))
 			return err
-		}, wire.ErrCorrupt},
+		}, fault.ErrCorrupt},
 		{"get answered with a put's answer", &wire.PutDone{Key: id.Key(data)}, func(ctx context.Context, c *Client) error {
 			_, _, err := c.Get(ctx, id.Key(data))
 			return err
@@ -324,10 +325,10 @@ func TestWrongAnswersAreRefused(t *testing.T) {
 			_, err := c.Stat(ctx, id.Key(data))
 			return err
 		}, nil},
-		{"busy", &wire.Error{Code: wire.ErrCodeBusy, Text: "write window full"}, func(ctx context.Context, c *Client) error {
+		{"busy", &wire.Error{Code: fault.CodeBusy, Text: "write window full"}, func(ctx context.Context, c *Client) error {
 			_, _, err := c.Put(ctx, data, PutOptions{})
 			return err
-		}, wire.ErrBusy},
+		}, fault.ErrBusy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			node := startStub(t, "80", func(_ wire.Envelope, reply func(wire.Msg)) { reply(tc.answer) })

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/wire"
 )
@@ -163,7 +164,7 @@ func (c *Cluster) do(ctx context.Context, key id.ID, call func(*Client) error) e
 		}
 		go c.Refresh(context.Background())
 	}
-	return fmt.Errorf("%w: %v", wire.ErrUnavailable, lastErr)
+	return fmt.Errorf("%w: %v", fault.ErrUnavailable, lastErr)
 }
 
 // Put stores data through the node that holds its first copy.
@@ -243,7 +244,7 @@ func (c *Cluster) PutBatch(ctx context.Context, items []wire.PutItem, r wire.Red
 		want[i] = id.Key(it.Data)
 		route := c.route(want[i])
 		if len(route) == 0 {
-			errs[i] = fmt.Errorf("%w: no node known", wire.ErrUnavailable)
+			errs[i] = fmt.Errorf("%w: no node known", fault.ErrUnavailable)
 			continue
 		}
 		byNode[route[0]] = append(byNode[route[0]], i)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/wire"
 )
@@ -139,8 +140,8 @@ func TestClusterFailures(t *testing.T) {
 
 	nodes, _, cl := ring3(t)
 	missing := dataHeldBy(t, nodes[0], nodes[1])
-	if _, _, err := cl.Get(ctx(t), id.Key(missing)); !errors.Is(err, wire.ErrNotFound) {
-		t.Fatalf("get of a block never put: %v, want wire.ErrNotFound", err)
+	if _, _, err := cl.Get(ctx(t), id.Key(missing)); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("get of a block never put: %v, want fault.ErrNotFound", err)
 	}
 	if n := count(nodes[2], wire.TypeClientGet) + count(nodes[0], wire.TypeClientGet); n != 0 {
 		t.Fatalf("a not-found answer was retried at %d other nodes", n)
@@ -148,7 +149,7 @@ func TestClusterFailures(t *testing.T) {
 	for _, n := range nodes {
 		n.kill()
 	}
-	if _, _, err := cl.Put(ctx(t), missing, PutOptions{}); !errors.Is(err, wire.ErrUnavailable) {
-		t.Fatalf("put with every node down: %v, want wire.ErrUnavailable", err)
+	if _, _, err := cl.Put(ctx(t), missing, PutOptions{}); !errors.Is(err, fault.ErrUnavailable) {
+		t.Fatalf("put with every node down: %v, want fault.ErrUnavailable", err)
 	}
 }

@@ -315,7 +315,7 @@ func (n *Node) statCopy(env node.Env, key id.ID, done func(env node.Env, bi *wir
 func (n *Node) self() wire.NodeRef { return n.ring.Vnodes()[0].Self() }
 
 func respondErr(env node.Env, in node.MsgIn, from wire.NodeRef, err error) {
-	rpc.RespondError(env, in, from, wire.CodeOf(err), err.Error())
+	rpc.RespondError(env, in, from, fault.CodeOf(err), err.Error())
 }
 
 // refuseBadKey answers a request whose key is not a ring key, and reports
@@ -411,7 +411,7 @@ func (n *Node) servePutBatch(env node.Env, in node.MsgIn, m *wire.ClientPutBatch
 		}
 		n.Put(env, it.Data, expiry, m.Redundancy, func(env node.Env, key id.ID, _ []wire.NodeRef, err error) {
 			if err != nil {
-				results[i] = wire.PutResult{Code: wire.CodeOf(err), Err: err.Error()}
+				results[i] = wire.PutResult{Code: fault.CodeOf(err), Err: err.Error()}
 			} else {
 				results[i].Key = key
 			}

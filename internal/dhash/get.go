@@ -173,7 +173,7 @@ func (g *getOp) fetch(env node.Env, c wire.NodeRef) {
 			if errors.Is(err, fault.ErrNotFound) {
 				g.notFound++
 			}
-			if wire.CodeOf(err) == wire.ErrCodeCorrupt {
+			if fault.CodeOf(err) == fault.CodeCorrupt {
 				// c's engine found its copy damaged and quarantined it.
 				g.damaged = append(g.damaged, c)
 			}

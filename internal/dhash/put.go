@@ -238,8 +238,8 @@ func (p *putOp) check(env node.Env) {
 		p.finish(env, nil)
 	case p.outstanding == 0:
 		err := fmt.Errorf("%w: %d of %d copies of %s stored (last error: %v)", fault.ErrUnavailable, len(p.holders), p.need, p.key.Short(), p.lastErr)
-		switch wire.CodeOf(p.lastErr) {
-		case wire.ErrCodeBusy, wire.ErrCodeTooLarge, wire.ErrCodeFull, wire.ErrCodeBadRequest, wire.ErrCodeNotFound, wire.ErrCodeCorrupt:
+		switch fault.CodeOf(p.lastErr) {
+		case fault.CodeBusy, fault.CodeTooLarge, fault.CodeFull, fault.CodeBadRequest, fault.CodeNotFound, fault.CodeCorrupt:
 			// The block or the hosts' state is at fault, not their reachability.
 			err = fmt.Errorf("%w: %d of %d copies of %s stored", p.lastErr, len(p.holders), p.need, p.key.Short())
 		}

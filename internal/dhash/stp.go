@@ -3,9 +3,9 @@ package dhash
 import (
 	"errors"
 
+	"triad/internal/fault"
 	"triad/internal/node"
 	"triad/internal/rpc"
-	"triad/internal/wire"
 )
 
 // stp is DHash++'s Striped Transport Protocol window (§5): one window of
@@ -72,7 +72,7 @@ func (s *stp) complete(env node.Env, err error) {
 	case err == nil:
 		s.window = min(s.window+1/s.window, s.max)
 		s.Grown++
-	case errors.Is(err, rpc.ErrTimeout) || wire.CodeOf(err) == wire.ErrCodeBusy:
+	case errors.Is(err, rpc.ErrTimeout) || fault.CodeOf(err) == fault.CodeBusy:
 		s.window = max(s.window/2, 1)
 		s.Shrunk++
 	}

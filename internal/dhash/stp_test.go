@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"triad/internal/fault"
 	"triad/internal/node"
 	"triad/internal/rpc"
 	"triad/internal/wire"
@@ -39,7 +40,7 @@ func TestSTPWindow(t *testing.T) {
 	if s.window != (stpInitial+1.0/stpInitial)/2 {
 		t.Fatalf("after a timeout: window %v", s.window)
 	}
-	ends[2](nil, &wire.Error{Code: wire.ErrCodeBusy})
+	ends[2](nil, &wire.Error{Code: fault.CodeBusy})
 	if s.window != (stpInitial+1.0/stpInitial)/4 {
 		t.Fatalf("after a busy peer: window %v", s.window)
 	}

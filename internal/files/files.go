@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"triad/internal/client"
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/wire"
 )
@@ -134,7 +135,7 @@ func putRetry(ctx context.Context, s Store, data []byte, o Options) (id.ID, erro
 	deadline := time.Now().Add(o.RetryFor)
 	for pause := 5 * time.Millisecond; ; pause = min(2*pause, time.Second) {
 		key, _, err := s.Put(ctx, data, o.Put)
-		if !errors.Is(err, wire.ErrBusy) || time.Now().After(deadline) {
+		if !errors.Is(err, fault.ErrBusy) || time.Now().After(deadline) {
 			return key, err
 		}
 		select {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"triad/internal/client"
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/wire"
 )
@@ -30,7 +31,7 @@ func (m *memStore) Put(_ context.Context, data []byte, _ client.PutOptions) (id.
 	m.puts++
 	if m.defer_ > 0 {
 		m.defer_--
-		return id.ID{}, nil, fmt.Errorf("%w: window full", wire.ErrBusy)
+		return id.ID{}, nil, fmt.Errorf("%w: window full", fault.ErrBusy)
 	}
 	k := id.Key(data)
 	m.blocks[k] = bytes.Clone(data)
@@ -42,7 +43,7 @@ func (m *memStore) Get(_ context.Context, key id.ID) ([]byte, time.Time, error) 
 	defer m.mu.Unlock()
 	b, ok := m.blocks[key]
 	if !ok {
-		return nil, time.Time{}, wire.ErrNotFound
+		return nil, time.Time{}, fault.ErrNotFound
 	}
 	return b, time.Time{}, nil
 }
@@ -104,7 +105,7 @@ func TestGetReportsAMissingChunk(t *testing.T) {
 	}
 	m, _ := ParseManifest(s.blocks[key])
 	delete(s.blocks, m.Chunks[2].Key)
-	if _, err := Get(context.Background(), s, key, Options{}); !errors.Is(err, wire.ErrNotFound) {
+	if _, err := Get(context.Background(), s, key, Options{}); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("get with chunk 2 missing: %v, want not found", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/rpc"
@@ -222,7 +223,7 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 			if err := h.checkSender(e.From); err != nil {
 				h.Stats.BadMessages++
 				if e.Kind == wire.Request {
-					rpc.RespondError(env, in, h.self(), wire.ErrCodeBadRequest, err.Error())
+					rpc.RespondError(env, in, h.self(), fault.CodeBadRequest, err.Error())
 				}
 				return
 			}
@@ -237,7 +238,7 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 		if err := v.Validate(e.Msg); err != nil {
 			h.Stats.BadMessages++
 			if e.Kind == wire.Request {
-				rpc.RespondError(env, in, h.self(), wire.ErrCodeBadRequest, err.Error())
+				rpc.RespondError(env, in, h.self(), fault.CodeBadRequest, err.Error())
 			}
 			return
 		}
@@ -264,7 +265,7 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 	}
 	h.Stats.BadMessages++
 	if e.Kind == wire.Request {
-		rpc.RespondError(env, in, h.self(), wire.ErrCodeBadRequest, fmt.Sprintf("no protocol for %v at %s", t, h.addr))
+		rpc.RespondError(env, in, h.self(), fault.CodeBadRequest, fmt.Sprintf("no protocol for %v at %s", t, h.addr))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/node"
@@ -137,7 +138,7 @@ func TestDispatchAndValidation(t *testing.T) {
 	}
 	for i, s := range env.sent {
 		e, ok := s.e.Msg.(*wire.Error)
-		if !ok || e.Code != wire.ErrCodeBadRequest {
+		if !ok || e.Code != fault.CodeBadRequest {
 			t.Fatalf("reply %d is %v, want a bad-request error", i, s.e.Msg)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"triad/internal/dhash/frag"
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/merkle"
 	"triad/internal/node"
@@ -216,7 +217,7 @@ func (m *Maint) auditFragment(env node.Env, t auditTarget, key id.ID) {
 		func(env node.Env, msg wire.Msg, err error) {
 			b, isBlock := msg.(*wire.Block)
 			switch {
-			case errors.Is(err, wire.ErrNotFound), errors.Is(err, wire.ErrCorrupt):
+			case errors.Is(err, fault.ErrNotFound), errors.Is(err, fault.ErrCorrupt):
 				m.answered(t.peer)
 				m.notHeld(env, t, key)
 			case err != nil || !isBlock:
@@ -362,7 +363,7 @@ func (m *Maint) answerAudit(env node.Env, in node.MsgIn, q *wire.Audit) {
 		},
 		done: func(env node.Env, res any, err error) {
 			if err != nil {
-				rpc.RespondError(env, in, me, wire.ErrCodeInternal, err.Error())
+				rpc.RespondError(env, in, me, fault.CodeInternal, err.Error())
 				return
 			}
 			rpc.Respond(env, in, me, res.(*wire.AuditProof))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/merkle"
@@ -189,7 +190,7 @@ func (m *Maint) Receive(env node.Env, in node.MsgIn) {
 		run: func(e store.Engine) (any, error) { return describe(e, p, q.Lo, q.Hi) },
 		done: func(env node.Env, res any, err error) {
 			if err != nil {
-				rpc.RespondError(env, in, wire.NodeRef{Addr: m.rt.Addr()}, wire.ErrCodeInternal, err.Error())
+				rpc.RespondError(env, in, wire.NodeRef{Addr: m.rt.Addr()}, fault.CodeInternal, err.Error())
 				return
 			}
 			rpc.Respond(env, in, wire.NodeRef{Addr: m.rt.Addr()}, res.(*wire.TreeInfo))

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/host"
 	"triad/internal/id"
 	"triad/internal/node"
@@ -377,7 +378,7 @@ func (h *Chord) handleMsg(env node.Env, in node.MsgIn) {
 	v := h.vnodeFor(e.To)
 	if v == nil {
 		if e.Kind == wire.Request {
-			rpc.RespondError(env, in, h.vnodes[0].self, wire.ErrCodeNoVnode, "no vnode "+e.To.Short()+" at "+h.addr)
+			rpc.RespondError(env, in, h.vnodes[0].self, fault.CodeNoVnode, "no vnode "+e.To.Short()+" at "+h.addr)
 		}
 		return
 	}
@@ -388,7 +389,7 @@ func (h *Chord) handleMsg(env node.Env, in node.MsgIn) {
 		rpc.Respond(env, in, v.self, &wire.Neighbors{Preds: v.preds, Succs: v.succs})
 	case *wire.Lookup:
 		if !v.joined() {
-			rpc.RespondError(env, in, v.self, wire.ErrCodeBusy, "not joined yet")
+			rpc.RespondError(env, in, v.self, fault.CodeBusy, "not joined yet")
 			return
 		}
 		rpc.Respond(env, in, v.self, &wire.Ack{})
@@ -397,7 +398,7 @@ func (h *Chord) handleMsg(env node.Env, in node.MsgIn) {
 		h.handleLookupDone(env, m)
 	case *wire.NextHop:
 		if !v.joined() {
-			rpc.RespondError(env, in, v.self, wire.ErrCodeBusy, "not joined yet")
+			rpc.RespondError(env, in, v.self, fault.CodeBusy, "not joined yet")
 			return
 		}
 		rpc.Respond(env, in, v.self, v.nextHop(m.Key, int(m.MinSuccs)))
@@ -420,7 +421,7 @@ func (h *Chord) handleMsg(env node.Env, in node.MsgIn) {
 		})
 	default:
 		if e.Kind == wire.Request {
-			rpc.RespondError(env, in, v.self, wire.ErrCodeBadRequest, fmt.Sprintf("unexpected %T", m))
+			rpc.RespondError(env, in, v.self, fault.CodeBadRequest, fmt.Sprintf("unexpected %T", m))
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/rpc"
@@ -232,7 +233,7 @@ func (v *Vnode) handleStabilize(env node.Env, in node.MsgIn) {
 // dead; an error reply saying the vnode is not there drops just that ID.
 func (v *Vnode) callFailed(env node.Env, n wire.NodeRef, err error) {
 	if e := (*wire.Error)(nil); errors.As(err, &e) {
-		if e.Code == wire.ErrCodeNoVnode {
+		if e.Code == fault.CodeNoVnode {
 			// The process at n.Addr says it has no such vnode: only its
 			// own refs with that ID go.
 			for _, w := range v.host.vnodes {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/wire"
@@ -379,6 +380,6 @@ func Respond(env node.Env, in node.MsgIn, from wire.NodeRef, m wire.Msg) {
 }
 
 // RespondError sends an error reply to the request in.
-func RespondError(env node.Env, in node.MsgIn, from wire.NodeRef, code wire.ErrCode, text string) {
+func RespondError(env node.Env, in node.MsgIn, from wire.NodeRef, code fault.Code, text string) {
 	Respond(env, in, from, &wire.Error{Code: code, Text: text})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/node"
 	"triad/internal/wire"
 )
@@ -73,7 +74,7 @@ func TestCallOutcomes(t *testing.T) {
 	if _, rtt, ok := c.HandleReply(env, reply(env.sent[0], "a", &wire.Ack{})); !ok || rtt != 40*time.Millisecond {
 		t.Fatalf("reply: ok %v rtt %v", ok, rtt)
 	}
-	c.HandleReply(env, reply(env.sent[1], "b", &wire.Error{Code: wire.ErrCodeBusy, Text: "busy"}))
+	c.HandleReply(env, reply(env.sent[1], "b", &wire.Error{Code: fault.CodeBusy, Text: "busy"}))
 	// Duplicate replies are stray too.
 	if _, _, ok := c.HandleReply(env, reply(env.sent[0], "a", &wire.Ack{})); ok {
 		t.Fatal("duplicate reply accepted")

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/node"
 	"triad/internal/wire"
 )
@@ -205,7 +206,7 @@ func (f *frameReader) next(idleBy time.Time, known bool) (wire.Envelope, charge,
 	}
 	n := int(binary.BigEndian.Uint32(hdr[:]))
 	if n > d.cfg.MaxFrameBytes {
-		return wire.Envelope{}, charge{}, fmt.Errorf("%w: %d bytes", wire.ErrTooLarge, n)
+		return wire.Envelope{}, charge{}, fmt.Errorf("%w: %d bytes", fault.ErrTooLarge, n)
 	}
 	by := time.Now().Add(d.cfg.FrameTimeout)
 	f.nc.SetReadDeadline(by)
@@ -267,7 +268,7 @@ func (f *frameReader) next(idleBy time.Time, known bool) (wire.Envelope, charge,
 func (d *Driver) readFailed(peer string, err error) {
 	var ne net.Error
 	switch {
-	case errors.Is(err, wire.ErrTooLarge):
+	case errors.Is(err, fault.ErrTooLarge):
 		d.Stats.BadFrames.Add(1)
 		d.warn(&d.logBad, "oversized frame; closing connection", "peer", peer, "err", err)
 	case errors.Is(err, errBadFrame):

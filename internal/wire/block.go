@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"triad/internal/fault"
 	"triad/internal/id"
 )
 
@@ -334,7 +335,7 @@ type ClientPutBatch struct {
 // error code and text a ClientPut would have been answered with.
 type PutResult struct {
 	Key  id.ID
-	Code ErrCode
+	Code fault.Code
 	Err  string
 }
 
@@ -400,7 +401,7 @@ func (m *PutBatchDone) decodeField(d *decoder, f field) {
 		case 1:
 			r.Key = d.id(g)
 		case 2:
-			r.Code = ErrCode(d.uint32(g))
+			r.Code = fault.Code(d.uint32(g))
 		case 3:
 			r.Err = d.str(g, MaxTextBytes)
 		}

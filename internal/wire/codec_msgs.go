@@ -1,5 +1,7 @@
 package wire
 
+import "triad/internal/fault"
+
 // Per-message encoders and field decoders. Field numbers follow schema.proto.
 
 func (*Ping) Type() Type                          { return TypePing }
@@ -42,7 +44,7 @@ func (m *Error) encode(b []byte) []byte {
 func (m *Error) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
-		m.Code = ErrCode(d.uint32(f))
+		m.Code = fault.Code(d.uint32(f))
 	case 2:
 		m.Text = d.str(f, MaxTextBytes)
 	}

@@ -21,11 +21,10 @@
 // it in place of an encode and a decode); TestCloneIsTheCodec fills every
 // field of every type and compares Clone(m) with Decode(Encode(m)).
 //
-// ErrCode is the one error vocabulary of the protocols. Each code has a
-// sentinel error (ErrNotFound, ErrBusy, ...); a node replies with
-// CodeOf(err), and the decoded *Error matches the sentinel of its code, so
-// errors.Is(err, wire.ErrNotFound) holds for a local error and for a reply
-// alike.
+// Errors travel as internal/fault's codes: a node replies with an Error
+// of fault.CodeOf(err), and the decoded *Error matches the sentinel of its
+// code, so errors.Is(err, fault.ErrNotFound) holds for a local error and
+// for a reply alike.
 //
 //	b := wire.Encode(nil, wire.Envelope{Kind: wire.Request, ReqID: 7, Msg: &wire.Ping{}})
 //	env, err := wire.Decode(b)

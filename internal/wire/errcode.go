@@ -2,17 +2,14 @@ package wire
 
 import "triad/internal/fault"
 
-// ErrCode is the code an Error reply carries: internal/fault's vocabulary
-// (testdata/errcodes.txt is its append-only registry, schema.proto states
-// the same numbers).
-type ErrCode = fault.Code
-
-// Error is a failure reply to a request. Text is the replying node's
+// Error is a failure reply to a request, carrying a code of
+// internal/fault's vocabulary (testdata/errcodes.txt is its append-only
+// registry, schema.proto states the same numbers). Text is the replying node's
 // description; Code is what a caller acts on: errors.Is(reply,
 // fault.ErrNotFound) holds for a reply of code fault.CodeNotFound, and
 // likewise for every code.
 type Error struct {
-	Code ErrCode
+	Code fault.Code
 	Text string
 }
 

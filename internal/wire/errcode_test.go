@@ -14,7 +14,7 @@ import (
 func TestErrCodes(t *testing.T) {
 	for _, code := range fault.Codes() {
 		c := struct {
-			code ErrCode
+			code fault.Code
 			name string
 			err  error
 		}{code, code.String(), code.Err()}

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"triad/internal/fault"
 	"triad/internal/id"
 )
 
@@ -28,7 +29,7 @@ const (
 	MaxVnodes     = 256
 )
 
-// Errors returned by the codec, besides ErrTooLarge for a frame over its
+// Errors returned by the codec, besides fault.ErrTooLarge for a frame over its
 // limit.
 var (
 	ErrMalformed = errors.New("wire: malformed message")
@@ -184,7 +185,7 @@ func DecodeOwned(b []byte) (Envelope, error) { return decode(b, true) }
 
 func decode(b []byte, owned bool) (Envelope, error) {
 	if len(b) > MaxFrameBytes {
-		return Envelope{}, fmt.Errorf("%w: frame of %d bytes", ErrTooLarge, len(b))
+		return Envelope{}, fmt.Errorf("%w: frame of %d bytes", fault.ErrTooLarge, len(b))
 	}
 	var (
 		e       Envelope
@@ -265,7 +266,7 @@ func ReadFrame(r io.Reader, buf []byte, max int) ([]byte, error) {
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if int64(n) > int64(max) {
-		return nil, fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
+		return nil, fmt.Errorf("%w: %d bytes", fault.ErrTooLarge, n)
 	}
 	if cap(buf) < int(n) {
 		buf = make([]byte, n)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"testing"
 
+	"triad/internal/fault"
 	"triad/internal/id"
 )
 
@@ -32,7 +33,7 @@ func samples() []Msg {
 	k := id.Random(r, id.Bytes)
 	return []Msg{
 		&Ping{}, &Ack{}, &Challenge{Nonce: 1<<63 + 5}, &Proof{Nonce: 7}, &Stabilize{}, &GetNeighbors{}, &RingInfoReq{},
-		&Error{Code: ErrCodeNoVnode, Text: "no such vnode"},
+		&Error{Code: fault.CodeNoVnode, Text: "no such vnode"},
 		&Neighbors{Preds: sampleNodes(r, 3), Succs: sampleNodes(r, 16)},
 		&Leave{Preds: sampleNodes(r, 2), Succs: sampleNodes(r, 1)},
 		&Lookup{LookupID: 1 << 40, Key: k, Origin: sampleNode(r), MinSuccs: 3, Hops: 4},
@@ -61,7 +62,7 @@ func samples() []Msg {
 		&ClientStat{Key: k},
 		&StatDone{Key: k, Holders: []Holder{{Node: sampleNode(r), Size: 3, Expiry: 4, Fragment: true}, {Node: sampleNode(r), Err: "not found"}}},
 		&ClientPutBatch{Items: []PutItem{{Data: []byte("one"), Expiry: 5}, {Data: []byte("two")}}, Redundancy: RedundancyReplicas},
-		&PutBatchDone{Results: []PutResult{{Key: k}, {Code: ErrCodeBusy, Err: "window full"}}},
+		&PutBatchDone{Results: []PutResult{{Key: k}, {Code: fault.CodeBusy, Err: "window full"}}},
 	}
 }
 
@@ -121,7 +122,7 @@ func TestFrames(t *testing.T) {
 	// A header claiming 4 GiB is refused before allocating.
 	var hdr [4]byte
 	binary.BigEndian.PutUint32(hdr[:], 0xffffffff)
-	if _, err := ReadFrame(bytes.NewReader(hdr[:]), nil, MaxFrameBytes); !errors.Is(err, ErrTooLarge) {
+	if _, err := ReadFrame(bytes.NewReader(hdr[:]), nil, MaxFrameBytes); !errors.Is(err, fault.ErrTooLarge) {
 		t.Fatalf("huge frame: %v", err)
 	}
 	// Truncation is an error, not a short message.
