@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/nntp"
 	"triad/internal/store"
-	"triad/internal/wire"
 )
 
 // PeerMode is what a site sends a peer.
@@ -465,7 +465,7 @@ func (fd *feeder) transfer(wanted []*logRecord) error {
 			ctx, cancel := context.WithTimeout(context.Background(), dhtTimeout)
 			raw, err := fd.feeds.cfg.Site.Article(ctx, HistEntry{Key: r.Key})
 			cancel()
-			if errors.Is(err, wire.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, fault.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
 				// Expired or gone from the ring: nothing to feed.
 				fd.count(func(s *PeerStatus) { s.Refused++ })
 				continue

@@ -55,7 +55,7 @@ var ErrDeferred = errors.New("spool busy, try later")
 func deferred(err error) error {
 	switch {
 	case err == nil, errors.Is(err, ErrDeferred), errors.Is(err, ErrDuplicate),
-		errors.Is(err, store.ErrTooLarge), errors.Is(err, wire.ErrTooLarge):
+		errors.Is(err, store.ErrTooLarge), errors.Is(err, fault.ErrTooLarge):
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrDeferred, err)
