@@ -5,14 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"golang.org/x/term"
 
-	"triad/internal/cc"
 	"triad/internal/exp"
 	"triad/internal/figure"
 )
@@ -65,14 +61,7 @@ the results table to stdout, and with --json a final JSON line.`
 func runSimRing(args []string, stdout, stderr io.Writer) error {
 	cfg := exp.DefaultRingConfig()
 	fs := newFlags("sim ring", "sim ring --nodes N --seed S [--fail FRACTION] [--churn] [--check] [--json]", simRingAbout, stderr)
-	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "hosts in the ring")
-	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed; fixes the whole run")
-	fs.IntVar(&cfg.Vnodes, "vnodes", cfg.Vnodes, "virtual servers per host")
-	fs.Float64Var(&cfg.Fail, "fail", 0, "fraction of hosts to crash at once, in [0, 1)")
-	fs.BoolVar(&cfg.Churn, "churn", false, "measure lookups during churn")
-	fs.IntVar(&cfg.Lookups, "lookups", cfg.Lookups, "random lookups to measure")
-	fs.DurationVar(&cfg.ChurnDuration, "churn-duration", cfg.ChurnDuration, "how long churn runs")
-	fs.BoolVar(&cfg.Check, "check", false, "run the invariant checker where the ring is claimed stable; exit non-zero on a violation")
+	cfg.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	quiet := fs.Bool("q", false, "no progress on stderr (there is none when stderr is not a terminal)")
 	plotTo := fs.String("plot", "", "draw the lookups' path lengths (the paper's figure) to this `file` (.png, .svg or .pdf)")
@@ -91,11 +80,8 @@ func runSimRing(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	if cfg.Nodes < 1 || cfg.Vnodes < 1 || cfg.Lookups < 1 {
-		return usageErr(fs, "--nodes, --vnodes and --lookups must be positive")
-	}
-	if cfg.Fail < 0 || cfg.Fail >= 1 {
-		return usageErr(fs, "--fail %v: want a fraction in [0, 1)", cfg.Fail)
+	if err := cfg.Validate(); err != nil {
+		return usageErr(fs, "%v", err)
 	}
 	if showProgress(stderr, *quiet) {
 		cfg.Log = stderr
@@ -104,53 +90,16 @@ func runSimRing(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *plotTo != "" {
-		if err := figure.RingHops(res, *plotTo); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "figure written to %s\n", *plotTo)
+	if err := plot(stdout, *plotTo, func() error { return figure.RingHops(res, *plotTo) }); err != nil {
+		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
-	row("nodes (hosts x vnodes)", fmt.Sprintf("%d x %d", res.Nodes, res.Vnodes))
-	row("seed", res.Seed)
-	if res.Fail > 0 {
-		row("crashed at once", fmt.Sprintf("%.0f%%, ring healed in %.0fs", 100*res.Fail, res.RestabilizeSecs))
-	}
-	if res.Churn {
-		row("churn", fmt.Sprintf("%d joins, %d deaths", res.ChurnJoins, res.ChurnDeaths))
-	}
-	row("initial stabilization", fmt.Sprintf("%.0fs", res.StabilizeSecs))
-	row("lookups", res.Lookups)
-	row("correct", fmt.Sprintf("%d (%.4f%%), %d failed", res.Correct, 100*res.CorrectFraction, res.Failed))
-	row("mean hops", fmt.Sprintf("%.2f (%.2f x log2 N)", res.MeanHops, res.HopsPerLog2N))
-	row("lookup latency p50 / p99", fmt.Sprintf("%.0f ms / %.0f ms (median RTT %.0f ms)", res.LatencyP50Ms, res.LatencyP99Ms, res.RTTMedianMs))
-	row("iterative fallbacks", res.Fallbacks)
-	row("events", fmt.Sprintf("%d (%.0f/s)", res.Events, res.EventsPerSec))
-	row("virtual / wall time", fmt.Sprintf("%.0fs / %.1fs", res.VirtualSeconds, res.WallSeconds))
-	row("trace hash", res.TraceHash)
-	tw.Flush()
-	if res.Violations != nil {
-		printViolations(stdout, res.Checks, res.Violated)
-	}
+	res.WriteText(stdout)
 	if *asJSON {
 		if err := printJSON(stdout, res); err != nil {
 			return err
 		}
 	}
-	if res.Violations != nil && *res.Violations > 0 {
-		return fmt.Errorf("the invariant checker found %d violations", *res.Violations)
-	}
-	return nil
-}
-
-// printViolations prints the invariant checker's verdict: the line
-// "violations: N" and each violation found.
-func printViolations(w io.Writer, checks int, violated []string) {
-	fmt.Fprintf(w, "invariant checks: %d\nviolations: %d\n", checks, len(violated))
-	for _, v := range violated {
-		fmt.Fprintf(w, "  %s\n", v)
-	}
+	return res.Checked.Err()
 }
 
 const simDHashAbout = `
@@ -180,20 +129,15 @@ fails.`
 func runSimDHash(args []string, stdout, stderr io.Writer) error {
 	cfg := exp.DefaultDHashConfig()
 	fs := newFlags("sim dhash", "sim dhash --nodes N --seed S [--check] [--json] [--plot FILE]", simDHashAbout, stderr)
-	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "hosts in each ring")
-	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed; fixes the whole run")
-	fs.IntVar(&cfg.Lookups, "lookups", cfg.Lookups, "lookups per measured mode")
-	fs.IntVar(&cfg.Blocks, "blocks", cfg.Blocks, "blocks put and fetched per redundancy mode")
-	fs.BoolVar(&cfg.Check, "check", false, "run the invariant checker (ring pointers once stable, copies of every acknowledged put); exit non-zero on a violation")
-	pns := fs.String("pns", "1,4,16,64", "comma-separated PNS sample counts, one ring each")
+	cfg.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
-	plot := fs.String("plot", "", "draw the latency comparisons (median and 90th percentile of each) to this `file` (.png, .svg or .pdf)")
+	plotTo := fs.String("plot", "", "draw the latency comparisons (median and 90th percentile of each) to this `file` (.png, .svg or .pdf)")
 	quiet := fs.Bool("q", false, "no progress on stderr (there is none when stderr is not a terminal)")
 	profile := addProfileFlag(fs, "the simulation")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := checkPlot(fs, *plot); err != nil {
+	if err := checkPlot(fs, *plotTo); err != nil {
 		return err
 	}
 	stopProfile, err := profile.start()
@@ -204,16 +148,8 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	cfg.Samples = nil
-	for _, f := range strings.Split(*pns, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 1024 {
-			return usageErr(fs, "--pns %q: want sample counts from 1 to 1024", *pns)
-		}
-		cfg.Samples = append(cfg.Samples, n)
-	}
-	if cfg.Nodes < 16 || cfg.Lookups < 1 || cfg.Blocks < 1 {
-		return usageErr(fs, "want --nodes >= 16 and positive --lookups and --blocks")
+	if err := cfg.Validate(); err != nil {
+		return usageErr(fs, "%v", err)
 	}
 	if showProgress(stderr, *quiet) {
 		cfg.Log = stderr
@@ -222,50 +158,17 @@ func runSimDHash(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d nodes, seed %d, median RTT between nodes %.0f ms\n\n", res.Nodes, res.Seed, res.RTTMedianMs)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tmedian ms\tp90 ms\thops\tcount\tfailed\t")
-	for _, r := range res.Rows {
-		hops := ""
-		if r.MeanHops > 0 {
-			hops = fmt.Sprintf("%.2f", r.MeanHops)
-		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%d\t%d\t\n", r.Name, r.MedianMs, r.P90Ms, hops, r.Count, r.Failed)
-	}
-	tw.Flush()
-	verdict := func(ok bool) string {
-		if ok {
-			return "ok"
-		}
-		return "FAIL"
-	}
-	fmt.Fprintf(stdout, "\nrecursive / iterative       %.2f  (want <= 0.70)  %s\n", res.RecursiveOverIter, verdict(res.RecursiveOverIter > 0 && res.RecursiveOverIter <= 0.7))
-	if _, ok := res.Row("recursive, no PNS"); ok {
-		fmt.Fprintf(stdout, "PNS 16 cut vs no PNS        %.0f%%   (want >= 30%%)   %s\n", 100*res.PNS16Cut, verdict(res.PNS16Cut >= 0.3))
-	} else {
-		fmt.Fprintln(stdout, "PNS 16 cut vs no PNS        not measured (--pns has no 1)")
-	}
-	fmt.Fprintf(stdout, "PNS+integration / direct    %.2f  (want <= 1.50)  %s\n", res.IntegratedOverDirect, verdict(res.IntegratedOverDirect > 0 && res.IntegratedOverDirect <= 1.5))
-	d := res.Durability
-	fmt.Fprintf(stdout, "crash/restart of every holder of %d keys (%d hosts): lost: %d  (want 0)  %s\n", d.CrashKeys, d.CrashedHosts, d.Lost, verdict(d.Lost == 0))
-	fmt.Fprintf(stdout, "disk failure of every holder of %d keys (%d hosts): %d gone  (no maintenance here: want them gone)  %s\n", d.WipedKeys, d.WipedHosts, d.WipedLost, verdict(d.WipedLost > 0))
-	fmt.Fprintf(stdout, "wall time %.0fs, %d events\n", res.WallSeconds, res.Events)
-	if res.Violations != nil {
-		printViolations(stdout, res.Checks, res.Violated)
-	}
-	if *plot != "" {
-		if err := figure.DHashLatency(res, *plot); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "figure written to %s\n", *plot)
+	res.WriteText(stdout)
+	if err := plot(stdout, *plotTo, func() error { return figure.DHashLatency(res, *plotTo) }); err != nil {
+		return err
 	}
 	if *asJSON {
 		if err := printJSON(stdout, res); err != nil {
 			return err
 		}
 	}
-	if res.Violations != nil && *res.Violations > 0 {
-		return fmt.Errorf("the invariant checker found %d violations", *res.Violations)
+	if err := res.Checked.Err(); err != nil {
+		return err
 	}
 	if !res.Pass {
 		return fmt.Errorf("the DHash++ claims do not hold on this run (see the table)")
@@ -326,17 +229,8 @@ budget (a LAN's default) unless --repair-budget is given.`
 
 func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sim passingtone", "sim passingtone [--trace FILE] [--seed S] [--json]  |  sim passingtone --scenario restart|transient|addition|wipe|partition|liars|all", simPassingToneAbout, stderr)
-	scenario := fs.String("scenario", "", "run one scenario on a small ring instead of the trace: restart, transient, addition, wipe, partition, liars or all")
-	seed := fs.Uint64("seed", 1, "random seed; fixes the whole run (and the synthetic trace)")
-	traceFile := fs.String("trace", "", "trace: read this failure trace instead of making a synthetic one")
-	writeTrace := fs.String("write-trace", "", "trace: write the trace it runs to this file")
-	days := fs.Float64("days", 0, "trace: stop after this many days (0: the whole trace)")
-	sweep := fs.Duration("sweep-interval", time.Hour, "trace: global maintenance period")
-	budget := fs.Int("repair-budget", 150, "repair bandwidth per host, KiB/s (scenarios: only where given, and 16 for wipe)")
-	hosts := fs.Int("hosts", 25, "scenario: hosts in the ring (25: each holds about 8% of the copies)")
-	objects := fs.Int("objects", 0, "objects (trace: 50,000 inserted at the start; scenario: 1,000 put before the event)")
-	size := fs.Int("size", 8<<10, "scenario: bytes per object")
-	interval := fs.Duration("interval", 0, "local maintenance period (trace: 10m; scenario: 2m)")
+	flags := exp.DefaultPassingToneFlags()
+	flags.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "one JSON line per run")
 	quiet := fs.Bool("q", false, "no progress on stderr (there is none when stderr is not a terminal)")
 	plotTo := fs.String("plot", "", "draw the figure to this `file` (.png, .svg or .pdf): the trace's copies per object at the end (Figure 5), or the scenarios' bytes moved and needed")
@@ -349,33 +243,17 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	if *scenario == "" {
-		return runTrace(fs, stdout, stderr, traceRun{seed: *seed, file: *traceFile, write: *writeTrace, days: *days, sweep: *sweep,
-			budget: *budget, objects: *objects, interval: *interval, json: *asJSON, quiet: !showProgress(stderr, *quiet), plot: *plotTo})
+	fs.Visit(func(f *flag.Flag) { flags.BudgetGiven = flags.BudgetGiven || f.Name == "repair-budget" })
+	if err := flags.Validate(); err != nil {
+		return usageErr(fs, "%v", err)
 	}
-	if *interval == 0 {
-		*interval = 2 * time.Minute
-	}
-	scenarioBudget := 0 // each scenario's own default
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "repair-budget" {
-			scenarioBudget = *budget << 10
-		}
-	})
-	if scenarioBudget < 0 {
-		return usageErr(fs, "--repair-budget must not be negative")
-	}
-	if *objects == 0 {
-		*objects = 1000
-	}
-	list := []string{*scenario}
-	if *scenario == "all" {
-		list = exp.Scenarios
+	if flags.Scenario == "" {
+		return runTrace(flags, stdout, stderr, *asJSON, showProgress(stderr, *quiet), *plotTo)
 	}
 	failed := 0
 	var results []exp.ScenarioResult
-	for _, sc := range list {
-		cfg := exp.PassingToneConfig{Scenario: sc, Seed: *seed, Hosts: *hosts, Objects: *objects, Size: *size, Interval: *interval, Budget: scenarioBudget}
+	list := flags.Scenarios()
+	for _, cfg := range list {
 		if showProgress(stderr, *quiet) {
 			cfg.Log = stderr
 		}
@@ -384,31 +262,18 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 			return usageErr(fs, "%v", err)
 		}
 		results = append(results, res)
-		verdict := "ok"
 		if !res.Pass {
-			verdict = "FAIL"
 			failed++
 		}
-		allows := ""
-		if res.BudgetSecs > 0 {
-			allows = fmt.Sprintf(" (the budget allows %.0fs, +%.0fs slack)", res.BudgetSecs, res.SlackSecs)
-		}
-		fmt.Fprintf(stdout, "%-9s moved %d bytes, needed %d (%.2fx): %s; every object at 2 copies %.0fs after%s; %d under at the end  %s\n",
-			sc, res.BytesMoved, res.BytesNeeded, res.MovedRatio, res.Note, res.WholeAfterSecs, allows, res.UnderReplicated, verdict)
-		if len(res.Violated) > 0 {
-			printViolations(stdout, res.Checks, res.Violated)
-		}
+		res.WriteText(stdout)
 		if *asJSON {
 			if err := printJSON(stdout, res); err != nil {
 				return err
 			}
 		}
 	}
-	if *plotTo != "" {
-		if err := figure.Scenarios(results, *plotTo); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "figure written to %s\n", *plotTo)
+	if err := plot(stdout, *plotTo, func() error { return figure.Scenarios(results, *plotTo) }); err != nil {
+		return err
 	}
 	if failed > 0 {
 		return fmt.Errorf("sim passingtone: %d of %d scenarios failed", failed, len(list))
@@ -416,60 +281,15 @@ func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-type traceRun struct {
-	seed            uint64
-	file, write     string
-	days            float64
-	sweep, interval time.Duration
-	budget, objects int
-	json, quiet     bool
-	plot            string
-}
-
 // runTrace is `triad sim passingtone` without a scenario: the durability
 // experiment over a failure trace.
-func runTrace(fs *flag.FlagSet, stdout, stderr io.Writer, o traceRun) error {
-	if o.days < 0 || o.budget < 1 || o.objects < 0 || o.interval < 0 || o.sweep <= 0 {
-		return usageErr(fs, "--days, --objects and --interval must not be negative, --repair-budget and --sweep-interval must be positive")
+func runTrace(flags exp.PassingToneFlags, stdout, stderr io.Writer, asJSON, progress bool, plotTo string) error {
+	cfg, source, err := flags.Trace()
+	if err != nil {
+		return err
 	}
-	cfg := exp.TraceConfig{Seed: o.seed, Objects: o.objects, Budget: o.budget << 10, Interval: o.interval, SweepInterval: o.sweep,
-		Until: time.Duration(o.days * 24 * float64(time.Hour))}
-	source := fmt.Sprintf("synthetic, with the statistics of PlanetLab's 2005-2006 trace, seed %d", o.seed)
-	if o.file != "" {
-		f, err := os.Open(o.file)
-		if err != nil {
-			return err
-		}
-		cfg.Trace, err = exp.ParseFailureTrace(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("sim passingtone: %s: %w", o.file, err)
-		}
-		source = o.file
-	} else {
-		t, err := exp.SyntheticTrace(exp.PlanetLabShape(), o.seed)
-		if err != nil {
-			return err
-		}
-		cfg.Trace = t
-	}
-	if o.write != "" {
-		f, err := os.Create(o.write)
-		if err != nil {
-			return err
-		}
-		_, err = cfg.Trace.WriteTo(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-	}
-	st := cfg.Trace.Stats()
-	fmt.Fprintf(stdout, "trace (%s): %d hosts over %.0f days, %d transient failures, %d disk failures, %d hosts never lose a disk, %d never fail, %.1f online on average, at most %d disk failures within 8 hours\n",
-		source, st.Hosts, st.Days, st.TransientFailures, st.DiskFailures, st.HostsNoDisk, st.HostsNoFailure, st.AvgOnline, st.MaxDiskIn8h)
-	if !o.quiet {
+	cfg.Trace.Stats().WriteText(stdout, source)
+	if progress {
 		cfg.Progress = func(p exp.TraceProgress) {
 			fmt.Fprintf(stderr, "sim passingtone: day %.0f of %.0f, %s wall, %d objects repaired so far, %d lost\n",
 				p.Virtual.Hours()/24, p.Total.Hours()/24, p.Wall.Round(time.Second), p.Repaired, p.Lost)
@@ -479,26 +299,11 @@ func runTrace(fs *flag.FlagSet, stdout, stderr io.Writer, o traceRun) error {
 	if err != nil {
 		return err
 	}
-	if o.plot != "" {
-		if err := figure.ReplicaCDF(res, o.plot); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "figure written to %s\n", o.plot)
+	if err := plot(stdout, plotTo, func() error { return figure.ReplicaCDF(res, plotTo) }); err != nil {
+		return err
 	}
-	fmt.Fprintf(stdout, "run: %d objects of %d MiB (64-byte stand-ins), k = %d, repair budget %d KiB/s per host, local maintenance every %v, global every %v, %.0f days simulated\n",
-		res.Objects, res.ObjectBytes>>20, res.Replicas, res.Budget>>10, time.Duration(res.IntervalSec)*time.Second, o.sweep, res.SimDays)
-	fmt.Fprintf(stdout, "membership: %s\n", res.Membership)
-	fmt.Fprintf(stdout, "objects lost: %d\n", res.ObjectsLost)
-	fmt.Fprintf(stdout, "expired repairs: %d (copies of the %d objects that expired during the run found on a disk that did not hold them at their expiry); %d expired before their repair's turn and were not fetched\n",
-		res.ExpiredRepairs, res.ObjectsExpired, res.ExpiredNotRepaired)
-	fmt.Fprintf(stdout, "durable copies per live object at the end (fraction with at most n):")
-	for n, f := range res.ReplicaCDF {
-		fmt.Fprintf(stdout, " %d:%.3f", n, f)
-	}
-	fmt.Fprintf(stdout, "\nrepaired: %d objects, %.1f GiB (%d handed over by global maintenance); %.1f repairs per disk failure; %d rounds, %d synchronizations\n",
-		res.ObjectsRepaired, float64(res.BytesRepaired)/(1<<30), res.HandedOver, res.RepairsPerDisk, res.Rounds, res.Syncs)
-	fmt.Fprintf(stdout, "wall time: %.0f s\n", res.WallSeconds)
-	if o.json {
+	res.WriteText(stdout)
+	if asJSON {
 		if err := printJSON(stdout, res); err != nil {
 			return err
 		}
@@ -542,16 +347,8 @@ figures.`
 
 func runSimCongestion(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sim congestion", "sim congestion [--seed S] [--scheme none|loss|backpressure|marking] [--crossload P] [--gamma G] [--threshold T] [--min-rto D] [--json] [--plot FILE]", simCongestionAbout, stderr)
-	seed := fs.Uint64("seed", 1, "random seed; fixes the whole run")
-	scheme := fs.String("scheme", "", "run only this scheme: none, loss, backpressure or marking")
-	crossload := fs.Float64("crossload", -1, "with --scheme: one point of Figure 5 at this cross-load (0 to 0.9), instead of Figure 4")
-	gamma := fs.Float64("gamma", 0, "fairness parameter of marking (the full run also compares 0 with 16)")
-	def := cc.DefaultConfig()
-	threshold := fs.Float64("threshold", def.Threshold, fmt.Sprintf("marking's feedback threshold t: the average queue length at which every request is marked (under the queue's %d)", def.QueueCap))
-	minRTO := fs.Duration("min-rto", def.MinRTO, fmt.Sprintf("the sources' floor on their retransmission timeout (at most the largest timeout, %v)", def.MaxRTO))
-	peers := fs.Int("peers", exp.CongestionPeers, "peers in the ring")
-	warmup := fs.Duration("warmup", 5*time.Second, "simulated time before measuring, per point")
-	measure := fs.Duration("measure", 15*time.Second, "simulated time measured, per point")
+	cfg := exp.DefaultCongestionFlags()
+	cfg.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "end with one JSON line: the summary, and the points")
 	quiet := fs.Bool("q", false, "no progress on stderr (there is none when stderr is not a terminal)")
 	plotTo := fs.String("plot", "", "draw Figures 4 and 5 to this `file` (.png, .svg or .pdf)")
@@ -564,111 +361,43 @@ func runSimCongestion(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	if *peers < 2 || *peers > 4096 || *warmup < 0 || *measure < time.Second || *gamma < 0 || *crossload >= 0.9 {
-		return usageErr(fs, "want 2 to 4,096 peers, a measurement of at least 1s, gamma >= 0 and a cross-load under 0.9")
+	if err := cfg.Validate(); err != nil {
+		return usageErr(fs, "%v", err)
 	}
-	if !(*threshold > 0 && *threshold < float64(def.QueueCap)) || *minRTO <= 0 || *minRTO > def.MaxRTO {
-		return usageErr(fs, "want 0 < --threshold < %d (the queue's capacity) and 0 < --min-rto <= %v (the largest timeout)", def.QueueCap, def.MaxRTO)
-	}
-	var log io.Writer
 	if showProgress(stderr, *quiet) {
-		log = stderr
+		cfg.Log = stderr
 	}
-	if *scheme != "" {
-		s, err := cc.ParseScheme(*scheme)
-		if err != nil {
-			return usageErr(fs, "%v", err)
-		}
-		var res exp.Congestion
-		runs := []exp.CongestionRun{}
-		if *crossload >= 0 {
-			runs = append(runs, exp.CongestionRun{Setup: exp.Mixed, Scheme: s, Offered: exp.ElasticLoad, CrossLoad: *crossload, Gamma: *gamma})
-		} else {
-			for _, x := range exp.DefaultLoads {
-				runs = append(runs, exp.CongestionRun{Setup: exp.Uniform, Scheme: s, Offered: x, Gamma: *gamma})
-			}
-		}
-		for _, r := range runs {
-			r.Seed, r.Peers, r.Warmup, r.Measure = *seed, *peers, *warmup, *measure
-			r.Threshold, r.MinRTO = *threshold, *minRTO
-			p, err := exp.RunCongestion(r)
-			if err != nil {
-				return err
-			}
-			if *crossload >= 0 {
-				res.Figure5 = append(res.Figure5, p)
-			} else {
-				res.Figure4 = append(res.Figure4, p)
-			}
-			if log != nil {
-				fmt.Fprintf(log, "congestion: %s offered %.0f: %.1f req/s per peer\n", p.Scheme, p.Offered, p.Throughput)
-			}
-		}
-		printCongestion(stdout, res)
-		if err := plotCongestion(stdout, res, *plotTo); err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(stdout, res)
-		}
-		return nil
-	}
-	res, err := exp.RunCongestionExperiment(exp.CongestionConfig{Seed: *seed, Peers: *peers, Warmup: *warmup, Measure: *measure,
-		Threshold: *threshold, MinRTO: *minRTO, Log: log})
+	res, err := cfg.Run()
 	if err != nil {
 		return err
 	}
-	printCongestion(stdout, res)
-	sum := res.Summary
-	fmt.Fprintf(stdout, "\nsummary: without control, throughput at %.0f req/s per peer is %.2f of the peak (collapse_ratio)\n", exp.DefaultLoads[len(exp.DefaultLoads)-1], sum.CollapseRatio)
-	fmt.Fprintf(stdout, "         marking past the peak keeps %.2f of it, with %.3f%% retransmitted\n", sum.MarkingMinOverPeak, 100*sum.MarkingRetransmitFraction)
-	fmt.Fprintf(stdout, "         at 10%% cross-load: marking carries %.2fx what loss does; back-pressure's delay is %.2fx marking's\n", sum.MarkingOverLossThroughput, sum.BackpressureOverMarkingDelay)
-	fmt.Fprintf(stdout, "         gamma 16 cuts the mean deviation of the sources' rates by %.0f%% against gamma 0 (fairness_cut)\n", 100*sum.FairnessCut)
-	fmt.Fprintf(stdout, "         %.0f s of wall time\n", sum.WallSeconds)
-	if err := plotCongestion(stdout, res, *plotTo); err != nil {
+	res.WriteText(stdout)
+	if cfg.Scheme == "" {
+		res.Summary.WriteText(stdout)
+	}
+	if err := plot(stdout, *plotTo, func() error { return figure.Congestion(res, *plotTo) }); err != nil {
 		return err
 	}
-	if *asJSON {
-		out := struct {
-			exp.CongestionSummary
-			Figure4  []exp.CongestionPoint `json:"figure4"`
-			Figure5  []exp.CongestionPoint `json:"figure5"`
-			Fairness []exp.CongestionPoint `json:"fairness"`
-		}{sum, res.Figure4, res.Figure5, res.Fairness}
-		return printJSON(stdout, out)
+	switch {
+	case !*asJSON:
+		return nil
+	case cfg.Scheme == "":
+		return printJSON(stdout, res.SummaryJSON())
+	default:
+		return printJSON(stdout, res)
 	}
-	return nil
 }
 
-func plotCongestion(stdout io.Writer, res exp.Congestion, path string) error {
+// plot draws a figure with draw if a --plot path was given, and says so.
+func plot(stdout io.Writer, path string, draw func() error) error {
 	if path == "" {
 		return nil
 	}
-	if err := figure.Congestion(res, path); err != nil {
+	if err := draw(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "figure written to %s\n", path)
 	return nil
-}
-
-// printCongestion prints the points of a congestion run as tables.
-func printCongestion(stdout io.Writer, res exp.Congestion) {
-	for _, t := range []struct {
-		title string
-		pts   []exp.CongestionPoint
-	}{{"Figure 4: 600 kbit/s peers, 20 ms apart", res.Figure4}, {"Figure 5: 600-1000 kbit/s, 5-15 ms, cross-load", res.Figure5}, {"Fairness: marking, 600-1000 kbit/s, 5-15 ms", res.Fairness}} {
-		if len(t.pts) == 0 {
-			continue
-		}
-		fmt.Fprintf(stdout, "%s\n", t.title)
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "scheme\toffered/s\tcross-load\tgamma\treq/s per peer\tretransmitted\tdelay ms\tin flight\trate deviation\tdropped\t")
-		for _, p := range t.pts {
-			fmt.Fprintf(tw, "%s\t%.0f\t%.0f%%\t%.0f\t%.1f\t%.3f%%\t%.0f\t%.1f\t%.3f\t%d\t\n", p.Scheme, p.Offered, 100*p.CrossLoad, p.Gamma, p.Throughput,
-				100*p.RetransmitFraction, p.DelayMs, p.Outstanding, p.RateDeviation, p.Dropped)
-		}
-		tw.Flush()
-	}
 }
 
 // checkPlot refuses, before a run starts, a --plot path the figure could
