@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 
@@ -101,10 +102,16 @@ func (*StoreBlock) Type() Type { return TypeStoreBlock }
 // A StoreBlock has a Block's fields, numbered alike.
 func (m *StoreBlock) encode(b []byte) []byte          { return (*Block)(m).encode(b) }
 func (m *StoreBlock) decodeField(d *decoder, f field) { (*Block)(m).decodeField(d, f) }
+func (m *StoreBlock) clone() Msg {
+	c := *m
+	c.Data = bytes.Clone(m.Data)
+	return &c
+}
 
 func (*FetchBlock) Type() Type                        { return TypeFetchBlock }
 func (m *FetchBlock) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
 func (m *FetchBlock) decodeField(d *decoder, f field) { m.Key = keyField(d, f, m.Key) }
+func (m *FetchBlock) clone() Msg                      { return new(*m) }
 
 func (*Block) Type() Type { return TypeBlock }
 func (m *Block) encode(b []byte) []byte {
@@ -125,10 +132,16 @@ func (m *Block) decodeField(d *decoder, f field) {
 		m.Fragment = d.bool(f)
 	}
 }
+func (m *Block) clone() Msg {
+	c := *m
+	c.Data = bytes.Clone(m.Data)
+	return &c
+}
 
 func (*StatBlock) Type() Type                        { return TypeStatBlock }
 func (m *StatBlock) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
 func (m *StatBlock) decodeField(d *decoder, f field) { m.Key = keyField(d, f, m.Key) }
+func (m *StatBlock) clone() Msg                      { return new(*m) }
 
 func (*BlockInfo) Type() Type { return TypeBlockInfo }
 func (m *BlockInfo) encode(b []byte) []byte {
@@ -149,6 +162,7 @@ func (m *BlockInfo) decodeField(d *decoder, f field) {
 		m.Fragment = d.bool(f)
 	}
 }
+func (m *BlockInfo) clone() Msg { return new(*m) }
 
 func (*ClientPut) Type() Type { return TypeClientPut }
 func (m *ClientPut) encode(b []byte) []byte {
@@ -166,6 +180,11 @@ func (m *ClientPut) decodeField(d *decoder, f field) {
 		m.Redundancy = Redundancy(d.uint32(f))
 	}
 }
+func (m *ClientPut) clone() Msg {
+	c := *m
+	c.Data = bytes.Clone(m.Data)
+	return &c
+}
 
 func (*PutDone) Type() Type { return TypePutDone }
 func (m *PutDone) encode(b []byte) []byte {
@@ -180,14 +199,17 @@ func (m *PutDone) decodeField(d *decoder, f field) {
 		m.Holders = d.nodes(m.Holders, f)
 	}
 }
+func (m *PutDone) clone() Msg { return &PutDone{Key: m.Key, Holders: cloneNodes(m.Holders)} }
 
 func (*ClientGet) Type() Type                        { return TypeClientGet }
 func (m *ClientGet) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
 func (m *ClientGet) decodeField(d *decoder, f field) { m.Key = keyField(d, f, m.Key) }
+func (m *ClientGet) clone() Msg                      { return new(*m) }
 
 func (*ClientStat) Type() Type                        { return TypeClientStat }
 func (m *ClientStat) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
 func (m *ClientStat) decodeField(d *decoder, f field) { m.Key = keyField(d, f, m.Key) }
+func (m *ClientStat) clone() Msg                      { return new(*m) }
 
 func (*StatDone) Type() Type { return TypeStatDone }
 func (m *StatDone) encode(b []byte) []byte {
@@ -230,6 +252,9 @@ func (m *StatDone) decodeField(d *decoder, f field) {
 		})
 		m.Holders = append(m.Holders, h)
 	}
+}
+func (m *StatDone) clone() Msg {
+	return &StatDone{Key: m.Key, Holders: append([]Holder(nil), m.Holders...)}
 }
 
 func keyField(d *decoder, f field, cur id.ID) id.ID {
@@ -374,6 +399,13 @@ func (m *ClientPutBatch) decodeField(d *decoder, f field) {
 		m.Redundancy = Redundancy(d.uint32(f))
 	}
 }
+func (m *ClientPutBatch) clone() Msg {
+	c := &ClientPutBatch{Redundancy: m.Redundancy}
+	for _, it := range m.Items {
+		c.Items = append(c.Items, PutItem{Data: bytes.Clone(it.Data), Expiry: it.Expiry})
+	}
+	return c
+}
 
 func (*PutBatchDone) Type() Type { return TypePutBatchDone }
 func (m *PutBatchDone) encode(b []byte) []byte {
@@ -407,4 +439,7 @@ func (m *PutBatchDone) decodeField(d *decoder, f field) {
 		}
 	})
 	m.Results = append(m.Results, r)
+}
+func (m *PutBatchDone) clone() Msg {
+	return &PutBatchDone{Results: append([]PutResult(nil), m.Results...)}
 }

@@ -1,6 +1,10 @@
 package wire
 
-import "triad/internal/id"
+import (
+	"bytes"
+
+	"triad/internal/id"
+)
 
 // Message types of congestion control (routed requests), 256-319.
 const (
@@ -83,6 +87,11 @@ func (m *CCRequest) decodeField(d *decoder, f field) {
 		}
 	}
 }
+func (m *CCRequest) clone() Msg {
+	c := *m
+	c.Payload = bytes.Clone(m.Payload)
+	return &c
+}
 
 func (*CCAck) Type() Type { return TypeCCAck }
 func (m *CCAck) encode(b []byte) []byte {
@@ -100,11 +109,14 @@ func (m *CCAck) decodeField(d *decoder, f field) {
 		m.Hops = d.uint32(f)
 	}
 }
+func (m *CCAck) clone() Msg { return new(*m) }
 
 func (*CCPause) Type() Type                        { return TypeCCPause }
 func (m *CCPause) encode(b []byte) []byte          { return putBool(b, 1, m.Paused) }
 func (m *CCPause) decodeField(d *decoder, f field) { m.Paused = d.bool(f) }
+func (m *CCPause) clone() Msg                      { return new(*m) }
 
 func (*CCFlood) Type() Type                        { return TypeCCFlood }
 func (m *CCFlood) encode(b []byte) []byte          { return putUint(b, 1, m.MilliRate) }
 func (m *CCFlood) decodeField(d *decoder, f field) { m.MilliRate = d.uint(f) }
+func (m *CCFlood) clone() Msg                      { return new(*m) }

@@ -7,18 +7,23 @@ import "triad/internal/fault"
 func (*Ping) Type() Type                          { return TypePing }
 func (*Ping) encode(b []byte) []byte              { return b }
 func (*Ping) decodeField(*decoder, field)         {}
+func (m *Ping) clone() Msg                        { return new(*m) }
 func (*Ack) Type() Type                           { return TypeAck }
 func (*Ack) encode(b []byte) []byte               { return b }
 func (*Ack) decodeField(*decoder, field)          {}
+func (m *Ack) clone() Msg                         { return new(*m) }
 func (*Stabilize) Type() Type                     { return TypeStabilize }
 func (*Stabilize) encode(b []byte) []byte         { return b }
 func (*Stabilize) decodeField(*decoder, field)    {}
+func (m *Stabilize) clone() Msg                   { return new(*m) }
 func (*GetNeighbors) Type() Type                  { return TypeGetNeighbors }
 func (*GetNeighbors) encode(b []byte) []byte      { return b }
 func (*GetNeighbors) decodeField(*decoder, field) {}
+func (m *GetNeighbors) clone() Msg                { return new(*m) }
 func (*RingInfoReq) Type() Type                   { return TypeRingInfoReq }
 func (*RingInfoReq) encode(b []byte) []byte       { return b }
 func (*RingInfoReq) decodeField(*decoder, field)  {}
+func (m *RingInfoReq) clone() Msg                 { return new(*m) }
 
 func (*Challenge) Type() Type               { return TypeChallenge }
 func (m *Challenge) encode(b []byte) []byte { return putUint(b, 1, m.Nonce) }
@@ -27,6 +32,7 @@ func (m *Challenge) decodeField(d *decoder, f field) {
 		m.Nonce = d.uint(f)
 	}
 }
+func (m *Challenge) clone() Msg { return new(*m) }
 
 func (*Proof) Type() Type               { return TypeProof }
 func (m *Proof) encode(b []byte) []byte { return putUint(b, 1, m.Nonce) }
@@ -35,6 +41,7 @@ func (m *Proof) decodeField(d *decoder, f field) {
 		m.Nonce = d.uint(f)
 	}
 }
+func (m *Proof) clone() Msg { return new(*m) }
 
 func (*Error) Type() Type { return TypeError }
 func (m *Error) encode(b []byte) []byte {
@@ -49,6 +56,7 @@ func (m *Error) decodeField(d *decoder, f field) {
 		m.Text = d.str(f, MaxTextBytes)
 	}
 }
+func (m *Error) clone() Msg { return new(*m) }
 
 func (*Neighbors) Type() Type { return TypeNeighbors }
 func (m *Neighbors) encode(b []byte) []byte {
@@ -64,6 +72,19 @@ func (m *Neighbors) decodeField(d *decoder, f field) {
 	}
 }
 
+// Both lists in one allocation: the simulator clones one per stabilization
+// round trip.
+func (m *Neighbors) clone() Msg {
+	p, s := len(m.Preds), len(m.Succs)
+	if m.Preds == nil || m.Succs == nil {
+		return &Neighbors{Preds: cloneNodes(m.Preds), Succs: cloneNodes(m.Succs)}
+	}
+	both := make([]NodeRef, p+s)
+	copy(both, m.Preds)
+	copy(both[p:], m.Succs)
+	return &Neighbors{Preds: both[:p:p], Succs: both[p:]}
+}
+
 func (*Leave) Type() Type { return TypeLeave }
 func (m *Leave) encode(b []byte) []byte {
 	b = putNodes(b, 1, m.Preds)
@@ -77,6 +98,7 @@ func (m *Leave) decodeField(d *decoder, f field) {
 		m.Succs = d.nodes(m.Succs, f)
 	}
 }
+func (m *Leave) clone() Msg { return &Leave{Preds: cloneNodes(m.Preds), Succs: cloneNodes(m.Succs)} }
 
 func (*Lookup) Type() Type { return TypeLookup }
 func (m *Lookup) encode(b []byte) []byte {
@@ -100,6 +122,7 @@ func (m *Lookup) decodeField(d *decoder, f field) {
 		m.Hops = d.uint32(f)
 	}
 }
+func (m *Lookup) clone() Msg { return new(*m) }
 
 func (*LookupDone) Type() Type { return TypeLookupDone }
 func (m *LookupDone) encode(b []byte) []byte {
@@ -126,6 +149,11 @@ func (m *LookupDone) decodeField(d *decoder, f field) {
 		m.Failed = d.str(f, MaxTextBytes)
 	}
 }
+func (m *LookupDone) clone() Msg {
+	c := *m
+	c.Succs = cloneNodes(m.Succs)
+	return &c
+}
 
 func (*NextHop) Type() Type { return TypeNextHop }
 func (m *NextHop) encode(b []byte) []byte {
@@ -140,6 +168,7 @@ func (m *NextHop) decodeField(d *decoder, f field) {
 		m.MinSuccs = d.uint32(f)
 	}
 }
+func (m *NextHop) clone() Msg { return new(*m) }
 
 func (*NextHopResp) Type() Type { return TypeNextHopResp }
 func (m *NextHopResp) encode(b []byte) []byte {
@@ -157,6 +186,9 @@ func (m *NextHopResp) decodeField(d *decoder, f field) {
 		m.Next = d.nodes(m.Next, f)
 	}
 }
+func (m *NextHopResp) clone() Msg {
+	return &NextHopResp{Done: m.Done, Succs: cloneNodes(m.Succs), Next: cloneNodes(m.Next)}
+}
 
 func (*ClientLookup) Type() Type               { return TypeClientLookup }
 func (m *ClientLookup) encode(b []byte) []byte { return putID(b, 1, m.Key) }
@@ -165,6 +197,7 @@ func (m *ClientLookup) decodeField(d *decoder, f field) {
 		m.Key = d.id(f)
 	}
 }
+func (m *ClientLookup) clone() Msg { return new(*m) }
 
 func (*RingInfo) Type() Type { return TypeRingInfo }
 func (m *RingInfo) encode(b []byte) []byte {
@@ -221,4 +254,12 @@ func (m *RingInfo) decodeField(d *decoder, f field) {
 		}
 	})
 	m.Vnodes = append(m.Vnodes, v)
+}
+func (m *RingInfo) clone() Msg {
+	c := &RingInfo{}
+	for _, v := range m.Vnodes {
+		c.Vnodes = append(c.Vnodes, VnodeInfo{Self: v.Self, Preds: cloneNodes(v.Preds), Succs: cloneNodes(v.Succs),
+			Fingers: append([]Finger(nil), v.Fingers...)})
+	}
+	return c
 }

@@ -13,9 +13,18 @@
 // Message type numbers are fixed, one range per protocol (Ranges: runtime
 // 1-15, ring 16-63, dhash 64-127, maint 128-191, cc 256-319, and ranges
 // reserved for usenet, tapestry and d2, which have no messages yet).
-// testdata/types.txt is their append-only registry; its header says how to
-// add a message, and TestTypeRegistry fails when a number changes meaning
-// or is reused, or when the code, the registry and schema.proto disagree.
+// testdata/types.txt is their append-only registry, and TestTypeRegistry
+// fails when a number changes meaning or is reused, or when the code, the
+// registry and schema.proto disagree.
+//
+// A message is added in one table, types in msg.go, from which the decoder
+// makes messages, Type.String names them and RoleOf says who may send them.
+// To add one: take the next free number in its protocol's range and add
+// its constant (TypeFoo Type = N); add its line to types ({TypeFoo, "Foo",
+// RoleNode, newOf[Foo]}); write its struct and its methods Type, encode,
+// decodeField and clone (new(*m) when it holds no slices); add TYPE_FOO = N
+// and the message to schema.proto; append "N protocol Foo" to
+// testdata/types.txt; and add a sample to samples() in wire_test.go.
 //
 // Clone copies a message as the codec would (the simulator's hot path uses
 // it in place of an encode and a decode); TestCloneIsTheCodec fills every

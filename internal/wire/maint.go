@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"bytes"
+
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"triad/internal/id"
@@ -63,6 +65,9 @@ func (m *TreeQuery) decodeField(d *decoder, f field) {
 	case 3:
 		m.Hi = d.id(f)
 	}
+}
+func (m *TreeQuery) clone() Msg {
+	return &TreeQuery{Prefix: bytes.Clone(m.Prefix), Lo: m.Lo, Hi: m.Hi}
 }
 
 func (*TreeInfo) Type() Type { return TypeTreeInfo }
@@ -135,6 +140,14 @@ func (m *TreeInfo) decodeField(d *decoder, f field) {
 		m.Sizes = append(m.Sizes, d.uint(f))
 	}
 }
+func (m *TreeInfo) clone() Msg {
+	c := &TreeInfo{Count: m.Count, Hash: bytes.Clone(m.Hash), Keys: append([]id.ID(nil), m.Keys...),
+		Expiries: append([]int64(nil), m.Expiries...), Sizes: append([]uint64(nil), m.Sizes...)}
+	for _, k := range m.Children {
+		c.Children = append(c.Children, TreeChild{Prefix: bytes.Clone(k.Prefix), Count: k.Count, Hash: bytes.Clone(k.Hash)})
+	}
+	return c
+}
 
 // boundedBytes copies a bytes field of at most max bytes out of the frame.
 func (d *decoder) boundedBytes(f field, max int) []byte {
@@ -187,6 +200,7 @@ const (
 func (*MaintStatusReq) Type() Type                  { return TypeMaintStatusReq }
 func (*MaintStatusReq) encode(b []byte) []byte      { return b }
 func (*MaintStatusReq) decodeField(*decoder, field) {}
+func (m *MaintStatusReq) clone() Msg                { return new(*m) }
 
 func (*MaintControl) Type() Type               { return TypeMaintControl }
 func (m *MaintControl) encode(b []byte) []byte { return putBool(b, 1, m.Pause) }
@@ -195,6 +209,7 @@ func (m *MaintControl) decodeField(d *decoder, f field) {
 		m.Pause = d.bool(f)
 	}
 }
+func (m *MaintControl) clone() Msg { return new(*m) }
 
 func (*MaintStatus) Type() Type { return TypeMaintStatus }
 func (m *MaintStatus) encode(b []byte) []byte {
@@ -266,6 +281,10 @@ func (m *MaintStatus) decodeField(d *decoder, f field) {
 		m.Vnodes = append(m.Vnodes, v)
 	}
 }
+func (m *MaintStatus) clone() Msg {
+	return &MaintStatus{Paused: m.Paused, Counters: append([]Counter(nil), m.Counters...),
+		Vnodes: append([]MaintVnode(nil), m.Vnodes...)}
+}
 
 // Audit asks a replica-set member to prove that it holds the bytes of Key:
 // the reply is an AuditProof whose Hash is SHA-256(Nonce ‖ the object's
@@ -303,6 +322,7 @@ func (m *Audit) decodeField(d *decoder, f field) {
 		m.Nonce = d.boundedBytes(f, AuditNonceBytes)
 	}
 }
+func (m *Audit) clone() Msg { return &Audit{Key: m.Key, Nonce: bytes.Clone(m.Nonce)} }
 
 func (*AuditProof) Type() Type { return TypeAuditProof }
 func (m *AuditProof) encode(b []byte) []byte {
@@ -317,3 +337,4 @@ func (m *AuditProof) decodeField(d *decoder, f field) {
 		m.Hash = d.boundedBytes(f, AuditHashBytes)
 	}
 }
+func (m *AuditProof) clone() Msg { return &AuditProof{Held: m.Held, Hash: bytes.Clone(m.Hash)} }

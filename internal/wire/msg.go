@@ -73,8 +73,7 @@ const (
 type Role uint8
 
 const (
-	// RoleNode types are sent by nodes only, never by a client. Every
-	// type not listed in roles is a node's.
+	// RoleNode types are sent by nodes only, never by a client.
 	RoleNode Role = iota
 	// RoleClient types are the client API: a client (a program, a news
 	// front-end, an operator) may send them, and so may a node.
@@ -83,18 +82,6 @@ const (
 	// node trusts as its operator may send them, never a node.
 	RoleOperator
 )
-
-// roles lists the types a client may send.
-var roles = map[Type]Role{
-	TypePing: RoleClient, TypeRingInfoReq: RoleClient, TypeClientLookup: RoleClient,
-	TypeStatBlock: RoleClient, TypeClientPut: RoleClient, TypeClientGet: RoleClient,
-	TypeClientStat: RoleClient, TypeClientPutBatch: RoleClient, TypeMaintStatusReq: RoleClient,
-	TypeMaintControl: RoleOperator, // pausing maintenance
-	TypeCCFlood:      RoleOperator, // setting the routed-request load generator
-}
-
-// RoleOf says who may send a message of type t.
-func RoleOf(t Type) Role { return roles[t] }
 
 // Range is the block of message type numbers, Lo to Hi inclusive, that
 // belongs to one protocol. A protocol numbers its messages inside its own
@@ -132,88 +119,113 @@ func RangeOf(t Type) (r Range, ok bool) {
 	return Range{}, false
 }
 
+// typeInfo is one message type's entry in the types table.
+type typeInfo struct {
+	typ  Type
+	name string // as in testdata/types.txt and the logs
+	role Role   // who may send it
+	new  func() Msg
+}
+
+// types is every message type the codec knows, one line each, in number
+// order: adding a message is a line here, its constant, its struct and
+// its methods (Type, encode, decodeField, clone), its number in
+// testdata/types.txt and its schema in schema.proto. newMsg, Type.String
+// and RoleOf read it; TestTypeRegistry holds it to the registry.
+var types = [...]typeInfo{
+	{TypePing, "Ping", RoleClient, newOf[Ping]},
+	{TypeAck, "Ack", RoleNode, newOf[Ack]},
+	{TypeError, "Error", RoleNode, newOf[Error]},
+	{TypeChallenge, "Challenge", RoleNode, newOf[Challenge]},
+	{TypeProof, "Proof", RoleNode, newOf[Proof]},
+
+	{TypeStabilize, "Stabilize", RoleNode, newOf[Stabilize]},
+	{TypeGetNeighbors, "GetNeighbors", RoleNode, newOf[GetNeighbors]},
+	{TypeNeighbors, "Neighbors", RoleNode, newOf[Neighbors]},
+	{TypeLookup, "Lookup", RoleNode, newOf[Lookup]},
+	{TypeLookupDone, "LookupDone", RoleNode, newOf[LookupDone]},
+	{TypeNextHop, "NextHop", RoleNode, newOf[NextHop]},
+	{TypeNextHopResp, "NextHopResp", RoleNode, newOf[NextHopResp]},
+	{TypeLeave, "Leave", RoleNode, newOf[Leave]},
+	{TypeRingInfoReq, "RingInfoReq", RoleClient, newOf[RingInfoReq]},
+	{TypeRingInfo, "RingInfo", RoleNode, newOf[RingInfo]},
+	{TypeClientLookup, "ClientLookup", RoleClient, newOf[ClientLookup]},
+
+	{TypeStoreBlock, "StoreBlock", RoleNode, newOf[StoreBlock]},
+	{TypeFetchBlock, "FetchBlock", RoleNode, newOf[FetchBlock]},
+	{TypeBlock, "Block", RoleNode, newOf[Block]},
+	{TypeStatBlock, "StatBlock", RoleClient, newOf[StatBlock]},
+	{TypeBlockInfo, "BlockInfo", RoleNode, newOf[BlockInfo]},
+	{TypeClientPut, "ClientPut", RoleClient, newOf[ClientPut]},
+	{TypePutDone, "PutDone", RoleNode, newOf[PutDone]},
+	{TypeClientGet, "ClientGet", RoleClient, newOf[ClientGet]},
+	{TypeClientStat, "ClientStat", RoleClient, newOf[ClientStat]},
+	{TypeStatDone, "StatDone", RoleNode, newOf[StatDone]},
+	{TypeClientPutBatch, "ClientPutBatch", RoleClient, newOf[ClientPutBatch]},
+	{TypePutBatchDone, "PutBatchDone", RoleNode, newOf[PutBatchDone]},
+
+	{TypeTreeQuery, "TreeQuery", RoleNode, newOf[TreeQuery]},
+	{TypeTreeInfo, "TreeInfo", RoleNode, newOf[TreeInfo]},
+	{TypeMaintStatusReq, "MaintStatusReq", RoleClient, newOf[MaintStatusReq]},
+	{TypeMaintStatus, "MaintStatus", RoleNode, newOf[MaintStatus]},
+	{TypeMaintControl, "MaintControl", RoleOperator, newOf[MaintControl]}, // pausing maintenance
+	{TypeAudit, "Audit", RoleNode, newOf[Audit]},
+	{TypeAuditProof, "AuditProof", RoleNode, newOf[AuditProof]},
+
+	{TypeCCRequest, "CCRequest", RoleNode, newOf[CCRequest]},
+	{TypeCCAck, "CCAck", RoleNode, newOf[CCAck]},
+	{TypeCCPause, "CCPause", RoleNode, newOf[CCPause]},
+	{TypeCCFlood, "CCFlood", RoleOperator, newOf[CCFlood]}, // setting the routed-request load generator
+}
+
+// newOf makes the zero message of type T, for the types table.
+func newOf[T any, P interface {
+	*T
+	Msg
+}]() Msg {
+	return P(new(T))
+}
+
+// byType indexes types by number. It is built once and never changed.
+var byType = func() map[Type]*typeInfo {
+	m := make(map[Type]*typeInfo, len(types))
+	for i := range types {
+		ti := &types[i]
+		if _, dup := m[ti.typ]; dup {
+			panic(fmt.Sprintf("wire: type %d listed twice", ti.typ))
+		}
+		if got := ti.new().Type(); got != ti.typ {
+			panic(fmt.Sprintf("wire: %s listed as type %d is type %d", ti.name, ti.typ, got))
+		}
+		m[ti.typ] = ti
+	}
+	return m
+}()
+
+// newMsg returns the zero message of type t, or nil for a type the codec
+// does not know.
 func newMsg(t Type) Msg {
-	switch t {
-	case TypePing:
-		return &Ping{}
-	case TypeAck:
-		return &Ack{}
-	case TypeError:
-		return &Error{}
-	case TypeChallenge:
-		return &Challenge{}
-	case TypeProof:
-		return &Proof{}
-	case TypeStabilize:
-		return &Stabilize{}
-	case TypeGetNeighbors:
-		return &GetNeighbors{}
-	case TypeNeighbors:
-		return &Neighbors{}
-	case TypeLookup:
-		return &Lookup{}
-	case TypeLookupDone:
-		return &LookupDone{}
-	case TypeNextHop:
-		return &NextHop{}
-	case TypeNextHopResp:
-		return &NextHopResp{}
-	case TypeLeave:
-		return &Leave{}
-	case TypeRingInfoReq:
-		return &RingInfoReq{}
-	case TypeRingInfo:
-		return &RingInfo{}
-	case TypeClientLookup:
-		return &ClientLookup{}
-	case TypeStoreBlock:
-		return &StoreBlock{}
-	case TypeFetchBlock:
-		return &FetchBlock{}
-	case TypeBlock:
-		return &Block{}
-	case TypeStatBlock:
-		return &StatBlock{}
-	case TypeBlockInfo:
-		return &BlockInfo{}
-	case TypeClientPut:
-		return &ClientPut{}
-	case TypePutDone:
-		return &PutDone{}
-	case TypeClientGet:
-		return &ClientGet{}
-	case TypeClientStat:
-		return &ClientStat{}
-	case TypeStatDone:
-		return &StatDone{}
-	case TypeClientPutBatch:
-		return &ClientPutBatch{}
-	case TypePutBatchDone:
-		return &PutBatchDone{}
-	case TypeTreeQuery:
-		return &TreeQuery{}
-	case TypeTreeInfo:
-		return &TreeInfo{}
-	case TypeMaintStatusReq:
-		return &MaintStatusReq{}
-	case TypeMaintStatus:
-		return &MaintStatus{}
-	case TypeMaintControl:
-		return &MaintControl{}
-	case TypeAudit:
-		return &Audit{}
-	case TypeAuditProof:
-		return &AuditProof{}
-	case TypeCCRequest:
-		return &CCRequest{}
-	case TypeCCAck:
-		return &CCAck{}
-	case TypeCCPause:
-		return &CCPause{}
-	case TypeCCFlood:
-		return &CCFlood{}
+	if ti := byType[t]; ti != nil {
+		return ti.new()
 	}
 	return nil
+}
+
+// RoleOf says who may send a message of type t; an unknown type is a
+// node's.
+func RoleOf(t Type) Role {
+	if ti := byType[t]; ti != nil {
+		return ti.role
+	}
+	return RoleNode
+}
+
+// String names the type, for logs and errors.
+func (t Type) String() string {
+	if ti := byType[t]; ti != nil {
+		return ti.name
+	}
+	return fmt.Sprintf("Type(%d)", uint16(t))
 }
 
 // Ping asks whether a node is alive; the answer is an Ack.
@@ -318,84 +330,4 @@ type RingInfo struct {
 // servers; the reply is a LookupDone.
 type ClientLookup struct {
 	Key id.ID
-}
-
-func shallowCopy(m Msg) Msg {
-	switch m := m.(type) {
-	case *Ping:
-		return &Ping{}
-	case *Ack:
-		return &Ack{}
-	case *Challenge:
-		c := *m
-		return &c
-	case *Proof:
-		c := *m
-		return &c
-	case *Error:
-		c := *m
-		return &c
-	case *Stabilize:
-		return &Stabilize{}
-	case *GetNeighbors:
-		return &GetNeighbors{}
-	case *Lookup:
-		c := *m
-		return &c
-	case *NextHop:
-		c := *m
-		return &c
-	case *RingInfoReq:
-		return &RingInfoReq{}
-	case *ClientLookup:
-		c := *m
-		return &c
-	case *FetchBlock:
-		c := *m
-		return &c
-	case *StatBlock:
-		c := *m
-		return &c
-	case *BlockInfo:
-		c := *m
-		return &c
-	case *ClientGet:
-		c := *m
-		return &c
-	case *ClientStat:
-		c := *m
-		return &c
-	case *CCAck:
-		c := *m
-		return &c
-	case *CCPause:
-		c := *m
-		return &c
-	case *CCFlood:
-		c := *m
-		return &c
-	}
-	panic(fmt.Sprintf("wire: Clone of %T", m))
-}
-
-var typeNames = map[Type]string{
-	TypePing: "Ping", TypeAck: "Ack", TypeError: "Error", TypeChallenge: "Challenge", TypeProof: "Proof", TypeStabilize: "Stabilize",
-	TypeGetNeighbors: "GetNeighbors", TypeNeighbors: "Neighbors", TypeLookup: "Lookup",
-	TypeLookupDone: "LookupDone", TypeNextHop: "NextHop", TypeNextHopResp: "NextHopResp",
-	TypeLeave: "Leave", TypeRingInfoReq: "RingInfoReq", TypeRingInfo: "RingInfo",
-	TypeClientLookup: "ClientLookup", TypeStoreBlock: "StoreBlock", TypeFetchBlock: "FetchBlock",
-	TypeBlock: "Block", TypeStatBlock: "StatBlock", TypeBlockInfo: "BlockInfo", TypeClientPut: "ClientPut",
-	TypePutDone: "PutDone", TypeClientGet: "ClientGet", TypeClientStat: "ClientStat", TypeStatDone: "StatDone",
-	TypeClientPutBatch: "ClientPutBatch", TypePutBatchDone: "PutBatchDone",
-	TypeTreeQuery: "TreeQuery", TypeTreeInfo: "TreeInfo", TypeMaintStatusReq: "MaintStatusReq",
-	TypeMaintStatus: "MaintStatus", TypeMaintControl: "MaintControl", TypeAudit: "Audit", TypeAuditProof: "AuditProof",
-	TypeCCRequest: "CCRequest", TypeCCAck: "CCAck", TypeCCPause: "CCPause", TypeCCFlood: "CCFlood",
-}
-
-// String names the type, for logs and errors.
-func (t Type) String() string {
-	if s, ok := typeNames[t]; ok {
-		return s
-	}
-	return fmt.Sprintf("Type(%d)", uint16(t))
 }

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -98,6 +97,9 @@ type Msg interface {
 	Type() Type
 	encode(b []byte) []byte
 	decodeField(d *decoder, f field)
+	// clone is Clone for this type: new(*m) for a message that holds no
+	// slices, a copy of each slice for the rest.
+	clone() Msg
 }
 
 // Envelope field numbers.
@@ -286,89 +288,12 @@ func ReadFrame(r io.Reader, buf []byte, max int) ([]byte, error) {
 // instead of a decode on its hot path, so it must give what the codec
 // gives: TestCloneIsTheCodec fills every field of every message type and
 // compares Clone with Decode(Encode(m)).
-func Clone(m Msg) Msg {
-	nodes := func(l []NodeRef) []NodeRef {
-		if l == nil {
-			return nil
-		}
-		return append([]NodeRef(nil), l...)
+func Clone(m Msg) Msg { return m.clone() }
+
+// cloneNodes copies a node list, keeping nil nil as the codec does.
+func cloneNodes(l []NodeRef) []NodeRef {
+	if l == nil {
+		return nil
 	}
-	switch m := m.(type) {
-	case *Neighbors:
-		// Both lists in one allocation: the simulator clones one per
-		// stabilization round trip.
-		p, s := len(m.Preds), len(m.Succs)
-		if m.Preds == nil || m.Succs == nil {
-			return &Neighbors{Preds: nodes(m.Preds), Succs: nodes(m.Succs)}
-		}
-		both := make([]NodeRef, p+s)
-		copy(both, m.Preds)
-		copy(both[p:], m.Succs)
-		return &Neighbors{Preds: both[:p:p], Succs: both[p:]}
-	case *Leave:
-		return &Leave{Preds: nodes(m.Preds), Succs: nodes(m.Succs)}
-	case *LookupDone:
-		c := *m
-		c.Succs = nodes(m.Succs)
-		return &c
-	case *NextHopResp:
-		return &NextHopResp{Done: m.Done, Succs: nodes(m.Succs), Next: nodes(m.Next)}
-	case *StoreBlock:
-		c := *m
-		c.Data = bytes.Clone(m.Data)
-		return &c
-	case *CCRequest:
-		c := *m
-		c.Payload = bytes.Clone(m.Payload)
-		return &c
-	case *Block:
-		c := *m
-		c.Data = bytes.Clone(m.Data)
-		return &c
-	case *ClientPut:
-		c := *m
-		c.Data = bytes.Clone(m.Data)
-		return &c
-	case *PutDone:
-		return &PutDone{Key: m.Key, Holders: nodes(m.Holders)}
-	case *ClientPutBatch:
-		c := &ClientPutBatch{Redundancy: m.Redundancy}
-		for _, it := range m.Items {
-			c.Items = append(c.Items, PutItem{Data: bytes.Clone(it.Data), Expiry: it.Expiry})
-		}
-		return c
-	case *PutBatchDone:
-		return &PutBatchDone{Results: append([]PutResult(nil), m.Results...)}
-	case *StatDone:
-		return &StatDone{Key: m.Key, Holders: append([]Holder(nil), m.Holders...)}
-	case *TreeQuery:
-		return &TreeQuery{Prefix: bytes.Clone(m.Prefix), Lo: m.Lo, Hi: m.Hi}
-	case *MaintStatus:
-		return &MaintStatus{Paused: m.Paused, Counters: append([]Counter(nil), m.Counters...), Vnodes: append([]MaintVnode(nil), m.Vnodes...)}
-	case *MaintStatusReq:
-		return &MaintStatusReq{}
-	case *MaintControl:
-		c := *m
-		return &c
-	case *Audit:
-		return &Audit{Key: m.Key, Nonce: bytes.Clone(m.Nonce)}
-	case *AuditProof:
-		return &AuditProof{Held: m.Held, Hash: bytes.Clone(m.Hash)}
-	case *TreeInfo:
-		c := &TreeInfo{Count: m.Count, Hash: bytes.Clone(m.Hash), Keys: append([]id.ID(nil), m.Keys...),
-			Expiries: append([]int64(nil), m.Expiries...), Sizes: append([]uint64(nil), m.Sizes...)}
-		for _, k := range m.Children {
-			c.Children = append(c.Children, TreeChild{Prefix: bytes.Clone(k.Prefix), Count: k.Count, Hash: bytes.Clone(k.Hash)})
-		}
-		return c
-	case *RingInfo:
-		c := &RingInfo{}
-		for _, v := range m.Vnodes {
-			c.Vnodes = append(c.Vnodes, VnodeInfo{Self: v.Self, Preds: nodes(v.Preds), Succs: nodes(v.Succs),
-				Fingers: append([]Finger(nil), v.Fingers...)})
-		}
-		return c
-	}
-	// The rest hold no slices: a shallow copy is a deep one.
-	return shallowCopy(m)
+	return append([]NodeRef(nil), l...)
 }
