@@ -39,9 +39,10 @@ type Cluster struct {
 	seq    uint64
 	labels map[id.ID]string // vnode IDs as the script wrote them
 
-	out     strings.Builder // the trace of the directive under way
-	verbose bool            // print each event, message and change
-	enc     []byte
+	directives Directives      // what Run runs, by name
+	out        strings.Builder // the trace of the directive under way
+	verbose    bool            // print each event, message and change
+	enc        []byte
 
 	// Delivered and Fired count messages delivered and timers fired.
 	Delivered, Fired int
@@ -87,13 +88,17 @@ type timer struct {
 // New makes an empty cluster whose hosts run with opts; seed fixes their
 // random sources.
 func New(opts deploy.Options, seed uint64) *Cluster {
-	return &Cluster{
-		Options: opts,
-		seed:    seed,
-		byName:  make(map[string]*Host),
-		labels:  make(map[id.ID]string),
-		verbose: true,
+	c := &Cluster{
+		Options:    opts,
+		seed:       seed,
+		byName:     make(map[string]*Host),
+		labels:     make(map[id.ID]string),
+		directives: make(Directives),
+		verbose:    true,
 	}
+	c.Register(ringDirectives)
+	c.Register(blockDirectives)
+	return c
 }
 
 // Now is the cluster's clock.

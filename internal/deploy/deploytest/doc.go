@@ -17,18 +17,25 @@
 // nothing is printed in map order, so a trace is the same on every run.
 //
 //	c := deploytest.New(deploy.DefaultOptions(), 1)
-//	datadriven.RunTest(t, "testdata/trace/join.txt", func(t *testing.T, d *datadriven.TestData) string {
-//		return c.Run(t, d) // or handle a directive of your own first
-//	})
+//	datadriven.RunTestAny(t, "testdata/trace/join.txt", c.Run)
 //
-// Run knows these directives (docs in Run): add-host, crash, restart,
-// tick, run, deliver, drop, deliver-all, in-flight, stabilize, ring, put,
-// get, damage (a host's copy of a block, which its next read quarantines).
+// Each directive is its own handler in a Directives table, with its
+// synopsis: the hosts, the clock, the network and the ring in script.go
+// (add-host, crash, restart, tick, run, deliver, drop, deliver-all,
+// in-flight, stabilize, ring), the block store in blocks.go (put, get,
+// damage: a host's copy of a block, which its next read quarantines).
 // tick and deliver step by hand; run delivers each message as soon as
 // the event that sent it is over, and stabilize runs rounds of it until
-// the ring is right, printing a summary. A new protocol adds its
-// directives in its own test (handled before falling back to Run) and
-// its messages' fields to FormatMsg.
+// the ring is right, printing a summary. A protocol's test adds its own
+// directives with Register (internal/maint's trace test does), and its
+// messages' fields to FormatMsg:
+//
+//	c.Register(deploytest.Directives{
+//		"stats": {"stats NAME", func(c *deploytest.Cluster, t testing.TB, d *datadriven.TestData) {
+//			h := c.HostArg(t, d)
+//			c.Logf("%s: %+v\n", h.Name, h.Node.Maint.Stats)
+//		}},
+//	})
 //
 // Layer: test support above deploy; only tests import it.
 package deploytest

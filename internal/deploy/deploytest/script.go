@@ -2,209 +2,205 @@ package deploytest
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/datadriven"
 
-	"triad/internal/dhash"
 	"triad/internal/id"
-	"triad/internal/node"
-	"triad/internal/wire"
 )
 
-// Run runs one directive of a trace script and returns its trace:
-//
-//	add-host NAME id=PREFIX[,PREFIX...] [boot=NAME]
-//	                    add a host with a vnode at each ID (hex prefixes),
-//	                    joining through boot, and start it
-//	crash NAME          stop a host at once; its storage is kept
-//	restart NAME        boot a crashed host again from its storage
-//	tick DURATION [quiet]
-//	                    move the clock, firing due timers in order; what
-//	                    they send stays in flight
-//	run DURATION [quiet]
-//	                    move the clock as tick does, but deliver every
-//	                    message at once, after the event that sent it
-//	deliver [n=N] [from=NAME] [to=NAME]
-//	                    deliver the messages in flight now (or the first n
-//	                    of those from and to the hosts named), oldest first;
-//	                    what they cause to be sent stays in flight
-//	drop [n=N] [from=NAME] [to=NAME]
-//	                    lose messages in flight
-//	deliver-all [quiet] deliver until nothing is in flight (time stands)
-//	in-flight           list the messages in flight
-//	stabilize [max=N] [every=DURATION]
-//	                    rounds of run (1s) until the ring
-//	                    is right, at most max (60); prints a summary and
-//	                    the ring
-//	ring                every vnode's lists, hosts down, and what is wrong
-//	put from=NAME data=TEXT
-//	                    put a block from a host
-//	get from=NAME (data=TEXT | key=HEX)
-//	                    get a block (by its content or key) from a host
-//	damage NAME (data=TEXT | key=HEX)
-//	                    damage the host's stored copy of a block, as a bad
-//	                    sector would: its next read quarantines it
-//
-// Each event prints a line (a delivered message, "TIME host: timer", "host:
-// start"), then indented what it sent and the vnode lists it changed. With
-// quiet only a summary is printed, and results (a put's holders, a get's
-// block) whenever they come.
+// A Directive is one kind of line in a trace script: its synopsis, as an
+// unknown directive's error lists it, and the function that runs it.
+type Directive struct {
+	// Usage is the synopsis: the directive's name and its arguments.
+	Usage string
+	// Run does it, writing to c's trace: events as they happen, results
+	// with c.Logf. It fails the test with d.Fatalf.
+	Run func(c *Cluster, t testing.TB, d *datadriven.TestData)
+}
+
+// Directives maps a directive's name to it.
+type Directives map[string]Directive
+
+// ringDirectives drive the hosts, the clock, the network and the ring.
+// blockDirectives (blocks.go) drive the block store; a protocol's test
+// adds its own with Cluster.Register.
+var ringDirectives = Directives{
+	"add-host":    {"add-host NAME id=PREFIX[,PREFIX...] [boot=NAME]", (*Cluster).doAddHost},
+	"crash":       {"crash NAME", (*Cluster).doCrash},
+	"restart":     {"restart NAME", (*Cluster).doRestart},
+	"tick":        {"tick DURATION [quiet]", (*Cluster).doTick},
+	"run":         {"run DURATION [quiet]", (*Cluster).doRun},
+	"deliver":     {"deliver [n=N] [from=NAME] [to=NAME]", (*Cluster).doDeliver},
+	"drop":        {"drop [n=N] [from=NAME] [to=NAME]", (*Cluster).doDrop},
+	"deliver-all": {"deliver-all [quiet]", (*Cluster).doDeliverAll},
+	"in-flight":   {"in-flight", (*Cluster).doInFlight},
+	"stabilize":   {"stabilize [max=N] [every=DURATION]", (*Cluster).doStabilize},
+	"ring":        {"ring", (*Cluster).doRing},
+}
+
+// Register adds directives that scripts run on c may use: a protocol's
+// test registers its own. A name already taken is a test's mistake and
+// panics.
+func (c *Cluster) Register(ds Directives) {
+	for name, d := range ds {
+		if _, ok := c.directives[name]; ok {
+			panic(fmt.Sprintf("deploytest: directive %q registered twice", name))
+		}
+		c.directives[name] = d
+	}
+}
+
+// Run runs one directive of a trace script and returns its trace. Each
+// event prints a line (a delivered message, "TIME host: timer", "host:
+// start"), then indented what it sent and the vnode lists it changed.
+// With the argument quiet only a summary is printed, and results (a put's
+// holders, a get's block) whenever they come.
 func (c *Cluster) Run(t testing.TB, d *datadriven.TestData) string {
-	quiet := d.HasArg("quiet")
-	if quiet {
+	dir, ok := c.directives[d.Cmd]
+	if !ok {
+		var usage []string
+		for _, name := range slices.Sorted(maps.Keys(c.directives)) {
+			usage = append(usage, "  "+c.directives[name].Usage)
+		}
+		d.Fatalf(t, "unknown directive %q; the directives are:\n%s", d.Cmd, strings.Join(usage, "\n"))
+	}
+	if d.HasArg("quiet") {
 		c.verbose = false
 		defer func() { c.verbose = true }()
 	}
-	switch d.Cmd {
-	case "add-host":
-		name := c.bareArg(t, d)
-		var ids []id.ID
-		for _, p := range c.listArg(t, d, "id") {
-			x, err := c.ParseID(p)
-			if err != nil {
-				d.Fatalf(t, "%v", err)
-			}
-			ids = append(ids, x)
-		}
-		var boot string
-		d.MaybeScanArgs(t, "boot", &boot)
-		if _, err := c.AddHost(name, ids, boot); err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-	case "crash":
-		c.Crash(c.hostArg(t, d, c.bareArg(t, d)))
-	case "restart":
-		if err := c.Restart(c.hostArg(t, d, c.bareArg(t, d))); err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-	case "tick":
-		dur, err := time.ParseDuration(c.bareArg(t, d))
-		if err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-		f0 := c.Fired
-		c.Tick(dur)
-		if quiet {
-			c.Logf("%s fired\n", plural(c.Fired-f0, "timer"))
-		}
-	case "run":
-		dur, err := time.ParseDuration(c.bareArg(t, d))
-		if err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-		m0, f0 := c.Delivered, c.Fired
-		if err := c.RunFor(dur); err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-		if quiet {
-			c.Logf("%s fired, %s delivered\n", plural(c.Fired-f0, "timer"), plural(c.Delivered-m0, "message"))
-		}
-	case "deliver", "drop":
-		var f Filter
-		d.MaybeScanArgs(t, "n", &f.N)
-		d.MaybeScanArgs(t, "from", &f.From)
-		d.MaybeScanArgs(t, "to", &f.To)
-		var n int
-		if d.Cmd == "deliver" {
-			n = c.Deliver(f)
-		} else {
-			n = c.Drop(f)
-		}
-		if n == 0 {
-			c.Logf("nothing to %s\n", d.Cmd)
-		}
-	case "deliver-all":
-		n, err := c.DeliverAll()
-		if err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-		if quiet || n == 0 {
-			c.Logf("%s delivered\n", plural(n, "message"))
-		}
-	case "in-flight":
-		for _, m := range c.flight {
-			c.Logf("%s\n", c.FormatEnvelope(m))
-		}
-		if len(c.flight) == 0 {
-			c.Logf("nothing in flight\n")
-		}
-	case "stabilize":
-		max, every := 60, time.Second
-		d.MaybeScanArgs(t, "max", &max)
-		var s string
-		if d.MaybeScanArgs(t, "every", &s) {
-			var err error
-			if every, err = time.ParseDuration(s); err != nil {
-				d.Fatalf(t, "%v", err)
-			}
-		}
-		m0, f0 := c.Delivered, c.Fired
-		var rounds int
-		var ok bool
-		var err error
-		c.Quietly(func() { rounds, ok, err = c.Stabilize(max, every) })
-		if err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-		verdict := "stable"
-		if !ok {
-			verdict = "NOT stable"
-		}
-		c.Logf("%s after %s, at %s: %s delivered, %s fired\n", verdict, plural(rounds, "round"),
-			Seconds(c.now), plural(c.Delivered-m0, "message"), plural(c.Fired-f0, "timer"))
-		c.Logf("%s", c.Ring())
-	case "ring":
-		c.Logf("%s", c.Ring())
-	case "put":
-		var from, data string
-		d.ScanArgs(t, "from", &from)
-		d.ScanArgs(t, "data", &data)
-		h := c.hostArg(t, d, from)
-		err := c.Do(h, fmt.Sprintf("%s: put %q", h.Name, data), func(env node.Env) {
-			b := h.Node.Blocks
-			b.Put(env, []byte(data), env.Now().Add(b.Config().DefaultExpiry), wire.RedundancyDefault,
-				func(env node.Env, key id.ID, holders []wire.NodeRef, err error) {
-					if err != nil {
-						c.Logf("  %s: put %q failed: %v\n", h.Name, data, err)
-						return
-					}
-					c.Logf("  %s: put %q done: key=%s holders=%s\n", h.Name, data, c.ID(key), c.Refs(holders))
-				})
-		})
-		if err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-	case "get":
-		var from string
-		d.ScanArgs(t, "from", &from)
-		h := c.hostArg(t, d, from)
-		key := c.keyArg(t, d)
-		err := c.Do(h, fmt.Sprintf("%s: get %s", h.Name, c.ID(key)), func(env node.Env) {
-			h.Node.Blocks.Get(env, key, wire.RedundancyDefault, func(env node.Env, b dhash.Block, err error) {
-				if err != nil {
-					c.Logf("  %s: get %s failed: %v\n", h.Name, c.ID(key), err)
-					return
-				}
-				c.Logf("  %s: get %s done: %s\n", h.Name, c.ID(key), c.data(b.Data, false))
-			})
-		})
-		if err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-	case "damage":
-		h := c.hostArg(t, d, c.bareArg(t, d))
-		key := c.keyArg(t, d)
-		if err := c.Damage(h, key); err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-		c.Logf("%s: damaged its copy of %s\n", h.Name, c.ID(key))
-	default:
-		d.Fatalf(t, "unknown directive %q", d.Cmd)
-	}
+	dir.Run(c, t, d)
 	return c.Flush()
+}
+
+// doAddHost adds a host with a vnode at each ID (hex prefixes), joining
+// through boot, and starts it.
+func (c *Cluster) doAddHost(t testing.TB, d *datadriven.TestData) {
+	name := c.bareArg(t, d)
+	var ids []id.ID
+	for _, p := range c.listArg(t, d, "id") {
+		x, err := c.ParseID(p)
+		if err != nil {
+			d.Fatalf(t, "%v", err)
+		}
+		ids = append(ids, x)
+	}
+	var boot string
+	d.MaybeScanArgs(t, "boot", &boot)
+	if _, err := c.AddHost(name, ids, boot); err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+}
+
+// doCrash stops a host at once; its storage is kept.
+func (c *Cluster) doCrash(t testing.TB, d *datadriven.TestData) {
+	c.Crash(c.hostArg(t, d, c.bareArg(t, d)))
+}
+
+// doRestart boots a crashed host again from its storage.
+func (c *Cluster) doRestart(t testing.TB, d *datadriven.TestData) {
+	if err := c.Restart(c.hostArg(t, d, c.bareArg(t, d))); err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+}
+
+// doTick moves the clock, firing due timers in order; what they send stays
+// in flight.
+func (c *Cluster) doTick(t testing.TB, d *datadriven.TestData) {
+	dur := c.durationArg(t, d)
+	f0 := c.Fired
+	c.Tick(dur)
+	if d.HasArg("quiet") {
+		c.Logf("%s fired\n", plural(c.Fired-f0, "timer"))
+	}
+}
+
+// doRun moves the clock as tick does, but delivers every message at once,
+// after the event that sent it.
+func (c *Cluster) doRun(t testing.TB, d *datadriven.TestData) {
+	dur := c.durationArg(t, d)
+	m0, f0 := c.Delivered, c.Fired
+	if err := c.RunFor(dur); err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+	if d.HasArg("quiet") {
+		c.Logf("%s fired, %s delivered\n", plural(c.Fired-f0, "timer"), plural(c.Delivered-m0, "message"))
+	}
+}
+
+// doDeliver delivers the messages in flight now (or the first n of those
+// from and to the hosts named), oldest first; what they cause to be sent
+// stays in flight.
+func (c *Cluster) doDeliver(t testing.TB, d *datadriven.TestData) {
+	if c.Deliver(c.filterArg(t, d)) == 0 {
+		c.Logf("nothing to deliver\n")
+	}
+}
+
+// doDrop loses messages in flight, chosen as deliver chooses them.
+func (c *Cluster) doDrop(t testing.TB, d *datadriven.TestData) {
+	if c.Drop(c.filterArg(t, d)) == 0 {
+		c.Logf("nothing to drop\n")
+	}
+}
+
+// doDeliverAll delivers until nothing is in flight; time stands.
+func (c *Cluster) doDeliverAll(t testing.TB, d *datadriven.TestData) {
+	n, err := c.DeliverAll()
+	if err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+	if d.HasArg("quiet") || n == 0 {
+		c.Logf("%s delivered\n", plural(n, "message"))
+	}
+}
+
+// doInFlight lists the messages in flight.
+func (c *Cluster) doInFlight(testing.TB, *datadriven.TestData) {
+	for _, m := range c.flight {
+		c.Logf("%s\n", c.FormatEnvelope(m))
+	}
+	if len(c.flight) == 0 {
+		c.Logf("nothing in flight\n")
+	}
+}
+
+// doStabilize runs rounds of run (every, 1s) until the ring is right, at
+// most max (60); it prints a summary and the ring.
+func (c *Cluster) doStabilize(t testing.TB, d *datadriven.TestData) {
+	max, every := 60, time.Second
+	d.MaybeScanArgs(t, "max", &max)
+	var s string
+	if d.MaybeScanArgs(t, "every", &s) {
+		var err error
+		if every, err = time.ParseDuration(s); err != nil {
+			d.Fatalf(t, "%v", err)
+		}
+	}
+	m0, f0 := c.Delivered, c.Fired
+	var rounds int
+	var ok bool
+	var err error
+	c.Quietly(func() { rounds, ok, err = c.Stabilize(max, every) })
+	if err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+	verdict := "stable"
+	if !ok {
+		verdict = "NOT stable"
+	}
+	c.Logf("%s after %s, at %s: %s delivered, %s fired\n", verdict, plural(rounds, "round"),
+		Seconds(c.now), plural(c.Delivered-m0, "message"), plural(c.Fired-f0, "timer"))
+	c.Logf("%s", c.Ring())
+}
+
+// doRing prints every vnode's lists, the hosts down, and what is wrong.
+func (c *Cluster) doRing(testing.TB, *datadriven.TestData) {
+	c.Logf("%s", c.Ring())
 }
 
 // bareArg is the directive's first argument when it has no value (a host
@@ -216,9 +212,27 @@ func (c *Cluster) bareArg(t testing.TB, d *datadriven.TestData) string {
 	return d.CmdArgs[0].Key
 }
 
-// keyArg reads a block's key given as data=TEXT (the key of that content)
+// durationArg is the directive's bare first argument as a duration.
+func (c *Cluster) durationArg(t testing.TB, d *datadriven.TestData) time.Duration {
+	dur, err := time.ParseDuration(c.bareArg(t, d))
+	if err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+	return dur
+}
+
+// filterArg reads [n=N] [from=NAME] [to=NAME].
+func (c *Cluster) filterArg(t testing.TB, d *datadriven.TestData) Filter {
+	var f Filter
+	d.MaybeScanArgs(t, "n", &f.N)
+	d.MaybeScanArgs(t, "from", &f.From)
+	d.MaybeScanArgs(t, "to", &f.To)
+	return f
+}
+
+// KeyArg reads a block's key given as data=TEXT (the key of that content)
 // or key=HEX.
-func (c *Cluster) keyArg(t testing.TB, d *datadriven.TestData) id.ID {
+func (c *Cluster) KeyArg(t testing.TB, d *datadriven.TestData) id.ID {
 	var data, hex string
 	if d.MaybeScanArgs(t, "data", &data) {
 		return id.Key([]byte(data))
@@ -242,6 +256,11 @@ func (c *Cluster) listArg(t testing.TB, d *datadriven.TestData, key string) []st
 		out = append(out, strings.Split(v, ",")...)
 	}
 	return out
+}
+
+// HostArg is the host the directive names first.
+func (c *Cluster) HostArg(t testing.TB, d *datadriven.TestData) *Host {
+	return c.hostArg(t, d, c.bareArg(t, d))
 }
 
 func (c *Cluster) hostArg(t testing.TB, d *datadriven.TestData, name string) *Host {
