@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"triad/internal/bench"
+	"triad/internal/testutil"
 )
 
 // bench dhash measures what a client does by default: operations go to any
@@ -170,13 +172,8 @@ func TestBenchKilledLeavesNoNodes(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	var nodes []int
-	deadline := time.Now().Add(30 * time.Second)
-	for len(nodes) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the benchmark started %d of its 3 nodes in 30s", len(nodes))
-		}
-		time.Sleep(100 * time.Millisecond)
-		nodes = childrenOf(t, cmd.Process.Pid)
+	if !testutil.Poll(30*time.Second, func() bool { nodes = childrenOf(t, cmd.Process.Pid); return len(nodes) >= 3 }) {
+		t.Fatalf("the benchmark started %d of its 3 nodes in 30s", len(nodes))
 	}
 	t.Cleanup(func() {
 		// If they outlived the benchmark, the test fails, and they are
@@ -191,15 +188,7 @@ func TestBenchKilledLeavesNoNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	deadline = time.Now().Add(10 * time.Second)
-	for _, pid := range nodes {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("node process %d still running 10s after its benchmark was killed", pid)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	testutil.WaitFor(t, 10*time.Second, "the node processes to exit after their benchmark was killed", func() bool { return !slices.ContainsFunc(nodes, alive) })
 }
 
 // childrenOf lists the processes whose parent is pid, from /proc.

@@ -19,6 +19,7 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/ring"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -63,7 +64,6 @@ func buildTriad(t *testing.T) string {
 const (
 	clusterNodes  = 8
 	clusterVnodes = 2
-	pollInterval  = 200 * time.Millisecond
 )
 
 // proc is one `triad node` process; a restart makes a new proc with the same
@@ -165,21 +165,20 @@ func (c *cluster) startWith(name, addr, data, join string, vnodes int, extra ...
 		close(p.done)
 	}()
 
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	if !testutil.Poll(15*time.Second, func() bool {
 		if p.ids = parseIDs(p.stdout); len(p.ids) == vnodes {
-			return p
+			return true
 		}
 		select {
 		case <-p.done:
 			c.t.Fatalf("%s exited before it started listening: %v\n%s", name, p.waitErr, c.logs())
 		default:
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%s did not print its vnode IDs within 15s\n%s", name, c.logs())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		c.t.Fatalf("%s did not print its vnode IDs within 15s\n%s", name, c.logs())
 	}
+	return p
 }
 
 // parseIDs reads the vnode IDs a node prints after "listening on".
@@ -349,24 +348,20 @@ func short(x string) string { return x[:min(len(x), 8)] }
 func (c *cluster) waitConsistent(what string, within time.Duration) {
 	c.t.Helper()
 	start := time.Now()
-	var history []string // how the problems changed, for the failure message
+	var problems, history []string // history: how the problems changed, for the failure message
 	last := ""
-	for {
-		problems := c.check()
+	if !testutil.Poll(within, func() bool {
+		problems = c.check()
 		if now := strings.Join(problems, "\n    "); now != last {
 			history = append(history, fmt.Sprintf("at %v: %d problem(s)\n    %s", time.Since(start).Round(time.Millisecond), len(problems), now))
 			last = now
 		}
-		if len(problems) == 0 {
-			c.t.Logf("%s: ring of %d nodes consistent after %v", what, len(c.live()), time.Since(start).Round(time.Millisecond))
-			return
-		}
-		if time.Since(start) > within {
-			c.t.Fatalf("%s: ring not consistent after %v:\n  %s\n\nhistory:\n%s\n\nring views:\n%s\n%s",
-				what, within, strings.Join(problems, "\n  "), strings.Join(history, "\n"), c.printViews(), c.logs())
-		}
-		time.Sleep(pollInterval)
+		return len(problems) == 0
+	}) {
+		c.t.Fatalf("%s: ring not consistent after %v:\n  %s\n\nhistory:\n%s\n\nring views:\n%s\n%s",
+			what, within, strings.Join(problems, "\n  "), strings.Join(history, "\n"), c.printViews(), c.logs())
 	}
+	c.t.Logf("%s: ring of %d nodes consistent after %v", what, len(c.live()), time.Since(start).Round(time.Millisecond))
 }
 
 // printViews formats the last ring views compactly: per vnode, its

@@ -20,6 +20,7 @@ import (
 	"triad/internal/fault"
 	"triad/internal/files"
 	"triad/internal/id"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -82,23 +83,21 @@ func (d *dhashCluster) waitLists(what string, within time.Duration) {
 	d.t.Helper()
 	start := time.Now()
 	var completeSince time.Time
-	for {
-		problems := d.check()
+	var problems []string
+	if !testutil.Poll(within, func() bool {
+		problems = d.check()
 		switch {
 		case len(problems) > 0:
 			completeSince = time.Time{}
 		case completeSince.IsZero():
 			completeSince = time.Now()
-		case time.Since(completeSince) >= listsSettle:
-			d.t.Logf("%s: successor lists of %d nodes complete after %v (and since for %v)", what, len(d.live()), completeSince.Sub(start).Round(time.Millisecond), listsSettle)
-			return
 		}
-		if time.Since(start) > within {
-			d.t.Fatalf("%s: successor lists not complete after %v:\n  %s\n\nring views:\n%s\n%s",
-				what, within, strings.Join(problems, "\n  "), d.printViews(), d.logs())
-		}
-		time.Sleep(pollInterval)
+		return !completeSince.IsZero() && time.Since(completeSince) >= listsSettle
+	}) {
+		d.t.Fatalf("%s: successor lists not complete after %v:\n  %s\n\nring views:\n%s\n%s",
+			what, within, strings.Join(problems, "\n  "), d.printViews(), d.logs())
 	}
+	d.t.Logf("%s: successor lists of %d nodes complete after %v (and since for %v)", what, len(d.live()), completeSince.Sub(start).Round(time.Millisecond), listsSettle)
 }
 
 // restart starts node i again with the same command and data directory and
@@ -545,13 +544,9 @@ func TestDHashClusterFlippedReplica(t *testing.T) {
 	// only a read can find the damage. Without the checkpoint, recovery
 	// would replay the record, fail its checksum and drop it, and the copy
 	// would simply be missing.
-	deadline := time.Now().Add(10 * time.Second)
-	for indexModTime(t, d.nodes[bad].data).Equal(before[bad]) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s's block index did not change within 10s of the put", d.nodes[bad].name)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, d.nodes[bad].name+"'s block index to change after the put", func() bool {
+		return !indexModTime(t, d.nodes[bad].data).Equal(before[bad])
+	})
 	d.nodes[bad].kill(t)
 	file, off := flipInSegments(t, d.nodes[bad].data, data[len(data)/2:len(data)/2+32])
 	t.Logf("killed %s and flipped the byte at %s:%d", d.nodes[bad].name, filepath.Base(file), off)
@@ -586,21 +581,18 @@ func TestDHashClusterFlippedReplica(t *testing.T) {
 	// good copy's node gone, the repaired copy serves the block. The repair
 	// runs after the get has answered, so wait for it, with a deadline.
 	d.nodes[good].kill(t)
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	var err error
+	if !testutil.Poll(10*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), dhashGetTimeout)
-		got, _, err := d.client(d.nodes[bad]).Get(ctx, b.key)
-		cancel()
+		defer cancel()
+		var got []byte
+		got, _, err = d.client(d.nodes[bad]).Get(ctx, b.key)
 		if err == nil && !bytes.Equal(got, data) {
 			t.Fatalf("get via %s with only the repaired copy live returned %d bytes that are not the block", d.nodes[bad].name, len(got))
 		}
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("get via %s with only the repaired copy live: %v; the damaged copy was not replaced within 10s", d.nodes[bad].name, err)
-		}
-		time.Sleep(pollInterval)
+		return err == nil
+	}) {
+		t.Fatalf("get via %s with only the repaired copy live: %v; the damaged copy was not replaced within 10s", d.nodes[bad].name, err)
 	}
 	hs = d.stat(d.nodes[bad], b.key)
 	if h, ok := holderAt(hs, d.nodes[bad].addr); !ok || h.Err != "" || h.Size != uint64(len(data)) {
@@ -645,15 +637,11 @@ func TestDHashClusterFragments(t *testing.T) {
 	// being written then, so wait (bounded) for all 14.
 	var statOf [][]wire.Holder
 	for _, b := range blocks {
-		deadline := time.Now().Add(10 * time.Second)
 		var hs []wire.Holder
-		for {
+		testutil.Poll(10*time.Second, func() bool { // checked below
 			hs = holding(d.stat(d.nodes[0], b.key))
-			if len(hs) >= allFrags || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(pollInterval)
-		}
+			return len(hs) >= allFrags
+		})
 		var refs []wire.NodeRef
 		for _, h := range hs {
 			refs = append(refs, h.Node)
@@ -691,21 +679,18 @@ func TestDHashClusterFragments(t *testing.T) {
 	killed := time.Now()
 	d.waitLists("after killing "+gone.name, 30*time.Second)
 	for _, b := range blocks {
-		for {
-			var refs []wire.NodeRef
-			hs := holding(d.stat(d.nodes[0], b.key))
+		var refs []wire.NodeRef
+		var hs []wire.Holder
+		if !testutil.Poll(time.Until(killed.Add(90*time.Second)), func() bool {
+			refs, hs = nil, holding(d.stat(d.nodes[0], b.key))
 			for _, h := range hs {
 				if h.Fragment && h.Node.Addr != gone.addr {
 					refs = append(refs, h.Node)
 				}
 			}
-			if len(refs) == allFrags && distinctAddrs(refs) {
-				break
-			}
-			if time.Since(killed) > 90*time.Second {
-				t.Fatalf("%s: %d fragments on live hosts 90 s after %s was killed, want %d on distinct hosts:%s", b.key.Short(), len(refs), gone.name, allFrags, formatHolders(hs))
-			}
-			time.Sleep(pollInterval)
+			return len(refs) == allFrags && distinctAddrs(refs)
+		}) {
+			t.Fatalf("%s: %d fragments on live hosts 90 s after %s was killed, want %d on distinct hosts:%s", b.key.Short(), len(refs), gone.name, allFrags, formatHolders(hs))
 		}
 	}
 	t.Logf("every block back at %d fragments %v after %s, a holder of each, was killed", allFrags, time.Since(killed).Round(100*time.Millisecond), gone.name)

@@ -10,6 +10,7 @@ import (
 
 	"triad/internal/client"
 	"triad/internal/id"
+	"triad/internal/testutil"
 )
 
 // TestMaintClusterKilledNodesBlocksBackToTwo: six real nodes on 127.0.0.1,
@@ -85,20 +86,13 @@ func TestMaintClusterKilledNodesBlocksBackToTwo(t *testing.T) {
 		t.Fatalf("no block lost a copy with %s: it held nothing?", victim.name)
 	}
 	t.Logf("right after killing %s: %d of %d blocks under 2 copies", victim.name, len(first), n)
-	deadline := killed.Add(3 * time.Minute)
-	for {
-		missing := under()
-		if len(missing) == 0 {
-			t.Logf("every block back at 2 copies %v after the SIGKILL", time.Since(killed).Round(time.Second))
-			checkMaintStatus(t, d.liveNodes())
-			restartAfterAMinute(t, d, 3)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d blocks still under 2 copies 3 minutes after the SIGKILL (first: %s)\n%s", len(missing), n, missing[0].Short(), d.logs())
-		}
-		time.Sleep(2 * time.Second)
+	var missing []id.ID
+	if !testutil.Poll(time.Until(killed.Add(3*time.Minute)), func() bool { missing = under(); return len(missing) == 0 }) {
+		t.Fatalf("%d of %d blocks still under 2 copies 3 minutes after the SIGKILL (first: %s)\n%s", len(missing), n, missing[0].Short(), d.logs())
 	}
+	t.Logf("every block back at 2 copies %v after the SIGKILL", time.Since(killed).Round(time.Second))
+	checkMaintStatus(t, d.liveNodes())
+	restartAfterAMinute(t, d, 3)
 }
 
 // checkMaintStatus reads `triad maint status --json` from every node: the
@@ -153,22 +147,19 @@ func restartAfterAMinute(t *testing.T, d *dhashCluster, i int) {
 	time.Sleep(time.Minute)
 	d.restart(i)
 	bin := buildTriad(t)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		out, err := exec.Command(bin, "maint", "status", "--addr", d.nodes[i].addr, "--json").Output()
-		var st struct {
-			Counters map[string]uint64 `json:"counters"`
-		}
-		if err == nil && json.Unmarshal(out, &st) == nil && st.Counters["rounds"] >= 2 {
-			if got := st.Counters["objects_repaired"]; got != 0 {
-				t.Errorf("%s, back after a minute down with its data, fetched %d objects in its first %d rounds", d.nodes[i].name, got, st.Counters["rounds"])
-			}
-			t.Logf("%s back after a minute: %d rounds, %d objects fetched", d.nodes[i].name, st.Counters["rounds"], st.Counters["objects_repaired"])
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s ran no 2 maintenance rounds within 2 minutes of its restart (%v)", d.nodes[i].name, err)
-		}
-		time.Sleep(time.Second)
+	var st struct {
+		Counters map[string]uint64 `json:"counters"`
 	}
+	var err error
+	if !testutil.Poll(2*time.Minute, func() bool {
+		var out []byte
+		out, err = exec.Command(bin, "maint", "status", "--addr", d.nodes[i].addr, "--json").Output()
+		return err == nil && json.Unmarshal(out, &st) == nil && st.Counters["rounds"] >= 2
+	}) {
+		t.Fatalf("%s ran no 2 maintenance rounds within 2 minutes of its restart (%v)", d.nodes[i].name, err)
+	}
+	if got := st.Counters["objects_repaired"]; got != 0 {
+		t.Errorf("%s, back after a minute down with its data, fetched %d objects in its first %d rounds", d.nodes[i].name, got, st.Counters["rounds"])
+	}
+	t.Logf("%s back after a minute: %d rounds, %d objects fetched", d.nodes[i].name, st.Counters["rounds"], st.Counters["objects_repaired"])
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"triad/internal/nntp"
+	"triad/internal/testutil"
 )
 
 // Every daemon of `triad up` serves well-formed Prometheus text at
@@ -38,20 +39,18 @@ func TestUpServesMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		reply, err := c2.Cmd("ARTICLE <metrics1@test>")
-		if err != nil {
+	var reply []byte
+	if !testutil.Poll(5*time.Second, func() bool {
+		var err error
+		if reply, err = c2.Cmd("ARTICLE <metrics1@test>"); err != nil {
 			t.Fatal(err)
 		}
-		if strings.HasPrefix(string(reply), "220") {
-			if _, _, err := c2.ReadBlock(nil, 1<<20); err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ARTICLE at site 2: %q", reply)
-		}
+		return strings.HasPrefix(string(reply), "220")
+	}) {
+		t.Fatalf("ARTICLE at site 2: %q", reply)
+	}
+	if _, _, err := c2.ReadBlock(nil, 1<<20); err != nil {
+		t.Fatal(err)
 	}
 
 	families := []string{

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"triad/internal/pki"
+	"triad/internal/testutil"
 )
 
 // A ring of real `triad node --tls` processes: its members talk over
@@ -137,16 +138,9 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { intruder.Process.Kill(); intruder.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, refused := objects()
-		if refused >= refusedBefore+3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node 0 counted %v TLS refusals, want at least %v", refused, refusedBefore+3)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var refused float64
+	if !testutil.Poll(10*time.Second, func() bool { _, refused = objects(); return refused >= refusedBefore+3 }) {
+		t.Fatalf("node 0 counted %v TLS refusals, want at least %v", refused, refusedBefore+3)
 	}
 	c.waitConsistent("TLS ring after the intruder", 10*time.Second) // no view names it
 	if stored, _ := objects(); stored != storedBefore {
