@@ -22,6 +22,7 @@ import (
 	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/pki"
+	"triad/internal/ring"
 	"triad/internal/wire"
 )
 
@@ -367,35 +368,11 @@ func tail(path string) string {
 }
 
 // waitRing polls every node until each vnode's successor is the next vnode
-// clockwise.
+// clockwise (ring.Check of the successor pointers).
 func (c *cluster) waitRing(ctx context.Context) error {
 	for {
-		type pos struct{ self, succ id.ID }
-		var all []pos
-		ok := true
-		for _, a := range c.addrs {
-			m, err := client.Call(ctx, a, &wire.RingInfoReq{}, client.Options{TLS: c.tls})
-			info, isInfo := m.(*wire.RingInfo)
-			if err != nil || !isInfo {
-				ok = false
-				break
-			}
-			for _, v := range info.Vnodes {
-				succ := v.Self.ID
-				if len(v.Succs) > 0 {
-					succ = v.Succs[0].ID
-				}
-				all = append(all, pos{v.Self.ID, succ})
-			}
-		}
-		for _, p := range all {
-			for _, q := range all {
-				if q.self != p.self && q.self.Between(p.self, p.succ) || len(all) > 1 && p.succ == p.self {
-					ok = false
-				}
-			}
-		}
-		if ok {
+		views, err := c.views(ctx)
+		if err == nil && len(ring.Check(views, ring.Want{Succs: 1})) == 0 {
 			return nil
 		}
 		select {
@@ -404,6 +381,23 @@ func (c *cluster) waitRing(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// views asks every node for its vnodes' ring state (RingInfo).
+func (c *cluster) views(ctx context.Context) ([]wire.VnodeInfo, error) {
+	var all []wire.VnodeInfo
+	for _, a := range c.addrs {
+		m, err := client.Call(ctx, a, &wire.RingInfoReq{}, client.Options{TLS: c.tls})
+		if err != nil {
+			return nil, err
+		}
+		info, ok := m.(*wire.RingInfo)
+		if !ok {
+			return nil, fmt.Errorf("bench: %s answered RingInfoReq with %T", a, m)
+		}
+		all = append(all, info.Vnodes...)
+	}
+	return all, nil
 }
 
 // stop asks every node to leave (SIGTERM) and waits, killing stragglers.
