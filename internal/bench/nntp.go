@@ -537,9 +537,9 @@ func (c *nntpConn) stream(arts []*article, window int, stop time.Time, bar Progr
 				rs.lat = append(rs.lat, rs.end.Sub(s.t))
 			case code == nntp.CodeTakeThisRejected:
 				rs.rejected++
-				rs.fail(&ReplyError{Cmd: "TAKETHIS " + s.a.id, Line: string(line)})
+				rs.fail(&nntp.ReplyError{Cmd: "TAKETHIS " + s.a.id, Line: string(line), Code: code})
 			default:
-				rs.fail(&ReplyError{Cmd: "TAKETHIS " + s.a.id, Line: string(line)})
+				rs.fail(&nntp.ReplyError{Cmd: "TAKETHIS " + s.a.id, Line: string(line), Code: code})
 			}
 		}
 	}()
@@ -582,7 +582,7 @@ func (r *nntpRun) post(arts []*article, conns int) NNTPPhase {
 		c, err := r.reader(setup, true, false)
 		if err == nil {
 			if code, _ := nntp.ParseStatus([]byte(c.mode)); code == nntp.CodePostingProhibited {
-				err = &ReplyError{Cmd: "MODE READER", Line: c.mode + " (posting not allowed)"}
+				err = &nntp.ReplyError{Cmd: "MODE READER", Line: c.mode + " (posting not allowed)"}
 				c.Close()
 			}
 		}
@@ -619,7 +619,7 @@ func (r *nntpRun) post(arts []*article, conns int) NNTPPhase {
 // usable.
 func postOne(c *nntpConn, a *article, s *connStats) bool {
 	t := time.Now()
-	if _, err := c.expect("POST", nntp.CodeSendPost); err != nil {
+	if _, err := c.Expect("POST", nntp.CodeSendPost); err != nil {
 		s.fail(err)
 		return !isIOError(err)
 	}
@@ -627,22 +627,23 @@ func postOne(c *nntpConn, a *article, s *connStats) bool {
 		s.fail(fmt.Errorf("POST %s: %w", a.id, err))
 		return false
 	}
-	line, err := c.ReadLine()
-	if err != nil {
-		s.fail(fmt.Errorf("POST %s: reading the reply: %w", a.id, err))
+	_, err := c.ExpectReply("POST "+a.id, nntp.CodePosted)
+	if err != nil && isIOError(err) {
+		s.fail(err)
 		return false
 	}
 	s.end = time.Now()
-	switch code, _ := nntp.ParseStatus(line); code {
-	case nntp.CodePosted:
+	var re *nntp.ReplyError
+	switch {
+	case err == nil:
 		s.tick()
 		s.bytes += int64(len(a.wire))
 		s.lat = append(s.lat, s.end.Sub(t))
-	case nntp.CodePostingFailed:
+	case errors.As(err, &re) && re.Code == nntp.CodePostingFailed:
 		s.rejected++
-		s.fail(&ReplyError{Cmd: "POST " + a.id, Line: string(line)})
+		s.fail(err)
 	default:
-		s.fail(&ReplyError{Cmd: "POST " + a.id, Line: string(line)})
+		s.fail(err)
 	}
 	return true
 }
@@ -777,9 +778,9 @@ func (r *nntpRun) fetch(c *nntpConn, verb string, t readTarget, s *connStats) er
 	case code == nntp.CodeArticleFollows && verb == "ARTICLE", code == nntp.CodeBodyFollows && verb == "BODY":
 	case code == nntp.CodeNoArticleNumber || code == nntp.CodeNoArticleID:
 		s.rejected++
-		return &ReplyError{Cmd: cmd, Line: string(line)}
+		return &nntp.ReplyError{Cmd: cmd, Line: string(line), Code: code}
 	default:
-		return &ReplyError{Cmd: cmd, Line: string(line)}
+		return &nntp.ReplyError{Cmd: cmd, Line: string(line), Code: code}
 	}
 	id := replyID(line, 2)
 	if c.block, _, err = c.ReadBlock(c.block[:0], maxReplyBlockBytes); err != nil {
@@ -846,7 +847,7 @@ func (r *nntpRun) over() (NNTPOver, error) {
 	var secs []float64
 	for len(secs) < overRepeats && (len(secs) == 0 || time.Now().Before(stop)) {
 		t := time.Now()
-		if _, err := c.expect(cmd, nntp.CodeOverviewFollows); err != nil {
+		if _, err := c.Expect(cmd, nntp.CodeOverviewFollows); err != nil {
 			return o, err
 		}
 		var lines int
@@ -878,19 +879,10 @@ func (r *nntpRun) close(cs []*nntpConn) {
 	}
 }
 
-// ReplyError is a reply the benchmark did not expect: the command sent
-// and the server's status line.
-type ReplyError struct {
-	Cmd  string
-	Line string
-}
-
-func (e *ReplyError) Error() string { return fmt.Sprintf("%s: the server replied %q", e.Cmd, e.Line) }
-
 // isIOError reports whether err broke the connection rather than being a
 // reply: the connection cannot go on after it.
 func isIOError(err error) bool {
-	var re *ReplyError
+	var re *nntp.ReplyError
 	return !errors.As(err, &re)
 }
 
@@ -934,7 +926,7 @@ func (r *nntpRun) dial(deadline time.Time, quickAck bool) (*nntpConn, error) {
 	}
 	if code, _ := nntp.ParseStatus([]byte(cl.Greeting())); code != nntp.CodePostingAllowed && code != nntp.CodePostingProhibited {
 		tc.Close()
-		return nil, &ReplyError{Cmd: "(connect to " + r.addr + ")", Line: cl.Greeting()}
+		return nil, &nntp.ReplyError{Cmd: "(connect to " + r.addr + ")", Line: cl.Greeting(), Code: code}
 	}
 	return &nntpConn{Client: cl}, nil
 }
@@ -950,7 +942,7 @@ func (r *nntpRun) feeder(deadline time.Time) (*nntpConn, error) {
 		c.Close()
 		return nil, err
 	}
-	if _, err := c.expect("MODE STREAM", nntp.CodeStreamingPermitted); err != nil {
+	if err := c.ModeStream(); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -964,7 +956,7 @@ func (r *nntpRun) reader(deadline time.Time, quickAck, group bool) (*nntpConn, e
 	if err != nil {
 		return nil, err
 	}
-	if c.mode, err = c.expect("MODE READER", nntp.CodePostingAllowed, nntp.CodePostingProhibited); err == nil {
+	if c.mode, err = c.Expect("MODE READER", nntp.CodePostingAllowed, nntp.CodePostingProhibited); err == nil {
 		err = r.auth(c)
 	}
 	if err == nil && group {
@@ -977,40 +969,23 @@ func (r *nntpRun) reader(deadline time.Time, quickAck, group bool) (*nntpConn, e
 	return c, nil
 }
 
-// auth sends AUTHINFO USER and, if asked, PASS (RFC 4643).
+// auth logs in if the run has a user.
 func (r *nntpRun) auth(c *nntpConn) error {
 	if r.cfg.User == "" {
 		return nil
 	}
-	line, err := c.expect("AUTHINFO USER "+r.cfg.User, nntp.CodeAuthAccepted, nntp.CodePasswordRequired)
-	if err != nil {
-		return err
-	}
-	if code, _ := nntp.ParseStatus([]byte(line)); code == nntp.CodeAuthAccepted {
-		return nil
-	}
-	if err := c.Send("AUTHINFO PASS " + r.cfg.Pass); err != nil {
-		return fmt.Errorf("AUTHINFO PASS: %w", err)
-	}
-	reply, err := c.ReadLine()
-	if err != nil {
-		return fmt.Errorf("AUTHINFO PASS: %w", err)
-	}
-	if code, _ := nntp.ParseStatus(reply); code != nntp.CodeAuthAccepted {
-		return &ReplyError{Cmd: "AUTHINFO PASS ********", Line: string(reply)}
-	}
-	return nil
+	return c.Auth(r.cfg.User, r.cfg.Pass)
 }
 
 // selectGroup sends GROUP and parses its 211 reply.
 func (c *nntpConn) selectGroup(name string) (groupInfo, error) {
-	line, err := c.expect("GROUP "+name, nntp.CodeGroupSelected)
+	line, err := c.Expect("GROUP "+name, nntp.CodeGroupSelected)
 	if err != nil {
 		return groupInfo{}, err
 	}
 	g, err := parseGroup(line)
 	if err != nil {
-		return g, &ReplyError{Cmd: "GROUP " + name, Line: line}
+		return g, &nntp.ReplyError{Cmd: "GROUP " + name, Line: line}
 	}
 	return g, nil
 }
@@ -1035,24 +1010,11 @@ func (c *nntpConn) setDeadline(t time.Time) {
 	c.Conn().SetDeadline(t)
 }
 
-// expect sends a command and returns its status line, or a ReplyError if
-// the code is none of want.
-func (c *nntpConn) expect(line string, want ...nntp.Code) (string, error) {
-	reply, err := c.Cmd(line)
-	if err != nil {
-		return "", err
-	}
-	if code, _ := nntp.ParseStatus(reply); !slices.Contains(want, code) {
-		return "", &ReplyError{Cmd: line, Line: string(reply)}
-	}
-	return string(reply), nil
-}
-
 // quit sends QUIT, waits a little for its reply and closes.
 func (c *nntpConn) quit() error {
 	defer c.Close()
 	c.setDeadline(time.Now().Add(2 * time.Second))
-	_, err := c.expect("QUIT", nntp.CodeClosing)
+	_, err := c.Expect("QUIT", nntp.CodeClosing)
 	return err
 }
 

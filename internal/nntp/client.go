@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -114,6 +115,68 @@ func (c *Client) Cmd(line string) ([]byte, error) {
 	}
 	return reply, nil
 }
+
+// Expect sends a command line and returns the reply's status line, or a
+// *ReplyError if its code is none of want. Unlike Cmd's, the line is the
+// caller's to keep.
+func (c *Client) Expect(line string, want ...Code) (string, error) {
+	if err := c.Send(line); err != nil {
+		return "", fmt.Errorf("%s: %w", line, err)
+	}
+	return c.ExpectReply(line, want...)
+}
+
+// ExpectReply reads the status line that answers cmd, sent before (the
+// reply to an article after 340, or to a pipelined command), and returns
+// it, or a *ReplyError if its code is none of want. cmd names the command
+// in errors.
+func (c *Client) ExpectReply(cmd string, want ...Code) (string, error) {
+	reply, err := c.ReadLine()
+	if err != nil {
+		return "", fmt.Errorf("%s: reading the reply: %w", cmd, err)
+	}
+	code, _ := ParseStatus(reply) // not a status line: code 0, wanted by none
+	if !slices.Contains(want, code) {
+		return "", &ReplyError{Cmd: cmd, Line: string(reply), Code: code}
+	}
+	return string(reply), nil
+}
+
+// Auth logs in with AUTHINFO USER and, if the server asks for it (381),
+// AUTHINFO PASS (RFC 4643 section 2.3). Errors never show the password.
+func (c *Client) Auth(user, pass string) error {
+	line, err := c.Expect("AUTHINFO USER "+user, CodeAuthAccepted, CodePasswordRequired)
+	if err != nil {
+		return err
+	}
+	if code, _ := ParseStatus([]byte(line)); code == CodeAuthAccepted {
+		return nil
+	}
+	const masked = "AUTHINFO PASS ********"
+	if err := c.Send("AUTHINFO PASS " + pass); err != nil {
+		return fmt.Errorf("%s: %w", masked, err)
+	}
+	_, err = c.ExpectReply(masked, CodeAuthAccepted)
+	return err
+}
+
+// ModeStream asks for streaming (MODE STREAM, RFC 4644 section 2.3),
+// which the server must permit (203) before CHECK and TAKETHIS.
+func (c *Client) ModeStream() error {
+	_, err := c.Expect("MODE STREAM", CodeStreamingPermitted)
+	return err
+}
+
+// ReplyError is a status line the client did not expect: the command sent
+// and the server's reply. A caller tells it from a broken connection,
+// after which the connection cannot go on, with errors.As.
+type ReplyError struct {
+	Cmd  string // the command, a password masked
+	Line string // the server's status line
+	Code Code   // its code; zero if the line is not a status line
+}
+
+func (e *ReplyError) Error() string { return fmt.Sprintf("%s: the server replied %q", e.Cmd, e.Line) }
 
 // ReadBlock reads the multi-line block that follows a status line such as
 // 220 or 224, up to and including its terminating ".\r\n", and appends it

@@ -23,7 +23,9 @@
 //
 // AppendBlock and Unstuff are dot-stuffing and its inverse. A Client is a
 // small blocking client (dial, greeting, commands, blocks, articles) for
-// the load generator and the tests.
+// the load generator and the tests; Expect checks a reply's code (a
+// *ReplyError names the command and the line otherwise), and Auth and
+// ModeStream are the sessions' usual openings.
 //
 //	c, err := nntp.Dial("127.0.0.1:119", time.Now().Add(10*time.Second))
 //	status, err := c.Cmd("ARTICLE <a@example.com>")
