@@ -11,7 +11,6 @@ import (
 
 	"triad/internal/deploy"
 	"triad/internal/deploy/deploytest"
-	"triad/internal/id"
 	"triad/internal/maint"
 	"triad/internal/store"
 	"triad/internal/store/mem"
@@ -19,8 +18,9 @@ import (
 
 // TestTrace replays the scripts in testdata/trace on hosts running the
 // ring, the block store and maintenance, driven by hand (deploytest), one
-// fresh cluster per script. Besides deploytest.Cluster.Run's directives a
-// script may use maintTrace.run's. Regenerate the expectations with
+// fresh cluster per script. Besides deploytest's directives a script may
+// use maintenance's, which maintTrace.directives registers. Regenerate the
+// expectations with
 //
 //	go test ./internal/maint -run TestTrace -rewrite
 //
@@ -28,6 +28,7 @@ import (
 func TestTrace(t *testing.T) {
 	datadriven.Walk(t, "testdata/trace", func(t *testing.T, path string) {
 		tr := &maintTrace{c: deploytest.New(traceOptions(testOptions{noAudits: true}), 1), last: map[string]maint.Stats{}}
+		tr.c.Register(tr.directives())
 		datadriven.RunTestAny(t, path, tr.run)
 	})
 }
@@ -58,8 +59,7 @@ type maintTrace struct {
 	last map[string]maint.Stats // each host's counters at its last stats
 }
 
-// run runs one directive; those it does not know go to
-// deploytest.Cluster.Run:
+// directives are maintenance's:
 //
 //	options [budget=BYTES/S] [fragments] [audits] [interval=DURATION]
 //	                    the options of the hosts added from now on
@@ -74,75 +74,92 @@ type maintTrace struct {
 //	                    the running hosts whose engine holds the block
 //	stats NAME          the host's maintenance counters that grew since its
 //	                    last stats, or since the last stabilize
-func (tr *maintTrace) run(t testing.TB, d *datadriven.TestData) string {
-	c := tr.c
-	switch d.Cmd {
-	case "options":
-		var o testOptions
-		d.MaybeScanArgs(t, "budget", &o.budget)
-		o.fragments = d.HasArg("fragments")
-		o.noAudits = !d.HasArg("audits")
-		var s string
-		if d.MaybeScanArgs(t, "interval", &s) {
-			var err error
-			if o.interval, err = time.ParseDuration(s); err != nil {
-				d.Fatalf(t, "%v", err)
-			}
-		}
-		c.Options = traceOptions(o)
-		return ""
-	case "lose":
-		h, key := tr.host(t, d), tr.key(t, d)
-		e, ok := h.Storage().Engine().(*mem.Mem)
-		if !ok {
-			d.Fatalf(t, "%s keeps its blocks in a %T", h.Name, h.Storage().Engine())
-		}
-		if err := e.Damage(key); err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-		if _, _, err := e.Get(key); err == nil {
-			d.Fatalf(t, "%s still reads its damaged copy of %s", h.Name, c.ID(key))
-		}
-		return fmt.Sprintf("%s: lost its copy of %s\n", h.Name, c.ID(key))
-	case "store":
-		h, key := tr.host(t, d), tr.key(t, d)
-		var data string
-		d.ScanArgs(t, "data", &data)
-		if err := h.Storage().Engine().Put(key, []byte(data), c.Now().Add(30*24*time.Hour), store.PutOptions{}); err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-		return fmt.Sprintf("%s: stored %s in its engine alone\n", h.Name, c.ID(key))
-	case "holders":
-		key := tr.key(t, d)
-		var out []string
-		for _, h := range c.Hosts() {
-			if !h.Up() {
-				continue
-			}
-			if m, err := h.Storage().Engine().Stat(key); err == nil {
-				kind := ""
-				if m.Opaque {
-					kind = "(fragment)"
-				}
-				out = append(out, h.Name+kind)
-			}
-		}
-		return fmt.Sprintf("%s: held by [%s]\n", c.ID(key), strings.Join(out, " "))
-	case "stats":
-		h := tr.host(t, d)
-		if !h.Up() || h.Node.Maint == nil {
-			d.Fatalf(t, "%s runs no maintenance", h.Name)
-		}
-		now := h.Node.Maint.Stats
-		last := tr.last[h.Name]
-		tr.last[h.Name] = now
-		return fmt.Sprintf("%s: %s\n", h.Name, grown(last, now))
+func (tr *maintTrace) directives() deploytest.Directives {
+	return deploytest.Directives{
+		"options": {Usage: "options [budget=BYTES/S] [fragments] [audits] [interval=DURATION]", Run: tr.options},
+		"lose":    {Usage: "lose NAME (data=TEXT | key=HEX)", Run: tr.lose},
+		"store":   {Usage: "store NAME data=TEXT", Run: tr.store},
+		"holders": {Usage: "holders (data=TEXT | key=HEX)", Run: tr.holders},
+		"stats":   {Usage: "stats NAME", Run: tr.stats},
 	}
-	out := c.Run(t, d)
+}
+
+// run runs one directive; after a stabilize, stats counts from there.
+func (tr *maintTrace) run(t testing.TB, d *datadriven.TestData) string {
+	out := tr.c.Run(t, d)
 	if d.Cmd == "stabilize" {
 		tr.baseline()
 	}
 	return out
+}
+
+func (tr *maintTrace) options(c *deploytest.Cluster, t testing.TB, d *datadriven.TestData) {
+	var o testOptions
+	d.MaybeScanArgs(t, "budget", &o.budget)
+	o.fragments = d.HasArg("fragments")
+	o.noAudits = !d.HasArg("audits")
+	var s string
+	if d.MaybeScanArgs(t, "interval", &s) {
+		var err error
+		if o.interval, err = time.ParseDuration(s); err != nil {
+			d.Fatalf(t, "%v", err)
+		}
+	}
+	c.Options = traceOptions(o)
+}
+
+func (tr *maintTrace) lose(c *deploytest.Cluster, t testing.TB, d *datadriven.TestData) {
+	h, key := c.HostArg(t, d), c.KeyArg(t, d)
+	e, ok := h.Storage().Engine().(*mem.Mem)
+	if !ok {
+		d.Fatalf(t, "%s keeps its blocks in a %T", h.Name, h.Storage().Engine())
+	}
+	if err := e.Damage(key); err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+	if _, _, err := e.Get(key); err == nil {
+		d.Fatalf(t, "%s still reads its damaged copy of %s", h.Name, c.ID(key))
+	}
+	c.Logf("%s: lost its copy of %s\n", h.Name, c.ID(key))
+}
+
+func (tr *maintTrace) store(c *deploytest.Cluster, t testing.TB, d *datadriven.TestData) {
+	h, key := c.HostArg(t, d), c.KeyArg(t, d)
+	var data string
+	d.ScanArgs(t, "data", &data)
+	if err := h.Storage().Engine().Put(key, []byte(data), c.Now().Add(30*24*time.Hour), store.PutOptions{}); err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+	c.Logf("%s: stored %s in its engine alone\n", h.Name, c.ID(key))
+}
+
+func (tr *maintTrace) holders(c *deploytest.Cluster, t testing.TB, d *datadriven.TestData) {
+	key := c.KeyArg(t, d)
+	var out []string
+	for _, h := range c.Hosts() {
+		if !h.Up() {
+			continue
+		}
+		if m, err := h.Storage().Engine().Stat(key); err == nil {
+			kind := ""
+			if m.Opaque {
+				kind = "(fragment)"
+			}
+			out = append(out, h.Name+kind)
+		}
+	}
+	c.Logf("%s: held by [%s]\n", c.ID(key), strings.Join(out, " "))
+}
+
+func (tr *maintTrace) stats(c *deploytest.Cluster, t testing.TB, d *datadriven.TestData) {
+	h := c.HostArg(t, d)
+	if !h.Up() || h.Node.Maint == nil {
+		d.Fatalf(t, "%s runs no maintenance", h.Name)
+	}
+	now := h.Node.Maint.Stats
+	last := tr.last[h.Name]
+	tr.last[h.Name] = now
+	c.Logf("%s: %s\n", h.Name, grown(last, now))
 }
 
 // baseline notes every running host's counters: stats prints what grew
@@ -153,33 +170,6 @@ func (tr *maintTrace) baseline() {
 			tr.last[h.Name] = h.Node.Maint.Stats
 		}
 	}
-}
-
-// host is the host the directive names first.
-func (tr *maintTrace) host(t testing.TB, d *datadriven.TestData) *deploytest.Host {
-	if len(d.CmdArgs) == 0 || len(d.CmdArgs[0].Vals) > 0 {
-		d.Fatalf(t, "%s wants a host name first", d.Cmd)
-	}
-	h := tr.c.Host(d.CmdArgs[0].Key)
-	if h == nil {
-		d.Fatalf(t, "no host %q", d.CmdArgs[0].Key)
-	}
-	return h
-}
-
-// key is the key of the block data=TEXT, or key=HEX (a fragmented
-// block's key is not its content's).
-func (tr *maintTrace) key(t testing.TB, d *datadriven.TestData) id.ID {
-	var data, hex string
-	if d.MaybeScanArgs(t, "data", &data) {
-		return id.Key([]byte(data))
-	}
-	d.ScanArgs(t, "key", &hex)
-	key, err := id.Parse(hex, id.Bytes)
-	if err != nil {
-		d.Fatalf(t, "%v", err)
-	}
-	return key
 }
 
 // grown prints the counters that grew from a to b, as name+n, in the

@@ -31,7 +31,7 @@
 // messages' fields to FormatMsg:
 //
 //	c.Register(deploytest.Directives{
-//		"stats": {"stats NAME", func(c *deploytest.Cluster, t testing.TB, d *datadriven.TestData) {
+//		"stats": {Usage: "stats NAME", Run: func(c *deploytest.Cluster, t testing.TB, d *datadriven.TestData) {
 //			h := c.HostArg(t, d)
 //			c.Logf("%s: %+v\n", h.Name, h.Node.Maint.Stats)
 //		}},
