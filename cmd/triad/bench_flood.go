@@ -4,13 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
-	"text/tabwriter"
-	"time"
 
 	"triad/internal/bench"
-	"triad/internal/cc"
 )
 
 const benchFloodAbout = `
@@ -37,15 +32,8 @@ it exits non-zero otherwise.`
 
 func runBenchFlood(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench flood", "bench flood [--nodes N] [--uplink-kbps K] [--flood R] [--duration D] [--json]", benchFloodAbout, stderr)
-	dir := fs.String("dir", os.TempDir(), "folder for the nodes' data")
-	nodes := fs.Int("nodes", 8, "node processes")
-	uplink := fs.Int("uplink-kbps", 400, "each node's paced uplink for routed requests, kbit/s")
-	scheme := fs.String("scheme", "marking", "the nodes' congestion control: marking, loss, backpressure or none")
-	ramp := fs.String("ramp", "20,40,80,160", "offered `rates` per node of the unflooded runs, requests/s")
-	flood := fs.Float64("flood", 2000, "offered requests/s per node during the flood")
-	duration := fs.Duration("duration", time.Minute, "length of the flood")
-	measure := fs.Duration("measure", 10*time.Second, "length of each ramp step (after a third of it to warm up)")
-	memCap := fs.Int("mem-cap-mb", 256, "no node's resident memory may pass this, MiB")
+	cfg := bench.DefaultFloodConfig()
+	cfg.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -53,45 +41,20 @@ func runBenchFlood(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	if _, err := cc.ParseScheme(*scheme); err != nil {
-		return usageErr(fs, "--scheme: %v", err)
+	if err := cfg.Validate(); err != nil {
+		return usageErr(fs, "%v", err)
 	}
-	var rates []float64
-	for _, f := range strings.Split(*ramp, ",") {
-		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || x <= 0 {
-			return usageErr(fs, "--ramp: %q is not a positive rate", f)
-		}
-		rates = append(rates, x)
-	}
-	if *nodes < 2 || *nodes > 64 || *uplink < 1 || *flood <= 0 || *duration < 10*time.Second || *measure < 3*time.Second || *memCap < 1 {
-		return usageErr(fs, "want 2-64 nodes, a positive uplink, flood rate and memory cap, a flood of at least 10s and steps of at least 3s")
-	}
-	bin, err := os.Executable()
-	if err != nil {
+	var err error
+	if cfg.Binary, err = os.Executable(); err != nil {
 		return err
 	}
 	relaxGC()
-	res, err := bench.Flood(bench.FloodConfig{Binary: bin, Dir: *dir, Nodes: *nodes, UplinkKbps: *uplink, Scheme: *scheme, Ramp: rates,
-		Flood: *flood, Duration: *duration, Measure: *measure, MemCapMB: *memCap,
-		Log: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }})
+	cfg.Log = logTo(stderr)
+	res, err := bench.Flood(cfg)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d nodes on 127.0.0.1, routed requests paced at %d kbit/s per node, %s\n", res.Nodes, res.UplinkKbps, res.Scheme)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "offered/s per node\tacknowledged/s, all nodes\t")
-	for _, s := range res.Ramp {
-		fmt.Fprintf(tw, "%.0f\t%.0f\t\n", s.Offered, s.Goodput)
-	}
-	fmt.Fprintf(tw, "flood %.0f\t%.0f (%.2f of the peak; least 5 s window %.2f)\t\n", res.Flood, res.GoodputOverPeak*res.Peak, res.GoodputOverPeak, res.MinWindowOverPeak)
-	tw.Flush()
-	verdict := "PASS"
-	if !res.Pass {
-		verdict = "FAIL"
-	}
-	fmt.Fprintf(stdout, "flood of %.0f s: %.2f%% retransmitted, %d dropped in queues; largest node %.0f MiB (cap %d); %d lookups, %d failed, p99 %.1f ms, max %.1f ms: %s\n",
-		res.Seconds, 100*res.Retransmitted, res.QueueDrops, res.MaxRSSMB, res.MemCapMB, res.Lookups, res.LookupsFailed, res.LookupP99Ms, res.LookupMaxMs, verdict)
+	res.WriteText(stdout)
 	if *asJSON {
 		if err := printJSON(stdout, res); err != nil {
 			return err

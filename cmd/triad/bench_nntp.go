@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"triad/internal/bench"
@@ -49,20 +47,9 @@ stderr, and with --json a final JSON line.`
 
 func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench nntp", "bench nntp --addr HOST:PORT [--size BYTES] [--conns C] [--articles N] [--phases LIST] [--json]", benchNNTPAbout, stderr)
-	addr := fs.String("addr", "", "the NNTP server's `HOST:PORT`, on loopback (required)")
-	size := fs.Int("size", 2450, "wire size of each article in `bytes`")
-	conns := fs.Int("conns", 1, "TAKETHIS connections")
-	articles := fs.Int("articles", 0, "articles to feed and read back (default 10,000, or 1,000 when --size is over 16 KiB)")
-	group := fs.String("group", "triad.bench", "the newsgroup to feed and read; must exist on the server")
-	maxSeconds := fs.Float64("max-seconds", 300, "time bound of every single phase, in seconds")
-	phases := fs.String("phases", bench.NNTPPhases, "comma-separated `list` of phases to run")
-	readBy := fs.String("read-by", "number", "`how` reads name articles: number (after GROUP) or id (message-id)")
-	user := fs.String("user", "", "AUTHINFO USER on every connection")
-	pass := fs.String("pass", "", "AUTHINFO PASS, if the server asks for one")
-	readAddr := fs.String("read-addr", "", "read phases go to this `HOST:PORT`, another site of the same ring (waits until it lists what --addr took)")
-	postConns := fs.String("post-conns", "1", "comma-separated posting connection `counts`; each is a post phase of its own")
+	cfg := bench.DefaultNNTPConfig()
+	cfg.RegisterFlags(fs)
 	syncDir := fs.String("sync-probe", "", "also measure this `directory`'s disk: the median time of a 4 KB write and fdatasync (what one durable post must wait for at least)")
-	cpuPids := fs.String("cpu-pids", "", "comma-separated server process `ids`: print the CPU time they spend (together) per article taken by takethis and post")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	profile := addProfileFlag(fs, "the load generator")
 	if err := parse(fs, args); err != nil {
@@ -76,42 +63,23 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	if *addr == "" {
+	if cfg.Addr == "" {
 		return usageErr(fs, "--addr is required")
 	}
-	if *articles == 0 {
-		*articles = 10000
-		if *size > 16<<10 {
-			*articles = 1000
+	if cfg.Articles == 0 {
+		cfg.Articles = 10000
+		if cfg.SizeBytes > 16<<10 {
+			cfg.Articles = 1000
 		}
 	}
-	if !(*maxSeconds > 0 && *maxSeconds <= 86400) {
-		return usageErr(fs, "--max-seconds must be above 0 and at most a day")
-	}
-	pc, err := parseInts(*postConns, "a number")
-	if err != nil {
-		return usageErr(fs, "--post-conns: %v", err)
-	}
-	pids, err := parseInts(*cpuPids, "a process id")
-	if err != nil {
-		return usageErr(fs, "--cpu-pids: %v", err)
-	}
-	cfg := bench.NNTPConfig{
-		ReadAddr: *readAddr, PostConns: pc, CPUPids: pids,
-		Addr: *addr, SizeBytes: *size, Articles: *articles, Conns: *conns, Group: *group,
-		MaxPhase: time.Duration(*maxSeconds * float64(time.Second)), Phases: strings.Split(*phases, ","),
-		ReadBy: *readBy, User: *user, Pass: *pass,
-		Seed:     uint64(time.Now().UnixNano()),
-		Log:      func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
-		Progress: progressTo(stderr),
-	}
+	cfg.Seed, cfg.Log, cfg.Progress = uint64(time.Now().UnixNano()), logTo(stderr), progressTo(stderr)
 	if err := cfg.Validate(); err != nil {
 		return usageErr(fs, "%v", strings.TrimPrefix(err.Error(), "bench: "))
 	}
 	relaxGC()
 	res, err := bench.NNTP(cfg)
 	if len(res.Phases) > 0 || res.Over != nil {
-		printNNTP(stdout, res)
+		res.WriteText(stdout)
 	}
 	if err != nil {
 		return err
@@ -132,43 +100,4 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 		return printJSON(stdout, out)
 	}
 	return nil
-}
-
-// printNNTP prints the table of the phases that ran.
-func printNNTP(w io.Writer, res bench.NNTPResult) {
-	fmt.Fprintf(w, "NNTP server %s (%s), group %s, %d-byte articles, read by %s\n", res.Addr, res.Greeting, res.Group, res.SizeBytes, res.ReadBy)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tconns\tdone\tof\tfailed\tchecked\tart/s\tMB/s\tp50 ms\tp99 ms\t")
-	for _, p := range res.Phases {
-		name := p.Name
-		if !p.QuickAck {
-			name += " (no quickack)"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.3f\t%.3f\t\n", name, p.Conns, p.Done, p.Offered, p.Failed, p.Checked, p.OpsPerS, p.MBps, p.P50Ms, p.P99Ms)
-	}
-	tw.Flush()
-	if res.ReadAddr != "" {
-		fmt.Fprintf(w, "reads from %s, which listed every article %s took %.3f s after the last was acknowledged\n", res.ReadAddr, res.Addr, res.ListedAfterSec)
-	}
-	if o := res.Over; o != nil {
-		fmt.Fprintf(w, "OVER of the group: %d lines, %d bytes in %.4f s (median of %d): %.0f lines/s, %.1f MB/s\n", o.Lines, o.Bytes, o.MedianSeconds, o.Repeats, o.LinesPerS, o.MBps)
-	}
-	for _, p := range res.Phases {
-		if p.FirstError != "" {
-			fmt.Fprintf(w, "%s, %d conns: first error: %s\n", p.Name, p.Conns, p.FirstError)
-		}
-	}
-}
-
-// parseInts reads a comma-separated list of integers, each what it names.
-func parseInts(list, what string) ([]int, error) {
-	var out []int
-	for _, f := range splitList(list) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not %s", f, what)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }

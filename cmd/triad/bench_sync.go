@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 
@@ -32,49 +31,33 @@ after one query: docs/maint.md.)`
 
 func runBenchSync(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench sync", "bench sync [--keys 1000000] [--outside 100000] [--dir D] [--json]", benchSyncAbout, stderr)
-	keys := fs.Int("keys", 1_000_000, "keys in the replica range, on both stores")
-	outside := fs.Int("outside", 100_000, "keys the neighbour also holds past the range")
-	dir := fs.String("dir", "triad-data", "folder for the two stores (removed after)")
+	cfg := bench.DefaultSyncConfig()
+	cfg.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "print a final JSON line")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
-	case *keys < 1 || *keys > 100_000_000:
-		return usageErr(fs, "--keys must be between 1 and 100,000,000")
-	case *outside < 0 || *outside > 100_000_000:
-		return usageErr(fs, "--outside must be between 0 and 100,000,000")
 	}
-	tmp, err := scratchDir(*dir, "bench-sync-")
+	if err := cfg.Validate(); err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	tmp, err := bench.ScratchDir(cfg.Dir, "bench-sync-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	res, err := bench.Sync(bench.SyncConfig{Dir: tmp, Keys: *keys, Outside: *outside, Progress: progressTo(stderr)})
+	cfg.Dir, cfg.Progress = tmp, progressTo(stderr)
+	res, err := bench.Sync(cfg)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "two stores built in %.1f s\n", res.BuildSeconds)
-	var bad []string
-	for i, c := range res.Cases {
-		fmt.Fprintf(stdout, "%-60s %6d queries %10d bytes  %d missing\n", c.Name, c.Queries, c.Bytes, c.Missing)
-		last := i == len(res.Cases)-1
-		switch {
-		case !last && (c.Missing != 0 || c.Queries > 512 || c.Bytes > 1<<20):
-			bad = append(bad, c.Name)
-		case last && c.Missing != 1:
-			bad = append(bad, c.Name)
-		}
-	}
+	res.WriteText(stdout)
 	if *asJSON {
 		if err := printJSON(stdout, res); err != nil {
 			return err
 		}
 	}
-	if len(bad) > 0 {
-		return fmt.Errorf("bench sync: out of bounds: %q", bad)
-	}
-	return nil
+	return res.Err()
 }

@@ -25,7 +25,7 @@ import (
 type StoreConfig struct {
 	Dir          string        // where the files go; must exist
 	Size         int           // object size in bytes
-	Objects      int           // objects to write and read
+	Objects      int           // objects to write and read; zero: 1 GB worth, at least 100 and at most 200,000
 	Writers      int           // concurrent puts, each waiting for durability
 	Readers      int           // concurrent gets
 	SyncInterval time.Duration // group commit interval, for the store and the raw file
@@ -116,6 +116,9 @@ func startProgress(f func(phase string, total int64) Progress, phase string, tot
 
 // Store runs the storage benchmark.
 func Store(c StoreConfig) (StoreResult, error) {
+	if c.Objects == 0 {
+		c.Objects = min(200_000, max(100, 1_000_000_000/c.Size))
+	}
 	res := StoreResult{Size: c.Size, Objects: c.Objects, SyncIntervalMS: float64(c.SyncInterval) / 1e6, CheckKeys: c.CheckKeys}
 	if c.Reopen > 0 {
 		return reopenOnly(c, res)
