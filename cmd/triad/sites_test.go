@@ -15,6 +15,7 @@ import (
 
 	"triad/internal/nntp"
 	"triad/internal/pki"
+	"triad/internal/testutil"
 )
 
 // TestUpSitesShareArticles runs `triad up` (3 sites, one node each) and
@@ -202,20 +203,16 @@ func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for {
+	var l []byte
+	if !testutil.Poll(time.Until(back.Add(2*time.Minute)), func() bool {
 		c.Conn().SetDeadline(time.Now().Add(10 * time.Second))
-		l, err := c.Cmd("GROUP local.test")
-		if err != nil {
+		if l, err = c.Cmd("GROUP local.test"); err != nil {
 			t.Fatal(err)
 		}
 		f := strings.Fields(string(l))
-		if len(f) > 1 && f[1] == fmt.Sprint(len(fed.acked)) {
-			break
-		}
-		if time.Since(back) > 2*time.Minute {
-			t.Fatalf("site B lists %q two minutes after its return, want %d articles", l, len(fed.acked))
-		}
-		time.Sleep(100 * time.Millisecond)
+		return len(f) > 1 && f[1] == fmt.Sprint(len(fed.acked))
+	}) {
+		t.Fatalf("site B lists %q two minutes after its return, want %d articles", l, len(fed.acked))
 	}
 	t.Logf("site B caught up %v after it came back", time.Since(back).Round(time.Millisecond))
 	for i, s := range sites {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"triad/internal/nntp"
+	"triad/internal/testutil"
 )
 
 // consecutiveFreePorts finds n consecutive ports on 127.0.0.1 that are free
@@ -160,20 +161,23 @@ func (l *lockedBuffer) String() string {
 // waitFor reads stdout until a line starts with prefix, for at most 60 s.
 func (u *upProc) waitFor(prefix string) {
 	u.t.Helper()
-	deadline := time.After(60 * time.Second)
-	for {
-		select {
-		case l, ok := <-u.lines:
-			if !ok {
-				u.t.Fatalf("triad up exited before printing %q; stderr:\n%s", prefix, u.stderr.String())
+	if !testutil.Poll(60*time.Second, func() bool {
+		for {
+			select {
+			case l, ok := <-u.lines:
+				if !ok {
+					u.t.Fatalf("triad up exited before printing %q; stderr:\n%s", prefix, u.stderr.String())
+				}
+				u.seen += l + "\n"
+				if strings.HasPrefix(l, prefix) {
+					return true
+				}
+			default:
+				return false
 			}
-			u.seen += l + "\n"
-			if strings.HasPrefix(l, prefix) {
-				return
-			}
-		case <-deadline:
-			u.t.Fatalf("triad up did not print %q within 60s; stderr:\n%s", prefix, u.stderr.String())
 		}
+	}) {
+		u.t.Fatalf("triad up did not print %q within 60s; stderr:\n%s", prefix, u.stderr.String())
 	}
 }
 
