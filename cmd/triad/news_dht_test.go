@@ -81,6 +81,9 @@ func feed(t *testing.T, addr string, arts fedArticles, deadline time.Time, onAck
 	out := feedOutcome{acked: map[string]bool{}, refused: map[string]bool{}}
 	left := arts.ids
 	backoff := 50 * time.Millisecond
+	// A loop of its own, not testutil.Poll: each pass is a feeder's
+	// session, and the pause after a session with no answer is innfeed's
+	// doubling backoff, which is what the tests feed with.
 	for len(left) > 0 && time.Now().Before(deadline) {
 		out.rounds++
 		c, err := nntp.Dial(addr, time.Now().Add(10*time.Second))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/testutil"
 )
 
 // listArticles lists n articles numbered 1..n in local.test without
@@ -67,12 +68,6 @@ func TestStalledReaderIsDropped(t *testing.T) {
 	}
 	c, _ := ts.dial(t)
 	code(t, c.cmd("GROUP local.test"), "211")
-	deadline := time.Now().Add(20 * time.Second)
-	for ts.srv.Conns() > 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the stalled reader is still connected after 20s (%d connections)", ts.srv.Conns())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 20*time.Second, "the stalled reader to be dropped", func() bool { return ts.srv.Conns() <= 1 })
 	code(t, c.cmd("STAT 5"), "223")
 }
