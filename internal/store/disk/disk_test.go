@@ -41,6 +41,9 @@ func crashChild(dir string) {
 	}
 	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)
+	// A bound on the work, not a wait (so not testutil.WaitFor): the
+	// parent kills this process long before; should it not, the process
+	// stops writing by itself.
 	deadline := time.Now().Add(30 * time.Second)
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
