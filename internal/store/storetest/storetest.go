@@ -262,15 +262,10 @@ func contractExpiry(t *testing.T, open func(store.Options) store.Engine) {
 	const size = 1000
 	e := open(store.Options{Now: c.Now, Capacity: 400 * recLen(size), HighWater: 0.9})
 	r := rand.New(rand.NewPCG(4, 4))
-	type obj struct {
-		key    id.ID
-		data   []byte
-		expiry time.Time
-	}
-	var all []obj
+	var all []expiringObj
 	put := func(ttl time.Duration) error {
 		data, key := Blob(r, size)
-		o := obj{key, data, c.Now().Add(ttl)}
+		o := expiringObj{key, data, c.Now().Add(ttl)}
 		err := e.Put(key, data, o.expiry, store.PutOptions{})
 		if err == nil {
 			all = append(all, o)
@@ -316,39 +311,7 @@ func contractExpiry(t *testing.T, open func(store.Options) store.Engine) {
 		if err := e.Maintain(); err != nil {
 			t.Fatal(err)
 		}
-		now := c.Now()
-		// Every unexpired object survives; among expired ones, a gone
-		// object never expires later than a kept one's window.
-		var newestGone, oldestKept time.Time
-		for _, o := range all {
-			_, _, err := e.Get(o.key)
-			switch {
-			case err == nil:
-				if o.expiry.Before(now) && (oldestKept.IsZero() || o.expiry.Before(oldestKept)) {
-					oldestKept = o.expiry
-				}
-			case errors.Is(err, store.ErrNotFound):
-				if o.expiry.After(now) {
-					t.Fatalf("step %d: unexpired object lost", step)
-				}
-				if o.expiry.After(newestGone) {
-					newestGone = o.expiry
-				}
-			default:
-				t.Fatal(err)
-			}
-		}
-		if !newestGone.IsZero() && !oldestKept.IsZero() &&
-			(&store.Options{Window: store.DefaultWindow}).WindowOf(newestGone) > (&store.Options{Window: store.DefaultWindow}).WindowOf(oldestKept) {
-			t.Fatalf("step %d: reclaimed a window expiring %v while keeping one expiring %v", step, newestGone, oldestKept)
-		}
-		s := e.Stats()
-		if s.Usage > s.Capacity {
-			t.Fatalf("step %d: usage %d over capacity %d", step, s.Usage, s.Capacity)
-		}
-		if err := e.CheckTree(); err != nil {
-			t.Fatalf("step %d: %v", step, err)
-		}
+		checkReclaimed(t, e, all, c.Now(), step)
 	}
 	if st := e.Stats(); st.Reclaimed == 0 || st.ReclaimedBytes < int64(st.Reclaimed)*recLen(0) {
 		t.Fatalf("reclaimed %d windows of %d bytes", st.Reclaimed, st.ReclaimedBytes)
@@ -361,6 +324,51 @@ func contractExpiry(t *testing.T, open func(store.Options) store.Engine) {
 	}
 	if !errors.Is(err, store.ErrFull) {
 		t.Fatalf("filling with unexpired objects: %v, want store.ErrFull", err)
+	}
+}
+
+// expiringObj is an object put in contractExpiry.
+type expiringObj struct {
+	key    id.ID
+	data   []byte
+	expiry time.Time
+}
+
+// checkReclaimed checks the engine after a fill step at now: every
+// unexpired object of all survives; among expired ones, a gone object
+// never expires later than a kept one's window; usage is within capacity
+// and the tree is sound.
+func checkReclaimed(t *testing.T, e store.Engine, all []expiringObj, now time.Time, step int) {
+	t.Helper()
+	var newestGone, oldestKept time.Time
+	for _, o := range all {
+		_, _, err := e.Get(o.key)
+		switch {
+		case err == nil:
+			if o.expiry.Before(now) && (oldestKept.IsZero() || o.expiry.Before(oldestKept)) {
+				oldestKept = o.expiry
+			}
+		case errors.Is(err, store.ErrNotFound):
+			if o.expiry.After(now) {
+				t.Fatalf("step %d: unexpired object lost", step)
+			}
+			if o.expiry.After(newestGone) {
+				newestGone = o.expiry
+			}
+		default:
+			t.Fatal(err)
+		}
+	}
+	if !newestGone.IsZero() && !oldestKept.IsZero() &&
+		(&store.Options{Window: store.DefaultWindow}).WindowOf(newestGone) > (&store.Options{Window: store.DefaultWindow}).WindowOf(oldestKept) {
+		t.Fatalf("step %d: reclaimed a window expiring %v while keeping one expiring %v", step, newestGone, oldestKept)
+	}
+	s := e.Stats()
+	if s.Usage > s.Capacity {
+		t.Fatalf("step %d: usage %d over capacity %d", step, s.Usage, s.Capacity)
+	}
+	if err := e.CheckTree(); err != nil {
+		t.Fatalf("step %d: %v", step, err)
 	}
 }
 
