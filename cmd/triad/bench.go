@@ -86,11 +86,8 @@ func runBenchStore(args []string, stdout, stderr io.Writer) error {
 	if cfg.Reopen > 0 && !flagGiven(fs, "size") {
 		cfg.Size = 100
 	}
-	if fs.NArg() > 0 {
-		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
-	}
-	if err := cfg.Validate(); err != nil {
-		return usageErr(fs, "%v", err)
+	if err := checkConfig(fs, &cfg); err != nil {
+		return err
 	}
 	tmp, err := bench.ScratchDir(cfg.Dir, "bench-store-")
 	if err != nil {
@@ -105,10 +102,7 @@ func runBenchStore(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res.WriteText(stdout)
-	if *asJSON {
-		return printJSON(stdout, res)
-	}
-	return nil
+	return maybeJSON(stdout, *asJSON, res)
 }
 
 // flagGiven reports whether the flag name was set on the command line.
@@ -173,15 +167,8 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 	rounds := fs.Int("rounds", 3, "with --tls or --compare-stp: runs of each way, in turns; the result is the ratio of their medians")
 	compareSTP := fs.Bool("compare-stp", false, "run with every block copy sent at once (the nodes' --stp=false) and with STP's window, in turns, and print the difference")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
-	if err := parse(fs, args); err != nil {
+	if err := parseConfig(fs, args, &cfg); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		// Flags after the first argument would be silently ignored.
-		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
-	}
-	if err := cfg.Validate(); err != nil {
-		return usageErr(fs, "%v", err)
 	}
 	if *rounds < 1 || *rounds > 50 {
 		return usageErr(fs, "--rounds %d: want 1 to 50", *rounds)
@@ -220,10 +207,7 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		res.WriteText(stdout)
-		if *asJSON {
-			return printJSON(stdout, res)
-		}
-		return nil
+		return maybeJSON(stdout, *asJSON, res)
 	}
 	variant := bench.VariantTLS
 	if *compareSTP {
@@ -234,10 +218,7 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cmp.WriteText(stdout)
-	if *asJSON {
-		return printJSON(stdout, cmp.JSON())
-	}
-	return nil
+	return maybeJSON(stdout, *asJSON, cmp.JSON())
 }
 
 // logTo is a benchmark's log: lines on w.

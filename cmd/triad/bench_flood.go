@@ -35,14 +35,8 @@ func runBenchFlood(args []string, stdout, stderr io.Writer) error {
 	cfg := bench.DefaultFloodConfig()
 	cfg.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
-	if err := parse(fs, args); err != nil {
+	if err := parseConfig(fs, args, &cfg); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
-	}
-	if err := cfg.Validate(); err != nil {
-		return usageErr(fs, "%v", err)
 	}
 	var err error
 	if cfg.Binary, err = os.Executable(); err != nil {
@@ -55,10 +49,8 @@ func runBenchFlood(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res.WriteText(stdout)
-	if *asJSON {
-		if err := printJSON(stdout, res); err != nil {
-			return err
-		}
+	if err := maybeJSON(stdout, *asJSON, res); err != nil {
+		return err
 	}
 	if !res.Pass {
 		return fmt.Errorf("bench flood: the flood's goodput, memory or lookups missed their bounds")

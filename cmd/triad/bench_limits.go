@@ -27,14 +27,8 @@ func runBenchLimits(args []string, stdout, stderr io.Writer) error {
 	cfg := bench.DefaultLimitsConfig()
 	cfg.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
-	if err := parse(fs, args); err != nil {
+	if err := parseConfig(fs, args, &cfg); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
-	}
-	if err := cfg.Validate(); err != nil {
-		return usageErr(fs, "%v", err)
 	}
 	var err error
 	if cfg.Binary, err = os.Executable(); err != nil {
@@ -46,10 +40,8 @@ func runBenchLimits(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res.WriteText(stdout)
-	if *asJSON {
-		if err := printJSON(stdout, res); err != nil {
-			return err
-		}
+	if err := maybeJSON(stdout, *asJSON, res); err != nil {
+		return err
 	}
 	if err := res.Err(); err != nil {
 		return err

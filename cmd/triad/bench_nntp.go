@@ -96,8 +96,5 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 		out.SyncP50Ms = float64(d) / 1e6
 		fmt.Fprintf(stdout, "disk under %s: a 4 KB write and fdatasync take %.3f ms (median of 200)\n", *syncDir, out.SyncP50Ms)
 	}
-	if *asJSON {
-		return printJSON(stdout, out)
-	}
-	return nil
+	return maybeJSON(stdout, *asJSON, out)
 }

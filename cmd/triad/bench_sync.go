@@ -34,14 +34,8 @@ func runBenchSync(args []string, stdout, stderr io.Writer) error {
 	cfg := bench.DefaultSyncConfig()
 	cfg.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "print a final JSON line")
-	if err := parse(fs, args); err != nil {
+	if err := parseConfig(fs, args, &cfg); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
-	}
-	if err := cfg.Validate(); err != nil {
-		return usageErr(fs, "%v", err)
 	}
 	tmp, err := bench.ScratchDir(cfg.Dir, "bench-sync-")
 	if err != nil {
@@ -54,10 +48,8 @@ func runBenchSync(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res.WriteText(stdout)
-	if *asJSON {
-		if err := printJSON(stdout, res); err != nil {
-			return err
-		}
+	if err := maybeJSON(stdout, *asJSON, res); err != nil {
+		return err
 	}
 	return res.Err()
 }

@@ -137,7 +137,7 @@ func (f PassingToneFlags) Validate() error {
 	switch {
 	case f.Scenario == "" && (f.Days < 0 || f.BudgetKiB < 1 || f.Objects < 0 || f.Interval < 0 || f.Sweep <= 0):
 		return errors.New("--days, --objects and --interval must not be negative, --repair-budget and --sweep-interval must be positive")
-	case f.Scenario != "" && f.BudgetGiven && f.BudgetKiB < 0:
+	case f.Scenario != "" && f.BudgetKiB < 0: // not the default: given
 		return errors.New("--repair-budget must not be negative")
 	}
 	return nil
