@@ -41,25 +41,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits, "sync": runBenchSync, "flood": runBenchFlood}, args, stdout, stderr)
 }
 
-const benchStoreAbout = `
-Writes --objects objects of --size bytes to a fresh storage engine from
---writers goroutines (each put waits until its object is durable), then reads
-them all back in random order from --readers goroutines, every read checked
-against its record checksums. Puts are made as DHash makes them, after it has
-checked each block against its key; --check-keys has the store hash them too
-(about one core per GB/s here). In the same run it writes the same bytes to one
-plain file, with an fdatasync every --sync interval as the engine's group
-commit does, and reads that file sequentially: the ratios compare the engine
-with the disk itself. Before the read phases both the file and the segments
-are dropped from the page cache, so both reads come from the disk.
-
-With --reopen N it instead builds a store of N small objects, closes it, and
-times opening it again.
-
-Files go to a temporary folder under --dir, removed at the end. Progress goes
-to stderr when it is a terminal; the table to stdout, and with --json a final
-JSON line.`
-
 // minProcs is the least GOMAXPROCS bench store runs with.
 const minProcs = 4
 
@@ -70,7 +51,7 @@ func runBenchStore(args []string, stdout, stderr io.Writer) error {
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set && runtime.GOMAXPROCS(0) < minProcs {
 		runtime.GOMAXPROCS(minProcs)
 	}
-	fs := newFlags("bench store", "bench store [--dir D] [--size BYTES] [--objects N] [--reopen N] [--json]", benchStoreAbout, stderr)
+	fs := newFlags("bench store", "bench store [--dir D] [--size BYTES] [--objects N] [--reopen N] [--json]", bench.StoreHelp, stderr)
 	cfg := bench.DefaultStoreConfig()
 	cfg.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "print a final JSON line")
@@ -134,33 +115,8 @@ type bar struct{ *progressbar.ProgressBar }
 func (b bar) Add(n int) { b.ProgressBar.Add(n) }
 func (b bar) Finish()   { b.ProgressBar.Finish() }
 
-const benchDHashAbout = `
-Starts --nodes real 'triad node' processes on 127.0.0.1 (this same binary, each
-with its own data folder under --dir and the default block-store settings:
-2 replicas, every put durable on disk before it is acknowledged), waits until
-their ring is consistent, then from this process:
-
-  put   --ops distinct random blocks of --size bytes, with --concurrency
-        operations in flight in all;
-  get   each block back, checking every byte.
-
-Operations go to the nodes in turn, as a client that knows any node sends them
-(gets through a different node than the put), and that node looks the key up:
-the lookup is part of the cost. With --holder-direct they go straight to the
-node holding the key's first copy, as the Go client's Cluster does (it learns
-the ring from the nodes), and the output says so.
-
-A phase with failed operations prints how many and the first errors, and the
-comparison scripts give it no ratio.
-
-It prints operations per second, MB/s (10^6 bytes) and p50/p99 latency of each
-phase, then stops the nodes and removes their data. A deferred put (full write
-window) is retried after 1 ms and counted. Each phase is bounded by --max-phase.
-Use the same --nodes, --size and --concurrency as the OpenDHT anchor
-(../shared/anchors/opendht) to compare; scripts/compare-opendht.sh does both.`
-
 func runBenchDHash(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench dhash", "bench dhash [--nodes N] [--size BYTES] [--concurrency C] [--ops N] [--json]", benchDHashAbout, stderr)
+	fs := newFlags("bench dhash", "bench dhash [--nodes N] [--size BYTES] [--concurrency C] [--ops N] [--json]", bench.DHashHelp, stderr)
 	cfg := bench.DefaultDHashConfig()
 	cfg.RegisterFlags(fs)
 	withTLS := fs.Bool("tls", false, "run again with every connection mutual TLS 1.3 (a CA made for the run) and print what TLS costs")
