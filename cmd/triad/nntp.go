@@ -14,7 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"triad/internal/newsd"
-	"triad/internal/usenet"
+	"triad/internal/usenet/nntpd"
 )
 
 const nntpAbout = `
@@ -116,7 +116,7 @@ func runNNTPPasswd(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 || strings.ContainsAny(pos[0], ": \t") {
 		return usageErr(fs, "want one user NAME without ':' or spaces")
 	}
-	if _, err := usenet.ParsePerm(*perm); err != nil {
+	if _, err := nntpd.ParsePerm(*perm); err != nil {
 		return usageErr(fs, "--perm: %v", err)
 	}
 	var pw []byte
@@ -134,7 +134,7 @@ func runNNTPPasswd(args []string, stdout, stderr io.Writer) error {
 	if password == "" {
 		return errors.New("nntp passwd: empty password")
 	}
-	h, err := usenet.HashPassword(password)
+	h, err := nntpd.HashPassword(password)
 	if err != nil {
 		return err
 	}

@@ -6,15 +6,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"triad/internal/usenet"
+	"triad/internal/usenet/nntpd"
+	"triad/internal/usenet/peering"
 )
 
 // News collects one news server's metrics: its replies, connections,
 // cache and feeds. Site, Cache and Feeds may be nil (no DHT, no peers).
 type News struct {
-	Server *usenet.Server
+	Server *nntpd.Server
 	Site   *usenet.Site
 	Cache  *usenet.CachedSpool
-	Feeds  *usenet.Feeds
+	Feeds  *peering.Feeds
 }
 
 // Describe implements prometheus.Collector (unchecked metrics).

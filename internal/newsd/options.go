@@ -12,6 +12,7 @@ import (
 	"triad/internal/config"
 	"triad/internal/pki"
 	"triad/internal/usenet"
+	"triad/internal/usenet/peering"
 )
 
 // Options say everything about one news site. The fields down to
@@ -166,7 +167,7 @@ func (o *Options) Validate() error {
 type settings struct {
 	groups []groupSpec
 	rules  []usenet.ExpiryRule
-	peers  []usenet.Peer
+	peers  []peering.Peer
 	policy usenet.CachePolicy
 }
 
@@ -192,7 +193,7 @@ func (o *Options) settings() (settings, error) {
 	if s.peers, err = o.peers(); err != nil {
 		return s, err
 	}
-	tlsLinks := o.PeerListen != "" || o.PeerListener != nil || slices.ContainsFunc(s.peers, func(p usenet.Peer) bool { return p.Password == TLSSecret })
+	tlsLinks := o.PeerListen != "" || o.PeerListener != nil || slices.ContainsFunc(s.peers, func(p peering.Peer) bool { return p.Password == TLSSecret })
 	if tlsLinks && o.TLS == "" && o.Bundle == nil {
 		return s, errors.New("--peer-listen and peers whose secret is 'tls' need --tls: the certificate this site is known by")
 	}
@@ -283,7 +284,7 @@ func parseExpire(rules string) ([]usenet.ExpiryRule, error) {
 }
 
 // peers reads PeersFile, or takes Peers, and makes them the site's.
-func (o *Options) peers() ([]usenet.Peer, error) {
+func (o *Options) peers() ([]peering.Peer, error) {
 	list := o.Peers
 	if o.PeersFile != "" {
 		if len(o.Peers) > 0 {
@@ -294,7 +295,7 @@ func (o *Options) peers() ([]usenet.Peer, error) {
 			return nil, fmt.Errorf("--peers: %w", err)
 		}
 	}
-	var out []usenet.Peer
+	var out []peering.Peer
 	seen := map[string]bool{}
 	for _, p := range list {
 		peer, err := peerOf(p, seen)
@@ -315,8 +316,8 @@ func (o *Options) peers() ([]usenet.Peer, error) {
 // traditional server upstream: it is sent whole articles (CHECK,
 // TAKETHIS), logging in with the secret if there is one. The secret
 // TLSSecret makes the link mutual TLS instead.
-func peerOf(c config.Peer, seen map[string]bool) (usenet.Peer, error) {
-	p := usenet.Peer{Name: c.Name, Addr: c.Addr, Password: c.Secret, Groups: c.Groups}
+func peerOf(c config.Peer, seen map[string]bool) (peering.Peer, error) {
+	p := peering.Peer{Name: c.Name, Addr: c.Addr, Password: c.Secret, Groups: c.Groups}
 	if p.Name == "" || strings.ContainsAny(p.Name, "!:") || seen[p.Name] {
 		return p, fmt.Errorf("peer name %q is not a unique Path name", p.Name)
 	}
@@ -326,15 +327,15 @@ func peerOf(c config.Peer, seen map[string]bool) (usenet.Peer, error) {
 	}
 	switch c.Mode {
 	case "announce":
-		p.Mode = usenet.Announce
+		p.Mode = peering.Announce
 	case "mesh":
-		p.Mode = usenet.Mesh
+		p.Mode = peering.Mesh
 	case "feed":
-		p.Mode = usenet.Feed
+		p.Mode = peering.Feed
 	default:
 		return p, fmt.Errorf("mode %q: want announce, mesh or feed", c.Mode)
 	}
-	if p.Password == "" && p.Mode != usenet.Feed {
+	if p.Password == "" && p.Mode != peering.Feed {
 		return p, errors.New("an announce peer needs a secret: it is how the peer is known when it announces")
 	}
 	return p, nil

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"triad/internal/config"
-	"triad/internal/usenet"
+	"triad/internal/usenet/peering"
 )
 
 // The defaults are a site that runs; the flags set the fields they are
@@ -67,7 +67,7 @@ func TestPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(peers) != 2 || peers[0].Mode != usenet.Mesh || peers[0].Password != "s" || peers[1].Mode != usenet.Feed || peers[1].Password != "" {
+	if len(peers) != 2 || peers[0].Mode != peering.Mesh || peers[0].Password != "s" || peers[1].Mode != peering.Feed || peers[1].Password != "" {
 		t.Errorf("peers %+v", peers)
 	}
 	o.Peers = []config.Peer{{Name: "c", Addr: "127.0.0.1:1121", Mode: "mesh", Secret: "s"}}

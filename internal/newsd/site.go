@@ -16,6 +16,9 @@ import (
 	"triad/internal/pki"
 	"triad/internal/status"
 	"triad/internal/usenet"
+	"triad/internal/usenet/dhtspool"
+	"triad/internal/usenet/nntpd"
+	"triad/internal/usenet/peering"
 )
 
 // Site is a running news site.
@@ -36,8 +39,8 @@ type Site struct {
 	site   *usenet.Site
 	spool  usenet.Spool
 	cache  *usenet.CachedSpool // nil without a DHT or with CacheMB 0
-	feeds  *usenet.Feeds       // nil without peers
-	srv    *usenet.Server
+	feeds  *peering.Feeds      // nil without peers
+	srv    *nntpd.Server
 	http   *metrics.Server // nil without Options.HTTP
 	closer []func() error  // what Close releases, last first
 	stop   context.CancelFunc
@@ -79,14 +82,14 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (s *Site, err error
 		return nil, err
 	}
 	if len(cfg.peers) > 0 {
-		s.feeds, err = usenet.StartFeeds(usenet.FeedConfig{Site: s.site, Peers: cfg.peers, MaxBacklog: uint64(o.MaxBacklog),
+		s.feeds, err = peering.StartFeeds(peering.FeedConfig{Site: s.site, Peers: cfg.peers, MaxBacklog: uint64(o.MaxBacklog),
 			MaxBacklogBytes: uint64(o.MaxBacklogMB) << 20, Log: log, StatusFile: filepath.Join(o.Data, "feeds.status")})
 		if err != nil {
 			return nil, err
 		}
 		s.closer = append(s.closer, func() error { s.feeds.Close(); return nil })
 	}
-	s.srv = usenet.NewServer(cfg.server)
+	s.srv = nntpd.NewServer(cfg.server)
 	if err := s.statusPage(o, rec); err != nil {
 		return nil, err
 	}
@@ -115,7 +118,7 @@ func (s *Site) openSite(ctx context.Context, o Options, set settings, bundle *pk
 		if err != nil {
 			return fmt.Errorf("nntp: node %s: %w", o.Node, err)
 		}
-		s.spool, s.Where = &usenet.DHTSpool{Cluster: cl}, "the DHT via "+o.Node
+		s.spool, s.Where = &dhtspool.Spool{Cluster: cl}, "the DHT via "+o.Node
 		if o.CacheMB > 0 {
 			s.cache = usenet.NewCachedSpool(s.spool, int64(o.CacheMB)<<20, set.policy)
 			s.spool = s.cache
@@ -129,7 +132,7 @@ func (s *Site) openSite(ctx context.Context, o Options, set settings, bundle *pk
 	}
 	s.closer = append(s.closer, s.spool.Close)
 	site, err := usenet.OpenSite(usenet.SiteConfig{Dir: o.Data, Spool: s.spool, PathHost: o.PathHost, MaxArticle: o.MaxArticle,
-		Expiry: set.rules, Relay: len(set.peers) > 0, RelayAnnounced: slices.ContainsFunc(set.peers, func(p usenet.Peer) bool { return p.Mode != usenet.Mesh })})
+		Expiry: set.rules, Relay: len(set.peers) > 0, RelayAnnounced: slices.ContainsFunc(set.peers, func(p peering.Peer) bool { return p.Mode != peering.Mesh })})
 	if err != nil {
 		return err
 	}
@@ -150,18 +153,18 @@ func (s *Site) openSite(ctx context.Context, o Options, set settings, bundle *pk
 
 // serving is the server's configuration and the peers its feeds send to.
 type serving struct {
-	server usenet.Config
-	peers  []usenet.Peer
+	server nntpd.Config
+	peers  []peering.Peer
 }
 
 // serverConfig is the server's configuration: its users, and how peers
 // are known. An announcing peer logs in with its name and the link's
 // secret, or is known by its certificate on the peers' TLS listener.
-func (s *Site) serverConfig(o Options, list []usenet.Peer, bundle *pki.Bundle, log *slog.Logger) (serving, error) {
-	cfg := usenet.Config{Site: s.site, Log: log, MaxConns: o.MaxConns, MaxPerAddr: o.MaxPerAddr, IdleTimeout: o.IdleTimeout, WriteTimeout: o.WriteTimeout}
+func (s *Site) serverConfig(o Options, list []peering.Peer, bundle *pki.Bundle, log *slog.Logger) (serving, error) {
+	cfg := nntpd.Config{Site: s.site, Log: log, MaxConns: o.MaxConns, MaxPerAddr: o.MaxPerAddr, IdleTimeout: o.IdleTimeout, WriteTimeout: o.WriteTimeout}
 	var err error
 	if o.Users != "" {
-		if cfg.Users, err = usenet.LoadUsers(o.Users); err != nil {
+		if cfg.Users, err = nntpd.LoadUsers(o.Users); err != nil {
 			return serving{}, err
 		}
 	}
@@ -169,21 +172,21 @@ func (s *Site) serverConfig(o Options, list []usenet.Peer, bundle *pki.Bundle, l
 	for i, p := range peers {
 		if p.Password == TLSSecret {
 			peers[i].Password, peers[i].TLS = "", bundle.NamedClientConfig(p.Name)
-			tlsPeers[p.Name] = p.Mode != usenet.Feed
+			tlsPeers[p.Name] = p.Mode != peering.Feed
 			continue
 		}
-		if p.Mode == usenet.Feed || p.Password == "" {
+		if p.Mode == peering.Feed || p.Password == "" {
 			continue
 		}
 		if cfg.Users == nil {
-			cfg.Users = usenet.NewUsers()
+			cfg.Users = nntpd.NewUsers()
 		}
-		if err := cfg.Users.Add(p.Name, p.Password, usenet.PermRead|usenet.PermFeed|usenet.PermAnnounce); err != nil {
+		if err := cfg.Users.Add(p.Name, p.Password, nntpd.PermRead|nntpd.PermFeed|nntpd.PermAnnounce); err != nil {
 			return serving{}, err
 		}
 	}
 	if bundle != nil {
-		cfg.TLSPeer = func(cs tls.ConnectionState) (string, usenet.Perm, error) {
+		cfg.TLSPeer = func(cs tls.ConnectionState) (string, nntpd.Perm, error) {
 			id, err := pki.PeerIdentity(cs)
 			if err != nil {
 				return "", 0, err
@@ -191,7 +194,7 @@ func (s *Site) serverConfig(o Options, list []usenet.Peer, bundle *pki.Bundle, l
 			if !tlsPeers[id.Name] {
 				return id.Name, 0, errors.New("not a peer of this site that announces by certificate")
 			}
-			return id.Name, usenet.PermRead | usenet.PermFeed | usenet.PermAnnounce, nil
+			return id.Name, nntpd.PermRead | nntpd.PermFeed | nntpd.PermAnnounce, nil
 		}
 	}
 	return serving{cfg, peers}, nil

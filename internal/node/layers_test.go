@@ -87,17 +87,14 @@ var layers = []layer{
 		sansIO: true},
 	{pkg: "bench", says: "no package under internal/ may import it",
 		from: []string{internalGroup}, forbid: []string{in("bench")}},
-	{pkg: "usenet", says: "It reaches the DHT only through the client: it must not import the node runtime (node, ring, rpc, sim, tcp, wire), bench or cmd",
-		via:    []string{in("client")},
-		forbid: []string{in("node"), in("ring"), in("rpc"), in("sim"), in("tcp"), in("wire"), in("bench"), module + "/cmd/triad"},
-		debt: map[string]string{
-			// Issue 28: usenet -> wire, dhash: to be removed when the spool
-			// interface is batch-shaped. dhash is allowed by the doc.go
-			// ("above ... dhash"), but it brings node, ring and rpc.
-			"usenet -> wire": "spool.go's errors and block types (issue 28: to be removed when the spool interface is batch-shaped)",
-		}},
+	{pkg: "usenet", says: "it must not import the client, wire, dhash or the node runtime (node, ring, rpc, sim, tcp), bench or cmd",
+		forbid: []string{in("client"), in("wire"), in("dhash"), in("node"), in("ring"), in("rpc"), in("sim"), in("tcp"), in("bench"), module + "/cmd/triad"}},
 	{pkg: "usenet", says: "Node-logic packages and the drivers must not import it",
 		from: []string{nodeLogicGroup, driversGroup}, forbid: []string{in("usenet")}},
+	{pkg: "usenet/nntpd", says: "It must not import the client, wire, dhash or the node runtime (node, ring, rpc, sim, tcp), peering, bench or cmd",
+		forbid: []string{in("client"), in("wire"), in("dhash"), in("node"), in("ring"), in("rpc"), in("sim"), in("tcp"), in("usenet/peering"), in("bench"), module + "/cmd/triad"}},
+	{pkg: "usenet/peering", says: "It must not import the client, wire, dhash or the node runtime (node, ring, rpc, sim, tcp), nntpd, bench or cmd",
+		forbid: []string{in("client"), in("wire"), in("dhash"), in("node"), in("ring"), in("rpc"), in("sim"), in("tcp"), in("usenet/nntpd"), in("bench"), module + "/cmd/triad"}},
 	{pkg: "vfs", says: "It imports no other package of triad",
 		only: []string{}},
 	{pkg: "vfs", says: "node-logic packages must not import it",

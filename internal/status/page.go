@@ -16,6 +16,8 @@ import (
 	"triad/internal/metrics"
 	"triad/internal/store"
 	"triad/internal/usenet"
+	"triad/internal/usenet/nntpd"
+	"triad/internal/usenet/peering"
 	"triad/internal/wire"
 )
 
@@ -108,13 +110,13 @@ type expiryRow struct {
 }
 
 type newsView struct {
-	Stats    usenet.Stats
+	Stats    nntpd.Stats
 	Ingested uint64
 	Read     uint64
 	Deferred uint64
 	Cache    *usenet.CacheStats
 	HitRate  float64
-	Peers    []usenet.PeerStatus
+	Peers    []peering.PeerStatus
 }
 
 func (src *Sources) view(ctx context.Context) view {

@@ -41,11 +41,11 @@ import (
 const ChordHeader = "X-ChordID"
 
 // maxHead bounds an announced article's header block (its header lines,
-// without the empty line); maxAnnouncement bounds a TAKEDHT's block, the
+// without the empty line); MaxAnnouncement bounds a TAKEDHT's block, the
 // head and its X-ChordID line.
 const (
 	maxHead         = 64 << 10
-	maxAnnouncement = maxHead + 1024
+	MaxAnnouncement = maxHead + 1024
 )
 
 // Errors of Announce, each refused for good (439).
@@ -100,8 +100,8 @@ func parseChordValue(v string) (c chordID, err error) {
 	return chordID{key, uint32(b), uint32(l), time.Unix(int64(e), 0), state}, nil
 }
 
-// appendAnnouncement appends a TAKEDHT command and its block for r.
-func appendAnnouncement(out []byte, r *logRecord) []byte {
+// AppendAnnouncement appends a TAKEDHT command and its block for r.
+func AppendAnnouncement(out []byte, r *LogRecord) []byte {
 	out = append(out, "TAKEDHT "...)
 	out = append(out, r.MessageID...)
 	out = append(out, "\r\n"...)
@@ -212,7 +212,7 @@ func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
 				got, found, err := r.Resolve(ctx, e.Key)
 				switch {
 				case err != nil:
-					an.Err = fmt.Errorf("%w: %w", ErrDeferred, err)
+					an.Err = deferred(err)
 				case !found:
 					an.Err = ErrUnresolved
 				case got.Size != int(e.Bytes)+sealTrailer:
@@ -255,14 +255,14 @@ func (s *Site) prepareAnnounced(an *Announcement, now time.Time) {
 		an.Err = err
 		return
 	}
-	if len(an.Head) > maxAnnouncement {
-		an.Err = badf("announcement of %d bytes, limit %d", len(an.Head), maxAnnouncement)
+	if len(an.Head) > MaxAnnouncement {
+		an.Err = badf("announcement of %d bytes, limit %d", len(an.Head), MaxAnnouncement)
 		return
 	}
 	// The head as a site takes it (ParseArticle's limits), with the
 	// X-ChordID line on top: one more field and line, up to
-	// maxAnnouncement bytes.
-	a, err := parseArticle(an.Head, headerLimits{maxHeaders + 1, maxHeaderLines + 1, maxAnnouncement})
+	// MaxAnnouncement bytes.
+	a, err := parseArticle(an.Head, headerLimits{maxHeaders + 1, maxHeaderLines + 1, MaxAnnouncement})
 	if err != nil {
 		an.Err = err
 		return

@@ -40,9 +40,9 @@ const (
 	maxHeaders = 1000
 	// maxHeaderLines bounds its header lines, continuation lines included.
 	maxHeaderLines = 2000
-	// maxHeaderBytes bounds its header lines' bytes, CRLFs included, the
+	// MaxHeaderBytes bounds its header lines' bytes, CRLFs included, the
 	// empty line after them not: as much as an announcement may carry.
-	maxHeaderBytes = maxHead
+	MaxHeaderBytes = maxHead
 )
 
 // headerLimits are the bounds parseArticle checks.
@@ -52,10 +52,10 @@ type headerLimits struct{ fields, lines, bytes int }
 // syntax: no NUL anywhere, UTF-8 headers, "Name: value" fields with folded
 // continuations, and an empty line before the body (an article may end
 // right after its headers). At most maxHeaders fields in maxHeaderLines
-// lines of maxHeaderBytes are read; past any of them the article is
+// lines of MaxHeaderBytes are read; past any of them the article is
 // refused. Required headers are checked by Validate.
 func ParseArticle(raw []byte) (*Article, error) {
-	return parseArticle(raw, headerLimits{maxHeaders, maxHeaderLines, maxHeaderBytes})
+	return parseArticle(raw, headerLimits{maxHeaders, maxHeaderLines, MaxHeaderBytes})
 }
 
 // parseArticle is ParseArticle with limits of its own. It costs time and
@@ -281,9 +281,9 @@ func CheckGroupName(g string) error {
 	return nil
 }
 
-// overviewField cleans a header value for an overview line: TAB, CR and
+// OverviewField cleans a header value for an overview line: TAB, CR and
 // LF become spaces (RFC 3977 section 8.3.2).
-func overviewField(v string) string {
+func OverviewField(v string) string {
 	if !strings.ContainsAny(v, "\t\r\n") {
 		return v
 	}

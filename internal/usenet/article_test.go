@@ -68,7 +68,7 @@ func allocatedBy(fn func()) uint64 {
 // header block at the limits (1,900 continuation lines in 64 KB) may
 // allocate at most 8 times its size; the old parse allocated 60 MB.
 func TestFoldedHeaderParseIsLinear(t *testing.T) {
-	raw := foldedArticle(maxHeaderBytes-1000, 33)
+	raw := foldedArticle(MaxHeaderBytes-1000, 33)
 	var a *Article
 	var err error
 	got := allocatedBy(func() { a, err = ParseArticle(raw) })
@@ -104,8 +104,8 @@ func BenchmarkParseFoldedHeader(b *testing.B) {
 		lim  headerLimits
 	}{
 		{"1MB-unlimited", 1 << 20, headerLimits{1 << 30, 1 << 30, 1 << 30}},
-		{"64KB-at-limits", maxHeaderBytes - 1000, headerLimits{maxHeaders, maxHeaderLines, maxHeaderBytes}},
-		{"1MB-refused", 1 << 20, headerLimits{maxHeaders, maxHeaderLines, maxHeaderBytes}},
+		{"64KB-at-limits", MaxHeaderBytes - 1000, headerLimits{maxHeaders, maxHeaderLines, MaxHeaderBytes}},
+		{"1MB-refused", 1 << 20, headerLimits{maxHeaders, maxHeaderLines, MaxHeaderBytes}},
 	} {
 		width := 4
 		if c.size < 1<<20 {
@@ -135,8 +135,8 @@ func TestHeaderLimits(t *testing.T) {
 		{"too many fields", strings.Repeat("X-A: b\r\n", maxHeaders), "header fields"},
 		{"lines at the limit", "X-A: b\r\n" + strings.Repeat(" c\r\n", maxHeaderLines-7), ""},
 		{"too many lines", "X-A: b\r\n" + strings.Repeat(" c\r\n", maxHeaderLines), "header lines"},
-		{"too many bytes", "X-A: " + strings.Repeat("b", maxHeaderBytes) + "\r\n", "longer than"},
-		{"folded too long", "X-A: b\r\n" + strings.Repeat(" "+strings.Repeat("c", 100)+"\r\n", maxHeaderBytes/100), "longer than"},
+		{"too many bytes", "X-A: " + strings.Repeat("b", MaxHeaderBytes) + "\r\n", "longer than"},
+		{"folded too long", "X-A: b\r\n" + strings.Repeat(" "+strings.Repeat("c", 100)+"\r\n", MaxHeaderBytes/100), "longer than"},
 		{"continuation not UTF-8", "X-A: b\r\n \xff\xfe\r\n", "not UTF-8"},
 	} {
 		_, err := ParseArticle([]byte(head + "\r\n" + c.extra + "\r\n" + body))
@@ -172,7 +172,7 @@ func parseNaive(raw []byte) ([]header, int, error) {
 			return hs, pos, nil
 		}
 		lines++
-		if lines > maxHeaderLines || pos > maxHeaderBytes || !utf8.Valid(line) {
+		if lines > maxHeaderLines || pos > MaxHeaderBytes || !utf8.Valid(line) {
 			return nil, 0, ErrBadArticle
 		}
 		if line[0] == ' ' || line[0] == '\t' {

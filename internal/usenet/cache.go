@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"triad/internal/id"
 )
@@ -86,13 +85,17 @@ func (c *CachedSpool) Stats() CacheStats {
 	return st
 }
 
-// Put stores the article and caches a copy.
-func (c *CachedSpool) Put(ctx context.Context, article []byte, expires time.Time) (id.ID, error) {
-	key, err := c.Spool.Put(ctx, article, expires)
-	if err == nil {
-		c.add(key, article, true)
-	}
-	return key, err
+// PutBatch stores the articles and caches a copy of each stored, before
+// done: the caller reuses their buffers after.
+func (c *CachedSpool) PutBatch(batch []Put, done func()) {
+	c.Spool.PutBatch(batch, func() {
+		for i := range batch {
+			if batch[i].Err == nil {
+				c.add(batch[i].Key, batch[i].Article, true)
+			}
+		}
+		done()
+	})
 }
 
 // Get returns the article from the cache, or fetches it once.

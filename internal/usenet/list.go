@@ -301,6 +301,16 @@ func (l *List) keepFor(group string) time.Duration {
 	return keep
 }
 
+// FailCommits makes each commit of the list run fail in its transaction,
+// after its writes, and fail when fail returns an error, as a failed write
+// or sync would; nil stops it. It is for tests of what a failed listing
+// answers (package nntpd's among them).
+func (l *List) FailCommits(fail func() error) {
+	l.commitMu.Lock()
+	l.failCommit = fail
+	l.commitMu.Unlock()
+}
+
 // applied is the last journal batch listed, 0 for none.
 func (l *List) applied() (uint64, error) { return l.db.applied() }
 
@@ -312,35 +322,7 @@ func (l *List) applied() (uint64, error) { return l.db.applied() }
 func (l *List) commit(batch []Entry, seq uint64, recheck bool) (int, error) {
 	l.commitMu.Lock()
 	defer l.commitMu.Unlock()
-	// Number on copies, so that a failed transaction changes nothing.
-	type numbered struct {
-		e      *Entry
-		groups []string
-		keep   []time.Duration
-	}
-	todo := make([]numbered, 0, len(batch))
-	changed := map[string]*Group{}
-	l.mu.Lock()
-	for i := range batch {
-		e := &batch[i]
-		n := numbered{e: e}
-		for _, name := range e.Groups {
-			g := l.groups[name]
-			if g == nil || slices.Contains(n.groups, name) {
-				continue
-			}
-			if changed[name] == nil {
-				c := *g
-				changed[name] = &c
-			}
-			n.groups = append(n.groups, name)
-			n.keep = append(n.keep, l.keepFor(name))
-		}
-		if len(n.groups) > 0 {
-			todo = append(todo, n)
-		}
-	}
-	l.mu.Unlock()
+	todo, changed := l.carried(batch)
 	listed := 0
 	err := l.db.b.Update(func(tx *bolt.Tx) error {
 		listed = 0
@@ -351,50 +333,11 @@ func (l *List) commit(batch []Entry, seq uint64, recheck bool) (int, error) {
 		}
 		hist := tx.Bucket(bucketHistory)
 		for _, n := range todo {
-			e := n.e
-			if recheck && hist.Get([]byte(e.MessageID)) != nil {
+			if recheck && hist.Get([]byte(n.e.MessageID)) != nil {
 				continue
 			}
-			xref := l.cfg.PathHost
-			nums := make([]uint64, len(n.groups))
-			for i, name := range n.groups {
-				g := changed[name]
-				g.High++
-				g.Count++
-				if g.Count == 1 {
-					g.Low = g.High
-				}
-				nums[i] = g.High
-				xref += fmt.Sprintf(" %s:%d", name, g.High)
-			}
-			o := Overview{Key: e.Key, Arrived: e.Arrived.UnixNano(), Bytes: e.Bytes, Lines: e.Lines, Xref: xref,
-				Subject: e.Subject, From: e.From, Date: e.Date, MessageID: e.MessageID, References: e.References}
-			for i, name := range n.groups {
-				ov := tx.Bucket(overviewBucket(name))
-				// Article numbers only grow, so every insert is at the
-				// bucket's end: full pages instead of bbolt's half-full
-				// splits keep the overview database (and the memory it
-				// maps while an OVER reads it) about half the size.
-				ov.FillPercent = overviewFill
-				// A group keeps its entry no longer than the article
-				// itself lives (an announced one's expiry was set where
-				// it was stored).
-				o.Expires = e.Arrived.Add(n.keep[i]).UnixNano()
-				if !e.Expires.IsZero() {
-					o.Expires = min(o.Expires, e.Expires.UnixNano())
-				}
-				if err := ov.Put(numKey(nums[i]), encodeOverview(&o)); err != nil {
-					return err
-				}
-			}
-			err := hist.Put([]byte(e.MessageID), encodeHist(HistEntry{Key: e.Key, Arrived: o.Arrived, Expires: e.Expires.UnixNano(), Xref: xref}))
-			if err != nil {
+			if err := l.listEntry(tx, n, changed); err != nil {
 				return err
-			}
-			if l.cfg.Relay && e.Head != nil {
-				if err := appendLog(tx, e); err != nil {
-					return err
-				}
 			}
 			listed++
 		}
@@ -414,15 +357,105 @@ func (l *List) commit(batch []Entry, seq uint64, recheck bool) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("usenet: commit overview: %w", err)
 	}
+	l.committed(todo, changed)
+	return listed, nil
+}
+
+// numbered is an entry of a commit with the groups carried here it is
+// listed in, and each one's expiry.
+type numbered struct {
+	e      *Entry
+	groups []string
+	keep   []time.Duration
+}
+
+// carried picks, for each entry of a batch, the groups carried here (each
+// once), and copies those groups' state to number on (changed), so that a
+// failed transaction changes nothing. Entries with none are left out.
+func (l *List) carried(batch []Entry) (todo []numbered, changed map[string]*Group) {
+	todo = make([]numbered, 0, len(batch))
+	changed = map[string]*Group{}
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range batch {
+		e := &batch[i]
+		n := numbered{e: e}
+		for _, name := range e.Groups {
+			g := l.groups[name]
+			if g == nil || slices.Contains(n.groups, name) {
+				continue
+			}
+			if changed[name] == nil {
+				c := *g
+				changed[name] = &c
+			}
+			n.groups = append(n.groups, name)
+			n.keep = append(n.keep, l.keepFor(name))
+		}
+		if len(n.groups) > 0 {
+			todo = append(todo, n)
+		}
+	}
+	return todo, changed
+}
+
+// listEntry numbers one entry in its groups (their copies in changed) and
+// writes its overview entries, its history entry and, on a relaying list,
+// its out-log record, in tx.
+func (l *List) listEntry(tx *bolt.Tx, n numbered, changed map[string]*Group) error {
+	e := n.e
+	xref := l.cfg.PathHost
+	nums := make([]uint64, len(n.groups))
+	for i, name := range n.groups {
+		g := changed[name]
+		g.High++
+		g.Count++
+		if g.Count == 1 {
+			g.Low = g.High
+		}
+		nums[i] = g.High
+		xref += fmt.Sprintf(" %s:%d", name, g.High)
+	}
+	o := Overview{Key: e.Key, Arrived: e.Arrived.UnixNano(), Bytes: e.Bytes, Lines: e.Lines, Xref: xref,
+		Subject: e.Subject, From: e.From, Date: e.Date, MessageID: e.MessageID, References: e.References}
+	for i, name := range n.groups {
+		ov := tx.Bucket(overviewBucket(name))
+		// Article numbers only grow, so every insert is at the bucket's
+		// end: full pages instead of bbolt's half-full splits keep the
+		// overview database (and the memory it maps while an OVER reads
+		// it) about half the size.
+		ov.FillPercent = overviewFill
+		// A group keeps its entry no longer than the article itself
+		// lives (an announced one's expiry was set where it was stored).
+		o.Expires = e.Arrived.Add(n.keep[i]).UnixNano()
+		if !e.Expires.IsZero() {
+			o.Expires = min(o.Expires, e.Expires.UnixNano())
+		}
+		if err := ov.Put(numKey(nums[i]), encodeOverview(&o)); err != nil {
+			return err
+		}
+	}
+	err := tx.Bucket(bucketHistory).Put([]byte(e.MessageID), encodeHist(HistEntry{Key: e.Key, Arrived: o.Arrived, Expires: e.Expires.UnixNano(), Xref: xref}))
+	if err != nil {
+		return err
+	}
+	if l.cfg.Relay && e.Head != nil {
+		return appendLog(tx, e)
+	}
+	return nil
+}
+
+// committed makes a committed transaction's numbering the list's, and its
+// message-ids recent ones.
+func (l *List) committed(todo []numbered, changed map[string]*Group) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for name, g := range changed {
 		l.groups[name] = g
 	}
 	for _, n := range todo {
 		l.seen.add(n.e.MessageID)
 	}
-	l.mu.Unlock()
-	return listed, nil
 }
 
 // Expire drops overview entries past their group's expiry and history

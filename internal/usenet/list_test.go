@@ -2,7 +2,6 @@ package usenet
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,36 +54,5 @@ func TestListAddWithoutSpool(t *testing.T) {
 	}
 	if _, err := l.Add(announced("no-brackets", "local.a")); err == nil {
 		t.Fatal("an entry with a malformed message-id was taken")
-	}
-}
-
-// A site's list is fed an entry for an article this site never spooled:
-// a reader sees it in GROUP and OVER, and a feeder is told it is not
-// wanted; reading it needs the body, which is elsewhere.
-func TestListedWithoutSpoolAnswersGroupAndOver(t *testing.T) {
-	ts := startServer(t, Config{}, SiteConfig{})
-	n, err := ts.site.List().Add(announced("<flood@peer.example>", "local.test", "local.other"))
-	if err != nil || n != 1 {
-		t.Fatalf("Add: %d, %v", n, err)
-	}
-	c, _ := ts.dial(t)
-	code(t, c.cmd("GROUP local.test"), "211 1 1 1 local.test")
-	code(t, c.cmd("OVER 1"), "224")
-	over := c.block()
-	want := "1\tannounced <flood@peer.example>\tPeer <p@peer.example>\tSat, 21 Nov 2026 10:00:00 +0000\t<flood@peer.example>\t\t1234\t17\tXref: test.site local.test:1 local.other:1"
-	if len(over) != 1 || over[0] != want {
-		t.Fatalf("OVER 1: %q\nwant %q", over, want)
-	}
-	code(t, c.cmd("STAT 1"), "223 1 <flood@peer.example>")
-	code(t, c.cmd("HDR Subject <flood@peer.example>"), "430") // by id HDR rebuilds from the article
-	code(t, c.cmd("ARTICLE 1"), "423")                        // the body is not in this site's spool
-	code(t, c.cmd("MODE STREAM"), "203")
-	code(t, c.cmd("CHECK <flood@peer.example>"), "438 <flood@peer.example>")
-	// A new article is numbered after it.
-	code(t, c.cmd("IHAVE <local@example.com>"), "335")
-	c.sendArticle(article("<local@example.com>", "local.test", "here\r\n"))
-	code(t, c.line(), "235")
-	if l := c.cmd("GROUP local.test"); !strings.HasPrefix(l, "211 2 1 2 ") {
-		t.Fatalf("GROUP after a local article: %q", l)
 	}
 }

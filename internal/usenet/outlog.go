@@ -27,8 +27,8 @@ var (
 	metaLogBytes = "out-bytes"    // the bytes of the records in the log
 )
 
-// A logRecord is one article to pass on: where it is and its headers.
-type logRecord struct {
+// A LogRecord is one article to pass on: where it is and its headers.
+type LogRecord struct {
 	Seq       uint64
 	Key       id.ID
 	Expires   time.Time
@@ -67,8 +67,8 @@ func encodeLogRecord(e *Entry) []byte {
 	return append(b, e.Head...)
 }
 
-func decodeLogRecord(seq uint64, b []byte) (logRecord, error) {
-	r := logRecord{Seq: seq}
+func decodeLogRecord(seq uint64, b []byte) (LogRecord, error) {
+	r := LogRecord{Seq: seq}
 	if len(b) < 1+id.Bytes {
 		return r, errBadRecord
 	}
@@ -151,15 +151,15 @@ type PeerBacklog struct {
 }
 
 // Cursors live in memory and reach news.db with the next listing commit
-// or trim: a cursor lost in a crash only makes the feeder offer again
+// or Trim: a cursor lost in a crash only makes the feeder offer again
 // what the peer took (it answers 438), and a feeder that took a batch
 // costs no transaction of its own (each was a sync of news.db, which the
 // listing commits had to wait for).
 
-// startCursor loads a peer's cursor, or gives a peer seen for the first
+// StartCursor loads a peer's cursor, or gives a peer seen for the first
 // time one at the log's end: a new peer is sent what is listed from now
 // on, as a new INN feed is.
-func (l *List) startCursor(peer string) error {
+func (l *List) StartCursor(peer string) error {
 	return l.db.b.Update(func(tx *bolt.Tx) error {
 		cur := logLast(tx)
 		if tx.Bucket(bucketMeta).Get([]byte(metaCursor+peer)) != nil {
@@ -184,10 +184,10 @@ func (l *List) cursor(peer string) uint64 {
 	return l.cursors[peer]
 }
 
-// readLog returns up to max records after the peer's cursor, at most
+// ReadLog returns up to max records after the peer's cursor, at most
 // maxBytes of heads (but at least one record).
-func (l *List) readLog(peer string, max, maxBytes int) ([]logRecord, error) {
-	var out []logRecord
+func (l *List) ReadLog(peer string, max, maxBytes int) ([]LogRecord, error) {
+	var out []LogRecord
 	cur := l.cursor(peer)
 	err := l.db.b.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketOutLog)
@@ -199,7 +199,7 @@ func (l *List) readLog(peer string, max, maxBytes int) ([]logRecord, error) {
 		for k, v := c.Seek(numKey(cur + 1)); k != nil && len(out) < max && (size < maxBytes || len(out) == 0); k, v = c.Next() {
 			r, err := decodeLogRecord(binary.BigEndian.Uint64(k), v)
 			if err != nil {
-				r = logRecord{Seq: r.Seq} // damaged: skipped by the feeder
+				r = LogRecord{Seq: r.Seq} // damaged: skipped by the feeder
 			}
 			out = append(out, r)
 			size += len(v)
@@ -209,8 +209,8 @@ func (l *List) readLog(peer string, max, maxBytes int) ([]logRecord, error) {
 	return out, err
 }
 
-// advance moves a peer's cursor to seq (never back), in memory.
-func (l *List) advance(peer string, seq uint64) {
+// Advance moves a peer's cursor to seq (never back), in memory.
+func (l *List) Advance(peer string, seq uint64) {
 	l.cursorMu.Lock()
 	if seq > l.cursors[peer] {
 		l.cursors[peer] = seq
@@ -274,7 +274,7 @@ func (l *List) trimLog(tx *bolt.Tx, peers []string, maxBacklog, maxBytes uint64)
 				if err := putU64(tx, metaDropped+p, getU64(tx, metaDropped+p)+floor-cur); err != nil {
 					return 0, err
 				}
-				l.advance(p, floor)
+				l.Advance(p, floor)
 			}
 		}
 	}
@@ -306,9 +306,9 @@ func (l *List) trimLog(tx *bolt.Tx, peers []string, maxBacklog, maxBytes uint64)
 	return len(taken), nil
 }
 
-// trim saves the cursors and applies the backlog bound (see trimLog),
+// Trim saves the cursors and applies the backlog bound (see trimLog),
 // a transaction at a time until it has caught up.
-func (l *List) trim(peers []string, maxBacklog, maxBytes uint64) error {
+func (l *List) Trim(peers []string, maxBacklog, maxBytes uint64) error {
 	for {
 		deleted := 0
 		err := l.db.b.Update(func(tx *bolt.Tx) (err error) {

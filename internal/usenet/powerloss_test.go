@@ -18,7 +18,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterr "go.etcd.io/bbolt/errors"
 
-	"triad/internal/id"
 	"triad/internal/store"
 	"triad/internal/store/disk"
 	"triad/internal/vfs"
@@ -47,7 +46,7 @@ type sitePowerCut struct {
 	live    atomic.Pointer[Site]
 	hold    atomic.Bool   // the lister waits for release
 	wait    chan struct{} // closed to release it
-	durable atomic.Int64  // articles the spool has made durable
+	durable atomic.Int64  // articles durable and journaled, on their way to the lister
 
 	mu     sync.Mutex
 	acks   []string // message-ids
@@ -110,38 +109,18 @@ func (c *sitePowerCut) open(fsys vfs.FS) (*Site, *LocalSpool, error) {
 		return nil, nil, err
 	}
 	spool := &LocalSpool{Engine: d}
-	site, err := OpenSite(SiteConfig{Dir: c.dir, Spool: countedSpool{spool, &c.durable}, PathHost: "test.site", FS: fsys})
+	site, err := OpenSite(SiteConfig{Dir: c.dir, Spool: spool, PathHost: "test.site", FS: fsys})
 	if err != nil {
 		spool.Close()
 		return nil, nil, err
 	}
+	site.durable = func(n int) { c.durable.Add(int64(n)) }
 	site.beforeList = func() {
 		if c.hold.Load() {
 			<-c.wait
 		}
 	}
 	return site, spool, nil
-}
-
-// countedSpool counts the articles its spool has made durable: the site
-// then has journaled them too, and lists them next.
-type countedSpool struct {
-	*LocalSpool
-	durable *atomic.Int64
-}
-
-func (s countedSpool) PutAsync(ctx context.Context, article []byte, expires time.Time) (id.ID, func() error, error) {
-	key, durable, err := s.LocalSpool.PutAsync(ctx, article, expires)
-	if err != nil {
-		return key, nil, err
-	}
-	return key, func() error {
-		err := durable()
-		if err == nil {
-			s.durable.Add(1)
-		}
-		return err
-	}, nil
 }
 
 // holdUnlisted holds the lister and offers n articles of round, and

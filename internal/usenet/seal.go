@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"triad/internal/id"
 )
@@ -125,4 +126,17 @@ func sealedHead(a *Article) []byte {
 		head = withoutHeader(head, ChordHeader)
 	}
 	return head
+}
+
+// SealedAnnouncement lays a parsed article out as a sealed block, as a
+// site that shares the ring stores it, and returns the block with the
+// record a site announces it by, expiring at expires: AppendAnnouncement
+// of the record is its TAKEDHT. Tests of the announcement checks forge
+// their announcements from it.
+func SealedAnnouncement(a *Article, expires time.Time) ([]byte, LogRecord) {
+	head, body := sealedHead(a), a.Raw[a.body:]
+	block := seal(head, body)
+	msgid, _ := a.Header("Message-ID")
+	return block, LogRecord{Key: id.Key(block), Expires: expires, Bytes: uint32(len(head) + len(body)),
+		Lines: uint32(a.Lines()), MessageID: msgid, Head: head[:len(head)-2], State: midstate(body)}
 }

@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/id"
-	"triad/internal/store"
 	"triad/internal/vfs"
 )
 
@@ -34,19 +34,25 @@ type Site struct {
 	mu       sync.Mutex
 	inflight map[string]bool // message-ids being stored now
 
-	commits   chan *pending
-	resolving chan struct{} // announced keys being checked (announce.go)
-	async     asyncSpool    // the spool, if it syncs on its own
-	journal   *journal      // with an async spool
-	seq       uint64        // the last batch journaled
-	lists     chan *listing // durable batches, to be listed
+	commits   chan *pending  // to the commit loop: articles, announced entries, Flushes
+	resolving chan struct{}  // announced keys being checked (announce.go)
+	local     bool           // the spool is a localSpool
+	journal   *journal       // with a local spool
+	seq       uint64         // the last batch journaled
+	inSpool   sync.WaitGroup // batches the spool has not finished
+	stored    chan *stored   // batches the spool has finished, as it finishes them
+	lists     chan *listing  // durable batches, to be listed
 	stop      chan struct{}
 	wg        sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
 
-	beforeList func() // tests: runs before each listing commit
+	// Tests' hooks: durable runs as a batch of n articles, durable (and
+	// journaled), goes to the lister; beforeList before each listing
+	// commit.
+	durable    func(n int)
+	beforeList func()
 
 	forgeries atomic.Uint64 // announcements refused as not their key's (announce.go)
 
@@ -54,8 +60,9 @@ type Site struct {
 	subs   []chan struct{} // told after each listing (the feeders)
 }
 
-// subscribe returns a channel that gets a token after listings.
-func (s *Site) subscribe() chan struct{} {
+// Subscribe returns a channel that gets a token after listings: a
+// feeder waits on it for new articles to pass on.
+func (s *Site) Subscribe() chan struct{} {
 	ch := make(chan struct{}, 1)
 	s.subsMu.Lock()
 	s.subs = append(s.subs, ch)
@@ -146,18 +153,21 @@ func (c SiteConfig) withDefaults() SiteConfig {
 	return c
 }
 
-// Errors of Accept, each with its own NNTP answer.
+// Errors of Accept, each with its own NNTP answer: all refusals for good
+// but ErrSiteClosed, a refinement of fault.ErrBusy (try later).
 var (
 	ErrDuplicate  = errors.New("duplicate message-id")
 	ErrNoGroups   = errors.New("no newsgroup of the article is carried here")
 	ErrNoPosting  = errors.New("posting to this newsgroup is not allowed")
 	ErrUnapproved = errors.New("moderated newsgroup: the article has no Approved header")
-	ErrSiteClosed = errors.New("site closed")
+	ErrSiteClosed = fault.New(fault.ErrBusy, "site closed") // try later
 )
 
 // OpenSite opens the list in cfg.Dir, lists what the journal holds, the
 // spool has and the list does not (articles a crash caught between the
-// spool's sync and their listing), and starts the committers.
+// spool's sync and their listing), and starts the committers: the commit
+// loop, which hands the spool batches, the loop that waits for the spool,
+// and the lister.
 func OpenSite(cfg SiteConfig) (*Site, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Spool == nil {
@@ -172,9 +182,10 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 		return nil, err
 	}
 	s := &Site{cfg: cfg, list: list, spool: cfg.Spool, inflight: map[string]bool{},
-		commits: make(chan *pending, 1024), resolving: make(chan struct{}, maxResolving), stop: make(chan struct{})}
-	if async, ok := cfg.Spool.(asyncSpool); ok {
-		s.async = async
+		commits: make(chan *pending, 1024), resolving: make(chan struct{}, maxResolving), stop: make(chan struct{}),
+		stored: make(chan *stored, 64), lists: make(chan *listing, 16)}
+	if _, ok := cfg.Spool.(localSpool); ok {
+		s.local = true
 		j, batches, err := openJournal(cfg.FS, filepath.Join(cfg.Dir, "journal"))
 		if err == nil {
 			s.journal = j
@@ -187,10 +198,10 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 			list.Close()
 			return nil, err
 		}
-		s.lists = make(chan *listing, 16)
-		s.wg.Add(1)
-		go s.listLoop()
 	}
+	s.wg.Add(2)
+	go s.durableLoop()
+	go s.listLoop()
 	s.wg.Add(1)
 	go s.commitLoop()
 	return s, nil
@@ -217,6 +228,10 @@ func (s *Site) Forgeries() uint64 { return s.forgeries.Load() }
 
 // List is the site's list: groups, numbers, overview and history.
 func (s *Site) List() *List { return s.list }
+
+// Relay reports whether the site queues what it lists for its peers
+// (SiteConfig.Relay): feeds need it.
+func (s *Site) Relay() bool { return s.cfg.Relay }
 
 // PathHost is the site's name.
 func (s *Site) PathHost() string { return s.cfg.PathHost }
@@ -293,21 +308,15 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 	if err != nil {
 		return msgid, err
 	}
-	handedOver := false // then the committers forget msgid once it is listed
-	defer func() {
-		if !handedOver {
-			release()
-		}
-	}()
 
 	// The entry is made now, from the parsed article: the committers
-	// never read the article's buffer.
+	// never read the article's buffer but to store it.
 	p := &pending{entry: entryOf(a, msgid, id.ID{}, groups, now, now.Add(keep)), done: make(chan error, 1)}
-	if s.async != nil {
+	if s.local {
 		if s.cfg.Relay {
 			p.entry.Head, p.entry.Posted = headOf(a), posted
 		}
-		p.entry.Key, p.durable, err = s.async.PutAsync(ctx, raw, p.entry.Expires)
+		p.article = raw
 	} else {
 		// A spool shared with other sites (the ring): the article is
 		// stored sealed, so that its announcement can be checked
@@ -317,15 +326,14 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 		if s.cfg.Relay {
 			p.entry.Head, p.entry.State, p.entry.Posted = head[:len(head)-2], midstate(body), posted
 		}
-		p.entry.Key, err = s.spool.Put(ctx, seal(head, body), p.entry.Expires)
-	}
-	if err != nil {
-		return msgid, deferred(err)
+		p.article = seal(head, body)
 	}
 	if !s.handOver(p) {
+		release()
 		return msgid, ErrSiteClosed
 	}
-	handedOver = true
+	// The committers answer once the spool is done with raw, and forget
+	// msgid.
 	return msgid, <-p.done
 }
 
@@ -401,11 +409,11 @@ func (s *Site) addPath(a *Article) {
 	}
 }
 
-// pending is an article written to the spool, waiting to be listed and,
-// when durable is set, for the spool's sync.
+// pending is an article on its way to the spool and the list, or an
+// announced one (no article) on its way to the list, or a Flush.
 type pending struct {
 	entry   Entry
-	durable func() error
+	article []byte        // the block to store; nil for an announced entry
 	done    chan error    // the outcome, once: nil when listed
 	flushed chan struct{} // a Flush, not an article
 }
@@ -419,89 +427,177 @@ func entries(batch []*pending) []Entry {
 	return out
 }
 
-// commitLoop writes the overview and history of waiting articles, as many
-// as are waiting in one transaction (group commit), and numbers them.
+// A stored batch is one the commit loop handed the spool: its articles
+// (and announced entries) are listed once the spool is done with it and,
+// with a local spool, it is journaled.
+type stored struct {
+	ord     uint64 // its place in the commit loop's order, from 1
+	batch   []*pending
+	puts    []Put        // the articles of batch, in order
+	left    atomic.Int32 // the spool's done and the journal's append, those still to come
+	jerr    error        // the journal's failure, if any
+	seq     uint64       // the journal batch (0 without a journal)
+	flushes []chan struct{}
+}
+
+// commitLoop is the one batcher on the ingest path: it takes every article
+// waiting (up to 1024) and hands them to the spool as one batch, and
+// journals the batch with a local spool (whose writes are done when
+// PutBatch returns; its sync is not). Each batch goes on to durableLoop
+// once the spool is done with it (and it is journaled), in the order the
+// spool finishes them: a request the DHT is slow with holds up no other.
 func (s *Site) commitLoop() {
 	defer s.wg.Done()
-	if s.lists != nil {
-		defer close(s.lists)
-	}
+	defer close(s.stored)
+	defer s.inSpool.Wait()
+	var ord uint64
 	for {
-		var batch []*pending
-		select {
-		case p := <-s.commits:
-			batch = append(batch, p)
-		case <-s.stop:
-			// Writers that got in before the stop still get an answer.
-			select {
-			case p := <-s.commits:
-				batch = append(batch, p)
-			default:
-				return
-			}
+		batch, flushes, ok := s.gather()
+		if !ok {
+			return
 		}
-	more:
-		for len(batch) < 1024 {
-			select {
-			case p := <-s.commits:
-				batch = append(batch, p)
-			default:
-				break more
-			}
-		}
-		var flushes []chan struct{}
-		articles := batch[:0]
+		ord++
+		st := &stored{ord: ord, batch: batch, flushes: flushes}
 		for _, p := range batch {
-			if p.flushed != nil {
-				flushes = append(flushes, p.flushed)
-			} else {
-				articles = append(articles, p)
+			if p.article != nil {
+				st.puts = append(st.puts, Put{Article: p.article, Expires: p.entry.Expires})
 			}
+		}
+		st.left.Store(1)
+		if s.journal != nil {
+			st.left.Store(2)
+		}
+		s.inSpool.Add(1)
+		if len(st.puts) > 0 {
+			s.spool.PutBatch(st.puts, func() { s.finished(st) })
+		} else {
+			s.finished(st)
 		}
 		if s.journal != nil {
-			s.journalBatch(articles, flushes)
-			continue
-		}
-		_, err := s.list.commit(entries(articles), 0, false)
-		for _, p := range articles {
-			s.forget(p.entry.MessageID)
-			p.done <- deferred(err)
-		}
-		if err == nil && len(articles) > 0 {
-			s.notify()
-		}
-		for _, f := range flushes {
-			close(f)
+			s.journalBatch(st)
+			s.finished(st)
 		}
 	}
 }
 
-// journalBatch journals a batch of articles written to the spool, waits
-// until they are durable there too, and hands them to the lister; those
-// the spool or the journal failed are answered with the error at once.
-func (s *Site) journalBatch(batch []*pending, flushes []chan struct{}) {
-	if len(batch) == 0 {
-		s.lists <- &listing{seq: s.seq, flushes: flushes}
+// finished counts one of what a stored batch waits for, and passes it on
+// after the last.
+func (s *Site) finished(st *stored) {
+	if st.left.Add(-1) == 0 {
+		s.stored <- st
+		s.inSpool.Done()
+	}
+}
+
+// gather waits for the next articles and takes those waiting with them,
+// and the Flushes among them; ok is false once the site has stopped and
+// nothing is left.
+func (s *Site) gather() (batch []*pending, flushes []chan struct{}, ok bool) {
+	var first *pending
+	select {
+	case first = <-s.commits:
+	case <-s.stop:
+		// Writers that got in before the stop still get an answer.
+		select {
+		case first = <-s.commits:
+		default:
+			return nil, nil, false
+		}
+	}
+	take := func(p *pending) {
+		if p.flushed != nil {
+			flushes = append(flushes, p.flushed)
+		} else {
+			batch = append(batch, p)
+		}
+	}
+	take(first)
+	for n := 1; n < 1024; n++ {
+		select {
+		case p := <-s.commits:
+			take(p)
+		default:
+			return batch, flushes, true
+		}
+	}
+	return batch, flushes, true
+}
+
+// journalBatch journals the articles of a batch the local spool has
+// written and is syncing, by the keys it set (its errors come with done:
+// an article it failed is one the next open does not find in it, and
+// leaves out). A batch takes its sequence number even if the journal
+// fails, and the next listing covers it.
+func (s *Site) journalBatch(st *stored) {
+	st.seq = s.seq
+	if len(st.puts) == 0 {
 		return
 	}
-	s.seq++
-	err := s.journal.append(s.seq, entries(batch))
-	ok := batch[:0:0]
-	for _, p := range batch {
-		e := err
-		if e == nil {
-			e = p.durable()
+	written := make([]Entry, 0, len(st.puts))
+	i := 0
+	for _, p := range st.batch {
+		if p.article != nil {
+			e := p.entry
+			e.Key = st.puts[i].Key
+			written = append(written, e)
+			i++
 		}
-		if e != nil {
+	}
+	s.seq++
+	st.seq = s.seq
+	st.jerr = s.journal.append(s.seq, written)
+}
+
+// durableLoop answers the articles of each finished batch that the spool
+// (or the journal) failed, and hands the rest to the lister. A Flush, and
+// the journal's record of what is listed (seq), wait for every batch
+// before theirs: they go with the batch that completes the commit loop's
+// order up to them.
+func (s *Site) durableLoop() {
+	defer s.wg.Done()
+	defer close(s.lists)
+	next := uint64(1)            // the first batch, in order, not finished
+	held := map[uint64]*stored{} // batches finished before an earlier one
+	for st := range s.stored {
+		l := &listing{batch: s.durableOf(st)}
+		held[st.ord] = st
+		for h := held[next]; h != nil; h = held[next] {
+			delete(held, next)
+			next++
+			l.seq = h.seq
+			l.flushes = append(l.flushes, h.flushes...)
+		}
+		if s.durable != nil {
+			s.durable(len(l.batch))
+		}
+		s.lists <- l
+	}
+}
+
+// durableOf answers the articles of a finished batch that the spool (or
+// the journal) failed and returns the rest, durable.
+func (s *Site) durableOf(st *stored) []*pending {
+	ok := st.batch[:0:0]
+	i := 0
+	for _, p := range st.batch {
+		err := st.jerr
+		if p.article != nil {
+			put := &st.puts[i]
+			i++
+			p.entry.Key = put.Key
+			if err == nil {
+				err = put.Err
+			}
+			p.article = nil // the spool is done with it
+		}
+		if err != nil {
 			s.forget(p.entry.MessageID)
-			p.done <- deferred(e)
+			p.done <- deferred(err)
 		} else {
 			ok = append(ok, p)
 		}
 	}
-	// Listed in batch order: a batch the spool failed still takes its
-	// sequence number, and the next listing covers it.
-	s.lists <- &listing{seq: s.seq, batch: ok, flushes: flushes}
+	return ok
 }
 
 // listLoop commits durable batches to news.db, as many as wait in one
@@ -521,7 +617,7 @@ func (s *Site) listLoop() {
 				if !ok {
 					break more
 				}
-				batch, seq = append(batch, next.batch...), next.seq
+				batch, seq = append(batch, next.batch...), max(seq, next.seq)
 				flushes = append(flushes, next.flushes...)
 			default:
 				break more
@@ -539,8 +635,12 @@ func (s *Site) listLoop() {
 			close(f)
 		}
 		if err == nil {
-			s.journal.listed(seq)
-			s.notify()
+			if s.journal != nil {
+				s.journal.listed(seq)
+			}
+			if len(batch) > 0 {
+				s.notify()
+			}
 		}
 	}
 }
@@ -574,7 +674,7 @@ func (s *Site) replay(batches []journalBatch) error {
 			}
 			raw, err := s.spool.Get(context.Background(), e.key)
 			switch {
-			case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCorrupt):
+			case errors.Is(err, fault.ErrNotFound) || errors.Is(err, fault.ErrCorrupt):
 				continue
 			case err != nil:
 				return fmt.Errorf("usenet: listing the journal's articles: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,27 +14,33 @@ import (
 	"triad/internal/vfs"
 )
 
-// gatedSpool is a local spool whose syncs the test decides: the site's
-// wait for durability reports the key on committed (the article's listing
-// is then committed) and takes its outcome from verdict.
+// gatedSpool is a local spool whose syncs the test decides: once the
+// engine has synced a batch, each article's key is reported on committed
+// and its outcome taken from verdict, before the site is told.
 type gatedSpool struct {
 	*LocalSpool
 	committed chan id.ID
 	verdict   chan error
 }
 
-func (g *gatedSpool) PutAsync(ctx context.Context, article []byte, expires time.Time) (id.ID, func() error, error) {
-	key, durable, err := g.LocalSpool.PutAsync(ctx, article, expires)
-	if err != nil {
-		return key, nil, err
-	}
-	return key, func() error {
-		g.committed <- key
-		if err := <-g.verdict; err != nil {
-			return err
+func (g *gatedSpool) PutBatch(batch []Put, done func()) {
+	g.LocalSpool.PutBatch(batch, func() {
+		for i := range batch {
+			if batch[i].Err == nil {
+				g.committed <- batch[i].Key
+				batch[i].Err = <-g.verdict
+			}
 		}
-		return durable()
-	}, nil
+		done()
+	})
+}
+
+// article is an article in wire form, fed (a Path already).
+func article(id, groups, body string, extra ...string) string {
+	h := []string{"Path: feeder.example!not-for-mail", "From: Tester <t@example.com>", "Newsgroups: " + groups,
+		"Subject: test " + id, "Date: Sat, 21 Nov 2026 10:00:00 +0000", "Message-ID: " + id}
+	h = append(h, extra...)
+	return strings.Join(h, "\r\n") + "\r\n\r\n" + body
 }
 
 func openTestSite(t testing.TB, dir string, spool Spool) *Site {
@@ -265,15 +272,16 @@ func FuzzJournalRecord(f *testing.F) {
 	})
 }
 
-// syncSpool hides LocalSpool's PutAsync: a spool that is durable when Put
-// returns, as the DHT's is, so the site lists before it answers.
+// syncSpool hides that a LocalSpool is the site's own: a spool shared with
+// other sites, as the DHT is, so the site keeps no journal and stores
+// articles sealed.
 type syncSpool struct{ Spool }
 
 func TestSyncSpoolListsBeforeAnswering(t *testing.T) {
 	dir := t.TempDir()
 	site := openTestSite(t, dir, syncSpool{openTestSpool(t, filepath.Join(dir, "spool"))})
 	if site.journal != nil {
-		t.Fatal("a spool that syncs in Put got a journal")
+		t.Fatal("a spool not the site's own got a journal")
 	}
 	for _, posted := range []bool{false, true} {
 		id := fmt.Sprintf("<sync-%v@x>", posted)

@@ -25,8 +25,8 @@ func Wildmat(pattern, s string) bool {
 	return match
 }
 
-// validWildmat reports whether every glob of pattern is well formed.
-func validWildmat(pattern string) bool {
+// ValidWildmat reports whether every glob of pattern is well formed.
+func ValidWildmat(pattern string) bool {
 	for _, el := range strings.Split(pattern, ",") {
 		if _, err := path.Match(strings.TrimPrefix(el, "!"), ""); err != nil {
 			return false

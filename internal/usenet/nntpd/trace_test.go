@@ -1,4 +1,4 @@
-package usenet
+package nntpd
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"triad/internal/nntp"
+	"triad/internal/usenet"
 )
 
 // TestTrace replays the scripts in testdata/trace against a real server on
@@ -16,7 +17,7 @@ import (
 // replied, as it came (multi-line blocks still dot-stuffed). Regenerate
 // the expectations with
 //
-//	go test ./internal/usenet -run TestTrace -rewrite
+//	go test ./internal/usenet/nntpd -run TestTrace -rewrite
 //
 // and read the diff: a changed reply is a changed protocol.
 //
@@ -30,7 +31,7 @@ import (
 //	flush             waits until every acknowledged article is listed
 func TestTrace(t *testing.T) {
 	datadriven.Walk(t, "testdata/trace", func(t *testing.T, path string) {
-		ts := startServer(t, Config{}, SiteConfig{})
+		ts := startServer(t, Config{}, usenet.SiteConfig{})
 		var c *testClient
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			if c == nil && d.Cmd != "dial" {

@@ -1,7 +1,6 @@
-package usenet
+package peering
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,23 +13,21 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"triad/internal/id"
 	"triad/internal/nntp"
 	"triad/internal/pki"
+	"triad/internal/usenet"
+	"triad/internal/usenet/nntpd"
 )
 
-// ringSpool stands for the DHT that sites share: one spool, durable when
-// Put returns, that resolves keys. Close leaves it open for the others.
+// ringSpool stands for the DHT that sites share: one spool, not a site's
+// own, that resolves keys. Close leaves it open for the others.
 type ringSpool struct {
-	s    *LocalSpool
+	s    *usenet.LocalSpool
 	gets atomic.Int64
 }
 
-func (r *ringSpool) Put(ctx context.Context, a []byte, exp time.Time) (id.ID, error) {
-	return r.s.Put(ctx, a, exp)
-}
+func (r *ringSpool) PutBatch(batch []usenet.Put, done func()) { r.s.PutBatch(batch, done) }
 func (r *ringSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
 	r.gets.Add(1)
 	return r.s.Get(ctx, key)
@@ -42,18 +39,27 @@ func (r *ringSpool) View(ctx context.Context, key id.ID, fn func([]byte) error) 
 	}
 	return fn(data)
 }
-func (r *ringSpool) Resolve(ctx context.Context, key id.ID) (Stored, bool, error) {
+func (r *ringSpool) Resolve(ctx context.Context, key id.ID) (usenet.Stored, bool, error) {
 	return r.s.Resolve(ctx, key)
 }
 func (r *ringSpool) Close() error { return nil }
+
+// put stores one article in a spool and waits until it is durable.
+func put(s usenet.Spool, article []byte, expires time.Time) (id.ID, error) {
+	b := []usenet.Put{{Article: article, Expires: expires}}
+	done := make(chan struct{})
+	s.PutBatch(b, func() { close(done) })
+	<-done
+	return b[0].Key, b[0].Err
+}
 
 // testSite is one site of a test deployment.
 type testSite struct {
 	name  string
 	dir   string
 	addr  string
-	site  *Site
-	srv   *Server
+	site  *usenet.Site
+	srv   *nntpd.Server
 	feeds *Feeds
 	ln    net.Listener
 
@@ -79,7 +85,7 @@ func startSites(t *testing.T, n int, tweak func(*FeedConfig)) ([]*testSite, *rin
 func startSitesLinked(t *testing.T, n int, ca *pki.CA, tweak func(*FeedConfig)) ([]*testSite, *ringSpool) {
 	t.Helper()
 	root := t.TempDir()
-	local, err := OpenLocalSpool(filepath.Join(root, "ring"), 2<<20)
+	local, err := usenet.OpenLocalSpool(filepath.Join(root, "ring"), 2<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,35 +121,35 @@ func startSitesLinked(t *testing.T, n int, ca *pki.CA, tweak func(*FeedConfig)) 
 
 // start opens the site and serves it on its address (a listener made
 // before, or a new one on the same port).
-func (s *testSite) start(t *testing.T, all []*testSite, spool Spool, tweak func(*FeedConfig)) {
+func (s *testSite) start(t *testing.T, all []*testSite, spool usenet.Spool, tweak func(*FeedConfig)) {
 	t.Helper()
-	site, err := OpenSite(SiteConfig{Dir: s.dir, Spool: NewCachedSpool(spool, 1<<20, LRU), PathHost: s.name, Relay: true, RelayAnnounced: true})
+	site, err := usenet.OpenSite(usenet.SiteConfig{Dir: s.dir, Spool: usenet.NewCachedSpool(spool, 1<<20, usenet.LRU), PathHost: s.name, Relay: true, RelayAnnounced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := site.List().AddGroup("local.test", "y", ""); err != nil {
 		t.Fatal(err)
 	}
-	users := NewUsers()
-	users.Add("reader", "pw", PermRead|PermFeed)
+	users := nntpd.NewUsers()
+	users.Add("reader", "pw", nntpd.PermRead|nntpd.PermFeed)
 	fc := FeedConfig{Site: site, Retry: 50 * time.Millisecond}
-	cfg := Config{Site: site, Users: users}
+	cfg := nntpd.Config{Site: site, Users: users}
 	for _, o := range all {
 		switch {
 		case o == s:
 		case s.bundle != nil:
 			fc.Peers = append(fc.Peers, Peer{Name: o.name, Addr: o.peerAddr, TLS: s.bundle.NamedClientConfig(o.name)})
 		default:
-			users.Add(o.name, linkSecret, PermRead|PermFeed|PermAnnounce)
+			users.Add(o.name, linkSecret, nntpd.PermRead|nntpd.PermFeed|nntpd.PermAnnounce)
 			fc.Peers = append(fc.Peers, Peer{Name: o.name, Addr: o.addr, Password: linkSecret})
 		}
 	}
 	if s.bundle != nil {
-		cfg.TLSPeer = func(cs tls.ConnectionState) (string, Perm, error) {
+		cfg.TLSPeer = func(cs tls.ConnectionState) (string, nntpd.Perm, error) {
 			id, err := pki.PeerIdentity(cs)
 			for _, o := range all {
 				if err == nil && o != s && o.name == id.Name {
-					return id.Name, PermRead | PermFeed | PermAnnounce, nil
+					return id.Name, nntpd.PermRead | nntpd.PermFeed | nntpd.PermAnnounce, nil
 				}
 			}
 			return id.Name, 0, errors.Join(err, errors.New("not a peer site"))
@@ -160,7 +166,7 @@ func (s *testSite) start(t *testing.T, all []*testSite, spool Spool, tweak func(
 			}
 		}
 	}
-	s.site, s.srv = site, NewServer(cfg)
+	s.site, s.srv = site, nntpd.NewServer(cfg)
 	go s.srv.Serve(s.ln)
 	if s.peerLn != nil {
 		go s.srv.Serve(s.peerLn)
@@ -264,7 +270,7 @@ func TestPostedAtOneSiteIsReadableAtEvery(t *testing.T) {
 			t.Fatalf("%s: OVER %q", s.name, over)
 		}
 		code(t, c.cmd("HEAD %s", msgid), "221")
-		if head := strings.Join(c.block(), "\n"); !strings.Contains(head, "Subject: hello sites") || strings.Contains(head, ChordHeader) {
+		if head := strings.Join(c.block(), "\n"); !strings.Contains(head, "Subject: hello sites") || strings.Contains(head, usenet.ChordHeader) {
 			t.Fatalf("%s: HEAD %q", s.name, head)
 		}
 		code(t, c.cmd("BODY 1"), "222")
@@ -299,9 +305,6 @@ func TestPostedAtOneSiteIsReadableAtEvery(t *testing.T) {
 	}
 }
 
-// TestAnnouncementsAreRelayed has sites in a line, a-b-c: c learns of
-// what a takes through b, which passes a's announcement on (flooding);
-// with b's peers in mesh mode it would not, and a's Path keeps b from
 // sending it back to a.
 func TestAnnouncementsAreRelayed(t *testing.T) {
 	for _, mesh := range []bool{false, true} {
@@ -380,7 +383,7 @@ func TestSiteDownCatchesUpFromBacklog(t *testing.T) {
 	}
 	wg.Wait()
 	waitListed(t, []*testSite{sites[0], sites[2]}, fmt.Sprintf("<down-%d@x>", n-1), 5*time.Second)
-	var backlog PeerBacklog
+	var backlog usenet.PeerBacklog
 	for _, st := range sites[0].feeds.Status() {
 		if st.Peer == b.name {
 			backlog = st.Backlog
@@ -420,7 +423,7 @@ func TestBacklogIsBounded(t *testing.T) {
 		code(t, c.line(), "235")
 	}
 	list := sites[0].site.List()
-	if err := list.trim([]string{sites[1].name}, 10, 0); err != nil {
+	if err := list.Trim([]string{sites[1].name}, 10, 0); err != nil {
 		t.Fatal(err)
 	}
 	bl, _ := list.Backlog(sites[1].name)
@@ -437,16 +440,18 @@ func TestBadAnnouncementsAreRefused(t *testing.T) {
 	// good announces an article stored in the ring, as its site would.
 	good := func(id string) string {
 		ann, _, block := announcementOf(article(id, "local.test", "b\r\n"), exp)
-		if _, err := ring.Put(context.Background(), block, keptUntil); err != nil {
+		if _, err := put(ring, block, keptUntil); err != nil {
 			t.Fatal(err)
 		}
 		return ann
 	}
 	fineAnn, key, block := announcementOf(article("<fine@x>", "local.test", "b\r\n"), exp)
-	if _, err := ring.Put(context.Background(), block, keptUntil); err != nil {
+	if _, err := put(ring, block, keptUntil); err != nil {
 		t.Fatal(err)
 	}
-	size := uint32(len(block) - sealTrailer)
+	fine, _ := usenet.ParseArticle([]byte(article("<fine@x>", "local.test", "b\r\n")))
+	_, fineRec := usenet.SealedAnnouncement(fine, exp)
+	size := fineRec.Bytes
 	unknownAnn, _, _ := announcementOf(article("<unknown@x>", "local.test", "b\r\n"), exp)
 	expiredAnn, _, _ := announcementOf(article("<expired@x>", "local.test", "b\r\n"), time.Now().Add(-time.Hour))
 	// Not logged in: 480; logged in as a reader, not a peer: 502.
@@ -467,7 +472,7 @@ func TestBadAnnouncementsAreRefused(t *testing.T) {
 	code(t, peer.cmd("AUTHINFO PASS %s", linkSecret), "281")
 	bad := map[string]string{
 		"<no-chord@x>":  strings.TrimSuffix(article("<no-chord@x>", "local.test", ""), "\r\n"),
-		"<bad-chord@x>": strings.TrimSuffix(article("<bad-chord@x>", "local.test", ""), "\r\n") + ChordHeader + ": zz bytes=1 lines=1 expires=1 state=x\r\n",
+		"<bad-chord@x>": strings.TrimSuffix(article("<bad-chord@x>", "local.test", ""), "\r\n") + usenet.ChordHeader + ": zz bytes=1 lines=1 expires=1 state=x\r\n",
 		"<unknown@x>":   unknownAnn,
 		"<no-from@x>":   strings.Replace(good("<no-from@x>"), "From: Tester <t@example.com>\r\n", "", 1),
 		"<body@x>":      good("<body@x>") + "\r\nbody\r\n",
@@ -503,61 +508,16 @@ func TestBadAnnouncementsAreRefused(t *testing.T) {
 	}
 }
 
-func TestCacheFetchesOnceAndEvicts(t *testing.T) {
-	local, err := OpenLocalSpool(t.TempDir(), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
-	ring := &ringSpool{s: local}
-	var keys []id.ID
-	for i := range 4 {
-		k, err := ring.Put(context.Background(), []byte(fmt.Sprintf("%d%s", i, strings.Repeat("x", 599))), time.Now().Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, k)
-	}
-	for _, policy := range []CachePolicy{LRU, FIFO} {
-		ring.gets.Store(0)
-		c := NewCachedSpool(ring, 1800, policy)
-		var wg sync.WaitGroup
-		for range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if _, err := c.Get(context.Background(), keys[0]); err != nil {
-					t.Error(err)
-				}
-			}()
-		}
-		wg.Wait()
-		if n := ring.gets.Load(); n != 1 {
-			t.Fatalf("%v: 16 readers at once fetched %d times, want 1", policy, n)
-		}
-		c.Get(context.Background(), keys[1])
-		c.Get(context.Background(), keys[2])
-		c.Get(context.Background(), keys[0]) // a hit; LRU moves it to the back
-		c.Get(context.Background(), keys[3]) // evicts one
-		before := ring.gets.Load()
-		c.Get(context.Background(), keys[0])
-		refetched := ring.gets.Load() - before
-		if want := map[CachePolicy]int64{LRU: 0, FIFO: 1}[policy]; refetched != want {
-			t.Fatalf("policy %v: the article read again was fetched %d more times, want %d", policy, refetched, want)
-		}
-		if st := c.Stats(); st.Bytes > 1800 || st.Evictions == 0 {
-			t.Fatalf("policy %v: %+v", policy, st)
-		}
-	}
-}
-
+// TestAnnouncementsAreRelayed has sites in a line, a-b-c: c learns of
+// what a takes through b, which passes a's announcement on (flooding);
+// with b's peers in mesh mode it would not, and a's Path keeps b from
 // TestFeedUpstreamGetsWholeArticles gives site a an upstream feed peer, a
 // traditional server (a standalone site on its own spool, as INN would
 // be): articles posted at a and at b (announced to a) reach it whole,
 // byte for byte, with CHECK and TAKETHIS; one that came from upstream is
 // not sent back.
 func TestFeedUpstreamGetsWholeArticles(t *testing.T) {
-	up := startServer(t, Config{}, SiteConfig{})
+	up := startStandalone(t)
 	upName := up.site.PathHost()
 	sites, _ := startSites(t, 2, func(fc *FeedConfig) {
 		if fc.Site.PathHost() == "sitea" {
@@ -606,85 +566,6 @@ func TestFeedUpstreamGetsWholeArticles(t *testing.T) {
 	}
 }
 
-// FuzzAnnouncement feeds TAKEDHT blocks to a site: whatever the bytes,
-// Announce must not panic, and what it lists must carry a well-formed
-// message-id equal to the one offered, the key the X-ChordID named, and a
-// group this site carries.
-func FuzzAnnouncement(f *testing.F) {
-	exp := time.Now().Add(time.Hour)
-	good, key, block := announcementOf(article("<f@x>", "local.test", "body\r\n"), exp)
-	f.Add([]byte(good), "<f@x>")
-	f.Add([]byte(strings.Replace(good, "bytes=", "bytes=-", 1)), "<f@x>")
-	f.Add([]byte(strings.Replace(good, "Subject: test", "Subject: forged", 1)), "<f@x>")
-	f.Add([]byte("X-ChordID: "+key.String()+"\r\n"), "<f@x>")
-	f.Add([]byte("Path: a\r\n continued\r\nX-ChordID: zz\r\n"), "<f@x>")
-	site := openTestSite(f, f.TempDir(), alwaysHas{size: len(block)})
-	f.Fuzz(func(t *testing.T, head []byte, offered string) {
-		orig := bytes.Clone(head) // Announce edits the buffer (Path), as Accept does
-		msgid, err := site.Announce(context.Background(), head, offered)
-		if err != nil {
-			return
-		}
-		h, found, _ := site.List().Lookup(msgid)
-		if !found || msgid != offered || CheckMessageID(msgid) != nil {
-			t.Fatalf("listed %q (offered %q), found %v", msgid, offered, found)
-		}
-		a, _ := ParseArticle(orig)
-		v, _ := a.Header(ChordHeader)
-		if c, err := parseChordValue(v); err != nil || c.key != h.Key {
-			t.Fatalf("listed under %s, announced %q", h.Key, v)
-		}
-	})
-}
-
-// alwaysHas is a spool whose every key resolves, to a block of size
-// bytes: the fuzzer's keys are its own.
-type alwaysHas struct {
-	Spool
-	size int
-}
-
-func (h alwaysHas) Resolve(context.Context, id.ID) (Stored, bool, error) {
-	return Stored{Size: h.size, Expires: time.Now().Add(24 * time.Hour)}, true, nil
-}
-
-// announcementOf is the TAKEDHT block a site sends for an article (wire
-// form), the key of the article's sealed block, and the block.
-func announcementOf(raw string, exp time.Time) (string, id.ID, []byte) {
-	a, err := ParseArticle([]byte(raw))
-	if err != nil {
-		panic(err)
-	}
-	head, body := sealedHead(a), a.Raw[a.body:]
-	block := seal(head, body)
-	key := id.Key(block)
-	return string(head[:len(head)-2]) + ChordHeader + ": " +
-		chordValue(key, uint32(len(head)+len(body)), uint32(a.Lines()), exp, midstate(body)) + "\r\n", key, block
-}
-func (alwaysHas) Close() error { return nil }
-
-// FuzzLogRecord decodes out-log records: never a panic, and a record that
-// decodes encodes back to the same bytes.
-func FuzzLogRecord(f *testing.F) {
-	e := Entry{MessageID: "<a@b>", Key: id.Key([]byte("x")), Expires: time.Unix(1800000000, 0), Bytes: 2450, Lines: 40,
-		Head: []byte("Path: a!b\r\nSubject: s\r\n"), Announced: true, Posted: true}
-	f.Add(encodeLogRecord(&e))
-	e.State = midstate([]byte("body\r\n"))
-	f.Add(encodeLogRecord(&e))
-	f.Add([]byte{0})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := decodeLogRecord(1, b)
-		if err != nil {
-			return
-		}
-		back := encodeLogRecord(&Entry{MessageID: r.MessageID, Key: r.Key, Expires: r.Expires, Bytes: r.Bytes, Lines: r.Lines, Head: r.Head, State: r.State, Announced: r.Announced, Posted: r.Posted})
-		if r2, err := decodeLogRecord(1, back); err != nil || r2.MessageID != r.MessageID || r2.Key != r.Key || !r2.Expires.Equal(r.Expires) || r2.State != r.State ||
-			r2.Bytes != r.Bytes || r2.Lines != r.Lines || string(r2.Head) != string(r.Head) || r2.Announced != r.Announced || r2.Posted != r.Posted {
-			t.Fatalf("%+v does not survive a round trip: %+v %v", r, r2, err)
-		}
-	})
-}
-
 // TestPostedHeadersCannotStopAnnouncements posts at a site articles whose
 // headers would have kept them from the peers: an X-ChordID of the
 // poster's own (two in the announcement: refused everywhere) and a Path
@@ -693,7 +574,7 @@ func TestPostedHeadersCannotStopAnnouncements(t *testing.T) {
 	sites, _ := startSites(t, 3, nil)
 	c := sites[0].dial(t)
 	var ids []string
-	for _, extra := range []string{ChordHeader + ": whatever", "Path: siteb!sitec!x"} {
+	for _, extra := range []string{usenet.ChordHeader + ": whatever", "Path: siteb!sitec!x"} {
 		code(t, c.cmd("POST"), "340")
 		c.sendArticle("From: p@example.com\r\nNewsgroups: local.test\r\nSubject: sly\r\n" + extra + "\r\n\r\nbody\r\n")
 		reply := c.line()
@@ -702,41 +583,6 @@ func TestPostedHeadersCannotStopAnnouncements(t *testing.T) {
 	}
 	for _, id := range ids {
 		waitListed(t, sites, id, 2*time.Second)
-	}
-}
-
-// TestTrimCatchesUp: records every peer took are deleted however many
-// there are, a bounded transaction at a time.
-func TestTrimCatchesUp(t *testing.T) {
-	// Restored by a cleanup registered before the sites', so that it runs
-	// after they have stopped: the sites' own trims read maxTrim.
-	old := maxTrim
-	t.Cleanup(func() { maxTrim = old })
-	maxTrim = 10
-	sites, _ := startSites(t, 2, nil)
-	c := sites[0].dial(t)
-	for i := range 35 {
-		code(t, c.cmd("IHAVE <t-%d@x>", i), "335")
-		c.sendArticle(article(fmt.Sprintf("<t-%d@x>", i), "local.test", "x\r\n"))
-		code(t, c.line(), "235")
-	}
-	waitListed(t, sites, "<t-34@x>", 5*time.Second)
-	list := sites[0].site.List()
-	for deadline := time.Now().Add(5 * time.Second); list.cursor("siteb") < 35 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := list.trim([]string{"siteb"}, 0, 0); err != nil {
-		t.Fatal(err)
-	}
-	left := 0
-	err := list.db.b.View(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(bucketOutLog); b != nil {
-			left = b.Stats().KeyN
-		}
-		return nil
-	})
-	if err != nil || left != 0 {
-		t.Fatalf("%d records left after trimming what the peer took (%v)", left, err)
 	}
 }
 
@@ -798,4 +644,17 @@ func TestPeersAreKnownByCertificate(t *testing.T) {
 	plain.Send("TAKEDHT <sneaked@x>")
 	plain.sendArticle(article("<sneaked@x>", "local.test", ""))
 	code(t, plain.line(), "480")
+}
+
+// announcementOf is the TAKEDHT block a site sends for an article (wire
+// form), the key of the article's sealed block, and the block.
+func announcementOf(raw string, exp time.Time) (string, id.ID, []byte) {
+	a, err := usenet.ParseArticle([]byte(raw))
+	if err != nil {
+		panic(err)
+	}
+	block, r := usenet.SealedAnnouncement(a, exp)
+	cmd := string(usenet.AppendAnnouncement(nil, &r))
+	ann := strings.TrimSuffix(cmd[strings.Index(cmd, "\r\n")+2:], ".\r\n")
+	return ann, r.Key, block
 }

@@ -1,4 +1,4 @@
-package usenet
+package nntpd
 
 import (
 	"errors"
@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"triad/internal/fault"
 	"triad/internal/nntp"
-	"triad/internal/store"
+	"triad/internal/usenet"
 )
 
 // Only a failure marked temporary is "try later": a refusal nobody listed
@@ -20,13 +21,12 @@ func TestUnknownFailureIsARefusal(t *testing.T) {
 		want nntp.Code
 	}{
 		{"a refusal nobody listed", errors.New("usenet: a new check failed"), nntp.CodeTakeThisRejected},
-		{"a known refusal", fmt.Errorf("%w: no Newsgroups", ErrBadArticle), nntp.CodeTakeThisRejected},
-		{"a duplicate", ErrDuplicate, nntp.CodeTakeThisRejected},
-		{"the spool busy", fmt.Errorf("%w: window full", ErrDeferred), nntp.CodeCheckLater},
-		{"news.db failing", deferred(errors.New("bolt: write failed")), nntp.CodeCheckLater},
-		{"the site closing", ErrSiteClosed, nntp.CodeCheckLater},
-		{"too large for the spool", deferred(store.ErrTooLarge), nntp.CodeTakeThisRejected},
-		{"a duplicate seen late", deferred(ErrDuplicate), nntp.CodeTakeThisRejected},
+		{"a known refusal", fmt.Errorf("%w: no Newsgroups", usenet.ErrBadArticle), nntp.CodeTakeThisRejected},
+		{"a duplicate", usenet.ErrDuplicate, nntp.CodeTakeThisRejected},
+		{"the spool busy", fmt.Errorf("%w: window full", fault.ErrBusy), nntp.CodeCheckLater},
+		{"news.db failing", fmt.Errorf("%w: %w", fault.ErrBusy, errors.New("bolt: write failed")), nntp.CodeCheckLater},
+		{"the site closing", usenet.ErrSiteClosed, nntp.CodeCheckLater},
+		{"too large for the spool", fault.ErrTooLarge, nntp.CodeTakeThisRejected},
 	} {
 		if got, text := feedResult(tc.err); got != tc.want {
 			t.Errorf("%s: %d %q, want %d", tc.name, got, text, tc.want)
@@ -39,11 +39,11 @@ func TestUnknownFailureIsARefusal(t *testing.T) {
 // the rest where the client reads its next reply (a spool's "busy" joined
 // with the engine's "full" did).
 func TestStatusLineIsOneLine(t *testing.T) {
-	line := string(statusLine(nntp.CodeTransferLater, "Try later: %v", errors.Join(ErrDeferred, store.ErrFull)))
+	line := string(statusLine(nntp.CodeTransferLater, "Try later: %v", errors.Join(fault.ErrBusy, fault.ErrFull)))
 	if !strings.HasSuffix(line, "\r\n") || strings.ContainsAny(strings.TrimSuffix(line, "\r\n"), "\r\n") {
 		t.Fatalf("status line %q is not one CRLF-ended line", line)
 	}
-	if !strings.HasPrefix(line, "436 Try later: spool busy, try later disk full") {
+	if !strings.HasPrefix(line, "436 Try later: busy, try later disk full") {
 		t.Errorf("status line %q", line)
 	}
 }

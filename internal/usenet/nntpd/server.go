@@ -1,4 +1,4 @@
-package usenet
+package nntpd
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"triad/internal/nntp"
+	"triad/internal/usenet"
 )
 
 // Perm is what a connection may do.
@@ -29,7 +30,7 @@ const (
 
 // Config configures a Server. Zero fields take the defaults noted.
 type Config struct {
-	Site *Site
+	Site *usenet.Site
 	Log  *slog.Logger
 
 	// Open is what a client gets without a password, by address. By
@@ -248,8 +249,8 @@ func remoteAddr(nc net.Conn) netip.Addr {
 // is written in command order through seq.
 type conn struct {
 	s    *Server
-	site *Site
-	list *List // the site's
+	site *usenet.Site
+	list *usenet.List // the site's
 	nc   net.Conn
 	addr netip.Addr
 	r    *bufio.Reader // small while the client only sends commands; see bigReader

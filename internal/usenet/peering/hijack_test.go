@@ -1,13 +1,15 @@
-package usenet
+package peering
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"triad/internal/usenet"
 )
 
 // asPeer logs in at site a as site b, as b's feeder does.
@@ -30,13 +32,13 @@ func TestForgedAnnouncementIsRefused(t *testing.T) {
 	exp := time.Now().Add(time.Hour)
 	// Another article, stored in the ring: 185 bytes or so.
 	otherAnn, otherKey, otherBlock := announcementOf(article("<other@x>", "local.test", "other body\r\n"), exp)
-	if _, err := ring.Put(context.Background(), otherBlock, exp); err != nil {
+	if _, err := put(ring, otherBlock, exp); err != nil {
 		t.Fatal(err)
 	}
 	genuine := article("<victim@x>", "local.test", "genuine body\r\n", "X-Genuine: yes")
 	forged := article("<victim@x>", "local.test", "other body\r\n", "X-Forged: yes")
 	forgedAnn, _, _ := announcementOf(forged, exp)
-	otherChord := otherAnn[strings.Index(otherAnn, ChordHeader+":"):]
+	otherChord := otherAnn[strings.Index(otherAnn, usenet.ChordHeader+":"):]
 	lies := map[string]string{
 		// The forged headers with the other block's X-ChordID.
 		"their key": strings.TrimSuffix(forged, "\r\n\r\nother body\r\n") + "\r\n" + otherChord,
@@ -67,7 +69,7 @@ func TestForgedAnnouncementIsRefused(t *testing.T) {
 	waitListed(t, sites, "<victim@x>", 5*time.Second)
 	r := a.dial(t)
 	code(t, r.cmd("HEAD <victim@x>"), "221")
-	if h := r.block(); !contains(h, "X-Genuine: yes") || contains(h, "X-Forged: yes") {
+	if h := r.block(); !slices.Contains(h, "X-Genuine: yes") || slices.Contains(h, "X-Forged: yes") {
 		t.Fatalf("HEAD at a: %q", h)
 	}
 	code(t, r.cmd("BODY <victim@x>"), "222")
@@ -79,11 +81,11 @@ func TestForgedAnnouncementIsRefused(t *testing.T) {
 // mustKey is the key an announcement names.
 func mustKey(t *testing.T, ann string) string {
 	t.Helper()
-	i := strings.Index(ann, ChordHeader+": ")
+	i := strings.Index(ann, usenet.ChordHeader+": ")
 	if i < 0 {
-		t.Fatalf("no %s in %q", ChordHeader, ann)
+		t.Fatalf("no %s in %q", usenet.ChordHeader, ann)
 	}
-	return strings.Fields(ann[i+len(ChordHeader)+2:])[0]
+	return strings.Fields(ann[i+len(usenet.ChordHeader)+2:])[0]
 }
 
 // Many message-ids over one stored block (issue 27: 400 announcements of
@@ -94,10 +96,10 @@ func TestManyIDsOverOneKeyAreRefused(t *testing.T) {
 	a, b := sites[0], sites[1]
 	exp := time.Now().Add(time.Hour)
 	ann, _, block := announcementOf(article("<one@x>", "local.test", "x\r\n"), exp)
-	if _, err := ring.Put(context.Background(), block, exp); err != nil {
+	if _, err := put(ring, block, exp); err != nil {
 		t.Fatal(err)
 	}
-	chord := ann[strings.Index(ann, ChordHeader+":"):]
+	chord := ann[strings.Index(ann, usenet.ChordHeader+":"):]
 	dbPath := filepath.Join(a.dir, "news.db")
 	before, err := os.Stat(dbPath)
 	if err != nil {
@@ -157,7 +159,7 @@ func TestBacklogIsBoundedInBytes(t *testing.T) {
 	if lb, _ := list.LogBytes(); lb < n*10_000 {
 		t.Fatalf("out log of %d bytes before the trim, want at least %d", lb, n*10_000)
 	}
-	if err := list.trim([]string{sites[1].name}, 0, quota); err != nil {
+	if err := list.Trim([]string{sites[1].name}, 0, quota); err != nil {
 		t.Fatal(err)
 	}
 	lb, _ := list.LogBytes()
@@ -176,12 +178,12 @@ func TestLargestHeadersAreAnnounced(t *testing.T) {
 	sites, _ := startSites(t, 2, nil)
 	var pad []string
 	head := func() int { return strings.Index(article("<big-head@x>", "local.test", "", pad...), "\r\n\r\n") + 2 }
-	for i := 0; head() < maxHead-1000; i++ {
+	for i := 0; head() < usenet.MaxHeaderBytes-1000; i++ {
 		pad = append(pad, fmt.Sprintf("X-Pad-%d: %s", i, strings.Repeat("p", 900)))
 	}
-	pad = append(pad, "X-Pad-last: "+strings.Repeat("q", maxHead-100-head()-len("X-Pad-last: \r\n")))
-	if n := head(); n > maxHead-90 || n < maxHead-110 {
-		t.Fatalf("head of %d bytes, want about %d", n, maxHead-100)
+	pad = append(pad, "X-Pad-last: "+strings.Repeat("q", usenet.MaxHeaderBytes-100-head()-len("X-Pad-last: \r\n")))
+	if n := head(); n > usenet.MaxHeaderBytes-90 || n < usenet.MaxHeaderBytes-110 {
+		t.Fatalf("head of %d bytes, want about %d", n, usenet.MaxHeaderBytes-100)
 	}
 	big := article("<big-head@x>", "local.test", "body\r\n", pad...)
 	c := sites[1].dial(t)

@@ -1,4 +1,4 @@
-package usenet
+package nntpd
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/testutil"
+	"triad/internal/usenet"
 )
 
 // listArticles lists n articles numbered 1..n in local.test without
@@ -16,10 +17,10 @@ func listArticles(t *testing.T, ts *testServer, n int) {
 	t.Helper()
 	now := time.Now()
 	for lo := 0; lo < n; lo += 5000 {
-		var batch []Entry
+		var batch []usenet.Entry
 		for i := lo; i < min(n, lo+5000); i++ {
 			msgid := fmt.Sprintf("<l%d@example.com>", i)
-			batch = append(batch, Entry{MessageID: msgid, Key: id.Key([]byte(msgid)), Groups: []string{"local.test"},
+			batch = append(batch, usenet.Entry{MessageID: msgid, Key: id.Key([]byte(msgid)), Groups: []string{"local.test"},
 				Arrived: now, Expires: now.Add(time.Hour), Bytes: 100, Lines: 2,
 				Subject: fmt.Sprintf("subject %d", i), From: "a@example.com", Date: "Sat, 21 Nov 2026 10:00:00 +0000"})
 		}
@@ -32,7 +33,7 @@ func listArticles(t *testing.T, ts *testServer, n int) {
 // OVER and HDR of ranges longer than a page come back whole, in order,
 // once each; a range past the group's end stops at it.
 func TestOverAndHdrAcrossPages(t *testing.T) {
-	ts := startServer(t, Config{}, SiteConfig{})
+	ts := startServer(t, Config{}, usenet.SiteConfig{})
 	const n = 2*overPage + 345
 	listArticles(t, ts, n)
 	c, _ := ts.dial(t)
@@ -59,7 +60,7 @@ func TestOverAndHdrAcrossPages(t *testing.T) {
 // a write has waited WriteTimeout, not after the idle timeout, while
 // another client is served meanwhile.
 func TestStalledReaderIsDropped(t *testing.T) {
-	ts := startServer(t, Config{WriteTimeout: 300 * time.Millisecond}, SiteConfig{})
+	ts := startServer(t, Config{WriteTimeout: 300 * time.Millisecond}, usenet.SiteConfig{})
 	listArticles(t, ts, 60000) // about 8 MB of overview: more than the sockets hold
 	slow, _ := ts.dial(t)
 	code(t, slow.cmd("GROUP local.test"), "211")

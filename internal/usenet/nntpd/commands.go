@@ -1,4 +1,4 @@
-package usenet
+package nntpd
 
 import (
 	"bytes"
@@ -11,7 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"triad/internal/fault"
 	"triad/internal/nntp"
+	"triad/internal/usenet"
 )
 
 // command runs one command line; false ends the connection.
@@ -238,7 +240,7 @@ func (c *conn) groupCmd(args []string, list bool) bool {
 }
 
 // lowOf is the low water mark as GROUP reports it.
-func lowOf(g Group) uint64 {
+func lowOf(g usenet.Group) uint64 {
 	if g.Count == 0 {
 		return g.High + 1
 	}
@@ -270,7 +272,7 @@ func (c *conn) listCmd(args []string) bool {
 	pattern := ""
 	if len(args) > 1 {
 		pattern = args[1]
-		if !validWildmat(pattern) {
+		if !usenet.ValidWildmat(pattern) {
 			return c.reply(nntp.CodeSyntaxError, "Bad wildmat %.40q", pattern)
 		}
 	}
@@ -287,7 +289,7 @@ func (c *conn) listCmd(args []string) bool {
 	case "NEWSGROUPS":
 		b.Write(statusLine(nntp.CodeListFollows, "Descriptions in form \"group description\""))
 		for _, g := range c.list.Groups(pattern) {
-			fmt.Fprintf(&b, "%s\t%s\r\n", g.Name, overviewField(g.Desc))
+			fmt.Fprintf(&b, "%s\t%s\r\n", g.Name, usenet.OverviewField(g.Desc))
 		}
 	case "ACTIVE.TIMES":
 		b.Write(statusLine(nntp.CodeListFollows, "Group creations in form \"group time who\""))
@@ -357,7 +359,7 @@ func (c *conn) newgroups(args []string) bool {
 }
 
 func (c *conn) newnews(args []string) bool {
-	if len(args) < 3 || !validWildmat(args[0]) {
+	if len(args) < 3 || !usenet.ValidWildmat(args[0]) {
 		return c.reply(nntp.CodeSyntaxError, "Syntax: NEWNEWS wildmat [yy]yymmdd hhmmss [GMT]")
 	}
 	since, ok := parseDate(args[1:])
@@ -399,13 +401,13 @@ func (c *conn) newnews(args []string) bool {
 // target resolves ARTICLE/HEAD/BODY/STAT/OVER's argument: a message-id,
 // a number in the selected group, or the current article. It replies with
 // the error itself and returns ok false when there is none.
-func (c *conn) target(args []string) (num uint64, e HistEntry, msgid string, ok, alive bool) {
+func (c *conn) target(args []string) (num uint64, e usenet.HistEntry, msgid string, ok, alive bool) {
 	if len(args) > 1 {
 		return 0, e, "", false, c.reply(nntp.CodeSyntaxError, "Too many arguments")
 	}
 	if len(args) == 1 && strings.HasPrefix(args[0], "<") {
 		msgid = args[0]
-		if CheckMessageID(msgid) != nil {
+		if usenet.CheckMessageID(msgid) != nil {
 			return 0, e, "", false, c.reply(nntp.CodeSyntaxError, "Malformed message-id")
 		}
 		h, found, err := c.list.Lookup(msgid)
@@ -443,7 +445,7 @@ func (c *conn) target(args []string) (num uint64, e HistEntry, msgid string, ok,
 	if len(args) == 1 {
 		c.current = num
 	}
-	return num, HistEntry{Key: o.Key, Arrived: o.Arrived}, o.MessageID, true, true
+	return num, usenet.HistEntry{Key: o.Key, Arrived: o.Arrived}, o.MessageID, true, true
 }
 
 func (c *conn) article(verb string, args []string) bool {
@@ -524,7 +526,7 @@ func (c *conn) nextLast(next bool, args []string) bool {
 type overRange struct {
 	byID   bool
 	lo, hi uint64
-	first  []*Overview // the first page (the one entry, by message-id)
+	first  []*usenet.Overview // the first page (the one entry, by message-id)
 }
 
 // overPage is the overview entries read and written at a time.
@@ -534,7 +536,7 @@ const overPage = 1000
 // entries; ok is false when it replied with an error instead.
 func (c *conn) entries(arg string, page int) (r overRange, ok, alive bool) {
 	if strings.HasPrefix(arg, "<") {
-		if CheckMessageID(arg) != nil {
+		if usenet.CheckMessageID(arg) != nil {
 			return r, false, c.reply(nntp.CodeSyntaxError, "Malformed message-id")
 		}
 		h, found, err := c.list.Lookup(arg)
@@ -549,11 +551,11 @@ func (c *conn) entries(arg string, page int) (r overRange, ok, alive bool) {
 		if err != nil {
 			return r, false, c.reply(nntp.CodeNoArticleID, "Article %s is unreadable: %v", arg, err)
 		}
-		a, err := ParseArticle(raw)
+		a, err := usenet.ParseArticle(raw)
 		if err != nil {
 			return r, false, c.reply(nntp.CodeInternalFault, "Stored article is damaged: %v", err)
 		}
-		return overRange{byID: true, first: []*Overview{overviewOf(a, 0, h)}}, true, true
+		return overRange{byID: true, first: []*usenet.Overview{overviewOf(a, 0, h)}}, true, true
 	}
 	if c.group == "" {
 		return r, false, c.reply(nntp.CodeNoGroupSelected, "No newsgroup selected")
@@ -584,7 +586,7 @@ func (c *conn) entries(arg string, page int) (r overRange, ok, alive bool) {
 // each calls fn for every entry of r, a page at a time, up to
 // maxOverLines or until fn returns false. A page that cannot be read ends
 // the walk with its error.
-func (c *conn) each(r overRange, page int, fn func(*Overview) bool) error {
+func (c *conn) each(r overRange, page int, fn func(*usenet.Overview) bool) error {
 	l, n := r.first, 0
 	for {
 		for _, o := range l {
@@ -607,10 +609,10 @@ func (c *conn) each(r overRange, page int, fn func(*Overview) bool) error {
 // appends for each entry of r, in chunks of about 64 KiB, then the
 // terminating dot. A page that cannot be read mid-reply closes the
 // connection, so that the client never takes a cut list for a whole one.
-func (c *conn) streamLines(status []byte, r overRange, page int, add func([]byte, *Overview) []byte) bool {
+func (c *conn) streamLines(status []byte, r overRange, page int, add func([]byte, *usenet.Overview) []byte) bool {
 	return c.sendStream(func(put func([]byte) bool) {
 		out := append(make([]byte, 0, 72<<10), status...)
-		err := c.each(r, page, func(o *Overview) bool {
+		err := c.each(r, page, func(o *usenet.Overview) bool {
 			if out = add(out, o); len(out) < 64<<10 {
 				return true
 			}
@@ -630,8 +632,8 @@ func (c *conn) streamLines(status []byte, r overRange, page int, add func([]byte
 // maxOverLines bounds one OVER or HDR reply.
 const maxOverLines = 1_000_000
 
-func overviewOf(a *Article, num uint64, h HistEntry) *Overview {
-	o := &Overview{Num: num, Key: h.Key, Bytes: uint32(len(a.Raw)), Lines: uint32(a.Lines())}
+func overviewOf(a *usenet.Article, num uint64, h usenet.HistEntry) *usenet.Overview {
+	o := &usenet.Overview{Num: num, Key: h.Key, Bytes: uint32(len(a.Raw)), Lines: uint32(a.Lines())}
 	o.Subject, _ = a.Header("Subject")
 	o.From, _ = a.Header("From")
 	o.Date, _ = a.Header("Date")
@@ -641,18 +643,18 @@ func overviewOf(a *Article, num uint64, h HistEntry) *Overview {
 	return o
 }
 
-func appendOverLine(out []byte, o *Overview) []byte {
+func appendOverLine(out []byte, o *usenet.Overview) []byte {
 	out = strconv.AppendUint(out, o.Num, 10)
 	for _, f := range []string{o.Subject, o.From, o.Date, o.MessageID, o.References} {
 		out = append(out, '\t')
-		out = append(out, overviewField(f)...)
+		out = append(out, usenet.OverviewField(f)...)
 	}
 	out = append(out, '\t')
 	out = strconv.AppendUint(out, uint64(o.Bytes), 10)
 	out = append(out, '\t')
 	out = strconv.AppendUint(out, uint64(o.Lines), 10)
 	out = append(out, "\tXref: "...)
-	out = append(out, overviewField(o.Xref)...)
+	out = append(out, usenet.OverviewField(o.Xref)...)
 	return append(out, '\r', '\n')
 }
 
@@ -673,7 +675,7 @@ func (c *conn) over(args []string) bool {
 
 // overviewHeader returns an overview field by header name, and whether
 // the overview has it.
-func overviewHeader(o *Overview, name string) (string, bool) {
+func overviewHeader(o *usenet.Overview, name string) (string, bool) {
 	switch strings.ToLower(name) {
 	case "subject":
 		return o.Subject, true
@@ -709,7 +711,7 @@ func (c *conn) hdr(verb string, args []string) bool {
 	}
 	// A header the overview lacks is read from each article: the range
 	// must fit one page of maxHdrFetch.
-	_, known := overviewHeader(&Overview{}, args[0])
+	_, known := overviewHeader(&usenet.Overview{}, args[0])
 	page := overPage
 	if !known {
 		page = maxHdrFetch + 1
@@ -725,12 +727,12 @@ func (c *conn) hdr(verb string, args []string) bool {
 	if verb == "XHDR" {
 		code = nntp.CodeHeadFollows // XHDR predates HDR and answers so
 	}
-	return c.streamLines(statusLine(code, "Headers follow"), r, page, func(out []byte, o *Overview) []byte {
+	return c.streamLines(statusLine(code, "Headers follow"), r, page, func(out []byte, o *usenet.Overview) []byte {
 		v, _ := overviewHeader(o, args[0])
 		if !known {
-			raw, err := c.site.Article(context.Background(), HistEntry{Key: o.Key})
+			raw, err := c.site.Article(context.Background(), usenet.HistEntry{Key: o.Key})
 			if err == nil {
-				if a, err := ParseArticle(raw); err == nil {
+				if a, err := usenet.ParseArticle(raw); err == nil {
 					v, _ = a.Header(args[0])
 				}
 			}
@@ -741,7 +743,7 @@ func (c *conn) hdr(verb string, args []string) bool {
 			out = strconv.AppendUint(out, o.Num, 10)
 		}
 		out = append(out, ' ')
-		out = append(out, overviewField(v)...)
+		out = append(out, usenet.OverviewField(v)...)
 		return append(out, '\r', '\n')
 	})
 }
@@ -810,7 +812,7 @@ func (c *conn) post(args []string) bool {
 }
 
 func (c *conn) ihave(args []string) bool {
-	if len(args) != 1 || CheckMessageID(args[0]) != nil {
+	if len(args) != 1 || usenet.CheckMessageID(args[0]) != nil {
 		return c.reply(nntp.CodeSyntaxError, "Syntax: IHAVE message-id")
 	}
 	seen, err := c.site.Seen(args[0])
@@ -842,23 +844,24 @@ func (c *conn) ihave(args []string) bool {
 }
 
 // feedResult maps Accept's result to a streaming code: 239 stored, 431
-// try later, 439 refused for good. Only a failure marked ErrDeferred (or
-// a site that is closing) is temporary; any other is a refusal, so that a
-// new kind of refusal is never retried for ever by the sender.
+// try later, 439 refused for good. Only a failure marked fault.ErrBusy
+// (deferred, or a site that is closing) is temporary; any other is a
+// refusal, so that a new kind of refusal is never retried for ever by the
+// sender.
 func feedResult(err error) (nntp.Code, string) {
 	switch {
 	case err == nil:
 		return nntp.CodeTakeThisOK, "OK"
-	case errors.Is(err, ErrDeferred), errors.Is(err, ErrSiteClosed):
+	case errors.Is(err, fault.ErrBusy):
 		return nntp.CodeCheckLater, "Try later: " + err.Error()
-	case errors.Is(err, ErrDuplicate):
+	case errors.Is(err, usenet.ErrDuplicate):
 		return nntp.CodeTakeThisRejected, "Duplicate"
 	}
 	return nntp.CodeTakeThisRejected, "Refused: " + err.Error()
 }
 
 func (c *conn) check(args []string) bool {
-	if len(args) != 1 || CheckMessageID(args[0]) != nil {
+	if len(args) != 1 || usenet.CheckMessageID(args[0]) != nil {
 		return c.reply(nntp.CodeSyntaxError, "Syntax: CHECK message-id")
 	}
 	seen, err := c.site.Seen(args[0])
@@ -894,7 +897,7 @@ func (c *conn) takethis(args []string) bool {
 	if err != nil {
 		return false
 	}
-	if CheckMessageID(msgid) != nil {
+	if usenet.CheckMessageID(msgid) != nil {
 		freeArticle(raw)
 		return c.reply(nntp.CodeTakeThisRejected, "%.80s Malformed message-id", msgid)
 	}
@@ -925,7 +928,7 @@ func (c *conn) takethis(args []string) bool {
 // worker, as takethis stores an article. Only a peer site, identified by
 // the name it logged in with, may announce.
 func (c *conn) takedht(args []string) bool {
-	head, err := c.readBlock(maxAnnouncement)
+	head, err := c.readBlock(usenet.MaxAnnouncement)
 	if err != nil && !errors.Is(err, nntp.ErrArticleTooLarge) {
 		return false
 	}
@@ -947,8 +950,8 @@ func (c *conn) takedht(args []string) bool {
 	case len(args) != 1:
 		return refuse(nntp.CodeSyntaxError, "Syntax: TAKEDHT message-id")
 	case err != nil:
-		return c.reply(nntp.CodeTakeThisRejected, "%.80s Announcement larger than %d bytes", msgid, maxAnnouncement)
-	case CheckMessageID(msgid) != nil:
+		return c.reply(nntp.CodeTakeThisRejected, "%.80s Announcement larger than %d bytes", msgid, usenet.MaxAnnouncement)
+	case usenet.CheckMessageID(msgid) != nil:
 		return refuse(nntp.CodeTakeThisRejected, "%.80s Malformed message-id", msgid)
 	}
 	// An exact copy waits for the announcer; the recycled buffer (which
@@ -999,9 +1002,9 @@ func (c *conn) announcer() {
 				break more
 			}
 		}
-		batch := make([]Announcement, len(jobs))
+		batch := make([]usenet.Announcement, len(jobs))
 		for i, j := range jobs {
-			batch[i] = Announcement{Head: j.head, Offered: j.msgid}
+			batch[i] = usenet.Announcement{Head: j.head, Offered: j.msgid}
 		}
 		c.site.AnnounceBatch(context.Background(), batch)
 		ns := make([]uint64, len(jobs))

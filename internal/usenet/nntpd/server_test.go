@@ -1,4 +1,4 @@
-package usenet
+package nntpd
 
 import (
 	"fmt"
@@ -12,16 +12,17 @@ import (
 	"time"
 
 	"triad/internal/nntp"
+	"triad/internal/usenet"
 )
 
 // testServer runs a real server on 127.0.0.1 over a real site and spool.
 type testServer struct {
-	site *Site
+	site *usenet.Site
 	srv  *Server
 	addr string
 }
 
-func startServer(t testing.TB, cfg Config, siteCfg SiteConfig) *testServer {
+func startServer(t testing.TB, cfg Config, siteCfg usenet.SiteConfig) *testServer {
 	t.Helper()
 	return startServerOver(t, cfg, siteCfg, nil, nil)
 }
@@ -29,10 +30,10 @@ func startServer(t testing.TB, cfg Config, siteCfg SiteConfig) *testServer {
 // startServerOver is startServer with the local spool seen through
 // spoolOf (as it is if nil), and prepare run on the site before the
 // server starts.
-func startServerOver(t testing.TB, cfg Config, siteCfg SiteConfig, spoolOf func(*LocalSpool) Spool, prepare func(*Site)) *testServer {
+func startServerOver(t testing.TB, cfg Config, siteCfg usenet.SiteConfig, spoolOf func(*usenet.LocalSpool) usenet.Spool, prepare func(*usenet.Site)) *testServer {
 	t.Helper()
 	dir := t.TempDir()
-	spool, err := OpenLocalSpool(filepath.Join(dir, "spool"), 2<<20)
+	spool, err := usenet.OpenLocalSpool(filepath.Join(dir, "spool"), 2<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func startServerOver(t testing.TB, cfg Config, siteCfg SiteConfig, spoolOf func(
 	if spoolOf != nil {
 		siteCfg.Spool = spoolOf(spool)
 	}
-	site, err := OpenSite(siteCfg)
+	site, err := usenet.OpenSite(siteCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func (c *testClient) sendArticle(a string) {
 }
 
 func TestPostReadAndNavigate(t *testing.T) {
-	ts := startServer(t, Config{}, SiteConfig{})
+	ts := startServer(t, Config{}, usenet.SiteConfig{})
 	c, hello := ts.dial(t)
 	code(t, hello, "200")
 	for i := 1; i <= 3; i++ {
@@ -161,10 +162,10 @@ func TestPostReadAndNavigate(t *testing.T) {
 	r := c.cmd("ARTICLE 2")
 	code(t, r, "220 2 <")
 	lines := c.block()
-	if !contains(lines, "Subject: post 2") || lines[len(lines)-2] != ".dot line" || lines[len(lines)-1] != "line two" {
+	if !slices.Contains(lines, "Subject: post 2") || lines[len(lines)-2] != ".dot line" || lines[len(lines)-1] != "line two" {
 		t.Fatalf("article 2: %q", lines)
 	}
-	if !contains(lines, "Path: test.site!not-for-mail") {
+	if !slices.Contains(lines, "Path: test.site!not-for-mail") {
 		t.Fatalf("POST did not get a Path: %q", lines)
 	}
 	msgid := strings.Fields(r)[2]
@@ -173,7 +174,7 @@ func TestPostReadAndNavigate(t *testing.T) {
 	code(t, c.cmd("NEXT"), "421")
 	code(t, c.cmd("LAST"), "223 2 ")
 	code(t, c.cmd("HEAD 1"), "221 1 ")
-	if h := c.block(); !contains(h, "Newsgroups: local.test,local.other") || contains(h, "") {
+	if h := c.block(); !slices.Contains(h, "Newsgroups: local.test,local.other") || slices.Contains(h, "") {
 		t.Fatalf("head: %q", h)
 	}
 	code(t, c.cmd("BODY 3"), "222 3 ")
@@ -204,15 +205,15 @@ func TestPostReadAndNavigate(t *testing.T) {
 		t.Fatalf("listgroup: %q", l)
 	}
 	code(t, c.cmd("LIST ACTIVE local.*"), "215")
-	if l := c.block(); !contains(l, "local.test 3 1 y") || !contains(l, "local.readonly 0 1 n") || contains(l, "alt.binaries.x 0 1 y") {
+	if l := c.block(); !slices.Contains(l, "local.test 3 1 y") || !slices.Contains(l, "local.readonly 0 1 n") || slices.Contains(l, "alt.binaries.x 0 1 y") {
 		t.Fatalf("list active: %q", l)
 	}
 	code(t, c.cmd("LIST NEWSGROUPS"), "215")
-	if l := c.block(); !contains(l, "local.test\tabout local.test") {
+	if l := c.block(); !slices.Contains(l, "local.test\tabout local.test") {
 		t.Fatalf("list newsgroups: %q", l)
 	}
 	code(t, c.cmd("NEWNEWS local.* 20000101 000000 GMT"), "230")
-	if l := c.block(); len(l) != 3 || !contains(l, msgid) {
+	if l := c.block(); len(l) != 3 || !slices.Contains(l, msgid) {
 		t.Fatalf("newnews: %q", l)
 	}
 	code(t, c.cmd("NEWNEWS * 20991231 000000"), "230")
@@ -220,7 +221,7 @@ func TestPostReadAndNavigate(t *testing.T) {
 		t.Fatalf("newnews from the future: %q", l)
 	}
 	code(t, c.cmd("NEWGROUPS 000101 000000 GMT"), "231")
-	if l := c.block(); len(l) != 5 || !contains(l, "local.moderated 0 1 m") {
+	if l := c.block(); len(l) != 5 || !slices.Contains(l, "local.moderated 0 1 m") {
 		t.Fatalf("newgroups: %q", l)
 	}
 	code(t, c.cmd("ARTICLE 99"), "423")
@@ -230,7 +231,7 @@ func TestPostReadAndNavigate(t *testing.T) {
 }
 
 func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
-	ts := startServer(t, Config{}, SiteConfig{MaxArticle: 10000})
+	ts := startServer(t, Config{}, usenet.SiteConfig{MaxArticle: 10000})
 	c, _ := ts.dial(t)
 
 	code(t, c.cmd("%s", "GROUP "+strings.Repeat("a", 600)), "501")
@@ -305,7 +306,7 @@ func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
 // overview's line and byte counts would show a listing that read a
 // recycled buffer.
 func TestStreamingFeedPipelinedAndDuplicates(t *testing.T) {
-	ts := startServer(t, Config{}, SiteConfig{})
+	ts := startServer(t, Config{}, usenet.SiteConfig{})
 	c, _ := ts.dial(t)
 	code(t, c.cmd("MODE STREAM"), "203")
 	const n = 300
@@ -352,7 +353,7 @@ func TestStreamingFeedPipelinedAndDuplicates(t *testing.T) {
 }
 
 func TestManyIdleConnectionsAndIdleTimeout(t *testing.T) {
-	ts := startServer(t, Config{IdleTimeout: 2 * time.Second}, SiteConfig{})
+	ts := startServer(t, Config{IdleTimeout: 2 * time.Second}, usenet.SiteConfig{})
 	var conns []net.Conn
 	for i := 0; i < 1000; i++ {
 		nc, err := net.Dial("tcp", ts.addr)
@@ -388,7 +389,7 @@ func TestManyIdleConnectionsAndIdleTimeout(t *testing.T) {
 }
 
 func TestConnectionLimits(t *testing.T) {
-	ts := startServer(t, Config{MaxPerAddr: 2}, SiteConfig{})
+	ts := startServer(t, Config{MaxPerAddr: 2}, usenet.SiteConfig{})
 	ts.dial(t)
 	ts.dial(t)
 	_, hello := ts.dial(t)
@@ -405,7 +406,7 @@ func TestAccessAndAuthinfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	// As if every client came from afar: nothing without a password.
-	ts := startServer(t, Config{Users: users, Open: func(netip.Addr) Perm { return 0 }}, SiteConfig{})
+	ts := startServer(t, Config{Users: users, Open: func(netip.Addr) Perm { return 0 }}, usenet.SiteConfig{})
 	c, hello := ts.dial(t)
 	code(t, hello, "201")
 	code(t, c.cmd("GROUP local.test"), "480")
@@ -418,7 +419,7 @@ func TestAccessAndAuthinfo(t *testing.T) {
 	code(t, c.cmd("POST"), "502") // ann may read, not post
 	code(t, c.cmd("AUTHINFO USER ann"), "502")
 
-	noUsers := startServer(t, Config{Open: func(netip.Addr) Perm { return 0 }}, SiteConfig{})
+	noUsers := startServer(t, Config{Open: func(netip.Addr) Perm { return 0 }}, usenet.SiteConfig{})
 	_, hello = noUsers.dial(t)
 	code(t, hello, "502")
 }
@@ -426,7 +427,7 @@ func TestAccessAndAuthinfo(t *testing.T) {
 func TestExpiryDropsOverviewByGroupPattern(t *testing.T) {
 	now := time.Now() // the spool's clock is the real one
 	clock := func() time.Time { return now }
-	ts := startServer(t, Config{}, SiteConfig{Now: clock, Expiry: []ExpiryRule{{"*.binaries.*", 24 * time.Hour}, {"*", 10 * 24 * time.Hour}}})
+	ts := startServer(t, Config{}, usenet.SiteConfig{Now: clock, Expiry: []usenet.ExpiryRule{{Pattern: "*.binaries.*", Keep: 24 * time.Hour}, {Pattern: "*", Keep: 10 * 24 * time.Hour}}})
 	c, _ := ts.dial(t)
 	code(t, c.cmd("IHAVE <e1@example.com>"), "335")
 	c.sendArticle(article("<e1@example.com>", "local.test,alt.binaries.x", "both\r\n"))
@@ -467,7 +468,7 @@ func FuzzCommands(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	ts := startServer(f, Config{}, SiteConfig{MaxArticle: 4096})
+	ts := startServer(f, Config{}, usenet.SiteConfig{MaxArticle: 4096})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		nc, err := net.Dial("tcp", ts.addr)
 		if err != nil {
@@ -498,7 +499,7 @@ func FuzzCommands(f *testing.F) {
 // one, with pipelined ARTICLE, HEAD and BODY by number and by message-id:
 // every reply is whole, in order and byte for byte what was fed.
 func TestLargeArticlesPipelined(t *testing.T) {
-	ts := startServer(t, Config{}, SiteConfig{})
+	ts := startServer(t, Config{}, usenet.SiteConfig{})
 	c, _ := ts.dial(t)
 	var body strings.Builder
 	for i := 0; body.Len() < 300_000; i++ {

@@ -1,4 +1,4 @@
-package usenet
+package nntpd
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package usenet
+package peering
 
 import (
 	"context"
@@ -14,8 +14,12 @@ import (
 
 	"triad/internal/fault"
 	"triad/internal/nntp"
-	"triad/internal/store"
+	"triad/internal/usenet"
 )
+
+// readTimeout bounds reading an article to feed it, from the spool (the
+// DHT's sets its own bound too).
+const readTimeout = time.Minute
 
 // PeerMode is what a site sends a peer.
 type PeerMode uint8
@@ -61,7 +65,7 @@ type Peer struct {
 
 // FeedConfig configures a site's outgoing feeds.
 type FeedConfig struct {
-	Site  *Site // with Relay set
+	Site  *usenet.Site // with Relay set
 	Peers []Peer
 	// MaxBacklog bounds the articles queued for a peer that is down or
 	// slow; past it the oldest are dropped for it and counted (1,000,000).
@@ -92,7 +96,7 @@ type PeerStatus struct {
 	Mode      string
 	Addr      string
 	Connected bool
-	Backlog   PeerBacklog
+	Backlog   usenet.PeerBacklog
 	Offered   uint64 // CHECKs sent
 	Sent      uint64 // articles or announcements taken (239)
 	Refused   uint64 // not wanted (438) or refused (439)
@@ -101,8 +105,8 @@ type PeerStatus struct {
 
 // StartFeeds starts a feeder for every peer.
 func StartFeeds(cfg FeedConfig) (*Feeds, error) {
-	if cfg.Site == nil || !cfg.Site.cfg.Relay {
-		return nil, errors.New("usenet: feeds need a site with Relay set")
+	if cfg.Site == nil || !cfg.Site.Relay() {
+		return nil, errors.New("peering: feeds need a site with Relay set")
 	}
 	if cfg.MaxBacklog == 0 {
 		cfg.MaxBacklog = 1_000_000
@@ -123,13 +127,13 @@ func StartFeeds(cfg FeedConfig) (*Feeds, error) {
 	seen := map[string]bool{}
 	for _, p := range cfg.Peers {
 		if p.Name == "" || p.Addr == "" || seen[p.Name] {
-			return nil, fmt.Errorf("usenet: peer %q: want a unique name and an address", p.Name)
+			return nil, fmt.Errorf("peering: peer %q: want a unique name and an address", p.Name)
 		}
 		seen[p.Name] = true
-		if err := cfg.Site.list.startCursor(p.Name); err != nil {
+		if err := cfg.Site.List().StartCursor(p.Name); err != nil {
 			return nil, err
 		}
-		f.feeders = append(f.feeders, &feeder{feeds: f, peer: p, wake: cfg.Site.subscribe()})
+		f.feeders = append(f.feeders, &feeder{feeds: f, peer: p, wake: cfg.Site.Subscribe()})
 	}
 	for _, fd := range f.feeders {
 		f.wg.Add(1)
@@ -175,7 +179,7 @@ func (f *Feeds) Status() []PeerStatus {
 		st := fd.st
 		fd.mu.Unlock()
 		st.Peer, st.Mode, st.Addr = fd.peer.Name, fd.peer.Mode.String(), fd.peer.Addr
-		st.Backlog, _ = f.cfg.Site.list.Backlog(fd.peer.Name)
+		st.Backlog, _ = f.cfg.Site.List().Backlog(fd.peer.Name)
 		out = append(out, st)
 	}
 	return out
@@ -195,7 +199,7 @@ func (f *Feeds) housekeep() {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
-		if err := f.cfg.Site.list.trim(f.names(), f.cfg.MaxBacklog, f.cfg.MaxBacklogBytes); err != nil {
+		if err := f.cfg.Site.List().Trim(f.names(), f.cfg.MaxBacklog, f.cfg.MaxBacklogBytes); err != nil {
 			f.cfg.Log.Warn("feeds: trimming the out log", "err", err)
 		}
 		if f.cfg.StatusFile != "" {
@@ -252,12 +256,12 @@ func (fd *feeder) run() {
 	site := fd.feeds.cfg.Site
 	wait := fd.feeds.cfg.Retry
 	for {
-		recs, err := site.list.readLog(fd.peer.Name, fd.feeds.cfg.Batch, 4<<20)
+		recs, err := site.List().ReadLog(fd.peer.Name, fd.feeds.cfg.Batch, 4<<20)
 		if err == nil && len(recs) > 0 {
 			var done uint64
 			done, err = fd.send(recs)
 			if done > 0 {
-				site.list.advance(fd.peer.Name, done)
+				site.List().Advance(fd.peer.Name, done)
 			}
 			if err == nil && done == recs[len(recs)-1].Seq {
 				wait = fd.feeds.cfg.Retry
@@ -358,14 +362,14 @@ func (fd *feeder) connect() error {
 
 // wants reports whether the peer is to be offered r: not an article that
 // came through it (its name in Path), and one of its groups.
-func (fd *feeder) wants(r *logRecord) bool {
+func (fd *feeder) wants(r *usenet.LogRecord) bool {
 	if r.MessageID == "" || len(r.Head) == 0 {
 		return false // a damaged record
 	}
 	if r.Announced && fd.peer.Mode == Mesh {
 		return false
 	}
-	a, err := ParseArticle(r.Head)
+	a, err := usenet.ParseArticle(r.Head)
 	if err != nil {
 		return false
 	}
@@ -381,13 +385,13 @@ func (fd *feeder) wants(r *logRecord) bool {
 		return true
 	}
 	names, _ := a.Groups()
-	return slices.ContainsFunc(names, func(g string) bool { return Wildmat(fd.peer.Groups, g) })
+	return slices.ContainsFunc(names, func(g string) bool { return usenet.Wildmat(fd.peer.Groups, g) })
 }
 
 // send offers a batch and returns the sequence number up to which every
 // record is settled (taken, refused, or not for this peer).
-func (fd *feeder) send(recs []logRecord) (uint64, error) {
-	var offer []*logRecord
+func (fd *feeder) send(recs []usenet.LogRecord) (uint64, error) {
+	var offer []*usenet.LogRecord
 	for i := range recs {
 		if fd.wants(&recs[i]) {
 			offer = append(offer, &recs[i])
@@ -413,7 +417,7 @@ func (fd *feeder) send(recs []logRecord) (uint64, error) {
 		return 0, err
 	}
 	fd.count(func(s *PeerStatus) { s.Offered += uint64(len(offer)) })
-	var wanted []*logRecord
+	var wanted []*usenet.LogRecord
 	later := -1 // the first record the peer asked to offer later
 	for i, r := range offer {
 		line, err := c.ReadLine()
@@ -446,7 +450,7 @@ func (fd *feeder) send(recs []logRecord) (uint64, error) {
 
 // transfer sends the wanted records (TAKEDHT, or TAKETHIS with the
 // article read from the spool) and reads the replies.
-func (fd *feeder) transfer(wanted []*logRecord) error {
+func (fd *feeder) transfer(wanted []*usenet.LogRecord) error {
 	if len(wanted) == 0 {
 		return nil
 	}
@@ -460,12 +464,12 @@ func (fd *feeder) transfer(wanted []*logRecord) error {
 	sent := wanted[:0:0]
 	for _, r := range wanted {
 		if fd.peer.Mode != Feed {
-			out = appendAnnouncement(out, r)
+			out = usenet.AppendAnnouncement(out, r)
 		} else {
-			ctx, cancel := context.WithTimeout(context.Background(), dhtTimeout)
-			raw, err := fd.feeds.cfg.Site.Article(ctx, HistEntry{Key: r.Key})
+			ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+			raw, err := fd.feeds.cfg.Site.Article(ctx, usenet.HistEntry{Key: r.Key})
 			cancel()
-			if errors.Is(err, fault.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, fault.ErrNotFound) {
 				// Expired or gone from the ring: nothing to feed.
 				fd.count(func(s *PeerStatus) { s.Refused++ })
 				continue

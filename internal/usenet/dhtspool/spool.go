@@ -1,0 +1,145 @@
+package dhtspool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"triad/internal/client"
+	"triad/internal/fault"
+	"triad/internal/id"
+	"triad/internal/usenet"
+	"triad/internal/wire"
+)
+
+// Spool keeps articles in the DHT through a node: a usenet.Spool whose
+// keys a resolver can check (Resolve).
+type Spool struct {
+	Cluster *client.Cluster
+
+	once   sync.Once
+	sem    chan struct{} // requests in flight
+	closed atomic.Bool
+}
+
+// Timeout bounds one request's store or one article's fetch through the
+// DHT: the server's own work waits on nothing else, so this spool alone
+// sets one.
+const Timeout = time.Minute
+
+// How a batch goes to the DHT: at most maxRequest articles and
+// maxRequestBytes of them per ClientPutBatch, and maxInFlight requests in
+// flight (PutBatch waits for room, so what the site gathers meanwhile
+// makes its next batch bigger); an article a node's write window deferred
+// is offered again after deferRetry, at most deferTries times, before the
+// site is told to try later.
+const (
+	maxRequest      = 64
+	maxRequestBytes = 2 << 20 // well inside a frame
+	maxInFlight     = 4
+	deferRetry      = 2 * time.Millisecond
+	deferTries      = 100
+)
+
+// PutBatch stores a batch: it sends the batch's requests as room in
+// flight allows, returning once the last is sent, and calls done once
+// every request has ended.
+func (s *Spool) PutBatch(batch []usenet.Put, done func()) {
+	s.once.Do(func() { s.sem = make(chan struct{}, maxInFlight) })
+	if s.closed.Load() {
+		for i := range batch {
+			batch[i].Err = usenet.ErrSiteClosed
+		}
+		done()
+		return
+	}
+	var left atomic.Int32
+	left.Store(1) // this call's own, dropped once every request is sent
+	end := func() {
+		if left.Add(-1) == 0 {
+			done()
+		}
+	}
+	for len(batch) > 0 {
+		n, size := 0, 0
+		for n < len(batch) && n < maxRequest && (n == 0 || size+len(batch[n].Article) <= maxRequestBytes) {
+			size += len(batch[n].Article)
+			n++
+		}
+		req := batch[:n]
+		batch = batch[n:]
+		left.Add(1)
+		s.sem <- struct{}{}
+		go func() {
+			defer func() { <-s.sem; end() }()
+			s.put(req)
+		}()
+	}
+	end()
+}
+
+// put stores one request's articles, offering again what a full write
+// window deferred, and sets each one's key or error.
+func (s *Spool) put(req []usenet.Put) {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	todo := make([]*usenet.Put, len(req))
+	for i := range req {
+		todo[i] = &req[i]
+	}
+	for try := 0; len(todo) > 0; try++ {
+		items := make([]wire.PutItem, len(todo))
+		now := time.Now()
+		for i, p := range todo {
+			items[i] = wire.PutItem{Data: p.Article, Expiry: p.Expires.UnixNano()}
+			if !p.Expires.After(now) {
+				items[i].Expiry = 0
+			}
+		}
+		keys, errs := s.Cluster.PutBatch(ctx, items, wire.RedundancyDefault)
+		again := todo[:0]
+		for i, p := range todo {
+			p.Key, p.Err = keys[i], errs[i]
+			if errors.Is(p.Err, fault.ErrBusy) && try < deferTries && ctx.Err() == nil {
+				again = append(again, p)
+			}
+		}
+		todo = again
+		if len(todo) > 0 {
+			time.Sleep(deferRetry)
+		}
+	}
+}
+
+func (s *Spool) Get(ctx context.Context, key id.ID) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	data, _, err := s.Cluster.Get(ctx, key)
+	return data, err
+}
+
+func (s *Spool) View(ctx context.Context, key id.ID, fn func([]byte) error) error {
+	data, err := s.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	return fn(data)
+}
+
+// Close closes the client: requests in flight end with its error, and
+// later batches are refused as the site's closing.
+func (s *Spool) Close() error {
+	s.closed.Store(true)
+	return s.Cluster.Close()
+}
+
+// Resolve asks the key's holders: its first holders directly, the ring
+// when they do not have it.
+func (s *Spool) Resolve(ctx context.Context, key id.ID) (usenet.Stored, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	size, exp, found, err := s.Cluster.Holding(ctx, key)
+	return usenet.Stored{Size: int(size), Expires: time.Unix(0, exp)}, found, err
+}

@@ -1,0 +1,105 @@
+package nntpd
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"triad/internal/usenet"
+)
+
+// errListing is the failure the tests inject into news.db's commits.
+var errListing = errors.New("injected: news.db cannot commit")
+
+// failListing makes the site's listing commits fail while fail is set,
+// inside the transaction, after its writes.
+func failListing(fail *atomic.Bool) func(*usenet.Site) {
+	return func(s *usenet.Site) {
+		s.List().FailCommits(func() error {
+			if fail.Load() {
+				return errListing
+			}
+			return nil
+		})
+	}
+}
+
+// spoolKinds are the two ways a site waits for its spool: the local
+// spool's, journaled and synced on its own, and a spool shared with other
+// sites, as the DHT is.
+var spoolKinds = []struct {
+	name string
+	of   func(*usenet.LocalSpool) usenet.Spool
+}{
+	{"journaled", nil},
+	{"synced", func(s *usenet.LocalSpool) usenet.Spool { return syncSpool{s} }},
+}
+
+// syncSpool hides that a LocalSpool is the site's own: a spool shared
+// with other sites, as the DHT is, so the site keeps no journal and stores
+// articles sealed.
+type syncSpool struct{ usenet.Spool }
+
+// An article whose listing fails (news.db cannot commit) is not
+// acknowledged: POST gets 441, IHAVE 436, and TAKETHIS 400, which closes
+// the feed (a feeder offers again what was unanswered; 439 would mean
+// never). It is nowhere a reader or a duplicate check looks, so the next
+// offer is taken, as number 1.
+func TestFailedListingIsNotAcknowledged(t *testing.T) {
+	verbs := []struct{ verb, failed, ok string }{
+		{"POST", "441", "240"},
+		{"IHAVE", "436", "235"},
+		{"TAKETHIS", "400", "239 "},
+	}
+	for _, sp := range spoolKinds {
+		for _, v := range verbs {
+			t.Run(sp.name+"/"+v.verb, func(t *testing.T) {
+				var fail atomic.Bool
+				fail.Store(true)
+				ts := startServerOver(t, Config{}, usenet.SiteConfig{}, sp.of, failListing(&fail))
+				const id = "<unlisted@example.com>"
+				offer := func() (*testClient, string) {
+					c, _ := ts.dial(t)
+					switch v.verb {
+					case "POST":
+						code(t, c.cmd("POST"), "340")
+					case "IHAVE":
+						code(t, c.cmd("IHAVE %s", id), "335")
+					case "TAKETHIS":
+						code(t, c.cmd("MODE STREAM"), "203")
+						if err := c.Send("TAKETHIS " + id); err != nil {
+							t.Fatal(err)
+						}
+					}
+					c.sendArticle(article(id, "local.test", "body\r\n"))
+					return c, c.line()
+				}
+				c, reply := offer()
+				code(t, reply, v.failed)
+				if v.verb == "TAKETHIS" {
+					if l, err := c.ReadLine(); err == nil {
+						t.Fatalf("after a 400 the feed is still open: %q", l)
+					}
+				}
+
+				r, _ := ts.dial(t)
+				code(t, r.cmd("MODE STREAM"), "203")
+				code(t, r.cmd("GROUP local.test"), "211 0 1 0 local.test")
+				code(t, r.cmd("STAT 1"), "423")
+				code(t, r.cmd("OVER 1-"), "423")
+				code(t, r.cmd("ARTICLE %s", id), "430")
+				code(t, r.cmd("CHECK %s", id), "238 "+id)
+				if _, found, err := ts.site.List().Lookup(id); found || err != nil {
+					t.Fatalf("in the history (%v) after a failed listing", err)
+				}
+
+				fail.Store(false)
+				_, reply = offer()
+				code(t, reply, v.ok)
+				code(t, r.cmd("GROUP local.test"), "211 1 1 1 local.test")
+				code(t, r.cmd("STAT 1"), "223 1 "+id)
+				code(t, r.cmd("CHECK %s", id), "438 "+id)
+			})
+		}
+	}
+}
