@@ -35,8 +35,7 @@ minute.`
 
 func runPut(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("put", "put FILE [--addr ADDR] [--expire DURATION] [--redundancy replicas|fragments]", putAbout, stderr)
-	addr := fs.String("addr", "127.0.0.1:4001", "`address` of any node")
-	tlsDir := addTLSFlag(fs)
+	node := addNodeFlags(fs, "`address` of any node")
 	expire := fs.Duration("expire", 30*24*time.Hour, "how long the DHT must keep the file")
 	red := fs.String("redundancy", "", "replicas or fragments (default: the node's setting)")
 	chunk := fs.Int("chunk", 1<<20, "largest block, in `bytes`; bigger files are chunked")
@@ -69,7 +68,7 @@ func runPut(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	c, err := dialCluster(ctx, *addr, *tlsDir)
+	c, err := node.cluster(ctx)
 	if err != nil {
 		return err
 	}
@@ -106,8 +105,7 @@ and joined (--raw prints the manifest itself instead).`
 
 func runGet(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("get", "get KEY [--addr ADDR] [-o FILE] [--raw]", getAbout, stderr)
-	addr := fs.String("addr", "127.0.0.1:4001", "`address` of any node")
-	tlsDir := addTLSFlag(fs)
+	node := addNodeFlags(fs, "`address` of any node")
 	out := fs.String("o", "", "write to this `file` instead of standard output")
 	raw := fs.Bool("raw", false, "print a manifest block as is, without fetching its chunks")
 	key, err := keyArg(fs, args)
@@ -121,7 +119,7 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	c, err := dialCluster(ctx, *addr, *tlsDir)
+	c, err := node.cluster(ctx)
 	if err != nil {
 		return err
 	}
@@ -186,15 +184,14 @@ placed past a host that was down sit further on.`
 
 func runStat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("stat", "stat KEY [--addr ADDR]", statAbout, stderr)
-	addr := fs.String("addr", "127.0.0.1:4001", "`address` of any node")
-	tlsDir := addTLSFlag(fs)
+	node := addNodeFlags(fs, "`address` of any node")
 	key, err := keyArg(fs, args)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := dialNode(ctx, *addr, *tlsDir)
+	c, err := node.node(ctx)
 	if err != nil {
 		return err
 	}

@@ -147,48 +147,52 @@ func runCARevoke(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// addTLSFlag adds --tls to a command that talks to nodes.
-func addTLSFlag(fs *flag.FlagSet) *string {
-	return fs.String("tls", os.Getenv("TRIAD_TLS"), "talk to the nodes over mutual TLS with the bundle in this `directory` (from 'triad ca issue'; needed when they run with --tls; default $TRIAD_TLS)")
+// nodeFlags are --addr and --tls of a command that talks to nodes.
+type nodeFlags struct{ addr, tls *string }
+
+// addNodeFlags adds --addr, described by addrUsage, and --tls to fs.
+func addNodeFlags(fs *flag.FlagSet, addrUsage string) nodeFlags {
+	return nodeFlags{fs.String("addr", "127.0.0.1:4001", addrUsage),
+		fs.String("tls", os.Getenv("TRIAD_TLS"), "talk to the nodes over mutual TLS with the bundle in this `directory` (from 'triad ca issue'; needed when they run with --tls; default $TRIAD_TLS)")}
 }
 
-// loadTLS loads the bundle at dir; nil and no error without one.
-func loadTLS(dir string) (*pki.Bundle, error) {
-	if dir == "" {
-		return nil, nil
+// options are the client's: TLS with the bundle --tls names, if any.
+func (n nodeFlags) options() (client.Options, error) {
+	if *n.tls == "" {
+		return client.Options{}, nil
 	}
-	return pki.LoadBundle(dir)
+	b, err := pki.LoadBundle(*n.tls)
+	return client.Options{TLS: b}, err
 }
 
-// dialCluster connects to the ring through addr, over TLS with the bundle
-// in tlsDir if there is one.
-func dialCluster(ctx context.Context, addr, tlsDir string) (*client.Cluster, error) {
-	b, err := loadTLS(tlsDir)
+// cluster connects to the ring through --addr.
+func (n nodeFlags) cluster(ctx context.Context) (*client.Cluster, error) {
+	opt, err := n.options()
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.DialClusterOptions(ctx, client.Options{TLS: b}, addr)
-	return c, tlsHint(addr, tlsDir, err)
+	c, err := client.DialClusterOptions(ctx, opt, *n.addr)
+	return c, tlsHint(*n.addr, *n.tls, err)
 }
 
-// dialNode connects to the node at addr, as dialCluster.
-func dialNode(ctx context.Context, addr, tlsDir string) (*client.Client, error) {
-	b, err := loadTLS(tlsDir)
+// node connects to the node at --addr.
+func (n nodeFlags) node(ctx context.Context) (*client.Client, error) {
+	opt, err := n.options()
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.DialOptions(ctx, addr, client.Options{TLS: b})
-	return c, tlsHint(addr, tlsDir, err)
+	c, err := client.DialOptions(ctx, *n.addr, opt)
+	return c, tlsHint(*n.addr, *n.tls, err)
 }
 
-// callNode sends one request to the node at addr, as dialCluster.
-func callNode(ctx context.Context, addr, tlsDir string, m wire.Msg) (wire.Msg, error) {
-	b, err := loadTLS(tlsDir)
+// call sends one request to the node at --addr.
+func (n nodeFlags) call(ctx context.Context, m wire.Msg) (wire.Msg, error) {
+	opt, err := n.options()
 	if err != nil {
 		return nil, err
 	}
-	resp, err := client.Call(ctx, addr, m, client.Options{TLS: b})
-	return resp, tlsHint(addr, tlsDir, err)
+	resp, err := client.Call(ctx, *n.addr, m, opt)
+	return resp, tlsHint(*n.addr, *n.tls, err)
 }
 
 // tlsHint explains a failure to talk to a node without TLS when the node

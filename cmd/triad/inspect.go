@@ -18,8 +18,7 @@ the predecessor list and successor list (nearest first) and the finger table
 
 func runRing(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ring", "ring --addr ADDR [--json]", ringAbout, stderr)
-	addr := fs.String("addr", "127.0.0.1:4001", "`address` of the node to ask")
-	tlsDir := addTLSFlag(fs)
+	node := addNodeFlags(fs, "`address` of the node to ask")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
 	if err := parse(fs, args); err != nil {
@@ -30,13 +29,13 @@ func runRing(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	m, err := callNode(ctx, *addr, *tlsDir, &wire.RingInfoReq{})
+	m, err := node.call(ctx, &wire.RingInfoReq{})
 	if err != nil {
 		return err
 	}
 	info, ok := m.(*wire.RingInfo)
 	if !ok {
-		return fmt.Errorf("%s answered %T", *addr, m)
+		return fmt.Errorf("%s answered %T", *node.addr, m)
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(ringJSON(info))
@@ -109,8 +108,7 @@ content key (the first 160 bits of SHA-256) is looked up.`
 
 func runLookup(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lookup", "lookup [--addr ADDR] [--text] [--json] KEY", lookupAbout, stderr)
-	addr := fs.String("addr", "127.0.0.1:4001", "`address` of the node to ask")
-	tlsDir := addTLSFlag(fs)
+	node := addNodeFlags(fs, "`address` of the node to ask")
 	text := fs.Bool("text", false, "KEY is text to hash, not a hex ID")
 	asJSON := fs.Bool("json", false, "print JSON")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
@@ -132,13 +130,13 @@ func runLookup(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	start := time.Now()
-	m, err := callNode(ctx, *addr, *tlsDir, &wire.ClientLookup{Key: key})
+	m, err := node.call(ctx, &wire.ClientLookup{Key: key})
 	if err != nil {
 		return err
 	}
 	done, ok := m.(*wire.LookupDone)
 	if !ok {
-		return fmt.Errorf("%s answered %T", *addr, m)
+		return fmt.Errorf("%s answered %T", *node.addr, m)
 	}
 	if done.Failed != "" {
 		return fmt.Errorf("lookup of %s failed: %s", key, done.Failed)

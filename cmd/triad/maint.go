@@ -34,8 +34,7 @@ func runMaint(args []string, stdout, stderr io.Writer) error {
 
 func runMaintStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("maint status", "maint status [--addr ADDR] [--json]", maintAbout, stderr)
-	addr := fs.String("addr", "127.0.0.1:4001", "`address` of the node to ask")
-	tlsDir := addTLSFlag(fs)
+	node := addNodeFlags(fs, "`address` of the node to ask")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -43,13 +42,13 @@ func runMaintStatus(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	m, err := maintCall(*addr, *tlsDir, &wire.MaintStatusReq{})
+	m, err := maintCall(node, &wire.MaintStatusReq{})
 	if err != nil {
 		return err
 	}
 	st, ok := m.(*wire.MaintStatus)
 	if !ok {
-		return fmt.Errorf("%s answered %T", *addr, m)
+		return fmt.Errorf("%s answered %T", *node.addr, m)
 	}
 	if *asJSON {
 		out := map[string]any{"paused": st.Paused}
@@ -70,7 +69,7 @@ func runMaintStatus(args []string, stdout, stderr io.Writer) error {
 	if st.Paused {
 		state = "paused"
 	}
-	fmt.Fprintf(stdout, "maintenance on %s: %s\n", *addr, state)
+	fmt.Fprintf(stdout, "maintenance on %s: %s\n", *node.addr, state)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	for _, c := range st.Counters {
 		fmt.Fprintf(tw, "  %s\t%d\n", c.Name, c.Value)
@@ -92,23 +91,22 @@ func runMaintStatus(args []string, stdout, stderr io.Writer) error {
 
 func runMaintControl(name string, pause bool, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("maint "+name, "maint "+name+" [--addr ADDR]", maintAbout, stderr)
-	addr := fs.String("addr", "127.0.0.1:4001", "`address` of the node")
-	tlsDir := addTLSFlag(fs)
+	node := addNodeFlags(fs, "`address` of the node")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	if _, err := maintCall(*addr, *tlsDir, &wire.MaintControl{Pause: pause}); err != nil {
+	if _, err := maintCall(node, &wire.MaintControl{Pause: pause}); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "maintenance on %s: %sd\n", *addr, name)
+	fmt.Fprintf(stdout, "maintenance on %s: %sd\n", *node.addr, name)
 	return nil
 }
 
-func maintCall(addr, tlsDir string, m wire.Msg) (wire.Msg, error) {
+func maintCall(node nodeFlags, m wire.Msg) (wire.Msg, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return callNode(ctx, addr, tlsDir, m)
+	return node.call(ctx, m)
 }
