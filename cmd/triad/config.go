@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"triad/internal/config"
+	"triad/internal/localdeploy"
 	"triad/internal/newsd"
 	"triad/internal/noded"
 )
@@ -44,7 +45,7 @@ type options interface {
 var configTables = map[string]func() options{
 	"node": func() options { o := noded.DefaultOptions(); return &o },
 	"nntp": func() options { o := newsd.DefaultOptions(); return &o },
-	"up":   func() options { o := defaultUpOptions(); return &o },
+	"up":   func() options { o := localdeploy.DefaultOptions(); return &o },
 }
 
 func runConfig(args []string, stdout, stderr io.Writer) error {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/localdeploy"
 	"triad/internal/nntp"
 )
 
@@ -288,7 +289,7 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 	newsPort := consecutiveFreePorts(t, 3)
 	args := []string{"--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(t.TempDir(), "data")}
 	addr := fmt.Sprintf("127.0.0.1:%d", newsPort)
-	arts := newsArticles("up", 400, upSiteName(0))
+	arts := newsArticles("up", 400, localdeploy.SiteName(0))
 
 	up := startUp(t, bin, args...)
 	up.waitFor("ring consistent")

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/localdeploy"
 	"triad/internal/nntp"
 	"triad/internal/pki"
 	"triad/internal/testutil"
@@ -123,7 +124,7 @@ print("slowest: %.3f s" % worst)
 
 // bigArticles are n articles of about size bytes each (binaries-like).
 func bigArticles(prefix string, n, size int) fedArticles {
-	f := fedArticles{text: map[string]string{}, pathHost: upSiteName(0)}
+	f := fedArticles{text: map[string]string{}, pathHost: localdeploy.SiteName(0)}
 	for i := range n {
 		id := fmt.Sprintf("<%s%d@e2e.test>", prefix, i)
 		var body strings.Builder
@@ -237,15 +238,15 @@ func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
 // but no peer site's), is refused, and nothing else is said to it.
 func checkPeerLinkRefusesStrangers(t *testing.T, up *upProc, data string) {
 	t.Helper()
-	m := regexp.MustCompile(`started news site ` + upSiteName(0) + ` .*peers over TLS on (\S+);`).FindStringSubmatch(up.seen)
+	m := regexp.MustCompile(`started news site ` + localdeploy.SiteName(0) + ` .*peers over TLS on (\S+);`).FindStringSubmatch(up.seen)
 	if m == nil {
-		t.Fatalf("triad up printed no TLS peer address for %s:\n%s", upSiteName(0), up.seen)
+		t.Fatalf("triad up printed no TLS peer address for %s:\n%s", localdeploy.SiteName(0), up.seen)
 	}
 	operator, err := pki.LoadBundle(filepath.Join(data, "ca", "bundles", "operator"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := nntp.DialTLS(m[1], operator.NamedClientConfig(upSiteName(0)), time.Now().Add(10*time.Second))
+	c, err := nntp.DialTLS(m[1], operator.NamedClientConfig(localdeploy.SiteName(0)), time.Now().Add(10*time.Second))
 	if err != nil {
 		t.Fatalf("the operator's certificate: %v, want a 502 greeting", err)
 	}
