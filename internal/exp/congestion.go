@@ -106,6 +106,25 @@ func RunCongestion(r CongestionRun) (CongestionPoint, error) {
 	if r.Peers < 2 || r.Offered <= 0 || r.CrossLoad < 0 || r.CrossLoad >= 1 {
 		return CongestionPoint{}, fmt.Errorf("congestion: want at least 2 peers, a positive load and a cross-load in [0, 1)")
 	}
+	c, err := newCongestionRing(r)
+	if err != nil {
+		return CongestionPoint{}, err
+	}
+	return c.measure(r), nil
+}
+
+// congestionRing is the static Chord ring of one congestion point: its
+// simulator, its peers' cc nodes and their configuration.
+type congestionRing struct {
+	s       *sim.Sim
+	members []wire.NodeRef
+	nodes   []*cc.Node
+	base    cc.Config // every peer's, but for its uplink
+}
+
+// newCongestionRing builds the ring of r's peers on a flat topology of
+// r.Setup's links.
+func newCongestionRing(r CongestionRun) (*congestionRing, error) {
 	rng := rand.New(rand.NewPCG(r.Seed, 0xcc))
 	flat := make([]sim.FlatHost, r.Peers)
 	for i := range flat {
@@ -117,28 +136,26 @@ func RunCongestion(r CongestionRun) (CongestionPoint, error) {
 			flat[i] = sim.FlatHost{Delay: time.Duration((5 + 10*rng.Float64()) * float64(time.Millisecond)), UpBps: bps, DownBps: 4 * bps}
 		}
 	}
-	s := sim.New(sim.Config{Seed: r.Seed}, sim.NewFlatTopology(flat))
-	members := make([]wire.NodeRef, r.Peers)
-	for i := range members {
+	c := &congestionRing{s: sim.New(sim.Config{Seed: r.Seed}, sim.NewFlatTopology(flat)), members: make([]wire.NodeRef, r.Peers), nodes: make([]*cc.Node, r.Peers)}
+	for i := range c.members {
 		// Evenly spaced: the symmetric ring of the paper's analysis (§III),
 		// where no peer routes more than another.
-		members[i] = wire.NodeRef{ID: id.Spaced(i, r.Peers), Addr: node.Addr(fmt.Sprintf("h%d", i))}
+		c.members[i] = wire.NodeRef{ID: id.Spaced(i, r.Peers), Addr: node.Addr(fmt.Sprintf("h%d", i))}
 	}
-	ring := cc.NewStaticRing(members)
-	nodes := make([]*cc.Node, r.Peers)
-	base := cc.DefaultConfig()
-	base.Scheme, base.Gamma, base.Offered, base.PayloadBytes = r.Scheme, r.Gamma, r.Offered, congestionPayload
-	base.PauseFraction = r.CrossLoad
+	ring := cc.NewStaticRing(c.members)
+	c.base = cc.DefaultConfig()
+	c.base.Scheme, c.base.Gamma, c.base.Offered, c.base.PayloadBytes = r.Scheme, r.Gamma, r.Offered, congestionPayload
+	c.base.PauseFraction = r.CrossLoad
 	if r.Threshold > 0 {
-		base.Threshold = r.Threshold
+		c.base.Threshold = r.Threshold
 	}
 	if r.MinRTO > 0 {
-		base.MinRTO = r.MinRTO
+		c.base.MinRTO = r.MinRTO
 	}
-	for i := range members {
-		cfg := base
+	for i := range c.members {
+		cfg := c.base
 		cfg.UplinkBps = flat[i].UpBps
-		_, err := s.AddHost(func(addr node.Addr, _ node.Storage, _ *rand.Rand) (node.Handler, error) {
+		_, err := c.s.AddHost(func(addr node.Addr, _ node.Storage, _ *rand.Rand) (node.Handler, error) {
 			h, err := host.New(host.DefaultConfig(), addr)
 			if err != nil {
 				return nil, err
@@ -147,13 +164,21 @@ func RunCongestion(r CongestionRun) (CongestionPoint, error) {
 			if err != nil {
 				return nil, err
 			}
-			nodes[i] = n
+			c.nodes[i] = n
 			return h, nil
 		})
 		if err != nil {
-			return CongestionPoint{}, err
+			return nil, err
 		}
 	}
+	return c, nil
+}
+
+// measure runs the warm-up, then the measurement window, sampling the
+// requests in flight and the sources' rates every 100 ms, and sums the
+// peers' counters over the window.
+func (c *congestionRing) measure(r CongestionRun) CongestionPoint {
+	s, nodes, members := c.s, c.nodes, c.members
 	s.RunFor(r.Warmup)
 	before := make([]cc.Stats, r.Peers)
 	for i, n := range nodes {
@@ -170,7 +195,7 @@ func RunCongestion(r CongestionRun) (CongestionPoint, error) {
 		samples++
 	}
 	p := CongestionPoint{Scheme: r.Scheme.String(), Offered: r.Offered, CrossLoad: r.CrossLoad, Gamma: r.Gamma,
-		Threshold: base.Threshold, MinRTOMs: base.MinRTO.Milliseconds(), Outstanding: outstanding / samples / float64(r.Peers)}
+		Threshold: c.base.Threshold, MinRTOMs: c.base.MinRTO.Milliseconds(), Outstanding: outstanding / samples / float64(r.Peers)}
 	var acked, sent, retrans uint64
 	var delay time.Duration
 	for i, n := range nodes {
@@ -196,7 +221,7 @@ func RunCongestion(r CongestionRun) (CongestionPoint, error) {
 	sample := wire.Envelope{Kind: wire.OneWay, From: members[0], To: members[1].ID,
 		Msg: &wire.CCRequest{Seq: 1 << 20, Key: members[2].ID, Source: members[3], Rate: 65000, Hops: 3, Payload: make([]byte, congestionPayload)}}
 	p.MessageBytes = wire.Size(sample) + 4
-	return p, nil
+	return p
 }
 
 // meanDeviation is the mean absolute deviation of xs over their mean.

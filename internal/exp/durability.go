@@ -48,16 +48,12 @@ func measureDurability(s *sim.Sim, r *rand.Rand, cfg DHashConfig, chk *Checker) 
 	// At most a quarter of the hosts go down at once (2 per key).
 	crashKeys := min(durabilityCrashKeys, max(1, len(up)/10))
 	wipeKeys := min(durabilityWipeKeys, max(1, len(up)/40))
-	type acked struct {
-		key     id.ID
-		holders []*sim.Host
-	}
 	// The acknowledged puts, in the order they were acknowledged.
 	puts := slices.DeleteFunc(putBlocks(s, r, 3*(crashKeys+wipeKeys), cfg.BlockSize, wire.RedundancyReplicas, chk), func(p put) bool { return p.key.IsZero() })
 	slices.SortFunc(puts, func(a, b put) int { return a.acked - b.acked })
-	var keys []acked
+	var keys []ackedKey
 	for _, p := range puts {
-		a := acked{key: p.key}
+		a := ackedKey{key: p.key}
 		for _, n := range p.holders {
 			a.holders = append(a.holders, s.HostAt(n.Addr))
 		}
@@ -65,25 +61,7 @@ func measureDurability(s *sim.Sim, r *rand.Rand, cfg DHashConfig, chk *Checker) 
 	}
 	chk.CheckCopies("after the crash phase's puts")
 
-	// Pick keys whose holders do not overlap: crashed first, then wiped.
-	used := map[*sim.Host]bool{}
-	var crashed, wiped []acked
-	for _, k := range keys {
-		if slices.ContainsFunc(k.holders, func(h *sim.Host) bool { return used[h] }) {
-			continue
-		}
-		switch {
-		case len(crashed) < crashKeys:
-			crashed = append(crashed, k)
-		case len(wiped) < wipeKeys:
-			wiped = append(wiped, k)
-		default:
-			continue
-		}
-		for _, h := range k.holders {
-			used[h] = true
-		}
-	}
+	crashed, wiped := disjointKeys(keys, crashKeys, wipeKeys)
 	d.CrashKeys, d.WipedKeys = len(crashed), len(wiped)
 	var down []*sim.Host
 	for _, k := range crashed {
@@ -114,27 +92,13 @@ func measureDurability(s *sim.Sim, r *rand.Rand, cfg DHashConfig, chk *Checker) 
 	s.RunFor(30 * time.Second)
 	chk.CheckCopies("after the crash phase")
 
-	readable := func(key id.ID) bool {
-		var ok, done bool
-		clients := upHosts(s, len(s.Hosts()))
-		h := clients[r.IntN(len(clients))]
-		s.Do(h, func(env node.Env) {
-			deploy.Of(h).Blocks.Get(env, key, wire.RedundancyReplicas, func(_ node.Env, _ dhash.Block, err error) {
-				ok, done = err == nil, true
-			})
-		})
-		for deadline := s.Now() + 2*time.Minute; !done && s.Now() < deadline; {
-			s.RunFor(100 * time.Millisecond)
-		}
-		return ok
-	}
 	for _, k := range crashed {
-		if !readable(k.key) {
+		if !readable(s, r, k.key) {
 			d.Lost++
 		}
 	}
 	for _, k := range wiped {
-		if !readable(k.key) {
+		if !readable(s, r, k.key) {
 			d.WipedLost++
 		}
 	}
@@ -142,4 +106,51 @@ func measureDurability(s *sim.Sim, r *rand.Rand, cfg DHashConfig, chk *Checker) 
 	chk.CheckRing(s, "settled after the crash phase", true)
 	chk.CheckReads(s, "after the crash phase", r.IntN)
 	return d
+}
+
+// ackedKey is a key whose put was acknowledged, and the hosts that held
+// it then.
+type ackedKey struct {
+	key     id.ID
+	holders []*sim.Host
+}
+
+// disjointKeys picks keys whose holders do not overlap, in keys' order:
+// up to crashKeys to crash first, then up to wipeKeys to wipe.
+func disjointKeys(keys []ackedKey, crashKeys, wipeKeys int) (crashed, wiped []ackedKey) {
+	used := map[*sim.Host]bool{}
+	for _, k := range keys {
+		if slices.ContainsFunc(k.holders, func(h *sim.Host) bool { return used[h] }) {
+			continue
+		}
+		switch {
+		case len(crashed) < crashKeys:
+			crashed = append(crashed, k)
+		case len(wiped) < wipeKeys:
+			wiped = append(wiped, k)
+		default:
+			continue
+		}
+		for _, h := range k.holders {
+			used[h] = true
+		}
+	}
+	return crashed, wiped
+}
+
+// readable gets key through a random host up and reports whether it came
+// back within two virtual minutes.
+func readable(s *sim.Sim, r *rand.Rand, key id.ID) bool {
+	var ok, done bool
+	clients := upHosts(s, len(s.Hosts()))
+	h := clients[r.IntN(len(clients))]
+	s.Do(h, func(env node.Env) {
+		deploy.Of(h).Blocks.Get(env, key, wire.RedundancyReplicas, func(_ node.Env, _ dhash.Block, err error) {
+			ok, done = err == nil, true
+		})
+	})
+	for deadline := s.Now() + 2*time.Minute; !done && s.Now() < deadline; {
+		s.RunFor(100 * time.Millisecond)
+	}
+	return ok
 }

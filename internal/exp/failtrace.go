@@ -138,22 +138,46 @@ func PlanetLabShape() TraceShape {
 // heavy-tailed downtimes; disk failures come as one burst of shape.Burst
 // within the burst window, a few smaller bursts, and the rest at random.
 func SyntheticTrace(shape TraceShape, seed uint64) (*FailureTrace, error) {
-	switch {
-	case shape.Hosts < 2 || shape.HostsNoFail > shape.HostsNoDisk || shape.HostsNoDisk > shape.Hosts:
-		return nil, fmt.Errorf("trace: host counts do not fit")
-	case shape.Hosts-shape.HostsNoDisk > shape.Disk || (shape.Disk > 0) != (shape.Hosts > shape.HostsNoDisk):
-		return nil, fmt.Errorf("trace: %d disk failures cannot cover %d hosts", shape.Disk, shape.Hosts-shape.HostsNoDisk)
-	case shape.Transient < shape.Hosts-shape.HostsNoFail:
-		return nil, fmt.Errorf("trace: %d transient failures cannot cover %d hosts", shape.Transient, shape.Hosts-shape.HostsNoFail)
-	case shape.AvgOnline <= 0 || shape.AvgOnline > float64(shape.Hosts) || shape.Duration <= 0:
-		return nil, fmt.Errorf("trace: bad online average or duration")
+	if err := shape.check(); err != nil {
+		return nil, err
 	}
 	r := rand.New(rand.NewPCG(seed, 0x7ace))
 	order := r.Perm(shape.Hosts)
 	failing := order[shape.HostsNoFail:] // hosts with some failure
+	counts := transientCounts(r, shape, failing)
+	down := downFractions(r, shape, failing, counts)
+	t := &FailureTrace{Hosts: shape.Hosts, Duration: shape.Duration}
+	ups := t.addTransient(r, shape, counts, down)
+	if err := t.addDisk(r, shape, failing, ups); err != nil {
+		return nil, err
+	}
+	for i := range t.Events {
+		t.Events[i].At = t.Events[i].At.Truncate(time.Second) // as the file keeps it
+	}
+	slices.SortStableFunc(t.Events, func(a, b FailureEvent) int {
+		return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.Host, b.Host))
+	})
+	return t, nil
+}
 
-	// Transient failures: at least one per failing host, the rest by
-	// Pareto weights.
+// check reports a shape no trace can have.
+func (shape TraceShape) check() error {
+	switch {
+	case shape.Hosts < 2 || shape.HostsNoFail > shape.HostsNoDisk || shape.HostsNoDisk > shape.Hosts:
+		return fmt.Errorf("trace: host counts do not fit")
+	case shape.Hosts-shape.HostsNoDisk > shape.Disk || (shape.Disk > 0) != (shape.Hosts > shape.HostsNoDisk):
+		return fmt.Errorf("trace: %d disk failures cannot cover %d hosts", shape.Disk, shape.Hosts-shape.HostsNoDisk)
+	case shape.Transient < shape.Hosts-shape.HostsNoFail:
+		return fmt.Errorf("trace: %d transient failures cannot cover %d hosts", shape.Transient, shape.Hosts-shape.HostsNoFail)
+	case shape.AvgOnline <= 0 || shape.AvgOnline > float64(shape.Hosts) || shape.Duration <= 0:
+		return fmt.Errorf("trace: bad online average or duration")
+	}
+	return nil
+}
+
+// transientCounts gives each host its number of transient failures: at
+// least one per failing host, the rest by Pareto weights.
+func transientCounts(r *rand.Rand, shape TraceShape, failing []int) []int {
 	counts := make([]int, shape.Hosts)
 	weights := make([]float64, len(failing))
 	var sum float64
@@ -173,8 +197,12 @@ func SyntheticTrace(shape TraceShape, seed uint64) (*FailureTrace, error) {
 		counts[failing[r.IntN(len(failing))]]++
 		given++
 	}
-	// Downtime: each failing host is down a fraction of the time, drawn
-	// at random and scaled so that the average online matches.
+	return counts
+}
+
+// downFractions gives each failing host the fraction of the time it is
+// down, drawn at random and scaled so that the average online matches.
+func downFractions(r *rand.Rand, shape TraceShape, failing, counts []int) []float64 {
 	down := make([]float64, shape.Hosts)
 	target := float64(shape.Hosts) - shape.AvgOnline
 	var raw float64
@@ -193,80 +221,82 @@ func SyntheticTrace(shape TraceShape, seed uint64) (*FailureTrace, error) {
 			break
 		}
 	}
-	t := &FailureTrace{Hosts: shape.Hosts, Duration: shape.Duration}
-	// Each host alternates up and down: counts[h] down periods of total
-	// length down[h]*Duration between counts[h]+1 up periods, both split
-	// at random (log-normal pieces: many short, a few long).
-	type period struct{ from, to time.Duration }
-	ups := make([][]period, shape.Hosts)
+	return down
+}
+
+// upPeriod is a time a host is up, from its start to its end.
+type upPeriod struct{ from, to time.Duration }
+
+// addTransient makes each host alternate up and down: counts[h] down
+// periods of total length down[h]*Duration between counts[h]+1 up
+// periods, both split at random (log-normal pieces: many short, a few
+// long). It returns each host's up periods.
+func (t *FailureTrace) addTransient(r *rand.Rand, shape TraceShape, counts []int, down []float64) [][]upPeriod {
+	ups := make([][]upPeriod, shape.Hosts)
 	for h := range shape.Hosts {
 		n := counts[h]
 		if n == 0 {
-			ups[h] = []period{{0, shape.Duration}}
+			ups[h] = []upPeriod{{0, shape.Duration}}
 			continue
 		}
 		downs := split(r, n, time.Duration(down[h]*float64(shape.Duration)), shape.MinDowntime)
 		upsLen := split(r, n+1, shape.Duration-sumDur(downs), shape.MinDowntime)
 		at := time.Duration(0)
 		for i := range n {
-			ups[h] = append(ups[h], period{at, at + upsLen[i]})
+			ups[h] = append(ups[h], upPeriod{at, at + upsLen[i]})
 			at += upsLen[i]
 			t.Events = append(t.Events, FailureEvent{At: at, Host: h, Kind: Down})
 			at += downs[i]
 			t.Events = append(t.Events, FailureEvent{At: at, Host: h, Kind: Up})
 		}
-		ups[h] = append(ups[h], period{at, shape.Duration})
+		ups[h] = append(ups[h], upPeriod{at, shape.Duration})
 	}
-	// Disk failures: their times first (clustered), then a host that is up
-	// then and has room before its next failure.
-	// The first disk failures go to failing hosts that have not lost a
-	// disk yet, until enough hosts have; the rest to those hosts again
-	// (some fail twice or more).
+	return ups
+}
+
+// addDisk places the disk failures: their times first (clustered), then
+// for each a host that is up then and has room before its next failure.
+// The first disk failures go to failing hosts that have not lost a disk
+// yet, until enough hosts have; the rest to those hosts again (some fail
+// twice or more).
+func (t *FailureTrace) addDisk(r *rand.Rand, shape TraceShape, failing []int, ups [][]upPeriod) error {
 	wantHosts := shape.Hosts - shape.HostsNoDisk
 	diskHosts := make(map[int]bool)
 	for _, at := range diskTimes(r, shape) {
 		placed := false
 		for try := 0; !placed && try < 48; try++ {
-			{
-				fresh := len(diskHosts) < wantHosts
-				for _, i := range r.Perm(len(failing)) {
-					h := failing[i]
-					if diskHosts[h] != !fresh {
-						continue
-					}
-					k := slices.IndexFunc(ups[h], func(p period) bool { return p.from <= at && at < p.to })
-					if k < 0 || ups[h][k].to-at < 2*shape.MinDowntime {
-						continue
-					}
-					p := ups[h][k]
-					d := min(time.Duration(r.ExpFloat64()*float64(shape.DiskDowntime)), p.to-at-shape.MinDowntime)
-					d = max(d, shape.MinDowntime)
-					t.Events = append(t.Events, FailureEvent{At: at, Host: h, Kind: Disk}, FailureEvent{At: at + d, Host: h, Kind: Up})
-					ups[h] = slices.Replace(ups[h], k, k+1, period{p.from, at}, period{at + d, p.to})
-					diskHosts[h] = true
-					placed = true
-					break
+			fresh := len(diskHosts) < wantHosts
+			for _, i := range r.Perm(len(failing)) {
+				h := failing[i]
+				if diskHosts[h] != !fresh {
+					continue
 				}
-				if placed {
-					break
+				k := slices.IndexFunc(ups[h], func(p upPeriod) bool { return p.from <= at && at < p.to })
+				if k < 0 || ups[h][k].to-at < 2*shape.MinDowntime {
+					continue
 				}
+				p := ups[h][k]
+				d := min(time.Duration(r.ExpFloat64()*float64(shape.DiskDowntime)), p.to-at-shape.MinDowntime)
+				d = max(d, shape.MinDowntime)
+				t.Events = append(t.Events, FailureEvent{At: at, Host: h, Kind: Disk}, FailureEvent{At: at + d, Host: h, Kind: Up})
+				ups[h] = slices.Replace(ups[h], k, k+1, upPeriod{p.from, at}, upPeriod{at + d, p.to})
+				diskHosts[h] = true
+				placed = true
+				break
+			}
+			if placed {
+				break
 			}
 			at += time.Duration(r.Int64N(int64(time.Hour))) // nobody up with room: a little later
 		}
 		if !placed {
-			return nil, fmt.Errorf("trace: no disk host up to fail at %v", at)
+			return fmt.Errorf("trace: no disk host up to fail at %v", at)
 		}
 	}
 	if len(diskHosts) != wantHosts {
-		return nil, fmt.Errorf("trace: %d hosts lost a disk, not %d", len(diskHosts), wantHosts)
+		return fmt.Errorf("trace: %d hosts lost a disk, not %d", len(diskHosts), wantHosts)
 	}
-	for i := range t.Events {
-		t.Events[i].At = t.Events[i].At.Truncate(time.Second) // as the file keeps it
-	}
-	slices.SortStableFunc(t.Events, func(a, b FailureEvent) int {
-		return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.Host, b.Host))
-	})
-	return t, nil
+	return nil
 }
 
 // split cuts total into n log-normal pieces of at least least each.

@@ -106,171 +106,231 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	if err := cfg.Ring.Validate(); err != nil {
 		return RingResult{}, err
 	}
-	logf := func(format string, args ...any) {
-		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, format+"\n", args...)
+	r := newRingRun(cfg)
+	if err := r.join(); err != nil {
+		return r.res, err
+	}
+	if cfg.Fail > 0 {
+		if err := r.crash(); err != nil {
+			return r.res, err
 		}
 	}
-	wallStart := time.Now()
+	r.lookups()
+	r.tally()
+	return r.res, nil
+}
+
+// ringRun is one run of RunRing. Its steps run in this order: join (and
+// stabilize), crash (with cfg.Fail), lookups (under churn with
+// cfg.Churn), tally.
+type ringRun struct {
+	cfg   RingConfig
+	wall  time.Time // when the run started
+	s     *sim.Sim
+	r     *rand.Rand // the simulator's: every choice of the run
+	opts  deploy.Options
+	chk   *Checker // nil without cfg.Check
+	res   RingResult
+	start time.Duration // when the lookups start, in virtual time
+
+	// The lookups' results, as they come back.
+	hops, lat   []float64
+	outstanding int
+	// The true successor, and the hosts up, as of membership generation
+	// orcGen and upGen.
+	orc    oracle
+	orcGen uint64
+	up     []*sim.Host
+	upGen  uint64
+}
+
+func newRingRun(cfg RingConfig) *ringRun {
+	wall := time.Now()
 	topo := sim.NewTopology(cfg.Nodes, cfg.Seed)
 	s := sim.New(sim.Config{Seed: cfg.Seed, Parallel: true}, topo)
-	r := s.Rand()
-	res := RingResult{Nodes: cfg.Nodes, Vnodes: cfg.Vnodes, Seed: cfg.Seed, Fail: cfg.Fail, Churn: cfg.Churn}
-	var chk *Checker
+	rr := &ringRun{cfg: cfg, wall: wall, s: s, r: s.Rand(), orcGen: ^uint64(0), upGen: ^uint64(0),
+		opts: deploy.Options{Vnodes: cfg.Vnodes, Host: host.DefaultConfig(), Ring: cfg.Ring},
+		res:  RingResult{Nodes: cfg.Nodes, Vnodes: cfg.Vnodes, Seed: cfg.Seed, Fail: cfg.Fail, Churn: cfg.Churn}}
 	if cfg.Check {
-		chk = &Checker{Succs: cfg.Ring.Succs}
+		rr.chk = &Checker{Succs: cfg.Ring.Succs}
 	}
-	res.RTTMedianMs = ms(topo.Stats(20000).Median)
+	rr.res.RTTMedianMs = ms(topo.Stats(20000).Median)
+	return rr
+}
 
-	opts := deploy.Options{Vnodes: cfg.Vnodes, Host: host.DefaultConfig(), Ring: cfg.Ring}
-	factory := func(bootstrap node.Addr) sim.Factory {
-		return deploy.Factory(opts, func() node.Addr { return bootstrap })
+func (rr *ringRun) logf(format string, args ...any) {
+	if rr.cfg.Log != nil {
+		fmt.Fprintf(rr.cfg.Log, format+"\n", args...)
 	}
-	// addHost joins a new host through a random running one.
-	addHost := func() (*sim.Host, error) {
-		var boot node.Addr
-		if up := upHosts(s, len(s.Hosts())); len(up) > 0 {
-			boot = up[r.IntN(len(up))].Addr
-		}
-		return s.AddHost(factory(boot))
-	}
+}
 
-	// Phase 1: joins, then stabilization.
+// addHost joins a new host through a random running one.
+func (rr *ringRun) addHost() (*sim.Host, error) {
+	s := rr.s
+	var boot node.Addr
+	if up := upHosts(s, len(s.Hosts())); len(up) > 0 {
+		boot = up[rr.r.IntN(len(up))].Addr
+	}
+	return s.AddHost(deploy.Factory(rr.opts, func() node.Addr { return boot }))
+}
+
+// join adds the hosts cfg.JoinSpacing apart, waits until the ring is
+// right and lets the fingers settle.
+func (rr *ringRun) join() error {
+	cfg, s := rr.cfg, rr.s
 	var joinErr error
 	for i := 0; i < cfg.Nodes; i++ {
 		s.At(time.Duration(i)*cfg.JoinSpacing, func() {
-			if _, err := addHost(); err != nil && joinErr == nil {
+			if _, err := rr.addHost(); err != nil && joinErr == nil {
 				joinErr = err
 			}
 		})
 	}
 	s.RunUntil(time.Duration(cfg.Nodes) * cfg.JoinSpacing)
 	if joinErr != nil {
-		return res, joinErr
+		return joinErr
 	}
-	logf("sim ring: %d hosts joined by %.0fs virtual; stabilizing", cfg.Nodes, s.Now().Seconds())
+	rr.logf("sim ring: %d hosts joined by %.0fs virtual; stabilizing", cfg.Nodes, s.Now().Seconds())
 	t0 := s.Now()
 	if err := waitStable(s, 10*time.Minute); err != nil {
-		return res, err
+		return err
 	}
-	res.StabilizeSecs = (s.Now() - t0).Seconds()
+	rr.res.StabilizeSecs = (s.Now() - t0).Seconds()
 	s.RunFor(fingerSettle(cfg.Ring))
-	chk.CheckRing(s, fmt.Sprintf("settled at %v", s.Now()), true)
-	logf("sim ring: ring correct after %.0fs; fingers settled at %.0fs virtual", res.StabilizeSecs, s.Now().Seconds())
+	rr.chk.CheckRing(s, fmt.Sprintf("settled at %v", s.Now()), true)
+	rr.logf("sim ring: ring correct after %.0fs; fingers settled at %.0fs virtual", rr.res.StabilizeSecs, s.Now().Seconds())
+	return nil
+}
 
-	// Phase 2: mass failure.
-	if cfg.Fail > 0 {
-		up := upHosts(s, cfg.Nodes)
-		r.Shuffle(len(up), func(i, j int) { up[i], up[j] = up[j], up[i] })
-		kill := int(math.Round(cfg.Fail * float64(cfg.Nodes)))
-		for _, h := range up[:min(kill, len(up)-1)] {
-			s.Crash(h)
-		}
-		logf("sim ring: crashed %d hosts at once; waiting for the ring to heal", kill)
-		t1 := s.Now()
-		if err := waitStable(s, 10*time.Minute); err != nil {
-			return res, err
-		}
-		res.RestabilizeSecs = (s.Now() - t1).Seconds()
-		s.RunFor(fingerSettle(cfg.Ring))
-		chk.CheckRing(s, fmt.Sprintf("settled at %v", s.Now()), true)
-		logf("sim ring: healed after %.0fs", res.RestabilizeSecs)
+// crash crashes cfg.Fail of the hosts at once (never all) and waits for
+// the ring to heal.
+func (rr *ringRun) crash() error {
+	cfg, s := rr.cfg, rr.s
+	up := upHosts(s, cfg.Nodes)
+	rr.r.Shuffle(len(up), func(i, j int) { up[i], up[j] = up[j], up[i] })
+	kill := int(math.Round(cfg.Fail * float64(cfg.Nodes)))
+	for _, h := range up[:min(kill, len(up)-1)] {
+		s.Crash(h)
 	}
+	rr.logf("sim ring: crashed %d hosts at once; waiting for the ring to heal", kill)
+	t1 := s.Now()
+	if err := waitStable(s, 10*time.Minute); err != nil {
+		return err
+	}
+	rr.res.RestabilizeSecs = (s.Now() - t1).Seconds()
+	s.RunFor(fingerSettle(cfg.Ring))
+	rr.chk.CheckRing(s, fmt.Sprintf("settled at %v", s.Now()), true)
+	rr.logf("sim ring: healed after %.0fs", rr.res.RestabilizeSecs)
+	return nil
+}
 
-	// Phase 3: lookups, spread over a window; with churn, the window is the
-	// churn period and only the stable hosts issue lookups.
+// churn starts the churn process for window: hosts join at exponential
+// intervals and live exponential lifetimes.
+func (rr *ringRun) churn(window time.Duration) {
+	cfg, s, r := rr.cfg, rr.s, rr.r
+	end := s.Now() + window
+	var arrive func()
+	arrive = func() {
+		if s.Now() >= end {
+			return
+		}
+		h, err := rr.addHost()
+		if err == nil {
+			rr.res.ChurnJoins++
+			life := expDuration(r, cfg.ChurnLifetime)
+			s.At(s.Now()+life, func() {
+				if h.Up() {
+					s.Crash(h)
+					rr.res.ChurnDeaths++
+				}
+			})
+		}
+		s.At(s.Now()+expDuration(r, cfg.ChurnInterarrival), arrive)
+	}
+	s.At(s.Now()+expDuration(r, cfg.ChurnInterarrival), arrive)
+	rr.logf("sim ring: churn for %v (a join every %v, lifetime %v on average)", window, cfg.ChurnInterarrival, cfg.ChurnLifetime)
+}
+
+// lookups spreads cfg.Lookups random lookups over a window and runs until
+// they are back (a minute past the window at most); with churn, the
+// window is the churn period and only the stable hosts issue lookups.
+func (rr *ringRun) lookups() {
+	cfg, s := rr.cfg, rr.s
 	window := time.Duration(cfg.Lookups) * 10 * time.Millisecond
 	if cfg.Churn {
 		window = cfg.ChurnDuration
-		end := s.Now() + window
-		var arrive func()
-		arrive = func() {
-			if s.Now() >= end {
-				return
-			}
-			h, err := addHost()
-			if err == nil {
-				res.ChurnJoins++
-				life := expDuration(r, cfg.ChurnLifetime)
-				s.At(s.Now()+life, func() {
-					if h.Up() {
-						s.Crash(h)
-						res.ChurnDeaths++
-					}
-				})
-			}
-			s.At(s.Now()+expDuration(r, cfg.ChurnInterarrival), arrive)
-		}
-		s.At(s.Now()+expDuration(r, cfg.ChurnInterarrival), arrive)
-		logf("sim ring: churn for %v (a join every %v, lifetime %v on average)", window, cfg.ChurnInterarrival, cfg.ChurnLifetime)
+		rr.churn(window)
 	}
-	var (
-		hops, lat []float64
-		orc       oracle
-		orcGen    = ^uint64(0)
-	)
-	truth := func(key id.ID) id.ID {
-		if g := s.Membership(); g != orcGen {
-			orc, orcGen = newOracle(s), g
-		}
-		return orc.successor(key)
-	}
-	var (
-		up    []*sim.Host
-		upGen = ^uint64(0)
-	)
-	outstanding := 0
-	start := s.Now()
-	lookup := func(h *sim.Host, key id.ID, from int) func(env node.Env) {
-		return func(env node.Env) {
-			chordOf(h).Lookup(env, key, ring.LookupOptions{From: from}, func(env node.Env, lr ring.Result) {
-				s.Later(h, func() { // hosts run on two goroutines
-					outstanding--
-					res.Lookups++
-					if lr.Err != nil || len(lr.Succs) == 0 {
-						res.Failed++
-						return
-					}
-					if lr.Succs[0].ID == truth(key) {
-						res.Correct++
-					}
-					if !lr.Iterative {
-						hops = append(hops, float64(lr.Hops))
-					}
-					lat = append(lat, ms(lr.Latency))
-				})
-			})
-		}
-	}
+	rr.start = s.Now()
 	for i := 0; i < cfg.Lookups; i++ {
-		at := start + time.Duration(float64(window)*float64(i)/float64(cfg.Lookups))
-		pick := func() (*sim.Host, id.ID, int) {
-			if g := s.Membership(); g != upGen {
-				up, upGen = upHosts(s, cfg.Nodes), g
-			}
-			return up[r.IntN(len(up))], id.Random(r, id.Bytes), r.IntN(cfg.Vnodes)
-		}
+		at := rr.start + time.Duration(float64(window)*float64(i)/float64(cfg.Lookups))
 		if !cfg.Churn {
 			// The hosts stay up: each lookup is an event of its origin's,
 			// chosen now, and the hosts run on between lookups.
-			h, key, from := pick()
-			outstanding++
-			s.DoAt(h, at, lookup(h, key, from))
+			h, key, from := rr.pick()
+			rr.outstanding++
+			s.DoAt(h, at, rr.lookup(h, key, from))
 			continue
 		}
 		s.At(at, func() {
-			h, key, from := pick()
-			outstanding++
-			s.Do(h, lookup(h, key, from))
+			h, key, from := rr.pick()
+			rr.outstanding++
+			s.Do(h, rr.lookup(h, key, from))
 		})
 	}
-	s.RunUntil(start + window)
-	for deadline := s.Now() + time.Minute; outstanding > 0 && s.Now() < deadline; {
+	s.RunUntil(rr.start + window)
+	for deadline := s.Now() + time.Minute; rr.outstanding > 0 && s.Now() < deadline; {
 		s.RunFor(time.Second)
 	}
-	res.Lookups += outstanding // lookups that never returned count as wrong
-	res.Failed += outstanding
+	rr.res.Lookups += rr.outstanding // lookups that never returned count as wrong
+	rr.res.Failed += rr.outstanding
+}
 
+// pick chooses a lookup: a stable host up, a random key and a vnode.
+func (rr *ringRun) pick() (*sim.Host, id.ID, int) {
+	if g := rr.s.Membership(); g != rr.upGen {
+		rr.up, rr.upGen = upHosts(rr.s, rr.cfg.Nodes), g
+	}
+	return rr.up[rr.r.IntN(len(rr.up))], id.Random(rr.r, id.Bytes), rr.r.IntN(rr.cfg.Vnodes)
+}
+
+// truth is the oracle's successor of key in the current membership.
+func (rr *ringRun) truth(key id.ID) id.ID {
+	if g := rr.s.Membership(); g != rr.orcGen {
+		rr.orc, rr.orcGen = newOracle(rr.s), g
+	}
+	return rr.orc.successor(key)
+}
+
+// lookup is the event that looks key up from h's vnode from and counts
+// the result against the oracle.
+func (rr *ringRun) lookup(h *sim.Host, key id.ID, from int) func(env node.Env) {
+	res := &rr.res
+	return func(env node.Env) {
+		chordOf(h).Lookup(env, key, ring.LookupOptions{From: from}, func(env node.Env, lr ring.Result) {
+			rr.s.Later(h, func() { // hosts run on two goroutines
+				rr.outstanding--
+				res.Lookups++
+				if lr.Err != nil || len(lr.Succs) == 0 {
+					res.Failed++
+					return
+				}
+				if lr.Succs[0].ID == rr.truth(key) {
+					res.Correct++
+				}
+				if !lr.Iterative {
+					rr.hops = append(rr.hops, float64(lr.Hops))
+				}
+				rr.lat = append(rr.lat, ms(lr.Latency))
+			})
+		})
+	}
+}
+
+// tally fills in the result: the hosts' counters, the lookups' figures
+// and the run's totals.
+func (rr *ringRun) tally() {
+	cfg, s, res := rr.cfg, rr.s, &rr.res
 	for _, h := range s.Hosts() {
 		if rh := chordOf(h); rh != nil {
 			res.Fallbacks += rh.Stats.IterativeFallbacks
@@ -281,24 +341,23 @@ func RunRing(cfg RingConfig) (RingResult, error) {
 	if res.Lookups > 0 {
 		res.CorrectFraction = float64(res.Correct) / float64(res.Lookups)
 	}
-	res.MeanHops = mean(hops)
-	for _, h := range hops {
+	res.MeanHops = mean(rr.hops)
+	for _, h := range rr.hops {
 		for int(h) >= len(res.HopCounts) {
 			res.HopCounts = append(res.HopCounts, 0)
 		}
 		res.HopCounts[int(h)]++
 	}
 	res.HopsPerLog2N = res.MeanHops / math.Log2(float64(cfg.Nodes*cfg.Vnodes))
-	slices.Sort(lat)
-	res.LatencyP50Ms, res.LatencyP99Ms = stats.Quantile(lat, 0.5), stats.Quantile(lat, 0.99)
+	slices.Sort(rr.lat)
+	res.LatencyP50Ms, res.LatencyP99Ms = stats.Quantile(rr.lat, 0.5), stats.Quantile(rr.lat, 0.99)
 	res.Messages = s.Totals().Messages
 	res.Events = s.Totals().Events
 	res.VirtualSeconds = s.Now().Seconds()
-	res.WallSeconds = time.Since(wallStart).Seconds()
+	res.WallSeconds = time.Since(rr.wall).Seconds()
 	res.EventsPerSec = float64(res.Events) / res.WallSeconds
 	res.TraceHash = fmt.Sprintf("%016x", s.TraceHash())
-	res.Checked = chk.report()
-	return res, nil
+	res.Checked = rr.chk.report()
 }
 
 // waitStable runs until every running vnode's successor and predecessor

@@ -103,226 +103,300 @@ type TraceResult struct {
 
 // RunTrace runs the durability experiment.
 func RunTrace(cfg TraceConfig) (TraceResult, error) {
+	t, err := newTraceRun(cfg)
+	if err != nil {
+		return TraceResult{}, err
+	}
+	if err := t.addHosts(); err != nil {
+		return t.res, err
+	}
+	if err := t.placeObjects(); err != nil {
+		return t.res, err
+	}
+	if err := t.replay(); err != nil {
+		return t.res, err
+	}
+	t.advance(t.end)
+	t.tally()
+	return t.res, nil
+}
+
+// traceRun is one run of RunTrace: the simulated hosts, the objects they
+// hold, and what the run has seen so far. Its steps run in this order:
+// addHosts, placeObjects, replay (which advances through the trace's
+// events), then the last advance and tally.
+type traceRun struct {
+	cfg  TraceConfig // with its defaults filled in
+	end  time.Duration
+	wall time.Time // when the run started, for WallSeconds and progress
+	res  TraceResult
+
+	s     *sim.Sim
+	view  *ringView // the idealized membership: the hosts up
+	opts  deploy.Options
+	hosts []*sim.Host
+
+	// The objects: keys[i] expires at expiries[i] (from the epoch);
+	// expiring lists those that expire during the run, by expiry.
+	keys     []id.ID
+	expiries []time.Duration
+	expiring []int
+
+	total maint.Stats    // of every incarnation of every host, gathered as they go
+	lost  map[id.ID]bool // objects that had no copy on any disk at some point
+	// atExpiry notes who held each expiring object when it expired: a
+	// holder beyond those later is a copy made of an expired object.
+	atExpiry     map[int][]int
+	nextExpiring int           // the next of expiring to note
+	nextReport   time.Duration // the next progress report's virtual time
+}
+
+// traceMonth is how often a run reports its progress, in virtual time.
+const traceMonth = 30 * 24 * time.Hour
+
+// newTraceRun fills in cfg's defaults and checks it.
+func newTraceRun(cfg TraceConfig) (*traceRun, error) {
 	wall := time.Now()
 	if cfg.Trace == nil {
 		t, err := SyntheticTrace(PlanetLabShape(), cfg.Seed)
 		if err != nil {
-			return TraceResult{}, err
+			return nil, err
 		}
 		cfg.Trace = t
 	}
-	if cfg.Objects == 0 {
-		cfg.Objects = 50000
-	}
-	if cfg.ObjectBytes == 0 {
-		cfg.ObjectBytes = 20 << 20
-	}
-	if cfg.Budget == 0 {
-		cfg.Budget = 150 << 10
-	}
-	if cfg.Interval == 0 {
-		cfg.Interval = 10 * time.Minute
-	}
+	cfg.Objects = cmp.Or(cfg.Objects, 50000)
+	cfg.ObjectBytes = cmp.Or(cfg.ObjectBytes, 20<<20)
+	cfg.Budget = cmp.Or(cfg.Budget, 150<<10)
+	cfg.Interval = cmp.Or(cfg.Interval, 10*time.Minute)
 	end := cfg.Trace.Duration
 	if cfg.Until > 0 && cfg.Until < end {
 		end = cfg.Until
 	}
 	if cfg.ObjectBytes < standInBytes {
-		return TraceResult{}, fmt.Errorf("trace: objects of at least %d bytes", standInBytes)
+		return nil, fmt.Errorf("trace: objects of at least %d bytes", standInBytes)
 	}
-	k := dhash.DefaultConfig().Replicas
 	res := TraceResult{TraceStats: cfg.Trace.Stats(), Seed: cfg.Seed, Objects: cfg.Objects, ObjectBytes: cfg.ObjectBytes,
-		Replicas: k, Budget: cfg.Budget, IntervalSec: int(cfg.Interval.Seconds()), SweepSec: int(cmp.Or(cfg.SweepInterval, cfg.Interval).Seconds()), SimDays: end.Hours() / 24,
+		Replicas: dhash.DefaultConfig().Replicas, Budget: cfg.Budget, IntervalSec: int(cfg.Interval.Seconds()), SweepSec: int(cmp.Or(cfg.SweepInterval, cfg.Interval).Seconds()), SimDays: end.Hours() / 24,
 		Membership: "idealized: every host's successor and predecessor lists and lookups come from the true set of hosts up, updated at each failure and return; maintenance, its messages and the stores are the real code"}
+	return &traceRun{cfg: cfg, end: end, wall: wall, res: res, lost: make(map[id.ID]bool), nextReport: traceMonth}, nil
+}
 
-	view := &ringView{}
-	s := sim.New(sim.Config{Seed: cfg.Seed}, sim.NewTopology(cfg.Trace.Hosts, cfg.Seed))
-	opts := deploy.DefaultOptions()
-	opts.Ring.Membership = view
-	opts.Ring.Succs, opts.Ring.Preds = 4, 4
+// addHosts starts the trace's hosts, every one up, with the idealized
+// membership and Passing Tone weighing each stand-in as a whole object.
+func (t *traceRun) addHosts() error {
+	cfg := t.cfg
+	t.view = &ringView{}
+	t.s = sim.New(sim.Config{Seed: cfg.Seed}, sim.NewTopology(cfg.Trace.Hosts, cfg.Seed))
+	t.opts = deploy.DefaultOptions()
+	t.opts.Ring.Membership = t.view
+	t.opts.Ring.Succs, t.opts.Ring.Preds = 4, 4
 	mc := maint.DefaultConfig()
 	mc.Interval = cfg.Interval
 	mc.SweepInterval = cfg.SweepInterval
 	mc.Budget = cfg.Budget
 	mc.Weight = int(cfg.ObjectBytes / standInBytes)
-	opts.Maint = &mc
+	t.opts.Maint = &mc
 	if cfg.noMaint {
-		opts.Maint = nil
+		t.opts.Maint = nil
 	}
-	factory := deploy.Factory(opts, nil)
-	hosts := make([]*sim.Host, cfg.Trace.Hosts)
-	for i := range hosts {
-		h, err := s.AddHost(factory)
+	factory := deploy.Factory(t.opts, nil)
+	t.hosts = make([]*sim.Host, cfg.Trace.Hosts)
+	for i := range t.hosts {
+		h, err := t.s.AddHost(factory)
 		if err != nil {
-			return res, err
+			return err
 		}
-		hosts[i] = h
-		view.add(selfOf(h))
+		t.hosts[i] = h
+		t.view.add(selfOf(h))
 	}
+	return nil
+}
 
-	// The objects, on their first k successors. Every expiringEvery-th
-	// expires between a tenth of the run and its end; the rest outlive it.
-	r := rand.New(rand.NewPCG(cfg.Seed, 0x0b1ec7))
-	keys := make([]id.ID, cfg.Objects)
-	expiries := make([]time.Duration, cfg.Objects) // from the epoch
-	var expiring []int                             // by expiry
-	for i := range keys {
-		expiries[i] = end + 365*24*time.Hour
+// placeObjects stores the objects on their first k successors. Every
+// expiringEvery-th expires between a tenth of the run and its end; the
+// rest outlive it.
+func (t *traceRun) placeObjects() error {
+	s, end := t.s, t.end
+	r := rand.New(rand.NewPCG(t.cfg.Seed, 0x0b1ec7))
+	t.keys = make([]id.ID, t.cfg.Objects)
+	t.expiries = make([]time.Duration, t.cfg.Objects)
+	for i := range t.keys {
+		t.expiries[i] = end + 365*24*time.Hour
 		if i%expiringEvery == 0 {
-			expiries[i] = end/10 + time.Duration(r.Int64N(int64(end-end/10)))
-			expiring = append(expiring, i)
+			t.expiries[i] = end/10 + time.Duration(r.Int64N(int64(end-end/10)))
+			t.expiring = append(t.expiring, i)
 		}
 	}
-	slices.SortFunc(expiring, func(a, b int) int { return cmp.Compare(expiries[a], expiries[b]) })
-	for i := range keys {
-		expiry := s.Epoch().Add(expiries[i])
+	slices.SortFunc(t.expiring, func(a, b int) int { return cmp.Compare(t.expiries[a], t.expiries[b]) })
+	t.atExpiry = make(map[int][]int, len(t.expiring))
+	for i := range t.keys {
+		expiry := s.Epoch().Add(t.expiries[i])
 		data := make([]byte, standInBytes)
 		binary.BigEndian.PutUint64(data, uint64(i))
 		for j := 8; j < len(data); j += 8 {
 			binary.BigEndian.PutUint64(data[j:], r.Uint64())
 		}
-		keys[i] = id.Key(data)
-		for _, n := range view.Succs(keys[i], k) {
-			if err := s.HostAt(n.Addr).Storage().Engine().Put(keys[i], data, expiry, store.PutOptions{}); err != nil {
-				return res, err
+		t.keys[i] = id.Key(data)
+		for _, n := range t.view.Succs(t.keys[i], t.res.Replicas) {
+			if err := s.HostAt(n.Addr).Storage().Engine().Put(t.keys[i], data, expiry, store.PutOptions{}); err != nil {
+				return err
 			}
 		}
 	}
-	for _, h := range hosts {
+	for _, h := range t.hosts {
 		s.DoAt(h, 0, func(env node.Env) { deploy.Of(h).Ring.Refresh(env) })
 	}
+	return nil
+}
 
-	// Counters of the maintenance of every incarnation of every host.
-	var total maint.Stats
-	collect := func(h *sim.Host) {
-		if n := deploy.Of(h); n != nil && n.Maint != nil {
-			addStats(&total, n.Maint.Stats)
-		}
-	}
-	lost := make(map[id.ID]bool)
-	copies := func() map[id.ID]int {
-		c := make(map[id.ID]int, len(keys))
-		for _, h := range hosts {
-			for _, key := range storedKeys(h) {
-				c[key]++
-			}
-		}
-		return c
-	}
-	// refreshAround tells the hosts whose lists may have changed with a
-	// change at x.
-	refreshAround := func(x id.ID) {
-		near := append(view.Succs(x, opts.Ring.Preds+1), view.Preds(x, opts.Ring.Succs+1)...)
-		for _, n := range near {
-			h := s.HostAt(n.Addr)
-			s.DoAt(h, s.Now(), func(env node.Env) {
-				if d := deploy.Of(h); d != nil {
-					d.Ring.Refresh(env)
-				}
-			})
-		}
-	}
-
-	// holders lists the hosts whose disk holds key, expired or not.
-	holders := func(key id.ID) []int {
-		var out []int
-		for i, h := range hosts {
-			if _, err := h.Storage().Engine().Stat(key); err == nil {
-				out = append(out, i)
-			}
-		}
-		return out
-	}
-	// atExpiry notes who held each expiring object when it expired: a
-	// holder beyond those later is a copy made of an expired object.
-	atExpiry := make(map[int][]int, len(expiring))
-	nextExpiring := 0
-	month := 30 * 24 * time.Hour
-	nextReport := month
-	// advance runs the simulation to t, noting the expiries and reporting
-	// progress on the way.
-	advance := func(t time.Duration) {
-		for {
-			nextExp := end + 1
-			if nextExpiring < len(expiring) {
-				nextExp = expiries[expiring[nextExpiring]]
-			}
-			report := nextReport
-			if cfg.Progress == nil {
-				report = end + 1
-			}
-			switch {
-			case nextExp <= t && nextExp <= report:
-				s.RunUntil(nextExp)
-				i := expiring[nextExpiring]
-				atExpiry[i] = holders(keys[i])
-				nextExpiring++
-			case report <= t:
-				s.RunUntil(report)
-				cfg.Progress(TraceProgress{Virtual: report, Total: end, Wall: time.Since(wall), Repaired: total.Repaired + liveRepaired(hosts), Lost: len(lost)})
-				nextReport += month
-			default:
-				s.RunUntil(t)
-				return
-			}
-		}
-	}
-	for _, e := range cfg.Trace.Events {
-		if e.At > end {
+// replay applies the trace's events up to the run's end: a host goes
+// down (its disk kept or wiped) or comes back, and the hosts whose lists
+// change hear of it.
+func (t *traceRun) replay() error {
+	s := t.s
+	for _, e := range t.cfg.Trace.Events {
+		if e.At > t.end {
 			break
 		}
-		advance(e.At)
-		h := hosts[e.Host]
+		t.advance(e.At)
+		h := t.hosts[e.Host]
 		switch e.Kind {
 		case Down, Disk:
 			if !h.Up() {
 				continue
 			}
 			me := selfOf(h)
-			collect(h)
+			t.collect(h)
 			if e.Kind == Disk {
 				s.Wipe(h)
-				c := copies()
-				for i, key := range keys {
-					if c[key] == 0 && expiries[i] > s.Now() {
-						lost[key] = true
-					}
-				}
+				t.noteLost()
 			} else {
 				s.Crash(h)
 			}
-			view.remove(me.ID)
-			refreshAround(me.ID)
+			t.view.remove(me.ID)
+			t.refreshAround(me.ID)
 		case Up:
 			if h.Up() {
 				continue
 			}
 			if err := s.Restart(h); err != nil {
-				return res, err
+				return err
 			}
 			me := selfOf(h)
-			view.add(me)
-			refreshAround(me.ID)
+			t.view.add(me)
+			t.refreshAround(me.ID)
 		}
 	}
-	advance(end)
-	for _, h := range hosts {
-		collect(h)
+	return nil
+}
+
+// advance runs the simulation to at, noting the expiries and reporting
+// progress on the way.
+func (t *traceRun) advance(at time.Duration) {
+	s, end := t.s, t.end
+	for {
+		nextExp := end + 1
+		if t.nextExpiring < len(t.expiring) {
+			nextExp = t.expiries[t.expiring[t.nextExpiring]]
+		}
+		report := t.nextReport
+		if t.cfg.Progress == nil {
+			report = end + 1
+		}
+		switch {
+		case nextExp <= at && nextExp <= report:
+			s.RunUntil(nextExp)
+			i := t.expiring[t.nextExpiring]
+			t.atExpiry[i] = t.holders(t.keys[i])
+			t.nextExpiring++
+		case report <= at:
+			s.RunUntil(report)
+			t.cfg.Progress(TraceProgress{Virtual: report, Total: end, Wall: time.Since(t.wall), Repaired: t.total.Repaired + liveRepaired(t.hosts), Lost: len(t.lost)})
+			t.nextReport += traceMonth
+		default:
+			s.RunUntil(at)
+			return
+		}
 	}
-	c := copies()
-	counts := make([]int, 0, len(keys))
-	for i, key := range keys {
-		if expiries[i] <= end {
+}
+
+// collect adds the counters of h's maintenance, before h goes down.
+func (t *traceRun) collect(h *sim.Host) {
+	if n := deploy.Of(h); n != nil && n.Maint != nil {
+		addStats(&t.total, n.Maint.Stats)
+	}
+}
+
+// copies counts the copies of every key on the disks of all hosts, up or
+// down.
+func (t *traceRun) copies() map[id.ID]int {
+	c := make(map[id.ID]int, len(t.keys))
+	for _, h := range t.hosts {
+		for _, key := range storedKeys(h) {
+			c[key]++
+		}
+	}
+	return c
+}
+
+// noteLost marks lost every unexpired object with no copy left.
+func (t *traceRun) noteLost() {
+	c := t.copies()
+	for i, key := range t.keys {
+		if c[key] == 0 && t.expiries[i] > t.s.Now() {
+			t.lost[key] = true
+		}
+	}
+}
+
+// refreshAround tells the hosts whose lists may have changed with a
+// change at x.
+func (t *traceRun) refreshAround(x id.ID) {
+	s := t.s
+	near := append(t.view.Succs(x, t.opts.Ring.Preds+1), t.view.Preds(x, t.opts.Ring.Succs+1)...)
+	for _, n := range near {
+		h := s.HostAt(n.Addr)
+		s.DoAt(h, s.Now(), func(env node.Env) {
+			if d := deploy.Of(h); d != nil {
+				d.Ring.Refresh(env)
+			}
+		})
+	}
+}
+
+// holders lists the hosts whose disk holds key, expired or not.
+func (t *traceRun) holders(key id.ID) []int {
+	var out []int
+	for i, h := range t.hosts {
+		if _, err := h.Storage().Engine().Stat(key); err == nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// tally fills in the result at the end: the copies of the objects still
+// live, the copies of expired objects made after their expiry, and
+// maintenance's counters.
+func (t *traceRun) tally() {
+	res, end := &t.res, t.end
+	for _, h := range t.hosts {
+		t.collect(h)
+	}
+	c := t.copies()
+	counts := make([]int, 0, len(t.keys))
+	for i, key := range t.keys {
+		if t.expiries[i] <= end {
 			continue
 		}
 		if c[key] == 0 {
-			lost[key] = true
+			t.lost[key] = true
 		}
 		counts = append(counts, c[key])
 	}
-	for i, before := range atExpiry {
+	for i, before := range t.atExpiry {
 		res.ObjectsExpired++
-		for _, h := range holders(keys[i]) {
+		for _, h := range t.holders(t.keys[i]) {
 			if !slices.Contains(before, h) {
 				res.ExpiredRepairs++
 			}
@@ -335,7 +409,8 @@ func RunTrace(cfg TraceConfig) (TraceResult, error) {
 		n, _ := slices.BinarySearch(counts, i+1) // objects with at most i copies
 		res.ReplicaCDF[i] = float64(n) / float64(len(counts))
 	}
-	res.ObjectsLost = len(lost)
+	total := t.total
+	res.ObjectsLost = len(t.lost)
 	res.ExpiredNotRepaired = total.Expired
 	res.ObjectsRepaired = total.Repaired
 	res.BytesRepaired = total.BytesRepaired + total.BytesHandedOver
@@ -344,9 +419,8 @@ func RunTrace(cfg TraceConfig) (TraceResult, error) {
 		res.RepairsPerDisk = float64(total.Repaired+total.HandedOver) / float64(res.DiskFailures)
 	}
 	res.Rounds, res.Syncs = total.Rounds, total.Syncs
-	res.Events = s.Totals().Events
-	res.WallSeconds = time.Since(wall).Seconds()
-	return res, nil
+	res.Events = t.s.Totals().Events
+	res.WallSeconds = time.Since(t.wall).Seconds()
 }
 
 func selfOf(h *sim.Host) wire.NodeRef { return deploy.Of(h).Ring.Vnodes()[0].Self() }
