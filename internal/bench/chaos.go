@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"triad/internal/client"
 	"triad/internal/id"
+	"triad/internal/proc"
 )
 
 // ChaosConfig is one run of the chaos loop: real `triad node` processes on
@@ -54,19 +54,19 @@ type ChaosResult struct {
 	FirstLost       string  `json:"first_lost,omitempty"`
 }
 
+// chaosNode is one node of the loop, its process restarted on the same
+// command line after every kill.
 type chaosNode struct {
-	addr, data, log string
-	args            []string
-	cmd             *exec.Cmd
-	up              bool
-	wipe            bool // its data folder is removed before every start
+	addr, data string
+	p          *proc.Proc
+	up         bool // guarded by chaosRun.mu while the writers run
+	wipe       bool // its data folder is removed before every start
 }
 
 // Chaos runs the loop and stops the nodes.
 func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
-	logf := cfg.Log
-	if logf == nil {
-		logf = func(string, ...any) {}
+	if cfg.Log == nil {
+		cfg.Log = func(string, ...any) {}
 	}
 	if cfg.Nodes < 3 || cfg.Duration <= 0 {
 		return res, errors.New("bench: chaos wants at least 3 nodes and a positive duration")
@@ -80,161 +80,204 @@ func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	r := rand.New(rand.NewPCG(cfg.Seed, 0xc4a05))
-	nodes := make([]*chaosNode, cfg.Nodes)
-	for i := range nodes {
+	run := &chaosRun{cfg: cfg, res: res, stop: make(chan struct{})}
+	defer run.stopNodes()
+	if err := run.startNodes(dir); err != nil {
+		return run.res, err
+	}
+	cfg.Log("chaos: %d nodes up; writing and killing for %s", cfg.Nodes, cfg.Duration)
+	if err := run.writeAndKill(); err != nil {
+		return run.res, err
+	}
+	run.readBackAll()
+	return run.res, nil
+}
+
+// chaosRun is one run of Chaos. Its steps run in this order: startNodes
+// (and wait for the ring), writeAndKill (the writers and the killer),
+// readBackAll; stopNodes ends it.
+type chaosRun struct {
+	cfg   ChaosConfig
+	res   ChaosResult
+	nodes []*chaosNode
+
+	mu     sync.Mutex // guards nodes' up state and acked
+	acked  []id.ID    // the keys of acknowledged puts
+	failed atomic.Int64
+	stop   chan struct{} // closed to stop the writers
+	wg     sync.WaitGroup
+}
+
+// startNodes starts every node on a port of its own, all joining the
+// first, and waits until the ring is consistent.
+func (run *chaosRun) startNodes(dir string) error {
+	cfg := run.cfg
+	for i := range cfg.Nodes {
 		addr, err := freeLoopbackAddr()
 		if err != nil {
-			return res, err
+			return err
 		}
-		n := &chaosNode{addr: addr, data: filepath.Join(dir, fmt.Sprintf("node%d", i)), log: filepath.Join(dir, fmt.Sprintf("node%d.log", i))}
-		n.args = []string{"node", "--listen", addr, "--data", n.data, "--maint-interval", "30s"}
+		n := &chaosNode{addr: addr, data: filepath.Join(dir, fmt.Sprintf("node%d", i))}
+		args := []string{"node", "--listen", addr, "--data", n.data, "--maint-interval", "30s"}
 		if i > 0 {
-			n.args = append(n.args, "--join", nodes[0].addr)
+			args = append(args, "--join", run.nodes[0].addr)
 		}
-		n.args = append(n.args, cfg.NodeArgs...)
+		args = append(args, cfg.NodeArgs...)
 		if i >= cfg.Nodes-cfg.AckAndDrop {
-			n.args = append(n.args, "--test-lie", "lying-tree")
+			args = append(args, "--test-lie", "lying-tree")
 			n.wipe = true
 		}
-		nodes[i] = n
+		n.p = proc.New(proc.Config{Binary: cfg.Binary, Args: args, Log: filepath.Join(dir, fmt.Sprintf("node%d.log", i)), Name: "node " + addr})
+		run.nodes = append(run.nodes, n)
 	}
-	start := func(n *chaosNode) error {
-		if n.wipe {
-			if err := os.RemoveAll(n.data); err != nil {
-				return err
-			}
-		}
-		f, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
+	for _, n := range run.nodes {
+		if err := run.start(n); err != nil {
 			return err
-		}
-		defer f.Close()
-		n.cmd = command(cfg.Binary, n.args...)
-		n.cmd.Stdout, n.cmd.Stderr = f, f
-		if err := n.cmd.Start(); err != nil {
-			return err
-		}
-		n.up = true
-		return waitListening(n.addr, 10*time.Second)
-	}
-	defer func() {
-		for _, n := range nodes {
-			if n.up {
-				n.cmd.Process.Signal(syscall.SIGTERM)
-				n.cmd.Wait()
-			}
-		}
-	}()
-	for _, n := range nodes {
-		if err := start(n); err != nil {
-			return res, err
 		}
 	}
 	ring := &cluster{}
-	for _, n := range nodes {
+	for _, n := range run.nodes {
 		ring.addrs = append(ring.addrs, n.addr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := ring.waitRing(ctx); err != nil {
-		return res, err
-	}
-	logf("chaos: %d nodes up; writing and killing for %s", cfg.Nodes, cfg.Duration)
+	return ring.waitRing(ctx)
+}
 
-	var (
-		mu     sync.Mutex // guards nodes' up state and acked
-		acked  []id.ID
-		failed atomic.Int64
-	)
-	upAddrs := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		var out []string
-		for _, n := range nodes {
-			if n.up {
-				out = append(out, n.addr)
+// start starts n (again), wiping a liar's data folder first, and waits
+// until it listens.
+func (run *chaosRun) start(n *chaosNode) error {
+	if n.wipe {
+		if err := os.RemoveAll(n.data); err != nil {
+			return err
+		}
+	}
+	if err := n.p.Start(); err != nil {
+		return err
+	}
+	run.mu.Lock()
+	n.up = true
+	run.mu.Unlock()
+	return n.p.WaitPort(n.addr, 10*time.Second)
+}
+
+// stopNodes asks the nodes still up to leave, and logs what goes wrong.
+func (run *chaosRun) stopNodes() {
+	for _, n := range run.nodes {
+		if n.up {
+			if err := n.p.Stop(syscall.SIGTERM, stopWait); err != nil {
+				run.cfg.Log("chaos: stopping %s: %v", n.addr, err)
 			}
 		}
-		return out
 	}
+}
+
+// writeAndKill runs four writers for cfg.Duration while the killer takes
+// one node down at a time: SIGKILL, and back after 2-6 s.
+func (run *chaosRun) writeAndKill() error {
+	cfg := run.cfg
+	r := rand.New(rand.NewPCG(cfg.Seed, 0xc4a05))
 	t0 := time.Now()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wr := rand.New(rand.NewPCG(cfg.Seed, uint64(w)))
-			clients := clientCache{}
-			defer clients.close()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				addrs := upAddrs()
-				addr := addrs[wr.IntN(len(addrs))]
-				c, derr := clients.get(addr)
-				if derr != nil {
-					failed.Add(1)
-					continue
-				}
-				data := make([]byte, 100+wr.IntN(3000))
-				for i := range data {
-					data[i] = byte(wr.Uint32())
-				}
-				pctx, pcancel := context.WithTimeout(context.Background(), 10*time.Second)
-				key, _, err := c.Put(pctx, data, client.PutOptions{Expire: 24 * time.Hour})
-				pcancel()
-				if err != nil {
-					failed.Add(1)
-					clients.drop(addr)
-					continue
-				}
-				mu.Lock()
-				acked = append(acked, key)
-				mu.Unlock()
-			}
-		}()
+		run.wg.Add(1)
+		go run.write(rand.New(rand.NewPCG(cfg.Seed, uint64(w))))
 	}
-	// The killer: one node down at a time, SIGKILL, back after 2-6 s.
+	defer func() {
+		run.res.Seconds = time.Since(t0).Seconds()
+		run.res.Acked, run.res.PutsFailed = len(run.acked), int(run.failed.Load())
+	}()
 	for time.Since(t0) < cfg.Duration {
 		time.Sleep(time.Duration(2000+r.IntN(4000)) * time.Millisecond)
-		n := nodes[r.IntN(len(nodes))]
-		n.cmd.Process.Kill()
-		n.cmd.Wait()
-		mu.Lock()
-		n.up = false
-		mu.Unlock()
-		res.Kills++
-		time.Sleep(time.Duration(2000+r.IntN(4000)) * time.Millisecond)
-		if err := start(n); err != nil {
-			close(stop)
-			wg.Wait()
-			return res, fmt.Errorf("restarting %s: %w", n.addr, err)
+		n := run.nodes[r.IntN(len(run.nodes))]
+		if err := n.p.Kill(); err != nil {
+			run.stopWriters()
+			return err
 		}
-		res.Restarts++
-		mu.Lock()
-		so := len(acked)
-		mu.Unlock()
-		logf("chaos: %s killed and back; %d puts acknowledged so far", n.addr, so)
+		run.mu.Lock()
+		n.up = false
+		run.mu.Unlock()
+		run.res.Kills++
+		time.Sleep(time.Duration(2000+r.IntN(4000)) * time.Millisecond)
+		if err := run.start(n); err != nil {
+			run.stopWriters()
+			return fmt.Errorf("restarting %s: %w", n.addr, err)
+		}
+		run.res.Restarts++
+		run.mu.Lock()
+		so := len(run.acked)
+		run.mu.Unlock()
+		cfg.Log("chaos: %s killed and back; %d puts acknowledged so far", n.addr, so)
 	}
-	close(stop)
-	wg.Wait()
-	res.Seconds = time.Since(t0).Seconds()
-	res.Acked, res.PutsFailed = len(acked), int(failed.Load())
+	run.stopWriters()
+	return nil
+}
 
-	// Every node is up: every acknowledged block must read back, through
-	// any node (the client checks each block against its key), by
-	// readBackWorkers at once. Gets that fail are retried while the ring
-	// settles, for at most a minute.
-	logf("chaos: reading back %d acknowledged blocks", len(acked))
+func (run *chaosRun) stopWriters() {
+	close(run.stop)
+	run.wg.Wait()
+}
+
+// upAddrs lists the addresses of the nodes up.
+func (run *chaosRun) upAddrs() []string {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	var out []string
+	for _, n := range run.nodes {
+		if n.up {
+			out = append(out, n.addr)
+		}
+	}
+	return out
+}
+
+// write puts random blocks (100 B to 3 KB, for a day) through random nodes
+// up, noting each acknowledged key, until the run stops it.
+func (run *chaosRun) write(wr *rand.Rand) {
+	defer run.wg.Done()
+	clients := clientCache{}
+	defer clients.close()
+	for {
+		select {
+		case <-run.stop:
+			return
+		default:
+		}
+		addrs := run.upAddrs()
+		addr := addrs[wr.IntN(len(addrs))]
+		c, derr := clients.get(addr)
+		if derr != nil {
+			run.failed.Add(1)
+			continue
+		}
+		data := make([]byte, 100+wr.IntN(3000))
+		for i := range data {
+			data[i] = byte(wr.Uint32())
+		}
+		pctx, pcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		key, _, err := c.Put(pctx, data, client.PutOptions{Expire: 24 * time.Hour})
+		pcancel()
+		if err != nil {
+			run.failed.Add(1)
+			clients.drop(addr)
+			continue
+		}
+		run.mu.Lock()
+		run.acked = append(run.acked, key)
+		run.mu.Unlock()
+	}
+}
+
+// readBackAll reads back every acknowledged block, every node being up,
+// through any node (the client checks each block against its key), by
+// readBackWorkers at once. Gets that fail are retried while the ring
+// settles, for at most a minute.
+func (run *chaosRun) readBackAll() {
+	res := &run.res
+	run.cfg.Log("chaos: reading back %d acknowledged blocks", len(run.acked))
 	t1 := time.Now()
-	pending := acked
+	pending := run.acked
 	for round := 0; len(pending) > 0; round++ {
-		again := readBack(nodes, pending, round)
+		again := readBack(run.nodes, pending, round)
 		res.Read += len(pending) - len(again)
 		pending = again
 		if len(pending) == 0 || time.Since(t1) > time.Minute {
@@ -247,7 +290,6 @@ func Chaos(cfg ChaosConfig) (res ChaosResult, err error) {
 		res.FirstLost = pending[0].String()
 	}
 	res.RecoverySeconds = time.Since(t1).Seconds()
-	return res, nil
 }
 
 // readBackWorkers is how many gets the read-back has in flight.

@@ -1,14 +1,11 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -22,6 +19,7 @@ import (
 	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/pki"
+	"triad/internal/proc"
 	"triad/internal/ring"
 	"triad/internal/wire"
 )
@@ -118,7 +116,7 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 
 	start := time.Now()
 	c, err := startCluster(cfg, dir)
-	defer c.stop()
+	defer c.stop(logf)
 	if err != nil {
 		return res, err
 	}
@@ -143,22 +141,7 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 	res.StartupSecs = time.Since(start).Seconds()
 	logf("bench dhash: %d nodes up and consistent in %.1fs", cfg.Nodes, res.StartupSecs)
 
-	// Distinct random blocks, made before the clock starts.
-	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	blocks := make([][]byte, cfg.Ops)
-	for i := range blocks {
-		b := make([]byte, cfg.Size)
-		for j := 0; j+8 <= len(b); j += 8 {
-			v := r.Uint64()
-			for k := 0; k < 8; k++ {
-				b[j+k] = byte(v >> (8 * k))
-			}
-		}
-		for j := len(b) &^ 7; j < len(b); j++ {
-			b[j] = byte(r.Uint32())
-		}
-		blocks[i] = b
-	}
+	blocks := randomBlocks(cfg.Ops, cfg.Size) // before the clock starts
 	keys := make([]id.ID, cfg.Ops)
 	res.Put = runPhase(cfg, "put", func(ctx context.Context, i int) error {
 		var key id.ID
@@ -197,6 +180,26 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		return res, fmt.Errorf("bench: nothing succeeded (put %d, get %d): see the node logs", res.Put.Done, res.Get.Done)
 	}
 	return res, nil
+}
+
+// randomBlocks makes n distinct random blocks of size bytes.
+func randomBlocks(n, size int) [][]byte {
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	blocks := make([][]byte, n)
+	for i := range blocks {
+		b := make([]byte, size)
+		for j := 0; j+8 <= len(b); j += 8 {
+			v := r.Uint64()
+			for k := 0; k < 8; k++ {
+				b[j+k] = byte(v >> (8 * k))
+			}
+		}
+		for j := len(b) &^ 7; j < len(b); j++ {
+			b[j] = byte(r.Uint32())
+		}
+		blocks[i] = b
+	}
+	return blocks
 }
 
 var errSkipped = errors.New("skipped")
@@ -269,11 +272,13 @@ func runPhase(cfg DHashConfig, name string, op func(ctx context.Context, i int) 
 
 // cluster is a set of `triad node` processes.
 type cluster struct {
-	procs []*exec.Cmd
+	nodes []*proc.Proc
 	addrs []string
-	logs  []string
 	tls   *pki.Bundle // the client's, with DHashConfig.TLS
 }
+
+// nodeStartLimit bounds the wait for a node to say where it listens.
+const nodeStartLimit = 30 * time.Second
 
 func startCluster(cfg DHashConfig, dir string) (*cluster, error) {
 	c := &cluster{}
@@ -287,84 +292,67 @@ func startCluster(cfg DHashConfig, dir string) (*cluster, error) {
 			return c, err
 		}
 	}
+	var env []string
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+		// Many nodes share this machine's cores: one P each (or the
+		// cores' fair share) keeps their schedulers from spinning
+		// against each other, which here halved throughput.
+		env = []string{fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/cfg.Nodes))}
+	}
 	for i := 0; i < cfg.Nodes; i++ {
-		listen := "127.0.0.1:0"
-		var tlsArgs []string
-		if ca != nil {
-			// A certificate names its node's address: pick the port first.
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return c, err
-			}
-			listen = ln.Addr().String()
-			ln.Close()
-			name := fmt.Sprintf("node%d", i)
-			if _, err := issueRun(ca, dir, name, listen); err != nil {
-				return c, err
-			}
-			tlsArgs = []string{"--tls", filepath.Join(dir, "bundles", name)}
-		}
-		args := []string{"node", "--listen", listen, "--data", filepath.Join(dir, fmt.Sprintf("node%d", i))}
-		args = append(args, tlsArgs...)
-		if i > 0 {
-			args = append(args, "--join", c.addrs[0])
-		}
-		args = append(args, cfg.NodeArgs...)
-		if cfg.FixedWindow {
-			args = append(args, "--stp=false")
-		}
-		if i < len(cfg.PerNodeArgs) {
-			args = append(args, cfg.PerNodeArgs[i]...)
-		}
-		if cfg.ProfileDir != "" {
-			args = append(args, "--cpuprofile", filepath.Join(cfg.ProfileDir, fmt.Sprintf("node%d.cpu", i)))
-		}
-		cmd := command(cfg.Binary, args...)
-		if _, set := os.LookupEnv("GOMAXPROCS"); !set {
-			// Many nodes share this machine's cores: one P each (or the
-			// cores' fair share) keeps their schedulers from spinning
-			// against each other, which here halved throughput.
-			cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/cfg.Nodes)))
-		}
-		logPath := filepath.Join(dir, fmt.Sprintf("node%d.log", i))
-		logFile, err := os.Create(logPath)
+		args, err := c.nodeArgs(cfg, dir, i, ca)
 		if err != nil {
 			return c, err
 		}
-		cmd.Stderr = logFile
-		out, err := cmd.StdoutPipe()
+		p, err := proc.Start(proc.Config{Binary: cfg.Binary, Args: args, Env: env, Log: filepath.Join(dir, fmt.Sprintf("node%d.log", i)), Name: fmt.Sprintf("node %d", i)})
 		if err != nil {
 			return c, err
 		}
-		if err := cmd.Start(); err != nil {
-			return c, err
+		c.nodes = append(c.nodes, p)
+		// The node names the address it bound.
+		line, err := p.WaitLine("triad node: listening on ", nodeStartLimit)
+		if err != nil {
+			return c, fmt.Errorf("node %d did not start: %w", i, err)
 		}
-		logFile.Close()
-		c.procs = append(c.procs, cmd)
-		c.logs = append(c.logs, logPath)
-		// The first line names the address the node bound.
-		line, err := bufio.NewReader(out).ReadString('\n')
-		addr, ok := strings.CutPrefix(line, "triad node: listening on ")
-		if !ok || err != nil {
-			return c, fmt.Errorf("node %d did not start (%q, %v): %s", i, line, err, tail(logPath))
-		}
-		addr, _, _ = strings.Cut(addr, ",")
+		addr, _, _ := strings.Cut(strings.TrimPrefix(line, "triad node: listening on "), ",")
 		c.addrs = append(c.addrs, addr)
-		go func() { _, _ = bufio.NewReader(out).WriteTo(discard{}) }()
 	}
 	return c, nil
 }
 
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
+// nodeArgs is the command line of node i: on a port of its own, joining
+// node 0, with its certificate when ca is set.
+func (c *cluster) nodeArgs(cfg DHashConfig, dir string, i int, ca *pki.CA) ([]string, error) {
+	listen := "127.0.0.1:0"
+	var tlsArgs []string
+	if ca != nil {
+		// A certificate names its node's address: pick the port first.
+		var err error
+		if listen, err = freeLoopbackAddr(); err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("node%d", i)
+		if _, err := issueRun(ca, dir, name, listen); err != nil {
+			return nil, err
+		}
+		tlsArgs = []string{"--tls", filepath.Join(dir, "bundles", name)}
 	}
-	return string(b)
+	args := []string{"node", "--listen", listen, "--data", filepath.Join(dir, fmt.Sprintf("node%d", i))}
+	args = append(args, tlsArgs...)
+	if i > 0 {
+		args = append(args, "--join", c.addrs[0])
+	}
+	args = append(args, cfg.NodeArgs...)
+	if cfg.FixedWindow {
+		args = append(args, "--stp=false")
+	}
+	if i < len(cfg.PerNodeArgs) {
+		args = append(args, cfg.PerNodeArgs[i]...)
+	}
+	if cfg.ProfileDir != "" {
+		args = append(args, "--cpuprofile", filepath.Join(cfg.ProfileDir, fmt.Sprintf("node%d.cpu", i)))
+	}
+	return args, nil
 }
 
 // waitRing polls every node until each vnode's successor is the next vnode
@@ -400,19 +388,22 @@ func (c *cluster) views(ctx context.Context) ([]wire.VnodeInfo, error) {
 	return all, nil
 }
 
-// stop asks every node to leave (SIGTERM) and waits, killing stragglers.
-func (c *cluster) stop() {
-	for _, p := range c.procs {
-		p.Process.Signal(syscall.SIGTERM)
+// stopWait bounds a node's leaving after SIGTERM.
+const stopWait = 10 * time.Second
+
+// stop asks every node to leave (SIGTERM) and waits, killing stragglers;
+// it logs what goes wrong, the run being measured by then.
+func (c *cluster) stop(logf func(string, ...any)) {
+	for _, p := range c.nodes {
+		if err := p.Signal(syscall.SIGTERM); err != nil {
+			logf("bench: %v", err)
+		}
 	}
-	for _, p := range c.procs {
-		done := make(chan struct{})
-		go func() { p.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			p.Process.Kill()
-			<-done
+	for _, p := range c.nodes {
+		if err := p.Wait(stopWait); errors.Is(err, proc.ErrRunning) {
+			if err := p.Kill(); err != nil {
+				logf("bench: %v", err)
+			}
 		}
 	}
 }
@@ -426,8 +417,8 @@ func (c *cluster) settle(limit time.Duration) time.Duration {
 	start := time.Now()
 	cpu := func() (time.Duration, bool) {
 		var total time.Duration
-		for _, p := range c.procs {
-			st, err := ReadProcStat(p.Process.Pid)
+		for _, p := range c.nodes {
+			st, err := ReadProcStat(p.Pid())
 			if err != nil {
 				return 0, false
 			}

@@ -153,7 +153,7 @@ func withFloodCluster(cfg FloodConfig, dir string, fn func(*floodCluster) error)
 	}
 	c, err := startCluster(DHashConfig{Binary: cfg.Binary, Nodes: cfg.Nodes, NodeArgs: args, PerNodeArgs: perNode, Log: cfg.Log}, dir)
 	fc.cluster = c
-	defer c.stop()
+	defer c.stop(cfg.Log)
 	if err != nil {
 		return err
 	}
@@ -216,8 +216,8 @@ func (c *floodCluster) counters() (floodCounters, error) {
 // rssMB is the largest resident set of the nodes, in MiB.
 func (c *floodCluster) rssMB() float64 {
 	most := 0.0
-	for _, p := range c.procs {
-		if r, err := ProcessRSS(p.Process.Pid); err == nil {
+	for _, p := range c.nodes {
+		if r, err := ProcessRSS(p.Pid()); err == nil {
 			most = max(most, r.Current)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"triad/internal/nntp"
+	"triad/internal/proc"
 )
 
 // LimitsConfig is one run of the news server's bounded-totals scenario: a
@@ -56,9 +56,8 @@ type LimitsResult struct {
 
 // Limits runs the scenario and stops the server.
 func Limits(cfg LimitsConfig) (res LimitsResult, err error) {
-	logf := cfg.Log
-	if logf == nil {
-		logf = func(string, ...any) {}
+	if cfg.Log == nil {
+		cfg.Log = func(string, ...any) {}
 	}
 	if cfg.Idle < 0 || cfg.Articles < 1 {
 		return res, errors.New("bench: idle connections must not be negative, and articles positive")
@@ -71,144 +70,132 @@ func Limits(cfg LimitsConfig) (res LimitsResult, err error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
+	run, err := newLimitsRun(cfg, dir)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if kerr := run.srv.Kill(); kerr != nil {
+			cfg.Log("bench limits: %v", kerr)
+		}
+		if err != nil {
+			err = fmt.Errorf("%w\nserver log:\n%s", err, run.srv.Tail(20))
+		}
+	}()
+	defer run.closeIdle()
+	if err := run.startServer(); err != nil {
+		return run.res, err
+	}
+	if err := run.feed(); err != nil {
+		return run.res, err
+	}
+	run.openIdle()
+	err = run.underLoad()
+	return run.res, err
+}
+
+// limitsGroup is the group the scenario fills and reads.
+const limitsGroup = "triad.limits"
+
+// limitsRun is one run of Limits. Its steps run in this order:
+// startServer, feed (which restarts the server), openIdle, underLoad
+// (the OVER readers, the normal client and the memory samples).
+type limitsRun struct {
+	cfg  LimitsConfig
+	addr string
+	srv  *proc.Proc
+	idle []net.Conn
+	res  LimitsResult
+}
+
+func newLimitsRun(cfg LimitsConfig, dir string) (*limitsRun, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	const group = "triad.limits"
-	var srvLog bytes.Buffer
-	start := func() (*exec.Cmd, error) {
-		srv := command(cfg.Binary, "nntp", "--listen", addr, "--data", filepath.Join(dir, "news"), "--groups", group,
-			"--max-conns", strconv.Itoa(cfg.Idle+100), "--max-per-addr", strconv.Itoa(cfg.Idle+100))
-		srv.Stdout, srv.Stderr = &srvLog, &srvLog
-		if err := srv.Start(); err != nil {
-			return nil, err
-		}
-		return srv, waitListening(addr, 10*time.Second)
-	}
-	srv, err := start()
-	defer func() {
-		if srv != nil && srv.Process != nil {
-			srv.Process.Kill()
-			srv.Wait()
-		}
-		if err != nil {
-			err = fmt.Errorf("%w\nserver log:\n%s", err, lastLines(srvLog.String(), 20))
-		}
-	}()
-	if err != nil {
-		return res, err
-	}
+	srv := proc.New(proc.Config{Binary: cfg.Binary, Log: filepath.Join(dir, "news.log"),
+		Args: []string{"nntp", "--listen", addr, "--data", filepath.Join(dir, "news"), "--groups", limitsGroup,
+			"--max-conns", strconv.Itoa(cfg.Idle + 100), "--max-per-addr", strconv.Itoa(cfg.Idle + 100)}})
+	return &limitsRun{cfg: cfg, addr: addr, srv: srv}, nil
+}
 
-	logf("bench limits: feeding %d articles", cfg.Articles)
-	feed, err := NNTP(NNTPConfig{Addr: addr, SizeBytes: 600, Articles: cfg.Articles, Conns: 4, Group: group,
+// startServer starts the news server and waits until it listens.
+func (run *limitsRun) startServer() error {
+	if err := run.srv.Start(); err != nil {
+		return err
+	}
+	return run.srv.WaitPort(run.addr, 10*time.Second)
+}
+
+// feed fills the group with TAKETHIS, notes the feed's peak memory, and
+// starts a fresh server for the scenario, so that its peak is the
+// scenario's.
+func (run *limitsRun) feed() error {
+	cfg := run.cfg
+	cfg.Log("bench limits: feeding %d articles", cfg.Articles)
+	feed, err := NNTP(NNTPConfig{Addr: run.addr, SizeBytes: 600, Articles: cfg.Articles, Conns: 4, Group: limitsGroup,
 		MaxPhase: 5 * time.Minute, Phases: []string{"takethis"}})
 	if err != nil {
-		return res, fmt.Errorf("feeding: %w", err)
+		return fmt.Errorf("feeding: %w", err)
 	}
 	if p, ok := feed.Phase("takethis", 4); !ok || p.Done != cfg.Articles {
-		return res, fmt.Errorf("feeding: %d of %d articles accepted (%s)", p.Done, cfg.Articles, p.FirstError)
+		return fmt.Errorf("feeding: %d of %d articles accepted (%s)", p.Done, cfg.Articles, p.FirstError)
 	}
-	res.Articles, res.ServerVersion = cfg.Articles, feed.Greeting
-	rss, _ := ProcessRSS(srv.Process.Pid)
-	res.FeedRSSMB = rss.Peak
-	// A fresh process for the scenario, so that its peak is the
-	// scenario's: the feed's is reported apart.
-	srv.Process.Signal(os.Interrupt)
-	if err = srv.Wait(); err != nil {
-		return res, fmt.Errorf("the server did not stop cleanly after the feed: %w", err)
+	run.res.Articles, run.res.ServerVersion = cfg.Articles, feed.Greeting
+	rss, _ := ProcessRSS(run.srv.Pid())
+	run.res.FeedRSSMB = rss.Peak
+	if err := run.srv.Stop(os.Interrupt, 5*time.Minute); err != nil {
+		return fmt.Errorf("the server did not stop cleanly after the feed: %w", err)
 	}
-	if srv, err = start(); err != nil {
-		return res, err
-	}
+	return run.startServer()
+}
 
-	logf("bench limits: opening %d idle connections", cfg.Idle)
-	var idle []net.Conn
-	defer func() {
-		for _, c := range idle {
-			c.Close()
-		}
-	}()
-	for range cfg.Idle {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+// openIdle opens cfg.Idle connections and leaves them idle.
+func (run *limitsRun) openIdle() {
+	run.cfg.Log("bench limits: opening %d idle connections", run.cfg.Idle)
+	for range run.cfg.Idle {
+		c, err := net.DialTimeout("tcp", run.addr, 5*time.Second)
 		if err != nil {
-			res.IdleRefused++
+			run.res.IdleRefused++
 			continue
 		}
-		idle = append(idle, c)
+		run.idle = append(run.idle, c)
 	}
-	res.Idle = len(idle)
-	rss, _ = ProcessRSS(srv.Process.Pid)
-	res.IdleRSSMB = rss.Current
+	run.res.Idle = len(run.idle)
+	rss, _ := ProcessRSS(run.srv.Pid())
+	run.res.IdleRSSMB = rss.Current
+}
 
-	// Sample the server's anonymous and file-backed memory meanwhile.
-	stopSampling := make(chan struct{})
-	sampled := make(chan RSS, 1)
-	go func() {
-		var top RSS
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if r, err := ProcessRSS(srv.Process.Pid); err == nil {
-				top.Anon, top.File = max(top.Anon, r.Anon), max(top.File, r.File)
-			}
-			select {
-			case <-stopSampling:
-				sampled <- top
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+func (run *limitsRun) closeIdle() {
+	for _, c := range run.idle {
+		c.Close()
+	}
+}
 
-	// The slow reader asks and reads nothing.
-	slow, err := nntp.Dial(addr, time.Now().Add(10*time.Second))
+// underLoad runs the scenario: a slow reader asks for the whole overview
+// and reads none of it, another reads it all, and meanwhile a normal
+// client measures how fast it is answered and the server's memory is
+// sampled.
+func (run *limitsRun) underLoad() error {
+	res := &run.res
+	stopSampling := run.sampleMemory()
+	slow, err := run.slowReader()
 	if err != nil {
-		return res, err
+		stopSampling()
+		return err
 	}
 	defer slow.Close()
-	if _, err := slow.Cmd("GROUP " + group); err != nil {
-		return res, err
-	}
-	if err := slow.Send("OVER 1-1000000"); err != nil {
-		return res, err
-	}
-
-	// The OVER reader reads everything, meanwhile.
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var overErr error
 	go func() {
 		defer wg.Done()
-		t0 := time.Now()
-		c, err := nntp.Dial(addr, time.Now().Add(10*time.Second))
-		if err != nil {
-			overErr = err
-			return
-		}
-		defer c.Close()
-		c.Conn().SetDeadline(time.Now().Add(2 * time.Minute))
-		if _, err := c.Cmd("GROUP " + group); err != nil {
-			overErr = err
-			return
-		}
-		l, err := c.Cmd("OVER 1-1000000")
-		if err != nil || !bytes.HasPrefix(l, []byte("224")) {
-			overErr = fmt.Errorf("OVER: %q %v", l, err)
-			return
-		}
-		_, lines, err := c.ReadBlock(nil, 1<<30)
-		if err != nil {
-			overErr = err
-			return
-		}
-		res.OverLines = lines
-		res.OverSeconds = time.Since(t0).Seconds()
+		overErr = run.readOver()
 	}()
 
 	// The normal client: GROUP, STAT and ARTICLE of random numbers.
-	logf("bench limits: a normal client for %s while the OVERs run", cfg.Normal)
-	lat, failed, firstErr := normalClient(addr, group, cfg.Articles, cfg.Normal)
+	run.cfg.Log("bench limits: a normal client for %s while the OVERs run", run.cfg.Normal)
+	lat, failed, firstErr := normalClient(run.addr, limitsGroup, run.cfg.Articles, run.cfg.Normal)
 	res.NormalOps, res.NormalFailed = len(lat), failed
 	if firstErr != nil {
 		res.FirstError = firstErr.Error()
@@ -221,7 +208,8 @@ func Limits(cfg LimitsConfig) (res LimitsResult, err error) {
 	}
 	wg.Wait()
 	if overErr != nil {
-		return res, fmt.Errorf("the OVER reader: %w", overErr)
+		stopSampling()
+		return fmt.Errorf("the OVER reader: %w", overErr)
 	}
 	// The slow reader is still connected unless the write timeout (1 min by
 	// default) has passed: see whether the server has given up on it.
@@ -229,15 +217,83 @@ func Limits(cfg LimitsConfig) (res LimitsResult, err error) {
 	if _, err := slow.Conn().Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		res.SlowDropped = true
 	}
-	close(stopSampling)
-	top := <-sampled
+	top := stopSampling()
 	res.PeakAnonMB, res.PeakFileMB = top.Anon, top.File
-	rss, err = ProcessRSS(srv.Process.Pid)
+	rss, err := ProcessRSS(run.srv.Pid())
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.PeakRSSMB = rss.Peak
-	return res, nil
+	return nil
+}
+
+// sampleMemory samples the server's anonymous and file-backed memory every
+// 20 ms until the returned function is called, which returns the peaks.
+func (run *limitsRun) sampleMemory() (stop func() RSS) {
+	stopSampling := make(chan struct{})
+	sampled := make(chan RSS, 1)
+	pid := run.srv.Pid()
+	go func() {
+		var top RSS
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if r, err := ProcessRSS(pid); err == nil {
+				top.Anon, top.File = max(top.Anon, r.Anon), max(top.File, r.File)
+			}
+			select {
+			case <-stopSampling:
+				sampled <- top
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() RSS {
+		close(stopSampling)
+		return <-sampled
+	}
+}
+
+// slowReader asks for the whole overview and reads nothing.
+func (run *limitsRun) slowReader() (*nntp.Client, error) {
+	slow, err := nntp.Dial(run.addr, time.Now().Add(10*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := slow.Cmd("GROUP " + limitsGroup); err != nil {
+		slow.Close()
+		return nil, err
+	}
+	if err := slow.Send("OVER 1-1000000"); err != nil {
+		slow.Close()
+		return nil, err
+	}
+	return slow, nil
+}
+
+// readOver reads the whole overview, timing it.
+func (run *limitsRun) readOver() error {
+	t0 := time.Now()
+	c, err := nntp.Dial(run.addr, time.Now().Add(10*time.Second))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.Conn().SetDeadline(time.Now().Add(2 * time.Minute))
+	if _, err := c.Cmd("GROUP " + limitsGroup); err != nil {
+		return err
+	}
+	if _, err := c.Expect("OVER 1-1000000", nntp.CodeOverviewFollows); err != nil {
+		return err
+	}
+	_, lines, err := c.ReadBlock(nil, 1<<30)
+	if err != nil {
+		return err
+	}
+	run.res.OverLines = lines
+	run.res.OverSeconds = time.Since(t0).Seconds()
+	return nil
 }
 
 // normalClient runs GROUP, STAT and ARTICLE commands for d and returns each
@@ -314,24 +370,4 @@ func freeLoopbackAddr() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
-}
-
-func waitListening(addr string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing listening on %s after %s", addr, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func lastLines(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(l[max(0, len(l)-n):], "\n")
 }

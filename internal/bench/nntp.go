@@ -265,54 +265,72 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 		cfg.Log("bench nntp: closing the first connection: %v", err)
 	}
 
+	fed, err := run.ingest(&res, tag, now)
+	if err != nil || !cfg.runs("article", "body", "over", "plain") {
+		return res, err
+	}
+	err = run.readBack(&res, fed)
+	return res, err
+}
+
+// ingest runs the takethis and post phases that cfg selects, adding their
+// figures to res, and returns the articles they fed.
+func (r *nntpRun) ingest(res *NNTPResult, tag string, now time.Time) ([]*article, error) {
+	cfg := r.cfg
 	var fed []*article
 	if cfg.runs("takethis") {
 		spec := articleSpec{group: cfg.Group, tag: tag, date: now, sizeBytes: cfg.SizeBytes}
-		arts, err := run.generate(spec, cfg.Articles)
+		arts, err := r.generate(spec, cfg.Articles)
 		if err != nil {
-			return res, err
+			return fed, err
 		}
 		cpu := startCPU(cfg.CPUPids)
-		p := run.phase("takethis", len(arts), func() NNTPPhase { return run.takeThis(arts) })
+		p := r.phase("takethis", len(arts), func() NNTPPhase { return r.takeThis(arts) })
 		cpu.stop(&p)
 		res.Phases = append(res.Phases, p)
-		if err := run.check(p); err != nil {
-			return res, err
+		if err := r.check(p); err != nil {
+			return fed, err
 		}
 		fed = append(fed, arts...)
 	}
-	if cfg.runs("post") {
-		for _, conns := range cfg.PostConns {
-			spec := articleSpec{group: cfg.Group, tag: fmt.Sprintf("%s.post%d", tag, conns), date: now, sizeBytes: cfg.SizeBytes, forPost: true}
-			arts, err := run.generate(spec, max(conns, cfg.Articles/5))
-			if err != nil {
-				return res, err
-			}
-			cpu := startCPU(cfg.CPUPids)
-			p := run.phase(fmt.Sprintf("post, %d conns", conns), len(arts), func() NNTPPhase { return run.post(arts, conns) })
-			cpu.stop(&p)
-			res.Phases = append(res.Phases, p)
-			if err := run.check(p); err != nil {
-				return res, err
-			}
-			fed = append(fed, arts...)
-		}
+	if !cfg.runs("post") {
+		return fed, nil
 	}
-	if !cfg.runs("article", "body", "over", "plain") {
-		return res, nil
-	}
-	if cfg.ReadAddr != "" {
-		waited, err := run.waitListed(cfg.ReadAddr)
+	for _, conns := range cfg.PostConns {
+		spec := articleSpec{group: cfg.Group, tag: fmt.Sprintf("%s.post%d", tag, conns), date: now, sizeBytes: cfg.SizeBytes, forPost: true}
+		arts, err := r.generate(spec, max(conns, cfg.Articles/5))
 		if err != nil {
-			return res, err
+			return fed, err
+		}
+		cpu := startCPU(cfg.CPUPids)
+		p := r.phase(fmt.Sprintf("post, %d conns", conns), len(arts), func() NNTPPhase { return r.post(arts, conns) })
+		cpu.stop(&p)
+		res.Phases = append(res.Phases, p)
+		if err := r.check(p); err != nil {
+			return fed, err
+		}
+		fed = append(fed, arts...)
+	}
+	return fed, nil
+}
+
+// readBack runs the read phases that cfg selects (from ReadAddr once it
+// lists what was fed, if set), adding their figures to res.
+func (r *nntpRun) readBack(res *NNTPResult, fed []*article) error {
+	cfg := r.cfg
+	if cfg.ReadAddr != "" {
+		waited, err := r.waitListed(cfg.ReadAddr)
+		if err != nil {
+			return err
 		}
 		res.ListedAfterSec = waited.Seconds()
-		run.addr = cfg.ReadAddr
+		r.addr = cfg.ReadAddr
 	}
 	var targets []readTarget
 	if cfg.runs("article", "body", "plain") {
-		if targets, err = run.targets(fed); err != nil {
-			return res, err
+		var err error
+		if targets, err = r.targets(fed); err != nil {
+			return err
 		}
 	}
 	for _, verb := range []string{"article", "body"} {
@@ -320,28 +338,28 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 			continue
 		}
 		for _, n := range nntpReadConns {
-			p := run.phase(fmt.Sprintf("%s, %d conns", verb, n), len(targets), func() NNTPPhase { return run.read(verb, n, true, targets, cfg.MaxPhase) })
+			p := r.phase(fmt.Sprintf("%s, %d conns", verb, n), len(targets), func() NNTPPhase { return r.read(verb, n, true, targets, cfg.MaxPhase) })
 			res.Phases = append(res.Phases, p)
-			if err := run.check(p); err != nil {
-				return res, err
+			if err := r.check(p); err != nil {
+				return err
 			}
 		}
 	}
 	if cfg.runs("over") {
-		o, err := run.over()
+		o, err := r.over()
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.Over = &o
 	}
 	if cfg.runs("plain") {
-		p := run.read("plain", 1, false, targets, min(cfg.MaxPhase, plainSeconds*time.Second))
+		p := r.read("plain", 1, false, targets, min(cfg.MaxPhase, plainSeconds*time.Second))
 		res.Phases = append(res.Phases, p)
-		if err := run.check(p); err != nil {
-			return res, err
+		if err := r.check(p); err != nil {
+			return err
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // nntpRun is the state of one run: its configuration and the articles it

@@ -62,19 +62,7 @@ func Sync(c SyncConfig) (SyncResult, error) {
 	}
 	defer theirs.Close()
 
-	// The range is half the ring: content keys fall in it or past it at
-	// random, and objects are made until each side has its count.
-	// Neither end is on a subtree's edge, as a real range's would not be.
-	edge := make([]byte, id.Bytes)
-	for i := range edge {
-		edge[i] = byte(0x5a + 17*i)
-	}
-	lo, err := id.FromBytes(edge)
-	if err != nil {
-		return res, err
-	}
-	edge[0] += 0x80
-	hi, err := id.FromBytes(edge)
+	lo, hi, err := syncRange()
 	if err != nil {
 		return res, err
 	}
@@ -146,4 +134,21 @@ func Sync(c SyncConfig) (SyncResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// syncRange is the replica range (lo, hi] of the benchmark: half the
+// ring, so that content keys fall in it or past it at random, and objects
+// are made until each side has its count. Neither end is on a subtree's
+// edge, as a real range's would not be.
+func syncRange() (lo, hi id.ID, err error) {
+	edge := make([]byte, id.Bytes)
+	for i := range edge {
+		edge[i] = byte(0x5a + 17*i)
+	}
+	if lo, err = id.FromBytes(edge); err != nil {
+		return lo, hi, err
+	}
+	edge[0] += 0x80
+	hi, err = id.FromBytes(edge)
+	return lo, hi, err
 }
