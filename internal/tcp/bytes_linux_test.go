@@ -23,7 +23,10 @@ import (
 
 // blockHandler answers ClientGet with a Block of data, and every other
 // request with an Ack.
-type blockHandler struct{ data []byte }
+type blockHandler struct {
+	data    []byte
+	replied *atomic.Uint64 // counts the replies sent, if not nil
+}
 
 func (h blockHandler) Handle(env node.Env, ev node.Event) {
 	in, ok := ev.(node.MsgIn)
@@ -35,6 +38,9 @@ func (h blockHandler) Handle(env node.Env, ev node.Event) {
 		m = &wire.Block{Key: f.Key, Data: h.data}
 	}
 	env.Send(in.From, wire.Envelope{Kind: wire.Reply, ReqID: in.Env.ReqID, Msg: m})
+	if h.replied != nil {
+		h.replied.Add(1)
+	}
 }
 
 // pingWithin sends a Ping on c and fails the test unless its Ack comes
@@ -201,7 +207,8 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 // and goes on once the client reads them: every request is answered, none
 // dropped.
 func TestReadingPausesWhileRepliesWait(t *testing.T) {
-	d := runDriver(t, Config{}, blockHandler{data: make([]byte, 1<<20)})
+	replied := new(atomic.Uint64)
+	d := runDriver(t, Config{}, blockHandler{data: make([]byte, 1<<20), replied: replied})
 	c := dialFrom(t, "127.0.0.2", d.Addr())
 	sent := 0
 	for d.Stats.ReadPauses.Load() == 0 {
@@ -212,9 +219,12 @@ func TestReadingPausesWhileRepliesWait(t *testing.T) {
 		if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: uint64(sent), Msg: &wire.ClientGet{}}); err != nil {
 			t.Fatal(err)
 		}
-		// Read, or paused before reading it.
-		testutil.WaitFor(t, 5*time.Second, "the request to be read", func() bool {
-			return d.Stats.FramesIn.Load() == uint64(sent) || d.Stats.ReadPauses.Load() > 0
+		// Answered (its reply queued), or reading paused before it. Read
+		// is not enough: the reader may read the next request before the
+		// loop has queued this one's reply, and only queued replies count
+		// towards the pause.
+		testutil.WaitFor(t, 5*time.Second, "the request to be answered", func() bool {
+			return replied.Load() == uint64(sent) || d.Stats.ReadPauses.Load() > 0
 		})
 	}
 	// Paused: one more request waits in the socket.

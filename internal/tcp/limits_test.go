@@ -149,13 +149,17 @@ func TestOffloadRunsOnBoundedWorkers(t *testing.T) {
 	}
 	close(h.gate)
 	seen := make(map[int]bool)
-	for range n {
-		select {
-		case i := <-h.got:
-			seen[i] = true
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%d of %d works done after 10s", len(seen), n)
+	if !testutil.Poll(10*time.Second, func() bool {
+		for {
+			select {
+			case i := <-h.got:
+				seen[i] = true
+			default:
+				return len(seen) == n
+			}
 		}
+	}) {
+		t.Fatalf("%d of %d works done after 10s", len(seen), n)
 	}
 	if len(seen) != n {
 		t.Fatalf("%d distinct results, want %d", len(seen), n)
