@@ -16,6 +16,7 @@ import (
 	"triad/internal/id"
 	"triad/internal/nntp"
 	"triad/internal/pki"
+	"triad/internal/testutil"
 	"triad/internal/usenet"
 	"triad/internal/usenet/nntpd"
 )
@@ -27,7 +28,7 @@ type ringSpool struct {
 	gets atomic.Int64
 }
 
-func (r *ringSpool) PutBatch(batch []usenet.Put, done func()) { r.s.PutBatch(batch, done) }
+func (r *ringSpool) PutBatch(batch []usenet.Put, done func([]usenet.Put)) { r.s.PutBatch(batch, done) }
 func (r *ringSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
 	r.gets.Add(1)
 	return r.s.Get(ctx, key)
@@ -48,7 +49,7 @@ func (r *ringSpool) Close() error { return nil }
 func put(s usenet.Spool, article []byte, expires time.Time) (id.ID, error) {
 	b := []usenet.Put{{Article: article, Expires: expires}}
 	done := make(chan struct{})
-	s.PutBatch(b, func() { close(done) })
+	s.PutBatch(b, func([]usenet.Put) { close(done) })
 	<-done
 	return b[0].Key, b[0].Err
 }
@@ -158,13 +159,8 @@ func (s *testSite) start(t *testing.T, all []*testSite, spool usenet.Spool, twea
 	if tweak != nil {
 		tweak(&fc)
 	}
-	if s.ln == nil {
-		deadline := time.Now().Add(10 * time.Second)
-		for s.ln == nil {
-			if s.ln, err = net.Listen("tcp", s.addr); err != nil && time.Now().After(deadline) {
-				t.Fatal(err)
-			}
-		}
+	if s.ln == nil && !testutil.Poll(10*time.Second, func() bool { s.ln, err = net.Listen("tcp", s.addr); return err == nil }) {
+		t.Fatal(err)
 	}
 	s.site, s.srv = site, nntpd.NewServer(cfg)
 	go s.srv.Serve(s.ln)
@@ -226,19 +222,14 @@ func (s *testSite) dial(t *testing.T) *testClient {
 
 // listedWithin reports whether every site lists msgid within d.
 func listedWithin(sites []*testSite, msgid string, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for _, s := range sites {
-		for {
-			if _, found, _ := s.site.List().Lookup(msgid); found {
-				break
-			}
-			if time.Now().After(deadline) {
+	return testutil.Poll(d, func() bool {
+		for _, s := range sites {
+			if _, found, _ := s.site.List().Lookup(msgid); !found {
 				return false
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
-	}
-	return true
+		return true
+	})
 }
 
 // waitListed waits until every site lists msgid, or fails after d.
@@ -292,13 +283,8 @@ func TestPostedAtOneSiteIsReadableAtEvery(t *testing.T) {
 			t.Fatalf("%s: %+v", s.name, g)
 		}
 		// b and c relay it to each other too, and are told 438.
-		deadline := time.Now().Add(5 * time.Second)
 		for _, st := range s.feeds.Status() {
-			for st.Backlog.Records != 0 && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-				st.Backlog, _ = s.site.List().Backlog(st.Peer)
-			}
-			if st.Backlog.Records != 0 {
+			if !testutil.Poll(5*time.Second, func() bool { st.Backlog, _ = s.site.List().Backlog(st.Peer); return st.Backlog.Records == 0 }) {
 				t.Errorf("%s -> %s: backlog %+v", s.name, st.Peer, st.Backlog)
 			}
 		}
@@ -328,12 +314,9 @@ func TestAnnouncementsAreRelayed(t *testing.T) {
 		if mesh {
 			waitListed(t, sites[:2], "<line@x>", time.Second)
 			// b's feeder to c passes over the record without offering it.
-			deadline := time.Now().Add(5 * time.Second)
-			for bl, _ := sites[1].site.List().Backlog("sitec"); bl.Records != 0; bl, _ = sites[1].site.List().Backlog("sitec") {
-				if time.Now().After(deadline) {
-					t.Fatalf("b's feeder to c did not pass a's article: %+v", bl)
-				}
-				time.Sleep(5 * time.Millisecond)
+			var bl usenet.PeerBacklog
+			if !testutil.Poll(5*time.Second, func() bool { bl, _ = sites[1].site.List().Backlog("sitec"); return bl.Records == 0 }) {
+				t.Fatalf("b's feeder to c did not pass a's article: %+v", bl)
 			}
 			for _, st := range sites[1].feeds.Status() {
 				if st.Peer == "sitec" && st.Offered != 0 {
@@ -403,10 +386,8 @@ func TestSiteDownCatchesUpFromBacklog(t *testing.T) {
 	}
 	for _, s := range sites {
 		// The group's counts follow its commit by a moment.
-		g, _ := s.site.List().Group("local.test")
-		for deadline := time.Now().Add(time.Second); g.Count < n && time.Now().Before(deadline); g, _ = s.site.List().Group("local.test") {
-			time.Sleep(time.Millisecond)
-		}
+		var g usenet.Group
+		testutil.Poll(time.Second, func() bool { g, _ = s.site.List().Group("local.test"); return g.Count >= n }) // checked below
 		if g.Count != n || g.High != n {
 			t.Fatalf("%s: %+v, want %d articles numbered 1-%d (none twice)", s.name, g, n, n)
 		}
@@ -540,16 +521,10 @@ func TestFeedUpstreamGetsWholeArticles(t *testing.T) {
 	code(t, c.line(), "235")
 	sentinel := post(sites[0], "after the one from upstream")
 	for _, id := range []string{atA, atB, sentinel} {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			if _, found, _ := up.site.List().Lookup(id); found {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not reach the upstream server", id)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testutil.WaitFor(t, 5*time.Second, id+" to reach the upstream server", func() bool {
+			_, found, _ := up.site.List().Lookup(id)
+			return found
+		})
 		uc, _ := up.dial(t)
 		code(t, uc.cmd("ARTICLE %s", id), "220")
 		got := strings.Join(uc.block(), "\r\n")
@@ -630,9 +605,7 @@ func TestPeersAreKnownByCertificate(t *testing.T) {
 	}
 	// The server counts a refusal when its side of the handshake ends,
 	// which may be after the client's.
-	for deadline := time.Now().Add(5 * time.Second); a.srv.Stats().TLSRefused < 3 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Poll(5*time.Second, func() bool { return a.srv.Stats().TLSRefused >= 3 }) // checked below
 	if got := a.srv.Stats().TLSRefused; got != 3 {
 		t.Errorf("%d TLS clients refused, want 3", got)
 	}
