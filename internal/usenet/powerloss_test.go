@@ -1,11 +1,9 @@
 package usenet
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,11 +14,12 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterr "go.etcd.io/bbolt/errors"
 
 	"triad/internal/store"
 	"triad/internal/store/disk"
+	"triad/internal/testutil"
 	"triad/internal/vfs"
+	"triad/internal/vfs/powercut"
 )
 
 // Power loss for a news site on a local spool: an article acknowledged to
@@ -31,9 +30,8 @@ import (
 // pairs the MemFS as synced with news.db as last committed (read in a
 // transaction), and the spool rebuilds its index from its segments.
 
-// siteCrash is what a power cut just before one sync leaves.
-type siteCrash struct {
-	fs     *vfs.MemFS
+// siteState is what a crash point keeps beside the MemFS as synced.
+type siteState struct {
 	newsDB []byte // nil if none was made yet
 	acked  int    // how many acknowledged message-ids came before
 }
@@ -47,14 +45,15 @@ type sitePowerCut struct {
 	hold    atomic.Bool   // the lister waits for release
 	wait    chan struct{} // closed to release it
 	durable atomic.Int64  // articles durable and journaled, on their way to the lister
+	rec     *powercut.Recorder[siteState]
 
-	mu     sync.Mutex
-	acks   []string // message-ids
-	points []siteCrash
+	mu   sync.Mutex
+	acks []string // message-ids
 }
 
 func newSitePowerCut(t *testing.T) *sitePowerCut {
 	c := &sitePowerCut{t: t, dir: t.TempDir()}
+	c.rec = powercut.New(c.state)
 	if err := os.MkdirAll(c.spoolDir(), 0o755); err != nil { // bbolt's side
 		t.Fatal(err)
 	}
@@ -63,38 +62,22 @@ func newSitePowerCut(t *testing.T) *sitePowerCut {
 
 func (c *sitePowerCut) spoolDir() string { return filepath.Join(c.dir, "spool") }
 
-// onSync records a crash point. It runs with the MemFS locked.
-func (c *sitePowerCut) onSync(crashed *vfs.MemFS) {
+// state is what a crash point keeps now beside the MemFS. It runs with
+// the MemFS locked.
+func (c *sitePowerCut) state() siteState {
 	c.mu.Lock()
 	n := len(c.acks)
 	c.mu.Unlock()
-	db := c.newsDB()
-	c.mu.Lock()
-	c.points = append(c.points, siteCrash{fs: crashed, newsDB: db, acked: n})
-	c.mu.Unlock()
+	return siteState{newsDB: c.newsDB(), acked: n}
 }
 
-// newsDB returns news.db as last committed: through a read transaction
-// while a site has it open, else (opening, or closed) the file, which
-// nothing writes then.
+// newsDB returns news.db as last committed.
 func (c *sitePowerCut) newsDB() []byte {
+	var db *bolt.DB
 	if s := c.live.Load(); s != nil {
-		var buf bytes.Buffer
-		err := s.list.db.b.View(func(tx *bolt.Tx) error {
-			_, err := tx.WriteTo(&buf)
-			return err
-		})
-		if err == nil {
-			return buf.Bytes()
-		}
-		if !errors.Is(err, bolterr.ErrDatabaseNotOpen) {
-			c.t.Errorf("copying news.db: %v", err)
-		}
+		db = s.list.db.b
 	}
-	b, err := os.ReadFile(filepath.Join(c.dir, "news.db"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	b, err := powercut.Committed(db, filepath.Join(c.dir, "news.db"))
 	if err != nil {
 		c.t.Errorf("copying news.db: %v", err)
 	}
@@ -140,12 +123,8 @@ func (c *sitePowerCut) holdUnlisted(site *Site, round, n int) chan error {
 			done <- err
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c.durable.Load() < before+int64(n) {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%d of %d articles durable after 10s", c.durable.Load()-before, n)
-		}
-		time.Sleep(time.Millisecond)
+	if !testutil.Poll(10*time.Second, func() bool { return c.durable.Load() >= before+int64(n) }) {
+		c.t.Fatalf("%d of %d articles durable after 10s", c.durable.Load()-before, n)
 	}
 	select {
 	case err := <-done:
@@ -183,15 +162,8 @@ func (c *sitePowerCut) close(site *Site, spool *LocalSpool) {
 // which the spool rebuilds from its segments.
 func (c *sitePowerCut) restore(newsDB []byte) {
 	c.t.Helper()
-	for _, name := range []string{filepath.Join(c.dir, "news.db"), filepath.Join(c.spoolDir(), "index.db")} {
-		if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			c.t.Fatal(err)
-		}
-	}
-	if newsDB != nil {
-		if err := os.WriteFile(filepath.Join(c.dir, "news.db"), newsDB, 0o644); err != nil {
-			c.t.Fatal(err)
-		}
+	if err := errors.Join(powercut.Restore(filepath.Join(c.dir, "news.db"), newsDB), powercut.Restore(filepath.Join(c.spoolDir(), "index.db"), nil)); err != nil {
+		c.t.Fatal(err)
 	}
 }
 
@@ -224,11 +196,11 @@ func (c *sitePowerCut) feed(site *Site, round, n int) {
 // check reopens the site from one crash point and checks that every
 // article acknowledged before it is in the history, listed once and
 // readable. It returns how many it checked and how many failed.
-func (c *sitePowerCut) check(i int, cp siteCrash) (checked, missing int) {
+func (c *sitePowerCut) check(i int, cp powercut.Point[siteState]) (checked, missing int) {
 	t := c.t
 	t.Helper()
-	c.restore(cp.newsDB)
-	site, spool, err := c.open(cp.fs.CrashClone())
+	c.restore(cp.State.newsDB)
+	site, spool, err := c.open(cp.FS.CrashClone())
 	if err != nil {
 		t.Fatalf("crash point %d: reopening: %v", i, err)
 	}
@@ -242,7 +214,7 @@ func (c *sitePowerCut) check(i int, cp siteCrash) (checked, missing int) {
 			listed[o.MessageID]++
 		}
 	}
-	for _, id := range c.acks[:cp.acked] {
+	for _, id := range c.acks[:cp.State.acked] {
 		checked++
 		h, found, err := site.List().Lookup(id)
 		if err != nil || !found {
@@ -277,7 +249,7 @@ func (c *sitePowerCut) check(i int, cp siteCrash) (checked, missing int) {
 func TestPowerLossAtEverySync(t *testing.T) {
 	c := newSitePowerCut(t)
 	mem := vfs.NewMem()
-	mem.OnSync(c.onSync)
+	c.rec.Record(mem)
 	n := 8
 	if testing.Short() {
 		n = 4
@@ -288,10 +260,8 @@ func TestPowerLossAtEverySync(t *testing.T) {
 
 	// Hold the lister: the next articles are durable, not listed.
 	done := c.holdUnlisted(site, 2, 3)
-	old := mem
-	old.OnSync(nil)
-	mem = old.CrashClone()
-	db := c.newsDB()
+	cut := c.rec.Cut(mem)
+	mem = cut.FS
 	c.hold.Store(false)
 	close(c.wait)
 	for i := range 3 {
@@ -301,8 +271,8 @@ func TestPowerLossAtEverySync(t *testing.T) {
 		c.acks = append(c.acks, msgid(2, 0, i))
 	}
 	c.close(site, spool)
-	c.restore(db)
-	mem.OnSync(c.onSync)
+	c.restore(cut.State.newsDB)
+	c.rec.Record(mem)
 
 	site, spool = c.openLive(mem)
 	for i := range 3 {
@@ -316,14 +286,14 @@ func TestPowerLossAtEverySync(t *testing.T) {
 	site, spool = c.openLive(mem)
 	c.feed(site, 4, n)
 	c.close(site, spool)
-	mem.OnSync(nil)
+	c.rec.Last(mem)
 	if t.Failed() {
 		t.FailNow()
 	}
-	c.points = append(c.points, siteCrash{fs: mem.CrashClone(), newsDB: c.newsDB(), acked: len(c.acks)})
 
+	points := c.rec.Points()
 	checked, missing := 0, 0
-	for i, cp := range c.points {
+	for i, cp := range points {
 		ch, m := c.check(i, cp)
 		checked, missing = checked+ch, missing+m
 		if t.Failed() {
@@ -331,9 +301,9 @@ func TestPowerLossAtEverySync(t *testing.T) {
 		}
 	}
 	t.Logf("power loss, news site: %d crash points (one before each sync, one after the last), %d acknowledged articles checked, %d missing (%d acknowledged)",
-		len(c.points), checked, missing, len(c.acks))
-	if min := 30; len(c.points) < min {
-		t.Errorf("only %d crash points; the workload should sync at least %d times", len(c.points), min)
+		len(points), checked, missing, len(c.acks))
+	if min := 30; len(points) < min {
+		t.Errorf("only %d crash points; the workload should sync at least %d times", len(points), min)
 	}
 }
 
@@ -347,7 +317,7 @@ func TestJournalCreationSyncsTheDirectory(t *testing.T) {
 	site, spool := c.openLive(mem)
 	done := c.holdUnlisted(site, 1, 1)
 	c.acks = append(c.acks, msgid(1, 0, 0)) // checked below as if acknowledged
-	cp := siteCrash{fs: mem.CrashClone(), newsDB: c.newsDB(), acked: 1}
+	cp := c.rec.Now(mem)
 	close(c.wait)
 	if err := <-done; err != nil {
 		t.Fatal(err)
