@@ -86,15 +86,15 @@ func (c *CachedSpool) Stats() CacheStats {
 }
 
 // PutBatch stores the articles and caches a copy of each stored, before
-// done: the caller reuses their buffers after.
-func (c *CachedSpool) PutBatch(batch []Put, done func()) {
-	c.Spool.PutBatch(batch, func() {
-		for i := range batch {
-			if batch[i].Err == nil {
-				c.add(batch[i].Key, batch[i].Article, true)
+// done for its part: the caller reuses their buffers after.
+func (c *CachedSpool) PutBatch(batch []Put, done func([]Put)) {
+	c.Spool.PutBatch(batch, func(part []Put) {
+		for i := range part {
+			if part[i].Err == nil {
+				c.add(part[i].Key, part[i].Article, true)
 			}
 		}
-		done()
+		done(part)
 	})
 }
 

@@ -27,7 +27,7 @@ func (c *countingSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
 func put(s Spool, article []byte, expires time.Time) (id.ID, error) {
 	b := []Put{{Article: article, Expires: expires}}
 	done := make(chan struct{})
-	s.PutBatch(b, func() { close(done) })
+	s.PutBatch(b, func([]Put) { close(done) })
 	<-done
 	return b[0].Key, b[0].Err
 }

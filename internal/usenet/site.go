@@ -40,7 +40,7 @@ type Site struct {
 	journal   *journal       // with a local spool
 	seq       uint64         // the last batch journaled
 	inSpool   sync.WaitGroup // batches the spool has not finished
-	stored    chan *stored   // batches the spool has finished, as it finishes them
+	stored    chan *ended    // parts of batches the spool has ended, as it ends them
 	lists     chan *listing  // durable batches, to be listed
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -183,7 +183,7 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 	}
 	s := &Site{cfg: cfg, list: list, spool: cfg.Spool, inflight: map[string]bool{},
 		commits: make(chan *pending, 1024), resolving: make(chan struct{}, maxResolving), stop: make(chan struct{}),
-		stored: make(chan *stored, 64), lists: make(chan *listing, 16)}
+		stored: make(chan *ended, 64), lists: make(chan *listing, 16)}
 	if _, ok := cfg.Spool.(localSpool); ok {
 		s.local = true
 		j, batches, err := openJournal(cfg.FS, filepath.Join(cfg.Dir, "journal"))
@@ -428,24 +428,36 @@ func entries(batch []*pending) []Entry {
 }
 
 // A stored batch is one the commit loop handed the spool: its articles
-// (and announced entries) are listed once the spool is done with it and,
-// with a local spool, it is journaled.
+// (and announced entries) are listed as the spool ends its parts and,
+// with a local spool, once it is journaled.
 type stored struct {
-	ord     uint64 // its place in the commit loop's order, from 1
-	batch   []*pending
-	puts    []Put        // the articles of batch, in order
-	left    atomic.Int32 // the spool's done and the journal's append, those still to come
-	jerr    error        // the journal's failure, if any
-	seq     uint64       // the journal batch (0 without a journal)
+	ord       uint64     // its place in the commit loop's order, from 1
+	puts      []Put      // its articles, in order
+	announced []*pending // its announced entries (no article)
+	// left counts what the batch waits for: its articles the spool has
+	// not ended, and the commit loop's hand-over (after the journal's
+	// append).
+	left    atomic.Int64
+	jerr    error  // the journal's failure, if any
+	seq     uint64 // the journal batch (0 without a journal)
 	flushes []chan struct{}
+}
+
+// An ended part of a stored batch, for durableLoop: last is the batch's
+// end (with its announced entries, and its place in the order).
+type ended struct {
+	st   *stored
+	puts []Put
+	last bool
 }
 
 // commitLoop is the one batcher on the ingest path: it takes every article
 // waiting (up to 1024) and hands them to the spool as one batch, and
 // journals the batch with a local spool (whose writes are done when
-// PutBatch returns; its sync is not). Each batch goes on to durableLoop
-// once the spool is done with it (and it is journaled), in the order the
-// spool finishes them: a request the DHT is slow with holds up no other.
+// PutBatch returns; its sync is not). The articles go on to durableLoop
+// as the spool ends each part of the batch, in the order it ends them: a
+// request the DHT is slow with holds up no other. With a journal, the
+// batch goes on whole, once journaled.
 func (s *Site) commitLoop() {
 	defer s.wg.Done()
 	defer close(s.stored)
@@ -457,34 +469,41 @@ func (s *Site) commitLoop() {
 			return
 		}
 		ord++
-		st := &stored{ord: ord, batch: batch, flushes: flushes}
+		st := &stored{ord: ord, flushes: flushes}
 		for _, p := range batch {
 			if p.article != nil {
-				st.puts = append(st.puts, Put{Article: p.article, Expires: p.entry.Expires})
+				st.puts = append(st.puts, Put{Article: p.article, Expires: p.entry.Expires, p: p})
+			} else {
+				st.announced = append(st.announced, p)
 			}
 		}
-		st.left.Store(1)
-		if s.journal != nil {
-			st.left.Store(2)
-		}
+		st.left.Store(int64(len(st.puts)) + 1)
 		s.inSpool.Add(1)
 		if len(st.puts) > 0 {
-			s.spool.PutBatch(st.puts, func() { s.finished(st) })
-		} else {
-			s.finished(st)
+			s.spool.PutBatch(st.puts, func(part []Put) { s.spooled(st, part) })
 		}
 		if s.journal != nil {
 			s.journalBatch(st)
-			s.finished(st)
 		}
+		s.spooled(st, nil)
 	}
 }
 
-// finished counts one of what a stored batch waits for, and passes it on
-// after the last.
-func (s *Site) finished(st *stored) {
-	if st.left.Add(-1) == 0 {
-		s.stored <- st
+// spooled passes on a part of a batch the spool has ended (nil: the
+// commit loop's hand-over), and the batch's end after the last.
+func (s *Site) spooled(st *stored, part []Put) {
+	n := int64(len(part))
+	if part == nil {
+		n = 1
+	} else if s.journal == nil {
+		s.stored <- &ended{st: st, puts: part}
+	}
+	if st.left.Add(-n) == 0 {
+		end := &ended{st: st, last: true}
+		if s.journal != nil {
+			end.puts = st.puts
+		}
+		s.stored <- end
 		s.inSpool.Done()
 	}
 }
@@ -533,39 +552,36 @@ func (s *Site) journalBatch(st *stored) {
 	if len(st.puts) == 0 {
 		return
 	}
-	written := make([]Entry, 0, len(st.puts))
-	i := 0
-	for _, p := range st.batch {
-		if p.article != nil {
-			e := p.entry
-			e.Key = st.puts[i].Key
-			written = append(written, e)
-			i++
-		}
+	written := make([]Entry, len(st.puts))
+	for i := range st.puts {
+		written[i] = st.puts[i].p.entry
+		written[i].Key = st.puts[i].Key
 	}
 	s.seq++
 	st.seq = s.seq
 	st.jerr = s.journal.append(s.seq, written)
 }
 
-// durableLoop answers the articles of each finished batch that the spool
-// (or the journal) failed, and hands the rest to the lister. A Flush, and
-// the journal's record of what is listed (seq), wait for every batch
-// before theirs: they go with the batch that completes the commit loop's
-// order up to them.
+// durableLoop answers the articles the spool (or the journal) failed,
+// part by part, and hands the rest to the lister. A Flush, and the
+// journal's record of what is listed (seq), wait for every batch before
+// theirs: they go with the end of the batch that completes the commit
+// loop's order up to them.
 func (s *Site) durableLoop() {
 	defer s.wg.Done()
 	defer close(s.lists)
-	next := uint64(1)            // the first batch, in order, not finished
-	held := map[uint64]*stored{} // batches finished before an earlier one
-	for st := range s.stored {
-		l := &listing{batch: s.durableOf(st)}
-		held[st.ord] = st
-		for h := held[next]; h != nil; h = held[next] {
-			delete(held, next)
-			next++
-			l.seq = h.seq
-			l.flushes = append(l.flushes, h.flushes...)
+	next := uint64(1)            // the first batch, in order, not ended
+	held := map[uint64]*stored{} // batches ended before an earlier one
+	for e := range s.stored {
+		l := &listing{batch: s.durableOf(e.st, e.puts, e.last)}
+		if e.last {
+			held[e.st.ord] = e.st
+			for h := held[next]; h != nil; h = held[next] {
+				delete(held, next)
+				next++
+				l.seq = h.seq
+				l.flushes = append(l.flushes, h.flushes...)
+			}
 		}
 		if s.durable != nil {
 			s.durable(len(l.batch))
@@ -574,27 +590,33 @@ func (s *Site) durableLoop() {
 	}
 }
 
-// durableOf answers the articles of a finished batch that the spool (or
-// the journal) failed and returns the rest, durable.
-func (s *Site) durableOf(st *stored) []*pending {
-	ok := st.batch[:0:0]
-	i := 0
-	for _, p := range st.batch {
-		err := st.jerr
-		if p.article != nil {
-			put := &st.puts[i]
-			i++
-			p.entry.Key = put.Key
-			if err == nil {
-				err = put.Err
-			}
-			p.article = nil // the spool is done with it
-		}
+// durableOf answers the articles of an ended part that the spool (or the
+// journal) failed and returns the rest, durable; at the batch's end, its
+// announced entries too.
+func (s *Site) durableOf(st *stored, puts []Put, last bool) []*pending {
+	ok := make([]*pending, 0, len(puts))
+	answer := func(p *pending, err error) {
 		if err != nil {
 			s.forget(p.entry.MessageID)
 			p.done <- deferred(err)
 		} else {
 			ok = append(ok, p)
+		}
+	}
+	for i := range puts {
+		put := &puts[i]
+		p := put.p
+		p.entry.Key = put.Key
+		p.article = nil // the spool is done with it
+		err := st.jerr
+		if err == nil {
+			err = put.Err
+		}
+		answer(p, err)
+	}
+	if last {
+		for _, p := range st.announced {
+			answer(p, st.jerr)
 		}
 	}
 	return ok

@@ -23,15 +23,15 @@ type gatedSpool struct {
 	verdict   chan error
 }
 
-func (g *gatedSpool) PutBatch(batch []Put, done func()) {
-	g.LocalSpool.PutBatch(batch, func() {
-		for i := range batch {
-			if batch[i].Err == nil {
-				g.committed <- batch[i].Key
-				batch[i].Err = <-g.verdict
+func (g *gatedSpool) PutBatch(batch []Put, done func([]Put)) {
+	g.LocalSpool.PutBatch(batch, func(part []Put) {
+		for i := range part {
+			if part[i].Err == nil {
+				g.committed <- part[i].Key
+				part[i].Err = <-g.verdict
 			}
 		}
-		done()
+		done(part)
 	})
 }
 

@@ -18,14 +18,16 @@ import (
 // history. The server needs nothing else from where articles live.
 type Spool interface {
 	// PutBatch stores a batch of articles, each until at least its
-	// Expires, and returns without waiting for them to be durable: it
-	// calls done once, later and from any goroutine, when each Put of the
-	// batch is durable with its Key set, or has its Err set
-	// (fault.ErrBusy: try later). The spool uses the articles' bytes, and
-	// the caller leaves the batch alone, until done is called. The site's
-	// commit loop is the one caller on the ingest path: it hands the
-	// spool whole batches, one at a time.
-	PutBatch(batch []Put, done func())
+	// Expires, and returns without waiting for them to be durable. The
+	// spool ends the batch in parts, runs of consecutive Puts that
+	// together are the whole batch: it calls done once for each part,
+	// later and from any goroutine, when each Put of the part is durable
+	// with its Key set, or has its Err set (fault.ErrBusy: try later).
+	// The spool uses a part's articles, and the caller leaves the part
+	// alone, until done is called for it. The site's commit loop is the
+	// one caller on the ingest path: it hands the spool each batch it
+	// gathers.
+	PutBatch(batch []Put, done func(part []Put))
 	// Get returns the article stored under key, checked.
 	Get(ctx context.Context, key id.ID) ([]byte, error)
 	// View calls fn with the article stored under key, checked. The bytes
@@ -42,6 +44,8 @@ type Put struct {
 	Expires time.Time // kept at least until then
 	Key     id.ID     // the key it is stored under, once durable
 	Err     error     // why it was not stored
+
+	p *pending // the site's article it is
 }
 
 // A localSpool is a spool on this machine, the site's alone (LocalSpool).
@@ -90,10 +94,11 @@ func OpenLocalSpool(dir string, maxArticle int) (*LocalSpool, error) {
 func (s *LocalSpool) local() {}
 
 // PutBatch writes each article to the engine and sets its key before it
-// returns, and calls done once the engine's group commit has made the
-// batch durable (a failed write's error is set then too). The site puts only articles its history has not
-// seen, so the engine need not look the keys up first.
-func (s *LocalSpool) PutBatch(batch []Put, done func()) {
+// returns, and calls done once, for the whole batch, when the engine's
+// group commit has made it durable (a failed write's error is set then
+// too). The site puts only articles its history has not seen, so the
+// engine need not look the keys up first.
+func (s *LocalSpool) PutBatch(batch []Put, done func([]Put)) {
 	durable := make([]func() error, len(batch))
 	errs := make([]error, len(batch))
 	for i := range batch {
@@ -108,7 +113,7 @@ func (s *LocalSpool) PutBatch(batch []Put, done func()) {
 			}
 			batch[i].Err = errs[i]
 		}
-		done()
+		done(batch)
 	}()
 }
 

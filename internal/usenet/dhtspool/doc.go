@@ -4,9 +4,9 @@
 // it with get). Each article is one block, stored with the deployment's
 // redundancy through the node the client is connected to. The site's
 // commit loop hands it whole batches (usenet.Spool.PutBatch); it cuts each
-// into ClientPutBatch requests a frame can carry, one per holder node, so
-// that an article's copies share each replica host's syncs with the rest
-// of its batch.
+// into ClientPutBatch requests a frame can carry (a node sends the copies
+// of a request's blocks to each replica host together, so they share its
+// syncs), and ends each request's articles as its reply comes.
 //
 //	cl, err := client.DialCluster(ctx, nodeAddr)
 //	spool := &dhtspool.Spool{Cluster: cl}

@@ -44,23 +44,16 @@ const (
 )
 
 // PutBatch stores a batch: it sends the batch's requests as room in
-// flight allows, returning once the last is sent, and calls done once
-// every request has ended.
-func (s *Spool) PutBatch(batch []usenet.Put, done func()) {
+// flight allows, returning once the last is sent, and calls done for each
+// request's articles once it has ended.
+func (s *Spool) PutBatch(batch []usenet.Put, done func([]usenet.Put)) {
 	s.once.Do(func() { s.sem = make(chan struct{}, maxInFlight) })
 	if s.closed.Load() {
 		for i := range batch {
 			batch[i].Err = usenet.ErrSiteClosed
 		}
-		done()
+		done(batch)
 		return
-	}
-	var left atomic.Int32
-	left.Store(1) // this call's own, dropped once every request is sent
-	end := func() {
-		if left.Add(-1) == 0 {
-			done()
-		}
 	}
 	for len(batch) > 0 {
 		n, size := 0, 0
@@ -70,14 +63,13 @@ func (s *Spool) PutBatch(batch []usenet.Put, done func()) {
 		}
 		req := batch[:n]
 		batch = batch[n:]
-		left.Add(1)
 		s.sem <- struct{}{}
 		go func() {
-			defer func() { <-s.sem; end() }()
 			s.put(req)
+			<-s.sem
+			done(req)
 		}()
 	}
-	end()
 }
 
 // put stores one request's articles, offering again what a full write
