@@ -83,6 +83,8 @@ func heapPeak() (stop func() uint64) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		// A sampler, not a wait (so not testutil.Poll): it reads the heap
+		// every millisecond until stopped, whatever it sees.
 		for {
 			metrics.Read(s)
 			if v := s[0].Value.Uint64(); v > peak.Load() {
