@@ -1,9 +1,8 @@
-// Command funclen lists the functions longer than 100 lines that are not
-// dispatch switches, for CI's log (issue 28: outside a dispatch switch, no
-// function is longer than 100 lines). It reads the non-test Go files under
-// the directories given (default "."), skipping testdata and hidden
-// directories, and prints one line per function, longest first, then the
-// count. It does not fail on a long function: there are some still.
+// Command funclen checks that, outside a dispatch switch, no function is
+// longer than 100 lines (issue 28), and CI runs it. It reads the non-test
+// Go files under the directories given (default "."), skipping testdata
+// and hidden directories, prints one line per long function, longest
+// first, then the count, and exits 1 if any is not a dispatch.
 //
 // A dispatch is a function whose largest top-level switch, type switch or
 // select (a statement of its body, or of a loop that is one) spans at least

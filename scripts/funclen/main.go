@@ -52,6 +52,9 @@ func main() {
 	}
 	fmt.Printf("funclen: %d functions over %d lines outside a dispatch switch (and %d dispatch switches)\n",
 		n, maxLines, dispatch)
+	if n > 0 {
+		os.Exit(1)
+	}
 }
 
 // scanTree returns the long functions of the non-test Go files under root,
