@@ -141,14 +141,3 @@ func runNNTPPasswd(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s:%s:%s\n", pos[0], h, *perm)
 	return nil
 }
-
-// splitList splits a comma-separated list, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, x := range strings.Split(s, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
-}
