@@ -57,7 +57,8 @@ func TestOptions(t *testing.T) {
 }
 
 func TestMachineID(t *testing.T) {
-	if MachineID("") != 0 || MachineID("a") == 0 || MachineID("a") != MachineID("a") || MachineID("a") == MachineID("b") {
+	a, again := MachineID("a"), MachineID("a")
+	if MachineID("") != 0 || a == 0 || a != again || a == MachineID("b") {
 		t.Error("machine IDs are not a stable non-zero hash of the name")
 	}
 }
