@@ -102,7 +102,7 @@ func TestBenchNNTPCountsServerCPU(t *testing.T) {
 	}
 	news := startNews(t, t.TempDir(), "--groups", "triad.bench")
 	out, err := exec.Command(buildTriad(t), "bench", "nntp", "--addr", news.addr, "--articles", "2000",
-		"--phases", "takethis,post", "--cpu-pids", strconv.Itoa(news.cmd.Process.Pid), "--json").Output()
+		"--phases", "takethis,post", "--cpu-pids", strconv.Itoa(news.Pid()), "--json").Output()
 	if err != nil {
 		t.Fatalf("bench nntp: %v\n%s", err, out)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/proc"
 	"triad/internal/ring"
 	"triad/internal/testutil"
 	"triad/internal/wire"
@@ -66,18 +67,15 @@ const (
 	clusterVnodes = 2
 )
 
-// proc is one `triad node` process; a restart makes a new proc with the same
-// address and data directory.
-type proc struct {
-	name    string
-	addr    string
-	data    string
-	stdout  string // log files
-	stderr  string
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when the process has exited
-	waitErr error
-	ids     []string // vnode IDs, from the process's stdout
+// nodeProc is one `triad node` process (internal/proc runs it): a restart
+// with cluster.restart runs the same command line again; cluster.start on
+// the same address and data directory makes a new nodeProc.
+type nodeProc struct {
+	*proc.Proc
+	name string
+	addr string
+	data string
+	ids  []string // vnode IDs, from the process's stdout
 }
 
 // cluster is a set of node processes under test.
@@ -85,8 +83,8 @@ type cluster struct {
 	t      *testing.T
 	bin    string
 	dir    string
-	tlsDir string  // the bundle c.triad talks to the nodes with, if they run TLS
-	procs  []*proc // every process started, including dead ones
+	tlsDir string      // the bundle c.triad talks to the nodes with, if they run TLS
+	procs  []*nodeProc // every process started, including dead ones
 	views  map[string]string
 }
 
@@ -122,14 +120,14 @@ func freePorts(t *testing.T, n int) []int {
 // start runs `triad node` with name, address and data directory, joining
 // through join if it is not empty, and waits until it has printed its vnode
 // IDs.
-func (c *cluster) start(name, addr, data, join string) *proc {
+func (c *cluster) start(name, addr, data, join string) *nodeProc {
 	c.t.Helper()
 	return c.startWith(name, addr, data, join, clusterVnodes)
 }
 
 // startWith is start with the vnode count and extra `triad node` flags
 // chosen by the caller.
-func (c *cluster) startWith(name, addr, data, join string, vnodes int, extra ...string) *proc {
+func (c *cluster) startWith(name, addr, data, join string, vnodes int, extra ...string) *nodeProc {
 	c.t.Helper()
 	run := 1
 	for _, p := range c.procs {
@@ -137,59 +135,45 @@ func (c *cluster) startWith(name, addr, data, join string, vnodes int, extra ...
 			run++
 		}
 	}
-	base := filepath.Join(c.dir, fmt.Sprintf("%s-run%d", name, run))
-	p := &proc{name: name, addr: addr, data: data, stdout: base + ".stdout", stderr: base + ".stderr", done: make(chan struct{})}
 	args := []string{"node", "--listen", addr, "--data", data, "--vnodes", fmt.Sprint(vnodes), "--stabilize", "500ms"}
 	if join != "" {
 		args = append(args, "--join", join)
 	}
 	args = append(args, extra...)
-	p.cmd = exec.Command(c.bin, args...)
-	out, err := os.Create(p.stdout)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer out.Close()
-	errf, err := os.Create(p.stderr)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer errf.Close()
-	p.cmd.Stdout, p.cmd.Stderr = out, errf
-	if err := p.cmd.Start(); err != nil {
-		c.t.Fatalf("starting %s: %v", name, err)
-	}
+	p := &nodeProc{name: name, addr: addr, data: data,
+		Proc: proc.New(proc.Config{Binary: c.bin, Args: args, Log: filepath.Join(c.dir, fmt.Sprintf("%s-run%d.log", name, run)), Name: name})}
 	c.procs = append(c.procs, p) // newCluster's cleanup kills it
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.done)
-	}()
-
-	if !testutil.Poll(15*time.Second, func() bool {
-		if p.ids = parseIDs(p.stdout); len(p.ids) == vnodes {
-			return true
-		}
-		select {
-		case <-p.done:
-			c.t.Fatalf("%s exited before it started listening: %v\n%s", name, p.waitErr, c.logs())
-		default:
-		}
-		return false
-	}) {
-		c.t.Fatalf("%s did not print its vnode IDs within 15s\n%s", name, c.logs())
-	}
+	c.waitIDs(p, vnodes)
 	return p
 }
 
-// parseIDs reads the vnode IDs a node prints after "listening on".
-func parseIDs(stdout string) []string {
-	b, err := os.ReadFile(stdout)
-	if err != nil {
-		return nil
+// restart starts p again with the same command line, so on the same data
+// directory, and waits until it has printed its vnode IDs.
+func (c *cluster) restart(p *nodeProc) {
+	c.t.Helper()
+	c.waitIDs(p, len(p.ids))
+}
+
+// waitIDs starts p and waits until it has printed its vnodes' IDs.
+func (c *cluster) waitIDs(p *nodeProc, vnodes int) {
+	c.t.Helper()
+	if err := p.Start(); err != nil {
+		c.t.Fatal(err)
 	}
+	_, err := p.WaitOutput("its vnode IDs", 15*time.Second, func(lines []string) bool {
+		p.ids = parseIDs(lines)
+		return len(p.ids) == vnodes
+	})
+	if err != nil {
+		c.t.Fatalf("%v\n%s", err, c.logs())
+	}
+}
+
+// parseIDs reads the vnode IDs a node prints after "listening on".
+func parseIDs(stdout []string) []string {
 	var ids []string
 	started := false
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range stdout {
 		if strings.HasPrefix(line, "triad node: listening on") {
 			started = true
 			continue
@@ -202,33 +186,16 @@ func parseIDs(stdout string) []string {
 }
 
 // kill sends SIGKILL and waits for the process to exit.
-func (p *proc) kill(t *testing.T) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Logf("kill %s: %v", p.name, err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Errorf("%s (pid %d) did not exit within 10s of SIGKILL", p.name, p.cmd.Process.Pid)
+func (p *nodeProc) kill(t *testing.T) {
+	if err := p.Kill(); err != nil {
+		t.Error(err)
 	}
 }
 
-func (p *proc) alive() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
+func (p *nodeProc) alive() bool { return p.Running() }
 
-func (c *cluster) live() []*proc {
-	var out []*proc
+func (c *cluster) live() []*nodeProc {
+	var out []*nodeProc
 	for _, p := range c.procs {
 		if p.alive() {
 			out = append(out, p)
@@ -397,17 +364,15 @@ func (c *cluster) logs() string {
 	for _, p := range c.procs {
 		state := "running"
 		if !p.alive() {
-			state = fmt.Sprintf("exited: %v", p.waitErr)
+			state = fmt.Sprintf("exited: %v", p.Wait(0))
 		}
-		fmt.Fprintf(&b, "==== %s %s (%s), %s\n", p.name, p.addr, filepath.Base(p.stdout), state)
-		for _, f := range []string{p.stdout, p.stderr} {
-			out, err := os.ReadFile(f)
-			if err != nil {
-				fmt.Fprintf(&b, "%v\n", err)
-				continue
-			}
-			b.Write(out)
+		fmt.Fprintf(&b, "==== %s %s (%s), %s\n", p.name, p.addr, filepath.Base(p.Log()), state)
+		out, err := os.ReadFile(p.Log())
+		if err != nil {
+			fmt.Fprintf(&b, "%v\n", err)
+			continue
 		}
+		b.Write(out)
 	}
 	return b.String()
 }
@@ -462,7 +427,7 @@ func TestClusterKillRestart(t *testing.T) {
 	name := func(i int) string { return fmt.Sprintf("node%d", i) }
 
 	start := time.Now()
-	nodes := []*proc{c.start(name(0), addr(0), data(0), "")}
+	nodes := []*nodeProc{c.start(name(0), addr(0), data(0), "")}
 	for i := 1; i < clusterNodes; i++ {
 		nodes = append(nodes, c.start(name(i), addr(i), data(i), addr(0)))
 	}

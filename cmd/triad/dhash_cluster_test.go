@@ -26,7 +26,7 @@ import (
 
 // End-to-end tests of the block store (internal/dhash through
 // internal/client) on real `triad node` processes, killed with SIGKILL.
-// They reuse cluster_test.go's cluster, proc and consistency check.
+// They reuse cluster_test.go's cluster, nodeProc and consistency check.
 
 const (
 	// dhashGetTimeout bounds one get. A get right after a SIGKILL may wait
@@ -40,7 +40,7 @@ const (
 // dhashCluster is a cluster of one-vnode nodes with clients to them.
 type dhashCluster struct {
 	*cluster
-	nodes   []*proc // by index; a restart replaces the entry
+	nodes   []*nodeProc // by index
 	clients map[string]*client.Client
 	args    []string // extra node flags
 }
@@ -104,19 +104,15 @@ func (d *dhashCluster) waitLists(what string, within time.Duration) {
 // checks that it comes back at the same ring position.
 func (d *dhashCluster) restart(i int) {
 	d.t.Helper()
-	old := d.nodes[i]
-	if old.alive() {
-		d.t.Fatalf("restart of %s, which is running", old.name)
+	p := d.nodes[i]
+	if p.alive() {
+		d.t.Fatalf("restart of %s, which is running", p.name)
 	}
-	join := ""
-	if i > 0 {
-		join = d.nodes[0].addr
+	old := p.ids
+	d.cluster.restart(p)
+	if !slices.Equal(p.ids, old) {
+		d.t.Fatalf("%s restarted with vnode IDs %v, want %v", p.name, p.ids, old)
 	}
-	p := d.startWith(old.name, old.addr, old.data, join, 1, d.args...)
-	if !slices.Equal(p.ids, old.ids) {
-		d.t.Fatalf("%s restarted with vnode IDs %v, want %v", p.name, p.ids, old.ids)
-	}
-	d.nodes[i] = p
 	if cl := d.clients[p.addr]; cl != nil {
 		cl.Close()
 		delete(d.clients, p.addr)
@@ -124,7 +120,7 @@ func (d *dhashCluster) restart(i int) {
 }
 
 // client returns a client of the node p, dialling it on first use.
-func (d *dhashCluster) client(p *proc) *client.Client {
+func (d *dhashCluster) client(p *nodeProc) *client.Client {
 	d.t.Helper()
 	if cl := d.clients[p.addr]; cl != nil {
 		return cl
@@ -139,7 +135,7 @@ func (d *dhashCluster) client(p *proc) *client.Client {
 	return cl
 }
 
-func (d *dhashCluster) byAddr(addr string) (int, *proc) {
+func (d *dhashCluster) byAddr(addr string) (int, *nodeProc) {
 	for i, p := range d.nodes {
 		if p.addr == addr {
 			return i, p
@@ -148,8 +144,8 @@ func (d *dhashCluster) byAddr(addr string) (int, *proc) {
 	return -1, nil
 }
 
-func (d *dhashCluster) liveNodes() []*proc {
-	var out []*proc
+func (d *dhashCluster) liveNodes() []*nodeProc {
+	var out []*nodeProc
 	for _, p := range d.nodes {
 		if p.alive() {
 			out = append(out, p)
@@ -175,7 +171,7 @@ func randomBytes(r *rand.Rand, n int) []byte {
 }
 
 // put stores data through p and checks the answer.
-func (d *dhashCluster) put(p *proc, data []byte, r wire.Redundancy) testBlock {
+func (d *dhashCluster) put(p *nodeProc, data []byte, r wire.Redundancy) testBlock {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), dhashPutTimeout)
 	defer cancel()
@@ -195,7 +191,7 @@ func (d *dhashCluster) put(p *proc, data []byte, r wire.Redundancy) testBlock {
 // getAll gets every block through every node in via, all at once, and
 // returns what went wrong, the errors that tolerate accepted (nil: none),
 // and the slowest get.
-func (d *dhashCluster) getAll(via []*proc, blocks []testBlock, tolerate func(error) bool) (problems, tolerated []string, slowest time.Duration) {
+func (d *dhashCluster) getAll(via []*nodeProc, blocks []testBlock, tolerate func(error) bool) (problems, tolerated []string, slowest time.Duration) {
 	d.t.Helper()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -234,14 +230,14 @@ func (d *dhashCluster) getAll(via []*proc, blocks []testBlock, tolerate func(err
 }
 
 // mustGetAll is getAll that fails the test on any problem.
-func (d *dhashCluster) mustGetAll(what string, via []*proc, blocks []testBlock) {
+func (d *dhashCluster) mustGetAll(what string, via []*nodeProc, blocks []testBlock) {
 	d.t.Helper()
 	d.getAllTolerating(what, via, blocks, nil)
 }
 
 // getAllTolerating is getAll that fails the test on any error tolerate
 // does not accept, and logs the ones it does.
-func (d *dhashCluster) getAllTolerating(what string, via []*proc, blocks []testBlock, tolerate func(error) bool) {
+func (d *dhashCluster) getAllTolerating(what string, via []*nodeProc, blocks []testBlock, tolerate func(error) bool) {
 	d.t.Helper()
 	start := time.Now()
 	problems, tolerated, slowest := d.getAll(via, blocks, tolerate)
@@ -257,7 +253,7 @@ func (d *dhashCluster) getAllTolerating(what string, via []*proc, blocks []testB
 
 // explain describes the blocks whose gets failed: where the put stored
 // them and what the nodes that failed say about them now.
-func (d *dhashCluster) explain(problems []string, via []*proc, blocks []testBlock) string {
+func (d *dhashCluster) explain(problems []string, via []*nodeProc, blocks []testBlock) string {
 	var b strings.Builder
 	for _, blk := range blocks {
 		if !slices.ContainsFunc(problems, func(s string) bool { return strings.Contains(s, blk.key.Short()) }) {
@@ -280,7 +276,7 @@ func (d *dhashCluster) explain(problems []string, via []*proc, blocks []testBloc
 }
 
 // stat asks p which nodes hold key.
-func (d *dhashCluster) stat(p *proc, key id.ID) []wire.Holder {
+func (d *dhashCluster) stat(p *nodeProc, key id.ID) []wire.Holder {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), dhashGetTimeout)
 	defer cancel()
@@ -663,7 +659,7 @@ func TestDHashClusterFragments(t *testing.T) {
 	// missing fragment from 7 others (the range change starts its round
 	// at once, though rounds are 10 minutes apart), so every block is back
 	// at 14 fragments on distinct live hosts.
-	var gone *proc
+	var gone *nodeProc
 	for _, h := range statOf[0] {
 		i, p := d.byAddr(h.Node.Addr)
 		if i > 0 && slices.ContainsFunc(statOf[1], func(x wire.Holder) bool { return x.Node.Addr == p.addr }) &&

@@ -97,10 +97,10 @@ func TestMaintClusterKilledNodesBlocksBackToTwo(t *testing.T) {
 
 // checkMaintStatus reads `triad maint status --json` from every node: the
 // repairs add up, and pause and resume show.
-func checkMaintStatus(t *testing.T, nodes []*proc) {
+func checkMaintStatus(t *testing.T, nodes []*nodeProc) {
 	t.Helper()
 	bin := buildTriad(t)
-	status := func(p *proc) (paused bool, counters map[string]uint64) {
+	status := func(p *nodeProc) (paused bool, counters map[string]uint64) {
 		out, err := exec.Command(bin, "maint", "status", "--addr", p.addr, "--json").Output()
 		if err != nil {
 			t.Fatalf("maint status of %s: %v", p.name, err)

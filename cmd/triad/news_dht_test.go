@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -295,10 +296,14 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 	up.waitFor("ring consistent")
 	fed := feed(t, addr, arts, time.Now().Add(2*time.Minute), func(acked int) {
 		if acked == 150 {
-			up.cmd.Process.Kill()
+			if err := up.Signal(syscall.SIGKILL); err != nil {
+				t.Error(err)
+			}
 		}
 	})
-	up.cmd.Wait()
+	if err := up.Kill(); err != nil { // waits for the exit
+		t.Fatal(err)
+	}
 	if len(fed.acked) >= len(arts.ids) {
 		t.Fatal("every article went in before the kill: nothing was tested")
 	}

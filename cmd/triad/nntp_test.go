@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -15,48 +13,41 @@ import (
 
 	"triad/internal/newsd"
 	"triad/internal/nntp"
+	"triad/internal/proc"
 )
 
-// newsProc is a `triad nntp` process.
+// newsProc is a `triad nntp` process (internal/proc runs it).
 type newsProc struct {
-	cmd  *exec.Cmd
+	*proc.Proc
 	addr string
 }
+
+// newsAddr is where `triad nntp` says it serves, on its first line.
+var newsAddr = regexp.MustCompile(`on (127\.0\.0\.1:\d+)`)
 
 // startNews runs `triad nntp` on a free port of 127.0.0.1 over dir and
 // waits for it to say where it serves.
 func startNews(t *testing.T, dir string, args ...string) *newsProc {
 	t.Helper()
-	bin := buildTriad(t)
-	cmd := exec.Command(bin, append([]string{"nntp", "--listen", "127.0.0.1:0", "--data", dir, "--pathhost", "e2e.test"}, args...)...)
-	logf, err := os.OpenFile(filepath.Join(dir+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd.Stderr = logf
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &newsProc{cmd: cmd}
+	p, err := proc.Start(proc.Config{Binary: buildTriad(t), Log: dir + ".log",
+		Args: append([]string{"nntp", "--listen", "127.0.0.1:0", "--data", dir, "--pathhost", "e2e.test"}, args...)})
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
+		if err := p.Kill(); err != nil {
+			t.Error(err)
+		}
 	})
-	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		t.Fatalf("triad nntp did not start: %v (log in %s.log)", err, dir)
+		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`on (127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
+	lines, err := p.WaitOutput("the address it serves", time.Minute, func(lines []string) bool { return len(lines) > 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newsAddr.FindStringSubmatch(lines[0])
 	if m == nil {
-		t.Fatalf("triad nntp said %q", line)
+		t.Fatalf("triad nntp said %q", lines[0])
 	}
-	p.addr = m[1]
-	return p
+	return &newsProc{Proc: p, addr: m[1]}
 }
 
 // TestNNTPWithNntplib has Python's nntplib, a client we did not write,
@@ -168,10 +159,14 @@ func TestNNTPCrashDuringIngest(t *testing.T) {
 		}
 		acked = append(acked, strings.Fields(string(l))[1])
 		if len(acked) == 2000 {
-			p.cmd.Process.Signal(syscall.SIGKILL) // replies already in flight are still read
+			if err := p.Signal(syscall.SIGKILL); err != nil { // replies already in flight are still read
+				t.Error(err)
+			}
 		}
 	}
-	p.cmd.Wait()
+	if err := p.Kill(); err != nil { // waits for the exit
+		t.Fatal(err)
+	}
 	if len(acked) >= offered {
 		t.Fatalf("all %d articles went in before the kill: nothing was tested", offered)
 	}

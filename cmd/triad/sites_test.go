@@ -80,7 +80,7 @@ print("slowest: %.3f s" % worst)
 	}
 	out, err := exec.Command("python3", args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("nntplib: %v\n%s\ntriad up stderr:\n%s", err, out, up.stderr.String())
+		t.Fatalf("nntplib: %v\n%s\ntriad up stderr:\n%s", err, out, up.output())
 	}
 	t.Logf("10 posts at site1, each readable at site2 and site3: %s", strings.TrimSpace(string(out)))
 	checkPeerLinkRefusesStrangers(t, up, data)
@@ -116,7 +116,7 @@ print("slowest: %.3f s" % worst)
 	}
 	for i, b := range stored {
 		if float64(b) > 0.8*float64(total) {
-			t.Fatalf("site %d's node stores %d bytes of %d fed: a full copy, not its share; triad up said:\n%s", i+1, b, total, up.stderr.String())
+			t.Fatalf("site %d's node stores %d bytes of %d fed: a full copy, not its share; triad up said:\n%s", i+1, b, total, up.output())
 		}
 	}
 	up.stop()
@@ -179,8 +179,9 @@ func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
 	var killedAt time.Time
 	fed := feed(t, sites[0].addr, arts, time.Now().Add(3*time.Minute), func(acked int) {
 		if acked == 200 {
-			sites[1].cmd.Process.Kill()
-			sites[1].cmd.Wait()
+			if err := sites[1].Kill(); err != nil {
+				t.Error(err)
+			}
 			d.nodes[1].kill(t)
 			killedAt = time.Now()
 			t.Logf("SIGKILLed site B (news server and node) after %d articles were acknowledged", acked)

@@ -75,7 +75,7 @@ func TestNodeAnswersRingUnderStrangers(t *testing.T) {
 		}
 		t.Logf("triad ring #%d answered in %v", i, time.Since(start).Round(time.Millisecond))
 	}
-	rss, err := bench.ProcessRSS(p.cmd.Process.Pid)
+	rss, err := bench.ProcessRSS(p.Pid())
 	if err != nil {
 		t.Fatal(err)
 	}

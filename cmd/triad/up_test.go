@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,7 +16,7 @@ import (
 	"time"
 
 	"triad/internal/nntp"
-	"triad/internal/testutil"
+	"triad/internal/proc"
 )
 
 // consecutiveFreePorts finds n consecutive ports on 127.0.0.1 that are free
@@ -99,13 +97,11 @@ func postArticle(t *testing.T, addr, article string) *nntp.Client {
 	return c
 }
 
-// upProc is a running `triad up` process, its stdout read line by line.
+// upProc is a running `triad up` process (internal/proc runs it).
 type upProc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	lines  chan string
-	stderr *lockedBuffer
-	seen   string // the lines waitFor has read
+	*proc.Proc
+	t    *testing.T
+	seen string // the stdout lines printed by the time waitFor returned
 }
 
 // startUp runs `triad up` with args, without HTTP servers unless args ask
@@ -115,80 +111,44 @@ func startUp(t *testing.T, bin string, args ...string) *upProc {
 	if !slices.Contains(args, "--http-port") {
 		args = append(args, "--http-port", "0")
 	}
-	cmd := exec.Command(bin, append([]string{"up"}, args...)...)
-	out, err := cmd.StdoutPipe()
+	p, err := proc.Start(proc.Config{Binary: bin, Args: append([]string{"up"}, args...), Log: filepath.Join(t.TempDir(), "up.log")})
+	t.Cleanup(func() {
+		if err := p.Kill(); err != nil {
+			t.Error(err)
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &upProc{t: t, cmd: cmd, lines: make(chan string, 100), stderr: &lockedBuffer{}}
-	cmd.Stderr = u.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	return &upProc{Proc: p, t: t}
+}
+
+// output is everything the process printed, stdout and stderr.
+func (u *upProc) output() string {
+	b, err := os.ReadFile(u.Log())
+	if err != nil {
+		return err.Error()
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			u.lines <- s.Text()
-		}
-		close(u.lines)
-	}()
-	return u
+	return string(b)
 }
 
-// lockedBuffer is a bytes.Buffer that a test may read while a process
-// writes its output into it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// waitFor reads stdout until a line starts with prefix, for at most 60 s.
+// waitFor waits until stdout has a line that starts with prefix, for at
+// most 60 s.
 func (u *upProc) waitFor(prefix string) {
 	u.t.Helper()
-	if !testutil.Poll(60*time.Second, func() bool {
-		for {
-			select {
-			case l, ok := <-u.lines:
-				if !ok {
-					u.t.Fatalf("triad up exited before printing %q; stderr:\n%s", prefix, u.stderr.String())
-				}
-				u.seen += l + "\n"
-				if strings.HasPrefix(l, prefix) {
-					return true
-				}
-			default:
-				return false
-			}
-		}
-	}) {
-		u.t.Fatalf("triad up did not print %q within 60s; stderr:\n%s", prefix, u.stderr.String())
+	if _, err := u.WaitLine(prefix, 60*time.Second); err != nil {
+		u.t.Fatalf("triad up: %v", err)
 	}
+	u.seen = strings.Join(u.Lines(), "\n") + "\n"
 }
 
 // stop sends SIGINT and waits for a clean exit.
 func (u *upProc) stop() {
 	u.t.Helper()
-	u.cmd.Process.Signal(syscall.SIGINT)
-	u.waitFor("stopped")
-	if err := u.cmd.Wait(); err != nil {
-		u.t.Fatalf("triad up after SIGINT: %v; stderr:\n%s", err, u.stderr.String())
+	if err := u.Stop(syscall.SIGINT, 60*time.Second); err != nil {
+		u.t.Fatalf("triad up after SIGINT: %v; output:\n%s", err, u.output())
 	}
+	u.waitFor("stopped")
 }
 
 // TestUpQuickStart runs the README's `triad up` as a real process: the ring
