@@ -5,7 +5,8 @@
 //   - Store times the storage engine (puts waiting for durability, gets,
 //     reopening) beside a raw append-and-fdatasync file, as UsenetDHT §5.5
 //     ("Storage performance") argues the design of adbd's storage.
-//   - DHash starts real `triad node` processes on 127.0.0.1 and drives puts
+//   - DHash starts real `triad node` processes on 127.0.0.1 (with
+//     internal/proc, as Chaos, Flood and Limits do) and drives puts
 //     and gets through them (UsenetDHT §6.5, "DHash microbenchmarks").
 //   - NNTP feeds and reads articles through any NNTP server, triad's or
 //     INN, with the shapes of INN's own benchmark, so both fit one table
