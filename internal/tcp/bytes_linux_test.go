@@ -221,10 +221,9 @@ func TestReadingPausesWhileRepliesWait(t *testing.T) {
 		if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: uint64(sent), Msg: &wire.ClientGet{}}); err != nil {
 			t.Fatal(err)
 		}
-		// Answered (its reply queued), or reading paused before it. Read
-		// is not enough: the reader may read the next request before the
-		// loop has queued this one's reply, and only queued replies count
-		// towards the pause.
+		// Answered (its reply queued), or reading paused before it, so
+		// that the pause comes from replies queued, not only from
+		// requests in service (TestRequestsInServiceHoldReplyRoom).
 		testutil.WaitFor(t, 5*time.Second, "the request to be answered", func() bool {
 			return replied.Load() == uint64(sent) || d.Stats.ReadPauses.Load() > 0
 		})
@@ -354,4 +353,116 @@ func TestStrangersHoldOnlyWhatArrived(t *testing.T) {
 		t.Errorf("256 frames with one byte each hold %d bytes of the strangers' budget", used)
 	}
 	pingWithin(t, dialFrom(t, "127.0.0.99", d.Addr()), 7, time.Second)
+}
+
+// gatedRead is a block read on a worker that waits for its gate, as a
+// slow disk would; its result is the request it serves.
+type gatedRead struct {
+	in   node.MsgIn
+	gate chan struct{}
+}
+
+func (w gatedRead) Run(node.Storage) (any, error) {
+	<-w.gate
+	return w.in, nil
+}
+
+// gatedBlockHandler answers ClientGet with a Block of data once a
+// gatedRead has run, and every other request with an Ack at once.
+type gatedBlockHandler struct {
+	data []byte
+	gate chan struct{}
+}
+
+func (h gatedBlockHandler) Handle(env node.Env, ev node.Event) {
+	switch ev := ev.(type) {
+	case node.MsgIn:
+		if ev.Env.Kind != wire.Request {
+			return
+		}
+		if _, ok := ev.Env.Msg.(*wire.ClientGet); ok {
+			env.Offload(gatedRead{ev, h.gate})
+			return
+		}
+		env.Send(ev.From, wire.Envelope{Kind: wire.Reply, ReqID: ev.Env.ReqID, Msg: &wire.Ack{}})
+	case node.WorkDone:
+		in := ev.Result.(node.MsgIn)
+		env.Send(in.From, wire.Envelope{Kind: wire.Reply, ReqID: in.Env.ReqID, Msg: &wire.Block{Data: h.data}})
+	}
+}
+
+// readReplies reads n replies from c and checks they answer requests 1 to
+// n, in any order (their reads end in any order).
+func readReplies(c net.Conn, n int) error {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	seen := make(map[uint64]bool)
+	for i := range n {
+		frame, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes)
+		if err != nil {
+			return fmt.Errorf("reply %d of %d: %w", i+1, n, err)
+		}
+		e, err := wire.Decode(frame)
+		if err != nil || e.ReqID < 1 || e.ReqID > uint64(n) || seen[e.ReqID] {
+			return fmt.Errorf("reply %d: request %d, %v", i+1, e.ReqID, err)
+		}
+		seen[e.ReqID] = true
+	}
+	return nil
+}
+
+// Clients that send requests for 1 MiB blocks back to back, while the
+// blocks are still being read on workers, get every reply once they read
+// them: a request in service holds room for its reply, so the node stops
+// reading before the replies exist rather than dropping them once they
+// do. Queued replies stay within MaxQueuedBytes on each connection and
+// MaxQueuedBytesTotal in all. (Before, only replies already queued paused
+// reading: every request was read, and the replies past either budget
+// were dropped; the clients' calls would time out.)
+func TestRequestsInServiceHoldReplyRoom(t *testing.T) {
+	const requests = 24 // per client, each for 1 MiB
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		clients int
+	}{
+		{"one connection", Config{}, 1},
+		{"the node's total", Config{MaxQueuedBytesTotal: 8 << 20}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gate := make(chan struct{})
+			d := runDriver(t, tc.cfg, gatedBlockHandler{data: make([]byte, 1<<20), gate: gate})
+			var reqs []byte
+			for i := range requests {
+				reqs = wire.AppendFrame(reqs, wire.Envelope{Kind: wire.Request, ReqID: uint64(i + 1), Msg: &wire.ClientGet{}})
+			}
+			conns := make([]net.Conn, tc.clients)
+			for i := range conns {
+				conns[i] = dialFrom(t, "127.0.0.2", d.Addr())
+				if _, err := conns[i].Write(reqs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			testutil.WaitFor(t, 5*time.Second, "every request read, or reading paused", func() bool {
+				return d.Stats.FramesIn.Load() == uint64(tc.clients*requests) || d.Stats.ReadPauses.Load() > 0
+			})
+			t.Logf("%d requests read before any reply, reading paused %d times", d.Stats.FramesIn.Load(), d.Stats.ReadPauses.Load())
+			close(gate)
+			errs := make(chan error, len(conns))
+			for _, c := range conns {
+				go func() { errs <- readReplies(c, requests) }()
+			}
+			for range conns {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+			t.Logf("queued at most %d bytes on one connection; %d replies dropped", d.queuedPeak.Load(), d.Stats.QueueDrops.Load())
+			if n := d.Stats.QueueDrops.Load(); n != 0 {
+				t.Errorf("%d replies dropped", n)
+			}
+			if n := d.queuedPeak.Load(); n > int64(d.cfg.MaxQueuedBytes) {
+				t.Errorf("%d bytes queued on one connection, over MaxQueuedBytes %d", n, d.cfg.MaxQueuedBytes)
+			}
+		})
+	}
 }

@@ -19,9 +19,9 @@ import (
 // Its queue is bounded in bytes, not only frames: MaxQueuedBytes for the
 // connection and MaxQueuedBytesTotal across all of them; a frame past
 // either is dropped and counted, as a lossy network would. The reader of
-// an accepted connection stops reading while the replies queued on its
-// route pass half of MaxQueuedBytes (see waitRoom), so a client that asks
-// and never reads is held by TCP, not by our memory.
+// an accepted connection reads a request only while its reply has room
+// (see waitRoom), so a client that asks and never reads is held by TCP,
+// not by our memory, and one that asks fast gets every reply.
 type conn struct {
 	d    *Driver
 	addr string
@@ -32,20 +32,23 @@ type conn struct {
 	answered atomic.Bool
 
 	mu     sync.Mutex
-	room   sync.Cond // signalled when the queue drains below half, or closes
 	q      [][]byte
 	queued int  // bytes in q and in the writer's hands
 	shut   bool // closeQueue was called: no more frames
 	wake   chan struct{}
+	// inService holds, oldest first, until when each request read on this
+	// accepted connection and not yet answered holds room for its reply
+	// (replyEstimate bytes; see waitRoom). expiry gives back the room of
+	// those unanswered after serviceTimeout.
+	inService []time.Time
+	expiry    *time.Timer
 
 	once   sync.Once
 	closed chan struct{}
 }
 
 func newConn(d *Driver, addr string) *conn {
-	c := &conn{d: d, addr: addr, wake: make(chan struct{}, 1), closed: make(chan struct{})}
-	c.room.L = &c.mu
-	return c
+	return &conn{d: d, addr: addr, wake: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
 // enqueue queues a frame without blocking; false means the queue is full
@@ -99,33 +102,125 @@ func (c *conn) pop() []byte {
 }
 
 // sent gives back the bytes of a frame the writer has written (or given
-// up on), and wakes a reader waiting for room.
+// up on), and wakes readers waiting for room.
 func (c *conn) sent(n int) {
 	c.mu.Lock()
 	c.queued -= n
 	c.d.queuedTotal.Add(-int64(n))
-	if c.queued < c.pauseAt() {
-		c.room.Broadcast()
-	}
 	c.mu.Unlock()
+	c.d.replyRoom.notify()
 }
 
-// pauseAt is the queued bytes at which the connection's reader stops.
+// pauseAt is the bytes, queued and reserved for replies, past which the
+// connection's reader stops.
 func (c *conn) pauseAt() int { return c.d.cfg.MaxQueuedBytes / 2 }
 
-// waitRoom waits while the replies queued on this route pass pauseAt, so
-// that the connection is not read while they wait. The writer's deadline
-// bounds the wait: a client that reads nothing fails it, and the route
-// closes.
+// waitRoom waits until a request read now would have room for its reply:
+// until the bytes queued on this route, with replyEstimate for each
+// request in service and one more, are within pauseAt, and the same
+// across the node within half of MaxQueuedBytesTotal. A reply of up to
+// twice the estimate then never finds its queue full: the replies of the
+// requests read fit in the half left. Nothing queued and nothing in
+// service always leaves room here, so the wait ends as writers drain,
+// requests are answered or expire, and routes close (a client that reads
+// nothing fails the writer's deadline).
 func (c *conn) waitRoom() {
+	paused := false
+	for {
+		changed := c.d.replyRoom.watch()
+		if c.hasRoom() {
+			return
+		}
+		if !paused {
+			c.d.Stats.ReadPauses.Add(1)
+			paused = true
+		}
+		select {
+		case <-changed:
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+// hasRoom reports whether one more request in service fits (see waitRoom).
+func (c *conn) hasRoom() bool {
+	d := c.d
+	est := d.replyEstimate()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.queued >= c.pauseAt() && !c.shut {
-		c.d.Stats.ReadPauses.Add(1)
+	if c.shut {
+		return true
 	}
-	for c.queued >= c.pauseAt() && !c.shut {
-		c.room.Wait()
+	mine := c.queued + (len(c.inService)+1)*est
+	all := d.queuedTotal.Load() + d.reservedTotal.Load() + int64(est)
+	return mine <= c.pauseAt() && all <= int64(d.cfg.MaxQueuedBytesTotal/2)
+}
+
+// serviceTimeout is how long a request in service holds room for its
+// reply: past it, its caller has given up (a peer's call waits 4 s at
+// most), and a request never answered, or answered on another route,
+// must not hold the connection for good.
+const serviceTimeout = 10 * time.Second
+
+// serve notes a request read on this accepted connection and handed to
+// the loop: it holds replyEstimate bytes of room until settle or
+// serviceTimeout.
+func (c *conn) serve() {
+	d := c.d
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shut {
+		return // the writer has stopped, or will: no reply goes out
 	}
+	c.inService = append(c.inService, time.Now().Add(serviceTimeout))
+	d.reservedTotal.Add(int64(d.replyEstimate()))
+	if c.expiry == nil {
+		c.expiry = time.AfterFunc(serviceTimeout, c.expire)
+	}
+}
+
+// settle gives back the room of the oldest request in service, once a
+// reply on this route has been queued (or dropped).
+func (c *conn) settle() {
+	c.mu.Lock()
+	n := c.unreserve(1)
+	c.mu.Unlock()
+	if n > 0 {
+		c.d.replyRoom.notify()
+	}
+}
+
+// expire gives back the room of the requests in service past
+// serviceTimeout, and waits for the next.
+func (c *conn) expire() {
+	now := time.Now()
+	c.mu.Lock()
+	n := 0
+	for n < len(c.inService) && !c.inService[n].After(now) {
+		n++
+	}
+	c.unreserve(n)
+	c.expiry = nil
+	if len(c.inService) > 0 && !c.shut {
+		c.expiry = time.AfterFunc(c.inService[0].Sub(now), c.expire)
+	}
+	c.mu.Unlock()
+	if n > 0 {
+		c.d.replyRoom.notify()
+	}
+}
+
+// unreserve gives back the room of the n oldest requests in service (or
+// of all, if fewer) and says how many; c.mu is held.
+func (c *conn) unreserve(n int) int {
+	n = min(n, len(c.inService))
+	if n == 0 {
+		return 0
+	}
+	c.inService = append(c.inService[:0], c.inService[n:]...)
+	c.d.reservedTotal.Add(-int64(n * c.d.replyEstimate()))
+	return n
 }
 
 // closeQueue asks the writer to flush what is queued and stop.
@@ -133,19 +228,24 @@ func (c *conn) closeQueue() {
 	c.once.Do(func() {
 		c.mu.Lock()
 		c.shut = true
-		c.room.Broadcast()
 		c.mu.Unlock()
 		close(c.closed)
 	})
 }
 
-// discard drops what is still queued, once the writer has stopped.
+// discard drops what is still queued, and the room held for replies,
+// once the writer has stopped.
 func (c *conn) discard() {
 	c.mu.Lock()
 	c.d.queuedTotal.Add(-int64(c.queued))
 	c.q, c.queued = nil, 0
-	c.room.Broadcast()
+	c.unreserve(len(c.inService))
+	if c.expiry != nil {
+		c.expiry.Stop()
+		c.expiry = nil
+	}
 	c.mu.Unlock()
+	c.d.replyRoom.notify()
 }
 
 // kill closes the socket at once.
@@ -298,5 +398,32 @@ func (c *conn) drain(bw *bufio.Writer) {
 			return
 		}
 		c.d.Stats.FramesOut.Add(1)
+	}
+}
+
+// signal wakes goroutines that wait for a change: watch gives a channel
+// that the next notify closes. Nothing is closed while nobody watches.
+type signal struct {
+	mu      sync.Mutex
+	ch      chan struct{}
+	watched bool
+}
+
+func (s *signal) watch() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	s.watched = true
+	return s.ch
+}
+
+func (s *signal) notify() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watched {
+		close(s.ch)
+		s.ch, s.watched = make(chan struct{}), false
 	}
 }

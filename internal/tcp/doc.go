@@ -23,9 +23,14 @@
 //     FrameTimeout once its length has come;
 //   - outbound frames: MaxQueuedBytes queued per connection and
 //     MaxQueuedBytesTotal in all (more are dropped and counted, as a lossy
-//     network would); an accepted connection is not read while the replies
-//     queued on it pass half of MaxQueuedBytes, so a client that asks and
-//     never reads is held back by TCP, not by the node's memory;
+//     network would); a request read on an accepted connection holds
+//     room for its reply (an eighth of MaxQueuedBytes) until it is
+//     answered, and the connection is not read while its replies queued
+//     and in service, with one more, pass half of MaxQueuedBytes, or the
+//     node's pass half of MaxQueuedBytesTotal: a client that asks and
+//     never reads is held back by TCP, not by the node's memory, and one
+//     that asks fast is paused before its replies exist, not dropped
+//     once they do;
 //   - an idle connection keeps a 4 KiB read buffer and at most 16 KiB more;
 //   - refusals (forged, bad or oversized frames, refused connections and
 //     handshakes) are logged once per 10 s of each kind, with a count of

@@ -49,8 +49,12 @@ type Config struct {
 	// MaxQueuedBytes bounds the bytes of frames queued on one connection
 	// and not yet written to its socket; a frame past it is dropped and
 	// counted (Stats.QueueDrops). The reader of an accepted connection
-	// stops reading while the replies queued on it pass half of this, and
-	// goes on once they drain. At least MaxFrameBytes+4. Default 8 MiB.
+	// reads a request only while the replies queued on it, with an eighth
+	// of this for each request read and not yet answered and one more,
+	// are within half of this (and the same across the node within half
+	// of MaxQueuedBytesTotal), so replies of up to a quarter of this are
+	// never dropped for want of room. At least MaxFrameBytes+4. Default
+	// 8 MiB.
 	MaxQueuedBytes int
 	// MaxQueuedBytesTotal bounds the same across all connections.
 	// Default 128 MiB.
@@ -196,8 +200,8 @@ type Stats struct {
 	// FrameTimeout of their length; their connections were closed.
 	StalledFrames atomic.Uint64
 	// ReadPauses counts the times the reader of an accepted connection
-	// stopped because the replies queued on it passed half of
-	// MaxQueuedBytes.
+	// stopped because the replies queued and in service on it, or on the
+	// whole node, left no room for another (see Config.MaxQueuedBytes).
 	ReadPauses atomic.Uint64
 	// TLSRefused counts connections closed because their TLS handshake
 	// failed: no certificate, another CA's, expired or revoked, or (on a
@@ -257,7 +261,12 @@ type Driver struct {
 	// Bytes queued on every outbound connection, and the most one
 	// connection has held.
 	queuedTotal, queuedPeak atomic.Int64
-	accepted                atomic.Int64 // accepted connections open
+	// reservedTotal is the room held for the replies of requests in
+	// service on every accepted connection (see conn.waitRoom);
+	// replyRoom wakes the readers waiting for room.
+	reservedTotal atomic.Int64
+	replyRoom     signal
+	accepted      atomic.Int64 // accepted connections open
 	// connsFrom counts the accepted connections open by remote address
 	// (handshakeBucket), but the node's own machine's; it has an entry
 	// only for an address with one open.
@@ -686,8 +695,10 @@ func (a *accepted) run(acts []action, e wire.Envelope, ch charge) bool {
 			if from == "" {
 				from = a.route.addr // a client's
 			}
+			a.serve(e)
 			d.postMsg(node.MsgIn{From: from, Env: e}, ch)
 		case hold:
+			a.serve(e)
 			a.held = append(a.held, inboundMsg{node.MsgIn{From: act.addr, Env: e}, ch})
 		case consume:
 			d.release(ch)
@@ -704,6 +715,14 @@ func (a *accepted) run(acts []action, e wire.Envelope, ch charge) bool {
 		}
 	}
 	return false
+}
+
+// serve makes a request read on the connection hold room for its reply
+// on the route until it is answered (see conn.waitRoom).
+func (a *accepted) serve(e wire.Envelope) {
+	if e.Kind == wire.Request && a.route != nil {
+		a.route.serve()
+	}
 }
 
 // close gives back what a closed connection holds: the frames held for a
@@ -898,6 +917,9 @@ func (d *Driver) send(to node.Addr, e wire.Envelope) {
 		go c.write()
 	}
 	d.mu.Unlock()
+	if e.Kind == wire.Reply {
+		defer c.settle() // its request no longer holds room, once it is queued
+	}
 	// A frame that would not fit is not encoded: a client asking for
 	// blocks it never reads costs no copies of them.
 	if !c.fits(size+4) || !c.enqueue(wire.AppendFrame(make([]byte, 0, size+4), e)) {
@@ -908,6 +930,12 @@ func (d *Driver) send(to node.Addr, e wire.Envelope) {
 		c.answered.Store(true) // a client's route: it completed a request
 	}
 }
+
+// replyEstimate is the room a request in service holds for its reply,
+// whose size is not known until it comes: an eighth of MaxQueuedBytes
+// (1 MiB by default), so that four requests are in service on a
+// connection with nothing queued.
+func (d *Driver) replyEstimate() int { return d.cfg.MaxQueuedBytes / 8 }
 
 // notePeak raises queuedPeak to n if n is more.
 func (d *Driver) notePeak(n int64) {
