@@ -29,7 +29,7 @@ func runRing(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	m, err := node.call(ctx, &wire.RingInfoReq{})
+	m, err := node.call(ctx, &wire.GetRingInfo{})
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func runMaintStatus(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	m, err := maintCall(node, &wire.MaintStatusReq{})
+	m, err := maintCall(node, &wire.GetMaintStatus{})
 	if err != nil {
 		return err
 	}

@@ -375,13 +375,13 @@ func (c *cluster) waitRing(ctx context.Context) error {
 func (c *cluster) views(ctx context.Context) ([]wire.VnodeInfo, error) {
 	var all []wire.VnodeInfo
 	for _, a := range c.addrs {
-		m, err := client.Call(ctx, a, &wire.RingInfoReq{}, client.Options{TLS: c.tls})
+		m, err := client.Call(ctx, a, &wire.GetRingInfo{}, client.Options{TLS: c.tls})
 		if err != nil {
 			return nil, err
 		}
 		info, ok := m.(*wire.RingInfo)
 		if !ok {
-			return nil, fmt.Errorf("bench: %s answered RingInfoReq with %T", a, m)
+			return nil, fmt.Errorf("bench: %s answered GetRingInfo with %T", a, m)
 		}
 		all = append(all, info.Vnodes...)
 	}

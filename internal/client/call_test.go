@@ -28,10 +28,10 @@ func TestCall(t *testing.T) {
 	if _, ok := m.(*wire.Ack); !ok {
 		t.Fatalf("Call(Ping) = %T, want *wire.Ack", m)
 	}
-	_, err = Call(ctx, s.ref.Addr, &wire.RingInfoReq{}, Options{})
+	_, err = Call(ctx, s.ref.Addr, &wire.GetRingInfo{}, Options{})
 	var werr *wire.Error
 	if !errors.As(err, &werr) || werr.Text != "refused" {
-		t.Fatalf("Call(RingInfoReq) = %v, want the stub's *wire.Error", err)
+		t.Fatalf("Call(GetRingInfo) = %v, want the stub's *wire.Error", err)
 	}
 	s.mu.Lock()
 	conns := len(s.conns)

@@ -129,7 +129,7 @@ func (s *stubNode) received() []wire.Type {
 
 // blockStore is a stub's handler that keeps blocks in memory, as a node
 // (with its DHT behind it) would: ClientPut, ClientGet, ClientStat, and
-// RingInfoReq answered with ring.
+// GetRingInfo answered with ring.
 type blockStore struct {
 	self     *stubNode
 	ring     func() []wire.NodeRef
@@ -166,7 +166,7 @@ func (b *blockStore) handle(req wire.Envelope, reply func(wire.Msg)) {
 			hs = append(hs, wire.Holder{Node: b.self.ref, Size: uint64(len(data))})
 		}
 		reply(&wire.StatDone{Key: m.Key, Holders: hs})
-	case *wire.RingInfoReq:
+	case *wire.GetRingInfo:
 		var vs []wire.VnodeInfo
 		if b.ring != nil {
 			r := b.ring()

@@ -103,7 +103,7 @@ func (c *Cluster) Refresh(ctx context.Context) error {
 			lastErr = err
 			continue
 		}
-		m, err := cl.Call(ctx, &wire.RingInfoReq{})
+		m, err := cl.Call(ctx, &wire.GetRingInfo{})
 		info, ok := m.(*wire.RingInfo)
 		if err != nil || !ok {
 			lastErr = fmt.Errorf("ring info from %s: %v", a, err)

@@ -14,7 +14,7 @@ import (
 )
 
 // ring3 starts three block-keeping stub nodes at 0x40.., 0x80.. and
-// 0xc0.., each answering RingInfoReq with the whole ring, and dials a
+// 0xc0.., each answering GetRingInfo with the whole ring, and dials a
 // Cluster through the first.
 func ring3(t *testing.T) ([]*stubNode, []*blockStore, *Cluster) {
 	t.Helper()

@@ -156,7 +156,7 @@ func (m *Maint) Receive(env node.Env, in node.MsgIn) {
 	m.now = env.Now()
 	me := wire.NodeRef{Addr: m.rt.Addr()}
 	switch msg := in.Env.Msg.(type) {
-	case *wire.MaintStatusReq:
+	case *wire.GetMaintStatus:
 		// What the host stores is the engine's to say: read on the
 		// driver's side, then answered with the counters.
 		env.Offload(&work{

@@ -409,7 +409,7 @@ func (h *Chord) handleMsg(env node.Env, in node.MsgIn) {
 		}
 		v.handleLeave(env, e.From, m)
 		h.rt.Departed(env, e.From.Addr) // gone: calls still in flight to it are no news
-	case *wire.RingInfoReq:
+	case *wire.GetRingInfo:
 		rpc.Respond(env, in, v.self, h.RingInfo())
 	case *wire.ClientLookup:
 		h.Lookup(env, m.Key, LookupOptions{}, func(env node.Env, r Result) {
@@ -489,7 +489,7 @@ func validate(m wire.Msg, verify bool) error {
 		return check(m.Succs)
 	case *wire.NextHop:
 		return key(m.Key)
-	case *wire.NextHopResp:
+	case *wire.NextHopInfo:
 		return check(m.Succs, m.Next)
 	case *wire.ClientLookup:
 		return key(m.Key)

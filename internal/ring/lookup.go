@@ -192,7 +192,7 @@ func (h *Chord) iterate(env node.Env, v *Vnode, key id.ID, minSuccs int, start [
 				step(env)
 				return
 			}
-			resp, _ := m.(*wire.NextHopResp)
+			resp, _ := m.(*wire.NextHopInfo)
 			if resp == nil {
 				step(env)
 				return

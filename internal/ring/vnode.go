@@ -527,9 +527,9 @@ func (v *Vnode) wrapped(tail []wire.NodeRef) []wire.NodeRef {
 func (v *Vnode) joined() bool { return len(v.succs) > 0 || v.alone }
 
 // nextHop answers one step of an iterative lookup.
-func (v *Vnode) nextHop(key id.ID, minSuccs int) *wire.NextHopResp {
+func (v *Vnode) nextHop(key id.ID, minSuccs int) *wire.NextHopInfo {
 	if _, succs, ok := v.answer(key, minSuccs); ok {
-		return &wire.NextHopResp{Done: true, Succs: succs}
+		return &wire.NextHopInfo{Done: true, Succs: succs}
 	}
-	return &wire.NextHopResp{Next: v.closest(key, 4, minSuccs > 0, func(wire.NodeRef) bool { return false })}
+	return &wire.NextHopInfo{Next: v.closest(key, 4, minSuccs > 0, func(wire.NodeRef) bool { return false })}
 }

@@ -102,7 +102,7 @@ func scriptFrame(t *testing.T, d *datadriven.TestData, h *handshake) wire.Envelo
 	msgs := map[string]wire.Msg{
 		"Ping": &wire.Ping{}, "Ack": &wire.Ack{}, "Challenge": &wire.Challenge{Nonce: nonce},
 		"Proof": &wire.Proof{Nonce: nonce}, "Stabilize": &wire.Stabilize{}, "StoreBlock": &wire.StoreBlock{},
-		"ClientGet": &wire.ClientGet{}, "MaintStatusReq": &wire.MaintStatusReq{},
+		"ClientGet": &wire.ClientGet{}, "GetMaintStatus": &wire.GetMaintStatus{},
 		"MaintControl": &wire.MaintControl{}, "CCFlood": &wire.CCFlood{},
 	}
 	e := wire.Envelope{Kind: wire.OneWay, Msg: msgs[typ]}

@@ -20,10 +20,10 @@ func (*GetNeighbors) Type() Type                  { return TypeGetNeighbors }
 func (*GetNeighbors) encode(b []byte) []byte      { return b }
 func (*GetNeighbors) decodeField(*decoder, field) {}
 func (m *GetNeighbors) clone() Msg                { return new(*m) }
-func (*RingInfoReq) Type() Type                   { return TypeRingInfoReq }
-func (*RingInfoReq) encode(b []byte) []byte       { return b }
-func (*RingInfoReq) decodeField(*decoder, field)  {}
-func (m *RingInfoReq) clone() Msg                 { return new(*m) }
+func (*GetRingInfo) Type() Type                   { return TypeGetRingInfo }
+func (*GetRingInfo) encode(b []byte) []byte       { return b }
+func (*GetRingInfo) decodeField(*decoder, field)  {}
+func (m *GetRingInfo) clone() Msg                 { return new(*m) }
 
 func (*Challenge) Type() Type               { return TypeChallenge }
 func (m *Challenge) encode(b []byte) []byte { return putUint(b, 1, m.Nonce) }
@@ -170,13 +170,13 @@ func (m *NextHop) decodeField(d *decoder, f field) {
 }
 func (m *NextHop) clone() Msg { return new(*m) }
 
-func (*NextHopResp) Type() Type { return TypeNextHopResp }
-func (m *NextHopResp) encode(b []byte) []byte {
+func (*NextHopInfo) Type() Type { return TypeNextHopInfo }
+func (m *NextHopInfo) encode(b []byte) []byte {
 	b = putBool(b, 1, m.Done)
 	b = putNodes(b, 2, m.Succs)
 	return putNodes(b, 3, m.Next)
 }
-func (m *NextHopResp) decodeField(d *decoder, f field) {
+func (m *NextHopInfo) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
 		m.Done = d.bool(f)
@@ -186,8 +186,8 @@ func (m *NextHopResp) decodeField(d *decoder, f field) {
 		m.Next = d.nodes(m.Next, f)
 	}
 }
-func (m *NextHopResp) clone() Msg {
-	return &NextHopResp{Done: m.Done, Succs: cloneNodes(m.Succs), Next: cloneNodes(m.Next)}
+func (m *NextHopInfo) clone() Msg {
+	return &NextHopInfo{Done: m.Done, Succs: cloneNodes(m.Succs), Next: cloneNodes(m.Next)}
 }
 
 func (*ClientLookup) Type() Type               { return TypeClientLookup }

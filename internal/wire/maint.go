@@ -159,9 +159,9 @@ func (d *decoder) boundedBytes(f field, max int) []byte {
 	return append([]byte(nil), b...)
 }
 
-// MaintStatusReq asks a node for its maintenance status; the reply is a
+// GetMaintStatus asks a node for its maintenance status; the reply is a
 // MaintStatus.
-type MaintStatusReq struct{}
+type GetMaintStatus struct{}
 
 // MaintStatus is a node's maintenance status: whether it is paused, its
 // counters by name, and each vnode's state.
@@ -197,10 +197,10 @@ const (
 	MaxCounterName = 64
 )
 
-func (*MaintStatusReq) Type() Type                  { return TypeMaintStatusReq }
-func (*MaintStatusReq) encode(b []byte) []byte      { return b }
-func (*MaintStatusReq) decodeField(*decoder, field) {}
-func (m *MaintStatusReq) clone() Msg                { return new(*m) }
+func (*GetMaintStatus) Type() Type                  { return TypeGetMaintStatus }
+func (*GetMaintStatus) encode(b []byte) []byte      { return b }
+func (*GetMaintStatus) decodeField(*decoder, field) {}
+func (m *GetMaintStatus) clone() Msg                { return new(*m) }
 
 func (*MaintControl) Type() Type               { return TypeMaintControl }
 func (m *MaintControl) encode(b []byte) []byte { return putBool(b, 1, m.Pause) }

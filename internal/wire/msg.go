@@ -33,9 +33,9 @@ const (
 	TypeLookup       Type = 19
 	TypeLookupDone   Type = 20
 	TypeNextHop      Type = 21
-	TypeNextHopResp  Type = 22
+	TypeNextHopInfo  Type = 22
 	TypeLeave        Type = 23
-	TypeRingInfoReq  Type = 24
+	TypeGetRingInfo  Type = 24
 	TypeRingInfo     Type = 25
 	TypeClientLookup Type = 26
 )
@@ -60,7 +60,7 @@ const (
 const (
 	TypeTreeQuery      Type = 128
 	TypeTreeInfo       Type = 129
-	TypeMaintStatusReq Type = 130
+	TypeGetMaintStatus Type = 130
 	TypeMaintStatus    Type = 131
 	TypeMaintControl   Type = 132
 	TypeAudit          Type = 133
@@ -145,9 +145,9 @@ var types = [...]typeInfo{
 	{TypeLookup, "Lookup", RoleNode, newOf[Lookup]},
 	{TypeLookupDone, "LookupDone", RoleNode, newOf[LookupDone]},
 	{TypeNextHop, "NextHop", RoleNode, newOf[NextHop]},
-	{TypeNextHopResp, "NextHopResp", RoleNode, newOf[NextHopResp]},
+	{TypeNextHopInfo, "NextHopInfo", RoleNode, newOf[NextHopInfo]},
 	{TypeLeave, "Leave", RoleNode, newOf[Leave]},
-	{TypeRingInfoReq, "RingInfoReq", RoleClient, newOf[RingInfoReq]},
+	{TypeGetRingInfo, "GetRingInfo", RoleClient, newOf[GetRingInfo]},
 	{TypeRingInfo, "RingInfo", RoleNode, newOf[RingInfo]},
 	{TypeClientLookup, "ClientLookup", RoleClient, newOf[ClientLookup]},
 
@@ -166,7 +166,7 @@ var types = [...]typeInfo{
 
 	{TypeTreeQuery, "TreeQuery", RoleNode, newOf[TreeQuery]},
 	{TypeTreeInfo, "TreeInfo", RoleNode, newOf[TreeInfo]},
-	{TypeMaintStatusReq, "MaintStatusReq", RoleClient, newOf[MaintStatusReq]},
+	{TypeGetMaintStatus, "GetMaintStatus", RoleClient, newOf[GetMaintStatus]},
 	{TypeMaintStatus, "MaintStatus", RoleNode, newOf[MaintStatus]},
 	{TypeMaintControl, "MaintControl", RoleOperator, newOf[MaintControl]}, // pausing maintenance
 	{TypeAudit, "Audit", RoleNode, newOf[Audit]},
@@ -288,9 +288,9 @@ type NextHop struct {
 	MinSuccs uint32
 }
 
-// NextHopResp answers NextHop: either Done with the key's successors, or the
+// NextHopInfo answers NextHop: either Done with the key's successors, or the
 // next candidates to ask, best first.
-type NextHopResp struct {
+type NextHopInfo struct {
 	Done  bool
 	Succs []NodeRef
 	Next  []NodeRef
@@ -303,9 +303,9 @@ type Leave struct {
 	Succs []NodeRef
 }
 
-// RingInfoReq asks a process for the routing state of all its virtual
+// GetRingInfo asks a process for the routing state of all its virtual
 // servers (for `triad ring`).
-type RingInfoReq struct{}
+type GetRingInfo struct{}
 
 // Finger is one finger-table entry: the successor of self + 2^Bit.
 type Finger struct {
@@ -321,7 +321,7 @@ type VnodeInfo struct {
 	Fingers []Finger
 }
 
-// RingInfo answers RingInfoReq.
+// RingInfo answers GetRingInfo.
 type RingInfo struct {
 	Vnodes []VnodeInfo
 }

@@ -21,10 +21,12 @@ type entry struct {
 	protocol string
 	name     string
 	retired  bool
+	renames  string // a rename line: the name num had until this line
 }
 
 // readRegistry parses a registry whose lines have cols fields (plus an
-// optional "retired"); # starts a comment line.
+// optional "retired", or "renames OLD" on a line that renames a number's
+// message); # starts a comment line.
 func readRegistry(t *testing.T, path string, cols int) []entry {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -42,6 +44,9 @@ func readRegistry(t *testing.T, path string, cols int) []entry {
 		if len(f) == cols+1 && f[cols] == "retired" {
 			e.retired, f = true, f[:cols]
 		}
+		if len(f) == cols+2 && f[cols] == "renames" {
+			e.renames, f = f[cols+1], f[:cols]
+		}
 		if len(f) != cols {
 			t.Fatalf("%s:%d: want %d fields: %q", path, e.line, cols, l)
 		}
@@ -58,21 +63,39 @@ func readRegistry(t *testing.T, path string, cols int) []entry {
 }
 
 // checkRegistry holds the code's numbers and names to an append-only
-// registry and returns what is wrong: every live line must name the same
-// thing in the code, no number or name may be given twice, and every number
-// in the code must be registered.
+// registry and returns what is wrong: every live number must name in the
+// code what its last line names (its first, or a later line that renames
+// it), no number may be given twice, no name may be used for two numbers or
+// come back after a rename, and every number in the code must be
+// registered.
 func checkRegistry(path string, reg []entry, code map[uint64]string) []string {
 	var bad []string
 	errorf := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
-	nums, names := map[uint64]int{}, map[string]int{}
+	current, names := map[uint64]entry{}, map[string]int{}
+	var order []uint64
 	for _, e := range reg {
-		if l, dup := nums[e.num]; dup {
-			errorf("%s:%d: number %d already given on line %d; numbers are never reused", path, e.line, e.num, l)
-		}
 		if l, dup := names[e.name]; dup {
 			errorf("%s:%d: name %s already given on line %d; names are never reused", path, e.line, e.name, l)
 		}
-		nums[e.num], names[e.name] = e.line, e.line
+		names[e.name] = e.line
+		cur, known := current[e.num]
+		switch {
+		case e.renames == "" && known:
+			errorf("%s:%d: number %d already given on line %d; numbers are never reused", path, e.line, e.num, cur.line)
+			continue
+		case e.renames != "" && !known:
+			errorf("%s:%d: renames %d, which no earlier line gives", path, e.line, e.num)
+			continue
+		case e.renames != "" && (cur.name != e.renames || cur.protocol != e.protocol || cur.retired):
+			errorf("%s:%d: renames %s %d %s, but it is %s %d %s", path, e.line, e.protocol, e.num, e.renames, cur.protocol, e.num, cur.name)
+			continue
+		case !known:
+			order = append(order, e.num)
+		}
+		current[e.num] = e
+	}
+	for _, n := range order {
+		e := current[n]
 		got, inCode := code[e.num]
 		switch {
 		case e.retired && inCode:
@@ -80,11 +103,11 @@ func checkRegistry(path string, reg []entry, code map[uint64]string) []string {
 		case !e.retired && !inCode:
 			errorf("%s:%d: %d %s is gone from the code; mark the line retired, never delete it", path, e.line, e.num, e.name)
 		case !e.retired && got != e.name:
-			errorf("%s:%d: %d is %s here but %s in the code; a number never changes meaning", path, e.line, e.num, e.name, got)
+			errorf("%s:%d: %d is %s here but %s in the code; a number never changes meaning (a rename is a line of its own: N protocol NEW renames OLD)", path, e.line, e.num, e.name, got)
 		}
 	}
 	for _, n := range sortedKeys(code) {
-		if _, ok := nums[n]; !ok {
+		if _, ok := current[n]; !ok {
 			errorf("%s: %d %s is in the code but not registered; append it (see the file's header)", path, n, code[n])
 		}
 	}
@@ -263,7 +286,7 @@ func TestRanges(t *testing.T) {
 }
 
 func TestUpperSnake(t *testing.T) {
-	for in, want := range map[string]string{"Ping": "PING", "GetNeighbors": "GET_NEIGHBORS", "RingInfoReq": "RING_INFO_REQ"} {
+	for in, want := range map[string]string{"Ping": "PING", "GetNeighbors": "GET_NEIGHBORS", "GetRingInfo": "GET_RING_INFO"} {
 		if got := upperSnake(in); got != want {
 			t.Errorf("upperSnake(%q) = %q, want %q", in, got, want)
 		}
@@ -277,6 +300,10 @@ func TestCheckRegistry(t *testing.T) {
 	if bad := checkRegistry("r", reg, code); bad != nil {
 		t.Fatalf("a good registry: %v", bad)
 	}
+	renamed := append(slices.Clone(reg), entry{line: 4, num: 2, name: "Pong", renames: "Ack"})
+	if bad := checkRegistry("r", renamed, map[uint64]string{1: "Ping", 2: "Pong"}); bad != nil {
+		t.Fatalf("a rename: %v", bad)
+	}
 	for _, c := range []struct {
 		name string
 		reg  []entry
@@ -289,6 +316,10 @@ func TestCheckRegistry(t *testing.T) {
 		{"retired reused", reg, map[uint64]string{1: "Ping", 2: "Ack", 3: "New"}, "retired"},
 		{"number twice", append(slices.Clone(reg), entry{line: 4, num: 2, name: "New"}), code, "numbers are never reused"},
 		{"name twice", append(slices.Clone(reg), entry{line: 4, num: 4, name: "Ping"}), map[uint64]string{1: "Ping", 2: "Ack", 4: "Ping"}, "names are never reused"},
+		{"old name after a rename", renamed, code, "never changes meaning"},
+		{"renamed back", append(slices.Clone(renamed), entry{line: 5, num: 2, name: "Ack", renames: "Pong"}), code, "names are never reused"},
+		{"rename of another name", append(slices.Clone(reg), entry{line: 4, num: 2, name: "Pong", renames: "Ping"}), map[uint64]string{1: "Ping", 2: "Pong"}, "renames"},
+		{"rename of nothing", append(slices.Clone(reg), entry{line: 4, num: 9, name: "Pong", renames: "Ack"}), code, "which no earlier line gives"},
 	} {
 		bad := checkRegistry("r", c.reg, c.code)
 		if !slices.ContainsFunc(bad, func(s string) bool { return strings.Contains(s, c.want) }) {

@@ -11,8 +11,8 @@ func TestRoleOf(t *testing.T) {
 		want  Role
 	}{
 		{[]Type{TypeMaintControl, TypeCCFlood}, RoleOperator},
-		{[]Type{TypePing, TypeRingInfoReq, TypeClientLookup, TypeStatBlock, TypeClientPut,
-			TypeClientGet, TypeClientStat, TypeClientPutBatch, TypeMaintStatusReq}, RoleClient},
+		{[]Type{TypePing, TypeGetRingInfo, TypeClientLookup, TypeStatBlock, TypeClientPut,
+			TypeClientGet, TypeClientStat, TypeClientPutBatch, TypeGetMaintStatus}, RoleClient},
 		{[]Type{TypeChallenge, TypeProof, TypeCCRequest, TypeCCAck, TypeLookup, TypeStoreBlock,
 			TypeTreeQuery, TypeAudit, TypeAck, TypeError}, RoleNode},
 	} {

@@ -139,7 +139,7 @@ func Size(e Envelope) int {
 
 func bodySize(m Msg) int {
 	switch m := m.(type) {
-	case *Ping, *Ack, *Stabilize, *GetNeighbors, *RingInfoReq:
+	case *Ping, *Ack, *Stabilize, *GetNeighbors, *GetRingInfo:
 		return 0
 	case *Error:
 		return sizeUint(1, uint64(m.Code)) + sizeString(2, m.Text)
@@ -159,7 +159,7 @@ func bodySize(m Msg) int {
 			sizeNode(4, m.Pred) + sizeNodes(5, m.Succs) + sizeString(6, m.Failed)
 	case *NextHop:
 		return sizeID(1, m.Key) + sizeUint(2, uint64(m.MinSuccs))
-	case *NextHopResp:
+	case *NextHopInfo:
 		return sizeUint(1, protowire.EncodeBool(m.Done)) + sizeNodes(2, m.Succs) + sizeNodes(3, m.Next)
 	case *StoreBlock:
 		return bodySize((*Block)(m))

@@ -30,20 +30,20 @@ func samples() []Msg {
 	r := rand.New(rand.NewPCG(3, 4))
 	k := id.Random(r, id.Bytes)
 	return []Msg{
-		&Ping{}, &Ack{}, &Challenge{Nonce: 1<<63 + 5}, &Proof{Nonce: 7}, &Stabilize{}, &GetNeighbors{}, &RingInfoReq{},
+		&Ping{}, &Ack{}, &Challenge{Nonce: 1<<63 + 5}, &Proof{Nonce: 7}, &Stabilize{}, &GetNeighbors{}, &GetRingInfo{},
 		&Error{Code: fault.CodeNoVnode, Text: "no such vnode"},
 		&Neighbors{Preds: sampleNodes(r, 3), Succs: sampleNodes(r, 16)},
 		&Leave{Preds: sampleNodes(r, 2), Succs: sampleNodes(r, 1)},
 		&Lookup{LookupID: 1 << 40, Key: k, Origin: sampleNode(r), MinSuccs: 3, Hops: 4},
 		&LookupDone{LookupID: 9, Key: k, Hops: 5, Pred: sampleNode(r), Succs: sampleNodes(r, 4), Failed: "x"},
 		&NextHop{Key: k, MinSuccs: 1},
-		&MaintStatusReq{}, &MaintControl{Pause: true}, &Audit{Key: k, Nonce: make([]byte, AuditNonceBytes)}, &AuditProof{Held: true, Hash: make([]byte, AuditHashBytes)},
+		&GetMaintStatus{}, &MaintControl{Pause: true}, &Audit{Key: k, Nonce: make([]byte, AuditNonceBytes)}, &AuditProof{Held: true, Hash: make([]byte, AuditHashBytes)},
 		&CCRequest{Seq: 1 << 50, Key: k, Source: sampleNode(r), Rate: 65000, Marked: true, Hops: 3, Payload: []byte("routed")},
 		&CCAck{Seq: 9, Marked: true, Hops: 4}, &CCPause{Paused: true}, &CCFlood{MilliRate: 250000},
 		&MaintStatus{Paused: true, Counters: []Counter{{"repaired", 7}}, Vnodes: []MaintVnode{{Self: sampleNode(r), Succ: sampleNode(r), LastRound: -5, Running: true, Queued: 3, QueuedSize: 24000}}},
 		&TreeQuery{Prefix: []byte{2, 0xab}, Lo: k, Hi: id.Random(r, id.Bytes)},
 		&TreeInfo{Count: 70, Hash: make([]byte, TreeHashBytes), Keys: []id.ID{k, k}, Expiries: []int64{0, 1700000000123456789}, Sizes: []uint64{0, 65536}, Children: []TreeChild{{Prefix: []byte{1, 4}, Count: 3, Hash: make([]byte, TreeHashBytes)}}},
-		&NextHopResp{Done: true, Succs: sampleNodes(r, 2), Next: sampleNodes(r, 3)},
+		&NextHopInfo{Done: true, Succs: sampleNodes(r, 2), Next: sampleNodes(r, 3)},
 		&ClientLookup{Key: id.Random(r, 64)},
 		&RingInfo{Vnodes: []VnodeInfo{{
 			Self: sampleNode(r), Preds: sampleNodes(r, 2), Succs: sampleNodes(r, 2),

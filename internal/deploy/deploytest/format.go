@@ -101,7 +101,7 @@ func (c *Cluster) FormatMsg(m wire.Msg) string {
 		return s
 	case *wire.NextHop:
 		return fmt.Sprintf("%s key=%s min=%d", t, c.ID(m.Key), m.MinSuccs)
-	case *wire.NextHopResp:
+	case *wire.NextHopInfo:
 		if m.Done {
 			return fmt.Sprintf("%s done succs=%s", t, c.Refs(m.Succs))
 		}
