@@ -26,6 +26,14 @@
 // and the message to schema.proto; append "N protocol Foo" to
 // testdata/types.txt; and add a sample to samples() in wire_test.go.
 //
+// Names follow one convention: a request is named for what it does or
+// asks (StoreBlock, FetchBlock, GetNeighbors, GetRingInfo, NextHop,
+// TreeQuery, Audit); a reply for what it carries (Block, BlockInfo,
+// Neighbors, RingInfo, NextHopInfo, TreeInfo, AuditProof), XDone for the
+// outcome of a client's operation (PutDone, StatDone, LookupDone), or Ack
+// and Error. A rename keeps the number: append "N protocol NEW renames
+// OLD" to testdata/types.txt.
+//
 // Clone copies a message as the codec would (the simulator's hot path uses
 // it in place of an encode and a decode); TestCloneIsTheCodec fills every
 // field of every type and compares Clone(m) with Decode(Encode(m)).
