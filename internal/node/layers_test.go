@@ -108,6 +108,11 @@ var layers = []layer{
 	{pkg: "testutil", says: "Only tests and test-helper packages (deploytest, storetest) may import it",
 		from: []string{internalGroup, module + "/cmd/triad"}, forbid: []string{in("testutil")},
 		except: []string{in("deploy/deploytest"), in("store/storetest")}},
+	{pkg: "proc", says: "It imports no other package of triad",
+		only: []string{}},
+	{pkg: "proc", says: "only internal/bench and the tests may import it",
+		from: []string{internalGroup, module + "/cmd/triad"}, forbid: []string{in("proc")},
+		except: []string{in("bench")}, via: []string{in("bench")}},
 	{pkg: "store/disk", says: "Node logic must not import it",
 		from: []string{nodeLogicGroup}, forbid: []string{in("store/disk")}},
 }

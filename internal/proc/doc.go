@@ -25,7 +25,7 @@
 // exits, which Go does only for a goroutine locked to its thread, so no
 // such goroutine may start a Proc.
 //
-// Layer: a harness above the whole system, for internal/bench and the
-// tests; it uses the standard library only, and the system under test
-// only as a binary.
+// Layer: a harness above the whole system; it uses the standard library
+// only, and the system under test only as a binary. It imports no other
+// package of triad, and only internal/bench and the tests may import it.
 package proc
