@@ -380,14 +380,19 @@ func (h gatedBlockHandler) Handle(env node.Env, ev node.Event) {
 		if ev.Env.Kind != wire.Request {
 			return
 		}
-		if _, ok := ev.Env.Msg.(*wire.ClientGet); ok {
+		switch ev.Env.Msg.(type) {
+		case *wire.ClientGet, *wire.ClientStat:
 			env.Offload(gatedRead{ev, h.gate})
 			return
 		}
 		env.Send(ev.From, wire.Envelope{Kind: wire.Reply, ReqID: ev.Env.ReqID, Msg: &wire.Ack{}})
 	case node.WorkDone:
 		in := ev.Result.(node.MsgIn)
-		env.Send(in.From, wire.Envelope{Kind: wire.Reply, ReqID: in.Env.ReqID, Msg: &wire.Block{Data: h.data}})
+		var reply wire.Msg = &wire.Block{Data: h.data}
+		if _, ok := in.Env.Msg.(*wire.ClientStat); ok {
+			reply = &wire.StatDone{}
+		}
+		env.Send(in.From, wire.Envelope{Kind: wire.Reply, ReqID: in.Env.ReqID, Msg: reply})
 	}
 }
 
@@ -464,5 +469,33 @@ func TestRequestsInServiceHoldReplyRoom(t *testing.T) {
 				t.Errorf("%d bytes queued on one connection, over MaxQueuedBytes %d", n, d.cfg.MaxQueuedBytes)
 			}
 		})
+	}
+}
+
+// TestSmallRepliesHoldLittleRoom: a request whose reply cannot carry a
+// block (a stat, a store's Ack) holds a small room, so a peer's many
+// stores in service at once are not held to three per connection as
+// block reads are: 24 stats in service on one connection are all read.
+func TestSmallRepliesHoldLittleRoom(t *testing.T) {
+	const requests = 24
+	gate := make(chan struct{})
+	d := runDriver(t, Config{}, gatedBlockHandler{gate: gate})
+	var reqs []byte
+	for i := range requests {
+		reqs = wire.AppendFrame(reqs, wire.Envelope{Kind: wire.Request, ReqID: uint64(i + 1), Msg: &wire.ClientStat{}})
+	}
+	c := dialFrom(t, "127.0.0.2", d.Addr())
+	if _, err := c.Write(reqs); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "every request read, or reading paused", func() bool {
+		return d.Stats.FramesIn.Load() == requests || d.Stats.ReadPauses.Load() > 0
+	})
+	if n, p := d.Stats.FramesIn.Load(), d.Stats.ReadPauses.Load(); n != requests || p != 0 {
+		t.Errorf("%d of %d stats read before any reply, reading paused %d times: want all read", n, requests, p)
+	}
+	close(gate)
+	if err := readReplies(c, requests); err != nil {
+		t.Error(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,11 +37,12 @@ type conn struct {
 	queued int  // bytes in q and in the writer's hands
 	shut   bool // closeQueue was called: no more frames
 	wake   chan struct{}
-	// inService holds, oldest first, until when each request read on this
-	// accepted connection and not yet answered holds room for its reply
-	// (replyEstimate bytes; see waitRoom). expiry gives back the room of
+	// inService holds, oldest first, each request read on this accepted
+	// connection and not yet answered, with the room it holds for its
+	// reply (Driver.roomFor; see waitRoom). expiry gives back the room of
 	// those unanswered after serviceTimeout.
-	inService []time.Time
+	inService []service
+	reserved  int // the room the requests in service hold
 	expiry    *time.Timer
 
 	once   sync.Once
@@ -116,11 +118,11 @@ func (c *conn) sent(n int) {
 func (c *conn) pauseAt() int { return c.d.cfg.MaxQueuedBytes / 2 }
 
 // waitRoom waits until a request read now would have room for its reply:
-// until the bytes queued on this route, with replyEstimate for each
-// request in service and one more, are within pauseAt, and the same
-// across the node within half of MaxQueuedBytesTotal. A reply of up to
-// twice the estimate then never finds its queue full: the replies of the
-// requests read fit in the half left. Nothing queued and nothing in
+// until the bytes queued on this route, with the room each request in
+// service holds and a block's room for one more, are within pauseAt, and
+// the same across the node within half of MaxQueuedBytesTotal. A reply of
+// up to twice its room then never finds its queue full: the replies of
+// the requests read fit in the half left. Nothing queued and nothing in
 // service always leaves room here, so the wait ends as writers drain,
 // requests are answered or expire, and routes close (a client that reads
 // nothing fails the writer's deadline).
@@ -143,18 +145,28 @@ func (c *conn) waitRoom() {
 	}
 }
 
-// hasRoom reports whether one more request in service fits (see waitRoom).
+// hasRoom reports whether one more request in service fits (see
+// waitRoom): its type is not known before it is read, so it counts as one
+// whose reply may carry a block.
 func (c *conn) hasRoom() bool {
 	d := c.d
-	est := d.replyEstimate()
+	est := d.roomFor(true)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.shut {
 		return true
 	}
-	mine := c.queued + (len(c.inService)+1)*est
+	mine := c.queued + c.reserved + est
 	all := d.queuedTotal.Load() + d.reservedTotal.Load() + int64(est)
 	return mine <= c.pauseAt() && all <= int64(d.cfg.MaxQueuedBytesTotal/2)
+}
+
+// service is a request in service on an accepted connection: the room it
+// holds for its reply, until when, and its request id (its reply's).
+type service struct {
+	until time.Time
+	id    uint64
+	room  int
 }
 
 // serviceTimeout is how long a request in service holds room for its
@@ -164,29 +176,34 @@ func (c *conn) hasRoom() bool {
 const serviceTimeout = 10 * time.Second
 
 // serve notes a request read on this accepted connection and handed to
-// the loop: it holds replyEstimate bytes of room until settle or
+// the loop: it holds room bytes for its reply until settle or
 // serviceTimeout.
-func (c *conn) serve() {
+func (c *conn) serve(id uint64, room int) {
 	d := c.d
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.shut {
 		return // the writer has stopped, or will: no reply goes out
 	}
-	c.inService = append(c.inService, time.Now().Add(serviceTimeout))
-	d.reservedTotal.Add(int64(d.replyEstimate()))
+	c.inService = append(c.inService, service{time.Now().Add(serviceTimeout), id, room})
+	c.reserved += room
+	d.reservedTotal.Add(int64(room))
 	if c.expiry == nil {
 		c.expiry = time.AfterFunc(serviceTimeout, c.expire)
 	}
 }
 
-// settle gives back the room of the oldest request in service, once a
-// reply on this route has been queued (or dropped).
-func (c *conn) settle() {
+// settle gives back the room of the request in service that id answers,
+// once its reply has been queued (or dropped) on this route.
+func (c *conn) settle(id uint64) {
 	c.mu.Lock()
-	n := c.unreserve(1)
+	i := slices.IndexFunc(c.inService, func(s service) bool { return s.id == id })
+	if i >= 0 {
+		c.release(c.inService[i])
+		c.inService = slices.Delete(c.inService, i, i+1)
+	}
 	c.mu.Unlock()
-	if n > 0 {
+	if i >= 0 {
 		c.d.replyRoom.notify()
 	}
 }
@@ -197,13 +214,14 @@ func (c *conn) expire() {
 	now := time.Now()
 	c.mu.Lock()
 	n := 0
-	for n < len(c.inService) && !c.inService[n].After(now) {
+	for n < len(c.inService) && !c.inService[n].until.After(now) {
+		c.release(c.inService[n])
 		n++
 	}
-	c.unreserve(n)
+	c.inService = slices.Delete(c.inService, 0, n)
 	c.expiry = nil
 	if len(c.inService) > 0 && !c.shut {
-		c.expiry = time.AfterFunc(c.inService[0].Sub(now), c.expire)
+		c.expiry = time.AfterFunc(c.inService[0].until.Sub(now), c.expire)
 	}
 	c.mu.Unlock()
 	if n > 0 {
@@ -211,16 +229,10 @@ func (c *conn) expire() {
 	}
 }
 
-// unreserve gives back the room of the n oldest requests in service (or
-// of all, if fewer) and says how many; c.mu is held.
-func (c *conn) unreserve(n int) int {
-	n = min(n, len(c.inService))
-	if n == 0 {
-		return 0
-	}
-	c.inService = append(c.inService[:0], c.inService[n:]...)
-	c.d.reservedTotal.Add(-int64(n * c.d.replyEstimate()))
-	return n
+// release gives back the room s holds; c.mu is held.
+func (c *conn) release(s service) {
+	c.reserved -= s.room
+	c.d.reservedTotal.Add(-int64(s.room))
 }
 
 // closeQueue asks the writer to flush what is queued and stop.
@@ -239,7 +251,10 @@ func (c *conn) discard() {
 	c.mu.Lock()
 	c.d.queuedTotal.Add(-int64(c.queued))
 	c.q, c.queued = nil, 0
-	c.unreserve(len(c.inService))
+	for _, s := range c.inService {
+		c.release(s)
+	}
+	c.inService = nil
 	if c.expiry != nil {
 		c.expiry.Stop()
 		c.expiry = nil

@@ -721,7 +721,7 @@ func (a *accepted) run(acts []action, e wire.Envelope, ch charge) bool {
 // on the route until it is answered (see conn.waitRoom).
 func (a *accepted) serve(e wire.Envelope) {
 	if e.Kind == wire.Request && a.route != nil {
-		a.route.serve()
+		a.route.serve(e.ReqID, a.d.roomFor(wire.BigReply(e.Msg.Type())))
 	}
 }
 
@@ -918,7 +918,7 @@ func (d *Driver) send(to node.Addr, e wire.Envelope) {
 	}
 	d.mu.Unlock()
 	if e.Kind == wire.Reply {
-		defer c.settle() // its request no longer holds room, once it is queued
+		defer c.settle(e.ReqID) // its request no longer holds room, once it is queued
 	}
 	// A frame that would not fit is not encoded: a client asking for
 	// blocks it never reads costs no copies of them.
@@ -931,11 +931,18 @@ func (d *Driver) send(to node.Addr, e wire.Envelope) {
 	}
 }
 
-// replyEstimate is the room a request in service holds for its reply,
-// whose size is not known until it comes: an eighth of MaxQueuedBytes
-// (1 MiB by default), so that four requests are in service on a
-// connection with nothing queued.
-func (d *Driver) replyEstimate() int { return d.cfg.MaxQueuedBytes / 8 }
+// roomFor is the room a request in service holds for its reply, whose
+// size is not known until it comes: for a request whose reply may carry a
+// block (wire.BigReply), an eighth of MaxQueuedBytes (1 MiB by default),
+// so that three such are in service on a connection with nothing queued;
+// for any other (an Ack, a list of nodes, a tree node), a 128th (64 KiB),
+// so that a peer's stores and lookups are not held to a block's room.
+func (d *Driver) roomFor(big bool) int {
+	if big {
+		return d.cfg.MaxQueuedBytes / 8
+	}
+	return d.cfg.MaxQueuedBytes / 128
+}
 
 // notePeak raises queuedPeak to n if n is more.
 func (d *Driver) notePeak(n int64) {

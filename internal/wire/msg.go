@@ -124,7 +124,10 @@ type typeInfo struct {
 	typ  Type
 	name string // as in testdata/types.txt and the logs
 	role Role   // who may send it
-	new  func() Msg
+	// bigReply: a request of this type may be answered with a block (up to
+	// the frame limit), so a driver holds more room for its reply.
+	bigReply bool
+	new      func() Msg
 }
 
 // types is every message type the codec knows, one line each, in number
@@ -133,49 +136,49 @@ type typeInfo struct {
 // testdata/types.txt and its schema in schema.proto. newMsg, Type.String
 // and RoleOf read it; TestTypeRegistry holds it to the registry.
 var types = [...]typeInfo{
-	{TypePing, "Ping", RoleClient, newOf[Ping]},
-	{TypeAck, "Ack", RoleNode, newOf[Ack]},
-	{TypeError, "Error", RoleNode, newOf[Error]},
-	{TypeChallenge, "Challenge", RoleNode, newOf[Challenge]},
-	{TypeProof, "Proof", RoleNode, newOf[Proof]},
+	{TypePing, "Ping", RoleClient, false, newOf[Ping]},
+	{TypeAck, "Ack", RoleNode, false, newOf[Ack]},
+	{TypeError, "Error", RoleNode, false, newOf[Error]},
+	{TypeChallenge, "Challenge", RoleNode, false, newOf[Challenge]},
+	{TypeProof, "Proof", RoleNode, false, newOf[Proof]},
 
-	{TypeStabilize, "Stabilize", RoleNode, newOf[Stabilize]},
-	{TypeGetNeighbors, "GetNeighbors", RoleNode, newOf[GetNeighbors]},
-	{TypeNeighbors, "Neighbors", RoleNode, newOf[Neighbors]},
-	{TypeLookup, "Lookup", RoleNode, newOf[Lookup]},
-	{TypeLookupDone, "LookupDone", RoleNode, newOf[LookupDone]},
-	{TypeNextHop, "NextHop", RoleNode, newOf[NextHop]},
-	{TypeNextHopInfo, "NextHopInfo", RoleNode, newOf[NextHopInfo]},
-	{TypeLeave, "Leave", RoleNode, newOf[Leave]},
-	{TypeGetRingInfo, "GetRingInfo", RoleClient, newOf[GetRingInfo]},
-	{TypeRingInfo, "RingInfo", RoleNode, newOf[RingInfo]},
-	{TypeClientLookup, "ClientLookup", RoleClient, newOf[ClientLookup]},
+	{TypeStabilize, "Stabilize", RoleNode, false, newOf[Stabilize]},
+	{TypeGetNeighbors, "GetNeighbors", RoleNode, false, newOf[GetNeighbors]},
+	{TypeNeighbors, "Neighbors", RoleNode, false, newOf[Neighbors]},
+	{TypeLookup, "Lookup", RoleNode, false, newOf[Lookup]},
+	{TypeLookupDone, "LookupDone", RoleNode, false, newOf[LookupDone]},
+	{TypeNextHop, "NextHop", RoleNode, false, newOf[NextHop]},
+	{TypeNextHopInfo, "NextHopInfo", RoleNode, false, newOf[NextHopInfo]},
+	{TypeLeave, "Leave", RoleNode, false, newOf[Leave]},
+	{TypeGetRingInfo, "GetRingInfo", RoleClient, false, newOf[GetRingInfo]},
+	{TypeRingInfo, "RingInfo", RoleNode, false, newOf[RingInfo]},
+	{TypeClientLookup, "ClientLookup", RoleClient, false, newOf[ClientLookup]},
 
-	{TypeStoreBlock, "StoreBlock", RoleNode, newOf[StoreBlock]},
-	{TypeFetchBlock, "FetchBlock", RoleNode, newOf[FetchBlock]},
-	{TypeBlock, "Block", RoleNode, newOf[Block]},
-	{TypeStatBlock, "StatBlock", RoleClient, newOf[StatBlock]},
-	{TypeBlockInfo, "BlockInfo", RoleNode, newOf[BlockInfo]},
-	{TypeClientPut, "ClientPut", RoleClient, newOf[ClientPut]},
-	{TypePutDone, "PutDone", RoleNode, newOf[PutDone]},
-	{TypeClientGet, "ClientGet", RoleClient, newOf[ClientGet]},
-	{TypeClientStat, "ClientStat", RoleClient, newOf[ClientStat]},
-	{TypeStatDone, "StatDone", RoleNode, newOf[StatDone]},
-	{TypeClientPutBatch, "ClientPutBatch", RoleClient, newOf[ClientPutBatch]},
-	{TypePutBatchDone, "PutBatchDone", RoleNode, newOf[PutBatchDone]},
+	{TypeStoreBlock, "StoreBlock", RoleNode, false, newOf[StoreBlock]},
+	{TypeFetchBlock, "FetchBlock", RoleNode, true, newOf[FetchBlock]},
+	{TypeBlock, "Block", RoleNode, false, newOf[Block]},
+	{TypeStatBlock, "StatBlock", RoleClient, false, newOf[StatBlock]},
+	{TypeBlockInfo, "BlockInfo", RoleNode, false, newOf[BlockInfo]},
+	{TypeClientPut, "ClientPut", RoleClient, false, newOf[ClientPut]},
+	{TypePutDone, "PutDone", RoleNode, false, newOf[PutDone]},
+	{TypeClientGet, "ClientGet", RoleClient, true, newOf[ClientGet]},
+	{TypeClientStat, "ClientStat", RoleClient, false, newOf[ClientStat]},
+	{TypeStatDone, "StatDone", RoleNode, false, newOf[StatDone]},
+	{TypeClientPutBatch, "ClientPutBatch", RoleClient, false, newOf[ClientPutBatch]},
+	{TypePutBatchDone, "PutBatchDone", RoleNode, false, newOf[PutBatchDone]},
 
-	{TypeTreeQuery, "TreeQuery", RoleNode, newOf[TreeQuery]},
-	{TypeTreeInfo, "TreeInfo", RoleNode, newOf[TreeInfo]},
-	{TypeGetMaintStatus, "GetMaintStatus", RoleClient, newOf[GetMaintStatus]},
-	{TypeMaintStatus, "MaintStatus", RoleNode, newOf[MaintStatus]},
-	{TypeMaintControl, "MaintControl", RoleOperator, newOf[MaintControl]}, // pausing maintenance
-	{TypeAudit, "Audit", RoleNode, newOf[Audit]},
-	{TypeAuditProof, "AuditProof", RoleNode, newOf[AuditProof]},
+	{TypeTreeQuery, "TreeQuery", RoleNode, false, newOf[TreeQuery]},
+	{TypeTreeInfo, "TreeInfo", RoleNode, false, newOf[TreeInfo]},
+	{TypeGetMaintStatus, "GetMaintStatus", RoleClient, false, newOf[GetMaintStatus]},
+	{TypeMaintStatus, "MaintStatus", RoleNode, false, newOf[MaintStatus]},
+	{TypeMaintControl, "MaintControl", RoleOperator, false, newOf[MaintControl]}, // pausing maintenance
+	{TypeAudit, "Audit", RoleNode, false, newOf[Audit]},
+	{TypeAuditProof, "AuditProof", RoleNode, false, newOf[AuditProof]},
 
-	{TypeCCRequest, "CCRequest", RoleNode, newOf[CCRequest]},
-	{TypeCCAck, "CCAck", RoleNode, newOf[CCAck]},
-	{TypeCCPause, "CCPause", RoleNode, newOf[CCPause]},
-	{TypeCCFlood, "CCFlood", RoleOperator, newOf[CCFlood]}, // setting the routed-request load generator
+	{TypeCCRequest, "CCRequest", RoleNode, false, newOf[CCRequest]},
+	{TypeCCAck, "CCAck", RoleNode, false, newOf[CCAck]},
+	{TypeCCPause, "CCPause", RoleNode, false, newOf[CCPause]},
+	{TypeCCFlood, "CCFlood", RoleOperator, false, newOf[CCFlood]}, // setting the routed-request load generator
 }
 
 // newOf makes the zero message of type T, for the types table.
@@ -218,6 +221,14 @@ func RoleOf(t Type) Role {
 		return ti.role
 	}
 	return RoleNode
+}
+
+// BigReply reports whether a request of type t may be answered with a
+// block (up to the frame limit), so that a driver holds more room for its
+// reply than for another's; false for an unknown type.
+func BigReply(t Type) bool {
+	ti := byType[t]
+	return ti != nil && ti.bigReply
 }
 
 // String names the type, for logs and errors.

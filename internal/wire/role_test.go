@@ -23,3 +23,17 @@ func TestRoleOf(t *testing.T) {
 		}
 	}
 }
+
+// Only the requests answered with a block have a big reply: a driver
+// holds a block's room for those and little for the rest.
+func TestBigReply(t *testing.T) {
+	for _, ti := range types {
+		want := ti.typ == TypeFetchBlock || ti.typ == TypeClientGet
+		if got := BigReply(ti.typ); got != want {
+			t.Errorf("BigReply(%s) = %v, want %v", ti.name, got, want)
+		}
+	}
+	if BigReply(Type(999)) {
+		t.Error("an unknown type has a big reply")
+	}
+}
