@@ -24,8 +24,9 @@
 //   - outbound frames: MaxQueuedBytes queued per connection and
 //     MaxQueuedBytesTotal in all (more are dropped and counted, as a lossy
 //     network would); a request read on an accepted connection holds
-//     room for its reply (an eighth of MaxQueuedBytes) until it is
-//     answered, and the connection is not read while its replies queued
+//     room for its reply until it is answered (an eighth of
+//     MaxQueuedBytes if its reply may carry a block, wire.BigReply, else
+//     a 128th), and the connection is not read while its replies queued
 //     and in service, with one more, pass half of MaxQueuedBytes, or the
 //     node's pass half of MaxQueuedBytesTotal: a client that asks and
 //     never reads is held back by TCP, not by the node's memory, and one

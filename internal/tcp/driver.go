@@ -49,11 +49,12 @@ type Config struct {
 	// MaxQueuedBytes bounds the bytes of frames queued on one connection
 	// and not yet written to its socket; a frame past it is dropped and
 	// counted (Stats.QueueDrops). The reader of an accepted connection
-	// reads a request only while the replies queued on it, with an eighth
-	// of this for each request read and not yet answered and one more,
-	// are within half of this (and the same across the node within half
-	// of MaxQueuedBytesTotal), so replies of up to a quarter of this are
-	// never dropped for want of room. At least MaxFrameBytes+4. Default
+	// reads a request only while the replies queued on it, with the room
+	// each request read and not yet answered holds (an eighth of this if
+	// its reply may carry a block, a 128th if not; see roomFor) and an
+	// eighth for one more, are within half of this (and the same across
+	// the node within half of MaxQueuedBytesTotal), so a reply of up to
+	// twice its room is never dropped for want of room. At least MaxFrameBytes+4. Default
 	// 8 MiB.
 	MaxQueuedBytes int
 	// MaxQueuedBytesTotal bounds the same across all connections.
