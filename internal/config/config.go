@@ -176,7 +176,7 @@ func parse(path string, data []byte, peerTable string) (*File, error) {
 		return nil, bad(line, "not TOML: %v", err)
 	}
 	for _, pe := range f.Peers {
-		if err := pe.check(); err != nil {
+		if err := pe.Check(); err != nil {
 			return nil, bad(pe.Line, "peer: %v", err)
 		}
 	}
@@ -253,8 +253,10 @@ func (p *Peer) set(key, value string) error {
 	return nil
 }
 
-// check reports what is missing or malformed in a peer.
-func (p *Peer) check() error {
+// Check reports what is missing or malformed in a peer: a file's peers
+// are checked as they are parsed, and a site checks peers made in code
+// (triad up's) the same way.
+func (p *Peer) Check() error {
 	switch {
 	case p.Name == "" || strings.ContainsAny(p.Name, "!: \t"):
 		return fmt.Errorf("name %q: want the peer's Path name", p.Name)

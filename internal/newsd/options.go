@@ -318,25 +318,13 @@ func (o *Options) peers() ([]peering.Peer, error) {
 // TLSSecret makes the link mutual TLS instead.
 func peerOf(c config.Peer, seen map[string]bool) (peering.Peer, error) {
 	p := peering.Peer{Name: c.Name, Addr: c.Addr, Password: c.Secret, Groups: c.Groups}
-	if p.Name == "" || strings.ContainsAny(p.Name, "!:") || seen[p.Name] {
+	if err := c.Check(); err != nil { // as a file's peers are when parsed
+		return p, err
+	}
+	if seen[p.Name] {
 		return p, fmt.Errorf("peer name %q is not a unique Path name", p.Name)
 	}
 	seen[p.Name] = true
-	if _, _, err := net.SplitHostPort(p.Addr); err != nil {
-		return p, fmt.Errorf("address %q: %v", p.Addr, err)
-	}
-	switch c.Mode {
-	case "announce":
-		p.Mode = peering.Announce
-	case "mesh":
-		p.Mode = peering.Mesh
-	case "feed":
-		p.Mode = peering.Feed
-	default:
-		return p, fmt.Errorf("mode %q: want announce, mesh or feed", c.Mode)
-	}
-	if p.Password == "" && p.Mode != peering.Feed {
-		return p, errors.New("an announce peer needs a secret: it is how the peer is known when it announces")
-	}
+	p.Mode = map[string]peering.PeerMode{"announce": peering.Announce, "mesh": peering.Mesh, "feed": peering.Feed}[c.Mode]
 	return p, nil
 }
