@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"triad/internal/nntp/nntptest"
 	"triad/internal/usenet"
 )
 
@@ -62,20 +63,20 @@ func TestFailedListingIsNotAcknowledged(t *testing.T) {
 					c, _ := ts.dial(t)
 					switch v.verb {
 					case "POST":
-						code(t, c.cmd("POST"), "340")
+						nntptest.Code(t, c.Status("POST"), "340")
 					case "IHAVE":
-						code(t, c.cmd("IHAVE %s", id), "335")
+						nntptest.Code(t, c.Status("IHAVE %s", id), "335")
 					case "TAKETHIS":
-						code(t, c.cmd("MODE STREAM"), "203")
+						nntptest.Code(t, c.Status("MODE STREAM"), "203")
 						if err := c.Send("TAKETHIS " + id); err != nil {
 							t.Fatal(err)
 						}
 					}
-					c.sendArticle(article(id, "local.test", "body\r\n"))
-					return c, c.line()
+					c.SendText(article(id, "local.test", "body\r\n"))
+					return c, c.Line()
 				}
 				c, reply := offer()
-				code(t, reply, v.failed)
+				nntptest.Code(t, reply, v.failed)
 				if v.verb == "TAKETHIS" {
 					if l, err := c.ReadLine(); err == nil {
 						t.Fatalf("after a 400 the feed is still open: %q", l)
@@ -83,22 +84,22 @@ func TestFailedListingIsNotAcknowledged(t *testing.T) {
 				}
 
 				r, _ := ts.dial(t)
-				code(t, r.cmd("MODE STREAM"), "203")
-				code(t, r.cmd("GROUP local.test"), "211 0 1 0 local.test")
-				code(t, r.cmd("STAT 1"), "423")
-				code(t, r.cmd("OVER 1-"), "423")
-				code(t, r.cmd("ARTICLE %s", id), "430")
-				code(t, r.cmd("CHECK %s", id), "238 "+id)
+				nntptest.Code(t, r.Status("MODE STREAM"), "203")
+				nntptest.Code(t, r.Status("GROUP local.test"), "211 0 1 0 local.test")
+				nntptest.Code(t, r.Status("STAT 1"), "423")
+				nntptest.Code(t, r.Status("OVER 1-"), "423")
+				nntptest.Code(t, r.Status("ARTICLE %s", id), "430")
+				nntptest.Code(t, r.Status("CHECK %s", id), "238 "+id)
 				if _, found, err := ts.site.List().Lookup(id); found || err != nil {
 					t.Fatalf("in the history (%v) after a failed listing", err)
 				}
 
 				fail.Store(false)
 				_, reply = offer()
-				code(t, reply, v.ok)
-				code(t, r.cmd("GROUP local.test"), "211 1 1 1 local.test")
-				code(t, r.cmd("STAT 1"), "223 1 "+id)
-				code(t, r.cmd("CHECK %s", id), "438 "+id)
+				nntptest.Code(t, reply, v.ok)
+				nntptest.Code(t, r.Status("GROUP local.test"), "211 1 1 1 local.test")
+				nntptest.Code(t, r.Status("STAT 1"), "223 1 "+id)
+				nntptest.Code(t, r.Status("CHECK %s", id), "438 "+id)
 			})
 		}
 	}

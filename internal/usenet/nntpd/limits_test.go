@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/nntp/nntptest"
 	"triad/internal/testutil"
 	"triad/internal/usenet"
 )
@@ -37,10 +38,10 @@ func TestOverAndHdrAcrossPages(t *testing.T) {
 	const n = 2*overPage + 345
 	listArticles(t, ts, n)
 	c, _ := ts.dial(t)
-	code(t, c.cmd("GROUP local.test"), "211")
+	nntptest.Code(t, c.Status("GROUP local.test"), "211")
 	for _, cmd := range []string{"OVER 1-1000000", "XOVER 1-", "HDR Subject 1-", "XHDR Subject 1-"} {
-		c.cmd("%s", cmd)
-		lines := c.block()
+		c.Status("%s", cmd)
+		lines := c.Block()
 		if len(lines) != n {
 			t.Fatalf("%s: %d lines, want %d", cmd, len(lines), n)
 		}
@@ -50,8 +51,8 @@ func TestOverAndHdrAcrossPages(t *testing.T) {
 			}
 		}
 	}
-	code(t, c.cmd("OVER %d-%d", overPage, overPage+1), "224")
-	if lines := c.block(); len(lines) != 2 || !strings.HasPrefix(lines[1], fmt.Sprint(overPage+1, "\t")) {
+	nntptest.Code(t, c.Status("OVER %d-%d", overPage, overPage+1), "224")
+	if lines := c.Block(); len(lines) != 2 || !strings.HasPrefix(lines[1], fmt.Sprint(overPage+1, "\t")) {
 		t.Fatalf("OVER across one page boundary: %q", lines)
 	}
 }
@@ -63,12 +64,12 @@ func TestStalledReaderIsDropped(t *testing.T) {
 	ts := startServer(t, Config{WriteTimeout: 300 * time.Millisecond}, usenet.SiteConfig{})
 	listArticles(t, ts, 60000) // about 8 MB of overview: more than the sockets hold
 	slow, _ := ts.dial(t)
-	code(t, slow.cmd("GROUP local.test"), "211")
+	nntptest.Code(t, slow.Status("GROUP local.test"), "211")
 	if err := slow.Send("OVER 1-1000000"); err != nil {
 		t.Fatal(err)
 	}
 	c, _ := ts.dial(t)
-	code(t, c.cmd("GROUP local.test"), "211")
+	nntptest.Code(t, c.Status("GROUP local.test"), "211")
 	testutil.WaitFor(t, 20*time.Second, "the stalled reader to be dropped", func() bool { return ts.srv.Conns() <= 1 })
-	code(t, c.cmd("STAT 5"), "223")
+	nntptest.Code(t, c.Status("STAT 5"), "223")
 }

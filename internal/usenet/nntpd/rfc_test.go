@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/nntp/nntptest"
 	"triad/internal/usenet"
 )
 
@@ -35,11 +36,11 @@ func TestHelpLinesEndInCRLF(t *testing.T) {
 		}
 		return l
 	}
-	code(t, readLine(), "200")
+	nntptest.Code(t, readLine(), "200")
 	if _, err := conn.Write([]byte("HELP\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	code(t, readLine(), "100")
+	nntptest.Code(t, readLine(), "100")
 	n := 0
 	for l := readLine(); l != ".\r\n"; l = readLine() {
 		n++
@@ -55,14 +56,14 @@ func TestHelpLinesEndInCRLF(t *testing.T) {
 func TestGroupWithoutArgumentIs501(t *testing.T) {
 	ts := startServer(t, Config{}, usenet.SiteConfig{})
 	c, _ := ts.dial(t)
-	code(t, c.cmd("GROUP"), "501")
-	code(t, c.cmd("GROUP local.test extra"), "501")
-	code(t, c.cmd("LISTGROUP"), "412")
-	code(t, c.cmd("STAT 1"), "412")
-	code(t, c.cmd("GROUP local.test"), "211")
-	code(t, c.cmd("GROUP"), "501")
-	code(t, c.cmd("LISTGROUP"), "211")
-	c.block()
+	nntptest.Code(t, c.Status("GROUP"), "501")
+	nntptest.Code(t, c.Status("GROUP local.test extra"), "501")
+	nntptest.Code(t, c.Status("LISTGROUP"), "412")
+	nntptest.Code(t, c.Status("STAT 1"), "412")
+	nntptest.Code(t, c.Status("GROUP local.test"), "211")
+	nntptest.Code(t, c.Status("GROUP"), "501")
+	nntptest.Code(t, c.Status("LISTGROUP"), "211")
+	c.Block()
 }
 
 // An article of 900 KB of folded header lines is refused with each
@@ -72,22 +73,22 @@ func TestFoldedHeaderArticleRefused(t *testing.T) {
 	ts := startServer(t, Config{}, usenet.SiteConfig{})
 	c, _ := ts.dial(t)
 	raw := string(foldedArticle(900_000, 4))
-	code(t, c.cmd("POST"), "340")
-	c.sendArticle(raw)
-	code(t, c.line(), "441")
-	code(t, c.cmd("IHAVE <fold@example.com>"), "335")
-	c.sendArticle(raw)
-	code(t, c.line(), "437")
+	nntptest.Code(t, c.Status("POST"), "340")
+	c.SendText(raw)
+	nntptest.Code(t, c.Line(), "441")
+	nntptest.Code(t, c.Status("IHAVE <fold@example.com>"), "335")
+	c.SendText(raw)
+	nntptest.Code(t, c.Line(), "437")
 	if err := c.Send("TAKETHIS <fold@example.com>"); err != nil {
 		t.Fatal(err)
 	}
-	c.sendArticle(raw)
-	code(t, c.line(), "439 <fold@example.com>")
-	code(t, c.cmd("STAT <fold@example.com>"), "430")
+	c.SendText(raw)
+	nntptest.Code(t, c.Line(), "439 <fold@example.com>")
+	nntptest.Code(t, c.Status("STAT <fold@example.com>"), "430")
 	// Headers at the limits are taken.
-	code(t, c.cmd("IHAVE <fold@example.com>"), "335")
-	c.sendArticle(string(foldedArticle(usenet.MaxHeaderBytes-1000, 33)))
-	code(t, c.line(), "235")
+	nntptest.Code(t, c.Status("IHAVE <fold@example.com>"), "335")
+	c.SendText(string(foldedArticle(usenet.MaxHeaderBytes-1000, 33)))
+	nntptest.Code(t, c.Line(), "235")
 }
 
 // foldedArticle is an article whose X-Fold header is folded over
@@ -124,23 +125,23 @@ func TestListedWithoutSpoolAnswersGroupAndOver(t *testing.T) {
 		t.Fatalf("Add: %d, %v", n, err)
 	}
 	c, _ := ts.dial(t)
-	code(t, c.cmd("GROUP local.test"), "211 1 1 1 local.test")
-	code(t, c.cmd("OVER 1"), "224")
-	over := c.block()
+	nntptest.Code(t, c.Status("GROUP local.test"), "211 1 1 1 local.test")
+	nntptest.Code(t, c.Status("OVER 1"), "224")
+	over := c.Block()
 	want := "1\tannounced <flood@peer.example>\tPeer <p@peer.example>\tSat, 21 Nov 2026 10:00:00 +0000\t<flood@peer.example>\t\t1234\t17\tXref: test.site local.test:1 local.other:1"
 	if len(over) != 1 || over[0] != want {
 		t.Fatalf("OVER 1: %q\nwant %q", over, want)
 	}
-	code(t, c.cmd("STAT 1"), "223 1 <flood@peer.example>")
-	code(t, c.cmd("HDR Subject <flood@peer.example>"), "430") // by id HDR rebuilds from the article
-	code(t, c.cmd("ARTICLE 1"), "423")                        // the body is not in this site's spool
-	code(t, c.cmd("MODE STREAM"), "203")
-	code(t, c.cmd("CHECK <flood@peer.example>"), "438 <flood@peer.example>")
+	nntptest.Code(t, c.Status("STAT 1"), "223 1 <flood@peer.example>")
+	nntptest.Code(t, c.Status("HDR Subject <flood@peer.example>"), "430") // by id HDR rebuilds from the article
+	nntptest.Code(t, c.Status("ARTICLE 1"), "423")                        // the body is not in this site's spool
+	nntptest.Code(t, c.Status("MODE STREAM"), "203")
+	nntptest.Code(t, c.Status("CHECK <flood@peer.example>"), "438 <flood@peer.example>")
 	// A new article is numbered after it.
-	code(t, c.cmd("IHAVE <local@example.com>"), "335")
-	c.sendArticle(article("<local@example.com>", "local.test", "here\r\n"))
-	code(t, c.line(), "235")
-	if l := c.cmd("GROUP local.test"); !strings.HasPrefix(l, "211 2 1 2 ") {
+	nntptest.Code(t, c.Status("IHAVE <local@example.com>"), "335")
+	c.SendText(article("<local@example.com>", "local.test", "here\r\n"))
+	nntptest.Code(t, c.Line(), "235")
+	if l := c.Status("GROUP local.test"); !strings.HasPrefix(l, "211 2 1 2 ") {
 		t.Fatalf("GROUP after a local article: %q", l)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"triad/internal/nntp"
+	"triad/internal/nntp/nntptest"
 	"triad/internal/usenet"
 )
 
@@ -74,12 +75,8 @@ func startServerOver(t testing.TB, cfg Config, siteCfg usenet.SiteConfig, spoolO
 	return ts
 }
 
-// testClient is an nntp.Client that fails the test on a broken
-// connection.
-type testClient struct {
-	t *testing.T
-	*nntp.Client
-}
+// testClient fails the test on a broken connection.
+type testClient = nntptest.Client
 
 func (ts *testServer) dial(t *testing.T) (*testClient, string) {
 	t.Helper()
@@ -88,48 +85,7 @@ func (ts *testServer) dial(t *testing.T) (*testClient, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &testClient{t: t, Client: c}, c.Greeting()
-}
-
-func (c *testClient) line() string {
-	c.t.Helper()
-	c.Conn().SetDeadline(time.Now().Add(10 * time.Second))
-	l, err := c.ReadLine()
-	if err != nil {
-		c.t.Fatalf("reading a reply: %v", err)
-	}
-	return string(l)
-}
-
-// cmd sends a line and returns the status line.
-func (c *testClient) cmd(format string, args ...any) string {
-	c.t.Helper()
-	c.Conn().SetDeadline(time.Now().Add(10 * time.Second))
-	if err := c.Send(fmt.Sprintf(format, args...)); err != nil {
-		c.t.Fatal(err)
-	}
-	return c.line()
-}
-
-// block reads a multi-line block's lines, undoing dot-stuffing.
-func (c *testClient) block() []string {
-	c.t.Helper()
-	b, _, err := c.ReadBlock(nil, 64<<20)
-	if err != nil {
-		c.t.Fatalf("reading a block: %v", err)
-	}
-	text := string(nntp.Unstuff(b))
-	if text == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSuffix(text, "\r\n"), "\r\n")
-}
-
-func code(t *testing.T, reply string, want string) {
-	t.Helper()
-	if !strings.HasPrefix(reply, want) {
-		t.Fatalf("reply %q, want %s", reply, want)
-	}
+	return &testClient{T: t, Client: c}, c.Greeting()
 }
 
 func article(id, groups, body string, extra ...string) string {
@@ -139,29 +95,20 @@ func article(id, groups, body string, extra ...string) string {
 	return strings.Join(h, "\r\n") + "\r\n\r\n" + body
 }
 
-// sendArticle writes an article dot-stuffed and terminated. It may run on
-// a goroutine of its own, a feeder's writer.
-func (c *testClient) sendArticle(a string) {
-	c.t.Helper()
-	if err := c.SendArticle([]byte(a)); err != nil {
-		c.t.Errorf("sending an article: %v", err)
-	}
-}
-
 func TestPostReadAndNavigate(t *testing.T) {
 	ts := startServer(t, Config{}, usenet.SiteConfig{})
 	c, hello := ts.dial(t)
-	code(t, hello, "200")
+	nntptest.Code(t, hello, "200")
 	for i := 1; i <= 3; i++ {
-		code(t, c.cmd("POST"), "340")
-		c.sendArticle(fmt.Sprintf("From: p@example.com\r\nNewsgroups: local.test,local.other\r\nSubject: post %d\r\n\r\n.dot line\r\nline two\r\n", i))
-		code(t, c.line(), "240")
+		nntptest.Code(t, c.Status("POST"), "340")
+		c.SendText(fmt.Sprintf("From: p@example.com\r\nNewsgroups: local.test,local.other\r\nSubject: post %d\r\n\r\n.dot line\r\nline two\r\n", i))
+		nntptest.Code(t, c.Line(), "240")
 	}
-	code(t, c.cmd("GROUP local.test"), "211 3 1 3 local.test")
-	code(t, c.cmd("GROUP local.other"), "211 3 1 3 local.other")
-	r := c.cmd("ARTICLE 2")
-	code(t, r, "220 2 <")
-	lines := c.block()
+	nntptest.Code(t, c.Status("GROUP local.test"), "211 3 1 3 local.test")
+	nntptest.Code(t, c.Status("GROUP local.other"), "211 3 1 3 local.other")
+	r := c.Status("ARTICLE 2")
+	nntptest.Code(t, r, "220 2 <")
+	lines := c.Block()
 	if !slices.Contains(lines, "Subject: post 2") || lines[len(lines)-2] != ".dot line" || lines[len(lines)-1] != "line two" {
 		t.Fatalf("article 2: %q", lines)
 	}
@@ -169,83 +116,83 @@ func TestPostReadAndNavigate(t *testing.T) {
 		t.Fatalf("POST did not get a Path: %q", lines)
 	}
 	msgid := strings.Fields(r)[2]
-	code(t, c.cmd("STAT %s", msgid), "223 0 "+msgid)
-	code(t, c.cmd("NEXT"), "223 3 ")
-	code(t, c.cmd("NEXT"), "421")
-	code(t, c.cmd("LAST"), "223 2 ")
-	code(t, c.cmd("HEAD 1"), "221 1 ")
-	if h := c.block(); !slices.Contains(h, "Newsgroups: local.test,local.other") || slices.Contains(h, "") {
+	nntptest.Code(t, c.Status("STAT %s", msgid), "223 0 "+msgid)
+	nntptest.Code(t, c.Status("NEXT"), "223 3 ")
+	nntptest.Code(t, c.Status("NEXT"), "421")
+	nntptest.Code(t, c.Status("LAST"), "223 2 ")
+	nntptest.Code(t, c.Status("HEAD 1"), "221 1 ")
+	if h := c.Block(); !slices.Contains(h, "Newsgroups: local.test,local.other") || slices.Contains(h, "") {
 		t.Fatalf("head: %q", h)
 	}
-	code(t, c.cmd("BODY 3"), "222 3 ")
-	if b := c.block(); len(b) != 2 || b[0] != ".dot line" {
+	nntptest.Code(t, c.Status("BODY 3"), "222 3 ")
+	if b := c.Block(); len(b) != 2 || b[0] != ".dot line" {
 		t.Fatalf("body: %q", b)
 	}
-	code(t, c.cmd("OVER 1-"), "224")
-	over := c.block()
+	nntptest.Code(t, c.Status("OVER 1-"), "224")
+	over := c.Block()
 	if len(over) != 3 || !strings.Contains(over[0], "\tpost 1\t") || !strings.HasSuffix(over[0], "Xref: test.site local.test:1 local.other:1") {
 		t.Fatalf("over: %q", over)
 	}
 	// By message-id the entry is rebuilt from the article and the history,
 	// which keeps this site's Xref; the number is 0 (RFC 3977 8.3.2).
-	code(t, c.cmd("OVER %s", msgid), "224")
-	if over := c.block(); len(over) != 1 || !strings.HasPrefix(over[0], "0\tpost 2\t") || !strings.HasSuffix(over[0], "Xref: test.site local.test:2 local.other:2") {
+	nntptest.Code(t, c.Status("OVER %s", msgid), "224")
+	if over := c.Block(); len(over) != 1 || !strings.HasPrefix(over[0], "0\tpost 2\t") || !strings.HasSuffix(over[0], "Xref: test.site local.test:2 local.other:2") {
 		t.Fatalf("over %s: %q", msgid, over)
 	}
-	code(t, c.cmd("HDR Subject 2-3"), "225")
-	if h := c.block(); len(h) != 2 || h[0] != "2 post 2" {
+	nntptest.Code(t, c.Status("HDR Subject 2-3"), "225")
+	if h := c.Block(); len(h) != 2 || h[0] != "2 post 2" {
 		t.Fatalf("hdr: %q", h)
 	}
-	code(t, c.cmd("HDR Newsgroups 1"), "225") // not in the overview: read from the article
-	if h := c.block(); len(h) != 1 || h[0] != "1 local.test,local.other" {
+	nntptest.Code(t, c.Status("HDR Newsgroups 1"), "225") // not in the overview: read from the article
+	if h := c.Block(); len(h) != 1 || h[0] != "1 local.test,local.other" {
 		t.Fatalf("hdr newsgroups: %q", h)
 	}
-	code(t, c.cmd("LISTGROUP local.test 2-"), "211 3 1 3 local.test")
-	if l := c.block(); strings.Join(l, ",") != "2,3" {
+	nntptest.Code(t, c.Status("LISTGROUP local.test 2-"), "211 3 1 3 local.test")
+	if l := c.Block(); strings.Join(l, ",") != "2,3" {
 		t.Fatalf("listgroup: %q", l)
 	}
-	code(t, c.cmd("LIST ACTIVE local.*"), "215")
-	if l := c.block(); !slices.Contains(l, "local.test 3 1 y") || !slices.Contains(l, "local.readonly 0 1 n") || slices.Contains(l, "alt.binaries.x 0 1 y") {
+	nntptest.Code(t, c.Status("LIST ACTIVE local.*"), "215")
+	if l := c.Block(); !slices.Contains(l, "local.test 3 1 y") || !slices.Contains(l, "local.readonly 0 1 n") || slices.Contains(l, "alt.binaries.x 0 1 y") {
 		t.Fatalf("list active: %q", l)
 	}
-	code(t, c.cmd("LIST NEWSGROUPS"), "215")
-	if l := c.block(); !slices.Contains(l, "local.test\tabout local.test") {
+	nntptest.Code(t, c.Status("LIST NEWSGROUPS"), "215")
+	if l := c.Block(); !slices.Contains(l, "local.test\tabout local.test") {
 		t.Fatalf("list newsgroups: %q", l)
 	}
-	code(t, c.cmd("NEWNEWS local.* 20000101 000000 GMT"), "230")
-	if l := c.block(); len(l) != 3 || !slices.Contains(l, msgid) {
+	nntptest.Code(t, c.Status("NEWNEWS local.* 20000101 000000 GMT"), "230")
+	if l := c.Block(); len(l) != 3 || !slices.Contains(l, msgid) {
 		t.Fatalf("newnews: %q", l)
 	}
-	code(t, c.cmd("NEWNEWS * 20991231 000000"), "230")
-	if l := c.block(); len(l) != 0 {
+	nntptest.Code(t, c.Status("NEWNEWS * 20991231 000000"), "230")
+	if l := c.Block(); len(l) != 0 {
 		t.Fatalf("newnews from the future: %q", l)
 	}
-	code(t, c.cmd("NEWGROUPS 000101 000000 GMT"), "231")
-	if l := c.block(); len(l) != 5 || !slices.Contains(l, "local.moderated 0 1 m") {
+	nntptest.Code(t, c.Status("NEWGROUPS 000101 000000 GMT"), "231")
+	if l := c.Block(); len(l) != 5 || !slices.Contains(l, "local.moderated 0 1 m") {
 		t.Fatalf("newgroups: %q", l)
 	}
-	code(t, c.cmd("ARTICLE 99"), "423")
-	code(t, c.cmd("ARTICLE <nope@example.com>"), "430")
-	code(t, c.cmd("GROUP no.such.group"), "411")
-	code(t, c.cmd("QUIT"), "205")
+	nntptest.Code(t, c.Status("ARTICLE 99"), "423")
+	nntptest.Code(t, c.Status("ARTICLE <nope@example.com>"), "430")
+	nntptest.Code(t, c.Status("GROUP no.such.group"), "411")
+	nntptest.Code(t, c.Status("QUIT"), "205")
 }
 
 func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
 	ts := startServer(t, Config{}, usenet.SiteConfig{MaxArticle: 10000})
 	c, _ := ts.dial(t)
 
-	code(t, c.cmd("%s", "GROUP "+strings.Repeat("a", 600)), "501")
-	code(t, c.cmd("FROBNICATE"), "500")
-	code(t, c.cmd("GROUP local.\xff"), "501")
-	code(t, c.cmd("ARTICLE"), "412")
-	code(t, c.cmd("IHAVE not-a-message-id"), "501")
-	code(t, c.cmd("IHAVE <no-at-sign>"), "501")
+	nntptest.Code(t, c.Status("%s", "GROUP "+strings.Repeat("a", 600)), "501")
+	nntptest.Code(t, c.Status("FROBNICATE"), "500")
+	nntptest.Code(t, c.Status("GROUP local.\xff"), "501")
+	nntptest.Code(t, c.Status("ARTICLE"), "412")
+	nntptest.Code(t, c.Status("IHAVE not-a-message-id"), "501")
+	nntptest.Code(t, c.Status("IHAVE <no-at-sign>"), "501")
 
 	refuse := func(what, a, want string) {
 		t.Helper()
-		code(t, c.cmd("POST"), "340")
-		c.sendArticle(a)
-		if r := c.line(); !strings.HasPrefix(r, want) {
+		nntptest.Code(t, c.Status("POST"), "340")
+		c.SendText(a)
+		if r := c.Line(); !strings.HasPrefix(r, want) {
 			t.Fatalf("%s: reply %q, want %s", what, r, want)
 		}
 	}
@@ -260,44 +207,44 @@ func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
 	refuse("too large", "From: a@example.com\r\nNewsgroups: local.test\r\nSubject: x\r\n\r\n"+strings.Repeat("0123456789\r\n", 1000), "441")
 
 	// Fed articles need every RFC 5536 header and the offered id.
-	code(t, c.cmd("IHAVE <a1@example.com>"), "335")
-	c.sendArticle("From: a@example.com\r\nNewsgroups: local.test\r\nSubject: x\r\nMessage-ID: <a1@example.com>\r\n\r\nno Path or Date\r\n")
-	code(t, c.line(), "437")
-	code(t, c.cmd("IHAVE <a2@example.com>"), "335")
-	c.sendArticle(article("<other@example.com>", "local.test", "wrong id\r\n"))
-	code(t, c.line(), "437")
+	nntptest.Code(t, c.Status("IHAVE <a1@example.com>"), "335")
+	c.SendText("From: a@example.com\r\nNewsgroups: local.test\r\nSubject: x\r\nMessage-ID: <a1@example.com>\r\n\r\nno Path or Date\r\n")
+	nntptest.Code(t, c.Line(), "437")
+	nntptest.Code(t, c.Status("IHAVE <a2@example.com>"), "335")
+	c.SendText(article("<other@example.com>", "local.test", "wrong id\r\n"))
+	nntptest.Code(t, c.Line(), "437")
 
-	code(t, c.cmd("IHAVE <m1@example.com>"), "335")
-	c.sendArticle(article("<m1@example.com>", "local.moderated", "not approved\r\n"))
-	code(t, c.line(), "437")
+	nntptest.Code(t, c.Status("IHAVE <m1@example.com>"), "335")
+	c.SendText(article("<m1@example.com>", "local.moderated", "not approved\r\n"))
+	nntptest.Code(t, c.Line(), "437")
 
 	for _, name := range []string{"local.test", "local.moderated"} {
 		if g, _ := ts.site.List().Group(name); g.Count != 0 {
 			t.Fatalf("%d articles stored in %s from bad input", g.Count, name)
 		}
 	}
-	code(t, c.cmd("IHAVE <m2@example.com>"), "335")
-	c.sendArticle(article("<m2@example.com>", "local.moderated", "approved\r\n", "Approved: mod@example.com"))
-	code(t, c.line(), "235")
+	nntptest.Code(t, c.Status("IHAVE <m2@example.com>"), "335")
+	c.SendText(article("<m2@example.com>", "local.moderated", "approved\r\n", "Approved: mod@example.com"))
+	nntptest.Code(t, c.Line(), "235")
 
 	// 8-bit UTF-8 bodies, lone dots and dot-stuffing are fine.
-	code(t, c.cmd("IHAVE <ok@example.com>"), "335")
-	c.sendArticle(article("<ok@example.com>", "local.test", "caf\xc3\xa9\r\n.\r\n..\r\n.x\r\n"))
-	code(t, c.line(), "235")
-	code(t, c.cmd("BODY <ok@example.com>"), "222")
-	if b := c.block(); strings.Join(b, "|") != "caf\xc3\xa9|.|..|.x" {
+	nntptest.Code(t, c.Status("IHAVE <ok@example.com>"), "335")
+	c.SendText(article("<ok@example.com>", "local.test", "caf\xc3\xa9\r\n.\r\n..\r\n.x\r\n"))
+	nntptest.Code(t, c.Line(), "235")
+	nntptest.Code(t, c.Status("BODY <ok@example.com>"), "222")
+	if b := c.Block(); strings.Join(b, "|") != "caf\xc3\xa9|.|..|.x" {
 		t.Fatalf("body %q", b)
 	}
-	code(t, c.cmd("IHAVE <ok@example.com>"), "435")
-	code(t, c.cmd("CHECK <ok@example.com>"), "438")
+	nntptest.Code(t, c.Status("IHAVE <ok@example.com>"), "435")
+	nntptest.Code(t, c.Status("CHECK <ok@example.com>"), "438")
 
 	// A client that drops mid-article stores nothing.
 	d, _ := ts.dial(t)
-	code(t, d.cmd("IHAVE <dropped@example.com>"), "335")
+	nntptest.Code(t, d.Status("IHAVE <dropped@example.com>"), "335")
 	d.Conn().Write([]byte(article("<dropped@example.com>", "local.test", "half an arti")))
 	d.Conn().Close()
-	code(t, c.cmd("STAT <dropped@example.com>"), "430")
-	code(t, c.cmd("CHECK <dropped@example.com>"), "238")
+	nntptest.Code(t, c.Status("STAT <dropped@example.com>"), "430")
+	nntptest.Code(t, c.Status("CHECK <dropped@example.com>"), "238")
 }
 
 // A pipelined streaming feed is answered in order, each article once it
@@ -308,7 +255,7 @@ func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
 func TestStreamingFeedPipelinedAndDuplicates(t *testing.T) {
 	ts := startServer(t, Config{}, usenet.SiteConfig{})
 	c, _ := ts.dial(t)
-	code(t, c.cmd("MODE STREAM"), "203")
+	nntptest.Code(t, c.Status("MODE STREAM"), "203")
 	const n = 300
 	sent := make([]string, n)
 	for i := range sent {
@@ -318,20 +265,20 @@ func TestStreamingFeedPipelinedAndDuplicates(t *testing.T) {
 	go func() {
 		for i, a := range sent {
 			fmt.Fprintf(c.Conn(), "TAKETHIS <s%d@example.com>\r\n", i)
-			c.sendArticle(a)
+			c.SendText(a)
 		}
 	}()
 	for i := 0; i < n; i++ {
-		code(t, c.line(), fmt.Sprintf("239 <s%d@example.com>", i))
+		nntptest.Code(t, c.Line(), fmt.Sprintf("239 <s%d@example.com>", i))
 	}
 	// A 239 is sent once the article is listed: no Flush.
 	g, _ := ts.site.List().Group("local.test")
 	if g.Count != n || g.High != n {
 		t.Fatalf("group %+v after %d articles", g, n)
 	}
-	code(t, c.cmd("GROUP local.test"), "211")
-	code(t, c.cmd("OVER 1-"), "224")
-	for _, l := range c.block() {
+	nntptest.Code(t, c.Status("GROUP local.test"), "211")
+	nntptest.Code(t, c.Status("OVER 1-"), "224")
+	for _, l := range c.Block() {
 		f := strings.Split(l, "\t")
 		var i int
 		fmt.Sscanf(f[4], "<s%d@example.com>", &i)
@@ -341,15 +288,15 @@ func TestStreamingFeedPipelinedAndDuplicates(t *testing.T) {
 		}
 	}
 	// The same articles again are refused, and CHECK says not to send them.
-	code(t, c.cmd("CHECK <s7@example.com>"), "438 <s7@example.com>")
-	code(t, c.cmd("CHECK <new@example.com>"), "238 <new@example.com>")
+	nntptest.Code(t, c.Status("CHECK <s7@example.com>"), "438 <s7@example.com>")
+	nntptest.Code(t, c.Status("CHECK <new@example.com>"), "238 <new@example.com>")
 	fmt.Fprintf(c.Conn(), "TAKETHIS <s7@example.com>\r\n")
-	c.sendArticle(article("<s7@example.com>", "local.test", "again\r\n"))
-	code(t, c.line(), "439 <s7@example.com>")
+	c.SendText(article("<s7@example.com>", "local.test", "again\r\n"))
+	nntptest.Code(t, c.Line(), "439 <s7@example.com>")
 	// Articles for groups not carried here are refused.
 	fmt.Fprintf(c.Conn(), "TAKETHIS <x@example.com>\r\n")
-	c.sendArticle(article("<x@example.com>", "comp.lang.go", "elsewhere\r\n"))
-	code(t, c.line(), "439 <x@example.com>")
+	c.SendText(article("<x@example.com>", "comp.lang.go", "elsewhere\r\n"))
+	nntptest.Code(t, c.Line(), "439 <x@example.com>")
 }
 
 func TestManyIdleConnectionsAndIdleTimeout(t *testing.T) {
@@ -369,8 +316,8 @@ func TestManyIdleConnectionsAndIdleTimeout(t *testing.T) {
 	}()
 	// A working client is still served while the 1,000 sit idle.
 	c, hello := ts.dial(t)
-	code(t, hello, "200")
-	code(t, c.cmd("GROUP local.test"), "211")
+	nntptest.Code(t, hello, "200")
+	nntptest.Code(t, c.Status("GROUP local.test"), "211")
 	// Each idle connection is told and closed by the idle timeout.
 	for i, nc := range conns {
 		nc.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -393,7 +340,7 @@ func TestConnectionLimits(t *testing.T) {
 	ts.dial(t)
 	ts.dial(t)
 	_, hello := ts.dial(t)
-	code(t, hello, "400")
+	nntptest.Code(t, hello, "400")
 }
 
 func TestAccessAndAuthinfo(t *testing.T) {
@@ -408,20 +355,20 @@ func TestAccessAndAuthinfo(t *testing.T) {
 	// As if every client came from afar: nothing without a password.
 	ts := startServer(t, Config{Users: users, Open: func(netip.Addr) Perm { return 0 }}, usenet.SiteConfig{})
 	c, hello := ts.dial(t)
-	code(t, hello, "201")
-	code(t, c.cmd("GROUP local.test"), "480")
-	code(t, c.cmd("AUTHINFO PASS x"), "482")
-	code(t, c.cmd("AUTHINFO USER ann"), "381")
-	code(t, c.cmd("AUTHINFO PASS wrong"), "481")
-	code(t, c.cmd("AUTHINFO USER ann"), "381")
-	code(t, c.cmd("AUTHINFO PASS s3cret pass"), "281")
-	code(t, c.cmd("GROUP local.test"), "211")
-	code(t, c.cmd("POST"), "502") // ann may read, not post
-	code(t, c.cmd("AUTHINFO USER ann"), "502")
+	nntptest.Code(t, hello, "201")
+	nntptest.Code(t, c.Status("GROUP local.test"), "480")
+	nntptest.Code(t, c.Status("AUTHINFO PASS x"), "482")
+	nntptest.Code(t, c.Status("AUTHINFO USER ann"), "381")
+	nntptest.Code(t, c.Status("AUTHINFO PASS wrong"), "481")
+	nntptest.Code(t, c.Status("AUTHINFO USER ann"), "381")
+	nntptest.Code(t, c.Status("AUTHINFO PASS s3cret pass"), "281")
+	nntptest.Code(t, c.Status("GROUP local.test"), "211")
+	nntptest.Code(t, c.Status("POST"), "502") // ann may read, not post
+	nntptest.Code(t, c.Status("AUTHINFO USER ann"), "502")
 
 	noUsers := startServer(t, Config{Open: func(netip.Addr) Perm { return 0 }}, usenet.SiteConfig{})
 	_, hello = noUsers.dial(t)
-	code(t, hello, "502")
+	nntptest.Code(t, hello, "502")
 }
 
 func TestExpiryDropsOverviewByGroupPattern(t *testing.T) {
@@ -429,30 +376,30 @@ func TestExpiryDropsOverviewByGroupPattern(t *testing.T) {
 	clock := func() time.Time { return now }
 	ts := startServer(t, Config{}, usenet.SiteConfig{Now: clock, Expiry: []usenet.ExpiryRule{{Pattern: "*.binaries.*", Keep: 24 * time.Hour}, {Pattern: "*", Keep: 10 * 24 * time.Hour}}})
 	c, _ := ts.dial(t)
-	code(t, c.cmd("IHAVE <e1@example.com>"), "335")
-	c.sendArticle(article("<e1@example.com>", "local.test,alt.binaries.x", "both\r\n"))
-	code(t, c.line(), "235")
+	nntptest.Code(t, c.Status("IHAVE <e1@example.com>"), "335")
+	c.SendText(article("<e1@example.com>", "local.test,alt.binaries.x", "both\r\n"))
+	nntptest.Code(t, c.Line(), "235")
 
 	now = now.Add(2 * 24 * time.Hour)
 	ov, hist, err := ts.site.List().Expire()
 	if err != nil || ov != 1 || hist != 0 {
 		t.Fatalf("after 2 days: %d overview, %d history entries expired, %v; want 1, 0", ov, hist, err)
 	}
-	code(t, c.cmd("GROUP alt.binaries.x"), "211 0 2 1 alt.binaries.x")
-	code(t, c.cmd("GROUP local.test"), "211 1 1 1 local.test")
-	code(t, c.cmd("ARTICLE 1"), "220")
-	c.block()
+	nntptest.Code(t, c.Status("GROUP alt.binaries.x"), "211 0 2 1 alt.binaries.x")
+	nntptest.Code(t, c.Status("GROUP local.test"), "211 1 1 1 local.test")
+	nntptest.Code(t, c.Status("ARTICLE 1"), "220")
+	c.Block()
 
 	now = now.Add(30 * 24 * time.Hour)
 	if ov, hist, err = ts.site.List().Expire(); err != nil || ov != 1 || hist != 1 {
 		t.Fatalf("after 32 days: %d overview, %d history entries expired, %v; want 1, 1", ov, hist, err)
 	}
-	code(t, c.cmd("GROUP local.test"), "211 0 2 1 local.test")
+	nntptest.Code(t, c.Status("GROUP local.test"), "211 0 2 1 local.test")
 	// Numbers are never reused.
-	code(t, c.cmd("IHAVE <e2@example.com>"), "335")
-	c.sendArticle(article("<e2@example.com>", "local.test", "later\r\n"))
-	code(t, c.line(), "235")
-	code(t, c.cmd("GROUP local.test"), "211 1 2 2 local.test")
+	nntptest.Code(t, c.Status("IHAVE <e2@example.com>"), "335")
+	c.SendText(article("<e2@example.com>", "local.test", "later\r\n"))
+	nntptest.Code(t, c.Line(), "235")
+	nntptest.Code(t, c.Status("GROUP local.test"), "211 1 2 2 local.test")
 }
 
 // FuzzCommands: whatever a client sends, the server answers every line it
@@ -489,8 +436,8 @@ func FuzzCommands(f *testing.F) {
 			}
 		}
 		c, hello := ts.dial(t)
-		code(t, hello, "200")
-		code(t, c.cmd("DATE"), "111")
+		nntptest.Code(t, hello, "200")
+		nntptest.Code(t, c.Status("DATE"), "111")
 	})
 }
 
@@ -519,12 +466,12 @@ func TestLargeArticlesPipelined(t *testing.T) {
 	}
 	ids := []string{"<large@example.com>", "<small@example.com>", "<medium@example.com>"}
 	for _, id := range ids {
-		code(t, c.cmd("IHAVE %s", id), "335")
-		c.sendArticle(arts[id])
-		code(t, c.line(), "235")
+		nntptest.Code(t, c.Status("IHAVE %s", id), "335")
+		c.SendText(arts[id])
+		nntptest.Code(t, c.Line(), "235")
 	}
 	ts.site.Flush()
-	code(t, c.cmd("GROUP local.test"), "211 3 1 3")
+	nntptest.Code(t, c.Status("GROUP local.test"), "211 3 1 3")
 
 	// What a reader must get back: the Path starts with this site.
 	want := func(id string) (head, body []string) {
@@ -540,18 +487,18 @@ func TestLargeArticlesPipelined(t *testing.T) {
 	c.Conn().Write([]byte(cmds.String()))
 	for i, id := range ids {
 		head, body := want(id)
-		code(t, c.line(), "220 0 "+id)
-		if got := c.block(); !slices.Equal(got, append(append(slices.Clone(head), ""), body...)) {
+		nntptest.Code(t, c.Line(), "220 0 "+id)
+		if got := c.Block(); !slices.Equal(got, append(append(slices.Clone(head), ""), body...)) {
 			t.Fatalf("ARTICLE %s: %d lines, want %d", id, len(got), len(head)+1+len(body))
 		}
-		code(t, c.line(), fmt.Sprintf("222 %d %s", i+1, id))
-		if got := c.block(); !slices.Equal(got, body) {
+		nntptest.Code(t, c.Line(), fmt.Sprintf("222 %d %s", i+1, id))
+		if got := c.Block(); !slices.Equal(got, body) {
 			t.Fatalf("BODY %d: %d lines, want %d", i+1, len(got), len(body))
 		}
-		code(t, c.line(), "221 0 "+id)
-		if got := c.block(); !slices.Equal(got, head) {
+		nntptest.Code(t, c.Line(), "221 0 "+id)
+		if got := c.Block(); !slices.Equal(got, head) {
 			t.Fatalf("HEAD %s: %q, want %q", id, got, head)
 		}
 	}
-	code(t, c.line(), "111 ")
+	nntptest.Code(t, c.Line(), "111 ")
 }

@@ -42,14 +42,14 @@ func TestTrace(t *testing.T) {
 			case "dial":
 				var hello string
 				c, hello = ts.dial(t)
-				c.t = t
+				c.T = t
 				out.WriteString(hello + "\n")
 			case "send":
 				for _, line := range strings.Split(d.Input, "\n") {
 					if err := c.Send(line); err != nil {
 						d.Fatalf(t, "%s: %v", line, err)
 					}
-					c.printReply(&out, line)
+					printReply(c, &out, line)
 				}
 			case "takethis":
 				var wire []byte
@@ -65,7 +65,7 @@ func TestTrace(t *testing.T) {
 					d.Fatalf(t, "%v", err)
 				}
 				for _, cmd := range cmds {
-					c.printReply(&out, cmd)
+					printReply(c, &out, cmd)
 				}
 			case "flush":
 				ts.site.Flush()
@@ -80,20 +80,20 @@ func TestTrace(t *testing.T) {
 
 // printReply reads the reply to cmd, its status line and, if the code
 // says one follows, its multi-line block, and prints them line by line.
-func (c *testClient) printReply(out *strings.Builder, cmd string) {
-	c.t.Helper()
-	status := c.line()
+func printReply(c *testClient, out *strings.Builder, cmd string) {
+	c.T.Helper()
+	status := c.Line()
 	fmt.Fprintln(out, status)
 	code, err := nntp.ParseStatus([]byte(status))
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	if !multiLine(cmd, code) {
 		return
 	}
 	block, _, err := c.ReadBlock(nil, 1<<20)
 	if err != nil {
-		c.t.Fatalf("%s: %v", cmd, err)
+		c.T.Fatalf("%s: %v", cmd, err)
 	}
 	out.WriteString(strings.ReplaceAll(string(block), "\r\n", "\n"))
 }

@@ -1,7 +1,6 @@
 package peering
 
 import (
-	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
@@ -9,65 +8,13 @@ import (
 	"time"
 
 	"triad/internal/nntp"
+	"triad/internal/nntp/nntptest"
 	"triad/internal/usenet"
 	"triad/internal/usenet/nntpd"
 )
 
-// testClient is an nntp.Client that fails the test on a broken
-// connection (as package nntpd's tests have it).
-type testClient struct {
-	t *testing.T
-	*nntp.Client
-}
-
-func (c *testClient) line() string {
-	c.t.Helper()
-	c.Conn().SetDeadline(time.Now().Add(10 * time.Second))
-	l, err := c.ReadLine()
-	if err != nil {
-		c.t.Fatalf("reading a reply: %v", err)
-	}
-	return string(l)
-}
-
-// cmd sends a line and returns the status line.
-func (c *testClient) cmd(format string, args ...any) string {
-	c.t.Helper()
-	c.Conn().SetDeadline(time.Now().Add(10 * time.Second))
-	if err := c.Send(fmt.Sprintf(format, args...)); err != nil {
-		c.t.Fatal(err)
-	}
-	return c.line()
-}
-
-// block reads a multi-line block's lines, undoing dot-stuffing.
-func (c *testClient) block() []string {
-	c.t.Helper()
-	b, _, err := c.ReadBlock(nil, 64<<20)
-	if err != nil {
-		c.t.Fatalf("reading a block: %v", err)
-	}
-	text := string(nntp.Unstuff(b))
-	if text == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSuffix(text, "\r\n"), "\r\n")
-}
-
-// sendArticle writes an article dot-stuffed and terminated.
-func (c *testClient) sendArticle(a string) {
-	c.t.Helper()
-	if err := c.SendArticle([]byte(a)); err != nil {
-		c.t.Errorf("sending an article: %v", err)
-	}
-}
-
-func code(t *testing.T, reply string, want string) {
-	t.Helper()
-	if !strings.HasPrefix(reply, want) {
-		t.Fatalf("reply %q, want %s", reply, want)
-	}
-}
+// testClient fails the test on a broken connection.
+type testClient = nntptest.Client
 
 // article is an article in wire form, fed (a Path already).
 func article(id, groups, body string, extra ...string) string {
@@ -119,5 +66,5 @@ func (s *standalone) dial(t *testing.T) (*testClient, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &testClient{t: t, Client: c}, c.Greeting()
+	return &testClient{T: t, Client: c}, c.Greeting()
 }

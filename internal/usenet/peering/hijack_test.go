@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/nntp/nntptest"
 	"triad/internal/usenet"
 )
 
@@ -16,8 +17,8 @@ import (
 func asPeer(t *testing.T, a, b *testSite) *testClient {
 	t.Helper()
 	c := a.dial(t)
-	code(t, c.cmd("AUTHINFO USER %s", b.name), "381")
-	code(t, c.cmd("AUTHINFO PASS %s", linkSecret), "281")
+	nntptest.Code(t, c.Status("AUTHINFO USER %s", b.name), "381")
+	nntptest.Code(t, c.Status("AUTHINFO PASS %s", linkSecret), "281")
 	return c
 }
 
@@ -50,8 +51,8 @@ func TestForgedAnnouncementIsRefused(t *testing.T) {
 	peer := asPeer(t, a, b)
 	for name, ann := range lies {
 		peer.Send("TAKEDHT <victim@x>")
-		peer.sendArticle(ann)
-		if reply := peer.line(); !strings.HasPrefix(reply, "439 <victim@x>") {
+		peer.SendText(ann)
+		if reply := peer.Line(); !strings.HasPrefix(reply, "439 <victim@x>") {
 			t.Errorf("%s: %q, want 439", name, reply)
 		}
 	}
@@ -63,17 +64,17 @@ func TestForgedAnnouncementIsRefused(t *testing.T) {
 	}
 	// The genuine article, fed to b, reaches a by announcement.
 	c := b.dial(t)
-	code(t, c.cmd("IHAVE <victim@x>"), "335")
-	c.sendArticle(genuine)
-	code(t, c.line(), "235")
+	nntptest.Code(t, c.Status("IHAVE <victim@x>"), "335")
+	c.SendText(genuine)
+	nntptest.Code(t, c.Line(), "235")
 	waitListed(t, sites, "<victim@x>", 5*time.Second)
 	r := a.dial(t)
-	code(t, r.cmd("HEAD <victim@x>"), "221")
-	if h := r.block(); !slices.Contains(h, "X-Genuine: yes") || slices.Contains(h, "X-Forged: yes") {
+	nntptest.Code(t, r.Status("HEAD <victim@x>"), "221")
+	if h := r.Block(); !slices.Contains(h, "X-Genuine: yes") || slices.Contains(h, "X-Forged: yes") {
 		t.Fatalf("HEAD at a: %q", h)
 	}
-	code(t, r.cmd("BODY <victim@x>"), "222")
-	if body := r.block(); len(body) != 1 || body[0] != "genuine body" {
+	nntptest.Code(t, r.Status("BODY <victim@x>"), "222")
+	if body := r.Block(); len(body) != 1 || body[0] != "genuine body" {
 		t.Fatalf("BODY at a: %q", body)
 	}
 }
@@ -112,8 +113,8 @@ func TestManyIDsOverOneKeyAreRefused(t *testing.T) {
 		msgid := fmt.Sprintf("<many-%d@x>", i)
 		head := strings.TrimSuffix(article(msgid, "local.test", "", "X-Pad: "+pad), "\r\n") + chord
 		peer.Send("TAKEDHT " + msgid)
-		peer.sendArticle(head)
-		if reply := peer.line(); !strings.HasPrefix(reply, "439 "+msgid) {
+		peer.SendText(head)
+		if reply := peer.Line(); !strings.HasPrefix(reply, "439 "+msgid) {
 			t.Fatalf("%s: %q, want 439", msgid, reply)
 		}
 	}
@@ -135,8 +136,8 @@ func TestManyIDsOverOneKeyAreRefused(t *testing.T) {
 	}
 	// The true one is still taken.
 	peer.Send("TAKEDHT <one@x>")
-	peer.sendArticle(ann)
-	code(t, peer.line(), "239 <one@x>")
+	peer.SendText(ann)
+	nntptest.Code(t, peer.Line(), "239 <one@x>")
 }
 
 // The out log is bounded in bytes for each peer: with a peer down and a
@@ -151,9 +152,9 @@ func TestBacklogIsBoundedInBytes(t *testing.T) {
 	const n = 30
 	for i := range n {
 		msgid := fmt.Sprintf("<bb-%d@x>", i)
-		code(t, c.cmd("IHAVE %s", msgid), "335")
-		c.sendArticle(article(msgid, "local.test", "x\r\n", "X-Pad: "+pad))
-		code(t, c.line(), "235")
+		nntptest.Code(t, c.Status("IHAVE %s", msgid), "335")
+		c.SendText(article(msgid, "local.test", "x\r\n", "X-Pad: "+pad))
+		nntptest.Code(t, c.Line(), "235")
 	}
 	list := sites[0].site.List()
 	if lb, _ := list.LogBytes(); lb < n*10_000 {
@@ -187,8 +188,8 @@ func TestLargestHeadersAreAnnounced(t *testing.T) {
 	}
 	big := article("<big-head@x>", "local.test", "body\r\n", pad...)
 	c := sites[1].dial(t)
-	code(t, c.cmd("IHAVE <big-head@x>"), "335")
-	c.sendArticle(big)
-	code(t, c.line(), "235")
+	nntptest.Code(t, c.Status("IHAVE <big-head@x>"), "335")
+	c.SendText(big)
+	nntptest.Code(t, c.Line(), "235")
 	waitListed(t, sites, "<big-head@x>", 5*time.Second)
 }

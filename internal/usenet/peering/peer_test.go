@@ -15,6 +15,7 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/nntp"
+	"triad/internal/nntp/nntptest"
 	"triad/internal/pki"
 	"triad/internal/testutil"
 	"triad/internal/usenet"
@@ -217,7 +218,7 @@ func (s *testSite) dial(t *testing.T) *testClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &testClient{t: t, Client: c}
+	return &testClient{T: t, Client: c}
 }
 
 // listedWithin reports whether every site lists msgid within d.
@@ -243,10 +244,10 @@ func waitListed(t *testing.T, sites []*testSite, msgid string, d time.Duration) 
 func TestPostedAtOneSiteIsReadableAtEvery(t *testing.T) {
 	sites, ring := startSites(t, 3, nil)
 	a := sites[0].dial(t)
-	code(t, a.cmd("POST"), "340")
-	a.sendArticle("From: Poster <p@example.com>\r\nNewsgroups: local.test\r\nSubject: hello sites\r\n\r\nbody line\r\n.dot line\r\n")
-	reply := a.line()
-	code(t, reply, "240")
+	nntptest.Code(t, a.Status("POST"), "340")
+	a.SendText("From: Poster <p@example.com>\r\nNewsgroups: local.test\r\nSubject: hello sites\r\n\r\nbody line\r\n.dot line\r\n")
+	reply := a.Line()
+	nntptest.Code(t, reply, "240")
 	msgid := strings.Fields(reply)[3]
 	start := time.Now()
 	waitListed(t, sites, msgid, time.Second)
@@ -254,18 +255,18 @@ func TestPostedAtOneSiteIsReadableAtEvery(t *testing.T) {
 	var bodies []string
 	for _, s := range sites {
 		c := s.dial(t)
-		code(t, c.cmd("GROUP local.test"), "211 1 1 1 local.test")
-		code(t, c.cmd("OVER 1"), "224")
-		over := c.block()
+		nntptest.Code(t, c.Status("GROUP local.test"), "211 1 1 1 local.test")
+		nntptest.Code(t, c.Status("OVER 1"), "224")
+		over := c.Block()
 		if len(over) != 1 || !strings.Contains(over[0], "hello sites") || !strings.Contains(over[0], msgid) {
 			t.Fatalf("%s: OVER %q", s.name, over)
 		}
-		code(t, c.cmd("HEAD %s", msgid), "221")
-		if head := strings.Join(c.block(), "\n"); !strings.Contains(head, "Subject: hello sites") || strings.Contains(head, usenet.ChordHeader) {
+		nntptest.Code(t, c.Status("HEAD %s", msgid), "221")
+		if head := strings.Join(c.Block(), "\n"); !strings.Contains(head, "Subject: hello sites") || strings.Contains(head, usenet.ChordHeader) {
 			t.Fatalf("%s: HEAD %q", s.name, head)
 		}
-		code(t, c.cmd("BODY 1"), "222")
-		bodies = append(bodies, strings.Join(c.block(), "\n"))
+		nntptest.Code(t, c.Status("BODY 1"), "222")
+		bodies = append(bodies, strings.Join(c.Block(), "\n"))
 	}
 	for _, b := range bodies {
 		if b != "body line\n.dot line" {
@@ -308,9 +309,9 @@ func TestAnnouncementsAreRelayed(t *testing.T) {
 			fc.Peers = keep
 		})
 		c := sites[0].dial(t)
-		code(t, c.cmd("IHAVE <line@x>"), "335")
-		c.sendArticle(article("<line@x>", "local.test", "x\r\n"))
-		code(t, c.line(), "235")
+		nntptest.Code(t, c.Status("IHAVE <line@x>"), "335")
+		c.SendText(article("<line@x>", "local.test", "x\r\n"))
+		nntptest.Code(t, c.Line(), "235")
 		if mesh {
 			waitListed(t, sites[:2], "<line@x>", time.Second)
 			// b's feeder to c passes over the record without offering it.
@@ -348,9 +349,9 @@ func TestSiteDownCatchesUpFromBacklog(t *testing.T) {
 	b := sites[1]
 	b.stop()
 	feed := sites[0].dial(t)
-	code(t, feed.cmd("AUTHINFO USER reader"), "381")
-	code(t, feed.cmd("AUTHINFO PASS pw"), "281")
-	code(t, feed.cmd("MODE STREAM"), "203")
+	nntptest.Code(t, feed.Status("AUTHINFO USER reader"), "381")
+	nntptest.Code(t, feed.Status("AUTHINFO PASS pw"), "281")
+	nntptest.Code(t, feed.Status("MODE STREAM"), "203")
 	const n = 200
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -358,11 +359,11 @@ func TestSiteDownCatchesUpFromBacklog(t *testing.T) {
 		defer wg.Done()
 		for i := range n {
 			feed.Send(fmt.Sprintf("TAKETHIS <down-%d@x>", i))
-			feed.sendArticle(article(fmt.Sprintf("<down-%d@x>", i), "local.test", fmt.Sprintf("body %d\r\n", i)))
+			feed.SendText(article(fmt.Sprintf("<down-%d@x>", i), "local.test", fmt.Sprintf("body %d\r\n", i)))
 		}
 	}()
 	for range n {
-		code(t, feed.line(), "239")
+		nntptest.Code(t, feed.Line(), "239")
 	}
 	wg.Wait()
 	waitListed(t, []*testSite{sites[0], sites[2]}, fmt.Sprintf("<down-%d@x>", n-1), 5*time.Second)
@@ -399,9 +400,9 @@ func TestBacklogIsBounded(t *testing.T) {
 	sites[1].stop()
 	c := sites[0].dial(t)
 	for i := range 25 {
-		code(t, c.cmd("IHAVE <b-%d@x>", i), "335")
-		c.sendArticle(article(fmt.Sprintf("<b-%d@x>", i), "local.test", "x\r\n"))
-		code(t, c.line(), "235")
+		nntptest.Code(t, c.Status("IHAVE <b-%d@x>", i), "335")
+		c.SendText(article(fmt.Sprintf("<b-%d@x>", i), "local.test", "x\r\n"))
+		nntptest.Code(t, c.Line(), "235")
 	}
 	list := sites[0].site.List()
 	if err := list.Trim([]string{sites[1].name}, 10, 0); err != nil {
@@ -437,20 +438,20 @@ func TestBadAnnouncementsAreRefused(t *testing.T) {
 	expiredAnn, _, _ := announcementOf(article("<expired@x>", "local.test", "b\r\n"), time.Now().Add(-time.Hour))
 	// Not logged in: 480; logged in as a reader, not a peer: 502.
 	anon := a.dial(t)
-	code(t, anon.cmd("MODE STREAM"), "203")
+	nntptest.Code(t, anon.Status("MODE STREAM"), "203")
 	anon.Send("TAKEDHT <x1@x>")
-	anon.sendArticle(good("<x1@x>"))
-	code(t, anon.line(), "480")
+	anon.SendText(good("<x1@x>"))
+	nntptest.Code(t, anon.Line(), "480")
 	reader := a.dial(t)
-	code(t, reader.cmd("AUTHINFO USER reader"), "381")
-	code(t, reader.cmd("AUTHINFO PASS pw"), "281")
+	nntptest.Code(t, reader.Status("AUTHINFO USER reader"), "381")
+	nntptest.Code(t, reader.Status("AUTHINFO PASS pw"), "281")
 	reader.Send("TAKEDHT <x2@x>")
-	reader.sendArticle(good("<x2@x>"))
-	code(t, reader.line(), "502")
+	reader.SendText(good("<x2@x>"))
+	nntptest.Code(t, reader.Line(), "502")
 	// A peer: malformed heads and unresolved keys are refused for good.
 	peer := a.dial(t)
-	code(t, peer.cmd("AUTHINFO USER %s", sites[1].name), "381")
-	code(t, peer.cmd("AUTHINFO PASS %s", linkSecret), "281")
+	nntptest.Code(t, peer.Status("AUTHINFO USER %s", sites[1].name), "381")
+	nntptest.Code(t, peer.Status("AUTHINFO PASS %s", linkSecret), "281")
 	bad := map[string]string{
 		"<no-chord@x>":  strings.TrimSuffix(article("<no-chord@x>", "local.test", ""), "\r\n"),
 		"<bad-chord@x>": strings.TrimSuffix(article("<bad-chord@x>", "local.test", ""), "\r\n") + usenet.ChordHeader + ": zz bytes=1 lines=1 expires=1 state=x\r\n",
@@ -463,8 +464,8 @@ func TestBadAnnouncementsAreRefused(t *testing.T) {
 	}
 	for msgid, head := range bad {
 		peer.Send("TAKEDHT " + msgid)
-		peer.sendArticle(head)
-		if reply := peer.line(); !strings.HasPrefix(reply, "439 "+msgid) {
+		peer.SendText(head)
+		if reply := peer.Line(); !strings.HasPrefix(reply, "439 "+msgid) {
 			t.Errorf("%s: %q, want 439", msgid, reply)
 		}
 	}
@@ -475,8 +476,8 @@ func TestBadAnnouncementsAreRefused(t *testing.T) {
 	}
 	// The good one from a peer is listed, with the announced size.
 	peer.Send("TAKEDHT <fine@x>")
-	peer.sendArticle(fineAnn)
-	code(t, peer.line(), "239 <fine@x>")
+	peer.SendText(fineAnn)
+	nntptest.Code(t, peer.Line(), "239 <fine@x>")
 	ov, err := a.site.List().Overview("local.test", 1, 10, 10)
 	if err != nil || len(ov) != 1 || ov[0].Bytes != size || ov[0].Lines != 1 || ov[0].Key != key {
 		t.Fatalf("overview %+v, %v", ov, err)
@@ -507,18 +508,18 @@ func TestFeedUpstreamGetsWholeArticles(t *testing.T) {
 	})
 	post := func(s *testSite, subject string) string {
 		c := s.dial(t)
-		code(t, c.cmd("POST"), "340")
-		c.sendArticle("From: p@example.com\r\nNewsgroups: local.test\r\nSubject: " + subject + "\r\n\r\nbody of " + subject + "\r\n.dot\r\n")
-		reply := c.line()
-		code(t, reply, "240")
+		nntptest.Code(t, c.Status("POST"), "340")
+		c.SendText("From: p@example.com\r\nNewsgroups: local.test\r\nSubject: " + subject + "\r\n\r\nbody of " + subject + "\r\n.dot\r\n")
+		reply := c.Line()
+		nntptest.Code(t, reply, "240")
 		return strings.Fields(reply)[3]
 	}
 	atA, atB := post(sites[0], "posted at a"), post(sites[1], "posted at b")
 	// One fed to a from upstream (its name in Path): not fed back.
 	c := sites[0].dial(t)
-	code(t, c.cmd("IHAVE <from-up@x>"), "335")
-	c.sendArticle(strings.Replace(article("<from-up@x>", "local.test", "x\r\n"), "Path: ", "Path: "+upName+"!", 1))
-	code(t, c.line(), "235")
+	nntptest.Code(t, c.Status("IHAVE <from-up@x>"), "335")
+	c.SendText(strings.Replace(article("<from-up@x>", "local.test", "x\r\n"), "Path: ", "Path: "+upName+"!", 1))
+	nntptest.Code(t, c.Line(), "235")
 	sentinel := post(sites[0], "after the one from upstream")
 	for _, id := range []string{atA, atB, sentinel} {
 		testutil.WaitFor(t, 5*time.Second, id+" to reach the upstream server", func() bool {
@@ -526,11 +527,11 @@ func TestFeedUpstreamGetsWholeArticles(t *testing.T) {
 			return found
 		})
 		uc, _ := up.dial(t)
-		code(t, uc.cmd("ARTICLE %s", id), "220")
-		got := strings.Join(uc.block(), "\r\n")
+		nntptest.Code(t, uc.Status("ARTICLE %s", id), "220")
+		got := strings.Join(uc.Block(), "\r\n")
 		sc := sites[0].dial(t)
-		code(t, sc.cmd("ARTICLE %s", id), "220")
-		want := strings.Join(sc.block(), "\r\n")
+		nntptest.Code(t, sc.Status("ARTICLE %s", id), "220")
+		want := strings.Join(sc.Block(), "\r\n")
 		// Upstream puts its own name first in Path, as any server does.
 		if strings.Replace(got, "Path: "+upName+"!", "Path: ", 1) != want {
 			t.Fatalf("%s upstream:\n%s\nwant\n%s", id, got, want)
@@ -550,10 +551,10 @@ func TestPostedHeadersCannotStopAnnouncements(t *testing.T) {
 	c := sites[0].dial(t)
 	var ids []string
 	for _, extra := range []string{usenet.ChordHeader + ": whatever", "Path: siteb!sitec!x"} {
-		code(t, c.cmd("POST"), "340")
-		c.sendArticle("From: p@example.com\r\nNewsgroups: local.test\r\nSubject: sly\r\n" + extra + "\r\n\r\nbody\r\n")
-		reply := c.line()
-		code(t, reply, "240")
+		nntptest.Code(t, c.Status("POST"), "340")
+		c.SendText("From: p@example.com\r\nNewsgroups: local.test\r\nSubject: sly\r\n" + extra + "\r\n\r\nbody\r\n")
+		reply := c.Line()
+		nntptest.Code(t, reply, "240")
 		ids = append(ids, strings.Fields(reply)[3])
 	}
 	for _, id := range ids {
@@ -569,9 +570,9 @@ func TestPeersAreKnownByCertificate(t *testing.T) {
 	sites, _ := startSitesLinked(t, 2, ca, nil)
 	a, b := sites[0], sites[1]
 	post := a.dial(t)
-	code(t, post.cmd("POST"), "340")
-	post.sendArticle(article("<over-tls@x>", "local.test", "body\r\n"))
-	code(t, post.line(), "240")
+	nntptest.Code(t, post.Status("POST"), "340")
+	post.SendText(article("<over-tls@x>", "local.test", "body\r\n"))
+	nntptest.Code(t, post.Line(), "240")
 	waitListed(t, sites, "<over-tls@x>", 10*time.Second)
 	if st := b.feeds.Status(); len(st) != 1 || st[0].LastError != "" {
 		t.Errorf("site b's feed to a: %+v", st)
@@ -612,11 +613,11 @@ func TestPeersAreKnownByCertificate(t *testing.T) {
 	// No secret lets a peer in by the readers' port: it is known only by
 	// its certificate.
 	plain := a.dial(t)
-	code(t, plain.cmd("AUTHINFO USER %s", b.name), "381")
-	code(t, plain.cmd("AUTHINFO PASS %s", linkSecret), "481")
+	nntptest.Code(t, plain.Status("AUTHINFO USER %s", b.name), "381")
+	nntptest.Code(t, plain.Status("AUTHINFO PASS %s", linkSecret), "481")
 	plain.Send("TAKEDHT <sneaked@x>")
-	plain.sendArticle(article("<sneaked@x>", "local.test", ""))
-	code(t, plain.line(), "480")
+	plain.SendText(article("<sneaked@x>", "local.test", ""))
+	nntptest.Code(t, plain.Line(), "480")
 }
 
 // announcementOf is the TAKEDHT block a site sends for an article (wire
