@@ -211,16 +211,40 @@ func (m *MaintControl) decodeField(d *decoder, f field) {
 }
 func (m *MaintControl) clone() Msg { return new(*m) }
 
-func (*MaintStatus) Type() Type { return TypeMaintStatus }
-func (m *MaintStatus) encode(b []byte) []byte {
-	b = putBool(b, 1, m.Paused)
-	for _, c := range m.Counters {
-		b = appendTagBytes(b, 2)
+// putCounters appends counters as repeated Counter {1: name, 2: value}.
+func putCounters(b []byte, num protowire.Number, counters []Counter) []byte {
+	for _, c := range counters {
+		b = appendTagBytes(b, num)
 		b = appendNested(b, func(b []byte) []byte {
 			b = putString(b, 1, c.Name)
 			return putUint(b, 2, c.Value)
 		})
 	}
+	return b
+}
+
+// counter appends one repeated Counter element, bounding the list.
+func (d *decoder) counter(list []Counter, f field) []Counter {
+	if len(list) >= MaxCounters {
+		d.fail("more than %d counters", MaxCounters)
+		return list
+	}
+	var c Counter
+	d.nested(f, func(g field) {
+		switch g.num {
+		case 1:
+			c.Name = d.str(g, MaxCounterName)
+		case 2:
+			c.Value = d.uint(g)
+		}
+	})
+	return append(list, c)
+}
+
+func (*MaintStatus) Type() Type { return TypeMaintStatus }
+func (m *MaintStatus) encode(b []byte) []byte {
+	b = putBool(b, 1, m.Paused)
+	b = putCounters(b, 2, m.Counters)
 	for _, v := range m.Vnodes {
 		b = appendTagBytes(b, 3)
 		b = appendNested(b, func(b []byte) []byte {
@@ -240,20 +264,7 @@ func (m *MaintStatus) decodeField(d *decoder, f field) {
 	case 1:
 		m.Paused = d.bool(f)
 	case 2:
-		if len(m.Counters) >= MaxCounters {
-			d.fail("more than %d counters", MaxCounters)
-			return
-		}
-		var c Counter
-		d.nested(f, func(g field) {
-			switch g.num {
-			case 1:
-				c.Name = d.str(g, MaxCounterName)
-			case 2:
-				c.Value = d.uint(g)
-			}
-		})
-		m.Counters = append(m.Counters, c)
+		m.Counters = d.counter(m.Counters, f)
 	case 3:
 		if len(m.Vnodes) >= MaxVnodes {
 			d.fail("more than %d vnodes", MaxVnodes)

@@ -100,7 +100,7 @@ var ranges = [...]Range{
 	{"maint", 128, 191},    // Passing Tone maintenance
 	{"usenet", 192, 255},   // site-to-site header flooding; reserved
 	{"cc", 256, 319},       // congestion control: routed requests
-	{"tapestry", 320, 383}, // reserved
+	{"tapestry", 320, 383}, // Tapestry: prefix routing, object location
 	{"d2", 384, 447},       // reserved
 }
 
@@ -179,6 +179,23 @@ var types = [...]typeInfo{
 	{TypeCCAck, "CCAck", RoleNode, false, newOf[CCAck]},
 	{TypeCCPause, "CCPause", RoleNode, false, newOf[CCPause]},
 	{TypeCCFlood, "CCFlood", RoleOperator, false, newOf[CCFlood]}, // setting the routed-request load generator
+
+	{TypeTapRoute, "TapRoute", RoleNode, false, newOf[TapRoute]},
+	{TypeTapDeliver, "TapDeliver", RoleNode, false, newOf[TapDeliver]},
+	{TypeTapPointers, "TapPointers", RoleNode, false, newOf[TapPointers]},
+	{TypeTapMulticast, "TapMulticast", RoleNode, false, newOf[TapMulticast]},
+	{TypeTapNodes, "TapNodes", RoleNode, false, newOf[TapNodes]},
+	{TypeTapNearby, "TapNearby", RoleNode, false, newOf[TapNearby]},
+	{TypeTapNotify, "TapNotify", RoleNode, false, newOf[TapNotify]},
+	{TypeTapJoined, "TapJoined", RoleNode, false, newOf[TapJoined]},
+	{TypeTapLeave, "TapLeave", RoleNode, false, newOf[TapLeave]},
+	{TypeTapGetTable, "TapGetTable", RoleClient, false, newOf[TapGetTable]},
+	{TypeTapTable, "TapTable", RoleNode, false, newOf[TapTable]},
+	{TypeTapPublish, "TapPublish", RoleClient, false, newOf[TapPublish]}, // stores the object on the node's disk, as ClientPut
+	{TypeTapPublished, "TapPublished", RoleNode, false, newOf[TapPublished]},
+	{TypeTapUnpublish, "TapUnpublish", RoleClient, false, newOf[TapUnpublish]},
+	{TypeTapLocate, "TapLocate", RoleClient, true, newOf[TapLocate]}, // a fetch is answered with the object
+	{TypeTapLocated, "TapLocated", RoleNode, false, newOf[TapLocated]},
 }
 
 // newOf makes the zero message of type T, for the types table.

@@ -24,11 +24,11 @@ func TestRoleOf(t *testing.T) {
 	}
 }
 
-// Only the requests answered with a block have a big reply: a driver
+// Only the requests answered with a block (or a fetched object) have a big reply: a driver
 // holds a block's room for those and little for the rest.
 func TestBigReply(t *testing.T) {
 	for _, ti := range types {
-		want := ti.typ == TypeFetchBlock || ti.typ == TypeClientGet
+		want := ti.typ == TypeFetchBlock || ti.typ == TypeClientGet || ti.typ == TypeTapLocate
 		if got := BigReply(ti.typ); got != want {
 			t.Errorf("BigReply(%s) = %v, want %v", ti.name, got, want)
 		}

@@ -61,6 +61,18 @@ func samples() []Msg {
 		&StatDone{Key: k, Holders: []Holder{{Node: sampleNode(r), Size: 3, Expiry: 4, Fragment: true}, {Node: sampleNode(r), Err: "not found"}}},
 		&ClientPutBatch{Items: []PutItem{{Data: []byte("one"), Expiry: 5}, {Data: []byte("two")}}, Redundancy: RedundancyReplicas},
 		&PutBatchDone{Results: []PutResult{{Key: k}, {Code: fault.CodeBusy, Err: "window full"}}},
+		&TapRoute{Op: TapToObject, Key: k, App: 7, Exact: true, Upcall: true, Origin: sampleNode(r), Seq: 1 << 45, Level: 3, Hops: 4,
+			Exclude: sampleNodes(r, 2), Path: sampleNodes(r, 4), Payload: []byte("routed")},
+		&TapDeliver{Seq: 5, Key: k, Status: TapNotFound, Node: sampleNode(r), Root: sampleNode(r), Servers: sampleNodes(r, 3), Hops: 6, Path: sampleNodes(r, 6), Payload: []byte("obj")},
+		&TapPointers{Pointers: []TapPointer{{Key: k, App: 1, Server: sampleNode(r), Level: 2, Hops: 2, TTLMillis: 600000, Remove: true, Extra: true}, {Key: k, Server: sampleNode(r)}}},
+		&TapMulticast{Joiner: sampleNode(r), Prefix: 2, Level: 3, Others: sampleNodes(r, 2)},
+		&TapNodes{Nodes: sampleNodes(r, 5), Truncated: true}, &TapNearby{Level: 39}, &TapNotify{Kind: TapHello, Level: 4},
+		&TapJoined{Prefix: 1, Nodes: sampleNodes(r, 3)}, &TapLeave{Replacements: sampleNodes(r, 3)}, &TapGetTable{},
+		&TapTable{Self: sampleNode(r), Joined: true, Entries: []TapEntry{{Level: 0, Digit: 15, Links: sampleNodes(r, 3), RTTMicros: []uint64{0, 1200, 99000}}},
+			Backpointers: sampleNodes(r, 2), Counters: []Counter{{"pointers", 12}}},
+		&TapPublish{Data: []byte("object"), TTLMillis: 3600000, App: 1}, &TapPublished{Key: k}, &TapUnpublish{Key: k},
+		&TapLocate{Key: k, All: true, Fetch: true, App: 1},
+		&TapLocated{Found: true, Servers: sampleNodes(r, 2), Root: sampleNode(r), Hops: 3, Path: sampleNodes(r, 3), Micros: 1234, Data: []byte("object")},
 	}
 }
 
