@@ -12,6 +12,7 @@ import (
 	"triad/internal/node"
 	"triad/internal/ring"
 	"triad/internal/sim"
+	"triad/internal/tapestry"
 	"triad/internal/wire"
 )
 
@@ -35,6 +36,14 @@ type Options struct {
 	// CC configures congestion control of routed requests (cc), routed on
 	// the ring; nil runs none.
 	CC *cc.Config
+	// Tapestry configures the Tapestry mesh and object location; nil runs
+	// none. Its node ID is the host's first ring ID, and it joins through
+	// Bootstrap.
+	Tapestry *tapestry.Config
+	// NoRing leaves the ring (and so the block store, maintenance and
+	// congestion control) out: a host that runs Tapestry alone, as the
+	// Tapestry experiments do. Its ring IDs are still made and kept.
+	NoRing bool
 	// Machine, if not zero, is the host's machine identity
 	// (wire.NodeRef.Machine) in place of the random one its state keeps:
 	// hosts given the same one never hold two replicas of a block.
@@ -52,10 +61,11 @@ func DefaultOptions() Options {
 // node.Handler, and the protocols registered on it.
 type Node struct {
 	Host   *host.Host
-	Ring   *ring.Chord
-	Blocks *dhash.Node  // nil when Options.Blocks is nil
-	Maint  *maint.Maint // nil when Options.Maint or Options.Blocks is nil
-	CC     *cc.Node     // nil when Options.CC is nil
+	Ring   *ring.Chord    // nil when Options.NoRing
+	Tap    *tapestry.Node // nil when Options.Tapestry is nil
+	Blocks *dhash.Node    // nil when Options.Blocks is nil
+	Maint  *maint.Maint   // nil when Options.Maint or Options.Blocks is nil
+	CC     *cc.Node       // nil when Options.CC is nil
 	// State is the ring state the host started from: its vnode IDs and
 	// the peers it last knew.
 	State ring.State
@@ -99,6 +109,10 @@ func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error
 	if err != nil {
 		return nil, err
 	}
+	if o.NoRing {
+		n := &Node{Host: h, State: state, Moved: moved}
+		return n, n.addTapestry(o, st)
+	}
 	chord, err := ring.New(o.Ring, h, state, o.Bootstrap)
 	if err != nil {
 		return nil, err
@@ -133,7 +147,30 @@ func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error
 			}
 		}
 	}
-	return n, nil
+	return n, n.addTapestry(o, st)
+}
+
+// addTapestry registers Tapestry, last, with the host's first ring ID and
+// the objects an earlier run published.
+func (n *Node) addTapestry(o Options, st node.Storage) error {
+	if o.Tapestry == nil {
+		return nil
+	}
+	objects, err := tapestry.LoadObjects(st)
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	self := wire.NodeRef{ID: n.State.IDs[0], Addr: n.Host.Addr(), Machine: n.State.Machine}
+	bootstrap := o.Bootstrap
+	for _, p := range n.State.Peers { // a restart with no bootstrap rejoins through a peer it knew
+		if bootstrap == "" && p.Addr != n.Host.Addr() {
+			bootstrap = p.Addr
+		}
+	}
+	if n.Tap, err = tapestry.New(*o.Tapestry, n.Host, self, bootstrap, objects); err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	return nil
 }
 
 // Factory is a simulator factory building hosts from o; bootstrap picks

@@ -203,3 +203,27 @@ func Spaced(k, n int) ID {
 	x, _ := FromBytes(pos.FillBytes(make([]byte, Bytes)))
 	return x
 }
+
+// Digit is the i-th digit of x in base 2^bits (bits 1, 2, 4 or 8), most
+// significant first: the digits Tapestry routes by (i < 8·Width/bits).
+func (x ID) Digit(i, bits int) int {
+	bit := i * bits
+	b := x.b[bit/8]
+	return int(b>>(8-bits-bit%8)) & (1<<bits - 1)
+}
+
+// SharedDigits is the number of leading digits in base 2^bits (bits 1, 2,
+// 4 or 8) that x and y have in common (both of one width).
+func (x ID) SharedDigits(y ID, bits int) int {
+	x.same(y)
+	for i := 0; i < len(x.b); i++ {
+		if x.b[i] != y.b[i] {
+			lead := 0
+			for v := x.b[i] ^ y.b[i]; v&0x80 == 0; v <<= 1 {
+				lead++
+			}
+			return (8*i + lead) / bits
+		}
+	}
+	return 8 * len(x.b) / bits
+}

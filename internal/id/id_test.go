@@ -3,6 +3,7 @@ package id
 import (
 	"math/big"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -109,4 +110,30 @@ func TestWidthMismatchPanics(t *testing.T) {
 		}
 	}()
 	mustParse(t, "1", 1).Cmp(mustParse(t, "1", 2))
+}
+
+func TestDigits(t *testing.T) {
+	x, _ := Parse("4a7f"+strings.Repeat("0", 36), Bytes)
+	y, _ := Parse("4a3f"+strings.Repeat("0", 36), Bytes)
+	for i, want := range []int{4, 10, 7, 15, 0} {
+		if got := x.Digit(i, 4); got != want {
+			t.Errorf("hex digit %d = %d, want %d", i, got, want)
+		}
+	}
+	// 0x4a = 01 00 10 10 in base 4.
+	for i, want := range []int{1, 0, 2, 2} {
+		if got := x.Digit(i, 2); got != want {
+			t.Errorf("base-4 digit %d = %d, want %d", i, got, want)
+		}
+	}
+	// 0x7 = 0111 and 0x3 = 0011 differ in the second bit of digit 2.
+	if got := x.SharedDigits(y, 4); got != 2 {
+		t.Errorf("shared hex digits = %d, want 2", got)
+	}
+	if got := x.SharedDigits(y, 2); got != 4 {
+		t.Errorf("shared base-4 digits = %d, want 4", got)
+	}
+	if got := x.SharedDigits(x, 4); got != 40 {
+		t.Errorf("an ID shares %d digits with itself, want 40", got)
+	}
 }

@@ -30,16 +30,18 @@ const (
 )
 
 // Bounds of Tapestry's messages. Levels and digits are those of 160-bit
-// IDs read as 40 hexadecimal digits (Tapestry §III-A).
+// IDs read as 40 hexadecimal digits (Tapestry §III-A); a mesh of base 4
+// (the paper's Fig. 17) has 80 levels of 4 digits.
 const (
 	TapLevels       = 40
 	TapBase         = 16
-	MaxTapHops      = 80      // a routed message past it is a loop (dropped, counted)
-	MaxTapPayload   = 1 << 20 // a routed message's or a fetched object's bytes
-	MaxTapExclude   = 8       // servers a query found without the object
-	MaxTapPointers  = 1024    // pointers in one TapPointers batch
-	MaxTapEntries   = TapLevels * TapBase
-	MaxTapLinks     = 3 // c: a primary and two backups per entry
+	TapMaxLevels    = 80
+	MaxTapHops      = 80                  // a routed message past it is a loop (dropped, counted)
+	MaxTapPayload   = 1 << 20             // a routed message's or a fetched object's bytes
+	MaxTapExclude   = 8                   // servers a query found without the object
+	MaxTapPointers  = 1024                // pointers in one TapPointers batch
+	MaxTapEntries   = TapLevels * TapBase // also 80 levels of base 4
+	MaxTapLinks     = 3                   // c: a primary and two backups per entry
 	MaxTapApp       = 1 << 16
 	MaxTapTTLMillis = 30 * 24 * 3600 * 1000 // a pointer's soft state: 30 days at most
 )
@@ -61,10 +63,11 @@ type TapStatus uint32
 
 // Outcomes.
 const (
-	TapDelivered TapStatus = 0 // reached its node, or found the object
-	TapNotFound  TapStatus = 1 // the root knows no live server of the object
-	TapNotExact  TapStatus = 2 // an exact route ended at a node with another ID
-	TapLooped    TapStatus = 3 // dropped: past the hop bound
+	TapDelivered   TapStatus = 0 // reached its node, or found the object
+	TapNotFound    TapStatus = 1 // the root knows no live server of the object
+	TapNotExact    TapStatus = 2 // an exact route ended at a node with another ID
+	TapLooped      TapStatus = 3 // dropped: past the hop bound
+	TapUnreachable TapStatus = 4 // no next hop answered
 )
 
 // TapRoute is one hop of a message routed through the mesh, digit by

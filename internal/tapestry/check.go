@@ -1,0 +1,85 @@
+package tapestry
+
+import (
+	"fmt"
+	"slices"
+
+	"triad/internal/id"
+	"triad/internal/wire"
+)
+
+// Root is the oracle's root of key among the live IDs: the surrogate rule
+// of Fig. 3 applied to the whole live set, digit by digit (each digit the
+// key's, or the next one up, wrapping, that some live ID has there). A
+// mesh whose tables are consistent routes every key there from anywhere.
+func Root(live []id.ID, key id.ID, bits int) id.ID {
+	set := live
+	levels := 8 * key.Width() / bits
+	base := 1 << bits
+	for level := 0; level < levels && len(set) > 1; level++ {
+		var present [256]bool
+		for _, x := range set {
+			present[x.Digit(level, bits)] = true
+		}
+		d := key.Digit(level, bits)
+		for i := 0; i < base; i++ {
+			if present[(d+i)%base] {
+				d = (d + i) % base
+				break
+			}
+		}
+		var next []id.ID
+		for _, x := range set {
+			if x.Digit(level, bits) == d {
+				next = append(next, x)
+			}
+		}
+		set = next
+	}
+	if len(set) == 0 {
+		return id.ID{}
+	}
+	return set[0]
+}
+
+// Check holds n's table to the live set (the invariant checker's rule for
+// a stabilized mesh): an entry is empty only if no live node has its
+// prefix, and no entry names a node that is not live. It returns the
+// violations, up to max.
+func Check(n *Node, live map[string]wire.NodeRef, max int) []string {
+	var out []string
+	t := &n.table
+	report := func(format string, args ...any) {
+		if len(out) < max {
+			out = append(out, fmt.Sprintf("%s: ", n.self)+fmt.Sprintf(format, args...))
+		}
+	}
+	t.all(func(level, digit int, l link) {
+		if _, ok := live[l.ref.Addr]; !ok {
+			report("entry (%d, %x) names %s, not live", level, digit, l.ref)
+		}
+	})
+	// Which entries some live node fills: its place in n's table.
+	want := map[[2]int]bool{}
+	for _, r := range live {
+		if level, digit, ok := t.place(r); ok && r.Addr != n.self.Addr {
+			want[[2]int{level, digit}] = true
+		}
+	}
+	keys := make([][2]int, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]int) int {
+		if a[0] != b[0] {
+			return a[0] - b[0]
+		}
+		return a[1] - b[1]
+	})
+	for _, k := range keys {
+		if len(t.entry(k[0], k[1])) == 0 {
+			report("entry (%d, %x) is empty, but a live node has its prefix", k[0], k[1])
+		}
+	}
+	return out
+}

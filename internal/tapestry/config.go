@@ -1,0 +1,76 @@
+package tapestry
+
+import (
+	"errors"
+	"time"
+)
+
+// Config sets a node's Tapestry. Zero fields take DefaultConfig's value
+// where one is noted.
+type Config struct {
+	// DigitBits is the bits per digit: 4, base 16 with 40 levels (the
+	// default), or 2, base 4 with 80 (the paper's Fig. 17).
+	DigitBits int
+	// Links is c, the links kept per routing-table entry: a primary and
+	// c-1 backups (3; footnote 2).
+	Links int
+	// NearestK is k, how many of the nearest nodes of a level a joiner
+	// asks for the next level's candidates (16; §III-C1).
+	NearestK int
+	// Republish is how often a server republishes its objects; a pointer
+	// lives twice that unless refreshed (10 minutes).
+	Republish time.Duration
+	// Beacon is how often a node probes every link of its table (20 s).
+	Beacon time.Duration
+	// Repair is how often a node asks a neighbour of each level for its
+	// entries of that level, to fill holes (60 s).
+	Repair time.Duration
+	// MaxPointers bounds the pointers a node holds (1,000,000); past it
+	// the soonest to expire are dropped, and counted.
+	MaxPointers int
+	// ExtraBackups, ExtraNearest and ExtraHops are the optimization of
+	// §V-B3 (k, l, m): on the first m hops of a publish path, pointers
+	// also go to k backups of the next hop and the l nearest neighbours
+	// of the current one. Zero: none.
+	ExtraBackups, ExtraNearest, ExtraHops int
+	// NoBloom turns the pointer table's Bloom filter off.
+	NoBloom bool
+	// PublishRate bounds the pointers a peer may send a node per second,
+	// with a burst of twice that (20,000).
+	PublishRate float64
+	// RouteTimeout is how long an originated route waits for its outcome
+	// (10 s).
+	RouteTimeout time.Duration
+	// MaxFanout bounds the multicast branches a node runs at once (256).
+	MaxFanout int
+}
+
+// DefaultConfig is c = 3, k = 16, a 10-minute republish, no extra
+// pointers.
+func DefaultConfig() Config {
+	return Config{DigitBits: 4, Links: 3, NearestK: 16, Republish: 10 * time.Minute, Beacon: 20 * time.Second, Repair: time.Minute,
+		MaxPointers: 1_000_000, PublishRate: 20_000, RouteTimeout: 10 * time.Second, MaxFanout: 256}
+}
+
+// PointerTTL is how long a pointer lives unless republished: two
+// republish intervals.
+func (c Config) PointerTTL() time.Duration { return 2 * c.Republish }
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.DigitBits != 4 && c.DigitBits != 2:
+		return errors.New("tapestry: digits of 4 bits (base 16) or 2 bits (base 4)")
+	case c.Links < 1 || c.Links > 3:
+		return errors.New("tapestry: links per entry must be 1 to 3")
+	case c.NearestK < 1:
+		return errors.New("tapestry: k must be at least 1")
+	case c.Republish <= 0 || c.Beacon <= 0 || c.Repair <= 0 || c.RouteTimeout <= 0:
+		return errors.New("tapestry: republish, beacon, repair and route timeout must be positive")
+	case c.MaxPointers < 1 || c.MaxFanout < 1 || c.PublishRate <= 0:
+		return errors.New("tapestry: pointer bound, fan-out and publish rate must be positive")
+	case c.ExtraBackups < 0 || c.ExtraBackups > 2 || c.ExtraNearest < 0 || c.ExtraNearest > 16 || c.ExtraHops < 0 || c.ExtraHops > 40:
+		return errors.New("tapestry: extra pointers (k, l, m) want 0 <= k <= 2, 0 <= l <= 16, 0 <= m <= 40")
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package tapestry
+
+import (
+	"slices"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/wire"
+)
+
+// Publish makes this node a server of the object key for app (§III-A
+// PUBLISHOBJECT): a pointer goes to the key's root at once and again at
+// every republish until Unpublish or expires (zero: no expiry).
+func (n *Node) Publish(env node.Env, key id.ID, app uint32, expires time.Time) {
+	n.published[key] = object{app: app, expires: expires}
+	n.changed(env)
+	if n.joined {
+		n.handlePointers(env, []wire.TapPointer{n.pointerOf(key, app, false)})
+	}
+}
+
+// Unpublish stops serving key and removes its pointers on the way to the
+// root (§III-A UNPUBLISHOBJECT, best effort: what it misses expires).
+func (n *Node) Unpublish(env node.Env, key id.ID) {
+	o, ok := n.published[key]
+	if !ok {
+		return
+	}
+	delete(n.published, key)
+	n.changed(env)
+	n.handlePointers(env, []wire.TapPointer{n.pointerOf(key, o.app, true)})
+}
+
+// Published is the number of objects this node serves.
+func (n *Node) Published() int { return len(n.published) }
+
+// PointersHeld is the number of location pointers this node holds.
+func (n *Node) PointersHeld() int { return n.ptrs.count }
+
+// Pointers returns the servers this node holds pointers to for key,
+// nearest first, and whether it holds them as the key's root.
+func (n *Node) Pointers(key id.ID) (servers []wire.NodeRef, root bool) {
+	for _, p := range n.ptrs.byKey[key] {
+		servers = append(servers, p.server)
+		root = root || p.root
+	}
+	return servers, root
+}
+
+// BloomStats are the filter's lookups, its "absent" answers and its false
+// positives.
+func (n *Node) BloomStats() (lookups, negative, falsePositive uint64) {
+	return n.ptrs.BloomLookups, n.ptrs.BloomNegative, n.ptrs.BloomFalsePositive
+}
+
+func (n *Node) pointerOf(key id.ID, app uint32, remove bool) wire.TapPointer {
+	return wire.TapPointer{Key: key, App: app, Server: n.self, TTLMillis: uint64(n.cfg.PointerTTL() / time.Millisecond), Remove: remove}
+}
+
+// holds reports whether this node serves the object key now.
+func (n *Node) holds(env node.Env, key id.ID) bool {
+	o, ok := n.published[key]
+	return ok && (o.expires.IsZero() || o.expires.After(env.Now()))
+}
+
+// serve ends an object route at its server: the application hears of it
+// (AppFetch: the origin gets the object's bytes).
+func (n *Node) serve(env node.Env, m *wire.TapRoute) {
+	n.Stats.Delivered++
+	if m.App == AppFetch {
+		env.Offload(&getWork{key: m.Key, then: func(env node.Env, data []byte, err error) {
+			if err != nil {
+				n.finish(env, m, wire.TapNotFound, n.self, nil, nil)
+				return
+			}
+			n.finish(env, m, wire.TapDelivered, n.self, nil, data)
+		}})
+		return
+	}
+	if a := n.apps[m.App]; a != nil {
+		a.Deliver(env, n, m)
+	}
+	n.finish(env, m, wire.TapDelivered, n.self, nil, nil)
+}
+
+// batches groups pointers by the next hop they go to.
+type batches struct {
+	to    map[string]wire.NodeRef
+	items map[string][]wire.TapPointer
+}
+
+func (b *batches) add(to wire.NodeRef, p wire.TapPointer) {
+	if b.to == nil {
+		b.to, b.items = map[string]wire.NodeRef{}, map[string][]wire.TapPointer{}
+	}
+	b.to[to.Addr] = to
+	b.items[to.Addr] = append(b.items[to.Addr], p)
+}
+
+// handlePointers stores a batch of pointers (or removes them) here and
+// sends each on towards its root, one batch per next hop (Fig. 4).
+func (n *Node) handlePointers(env node.Env, list []wire.TapPointer) {
+	var out batches
+	now := env.Now()
+	for _, p := range list {
+		if p.Remove {
+			n.ptrs.remove(p.Key, p.Server.Addr)
+		}
+		if p.Extra {
+			if !p.Remove {
+				n.ptrs.put(p.Key, pointer{server: p.Server, app: p.App, expires: now.Add(ttlOf(p)), rtt: n.rttTo(p.Server), level: p.Level, extra: true})
+			}
+			continue
+		}
+		next, level, root := n.table.nextHop(int(p.Level), p.Key, "")
+		if !p.Remove {
+			ptr := pointer{server: p.Server, app: p.App, expires: now.Add(ttlOf(p)), rtt: n.rttTo(p.Server), level: p.Level, root: root}
+			if !root {
+				ptr.next = next.Addr
+			}
+			if n.ptrs.put(p.Key, ptr) {
+				n.Stats.PointersStored++
+			}
+		}
+		if root {
+			continue
+		}
+		q := p
+		q.Level, q.Hops = uint32(level), p.Hops+1
+		out.add(next, q)
+		if !p.Remove && int(p.Hops) < n.cfg.ExtraHops {
+			n.extraPointers(&out, p, next, level)
+		}
+	}
+	n.sendBatches(env, out)
+}
+
+// extraPointers adds the extra pointers of §V-B3 for p, which goes on to
+// next: copies for k backups of next's entry and the l nearest neighbours
+// of this node.
+func (n *Node) extraPointers(out *batches, p wire.TapPointer, next wire.NodeRef, level int) {
+	extra := p
+	extra.Extra, extra.Hops = true, p.Hops+1
+	sent := map[string]bool{next.Addr: true, n.self.Addr: true, p.Server.Addr: true}
+	entry := n.table.entry(level-1, n.table.digit(next.ID, level-1))
+	k := 0
+	for _, l := range entry {
+		if k < n.cfg.ExtraBackups && !sent[l.ref.Addr] {
+			sent[l.ref.Addr] = true
+			out.add(l.ref, extra)
+			k++
+		}
+	}
+	for _, l := range n.table.nearest(n.cfg.ExtraNearest + len(sent)) {
+		if k >= n.cfg.ExtraBackups+n.cfg.ExtraNearest {
+			break
+		}
+		if !sent[l.ref.Addr] {
+			sent[l.ref.Addr] = true
+			out.add(l.ref, extra)
+			k++
+		}
+	}
+}
+
+func ttlOf(p wire.TapPointer) time.Duration {
+	return time.Duration(min(p.TTLMillis, wire.MaxTapTTLMillis)) * time.Millisecond
+}
+
+// sendBatches sends each next hop its pointers, in address order. A next
+// hop that does not answer is declared dead; PeerDown then sends again,
+// through the new next hop, every pointer held here that went to it.
+func (n *Node) sendBatches(env node.Env, b batches) {
+	addrs := make([]string, 0, len(b.to))
+	for a := range b.to {
+		addrs = append(addrs, a)
+	}
+	slices.Sort(addrs)
+	for _, a := range addrs {
+		items := b.items[a]
+		for len(items) > 0 {
+			chunk := items[:min(len(items), wire.MaxTapPointers)]
+			items = items[len(chunk):]
+			n.Stats.PointerBatches++
+			n.call(env, b.to[a], &wire.TapPointers{Pointers: chunk}, 0, nil)
+		}
+	}
+}
+
+// republishAll sends a pointer for every object served here, batched by
+// next hop.
+func (n *Node) republishAll(env node.Env) {
+	if !n.joined || len(n.published) == 0 {
+		return
+	}
+	var list []wire.TapPointer
+	for _, k := range n.sortedObjects() {
+		list = append(list, n.pointerOf(k, n.published[k].app, false))
+	}
+	n.Stats.Republished += uint64(len(list))
+	n.handlePointers(env, list)
+}
+
+// sortedObjects are the keys served here, in order.
+func (n *Node) sortedObjects() []id.ID {
+	keys := make([]id.ID, 0, len(n.published))
+	for k := range n.published {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b id.ID) int { return a.Cmp(b) })
+	return keys
+}
+
+// expireObjects stops serving objects past their expiry.
+func (n *Node) expireObjects(env node.Env) {
+	for _, k := range n.sortedObjects() {
+		if o := n.published[k]; !o.expires.IsZero() && !o.expires.After(env.Now()) {
+			n.Unpublish(env, k)
+		}
+	}
+}
+
+// handOverRoots sends on the pointers held here as root whose route now
+// leads elsewhere: a new node filled a hole and is their root (§III-C1b).
+func (n *Node) handOverRoots(env node.Env) {
+	var moved []wire.TapPointer
+	for _, k := range n.ptrs.sortedKeys() {
+		for i := range n.ptrs.byKey[k] {
+			p := &n.ptrs.byKey[k][i]
+			if !p.root {
+				continue
+			}
+			next, _, root := n.table.nextHop(int(p.level), k, "")
+			if root {
+				continue
+			}
+			p.root, p.next = false, next.Addr
+			moved = append(moved, n.wirePointer(env, k, *p))
+		}
+	}
+	if len(moved) > 0 {
+		n.Stats.RootHandovers += uint64(len(moved))
+		n.handlePointers(env, moved)
+	}
+}
+
+// wirePointer is a pointer held here as sent on from here.
+func (n *Node) wirePointer(env node.Env, key id.ID, p pointer) wire.TapPointer {
+	ttl := max(p.expires.Sub(env.Now()), time.Millisecond)
+	return wire.TapPointer{Key: key, App: p.app, Server: p.server, Level: p.level, TTLMillis: uint64(ttl / time.Millisecond)}
+}
+
+// repathPointers drops the pointers to a server that died and sends on,
+// through the new next hop, the pointers whose next hop it was: republish
+// at once along a path that lost a node.
+func (n *Node) repathPointers(env node.Env, addr string) {
+	var again []wire.TapPointer
+	for _, k := range n.ptrs.sortedKeys() {
+		l := n.ptrs.byKey[k]
+		for i := len(l) - 1; i >= 0; i-- {
+			switch p := l[i]; {
+			case p.server.Addr == addr:
+				n.ptrs.drop(k, i)
+				l = n.ptrs.byKey[k]
+			case p.next == addr:
+				again = append(again, n.wirePointer(env, k, p))
+			}
+		}
+	}
+	if len(again) > 0 {
+		n.Stats.PathRepublished += uint64(len(again))
+		n.handlePointers(env, again)
+	}
+}
