@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,7 @@ import (
 	"triad/internal/ring"
 	"triad/internal/rpc"
 	"triad/internal/store"
+	"triad/internal/tapestry"
 	"triad/internal/tcp"
 	"triad/internal/wire"
 )
@@ -45,8 +47,9 @@ type NodeSnapshot struct {
 	CopiesRefused uint64
 	CopiesServed  uint64
 	BadCopies     uint64
-	Maint         *wire.MaintStatus // nil without maintenance
-	CC            *cc.Stats         // nil without congestion control
+	Maint         *wire.MaintStatus  // nil without maintenance
+	CC            *cc.Stats          // nil without congestion control
+	Tapestry      []tapestry.Counter // nil without Tapestry
 }
 
 // VnodeSnapshot is one virtual server's neighbourhood.
@@ -92,6 +95,9 @@ func TakeNodeSnapshot(n *deploy.Node) NodeSnapshot {
 	if n.CC != nil {
 		st := n.CC.Snapshot()
 		s.CC = &st
+	}
+	if n.Tap != nil {
+		s.Tapestry = n.Tap.Counters()
 	}
 	return s
 }
@@ -234,6 +240,25 @@ func emitNode(ch chan<- prometheus.Metric, s NodeSnapshot) {
 	}
 	if s.CC != nil {
 		emitCC(e, s.CC)
+	}
+	emitTapestry(e, s.Tapestry)
+}
+
+// tapestryGauges are the Tapestry counters that say what the node holds
+// now rather than count events.
+var tapestryGauges = map[string]bool{"links": true, "backpointers": true, "pointers_held": true,
+	"objects_published": true, "republish_queue": true, "routes_in_flight": true}
+
+// emitTapestry writes the Tapestry node's counters (tapestry.Node.Counters)
+// as triad_tapestry_NAME: a gauge for what it holds now, a counter
+// (NAME_total) for the rest.
+func emitTapestry(e emitter, cs []tapestry.Counter) {
+	for _, c := range cs {
+		if tapestryGauges[c.Name] {
+			e.gauge("triad_tapestry_"+c.Name, "Tapestry: "+strings.ReplaceAll(c.Name, "_", " ")+" now (triad tapestry status).", float64(c.Value))
+		} else {
+			e.counter("triad_tapestry_"+c.Name+"_total", "Tapestry: "+strings.ReplaceAll(c.Name, "_", " ")+" (triad tapestry status).", c.Value)
+		}
 	}
 }
 

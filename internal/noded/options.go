@@ -19,12 +19,13 @@ import (
 	"triad/internal/ring"
 	"triad/internal/sim"
 	"triad/internal/store"
+	"triad/internal/tapestry"
 	"triad/internal/tcp"
 	"triad/internal/wire"
 )
 
 // Options say everything about one node process. The fields down to
-// Workers are its flags and the keys of a configuration file's [node]
+// TapExtra are its flags and the keys of a configuration file's [node]
 // table (named in each field's comment); the rest are set by code.
 type Options struct {
 	// Listen is the TCP address (host:port) the node serves peers and
@@ -125,6 +126,22 @@ type Options struct {
 	// while concurrent puts still share it, where a timed interval adds a
 	// timer's granularity to every put. Key sync-interval. Default zero.
 	SyncInterval time.Duration
+	// Tapestry runs Tapestry's mesh and object location (triad publish,
+	// locate, fetch) beside the ring: its node ID is the node's first ring
+	// ID, and it joins through Join. Key tapestry. Default false.
+	Tapestry bool
+	// TapRepublish is how often the node republishes the objects it
+	// serves; a location pointer lives twice that unless refreshed. Key
+	// tapestry-republish. Default tapestry.DefaultConfig's (10m).
+	TapRepublish time.Duration
+	// TapBeacon is how often the node probes every link of its Tapestry
+	// table. Key tapestry-beacon. Default tapestry.DefaultConfig's (20s).
+	TapBeacon time.Duration
+	// TapExtra is the extra pointers of Tapestry's §V-B3, "k,l,m": on the
+	// first m hops of a publish path, pointers also go to k backups of the
+	// next hop and the l nearest neighbours. Key tapestry-extra. Default
+	// 0,0,0 (none).
+	TapExtra string
 
 	// IDs are the ring positions of a new node (a restart keeps its own);
 	// nil derives them from Listen. Only with DeriveIDs false: peers
@@ -143,7 +160,7 @@ type Options struct {
 // DefaultOptions is one vnode on 127.0.0.1:4001 with every protocol's
 // defaults.
 func DefaultOptions() Options {
-	d := dhash.DefaultConfig()
+	d, t := dhash.DefaultConfig(), tapestry.DefaultConfig()
 	return Options{
 		Listen:        "127.0.0.1:4001",
 		JoinTimeout:   time.Minute,
@@ -162,6 +179,9 @@ func DefaultOptions() Options {
 		MaxRetention:  d.MaxRetention,
 		Workers:       256,
 		DeriveIDs:     true,
+		TapRepublish:  t.Republish,
+		TapBeacon:     t.Beacon,
+		TapExtra:      "0,0,0",
 	}
 }
 
@@ -195,6 +215,10 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.MaxRetention, "max-retention", o.MaxRetention, "the longest a block may be kept: puts asking for more are refused, and copies from other nodes are kept no longer")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "goroutines that run the node's blocking work (disk reads and writes) at once")
 	fs.DurationVar(&o.SyncInterval, "sync-interval", o.SyncInterval, "the storage engine's group-commit interval; 0: commit back to back, so a put waits about one fdatasync while concurrent puts share it")
+	fs.BoolVar(&o.Tapestry, "tapestry", o.Tapestry, "also run Tapestry's mesh and object location (triad publish, locate, fetch), with the node's first ring ID, joining through --join")
+	fs.DurationVar(&o.TapRepublish, "tapestry-republish", o.TapRepublish, "with --tapestry: how often the objects this node serves are republished; a location pointer lives twice that unless refreshed")
+	fs.DurationVar(&o.TapBeacon, "tapestry-beacon", o.TapBeacon, "with --tapestry: how often every link of the routing table is probed")
+	fs.StringVar(&o.TapExtra, "tapestry-extra", o.TapExtra, "with --tapestry: extra pointers `k,l,m`: on the first m hops of a publish path, pointers also go to k backups of the next hop (0-2) and its l nearest neighbours (0-16)")
 }
 
 // Validate checks o, naming the flag (and configuration key) of a bad
@@ -244,6 +268,9 @@ func (o *Options) assembly() (assembly, error) {
 		return a, err
 	}
 	if a.deploy.Maint, err = o.maint(); err != nil {
+		return a, err
+	}
+	if a.deploy.Tapestry, err = o.tapestry(); err != nil {
 		return a, err
 	}
 	if o.TestLie != "" {
@@ -322,6 +349,28 @@ func (o *Options) maint() (*maint.Config, error) {
 	m := maint.DefaultConfig()
 	m.Interval, m.Budget = o.MaintInterval, o.RepairBudgetKB*1000
 	return &m, nil
+}
+
+// tapestry is Tapestry's configuration; nil without --tapestry.
+func (o *Options) tapestry() (*tapestry.Config, error) {
+	if !o.Tapestry {
+		return nil, nil
+	}
+	t := tapestry.DefaultConfig()
+	t.Republish, t.Beacon = o.TapRepublish, o.TapBeacon
+	if o.TapRepublish <= 0 {
+		return nil, fmt.Errorf("--tapestry-republish %v: want a positive duration", o.TapRepublish)
+	}
+	if o.TapBeacon <= 0 {
+		return nil, fmt.Errorf("--tapestry-beacon %v: want a positive duration", o.TapBeacon)
+	}
+	if _, err := fmt.Sscanf(o.TapExtra, "%d,%d,%d", &t.ExtraBackups, &t.ExtraNearest, &t.ExtraHops); err != nil {
+		return nil, fmt.Errorf("--tapestry-extra %q: want k,l,m, like 1,1,1", o.TapExtra)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("--tapestry-extra %s: %v", o.TapExtra, err)
+	}
+	return &t, nil
 }
 
 // MachineID turns a machine name into a machine identity (0 for none).

@@ -47,12 +47,39 @@ func TestOptions(t *testing.T) {
 		{func(o *Options) { o.SyncInterval = -time.Second }, "--sync-interval"},
 		{func(o *Options) { o.Workers = 0 }, "--workers"},
 		{func(o *Options) { o.Replicas = 0 }, "--replicas"},
+		{func(o *Options) { o.Tapestry, o.TapRepublish = true, 0 }, "--tapestry-republish"},
+		{func(o *Options) { o.Tapestry, o.TapBeacon = true, -time.Second }, "--tapestry-beacon"},
+		{func(o *Options) { o.Tapestry, o.TapExtra = true, "1/1/1" }, "--tapestry-extra"},
+		{func(o *Options) { o.Tapestry, o.TapExtra = true, "3,1,1" }, "--tapestry-extra"},
 	} {
 		o := DefaultOptions()
 		tc.set(&o)
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("want an error naming %s, got %v", tc.want, err)
 		}
+	}
+}
+
+// --tapestry runs Tapestry with the flags' republish interval, beacon and
+// extra pointers; without it, none runs.
+func TestOptionsTapestry(t *testing.T) {
+	o := DefaultOptions()
+	if a, err := o.assembly(); err != nil || a.deploy.Tapestry != nil {
+		t.Fatalf("defaults: Tapestry %v, %v; want none", a.deploy.Tapestry, err)
+	}
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	o.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--tapestry", "--tapestry-republish", "20s", "--tapestry-beacon", "5s", "--tapestry-extra", "1,2,3"}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := o.assembly()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := a.deploy.Tapestry
+	if c == nil || c.Republish != 20*time.Second || c.PointerTTL() != 40*time.Second || c.Beacon != 5*time.Second ||
+		c.ExtraBackups != 1 || c.ExtraNearest != 2 || c.ExtraHops != 3 {
+		t.Errorf("tapestry flags not applied: %+v", c)
 	}
 }
 
