@@ -196,6 +196,8 @@ var types = [...]typeInfo{
 	{TypeTapUnpublish, "TapUnpublish", RoleClient, false, newOf[TapUnpublish]},
 	{TypeTapLocate, "TapLocate", RoleClient, true, newOf[TapLocate]}, // a fetch is answered with the object
 	{TypeTapLocated, "TapLocated", RoleNode, false, newOf[TapLocated]},
+	{TypeTapBench, "TapBench", RoleOperator, false, newOf[TapBench]}, // the routing microbenchmark's load
+	{TypeTapBenchDone, "TapBenchDone", RoleNode, false, newOf[TapBenchDone]},
 }
 
 // newOf makes the zero message of type T, for the types table.

@@ -10,7 +10,7 @@ func TestRoleOf(t *testing.T) {
 		types []Type
 		want  Role
 	}{
-		{[]Type{TypeMaintControl, TypeCCFlood}, RoleOperator},
+		{[]Type{TypeMaintControl, TypeCCFlood, TypeTapBench}, RoleOperator},
 		{[]Type{TypePing, TypeGetRingInfo, TypeClientLookup, TypeStatBlock, TypeClientPut,
 			TypeClientGet, TypeClientStat, TypeClientPutBatch, TypeGetMaintStatus}, RoleClient},
 		{[]Type{TypeChallenge, TypeProof, TypeCCRequest, TypeCCAck, TypeLookup, TypeStoreBlock,

@@ -27,6 +27,8 @@ const (
 	TypeTapUnpublish Type = 333
 	TypeTapLocate    Type = 334
 	TypeTapLocated   Type = 335
+	TypeTapBench     Type = 336
+	TypeTapBenchDone Type = 337
 )
 
 // Bounds of Tapestry's messages. Levels and digits are those of 160-bit
@@ -230,6 +232,75 @@ type TapLocated struct {
 	Micros  uint64 // from the node's send to the outcome's arrival
 	Data    []byte
 }
+
+// TapBench makes a node route Count messages of Size bytes to Key, with
+// Window in flight, each acknowledged by the hop that takes it: the
+// routing microbenchmark (§V-B1). Only an operator may send it. The reply
+// is a TapBenchDone.
+type TapBench struct {
+	Key                 id.ID
+	Count, Size, Window uint32
+}
+
+// TapBenchDone is a TapBench's outcome: messages acknowledged and failed,
+// the time from the first send to the last acknowledgement, and the
+// median and 90th percentile of a hop's round trip.
+type TapBenchDone struct {
+	Acked, Failed        uint64
+	Micros               uint64
+	P50Micros, P90Micros uint64
+}
+
+// Bounds of a TapBench.
+const (
+	MaxTapBenchCount  = 10_000_000
+	MaxTapBenchWindow = 4096
+)
+
+func (*TapBench) Type() Type { return TypeTapBench }
+func (m *TapBench) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	b = putUint(b, 2, uint64(m.Count))
+	b = putUint(b, 3, uint64(m.Size))
+	return putUint(b, 4, uint64(m.Window))
+}
+func (m *TapBench) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Count = d.uint32(f)
+	case 3:
+		m.Size = d.uint32(f)
+	case 4:
+		m.Window = d.uint32(f)
+	}
+}
+func (m *TapBench) clone() Msg { return new(*m) }
+
+func (*TapBenchDone) Type() Type { return TypeTapBenchDone }
+func (m *TapBenchDone) encode(b []byte) []byte {
+	b = putUint(b, 1, m.Acked)
+	b = putUint(b, 2, m.Failed)
+	b = putUint(b, 3, m.Micros)
+	b = putUint(b, 4, m.P50Micros)
+	return putUint(b, 5, m.P90Micros)
+}
+func (m *TapBenchDone) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Acked = d.uint(f)
+	case 2:
+		m.Failed = d.uint(f)
+	case 3:
+		m.Micros = d.uint(f)
+	case 4:
+		m.P50Micros = d.uint(f)
+	case 5:
+		m.P90Micros = d.uint(f)
+	}
+}
+func (m *TapBenchDone) clone() Msg { return new(*m) }
 
 func putTapPath(b []byte, num protowire.Number, path []NodeRef) []byte { return putNodes(b, num, path) }
 
