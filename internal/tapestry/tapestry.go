@@ -147,6 +147,8 @@ type Node struct {
 	buckets   map[string]*bucket
 	stopped   bool
 	saveDue   bool
+	// benchRunning is set while a TapBench runs.
+	benchRunning bool
 
 	Stats Stats
 }
@@ -344,6 +346,8 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		rpc.Respond(env, in, n.self, &wire.Ack{})
 	case *wire.TapLocate:
 		n.clientLocate(env, in, m)
+	case *wire.TapBench:
+		n.bench(env, in, m)
 	default:
 		if in.Env.Kind == wire.Request {
 			rpc.RespondError(env, in, n.self, fault.CodeBadRequest, fmt.Sprintf("tapestry: %v is not a request", m.Type()))
@@ -626,6 +630,8 @@ func (n *Node) validate(m wire.Msg) error {
 		if !n.knownApp(m.App, wire.TapToObject) {
 			return fmt.Errorf("tapestry: unknown application %d", m.App)
 		}
+		return key(m.Key)
+	case *wire.TapBench:
 		return key(m.Key)
 	case *wire.TapPublish:
 		if m.TTLMillis > wire.MaxTapTTLMillis || !n.knownApp(m.App, wire.TapToObject) {
