@@ -31,6 +31,11 @@ func init() {
 		{"put", "store a file in the DHT; prints its key", runPut},
 		{"get", "fetch a file from the DHT by key", runGet},
 		{"stat", "show which nodes hold a key", runStat},
+		{"publish", "store a file on one Tapestry node and publish it; prints its key", runPublish},
+		{"unpublish", "stop publishing a key from a Tapestry node", runUnpublish},
+		{"locate", "find the servers of a published key through Tapestry", runLocate},
+		{"fetch", "fetch a published key's bytes through Tapestry", runFetch},
+		{"tapestry", "show a node's Tapestry routing table or counters (tapestry table, status)", runTapestry},
 		{"maint", "show, pause or resume a node's maintenance (maint status)", runMaint},
 		{"sim", "run a simulation experiment (sim ring, dhash, passingtone)", runSim},
 		{"bench", "measure a part on this machine (bench store, dhash, nntp, limits, sync)", runBench},
@@ -85,7 +90,7 @@ Usage: triad <command> [flags]
 
 Commands:`)
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, `
 Run 'triad <command> --help' for a command's flags.`)

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/tapestry"
+	"triad/internal/wire"
+)
+
+// tapestryCallTimeout bounds a call to a Tapestry node: a route waits up to
+// the node's route timeout (10 s by default) for its outcome, and a publish
+// for the object's write to the node's disk.
+const tapestryCallTimeout = 30 * time.Second
+
+// tapestryCall sends one request to the Tapestry node at --addr, stopped by
+// an interrupt or the call timeout.
+func tapestryCall(node nodeFlags, m wire.Msg) (wire.Msg, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, tapestryCallTimeout)
+	defer cancel()
+	return node.call(ctx, m)
+}
+
+const publishAbout = `
+Stores FILE (or standard input, for "-") in the storage engine of the node at
+--addr, which must run with --tapestry, and publishes it in Tapestry: the node
+becomes the object's server and leaves location pointers on the path to the
+root of its key. Prints the key: the first 160 bits of the SHA-256 of the
+content, in hex, as 'triad put' does.
+
+Unlike 'triad put', the object stays where it was published (one copy, on
+that node); 'triad locate' and 'triad fetch' find it from any node of the
+mesh. The node republishes it every --tapestry-republish, and again after a
+restart, until --expire passes or 'triad unpublish'; a pointer not
+republished lives two republish intervals.`
+
+func runPublish(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("publish", "publish FILE [--addr ADDR] [--expire DURATION]", publishAbout, stderr)
+	node := addNodeFlags(fs, "`address` of the Tapestry node that serves the object")
+	expire := fs.Duration("expire", 0, "stop serving and publishing the object after this long (0: until unpublished)")
+	pos, err := parseMixed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr(fs, "want one FILE (or - for standard input)")
+	}
+	if *expire < 0 {
+		return usageErr(fs, "--expire %v: want 0 (until unpublished) or a positive duration", *expire)
+	}
+	data, err := readInput(pos[0])
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return fmt.Errorf("%s is empty: there is nothing to publish", pos[0])
+	}
+	m, err := tapestryCall(node, &wire.TapPublish{Data: data, TTLMillis: uint64(*expire / time.Millisecond), App: tapestry.AppDOLR})
+	if err != nil {
+		return fmt.Errorf("%s: %w", pos[0], err)
+	}
+	p, ok := m.(*wire.TapPublished)
+	if !ok {
+		return fmt.Errorf("%s answered %T", *node.addr, m)
+	}
+	fmt.Fprintln(stdout, p.Key)
+	return nil
+}
+
+const unpublishAbout = `
+Makes the node at --addr stop serving KEY (as printed by 'triad publish'): it
+no longer republishes it, and the location pointers on the path to the key's
+root are removed. Locates that still meet a stale pointer find that the node no
+longer holds the object and go on to the root.`
+
+func runUnpublish(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("unpublish", "unpublish KEY [--addr ADDR]", unpublishAbout, stderr)
+	node := addNodeFlags(fs, "`address` of the Tapestry node that published KEY")
+	key, err := keyArg(fs, args)
+	if err != nil {
+		return err
+	}
+	if _, err := tapestryCall(node, &wire.TapUnpublish{Key: key}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: unpublished from %s\n", key, *node.addr)
+	return nil
+}
+
+const locateAbout = `
+Routes to the object KEY through the Tapestry mesh from the node at --addr
+(RouteToObject): digit by digit towards the key's root, turning towards the
+nearest server at the first location pointer met. Prints the server found,
+the hops taken, the path and the latency the node measured.
+
+With --all the route goes on to the key's root and lists every server the root
+knows. An object no server publishes is not found: the command says at which
+root after how many hops, and exits 1.`
+
+// locatedJSON is what locate --json prints: one line.
+type locatedJSON struct {
+	Key       string   `json:"key"`
+	Found     bool     `json:"found"`
+	Servers   []string `json:"servers"`
+	Root      string   `json:"root"`
+	RootID    string   `json:"root_id"`
+	Hops      int      `json:"hops"`
+	Path      []string `json:"path"`
+	LatencyMS float64  `json:"latency_ms"`
+}
+
+func runLocate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("locate", "locate KEY [--addr ADDR] [--all] [--json]", locateAbout, stderr)
+	node := addNodeFlags(fs, "`address` of the Tapestry node to route from")
+	all := fs.Bool("all", false, "go on to the key's root and list every server it knows")
+	asJSON := fs.Bool("json", false, "print one JSON line (also when not found)")
+	key, err := keyArg(fs, args)
+	if err != nil {
+		return err
+	}
+	l, err := locate(node, &wire.TapLocate{Key: key, All: *all, App: tapestry.AppDOLR})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		out := locatedJSON{Key: key.String(), Found: l.Found, Servers: addrs(l.Servers), Root: l.Root.Addr, RootID: l.Root.ID.String(),
+			Hops: int(l.Hops), Path: addrs(l.Path), LatencyMS: float64(l.Micros) / 1000}
+		if err := printJSON(stdout, out); err != nil {
+			return err
+		}
+	}
+	if !l.Found {
+		return notFound(l)
+	}
+	if *asJSON {
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for i, s := range l.Servers {
+		fmt.Fprintf(tw, "server\t%s\t%s\n", s.Addr, s.ID.Short())
+		if !*all && i == 0 {
+			break
+		}
+	}
+	if *all { // a route that met a pointer on the way knows no root
+		fmt.Fprintf(tw, "root\t%s\t%s\n", l.Root.Addr, l.Root.ID.Short())
+	}
+	fmt.Fprintf(tw, "hops\t%d\n", l.Hops)
+	fmt.Fprintf(tw, "path\t%s\n", strings.Join(addrs(l.Path), " -> "))
+	fmt.Fprintf(tw, "latency\t%v\n", time.Duration(l.Micros)*time.Microsecond)
+	return tw.Flush()
+}
+
+// locate sends a TapLocate and checks the reply's type.
+func locate(node nodeFlags, m *wire.TapLocate) (*wire.TapLocated, error) {
+	r, err := tapestryCall(node, m)
+	if err != nil {
+		return nil, err
+	}
+	l, ok := r.(*wire.TapLocated)
+	if !ok {
+		return nil, fmt.Errorf("%s answered %T", *node.addr, r)
+	}
+	return l, nil
+}
+
+// notFound is the error of a route that reached the key's root and no
+// server.
+func notFound(l *wire.TapLocated) error {
+	return fmt.Errorf("not found at root %s (%s) after %d hops", l.Root.Addr, l.Root.ID.Short(), l.Hops)
+}
+
+func addrs(refs []wire.NodeRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.Addr
+	}
+	return out
+}
+
+const fetchAbout = `
+Routes to the object KEY from the node at --addr, as 'triad locate' does, and
+has the server it reaches answer with the object's bytes. They are checked
+against KEY (the first 160 bits of their SHA-256) and written to standard
+output or to -o FILE; bytes that do not match are an error and are not
+written.`
+
+func runFetch(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fetch", "fetch KEY [--addr ADDR] [-o FILE]", fetchAbout, stderr)
+	node := addNodeFlags(fs, "`address` of the Tapestry node to route from")
+	out := fs.String("o", "", "write to this `file` instead of standard output")
+	key, err := keyArg(fs, args)
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := checkOutputPath(*out); err != nil {
+			return usageErr(fs, "-o: %v", err)
+		}
+	}
+	l, err := locate(node, &wire.TapLocate{Key: key, Fetch: true, App: tapestry.AppDOLR})
+	if err != nil {
+		return err
+	}
+	if !l.Found {
+		return notFound(l)
+	}
+	server := "?"
+	if len(l.Servers) > 0 {
+		server = l.Servers[0].Addr
+	}
+	if got := id.Key(l.Data); got != key {
+		return fmt.Errorf("%s answered %d bytes whose key is %s, not %s", server, len(l.Data), got, key)
+	}
+	if *out == "" {
+		_, err = stdout.Write(l.Data)
+		return err
+	}
+	return writeFileAtomic(*out, l.Data)
+}
+
+const tapestryAbout = `
+Shows one node's Tapestry (it runs with --tapestry).
+
+  table    the routing table: for each level and digit, the links (primary
+           first, then the backups) with their measured round-trip times;
+           then the backpointers, the nodes whose tables hold this one
+  status   the node's counters: links, backpointers, pointers held, objects
+           published and the republish queue, routes in flight, then the
+           routes, hops, redirections, loops, republishes, joins and beacons
+           counted since it started`
+
+func runTapestry(args []string, stdout, stderr io.Writer) error {
+	return runGroup("tapestry", tapestryAbout, map[string]func([]string, io.Writer, io.Writer) error{
+		"table":  func(a []string, o, e io.Writer) error { return runTapestryShow("table", a, o, e) },
+		"status": func(a []string, o, e io.Writer) error { return runTapestryShow("status", a, o, e) },
+	}, args, stdout, stderr)
+}
+
+func runTapestryShow(name string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tapestry "+name, "tapestry "+name+" [--addr ADDR] [--json]", tapestryAbout, stderr)
+	node := addNodeFlags(fs, "`address` of the Tapestry node to ask")
+	asJSON := fs.Bool("json", false, "print one JSON line")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	m, err := tapestryCall(node, &wire.TapGetTable{})
+	if err != nil {
+		return err
+	}
+	t, ok := m.(*wire.TapTable)
+	if !ok {
+		return fmt.Errorf("%s answered %T", *node.addr, m)
+	}
+	if name == "status" {
+		return printTapestryStatus(stdout, t, *asJSON)
+	}
+	return printTapestryTable(stdout, t, *asJSON)
+}
+
+func printTapestryStatus(w io.Writer, t *wire.TapTable, asJSON bool) error {
+	if asJSON {
+		counters := map[string]uint64{}
+		for _, c := range t.Counters {
+			counters[c.Name] = c.Value
+		}
+		return printJSON(w, map[string]any{"self": t.Self.Addr, "id": t.Self.ID.String(), "joined": t.Joined, "counters": counters})
+	}
+	state := "joined"
+	if !t.Joined {
+		state = "joining"
+	}
+	fmt.Fprintf(w, "tapestry on %s (%s): %s\n", t.Self.Addr, t.Self.ID, state)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range t.Counters {
+		fmt.Fprintf(tw, "  %s\t%d\n", c.Name, c.Value)
+	}
+	return tw.Flush()
+}
+
+func printTapestryTable(w io.Writer, t *wire.TapTable, asJSON bool) error {
+	if asJSON {
+		type link struct {
+			Addr   string  `json:"addr"`
+			ID     string  `json:"id"`
+			RTTMS  float64 `json:"rtt_ms"`
+			Backup bool    `json:"backup"`
+		}
+		type entry struct {
+			Level int    `json:"level"`
+			Digit int    `json:"digit"`
+			Links []link `json:"links"`
+		}
+		var entries []entry
+		for _, e := range t.Entries {
+			en := entry{Level: int(e.Level), Digit: int(e.Digit)}
+			for i, l := range e.Links {
+				en.Links = append(en.Links, link{Addr: l.Addr, ID: l.ID.String(), RTTMS: rttMS(e, i), Backup: i > 0})
+			}
+			entries = append(entries, en)
+		}
+		return printJSON(w, map[string]any{"self": t.Self.Addr, "id": t.Self.ID.String(), "joined": t.Joined,
+			"entries": entries, "backpointers": addrs(t.Backpointers)})
+	}
+	fmt.Fprintf(w, "tapestry table of %s (%s): %d entries\n", t.Self.Addr, t.Self.ID, len(t.Entries))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "level\tdigit\tprimary\tbackups")
+	for _, e := range t.Entries {
+		links := make([]string, len(e.Links))
+		for i, l := range e.Links {
+			links[i] = fmt.Sprintf("%s %s (%.2f ms)", l.ID.Short(), l.Addr, rttMS(e, i))
+		}
+		var primary, backups string
+		if len(links) > 0 {
+			primary, backups = links[0], strings.Join(links[1:], ", ")
+		}
+		fmt.Fprintf(tw, "%d\t%x\t%s\t%s\n", e.Level, e.Digit, primary, backups)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "backpointers (%d):\n", len(t.Backpointers))
+	for _, b := range t.Backpointers {
+		fmt.Fprintf(w, "  %s %s\n", b.ID.Short(), b.Addr)
+	}
+	return nil
+}
+
+// rttMS is link i's round trip in milliseconds (0 if not measured).
+func rttMS(e wire.TapEntry, i int) float64 {
+	if i >= len(e.RTTMicros) {
+		return 0
+	}
+	return float64(e.RTTMicros[i]) / 1000
+}
