@@ -34,11 +34,13 @@ Benchmarks:
   flood   congestion control of routed requests on real node processes: every
           node floods the ring; goodput against the unflooded peak, memory,
           and a normal client's lookup latency.
+  tapestry  Tapestry's router: two real node processes, 4 KB messages routed
+          and acknowledged per second, and a hop's round trip.
 
 Run 'triad bench <name> --help' for its flags.`
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits, "sync": runBenchSync, "flood": runBenchFlood}, args, stdout, stderr)
+	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits, "sync": runBenchSync, "flood": runBenchFlood, "tapestry": runBenchTapestry}, args, stdout, stderr)
 }
 
 // minProcs is the least GOMAXPROCS bench store runs with.
