@@ -33,6 +33,10 @@ Experiments:
          Congestion control for routed requests on 128 peers: collapse without
          control and the loss, back-pressure and marking schemes against
          offered load (Figure 4), cross-load (Figure 5) and fairness.
+  tapestry
+         Tapestry: route-to-node and route-to-object stretch (RDP), the extra
+         pointers, insertion cost, parallel joins, massive failure and churn
+         on meshes of hosts that run Tapestry alone.
 
 Run 'triad sim <name> --help' for an experiment's flags.`
 
@@ -40,7 +44,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	// A simulation's live heap is small next to what it allocates per
 	// event; collecting less often leaves both cores to the hosts.
 	relaxGC()
-	return runGroup("sim", simAbout, map[string]func([]string, io.Writer, io.Writer) error{"ring": runSimRing, "dhash": runSimDHash, "passingtone": runSimPassingTone, "congestion": runSimCongestion}, args, stdout, stderr)
+	return runGroup("sim", simAbout, map[string]func([]string, io.Writer, io.Writer) error{"ring": runSimRing, "dhash": runSimDHash, "passingtone": runSimPassingTone, "congestion": runSimCongestion, "tapestry": runSimTapestry}, args, stdout, stderr)
 }
 
 func runSimRing(args []string, stdout, stderr io.Writer) error {
@@ -201,6 +205,37 @@ func runSimCongestion(args []string, stdout, stderr io.Writer) error {
 		return sf.json(stdout, res.SummaryJSON())
 	}
 	return sf.json(stdout, res)
+}
+
+func runSimTapestry(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("sim tapestry", "sim tapestry [--seed S] [--experiment rdp|optim|insert|parallel|massive|churn|all] [--nodes N] [--quick] [--check] [--json]", exp.TapestryHelp, stderr)
+	cfg := exp.DefaultTapestryConfig()
+	cfg.RegisterFlags(fs)
+	check := fs.Bool("check", false, "exit non-zero if a threshold of issue 29 fails (the failures are printed)")
+	sf := addSimFlags(fs, "end with one JSON line of results", "not drawn yet", true)
+	stopProfile, err := sf.parse(fs, args, &cfg)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	if *sf.plotTo != "" {
+		return usageErr(fs, "--plot: sim tapestry draws no figure yet")
+	}
+	if sf.progress(stderr) {
+		cfg.Log = stderr
+	}
+	res, err := exp.RunTapestry(cfg)
+	if err != nil {
+		return err
+	}
+	res.WriteText(stdout)
+	if err := sf.json(stdout, res); err != nil {
+		return err
+	}
+	if failed := res.Failed(); *check && len(failed) > 0 {
+		return fmt.Errorf("sim tapestry: %d thresholds of issue 29 missed (FAIL above)", len(failed))
+	}
+	return nil
 }
 
 // simFlags are the flags every experiment takes beside its

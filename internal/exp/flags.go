@@ -302,3 +302,12 @@ func (f CongestionFlags) Run() (Congestion, error) {
 	}
 	return res, nil
 }
+
+// RegisterFlags defines `triad sim tapestry`'s flags on fs, bound to c's
+// fields and with c's values as their defaults.
+func (c *TapestryConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed; fixes the whole run")
+	fs.StringVar(&c.Experiment, "experiment", c.Experiment, "rdp, optim, insert, parallel, massive, churn or all")
+	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "nodes in the rdp, massive and churn meshes (0: 400, 830, 830; 256 with --quick)")
+	fs.BoolVar(&c.Quick, "quick", c.Quick, "smaller meshes and fewer runs (all in a few minutes)")
+}

@@ -120,3 +120,29 @@ last --json line of a full run is the summary: collapse_ratio,
 marking_min_over_peak, marking_retransmit_fraction, fairness_cut and the
 cross-load comparisons, and wall_seconds. The same --seed gives the same
 figures.`
+
+// TapestryHelp is what `triad sim tapestry` --help says of the run.
+const TapestryHelp = `
+Runs issue 29's Tapestry experiments on meshes of simulated hosts that run
+Tapestry alone (no ring), on the synthetic wide-area topology:
+
+  rdp       route-to-node RDP over pairs of --nodes (default 400) nodes: the
+            round trip through the overlay (A to B plus B to A) over the ping
+            RTT, for far (> 100 ms) and near (< 20 ms) pairs (Fig. 13); and
+            route-to-object RDP, one way, with 10,000 objects on one server
+            (Fig. 14).
+  optim     the extra pointers (k, l, m) = (1, 1, 1) against none: 1,092 nodes,
+            25 objects on each, 100 random locates per node (Fig. 15).
+  insert    bytes and seconds per insertion, base 4, N = 16, 64, 256, 1,024,
+            20 insert/leave cycles each (Figs. 16-17).
+  parallel  5, 10, 25 and 50% of a 200-node mesh joining at once; a run ends
+            when the checker finds nothing (Fig. 18).
+  massive   20% of --nodes (default 830) fail at once; 15 minutes later 50%
+            more join; success of routes to nodes and objects (Figs. 19-20).
+  churn     Poisson joins every 20 s with 4-minute lifetimes, then 10 s and 2
+            minutes (Figs. 21-22).
+
+--quick runs all of them smaller (256 nodes, fewer runs) in a few minutes.
+The invariant checker runs over every live node where a mesh is claimed
+stable. Each threshold of the issue is printed with ok or FAIL; --check
+exits non-zero on a FAIL. The same --seed gives the same figures.`

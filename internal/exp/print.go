@@ -170,3 +170,45 @@ func (r Congestion) SummaryJSON() any {
 		Fairness []CongestionPoint `json:"fairness"`
 	}{r.Summary, r.Figure4, r.Figure5, r.Fairness}
 }
+
+// WriteText writes the figures of the experiments that ran and each
+// threshold's verdict, as `triad sim tapestry` prints them.
+func (r TapestryResult) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "sim tapestry, seed %d, experiment %s, quick %v\n", r.Seed, r.Experiment, r.Quick)
+	if r.RDPNodes > 0 {
+		fmt.Fprintf(w, "rdp: %d nodes, %d pairs routed both ways (%d failed): median RDP %.2f, far %.2f, near %.2f\n",
+			r.RDPNodes, r.RDPNodePairs, r.RDPNodeFailed, r.RDPNodeMedian, r.RDPNodeMedianFar, r.RDPNodeMedianNear)
+		fmt.Fprintf(w, "rdp: %d locates of objects on one server (%d failed): median one-way RDP %.2f wide area, %.2f local\n",
+			r.RDPObjectLocates, r.RDPObjectFailed, r.RDPObjectMedianWide, r.RDPObjectMedianLocal)
+	}
+	if r.OptNodes > 0 {
+		fmt.Fprintf(w, "optim: %d nodes: median RDP %.2f base, %.2f with (1,1,1); local p90 %.2f base, %.2f with; pointers per object %.1f base, %.1f with; %d locates failed\n",
+			r.OptNodes, r.RDPObjectMedianBase, r.RDPObjectMedianOpt, r.RDPObjectP90LocalBase, r.RDPObjectP90LocalOpt, r.BasePointersPerObject, r.OptPointersPerObject, r.OptLocatesFailed)
+	}
+	for i, n := range r.InsertN {
+		fmt.Fprintf(w, "insert: N = %d: %.0f bytes, %.2f s per insertion\n", n, r.InsertBytes[i], r.InsertSeconds[i])
+	}
+	for i, f := range r.ParallelFractions {
+		fmt.Fprintf(w, "parallel: %.0f%% joining at once: median %.1f s, p90 %.1f s to converge\n", 100*f, r.ParallelMedianSeconds[i], r.ParallelP90Seconds[i])
+	}
+	if r.ParallelRuns > 0 {
+		fmt.Fprintf(w, "parallel: %d runs, %d unconverged after 2 minutes\n", r.ParallelRuns, r.ParallelUnconverged)
+	}
+	if r.MassiveNodes > 0 {
+		fmt.Fprintf(w, "massive: %d nodes: recovered in %v s (fail: node, object; join: node, object), lowest bucket success %.3f\n", r.MassiveNodes, r.MassiveRecover, r.MassiveMinSuccess)
+	}
+	if len(r.ChurnDetail) > 0 {
+		fmt.Fprintf(w, "churn: success churn1 node %.4f object %.4f, churn2 node %.4f object %.4f\n", r.ChurnDetail[0], r.ChurnDetail[1], r.ChurnDetail[2], r.ChurnDetail[3])
+	}
+	if r.BloomNegativeLookups > 0 {
+		fmt.Fprintf(w, "bloom: %.4f false positives over %d lookups of absent keys\n", r.BloomFalsePositive, r.BloomNegativeLookups)
+	}
+	fmt.Fprintf(w, "violations: %d\n", r.Violations)
+	for _, v := range r.Violated {
+		fmt.Fprintf(w, "  %s\n", v)
+	}
+	for _, c := range r.Checks {
+		fmt.Fprintf(w, "%-28s %10.3f  (want %s)  %s\n", c.Name, c.Value, c.Want, verdict(c.Pass))
+	}
+	fmt.Fprintf(w, "wall time %.0fs\n", r.WallSeconds)
+}
