@@ -514,8 +514,362 @@ func (m *tapMesh) nodeRDP(cfg TapestryConfig, res *TapestryResult) {
 	res.RDPNodeMedianFar, res.RDPNodeMedianNear, res.RDPNodeMedian = percentile(farR, 0.5), percentile(nearR, 0.5), percentile(allR, 0.5)
 }
 
-func runTapOptim(cfg TapestryConfig, res *TapestryResult) error    { return nil }
-func runTapInsert(cfg TapestryConfig, res *TapestryResult) error   { return nil }
-func runTapParallel(cfg TapestryConfig, res *TapestryResult) error { return nil }
-func runTapMassive(cfg TapestryConfig, res *TapestryResult) error  { return nil }
-func runTapChurn(cfg TapestryConfig, res *TapestryResult) error    { return nil }
+// runTapOptim compares object RDP with the extra pointers (k, l, m) =
+// (1, 1, 1) against none, objects spread over nearly every node (Fig. 15).
+func runTapOptim(cfg TapestryConfig, res *TapestryResult) error {
+	n := cfg.pick(256, 1092)
+	res.OptNodes = n
+	for _, opt := range []bool{false, true} {
+		c := tapestry.DefaultConfig()
+		if opt {
+			c.ExtraBackups, c.ExtraNearest, c.ExtraHops = 1, 1, 1
+		}
+		m, err := newTapMesh(cfg.Seed, n, c, time.Second)
+		if err != nil {
+			return err
+		}
+		for _, h := range m.hosts[:n-2] {
+			m.publish(h, cfg.pick(10, 25))
+		}
+		m.s.RunFor(time.Minute)
+		res.violated(fmt.Sprintf("optim %v", opt), m.violations(20))
+		var ls []locate
+		for i, h := range m.hosts {
+			for j := 0; j < cfg.pick(20, 100); j++ {
+				k := m.keys[m.r.IntN(len(m.keys))]
+				if m.objects[k] != h {
+					m.locateRDP(h, k, &ls)
+				}
+			}
+			if i%20 == 19 {
+				m.s.RunFor(2 * time.Second)
+			}
+		}
+		m.s.RunFor(20 * time.Second)
+		all, _, local, failed := objectRDPs(ls)
+		held := 0
+		for _, h := range m.hosts {
+			held += tap(h).PointersHeld()
+		}
+		perObject := float64(held) / float64(len(m.keys))
+		res.OptLocatesFailed += failed
+		if opt {
+			res.RDPObjectMedianOpt, res.RDPObjectP90LocalOpt, res.OptPointersPerObject = percentile(all, 0.5), percentile(local, 0.9), perObject
+		} else {
+			res.RDPObjectMedianBase, res.RDPObjectP90LocalBase, res.BasePointersPerObject = percentile(all, 0.5), percentile(local, 0.9), perObject
+		}
+		logf(cfg.Log, "sim tapestry optim: extra pointers %v: %d locates, median RDP %.2f, local p90 %.2f", opt, len(ls), percentile(all, 0.5), percentile(local, 0.9))
+	}
+	res.check("rdp_object_median_opt", res.RDPObjectMedianOpt, "<= 2", res.RDPObjectMedianOpt > 0 && res.RDPObjectMedianOpt <= 2)
+	res.check("p90_local_opt / p90_local_base", res.RDPObjectP90LocalOpt/res.RDPObjectP90LocalBase, "<= 0.7", res.RDPObjectP90LocalOpt <= 0.7*res.RDPObjectP90LocalBase)
+	res.check("optim failed locates", float64(res.OptLocatesFailed), "= 0", res.OptLocatesFailed == 0)
+	return nil
+}
+
+// runTapInsert measures what one insertion costs in base 4 (Figs. 16-17):
+// Tapestry's bytes (the simulator's, less the mesh's background rate
+// measured just before) and the seconds until the joiner has joined and
+// the checker finds nothing; the joiner then leaves.
+func runTapInsert(cfg TapestryConfig, res *TapestryResult) error {
+	sizes := []int{16, 64, 256, 1024}
+	if cfg.Quick {
+		sizes = sizes[:3]
+	}
+	c := tapestry.DefaultConfig()
+	c.DigitBits = 2
+	for _, n := range sizes {
+		m, err := newTapMesh(cfg.Seed, n, c, time.Second)
+		if err != nil {
+			return err
+		}
+		var bytes, secs float64
+		cycles := cfg.pick(5, 20)
+		for i := 0; i < cycles; i++ {
+			b, t, ok, err := m.insertOnce()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				res.InsertUnconverged++
+				res.violated(fmt.Sprintf("insert N=%d", n), m.violations(5))
+			}
+			bytes, secs = bytes+b, secs+t
+		}
+		res.InsertN = append(res.InsertN, n)
+		res.InsertBytes = append(res.InsertBytes, bytes/float64(cycles))
+		res.InsertSeconds = append(res.InsertSeconds, secs/float64(cycles))
+		logf(cfg.Log, "sim tapestry insert: N = %d: %.0f bytes, %.2f s", n, bytes/float64(cycles), secs/float64(cycles))
+	}
+	from, to := 1, len(sizes)-1 // 64 to the largest
+	gb, gs := res.InsertBytes[to]/res.InsertBytes[from], res.InsertSeconds[to]/res.InsertSeconds[from]
+	res.check(fmt.Sprintf("insert_bytes %d->%d growth", sizes[from], sizes[to]), gb, "<= 2.5", gb <= 2.5)
+	res.check(fmt.Sprintf("insert_seconds %d->%d growth", sizes[from], sizes[to]), gs, "<= 2.5", gs <= 2.5)
+	res.check("insert unconverged", float64(res.InsertUnconverged), "= 0", res.InsertUnconverged == 0)
+	return nil
+}
+
+// insertOnce adds one node, measures its insertion and makes it leave.
+func (m *tapMesh) insertOnce() (bytes, secs float64, ok bool, err error) {
+	const quiet = 20 * time.Second
+	b0 := m.s.Totals().Bytes
+	m.s.RunFor(quiet)
+	rate := float64(m.s.Totals().Bytes-b0) / quiet.Seconds()
+	b1, t0 := m.s.Totals().Bytes, m.s.Now()
+	h, err := m.add()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	for !tap(h).Joined() && m.s.Now()-t0 < 2*time.Minute {
+		m.s.RunFor(100 * time.Millisecond)
+	}
+	_, ok = m.settle(2*time.Minute, 250*time.Millisecond)
+	dt := m.s.Now() - t0
+	bytes = float64(m.s.Totals().Bytes-b1) - rate*dt.Seconds()
+	m.s.Leave(h)
+	m.settle(2*time.Minute, time.Second)
+	return bytes, dt.Seconds(), ok, nil
+}
+
+// runTapParallel lets 5, 10, 25 and 50% of a 200-node mesh join at once,
+// and times each run until the checker finds nothing (Fig. 18); the
+// joiners then leave.
+func runTapParallel(cfg TapestryConfig, res *TapestryResult) error {
+	const n = 200
+	m, err := newTapMesh(cfg.Seed, n, tapestry.DefaultConfig(), time.Second)
+	if err != nil {
+		return err
+	}
+	for _, f := range []float64{0.05, 0.10, 0.25, 0.50} {
+		var times []float64
+		for run := 0; run < cfg.pick(2, 20); run++ {
+			var joiners []*sim.Host
+			for i := 0; i < int(f*n); i++ {
+				h, err := m.add()
+				if err != nil {
+					return err
+				}
+				joiners = append(joiners, h)
+			}
+			t, ok := m.settle(2*time.Minute, time.Second)
+			res.ParallelRuns++
+			if !ok {
+				res.ParallelUnconverged++
+				res.violated(fmt.Sprintf("parallel %.0f%%", 100*f), m.violations(5))
+			}
+			times = append(times, t.Seconds())
+			for _, h := range joiners {
+				m.s.Leave(h)
+			}
+			if _, ok := m.settle(5*time.Minute, 5*time.Second); !ok {
+				res.violated(fmt.Sprintf("parallel %.0f%% after the joiners left", 100*f), m.violations(5))
+			}
+		}
+		res.ParallelFractions = append(res.ParallelFractions, f)
+		res.ParallelMedianSeconds = append(res.ParallelMedianSeconds, percentile(times, 0.5))
+		res.ParallelP90Seconds = append(res.ParallelP90Seconds, percentile(times, 0.9))
+		logf(cfg.Log, "sim tapestry parallel: %.0f%%: median %.1f s, p90 %.1f s", 100*f, percentile(times, 0.5), percentile(times, 0.9))
+	}
+	res.check("parallel_unconverged", float64(res.ParallelUnconverged), "= 0", res.ParallelUnconverged == 0)
+	return nil
+}
+
+// probe sends routes from stable nodes to random keys and to objects on
+// stable servers, and counts their success per bucket of start time.
+type probe struct {
+	m       *tapMesh
+	stable  []*sim.Host
+	bucket  time.Duration
+	node    map[int64]*[2]int // bucket: correct, sent
+	obj     map[int64]*[2]int
+	idsGen  uint64
+	ids     []id.ID
+	perTick int
+}
+
+func newProbe(m *tapMesh, stable []*sim.Host, perSecond int) *probe {
+	return &probe{m: m, stable: stable, bucket: 10 * time.Second, node: map[int64]*[2]int{}, obj: map[int64]*[2]int{}, idsGen: ^uint64(0), perTick: perSecond}
+}
+
+// liveIDs are the live nodes' IDs, cached per membership change.
+func (p *probe) liveIDs() []id.ID {
+	if g := p.m.s.Membership(); g != p.idsGen {
+		_, p.ids, _ = p.m.live()
+		p.idsGen = g
+	}
+	return p.ids
+}
+
+func count(m map[int64]*[2]int, b int64, ok bool) {
+	c := m[b]
+	if c == nil {
+		c = &[2]int{}
+		m[b] = c
+	}
+	c[1]++
+	if ok {
+		c[0]++
+	}
+}
+
+// run probes for d, perTick routes of each kind a second. A route to a
+// key is correct when it ends at the oracle's root over the live set as
+// it was when the route started or when it ended.
+func (p *probe) run(d time.Duration) {
+	m := p.m
+	end := m.s.Now() + d
+	for m.s.Now() < end {
+		b := int64(m.s.Now() / p.bucket)
+		for i := 0; i < p.perTick; i++ {
+			from := p.stable[m.r.IntN(len(p.stable))]
+			key := id.Random(m.r, id.Bytes)
+			want := m.root(p.liveIDs(), key)
+			m.s.Do(from, func(env node.Env) {
+				tap(from).RouteToNode(env, key, tapestry.AppDOLR, false, nil, func(env node.Env, o tapestry.Outcome) {
+					ok := o.Err == nil && o.Status == wire.TapDelivered && (o.Node.ID == want || o.Node.ID == m.root(p.liveIDs(), key))
+					count(p.node, b, ok)
+				})
+			})
+			obj := m.keys[m.r.IntN(len(m.keys))]
+			server := m.objects[obj]
+			m.s.Do(from, func(env node.Env) {
+				tap(from).RouteToObject(env, obj, tapestry.AppDOLR, nil, func(env node.Env, o tapestry.Outcome) {
+					count(p.obj, b, o.Err == nil && o.Status == wire.TapDelivered && o.Node.Addr == server.Addr)
+				})
+			})
+		}
+		m.s.RunFor(time.Second)
+	}
+}
+
+// success is the fraction correct over the buckets of [from, to).
+func success(c map[int64]*[2]int, from, to int64) float64 {
+	ok, all := 0, 0
+	for b := from; b < to; b++ {
+		if x := c[b]; x != nil {
+			ok, all = ok+x[0], all+x[1]
+		}
+	}
+	if all == 0 {
+		return 0
+	}
+	return float64(ok) / float64(all)
+}
+
+// recovery is how long after the bucket at from the success stays under
+// 0.99 for the last time before to (0: it never dipped), and the lowest
+// bucket's success.
+func recovery(c map[int64]*[2]int, from, to int64, bucket time.Duration) (secs, lowest float64) {
+	lowest = 1
+	for b := from; b < to; b++ {
+		s := success(c, b, b+1)
+		lowest = min(lowest, s)
+		if s < 0.99 {
+			secs = (time.Duration(b+1-from) * bucket).Seconds()
+		}
+	}
+	return secs, lowest
+}
+
+// stableMesh builds a mesh of n for massive and churn, and publishes
+// objects on servers among the first stable hosts.
+func stableMesh(cfg TapestryConfig, n, stable int) (*tapMesh, error) {
+	m, err := newTapMesh(cfg.Seed, n, tapestry.DefaultConfig(), time.Second)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range m.hosts[:min(stable, 100)] {
+		m.publish(h, 2)
+	}
+	m.s.RunFor(time.Minute)
+	return m, nil
+}
+
+// runTapMassive fails 20% of the nodes at once and, later, lets 40% more
+// join at once, routing from stable nodes throughout (Figs. 19-20).
+func runTapMassive(cfg TapestryConfig, res *TapestryResult) error {
+	n := cfg.nodes(830)
+	fail := n / 5
+	m, err := stableMesh(cfg, n, n-fail)
+	if err != nil {
+		return err
+	}
+	res.MassiveNodes = n
+	p := newProbe(m, m.hosts[:n-fail], 10)
+	gap := time.Duration(cfg.pick(5, 15)) * time.Minute
+	p.run(time.Minute)
+	t1 := int64(m.s.Now() / p.bucket)
+	for _, h := range m.hosts[n-fail:] {
+		m.s.Crash(h)
+	}
+	p.run(gap)
+	t2 := int64(m.s.Now() / p.bucket)
+	for i := 0; i < n*2/5; i++ {
+		if _, err := m.add(); err != nil {
+			return err
+		}
+	}
+	p.run(time.Duration(cfg.pick(3, 5)) * time.Minute)
+	t3 := int64(m.s.Now() / p.bucket)
+	res.MassiveMinSuccess = 1
+	for _, ev := range [][2]int64{{t1, t2}, {t2, t3}} {
+		for _, c := range []map[int64]*[2]int{p.node, p.obj} {
+			secs, low := recovery(c, ev[0], ev[1], p.bucket)
+			res.MassiveRecover = append(res.MassiveRecover, secs)
+			res.MassiveRecoverSeconds = max(res.MassiveRecoverSeconds, secs)
+			res.MassiveMinSuccess = min(res.MassiveMinSuccess, low)
+		}
+	}
+	if _, ok := m.settle(5*time.Minute, 5*time.Second); !ok {
+		res.violated("massive", m.violations(20))
+	}
+	logf(cfg.Log, "sim tapestry massive: recovered in %v s", res.MassiveRecover)
+	res.check("massive_recover_seconds", res.MassiveRecoverSeconds, "<= 60", res.MassiveRecoverSeconds <= 60)
+	return nil
+}
+
+// runTapChurn adds Poisson joins to a stable mesh, each joiner failing
+// after an exponential lifetime: every 20 s with 4-minute lifetimes
+// (churn 1), then every 10 s with 2 minutes (churn 2) (Figs. 21-22).
+func runTapChurn(cfg TapestryConfig, res *TapestryResult) error {
+	n := cfg.nodes(830)
+	m, err := stableMesh(cfg, n, n)
+	if err != nil {
+		return err
+	}
+	p := newProbe(m, m.hosts[:n], 10)
+	phase := time.Duration(cfg.pick(5, 15)) * time.Minute
+	for i, ch := range []struct{ every, life time.Duration }{{20 * time.Second, 4 * time.Minute}, {10 * time.Second, 2 * time.Minute}} {
+		start, end := m.s.Now(), m.s.Now()+phase
+		var joinErr error
+		var next func()
+		next = func() {
+			h, err := m.add()
+			if err != nil {
+				joinErr = err
+				return
+			}
+			res.ChurnJoins++
+			m.s.At(m.s.Now()+time.Duration(m.r.ExpFloat64()*float64(ch.life)), func() { res.ChurnDeaths++; m.s.Crash(h) })
+			if t := m.s.Now() + time.Duration(m.r.ExpFloat64()*float64(ch.every)); t < end {
+				m.s.At(t, next)
+			}
+		}
+		m.s.At(start+time.Duration(m.r.ExpFloat64()*float64(ch.every)), next)
+		p.run(phase)
+		if joinErr != nil {
+			return joinErr
+		}
+		from, to := int64(start/p.bucket), int64(end/p.bucket)
+		nodeOK, objOK := success(p.node, from, to), success(p.obj, from, to)
+		res.ChurnDetail = append(res.ChurnDetail, nodeOK, objOK)
+		if i == 0 {
+			res.Churn1Success = min(nodeOK, objOK)
+		} else {
+			res.Churn2Success = min(nodeOK, objOK)
+		}
+		logf(cfg.Log, "sim tapestry churn %d: node %.4f, object %.4f", i+1, nodeOK, objOK)
+	}
+	res.check("churn1_success", res.Churn1Success, ">= 0.99", res.Churn1Success >= 0.99)
+	res.check("churn2_success", res.Churn2Success, ">= 0.99", res.Churn2Success >= 0.99)
+	return nil
+}
