@@ -174,8 +174,10 @@ func (t *table) nextHop(level int, key id.ID, skip string) (next wire.NodeRef, n
 		d := t.digit(key, level)
 		for i := 0; i < t.base; i++ {
 			dd := (d + i) % t.base
-			if dd == own && skip == "" {
-				break // the node itself: resolve the next digit here
+			if dd == own && (skip == "" || t.below(level, skip)) {
+				// The node itself, or, routing around skip, another node
+				// with its first level+1 digits: resolve the next digit.
+				break
 			}
 			for _, l := range t.entry(level, dd) {
 				if l.ref.Addr != skip {
@@ -185,6 +187,25 @@ func (t *table) nextHop(level int, key id.ID, skip string) (next wire.NodeRef, n
 		}
 	}
 	return wire.NodeRef{}, t.levels, true
+}
+
+// below reports whether a link past row level, so sharing the node's
+// first level+1 digits, is not at skip: the own digit of row level then
+// still leads to a node when skip is gone.
+func (t *table) below(level int, skip string) bool {
+	for _, r := range t.rows[min(level+1, len(t.rows)):] {
+		if r == nil {
+			continue
+		}
+		for _, e := range r {
+			for _, l := range e {
+				if l.ref.Addr != skip {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // all calls fn for every link, level by level.
