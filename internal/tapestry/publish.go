@@ -221,18 +221,20 @@ func (n *Node) expireObjects(env node.Env) {
 	}
 }
 
-// handOverRoots sends on the pointers held here as root whose route now
-// leads elsewhere: a new node filled a hole and is their root (§III-C1b).
+// handOverRoots sends on the pointers whose route from here now leads
+// elsewhere: a new node filled a hole and is their root (§III-C1b), or
+// is on their new path to it (a hole on the way was filled, so the root
+// moved behind it; the old path's pointers expire).
 func (n *Node) handOverRoots(env node.Env) {
 	var moved []wire.TapPointer
 	for _, k := range n.ptrs.sortedKeys() {
 		for i := range n.ptrs.byKey[k] {
 			p := &n.ptrs.byKey[k][i]
-			if !p.root {
+			if p.extra {
 				continue
 			}
 			next, _, root := n.table.nextHop(int(p.level), k, "")
-			if root {
+			if root || !p.root && next.Addr == p.next {
 				continue
 			}
 			p.root, p.next = false, next.Addr

@@ -1,0 +1,42 @@
+package exp
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestTapestryRDPSmall: a small mesh routes every pair and every locate,
+// with no violation, and the same seed gives the same figures.
+func TestTapestryRDPSmall(t *testing.T) {
+	cfg := TapestryConfig{Seed: 3, Experiment: "rdp", Nodes: 48, Quick: true}
+	a, err := RunTapestry(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.RDPNodePairs == 0 || a.RDPNodeFailed != 0 || a.RDPObjectLocates == 0 || a.RDPObjectFailed != 0 || a.Violations != 0 {
+		t.Errorf("%d pairs (%d failed), %d locates (%d failed), violations %v", a.RDPNodePairs, a.RDPNodeFailed, a.RDPObjectLocates, a.RDPObjectFailed, a.Violated)
+	}
+	if a.RDPNodeMedian < 1 {
+		t.Errorf("median route-to-node RDP %.2f: below 1, the measure is wrong", a.RDPNodeMedian)
+	}
+	b, err := RunTapestry(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.WallSeconds, b.WallSeconds = 0, 0
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("seed 3 twice gave two results:\n%+v\n%+v", a, b)
+	}
+}
+
+// TestTapestryConfigValidate refuses an unknown experiment and a tiny mesh.
+func TestTapestryConfigValidate(t *testing.T) {
+	for _, c := range []TapestryConfig{{Experiment: "nope"}, {Experiment: "rdp", Nodes: 3}} {
+		if c.Validate() == nil {
+			t.Errorf("%+v validated", c)
+		}
+	}
+	if err := DefaultTapestryConfig().Validate(); err != nil {
+		t.Error(err)
+	}
+}
