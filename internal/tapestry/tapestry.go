@@ -454,7 +454,7 @@ func (n *Node) consider(env node.Env, ref wire.NodeRef) {
 // may make ref the root of pointers held here as root.
 func (n *Node) addLink(env node.Env, ref wire.NodeRef, rtt time.Duration) {
 	known := n.table.contains(ref.Addr)
-	added, filled, evicted := n.table.add(ref, rtt)
+	added, _, evicted := n.table.add(ref, rtt)
 	if !added {
 		return
 	}
@@ -466,9 +466,10 @@ func (n *Node) addLink(env node.Env, ref wire.NodeRef, rtt time.Duration) {
 	if !evicted.IsZero() {
 		n.send(env, evicted, &wire.TapNotify{Kind: wire.TapDropped, Level: uint32(level)})
 	}
-	if filled {
-		n.handOverRoots(env)
-	}
+	// A filled hole may make ref a root of pointers held here; a link
+	// that became primary or pushed one out changes their next hop, and
+	// the old one may die unnoticed here, its root with it.
+	n.handOverRoots(env)
 }
 
 // notified records backpointers; a node that points at this one, or says
@@ -627,14 +628,14 @@ func (n *Node) validate(m wire.Msg) error {
 	case *wire.TapUnpublish:
 		return key(m.Key)
 	case *wire.TapLocate:
-		if !n.knownApp(m.App, wire.TapToObject) {
+		if m.App != AppSystem && !n.knownApp(m.App, wire.TapToObject) { // 0: location
 			return fmt.Errorf("tapestry: unknown application %d", m.App)
 		}
 		return key(m.Key)
 	case *wire.TapBench:
 		return key(m.Key)
 	case *wire.TapPublish:
-		if m.TTLMillis > wire.MaxTapTTLMillis || !n.knownApp(m.App, wire.TapToObject) {
+		if m.TTLMillis > wire.MaxTapTTLMillis || m.App != AppSystem && !n.knownApp(m.App, wire.TapToObject) { // 0: location
 			return errors.New("tapestry: a publish of an unknown application or past the longest expiry")
 		}
 	}

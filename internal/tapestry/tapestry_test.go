@@ -165,3 +165,20 @@ func TestPublishAndLocate(t *testing.T) {
 		t.Errorf("%d of %d locates ended, %d found the server", done, want, found)
 	}
 }
+
+// TestClientAppZeroIsLocation: a client's publish or locate that names no
+// application is plain location, not an unknown application.
+func TestClientAppZeroIsLocation(t *testing.T) {
+	m := newMesh(t, 3, 2, tapestry.DefaultConfig())
+	n := tap(m.hosts[0])
+	k := id.Random(m.s.Rand(), id.Bytes)
+	if err := n.Validate(&wire.TapLocate{Key: k}); err != nil {
+		t.Errorf("a locate with no application: %v", err)
+	}
+	if err := n.Validate(&wire.TapPublish{Data: []byte("x")}); err != nil {
+		t.Errorf("a publish with no application: %v", err)
+	}
+	if err := n.Validate(&wire.TapLocate{Key: k, App: 9}); err == nil {
+		t.Error("a locate for an application the node does not run was accepted")
+	}
+}

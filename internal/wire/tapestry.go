@@ -199,7 +199,7 @@ type TapTable struct {
 
 // TapPublish asks a node to store Data in its engine under its content
 // hash and publish the key (TTLMillis: the object's expiry; 0: the node's
-// default). The reply is a TapPublished.
+// default; App 0: plain location). The reply is a TapPublished.
 type TapPublish struct {
 	Data      []byte
 	TTLMillis uint64
