@@ -66,6 +66,10 @@ func (p *pointers) put(key id.ID, ptr pointer) bool {
 	if i := slices.IndexFunc(l, func(x pointer) bool { return x.server.Addr == ptr.server.Addr }); i >= 0 {
 		if l[i].extra && !ptr.extra || !ptr.expires.Before(l[i].expires) {
 			l[i] = ptr
+		} else if !l[i].extra && !ptr.extra {
+			// Sent on again along a changed path (its TTL rounded down):
+			// the expiry stays, but where it goes from here is the new one.
+			l[i].root, l[i].next, l[i].level = ptr.root, ptr.next, ptr.level
 		}
 		sortPointers(l)
 		return false

@@ -1,0 +1,138 @@
+package tapestry_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/sim"
+	"triad/internal/tapestry"
+	"triad/internal/wire"
+)
+
+// TestKilledRootIsRepairedWithin30s: when the root of many objects is
+// killed, the nodes around it find it dead, send the pointers whose next
+// hop it was on to the new root (path republish), and every object is
+// located from every live node 30 s later; the new roots hold the
+// pointers as roots.
+func TestKilledRootIsRepairedWithin30s(t *testing.T) {
+	m := newMesh(t, 13, 32, tapestry.DefaultConfig())
+	servers := []int{3, 9, 15, 21}
+	var keys []id.ID
+	for _, i := range servers {
+		keys = append(keys, m.publish(m.hosts[i], 15)...)
+	}
+	m.s.RunFor(10 * time.Second)
+	_, ids := m.live()
+	roots := map[id.ID]int{}
+	for _, k := range keys {
+		roots[tapestry.Root(ids, k, 4)]++
+	}
+	var victim *sim.Host
+	for _, h := range m.hosts[1:] {
+		if n := roots[tap(h).Self().ID]; n > 0 && !slices.Contains(servers, h.Index) && (victim == nil || n > roots[tap(victim).Self().ID]) {
+			victim = h
+		}
+	}
+	if victim == nil {
+		t.Fatal("no node but the servers is a root")
+	}
+	m.s.Crash(victim)
+	m.s.RunFor(30 * time.Second)
+	failed := 0
+	for _, l := range m.locate(keys, m.hosts) {
+		if l.o.Status != wire.TapDelivered {
+			if failed++; failed <= 10 {
+				t.Errorf("30 s after the root %s was killed, locate %s from %s: %v (%v)", victim.Addr, l.key.Short(), l.from, l.o.Status, l.o.Err)
+			}
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d locates failed; %s was the root of %d objects", failed, victim.Addr, roots[tap(victim).Self().ID])
+	}
+	_, ids = m.live()
+	for _, k := range keys {
+		root := addrOf(m, tapestry.Root(ids, k, 4))
+		if _, isRoot := tap(m.s.HostAt(root)).Pointers(k); !isRoot {
+			t.Errorf("%s's new root %s holds no root pointer for it", k.Short(), root)
+		}
+	}
+}
+
+// TestDeadPrimaryIsReplacedByBackup: when the primary link of an entry
+// dies, beacons find it, a backup takes its place at once, and no entry
+// of any node names the dead node a minute later.
+func TestDeadPrimaryIsReplacedByBackup(t *testing.T) {
+	m := newMesh(t, 14, 48, tapestry.DefaultConfig())
+	// An entry with a primary and a backup, on a node that is not the
+	// bootstrap.
+	var owner *sim.Host
+	var entry wire.TapEntry
+	for _, h := range m.hosts[1:] {
+		for _, e := range tap(h).Table().Entries {
+			if len(e.Links) >= 2 && e.Links[0].Addr != m.hosts[0].Addr {
+				owner, entry = h, e
+				break
+			}
+		}
+		if owner != nil {
+			break
+		}
+	}
+	if owner == nil {
+		t.Fatal("no entry has a backup")
+	}
+	primary, backup := entry.Links[0], entry.Links[1]
+	m.s.Crash(m.s.HostAt(primary.Addr))
+	m.s.RunFor(time.Minute)
+	var now wire.TapEntry
+	for _, e := range tap(owner).Table().Entries {
+		if e.Level == entry.Level && e.Digit == entry.Digit {
+			now = e
+		}
+	}
+	if len(now.Links) == 0 || now.Links[0].Addr != backup.Addr || slices.ContainsFunc(now.Links, func(r wire.NodeRef) bool { return r.Addr == primary.Addr }) {
+		t.Errorf("entry (%d, %x) of %s was %v; after its primary died it is %v, want %s first", entry.Level, entry.Digit, owner.Addr, entry.Links, now.Links, backup.Addr)
+	}
+	m.check()
+}
+
+// TestSimultaneousJoins: 16 nodes that join a 48-node mesh at the same
+// instant all finish joining, and the tables end consistent: no hole
+// where a live node has the prefix, no dead entry; routes end at the
+// oracle's root.
+func TestSimultaneousJoins(t *testing.T) {
+	m := newMesh(t, 15, 48, tapestry.DefaultConfig())
+	var joiners []*sim.Host
+	for range 16 {
+		joiners = append(joiners, m.add())
+	}
+	m.s.RunFor(2 * time.Minute)
+	for _, h := range joiners {
+		if !tap(h).Joined() {
+			t.Errorf("%s has not joined after 2 minutes", h.Addr)
+		}
+	}
+	m.check()
+	_, ids := m.live()
+	r := m.s.Rand()
+	wrong := 0
+	for range 100 {
+		key := id.Random(r, id.Bytes)
+		from := m.hosts[r.IntN(len(m.hosts))]
+		want := tapestry.Root(ids, key, 4)
+		m.s.Do(from, func(env node.Env) {
+			tap(from).RouteToNode(env, key, tapestry.AppDOLR, false, nil, func(_ node.Env, o tapestry.Outcome) {
+				if o.Status != wire.TapDelivered || o.Node.ID != want {
+					wrong++
+				}
+			})
+		})
+	}
+	m.s.RunFor(15 * time.Second)
+	if wrong > 0 {
+		t.Errorf("%d of 100 routes did not end at the oracle's root", wrong)
+	}
+}
