@@ -151,6 +151,17 @@ func (h *Host) Register(first wire.Type, p Protocol) error {
 // request is answered with a bad-request error.
 func (h *Host) CheckSenders(check func(wire.NodeRef) error) { h.checkSender = check }
 
+// CheckRef holds a node reference a message carries (a third party named
+// inside it, not its sender) to the check CheckSenders installed: on a
+// host whose ring derives IDs from addresses, a reference whose ID is not
+// derived from its address is refused. Without a check it accepts all.
+func (h *Host) CheckRef(ref wire.NodeRef) error {
+	if h.checkSender == nil {
+		return nil
+	}
+	return h.checkSender(ref)
+}
+
 // Protocol returns the protocol registered for the range named name in
 // the wire schema ("ring", "dhash"...), or nil.
 func (h *Host) Protocol(name string) Protocol {

@@ -549,7 +549,10 @@ func (n *Node) validate(m wire.Msg) error {
 		if r.Addr == "" {
 			return errors.New("tapestry: a node without an address")
 		}
-		return nil
+		// A node named inside a message claims its ID; on real nodes it
+		// must be derived from its address, as a sender's is, or one
+		// certificate could seed others' tables with any IDs it likes.
+		return n.h.CheckRef(r)
 	}
 	refs := func(l []wire.NodeRef) error {
 		for _, r := range l {

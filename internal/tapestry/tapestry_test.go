@@ -1,6 +1,7 @@
 package tapestry_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -180,5 +181,43 @@ func TestClientAppZeroIsLocation(t *testing.T) {
 	}
 	if err := n.Validate(&wire.TapLocate{Key: k, App: 9}); err == nil {
 		t.Error("a locate for an application the node does not run was accepted")
+	}
+}
+
+// TestForgedRefsAreRefused: on a host whose ring checks that IDs are
+// derived from addresses, a node named inside a Tapestry message (a
+// leave's replacement, a multicast's joiner, a pointer's server, a list
+// of nodes) is held to the same check as a sender, so a peer cannot seed
+// others' tables with IDs of its choosing.
+func TestForgedRefsAreRefused(t *testing.T) {
+	m := newMesh(t, 4, 2, tapestry.DefaultConfig())
+	n := tap(m.hosts[0])
+	honest := id.Key([]byte("h9"))
+	n.Host().CheckSenders(func(r wire.NodeRef) error {
+		if r.ID != id.Key([]byte(r.Addr)) {
+			return errors.New("not derived")
+		}
+		return nil
+	})
+	good := wire.NodeRef{ID: honest, Addr: "h9"}
+	forged := wire.NodeRef{ID: id.Random(m.s.Rand(), id.Bytes), Addr: "h9"}
+	k := id.Random(m.s.Rand(), id.Bytes)
+	for _, c := range []struct {
+		name string
+		of   func(wire.NodeRef) wire.Msg
+	}{
+		{"leave replacement", func(r wire.NodeRef) wire.Msg { return &wire.TapLeave{Replacements: []wire.NodeRef{r}} }},
+		{"multicast joiner", func(r wire.NodeRef) wire.Msg { return &wire.TapMulticast{Joiner: r, Prefix: 1, Level: 1} }},
+		{"node list", func(r wire.NodeRef) wire.Msg { return &wire.TapNodes{Nodes: []wire.NodeRef{r}} }},
+		{"pointer server", func(r wire.NodeRef) wire.Msg {
+			return &wire.TapPointers{Pointers: []wire.TapPointer{{Key: k, App: tapestry.AppDOLR, Server: r, TTLMillis: 1000}}}
+		}},
+	} {
+		if err := n.Validate(c.of(good)); err != nil {
+			t.Errorf("%s naming a derived ID: %v", c.name, err)
+		}
+		if err := n.Validate(c.of(forged)); err == nil {
+			t.Errorf("%s naming an ID not derived from its address was accepted", c.name)
+		}
 	}
 }
