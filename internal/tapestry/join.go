@@ -2,6 +2,7 @@ package tapestry
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"triad/internal/fault"
@@ -147,7 +148,7 @@ func (n *Node) otherJoiners(but string) []wire.NodeRef {
 			out = append(out, j)
 		}
 	}
-	slices.SortFunc(out, func(a, b wire.NodeRef) int { return compareStrings(a.Addr, b.Addr) })
+	slices.SortFunc(out, func(a, b wire.NodeRef) int { return strings.Compare(a.Addr, b.Addr) })
 	if len(out) > 8 {
 		out = out[:8]
 	}
@@ -260,7 +261,7 @@ func sortedRefs(m map[string]wire.NodeRef) []wire.NodeRef {
 	for _, r := range m {
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b wire.NodeRef) int { return compareStrings(a.Addr, b.Addr) })
+	slices.SortFunc(out, func(a, b wire.NodeRef) int { return strings.Compare(a.Addr, b.Addr) })
 	return out
 }
 

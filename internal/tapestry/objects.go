@@ -47,12 +47,7 @@ func LoadObjects(d node.Disk) (map[id.ID]Object, error) {
 func encodeObjects(objs map[id.ID]Object) []byte {
 	var b bytes.Buffer
 	b.WriteString("# triad tapestry objects v1: key app expiry-unix-nanos\n")
-	keys := make([]id.ID, 0, len(objs))
-	for k := range objs {
-		keys = append(keys, k)
-	}
-	sortIDs(keys)
-	for _, k := range keys {
+	for _, k := range sortedIDs(objs) {
 		o := objs[k]
 		var exp int64
 		if !o.Expires.IsZero() {
@@ -91,14 +86,6 @@ func decodeObjects(data []byte) (map[id.ID]Object, error) {
 		out[k] = o
 	}
 	return out, sc.Err()
-}
-
-func sortIDs(keys []id.ID) {
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j].Cmp(keys[j-1]) < 0; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
 }
 
 // objects is the published set as saved.

@@ -3,6 +3,7 @@ package tapestry
 import (
 	"encoding/binary"
 	"slices"
+	"strings"
 	"time"
 
 	"triad/internal/id"
@@ -148,23 +149,13 @@ func (p *pointers) evict() {
 		if c := a.key.Cmp(b.key); c != 0 {
 			return c
 		}
-		return compareStrings(a.server, b.server)
+		return strings.Compare(a.server, b.server)
 	})
 	n := max(1, p.max/100)
 	for _, x := range all[:min(n, len(all))] {
 		p.remove(x.key, x.server)
 		p.Evicted++
 	}
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // expire drops the pointers past their time and returns how many.
@@ -186,12 +177,15 @@ func (p *pointers) expire(now time.Time) int {
 
 // sortedKeys returns the keys held, in order, so that what a node does
 // over its pointers never depends on map order.
-func (p *pointers) sortedKeys() []id.ID {
-	keys := make([]id.ID, 0, len(p.byKey))
-	for k := range p.byKey {
+func (p *pointers) sortedKeys() []id.ID { return sortedIDs(p.byKey) }
+
+// sortedIDs returns a map's keys in order.
+func sortedIDs[V any](m map[id.ID]V) []id.ID {
+	keys := make([]id.ID, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b id.ID) int { return a.Cmp(b) })
+	slices.SortFunc(keys, id.ID.Cmp)
 	return keys
 }
 

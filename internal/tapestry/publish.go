@@ -203,14 +203,7 @@ func (n *Node) republishAll(env node.Env) {
 }
 
 // sortedObjects are the keys served here, in order.
-func (n *Node) sortedObjects() []id.ID {
-	keys := make([]id.ID, 0, len(n.published))
-	for k := range n.published {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b id.ID) int { return a.Cmp(b) })
-	return keys
-}
+func (n *Node) sortedObjects() []id.ID { return sortedIDs(n.published) }
 
 // expireObjects stops serving objects past their expiry.
 func (n *Node) expireObjects(env node.Env) {

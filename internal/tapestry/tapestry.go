@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"triad/internal/fault"
@@ -516,7 +517,7 @@ func (n *Node) sortedBack() []backpointer {
 	for _, b := range n.back {
 		out = append(out, b)
 	}
-	slices.SortFunc(out, func(a, b backpointer) int { return compareStrings(a.ref.Addr, b.ref.Addr) })
+	slices.SortFunc(out, func(a, b backpointer) int { return strings.Compare(a.ref.Addr, b.ref.Addr) })
 	return out
 }
 
