@@ -20,6 +20,13 @@ import (
 // the order "all" runs them.
 var TapestryExperiments = []string{"rdp", "optim", "insert", "parallel", "massive", "churn"}
 
+// tapestryRuns runs each of TapestryExperiments; an experiment in a file
+// of its own adds itself to both in an init.
+var tapestryRuns = map[string]func(TapestryConfig, *TapestryResult) error{
+	"rdp": runTapRDP, "optim": runTapOptim, "insert": runTapInsert, "parallel": runTapParallel,
+	"massive": runTapMassive, "churn": runTapChurn,
+}
+
 // TapestryConfig is one `triad sim tapestry` run: issue 29's experiments
 // on the simulator's wide-area topology, with hosts that run Tapestry
 // alone (no ring).
@@ -163,16 +170,12 @@ func RunTapestry(cfg TapestryConfig) (TapestryResult, error) {
 	}
 	wall := time.Now()
 	res := TapestryResult{Seed: cfg.Seed, Experiment: cfg.Experiment, Quick: cfg.Quick}
-	runs := map[string]func(TapestryConfig, *TapestryResult) error{
-		"rdp": runTapRDP, "optim": runTapOptim, "insert": runTapInsert, "parallel": runTapParallel,
-		"massive": runTapMassive, "churn": runTapChurn,
-	}
 	for _, name := range TapestryExperiments {
 		if cfg.Experiment != "all" && cfg.Experiment != name {
 			continue
 		}
 		t0 := time.Now()
-		if err := runs[name](cfg, &res); err != nil {
+		if err := tapestryRuns[name](cfg, &res); err != nil {
 			return res, fmt.Errorf("sim tapestry %s: %w", name, err)
 		}
 		logf(cfg.Log, "sim tapestry: %s done in %.0fs of wall time", name, time.Since(t0).Seconds())
