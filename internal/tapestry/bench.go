@@ -50,7 +50,7 @@ func (n *Node) bench(env node.Env, in node.MsgIn, m *wire.TapBench) {
 // benchSend routes one message of the benchmark.
 func (n *Node) benchSend(env node.Env, b *benchRun) {
 	b.sent++
-	next, level, root := n.table.nextHop(0, b.m.Key, "")
+	next, level, root := n.table.nextHop(0, b.m.Key, false, nil)
 	if root {
 		b.acked++ // routed to itself: no hop to time
 		n.benchNext(env, b)

@@ -43,13 +43,20 @@ type Config struct {
 	RouteTimeout time.Duration
 	// MaxFanout bounds the multicast branches a node runs at once (256).
 	MaxFanout int
+	// ConfirmTimeout is how long the probe of a link that missed a call's
+	// timeout waits before the link is declared dead (5 s): a burst (a
+	// publish of thousands of pointers on a slow uplink) queues answers
+	// well past an adaptive timeout, and a false death costs a live node
+	// its place in the tables.
+	ConfirmTimeout time.Duration
 }
 
 // DefaultConfig is c = 3, k = 16, a 10-minute republish, no extra
 // pointers.
 func DefaultConfig() Config {
 	return Config{DigitBits: 4, Links: 3, NearestK: 16, Republish: 10 * time.Minute, Beacon: 20 * time.Second, Repair: time.Minute,
-		MaxPointers: 1_000_000, PublishRate: 20_000, RouteTimeout: 10 * time.Second, MaxFanout: 256}
+		MaxPointers: 1_000_000, PublishRate: 20_000, RouteTimeout: 10 * time.Second, MaxFanout: 256,
+		ConfirmTimeout: 5 * time.Second}
 }
 
 // PointerTTL is how long a pointer lives unless republished: two
@@ -65,8 +72,8 @@ func (c Config) Validate() error {
 		return errors.New("tapestry: links per entry must be 1 to 3")
 	case c.NearestK < 1:
 		return errors.New("tapestry: k must be at least 1")
-	case c.Republish <= 0 || c.Beacon <= 0 || c.Repair <= 0 || c.RouteTimeout <= 0:
-		return errors.New("tapestry: republish, beacon, repair and route timeout must be positive")
+	case c.Republish <= 0 || c.Beacon <= 0 || c.Repair <= 0 || c.RouteTimeout <= 0 || c.ConfirmTimeout <= 0:
+		return errors.New("tapestry: republish, beacon, repair, route and confirm timeouts must be positive")
 	case c.MaxPointers < 1 || c.MaxFanout < 1 || c.PublishRate <= 0:
 		return errors.New("tapestry: pointer bound, fan-out and publish rate must be positive")
 	case c.ExtraBackups < 0 || c.ExtraBackups > 2 || c.ExtraNearest < 0 || c.ExtraNearest > 16 || c.ExtraHops < 0 || c.ExtraHops > 40:

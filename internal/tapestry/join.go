@@ -304,7 +304,7 @@ func (n *Node) leave(env node.Env) {
 			if !p.root {
 				continue
 			}
-			next, level, none := n.table.nextHop(0, k, n.self.Addr)
+			next, level, none := n.table.nextHop(0, k, true, nil)
 			if none {
 				continue
 			}
@@ -466,6 +466,7 @@ func (n *Node) Counters() []Counter {
 		{"root_handovers", s.RootHandovers}, {"multicasts", s.Multicasts}, {"joins_served", s.JoinsServed},
 		{"beacons", s.Beacons}, {"links_added", s.LinksAdded}, {"links_lost", s.LinksLost}, {"holes_repaired", s.HolesRepaired},
 		{"timed_out", s.TimedOut}, {"leaves_received", s.LeavesReceived},
+		{"suspected", s.Suspected}, {"false_suspects", s.FalseSuspects},
 		{"bloom_lookups", lookups}, {"bloom_negative", neg}, {"bloom_false_positive", fp},
 	}
 }

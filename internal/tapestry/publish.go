@@ -113,7 +113,7 @@ func (n *Node) handlePointers(env node.Env, list []wire.TapPointer) {
 			}
 			continue
 		}
-		next, level, root := n.table.nextHop(int(p.Level), p.Key, "")
+		next, level, root := n.table.nextHop(int(p.Level), p.Key, false, nil)
 		if !p.Remove {
 			ptr := pointer{server: p.Server, app: p.App, expires: now.Add(ttlOf(p)), rtt: n.rttTo(p.Server), level: p.Level, root: root}
 			if !root {
@@ -226,7 +226,7 @@ func (n *Node) handOverRoots(env node.Env) {
 			if p.extra {
 				continue
 			}
-			next, _, root := n.table.nextHop(int(p.level), k, "")
+			next, _, root := n.table.nextHop(int(p.level), k, false, nil)
 			if root || !p.root && next.Addr == p.next {
 				continue
 			}

@@ -1,10 +1,12 @@
 package tapestry
 
 import (
+	"errors"
 	"slices"
 
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/rpc"
 	"triad/internal/wire"
 )
 
@@ -92,7 +94,7 @@ func (n *Node) dispatch(env node.Env, m *wire.TapRoute, attempt int) {
 			return
 		}
 	}
-	next, level, root := n.table.nextHop(int(m.Level), m.Key, "")
+	next, level, root := n.table.nextHop(int(m.Level), m.Key, false, n.avoid)
 	if m.Upcall {
 		if a := n.apps[m.App]; a != nil {
 			a.Forward(env, n, m, next, root)
@@ -127,8 +129,9 @@ func (n *Node) Deliver(env node.Env, m *wire.TapRoute) {
 }
 
 // forward sends a copy of m to next, acknowledged: if next does not
-// answer it is declared dead (out of the table) and m is dispatched again
-// from here, through the next link, up to hopAttempts times.
+// answer in time it becomes a suspect (probed, and declared dead only if
+// the probe fails too), if it refuses it leaves the table, and either way
+// m is dispatched again from here around it, up to hopAttempts times.
 func (n *Node) forward(env node.Env, m *wire.TapRoute, next wire.NodeRef, level, attempt int) {
 	fwd := *m
 	fwd.Level = uint32(level)
@@ -146,10 +149,10 @@ func (n *Node) forward(env node.Env, m *wire.TapRoute, next wire.NodeRef, level,
 			return
 		}
 		n.Stats.HopRetries++
-		if n.table.contains(next.Addr) {
+		if !errors.Is(err, rpc.ErrTimeout) && n.table.contains(next.Addr) {
 			n.forget(env, next.Addr) // it refused: route around it
 		}
-		n.dispatch(env, m, attempt+1)
+		n.dispatch(env, m, attempt+1) // a timed-out link is a suspect, avoided
 	})
 	if !ok {
 		n.Stats.Busy++
@@ -219,7 +222,7 @@ func (n *Node) delivered(env node.Env, d *wire.TapDeliver) {
 func (n *Node) nearestServer(env node.Env, key id.ID, exclude []wire.NodeRef) (pointer, bool) {
 	now := env.Now()
 	for _, p := range n.ptrs.lookup(key) {
-		if p.expires.After(now) && !excluded(exclude, p.server.Addr) && !n.h.IsDead(env, p.server.Addr) {
+		if p.expires.After(now) && !excluded(exclude, p.server.Addr) && !n.h.IsDead(env, p.server.Addr) && !n.avoid(p.server.Addr) {
 			return p, true
 		}
 	}
@@ -233,5 +236,5 @@ func excluded(l []wire.NodeRef, addr string) bool {
 // NextHop is the hop a message for key takes from this node at level
 // (root: this node is the key's root), for applications.
 func (n *Node) NextHop(key id.ID, level int) (next wire.NodeRef, nextLevel int, root bool) {
-	return n.table.nextHop(level, key, "")
+	return n.table.nextHop(level, key, false, nil)
 }

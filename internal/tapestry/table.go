@@ -166,21 +166,22 @@ func (t *table) contains(addr string) bool {
 // node's own digit means the node itself, and the search goes on at the
 // next level. It returns the next node and the level the route will have
 // resolved when it gets there; root is true when the node itself is the
-// key's root. skip, if not empty, is an address to route around (a leaving
-// node routes its pointers as if it were gone).
-func (t *table) nextHop(level int, key id.ID, skip string) (next wire.NodeRef, nextLevel int, root bool) {
+// key's root. With selfGone the node routes as if it were gone (a leaving
+// node sends its pointers on); avoid, if not nil, names links to route
+// around (a route goes around a link that missed a timeout).
+func (t *table) nextHop(level int, key id.ID, selfGone bool, avoid func(addr string) bool) (next wire.NodeRef, nextLevel int, root bool) {
 	for ; level < t.levels; level++ {
 		own := t.digit(t.self, level)
 		d := t.digit(key, level)
 		for i := 0; i < t.base; i++ {
 			dd := (d + i) % t.base
-			if dd == own && (skip == "" || t.below(level, skip)) {
-				// The node itself, or, routing around skip, another node
-				// with its first level+1 digits: resolve the next digit.
+			if dd == own && (!selfGone || t.below(level, avoid)) {
+				// The node itself, or, if it is gone, another node with
+				// its first level+1 digits: resolve the next digit.
 				break
 			}
 			for _, l := range t.entry(level, dd) {
-				if l.ref.Addr != skip {
+				if avoid == nil || !avoid(l.ref.Addr) {
 					return l.ref, level + 1, false
 				}
 			}
@@ -190,16 +191,16 @@ func (t *table) nextHop(level int, key id.ID, skip string) (next wire.NodeRef, n
 }
 
 // below reports whether a link past row level, so sharing the node's
-// first level+1 digits, is not at skip: the own digit of row level then
-// still leads to a node when skip is gone.
-func (t *table) below(level int, skip string) bool {
+// first level+1 digits, is not avoided: the own digit of row level then
+// still leads to a node when the node itself is gone.
+func (t *table) below(level int, avoid func(addr string) bool) bool {
 	for _, r := range t.rows[min(level+1, len(t.rows)):] {
 		if r == nil {
 			continue
 		}
 		for _, e := range r {
 			for _, l := range e {
-				if l.ref.Addr != skip {
+				if avoid == nil || !avoid(l.ref.Addr) {
 					return true
 				}
 			}

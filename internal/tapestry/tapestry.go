@@ -87,6 +87,8 @@ type Stats struct {
 	RepairQueries     uint64
 	LeavesReceived    uint64
 	UnknownDeliveries uint64
+	Suspected         uint64 // links that missed a timeout and were probed
+	FalseSuspects     uint64 // of those, links that answered the probe
 }
 
 // object is one object this node publishes.
@@ -145,9 +147,12 @@ type Node struct {
 	joiners   map[string]wire.NodeRef // joins multicasting through this node
 	mcasts    int                     // multicast branches in progress
 	measuring map[string][]func(env node.Env, rtt time.Duration, ok bool)
-	buckets   map[string]*bucket
-	stopped   bool
-	saveDue   bool
+	// suspects are links that missed a call's timeout, probed before they
+	// are declared dead; routes go around them meanwhile.
+	suspects map[string]bool
+	buckets  map[string]*bucket
+	stopped  bool
+	saveDue  bool
 	// benchRunning is set while a TapBench runs.
 	benchRunning bool
 
@@ -178,6 +183,7 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, bootstrap node.Addr, objec
 		routes:    map[uint64]*origin{},
 		joiners:   map[string]wire.NodeRef{},
 		measuring: map[string][]func(node.Env, time.Duration, bool){},
+		suspects:  map[string]bool{},
 		buckets:   map[string]*bucket{},
 	}
 	for k, o := range objects {
@@ -377,17 +383,47 @@ func (n *Node) send(env node.Env, ref wire.NodeRef, m wire.Msg) {
 }
 
 // call sends a request to ref and runs cont with the outcome; a timeout
-// declares ref dead. It reports false when too many calls are in flight.
+// makes ref a suspect. It reports false when too many calls are in
+// flight.
 func (n *Node) call(env node.Env, ref wire.NodeRef, m wire.Msg, timeout time.Duration, cont rpc.Reply) bool {
 	return n.h.Call(env, ref.Addr, n.self, ref.ID, m, timeout, func(env node.Env, reply wire.Msg, err error) {
 		if errors.Is(err, rpc.ErrTimeout) {
-			n.h.MarkDead(env, ref.Addr)
+			n.suspect(env, ref)
 		}
 		if cont != nil {
 			cont(env, reply, err)
 		}
 	})
 }
+
+// suspect probes ref, which missed a call's timeout, with a patient ping:
+// an answer queued behind a burst on a slow access link is late, not
+// lost, and a false death would cost a live node its place in every table
+// here and the pointers that name it. Only a probe that goes unanswered
+// too declares ref dead (§III-C3: beacons, then the backup takes over).
+// Routes go around ref while it is probed.
+func (n *Node) suspect(env node.Env, ref wire.NodeRef) {
+	if n.suspects[ref.Addr] || n.stopped {
+		return
+	}
+	n.suspects[ref.Addr] = true
+	n.Stats.Suspected++
+	ok := n.h.Call(env, ref.Addr, n.self, ref.ID, &wire.Ping{}, n.cfg.ConfirmTimeout, func(env node.Env, _ wire.Msg, err error) {
+		delete(n.suspects, ref.Addr)
+		if errors.Is(err, rpc.ErrTimeout) {
+			n.h.MarkDead(env, ref.Addr)
+			return
+		}
+		n.Stats.FalseSuspects++
+	})
+	if !ok {
+		delete(n.suspects, ref.Addr)
+		n.h.MarkDead(env, ref.Addr)
+	}
+}
+
+// avoid reports whether routes should go around addr for now.
+func (n *Node) avoid(addr string) bool { return n.suspects[addr] }
 
 // rttTo is the round trip to ref: measured, else predicted, else an hour
 // (sorted last).
