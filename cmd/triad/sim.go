@@ -208,18 +208,18 @@ func runSimCongestion(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSimTapestry(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim tapestry", "sim tapestry [--seed S] [--experiment rdp|optim|insert|parallel|massive|churn|all] [--nodes N] [--quick] [--check] [--json]", exp.TapestryHelp, stderr)
+	fs := newFlags("sim tapestry", "sim tapestry [--seed S] [--experiment rdp|optim|insert|parallel|massive|churn|all] [--nodes N] [--quick] [--check] [--json] [--plot FILE]", exp.TapestryHelp, stderr)
 	cfg := exp.DefaultTapestryConfig()
 	cfg.RegisterFlags(fs)
 	check := fs.Bool("check", false, "exit non-zero if a threshold of issue 29 fails (the failures are printed)")
-	sf := addSimFlags(fs, "end with one JSON line of results", "not drawn yet", true)
+	sf := addSimFlags(fs, "end with one JSON line of results", "draw the paper's figures of the experiments that ran (Figs. 13-15, 19-22) to this `file` (.png, .svg or .pdf)", true)
 	stopProfile, err := sf.parse(fs, args, &cfg)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	if *sf.plotTo != "" {
-		return usageErr(fs, "--plot: sim tapestry draws no figure yet")
+	if *sf.plotTo != "" && !exp.TapestryDraws(cfg.Experiment) {
+		return usageErr(fs, "--plot: --experiment %s draws no figure (rdp, optim, massive and churn do)", cfg.Experiment)
 	}
 	if sf.progress(stderr) {
 		cfg.Log = stderr
@@ -229,6 +229,9 @@ func runSimTapestry(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res.WriteText(stdout)
+	if err := sf.plot(stdout, func(path string) error { return figure.Tapestry(res, path) }); err != nil {
+		return err
+	}
 	if err := sf.json(stdout, res); err != nil {
 		return err
 	}

@@ -145,4 +145,15 @@ Tapestry alone (no ring), on the synthetic wide-area topology:
 --quick runs all of them smaller (256 nodes, fewer runs) in a few minutes.
 The invariant checker runs over every live node where a mesh is claimed
 stable. Each threshold of the issue is printed with ok or FAIL; --check
-exits non-zero on a FAIL. The same --seed gives the same figures.`
+exits non-zero on a FAIL. The same --seed gives the same figures.
+
+--plot FILE draws the paper's figures of the experiments that ran into one
+file, two panels to a row, in the format its extension names (.png, .svg or
+.pdf): Figs. 13 and 14 from rdp (route-to-node RDP by the pair's RTT in
+10-ms bins, route-to-object RDP by the one-way latency in 5-ms bins: each
+bin's minimum, median and 90th percentile); Fig. 15 from optim (median and
+90th percentile with (k, l, m) = (1, 1, 1) and without, pointers per object
+in brackets); Figs. 19-20 from massive and 21-22 from churn (the percentage
+of routes to nodes and to objects that were correct, per 10 s of start
+time, the failure, join or churn phase marked). An --experiment that draws
+none of them is refused with --plot.`

@@ -137,6 +137,10 @@ type TapestryResult struct {
 	Violated    []string        `json:"violated,omitempty"`
 	Checks      []TapestryCheck `json:"checks"`
 	WallSeconds float64         `json:"wall_seconds"`
+
+	// Series is the data the figures are drawn from (--plot); never nil
+	// after RunTapestry.
+	Series *TapestrySeries `json:"-"`
 }
 
 // Failed is the thresholds this run missed.
@@ -169,7 +173,7 @@ func RunTapestry(cfg TapestryConfig) (TapestryResult, error) {
 		return TapestryResult{}, err
 	}
 	wall := time.Now()
-	res := TapestryResult{Seed: cfg.Seed, Experiment: cfg.Experiment, Quick: cfg.Quick}
+	res := TapestryResult{Seed: cfg.Seed, Experiment: cfg.Experiment, Quick: cfg.Quick, Series: &TapestrySeries{}}
 	for _, name := range TapestryExperiments {
 		if cfg.Experiment != "all" && cfg.Experiment != name {
 			continue
@@ -425,6 +429,7 @@ func runTapRDP(cfg TapestryConfig, res *TapestryResult) error {
 	m.s.RunFor(20 * time.Second)
 	_, wide, local, failed := objectRDPs(ls)
 	res.RDPObjectLocates, res.RDPObjectFailed = len(ls), failed
+	res.Series.ObjectRDP = tapRDPs(ls)
 	res.RDPObjectMedianWide, res.RDPObjectMedianLocal = percentile(wide, 0.5), percentile(local, 0.5)
 	m.bloom(res)
 	res.check("rdp_node_median_far", res.RDPNodeMedianFar, "<= 1.5", res.RDPNodeMedianFar > 0 && res.RDPNodeMedianFar <= 1.5)
@@ -505,8 +510,10 @@ func (m *tapMesh) nodeRDP(cfg TapestryConfig, res *TapestryResult) {
 			res.RDPNodeFailed++
 			continue
 		}
-		rdp := float64(lat[i][0]+lat[i][1]) / float64(m.rtt(m.hosts[p.a], m.hosts[p.b]))
+		rtt := m.rtt(m.hosts[p.a], m.hosts[p.b])
+		rdp := float64(lat[i][0]+lat[i][1]) / float64(rtt)
 		allR = append(allR, rdp)
+		res.Series.NodeRDP = append(res.Series.NodeRDP, TapRDP{Ms: ms(rtt), RDP: rdp})
 		if i < len(near) {
 			nearR = append(nearR, rdp)
 		} else if i < len(near)+len(far) {
@@ -558,8 +565,10 @@ func runTapOptim(cfg TapestryConfig, res *TapestryResult) error {
 		res.OptLocatesFailed += failed
 		if opt {
 			res.RDPObjectMedianOpt, res.RDPObjectP90LocalOpt, res.OptPointersPerObject = percentile(all, 0.5), percentile(local, 0.9), perObject
+			res.Series.Opt = tapRDPs(ls)
 		} else {
 			res.RDPObjectMedianBase, res.RDPObjectP90LocalBase, res.BasePointersPerObject = percentile(all, 0.5), percentile(local, 0.9), perObject
+			res.Series.OptBase = tapRDPs(ls)
 		}
 		logf(cfg.Log, "sim tapestry optim: extra pointers %v: %d locates, median RDP %.2f, local p90 %.2f", opt, len(ls), percentile(all, 0.5), percentile(local, 0.9))
 	}
@@ -799,13 +808,16 @@ func runTapMassive(cfg TapestryConfig, res *TapestryResult) error {
 	res.MassiveNodes = n
 	p := newProbe(m, m.hosts[:n-fail], 10)
 	gap := time.Duration(cfg.pick(5, 15)) * time.Minute
+	t0 := int64(m.s.Now() / p.bucket)
 	p.run(time.Minute)
 	t1 := int64(m.s.Now() / p.bucket)
+	failAt := m.s.Now()
 	for _, h := range m.hosts[n-fail:] {
 		m.s.Crash(h)
 	}
 	p.run(gap)
 	t2 := int64(m.s.Now() / p.bucket)
+	joinAt := m.s.Now()
 	for i := 0; i < n*2/5; i++ {
 		if _, err := m.add(); err != nil {
 			return err
@@ -813,6 +825,7 @@ func runTapMassive(cfg TapestryConfig, res *TapestryResult) error {
 	}
 	p.run(time.Duration(cfg.pick(3, 5)) * time.Minute)
 	t3 := int64(m.s.Now() / p.bucket)
+	res.Series.Massive = p.success(t0, t3, []TapEvent{{failAt, fmt.Sprintf("%d fail", fail)}, {joinAt, fmt.Sprintf("%d join", n*2/5)}})
 	res.MassiveMinSuccess = 1
 	for _, ev := range [][2]int64{{t1, t2}, {t2, t3}} {
 		for _, c := range []map[int64]*[2]int{p.node, p.obj} {
@@ -841,8 +854,11 @@ func runTapChurn(cfg TapestryConfig, res *TapestryResult) error {
 	}
 	p := newProbe(m, m.hosts[:n], 10)
 	phase := time.Duration(cfg.pick(5, 15)) * time.Minute
+	t0 := int64(m.s.Now() / p.bucket)
+	var events []TapEvent
 	for i, ch := range []struct{ every, life time.Duration }{{20 * time.Second, 4 * time.Minute}, {10 * time.Second, 2 * time.Minute}} {
 		start, end := m.s.Now(), m.s.Now()+phase
+		events = append(events, TapEvent{start, fmt.Sprintf("churn %d", i+1)})
 		var joinErr error
 		var next func()
 		next = func() {
@@ -872,6 +888,7 @@ func runTapChurn(cfg TapestryConfig, res *TapestryResult) error {
 		}
 		logf(cfg.Log, "sim tapestry churn %d: node %.4f, object %.4f", i+1, nodeOK, objOK)
 	}
+	res.Series.Churn = p.success(t0, int64(m.s.Now()/p.bucket), events)
 	res.check("churn1_success", res.Churn1Success, ">= 0.99", res.Churn1Success >= 0.99)
 	res.check("churn2_success", res.Churn2Success, ">= 0.99", res.Churn2Success >= 0.99)
 	return nil

@@ -3,14 +3,9 @@ package figure
 import (
 	"fmt"
 	"image/color"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"triad/internal/exp"
 )
@@ -63,26 +58,5 @@ func Congestion(res exp.Congestion, path string) error {
 		p.Legend.Top, p.Legend.Left = true, i == 0 // Figure 4 climbs to the right
 		plots[i/2][i%2] = p
 	}
-	w, h := 2*width, 2*height
-	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
-	c, err := draw.NewFormattedCanvas(w, h, format)
-	if err != nil {
-		return err
-	}
-	canvases := plot.Align(plots, draw.Tiles{Rows: 2, Cols: 2, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4, PadTop: vg.Millimeter * 2,
-		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}, draw.New(c))
-	for i := range plots {
-		for j, p := range plots[i] {
-			p.Draw(canvases[i][j])
-		}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return saveTiles(plots, 2*width, 2*height, path)
 }

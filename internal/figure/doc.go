@@ -10,6 +10,12 @@
 //     lookup and fetch latency).
 //   - ReplicaCDF: the fraction of objects with at most n durable copies
 //     after the year of failures (UsenetDHT §6.2, Figure 5).
+//   - Congestion: throughput, retransmissions and delay against offered
+//     load and cross-load (Figures 4 and 5 of the congestion paper).
+//   - Tapestry: the Tapestry paper's Figs. 13-15 (route-to-node and
+//     route-to-object RDP by distance, with and without extra pointers)
+//     and 19-22 (success of routes under massive failure, join and churn),
+//     those whose experiments ran.
 //   - Scenarios: the bytes Passing Tone's maintenance moved against the
 //     bytes that had to move, per scenario (UsenetDHT §6.1).
 package figure

@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"triad/internal/exp"
 )
@@ -161,6 +165,35 @@ func pairedBars(p *plot.Plot, w vg.Length, a, b plotter.Values, ca, cb color.Col
 	p.Legend.Add(lb, bb)
 	p.Legend.Top = true
 	return nil
+}
+
+// saveTiles draws a grid of plots (nil: an empty tile), aligned, on one
+// canvas of w by h, into path in the format its extension names.
+func saveTiles(plots [][]*plot.Plot, w, h vg.Length, path string) error {
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
+	c, err := draw.NewFormattedCanvas(w, h, format)
+	if err != nil {
+		return err
+	}
+	pad := vg.Millimeter * 2
+	tiles := draw.Tiles{Rows: len(plots), Cols: len(plots[0]), PadX: 2 * pad, PadY: 2 * pad, PadTop: pad, PadBottom: pad, PadLeft: pad, PadRight: pad}
+	canvases := plot.Align(plots, tiles, draw.New(c))
+	for i := range plots {
+		for j, p := range plots[i] {
+			if p != nil {
+				p.Draw(canvases[i][j])
+			}
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func maxOf(vs plotter.Values) float64 {
