@@ -188,13 +188,19 @@ func (c *Client) remove(reqID uint64) {
 }
 
 // RTT is a smoothed round-trip time and its variation, kept as RFC 6298
-// keeps them.
+// keeps them, and the least sample.
 type RTT struct {
 	SRTT, RTTVar time.Duration
+	// Min is the least sample: the path's delay with the least queueing
+	// seen, the measure of proximity (a smoothed time moves with load).
+	Min time.Duration
 }
 
 // Observe adds a sample; the first one sets the estimate.
 func (e *RTT) Observe(rtt time.Duration) {
+	if e.Min == 0 || rtt < e.Min {
+		e.Min = rtt
+	}
 	if e.SRTT == 0 && e.RTTVar == 0 {
 		e.SRTT, e.RTTVar = rtt, rtt/2
 		return
@@ -264,6 +270,14 @@ func (c *Client) timeout(peer node.Addr, e *rttEstimate) time.Duration {
 func (c *Client) SRTT(peer node.Addr) (time.Duration, bool) {
 	if e := c.rtt[peer]; e != nil {
 		return e.SRTT, true
+	}
+	return 0, false
+}
+
+// MinRTT is the least round-trip time measured to peer, if any.
+func (c *Client) MinRTT(peer node.Addr) (time.Duration, bool) {
+	if e := c.rtt[peer]; e != nil {
+		return e.Min, true
 	}
 	return 0, false
 }

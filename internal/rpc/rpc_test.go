@@ -201,3 +201,18 @@ func TestHistogramBuckets(t *testing.T) {
 		t.Fatalf("histogram %+v", h)
 	}
 }
+
+// TestRTTKeepsTheLeastSample: the smoothed estimate follows a queueing
+// burst; Min stays at the path's least round trip.
+func TestRTTKeepsTheLeastSample(t *testing.T) {
+	var e RTT
+	for _, ms := range []int{50, 30, 400, 420, 380, 35} {
+		e.Observe(time.Duration(ms) * time.Millisecond)
+	}
+	if e.Min != 30*time.Millisecond {
+		t.Errorf("min %v, want 30ms", e.Min)
+	}
+	if e.SRTT <= 100*time.Millisecond {
+		t.Errorf("smoothed %v: the burst should have moved it", e.SRTT)
+	}
+}

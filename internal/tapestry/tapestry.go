@@ -438,9 +438,11 @@ func (n *Node) rttTo(ref wire.NodeRef) time.Duration {
 }
 
 // measure finds the round trip to ref, pinging it unless it was measured,
-// and runs fn with it (ok false: it did not answer).
+// and runs fn with it (ok false: it did not answer). The least round trip
+// seen is the measure: a smoothed one moves with the load of the moment
+// (a join's burst), and tables ranked by it keep far nodes as primaries.
 func (n *Node) measure(env node.Env, ref wire.NodeRef, fn func(env node.Env, rtt time.Duration, ok bool)) {
-	if rtt, ok := n.h.RPC().SRTT(ref.Addr); ok {
+	if rtt, ok := n.h.RPC().MinRTT(ref.Addr); ok {
 		fn(env, rtt, true)
 		return
 	}
@@ -453,7 +455,7 @@ func (n *Node) measure(env node.Env, ref wire.NodeRef, fn func(env node.Env, rtt
 	ok := n.call(env, ref, &wire.Ping{}, 0, func(env node.Env, _ wire.Msg, err error) {
 		waiting := n.measuring[ref.Addr]
 		delete(n.measuring, ref.Addr)
-		rtt, measured := n.h.RPC().SRTT(ref.Addr)
+		rtt, measured := n.h.RPC().MinRTT(ref.Addr)
 		if !measured {
 			rtt = env.Now().Sub(sent)
 		}
