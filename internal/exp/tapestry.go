@@ -205,7 +205,23 @@ type tapMesh struct {
 	// checker's rule that each has a pointer at its root.
 	objects map[id.ID]*sim.Host
 	keys    []id.ID
+	// pace spaces the measured requests: each starts gap after the one
+	// before (at the earliest now), so that the measurement's own bursts
+	// do not queue on the access links and count as stretch.
+	pace struct {
+		gap time.Duration
+		at  time.Duration
+	}
 }
+
+// paced is when the next measured request starts.
+func (m *tapMesh) paced() time.Duration {
+	m.pace.at = max(m.pace.at, m.s.Now()) + m.pace.gap
+	return m.pace.at
+}
+
+// drain runs until the last paced request has had 20 s to end.
+func (m *tapMesh) drain() { m.s.RunUntil(max(m.pace.at, m.s.Now()) + 20*time.Second) }
 
 func tap(h *sim.Host) *tapestry.Node { return deploy.Of(h).Tap }
 
@@ -355,7 +371,7 @@ type locate struct {
 // direct reply from the server) over half the round trip to the server.
 func (m *tapMesh) locateRDP(client *sim.Host, key id.ID, out *[]locate) {
 	server := m.objects[key]
-	m.s.Do(client, func(env node.Env) {
+	m.s.DoAt(client, m.paced(), func(env node.Env) {
 		tap(client).RouteToObject(env, key, tapestry.AppDOLR, nil, func(env node.Env, o tapestry.Outcome) {
 			l := locate{client: client, server: server, oneWayMs: ms(m.rtt(client, server) / 2)}
 			if o.Err == nil && o.Status == wire.TapDelivered && o.Node.Addr == server.Addr {
@@ -406,11 +422,13 @@ func runTapRDP(cfg TapestryConfig, res *TapestryResult) error {
 	logf(cfg.Log, "sim tapestry rdp: %d nodes converged at %.0fs virtual", n, m.s.Now().Seconds())
 	res.violated("rdp mesh", m.violations(20))
 	res.RDPNodes = n
+	m.pace.gap = time.Second / time.Duration(n) // n pairs, both ways, every 2 s
 	m.nodeRDP(cfg, res)
 	logf(cfg.Log, "sim tapestry rdp: %d pairs routed, median far %.2f, near %.2f", res.RDPNodePairs, res.RDPNodeMedianFar, res.RDPNodeMedianNear)
 
 	server := m.hosts[m.r.IntN(n)]
 	keys := m.publish(server, cfg.pick(1000, 10000))
+	m.pace.gap = 25 * time.Millisecond // 200 locates every 5 s
 	m.s.RunFor(30 * time.Second)
 	res.violated("rdp objects", m.violations(20))
 	var ls []locate
@@ -426,7 +444,7 @@ func runTapRDP(cfg TapestryConfig, res *TapestryResult) error {
 			m.s.RunFor(5 * time.Second)
 		}
 	}
-	m.s.RunFor(20 * time.Second)
+	m.drain()
 	_, wide, local, failed := objectRDPs(ls)
 	res.RDPObjectLocates, res.RDPObjectFailed = len(ls), failed
 	res.Series.ObjectRDP = tapRDPs(ls)
@@ -489,7 +507,7 @@ func (m *tapMesh) nodeRDP(cfg TapestryConfig, res *TapestryResult) {
 			if dir == 1 {
 				from, to = to, from
 			}
-			m.s.Do(from, func(env node.Env) {
+			m.s.DoAt(from, m.paced(), func(env node.Env) {
 				tap(from).RouteToNode(env, tap(to).Self().ID, tapestry.AppDOLR, true, nil, func(env node.Env, o tapestry.Outcome) {
 					if o.Err != nil || o.Status != wire.TapDelivered || o.Node.Addr != to.Addr {
 						lat[i][dir] = -1
@@ -503,7 +521,7 @@ func (m *tapMesh) nodeRDP(cfg TapestryConfig, res *TapestryResult) {
 			m.s.RunFor(2 * time.Second)
 		}
 	}
-	m.s.RunFor(20 * time.Second)
+	m.drain()
 	var farR, nearR, allR []float64
 	for i, p := range pairs {
 		if lat[i][0] <= 0 || lat[i][1] <= 0 {
@@ -543,6 +561,7 @@ func runTapOptim(cfg TapestryConfig, res *TapestryResult) error {
 		}
 		m.s.RunFor(time.Minute)
 		res.violated(fmt.Sprintf("optim %v", opt), m.violations(20))
+		m.pace.gap = 2 * time.Second / time.Duration(20*cfg.pick(20, 100)) // 20 nodes' locates every 2 s
 		var ls []locate
 		for i, h := range m.hosts {
 			for j := 0; j < cfg.pick(20, 100); j++ {
@@ -555,7 +574,7 @@ func runTapOptim(cfg TapestryConfig, res *TapestryResult) error {
 				m.s.RunFor(2 * time.Second)
 			}
 		}
-		m.s.RunFor(20 * time.Second)
+		m.drain()
 		all, _, local, failed := objectRDPs(ls)
 		held := 0
 		for _, h := range m.hosts {
