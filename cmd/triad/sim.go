@@ -36,7 +36,8 @@ Experiments:
   tapestry
          Tapestry: route-to-node and route-to-object stretch (RDP), the extra
          pointers, insertion cost, parallel joins, massive failure and churn
-         on meshes of hosts that run Tapestry alone.
+         on meshes of hosts that run Tapestry alone; and the same gets
+         through Tapestry and DHash++ (vs-chord).
 
 Run 'triad sim <name> --help' for an experiment's flags.`
 
@@ -208,7 +209,7 @@ func runSimCongestion(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSimTapestry(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim tapestry", "sim tapestry [--seed S] [--experiment rdp|optim|insert|parallel|massive|churn|all] [--nodes N] [--quick] [--check] [--json] [--plot FILE]", exp.TapestryHelp, stderr)
+	fs := newFlags("sim tapestry", "sim tapestry [--seed S] [--experiment rdp|optim|insert|parallel|massive|churn|vs-chord|all] [--nodes N] [--quick] [--check] [--json] [--plot FILE]", exp.TapestryHelp, stderr)
 	cfg := exp.DefaultTapestryConfig()
 	cfg.RegisterFlags(fs)
 	check := fs.Bool("check", false, "exit non-zero if a threshold of issue 29 fails (the failures are printed)")

@@ -124,7 +124,8 @@ figures.`
 // TapestryHelp is what `triad sim tapestry` --help says of the run.
 const TapestryHelp = `
 Runs issue 29's Tapestry experiments on meshes of simulated hosts that run
-Tapestry alone (no ring), on the synthetic wide-area topology:
+Tapestry alone (no ring; vs-chord's run both), on the synthetic wide-area
+topology:
 
   rdp       route-to-node RDP over pairs of --nodes (default 400) nodes: the
             round trip through the overlay (A to B plus B to A) over the ping
@@ -141,6 +142,13 @@ Tapestry alone (no ring), on the synthetic wide-area topology:
             more join; success of routes to nodes and objects (Figs. 19-20).
   churn     Poisson joins every 20 s with 4-minute lifetimes, then 10 s and 2
             minutes (Figs. 21-22).
+  vs-chord  Tapestry against DHash++ on --nodes (default 400) hosts running
+            both: 1,000 blocks of 8 KB put into DHash++ and published in
+            Tapestry from the same two replica holders, each got from a random
+            client and from a client near a copy, through DHash++ (lookup and
+            fetch) and through Tapestry (route to the object, which answers
+            with the bytes): median and p90 latency, nodes reached. Printed
+            only; no threshold.
 
 --quick runs all of them smaller (256 nodes, fewer runs) in a few minutes.
 The invariant checker runs over every live node where a mesh is claimed

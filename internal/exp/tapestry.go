@@ -132,6 +132,7 @@ type TapestryResult struct {
 	Churn2Success           float64   `json:"churn2_success"`
 	ChurnDetail             []float64 `json:"churn_detail,omitempty"` // churn1 node, object; churn2 node, object
 	ChurnJoins, ChurnDeaths int       `json:"-"`
+	TapestryVsChord
 
 	Violations  int             `json:"violations"`
 	Violated    []string        `json:"violated,omitempty"`
