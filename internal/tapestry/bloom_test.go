@@ -83,3 +83,32 @@ func TestBloomFalsePositives(t *testing.T) {
 	neverAbsent("after removals")
 	falsePositives("after removals")
 }
+
+// TestExtraPointerKeepsThePathPointer: an extra copy of a pointer (§V-B3)
+// that reaches the node holding the publish path's pointer for the same
+// server, later-expiring, leaves that pointer's root flag, next hop and
+// level alone; a path pointer replaces an extra one.
+func TestExtraPointerKeepsThePathPointer(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 2))
+	p := newPointers(100, true)
+	key := id.Random(r, id.Bytes)
+	server := wire.NodeRef{ID: id.Random(r, id.Bytes), Addr: "h1"}
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	p.put(key, pointer{server: server, expires: t0, level: 3, root: true})
+	p.put(key, pointer{server: server, expires: t0.Add(time.Minute), extra: true})
+	if l := p.lookup(key); len(l) != 1 || l[0].extra || !l[0].root || l[0].level != 3 {
+		t.Fatalf("after an extra copy: %+v, want the root pointer kept", l)
+	}
+	other := wire.NodeRef{ID: id.Random(r, id.Bytes), Addr: "h2"}
+	p.put(key, pointer{server: other, expires: t0, extra: true})
+	p.put(key, pointer{server: other, expires: t0.Add(-time.Minute), next: "h3", level: 1})
+	l := p.lookup(key)
+	if len(l) != 2 || p.count != 2 {
+		t.Fatalf("pointers %+v (count %d), want two", l, p.count)
+	}
+	for _, x := range l {
+		if x.server.Addr == "h2" && (x.extra || x.next != "h3") {
+			t.Errorf("a path pointer did not replace the extra one: %+v", x)
+		}
+	}
+}

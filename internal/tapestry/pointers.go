@@ -61,13 +61,16 @@ func (p *pointers) lookup(key id.ID) []pointer {
 }
 
 // put adds or refreshes the pointer of (key, ptr.server) and returns
-// whether it was new.
+// whether it was new. An extra copy never stands in for a pointer on the
+// publish path: that one's next hop and root flag would be lost.
 func (p *pointers) put(key id.ID, ptr pointer) bool {
 	l := p.byKey[key]
 	if i := slices.IndexFunc(l, func(x pointer) bool { return x.server.Addr == ptr.server.Addr }); i >= 0 {
-		if l[i].extra && !ptr.extra || !ptr.expires.Before(l[i].expires) {
+		switch old := l[i]; {
+		case ptr.extra && !old.extra:
+		case old.extra && !ptr.extra || !ptr.expires.Before(old.expires):
 			l[i] = ptr
-		} else if !l[i].extra && !ptr.extra {
+		case !ptr.extra:
 			// Sent on again along a changed path (its TTL rounded down):
 			// the expiry stays, but where it goes from here is the new one.
 			l[i].root, l[i].next, l[i].level = ptr.root, ptr.next, ptr.level
