@@ -294,6 +294,7 @@ func (n *Node) leave(env node.Env) {
 	if !n.joined {
 		return
 	}
+	n.leaving = true
 	for _, k := range n.sortedObjects() {
 		n.Unpublish(env, k)
 	}
@@ -457,7 +458,7 @@ func (n *Node) Counters() []Counter {
 	return []Counter{
 		{"links", uint64(n.table.size)}, {"backpointers", uint64(len(n.back))},
 		{"pointers_held", uint64(n.ptrs.count)}, {"objects_published", uint64(len(n.published))},
-		{"republish_queue", uint64(len(n.published))}, {"routes_in_flight", uint64(len(n.routes))},
+		{"republish_queue", uint64(n.queued)}, {"routes_in_flight", uint64(len(n.routes))},
 		{"routed", s.Routed}, {"forwarded", s.Forwarded}, {"delivered", s.Delivered}, {"redirected", s.Redirected},
 		{"server_miss", s.ServerMiss}, {"loops", s.Loops}, {"unreachable", s.Unreachable}, {"hop_retries", s.HopRetries},
 		{"bad_requests", s.BadRequests}, {"rate_limited", s.RateLimited}, {"busy", s.Busy},
@@ -467,6 +468,7 @@ func (n *Node) Counters() []Counter {
 		{"beacons", s.Beacons}, {"links_added", s.LinksAdded}, {"links_lost", s.LinksLost}, {"holes_repaired", s.HolesRepaired},
 		{"timed_out", s.TimedOut}, {"leaves_received", s.LeavesReceived},
 		{"suspected", s.Suspected}, {"false_suspects", s.FalseSuspects},
+		{"pointers_dropped", s.PointersDropped},
 		{"bloom_lookups", lookups}, {"bloom_negative", neg}, {"bloom_false_positive", fp},
 	}
 }

@@ -1,11 +1,13 @@
 package tapestry
 
 import (
+	"errors"
 	"slices"
 	"time"
 
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/rpc"
 	"triad/internal/wire"
 )
 
@@ -168,9 +170,30 @@ func ttlOf(p wire.TapPointer) time.Duration {
 	return time.Duration(min(p.TTLMillis, wire.MaxTapTTLMillis)) * time.Millisecond
 }
 
-// sendBatches sends each next hop its pointers, in address order. A next
-// hop that does not answer is declared dead; PeerDown then sends again,
-// through the new next hop, every pointer held here that went to it.
+// Pointer batches go out through a window: a server that publishes
+// thousands of objects at once would otherwise queue hundreds of
+// kilobytes on its uplink, past every timeout and past what a router
+// keeps, and the batches lost would leave their pointers missing until
+// the next republish.
+const (
+	batchPointers   = 256     // pointers per TapPointers sent (~18 KB)
+	batchesInFlight = 2       // TapPointers unanswered at once
+	batchAttempts   = 3       // sends of a batch whose next hop is slow
+	maxQueued       = 1 << 20 // pointers waiting; past it they are dropped, counted
+)
+
+// outBatch is one TapPointers waiting in the outbox.
+type outBatch struct {
+	to      wire.NodeRef
+	items   []wire.TapPointer
+	attempt int
+}
+
+// sendBatches queues each next hop its pointers, in address order, and
+// sends what the window allows. Pointers join the batch waiting for the
+// same next hop while it has room, so that publishes made one object at a
+// time go out in few messages. A leaving node sends everything at once:
+// it will not be there to send the rest.
 func (n *Node) sendBatches(env node.Env, b batches) {
 	addrs := make([]string, 0, len(b.to))
 	for a := range b.to {
@@ -180,10 +203,66 @@ func (n *Node) sendBatches(env node.Env, b batches) {
 	for _, a := range addrs {
 		items := b.items[a]
 		for len(items) > 0 {
-			chunk := items[:min(len(items), wire.MaxTapPointers)]
+			open := n.open[a]
+			room := batchPointers
+			if open != nil && !n.leaving {
+				room -= len(open.items)
+			}
+			chunk := items[:min(len(items), room)]
 			items = items[len(chunk):]
-			n.Stats.PointerBatches++
-			n.call(env, b.to[a], &wire.TapPointers{Pointers: chunk}, 0, nil)
+			switch {
+			case n.leaving:
+				n.Stats.PointerBatches++
+				n.call(env, b.to[a], &wire.TapPointers{Pointers: chunk}, 0, nil)
+			case n.queued+len(chunk) > maxQueued:
+				n.Stats.PointersDropped += uint64(len(chunk))
+			case open != nil:
+				n.queued += len(chunk)
+				open.items = append(open.items, chunk...)
+			default:
+				n.queued += len(chunk)
+				ob := &outBatch{to: b.to[a], items: slices.Clone(chunk)}
+				n.outbox = append(n.outbox, ob)
+				n.open[a] = ob
+			}
+			if open := n.open[a]; open != nil && len(open.items) >= batchPointers {
+				delete(n.open, a)
+			}
+		}
+	}
+	n.pump(env)
+}
+
+// pump sends queued batches while the window has room. A batch that
+// times out goes to the back of the queue, up to batchAttempts sends,
+// unless its next hop was declared dead meanwhile: PeerDown has then sent
+// its pointers on through the new next hop.
+func (n *Node) pump(env node.Env) {
+	for n.inFlight < batchesInFlight && len(n.outbox) > 0 && !n.stopped {
+		b := n.outbox[0]
+		n.outbox = n.outbox[1:]
+		n.queued -= len(b.items)
+		if n.open[b.to.Addr] == b {
+			delete(n.open, b.to.Addr)
+		}
+		if n.h.IsDead(env, b.to.Addr) {
+			continue
+		}
+		n.Stats.PointerBatches++
+		n.inFlight++
+		ok := n.call(env, b.to, &wire.TapPointers{Pointers: b.items}, n.cfg.ConfirmTimeout, func(env node.Env, _ wire.Msg, err error) {
+			n.inFlight--
+			if errors.Is(err, rpc.ErrTimeout) && b.attempt+1 < batchAttempts && !n.h.IsDead(env, b.to.Addr) {
+				b.attempt++
+				n.queued += len(b.items)
+				n.outbox = append(n.outbox, b)
+			}
+			n.pump(env)
+		})
+		if !ok {
+			n.inFlight--
+			n.Stats.PointersDropped += uint64(len(b.items))
+			return
 		}
 	}
 }

@@ -89,6 +89,7 @@ type Stats struct {
 	UnknownDeliveries uint64
 	Suspected         uint64 // links that missed a timeout and were probed
 	FalseSuspects     uint64 // of those, links that answered the probe
+	PointersDropped   uint64 // pointers not sent on: the outbox was full
 }
 
 // object is one object this node publishes.
@@ -150,6 +151,13 @@ type Node struct {
 	// suspects are links that missed a call's timeout, probed before they
 	// are declared dead; routes go around them meanwhile.
 	suspects map[string]bool
+	// outbox holds pointer batches for the window (pump); queued counts
+	// their pointers.
+	outbox   []*outBatch
+	open     map[string]*outBatch // the batch queued last for a next hop
+	queued   int
+	inFlight int
+	leaving  bool
 	buckets  map[string]*bucket
 	stopped  bool
 	saveDue  bool
@@ -184,6 +192,7 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, bootstrap node.Addr, objec
 		joiners:   map[string]wire.NodeRef{},
 		measuring: map[string][]func(node.Env, time.Duration, bool){},
 		suspects:  map[string]bool{},
+		open:      map[string]*outBatch{},
 		buckets:   map[string]*bucket{},
 	}
 	for k, o := range objects {
