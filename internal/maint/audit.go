@@ -275,8 +275,9 @@ func proofOf(nonce, data []byte) []byte {
 
 // notHeld handles a partner's "not held" for key. Its tree is asked
 // whether it lists key (one query, at a prefix deep enough to hold key
-// alone): a key its tree claims fails the audit at once (a lying
-// TreeInfo). One it does not list is noted, and fails a recheck period on.
+// alone): a key its tree claims is challenged again a round on, and fails
+// if it is still not held then (a lying TreeInfo). One it does not list is
+// noted, and fails a recheck period on.
 func (m *Maint) notHeld(env node.Env, t auditTarget, key id.ID) {
 	one := id.Min(id.Bytes).AddPow2(0)
 	q := &wire.TreeQuery{Prefix: merkle.PrefixOf(key.Bytes(), claimDepth).Encode(), Lo: key.Sub(one), Hi: key}
@@ -287,8 +288,7 @@ func (m *Maint) notHeld(env node.Env, t auditTarget, key id.ID) {
 			m.noAnswer(env, t.peer, err)
 		case slices.Contains(info.Keys, key):
 			m.answered(t.peer)
-			delete(m.pending, auditKey{t.peer.Addr, key})
-			m.failAudit(env, t.peer)
+			m.claims(env, t.peer, key)
 		default:
 			m.answered(t.peer)
 			m.lacks(env, t.peer, key)
@@ -320,6 +320,26 @@ func (m *Maint) lacks(env node.Env, peer wire.NodeRef, key id.ID) {
 	case env.Now().Sub(at) >= m.recheckAfter():
 		delete(m.pending, k)
 		m.failAudit(env, peer)
+	}
+}
+
+// claims notes that peer's tree lists key, which it said it did not hold:
+// challenged again a round on, it fails if it still does not hold it. Not
+// at once: a block on its way to the partner (a repair) can be listed
+// before it can be read, and an honest host would be suspected for it.
+func (m *Maint) claims(env node.Env, peer wire.NodeRef, key id.ID) {
+	k := auditKey{peer.Addr, key}
+	if at, ok := m.pending[k]; ok && env.Now().Sub(at) >= m.recheckAfter() {
+		delete(m.pending, k)
+		m.failAudit(env, peer)
+		return
+	}
+	if m.pending == nil {
+		m.pending = make(map[auditKey]time.Time)
+	}
+	if len(m.pending) < maxPending {
+		// Due for a recheck a round from now.
+		m.pending[k] = env.Now().Add(m.cfg.Interval - m.recheckAfter())
 	}
 }
 

@@ -16,6 +16,10 @@ type event struct {
 	ev    node.Event
 	timer node.Timer // set instead of ev for a timer
 	fn    func()
+	// bits, when not zero, marks a message (ev) reaching the host's
+	// downlink: it queues there, in the order of arrival, before the host
+	// takes it.
+	bits float64
 }
 
 // entry is one queued event: the ordering key next to the slot, so that

@@ -476,6 +476,10 @@ func (w *worker) step(at time.Duration, e event) {
 	if !h.up {
 		return
 	}
+	if e.bits != 0 {
+		w.downlink(h, e)
+		return
+	}
 	if e.timer != nil {
 		// Boxed only now: most timers (RPC timeouts) are cancelled.
 		e.ev = node.TimerFired{T: e.timer}
@@ -633,17 +637,27 @@ func (w *worker) send(from *Host, to node.Addr, e wire.Envelope) {
 	w.arrive(c)
 }
 
-// arrive queues a message that reaches its host's downlink: FIFO at the
-// receiver, and dropped past the longest queueing delay.
+// arrive schedules a message's arrival at its host's downlink, where
+// downlink queues it (an event at the arrival time, so that the link
+// serves messages in the order they reach it, not the order they were
+// sent: a message from across the world, sent first, must not hold the
+// link for one from next door that arrives long before it).
 func (w *worker) arrive(c crossing) {
-	dst := c.dst
-	start := max(c.arrive, dst.downFree)
-	if start-c.arrive > w.s.cfg.MaxQueueDelay {
+	w.push(c.arrive, event{host: c.dst, inc: c.dst.inc, ev: c.in, bits: c.bits})
+}
+
+// downlink queues a message that reached dst's downlink at now: FIFO, and
+// dropped past the longest queueing delay; the host takes it once it is
+// through.
+func (w *worker) downlink(dst *Host, e event) {
+	start := max(w.now, dst.downFree)
+	if start-w.now > w.s.cfg.MaxQueueDelay {
 		w.stats.QueueDrops++
 		return
 	}
-	dst.downFree = start + time.Duration(c.bits/w.s.topo.DownBps(dst.Index)*float64(time.Second))
-	w.push(dst.downFree, event{host: dst, inc: dst.inc, ev: c.in})
+	dst.downFree = start + time.Duration(e.bits/w.s.topo.DownBps(dst.Index)*float64(time.Second))
+	e.bits = 0
+	w.push(dst.downFree, e)
 }
 
 // env is the node.Env of one host.

@@ -1,8 +1,12 @@
 package sim
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
+
+	"triad/internal/node"
+	"triad/internal/wire"
 )
 
 // TestTopologyShape checks the synthetic WAN looks like the Internet the
@@ -60,5 +64,62 @@ func TestFlatTopology(t *testing.T) {
 	topo.Grow(5)
 	if topo.Len() != 2 {
 		t.Errorf("a flat topology grew to %d hosts", topo.Len())
+	}
+}
+
+// inbox records when each message reached it, by the sender's address.
+type inbox struct {
+	at map[node.Addr]time.Duration
+	s  *Sim
+}
+
+func (b *inbox) Handle(env node.Env, ev node.Event) {
+	switch ev := ev.(type) {
+	case node.Request:
+		ev.Fn(env)
+	case node.MsgIn:
+		b.at[ev.From] = env.Now().Sub(b.s.Epoch())
+	}
+}
+
+// TestDownlinkServesInArrivalOrder: a message sent first from across the
+// world (100 ms away) must not hold the receiver's downlink for one sent
+// a millisecond later from next door (10 ms away), which arrives 89 ms
+// before it.
+func TestDownlinkServesInArrivalOrder(t *testing.T) {
+	topo := NewFlatTopology([]FlatHost{
+		{Delay: 200 * time.Millisecond, UpBps: 1e9, DownBps: 1e9}, // h0: far
+		{Delay: 20 * time.Millisecond, UpBps: 1e9, DownBps: 1e9},  // h1: near
+		{Delay: 0, UpBps: 1e9, DownBps: 1e9},                      // h2: receiver
+	})
+	s := New(Config{Seed: 1}, topo)
+	var boxes []*inbox
+	var hosts []*Host
+	for i := 0; i < 3; i++ {
+		h, err := s.AddHost(func(node.Addr, node.Storage, *rand.Rand) (node.Handler, error) {
+			b := &inbox{at: map[node.Addr]time.Duration{}, s: s}
+			boxes = append(boxes, b)
+			return b, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts = append(hosts, h)
+	}
+	send := func(from *Host) func(env node.Env) {
+		return func(env node.Env) {
+			env.Send(hosts[2].Addr, wire.Envelope{Kind: wire.OneWay, From: wire.NodeRef{Addr: from.Addr}, Msg: &wire.Ping{}})
+		}
+	}
+	t0 := s.Now()
+	s.Do(hosts[0], send(hosts[0]))
+	s.DoAt(hosts[1], t0+time.Millisecond, send(hosts[1]))
+	s.RunFor(time.Second)
+	near, far := boxes[2].at[hosts[1].Addr]-t0, boxes[2].at[hosts[0].Addr]-t0
+	if near < 11*time.Millisecond || near > 12*time.Millisecond {
+		t.Errorf("the near message arrived after %v, want about 11ms (the far one after %v)", near, far)
+	}
+	if far < 100*time.Millisecond || far > 101*time.Millisecond {
+		t.Errorf("the far message arrived after %v, want about 100ms", far)
 	}
 }
