@@ -477,7 +477,9 @@ func (m *tapMesh) bloom(res *TapestryResult) {
 // nodeRDP routes both ways between pairs of nodes (all pairs, or in quick
 // a sample of each class of RTT) and takes the round trip through the
 // overlay (A to B plus B to A, each outcome's latency less its direct
-// reply) over the ping RTT.
+// reply) over the ping RTT. The pairs go in a shuffled order: in the
+// order of the loops, one node would start hundreds of routes a second
+// and measure its own queue.
 func (m *tapMesh) nodeRDP(cfg TapestryConfig, res *TapestryResult) {
 	type pair struct{ a, b int }
 	var near, far, mid []pair
@@ -501,8 +503,10 @@ func (m *tapMesh) nodeRDP(cfg TapestryConfig, res *TapestryResult) {
 		near, far, mid = sample(near, 800), sample(far, 800), sample(mid, 400)
 	}
 	pairs := slices.Concat(near, far, mid)
+	order := m.r.Perm(len(pairs))
 	lat := make([][2]time.Duration, len(pairs))
-	for i, p := range pairs {
+	for k, i := range order {
+		p := pairs[i]
 		for dir := 0; dir < 2; dir++ {
 			from, to := m.hosts[p.a], m.hosts[p.b]
 			if dir == 1 {
@@ -518,7 +522,7 @@ func (m *tapMesh) nodeRDP(cfg TapestryConfig, res *TapestryResult) {
 				})
 			})
 		}
-		if i%len(m.hosts) == len(m.hosts)-1 {
+		if k%len(m.hosts) == len(m.hosts)-1 {
 			m.s.RunFor(2 * time.Second)
 		}
 	}
