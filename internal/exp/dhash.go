@@ -264,15 +264,17 @@ func measureGets(s *sim.Sim, r *rand.Rand, cfg DHashConfig, name string, red wir
 		h := up[r.IntN(len(up))]
 		s.At(start+time.Duration(i)*10*time.Millisecond, func() {
 			outstanding++
-			t0 := s.Now()
 			s.Do(h, func(env node.Env) {
+				// The host's clock: the simulator's own stands at its last
+				// action while hosts run, not at this event.
+				t0 := env.Now()
 				deploy.Of(h).Blocks.Get(env, key, red, func(env node.Env, _ dhash.Block, err error) {
 					outstanding--
 					if err != nil {
 						failed++
 						return
 					}
-					lat = append(lat, ms(s.Now()-t0))
+					lat = append(lat, ms(env.Now().Sub(t0)))
 				})
 			})
 		})

@@ -49,3 +49,28 @@ func TestDHashLatencyShape(t *testing.T) {
 		t.Errorf("PNS + integration lookups take %.2f x the direct RTT (median of %v), want <= 1.5", m, intDirect)
 	}
 }
+
+// TestGetLatencyIsTheHostsClock: a get is timed on the client host's
+// clock. Timed on the simulator's, which stands at its last scheduled
+// action while hosts run, every get took a multiple of the 10 ms between
+// gets, and those ending after the last one were cut short.
+func TestGetLatencyIsTheHostsClock(t *testing.T) {
+	cfg := DefaultDHashConfig()
+	cfg.Nodes, cfg.Seed, cfg.Samples, cfg.Lookups, cfg.Blocks, cfg.Settle = 48, 2, []int{16}, 20, 40, time.Minute
+	res, err := RunDHash(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onGrid := func(ms float64) bool {
+		tenths := ms / 10
+		return tenths == float64(int64(tenths))
+	}
+	for _, row := range res.Rows {
+		if len(row.Name) < 4 || row.Name[:4] != "get:" {
+			continue
+		}
+		if row.Count == 0 || onGrid(row.MedianMs) && onGrid(row.P90Ms) {
+			t.Errorf("%s: median %v ms, p90 %v ms over %d gets: on the 10 ms grid of the simulator's actions", row.Name, row.MedianMs, row.P90Ms, row.Count)
+		}
+	}
+}
