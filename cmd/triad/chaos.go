@@ -3,14 +3,20 @@ package main
 import (
 	"io"
 	"os"
+	"slices"
 
 	"triad/internal/bench"
 )
 
 func runChaos(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("chaos", "chaos [--nodes 6] [--duration 1h] [--seed S] [--ack-and-drop N] [--json]", bench.ChaosHelp, stderr)
+	if slices.ContainsFunc(args, isTapestryFlag) {
+		return runChaosTapestry(args, stdout, stderr)
+	}
+	fs := newFlags("chaos", "chaos [--nodes 6] [--duration 1h] [--seed S] [--ack-and-drop N] [--json]\n       triad chaos --tapestry [--nodes 16] [--servers 4] [--objects 200] [--duration 2m] [--rate 20] [--seed S] [--json]",
+		bench.ChaosHelp, stderr)
 	cfg := bench.DefaultChaosConfig()
 	cfg.RegisterFlags(fs)
+	fs.Bool("tapestry", false, "churn Tapestry nodes under locates instead (Fig. 23; see below)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	if err := parseConfig(fs, args, &cfg); err != nil {
 		return err
@@ -21,6 +27,41 @@ func runChaos(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.Log = logTo(stderr)
 	res, err := bench.Chaos(cfg)
+	if err != nil {
+		return err
+	}
+	res.WriteText(stdout)
+	if err := maybeJSON(stdout, *asJSON, res); err != nil {
+		return err
+	}
+	return res.Err()
+}
+
+// isTapestryFlag reports whether arg turns --tapestry on, which selects
+// another loop with flags and defaults of its own.
+func isTapestryFlag(arg string) bool {
+	switch arg {
+	case "--tapestry", "-tapestry", "--tapestry=true", "-tapestry=true", "--tapestry=1", "-tapestry=1":
+		return true
+	}
+	return false
+}
+
+func runChaosTapestry(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("chaos", "chaos --tapestry [--nodes 16] [--servers 4] [--objects 200] [--duration 2m] [--rate 20] [--seed S] [--json]", bench.ChaosTapestryHelp, stderr)
+	cfg := bench.DefaultChaosTapestryConfig()
+	cfg.RegisterFlags(fs)
+	fs.Bool("tapestry", true, "churn Tapestry nodes under locates (this loop)")
+	asJSON := fs.Bool("json", false, "end with one JSON line of results")
+	if err := parseConfig(fs, args, &cfg); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Binary, err = os.Executable(); err != nil {
+		return err
+	}
+	cfg.Log = logTo(stderr)
+	res, err := bench.ChaosTapestry(cfg)
 	if err != nil {
 		return err
 	}

@@ -169,4 +169,9 @@ For tests, --ack-and-drop N runs the last N nodes (at most a third) as
 liars: each acknowledges every put and keeps only the keys, which its
 Merkle tree lists ('triad node --test-lie lying-tree'), and its data
 folder is wiped before every restart. Maintenance's audits must find them
-out; nothing acknowledged may be lost all the same.`
+out; nothing acknowledged may be lost all the same.
+
+With --tapestry it runs Tapestry's churn loop instead (Fig. 23: a kill or a
+start every 5 s, lifetimes of 60 s on average, for 2 minutes, under
+continuous locates), with flags and defaults of its own: see
+'triad chaos --tapestry --help'.`
