@@ -24,15 +24,23 @@ type joinState struct {
 }
 
 // joinRetry is how long a join waits for its surrogate before it starts
-// again.
-const joinRetry = 30 * time.Second
+// again; joinBackoff, how long it waits after the bootstrap refused it (it
+// is joining itself) or did not answer.
+const (
+	joinRetry   = 30 * time.Second
+	joinBackoff = 2 * time.Second
+)
 
 // startJoin routes a join to this node's surrogate through the bootstrap.
 func (n *Node) startJoin(env node.Env, attempt int) {
 	n.join = &joinState{attempt: attempt, started: env.Now()}
 	m := &wire.TapRoute{Op: wire.TapJoin, Key: n.self.ID, App: AppSystem, Origin: n.self, Path: []wire.NodeRef{n.self}, Hops: 1}
 	n.Stats.JoinMessages++
-	n.h.Call(env, n.bootstrap, n.self, id.ID{}, m, 0, nil)
+	n.h.Call(env, n.bootstrap, n.self, id.ID{}, m, 0, func(env node.Env, _ wire.Msg, err error) {
+		if err != nil {
+			env.After(joinBackoff, joinTimer{attempt: attempt})
+		}
+	})
 	env.After(joinRetry, joinTimer{attempt: attempt})
 }
 

@@ -94,7 +94,14 @@ func (n *Node) dispatch(env node.Env, m *wire.TapRoute, attempt int) {
 			return
 		}
 	}
-	next, level, root := n.table.nextHop(int(m.Level), m.Key, false, n.avoid)
+	avoid := n.avoid
+	if m.Op == wire.TapJoin {
+		// A node started again on its old ID is still in others' tables,
+		// and its own ID would route to it: a join goes to the surrogate
+		// the mesh has without the joiner.
+		avoid = func(addr string) bool { return addr == m.Origin.Addr || n.avoid(addr) }
+	}
+	next, level, root := n.table.nextHop(int(m.Level), m.Key, false, avoid)
 	if m.Upcall {
 		if a := n.apps[m.App]; a != nil {
 			a.Forward(env, n, m, next, root)

@@ -328,6 +328,13 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 	from := in.Env.From
 	switch m := in.Env.Msg.(type) {
 	case *wire.TapRoute:
+		if !n.joined {
+			// Its table is being built: a route would end here as at a
+			// root. The sender goes around it.
+			n.Stats.Busy++
+			rpc.RespondError(env, in, n.self, fault.CodeBusy, "tapestry: joining")
+			return
+		}
 		rpc.Respond(env, in, n.self, &wire.Ack{})
 		n.arrive(env, m)
 	case *wire.TapDeliver:
