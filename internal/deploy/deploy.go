@@ -161,13 +161,16 @@ func (n *Node) addTapestry(o Options, st node.Storage) error {
 		return fmt.Errorf("deploy: %w", err)
 	}
 	self := wire.NodeRef{ID: n.State.IDs[0], Addr: n.Host.Addr(), Machine: n.State.Machine}
-	bootstrap := o.Bootstrap
-	for _, p := range n.State.Peers { // a restart with no bootstrap rejoins through a peer it knew
-		if bootstrap == "" && p.Addr != n.Host.Addr() {
-			bootstrap = p.Addr
-		}
+	// The bootstrap first, then every peer an earlier run knew: a restart
+	// whose bootstrap is down rejoins through another.
+	var bootstraps []node.Addr
+	if o.Bootstrap != "" {
+		bootstraps = append(bootstraps, o.Bootstrap)
 	}
-	if n.Tap, err = tapestry.New(*o.Tapestry, n.Host, self, bootstrap, objects); err != nil {
+	for _, p := range n.State.Peers {
+		bootstraps = append(bootstraps, p.Addr)
+	}
+	if n.Tap, err = tapestry.New(*o.Tapestry, n.Host, self, bootstraps, objects); err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}
 	return nil

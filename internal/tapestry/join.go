@@ -31,12 +31,13 @@ const (
 	joinBackoff = 2 * time.Second
 )
 
-// startJoin routes a join to this node's surrogate through the bootstrap.
+// startJoin routes a join to this node's surrogate through a bootstrap,
+// the next one at each attempt.
 func (n *Node) startJoin(env node.Env, attempt int) {
 	n.join = &joinState{attempt: attempt, started: env.Now()}
 	m := &wire.TapRoute{Op: wire.TapJoin, Key: n.self.ID, App: AppSystem, Origin: n.self, Path: []wire.NodeRef{n.self}, Hops: 1}
 	n.Stats.JoinMessages++
-	n.h.Call(env, n.bootstrap, n.self, id.ID{}, m, 0, func(env node.Env, _ wire.Msg, err error) {
+	n.h.Call(env, n.bootstraps[attempt%len(n.bootstraps)], n.self, id.ID{}, m, 0, func(env node.Env, _ wire.Msg, err error) {
 		if err != nil {
 			env.After(joinBackoff, joinTimer{attempt: attempt})
 		}

@@ -136,7 +136,10 @@ type Node struct {
 	cfg       Config
 	h         *host.Host
 	self      wire.NodeRef
-	bootstrap node.Addr
+	// bootstraps are the nodes a join goes through, one after another
+	// as attempts fail (the configured one, then peers an earlier run
+	// knew: a restarted node's first choice may be down).
+	bootstraps []node.Addr
 	table     table
 	back      map[string]backpointer
 	ptrs      pointers
@@ -169,9 +172,9 @@ type Node struct {
 
 // New makes the Tapestry node of the host h, with self's ID (the host's
 // first ring ID) and the objects an earlier run published (LoadObjects),
-// joining through bootstrap (empty: the first node of a mesh), and
-// registers it on h.
-func New(cfg Config, h *host.Host, self wire.NodeRef, bootstrap node.Addr, objects map[id.ID]Object) (*Node, error) {
+// joining through the first of bootstraps that answers (none: the first
+// node of a mesh), and registers it on h.
+func New(cfg Config, h *host.Host, self wire.NodeRef, bootstraps []node.Addr, objects map[id.ID]Object) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -182,7 +185,6 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, bootstrap node.Addr, objec
 		cfg:       cfg,
 		h:         h,
 		self:      self,
-		bootstrap: bootstrap,
 		table:     newTable(self.ID, cfg.Links, cfg.DigitBits),
 		back:      map[string]backpointer{},
 		ptrs:      newPointers(cfg.MaxPointers, !cfg.NoBloom),
@@ -198,8 +200,10 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, bootstrap node.Addr, objec
 	for k, o := range objects {
 		n.published[k] = object{app: o.App, expires: o.Expires}
 	}
-	if bootstrap == h.Addr() {
-		n.bootstrap = ""
+	for _, b := range bootstraps {
+		if b != "" && b != h.Addr() && !slices.Contains(n.bootstraps, b) {
+			n.bootstraps = append(n.bootstraps, b)
+		}
 	}
 	if err := h.Register(wire.TypeTapRoute, n); err != nil {
 		return nil, err
@@ -259,7 +263,7 @@ func (n *Node) Start(env node.Env) {
 	env.After(jitter(env, n.cfg.Repair), repairTimer{})
 	env.After(jitter(env, n.cfg.Republish), republishTimer{})
 	env.After(n.cfg.PointerTTL()/4, expireTimer{})
-	if n.bootstrap == "" {
+	if len(n.bootstraps) == 0 {
 		n.joined = true
 		n.republishAll(env)
 		return
