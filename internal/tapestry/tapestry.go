@@ -133,24 +133,24 @@ const (
 
 // Node is Tapestry on one host. Create it with New; the host runs it.
 type Node struct {
-	cfg       Config
-	h         *host.Host
-	self      wire.NodeRef
+	cfg  Config
+	h    *host.Host
+	self wire.NodeRef
 	// bootstraps are the nodes a join goes through, one after another
 	// as attempts fail (the configured one, then peers an earlier run
 	// knew: a restarted node's first choice may be down).
 	bootstraps []node.Addr
-	table     table
-	back      map[string]backpointer
-	ptrs      pointers
-	published map[id.ID]object
-	apps      map[uint32]App
-	joined    bool
-	join      *joinState
-	routes    map[uint64]*origin
-	joiners   map[string]wire.NodeRef // joins multicasting through this node
-	mcasts    int                     // multicast branches in progress
-	measuring map[string][]func(env node.Env, rtt time.Duration, ok bool)
+	table      table
+	back       map[string]backpointer
+	ptrs       pointers
+	published  map[id.ID]object
+	apps       map[uint32]App
+	joined     bool
+	join       *joinState
+	routes     map[uint64]*origin
+	joiners    map[string]wire.NodeRef // joins multicasting through this node
+	mcasts     int                     // multicast branches in progress
+	measuring  map[string][]func(env node.Env, rtt time.Duration, ok bool)
 	// suspects are links that missed a call's timeout, probed before they
 	// are declared dead; routes go around them meanwhile.
 	suspects map[string]bool
