@@ -249,12 +249,19 @@ func (n *Node) nextLevel(env node.Env) {
 	}
 }
 
+// settleAfter are the times after a join at which the node runs a repair
+// round of its own, besides the periodic ones: nodes that joined at the
+// same time (a mass restart, a flash crowd) reach each other's tables
+// only through repair, and a minute's wait left holes that long.
+var settleAfter = []time.Duration{5 * time.Second, 15 * time.Second, 30 * time.Second}
+
 // finishJoin ends the join: the node routes and serves from now on.
 func (n *Node) finishJoin(env node.Env) {
 	n.joined = true
 	n.join = nil
 	n.Stats.Joins++
 	n.republishAll(env)
+	env.After(settleAfter[0], settleTimer{})
 }
 
 // JoinedAt is when a join in progress started (zero when joined).

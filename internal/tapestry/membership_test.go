@@ -167,3 +167,23 @@ func TestQuickRestartRejoins(t *testing.T) {
 		t.Errorf("%d of %d locates of the restarted server's objects failed", failed, len(keys)*len(m.hosts))
 	}
 }
+
+// TestFlashCrowdSettlesWithin40s: as many nodes as a 48-node mesh has
+// join it at the same instant (a mass restart, a flash crowd). Joiners
+// reach each other's tables only through repair: 40 s later, well inside
+// the periodic repair's minute, every one has joined and the tables are
+// whole, because each runs repair rounds of its own soon after its join.
+func TestFlashCrowdSettlesWithin40s(t *testing.T) {
+	m := newMesh(t, 21, 48, tapestry.DefaultConfig())
+	var joiners []*sim.Host
+	for range 48 {
+		joiners = append(joiners, m.add())
+	}
+	m.s.RunFor(40 * time.Second)
+	for _, h := range joiners {
+		if !tap(h).Joined() {
+			t.Errorf("%s has not joined after 40 s", h.Addr)
+		}
+	}
+	m.check()
+}

@@ -236,6 +236,7 @@ func (n *Node) Levels() int { return n.table.levels }
 type (
 	beaconTimer    struct{}
 	repairTimer    struct{}
+	settleTimer    struct{ round int }
 	republishTimer struct{}
 	expireTimer    struct{}
 	joinTimer      struct{ attempt int }
@@ -245,6 +246,7 @@ type (
 
 func (beaconTimer) String() string    { return "tapestry-beacon" }
 func (repairTimer) String() string    { return "tapestry-repair" }
+func (t settleTimer) String() string  { return fmt.Sprintf("tapestry-settle(%d)", t.round) }
 func (republishTimer) String() string { return "tapestry-republish" }
 func (expireTimer) String() string    { return "tapestry-expire" }
 func (t joinTimer) String() string    { return fmt.Sprintf("tapestry-join(%d)", t.attempt) }
@@ -280,6 +282,11 @@ func (n *Node) Timer(env node.Env, t node.Timer) bool {
 	case repairTimer:
 		n.repairRound(env)
 		env.After(jitter(env, n.cfg.Repair), repairTimer{})
+	case settleTimer:
+		n.repairRound(env)
+		if t.round+1 < len(settleAfter) {
+			env.After(settleAfter[t.round+1]-settleAfter[t.round], settleTimer{round: t.round + 1})
+		}
 	case republishTimer:
 		n.republishAll(env)
 		env.After(jitter(env, n.cfg.Republish), republishTimer{})
