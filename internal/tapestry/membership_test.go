@@ -187,3 +187,49 @@ func TestFlashCrowdSettlesWithin40s(t *testing.T) {
 	}
 	m.check()
 }
+
+// TestDeadRootIsRoutedAroundAtOnce: the moment the root of many objects
+// dies, before anything declares it dead, locates of its objects time out
+// on it, go around it, and end at the node that is the root without it,
+// which holds a copy of each root pointer: every one is found.
+func TestDeadRootIsRoutedAroundAtOnce(t *testing.T) {
+	m := newMesh(t, 23, 32, tapestry.DefaultConfig())
+	servers := []int{2, 8, 14, 20}
+	var keys []id.ID
+	for _, i := range servers {
+		keys = append(keys, m.publish(m.hosts[i], 15)...)
+	}
+	m.s.RunFor(10 * time.Second)
+	_, ids := m.live()
+	rooted := map[id.ID][]id.ID{}
+	for _, k := range keys {
+		r := tapestry.Root(ids, k, 4)
+		rooted[r] = append(rooted[r], k)
+	}
+	var victim *sim.Host
+	for _, h := range m.hosts[1:] {
+		if n := len(rooted[tap(h).Self().ID]); n > 0 && !slices.Contains(servers, h.Index) && (victim == nil || n > len(rooted[tap(victim).Self().ID])) {
+			victim = h
+		}
+	}
+	if victim == nil {
+		t.Fatal("no node but the servers is a root")
+	}
+	its := rooted[tap(victim).Self().ID]
+	m.s.Crash(victim)
+	var froms []*sim.Host
+	for _, h := range m.hosts {
+		if h != victim && len(froms) < 8 {
+			froms = append(froms, h)
+		}
+	}
+	failed := 0
+	for _, l := range m.locate(its, froms) {
+		if l.o.Status != wire.TapDelivered {
+			failed++
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d locates of the %d objects rooted at %s failed in the seconds after it died", failed, len(its)*len(froms), len(its), victim.Addr)
+	}
+}

@@ -126,6 +126,7 @@ func (n *Node) handlePointers(env node.Env, list []wire.TapPointer) {
 			}
 		}
 		if root {
+			n.backupRoot(&out, p)
 			continue
 		}
 		q := p
@@ -136,6 +137,22 @@ func (n *Node) handlePointers(env node.Env, list []wire.TapPointer) {
 		}
 	}
 	n.sendBatches(env, out)
+}
+
+// backupRoot sends the root's pointer (or its removal), as an extra one,
+// to the node that would be the key's root without this one. A route that
+// goes around this root when it dies, before its death is confirmed and
+// the paths republished to the new root, ends there and still finds the
+// server, where it would answer not-found (real processes under churn:
+// most failed locates). It costs one pointer per object.
+func (n *Node) backupRoot(out *batches, p wire.TapPointer) {
+	next, level, none := n.table.nextHop(0, p.Key, true, nil)
+	if none {
+		return
+	}
+	q := p
+	q.Extra, q.Level, q.Hops = true, uint32(level), p.Hops+1
+	out.add(next, q)
 }
 
 // extraPointers adds the extra pointers of §V-B3 for p, which goes on to
