@@ -25,9 +25,5 @@ func runBenchSync(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res.WriteText(stdout)
-	if err := maybeJSON(stdout, *asJSON, res); err != nil {
-		return err
-	}
-	return res.Err()
+	return report(stdout, *asJSON, res)
 }

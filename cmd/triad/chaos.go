@@ -30,11 +30,7 @@ func runChaos(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res.WriteText(stdout)
-	if err := maybeJSON(stdout, *asJSON, res); err != nil {
-		return err
-	}
-	return res.Err()
+	return report(stdout, *asJSON, res)
 }
 
 // isTapestryFlag reports whether arg turns --tapestry on, which selects
@@ -65,8 +61,20 @@ func runChaosTapestry(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return report(stdout, *asJSON, res)
+}
+
+// outcome is a run that prints itself and has a verdict.
+type outcome interface {
+	WriteText(io.Writer)
+	Err() error
+}
+
+// report writes a run's text, and its JSON line if asked, and returns its
+// verdict.
+func report(stdout io.Writer, asJSON bool, res outcome) error {
 	res.WriteText(stdout)
-	if err := maybeJSON(stdout, *asJSON, res); err != nil {
+	if err := maybeJSON(stdout, asJSON, res); err != nil {
 		return err
 	}
 	return res.Err()
