@@ -38,6 +38,11 @@ type Config struct {
 	// gave the nodes (Do) then run on either goroutine: they must hand
 	// what they record to Later.
 	Parallel bool
+	// Observe, if set, is told of every message sent between two hosts,
+	// with its size on the wire, as it leaves: an experiment counts what a
+	// protocol's operation cost (a join's bytes) apart from everything
+	// else. Not with Parallel.
+	Observe func(from, to *Host, e wire.Envelope, size int)
 }
 
 // Factory builds a host's state machine, from its storage (which may hold a
@@ -142,6 +147,9 @@ func New(cfg Config, topo *Topology) *Sim {
 	}
 	n := 1
 	if cfg.Parallel {
+		if cfg.Observe != nil {
+			panic("sim: Observe runs on one goroutine: not with Parallel")
+		}
 		n = Partitions
 	}
 	for i := range n {
@@ -608,6 +616,9 @@ func (w *worker) send(from *Host, to node.Addr, e wire.Envelope) {
 		size = wire.Size(e) + 4
 	}
 	w.stats.Bytes += uint64(size)
+	if s.cfg.Observe != nil && dst != from {
+		s.cfg.Observe(from, dst, e, size)
+	}
 	in := node.MsgIn{From: from.Addr, Env: got}
 	if dst == from {
 		s.schedule(0, dst, in)

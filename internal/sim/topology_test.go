@@ -123,3 +123,29 @@ func TestDownlinkServesInArrivalOrder(t *testing.T) {
 		t.Errorf("the far message arrived after %v, want about 100ms", far)
 	}
 }
+
+// TestObserveSeesEveryMessage: Config.Observe is told of every message
+// between two hosts once, with the size Stats counts.
+func TestObserveSeesEveryMessage(t *testing.T) {
+	var seen, bytes int
+	cfg := Config{Seed: 4, Observe: func(from, to *Host, e wire.Envelope, size int) {
+		if from == to {
+			t.Errorf("a host's message to itself observed")
+		}
+		seen++
+		bytes += size
+	}}
+	s := New(cfg, NewTopology(20, 4))
+	for i := 0; i < 20; i++ {
+		if _, err := s.AddHost(func(addr node.Addr, _ node.Storage, _ *rand.Rand) (node.Handler, error) {
+			return &chatter{self: addr, n: 20}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.RunFor(30 * time.Second)
+	st := s.Totals()
+	if seen == 0 || uint64(bytes) > st.Bytes || uint64(seen) > st.Messages {
+		t.Errorf("observed %d messages of %d bytes; the run sent %d of %d bytes", seen, bytes, st.Messages, st.Bytes)
+	}
+}
