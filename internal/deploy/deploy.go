@@ -160,6 +160,10 @@ func (n *Node) addTapestry(o Options, st node.Storage) error {
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}
+	roots, err := tapestry.LoadRoots(st)
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
 	self := wire.NodeRef{ID: n.State.IDs[0], Addr: n.Host.Addr(), Machine: n.State.Machine}
 	// The bootstrap first, then every peer an earlier run knew: a restart
 	// whose bootstrap is down rejoins through another.
@@ -170,7 +174,7 @@ func (n *Node) addTapestry(o Options, st node.Storage) error {
 	for _, p := range n.State.Peers {
 		bootstraps = append(bootstraps, p.Addr)
 	}
-	if n.Tap, err = tapestry.New(*o.Tapestry, n.Host, self, bootstraps, objects); err != nil {
+	if n.Tap, err = tapestry.New(*o.Tapestry, n.Host, self, bootstraps, objects, roots); err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}
 	return nil

@@ -233,3 +233,49 @@ func TestDeadRootIsRoutedAroundAtOnce(t *testing.T) {
 		t.Errorf("%d of %d locates of the %d objects rooted at %s failed in the seconds after it died", failed, len(its)*len(froms), len(its), victim.Addr)
 	}
 }
+
+// TestRestartedRootKeepsItsPointers: the root of many objects is killed
+// and started again a second later, before anything declared it dead, so
+// routes go to it as the root again at once and nobody sends it the root
+// pointers it lost. It reloads them (RootsFile): every object rooted at it
+// is found 15 s after the restart, long before any server republishes.
+func TestRestartedRootKeepsItsPointers(t *testing.T) {
+	m := newMesh(t, 29, 32, tapestry.DefaultConfig())
+	servers := []int{2, 8, 14, 20}
+	var keys []id.ID
+	for _, i := range servers {
+		keys = append(keys, m.publish(m.hosts[i], 15)...)
+	}
+	m.s.RunFor(15 * time.Second) // past the roots' save
+	_, ids := m.live()
+	rooted := map[id.ID][]id.ID{}
+	for _, k := range keys {
+		r := tapestry.Root(ids, k, 4)
+		rooted[r] = append(rooted[r], k)
+	}
+	var victim *sim.Host
+	for _, h := range m.hosts[1:] {
+		if n := len(rooted[tap(h).Self().ID]); n > 0 && !slices.Contains(servers, h.Index) && (victim == nil || n > len(rooted[tap(victim).Self().ID])) {
+			victim = h
+		}
+	}
+	if victim == nil {
+		t.Fatal("no node but the servers is a root")
+	}
+	its := rooted[tap(victim).Self().ID]
+	m.s.Crash(victim)
+	m.s.RunFor(time.Second)
+	if err := m.s.Restart(victim); err != nil {
+		t.Fatal(err)
+	}
+	m.s.RunFor(15 * time.Second)
+	failed := 0
+	for _, l := range m.locate(its, m.hosts[:8]) {
+		if l.o.Status != wire.TapDelivered {
+			failed++
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d locates of the %d objects rooted at the restarted %s failed", failed, len(its)*8, len(its), victim.Addr)
+	}
+}

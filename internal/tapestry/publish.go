@@ -126,6 +126,7 @@ func (n *Node) handlePointers(env node.Env, list []wire.TapPointer) {
 			}
 		}
 		if root {
+			n.rootsChanged(env)
 			n.backupRoot(&out, p)
 			continue
 		}
@@ -331,6 +332,7 @@ func (n *Node) handOverRoots(env node.Env) {
 		}
 	}
 	if len(moved) > 0 {
+		n.rootsChanged(env)
 		n.Stats.RootHandovers += uint64(len(moved))
 		n.handlePointers(env, moved)
 	}
@@ -352,6 +354,9 @@ func (n *Node) repathPointers(env node.Env, addr string) {
 		for i := len(l) - 1; i >= 0; i-- {
 			switch p := l[i]; {
 			case p.server.Addr == addr:
+				if p.root {
+					n.rootsChanged(env)
+				}
 				n.ptrs.drop(k, i)
 				l = n.ptrs.byKey[k]
 			case p.next == addr:

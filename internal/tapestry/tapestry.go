@@ -164,6 +164,10 @@ type Node struct {
 	buckets  map[string]*bucket
 	stopped  bool
 	saveDue  bool
+	// savedRoots are the root pointers an earlier run saved (LoadRoots),
+	// put back at Start; rootsDue is set while a save of them is due.
+	savedRoots []RootPointer
+	rootsDue   bool
 	// benchRunning is set while a TapBench runs.
 	benchRunning bool
 
@@ -174,7 +178,7 @@ type Node struct {
 // first ring ID) and the objects an earlier run published (LoadObjects),
 // joining through the first of bootstraps that answers (none: the first
 // node of a mesh), and registers it on h.
-func New(cfg Config, h *host.Host, self wire.NodeRef, bootstraps []node.Addr, objects map[id.ID]Object) (*Node, error) {
+func New(cfg Config, h *host.Host, self wire.NodeRef, bootstraps []node.Addr, objects map[id.ID]Object, roots []RootPointer) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -182,20 +186,21 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, bootstraps []node.Addr, ob
 		return nil, fmt.Errorf("tapestry: node %v must have a %d-byte ID and the host's address %s", self, id.Bytes, h.Addr())
 	}
 	n := &Node{
-		cfg:       cfg,
-		h:         h,
-		self:      self,
-		table:     newTable(self.ID, cfg.Links, cfg.DigitBits),
-		back:      map[string]backpointer{},
-		ptrs:      newPointers(cfg.MaxPointers, !cfg.NoBloom),
-		published: map[id.ID]object{},
-		apps:      map[uint32]App{},
-		routes:    map[uint64]*origin{},
-		joiners:   map[string]wire.NodeRef{},
-		measuring: map[string][]func(node.Env, time.Duration, bool){},
-		suspects:  map[string]bool{},
-		open:      map[string]*outBatch{},
-		buckets:   map[string]*bucket{},
+		cfg:        cfg,
+		h:          h,
+		self:       self,
+		table:      newTable(self.ID, cfg.Links, cfg.DigitBits),
+		back:       map[string]backpointer{},
+		ptrs:       newPointers(cfg.MaxPointers, !cfg.NoBloom),
+		published:  map[id.ID]object{},
+		apps:       map[uint32]App{},
+		routes:     map[uint64]*origin{},
+		joiners:    map[string]wire.NodeRef{},
+		measuring:  map[string][]func(node.Env, time.Duration, bool){},
+		suspects:   map[string]bool{},
+		open:       map[string]*outBatch{},
+		savedRoots: roots,
+		buckets:    map[string]*bucket{},
 	}
 	for k, o := range objects {
 		n.published[k] = object{app: o.App, expires: o.Expires}
@@ -241,6 +246,7 @@ type (
 	expireTimer    struct{}
 	joinTimer      struct{ attempt int }
 	saveTimer      struct{}
+	rootsTimer     struct{}
 	routeTimer     struct{ seq uint64 }
 )
 
@@ -251,6 +257,7 @@ func (republishTimer) String() string { return "tapestry-republish" }
 func (expireTimer) String() string    { return "tapestry-expire" }
 func (t joinTimer) String() string    { return fmt.Sprintf("tapestry-join(%d)", t.attempt) }
 func (saveTimer) String() string      { return "tapestry-save" }
+func (rootsTimer) String() string     { return "tapestry-save-roots" }
 func (t routeTimer) String() string   { return fmt.Sprintf("tapestry-route(%x)", t.seq) }
 
 // jitter is d times a random factor in [0.5, 1.5), so that nodes started
@@ -265,6 +272,7 @@ func (n *Node) Start(env node.Env) {
 	env.After(jitter(env, n.cfg.Repair), repairTimer{})
 	env.After(jitter(env, n.cfg.Republish), republishTimer{})
 	env.After(n.cfg.PointerTTL()/4, expireTimer{})
+	n.restoreRoots(env)
 	if len(n.bootstraps) == 0 {
 		n.joined = true
 		n.republishAll(env)
@@ -291,7 +299,9 @@ func (n *Node) Timer(env node.Env, t node.Timer) bool {
 		n.republishAll(env)
 		env.After(jitter(env, n.cfg.Republish), republishTimer{})
 	case expireTimer:
-		n.ptrs.expire(env.Now())
+		if n.ptrs.expire(env.Now()) > 0 {
+			n.rootsChanged(env)
+		}
 		n.expireObjects(env)
 		env.After(n.cfg.PointerTTL()/4, expireTimer{})
 	case joinTimer:
@@ -301,6 +311,9 @@ func (n *Node) Timer(env node.Env, t node.Timer) bool {
 	case saveTimer:
 		n.saveDue = false
 		env.Offload(&saveWork{data: encodeObjects(n.objects())})
+	case rootsTimer:
+		n.rootsDue = false
+		env.Offload(&saveRootsWork{data: encodeRoots(n.rootPointers())})
 	case routeTimer:
 		o := n.routes[t.seq]
 		if o == nil {
@@ -318,7 +331,7 @@ func (n *Node) Timer(env node.Env, t node.Timer) bool {
 // Work handles the results of the protocol's offloaded work.
 func (n *Node) Work(env node.Env, done node.WorkDone) bool {
 	switch w := done.W.(type) {
-	case *saveWork:
+	case *saveWork, *saveRootsWork:
 		return true // a failed save is retried by the next change
 	case *putWork:
 		w.then(env, done.Err)
