@@ -279,3 +279,45 @@ func TestRestartedRootKeepsItsPointers(t *testing.T) {
 		t.Errorf("%d of %d locates of the %d objects rooted at the restarted %s failed", failed, len(its)*8, len(its), victim.Addr)
 	}
 }
+
+// TestRefusedHopKeepsItsLink: a node that refuses a hop (busy: here, still
+// joining after a restart) is alive; the sender goes around it for that
+// message but keeps it in its table. Forgetting it left holes in the
+// tables of every node that routed to it meanwhile, and those nodes took
+// themselves for the root of its keys.
+func TestRefusedHopKeepsItsLink(t *testing.T) {
+	m := newMesh(t, 31, 32, tapestry.DefaultConfig())
+	victim := m.hosts[12]
+	var holders []*sim.Host
+	for _, h := range m.hosts {
+		if h != victim && slices.ContainsFunc(tap(h).Table().Entries, func(e wire.TapEntry) bool {
+			return slices.ContainsFunc(e.Links, func(r wire.NodeRef) bool { return r.Addr == victim.Addr })
+		}) {
+			holders = append(holders, h)
+		}
+	}
+	vid := tap(victim).Self().ID
+	m.s.Crash(victim)
+	if err := m.s.Restart(victim); err != nil {
+		t.Fatal(err)
+	}
+	// Routes to the victim's own ID while it is still joining: each hop
+	// that reaches it is refused.
+	for _, h := range holders {
+		m.s.Do(h, func(env node.Env) {
+			tap(h).RouteToNode(env, vid, tapestry.AppDOLR, false, nil, nil)
+		})
+	}
+	m.s.RunFor(3 * time.Second)
+	lost := 0
+	for _, h := range holders {
+		if !slices.ContainsFunc(tap(h).Table().Entries, func(e wire.TapEntry) bool {
+			return slices.ContainsFunc(e.Links, func(r wire.NodeRef) bool { return r.Addr == victim.Addr })
+		}) {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d nodes that routed to %s while it refused took it out of their tables", lost, len(holders), victim.Addr)
+	}
+}

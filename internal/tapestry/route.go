@@ -136,9 +136,11 @@ func (n *Node) Deliver(env node.Env, m *wire.TapRoute) {
 }
 
 // forward sends a copy of m to next, acknowledged: if next does not
-// answer in time it becomes a suspect (probed, and declared dead only if
-// the probe fails too), if it refuses it leaves the table, and either way
-// m is dispatched again from here around it, up to hopAttempts times.
+// answer in time, or refuses, it becomes a suspect (probed, and declared
+// dead only if the probe goes unanswered too; routes go around it
+// meanwhile), and m is dispatched again from here around it, up to
+// hopAttempts times. A refusal never takes a link out of the table: a busy
+// node is alive, and a hole would make this node the root of its keys.
 func (n *Node) forward(env node.Env, m *wire.TapRoute, next wire.NodeRef, level, attempt int) {
 	fwd := *m
 	fwd.Level = uint32(level)
@@ -156,10 +158,13 @@ func (n *Node) forward(env node.Env, m *wire.TapRoute, next wire.NodeRef, level,
 			return
 		}
 		n.Stats.HopRetries++
-		if !errors.Is(err, rpc.ErrTimeout) && n.table.contains(next.Addr) {
-			n.forget(env, next.Addr) // it refused: route around it
+		if !errors.Is(err, rpc.ErrTimeout) {
+			// It refused (busy, still joining): alive, so it stays in the
+			// table, but this message and others for a while go around it
+			// (a timed-out link is a suspect already).
+			n.suspect(env, next)
 		}
-		n.dispatch(env, m, attempt+1) // a timed-out link is a suspect, avoided
+		n.dispatch(env, m, attempt+1)
 	})
 	if !ok {
 		n.Stats.Busy++
