@@ -101,7 +101,7 @@ var ranges = [...]Range{
 	{"usenet", 192, 255},   // site-to-site header flooding; reserved
 	{"cc", 256, 319},       // congestion control: routed requests
 	{"tapestry", 320, 383}, // Tapestry: prefix routing, object location
-	{"d2", 384, 447},       // reserved
+	{"d2", 384, 447},       // D2: its ring, block store and load balancing
 }
 
 // Ranges returns the protocols' number ranges in number order. The caller
@@ -198,6 +198,25 @@ var types = [...]typeInfo{
 	{TypeTapLocated, "TapLocated", RoleNode, false, newOf[TapLocated]},
 	{TypeTapBench, "TapBench", RoleOperator, false, newOf[TapBench]}, // the routing microbenchmark's load
 	{TypeTapBenchDone, "TapBenchDone", RoleNode, false, newOf[TapBenchDone]},
+
+	{TypeD2Join, "D2Join", RoleNode, false, newOf[D2Join]},
+	{TypeD2GetNeighbors, "D2GetNeighbors", RoleNode, false, newOf[D2GetNeighbors]},
+	{TypeD2Neighbors, "D2Neighbors", RoleNode, false, newOf[D2Neighbors]},
+	{TypeD2FindSucc, "D2FindSucc", RoleNode, false, newOf[D2FindSucc]},
+	{TypeD2Next, "D2Next", RoleNode, false, newOf[D2Next]},
+	{TypeD2Leave, "D2Leave", RoleNode, false, newOf[D2Leave]},
+	{TypeD2Store, "D2Store", RoleNode, false, newOf[D2Store]},
+	{TypeD2Stored, "D2Stored", RoleNode, false, newOf[D2Stored]},
+	{TypeD2Fetch, "D2Fetch", RoleNode, true, newOf[D2Fetch]},
+	{TypeD2Block, "D2Block", RoleNode, false, newOf[D2Block]},
+	{TypeD2Pointers, "D2Pointers", RoleNode, false, newOf[D2Pointers]},
+	{TypeD2Keys, "D2Keys", RoleNode, false, newOf[D2Keys]},
+	{TypeD2KeyList, "D2KeyList", RoleNode, false, newOf[D2KeyList]},
+	{TypeD2Put, "D2Put", RoleClient, false, newOf[D2Put]},
+	{TypeD2Get, "D2Get", RoleClient, true, newOf[D2Get]}, // answered with the block
+	{TypeD2Delete, "D2Delete", RoleClient, false, newOf[D2Delete]},
+	{TypeD2Latest, "D2Latest", RoleClient, false, newOf[D2Latest]},
+	{TypeD2Drop, "D2Drop", RoleNode, false, newOf[D2Drop]},
 }
 
 // newOf makes the zero message of type T, for the types table.

@@ -12,9 +12,10 @@ func TestRoleOf(t *testing.T) {
 	}{
 		{[]Type{TypeMaintControl, TypeCCFlood, TypeTapBench}, RoleOperator},
 		{[]Type{TypePing, TypeGetRingInfo, TypeClientLookup, TypeStatBlock, TypeClientPut,
-			TypeClientGet, TypeClientStat, TypeClientPutBatch, TypeGetMaintStatus}, RoleClient},
+			TypeClientGet, TypeClientStat, TypeClientPutBatch, TypeGetMaintStatus,
+			TypeD2Put, TypeD2Get, TypeD2Delete, TypeD2Latest}, RoleClient},
 		{[]Type{TypeChallenge, TypeProof, TypeCCRequest, TypeCCAck, TypeLookup, TypeStoreBlock,
-			TypeTreeQuery, TypeAudit, TypeAck, TypeError}, RoleNode},
+			TypeTreeQuery, TypeAudit, TypeAck, TypeError, TypeD2Store, TypeD2Drop, TypeD2Join}, RoleNode},
 	} {
 		for _, typ := range tc.types {
 			if got := RoleOf(typ); got != tc.want {
@@ -28,7 +29,8 @@ func TestRoleOf(t *testing.T) {
 // holds a block's room for those and little for the rest.
 func TestBigReply(t *testing.T) {
 	for _, ti := range types {
-		want := ti.typ == TypeFetchBlock || ti.typ == TypeClientGet || ti.typ == TypeTapLocate
+		want := ti.typ == TypeFetchBlock || ti.typ == TypeClientGet || ti.typ == TypeTapLocate ||
+			ti.typ == TypeD2Fetch || ti.typ == TypeD2Get
 		if got := BigReply(ti.typ); got != want {
 			t.Errorf("BigReply(%s) = %v, want %v", ti.name, got, want)
 		}

@@ -74,6 +74,18 @@ func samples() []Msg {
 		&TapLocate{Key: k, All: true, Fetch: true, App: 1},
 		&TapBench{Key: k, Count: 10000, Size: 4096, Window: 64}, &TapBenchDone{Acked: 9, Failed: 1, Micros: 5, P50Micros: 2, P90Micros: 3},
 		&TapLocated{Found: true, Servers: sampleNodes(r, 2), Root: sampleNode(r), Hops: 3, Path: sampleNodes(r, 3), Micros: 1234, Data: []byte("object")},
+		&D2Join{Self: D2Ref{Node: sampleNode(r), Pos: id.Random(r, 64)}}, &D2GetNeighbors{},
+		&D2Neighbors{Self: D2Ref{Node: sampleNode(r), Pos: id.Random(r, 64)}, Preds: []D2Ref{{Node: sampleNode(r), Pos: id.Random(r, 64)}},
+			Succs: []D2Ref{{Node: sampleNode(r), Pos: id.Random(r, 64)}, {Node: sampleNode(r), Pos: id.Random(r, 64)}}, Load: 12, Median: id.Random(r, 64)},
+		&D2FindSucc{Key: id.Random(r, 64)},
+		&D2Next{Done: true, Owner: D2Ref{Node: sampleNode(r), Pos: id.Random(r, 64)}, Lo: id.Random(r, 64), Succs: []D2Ref{{Node: sampleNode(r), Pos: id.Random(r, 64)}}},
+		&D2Leave{Succs: []D2Ref{{Node: sampleNode(r), Pos: id.Random(r, 64)}}},
+		&D2Store{Key: id.Random(r, 64), Data: []byte("block"), Primary: true}, &D2Stored{Copies: 3, NotMine: true},
+		&D2Fetch{Key: id.Random(r, 64), Hash: make([]byte, 32), Local: true}, &D2Block{Key: id.Random(r, 64), Data: []byte("b"), Found: true},
+		&D2Pointers{Pointers: []D2Pointer{{Key: id.Random(r, 64), Holder: sampleNode(r), Size: 8192}}},
+		&D2Keys{Lo: id.Random(r, 64), Hi: id.Random(r, 64), Max: 100, Last: true}, &D2KeyList{Keys: []id.ID{id.Random(r, 64)}, More: true},
+		&D2Put{Key: id.Random(r, 64), Data: []byte("block")}, &D2Get{Key: id.Random(r, 64), Hash: make([]byte, 32)},
+		&D2Delete{Key: id.Random(r, 64)}, &D2Latest{Prefix: []byte{1, 2, 3}}, &D2Drop{Key: id.Random(r, 64)},
 	}
 }
 

@@ -1,0 +1,548 @@
+package wire
+
+import (
+	"bytes"
+	"slices"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"triad/internal/id"
+)
+
+// Message types of D2 (the D2-Store and its load-balancing ring), 384-447.
+const (
+	TypeD2Join         Type = 384
+	TypeD2GetNeighbors Type = 385
+	TypeD2Neighbors    Type = 386
+	TypeD2FindSucc     Type = 387
+	TypeD2Next         Type = 388
+	TypeD2Leave        Type = 389
+	TypeD2Store        Type = 390
+	TypeD2Stored       Type = 391
+	TypeD2Fetch        Type = 392
+	TypeD2Block        Type = 393
+	TypeD2Pointers     Type = 394
+	TypeD2Keys         Type = 395
+	TypeD2KeyList      Type = 396
+	TypeD2Put          Type = 397
+	TypeD2Get          Type = 398
+	TypeD2Delete       Type = 399
+	TypeD2Latest       Type = 400
+	TypeD2Drop         Type = 401
+)
+
+// Bounds of D2's messages.
+const (
+	MaxD2Block    = 64 << 10 // a block's bytes (D2's blocks are 8 KB; the node's Config bounds them tighter)
+	MaxD2Keys     = 1024     // keys in one D2KeyList
+	MaxD2Pointers = 1024     // pointers in one D2Pointers
+	MaxD2Hash     = 64       // a content hash's bytes
+	MaxD2Prefix   = 64       // a key prefix's bytes: a whole key at most
+)
+
+// D2Ref names a D2 node: its host's ring reference (the envelope's sender
+// identity) and its position on D2's ring of 64-byte keys, which changes
+// when the node moves to balance load.
+type D2Ref struct {
+	Node NodeRef
+	Pos  id.ID
+}
+
+// IsZero reports whether r names no node.
+func (r D2Ref) IsZero() bool { return r.Node.IsZero() && r.Pos.IsZero() }
+
+// D2Join tells the receiver that Self believes it is the receiver's
+// predecessor: a join, and every stabilization after it (Chord's
+// stabilize and notify in one round trip). The reply is a D2Neighbors.
+type D2Join struct{ Self D2Ref }
+
+// D2GetNeighbors asks for the receiver's neighbours, links, load and the
+// median key of its range; the reply is a D2Neighbors.
+type D2GetNeighbors struct{}
+
+// D2Neighbors is a node's view of its place on the ring: its predecessors
+// and successors (nearest first), its long links (by node-count distance,
+// nearest first), its primary load (blocks) and the median key of its range
+// (zero when it holds fewer than two).
+type D2Neighbors struct {
+	Self   D2Ref
+	Preds  []D2Ref
+	Succs  []D2Ref
+	Links  []D2Ref
+	Load   uint64
+	Median id.ID
+}
+
+// D2FindSucc is one step of an iterative lookup of Key; the reply is a
+// D2Next.
+type D2FindSucc struct{ Key id.ID }
+
+// D2Next answers D2FindSucc: Done with the key's owner (its successor),
+// the owner's range (Lo, Owner.Pos] and the owner's successors; or the
+// Next node to ask.
+type D2Next struct {
+	Done  bool
+	Owner D2Ref
+	Lo    id.ID
+	Succs []D2Ref
+	Next  D2Ref
+}
+
+// D2Leave tells a neighbour that the sender leaves its position (for good,
+// or to rejoin elsewhere), with its lists so the neighbour can close the
+// gap at once. One-way.
+type D2Leave struct {
+	Preds []D2Ref
+	Succs []D2Ref
+}
+
+// D2Store stores a block at the receiver. Primary asks the receiver, the
+// key's owner, to store it on its successors too (the reply counts the
+// copies); otherwise it is one replica. The reply is a D2Stored.
+type D2Store struct {
+	Key     id.ID
+	Data    []byte
+	Primary bool
+}
+
+// D2Stored answers a store or a delete: the copies stored (or removed),
+// or NotMine when the receiver does not own the key (its cached owner was
+// stale).
+type D2Stored struct {
+	Copies  uint32
+	NotMine bool
+}
+
+// D2Fetch asks the receiver for the block Key. Local: only from its own
+// engine, never through a pointer it holds. Hash, if set, is the content
+// hash the bytes must have. The reply is a D2Block.
+type D2Fetch struct {
+	Key   id.ID
+	Hash  []byte
+	Local bool
+}
+
+// D2Block answers a fetch or a get: the block's bytes when Found, or
+// NotMine when the receiver does not own the key.
+type D2Block struct {
+	Key     id.ID
+	Data    []byte
+	Found   bool
+	NotMine bool
+}
+
+// D2Pointer is a block pointer (§6): Key is held by Holder, Size bytes.
+type D2Pointer struct {
+	Key    id.ID
+	Holder NodeRef
+	Size   uint64
+}
+
+// D2Pointers hands block pointers to their new owner; the reply is an Ack.
+type D2Pointers struct{ Pointers []D2Pointer }
+
+// D2Keys asks for up to Max keys the receiver holds (bytes or pointers) in
+// the arc (Lo, Hi], in ring order from Lo; Last asks for the greatest one
+// only. The reply is a D2KeyList.
+type D2Keys struct {
+	Lo, Hi id.ID
+	Max    uint32
+	Last   bool
+}
+
+// D2KeyList is a list of keys, in ring order; More is set when the arc held
+// more than were sent.
+type D2KeyList struct {
+	Keys []id.ID
+	More bool
+}
+
+// D2Put asks a node to store Data under Key on the key's r successors; the
+// reply is a D2Stored once they have.
+type D2Put struct {
+	Key  id.ID
+	Data []byte
+}
+
+// D2Get asks a node for the block Key whose content hash is Hash; the reply
+// is a D2Block.
+type D2Get struct {
+	Key  id.ID
+	Hash []byte
+}
+
+// D2Delete asks a node to delete Key from its successors; the reply is a
+// D2Stored counting the copies removed.
+type D2Delete struct{ Key id.ID }
+
+// D2Latest asks a node for the greatest stored key that starts with
+// Prefix; the reply is a D2KeyList of at most one key.
+type D2Latest struct{ Prefix []byte }
+
+// D2Drop asks the receiver, a replica of Key, to delete its copy; the
+// reply is a D2Stored.
+type D2Drop struct{ Key id.ID }
+
+func putD2Ref(b []byte, num protowire.Number, r D2Ref) []byte {
+	if r.IsZero() {
+		return b
+	}
+	b = appendTagBytes(b, num)
+	return appendNested(b, func(b []byte) []byte {
+		b = putNode(b, 1, r.Node)
+		return putID(b, 2, r.Pos)
+	})
+}
+
+func putD2Refs(b []byte, num protowire.Number, l []D2Ref) []byte {
+	for _, r := range l {
+		b = putD2Ref(b, num, r)
+	}
+	return b
+}
+
+func (d *decoder) d2Ref(f field) D2Ref {
+	var r D2Ref
+	d.nested(f, func(g field) {
+		switch g.num {
+		case 1:
+			r.Node = d.node(g)
+		case 2:
+			r.Pos = d.id(g)
+		}
+	})
+	return r
+}
+
+func (d *decoder) d2Refs(list []D2Ref, f field) []D2Ref {
+	if len(list) >= MaxListLen {
+		d.fail("field %d: more than %d nodes", f.num, MaxListLen)
+		return list
+	}
+	return append(list, d.d2Ref(f))
+}
+
+func (d *decoder) boundedData(f field, max int, what string) []byte {
+	b := d.data(f)
+	if len(b) > max {
+		d.fail("%s of %d bytes > %d", what, len(b), max)
+	}
+	return b
+}
+
+func (*D2Join) Type() Type               { return TypeD2Join }
+func (m *D2Join) encode(b []byte) []byte { return putD2Ref(b, 1, m.Self) }
+func (m *D2Join) decodeField(d *decoder, f field) {
+	if f.num == 1 {
+		m.Self = d.d2Ref(f)
+	}
+}
+func (m *D2Join) clone() Msg { return new(*m) }
+
+func (*D2GetNeighbors) Type() Type                  { return TypeD2GetNeighbors }
+func (*D2GetNeighbors) encode(b []byte) []byte      { return b }
+func (*D2GetNeighbors) decodeField(*decoder, field) {}
+func (m *D2GetNeighbors) clone() Msg                { return new(*m) }
+
+func (*D2Neighbors) Type() Type { return TypeD2Neighbors }
+func (m *D2Neighbors) encode(b []byte) []byte {
+	b = putD2Ref(b, 1, m.Self)
+	b = putD2Refs(b, 2, m.Preds)
+	b = putD2Refs(b, 3, m.Succs)
+	b = putD2Refs(b, 4, m.Links)
+	b = putUint(b, 5, m.Load)
+	return putID(b, 6, m.Median)
+}
+func (m *D2Neighbors) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Self = d.d2Ref(f)
+	case 2:
+		m.Preds = d.d2Refs(m.Preds, f)
+	case 3:
+		m.Succs = d.d2Refs(m.Succs, f)
+	case 4:
+		m.Links = d.d2Refs(m.Links, f)
+	case 5:
+		m.Load = d.uint(f)
+	case 6:
+		m.Median = d.id(f)
+	}
+}
+func (m *D2Neighbors) clone() Msg {
+	c := *m
+	c.Preds, c.Succs, c.Links = slices.Clone(m.Preds), slices.Clone(m.Succs), slices.Clone(m.Links)
+	return &c
+}
+
+func (*D2FindSucc) Type() Type               { return TypeD2FindSucc }
+func (m *D2FindSucc) encode(b []byte) []byte { return putID(b, 1, m.Key) }
+func (m *D2FindSucc) decodeField(d *decoder, f field) {
+	if f.num == 1 {
+		m.Key = d.id(f)
+	}
+}
+func (m *D2FindSucc) clone() Msg { return new(*m) }
+
+func (*D2Next) Type() Type { return TypeD2Next }
+func (m *D2Next) encode(b []byte) []byte {
+	b = putBool(b, 1, m.Done)
+	b = putD2Ref(b, 2, m.Owner)
+	b = putID(b, 3, m.Lo)
+	b = putD2Refs(b, 4, m.Succs)
+	return putD2Ref(b, 5, m.Next)
+}
+func (m *D2Next) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Done = d.bool(f)
+	case 2:
+		m.Owner = d.d2Ref(f)
+	case 3:
+		m.Lo = d.id(f)
+	case 4:
+		m.Succs = d.d2Refs(m.Succs, f)
+	case 5:
+		m.Next = d.d2Ref(f)
+	}
+}
+func (m *D2Next) clone() Msg {
+	c := *m
+	c.Succs = slices.Clone(m.Succs)
+	return &c
+}
+
+func (*D2Leave) Type() Type { return TypeD2Leave }
+func (m *D2Leave) encode(b []byte) []byte {
+	b = putD2Refs(b, 1, m.Preds)
+	return putD2Refs(b, 2, m.Succs)
+}
+func (m *D2Leave) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Preds = d.d2Refs(m.Preds, f)
+	case 2:
+		m.Succs = d.d2Refs(m.Succs, f)
+	}
+}
+func (m *D2Leave) clone() Msg {
+	return &D2Leave{Preds: slices.Clone(m.Preds), Succs: slices.Clone(m.Succs)}
+}
+
+func (*D2Store) Type() Type { return TypeD2Store }
+func (m *D2Store) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	b = putBytes(b, 2, m.Data)
+	return putBool(b, 3, m.Primary)
+}
+func (m *D2Store) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Data = d.boundedData(f, MaxD2Block, "a block")
+	case 3:
+		m.Primary = d.bool(f)
+	}
+}
+func (m *D2Store) clone() Msg {
+	c := *m
+	c.Data = bytes.Clone(m.Data)
+	return &c
+}
+
+func (*D2Stored) Type() Type { return TypeD2Stored }
+func (m *D2Stored) encode(b []byte) []byte {
+	b = putUint(b, 1, uint64(m.Copies))
+	return putBool(b, 2, m.NotMine)
+}
+func (m *D2Stored) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Copies = d.uint32(f)
+	case 2:
+		m.NotMine = d.bool(f)
+	}
+}
+func (m *D2Stored) clone() Msg { return new(*m) }
+
+func (*D2Fetch) Type() Type { return TypeD2Fetch }
+func (m *D2Fetch) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	b = putBytes(b, 2, m.Hash)
+	return putBool(b, 3, m.Local)
+}
+func (m *D2Fetch) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Hash = d.boundedData(f, MaxD2Hash, "a hash")
+	case 3:
+		m.Local = d.bool(f)
+	}
+}
+func (m *D2Fetch) clone() Msg {
+	c := *m
+	c.Hash = bytes.Clone(m.Hash)
+	return &c
+}
+
+func (*D2Block) Type() Type { return TypeD2Block }
+func (m *D2Block) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	b = putBytes(b, 2, m.Data)
+	b = putBool(b, 3, m.Found)
+	return putBool(b, 4, m.NotMine)
+}
+func (m *D2Block) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Data = d.boundedData(f, MaxD2Block, "a block")
+	case 3:
+		m.Found = d.bool(f)
+	case 4:
+		m.NotMine = d.bool(f)
+	}
+}
+func (m *D2Block) clone() Msg {
+	c := *m
+	c.Data = bytes.Clone(m.Data)
+	return &c
+}
+
+func (*D2Pointers) Type() Type { return TypeD2Pointers }
+func (m *D2Pointers) encode(b []byte) []byte {
+	for _, p := range m.Pointers {
+		b = appendTagBytes(b, 1)
+		b = appendNested(b, func(b []byte) []byte {
+			b = putID(b, 1, p.Key)
+			b = putNode(b, 2, p.Holder)
+			return putUint(b, 3, p.Size)
+		})
+	}
+	return b
+}
+func (m *D2Pointers) decodeField(d *decoder, f field) {
+	if f.num != 1 {
+		return
+	}
+	if len(m.Pointers) >= MaxD2Pointers {
+		d.fail("more than %d pointers", MaxD2Pointers)
+		return
+	}
+	var p D2Pointer
+	d.nested(f, func(g field) {
+		switch g.num {
+		case 1:
+			p.Key = d.id(g)
+		case 2:
+			p.Holder = d.node(g)
+		case 3:
+			p.Size = d.uint(g)
+		}
+	})
+	m.Pointers = append(m.Pointers, p)
+}
+func (m *D2Pointers) clone() Msg { return &D2Pointers{Pointers: slices.Clone(m.Pointers)} }
+
+func (*D2Keys) Type() Type { return TypeD2Keys }
+func (m *D2Keys) encode(b []byte) []byte {
+	b = putID(b, 1, m.Lo)
+	b = putID(b, 2, m.Hi)
+	b = putUint(b, 3, uint64(m.Max))
+	return putBool(b, 4, m.Last)
+}
+func (m *D2Keys) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Lo = d.id(f)
+	case 2:
+		m.Hi = d.id(f)
+	case 3:
+		m.Max = d.uint32(f)
+	case 4:
+		m.Last = d.bool(f)
+	}
+}
+func (m *D2Keys) clone() Msg { return new(*m) }
+
+func (*D2KeyList) Type() Type { return TypeD2KeyList }
+func (m *D2KeyList) encode(b []byte) []byte {
+	for _, k := range m.Keys {
+		b = putID(b, 1, k)
+	}
+	return putBool(b, 2, m.More)
+}
+func (m *D2KeyList) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		if len(m.Keys) >= MaxD2Keys {
+			d.fail("more than %d keys", MaxD2Keys)
+			return
+		}
+		m.Keys = append(m.Keys, d.id(f))
+	case 2:
+		m.More = d.bool(f)
+	}
+}
+func (m *D2KeyList) clone() Msg { return &D2KeyList{Keys: slices.Clone(m.Keys), More: m.More} }
+
+func (*D2Put) Type() Type { return TypeD2Put }
+func (m *D2Put) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	return putBytes(b, 2, m.Data)
+}
+func (m *D2Put) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Data = d.boundedData(f, MaxD2Block, "a block")
+	}
+}
+func (m *D2Put) clone() Msg { return &D2Put{Key: m.Key, Data: bytes.Clone(m.Data)} }
+
+func (*D2Get) Type() Type { return TypeD2Get }
+func (m *D2Get) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	return putBytes(b, 2, m.Hash)
+}
+func (m *D2Get) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Hash = d.boundedData(f, MaxD2Hash, "a hash")
+	}
+}
+func (m *D2Get) clone() Msg { return &D2Get{Key: m.Key, Hash: bytes.Clone(m.Hash)} }
+
+func (*D2Delete) Type() Type               { return TypeD2Delete }
+func (m *D2Delete) encode(b []byte) []byte { return putID(b, 1, m.Key) }
+func (m *D2Delete) decodeField(d *decoder, f field) {
+	if f.num == 1 {
+		m.Key = d.id(f)
+	}
+}
+func (m *D2Delete) clone() Msg { return new(*m) }
+
+func (*D2Latest) Type() Type               { return TypeD2Latest }
+func (m *D2Latest) encode(b []byte) []byte { return putBytes(b, 1, m.Prefix) }
+func (m *D2Latest) decodeField(d *decoder, f field) {
+	if f.num == 1 {
+		m.Prefix = d.boundedData(f, MaxD2Prefix, "a prefix")
+	}
+}
+func (m *D2Latest) clone() Msg { return &D2Latest{Prefix: bytes.Clone(m.Prefix)} }
+
+func (*D2Drop) Type() Type               { return TypeD2Drop }
+func (m *D2Drop) encode(b []byte) []byte { return putID(b, 1, m.Key) }
+func (m *D2Drop) decodeField(d *decoder, f field) {
+	if f.num == 1 {
+		m.Key = d.id(f)
+	}
+}
+func (m *D2Drop) clone() Msg { return new(*m) }
