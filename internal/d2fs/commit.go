@@ -1,0 +1,208 @@
+package d2fs
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"triad/internal/d2/key"
+)
+
+// A commit (§3) writes, in order: the changed data blocks, the records
+// of the files and directories above them (new versions, bottom up), and
+// last a new superblock, with PutIf so that it lands only if no other
+// mount committed that number. Until the superblock is stored the old
+// commit is the volume's state, so a reader (or a remount after a crash
+// mid-commit) sees the old tree or the new one, never a mix. Every block
+// of commit g is written at key version g, and no block of an older
+// commit is overwritten; the blocks the new commit no longer points at
+// are deleted KeepOld later, for readers still walking the old tree.
+//
+// The in-memory tree changes only once the superblock is stored: the
+// first phase collects the updates, the second applies them, so a
+// commit that fails leaves every change dirty and the next one retries.
+type commitPlan struct {
+	gen     uint32
+	apply   []func()
+	garbage []key.Key
+}
+
+// commitLocked commits every change; f.mu is held.
+func (f *FS) commitLocked(ctx context.Context) error {
+	if f.closed {
+		return fmt.Errorf("%w: closed", errIO)
+	}
+	if f.ro || !f.root.changed && len(f.unlinked) == 0 {
+		return nil
+	}
+	now := f.cfg.Now()
+	if err := f.holdLease(ctx, now); err != nil {
+		return err
+	}
+	p := &commitPlan{gen: f.gen + 1}
+	if p.gen == 0 {
+		return fmt.Errorf("%w: volume has used every commit number", errFileTooBig)
+	}
+	root, err := f.storeNode(ctx, p, f.root)
+	if err != nil {
+		return err
+	}
+	for _, n := range f.unlinked {
+		ks, err := f.blocksOfUnlinked(ctx, n)
+		if err != nil {
+			return err
+		}
+		p.garbage = append(p.garbage, ks...)
+	}
+	sb := encodeSuper(&super{Gen: p.gen, NextIno: f.nextIno, Root: root})
+	if err := f.blocks.PutIf(ctx, superKey(f.vol, p.gen), [32]byte{}, sb); err != nil {
+		if errors.Is(err, ErrConflict) {
+			f.lease.lost = true
+			return fmt.Errorf("%w: commit %d exists: %w", ErrLeaseLost, p.gen, err)
+		}
+		return fmt.Errorf("%w: superblock %d: %w", errIO, p.gen, err)
+	}
+	for _, a := range p.apply {
+		a()
+	}
+	f.root.e = root
+	p.garbage = append(p.garbage, superKey(f.vol, f.gen))
+	f.gen = p.gen
+	f.unlinked = nil
+	f.dirtyBytes = 0
+	f.dirtySince = time.Time{}
+	f.stats.Commits++
+	f.garbage = append(f.garbage, garbage{at: now.Add(f.cfg.KeepOld), keys: p.garbage})
+	return nil
+}
+
+// storeNode writes n's changed blocks and record (and those below it)
+// at version p.gen and returns n's entry as the new commit has it; the
+// updates to n wait in p.apply.
+func (f *FS) storeNode(ctx context.Context, p *commitPlan, n *Inode) (Entry, error) {
+	e := n.e
+	if !n.changed {
+		return e, nil
+	}
+	var record []byte
+	var ptrs []Ptr
+	switch n.e.Type {
+	case TypeDir:
+		if err := f.loadDir(ctx, n); err != nil {
+			return e, err
+		}
+		kids := entriesOf(n)
+		entries := make([]Entry, len(kids))
+		for i, c := range kids {
+			ce, err := f.storeNode(ctx, p, c)
+			if err != nil {
+				return e, err
+			}
+			entries[i] = ce
+		}
+		if len(entries) > 0 {
+			record = EncodeDir(entries)
+		}
+	case TypeFile:
+		var err error
+		if ptrs, err = f.storeData(ctx, p, n); err != nil {
+			return e, err
+		}
+		if slices.ContainsFunc(ptrs, func(q Ptr) bool { return !q.IsZero() }) {
+			record = encodeFile(ptrs)
+		}
+	}
+	var meta Ptr
+	if record != nil {
+		var err error
+		if meta, err = f.storeBlob(ctx, p.gen, n.e.Base, record); err != nil {
+			return e, err
+		}
+	}
+	if !n.e.Meta.IsZero() {
+		p.garbage = append(p.garbage, blobKeys(n.e.Base, n.e.Meta, n.metaLen)...)
+	}
+	e.Meta = meta
+	p.apply = append(p.apply, func() {
+		n.e.Meta, n.metaLen, n.changed = meta, uint64(len(record)), false
+		if n.e.Type == TypeFile {
+			for blk, data := range n.dirty {
+				if int(blk) < len(ptrs) {
+					f.remember(n.e.Base.WithBlock(blk+1, ptrs[blk].Version), data)
+				}
+			}
+			n.ptrs, n.dirty, n.cut = ptrs, nil, nil
+		}
+	})
+	return e, nil
+}
+
+// storeData writes a file's changed blocks and returns its new block
+// pointers; the blocks replaced or cut off by a truncate are garbage.
+func (f *FS) storeData(ctx context.Context, p *commitPlan, n *Inode) ([]Ptr, error) {
+	nb := blocksOf(n.e.Size)
+	ptrs := make([]Ptr, nb)
+	copy(ptrs, n.ptrs)
+	p.garbage = append(p.garbage, n.cut...)
+	blks := make([]uint32, 0, len(n.dirty))
+	for blk := range n.dirty {
+		if uint64(blk) < nb {
+			blks = append(blks, blk)
+		}
+	}
+	slices.Sort(blks)
+	for _, blk := range blks {
+		data := n.dirty[blk]
+		k := n.e.Base.WithBlock(blk+1, p.gen)
+		if err := f.blocks.Put(ctx, k, data); err != nil {
+			return nil, fmt.Errorf("%w: block %v: %w", errIO, k, err)
+		}
+		if int(blk) < len(n.ptrs) && !n.ptrs[blk].IsZero() {
+			p.garbage = append(p.garbage, n.e.Base.WithBlock(blk+1, n.ptrs[blk].Version))
+		}
+		ptrs[blk] = Ptr{Version: p.gen, Sum: sha256.Sum256(data)}
+	}
+	return ptrs, nil
+}
+
+// storeBlob writes a record at block 0 of base (and its parts), version
+// gen, and returns the pointer to it.
+func (f *FS) storeBlob(ctx context.Context, gen uint32, base key.Key, record []byte) (Ptr, error) {
+	blocks, err := encodeBlob(record)
+	if err != nil {
+		return Ptr{}, err
+	}
+	var p Ptr
+	for _, b := range blocks {
+		k := base.WithBlock(b.block, gen)
+		if err := f.blocks.Put(ctx, k, b.data); err != nil {
+			return Ptr{}, fmt.Errorf("%w: block %v: %w", errIO, k, err)
+		}
+		if b.block == 0 {
+			p = Ptr{Version: gen, Sum: sha256.Sum256(b.data)}
+		}
+	}
+	return p, nil
+}
+
+// blocksOfUnlinked lists the committed blocks of an unlinked inode.
+func (f *FS) blocksOfUnlinked(ctx context.Context, n *Inode) ([]key.Key, error) {
+	if n.e.Meta.IsZero() {
+		return n.cut, nil
+	}
+	ks := n.cut
+	if n.e.Type == TypeFile {
+		if err := f.loadFile(ctx, n); err != nil {
+			return nil, err
+		}
+		for i, q := range n.ptrs {
+			if !q.IsZero() {
+				ks = append(ks, n.e.Base.WithBlock(uint32(i)+1, q.Version))
+			}
+		}
+	}
+	return append(ks, blobKeys(n.e.Base, n.e.Meta, n.metaLen)...), nil
+}

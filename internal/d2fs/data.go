@@ -1,0 +1,168 @@
+package d2fs
+
+import (
+	"context"
+	"syscall"
+)
+
+// ReadAt reads file n from off into p, from the write-back cache when
+// the block changed since the commit, else from the clean cache or the
+// store. It returns 0 at or past the end.
+func (f *FS) ReadAt(ctx context.Context, n *Inode, p []byte, off int64) (int, error) {
+	if err := f.begin(false); err != nil {
+		return 0, err
+	}
+	defer f.mu.Unlock()
+	if n.e.Type != TypeFile {
+		return 0, syscall.EISDIR
+	}
+	if off < 0 {
+		return 0, errInvalid
+	}
+	if uint64(off) >= n.e.Size {
+		return 0, nil
+	}
+	if err := f.loadFile(ctx, n); err != nil {
+		return 0, err
+	}
+	end := min(uint64(off)+uint64(len(p)), n.e.Size)
+	for pos := uint64(off); pos < end; {
+		blk := uint32(pos / BlockBytes)
+		data, err := f.block(ctx, n, blk)
+		if err != nil {
+			return 0, err
+		}
+		in := pos % BlockBytes
+		next := min(end, (pos/BlockBytes+1)*BlockBytes)
+		dst := p[pos-uint64(off) : next-uint64(off)]
+		c := 0
+		if in < uint64(len(data)) {
+			c = copy(dst, data[in:])
+		}
+		clear(dst[c:]) // past a short block, or a hole
+		pos = next
+	}
+	return int(end - uint64(off)), nil
+}
+
+// block is the content of block blk of file n as the mount sees it; nil
+// is a hole. Blocks are stored only as long as their data, so the end of
+// a short block reads as zeros.
+func (f *FS) block(ctx context.Context, n *Inode, blk uint32) ([]byte, error) {
+	if d, ok := n.dirty[blk]; ok {
+		return d, nil
+	}
+	if int(blk) >= len(n.ptrs) || n.ptrs[blk].IsZero() {
+		return nil, nil
+	}
+	return f.get(ctx, n.e.Base.WithBlock(blk+1, n.ptrs[blk].Version), n.ptrs[blk].Sum)
+}
+
+// WriteAt writes p into file n at off. Past MaxDirtyBytes of changes it
+// commits before returning (the writer waits for the store).
+func (f *FS) WriteAt(ctx context.Context, n *Inode, p []byte, off int64) (int, error) {
+	if err := f.begin(true); err != nil {
+		return 0, err
+	}
+	defer f.mu.Unlock()
+	if n.e.Type != TypeFile {
+		return 0, syscall.EISDIR
+	}
+	if off < 0 {
+		return 0, errInvalid
+	}
+	end := uint64(off) + uint64(len(p))
+	if end > MaxFileBytes {
+		return 0, errFileTooBig
+	}
+	if err := f.loadFile(ctx, n); err != nil {
+		return 0, err
+	}
+	for pos := uint64(off); pos < end; {
+		blk := uint32(pos / BlockBytes)
+		old, err := f.block(ctx, n, blk)
+		if err != nil {
+			return 0, err
+		}
+		in := pos % BlockBytes
+		next := min(end, (pos/BlockBytes+1)*BlockBytes)
+		// The block's length: what it held (within the file) or up to
+		// the end of this write, whichever is longer.
+		blockEnd := min(n.e.Size, (pos/BlockBytes+1)*BlockBytes) - pos/BlockBytes*BlockBytes
+		if n.e.Size <= pos/BlockBytes*BlockBytes {
+			blockEnd = 0
+		}
+		size := max(blockEnd, next-pos/BlockBytes*BlockBytes)
+		data := make([]byte, size)
+		copy(data, old[:min(uint64(len(old)), size)])
+		copy(data[in:], p[pos-uint64(off):next-uint64(off)])
+		f.setDirty(n, blk, data)
+		pos = next
+	}
+	n.e.Size = max(n.e.Size, end)
+	n.e.Mtime = f.cfg.Now().UnixNano()
+	f.changed(n)
+	if f.dirtyBytes > f.cfg.MaxDirtyBytes {
+		if err := f.commitLocked(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// setDirty keeps a changed block for the next commit.
+func (f *FS) setDirty(n *Inode, blk uint32, data []byte) {
+	if n.dirty == nil {
+		n.dirty = map[uint32][]byte{}
+	}
+	if _, ok := n.dirty[blk]; !ok && !n.unlinked {
+		f.dirtyBytes += BlockBytes
+	}
+	n.dirty[blk] = data
+}
+
+// truncate sets file n's size: blocks past it go at the next commit and
+// the last one is cut, so that growing the file again reads zeros.
+func (f *FS) truncate(ctx context.Context, n *Inode, size uint64) error {
+	switch {
+	case n.e.Type == TypeDir:
+		return syscall.EISDIR
+	case n.e.Type != TypeFile:
+		return errInvalid
+	case size > MaxFileBytes:
+		return errFileTooBig
+	case size == n.e.Size:
+		return nil
+	}
+	if err := f.loadFile(ctx, n); err != nil {
+		return err
+	}
+	if size < n.e.Size {
+		nb := blocksOf(size)
+		for i := nb; i < uint64(len(n.ptrs)); i++ {
+			if !n.ptrs[i].IsZero() {
+				n.cut = append(n.cut, n.e.Base.WithBlock(uint32(i)+1, n.ptrs[i].Version))
+			}
+		}
+		n.ptrs = n.ptrs[:min(nb, uint64(len(n.ptrs)))]
+		for blk := range n.dirty {
+			if uint64(blk) >= nb {
+				delete(n.dirty, blk)
+			}
+		}
+		if in := size % BlockBytes; in != 0 {
+			blk := uint32(size / BlockBytes)
+			old, err := f.block(ctx, n, blk)
+			if err != nil {
+				return err
+			}
+			if uint64(len(old)) > in {
+				f.setDirty(n, blk, append([]byte(nil), old[:in]...))
+			}
+		}
+	}
+	n.e.Size = size
+	n.e.Mtime = f.cfg.Now().UnixNano()
+	f.changed(n)
+	return nil
+}

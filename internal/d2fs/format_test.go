@@ -1,0 +1,140 @@
+package d2fs
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"testing"
+
+	"triad/internal/d2/key"
+)
+
+func sampleDir() (key.Key, []Entry) {
+	vol := key.VolumeOf("fuzz", nil)
+	dir := rootDir(vol)
+	return dir, []Entry{
+		{Name: "a", Slot: 1, Type: TypeFile, Mode: 0o644, Size: 10, Mtime: 1, Base: key.Child(dir, 1, "a", 2), Meta: Ptr{Version: 3, Sum: sha256.Sum256([]byte("x"))}},
+		{Name: "b", Slot: 2, Type: TypeDir, Mode: 0o755, Base: key.Child(dir, 2, "b", 3)},
+		{Name: "c", Slot: key.Overflow, Type: TypeSymlink, Mode: 0o777, Size: 1, Base: key.Child(dir, key.Overflow, "c", 4), Target: "a"},
+	}
+}
+
+func TestDirRoundTrip(t *testing.T) {
+	dir, want := sampleDir()
+	got, err := DecodeDir(EncodeDir(want), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d entries, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("entry %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestDecodeDirRejects(t *testing.T) {
+	dir, good := sampleDir()
+	cases := map[string]func(e []Entry) []Entry{
+		"unsorted":      func(e []Entry) []Entry { e[0], e[1] = e[1], e[0]; return e },
+		"same slot":     func(e []Entry) []Entry { e[1].Slot = 1; return e },
+		"no slot":       func(e []Entry) []Entry { e[0].Slot = 0; return e },
+		"same key":      func(e []Entry) []Entry { e[1].Base = e[0].Base; return e },
+		"other volume":  func(e []Entry) []Entry { e[0].Base = key.Root(key.VolumeOf("x", nil)); return e },
+		"versioned key": func(e []Entry) []Entry { e[0].Base = e[0].Base.WithBlock(0, 1); return e },
+		"slash":         func(e []Entry) []Entry { e[0].Name = "a/b"; return e },
+		"dot":           func(e []Entry) []Entry { e[0].Name = "."; return e },
+		"type":          func(e []Entry) []Entry { e[0].Type = 9; return e },
+		"mode":          func(e []Entry) []Entry { e[0].Mode = 0o10000; return e },
+		"dir size":      func(e []Entry) []Entry { e[1].Size = 1; return e },
+		"version 0":     func(e []Entry) []Entry { e[0].Meta.Version = 0; return e },
+		"file target":   func(e []Entry) []Entry { e[0].Target = "x"; return e },
+		"symlink size":  func(e []Entry) []Entry { e[2].Size = 5; return e },
+	}
+	for name, mutate := range cases {
+		e := mutate(append([]Entry(nil), good...))
+		if _, err := DecodeDir(EncodeDir(e), dir); !errors.Is(err, ErrFormat) {
+			t.Errorf("%s: %v, want ErrFormat", name, err)
+		}
+	}
+	b := EncodeDir(good)
+	for _, bad := range [][]byte{nil, b[:len(b)-1], append(b, 0), append([]byte("d2D\x02"), b[4:]...)} {
+		if _, err := DecodeDir(bad, dir); !errors.Is(err, ErrFormat) {
+			t.Errorf("%q: %v, want ErrFormat", bad, err)
+		}
+	}
+}
+
+// Records of every size, up to two levels of parts, come back whole.
+func TestBlobRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{0, 1, blobInline, blobInline + 1, 3 * BlockBytes, 3 << 20} {
+		rec := pattern(n, n)
+		b := NewMemBlocks()
+		f := &FS{blocks: b, cache: map[key.Key][]byte{}, cfg: Config{CacheBytes: 1}}
+		base := rootDir(key.VolumeOf("blob", nil))
+		p, err := f.storeBlob(ctx, 7, base, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := len(blobKeys(base, p, uint64(n))); b.Len() != want {
+			t.Fatalf("%d bytes: %d blocks stored, blobKeys lists %d", n, b.Len(), want)
+		}
+		got, err := f.loadBlob(ctx, base, p)
+		if err != nil || !bytes.Equal(got, rec) {
+			t.Fatalf("%d bytes: got %d bytes, %v", n, len(got), err)
+		}
+	}
+	lens, _ := levelLens(3 << 20)
+	if len(lens) != 3 {
+		t.Fatalf("3 MB record has %d levels, want 2 levels of parts", len(lens)-1)
+	}
+}
+
+func FuzzDecodeDir(f *testing.F) {
+	dir, good := sampleDir()
+	f.Add(EncodeDir(good))
+	f.Add(EncodeDir(nil))
+	f.Add([]byte("d2D\x01\xff\xff\xff\xff"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		entries, err := DecodeDir(b, dir)
+		if err != nil {
+			return
+		}
+		// What decodes re-encodes to the same bytes.
+		if again := EncodeDir(entries); !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding %d entries gives other bytes", len(entries))
+		}
+	})
+}
+
+func FuzzDecodeBlocks(f *testing.F) {
+	f.Add([]byte{}, uint8(0))
+	f.Add(encodeFile([]Ptr{{Version: 1}}), uint8(1))
+	f.Add(encodeLease(leaseRec{expiry: 5}), uint8(2))
+	vol := key.VolumeOf("fuzz", nil)
+	f.Add(encodeSuper(&super{Gen: 1, NextIno: 2, Root: Entry{Name: "/", Type: TypeDir, Base: rootDir(vol)}}), uint8(3))
+	f.Fuzz(func(t *testing.T, b []byte, which uint8) {
+		switch which % 4 {
+		case 0:
+			if lens, payload, err := blobParts(b); err == nil && uint64(len(payload)) != lens[len(lens)-1] {
+				t.Fatal("blob payload length unchecked")
+			}
+		case 1:
+			if ptrs, err := decodeFile(b); err == nil && !bytes.Equal(encodeFile(ptrs), b) {
+				t.Fatal("file record does not re-encode")
+			}
+		case 2:
+			if r, err := decodeLease(b); err == nil && !bytes.Equal(encodeLease(r), b) {
+				t.Fatal("lease does not re-encode")
+			}
+		case 3:
+			if s, err := decodeSuper(b, vol, 1); err == nil && !bytes.Equal(encodeSuper(s), b) {
+				t.Fatal("superblock does not re-encode")
+			}
+		}
+	})
+}

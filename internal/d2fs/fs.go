@@ -1,0 +1,453 @@
+package d2fs
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"triad/internal/d2/key"
+)
+
+// Errors the file system's operations return, as the errno FUSE answers.
+var (
+	errNameTooLong = syscall.ENAMETOOLONG
+	errInvalid     = syscall.EINVAL
+	errFileTooBig  = syscall.EFBIG
+	errIO          = syscall.EIO
+	errReadOnly    = syscall.EROFS
+	// ErrLeased: another mount holds the volume's writer lease.
+	ErrLeased = fmt.Errorf("d2fs: volume has a writer: %w", syscall.EBUSY)
+	// ErrLeaseLost: this mount's lease was taken over (it lapsed while
+	// the mount was stalled); it commits nothing more.
+	ErrLeaseLost = fmt.Errorf("d2fs: writer lease lost: %w", syscall.EROFS)
+	// ErrNoVolume: the store holds no superblock of the volume.
+	ErrNoVolume = fmt.Errorf("d2fs: no such volume: %w", syscall.ENOENT)
+)
+
+// Config tunes a mounted volume.
+type Config struct {
+	// WriteBack is how long a change may stay only in memory before a
+	// commit writes it (§3: 30 s). Zero commits at every Tick.
+	WriteBack time.Duration
+	// MaxDirtyBytes is how many bytes of changed blocks may wait for a
+	// commit; a write past it commits first (the writer waits). Default 256 MiB.
+	MaxDirtyBytes int64
+	// CacheBytes bounds the cache of clean blocks read or written; past
+	// it the cache is emptied. Default 64 MiB; zero means the default.
+	CacheBytes int64
+	// LeaseTerm is how long a writer's lease lasts unless renewed (a
+	// third of it before expiry); a dead mount's lease lapses after it.
+	// Default 60 s.
+	LeaseTerm time.Duration
+	// KeepOld is how long the blocks a commit replaced stay in the store
+	// for readers of the previous commit before they are deleted.
+	// Default 30 s (the staleness §3 allows); zero deletes at the next Tick.
+	KeepOld time.Duration
+	// Now is the clock; nil means time.Now. Tests pass a fake one.
+	Now func() time.Time
+}
+
+// DefaultConfig is the configuration of §3.
+func DefaultConfig() Config {
+	return Config{
+		WriteBack:     30 * time.Second,
+		MaxDirtyBytes: 256 << 20,
+		CacheBytes:    64 << 20,
+		LeaseTerm:     60 * time.Second,
+		KeepOld:       30 * time.Second,
+	}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	switch {
+	case c.WriteBack < 0 || c.KeepOld < 0:
+		return errors.New("d2fs: negative WriteBack or KeepOld")
+	case c.MaxDirtyBytes < BlockBytes:
+		return fmt.Errorf("d2fs: MaxDirtyBytes %d under one block", c.MaxDirtyBytes)
+	case c.LeaseTerm < 3*time.Second:
+		return fmt.Errorf("d2fs: LeaseTerm %v under 3 s", c.LeaseTerm)
+	case c.CacheBytes < 0:
+		return errors.New("d2fs: negative CacheBytes")
+	}
+	return nil
+}
+
+// Stats counts what a mount did.
+type Stats struct {
+	Gen       uint32 // the last commit
+	Commits   int    // commits by this mount
+	Hashed    int    // entries created whose key is placed by hash (deep path or full directory)
+	BadBlocks int    // reads that failed or did not match their pointer (answered EIO)
+	Deleted   int    // replaced blocks deleted
+}
+
+// FS is one mounted volume: an in-memory tree of the inodes it has read,
+// the changes not yet committed (the write-back cache) and a cache of
+// clean blocks. One mutex guards it all, and a commit holds it, so an
+// operation sees the tree before or after a commit, never during it.
+type FS struct {
+	cfg    Config
+	blocks Blocks
+	vol    key.Volume
+	ro     bool
+
+	mu         sync.Mutex
+	gen        uint32
+	nextIno    uint32
+	root       *Inode
+	unlinked   []*Inode // unlinked since the last commit: their blocks go at the next
+	dirtyBytes int64
+	dirtySince time.Time // first change since the last commit; zero when clean
+	cache      map[key.Key][]byte
+	cacheBytes int64
+	garbage    []garbage
+	lease      leaseState
+	stats      Stats
+	closed     bool
+	maxSlot    key.Slot // slots above it count as taken (tests fill directories with it)
+}
+
+// garbage is blocks a commit replaced, deleted from the store after at.
+type garbage struct {
+	at   time.Time
+	keys []key.Key
+}
+
+// Inode is a file, directory or symlink of a mounted volume. Its fields
+// are guarded by its FS's mutex.
+type Inode struct {
+	e        Entry  // attributes; e.Meta is the last committed record
+	parent   *Inode // nil for the root and for unlinked inodes
+	changed  bool   // its record, or one below it, differs from the last commit
+	unlinked bool
+
+	// Directories, once loaded:
+	children map[string]*Inode
+	slots    map[key.Slot]bool
+	hint     key.Slot
+
+	// Files, once loaded:
+	loaded  bool
+	ptrs    []Ptr             // committed block pointers, less those truncated away
+	cut     []key.Key         // committed blocks truncated away, deleted after the next commit
+	dirty   map[uint32][]byte // blocks changed since the commit
+	metaLen uint64            // bytes of the committed record, to delete its blob
+}
+
+// Mkvol creates a volume named name: a fresh volume ID and a first
+// commit holding an empty root directory.
+func Mkvol(ctx context.Context, b Blocks, name string, now time.Time) (key.Volume, error) {
+	var nonce [16]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return key.Volume{}, err
+	}
+	vol := key.VolumeOf(name, nonce[:])
+	sb := encodeSuper(&super{Gen: 1, NextIno: firstInode, Root: Entry{
+		Name: "/", Type: TypeDir, Mode: 0o755, Mtime: now.UnixNano(), Base: rootDir(vol),
+	}})
+	if err := b.PutIf(ctx, superKey(vol, 1), [32]byte{}, sb); err != nil {
+		return key.Volume{}, fmt.Errorf("d2fs: mkvol %s: %w", name, err)
+	}
+	return vol, nil
+}
+
+// Open mounts volume vol of b: reads its newest commit and, unless ro,
+// takes the writer lease (ErrLeased if another mount holds it). Open
+// starts no goroutine: the caller calls Tick now and then (Mount does).
+func Open(ctx context.Context, b Blocks, vol key.Volume, ro bool, cfg Config) (*FS, error) {
+	if cfg.CacheBytes == 0 {
+		cfg.CacheBytes = DefaultConfig().CacheBytes
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	f := &FS{cfg: cfg, blocks: b, vol: vol, ro: ro, cache: map[key.Key][]byte{}, maxSlot: key.MaxSlot}
+	if err := f.loadNewest(ctx); err != nil {
+		return nil, err
+	}
+	if !ro {
+		if _, err := rand.Read(f.lease.holder[:]); err != nil {
+			return nil, err
+		}
+		if err := f.acquireLease(ctx, f.cfg.Now()); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// loadNewest reads the newest superblock that decodes, stepping back
+// over at most a few that do not, and makes its tree the mount's.
+func (f *FS) loadNewest(ctx context.Context) error {
+	lo, hi := superKey(f.vol, 1), superKey(f.vol, ^uint32(0))
+	var firstErr error
+	for range 4 {
+		k, data, err := f.blocks.Latest(ctx, lo, hi)
+		if errors.Is(err, ErrNotFound) {
+			if firstErr != nil {
+				return fmt.Errorf("%w: %w", errIO, firstErr)
+			}
+			return fmt.Errorf("%w: %v", ErrNoVolume, f.vol)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: superblock: %w", errIO, err)
+		}
+		s, err := decodeSuper(data, f.vol, k.Version())
+		if err == nil {
+			f.gen, f.nextIno = s.Gen, s.NextIno
+			f.root = &Inode{e: s.Root}
+			return nil
+		}
+		firstErr = cmpOr(firstErr, err)
+		f.stats.BadBlocks++
+		if k.Version() <= 1 {
+			break
+		}
+		hi = superKey(f.vol, k.Version()-1)
+	}
+	return fmt.Errorf("%w: %w", errIO, firstErr)
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// Root is the volume's root directory.
+func (f *FS) Root() *Inode { return f.root }
+
+// ReadOnly says the mount was opened read-only.
+func (f *FS) ReadOnly() bool { return f.ro }
+
+// Stats is a snapshot of the counters.
+func (f *FS) Stats() Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.stats
+	s.Gen = f.gen
+	return s
+}
+
+// Tick does the periodic work: renew the lease, commit changes older
+// than WriteBack, delete replaced blocks older than KeepOld. Mount calls
+// it every second; tests call it with a fake clock.
+func (f *FS) Tick(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	now := f.cfg.Now()
+	if !f.ro && !f.lease.lost && !now.Before(f.leaseRenewAt()) {
+		if err := f.renewLease(ctx, now); err != nil {
+			return err
+		}
+	}
+	if !f.dirtySince.IsZero() && now.Sub(f.dirtySince) >= f.cfg.WriteBack {
+		if err := f.commitLocked(ctx); err != nil {
+			return err
+		}
+	}
+	return f.collect(ctx, now, false)
+}
+
+// Sync commits every change now (fsync, unmount).
+func (f *FS) Sync(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.commitLocked(ctx)
+}
+
+// Close commits, deletes the blocks replaced so far (readers of older
+// commits must refresh) and releases the lease. The FS answers EIO after.
+func (f *FS) Close(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	err := f.commitLocked(ctx)
+	if err == nil {
+		err = f.collect(ctx, f.cfg.Now(), true)
+	}
+	if !f.ro && !f.lease.lost {
+		err = errors.Join(err, f.releaseLease(ctx))
+	}
+	f.closed = true
+	return err
+}
+
+// collect deletes the garbage whose time has come (all of it if all).
+func (f *FS) collect(ctx context.Context, now time.Time, all bool) error {
+	for len(f.garbage) > 0 && (all || !now.Before(f.garbage[0].at)) {
+		g := &f.garbage[0]
+		for len(g.keys) > 0 {
+			if err := f.blocks.Delete(ctx, g.keys[0]); err != nil {
+				return fmt.Errorf("d2fs: delete %v: %w", g.keys[0], err)
+			}
+			g.keys = g.keys[1:]
+			f.stats.Deleted++
+		}
+		f.garbage = f.garbage[1:]
+	}
+	return nil
+}
+
+// get reads a block and checks it against its pointer: a block whose
+// bytes do not hash to sum is never returned.
+func (f *FS) get(ctx context.Context, k key.Key, sum [32]byte) ([]byte, error) {
+	if b, ok := f.cache[k]; ok {
+		return b, nil
+	}
+	b, err := f.blocks.Get(ctx, k, sum)
+	if err == nil && sha256.Sum256(b) != sum {
+		err = ErrCorrupt
+	}
+	if err != nil {
+		f.stats.BadBlocks++
+		return nil, fmt.Errorf("%w: block %v: %w", errIO, k, err)
+	}
+	f.remember(k, b)
+	return b, nil
+}
+
+// remember caches a clean block, emptying the cache when it is full.
+func (f *FS) remember(k key.Key, b []byte) {
+	if f.cacheBytes+int64(len(b)) > f.cfg.CacheBytes {
+		clear(f.cache)
+		f.cacheBytes = 0
+	}
+	f.cache[k] = b
+	f.cacheBytes += int64(len(b))
+}
+
+// loadBlob reads the record stored as a blob at block 0 of base.
+func (f *FS) loadBlob(ctx context.Context, base key.Key, p Ptr) ([]byte, error) {
+	b0, err := f.get(ctx, base.WithBlock(0, p.Version), p.Sum)
+	if err != nil {
+		return nil, err
+	}
+	lens, payload, err := blobParts(b0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v: %w", errIO, base, err)
+	}
+	for l := len(lens) - 1; l >= 1; l-- {
+		next := make([]byte, 0, lens[l-1])
+		for i := 0; i < len(payload)/32; i++ {
+			part, err := f.get(ctx, base.WithBlock(partBlock(l, i), p.Version), [32]byte(payload[32*i:]))
+			if err != nil {
+				return nil, err
+			}
+			next = append(next, part...)
+		}
+		if uint64(len(next)) != lens[l-1] {
+			return nil, fmt.Errorf("%w: %v: %w: level %d has %d bytes", errIO, base, ErrFormat, l-1, len(next))
+		}
+		payload = next
+	}
+	return payload, nil
+}
+
+// loadDir reads a directory's entries into the tree, once.
+func (f *FS) loadDir(ctx context.Context, d *Inode) error {
+	if d.children != nil {
+		return nil
+	}
+	var entries []Entry
+	if !d.e.Meta.IsZero() {
+		rec, err := f.loadBlob(ctx, d.e.Base, d.e.Meta)
+		if err != nil {
+			return err
+		}
+		if entries, err = DecodeDir(rec, d.e.Base); err != nil {
+			f.stats.BadBlocks++
+			return fmt.Errorf("%w: directory %v: %w", errIO, d.e.Base, err)
+		}
+		d.metaLen = uint64(len(rec))
+	}
+	d.children = make(map[string]*Inode, len(entries))
+	d.slots = make(map[key.Slot]bool, len(entries))
+	for _, e := range entries {
+		d.children[e.Name] = &Inode{e: e, parent: d}
+		d.slots[e.Slot] = true
+	}
+	return nil
+}
+
+// loadFile reads a file's block pointers, once.
+func (f *FS) loadFile(ctx context.Context, n *Inode) error {
+	if n.loaded {
+		return nil
+	}
+	var ptrs []Ptr
+	if !n.e.Meta.IsZero() {
+		rec, err := f.loadBlob(ctx, n.e.Base, n.e.Meta)
+		if err != nil {
+			return err
+		}
+		if ptrs, err = decodeFile(rec); err != nil || uint64(len(ptrs)) != blocksOf(n.e.Size) {
+			f.stats.BadBlocks++
+			return fmt.Errorf("%w: file %v: %d pointers for %d bytes: %v", errIO, n.e.Base, len(ptrs), n.e.Size, err)
+		}
+		n.metaLen = uint64(len(rec))
+	}
+	n.ptrs, n.loaded = ptrs, true
+	return nil
+}
+
+// blocksOf is the number of blocks of a file of size bytes.
+func blocksOf(size uint64) uint64 { return (size + BlockBytes - 1) / BlockBytes }
+
+// changed notes that n's record must be rewritten, and so its
+// ancestors' (each holds the pointer to the one below).
+func (f *FS) changed(n *Inode) {
+	for ; n != nil && !n.changed; n = n.parent {
+		n.changed = true
+	}
+	if f.dirtySince.IsZero() {
+		f.dirtySince = f.cfg.Now()
+	}
+}
+
+// touched notes that n's attributes changed: they live in its parent's
+// record (the root's in the superblock, written at every commit).
+func (f *FS) touched(n *Inode) {
+	switch {
+	case n == f.root:
+		f.changed(n)
+	case n.parent != nil:
+		f.changed(n.parent)
+	}
+}
+
+// entriesOf is a loaded directory's entries sorted by name.
+func entriesOf(d *Inode) []*Inode {
+	out := make([]*Inode, 0, len(d.children))
+	for _, c := range d.children {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *Inode) int { return cmpString(a.e.Name, b.e.Name) })
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

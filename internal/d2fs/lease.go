@@ -1,0 +1,138 @@
+package d2fs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// One writer per volume (§3). The lease is a block at a fixed key of the
+// volume (leaseKey): the holder's random ID and an expiry. A writable
+// mount takes it when the block is absent, expired or its own, renews it
+// every third of LeaseTerm, and gives it back (expiry 0)
+// at unmount; a mount that dies stops renewing, and its lease lapses
+// LeaseTerm (60 s) later. Read-only mounts take no lease.
+//
+// What it guarantees: every change of the lease block is a PutIf against
+// the bytes last read, so two mounts racing for a free lease cannot both
+// win, and a renewal by a mount whose lease was taken over fails (the
+// mount then commits nothing more: ErrLeaseLost). A mount commits only
+// while its clock says its lease holds; a mount that stalls past its
+// expiry (and whose lease someone else took) may still be writing the
+// blocks of a commit, but its superblock PutIf fails if the new writer
+// committed that number first, and the new writer's fails if the stalled
+// one did: commits never fork. What it does not guarantee: a stalled
+// writer's data blocks of commit g may overwrite the new writer's blocks
+// of the same commit number before its superblock fails; such a block no
+// longer matches its pointer and reads answer EIO (never wrong bytes).
+// Clocks are trusted to agree within a small fraction of LeaseTerm.
+type leaseState struct {
+	holder [16]byte
+	sum    [32]byte  // SHA-256 of the lease block as last written
+	expiry time.Time // zero: not held
+	lost   bool
+}
+
+// leaseRenewAt is when the lease is renewed: a third of its term after
+// it was last written (every 20 s by default), so two missed renewals
+// still leave it held.
+func (f *FS) leaseRenewAt() time.Time { return f.lease.expiry.Add(-2 * f.cfg.LeaseTerm / 3) }
+
+type leaseRec struct {
+	holder [16]byte
+	expiry int64 // Unix nanoseconds
+}
+
+func encodeLease(r leaseRec) []byte {
+	b := append([]byte{}, magicLease[:]...)
+	b = append(b, r.holder[:]...)
+	return binary.BigEndian.AppendUint64(b, uint64(r.expiry))
+}
+
+func decodeLease(b []byte) (leaseRec, error) {
+	var r leaseRec
+	if len(b) != 4+16+8 || [4]byte(b[:4]) != magicLease {
+		return r, fmt.Errorf("%w: lease of %d bytes", ErrFormat, len(b))
+	}
+	copy(r.holder[:], b[4:20])
+	r.expiry = int64(binary.BigEndian.Uint64(b[20:]))
+	return r, nil
+}
+
+// acquireLease takes the volume's lease, or returns ErrLeased.
+func (f *FS) acquireLease(ctx context.Context, now time.Time) error {
+	k := leaseKey(f.vol)
+	var prev [32]byte
+	_, data, err := f.blocks.Latest(ctx, k, k)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("%w: lease: %w", errIO, err)
+	default:
+		prev = sha256.Sum256(data)
+		// A lease block that does not decode is taken over: nothing
+		// this code wrote looks like it.
+		if r, err := decodeLease(data); err == nil && r.holder != f.lease.holder && now.UnixNano() < r.expiry {
+			return fmt.Errorf("%w: lease held until %v", ErrLeased, time.Unix(0, r.expiry).UTC())
+		}
+	}
+	if err := f.writeLease(ctx, prev, now.Add(f.cfg.LeaseTerm)); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return fmt.Errorf("%w: lost the race for it: %w", ErrLeased, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// writeLease replaces the lease block whose hash is prev with ours.
+func (f *FS) writeLease(ctx context.Context, prev [32]byte, expiry time.Time) error {
+	b := encodeLease(leaseRec{holder: f.lease.holder, expiry: expiry.UnixNano()})
+	if err := f.blocks.PutIf(ctx, leaseKey(f.vol), prev, b); err != nil {
+		return fmt.Errorf("d2fs: lease: %w", err)
+	}
+	f.lease.sum, f.lease.expiry = sha256.Sum256(b), expiry
+	return nil
+}
+
+// renewLease extends the lease; losing it is final.
+func (f *FS) renewLease(ctx context.Context, now time.Time) error {
+	if now.After(f.lease.expiry) {
+		// It lapsed (the mount stalled): take it again only if no
+		// one else did.
+		if err := f.acquireLease(ctx, now); err != nil {
+			if errors.Is(err, ErrLeased) {
+				f.lease.lost = true
+				return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+			}
+			return err
+		}
+		return nil
+	}
+	err := f.writeLease(ctx, f.lease.sum, now.Add(f.cfg.LeaseTerm))
+	if errors.Is(err, ErrConflict) {
+		f.lease.lost = true
+		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+	}
+	return err
+}
+
+// holdLease makes sure the lease holds before a commit.
+func (f *FS) holdLease(ctx context.Context, now time.Time) error {
+	if f.lease.lost {
+		return ErrLeaseLost
+	}
+	if !now.Before(f.leaseRenewAt()) {
+		return f.renewLease(ctx, now)
+	}
+	return nil
+}
+
+// releaseLease gives the lease back: an expired record, so the next
+// mount need not wait LeaseTerm.
+func (f *FS) releaseLease(ctx context.Context) error {
+	return f.writeLease(ctx, f.lease.sum, time.Unix(0, 0))
+}
