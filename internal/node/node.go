@@ -111,4 +111,7 @@ type Storage interface {
 	Disk
 	// Engine is the host's object store, shared by its virtual servers.
 	Engine() store.Engine
+	// D2Engine is the store of D2's blocks (64-byte keys; internal/d2),
+	// beside Engine; nil when the driver keeps none.
+	D2Engine() store.Engine
 }

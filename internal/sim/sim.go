@@ -698,12 +698,18 @@ func (e *hostEnv) Offload(w node.Work) {
 type Storage struct {
 	files  map[string][]byte
 	engine store.Engine
+	d2     store.Engine // made on first use: most hosts run no D2
+	clock  func() time.Time
 }
 
-// NewStorage makes empty storage whose engine reads the time from clock.
+// NewStorage makes empty storage whose engines read the time from clock:
+// the host's object store and D2's (64-byte keys).
 func NewStorage(clock func() time.Time) *Storage {
-	return &Storage{files: make(map[string][]byte), engine: mem.New(store.Options{Now: clock})}
+	return &Storage{files: make(map[string][]byte), engine: mem.New(store.Options{Now: clock}), clock: clock}
 }
+
+// d2KeyBytes is the width of D2's keys (internal/d2/key.Size).
+const d2KeyBytes = 64
 
 // newStorage makes empty storage whose engine reads h's clock.
 func (h *Host) newStorage() *Storage {
@@ -712,6 +718,14 @@ func (h *Host) newStorage() *Storage {
 
 // Engine is the storage engine.
 func (st *Storage) Engine() store.Engine { return st.engine }
+
+// D2Engine is D2's store, kept across crashes like Engine.
+func (st *Storage) D2Engine() store.Engine {
+	if st.d2 == nil {
+		st.d2 = mem.New(store.Options{Now: st.clock, KeyWidth: d2KeyBytes})
+	}
+	return st.d2
+}
 
 // WriteFile replaces the file called name.
 func (st *Storage) WriteFile(name string, data []byte) error {

@@ -36,6 +36,10 @@ type Config struct {
 	// Store configures the storage engine the driver opens under
 	// DataDir/store (its Dir is set by the driver).
 	Store store.Options
+	// D2Store, if not nil, configures a second engine, D2's store of
+	// 64-byte keys (internal/d2), under DataDir/d2 (its Dir and KeyWidth
+	// are set by the driver). Nil: none.
+	D2Store *store.Options
 	// WrapEngine, for tests only, replaces the engine the node code sees
 	// (and its offloaded work reads) with what it returns around the one
 	// the driver opened: `triad node --test-lie` runs a node whose storage
@@ -291,6 +295,7 @@ type Driver struct {
 	rng     *rand.Rand
 	disk    FileDisk
 	engine  store.Engine
+	d2      store.Engine // nil without Config.D2Store
 	workWG  sync.WaitGroup
 	done    chan struct{} // closed when the loop has stopped
 
@@ -332,6 +337,15 @@ func Listen(cfg Config) (*Driver, error) {
 	if cfg.WrapEngine != nil {
 		engine = cfg.WrapEngine(opened)
 	}
+	var d2 store.Engine
+	if cfg.D2Store != nil {
+		o := *cfg.D2Store
+		o.Dir, o.KeyWidth = filepath.Join(cfg.DataDir, "d2"), d2KeyBytes
+		if d2, err = disk.Open(o); err != nil {
+			ln.Close()
+			return nil, errors.Join(fmt.Errorf("tcp: D2's store: %w", err), opened.Close())
+		}
+	}
 	return &Driver{
 		cfg:         cfg,
 		ln:          ln,
@@ -345,6 +359,7 @@ func Listen(cfg Config) (*Driver, error) {
 		rng:         rand.New(rand.NewPCG(cfg.Seed, 0x7c9)),
 		disk:        FileDisk{Dir: cfg.DataDir},
 		engine:      engine,
+		d2:          d2,
 		done:        make(chan struct{}),
 		conns:       make(map[node.Addr]*conn),
 		inbound:     make(map[node.Addr]*conn),
@@ -362,7 +377,21 @@ func Listen(cfg Config) (*Driver, error) {
 // its storage engine.
 func (d *Driver) Close() error {
 	err := d.ln.Close()
-	return errors.Join(err, d.engine.Close())
+	return errors.Join(err, d.engine.Close(), d.closeD2())
+}
+
+// d2KeyBytes is the width of D2's keys (internal/d2/key.Size).
+const d2KeyBytes = 64
+
+// closeD2 closes D2's engine, if the driver opened one.
+func (d *Driver) closeD2() error {
+	if d.d2 == nil {
+		return nil
+	}
+	if err := d.d2.Close(); err != nil {
+		return fmt.Errorf("tcp: closing D2's store: %w", err)
+	}
+	return nil
 }
 
 // Addr is the address the driver listens on.
@@ -372,15 +401,18 @@ func (d *Driver) Addr() node.Addr { return d.addr }
 func (d *Driver) Disk() node.Disk { return d.disk }
 
 // Storage is the host's storage: its state files and storage engine.
-func (d *Driver) Storage() node.Storage { return storage{d.disk, d.engine} }
+func (d *Driver) Storage() node.Storage { return storage{d.disk, d.engine, d.d2} }
 
 // storage is the node.Storage the driver owns.
 type storage struct {
 	FileDisk
 	engine store.Engine
+	d2     store.Engine
 }
 
 func (s storage) Engine() store.Engine { return s.engine }
+
+func (s storage) D2Engine() store.Engine { return s.d2 }
 
 // Rand is the node's random source; use it only before Run.
 func (d *Driver) Rand() *rand.Rand { return d.rng }
@@ -469,9 +501,9 @@ func (d *Driver) shutdown(grace time.Duration) error {
 		return errors.New("tcp: offloaded work still running after shutdown; storage engine left open")
 	}
 	if err := d.engine.Close(); err != nil {
-		return fmt.Errorf("tcp: closing the storage engine: %w", err)
+		return errors.Join(fmt.Errorf("tcp: closing the storage engine: %w", err), d.closeD2())
 	}
-	return nil
+	return d.closeD2()
 }
 
 // waitTimeout waits for wg for at most d and reports whether it finished.
