@@ -38,6 +38,10 @@ Experiments:
          pointers, insertion cost, parallel joins, massive failure and churn
          on meshes of hosts that run Tapestry alone; and the same gets
          through Tapestry and DHash++ (vs-chord).
+  d2     D2 (defragmented file system): nodes per user-hour, task
+         unavailability and storage balance with ordered, block and file
+         placement, on a workload made from a real tree (a model of D2's
+         balancing with idealized routing).
 
 Run 'triad sim <name> --help' for an experiment's flags.`
 
@@ -45,7 +49,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	// A simulation's live heap is small next to what it allocates per
 	// event; collecting less often leaves both cores to the hosts.
 	relaxGC()
-	return runGroup("sim", simAbout, map[string]func([]string, io.Writer, io.Writer) error{"ring": runSimRing, "dhash": runSimDHash, "passingtone": runSimPassingTone, "congestion": runSimCongestion, "tapestry": runSimTapestry}, args, stdout, stderr)
+	return runGroup("sim", simAbout, map[string]func([]string, io.Writer, io.Writer) error{"ring": runSimRing, "dhash": runSimDHash, "passingtone": runSimPassingTone, "congestion": runSimCongestion, "tapestry": runSimTapestry, "d2": runSimD2}, args, stdout, stderr)
 }
 
 func runSimRing(args []string, stdout, stderr io.Writer) error {

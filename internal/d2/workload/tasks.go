@@ -115,9 +115,10 @@ func (us *User) edit() {
 	us.rewriteDir(d, us.fs.Nodes[d].Size)
 }
 
-// browse lists one to four directories, each a child, parent or random
-// neighbour of the last, reading up to three small files in each, with a
-// think time between them.
+// browse lists one to four directories as `ls -l` does (the directory's
+// blocks and the first block of each entry, where its attributes are),
+// each a child or the parent of the last, reading up to three small files
+// in each, with a think time between them.
 func (us *User) browse() {
 	d := us.randomDir(false)
 	for g := range 1 + us.rng.IntN(4) {
@@ -125,6 +126,9 @@ func (us *User) browse() {
 			us.newGroup()
 		}
 		us.readAll(d)
+		for _, c := range us.fs.Children(d) {
+			us.emit(c, 0, Read, us.fs.BlockKey(c, 0), us.fs.BlockBytesOf(c, 0))
+		}
 		var small []int
 		for _, f := range us.files(d) {
 			if us.fs.Nodes[f].Size <= 2*BlockBytes {
