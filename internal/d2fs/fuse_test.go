@@ -1,0 +1,172 @@
+package d2fs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/posixtest"
+
+	"triad/internal/d2/key"
+)
+
+// needFUSE skips a test that mounts unless the process is root with
+// /dev/fuse; with TRIAD_REQUIRE_FUSE=1 (CI) it fails instead.
+func needFUSE(t *testing.T) {
+	t.Helper()
+	var why string
+	if os.Geteuid() != 0 {
+		why = "not root"
+	} else if _, err := os.Stat("/dev/fuse"); err != nil {
+		why = err.Error()
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("TRIAD_REQUIRE_FUSE") == "1" {
+		t.Fatalf("FUSE required (TRIAD_REQUIRE_FUSE=1): %s", why)
+	}
+	t.Skipf("no FUSE mount: %s", why)
+}
+
+// mountNew makes a volume on b and mounts it on a fresh directory.
+func mountNew(t *testing.T, b Blocks) (dir string, vol key.Volume, unmount func() error) {
+	t.Helper()
+	needFUSE(t)
+	vol, err := Mkvol(context.Background(), b, t.Name(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	unmount, err = Mount(dir, vol, b, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, vol, unmount
+}
+
+func TestFUSEPosix(t *testing.T) {
+	for _, name := range []string{"FileBasic", "TruncateFile", "AppendWrite", "FileLarge", "MkdirRmdir",
+		"ReadDirBasic", "ReadDirConsistency", "DirSeek", "RenameOverwriteDestExist",
+		"RenameOverwriteDestNoExist", "SymlinkReadlink", "FstatDeleted", "ParallelFileOpen"} {
+		test := posixtest.All[name]
+		if test == nil {
+			t.Fatalf("posixtest has no %s", name)
+		}
+		t.Run(name, func(t *testing.T) {
+			dir, _, unmount := mountNew(t, NewMemBlocks())
+			defer func() {
+				if err := unmount(); err != nil {
+					t.Error(err)
+				}
+			}()
+			test(t, dir)
+		})
+	}
+}
+
+// Links, xattrs, locks and fallocate answer ENOTSUP; a long name
+// ENAMETOOLONG.
+func TestFUSEUnsupported(t *testing.T) {
+	dir, _, unmount := mountNew(t, NewMemBlocks())
+	defer func() {
+		if err := unmount(); err != nil {
+			t.Error(err)
+		}
+	}()
+	fn := filepath.Join(dir, "f")
+	if err := os.WriteFile(fn, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(fn, syscall.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	lk := syscall.Flock_t{Type: syscall.F_WRLCK}
+	for what, err := range map[string]error{
+		"link":      syscall.Link(fn, fn+"2"),
+		"setxattr":  syscall.Setxattr(fn, "user.a", []byte("b"), 0),
+		"fallocate": syscall.Fallocate(fd, 0, 0, 100),
+		"lock":      syscall.FcntlFlock(uintptr(fd), syscall.F_SETLK, &lk),
+	} {
+		if !errors.Is(err, syscall.ENOTSUP) {
+			t.Errorf("%s: %v, want ENOTSUP", what, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, strings.Repeat("n", 256)), nil, 0o644); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Errorf("256-byte name: %v, want ENAMETOOLONG", err)
+	}
+}
+
+// smallTree writes a small real tree: nested directories, files of a
+// few sizes (empty, one block, many), and a symlink.
+func smallTree(t *testing.T, root string) {
+	t.Helper()
+	files := map[string][]byte{
+		"README":            []byte("a small tree\n"),
+		"empty":             nil,
+		"src/main.go":       []byte("package main\n\nfunc main() {}\n"),
+		"src/lib/lib.go":    bytes.Repeat([]byte("// line\n"), 3000),
+		"src/lib/data.bin":  pattern(5*BlockBytes+17, 3),
+		"docs/a/b/c/d/note": []byte("deep"),
+	}
+	for name, data := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("src/main.go", filepath.Join(root, "main")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if err := os.WriteFile(filepath.Join(root, "src", fmt.Sprintf("gen%02d.go", i)), pattern(i*300, i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// cp -r of a real tree in, diff -r clean; unmount, remount (read-only
+// and writable): the same tree.
+func TestFUSECopyTree(t *testing.T) {
+	b := NewMemBlocks()
+	dir, vol, unmount := mountNew(t, b)
+	src := t.TempDir()
+	smallTree(t, src)
+	run(t, "cp", "-r", src+"/.", dir)
+	run(t, "diff", "-r", "--no-dereference", src, dir)
+	if err := unmount(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ro := range []bool{true, false} {
+		again := t.TempDir()
+		unmount, err := Mount(again, vol, b, ro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, "diff", "-r", "--no-dereference", src, again)
+		if err := unmount(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
