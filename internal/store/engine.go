@@ -48,6 +48,18 @@ type Engine interface {
 	GetInto(key id.ID, buf []byte) ([]byte, Meta, error)
 	// Stat returns what is known about key without reading the object.
 	Stat(key id.ID) (Meta, error)
+	// Delete removes key's object: it leaves the index and the Merkle tree
+	// at once, so a Stat or Get after it returns ErrNotFound and the tree
+	// queries no longer count it. It returns once the delete is durable:
+	// no crash brings the object back. Deleting a key that holds nothing
+	// (never stored, deleted, quarantined or reclaimed) returns
+	// ErrNotFound and changes nothing. A put after a delete stores again,
+	// any object (the conflict rule is about what is stored now); it may
+	// be kept longer than asked (disk.Disk keeps it at least until just
+	// past the deleted object's expiry, which is what lets its recovery
+	// tell the two apart). The space is reclaimed later: a segment whose
+	// live bytes fall under half its size is rewritten by Maintain.
+	Delete(key id.ID) error
 
 	// TreeNode returns the Merkle tree node at p (see merkle.Lookup).
 	TreeNode(p merkle.Prefix) (merkle.Node, error)
@@ -58,9 +70,9 @@ type Engine interface {
 	// CheckTree recomputes the tree from the index and compares roots.
 	CheckTree() error
 
-	// Maintain removes expired keys from the tree and reclaims space when
-	// usage is past the high-water mark. disk.Disk also runs it in the
-	// background.
+	// Maintain removes expired keys from the tree, rewrites segments that
+	// are less than half live, and reclaims space when usage is past the
+	// high-water mark. disk.Disk also runs it in the background.
 	Maintain() error
 	Stats() Stats
 	Close() error
@@ -108,6 +120,13 @@ type Stats struct {
 	// ReclaimedBytes is the bytes of the segments those windows had.
 	ReclaimedBytes int64
 	Quarantined    int // damaged objects found by reads
+	// Compacted counts segments rewritten because less than half of
+	// their bytes were live (deleted or superseded objects); disk.Disk
+	// copies the live records and unlinks the old file, mem.Mem drops
+	// the dead bytes of a window.
+	Compacted int
+	// CompactedBytes is the bytes those rewrites gave back.
+	CompactedBytes int64
 	// ClockSteps counts the forward steps of the wall clock the engine
 	// saw (ClockGuard) and expired nothing across.
 	ClockSteps int

@@ -56,9 +56,9 @@ func (d *Disk) checkpoint() error {
 	batch := d.active
 	d.active = make(map[id.ID]entry)
 	d.flushing = batch
-	marks := make(map[uint64][2]int64, len(d.segs))
+	marks := make(map[uint64]segMark, len(d.segs))
 	for _, s := range d.segs {
-		marks[s.id] = [2]int64{s.window, s.size}
+		marks[s.id] = segMark{s.window, s.size, s.dead}
 	}
 	g := d.group
 	d.mu.Unlock()
@@ -71,14 +71,17 @@ func (d *Disk) checkpoint() error {
 		err = g.err
 	}
 	now := d.expiryNow().UnixNano()
+	var dead map[uint64]int64
 	if err == nil && (len(batch) > 0 || d.expiryDue(now)) {
 		err = d.db.Update(func(tx *bolt.Tx) error {
-			if err := applyEntries(tx, batch); err != nil {
+			var err error
+			if dead, err = applyEntries(tx, batch); err != nil {
 				return err
 			}
 			segs := tx.Bucket(bSegs)
 			for sid, m := range marks {
-				if err := segs.Put(segKey(sid), segValue(m[0], m[1])); err != nil {
+				m.dead += dead[sid]
+				if err := segs.Put(segKey(sid), m.encode()); err != nil {
 					return err
 				}
 			}
@@ -87,9 +90,17 @@ func (d *Disk) checkpoint() error {
 	}
 	d.mu.Lock()
 	if err != nil {
+		// Put the batch back under what came since, which is later.
 		for k, e := range batch {
-			if _, ok := d.active[k]; !ok {
-				d.active[k] = e
+			if cur, ok := d.active[k]; ok {
+				e, _ = fold(e, cur)
+			}
+			d.active[k] = e
+		}
+	} else {
+		for sid, n := range dead {
+			if s := d.segs[sid]; s != nil {
+				s.dead += n
 			}
 		}
 	}
@@ -101,53 +112,88 @@ func (d *Disk) checkpoint() error {
 	return nil
 }
 
-// applyEntries writes entries to the index; of two copies of a key, the one
+// applyEntries writes entries to the index and returns the bytes of
+// records that no longer hold a live object, by segment. A key's
+// tombstone goes first: an indexed object that expires by its cutoff
+// leaves the index and the tree. Then of two objects of a key, the one
 // that expires later wins, unless they are of different kinds
-// (entry.supersedes). Tree membership is kept across a re-put. Keys go
-// in sorted order: bbolt splits pages only at commit, so random inserts into
-// a small tree would shift ever-larger nodes.
-func applyEntries(tx *bolt.Tx, batch map[id.ID]entry) error {
-	index, exp := tx.Bucket(bIndex), tx.Bucket(bExpiry)
+// (entry.supersedes). Tree membership is kept across a re-put, not across
+// a delete. Keys go in sorted order: bbolt splits pages only at commit, so
+// random inserts into a small tree would shift ever-larger nodes.
+func applyEntries(tx *bolt.Tx, batch map[id.ID]entry) (map[uint64]int64, error) {
+	index := tx.Bucket(bIndex)
 	tree := newBoltTree(tx)
 	keys := make([]id.ID, 0, len(batch))
 	for k := range batch {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, id.ID.Cmp)
-	var add, expAdd, expDel [][]byte
+	dead := map[uint64]int64{}
+	var add, del, expAdd, expDel [][]byte
 	for _, k := range keys {
 		e, key := batch[k], k.Bytes()
+		t, err := applyTomb(tx, key, e.tomb)
+		if err != nil {
+			return nil, err
+		}
+		var old entry
+		had := false
 		if v := index.Get(key); v != nil {
-			old, err := decodeEntry(v)
-			if err != nil {
-				return err
+			if old, err = decodeEntry(v); err != nil {
+				return nil, err
 			}
-			if !e.supersedes(old) {
-				continue
+			if old.at(e) {
+				continue // indexed already
 			}
+			had = true
+		}
+		killed := had && t.seg != 0 && old.expiry <= t.cutoff
+		keep := e.live() && (t.seg == 0 || e.expiry > t.cutoff) && (!had || killed || e.supersedes(old))
+		if e.live() && !keep {
+			dead[e.seg] += int64(e.recordLen(len(key)))
+		}
+		if !keep && !killed {
+			continue
+		}
+		inTree := tree.keys.Get(key) != nil
+		if had {
+			dead[old.seg] += int64(old.recordLen(len(key)))
 			expDel = append(expDel, expiryKey(old.expiry, key))
 		}
-		if tree.keys.Get(key) != nil {
+		if !keep {
+			if err := index.Delete(key); err != nil {
+				return nil, err
+			}
+			if inTree {
+				del = append(del, key)
+			}
+			continue
+		}
+		switch {
+		case inTree && !killed:
 			e.flags |= entryInTree
-		} else if e.flags&entryInTree != 0 {
+		case inTree && e.flags&entryInTree == 0:
+			del = append(del, key)
+		case !inTree && e.flags&entryInTree != 0:
 			add = append(add, key)
 		}
 		if err := index.Put(key, e.encode()); err != nil {
-			return err
+			return nil, err
 		}
 		expAdd = append(expAdd, expiryKey(e.expiry, key))
 	}
+	exp := tx.Bucket(bExpiry)
 	for _, k := range expDel {
 		if err := exp.Delete(k); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	slices.SortFunc(expAdd, bytes.Compare)
 	for _, k := range expAdd {
 		if err := exp.Put(k, present); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	merkle.Update(tree, add, nil)
-	return tree.err
+	merkle.Update(tree, add, del)
+	return dead, tree.err
 }

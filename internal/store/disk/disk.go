@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +31,7 @@ type Disk struct {
 
 	maintMu sync.Mutex           // serialises checkpoints, reclamation, quarantine
 	keyMu   [keyLocks]sync.Mutex // serialise the checked puts of a key (keyLock)
+	deleted atomic.Bool          // a key was ever deleted: every put looks (Delete)
 
 	mu       sync.Mutex
 	segs     map[uint64]*segment
@@ -61,6 +63,7 @@ type segment struct {
 	path   string
 	f      vfs.File
 	size   int64
+	dead   int64    // bytes of records that hold no live object (compaction)
 	mapped *mapping // for View, once a view needs it
 }
 

@@ -162,11 +162,14 @@ func (d *Disk) dropWindow(w int64) error {
 }
 
 // unindexWindow deletes the index entries of window w that point into the
-// segments ids.
+// segments ids, and the tombstones kept there.
 func unindexWindow(tx *bolt.Tx, opt *store.Options, w int64, ids map[uint64]bool) error {
 	index, exp := tx.Bucket(bIndex), tx.Bucket(bExpiry)
 	lo := sortableTime(w * int64(opt.Window))
 	hi := sortableTime(opt.WindowEnd(w).UnixNano())
+	if err := untombWindow(tx, lo, hi, ids); err != nil {
+		return err
+	}
 	var drop [][]byte
 	c := exp.Cursor()
 	for k, _ := c.Seek(lo); k != nil && bytes.Compare(k[:8], hi) < 0; k, _ = c.Next() {
@@ -188,4 +191,33 @@ func unindexWindow(tx *bolt.Tx, opt *store.Options, w int64, ids map[uint64]bool
 	tree := newBoltTree(tx)
 	merkle.Update(tree, nil, fromTree)
 	return tree.err
+}
+
+// untombWindow forgets the tombstones with cutoffs in [lo, hi) that lie in
+// the segments ids: the records they kill lie in those windows or earlier
+// ones, gone with them.
+func untombWindow(tx *bolt.Tx, lo, hi []byte, ids map[uint64]bool) error {
+	dead, dexp := tx.Bucket(bDead), tx.Bucket(bDExp)
+	var drop [][]byte
+	c := dexp.Cursor()
+	for k, _ := c.Seek(lo); k != nil && bytes.Compare(k[:8], hi) < 0; k, _ = c.Next() {
+		t, err := decodeTomb(dead.Get(k[8:]))
+		if err != nil || ids[t.seg] {
+			drop = append(drop, bytes.Clone(k))
+		}
+	}
+	for _, k := range drop {
+		if err := dexp.Delete(k); err != nil {
+			return err
+		}
+		if v := dead.Get(k[8:]); v != nil {
+			if t, err := decodeTomb(v); err == nil && !ids[t.seg] {
+				continue
+			}
+			if err := dead.Delete(k[8:]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

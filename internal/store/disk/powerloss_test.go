@@ -31,12 +31,15 @@ import (
 // index as last committed, read through a read transaction. Each point is
 // also reopened with no index at all, rebuilt from the segments alone.
 
-// ack is a put the engine acknowledged: once Put returned, the object
-// must survive any crash until it expires.
+// ack is a put or a delete the engine acknowledged: once Put returned,
+// the object must survive any crash until it expires, unless a delete of
+// its key follows; once Delete returned, the key must stay deleted until a
+// put follows.
 type ack struct {
-	key    id.ID
-	data   []byte
-	expiry time.Time
+	key     id.ID
+	data    []byte
+	expiry  time.Time
+	deleted bool
 }
 
 // crashState is what a crash point keeps beside the segments as synced.
@@ -57,6 +60,8 @@ type powerCut struct {
 
 	mu   sync.Mutex
 	acks []ack
+
+	deletesChecked int
 }
 
 func newPowerCut(t *testing.T) *powerCut {
@@ -134,8 +139,12 @@ func (p *powerCut) close(d *Disk) {
 // several segments and writers share them. Expiries spread over three
 // windows, plus short-lived objects (ttl 10 min, outside the tree) for
 // reclamation; every fifth put does not wait, and every seventh puts its
-// object again with a later expiry.
-func (p *powerCut) put(d *Disk, round, n int) {
+// object again with a later expiry. With deletes, every fourth key is
+// deleted, and every other one of those put again, as an opaque object of
+// other bytes that lives less long.
+func (p *powerCut) put(d *Disk, round, n int) { p.putDelete(d, round, n, false) }
+
+func (p *powerCut) putDelete(d *Disk, round, n int, deletes bool) {
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
@@ -153,7 +162,7 @@ func (p *powerCut) put(d *Disk, round, n int) {
 					return
 				}
 				if !noWait {
-					p.acked(ack{key, data, expiry})
+					p.acked(ack{key, data, expiry, false})
 				}
 				if i%7 == 6 {
 					expiry = expiry.Add(time.Minute)
@@ -161,12 +170,35 @@ func (p *powerCut) put(d *Disk, round, n int) {
 						p.t.Errorf("re-put: %v", err)
 						return
 					}
-					p.acked(ack{key, data, expiry})
+					p.acked(ack{key, data, expiry, false})
+				}
+				if deletes && i%4 == 1 && !p.deleteAndPut(d, r, key, i%8 == 5) {
+					return
 				}
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// deleteAndPut deletes key and, if again, puts other bytes under it.
+func (p *powerCut) deleteAndPut(d *Disk, r *rand.Rand, key id.ID, again bool) bool {
+	if err := d.Delete(key); err != nil {
+		p.t.Errorf("delete: %v", err)
+		return false
+	}
+	p.acked(ack{key: key, deleted: true})
+	if !again {
+		return true
+	}
+	data, _ := storetest.Blob(r, 50+r.IntN(500))
+	expiry := p.clock().Add(20 * time.Minute)
+	if err := d.Put(key, data, expiry, store.PutOptions{Opaque: true}); err != nil {
+		p.t.Errorf("put after delete: %v", err)
+		return false
+	}
+	p.acked(ack{key, data, expiry, false})
+	return true
 }
 
 // restoreIndex puts index (nil: none) where the engine opens it.
@@ -193,9 +225,12 @@ func (p *powerCut) check(i int, cp powercut.Point[crashState], index []byte) (ch
 		t.Fatalf("crash point %d (index kept: %v): reopening: %v", i, index != nil, err)
 	}
 	defer d.Close()
-	for _, a := range p.acks[:cp.State.acked] {
-		if !a.expiry.After(now) {
-			continue // expired: its window may be reclaimed
+	for j, a := range p.acks[:cp.State.acked] {
+		last, next := p.lastOp(a.key, cp.State.acked)
+		if last != j || a.deleted || next != nil && next.deleted || !a.expiry.After(now) {
+			// A later op decides, or a delete in flight may have landed,
+			// or it expired and its window may be reclaimed.
+			continue
 		}
 		checked++
 		data, m, err := d.Get(a.key)
@@ -211,10 +246,57 @@ func (p *powerCut) check(i int, cp powercut.Point[crashState], index []byte) (ch
 		}
 		missing++
 	}
+	p.checkDeleted(d, i, cp.State.acked, index != nil)
 	if err := d.CheckTree(); err != nil {
 		t.Errorf("crash point %d (index kept: %v): %v", i, index != nil, err)
 	}
 	return checked, missing
+}
+
+// lastOp returns the index of the last of the first n acks on key (-1 if
+// none), and the ack on key after it, nil if none: an op that may have
+// been in flight at the crash.
+func (p *powerCut) lastOp(key id.ID, n int) (last int, next *ack) {
+	last = -1
+	for i, a := range p.acks {
+		if a.key != key {
+			continue
+		}
+		if i >= n {
+			return last, &p.acks[i]
+		}
+		last = i
+	}
+	return last, nil
+}
+
+// checkDeleted checks, in d reopened from a crash point with n acks in,
+// that every key whose last acknowledged op was a delete is still deleted,
+// unless a put after it was in flight and landed.
+func (p *powerCut) checkDeleted(d *Disk, i, n int, withIndex bool) {
+	p.t.Helper()
+	for j, a := range p.acks[:n] {
+		if !a.deleted {
+			continue
+		}
+		if last, next := p.lastOp(a.key, n); last == j {
+			p.checkGone(d, i, a.key, next, withIndex)
+		}
+	}
+}
+
+// checkGone checks that deleted key is not found, or holds what next, a
+// put in flight at the crash, brought.
+func (p *powerCut) checkGone(d *Disk, i int, key id.ID, next *ack, withIndex bool) {
+	p.t.Helper()
+	p.deletesChecked++
+	data, _, err := d.Get(key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err == nil && next != nil && bytes.Equal(data, next.data):
+	default:
+		p.t.Errorf("crash point %d (index kept: %v): deleted %v came back: %d bytes, %v", i, withIndex, key, len(data), err)
+	}
 }
 
 // TestPowerLossAtEverySync runs a workload on a MemFS that records, before
@@ -268,7 +350,14 @@ func TestPowerLossAtEverySync(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	p.checkPoints()
+}
 
+// checkPoints reopens the engine from every crash point recorded, with
+// the index as last committed and with none, and checks it (check).
+func (p *powerCut) checkPoints() {
+	t := p.t
+	t.Helper()
 	points := p.rec.Points()
 	checked, missing, reopened := 0, 0, 0
 	for i, cp := range points {
@@ -284,10 +373,60 @@ func TestPowerLossAtEverySync(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("power loss, store: %d crash points (one before each sync, one after the last), %d reopens, %d acknowledged objects checked, %d missing (%d puts acknowledged)",
-		len(points), reopened, checked, missing, len(p.acks))
+	t.Logf("power loss, store: %d crash points (one before each sync, one after the last), %d reopens, %d acknowledged objects checked, %d missing (%d puts and deletes acknowledged); %d deleted keys checked",
+		len(points), reopened, checked, missing, len(p.acks), p.deletesChecked)
 	if min := 40; len(points) < min {
 		t.Errorf("only %d crash points; the workload should sync at least %d times", len(points), min)
+	}
+}
+
+// TestPowerLossWithDeletes is TestPowerLossAtEverySync's workload with
+// deletes among the puts (a quarter of the keys, half of those put again
+// with other bytes), and a Maintain that rewrites the segments left less
+// than half live. At every crash point, no key whose delete was
+// acknowledged comes back, and no acknowledged put is lost.
+func TestPowerLossWithDeletes(t *testing.T) {
+	p := newPowerCut(t)
+	mem := vfs.NewMem()
+	p.rec.Record(mem)
+	n := 12
+	if testing.Short() {
+		n = 6
+	}
+	d := p.open(mem)
+	p.putDelete(d, 1, n, true)
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	p.putDelete(d, 2, n, true)
+	cut := p.rec.Cut(mem)
+	mem = cut.FS
+	p.close(d)
+	p.restoreIndex(cut.State.index)
+	p.rec.Record(mem)
+
+	d = p.open(mem)
+	p.putDelete(d, 3, n, true)
+	p.close(d)
+
+	d = p.open(mem)
+	p.putDelete(d, 4, n, true)
+	if err := d.Maintain(); err != nil {
+		t.Fatal(err)
+	}
+	p.advance(30 * time.Minute)
+	p.putDelete(d, 5, n, true)
+	if err := d.Maintain(); err != nil {
+		t.Fatal(err)
+	}
+	p.close(d)
+	p.rec.Last(mem)
+	if t.Failed() {
+		t.FailNow()
+	}
+	p.checkPoints()
+	if p.deletesChecked == 0 {
+		t.Fatal("no deleted key was checked")
 	}
 }
 
@@ -303,7 +442,7 @@ func TestSegmentCreationSyncsTheDirectory(t *testing.T) {
 	if err := d.Put(key, data, expiry, store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p.acked(ack{key, data, expiry})
+	p.acked(ack{key, data, expiry, false})
 	cp := p.rec.Now(mem)
 	p.close(d)
 	for _, index := range [][]byte{cp.State.index, nil} {
@@ -333,7 +472,7 @@ func TestFailedSegmentSyncIsNotAcknowledged(t *testing.T) {
 		if err := d.Put(key, data, expiry, store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		p.acked(ack{key, data, expiry})
+		p.acked(ack{key, data, expiry, false})
 	}
 	failing.Store(true)
 	data, key := storetest.Blob(r, 500)

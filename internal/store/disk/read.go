@@ -27,7 +27,8 @@ func (d *Disk) find(key id.ID) (entry, bool, error) {
 
 // lookup is find without an error for a missing key: Put asks about every
 // new key, and formatting the error cost a small put more than its index
-// read.
+// read. A deleted key is not found, and e is then its dead entry, whose
+// tomb a put after the delete must outlive.
 func (d *Disk) lookup(key id.ID) (e entry, pending, found bool, err error) {
 	if err := d.opt.CheckKey(key); err != nil {
 		return entry{}, false, false, err
@@ -43,12 +44,16 @@ func (d *Disk) lookup(key id.ID) (e entry, pending, found bool, err error) {
 	}
 	d.mu.Unlock()
 	if ok {
-		return e, true, true, nil
+		return e, true, e.live(), nil
 	}
 	d.db.View(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bIndex).Get(key.Bytes()); v != nil {
 			found = true
 			e, err = decodeEntry(v)
+		} else if v := tx.Bucket(bDead).Get(key.Bytes()); v != nil {
+			var t tomb
+			t, err = decodeTomb(v)
+			e = deadEntry(t)
 		}
 		return nil
 	})
@@ -117,9 +122,14 @@ func (d *Disk) quarantine(key id.ID, bad entry, why string) error {
 	d.maintMu.Lock()
 	defer d.maintMu.Unlock()
 	d.mu.Lock()
-	if e, ok := d.active[key]; ok && e.seg == bad.seg && e.off == bad.off {
-		delete(d.active, key)
+	if e, ok := d.active[key]; ok && e.live() && e.at(bad) {
+		if e.tomb.seg != 0 {
+			d.active[key] = deadEntry(e.tomb) // the delete before it stands
+		} else {
+			delete(d.active, key)
+		}
 	}
+	d.dropped(key, bad)
 	d.stats.Quarantined++
 	d.mu.Unlock()
 	err := d.db.Update(func(tx *bolt.Tx) error {
@@ -220,10 +230,13 @@ func (d *Disk) Stats() store.Stats {
 	for _, seg := range d.segs {
 		s.ByExpiry[store.ExpiryBucket(d.opt.WindowEnd(seg.window), now)] += seg.size
 	}
-	pending := len(d.active) + len(d.flushing)
+	pending := 0
 	for _, m := range []map[id.ID]entry{d.active, d.flushing} {
 		for _, e := range m {
-			s.ObjectsByExpiry[d.expiryBucket(e.expiry, now)]++
+			if e.live() {
+				pending++
+				s.ObjectsByExpiry[d.expiryBucket(e.expiry, now)]++
+			}
 		}
 	}
 	d.mu.Unlock()

@@ -11,7 +11,8 @@ import (
 //
 //	offset  size  field
 //	0       4     magic "TRD1"
-//	4       1     flags (flagOpaque: the key is not the content hash)
+//	4       1     flags (flagOpaque: the key is not the content hash;
+//	              flagTombstone: a delete, with no data)
 //	5       1     key length, 1..64
 //	6       2     zero
 //	8       4     data length
@@ -27,13 +28,19 @@ import (
 // with odds of 2^-64. They run at over 10 GB/s, where SHA-256 runs at about
 // 1 GB/s per core here, so reads check them rather than the content hash,
 // which Put checks once before the record is written (docs/storage.md).
+//
+// A tombstone is the record of a delete: no data, and in place of an
+// expiry its cutoff. Every record of its key that expires at or before the
+// cutoff is dead, wherever and in whatever order recovery meets it, and
+// the tombstone lives in the cutoff's window, so it outlasts them.
 const (
 	recordMagic  = "TRD1"
 	headerBytes  = 20
 	trailerBytes = 8
 	maxKeyBytes  = 64
 
-	flagOpaque = 1 << 0
+	flagOpaque    = 1 << 0
+	flagTombstone = 1 << 1
 
 	// formatMaxData bounds a record's data in the format itself. Reading
 	// checks against it, not store.Options.MaxObject, so lowering the put limit
@@ -95,11 +102,14 @@ func peekLen(b []byte, maxData int) (int, error) {
 	if string(b[:4]) != recordMagic {
 		return 0, fmt.Errorf("%w: no magic", errBadRecord)
 	}
-	if b[4]&^flagOpaque != 0 || b[6] != 0 || b[7] != 0 {
+	if b[4]&^(flagOpaque|flagTombstone) != 0 || b[4] == flagOpaque|flagTombstone || b[6] != 0 || b[7] != 0 {
 		return 0, fmt.Errorf("%w: unknown flags", errBadRecord)
 	}
 	k := int(b[5])
 	n := binary.LittleEndian.Uint32(b[8:12])
+	if b[4]&flagTombstone != 0 && n != 0 {
+		return 0, fmt.Errorf("%w: a tombstone with %d bytes of data", errBadRecord, n)
+	}
 	if k == 0 || k > maxKeyBytes {
 		return 0, fmt.Errorf("%w: key length %d", errBadRecord, k)
 	}

@@ -24,16 +24,19 @@ var errWindow = errors.New("window size differs from the store's")
 // watermark into the index, and cuts torn tails. Segments the index knows
 // but the directory lacks lose their index entries.
 func (d *Disk) recover() error {
-	known := map[uint64][2]int64{} // id → window, watermark
+	known := map[uint64]segMark{}
 	err := d.db.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(bDead).Cursor().First(); k != nil {
+			d.deleted.Store(true)
+		}
 		// Segment names and reclamation depend on the window size, so a
 		// store keeps the one it was made with.
 		if v := tx.Bucket(bMeta).Get(metaWindow); len(v) == 8 && int64(binary.BigEndian.Uint64(v)) != int64(d.opt.Window) {
 			return fmt.Errorf("%w: made with %v windows, opened with %v", errWindow, time.Duration(binary.BigEndian.Uint64(v)), d.opt.Window)
 		}
 		return tx.Bucket(bSegs).ForEach(func(k, v []byte) error {
-			if len(k) == 8 && len(v) == 16 {
-				known[binary.BigEndian.Uint64(k)] = [2]int64{int64(binary.BigEndian.Uint64(v[:8])), int64(binary.BigEndian.Uint64(v[8:]))}
+			if m, ok := decodeSegMark(v); ok && len(k) == 8 {
+				known[binary.BigEndian.Uint64(k)] = m
 			}
 			return nil
 		})
@@ -64,9 +67,9 @@ func (d *Disk) recover() error {
 		if err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
-		s := &segment{id: sid, window: w, path: name, f: f}
+		s := &segment{id: sid, window: w, path: name, f: f, dead: known[sid].dead}
 		d.segs[sid] = s
-		from := known[sid][1]
+		from := known[sid].watermark
 		end, err := d.replaySegment(s, from, replay)
 		if err != nil {
 			return err
@@ -95,19 +98,21 @@ func (d *Disk) recover() error {
 			return err
 		}
 		for sid, m := range known {
-			log.Printf("store: segment %d of window %d is missing; dropping its index entries", sid, m[0])
-			if err := unindexWindow(tx, &d.opt, m[0], map[uint64]bool{sid: true}); err != nil {
+			log.Printf("store: segment %d of window %d is missing; dropping its index entries", sid, m.window)
+			if err := unindexWindow(tx, &d.opt, m.window, map[uint64]bool{sid: true}); err != nil {
 				return err
 			}
 			if err := tx.Bucket(bSegs).Delete(segKey(sid)); err != nil {
 				return err
 			}
 		}
-		if err := applyEntries(tx, replay); err != nil {
+		dead, err := applyEntries(tx, replay)
+		if err != nil {
 			return err
 		}
 		for _, s := range d.segs {
-			if err := tx.Bucket(bSegs).Put(segKey(s.id), segValue(s.window, s.size)); err != nil {
+			s.dead += dead[s.id]
+			if err := tx.Bucket(bSegs).Put(segKey(s.id), segMark{s.window, s.size, s.dead}.encode()); err != nil {
 				return err
 			}
 		}
@@ -155,15 +160,22 @@ func (d *Disk) replaySegment(s *segment, from int64, replay map[id.ID]entry) (in
 		key, err := id.FromBytes(r.key)
 		if err == nil && key.Width() == d.opt.KeyWidth {
 			e := entry{seg: s.id, off: pos, size: len(r.data), expiry: r.expiry}
-			if r.flags&flagOpaque != 0 {
+			switch {
+			case r.flags&flagTombstone != 0:
+				e = deadEntry(tomb{seg: s.id, off: pos, cutoff: r.expiry})
+				d.deleted.Store(true)
+			case r.flags&flagOpaque != 0:
 				e.flags |= entryOpaque
 			}
-			if d.opt.EntersTree(time.Unix(0, r.expiry), now) {
+			if e.live() && d.opt.EntersTree(time.Unix(0, r.expiry), now) {
 				e.flags |= entryInTree
 			}
-			if old, ok := replay[key]; !ok || e.supersedes(old) {
-				replay[key] = e
+			if old, ok := replay[key]; ok {
+				var gone [2]entry
+				e, gone = fold(old, e)
+				d.dropped(key, gone[:]...)
 			}
+			replay[key] = e
 		}
 		pos += int64(n)
 	}

@@ -33,12 +33,13 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutO
 	}
 	expiry = d.opt.Retain(expiry, now)
 	var mu *sync.Mutex
-	if !opt.Fresh || opt.Opaque {
+	if !opt.Fresh || opt.Opaque || d.deleted.Load() {
 		// What is stored decides the put, so no other put of key may come
 		// between the look and the append.
 		mu = &d.keyMu[keyLock(key)]
 		mu.Lock()
-		durable, done, err := d.reput(key, data, expiry, opt)
+		var done bool
+		durable, done, expiry, err = d.reput(key, data, expiry, opt)
 		if err != nil || done {
 			mu.Unlock()
 			return durable, err
@@ -91,35 +92,40 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutO
 // reput decides a put of key that may be stored already: done when the
 // stored object is this one and lasts until expiry (durable waits for it),
 // store.ErrConflict when it is another object, neither when the put must
-// append (key is not stored, or this object is and expiry extends it). A
-// stored opaque object found damaged while comparing is quarantined, so
-// the put stores its copy instead. The caller holds key's lock.
-func (d *Disk) reput(key id.ID, data []byte, expiry time.Time, opt store.PutOptions) (durable func() error, done bool, err error) {
+// append (key is not stored, or this object is and expiry extends it),
+// with the expiry to append with: past the cutoff of key's tombstone, if
+// it was deleted. A stored opaque object found damaged while comparing is
+// quarantined, so the put stores its copy instead. The caller holds key's
+// lock.
+func (d *Disk) reput(key id.ID, data []byte, expiry time.Time, opt store.PutOptions) (durable func() error, done bool, _ time.Time, err error) {
 	e, pending, found, err := d.lookup(key)
 	if err != nil || !found {
-		return nil, false, err
+		if t := e.tomb; err == nil && t.seg != 0 && expiry.UnixNano() <= t.cutoff {
+			expiry = time.Unix(0, t.cutoff+1)
+		}
+		return nil, false, expiry, err
 	}
 	if opaque := e.flags&entryOpaque != 0; opaque != opt.Opaque {
-		return nil, false, fmt.Errorf("%w: %v holds %s", store.ErrConflict, key, kind(opaque))
+		return nil, false, expiry, fmt.Errorf("%w: %v holds %s", store.ErrConflict, key, kind(opaque))
 	}
 	if opt.Opaque {
 		stored, _, err := d.GetInto(key, nil)
 		switch {
 		case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrNotFound):
-			return nil, false, nil // quarantined or reclaimed since the look
+			return nil, false, expiry, nil // quarantined or reclaimed since the look
 		case err != nil:
-			return nil, false, err
+			return nil, false, expiry, err
 		case !bytes.Equal(stored, data):
-			return nil, false, fmt.Errorf("%w: %v holds other opaque bytes", store.ErrConflict, key)
+			return nil, false, expiry, fmt.Errorf("%w: %v holds other opaque bytes", store.ErrConflict, key)
 		}
 	}
 	if e.expiry < expiry.UnixNano() {
-		return nil, false, nil
+		return nil, false, expiry, nil
 	}
 	if pending {
-		return d.waitGroup, true, nil
+		return d.waitGroup, true, expiry, nil
 	}
-	return func() error { return nil }, true, nil
+	return func() error { return nil }, true, expiry, nil
 }
 
 // keyLocks is how many locks serialise the puts of one key (keyLock).
@@ -146,8 +152,8 @@ func (e entry) supersedes(old entry) bool {
 	return e.flags&entryOpaque == old.flags&entryOpaque && e.expiry >= old.expiry
 }
 
-// append writes rec to its window's segment and records it as pending.
-// d.mu is held.
+// append writes rec, the record of e (an object, or a tombstone if e is
+// dead), to its window's segment and records it as pending. d.mu is held.
 func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
 	switch {
 	case d.closed:
@@ -155,7 +161,7 @@ func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
 	case d.failed != nil:
 		return nil, d.failed
 	}
-	if old, ok := d.active[key]; ok && old.flags&entryOpaque != e.flags&entryOpaque {
+	if old, ok := d.active[key]; ok && old.live() && e.live() && old.flags&entryOpaque != e.flags&entryOpaque {
 		// A Fresh put that was not: the object there stays.
 		return nil, fmt.Errorf("%w: %v holds %s", store.ErrConflict, key, kind(old.flags&entryOpaque != 0))
 	}
@@ -164,7 +170,8 @@ func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
 		return nil, fmt.Errorf("%w: its window has been reclaimed", store.ErrExpired)
 	}
 	n := int64(len(rec[0]) + len(rec[1]) + len(rec[2]))
-	if c := d.opt.Capacity; c > 0 && d.usage+n > c {
+	// A tombstone is let past a full store: a delete is how room is made.
+	if c := d.opt.Capacity; c > 0 && d.usage+n > c && e.live() {
 		return nil, fmt.Errorf("%w: %d of %d bytes used", store.ErrFull, d.usage, c)
 	}
 	s, err := d.appendTarget(w, n)
@@ -179,14 +186,31 @@ func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
 		}
 		return nil, diskErr(fmt.Errorf("writing %s: %w", s.path, err))
 	}
-	e.seg, e.off = s.id, s.size
-	if old, ok := d.active[key]; !ok || e.supersedes(old) {
-		d.active[key] = e
+	if e.live() {
+		e.seg, e.off = s.id, s.size
+	} else {
+		e.tomb.seg, e.tomb.off = s.id, s.size
 	}
+	if old, ok := d.active[key]; ok {
+		var gone [2]entry
+		e, gone = fold(old, e)
+		d.dropped(key, gone[:]...)
+	}
+	d.active[key] = e
 	s.size += n
 	d.usage += n
 	d.dirty[s] = struct{}{}
 	return d.group, nil
+}
+
+// dropped counts the records of es, which no longer hold key's object, as
+// dead bytes of their segments. d.mu is held.
+func (d *Disk) dropped(key id.ID, es ...entry) {
+	for _, e := range es {
+		if s := d.segs[e.seg]; s != nil && e.seg != 0 {
+			s.dead += int64(e.recordLen(key.Width()))
+		}
+	}
 }
 
 // appendTarget returns the open segment of window w with room for n more

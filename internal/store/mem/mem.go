@@ -24,6 +24,7 @@ type Mem struct {
 	windows map[int64]*memWindow
 	tree    *merkle.Mem
 	expiry  *btree.BTreeG[expKey] // tree keys by expiry, to drop them on time
+	dying   map[int64]struct{}    // windows with dead bytes, for compact
 	usage   int64
 	stats   store.Stats
 	guard   store.ClockGuard // the time things expire at
@@ -39,6 +40,10 @@ type memObject struct {
 type memWindow struct {
 	bytes int64
 	keys  map[id.ID]struct{}
+	// dead is the bytes of objects no longer stored (deleted, replaced by
+	// a later copy, quarantined) that still count in bytes, as their
+	// records still take space in disk.Disk's segments.
+	dead int64
 }
 
 type expKey struct {
@@ -69,6 +74,7 @@ func New(opt store.Options) *Mem {
 		windows: make(map[int64]*memWindow),
 		tree:    merkle.NewMem(),
 		expiry:  btree.NewG(32, lessExp),
+		dying:   make(map[int64]struct{}),
 	}
 }
 
@@ -112,7 +118,7 @@ func (m *Mem) Put(key id.ID, data []byte, expiry time.Time, opt store.PutOptions
 		o.data = append([]byte(nil), data...)
 	}
 	if old != nil {
-		delete(m.windows[old.window].keys, key)
+		m.forget(key, old)
 		o.meta.InTree = m.tree.Has(key.Bytes())
 		if o.meta.InTree {
 			m.expiry.Delete(expKey{old.meta.Expiry.UnixNano(), key})
@@ -189,14 +195,44 @@ func (m *Mem) Damage(key id.ID) error {
 // disk.Disk does, so that nothing serves it and a put stores a good copy;
 // its bytes count against capacity until its window is reclaimed.
 func (m *Mem) quarantine(key id.ID, o *memObject) error {
+	m.remove(key, o)
+	m.stats.Quarantined++
+	return fmt.Errorf("%w: %v", store.ErrCorrupt, key)
+}
+
+// Delete implements store.Engine. As disk.Disk writes a tombstone record
+// into the deleted object's window, the window's bytes grow by one with
+// no data; the object's own bytes count as dead until maintain drops them.
+func (m *Mem) Delete(key id.ID) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, err := m.lookup(key)
+	if err != nil {
+		return err
+	}
+	m.remove(key, o)
+	tomb := int64(store.ObjectBytes(key.Width(), 0))
+	m.windows[o.window].bytes += tomb
+	m.usage += tomb
+	return nil
+}
+
+// remove takes o, key's object, out of the store and the tree.
+func (m *Mem) remove(key id.ID, o *memObject) {
 	delete(m.objs, key)
-	delete(m.windows[o.window].keys, key)
+	m.forget(key, o)
 	if m.tree.Has(key.Bytes()) {
 		merkle.Update(m.tree, nil, [][]byte{key.Bytes()})
 		m.expiry.Delete(expKey{o.meta.Expiry.UnixNano(), key})
 	}
-	m.stats.Quarantined++
-	return fmt.Errorf("%w: %v", store.ErrCorrupt, key)
+}
+
+// forget takes o, key's object, out of its window, its bytes now dead.
+func (m *Mem) forget(key id.ID, o *memObject) {
+	w := m.windows[o.window]
+	delete(w.keys, key)
+	w.dead += int64(store.ObjectBytes(key.Width(), o.meta.Size))
+	m.dying[o.window] = struct{}{}
 }
 
 // Stat implements store.Engine.
@@ -279,6 +315,7 @@ func (m *Mem) expiryNow() time.Time { return m.guard.Now(m.opt.Now(), m.opt.Elap
 // high-water mark, at now from expiryNow.
 func (m *Mem) maintain(now time.Time) {
 	m.expireTree(now)
+	m.compact()
 	if m.opt.Capacity > 0 {
 		m.reclaim(now, int64(m.opt.HighWater*float64(m.opt.Capacity)))
 	}
@@ -297,6 +334,21 @@ func (m *Mem) expireTree(now time.Time) {
 	}
 	if len(gone) > 0 {
 		merkle.Update(m.tree, nil, gone)
+	}
+}
+
+// compact gives back the dead bytes of every window less than half live,
+// as disk.Disk rewrites such a segment.
+func (m *Mem) compact() {
+	for k := range m.dying {
+		delete(m.dying, k)
+		if w := m.windows[k]; w != nil && 2*w.dead > w.bytes {
+			w.bytes -= w.dead
+			m.usage -= w.dead
+			m.stats.Compacted++
+			m.stats.CompactedBytes += w.dead
+			w.dead = 0
+		}
 	}
 }
 

@@ -89,6 +89,11 @@ func RunContract(t *testing.T, open func(t *testing.T, opt store.Options) store.
 		{"UsageByExpiry", contractUsageByExpiry},
 		{"ClockStepExpiresNothing", contractClockStepExpiresNothing},
 		{"RetentionIsCapped", contractRetentionIsCapped},
+		{"Delete", contractDelete},
+		{"DeleteMissing", contractDeleteMissing},
+		{"PutAfterDelete", contractPutAfterDelete},
+		{"ConcurrentDeletes", contractConcurrentDeletes},
+		{"WideKeys", contractWideKeys},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, func(opt store.Options) store.Engine { return open(t, opt) })
