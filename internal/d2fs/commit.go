@@ -36,6 +36,7 @@ func (f *FS) commitLocked(ctx context.Context) error {
 		return fmt.Errorf("%w: closed", errIO)
 	}
 	if f.ro || !f.root.changed && len(f.unlinked) == 0 {
+		f.dirtySince = time.Time{}
 		return nil
 	}
 	now := f.cfg.Now()
@@ -55,7 +56,14 @@ func (f *FS) commitLocked(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		p.garbage = append(p.garbage, ks...)
+		if n.opens == 0 || len(ks) == 0 {
+			p.garbage = append(p.garbage, ks...)
+			continue
+		}
+		p.apply = append(p.apply, func() {
+			n.pinned = ks
+			f.pinned = append(f.pinned, n)
+		})
 	}
 	sb := encodeSuper(&super{Gen: p.gen, NextIno: f.nextIno, Root: root})
 	if err := f.blocks.PutIf(ctx, superKey(f.vol, p.gen), [32]byte{}, sb); err != nil {

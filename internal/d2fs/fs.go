@@ -103,6 +103,7 @@ type FS struct {
 	nextIno    uint32
 	root       *Inode
 	unlinked   []*Inode // unlinked since the last commit: their blocks go at the next
+	pinned     []*Inode // unlinked and committed, but still open: their blocks wait
 	dirtyBytes int64
 	dirtySince time.Time // first change since the last commit; zero when clean
 	cache      map[key.Key][]byte
@@ -127,6 +128,8 @@ type Inode struct {
 	parent   *Inode // nil for the root and for unlinked inodes
 	changed  bool   // its record, or one below it, differs from the last commit
 	unlinked bool
+	opens    int       // open file descriptors (FUSE opens not yet released)
+	pinned   []key.Key // an unlinked file's blocks, kept while it is open
 
 	// Directories, once loaded:
 	children map[string]*Inode
@@ -280,6 +283,10 @@ func (f *FS) Close(ctx context.Context) error {
 	}
 	err := f.commitLocked(ctx)
 	if err == nil {
+		for _, n := range f.pinned {
+			f.garbage = append(f.garbage, garbage{keys: n.pinned})
+		}
+		f.pinned = nil
 		err = f.collect(ctx, f.cfg.Now(), true)
 	}
 	if !f.ro && !f.lease.lost {
@@ -287,6 +294,27 @@ func (f *FS) Close(ctx context.Context) error {
 	}
 	f.closed = true
 	return err
+}
+
+// Opened notes that n was opened: if it is unlinked, its blocks stay
+// until it is released.
+func (f *FS) Opened(n *Inode) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n.opens++
+}
+
+// Released notes that an open of n was closed; the last close of an
+// unlinked file lets its blocks go (KeepOld later).
+func (f *FS) Released(n *Inode) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n.opens--; n.opens > 0 || n.pinned == nil {
+		return
+	}
+	f.garbage = append(f.garbage, garbage{at: f.cfg.Now().Add(f.cfg.KeepOld), keys: n.pinned})
+	n.pinned = nil
+	f.pinned = slices.DeleteFunc(f.pinned, func(m *Inode) bool { return m == n })
 }
 
 // collect deletes the garbage whose time has come (all of it if all).

@@ -367,3 +367,44 @@ func TestFileTooBig(t *testing.T) {
 		t.Fatalf("truncate past the last block: %v, want EFBIG", err)
 	}
 }
+
+// An unlinked file stays readable while open, past KeepOld; its blocks
+// go once it is released.
+func TestUnlinkedWhileOpen(t *testing.T) {
+	ctx := context.Background()
+	f, b, _, c := newVolume(t)
+	data := pattern(3*BlockBytes, 7)
+	n := writeFile(t, f, "f", data)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.Opened(n)
+	if err := f.Unlink(ctx, f.Root(), "f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Minute)
+	if err := f.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clear(f.cache) // read from the store
+	buf := make([]byte, len(data))
+	if got, err := f.ReadAt(ctx, n, buf, 0); err != nil || !bytes.Equal(buf[:got], data) {
+		t.Fatalf("read of an open unlinked file: %d bytes, %v", got, err)
+	}
+	if a := f.Attr(n); a.Nlink != 0 || a.Size != uint64(len(data)) {
+		t.Fatalf("attr of an open unlinked file: %+v", a)
+	}
+	f.Released(n)
+	c.Advance(time.Minute)
+	if err := f.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range b.Keys() {
+		if key.SameFile(k, n.Key()) {
+			t.Fatalf("block %v of the released file is still stored", k)
+		}
+	}
+}

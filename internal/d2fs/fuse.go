@@ -181,6 +181,7 @@ func (x *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if err != nil {
 		return nil, nil, 0, errno(err)
 	}
+	x.d.Opened(c)
 	return x.child(ctx, c, out), nil, 0, 0
 }
 
@@ -193,6 +194,7 @@ func (x *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 			return nil, 0, errno(err)
 		}
 	}
+	x.d.Opened(x.n)
 	return nil, 0, 0
 }
 
@@ -223,8 +225,12 @@ func (x *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall
 	return errno(x.d.Sync(ctx))
 }
 
-// Release implements fs.NodeReleaser.
-func (x *node) Release(ctx context.Context, f fs.FileHandle) syscall.Errno { return 0 }
+// Release implements fs.NodeReleaser: the last release of an unlinked
+// file lets its blocks go.
+func (x *node) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
+	x.d.Released(x.n)
+	return 0
+}
 
 // Unlink implements fs.NodeUnlinker.
 func (x *node) Unlink(ctx context.Context, name string) syscall.Errno {
