@@ -1,0 +1,91 @@
+package d2
+
+import (
+	"slices"
+
+	"triad/internal/node"
+	"triad/internal/wire"
+)
+
+// Load balancing (§6, Figs. 4-5): once per probe interval a node samples a
+// random node, by a short random walk over long links and successors; if
+// that node's primary load is more than t times its own, it leaves and
+// rejoins as its predecessor, at the median key of its range, taking half
+// its load. The node it joins hands it pointers, not blocks; they are
+// fetched after the pointer stabilization time, or handed on.
+
+// maxWalk bounds the random walk's steps.
+const maxWalk = 8
+
+// probe samples a random node and moves if it is loaded past t times this
+// node.
+func (n *Node) probe(env node.Env) {
+	if !n.joined || n.alone() || n.cfg.Threshold <= 0 {
+		return
+	}
+	if !n.lastMove.IsZero() && env.Now().Sub(n.lastMove) < n.cfg.Probe {
+		return
+	}
+	start := n.known()
+	if len(start) == 0 {
+		return
+	}
+	n.Stats.Probes++
+	steps := min(maxWalk, max(2, len(n.links)/2+1))
+	n.walk(env, start[env.Rand().IntN(len(start))], steps)
+}
+
+// walk takes one step of the random walk at at.
+func (n *Node) walk(env node.Env, at wire.D2Ref, left int) {
+	n.call(env, at.Node.Addr, &wire.D2GetNeighbors{}, func(env node.Env, reply wire.Msg, err error) {
+		nb, ok := reply.(*wire.D2Neighbors)
+		if err != nil || !ok || !n.joined {
+			return
+		}
+		if left > 1 {
+			next := slices.DeleteFunc(append(slices.Clone(nb.Links), nb.Succs...), func(r wire.D2Ref) bool {
+				return r.Node.Addr == n.self.Addr
+			})
+			if len(next) > 0 {
+				n.walk(env, next[env.Rand().IntN(len(next))], left-1)
+				return
+			}
+		}
+		n.consider(env, nb)
+	})
+}
+
+// consider moves next to the sampled node if its load calls for it.
+func (n *Node) consider(env node.Env, nb *wire.D2Neighbors) {
+	mine := n.Load()
+	if nb.Self.Node.Addr == n.self.Addr || nb.Load < 2 || float64(nb.Load) <= n.cfg.Threshold*float64(mine) {
+		return
+	}
+	med := nb.Median
+	if med.IsZero() || !med.Between(n.predOf(nb), nb.Self.Pos) || med == n.pos {
+		return
+	}
+	n.move(env, nb.Self, nb)
+}
+
+// move leaves this node's position and rejoins at the median of target's
+// range, as target's predecessor.
+func (n *Node) move(env node.Env, target wire.D2Ref, nb *wire.D2Neighbors) {
+	n.Stats.Moves++
+	n.lastMove = env.Now()
+	n.leave(env)
+	n.rejoin = n.rejoin[:0]
+	for _, r := range append([]wire.D2Ref{target}, n.succs...) {
+		if len(n.rejoin) < 4 && r.Node.Addr != n.self.Addr {
+			n.rejoin = append(n.rejoin, r.Node.Addr)
+		}
+	}
+	n.joined = false
+	n.pred, n.preds, n.succs, n.links = wire.D2Ref{}, nil, nil, nil
+	n.building, n.fixing = nil, false
+	n.pos = nb.Median
+	n.joinSeq++
+	seq := n.joinSeq
+	env.After(n.cfg.Stabilize, joinTimer{seq: seq})
+	n.joinAt(env, target, seq, 0)
+}

@@ -1,0 +1,98 @@
+package d2
+
+import (
+	"errors"
+	"time"
+
+	"triad/internal/id"
+)
+
+// KeyBytes is the width of D2's keys and positions: 64 bytes (§4, Fig. 3).
+const KeyBytes = id.MaxBytes
+
+// Config sets a node's D2. Zero fields are invalid unless noted; start
+// from DefaultConfig.
+type Config struct {
+	// Replicas is r, the successors of a key that store its block (3;
+	// §3). The successor list holds Replicas+3 nodes.
+	Replicas int
+	// BlockBytes bounds a block (8 KB; §3). Up to wire.MaxD2Block.
+	BlockBytes int
+	// Probe is the load-balancing probe interval (10 minutes; §8.1): a
+	// node samples one random node per interval, and moves at most once
+	// per interval.
+	Probe time.Duration
+	// Threshold is t: a node moves when the node it sampled has more than
+	// t times its primary load (4; §6). Zero turns balancing off.
+	Threshold float64
+	// PointerStabilization is how long a new owner holds a block pointer
+	// before it fetches the block (1 hour; §6, §8.1).
+	PointerStabilization time.Duration
+	// CacheTTL is how long a lookup-cache entry lives (1.25 hours; §5).
+	// Zero turns the cache off.
+	CacheTTL time.Duration
+	// MaxCache bounds the lookup cache's entries (4096); the oldest go
+	// first.
+	MaxCache int
+	// Stabilize is how often a node checks its successor and predecessor
+	// (30 s).
+	Stabilize time.Duration
+	// FixLinks is how often a node rebuilds its long links (30 s).
+	FixLinks time.Duration
+	// Sync is how often a node pushes its primary blocks to the replicas
+	// that lack them, fetches due pointers and drops what it no longer
+	// replicates (5 minutes).
+	Sync time.Duration
+	// MaxBlocks bounds the keys (blocks and pointers) a node holds
+	// (1,000,000): past it, stores are refused as full.
+	MaxBlocks int
+	// MaxPending bounds the client requests and lookups a node has in
+	// flight (4096): past it, new ones are refused as busy.
+	MaxPending int
+	// MaxHops bounds a lookup's steps (64).
+	MaxHops int
+	// Retention is the expiry a stored block is given in the engine,
+	// which wants one: D2's blocks live until deleted, so a year, pushed
+	// on whenever the block is stored again.
+	Retention time.Duration
+	// MaxFetchesPerSync bounds the pointer fetches and replica pushes of
+	// one sync round (512), so that a node's migration traffic is paced.
+	MaxFetchesPerSync int
+}
+
+// DefaultConfig is the paper's: r = 3, 8 KB blocks, a 10-minute probe, t =
+// 4, a 1-hour pointer stabilization time and a 1.25-hour cache TTL.
+func DefaultConfig() Config {
+	return Config{
+		Replicas: 3, BlockBytes: 8 << 10, Probe: 10 * time.Minute, Threshold: 4,
+		PointerStabilization: time.Hour, CacheTTL: 75 * time.Minute, MaxCache: 4096,
+		Stabilize: 30 * time.Second, FixLinks: 30 * time.Second, Sync: 5 * time.Minute,
+		MaxBlocks: 1_000_000, MaxPending: 4096, MaxHops: 64, Retention: 365 * 24 * time.Hour,
+		MaxFetchesPerSync: 512,
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Replicas < 1 || c.Replicas > 8:
+		return errors.New("d2: replicas must be 1 to 8")
+	case c.BlockBytes < 1 || c.BlockBytes > maxBlockBytes:
+		return errors.New("d2: block size must be 1 byte to 64 KiB")
+	case c.Probe <= 0 || c.Stabilize <= 0 || c.FixLinks <= 0 || c.Sync <= 0 || c.PointerStabilization < 0:
+		return errors.New("d2: probe, stabilize, link and sync intervals must be positive")
+	case c.Threshold != 0 && c.Threshold < 2:
+		return errors.New("d2: the balancing threshold t must be 0 (off) or at least 2")
+	case c.CacheTTL < 0 || c.MaxCache < 1:
+		return errors.New("d2: the cache TTL must not be negative and the cache must hold an entry")
+	case c.MaxBlocks < 1 || c.MaxPending < 1 || c.MaxHops < 1 || c.MaxFetchesPerSync < 1:
+		return errors.New("d2: block, pending, hop and fetch bounds must be positive")
+	case c.Retention < time.Hour:
+		return errors.New("d2: retention must be at least an hour")
+	}
+	return nil
+}
+
+// succsLen is the successor list's length: r + 3 (at least r + 2, so a
+// node that lost two successors still knows its r).
+func (c Config) succsLen() int { return c.Replicas + 3 }

@@ -1,0 +1,419 @@
+package d2
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"triad/internal/fault"
+	"triad/internal/host"
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/rpc"
+	"triad/internal/store"
+	"triad/internal/wire"
+)
+
+const maxBlockBytes = wire.MaxD2Block
+
+// Errors of the client API.
+var (
+	ErrNotFound  = fmt.Errorf("d2: %w", fault.ErrNotFound)
+	ErrBusy      = fmt.Errorf("d2: %w: too many requests in flight", fault.ErrBusy)
+	ErrNoRoute   = fmt.Errorf("d2: %w", fault.ErrNoRoute)
+	ErrBadKey    = fmt.Errorf("d2: %w: a key must be %d bytes", fault.ErrBadRequest, KeyBytes)
+	ErrTooLarge  = fmt.Errorf("d2: %w", fault.ErrTooLarge)
+	ErrNotJoined = fmt.Errorf("d2: %w: not on the ring yet", fault.ErrUnavailable)
+)
+
+// Stats are a node's counters: what an experiment reads.
+type Stats struct {
+	Lookups        uint64 // lookups started here (client requests whose cache missed, joins, moves)
+	LookupHops     uint64 // their steps, summed: D2FindSucc requests sent
+	LookupFailures uint64
+	LookupMsgs     uint64 // D2FindSucc requests sent and answered here
+	CacheHits      uint64 // client requests sent straight to a cached owner
+	CacheMisses    uint64 // client requests that needed a lookup
+	CacheWrong     uint64 // cached owners that said the key was not theirs
+
+	Puts, Gets, Deletes, Latests uint64 // client requests served as the gateway
+	BytesWritten                 uint64 // block bytes stored here (every copy counts where it lands)
+	Mismatches                   uint64 // blocks whose content hash did not match: skipped
+	NotFound                     uint64
+
+	Moves            uint64 // load-balancing moves this node made
+	Probes           uint64
+	PointersReceived uint64
+	PointersFetched  uint64
+	MigratedBytes    uint64 // block bytes fetched for pointers or pushed to replicas
+	ReplicasPushed   uint64
+	Dropped          uint64 // blocks and pointers dropped: no longer this node's to keep
+
+	BadRequests      uint64 // messages refused by Validate
+	RefusedPositions uint64 // positions claimed for another sender, refused
+	MovesDropped     uint64 // joins refused: their node moved within the probe interval
+	Busy             uint64 // requests refused: too many in flight
+}
+
+// Node is D2 on one host: a position on D2's ring, the blocks it stores,
+// its lookup cache and its load balancing. Create it with New; the host
+// runs it.
+type Node struct {
+	cfg        Config
+	h          *host.Host
+	engine     store.Engine
+	self       wire.NodeRef // the host's ring reference: the envelopes' sender
+	pos        id.ID
+	bootstraps []node.Addr
+
+	joined   bool
+	joinSeq  int
+	pred     wire.D2Ref
+	preds    []wire.D2Ref // pred first, as far as r back
+	succs    []wire.D2Ref
+	links    []wire.D2Ref // links[i]: the node about 2^i nodes on
+	building []wire.D2Ref // the links of the round in progress
+	fixing   bool
+	stopped  bool
+	lastMove time.Time
+	// rejoin are nodes near the last move's target, to rejoin through
+	// if that join fails (a first node has no bootstraps).
+	rejoin []node.Addr
+
+	idx     index
+	cache   cache
+	pending int // client requests and lookups in flight
+	seen    map[node.Addr]seenPos
+
+	Stats Stats
+}
+
+// seenPos is a peer's last position and when it changed: a node may move
+// once per probe interval.
+type seenPos struct {
+	pos     id.ID
+	changed time.Time
+}
+
+const maxSeen = 1 << 14
+
+// New makes the D2 node of the host h, with self the host's ring
+// reference, pos its first position (64 bytes), engine its store of 64-byte
+// keys (a second engine, Options.KeyWidth 64, kept across restarts by the
+// driver), joining through the first of bootstraps that answers (none: the
+// first node of a ring), and registers it on h.
+func New(cfg Config, h *host.Host, self wire.NodeRef, pos id.ID, engine store.Engine, bootstraps []node.Addr) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if self.ID.Width() != id.Bytes || self.Addr != h.Addr() {
+		return nil, fmt.Errorf("d2: node %v must have a %d-byte ring ID and the host's address %s", self, id.Bytes, h.Addr())
+	}
+	if pos.Width() != KeyBytes {
+		return nil, fmt.Errorf("d2: a position of %d bytes, want %d", pos.Width(), KeyBytes)
+	}
+	if engine == nil {
+		return nil, errors.New("d2: no engine")
+	}
+	n := &Node{cfg: cfg, h: h, engine: engine, self: self, pos: pos, seen: map[node.Addr]seenPos{}}
+	n.cache.max = cfg.MaxCache
+	for _, b := range bootstraps {
+		if b != "" && b != h.Addr() && !slices.Contains(n.bootstraps, b) {
+			n.bootstraps = append(n.bootstraps, b)
+		}
+	}
+	if err := h.Register(wire.TypeD2Join, n); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Me is the node's reference: its host's and its position.
+func (n *Node) Me() wire.D2Ref { return wire.D2Ref{Node: n.self, Pos: n.pos} }
+
+// Joined reports whether the node holds a position on the ring.
+func (n *Node) Joined() bool { return n.joined }
+
+// Pred is the node's predecessor (zero: none known).
+func (n *Node) Pred() wire.D2Ref { return n.pred }
+
+// Succs are the node's successors, nearest first (a copy).
+func (n *Node) Succs() []wire.D2Ref { return slices.Clone(n.succs) }
+
+// Links are the node's long links, nearest first (a copy).
+func (n *Node) Links() []wire.D2Ref { return slices.Clone(n.links) }
+
+// Load is the node's primary load: the blocks (and pointers) whose keys
+// lie in its range.
+func (n *Node) Load() int { return n.idx.count(n.rangeLo(), n.pos) }
+
+// Held is the number of keys the node holds, blocks and pointers, primary
+// and replica.
+func (n *Node) Held() int { return len(n.idx.items) }
+
+// Pointers is the number of block pointers the node holds.
+func (n *Node) Pointers() int { return n.idx.pointers }
+
+// Timers of the protocol.
+type (
+	stabilizeTimer struct{}
+	linksTimer     struct{}
+	probeTimer     struct{}
+	syncTimer      struct{}
+	joinTimer      struct{ seq int }
+)
+
+func (stabilizeTimer) String() string { return "d2-stabilize" }
+func (linksTimer) String() string     { return "d2-links" }
+func (probeTimer) String() string     { return "d2-probe" }
+func (syncTimer) String() string      { return "d2-sync" }
+func (t joinTimer) String() string    { return fmt.Sprintf("d2-join(%d)", t.seq) }
+
+// jitter is d times a random factor in [0.5, 1.5), so that nodes started
+// together do not beat in step.
+func jitter(env node.Env, d time.Duration) time.Duration {
+	return d/2 + time.Duration(env.Rand().Int64N(int64(d)))
+}
+
+// Start joins the ring (or founds it) and starts the periodic work.
+func (n *Node) Start(env node.Env) {
+	env.After(jitter(env, n.cfg.Stabilize), stabilizeTimer{})
+	env.After(jitter(env, n.cfg.FixLinks), linksTimer{})
+	env.After(jitter(env, n.cfg.Sync), syncTimer{})
+	if n.cfg.Threshold > 0 {
+		env.After(jitter(env, n.cfg.Probe), probeTimer{})
+	}
+	n.loadIndex(env)
+	if len(n.bootstraps) == 0 {
+		n.joined = true
+		return
+	}
+	n.join(env, n.bootstraps[0])
+}
+
+// Timer handles the protocol's timers.
+func (n *Node) Timer(env node.Env, t node.Timer) bool {
+	switch t := t.(type) {
+	case stabilizeTimer:
+		n.stabilize(env)
+		env.After(jitter(env, n.cfg.Stabilize), stabilizeTimer{})
+	case linksTimer:
+		n.fixLinks(env)
+		env.After(jitter(env, n.cfg.FixLinks), linksTimer{})
+	case probeTimer:
+		n.probe(env)
+		env.After(jitter(env, n.cfg.Probe), probeTimer{})
+	case syncTimer:
+		n.sync(env)
+		env.After(jitter(env, n.cfg.Sync), syncTimer{})
+	case joinTimer:
+		if !n.joined && t.seq == n.joinSeq && !n.stopped {
+			boot := append(slices.Clone(n.bootstraps), n.rejoin...)
+			if len(boot) == 0 {
+				n.joined = true // alone again: found the ring afresh
+				return true
+			}
+			n.join(env, boot[env.Rand().IntN(len(boot))])
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// Work handles the results of the protocol's offloaded work.
+func (n *Node) Work(env node.Env, done node.WorkDone) bool {
+	w, ok := done.W.(*engineWork)
+	if !ok || w.owner != n {
+		return false
+	}
+	if !n.stopped {
+		w.done(env, done.Result, done.Err)
+	}
+	return true
+}
+
+// Receive handles the protocol's requests and one-way messages.
+func (n *Node) Receive(env node.Env, in node.MsgIn) {
+	if n.stopped {
+		return
+	}
+	from := in.Env.From
+	switch m := in.Env.Msg.(type) {
+	case *wire.D2Join:
+		n.handleJoin(env, in, m)
+	case *wire.D2GetNeighbors:
+		rpc.Respond(env, in, n.self, n.neighbors())
+	case *wire.D2FindSucc:
+		n.Stats.LookupMsgs++
+		rpc.Respond(env, in, n.self, n.findSucc(m.Key))
+	case *wire.D2Leave:
+		n.handleLeave(env, from, m)
+	case *wire.D2Store:
+		n.handleStore(env, in, m)
+	case *wire.D2Fetch:
+		n.handleFetch(env, in, m)
+	case *wire.D2Pointers:
+		n.handlePointers(env, m)
+		rpc.Respond(env, in, n.self, &wire.Ack{})
+	case *wire.D2Keys:
+		rpc.Respond(env, in, n.self, n.keys(m))
+	case *wire.D2Drop:
+		n.handleDrop(env, in, m)
+	case *wire.D2Put, *wire.D2Get, *wire.D2Delete, *wire.D2Latest:
+		n.clientRequest(env, in)
+	default:
+		if in.Env.Kind == wire.Request {
+			rpc.RespondError(env, in, n.self, fault.CodeBadRequest, fmt.Sprintf("d2: %v is not a request", m.Type()))
+		}
+	}
+}
+
+// PeerDown drops a dead peer from the node's lists and cache.
+func (n *Node) PeerDown(env node.Env, addr node.Addr) {
+	n.forget(env, addr)
+}
+
+// Stop leaves the ring gracefully: the neighbours close the gap at once.
+func (n *Node) Stop(env node.Env) {
+	n.leave(env)
+	n.stopped = true
+}
+
+// call sends a request to ref's host and runs cont with the outcome; a
+// timeout declares the host dead. It reports false when too many calls are
+// in flight.
+func (n *Node) call(env node.Env, to node.Addr, m wire.Msg, cont rpc.Reply) bool {
+	return n.h.Call(env, to, n.self, id.ID{}, m, 0, func(env node.Env, reply wire.Msg, err error) {
+		if errors.Is(err, rpc.ErrTimeout) {
+			n.h.MarkDead(env, to)
+		}
+		if cont != nil && !n.stopped {
+			cont(env, reply, err)
+		}
+	})
+}
+
+// send sends a one-way message.
+func (n *Node) send(env node.Env, to node.Addr, m wire.Msg) {
+	env.Send(to, wire.Envelope{Kind: wire.OneWay, From: n.self, Msg: m})
+}
+
+// Validate refuses what no node sends: keys and positions of another
+// width, nodes without addresses or with IDs their address does not
+// give, blocks past the size bound, content hashes of the wrong length,
+// a position claimed for another sender.
+func (n *Node) Validate(m wire.Msg) error {
+	err := n.validate(m)
+	if err != nil {
+		n.Stats.BadRequests++
+	}
+	return err
+}
+
+func key(k id.ID) error {
+	if k.Width() != KeyBytes {
+		return fmt.Errorf("%w, got %d", ErrBadKey, k.Width())
+	}
+	return nil
+}
+
+func (n *Node) ref(r wire.D2Ref) error {
+	if r.IsZero() {
+		return nil
+	}
+	if r.Node.ID.Width() != id.Bytes || r.Node.Addr == "" {
+		return errors.New("d2: a node without a ring ID or an address")
+	}
+	if err := key(r.Pos); err != nil {
+		return err
+	}
+	return n.h.CheckRef(r.Node)
+}
+
+func (n *Node) refs(l []wire.D2Ref) error {
+	for _, r := range l {
+		if err := n.ref(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (n *Node) validate(m wire.Msg) error {
+	block := func(data []byte) error {
+		if len(data) > n.cfg.BlockBytes {
+			return fmt.Errorf("%w: a block of %d bytes, limit %d", ErrTooLarge, len(data), n.cfg.BlockBytes)
+		}
+		return nil
+	}
+	hash := func(h []byte, need bool) error {
+		if len(h) != hashBytes && (need || len(h) != 0) {
+			return fmt.Errorf("d2: a content hash of %d bytes, want %d (SHA-256)", len(h), hashBytes)
+		}
+		return nil
+	}
+	switch m := m.(type) {
+	case *wire.D2Join:
+		if m.Self.IsZero() {
+			return errors.New("d2: a join without a node")
+		}
+		return n.ref(m.Self)
+	case *wire.D2Neighbors:
+		return errors.Join(n.ref(m.Self), n.refs(m.Preds), n.refs(m.Succs), n.refs(m.Links), optKey(m.Median))
+	case *wire.D2FindSucc:
+		return key(m.Key)
+	case *wire.D2Next:
+		return errors.Join(n.ref(m.Owner), optKey(m.Lo), n.refs(m.Succs), n.ref(m.Next))
+	case *wire.D2Leave:
+		return errors.Join(n.refs(m.Preds), n.refs(m.Succs))
+	case *wire.D2Store:
+		return errors.Join(key(m.Key), block(m.Data))
+	case *wire.D2Fetch:
+		return errors.Join(key(m.Key), hash(m.Hash, false))
+	case *wire.D2Block:
+		return errors.Join(optKey(m.Key), block(m.Data))
+	case *wire.D2Pointers:
+		for _, p := range m.Pointers {
+			if err := errors.Join(key(p.Key), n.ref(wire.D2Ref{Node: p.Holder, Pos: p.Key})); err != nil {
+				return err
+			}
+			if p.Holder.IsZero() || p.Size > uint64(n.cfg.BlockBytes) {
+				return errors.New("d2: a pointer without a holder or past the block size")
+			}
+		}
+	case *wire.D2Keys:
+		if m.Max > wire.MaxD2Keys {
+			return fmt.Errorf("d2: %d keys asked, at most %d", m.Max, wire.MaxD2Keys)
+		}
+		return errors.Join(key(m.Lo), key(m.Hi))
+	case *wire.D2KeyList:
+		for _, k := range m.Keys {
+			if err := key(k); err != nil {
+				return err
+			}
+		}
+	case *wire.D2Put:
+		return errors.Join(key(m.Key), block(m.Data))
+	case *wire.D2Get:
+		return errors.Join(key(m.Key), hash(m.Hash, true))
+	case *wire.D2Delete:
+		return key(m.Key)
+	case *wire.D2Drop:
+		return key(m.Key)
+	case *wire.D2Latest:
+		if len(m.Prefix) > KeyBytes {
+			return fmt.Errorf("d2: a prefix of %d bytes", len(m.Prefix))
+		}
+	}
+	return nil
+}
+
+// optKey is key for a field that may be absent.
+func optKey(k id.ID) error {
+	if k.IsZero() {
+		return nil
+	}
+	return key(k)
+}

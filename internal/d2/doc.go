@@ -1,0 +1,59 @@
+// Package d2 is D2-Store and its load-balancing DHT, after "Defragmenting
+// DHT-based Distributed File Systems"
+// (../shared/papers/d2-defragmented-dht-fs.txt), as a protocol on the host
+// runtime (messages 384-447).
+//
+// Ring (§6, §7). A node holds one position on a ring of 64-byte keys
+// (KeyBytes; the keys of internal/d2/key) and owns the keys from its
+// predecessor's position, exclusive, to its own. Positions travel inside
+// D2's messages (wire.D2Ref); the envelopes' senders stay the hosts' ring
+// references. A node joins through a bootstrap by looking up its position
+// and asking the owner to take it as predecessor; stabilization keeps a
+// successor list of r+3 and r predecessors; a successor the host declares
+// dead is dropped. Keys are not hashed, so positions crowd where keys do:
+// long links are spaced in node count, not in key distance, as Mercury's
+// are. Link i is the node about 2^i nodes on, found as link i-1's own link
+// i-1, so a node keeps about log2 n links, one per octave of node-count
+// distance (the harmonic distribution of Mercury's sampled links, one link
+// per octave), and estimates n as 2^links. Lookups are iterative: the node
+// that starts one asks each step itself, greedily (the known node nearest
+// before the key), and a step that times out is routed around.
+//
+// D2-Store (§3). A block (8 KB at most) lives on the r = 3 successors of its
+// key, in a store.Engine of 64-byte keys given to the node (opaque keys: a
+// key is a path, not a hash). Client requests (put, get, delete, latest;
+// the client API role) reach any node, which finds the owner and talks to
+// the holders directly. A put is acknowledged with the copies stored, once
+// the owner has heard from each of its r-1 successors. A get names the
+// block's SHA-256: a copy that does not match is skipped and counted, and
+// the next replica asked. Latest(prefix) is the greatest key with a prefix
+// (a volume's newest root): asked of the owner of the prefix's last key,
+// then of the owners before it while their ranges begin inside the prefix.
+//
+// Lookup cache (§5). A gateway keeps the lookups it made: key range to
+// owner and successors, for 1.25 hours. A request in a cached range skips
+// the lookup (a hit); a miss, or an owner that answers "not mine", falls
+// back to a lookup.
+//
+// Load balancing (§6, Figs. 4-5). Every probe interval (10 minutes) a node
+// samples a node by a short random walk; if its primary load (the keys of
+// its range) exceeds t = 4 times the node's own, the node leaves and
+// rejoins at the median key of that node's range, taking half its load.
+// The node it joins hands it block pointers (key, holder), not blocks: it
+// stays one of their r successors. Pointers are fetched once held for the
+// pointer stabilization time (1 hour), and handed on unfetched if another
+// node joins in front first. Once per sync interval each node pushes its
+// primary blocks to the successors that lack them, takes pointers to those
+// only a successor has, and drops what it no longer replicates: so the r
+// successors of a mover's old and new positions fetch or drop replicas.
+// A node may move once per probe interval; a second move within it is
+// refused by the nodes it joins.
+//
+// Layer: node logic, above host, rpc, store (through offloaded work),
+// wire, id and node. It must not import os, net, sync, syscall, the wall
+// clock, global randomness or a driver.
+//
+//	h, _ := host.New(host.DefaultConfig(), addr)
+//	n, _ := d2.New(d2.DefaultConfig(), h, ringRef, pos, engine64, bootstraps)
+//	// the driver runs h; in its loop: n.Put, n.Get, n.Latest, n.Stats
+package d2

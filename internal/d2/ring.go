@@ -1,0 +1,471 @@
+package d2
+
+import (
+	"slices"
+	"time"
+
+	"triad/internal/fault"
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/rpc"
+	"triad/internal/wire"
+)
+
+// maxLinks bounds the long links: 2^40 nodes is past any ring.
+const maxLinks = 40
+
+// alone reports whether the node knows no other: it owns every key.
+func (n *Node) alone() bool { return n.pred.IsZero() && len(n.succs) == 0 }
+
+// rangeLo is the exclusive start of the node's range (lo, pos]: its
+// predecessor's position; its own when it knows none (the whole ring).
+func (n *Node) rangeLo() id.ID {
+	if n.pred.IsZero() {
+		return n.pos
+	}
+	return n.pred.Pos
+}
+
+// owns reports whether k lies in the node's range.
+func (n *Node) owns(k id.ID) bool {
+	if !n.joined {
+		return false
+	}
+	if n.alone() {
+		return true
+	}
+	return !n.pred.IsZero() && k.In(n.pred.Pos, n.pos)
+}
+
+// mayOwn is owns, or true while the node has lost its predecessor: a
+// request sent here by a lookup is then served rather than bounced.
+func (n *Node) mayOwn(k id.ID) bool {
+	return n.owns(k) || n.joined && n.pred.IsZero()
+}
+
+// succ is the nearest successor, or the node itself when alone.
+func (n *Node) succ() wire.D2Ref {
+	if len(n.succs) == 0 {
+		return n.Me()
+	}
+	return n.succs[0]
+}
+
+// neighbors is the node's D2Neighbors.
+func (n *Node) neighbors() *wire.D2Neighbors {
+	m := &wire.D2Neighbors{Self: n.Me(), Succs: slices.Clone(n.succs), Links: slices.Clone(n.links), Load: uint64(n.Load())}
+	if !n.pred.IsZero() {
+		m.Preds = append([]wire.D2Ref{n.pred}, n.preds...)
+		m.Preds = dedupe(m.Preds, n.self.Addr, n.cfg.Replicas)
+	}
+	if med, ok := n.idx.median(n.rangeLo(), n.pos); ok {
+		m.Median = med
+	}
+	return m
+}
+
+// dedupe drops self and repeated hosts from l, keeping at most max.
+func dedupe(l []wire.D2Ref, self node.Addr, max int) []wire.D2Ref {
+	out := l[:0:0]
+	for _, r := range l {
+		if r.IsZero() || r.Node.Addr == self || slices.ContainsFunc(out, func(x wire.D2Ref) bool { return x.Node.Addr == r.Node.Addr }) {
+			continue
+		}
+		if out = append(out, r); len(out) == max {
+			break
+		}
+	}
+	return out
+}
+
+// join looks up the node's position through boot and asks the owner to
+// take it as its predecessor. A join that has not completed within a few
+// stabilization intervals starts again.
+func (n *Node) join(env node.Env, boot node.Addr) {
+	n.joinSeq++
+	seq := n.joinSeq
+	env.After(n.cfg.Stabilize, joinTimer{seq: seq})
+	n.lookupFrom(env, boot, n.pos, func(env node.Env, r Route, err error) {
+		if err != nil || n.joined || seq != n.joinSeq {
+			return
+		}
+		n.joinAt(env, r.Owner, seq, 0)
+	})
+}
+
+// joinAt asks owner to take the node as its predecessor.
+func (n *Node) joinAt(env node.Env, owner wire.D2Ref, seq, tries int) {
+	n.call(env, owner.Node.Addr, &wire.D2Join{Self: n.Me()}, func(env node.Env, reply wire.Msg, err error) {
+		nb, ok := reply.(*wire.D2Neighbors)
+		if err != nil || !ok || n.joined || seq != n.joinSeq {
+			return
+		}
+		if !n.pos.Between(n.predOf(nb), nb.Self.Pos) && nb.Self.Pos != n.pos {
+			// A stale lookup: the owner's neighbours may name the right
+			// one; else the join timer tries again.
+			if tries >= maxJoinHops {
+				return
+			}
+			if next, found := ownerAmong(n.pos, nb); found && next.Node.Addr != n.self.Addr {
+				n.joinAt(env, next, seq, tries+1)
+				return
+			}
+			n.lookupFrom(env, owner.Node.Addr, n.pos, func(env node.Env, r Route, err error) {
+				if err == nil && !n.joined && seq == n.joinSeq && r.Owner.Node.Addr != n.self.Addr {
+					n.joinAt(env, r.Owner, seq, tries+1)
+				}
+			})
+			return
+		}
+		n.joined = true
+		n.succs = dedupe(append([]wire.D2Ref{nb.Self}, nb.Succs...), n.self.Addr, n.cfg.succsLen())
+		var preds []wire.D2Ref
+		for _, p := range nb.Preds {
+			if p.Node.Addr != n.self.Addr {
+				preds = append(preds, p)
+			}
+		}
+		n.setPreds(preds)
+	})
+}
+
+// maxJoinHops bounds the neighbours a join walks along after a stale
+// lookup.
+const maxJoinHops = 8
+
+// ownerAmong finds, in a node's neighbour lists, the node whose range
+// holds pos.
+func ownerAmong(pos id.ID, nb *wire.D2Neighbors) (wire.D2Ref, bool) {
+	l := slices.Clone(nb.Preds)
+	slices.Reverse(l)
+	l = append(append(l, nb.Self), nb.Succs...)
+	for i := 1; i < len(l); i++ {
+		if pos.In(l[i-1].Pos, l[i].Pos) {
+			return l[i], true
+		}
+	}
+	return wire.D2Ref{}, false
+}
+
+// predOf is the predecessor a neighbour list names first other than this
+// node, or the neighbour's own position when it names none.
+func (n *Node) predOf(nb *wire.D2Neighbors) id.ID {
+	for _, p := range nb.Preds {
+		if p.Node.Addr != n.self.Addr {
+			return p.Pos
+		}
+	}
+	return nb.Self.Pos
+}
+
+// setPreds sets the predecessor list, nearest first.
+func (n *Node) setPreds(l []wire.D2Ref) {
+	l = dedupe(l, n.self.Addr, n.cfg.Replicas)
+	n.preds = l
+	if len(l) == 0 {
+		n.pred = wire.D2Ref{}
+		return
+	}
+	n.pred = l[0]
+}
+
+// handleJoin is a join or a stabilization: the sender believes it is
+// this node's predecessor. It is taken when it lies between the current
+// predecessor and this node; the keys it now owns are handed to it as
+// pointers (§6): this node keeps the bytes, since it is still one of
+// their r successors.
+func (n *Node) handleJoin(env node.Env, in node.MsgIn, m *wire.D2Join) {
+	j := m.Self
+	if j.Node.Addr != in.Env.From.Addr || j.Node.ID != in.Env.From.ID {
+		n.Stats.RefusedPositions++
+		rpc.RespondError(env, in, n.self, fault.CodeBadRequest, "d2: a position claimed for another node")
+		return
+	}
+	if !n.notice(env, j) {
+		n.Stats.MovesDropped++
+		rpc.RespondError(env, in, n.self, fault.CodeBusy, "d2: moved within the probe interval")
+		return
+	}
+	if !n.joined {
+		rpc.RespondError(env, in, n.self, fault.CodeUnavailable, "d2: joining")
+		return
+	}
+	if j.Pos != n.pos && (n.pred.IsZero() || j.Pos.Between(n.pred.Pos, n.pos) || n.pred.Node.Addr == j.Node.Addr) {
+		old := n.rangeLo()
+		if n.pred.Node.Addr == j.Node.Addr && !j.Pos.Between(n.pred.Pos, n.pos) {
+			old = j.Pos // it moved back: nothing to hand over
+		}
+		n.setPreds(append([]wire.D2Ref{j}, n.preds...))
+		if len(n.succs) == 0 {
+			n.succs = []wire.D2Ref{j}
+		}
+		n.handOver(env, j, old)
+	}
+	rpc.Respond(env, in, n.self, n.neighbors())
+}
+
+// notice records a peer's position and reports false when it moved twice
+// within the probe interval (its second move is refused).
+func (n *Node) notice(env node.Env, r wire.D2Ref) bool {
+	now := env.Now()
+	s, known := n.seen[r.Node.Addr]
+	switch {
+	case !known:
+		if len(n.seen) >= maxSeen {
+			n.pruneSeen(now)
+		}
+		n.seen[r.Node.Addr] = seenPos{pos: r.Pos}
+	case s.pos != r.Pos:
+		if !s.changed.IsZero() && now.Sub(s.changed) < n.cfg.Probe/2 {
+			return false
+		}
+		n.seen[r.Node.Addr] = seenPos{pos: r.Pos, changed: now}
+	}
+	return true
+}
+
+// pruneSeen forgets the peers that have not moved lately, then all.
+func (n *Node) pruneSeen(now time.Time) {
+	for a, s := range n.seen {
+		if now.Sub(s.changed) > n.cfg.Probe {
+			delete(n.seen, a)
+		}
+	}
+	if len(n.seen) >= maxSeen {
+		clear(n.seen)
+	}
+}
+
+// stabilize checks the successor (and tells it about this node) and the
+// predecessor.
+func (n *Node) stabilize(env node.Env) {
+	if !n.joined || n.alone() {
+		return
+	}
+	if len(n.succs) == 0 {
+		n.succs = []wire.D2Ref{n.pred}
+	}
+	n.notifySucc(env, 0)
+	if !n.pred.IsZero() {
+		p := n.pred
+		n.call(env, p.Node.Addr, &wire.D2GetNeighbors{}, func(env node.Env, reply wire.Msg, err error) {
+			nb, ok := reply.(*wire.D2Neighbors)
+			if err != nil || !ok || n.pred != p {
+				return
+			}
+			if nb.Self.Pos != p.Pos {
+				n.setPreds(n.preds[1:]) // it moved away
+				return
+			}
+			n.setPreds(append([]wire.D2Ref{p}, nb.Preds...))
+		})
+	}
+}
+
+// notifySucc tells the successor about this node and takes its answer. A
+// successor that names a nearer one is replaced and the new one told at
+// once, up to the successor list's length per round: a ring whose wrap
+// point moves while nodes join catches up in one round.
+func (n *Node) notifySucc(env node.Env, round int) {
+	if len(n.succs) == 0 || round >= n.cfg.succsLen() {
+		return
+	}
+	s := n.succs[0]
+	n.call(env, s.Node.Addr, &wire.D2Join{Self: n.Me()}, func(env node.Env, reply wire.Msg, err error) {
+		nb, ok := reply.(*wire.D2Neighbors)
+		if err != nil || !ok || !n.joined {
+			return
+		}
+		if n.stabilized(env, s, nb) {
+			n.notifySucc(env, round+1)
+		}
+	})
+}
+
+// stabilized takes a successor's answer: a node between us becomes the
+// successor (and stabilized reports true); otherwise the list is the
+// successor and its own.
+func (n *Node) stabilized(env node.Env, s wire.D2Ref, nb *wire.D2Neighbors) bool {
+	if len(n.succs) == 0 || n.succs[0] != s {
+		return false
+	}
+	if nb.Self.Pos != s.Pos {
+		n.succs = n.succs[1:] // it moved away
+		n.fillSuccs()
+		return len(n.succs) > 0
+	}
+	if len(nb.Preds) > 0 {
+		p := nb.Preds[0]
+		if p.Node.Addr != n.self.Addr && p.Pos.Between(n.pos, s.Pos) && !n.h.IsDead(env, p.Node.Addr) {
+			n.succs = dedupe(append([]wire.D2Ref{p, s}, nb.Succs...), n.self.Addr, n.cfg.succsLen())
+			return true
+		}
+	}
+	n.succs = dedupe(append([]wire.D2Ref{s}, nb.Succs...), n.self.Addr, n.cfg.succsLen())
+	return false
+}
+
+// fillSuccs makes sure a joined node with neighbours has a successor.
+func (n *Node) fillSuccs() {
+	if len(n.succs) > 0 {
+		return
+	}
+	best := wire.D2Ref{}
+	for _, r := range n.known() {
+		if best.IsZero() || n.pos.Distance(r.Pos).Cmp(n.pos.Distance(best.Pos)) < 0 {
+			best = r
+		}
+	}
+	if !best.IsZero() {
+		n.succs = []wire.D2Ref{best}
+	}
+}
+
+// known is every node in the node's tables.
+func (n *Node) known() []wire.D2Ref {
+	l := make([]wire.D2Ref, 0, len(n.succs)+len(n.links)+len(n.preds))
+	l = append(l, n.succs...)
+	l = append(l, n.links...)
+	return append(l, n.preds...)
+}
+
+// findSucc is one step of a lookup of k here.
+func (n *Node) findSucc(k id.ID) *wire.D2Next {
+	switch {
+	case n.owns(k):
+		return &wire.D2Next{Done: true, Owner: n.Me(), Lo: n.rangeLo(), Succs: slices.Clone(n.succs)}
+	case n.joined && len(n.succs) > 0 && k.In(n.pos, n.succs[0].Pos):
+		return &wire.D2Next{Done: true, Owner: n.succs[0], Lo: n.pos, Succs: slices.Clone(n.succs[1:])}
+	}
+	return &wire.D2Next{Next: n.closestPreceding(k)}
+}
+
+// closestPreceding is the known node nearest before k (from here,
+// clockwise), or the successor when none is: greedy routing over the
+// successors and long links.
+func (n *Node) closestPreceding(k id.ID) wire.D2Ref {
+	best := wire.D2Ref{}
+	var bestDist id.ID
+	for _, r := range n.known() {
+		if !r.Pos.Between(n.pos, k) || r.Node.Addr == n.self.Addr {
+			continue
+		}
+		if d := r.Pos.Distance(k); best.IsZero() || d.Cmp(bestDist) < 0 {
+			best, bestDist = r, d
+		}
+	}
+	if best.IsZero() {
+		return n.succ()
+	}
+	return best
+}
+
+// handleLeave closes the gap a leaving neighbour leaves.
+func (n *Node) handleLeave(env node.Env, from wire.NodeRef, m *wire.D2Leave) {
+	if from.IsZero() {
+		return
+	}
+	if len(n.succs) > 0 && n.succs[0].Node.Addr == from.Addr {
+		n.succs = dedupe(append(slices.Clone(m.Succs), n.succs[1:]...), n.self.Addr, n.cfg.succsLen())
+	}
+	if n.pred.Node.Addr == from.Addr {
+		n.setPreds(append(slices.Clone(m.Preds), n.preds[1:]...))
+	}
+	n.dropRef(from.Addr)
+}
+
+// leave tells the neighbours that the node leaves its position.
+func (n *Node) leave(env node.Env) {
+	if !n.joined || n.alone() {
+		return
+	}
+	m := &wire.D2Leave{Preds: slices.Clone(n.preds), Succs: slices.Clone(n.succs)}
+	if len(n.succs) > 0 {
+		n.send(env, n.succs[0].Node.Addr, m)
+	}
+	if !n.pred.IsZero() && (len(n.succs) == 0 || n.pred.Node.Addr != n.succs[0].Node.Addr) {
+		n.send(env, n.pred.Node.Addr, m)
+	}
+}
+
+// forget drops a dead peer.
+func (n *Node) forget(env node.Env, addr node.Addr) {
+	n.dropRef(addr)
+	n.cache.dropNode(addr)
+	n.fillSuccs()
+}
+
+// dropRef takes addr out of the successors, predecessors and links.
+func (n *Node) dropRef(addr node.Addr) {
+	gone := func(r wire.D2Ref) bool { return r.Node.Addr == addr }
+	n.succs = slices.DeleteFunc(n.succs, gone)
+	if slices.ContainsFunc(n.preds, gone) {
+		n.setPreds(slices.DeleteFunc(slices.Clone(n.preds), gone))
+	}
+	n.links = slices.DeleteFunc(n.links, gone)
+	if slices.ContainsFunc(n.building, gone) {
+		n.building, n.fixing = nil, false
+	}
+}
+
+// fixLinks rebuilds the long links, one round trip per level: link i is
+// the node about 2^i nodes on, found as link i-1's own link i-1 (its
+// successor for i = 1). Distances are counted in nodes, not in keys
+// (Mercury, §7): the table has about log2 n entries and greedy routes take
+// O(log n) steps however the positions crowd together.
+func (n *Node) fixLinks(env node.Env) {
+	if !n.joined || n.fixing || len(n.succs) == 0 {
+		return
+	}
+	n.fixing = true
+	n.building = []wire.D2Ref{n.succs[0]}
+	n.fixLevel(env, 1)
+}
+
+// linksBuilt ends a round of fixLinks.
+func (n *Node) linksBuilt() {
+	n.links, n.building, n.fixing = n.building, nil, false
+}
+
+func (n *Node) fixLevel(env node.Env, level int) {
+	if level >= maxLinks {
+		n.linksBuilt()
+		return
+	}
+	prev := n.building[level-1]
+	ok := n.call(env, prev.Node.Addr, &wire.D2GetNeighbors{}, func(env node.Env, reply wire.Msg, err error) {
+		nb, ok := reply.(*wire.D2Neighbors)
+		if !n.fixing || level > len(n.building) || n.building[level-1] != prev {
+			return // the round was abandoned
+		}
+		if err != nil || !ok {
+			n.building, n.fixing = nil, false // keep the last round's links
+			return
+		}
+		var next wire.D2Ref
+		switch {
+		case level-1 < len(nb.Links):
+			next = nb.Links[level-1]
+		case level == 1 && len(nb.Succs) > 0:
+			next = nb.Succs[0]
+		}
+		// Past the ring's size the link wraps around: the table ends.
+		if next.IsZero() || next.Node.Addr == n.self.Addr || !prev.Pos.Between(n.pos, next.Pos) {
+			n.linksBuilt()
+			return
+		}
+		n.building = append(n.building, next)
+		n.fixLevel(env, level+1)
+	})
+	if !ok {
+		n.building, n.fixing = nil, false
+	}
+}
+
+// Estimate is the node's estimate of the ring's size: 2^(links).
+func (n *Node) Estimate() int {
+	if n.alone() {
+		return 1
+	}
+	return 1 << min(len(n.links), 30)
+}

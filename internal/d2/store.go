@@ -1,0 +1,362 @@
+package d2
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"triad/internal/fault"
+	"triad/internal/id"
+	"triad/internal/merkle"
+	"triad/internal/node"
+	"triad/internal/rpc"
+	"triad/internal/store"
+	"triad/internal/wire"
+)
+
+// hashBytes is the length of a block's content hash: SHA-256.
+const hashBytes = sha256.Size
+
+// Sum is the content hash a get checks a block against: SHA-256.
+func Sum(data []byte) []byte {
+	s := sha256.Sum256(data)
+	return s[:]
+}
+
+// deleter is an engine that can delete a key (store engines are gaining
+// Delete); without it a dropped block leaves the index only.
+type deleter interface{ Delete(key id.ID) error }
+
+var errNoDelete = errors.New("d2: the engine cannot delete")
+
+// engineOp is what an engineWork asks of the engine.
+type engineOp uint8
+
+const (
+	opPut engineOp = iota + 1
+	opGet
+	opDelete
+	opScan
+)
+
+// engineWork is one read or write of the node's engine, run off the event
+// loop. owner only tells the node its own work apart; Run never touches it.
+type engineWork struct {
+	owner  *Node
+	e      store.Engine
+	op     engineOp
+	key    id.ID
+	data   []byte
+	expiry time.Time
+	max    int
+	done   func(env node.Env, res any, err error)
+}
+
+// getResult is a read block and its content hash.
+type getResult struct {
+	data []byte
+	sum  [hashBytes]byte
+}
+
+func (w *engineWork) Run(node.Storage) (any, error) {
+	switch w.op {
+	case opPut:
+		err := w.e.Put(w.key, w.data, w.expiry, store.PutOptions{Opaque: true})
+		if d, ok := w.e.(deleter); ok && errors.Is(err, store.ErrConflict) {
+			// A key stored again with other bytes: D2's keys carry
+			// versions, but a rewrite of the same version wins.
+			if err = d.Delete(w.key); err == nil {
+				err = w.e.Put(w.key, w.data, w.expiry, store.PutOptions{Opaque: true})
+			}
+		}
+		return nil, err
+	case opGet:
+		data, _, err := w.e.Get(w.key)
+		if err != nil {
+			return nil, err
+		}
+		return getResult{data: data, sum: sha256.Sum256(data)}, nil
+	case opDelete:
+		if d, ok := w.e.(deleter); ok {
+			return nil, d.Delete(w.key)
+		}
+		return nil, errNoDelete
+	case opScan:
+		return scan(w.e, w.max)
+	}
+	panic(fmt.Sprintf("d2: engine op %d", w.op))
+}
+
+func (w *engineWork) String() string { return fmt.Sprintf("d2-engine(%d, %s)", w.op, w.key.Short()) }
+
+// scan lists up to max keys the engine holds, with their sizes.
+func scan(e store.Engine, max int) ([]entry, error) {
+	lo := id.Min(KeyBytes)
+	keys, err := e.TreeKeys(merkle.Root(), lo, lo, max)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]entry, 0, len(keys))
+	for _, k := range keys {
+		meta, err := e.Stat(k)
+		if err != nil {
+			continue // expired or quarantined since
+		}
+		out = append(out, entry{key: k, size: uint32(meta.Size)})
+	}
+	slices.SortFunc(out, func(a, b entry) int { return a.key.Cmp(b.key) })
+	return out, nil
+}
+
+func (n *Node) offload(env node.Env, w *engineWork) {
+	w.owner, w.e = n, n.engine
+	env.Offload(w)
+}
+
+// loadIndex reads the keys an earlier run stored.
+func (n *Node) loadIndex(env node.Env) {
+	n.offload(env, &engineWork{op: opScan, max: n.cfg.MaxBlocks, done: func(env node.Env, res any, err error) {
+		l, _ := res.([]entry)
+		for _, e := range l {
+			if _, ok := n.idx.get(e.key); !ok {
+				n.idx.put(e)
+			}
+		}
+	}})
+}
+
+// writeLocal stores a block in this node's engine and index.
+func (n *Node) writeLocal(env node.Env, k id.ID, data []byte, done func(env node.Env, err error)) {
+	if _, held := n.idx.get(k); !held && len(n.idx.items) >= n.cfg.MaxBlocks {
+		done(env, fmt.Errorf("d2: %w: %d keys held", fault.ErrFull, len(n.idx.items)))
+		return
+	}
+	data = bytes.Clone(data)
+	n.offload(env, &engineWork{op: opPut, key: k, data: data, expiry: env.Now().Add(n.cfg.Retention), done: func(env node.Env, _ any, err error) {
+		if err == nil {
+			n.idx.put(entry{key: k, size: uint32(len(data))})
+			n.Stats.BytesWritten += uint64(len(data))
+		}
+		done(env, err)
+	}})
+}
+
+// readLocal reads a block from this node's engine; a hash given must match.
+func (n *Node) readLocal(env node.Env, k id.ID, hash []byte, done func(env node.Env, data []byte, ok bool)) {
+	n.offload(env, &engineWork{op: opGet, key: k, done: func(env node.Env, res any, err error) {
+		r, isRes := res.(getResult)
+		switch {
+		case err != nil || !isRes:
+			done(env, nil, false)
+		case len(hash) > 0 && !bytes.Equal(r.sum[:], hash):
+			n.Stats.Mismatches++
+			done(env, nil, false)
+		default:
+			done(env, r.data, true)
+		}
+	}})
+}
+
+// dropLocal deletes a key this node no longer keeps.
+func (n *Node) dropLocal(env node.Env, k id.ID) bool {
+	e, ok := n.idx.get(k)
+	if !ok {
+		return false
+	}
+	n.idx.remove(k)
+	n.Stats.Dropped++
+	if !e.pointer() {
+		n.offload(env, &engineWork{op: opDelete, key: k, done: func(node.Env, any, error) {}})
+	}
+	return true
+}
+
+// handleStore stores a block: a replica, or as the key's owner on its
+// successors too, answered once every replica has answered.
+func (n *Node) handleStore(env node.Env, in node.MsgIn, m *wire.D2Store) {
+	if m.Primary && !n.mayOwn(m.Key) {
+		rpc.Respond(env, in, n.self, &wire.D2Stored{NotMine: true})
+		return
+	}
+	n.writeLocal(env, m.Key, m.Data, func(env node.Env, err error) {
+		if err != nil {
+			rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
+			return
+		}
+		if !m.Primary {
+			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: 1})
+			return
+		}
+		n.replicate(env, m.Key, m.Data, func(env node.Env, copies int) {
+			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(1 + copies)})
+		})
+	})
+}
+
+// replicaTargets are the successors that keep this node's keys' replicas.
+func (n *Node) replicaTargets() []wire.D2Ref {
+	return dedupe(slices.Clone(n.succs), n.self.Addr, n.cfg.Replicas-1)
+}
+
+// replicate stores a block on the r-1 successors and counts the copies.
+func (n *Node) replicate(env node.Env, k id.ID, data []byte, done func(env node.Env, copies int)) {
+	targets := n.replicaTargets()
+	if len(targets) == 0 {
+		done(env, 0)
+		return
+	}
+	left, copies := len(targets), 0
+	for _, t := range targets {
+		ok := n.call(env, t.Node.Addr, &wire.D2Store{Key: k, Data: data}, func(env node.Env, reply wire.Msg, err error) {
+			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
+				copies++
+			}
+			if left--; left == 0 {
+				done(env, copies)
+			}
+		})
+		if !ok {
+			left--
+		}
+	}
+	if left == 0 {
+		done(env, copies)
+	}
+}
+
+// handleFetch serves a block: from the engine, or through a pointer held
+// here (unless Local).
+func (n *Node) handleFetch(env node.Env, in node.MsgIn, m *wire.D2Fetch) {
+	if !m.Local && !n.mayOwn(m.Key) {
+		rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, NotMine: true})
+		return
+	}
+	n.fetchHere(env, m.Key, m.Hash, !m.Local, func(env node.Env, data []byte, ok bool) {
+		rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, Data: data, Found: ok})
+	})
+}
+
+// fetchHere reads a block this node holds; a pointer is followed to its
+// holder, then to this node's successors, when follow is set.
+func (n *Node) fetchHere(env node.Env, k id.ID, hash []byte, follow bool, done func(env node.Env, data []byte, ok bool)) {
+	e, ok := n.idx.get(k)
+	switch {
+	case !ok:
+		n.Stats.NotFound++
+		done(env, nil, false)
+	case !e.pointer():
+		n.readLocal(env, k, hash, done)
+	case !follow:
+		done(env, nil, false)
+	default:
+		from := []wire.NodeRef{e.holder}
+		for _, s := range n.replicaTargets() {
+			from = append(from, s.Node)
+		}
+		n.fetchFrom(env, k, hash, from, done)
+	}
+}
+
+// fetchFrom asks each node in turn for a block in its own engine.
+func (n *Node) fetchFrom(env node.Env, k id.ID, hash []byte, from []wire.NodeRef, done func(env node.Env, data []byte, ok bool)) {
+	for len(from) > 0 && from[0].Addr == n.self.Addr {
+		from = from[1:]
+	}
+	if len(from) == 0 {
+		done(env, nil, false)
+		return
+	}
+	ok := n.call(env, from[0].Addr, &wire.D2Fetch{Key: k, Hash: hash, Local: true}, func(env node.Env, reply wire.Msg, err error) {
+		b, ok := reply.(*wire.D2Block)
+		if err == nil && ok && b.Found && (len(hash) == 0 || bytes.Equal(Sum(b.Data), hash)) {
+			done(env, b.Data, true)
+			return
+		}
+		if err == nil && ok && b.Found {
+			n.Stats.Mismatches++
+		}
+		n.fetchFrom(env, k, hash, from[1:], done)
+	})
+	if !ok {
+		done(env, nil, false)
+	}
+}
+
+// handleDrop deletes a replica.
+func (n *Node) handleDrop(env node.Env, in node.MsgIn, m *wire.D2Drop) {
+	var c uint32
+	if n.dropLocal(env, m.Key) {
+		c = 1
+	}
+	rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: c})
+}
+
+// handlePointers takes block pointers for keys this node now owns (§6): it
+// fetches the blocks once it has held them for the pointer stabilization
+// time, or hands them on if it moves first.
+func (n *Node) handlePointers(env node.Env, m *wire.D2Pointers) {
+	now := env.Now()
+	for _, p := range m.Pointers {
+		if _, held := n.idx.get(p.Key); held || len(n.idx.items) >= n.cfg.MaxBlocks || p.Holder.Addr == n.self.Addr {
+			continue
+		}
+		n.idx.put(entry{key: p.Key, size: uint32(p.Size), holder: p.Holder, since: now})
+		n.Stats.PointersReceived++
+	}
+}
+
+// keys answers a D2Keys from the index.
+func (n *Node) keys(m *wire.D2Keys) *wire.D2KeyList {
+	if m.Last {
+		if k, ok := n.idx.last(m.Lo, m.Hi); ok {
+			return &wire.D2KeyList{Keys: []id.ID{k}}
+		}
+		return &wire.D2KeyList{}
+	}
+	max := int(min(m.Max, wire.MaxD2Keys))
+	a := n.idx.arc(m.Lo, m.Hi)
+	l := &wire.D2KeyList{}
+	for i, e := range a {
+		if i == max {
+			l.More = true
+			break
+		}
+		l.Keys = append(l.Keys, e.key)
+	}
+	return l
+}
+
+// maxHandOver bounds the pointer batches one join hands over at once; the
+// joiner's sync finds the rest.
+const maxHandOver = 16
+
+// handOver gives j, this node's new predecessor, pointers to the keys of
+// (lo, j.Pos]: to this node, or to whoever a pointer held here names.
+func (n *Node) handOver(env node.Env, j wire.D2Ref, lo id.ID) {
+	batch := &wire.D2Pointers{}
+	sent := 0
+	flush := func() {
+		if len(batch.Pointers) > 0 && sent < maxHandOver {
+			n.call(env, j.Node.Addr, batch, nil)
+			sent++
+		}
+		batch = &wire.D2Pointers{}
+	}
+	for _, e := range n.idx.arc(lo, j.Pos) {
+		holder := e.holder
+		if holder.IsZero() {
+			holder = n.self
+		}
+		if holder.Addr == j.Node.Addr {
+			continue
+		}
+		batch.Pointers = append(batch.Pointers, wire.D2Pointer{Key: e.key, Holder: holder, Size: uint64(e.size)})
+		if len(batch.Pointers) == wire.MaxD2Pointers {
+			flush()
+		}
+	}
+	flush()
+}

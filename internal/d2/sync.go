@@ -1,0 +1,169 @@
+package d2
+
+import (
+	"slices"
+
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/wire"
+)
+
+// Replica upkeep, once per Config.Sync: a block lives on the r successors
+// of its key, and each node keeps that true for its own range. It fetches
+// the blocks of the pointers it has held past the pointer stabilization
+// time, pushes its primary blocks to the successors that lack them (and
+// takes pointers to those a successor has and it lacks), and drops what it
+// no longer replicates. After a move, the r successors of the old and the
+// new position get or lose their replicas this way (§6).
+
+// maxSyncPages bounds the key lists asked of one successor per round.
+const maxSyncPages = 16
+
+// budget is what one sync round may still fetch or push.
+type budget struct{ left int }
+
+func (b *budget) take() bool {
+	if b.left <= 0 {
+		return false
+	}
+	b.left--
+	return true
+}
+
+// replicaLo is the exclusive start of the keys this node replicates: its
+// r-th predecessor's position. ok is false while it knows fewer than r
+// predecessors (a small ring, or one still forming): it then drops nothing.
+func (n *Node) replicaLo() (id.ID, bool) {
+	if len(n.preds) < n.cfg.Replicas {
+		return id.ID{}, false
+	}
+	return n.preds[n.cfg.Replicas-1].Pos, true
+}
+
+// keeps reports whether k is one of this node's to keep.
+func (n *Node) keeps(k id.ID) bool {
+	lo, ok := n.replicaLo()
+	return !ok || k.In(lo, n.pos)
+}
+
+func (n *Node) sync(env node.Env) {
+	if !n.joined {
+		return
+	}
+	b := &budget{left: n.cfg.MaxFetchesPerSync}
+	n.dropStrays(env)
+	n.fetchPointers(env, b)
+	if !n.pred.IsZero() {
+		for _, t := range n.replicaTargets() {
+			n.syncWith(env, t, n.rangeLo(), 0, b)
+		}
+	}
+}
+
+// dropStrays drops the blocks and pointers outside the keys this node
+// replicates.
+func (n *Node) dropStrays(env node.Env) {
+	lo, ok := n.replicaLo()
+	if !ok {
+		return
+	}
+	var stray []id.ID
+	for _, e := range n.idx.items {
+		if !e.key.In(lo, n.pos) {
+			stray = append(stray, e.key)
+		}
+	}
+	for _, k := range stray {
+		n.dropLocal(env, k)
+	}
+}
+
+// fetchPointers fetches the blocks of the pointers held past the pointer
+// stabilization time, from their holders or else this node's successors.
+func (n *Node) fetchPointers(env node.Env, b *budget) {
+	if n.idx.pointers == 0 {
+		return
+	}
+	now := env.Now()
+	var due []entry
+	for _, e := range n.idx.items {
+		if e.pointer() && now.Sub(e.since) >= n.cfg.PointerStabilization && n.keeps(e.key) {
+			due = append(due, e)
+		}
+	}
+	for _, e := range due {
+		if !b.take() {
+			return
+		}
+		from := []wire.NodeRef{e.holder}
+		for _, s := range n.replicaTargets() {
+			from = append(from, s.Node)
+		}
+		k := e.key
+		n.fetchFrom(env, k, nil, from, func(env node.Env, data []byte, ok bool) {
+			cur, held := n.idx.get(k)
+			if !ok || !held || !cur.pointer() {
+				return
+			}
+			n.writeLocal(env, k, data, func(env node.Env, err error) {
+				if err == nil {
+					n.Stats.PointersFetched++
+					n.Stats.MigratedBytes += uint64(len(data))
+				}
+			})
+		})
+	}
+}
+
+// syncWith compares this node's primary keys from lo on with what the
+// replica t holds: t gets the blocks it lacks, and this node pointers to
+// those only t has.
+func (n *Node) syncWith(env node.Env, t wire.D2Ref, lo id.ID, page int, b *budget) {
+	hi := n.pos
+	n.call(env, t.Node.Addr, &wire.D2Keys{Lo: lo, Hi: hi, Max: wire.MaxD2Keys}, func(env node.Env, reply wire.Msg, err error) {
+		l, ok := reply.(*wire.D2KeyList)
+		if err != nil || !ok || hi != n.pos || !n.joined {
+			return
+		}
+		upTo := hi
+		if l.More && len(l.Keys) > 0 {
+			upTo = l.Keys[len(l.Keys)-1]
+		}
+		theirs := l.Keys
+		now := env.Now()
+		for _, e := range n.idx.arc(lo, upTo) {
+			if _, found := slices.BinarySearchFunc(theirs, e.key, ringCmp(lo)); !found && !e.pointer() && b.take() {
+				n.push(env, t, e.key)
+			}
+		}
+		for _, k := range theirs {
+			if _, held := n.idx.get(k); !held && n.owns(k) && len(n.idx.items) < n.cfg.MaxBlocks {
+				// Fetched at the next round.
+				n.idx.put(entry{key: k, holder: t.Node, since: now.Add(-n.cfg.PointerStabilization)})
+			}
+		}
+		if l.More && page+1 < maxSyncPages && upTo != hi {
+			n.syncWith(env, t, upTo, page+1, b)
+		}
+	})
+}
+
+// ringCmp orders keys clockwise from lo, as a D2KeyList lists them.
+func ringCmp(lo id.ID) func(a, b id.ID) int {
+	return func(a, b id.ID) int { return lo.Distance(a).Cmp(lo.Distance(b)) }
+}
+
+// push sends the replica t lacks.
+func (n *Node) push(env node.Env, t wire.D2Ref, k id.ID) {
+	n.readLocal(env, k, nil, func(env node.Env, data []byte, ok bool) {
+		if !ok {
+			return
+		}
+		n.call(env, t.Node.Addr, &wire.D2Store{Key: k, Data: data}, func(env node.Env, reply wire.Msg, err error) {
+			if err == nil {
+				n.Stats.ReplicasPushed++
+				n.Stats.MigratedBytes += uint64(len(data))
+			}
+		})
+	})
+}
