@@ -30,7 +30,7 @@ var nodeLogic = []struct {
 }{
 	{"id", true}, {"wire", true}, {"node", true}, {"rpc", true},
 	{"ring", true}, {"merkle", true}, {"vivaldi", true}, {"dhash", true},
-	{"host", true}, {"maint", true}, {"cc", true}, {"tapestry", true},
+	{"host", true}, {"maint", true}, {"cc", true}, {"tapestry", true}, {"d2", true},
 }
 
 // module is this module's path; its packages are always scanned.
