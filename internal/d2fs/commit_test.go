@@ -378,3 +378,57 @@ func mustWalk(t *testing.T, f *FS, path string) *Inode {
 	}
 	return n
 }
+
+// A read-only mount follows the writer's commits, whole, keeping the
+// Inodes of what did not go away; a failed read leaves it where it was.
+func TestReadOnlyRefresh(t *testing.T) {
+	ctx := context.Background()
+	w, b, vol, c := newVolume(t)
+	writeFile(t, w, "d/keep", []byte("keep"))
+	writeFile(t, w, "d/gone", []byte("gone"))
+	writeFile(t, w, "d/sub/f", []byte("v1"))
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpen(t, b, vol, true, c)
+	v1 := tree(t, r)
+	keep := mustWalk(t, r, "d/keep")
+	sub := mustWalk(t, r, "d/sub/f")
+	writeFile(t, w, "d/sub/f", []byte("v2, longer"))
+	writeFile(t, w, "d/new", []byte("new"))
+	if err := w.Unlink(ctx, mustWalk(t, w, "d"), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v2 := tree(t, w)
+	if err := r.Tick(ctx); err != nil { // within Refresh of the open
+		t.Fatal(err)
+	}
+	if got := tree(t, r); got != v1 {
+		t.Fatalf("reader refreshed before Refresh passed:\n%s", got)
+	}
+	b.FailGet = func(key.Key) error { return ErrNotFound }
+	c.Advance(5 * time.Second)
+	if err := r.Tick(ctx); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("refresh with the store failing: %v, want EIO", err)
+	}
+	b.FailGet = nil
+	if got := tree(t, r); got != v1 {
+		t.Fatalf("a failed refresh left\n%s\nwant\n%s", got, v1)
+	}
+	c.Advance(5 * time.Second)
+	if err := r.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, r); got != v2 {
+		t.Fatalf("refreshed reader sees\n%s\nwant\n%s", got, v2)
+	}
+	if mustWalk(t, r, "d/keep") != keep || mustWalk(t, r, "d/sub/f") != sub {
+		t.Fatal("refresh replaced the Inodes of files that stayed")
+	}
+	if a := r.Attr(sub); a.Size != uint64(len("v2, longer")) {
+		t.Fatalf("kept Inode has size %d after refresh", a.Size)
+	}
+}

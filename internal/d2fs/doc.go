@@ -31,7 +31,8 @@
 // replaced are deleted Config.KeepOld (30 s) later, so slightly stale
 // readers still find them. Past Config.MaxDirtyBytes (256 MiB) of changes,
 // a writer waits for a commit. One writer per volume (§3): a lease with a
-// conditional put (lease.go); read-only mounts need none.
+// conditional put (lease.go); read-only mounts need none, and follow the
+// writer's commits every Config.Refresh (5 s; refresh.go).
 //
 // The store is the Blocks interface (blocks.go), implemented over the
 // network by internal/d2 and in memory by MemBlocks for tests.

@@ -49,6 +49,9 @@ type Config struct {
 	// for readers of the previous commit before they are deleted.
 	// Default 30 s (the staleness §3 allows); zero deletes at the next Tick.
 	KeepOld time.Duration
+	// Refresh is how often a read-only mount looks for a newer commit
+	// (Tick). Default 5 s; zero looks at every Tick.
+	Refresh time.Duration
 	// Now is the clock; nil means time.Now. Tests pass a fake one.
 	Now func() time.Time
 }
@@ -61,14 +64,15 @@ func DefaultConfig() Config {
 		CacheBytes:    64 << 20,
 		LeaseTerm:     60 * time.Second,
 		KeepOld:       30 * time.Second,
+		Refresh:       5 * time.Second,
 	}
 }
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	switch {
-	case c.WriteBack < 0 || c.KeepOld < 0:
-		return errors.New("d2fs: negative WriteBack or KeepOld")
+	case c.WriteBack < 0 || c.KeepOld < 0 || c.Refresh < 0:
+		return errors.New("d2fs: negative WriteBack, KeepOld or Refresh")
 	case c.MaxDirtyBytes < BlockBytes:
 		return fmt.Errorf("d2fs: MaxDirtyBytes %d under one block", c.MaxDirtyBytes)
 	case c.LeaseTerm < 3*time.Second:
@@ -112,6 +116,7 @@ type FS struct {
 	lease      leaseState
 	stats      Stats
 	closed     bool
+	refreshed  time.Time // when a read-only mount last looked for a newer commit
 	maxSlot    key.Slot // slots above it count as taken (tests fill directories with it)
 }
 
@@ -178,6 +183,7 @@ func Open(ctx context.Context, b Blocks, vol key.Volume, ro bool, cfg Config) (*
 	if err := f.loadNewest(ctx); err != nil {
 		return nil, err
 	}
+	f.refreshed = cfg.Now()
 	if !ro {
 		if _, err := rand.Read(f.lease.holder[:]); err != nil {
 			return nil, err
@@ -192,24 +198,33 @@ func Open(ctx context.Context, b Blocks, vol key.Volume, ro bool, cfg Config) (*
 // loadNewest reads the newest superblock that decodes, stepping back
 // over at most a few that do not, and makes its tree the mount's.
 func (f *FS) loadNewest(ctx context.Context) error {
+	s, err := f.newestSuper(ctx)
+	if err != nil {
+		return err
+	}
+	f.gen, f.nextIno = s.Gen, s.NextIno
+	f.root = &Inode{e: s.Root}
+	return nil
+}
+
+// newestSuper reads the newest superblock that decodes.
+func (f *FS) newestSuper(ctx context.Context) (*super, error) {
 	lo, hi := superKey(f.vol, 1), superKey(f.vol, ^uint32(0))
 	var firstErr error
 	for range 4 {
 		k, data, err := f.blocks.Latest(ctx, lo, hi)
 		if errors.Is(err, ErrNotFound) {
 			if firstErr != nil {
-				return fmt.Errorf("%w: %w", errIO, firstErr)
+				return nil, fmt.Errorf("%w: %w", errIO, firstErr)
 			}
-			return fmt.Errorf("%w: %v", ErrNoVolume, f.vol)
+			return nil, fmt.Errorf("%w: %v", ErrNoVolume, f.vol)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: superblock: %w", errIO, err)
+			return nil, fmt.Errorf("%w: superblock: %w", errIO, err)
 		}
 		s, err := decodeSuper(data, f.vol, k.Version())
 		if err == nil {
-			f.gen, f.nextIno = s.Gen, s.NextIno
-			f.root = &Inode{e: s.Root}
-			return nil
+			return s, nil
 		}
 		firstErr = cmpOr(firstErr, err)
 		f.stats.BadBlocks++
@@ -218,7 +233,7 @@ func (f *FS) loadNewest(ctx context.Context) error {
 		}
 		hi = superKey(f.vol, k.Version()-1)
 	}
-	return fmt.Errorf("%w: %w", errIO, firstErr)
+	return nil, fmt.Errorf("%w: %w", errIO, firstErr)
 }
 
 func cmpOr(a, b error) error {
@@ -253,6 +268,10 @@ func (f *FS) Tick(ctx context.Context) error {
 		return nil
 	}
 	now := f.cfg.Now()
+	if f.ro && now.Sub(f.refreshed) >= f.cfg.Refresh {
+		f.refreshed = now
+		return f.refresh(ctx)
+	}
 	if !f.ro && !f.lease.lost && !now.Before(f.leaseRenewAt()) {
 		if err := f.renewLease(ctx, now); err != nil {
 			return err

@@ -170,3 +170,62 @@ func TestFUSECopyTree(t *testing.T) {
 		}
 	}
 }
+
+// A read-only mount beside the writer's sees its commits (fsync), and
+// never a partly written file.
+func TestFUSEReaderFollowsWriter(t *testing.T) {
+	b := NewMemBlocks()
+	dir, vol, unmount := mountNew(t, b)
+	defer func() {
+		if err := unmount(); err != nil {
+			t.Error(err)
+		}
+	}()
+	cfg := DefaultConfig()
+	cfg.Refresh = 0 // every Tick (1 s)
+	r, err := Open(context.Background(), b, vol, true, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdir := t.TempDir()
+	runmount, err := MountFS(rdir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := runmount(); err != nil {
+			t.Error(err)
+		}
+	}()
+	want := pattern(3*BlockBytes, 1)
+	f, err := os.Create(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := os.ReadFile(filepath.Join(rdir, "f"))
+		if err == nil {
+			if !bytes.Equal(got, want) {
+				t.Fatalf("reader sees %d bytes, not the %d written", len(got), len(want))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reader does not see the commit after 10 s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(rdir, "x"), nil, 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("write on the read-only mount: %v, want EROFS", err)
+	}
+}
