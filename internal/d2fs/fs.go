@@ -117,7 +117,7 @@ type FS struct {
 	stats      Stats
 	closed     bool
 	refreshed  time.Time // when a read-only mount last looked for a newer commit
-	maxSlot    key.Slot // slots above it count as taken (tests fill directories with it)
+	maxSlot    key.Slot  // slots above it count as taken (tests fill directories with it)
 }
 
 // garbage is blocks a commit replaced, deleted from the store after at.
