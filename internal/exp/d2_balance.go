@@ -7,8 +7,10 @@ import "time"
 
 // probeAll is one probe interval: first every host whose pointers are
 // older than the stabilization time fetches their blocks; then every live
-// host, in a random order, samples a random live host and moves if the
-// decision says so.
+// host, in a random order, samples a random live host, and if one's load
+// is over t times the other's the lighter moves to split the heavier: the
+// probe works both ways, as in Karger and Ruhl's algorithm that D2 cites
+// for its details ([19]; §6 describes the light prober's side).
 func (s *d2Sim) probeAll() {
 	for h := range s.ring.hosts {
 		s.maybeFetch(h)
@@ -24,8 +26,12 @@ func (s *d2Sim) probeAll() {
 		if a == b || !s.ring.hosts[a].up {
 			continue
 		}
-		if shouldMove(s.ring.hosts[b].load, s.ring.hosts[a].load, s.cfg.T) {
+		lb, la := s.ring.hosts[b].load, s.ring.hosts[a].load
+		switch {
+		case shouldMove(lb, la, s.cfg.T):
 			s.move(b, a)
+		case shouldMove(la, lb, s.cfg.T):
+			s.move(a, b)
 		}
 	}
 }

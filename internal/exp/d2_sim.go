@@ -16,8 +16,11 @@ import (
 // event-driven, routing idealized (a block's holders are its r successors
 // on the true ring), a model of D2's balancing rather than the node code.
 type d2SimConfig struct {
-	Seed      uint64 // node IDs
-	Hosts     int
+	Seed  uint64 // node IDs
+	Hosts int
+	// Positions, if set, are the hosts' ring positions at the start (one
+	// per host); else they are random from Seed.
+	Positions []key.Key
 	Replicas  int
 	Placement d2Placement
 	Balance   bool
@@ -97,6 +100,9 @@ func runD2Sim(cfg d2SimConfig) (d2SimResult, error) {
 			for j := range 8 {
 				s.ring.hosts[h].pos[i+j] = byte(v >> (8 * j))
 			}
+		}
+		if cfg.Positions != nil {
+			s.ring.hosts[h].pos = cfg.Positions[h]
 		}
 		s.ring.hosts[h].up = true
 		s.ring.order = append(s.ring.order, h)

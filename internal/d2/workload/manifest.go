@@ -32,8 +32,9 @@ type Entry struct {
 
 // Counts is what a manifest holds.
 type Counts struct {
-	Files, Dirs int
-	Bytes       int64
+	Files int   `json:"files"`
+	Dirs  int   `json:"dirs"`
+	Bytes int64 `json:"bytes"`
 }
 
 // Counts sums the manifest up.
