@@ -40,9 +40,11 @@ type Blocks interface {
 	// PutIf stores data under k only if k now holds a block whose SHA-256
 	// is prev, or, with prev all zero, only if k holds nothing; otherwise
 	// it stores nothing and returns ErrConflict. The check and the store
-	// are one atomic step with respect to every other PutIf on k: this
-	// is what makes the writer lease and the commit a fence between two
-	// mounts (see lease.go).
+	// are one atomic step with respect to every other PutIf on k (over
+	// the network: decided by one node, the key's primary, and
+	// replicated before it returns): this is what makes the writer lease
+	// and the commit a fence between two mounts (see lease.go). The file
+	// system uses it only for the lease and the superblocks.
 	PutIf(ctx context.Context, k key.Key, prev [32]byte, data []byte) error
 
 	// Get returns the bytes stored under k whose SHA-256 is sum, trying
@@ -52,12 +54,19 @@ type Blocks interface {
 	Get(ctx context.Context, k key.Key, sum [32]byte) ([]byte, error)
 
 	// Delete removes k; deleting a key that is absent is not an error.
+	// The file system deletes only blocks that no commit newer than
+	// Config.KeepOld points at. (Whether the store lets anyone but the
+	// volume's writer delete is the store's policy.)
 	Delete(ctx context.Context, k key.Key) error
 
 	// Latest returns the greatest key stored in [lo, hi] (byte order)
-	// and its bytes, or ErrNotFound. The bytes are not verified (there is
-	// no pointer to check them against): the caller checks them. The
-	// file system asks it for the newest superblock and for the lease.
+	// and its bytes, or ErrNotFound. It must see every Put and PutIf
+	// that returned before it was called (over the network: ask every
+	// replica of the range, take the greatest), or a remount may come up
+	// on an older commit. The bytes are not verified (there is no
+	// pointer to check them against): the caller checks them. The file
+	// system asks it only for the newest superblock (a range of one
+	// file's versions) and for the lease (lo == hi).
 	Latest(ctx context.Context, lo, hi key.Key) (key.Key, []byte, error)
 }
 

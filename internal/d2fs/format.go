@@ -1,11 +1,11 @@
 package d2fs
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"triad/internal/d2/key"
 )
@@ -158,7 +158,7 @@ func checkName(name string) error {
 		return fmt.Errorf("%w: name of %d bytes", errNameTooLong, len(name))
 	case name == "" || name == "." || name == "..":
 		return fmt.Errorf("%w: name %q", errInvalid, name)
-	case bytes.ContainsAny([]byte(name), "/\x00"):
+	case strings.ContainsAny(name, "/\x00"):
 		return fmt.Errorf("%w: name %q has / or NUL", errInvalid, name)
 	}
 	return nil
@@ -185,7 +185,7 @@ func checkEntry(e *Entry, dir key.Key) error {
 	}
 	switch e.Type {
 	case TypeSymlink:
-		if e.Target == "" || len(e.Target) > MaxTargetBytes || strings0(e.Target) || !e.Meta.IsZero() || e.Size != uint64(len(e.Target)) {
+		if e.Target == "" || len(e.Target) > MaxTargetBytes || strings.IndexByte(e.Target, 0) >= 0 || !e.Meta.IsZero() || e.Size != uint64(len(e.Target)) {
 			return fmt.Errorf("%w: symlink %q", ErrFormat, e.Name)
 		}
 	case TypeDir:
@@ -199,8 +199,6 @@ func checkEntry(e *Entry, dir key.Key) error {
 	}
 	return nil
 }
-
-func strings0(s string) bool { return bytes.IndexByte([]byte(s), 0) >= 0 }
 
 // EncodeDir is the record of a directory: its entries, which must be
 // sorted by name.
@@ -424,7 +422,8 @@ func decodeSuper(b []byte, vol key.Volume, gen uint32) (*super, error) {
 		return nil, fmt.Errorf("%w: superblock has %d trailing bytes", ErrFormat, len(r.b))
 	case s.Gen != gen:
 		return nil, fmt.Errorf("%w: superblock %d stored as version %d", ErrFormat, s.Gen, gen)
-	case s.Root.Type != TypeDir || s.Root.Base != rootDir(vol) || !s.Root.Meta.valid() || s.Root.Mode > 0o7777:
+	case s.Root.Type != TypeDir || s.Root.Base != rootDir(vol) || !s.Root.Meta.valid() || s.Root.Mode > 0o7777 ||
+		s.Root.Name != "/" || s.Root.Size != 0 || s.Root.Target != "":
 		return nil, fmt.Errorf("%w: superblock %d has a bad root", ErrFormat, gen)
 	case s.NextIno < firstInode:
 		return nil, fmt.Errorf("%w: superblock %d has next inode %d", ErrFormat, gen, s.NextIno)

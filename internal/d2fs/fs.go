@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -485,16 +486,6 @@ func entriesOf(d *Inode) []*Inode {
 	for _, c := range d.children {
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b *Inode) int { return cmpString(a.e.Name, b.e.Name) })
+	slices.SortFunc(out, func(a, b *Inode) int { return strings.Compare(a.e.Name, b.e.Name) })
 	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
