@@ -140,15 +140,31 @@ func (s *d2Sim) insertVolumes(tr *workload.Trace) {
 	s.recountLoads()
 }
 
-// background appends the background volumes' extents to es.
+// background appends the background volumes' data to es: 1 MB extents
+// in key order within each volume; under file placement a file over
+// 64 KB is a unit of its own instead, as it would be there.
 func (s *d2Sim) background(es []d2Entry) []d2Entry {
-	const extent = 1 << 20
+	const extent, bigFile = 1 << 20, 64 << 10
 	for v := range s.cfg.Background {
 		root := key.Root(workload.VolumeFor(s.cfg.Workload.Seed, s.cfg.Workload.Users+v))
-		for i := int64(0); i*extent < s.cfg.BackgroundBytes; i++ {
+		n := uint32(0)
+		add := func(bytes int64) {
+			n++
 			k := root
-			binary.BigEndian.PutUint32(k[20:], uint32(i+1))
-			es = append(es, d2Entry{pos: placePosition(s.cfg.Placement, k), bytes: int32(min(extent, s.cfg.BackgroundBytes-i*extent))})
+			binary.BigEndian.PutUint32(k[20:], n)
+			es = append(es, d2Entry{pos: placePosition(s.cfg.Placement, k), bytes: int32(bytes)})
+		}
+		rest := s.cfg.BackgroundBytes
+		if s.cfg.Placement == placeFile {
+			for _, e := range s.cfg.Manifest.Entries {
+				if e.Size > bigFile && e.Size < 1<<31 {
+					add(e.Size)
+					rest -= e.Size
+				}
+			}
+		}
+		for ; rest > 0; rest -= extent {
+			add(min(extent, rest))
 		}
 	}
 	return es
