@@ -2,6 +2,7 @@ package d2
 
 import (
 	"bytes"
+	"time"
 
 	"triad/internal/fault"
 	"triad/internal/id"
@@ -70,42 +71,73 @@ func (n *Node) put(env node.Env, k id.ID, data []byte, attempt int, done func(en
 			done(env, 0, err)
 			return
 		}
-		if r.Owner.Node.Addr == n.self.Addr {
-			n.putHere(env, k, data, attempt, done)
-			return
-		}
-		ok := n.call(env, r.Owner.Node.Addr, &wire.D2Store{Key: k, Data: data, Primary: true}, func(env node.Env, reply wire.Msg, err error) {
-			s, ok := reply.(*wire.D2Stored)
-			switch {
-			case err != nil:
-				if attempt == 0 {
-					n.cache.drop(k)
-					n.put(env, k, data, 1, done)
+		n.putAt(env, k, data, r, attempt, done)
+	})
+}
+
+// putAt sends a put to the owner r names. An owner that answers "not
+// mine" is asked for its neighbours, which name the right one (a node
+// just joined or moved in front of it): one more attempt.
+func (n *Node) putAt(env node.Env, k id.ID, data []byte, r Route, attempt int, done func(env node.Env, copies int, err error)) {
+	if r.Owner.Node.Addr == n.self.Addr {
+		n.putHere(env, k, data, attempt, done)
+		return
+	}
+	ok := n.callFor(env, r.Owner.Node.Addr, &wire.D2Store{Key: k, Data: data, Primary: true}, relayTimeout, func(env node.Env, reply wire.Msg, err error) {
+		s, ok := reply.(*wire.D2Stored)
+		switch {
+		case err != nil && attempt == 0:
+			n.cache.drop(k)
+			n.put(env, k, data, 1, done)
+		case err != nil:
+			done(env, 0, err)
+		case !ok:
+			done(env, 0, ErrNoRoute)
+		case s.NotMine && attempt < maxAttempts:
+			n.wrong(k)
+			n.reroute(env, r.Owner, k, func(env node.Env, r Route, err error) {
+				if err != nil {
+					done(env, 0, err)
 					return
 				}
-				done(env, 0, err)
-			case !ok:
-				done(env, 0, ErrNoRoute)
-			case s.NotMine && attempt == 0:
-				n.wrong(k)
-				n.put(env, k, data, 1, done)
-			case s.NotMine:
-				done(env, 0, ErrNoRoute)
-			default:
-				done(env, int(s.Copies), nil)
-			}
-		})
-		if !ok {
-			done(env, 0, ErrBusy)
+				n.putAt(env, k, data, r, attempt+1, done)
+			})
+		case s.NotMine:
+			done(env, 0, ErrNoRoute)
+		default:
+			done(env, int(s.Copies), nil)
 		}
 	})
+	if !ok {
+		done(env, 0, ErrBusy)
+	}
+}
+
+// maxAttempts bounds the owners a client request tries after "not mine".
+const maxAttempts = 3
+
+// reroute finds k's owner after the node at wrong said k was not its: in
+// wrong's neighbour lists, else by a lookup.
+func (n *Node) reroute(env node.Env, wrong wire.D2Ref, k id.ID, done Done) {
+	ok := n.call(env, wrong.Node.Addr, &wire.D2GetNeighbors{}, func(env node.Env, reply wire.Msg, err error) {
+		if nb, ok := reply.(*wire.D2Neighbors); err == nil && ok {
+			if r, found := routeAmong(k, nb); found {
+				done(env, r, nil)
+				return
+			}
+		}
+		n.Lookup(env, k, done)
+	})
+	if !ok {
+		done(env, Route{}, ErrBusy)
+	}
 }
 
 // putHere stores a block this node owns, and on its successors.
 func (n *Node) putHere(env node.Env, k id.ID, data []byte, attempt int, done func(env node.Env, copies int, err error)) {
 	if !n.mayOwn(k) {
-		if attempt == 0 {
-			n.put(env, k, data, 1, done)
+		if attempt < maxAttempts {
+			n.put(env, k, data, attempt+1, done)
 		} else {
 			done(env, 0, ErrNoRoute)
 		}
@@ -173,12 +205,22 @@ func (n *Node) getFrom(env node.Env, k id.ID, hash []byte, holders []wire.D2Ref,
 		return
 	}
 	m := &wire.D2Fetch{Key: k, Hash: hash, Local: !owner}
-	ok := n.call(env, holders[0].Node.Addr, m, func(env node.Env, reply wire.Msg, err error) {
+	timeout := time.Duration(0)
+	if owner {
+		timeout = relayTimeout
+	}
+	ok := n.callFor(env, holders[0].Node.Addr, m, timeout, func(env node.Env, reply wire.Msg, err error) {
 		b, ok := reply.(*wire.D2Block)
 		switch {
-		case err == nil && ok && b.NotMine && attempt == 0:
+		case err == nil && ok && b.NotMine && attempt < maxAttempts:
 			n.wrong(k)
-			n.get(env, k, hash, 1, done)
+			n.reroute(env, holders[0], k, func(env node.Env, r Route, err error) {
+				if err != nil {
+					done(env, nil, err)
+					return
+				}
+				n.getFrom(env, k, hash, r.Holders(n.cfg.Replicas), true, attempt+1, done)
+			})
 		case err == nil && ok && b.Found && bytes.Equal(Sum(b.Data), hash):
 			done(env, b.Data, nil)
 		default:

@@ -85,6 +85,8 @@ type Node struct {
 	cache   cache
 	pending int // client requests and lookups in flight
 	seen    map[node.Addr]seenPos
+	// suspects are peers that missed a call's timeout, being probed.
+	suspects map[node.Addr]bool
 
 	Stats Stats
 }
@@ -116,7 +118,7 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, pos id.ID, engine store.En
 	if engine == nil {
 		return nil, errors.New("d2: no engine")
 	}
-	n := &Node{cfg: cfg, h: h, engine: engine, self: self, pos: pos, seen: map[node.Addr]seenPos{}}
+	n := &Node{cfg: cfg, h: h, engine: engine, self: self, pos: pos, seen: map[node.Addr]seenPos{}, suspects: map[node.Addr]bool{}}
 	n.cache.max = cfg.MaxCache
 	for _, b := range bootstraps {
 		if b != "" && b != h.Addr() && !slices.Contains(n.bootstraps, b) {
@@ -131,6 +133,12 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, pos id.ID, engine store.En
 
 // Me is the node's reference: its host's and its position.
 func (n *Node) Me() wire.D2Ref { return wire.D2Ref{Node: n.self, Pos: n.pos} }
+
+// Host is the runtime the node runs on.
+func (n *Node) Host() *host.Host { return n.h }
+
+// CacheLen is the number of lookup-cache entries.
+func (n *Node) CacheLen() int { return n.cache.Len() }
 
 // Joined reports whether the node holds a position on the ring.
 func (n *Node) Joined() bool { return n.joined }
@@ -151,6 +159,12 @@ func (n *Node) Load() int { return n.idx.count(n.rangeLo(), n.pos) }
 // Held is the number of keys the node holds, blocks and pointers, primary
 // and replica.
 func (n *Node) Held() int { return len(n.idx.items) }
+
+// Holds reports whether the node holds k's block, or a pointer to it.
+func (n *Node) Holds(k id.ID) (block, pointer bool) {
+	e, ok := n.idx.get(k)
+	return ok && !e.pointer(), ok && e.pointer()
+}
 
 // Pointers is the number of block pointers the node holds.
 func (n *Node) Pointers() int { return n.idx.pointers }
@@ -285,15 +299,55 @@ func (n *Node) Stop(env node.Env) {
 // timeout declares the host dead. It reports false when too many calls are
 // in flight.
 func (n *Node) call(env node.Env, to node.Addr, m wire.Msg, cont rpc.Reply) bool {
-	return n.h.Call(env, to, n.self, id.ID{}, m, 0, func(env node.Env, reply wire.Msg, err error) {
+	return n.callFor(env, to, m, 0, cont)
+}
+
+// relayTimeout is the timeout of a request the receiver answers only
+// after calls of its own (a primary store waits for the replicas; an
+// owner's fetch may follow a pointer): several round trips.
+const relayTimeout = 10 * time.Second
+
+// callFor is call with a timeout (zero: the peer's adaptive one).
+func (n *Node) callFor(env node.Env, to node.Addr, m wire.Msg, timeout time.Duration, cont rpc.Reply) bool {
+	return n.h.Call(env, to, n.self, id.ID{}, m, timeout, func(env node.Env, reply wire.Msg, err error) {
 		if errors.Is(err, rpc.ErrTimeout) {
-			n.h.MarkDead(env, to)
+			n.suspect(env, to)
 		}
 		if cont != nil && !n.stopped {
 			cont(env, reply, err)
 		}
 	})
 }
+
+// confirmTimeout is how long the probe of a peer that missed a call's
+// timeout waits before the peer is declared dead: an answer queued behind
+// a burst of blocks on a slow link is late, not lost.
+const confirmTimeout = 5 * time.Second
+
+// suspect probes a peer that missed a call's timeout with a patient ping,
+// and declares it dead only if that goes unanswered too.
+func (n *Node) suspect(env node.Env, to node.Addr) {
+	if n.suspects[to] || n.stopped {
+		return
+	}
+	if len(n.suspects) >= maxSuspects {
+		n.h.MarkDead(env, to)
+		return
+	}
+	n.suspects[to] = true
+	ok := n.h.Call(env, to, n.self, id.ID{}, &wire.Ping{}, confirmTimeout, func(env node.Env, _ wire.Msg, err error) {
+		delete(n.suspects, to)
+		if errors.Is(err, rpc.ErrTimeout) {
+			n.h.MarkDead(env, to)
+		}
+	})
+	if !ok {
+		delete(n.suspects, to)
+		n.h.MarkDead(env, to)
+	}
+}
+
+const maxSuspects = 1024
 
 // send sends a one-way message.
 func (n *Node) send(env node.Env, to node.Addr, m wire.Msg) {

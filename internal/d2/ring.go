@@ -106,8 +106,8 @@ func (n *Node) joinAt(env node.Env, owner wire.D2Ref, seq, tries int) {
 			if tries >= maxJoinHops {
 				return
 			}
-			if next, found := ownerAmong(n.pos, nb); found && next.Node.Addr != n.self.Addr {
-				n.joinAt(env, next, seq, tries+1)
+			if next, found := routeAmong(n.pos, nb); found && next.Owner.Node.Addr != n.self.Addr {
+				n.joinAt(env, next.Owner, seq, tries+1)
 				return
 			}
 			n.lookupFrom(env, owner.Node.Addr, n.pos, func(env node.Env, r Route, err error) {
@@ -133,18 +133,18 @@ func (n *Node) joinAt(env node.Env, owner wire.D2Ref, seq, tries int) {
 // lookup.
 const maxJoinHops = 8
 
-// ownerAmong finds, in a node's neighbour lists, the node whose range
-// holds pos.
-func ownerAmong(pos id.ID, nb *wire.D2Neighbors) (wire.D2Ref, bool) {
+// routeAmong finds, in a node's neighbour lists, the node whose range
+// holds pos, as a route.
+func routeAmong(pos id.ID, nb *wire.D2Neighbors) (Route, bool) {
 	l := slices.Clone(nb.Preds)
 	slices.Reverse(l)
 	l = append(append(l, nb.Self), nb.Succs...)
 	for i := 1; i < len(l); i++ {
 		if pos.In(l[i-1].Pos, l[i].Pos) {
-			return l[i], true
+			return Route{Owner: l[i], Lo: l[i-1].Pos, Succs: slices.Clone(l[i+1:])}, true
 		}
 	}
-	return wire.D2Ref{}, false
+	return Route{}, false
 }
 
 // predOf is the predecessor a neighbour list names first other than this
