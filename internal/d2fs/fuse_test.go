@@ -146,13 +146,19 @@ func run(t *testing.T, name string, args ...string) {
 	}
 }
 
-// cp -r of a real tree in, diff -r clean; unmount, remount (read-only
-// and writable): the same tree.
+// cp -r of a real tree in (Go's src/encoding, 3 MB, and a made one with
+// a symlink, holes and deep paths), diff -r clean; unmount, remount
+// (read-only and writable): the same tree.
 func TestFUSECopyTree(t *testing.T) {
 	b := NewMemBlocks()
 	dir, vol, unmount := mountNew(t, b)
 	src := t.TempDir()
 	smallTree(t, src)
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	run(t, "cp", "-r", filepath.Join(strings.TrimSpace(string(goroot)), "src", "encoding"), src)
 	run(t, "cp", "-r", src+"/.", dir)
 	run(t, "diff", "-r", "--no-dereference", src, dir)
 	if err := unmount(); err != nil {
