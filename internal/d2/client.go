@@ -122,6 +122,9 @@ func (n *Node) reroute(env node.Env, wrong wire.D2Ref, k id.ID, done Done) {
 	ok := n.call(env, wrong.Node.Addr, &wire.D2GetNeighbors{}, func(env node.Env, reply wire.Msg, err error) {
 		if nb, ok := reply.(*wire.D2Neighbors); err == nil && ok {
 			if r, found := routeAmong(k, nb); found {
+				if n.cfg.CacheTTL > 0 && r.Owner.Node.Addr != n.self.Addr {
+					n.cache.add(r, env.Now(), n.cfg.CacheTTL)
+				}
 				done(env, r, nil)
 				return
 			}
