@@ -196,21 +196,12 @@ func (f *FS) storeBlob(ctx context.Context, gen uint32, base key.Key, record []b
 	return p, nil
 }
 
-// blocksOfUnlinked lists the committed blocks of an unlinked inode.
+// blocksOfUnlinked lists the committed blocks of an unlinked inode,
+// with those a truncate cut before it was unlinked.
 func (f *FS) blocksOfUnlinked(ctx context.Context, n *Inode) ([]key.Key, error) {
-	if n.e.Meta.IsZero() {
-		return n.cut, nil
+	ks, err := f.committedKeys(ctx, n)
+	if err != nil {
+		return nil, err
 	}
-	ks := n.cut
-	if n.e.Type == TypeFile {
-		if err := f.loadFile(ctx, n); err != nil {
-			return nil, err
-		}
-		for i, q := range n.ptrs {
-			if !q.IsZero() {
-				ks = append(ks, n.e.Base.WithBlock(uint32(i)+1, q.Version))
-			}
-		}
-	}
-	return append(ks, blobKeys(n.e.Base, n.e.Meta, n.metaLen)...), nil
+	return append(ks, n.cut...), nil
 }

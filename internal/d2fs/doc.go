@@ -34,6 +34,10 @@
 // conditional put (lease.go); read-only mounts need none, and follow the
 // writer's commits every Config.Refresh (5 s; refresh.go).
 //
+// Check reads a whole commit back from the store and reports bad blocks
+// (for triad fs fsck); BlockKeys lists an inode's block keys (triad fs
+// stat).
+//
 // The store is the Blocks interface (blocks.go), implemented over the
 // network by internal/d2 and in memory by MemBlocks for tests.
 //

@@ -356,7 +356,12 @@ func (f *FS) collect(ctx context.Context, now time.Time, all bool) error {
 // get reads a block and checks it against its pointer: a block whose
 // bytes do not hash to sum is never returned.
 func (f *FS) get(ctx context.Context, k key.Key, sum [32]byte) ([]byte, error) {
-	if b, ok := f.cache[k]; ok {
+	return f.fetch(ctx, k, sum, true)
+}
+
+// fetch is get, through the cache or (for Check) not.
+func (f *FS) fetch(ctx context.Context, k key.Key, sum [32]byte, cached bool) ([]byte, error) {
+	if b, ok := f.cache[k]; ok && cached {
 		return b, nil
 	}
 	b, err := f.blocks.Get(ctx, k, sum)
@@ -367,7 +372,9 @@ func (f *FS) get(ctx context.Context, k key.Key, sum [32]byte) ([]byte, error) {
 		f.stats.BadBlocks++
 		return nil, fmt.Errorf("%w: block %v: %w", errIO, k, err)
 	}
-	f.remember(k, b)
+	if cached {
+		f.remember(k, b)
+	}
 	return b, nil
 }
 
@@ -383,7 +390,12 @@ func (f *FS) remember(k key.Key, b []byte) {
 
 // loadBlob reads the record stored as a blob at block 0 of base.
 func (f *FS) loadBlob(ctx context.Context, base key.Key, p Ptr) ([]byte, error) {
-	b0, err := f.get(ctx, base.WithBlock(0, p.Version), p.Sum)
+	return f.readBlob(ctx, base, p, true)
+}
+
+// readBlob is loadBlob, through the cache or not.
+func (f *FS) readBlob(ctx context.Context, base key.Key, p Ptr, cached bool) ([]byte, error) {
+	b0, err := f.fetch(ctx, base.WithBlock(0, p.Version), p.Sum, cached)
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +406,7 @@ func (f *FS) loadBlob(ctx context.Context, base key.Key, p Ptr) ([]byte, error) 
 	for l := len(lens) - 1; l >= 1; l-- {
 		next := make([]byte, 0, lens[l-1])
 		for i := 0; i < len(payload)/32; i++ {
-			part, err := f.get(ctx, base.WithBlock(partBlock(l, i), p.Version), [32]byte(payload[32*i:]))
+			part, err := f.fetch(ctx, base.WithBlock(partBlock(l, i), p.Version), [32]byte(payload[32*i:]), cached)
 			if err != nil {
 				return nil, err
 			}

@@ -1,0 +1,138 @@
+package d2fs
+
+import (
+	"context"
+	"fmt"
+
+	"triad/internal/d2/key"
+)
+
+// Report is what Check found in a volume's newest commit.
+type Report struct {
+	Gen      uint32
+	Dirs     int
+	Files    int
+	Symlinks int
+	Blocks   int    // blocks read and matched against their pointers
+	Bytes    uint64 // bytes of all files
+	Hashed   int    // entries whose key is placed by hash (deep path or full directory)
+	Bad      []string
+}
+
+// maxBad bounds the problems a Report lists.
+const maxBad = 100
+
+func (r *Report) bad(path string, err error) {
+	if len(r.Bad) < maxBad {
+		r.Bad = append(r.Bad, fmt.Sprintf("%s: %v", path, err))
+	}
+}
+
+// Check reads every block of the volume's newest commit from the store
+// (not the cache), checks each against its pointer and each record's
+// format, and reports what it found (triad fs fsck). A bad block is
+// listed in Report.Bad and the walk goes on; the error is for a store
+// that answers nothing.
+func (f *FS) Check(ctx context.Context) (Report, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, err := f.newestSuper(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{Gen: s.Gen}
+	r.Blocks++ // the superblock
+	f.check(ctx, &r, "", s.Root)
+	return r, nil
+}
+
+func (f *FS) check(ctx context.Context, r *Report, path string, e Entry) {
+	switch e.Type {
+	case TypeSymlink:
+		r.Symlinks++
+		return
+	case TypeDir:
+		r.Dirs++
+	case TypeFile:
+		r.Files++
+		r.Bytes += e.Size
+	}
+	if e.Meta.IsZero() {
+		return
+	}
+	rec, err := f.readBlob(ctx, e.Base, e.Meta, false)
+	if err != nil {
+		r.bad(path+"/", err)
+		return
+	}
+	r.Blocks += len(blobKeys(e.Base, e.Meta, uint64(len(rec))))
+	if e.Type == TypeFile {
+		f.checkFile(ctx, r, path, e, rec)
+		return
+	}
+	entries, err := DecodeDir(rec, e.Base)
+	if err != nil {
+		r.bad(path+"/", err)
+		return
+	}
+	for _, ce := range entries {
+		if ce.Base.Hashed() {
+			r.Hashed++
+		}
+		f.check(ctx, r, path+"/"+ce.Name, ce)
+	}
+}
+
+func (f *FS) checkFile(ctx context.Context, r *Report, path string, e Entry, rec []byte) {
+	ptrs, err := decodeFile(rec)
+	if err == nil && uint64(len(ptrs)) != blocksOf(e.Size) {
+		err = fmt.Errorf("%w: %d blocks for %d bytes", ErrFormat, len(ptrs), e.Size)
+	}
+	if err != nil {
+		r.bad(path, err)
+		return
+	}
+	for i, q := range ptrs {
+		if q.IsZero() {
+			continue
+		}
+		if _, err := f.fetch(ctx, e.Base.WithBlock(uint32(i)+1, q.Version), q.Sum, false); err != nil {
+			r.bad(path, err)
+			continue
+		}
+		r.Blocks++
+	}
+}
+
+// BlockKeys lists the keys of n's committed blocks: its record (and its
+// parts) and, for a file, its data blocks in order (triad fs stat). A
+// truncate not yet committed already hides the blocks it cuts.
+func (f *FS) BlockKeys(ctx context.Context, n *Inode) ([]key.Key, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.committedKeys(ctx, n)
+}
+
+// committedKeys is BlockKeys with f.mu held.
+func (f *FS) committedKeys(ctx context.Context, n *Inode) ([]key.Key, error) {
+	if n.e.Meta.IsZero() {
+		return nil, nil
+	}
+	var err error
+	switch n.e.Type {
+	case TypeFile:
+		err = f.loadFile(ctx, n)
+	case TypeDir:
+		err = f.loadDir(ctx, n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ks := blobKeys(n.e.Base, n.e.Meta, n.metaLen)
+	for i, q := range n.ptrs {
+		if !q.IsZero() {
+			ks = append(ks, n.e.Base.WithBlock(uint32(i)+1, q.Version))
+		}
+	}
+	return ks, nil
+}

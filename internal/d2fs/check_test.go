@@ -1,0 +1,49 @@
+package d2fs
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"triad/internal/d2/key"
+)
+
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	f, b, vol, c := newVolume(t)
+	n := writeFile(t, f, "a/b/f", pattern(3*BlockBytes+1, 0))
+	writeFile(t, f, "a/g", []byte("g"))
+	writeFile(t, f, "empty", nil)
+	if _, err := f.Symlink(ctx, f.Root(), "l", "a/g", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := mustOpen(t, b, vol, true, c)
+	r, err := g.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Blocks: superblock; records of /, a, a/b, f, g; f's 4 data blocks, g's 1.
+	if r.Dirs != 3 || r.Files != 3 || r.Symlinks != 1 || r.Bytes != 3*BlockBytes+2 || r.Blocks != 11 || len(r.Bad) != 0 {
+		t.Fatalf("report %+v", r)
+	}
+	ks, err := g.BlockKeys(ctx, mustWalk(t, g, "a/b/f"))
+	if err != nil || len(ks) != 5 {
+		t.Fatalf("BlockKeys: %v, %v", ks, err)
+	}
+	for _, k := range ks {
+		if !key.SameFile(k, n.Key()) {
+			t.Fatalf("BlockKeys lists %v, not a block of %v", k, n.Key())
+		}
+	}
+	b.Corrupt(ks[2])
+	r, err = g.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Bad) != 1 || !strings.HasPrefix(r.Bad[0], "/a/b/f:") || r.Blocks != 10 {
+		t.Fatalf("report after corrupting a block: %+v", r)
+	}
+}
