@@ -81,7 +81,9 @@ type MemBlocks struct {
 	// Get's answer.
 	FailGet func(k key.Key) error
 	// FailPut, if set, is asked before each Put and PutIf; an error it
-	// returns is the answer, and nothing is stored.
+	// returns is the answer, and nothing is stored. Like FailGet, it is
+	// called from several goroutines at once (a commit's Puts run in
+	// parallel).
 	FailPut func(k key.Key) error
 }
 

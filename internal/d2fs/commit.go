@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"triad/internal/d2/key"
@@ -26,8 +27,15 @@ import (
 // commit that fails leaves every change dirty and the next one retries.
 type commitPlan struct {
 	gen     uint32
+	puts    []put // every block of the commit but the superblock, stored before it
 	apply   []func()
 	garbage []key.Key
+}
+
+// put is one block to store.
+type put struct {
+	k    key.Key
+	data []byte
 }
 
 // commitLocked commits every change; f.mu is held.
@@ -64,6 +72,9 @@ func (f *FS) commitLocked(ctx context.Context) error {
 			n.pinned = ks
 			f.pinned = append(f.pinned, n)
 		})
+	}
+	if err := f.putAll(ctx, p.puts); err != nil {
+		return err
 	}
 	sb := encodeSuper(&super{Gen: p.gen, NextIno: f.nextIno, Root: root})
 	if err := f.blocks.PutIf(ctx, superKey(f.vol, p.gen), [32]byte{}, sb); err != nil {
@@ -126,7 +137,7 @@ func (f *FS) storeNode(ctx context.Context, p *commitPlan, n *Inode) (Entry, err
 	var meta Ptr
 	if record != nil {
 		var err error
-		if meta, err = f.storeBlob(ctx, p.gen, n.e.Base, record); err != nil {
+		if meta, err = f.storeBlob(p, n.e.Base, record); err != nil {
 			return e, err
 		}
 	}
@@ -148,7 +159,7 @@ func (f *FS) storeNode(ctx context.Context, p *commitPlan, n *Inode) (Entry, err
 	return e, nil
 }
 
-// storeData writes a file's changed blocks and returns its new block
+// storeData plans a file's changed blocks and returns its new block
 // pointers; the blocks replaced or cut off by a truncate are garbage.
 func (f *FS) storeData(ctx context.Context, p *commitPlan, n *Inode) ([]Ptr, error) {
 	nb := blocksOf(n.e.Size)
@@ -164,10 +175,7 @@ func (f *FS) storeData(ctx context.Context, p *commitPlan, n *Inode) ([]Ptr, err
 	slices.Sort(blks)
 	for _, blk := range blks {
 		data := n.dirty[blk]
-		k := n.e.Base.WithBlock(blk+1, p.gen)
-		if err := f.blocks.Put(ctx, k, data); err != nil {
-			return nil, fmt.Errorf("%w: block %v: %w", errIO, k, err)
-		}
+		p.puts = append(p.puts, put{n.e.Base.WithBlock(blk+1, p.gen), data})
 		if int(blk) < len(n.ptrs) && !n.ptrs[blk].IsZero() {
 			p.garbage = append(p.garbage, n.e.Base.WithBlock(blk+1, n.ptrs[blk].Version))
 		}
@@ -176,24 +184,21 @@ func (f *FS) storeData(ctx context.Context, p *commitPlan, n *Inode) ([]Ptr, err
 	return ptrs, nil
 }
 
-// storeBlob writes a record at block 0 of base (and its parts), version
-// gen, and returns the pointer to it.
-func (f *FS) storeBlob(ctx context.Context, gen uint32, base key.Key, record []byte) (Ptr, error) {
+// storeBlob plans the blocks of a record at block 0 of base (and its
+// parts), version p.gen, and returns the pointer to it.
+func (f *FS) storeBlob(p *commitPlan, base key.Key, record []byte) (Ptr, error) {
 	blocks, err := encodeBlob(record)
 	if err != nil {
 		return Ptr{}, err
 	}
-	var p Ptr
+	var ptr Ptr
 	for _, b := range blocks {
-		k := base.WithBlock(b.block, gen)
-		if err := f.blocks.Put(ctx, k, b.data); err != nil {
-			return Ptr{}, fmt.Errorf("%w: block %v: %w", errIO, k, err)
-		}
+		p.puts = append(p.puts, put{base.WithBlock(b.block, p.gen), b.data})
 		if b.block == 0 {
-			p = Ptr{Version: gen, Sum: sha256.Sum256(b.data)}
+			ptr = Ptr{Version: p.gen, Sum: sha256.Sum256(b.data)}
 		}
 	}
-	return p, nil
+	return ptr, nil
 }
 
 // blocksOfUnlinked lists the committed blocks of an unlinked inode,
@@ -204,4 +209,37 @@ func (f *FS) blocksOfUnlinked(ctx context.Context, n *Inode) ([]key.Key, error) 
 		return nil, err
 	}
 	return append(ks, n.cut...), nil
+}
+
+// putAll stores blocks, MaxPuts at a time; it returns nil only if every
+// one was stored, else the first error (after the Puts in flight return).
+func (f *FS) putAll(ctx context.Context, puts []put) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, f.cfg.MaxPuts)
+	errs := make(chan error, len(puts))
+	var wg sync.WaitGroup
+	for _, pt := range puts {
+		sem <- struct{}{}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := f.blocks.Put(ctx, pt.k, pt.data); err != nil {
+				errs <- fmt.Errorf("%w: block %v: %w", errIO, pt.k, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil { // the caller's: some blocks were not stored
+		return fmt.Errorf("%w: commit: %w", errIO, err)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -91,9 +92,9 @@ func TestCrashMidCommit(t *testing.T) {
 			if err := f.Unlink(ctx, f.Root(), "b"); err != nil {
 				t.Fatal(err)
 			}
-			puts := 0
+			var puts atomic.Int32
 			b.FailPut = func(k key.Key) error {
-				if puts++; puts > failAfter {
+				if puts.Add(1) > int32(failAfter) {
 					return errors.New("crash")
 				}
 				return nil
@@ -430,5 +431,26 @@ func TestReadOnlyRefresh(t *testing.T) {
 	}
 	if a := r.Attr(sub); a.Size != uint64(len("v2, longer")) {
 		t.Fatalf("kept Inode has size %d after refresh", a.Size)
+	}
+}
+
+// A commit whose context is cancelled stores no superblock.
+func TestCommitCancelled(t *testing.T) {
+	f, b, vol, c := newVolume(t)
+	writeFile(t, f, "f", pattern(40*BlockBytes, 2))
+	ctx, cancel := context.WithCancel(context.Background())
+	var puts atomic.Int32
+	b.FailPut = func(key.Key) error {
+		if puts.Add(1) == 3 {
+			cancel() // Puts themselves ignore ctx in MemBlocks
+		}
+		return nil
+	}
+	if err := f.Sync(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled commit: %v", err)
+	}
+	b.FailPut = nil
+	if g := mustOpen(t, b, vol, true, c).Stats().Gen; g != 1 {
+		t.Fatalf("a cancelled commit stored superblock %d", g)
 	}
 }

@@ -74,10 +74,14 @@ func TestBlobRoundTrip(t *testing.T) {
 	for _, n := range []int{0, 1, blobInline, blobInline + 1, 3 * BlockBytes, 3 << 20} {
 		rec := pattern(n, n)
 		b := NewMemBlocks()
-		f := &FS{blocks: b, cache: map[key.Key][]byte{}, cfg: Config{CacheBytes: 1}}
+		f := &FS{blocks: b, cache: map[key.Key][]byte{}, cfg: Config{CacheBytes: 1, MaxPuts: 4}}
 		base := rootDir(key.VolumeOf("blob", nil))
-		p, err := f.storeBlob(ctx, 7, base, rec)
+		plan := &commitPlan{gen: 7}
+		p, err := f.storeBlob(plan, base, rec)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.putAll(ctx, plan.puts); err != nil {
 			t.Fatal(err)
 		}
 		if want := len(blobKeys(base, p, uint64(n))); b.Len() != want {

@@ -50,6 +50,9 @@ type Config struct {
 	// for readers of the previous commit before they are deleted.
 	// Default 30 s (the staleness §3 allows); zero deletes at the next Tick.
 	KeepOld time.Duration
+	// MaxPuts is how many block Puts a commit has in flight at once.
+	// Default 16; zero means the default.
+	MaxPuts int
 	// Refresh is how often a read-only mount looks for a newer commit
 	// (Tick). Default 5 s; zero looks at every Tick.
 	Refresh time.Duration
@@ -66,6 +69,7 @@ func DefaultConfig() Config {
 		LeaseTerm:     60 * time.Second,
 		KeepOld:       30 * time.Second,
 		Refresh:       5 * time.Second,
+		MaxPuts:       16,
 	}
 }
 
@@ -78,8 +82,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("d2fs: MaxDirtyBytes %d under one block", c.MaxDirtyBytes)
 	case c.LeaseTerm < 3*time.Second:
 		return fmt.Errorf("d2fs: LeaseTerm %v under 3 s", c.LeaseTerm)
-	case c.CacheBytes < 0:
-		return errors.New("d2fs: negative CacheBytes")
+	case c.CacheBytes < 0 || c.MaxPuts < 0:
+		return errors.New("d2fs: negative CacheBytes or MaxPuts")
 	}
 	return nil
 }
@@ -173,6 +177,9 @@ func Mkvol(ctx context.Context, b Blocks, name string, now time.Time) (key.Volum
 func Open(ctx context.Context, b Blocks, vol key.Volume, ro bool, cfg Config) (*FS, error) {
 	if cfg.CacheBytes == 0 {
 		cfg.CacheBytes = DefaultConfig().CacheBytes
+	}
+	if cfg.MaxPuts == 0 {
+		cfg.MaxPuts = DefaultConfig().MaxPuts
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
