@@ -31,7 +31,7 @@ func (n *Node) probe(env node.Env) {
 		return
 	}
 	n.Stats.Probes++
-	steps := min(maxWalk, max(2, len(n.links)/2+1))
+	steps := min(maxWalk, len(n.links)+2)
 	n.walk(env, start[env.Rand().IntN(len(start))], steps)
 }
 
@@ -43,7 +43,7 @@ func (n *Node) walk(env node.Env, at wire.D2Ref, left int) {
 			return
 		}
 		if left > 1 {
-			next := slices.DeleteFunc(append(slices.Clone(nb.Links), nb.Succs...), func(r wire.D2Ref) bool {
+			next := slices.DeleteFunc(append(append(slices.Clone(nb.Links), nb.Succs...), nb.Preds...), func(r wire.D2Ref) bool {
 				return r.Node.Addr == n.self.Addr
 			})
 			if len(next) > 0 {

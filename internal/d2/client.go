@@ -139,10 +139,15 @@ func (n *Node) reroute(env node.Env, wrong wire.D2Ref, k id.ID, done Done) {
 // putHere stores a block this node owns, and on its successors.
 func (n *Node) putHere(env node.Env, k id.ID, data []byte, attempt int, done func(env node.Env, copies int, err error)) {
 	if !n.mayOwn(k) {
-		if attempt < maxAttempts {
-			n.put(env, k, data, attempt+1, done)
-		} else {
+		// A stale route: this node's own neighbours name the owner.
+		r, found := routeAmong(k, n.neighbors())
+		switch {
+		case attempt >= maxAttempts:
 			done(env, 0, ErrNoRoute)
+		case found && r.Owner.Node.Addr != n.self.Addr:
+			n.putAt(env, k, data, r, attempt+1, done)
+		default:
+			n.put(env, k, data, attempt+1, done)
 		}
 		return
 	}

@@ -158,9 +158,14 @@ func (c *cluster) checkRing() {
 				c.t.Errorf("%s: successor %v, want %s", who[p], s, want.Short())
 			}
 		}
+		if pred := ps[(i+len(ps)-1)%len(ps)]; n.Pred().Pos != pred {
+			if bad++; bad <= 5 {
+				c.t.Errorf("%s at %s: predecessor %s, want %s", who[p], p.Short(), n.Pred().Pos.Short(), pred.Short())
+			}
+		}
 	}
 	if bad > 0 {
-		c.t.Errorf("%d of %d successors wrong", bad, len(ps))
+		c.t.Errorf("%d of %d successors and predecessors wrong", bad, len(ps))
 	}
 }
 

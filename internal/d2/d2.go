@@ -85,6 +85,9 @@ type Node struct {
 	cache   cache
 	pending int // client requests and lookups in flight
 	seen    map[node.Addr]seenPos
+	// strays are the keys found outside this node's replicas at the last
+	// sync round.
+	strays map[id.ID]bool
 	// suspects are peers that missed a call's timeout, being probed.
 	suspects map[node.Addr]bool
 

@@ -190,16 +190,21 @@ func (n *Node) handleJoin(env node.Env, in node.MsgIn, m *wire.D2Join) {
 		rpc.RespondError(env, in, n.self, fault.CodeUnavailable, "d2: joining")
 		return
 	}
-	if j.Pos != n.pos && (n.pred.IsZero() || j.Pos.Between(n.pred.Pos, n.pos) || n.pred.Node.Addr == j.Node.Addr) {
-		old := n.rangeLo()
-		if n.pred.Node.Addr == j.Node.Addr && !j.Pos.Between(n.pred.Pos, n.pos) {
-			old = j.Pos // it moved back: nothing to hand over
-		}
+	if j != n.pred && j.Pos != n.pos && (n.pred.IsZero() || j.Pos.Between(n.pred.Pos, n.pos)) {
+		old := n.pred
 		n.setPreds(append([]wire.D2Ref{j}, n.preds...))
 		if len(n.succs) == 0 {
 			n.succs = []wire.D2Ref{j}
 		}
-		n.handOver(env, j, old)
+		switch {
+		case !old.IsZero():
+			n.handOver(env, j, old.Pos)
+		case len(n.succs) == 1 && n.succs[0] == j:
+			n.handOver(env, j, n.pos) // it is the second node: (this node, j] is its
+		}
+		// A node that lost its predecessor hands nothing over: it does not
+		// know where j's range begins; j's sync takes pointers to what it
+		// lacks.
 	}
 	rpc.Respond(env, in, n.self, n.neighbors())
 }

@@ -317,10 +317,12 @@ func (n *Node) keys(m *wire.D2Keys) *wire.D2KeyList {
 		return &wire.D2KeyList{}
 	}
 	max := int(min(m.Max, wire.MaxD2Keys))
-	a := n.idx.arc(m.Lo, m.Hi)
 	l := &wire.D2KeyList{}
-	for i, e := range a {
-		if i == max {
+	for _, e := range n.idx.arc(m.Lo, m.Hi) {
+		if e.pointer() {
+			continue // a replica that holds a pointer lacks the block
+		}
+		if len(l.Keys) == max {
 			l.More = true
 			break
 		}

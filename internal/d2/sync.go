@@ -68,11 +68,19 @@ func (n *Node) dropStrays(env node.Env) {
 		return
 	}
 	var stray []id.ID
+	strays := map[id.ID]bool{}
 	for _, e := range n.idx.items {
-		if !e.key.In(lo, n.pos) {
+		if e.key.In(lo, n.pos) {
+			continue
+		}
+		strays[e.key] = true
+		if n.strays[e.key] {
 			stray = append(stray, e.key)
 		}
 	}
+	// A key is dropped when it was out of range at two rounds in a row:
+	// a predecessor list caught in a change drops nothing.
+	n.strays = strays
 	for _, k := range stray {
 		n.dropLocal(env, k)
 	}
@@ -132,8 +140,8 @@ func (n *Node) syncWith(env node.Env, t wire.D2Ref, lo id.ID, page int, b *budge
 		theirs := l.Keys
 		now := env.Now()
 		for _, e := range n.idx.arc(lo, upTo) {
-			if _, found := slices.BinarySearchFunc(theirs, e.key, ringCmp(lo)); !found && !e.pointer() && b.take() {
-				n.push(env, t, e.key)
+			if _, found := slices.BinarySearchFunc(theirs, e.key, ringCmp(lo)); !found && b.take() {
+				n.push(env, t, e)
 			}
 		}
 		for _, k := range theirs {
@@ -153,17 +161,30 @@ func ringCmp(lo id.ID) func(a, b id.ID) int {
 	return func(a, b id.ID) int { return lo.Distance(a).Cmp(lo.Distance(b)) }
 }
 
-// push sends the replica t lacks.
-func (n *Node) push(env node.Env, t wire.D2Ref, k id.ID) {
-	n.readLocal(env, k, nil, func(env node.Env, data []byte, ok bool) {
+// push sends the replica t lacks: from this node's engine, or, for a key
+// this node holds a pointer to, from the pointer's holder (a replica
+// fetches at once; only the owner defers its own copy, §6).
+func (n *Node) push(env node.Env, t wire.D2Ref, e entry) {
+	send := func(env node.Env, data []byte, ok bool) {
 		if !ok {
 			return
 		}
-		n.call(env, t.Node.Addr, &wire.D2Store{Key: k, Data: data}, func(env node.Env, reply wire.Msg, err error) {
+		n.call(env, t.Node.Addr, &wire.D2Store{Key: e.key, Data: data}, func(env node.Env, reply wire.Msg, err error) {
 			if err == nil {
 				n.Stats.ReplicasPushed++
 				n.Stats.MigratedBytes += uint64(len(data))
 			}
 		})
-	})
+	}
+	if !e.pointer() {
+		n.readLocal(env, e.key, nil, send)
+		return
+	}
+	from := []wire.NodeRef{e.holder}
+	for _, s := range n.replicaTargets() {
+		if s.Node.Addr != t.Node.Addr {
+			from = append(from, s.Node)
+		}
+	}
+	n.fetchFrom(env, e.key, nil, from, send)
 }

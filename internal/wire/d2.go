@@ -141,9 +141,9 @@ type D2Pointer struct {
 // D2Pointers hands block pointers to their new owner; the reply is an Ack.
 type D2Pointers struct{ Pointers []D2Pointer }
 
-// D2Keys asks for up to Max keys the receiver holds (bytes or pointers) in
-// the arc (Lo, Hi], in ring order from Lo; Last asks for the greatest one
-// only. The reply is a D2KeyList.
+// D2Keys asks for up to Max keys whose blocks the receiver holds in the arc
+// (Lo, Hi], in ring order from Lo; Last asks for the greatest key it holds
+// there, block or pointer, only. The reply is a D2KeyList.
 type D2Keys struct {
 	Lo, Hi id.ID
 	Max    uint32
