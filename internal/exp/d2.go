@@ -54,7 +54,7 @@ func (c D2Config) size() d2Sizes {
 	case c.sizes != nil:
 		return *c.sizes
 	case c.Quick:
-		return d2Sizes{LocalityUsers: 60, LocalityLength: 12 * time.Hour, Hosts: 200, Users: 16, Length: 2 * 24 * time.Hour, Warmup: 3 * 24 * time.Hour, Trials: 2}
+		return d2Sizes{LocalityUsers: 60, LocalityLength: 12 * time.Hour, Hosts: 200, Users: 12, Length: 7 * 24 * time.Hour, Warmup: 3 * 24 * time.Hour, Trials: 2}
 	}
 	return d2Sizes{LocalityUsers: 200, LocalityLength: 24 * time.Hour, Hosts: 247, Users: 24, Length: 7 * 24 * time.Hour, Warmup: 3 * 24 * time.Hour, Trials: 5}
 }

@@ -19,8 +19,10 @@ type d2Run struct {
 
 var (
 	d2AvailRuns = []d2Run{{"d2", placeD2, true, true}, {"block", placeBlock, false, false}, {"file", placeFile, false, false}}
-	// d2BalanceRuns run once more, on the first trial's node IDs.
-	d2BalanceRuns = []d2Run{{"block+balancing", placeBlock, true, true}, {"d2-no-pointers", placeD2, true, false}}
+	// d2MercRun runs in every trial for the balance experiment, and
+	// d2NoPointersRun in the first only.
+	d2MercRun       = d2Run{"block+balancing", placeBlock, true, true}
+	d2NoPointersRun = d2Run{"d2-no-pointers", placeD2, true, false}
 )
 
 // failures is the run's failure trace and where it came from.
@@ -68,8 +70,11 @@ func (r *D2Result) availBalance(cfg D2Config, m *workload.Manifest) error {
 	sums := map[string]*d2SimResult{}
 	for trial := range trials {
 		runs := d2AvailRuns
-		if trial == 0 && cfg.runs("balance") {
-			runs = append(slices.Clone(runs), d2BalanceRuns...)
+		if cfg.runs("balance") {
+			runs = append(slices.Clone(runs), d2MercRun)
+			if trial == 0 {
+				runs = append(runs, d2NoPointersRun)
+			}
 		}
 		for _, run := range runs {
 			sc := base
@@ -89,7 +94,7 @@ func (r *D2Result) availBalance(cfg D2Config, m *workload.Manifest) error {
 				}
 			}
 			if trial == 0 {
-				r.noteBalance(run.name, got)
+				r.noteOverhead(run.name, got)
 			}
 			sums[run.name] = addSim(sums[run.name], got)
 		}
@@ -98,7 +103,7 @@ func (r *D2Result) availBalance(cfg D2Config, m *workload.Manifest) error {
 		r.noteAvail(sums)
 	}
 	if cfg.runs("balance") {
-		r.checkBalance()
+		r.noteBalance(sums)
 	}
 	return nil
 }
@@ -109,6 +114,8 @@ func addSim(a *d2SimResult, b d2SimResult) *d2SimResult {
 	if a == nil {
 		a = &d2SimResult{Tasks: make([]int, len(b.Tasks)), Failed: make([]int, len(b.Tasks)), Groups: make([]float64, len(b.Tasks))}
 	}
+	a.Hourly = append(a.Hourly, b.Hourly...)
+	a.Ratios = append(a.Ratios, b.Ratios...)
 	for i := range b.Tasks {
 		a.Tasks[i] += b.Tasks[i]
 		a.Failed[i] += b.Failed[i]
@@ -145,26 +152,28 @@ func (r *D2Result) noteAvail(sums map[string]*d2SimResult) {
 	r.check("replica_groups_per_task.d2", r.ReplicaGroups["d2"], "<= 4", r.ReplicaGroups["d2"] <= 4)
 }
 
-func (r *D2Result) noteBalance(name string, s d2SimResult) {
-	if r.Imbalance == nil {
-		r.Imbalance = map[string]float64{}
-	}
+// noteOverhead keeps the first trial's bytes migrated and written.
+func (r *D2Result) noteOverhead(name string, s d2SimResult) {
 	switch name {
-	case "d2-no-pointers":
+	case d2NoPointersRun.name:
 		r.LBBytesNoPointers = s.WarmupMigrated + s.Migrated
-		return
 	case "d2":
-		r.MaxMinPrimaryP95, r.Moves, r.WarmupMoves = finite(s.MaxMinP95), s.Moves, s.WarmupMoves
+		r.Moves, r.WarmupMoves = s.Moves, s.WarmupMoves
 		r.LBBytes, r.LBBytesAfterWarmup, r.WrittenBytes, r.InitialBytes = s.WarmupMigrated+s.Migrated, s.Migrated, s.Written, s.Initial
 		if s.Written > 0 {
 			r.LBOverWritten = float64(s.Migrated) / float64(s.Written)
 		}
 		r.LBOverWrittenWithInitial = float64(r.LBBytes) / float64(max(s.Written+s.Initial, 1))
 	}
-	r.Imbalance[name] = s.Imbalance
 }
 
-func (r *D2Result) checkBalance() {
+// noteBalance sums the hourly samples of every trial up and checks them.
+func (r *D2Result) noteBalance(sums map[string]*d2SimResult) {
+	r.Imbalance = map[string]float64{}
+	for _, run := range append(slices.Clone(d2AvailRuns), d2MercRun) {
+		r.Imbalance[run.name] = mean(sums[run.name].Hourly)
+	}
+	r.MaxMinPrimaryP95 = finite(percentile(sums["d2"].Ratios, 0.95))
 	d2, block, merc := r.Imbalance["d2"], r.Imbalance["block"], r.Imbalance["block+balancing"]
 	r.check("imbalance.d2/block", d2/block, "<= 1", d2 <= block)
 	r.check("imbalance.d2/block+balancing", d2/merc, "<= 1.25", d2 <= 1.25*merc)

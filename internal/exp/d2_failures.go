@@ -28,7 +28,7 @@ type d2WeekShape struct {
 
 func defaultD2WeekShape(hosts int, d time.Duration) d2WeekShape {
 	return d2WeekShape{Hosts: hosts, Duration: d, FailingFraction: 0.7, Independent: 3, Downtime: 90 * time.Minute,
-		Events: 4, GroupMin: 0.1, GroupMax: 0.35, EventMin: 20 * time.Minute, EventMax: 4 * time.Hour}
+		Events: 4, GroupMin: 0.05, GroupMax: 0.2, EventMin: 20 * time.Minute, EventMax: 2 * time.Hour}
 }
 
 // syntheticWeek makes a trace of shape; events scale with its duration

@@ -40,11 +40,13 @@ as a file system assigns them.
   perf      not built yet.
 
 The balancing is a model of D2's (§6), not the node code in internal/d2:
-every 10 minutes each live host samples a random live host and, if that
-one's primary load is over 4 times its own, leaves and rejoins as its
-predecessor taking half; it holds block pointers for an hour, then fetches
+every 10 minutes each live host samples a random live host and, if one's
+primary load is over 4 times the other's, the lighter leaves and rejoins as
+the heavier's predecessor taking half (both ways, as in Karger and Ruhl's
+algorithm that D2 cites); it holds block pointers for an hour, then fetches
 at 750 kbps, its range served meanwhile by the hosts after it (the old
-holders). Users write at 1,500 kbps.
+holders). Users write at 1,500 kbps. Idle volumes, stored but never read,
+fill the hosts to the paper's load (83 GB over 247 hosts, 336 MB each).
 
 --quick runs 200 hosts, 16 users, 2 days after warm-up and 2 trials (and 60
 users for locality). Each threshold of issue 30 is printed with ok or FAIL;

@@ -50,8 +50,8 @@ type d2SimConfig struct {
 type d2SimResult struct {
 	Tasks, Failed []int     // per inter
 	Groups        []float64 // mean replica groups (distinct primaries) per task, per inter
-	Imbalance     float64   // mean over hours of std/mean of total storage per host
-	MaxMinP95     float64   // p95 over hours of max/min primary load
+	Hourly        []float64 // each hour's std/mean of total storage per host
+	Ratios        []float64 // each hour's max/min primary load
 	Migrated      int64     // bytes moved by balancing after warm-up (every copy)
 	Written       int64     // bytes written by users after warm-up (every copy)
 	Moves         int
@@ -314,13 +314,13 @@ func (s *d2Sim) sample() {
 		sq += (v - mean) * (v - mean)
 	}
 	if mean > 0 {
-		s.imbal = append(s.imbal, math.Sqrt(sq/float64(len(st)))/mean)
+		s.res.Hourly = append(s.res.Hourly, math.Sqrt(sq/float64(len(st)))/mean)
 	}
 	lo, hi := int64(math.MaxInt64), int64(0)
 	for _, h := range s.ring.hosts {
 		lo, hi = min(lo, max(h.load, workload.BlockBytes)), max(hi, h.load)
 	}
-	s.ratios = append(s.ratios, float64(hi)/float64(lo))
+	s.res.Ratios = append(s.res.Ratios, float64(hi)/float64(lo))
 }
 
 // finish closes the open tasks and sums the samples up.
@@ -337,7 +337,5 @@ func (s *d2Sim) finish() {
 			s.res.Groups[i] /= float64(s.res.Tasks[i])
 		}
 	}
-	s.res.Imbalance = mean(s.imbal)
-	s.res.MaxMinP95 = percentile(s.ratios, 0.95)
 	s.checkLoads("at the end")
 }
