@@ -1,10 +1,12 @@
 package deploy
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
 	"triad/internal/cc"
+	"triad/internal/d2"
 	"triad/internal/dhash"
 	"triad/internal/host"
 	"triad/internal/id"
@@ -40,6 +42,11 @@ type Options struct {
 	// none. Its node ID is the host's first ring ID, and it joins through
 	// Bootstrap.
 	Tapestry *tapestry.Config
+	// D2 configures D2's store and load-balancing ring (internal/d2) on
+	// the host's D2 engine (node.Storage.D2Engine, which the driver must
+	// keep); nil runs none. It joins through Bootstrap and the peers an
+	// earlier run knew.
+	D2 *d2.Config
 	// NoRing leaves the ring (and so the block store, maintenance and
 	// congestion control) out: a host that runs Tapestry alone, as the
 	// Tapestry experiments do. Its ring IDs are still made and kept.
@@ -63,6 +70,7 @@ type Node struct {
 	Host   *host.Host
 	Ring   *ring.Chord    // nil when Options.NoRing
 	Tap    *tapestry.Node // nil when Options.Tapestry is nil
+	D2     *d2.Node       // nil when Options.D2 is nil
 	Blocks *dhash.Node    // nil when Options.Blocks is nil
 	Maint  *maint.Maint   // nil when Options.Maint or Options.Blocks is nil
 	CC     *cc.Node       // nil when Options.CC is nil
@@ -111,7 +119,7 @@ func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error
 	}
 	if o.NoRing {
 		n := &Node{Host: h, State: state, Moved: moved}
-		return n, n.addTapestry(o, st)
+		return n, errors.Join(n.addTapestry(o, st), n.addD2(o, st, r))
 	}
 	chord, err := ring.New(o.Ring, h, state, o.Bootstrap)
 	if err != nil {
@@ -147,7 +155,43 @@ func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error
 			}
 		}
 	}
-	return n, n.addTapestry(o, st)
+	return n, errors.Join(n.addTapestry(o, st), n.addD2(o, st, r))
+}
+
+// addD2 registers D2, at the position an earlier run saved or, the first
+// time, a random one (D2's positions move to balance load, so they are
+// not derived from the address as ring IDs are).
+func (n *Node) addD2(o Options, st node.Storage, r *rand.Rand) error {
+	if o.D2 == nil {
+		return nil
+	}
+	engine := st.D2Engine()
+	if engine == nil {
+		return errors.New("deploy: D2 needs the driver to keep a D2 engine (tcp.Config.D2Store)")
+	}
+	pos, err := d2.LoadPosition(st, r)
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	self := wire.NodeRef{ID: n.State.IDs[0], Addr: n.Host.Addr(), Machine: n.State.Machine}
+	if n.D2, err = d2.New(*o.D2, n.Host, self, pos, engine, n.bootstraps(o)); err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	return nil
+}
+
+// bootstraps are the addresses a protocol with a ring of its own joins
+// through: the bootstrap first, then every peer an earlier run knew, so
+// that a restart whose bootstrap is down rejoins through another.
+func (n *Node) bootstraps(o Options) []node.Addr {
+	var out []node.Addr
+	if o.Bootstrap != "" {
+		out = append(out, o.Bootstrap)
+	}
+	for _, p := range n.State.Peers {
+		out = append(out, p.Addr)
+	}
+	return out
 }
 
 // addTapestry registers Tapestry, last, with the host's first ring ID and
@@ -165,16 +209,7 @@ func (n *Node) addTapestry(o Options, st node.Storage) error {
 		return fmt.Errorf("deploy: %w", err)
 	}
 	self := wire.NodeRef{ID: n.State.IDs[0], Addr: n.Host.Addr(), Machine: n.State.Machine}
-	// The bootstrap first, then every peer an earlier run knew: a restart
-	// whose bootstrap is down rejoins through another.
-	var bootstraps []node.Addr
-	if o.Bootstrap != "" {
-		bootstraps = append(bootstraps, o.Bootstrap)
-	}
-	for _, p := range n.State.Peers {
-		bootstraps = append(bootstraps, p.Addr)
-	}
-	if n.Tap, err = tapestry.New(*o.Tapestry, n.Host, self, bootstraps, objects, roots); err != nil {
+	if n.Tap, err = tapestry.New(*o.Tapestry, n.Host, self, n.bootstraps(o), objects, roots); err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"triad/internal/cc"
+	"triad/internal/d2"
 	"triad/internal/deploy"
 	"triad/internal/dhash"
 	"triad/internal/host"
@@ -142,6 +143,10 @@ type Options struct {
 	// next hop and the l nearest neighbours. Key tapestry-extra. Default
 	// 0,0,0 (none).
 	TapExtra string
+	// D2 runs D2's store and load-balancing ring (internal/d2: the blocks
+	// of triad fs volumes) on a second storage engine under the data
+	// folder's d2/, joining through Join. Key d2. Default false.
+	D2 bool
 
 	// IDs are the ring positions of a new node (a restart keeps its own);
 	// nil derives them from Listen. Only with DeriveIDs false: peers
@@ -218,6 +223,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Tapestry, "tapestry", o.Tapestry, "also run Tapestry's mesh and object location (triad publish, locate, fetch), with the node's first ring ID, joining through --join")
 	fs.DurationVar(&o.TapRepublish, "tapestry-republish", o.TapRepublish, "with --tapestry: how often the objects this node serves are republished; a location pointer lives twice that unless refreshed")
 	fs.DurationVar(&o.TapBeacon, "tapestry-beacon", o.TapBeacon, "with --tapestry: how often every link of the routing table is probed")
+	fs.BoolVar(&o.D2, "d2", o.D2, "also run D2, the store of triad fs volumes: 8 KB blocks under 64-byte keys that keep a directory's files on a few neighbours, balanced by moving nodes (a second storage engine under the data folder's d2/), joining through --join")
 	fs.StringVar(&o.TapExtra, "tapestry-extra", o.TapExtra, "with --tapestry: extra pointers `k,l,m`: on the first m hops of a publish path, pointers also go to k backups of the next hop (0-2) and its l nearest neighbours (0-16)")
 }
 
@@ -292,6 +298,11 @@ func (o *Options) assembly() (assembly, error) {
 	}
 	so := store.Options{Capacity: o.CapacityMB << 20, MaxObject: blocks.MaxBlock + 64, SyncInterval: sync, MaxRetention: blocks.MaxRetention}
 	a.driver = tcp.Config{Listen: o.Listen, DataDir: data, Store: so, Workers: o.Workers, MaxConns: o.MaxConns, CheckVnodes: o.DeriveIDs}
+	if o.D2 {
+		c := d2.DefaultConfig()
+		a.deploy.D2 = &c
+		a.driver.D2Store = &store.Options{Capacity: o.CapacityMB << 20, MaxObject: c.BlockBytes + 64, SyncInterval: sync}
+	}
 	return a, nil
 }
 

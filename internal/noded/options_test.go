@@ -83,6 +83,26 @@ func TestOptionsTapestry(t *testing.T) {
 	}
 }
 
+// --d2 runs D2 on a second engine the driver opens; without it, neither.
+func TestOptionsD2(t *testing.T) {
+	o := DefaultOptions()
+	if a, err := o.assembly(); err != nil || a.deploy.D2 != nil || a.driver.D2Store != nil {
+		t.Fatalf("defaults: D2 %v, its store %v, %v; want none", a.deploy.D2, a.driver.D2Store, err)
+	}
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	o.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--d2"}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := o.assembly()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.deploy.D2 == nil || a.deploy.D2.Replicas != 3 || a.driver.D2Store == nil || a.driver.D2Store.MaxObject < a.deploy.D2.BlockBytes {
+		t.Errorf("--d2: D2 %+v, its store %+v", a.deploy.D2, a.driver.D2Store)
+	}
+}
+
 func TestMachineID(t *testing.T) {
 	a, again := MachineID("a"), MachineID("a")
 	if MachineID("") != 0 || a == 0 || a != again || a == MachineID("b") {
