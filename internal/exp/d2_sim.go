@@ -72,15 +72,13 @@ type d2Task struct {
 }
 
 type d2Sim struct {
-	cfg    d2SimConfig
-	rng    *rand.Rand
-	ring   d2Ring
-	index  *blockIndex
-	now    time.Duration
-	tasks  [][]d2Task // user, inter
-	res    d2SimResult
-	ratios []float64
-	imbal  []float64
+	cfg   d2SimConfig
+	rng   *rand.Rand
+	ring  d2Ring
+	index *blockIndex
+	now   time.Duration
+	tasks [][]d2Task // user, inter
+	res   d2SimResult
 }
 
 // runD2Sim runs one simulation.
