@@ -55,10 +55,18 @@ func (n *Node) walk(env node.Env, at wire.D2Ref, left int) {
 	})
 }
 
-// consider moves next to the sampled node if its load calls for it.
+// consider moves next to the sampled node if its load calls for it, or,
+// if this node is the one loaded past t times the other, invites it to.
 func (n *Node) consider(env node.Env, nb *wire.D2Neighbors) {
 	mine := n.Load()
-	if nb.Self.Node.Addr == n.self.Addr || nb.Load < 2 || float64(nb.Load) <= n.cfg.Threshold*float64(mine) {
+	if nb.Self.Node.Addr == n.self.Addr {
+		return
+	}
+	if mine >= 2 && float64(mine) > n.cfg.Threshold*float64(nb.Load) {
+		n.send(env, nb.Self.Node.Addr, &wire.D2Invite{})
+		return
+	}
+	if nb.Load < 2 || float64(nb.Load) <= n.cfg.Threshold*float64(mine) {
 		return
 	}
 	med := nb.Median
@@ -84,8 +92,21 @@ func (n *Node) move(env node.Env, target wire.D2Ref, nb *wire.D2Neighbors) {
 	n.pred, n.preds, n.succs, n.links = wire.D2Ref{}, nil, nil, nil
 	n.building, n.fixing = nil, false
 	n.pos = nb.Median
+	n.savePosition(env)
 	n.joinSeq++
 	seq := n.joinSeq
 	env.After(n.cfg.Stabilize, joinTimer{seq: seq})
 	n.joinAt(env, target, seq, 0)
+}
+
+// invited checks an invitation: the inviter is sampled, and this node
+// moves if it is light enough, as after its own probe.
+func (n *Node) invited(env node.Env, from wire.NodeRef) {
+	if from.IsZero() || !n.joined || n.alone() || n.cfg.Threshold <= 0 {
+		return
+	}
+	if !n.lastMove.IsZero() && env.Now().Sub(n.lastMove) < n.cfg.Probe {
+		return
+	}
+	n.walk(env, wire.D2Ref{Node: from}, 1)
 }

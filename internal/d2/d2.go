@@ -202,11 +202,19 @@ func (n *Node) Start(env node.Env) {
 		env.After(jitter(env, n.cfg.Probe), probeTimer{})
 	}
 	n.loadIndex(env)
+	n.savePosition(env)
 	if len(n.bootstraps) == 0 {
 		n.joined = true
 		return
 	}
 	n.join(env, n.bootstraps[0])
+}
+
+// savePosition keeps the node's position for its next run (PositionFile):
+// a position is the node's place in the balance, not derived from its
+// address.
+func (n *Node) savePosition(env node.Env) {
+	env.Offload(&savePositionWork{data: encodePosition(n.pos)})
 }
 
 // Timer handles the protocol's timers.
@@ -241,6 +249,9 @@ func (n *Node) Timer(env node.Env, t node.Timer) bool {
 
 // Work handles the results of the protocol's offloaded work.
 func (n *Node) Work(env node.Env, done node.WorkDone) bool {
+	if _, ok := done.W.(*savePositionWork); ok {
+		return true // a failed save is made again at the next move or start
+	}
 	w, ok := done.W.(*engineWork)
 	if !ok || w.owner != n {
 		return false
@@ -278,6 +289,8 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		rpc.Respond(env, in, n.self, n.keys(m))
 	case *wire.D2Drop:
 		n.handleDrop(env, in, m)
+	case *wire.D2Invite:
+		n.invited(env, from)
 	case *wire.D2Put, *wire.D2Get, *wire.D2Delete, *wire.D2Latest:
 		n.clientRequest(env, in)
 	default:

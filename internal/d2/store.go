@@ -319,7 +319,7 @@ func (n *Node) keys(m *wire.D2Keys) *wire.D2KeyList {
 	max := int(min(m.Max, wire.MaxD2Keys))
 	l := &wire.D2KeyList{}
 	for _, e := range n.idx.arc(m.Lo, m.Hi) {
-		if e.pointer() {
+		if e.pointer() && !m.Pointers {
 			continue // a replica that holds a pointer lacks the block
 		}
 		if len(l.Keys) == max {

@@ -51,7 +51,7 @@ func (n *Node) sync(env node.Env) {
 		return
 	}
 	b := &budget{left: n.cfg.MaxFetchesPerSync}
-	n.dropStrays(env)
+	n.handOff(env, n.strayKeys(), 0, b)
 	n.fetchPointers(env, b)
 	if !n.pred.IsZero() {
 		for _, t := range n.replicaTargets() {
@@ -60,29 +60,118 @@ func (n *Node) sync(env node.Env) {
 	}
 }
 
-// dropStrays drops the blocks and pointers outside the keys this node
-// replicates.
-func (n *Node) dropStrays(env node.Env) {
+// strays returns the keys this node holds outside the keys it
+// replicates, at this round and the last: a predecessor list caught in a
+// change hands nothing off.
+func (n *Node) strayKeys() []id.ID {
 	lo, ok := n.replicaLo()
 	if !ok {
-		return
+		n.strays = nil
+		return nil
 	}
-	var stray []id.ID
-	strays := map[id.ID]bool{}
+	var due []id.ID
+	now := map[id.ID]bool{}
 	for _, e := range n.idx.items {
 		if e.key.In(lo, n.pos) {
 			continue
 		}
-		strays[e.key] = true
+		now[e.key] = true
 		if n.strays[e.key] {
-			stray = append(stray, e.key)
+			due = append(due, e.key)
 		}
 	}
-	// A key is dropped when it was out of range at two rounds in a row:
-	// a predecessor list caught in a change drops nothing.
-	n.strays = strays
-	for _, k := range stray {
-		n.dropLocal(env, k)
+	n.strays = now
+	return due
+}
+
+// maxHandOffRanges bounds the owners' ranges one round hands off to.
+const maxHandOffRanges = 8
+
+// handOff passes on what this node no longer replicates (§6: the r
+// successors of a mover's old and new positions fetch or drop replicas).
+// The first stray key's owner is looked up and the key's r holders asked
+// what they hold of the owner's range: the blocks they lack are pushed to
+// them, and the keys every one of them holds (the owner: as a block or a
+// pointer) are dropped here. A block is never dropped before its r
+// holders are known to have it.
+func (n *Node) handOff(env node.Env, due []id.ID, ranges int, b *budget) {
+	if len(due) == 0 || ranges >= maxHandOffRanges || !n.joined {
+		return
+	}
+	n.Lookup(env, due[0], func(env node.Env, r Route, err error) {
+		if err != nil || !n.joined {
+			return
+		}
+		var mine, rest []id.ID
+		for _, k := range due {
+			if k.In(r.Lo, r.Owner.Pos) {
+				mine = append(mine, k)
+			} else {
+				rest = append(rest, k)
+			}
+		}
+		holders := r.Holders(n.cfg.Replicas)
+		if len(mine) == 0 || slices.ContainsFunc(holders, func(h wire.D2Ref) bool { return h.Node.Addr == n.self.Addr }) {
+			n.handOff(env, rest, ranges+1, b) // still this node's after all
+			return
+		}
+		n.askHolders(env, r, holders, func(env node.Env, have []map[id.ID]bool) {
+			n.settleStrays(env, mine, holders, have, b)
+			n.handOff(env, rest, ranges+1, b)
+		})
+	})
+}
+
+// askHolders asks each holder which keys of r's range it holds (the owner:
+// pointers too); a holder that does not answer has a nil set.
+func (n *Node) askHolders(env node.Env, r Route, holders []wire.D2Ref, done func(env node.Env, have []map[id.ID]bool)) {
+	have := make([]map[id.ID]bool, len(holders))
+	left := len(holders)
+	answered := func(env node.Env) {
+		if left--; left == 0 {
+			done(env, have)
+		}
+	}
+	for i, h := range holders {
+		q := &wire.D2Keys{Lo: r.Lo, Hi: r.Owner.Pos, Max: wire.MaxD2Keys, Pointers: i == 0}
+		if !n.call(env, h.Node.Addr, q, func(env node.Env, reply wire.Msg, err error) {
+			if l, ok := reply.(*wire.D2KeyList); err == nil && ok {
+				have[i] = make(map[id.ID]bool, len(l.Keys))
+				for _, k := range l.Keys {
+					have[i][k] = true
+				}
+			}
+			answered(env)
+		}) {
+			answered(env)
+		}
+	}
+}
+
+// settleStrays pushes the stray keys' blocks to the holders that lack
+// them and drops the keys all r hold.
+func (n *Node) settleStrays(env node.Env, keys []id.ID, holders []wire.D2Ref, have []map[id.ID]bool, b *budget) {
+	for _, k := range keys {
+		e, held := n.idx.get(k)
+		if !held {
+			continue
+		}
+		all := len(holders) == n.cfg.Replicas
+		for i, h := range holders {
+			if have[i] == nil {
+				all = false
+				continue
+			}
+			if !have[i][k] {
+				all = false
+				if b.take() {
+					n.push(env, h, e)
+				}
+			}
+		}
+		if all {
+			n.dropLocal(env, k)
+		}
 	}
 }
 

@@ -29,6 +29,7 @@ const (
 	TypeD2Delete       Type = 399
 	TypeD2Latest       Type = 400
 	TypeD2Drop         Type = 401
+	TypeD2Invite       Type = 402
 )
 
 // Bounds of D2's messages.
@@ -142,12 +143,14 @@ type D2Pointer struct {
 type D2Pointers struct{ Pointers []D2Pointer }
 
 // D2Keys asks for up to Max keys whose blocks the receiver holds in the arc
-// (Lo, Hi], in ring order from Lo; Last asks for the greatest key it holds
-// there, block or pointer, only. The reply is a D2KeyList.
+// (Lo, Hi], in ring order from Lo (with Pointers, the keys it holds
+// pointers to as well); Last asks for the greatest key it holds there,
+// block or pointer, only. The reply is a D2KeyList.
 type D2Keys struct {
-	Lo, Hi id.ID
-	Max    uint32
-	Last   bool
+	Lo, Hi   id.ID
+	Max      uint32
+	Last     bool
+	Pointers bool
 }
 
 // D2KeyList is a list of keys, in ring order; More is set when the arc held
@@ -182,6 +185,11 @@ type D2Latest struct{ Prefix []byte }
 // D2Drop asks the receiver, a replica of Key, to delete its copy; the
 // reply is a D2Stored.
 type D2Drop struct{ Key id.ID }
+
+// D2Invite tells a node that the sender, which sampled it, carries more
+// than t times its load: the receiver checks for itself and may move to
+// take half (either side of a probe may start a move, §6). One-way.
+type D2Invite struct{}
 
 func putD2Ref(b []byte, num protowire.Number, r D2Ref) []byte {
 	if r.IsZero() {
@@ -453,7 +461,8 @@ func (m *D2Keys) encode(b []byte) []byte {
 	b = putID(b, 1, m.Lo)
 	b = putID(b, 2, m.Hi)
 	b = putUint(b, 3, uint64(m.Max))
-	return putBool(b, 4, m.Last)
+	b = putBool(b, 4, m.Last)
+	return putBool(b, 5, m.Pointers)
 }
 func (m *D2Keys) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -465,6 +474,8 @@ func (m *D2Keys) decodeField(d *decoder, f field) {
 		m.Max = d.uint32(f)
 	case 4:
 		m.Last = d.bool(f)
+	case 5:
+		m.Pointers = d.bool(f)
 	}
 }
 func (m *D2Keys) clone() Msg { return new(*m) }
@@ -546,3 +557,8 @@ func (m *D2Drop) decodeField(d *decoder, f field) {
 	}
 }
 func (m *D2Drop) clone() Msg { return new(*m) }
+
+func (*D2Invite) Type() Type                  { return TypeD2Invite }
+func (*D2Invite) encode(b []byte) []byte      { return b }
+func (*D2Invite) decodeField(*decoder, field) {}
+func (m *D2Invite) clone() Msg                { return new(*m) }

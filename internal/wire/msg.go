@@ -217,6 +217,7 @@ var types = [...]typeInfo{
 	{TypeD2Delete, "D2Delete", RoleClient, false, newOf[D2Delete]},
 	{TypeD2Latest, "D2Latest", RoleClient, false, newOf[D2Latest]},
 	{TypeD2Drop, "D2Drop", RoleNode, false, newOf[D2Drop]},
+	{TypeD2Invite, "D2Invite", RoleNode, false, newOf[D2Invite]},
 }
 
 // newOf makes the zero message of type T, for the types table.
