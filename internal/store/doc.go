@@ -15,7 +15,8 @@
 // key is verified before anything is written (the content hash of a whole
 // object; the caller checks an Opaque one), putting the same object again
 // only extends its expiry, and putting another object under a stored key
-// fails with ErrConflict and stores nothing.
+// fails with ErrConflict and stores nothing. Only Delete takes an object
+// away before its expiry; a put after it stores again.
 //
 // Node logic (dhash) imports this package, so it must stay free of I/O: it
 // imports errors, fmt and time, id and merkle, and nothing else — never

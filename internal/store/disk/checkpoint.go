@@ -27,12 +27,16 @@ func (d *Disk) maintainLoop() {
 	}
 }
 
-// Maintain implements store.Engine: checkpoint, drop expired keys from the tree,
-// reclaim space past the high-water mark.
+// Maintain implements store.Engine: checkpoint, drop expired keys from the
+// tree, rewrite segments less than half live, reclaim space past the
+// high-water mark.
 func (d *Disk) Maintain() error {
 	d.maintMu.Lock()
 	defer d.maintMu.Unlock()
 	if err := d.checkpoint(); err != nil {
+		return err
+	}
+	if err := d.compact(); err != nil {
 		return err
 	}
 	return d.reclaim()
@@ -132,7 +136,7 @@ func applyEntries(tx *bolt.Tx, batch map[id.ID]entry) (map[uint64]int64, error) 
 	var add, del, expAdd, expDel [][]byte
 	for _, k := range keys {
 		e, key := batch[k], k.Bytes()
-		t, err := applyTomb(tx, key, e.tomb)
+		t, err := applyTomb(tx, key, e.tomb, dead)
 		if err != nil {
 			return nil, err
 		}

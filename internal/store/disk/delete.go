@@ -46,7 +46,7 @@ func (d *Disk) Delete(key id.ID) error {
 		cutoff = d.opt.WindowEnd(d.retired).UnixNano()
 	}
 	rec := recordParts(record{flags: flagTombstone, key: key.Bytes(), expiry: cutoff})
-	g, err := d.append(key, deadEntry(tomb{cutoff: cutoff}), rec)
+	g, err := d.append(key, deadEntry(tomb{cutoff: cutoff}), rec, true)
 	d.mu.Unlock()
 	mu.Unlock()
 	if err != nil {
@@ -104,12 +104,12 @@ func (d *Disk) cutoff(key id.ID) (int64, error) {
 }
 
 // fold returns what a key holds after its record e, given old, what it
-// held before: the later tombstone of the two, and of the objects that
-// expire after its cutoff, the one that supersedes the other (the first
-// one if neither does). Between a tombstone and an object the result does
-// not depend on which came first. It also returns the records that are
-// now dead (zero entries where none), whose bytes compaction may reclaim;
-// tombstones never are.
+// held before (Disk.active, where records come in the order written): the
+// later tombstone of the two, and of the objects that expire after its
+// cutoff, the one that supersedes the other (old if neither does). It
+// also returns the records that are now dead (zero entries where none),
+// whose bytes compaction may reclaim; tombstones never are. Recovery,
+// which meets records in no order, uses replayed instead.
 func fold(old, e entry) (entry, [2]entry) {
 	t := old.tomb.later(e.tomb)
 	oldLive := old.live() && (t.seg == 0 || old.expiry > t.cutoff)
@@ -140,25 +140,28 @@ func fold(old, e entry) (entry, [2]entry) {
 func (e entry) at(r entry) bool { return e.seg == r.seg && e.off == r.off }
 
 // applyTomb records t as key's latest tombstone in the index unless one
-// there cuts off as late, and returns the latest.
-func applyTomb(tx *bolt.Tx, key []byte, t tomb) (tomb, error) {
-	dead, dexp := tx.Bucket(bDead), tx.Bucket(bDExp)
+// there cuts off later, and returns the latest. On a tie t, a copy
+// compaction made or the record recovery found, takes the place. A
+// tombstone replaced is dead bytes: the later one kills all it did.
+func applyTomb(tx *bolt.Tx, key []byte, t tomb, dead map[uint64]int64) (tomb, error) {
+	tombs, dexp := tx.Bucket(bDead), tx.Bucket(bDExp)
 	var cur tomb
-	if v := dead.Get(key); v != nil {
+	if v := tombs.Get(key); v != nil {
 		var err error
 		if cur, err = decodeTomb(v); err != nil {
 			return tomb{}, err
 		}
 	}
-	if t.seg == 0 || cur.seg != 0 && cur.cutoff >= t.cutoff {
+	if t.seg == 0 || cur.seg != 0 && cur.cutoff > t.cutoff || cur == t {
 		return cur, nil
 	}
 	if cur.seg != 0 {
+		dead[cur.seg] += int64(recordLen(len(key), 0))
 		if err := dexp.Delete(expiryKey(cur.cutoff, key)); err != nil {
 			return tomb{}, err
 		}
 	}
-	if err := dead.Put(key, t.encode()); err != nil {
+	if err := tombs.Put(key, t.encode()); err != nil {
 		return tomb{}, err
 	}
 	return t, dexp.Put(expiryKey(t.cutoff, key), present)

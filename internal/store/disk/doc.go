@@ -23,6 +23,8 @@
 //   - disk.go: Disk, Open and Close
 //   - write.go: the write path (Put, append to a segment) and group commit
 //   - checkpoint.go: the index and tree catching up with the segments
+//   - delete.go: Delete, tombstones and their cutoff rule
+//   - compact.go: rewriting segments less than half live
 //   - expire.go: keys leaving the tree at expiry; windows reclaimed
 //   - read.go: Get, Stat, Keys, Stats, the tree queries; quarantine
 //   - view.go: View, reading in place from a memory map

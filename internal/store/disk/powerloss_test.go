@@ -140,8 +140,9 @@ func (p *powerCut) close(d *Disk) {
 // windows, plus short-lived objects (ttl 10 min, outside the tree) for
 // reclamation; every fifth put does not wait, and every seventh puts its
 // object again with a later expiry. With deletes, every fourth key is
-// deleted, and every other one of those put again, as an opaque object of
-// other bytes that lives less long.
+// deleted (among them keys put again into a later window), and every
+// other one of those put again, as an opaque object of other bytes that
+// lives less long.
 func (p *powerCut) put(d *Disk, round, n int) { p.putDelete(d, round, n, false) }
 
 func (p *powerCut) putDelete(d *Disk, round, n int, deletes bool) {
@@ -172,7 +173,7 @@ func (p *powerCut) putDelete(d *Disk, round, n int, deletes bool) {
 					}
 					p.acked(ack{key, data, expiry, false})
 				}
-				if deletes && i%4 == 1 && !p.deleteAndPut(d, r, key, i%8 == 5) {
+				if deletes && i%4 == 2 && !p.deleteAndPut(d, r, key, i%8 == 6) {
 					return
 				}
 			}
@@ -418,6 +419,11 @@ func TestPowerLossWithDeletes(t *testing.T) {
 	p.putDelete(d, 5, n, true)
 	if err := d.Maintain(); err != nil {
 		t.Fatal(err)
+	}
+	if st := d.Stats(); st.Compacted == 0 {
+		t.Fatal("the workload rewrote no segment")
+	} else {
+		t.Logf("%d segments rewritten, %d bytes given back", st.Compacted, st.CompactedBytes)
 	}
 	p.close(d)
 	p.rec.Last(mem)

@@ -83,37 +83,66 @@ func (d *Disk) GetInto(key id.ID, buf []byte) ([]byte, store.Meta, error) {
 	if err != nil {
 		return nil, store.Meta{}, err
 	}
+	return d.getFrom(key, e, buf)
+}
+
+// getFrom is GetInto from e, where find put key. A record compaction
+// moved meanwhile is read again where it went; a few moves in a row are
+// as many rewrites of its segment while one read waited.
+func (d *Disk) getFrom(key id.ID, e entry, buf []byte) ([]byte, store.Meta, error) {
+	for range 3 {
+		data, m, moved, err := d.readAt(key, e, buf)
+		if moved.seg == 0 {
+			return data, m, err
+		}
+		e = moved
+	}
+	return nil, store.Meta{}, fmt.Errorf("%w: %v keeps moving", store.ErrNotFound, key)
+}
+
+// readAt reads key's record where e says it is. If its segment is gone
+// meanwhile, it returns where the index now puts the key (moved), or
+// store.ErrNotFound if nowhere.
+func (d *Disk) readAt(key id.ID, e entry, buf []byte) (_ []byte, _ store.Meta, moved entry, _ error) {
 	d.mu.Lock()
 	s := d.segs[e.seg]
 	d.mu.Unlock()
-	if s == nil {
-		// Reclaimed since find, unless the index still points there.
-		if now, _, err := d.find(key); err != nil || now != e {
-			return nil, store.Meta{}, fmt.Errorf("%w: %v was reclaimed", store.ErrNotFound, key)
-		}
-		return nil, store.Meta{}, d.quarantine(key, e, "its segment file is missing")
-	}
+	var err error
 	n := e.recordLen(key.Width())
 	if cap(buf) < n {
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]
-	if _, err := s.f.ReadAt(buf, e.off); err != nil {
-		if errors.Is(err, os.ErrClosed) {
-			return nil, store.Meta{}, fmt.Errorf("%w: %v was reclaimed", store.ErrNotFound, key)
+	if s != nil {
+		_, err = s.f.ReadAt(buf, e.off)
+	}
+	if s == nil || errors.Is(err, os.ErrClosed) {
+		// Reclaimed or rewritten since find, unless the index still
+		// points there.
+		now, _, ferr := d.find(key)
+		switch {
+		case ferr != nil:
+			return nil, store.Meta{}, entry{}, fmt.Errorf("%w: %v was reclaimed", store.ErrNotFound, key)
+		case !now.at(e):
+			return nil, store.Meta{}, now, nil
+		case s == nil:
+			return nil, store.Meta{}, entry{}, d.quarantine(key, e, "its segment file is missing")
 		}
-		return nil, store.Meta{}, d.quarantine(key, e, err.Error())
+		return nil, store.Meta{}, entry{}, fmt.Errorf("%w: %v was reclaimed", store.ErrNotFound, key)
+	}
+	if err != nil {
+		return nil, store.Meta{}, entry{}, d.quarantine(key, e, err.Error())
 	}
 	r, _, err := decodeRecord(buf, formatMaxData)
 	switch {
 	case err != nil:
-		return nil, store.Meta{}, d.quarantine(key, e, err.Error())
+		return nil, store.Meta{}, entry{}, d.quarantine(key, e, err.Error())
 	case !bytes.Equal(r.key, key.Bytes()) || r.expiry != e.expiry || len(r.data) != e.size:
-		return nil, store.Meta{}, d.quarantine(key, e, "the record there is another object's")
+		return nil, store.Meta{}, entry{}, d.quarantine(key, e, "the record there is another object's")
 	}
 	m := e.meta()
 	m.Key = key
-	return r.data, m, nil
+	return r.data, m, entry{}, nil
 }
 
 // quarantine takes a damaged object out of the index and the tree, so that

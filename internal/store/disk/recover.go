@@ -51,7 +51,7 @@ func (d *Disk) recover() error {
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	replay := make(map[id.ID]entry)
+	replay := make(map[id.ID]*replayed)
 	for _, ent := range ents {
 		if !strings.HasSuffix(ent.Name(), ".seg") {
 			continue
@@ -106,7 +106,7 @@ func (d *Disk) recover() error {
 				return err
 			}
 		}
-		dead, err := applyEntries(tx, replay)
+		dead, err := applyEntries(tx, d.resolve(replay))
 		if err != nil {
 			return err
 		}
@@ -124,7 +124,7 @@ func (d *Disk) recover() error {
 // replay. A record that fails its checks is skipped if an intact record
 // follows it (damage in the middle) and cut off if none does (a torn tail).
 // It returns the offset where the valid data ends.
-func (d *Disk) replaySegment(s *segment, from int64, replay map[id.ID]entry) (int64, error) {
+func (d *Disk) replaySegment(s *segment, from int64, replay map[id.ID]*replayed) (int64, error) {
 	st, err := s.f.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("store: %w", err)
@@ -170,12 +170,10 @@ func (d *Disk) replaySegment(s *segment, from int64, replay map[id.ID]entry) (in
 			if e.live() && d.opt.EntersTree(time.Unix(0, r.expiry), now) {
 				e.flags |= entryInTree
 			}
-			if old, ok := replay[key]; ok {
-				var gone [2]entry
-				e, gone = fold(old, e)
-				d.dropped(key, gone[:]...)
+			if replay[key] == nil {
+				replay[key] = &replayed{}
 			}
-			replay[key] = e
+			d.dropped(key, replay[key].add(e))
 		}
 		pos += int64(n)
 	}
@@ -262,4 +260,60 @@ func (d *Disk) nextRecord(f vfs.File, pos, size int64) (int64, error) {
 func segmentFiles(dir string) []string {
 	names, _ := filepath.Glob(filepath.Join(dir, "*.seg")) // sorted
 	return names
+}
+
+// replayed is what recovery has read of a key's records, which it meets
+// in no particular order (files in name order): the latest tombstone and,
+// of each kind, the object that supersedes the other copies. Which kind
+// wins is decided once all are read, as the tombstone may kill either.
+type replayed struct {
+	tomb tomb
+	obj  [2]entry // whole, opaque; seg 0 if none
+}
+
+// add takes in e and returns a record now dead (a zero entry if none).
+func (r *replayed) add(e entry) entry {
+	if !e.live() {
+		r.tomb = r.tomb.later(e.tomb)
+		return entry{}
+	}
+	i := int(e.flags&entryOpaque) / entryOpaque
+	old := r.obj[i]
+	switch {
+	case old.seg == 0:
+		r.obj[i] = e
+		return entry{}
+	case e.supersedes(old):
+		r.obj[i] = e
+		return old
+	}
+	return e
+}
+
+// resolve turns what recovery read into pending entries: each key's
+// tombstone, and the object of those outliving it; of two kinds (a Fresh
+// put over an object of the other kind), the one written first, in the
+// older file or earlier in the same one. The others' bytes are dead.
+func (d *Disk) resolve(replay map[id.ID]*replayed) map[id.ID]entry {
+	out := make(map[id.ID]entry, len(replay))
+	for key, r := range replay {
+		e := deadEntry(r.tomb)
+		for _, o := range r.obj {
+			switch {
+			case o.seg == 0:
+			case r.tomb.seg != 0 && o.expiry <= r.tomb.cutoff:
+				d.dropped(key, o)
+			case e.live() && (e.seg < o.seg || e.seg == o.seg && e.off < o.off):
+				d.dropped(key, o)
+			default:
+				if e.live() {
+					d.dropped(key, e)
+				}
+				e = o
+			}
+		}
+		e.tomb = r.tomb
+		out[key] = e
+	}
+	return out
 }

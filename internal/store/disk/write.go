@@ -59,7 +59,7 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutO
 	}
 
 	d.mu.Lock()
-	g, err := d.append(key, e, rec)
+	g, err := d.append(key, e, rec, false)
 	full := len(d.active) >= d.opt.CheckpointEntries
 	overfull := len(d.active) >= 4*d.opt.CheckpointEntries
 	d.mu.Unlock()
@@ -153,15 +153,17 @@ func (e entry) supersedes(old entry) bool {
 }
 
 // append writes rec, the record of e (an object, or a tombstone if e is
-// dead), to its window's segment and records it as pending. d.mu is held.
-func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
+// dead), to its window's segment and records it as pending. With force it
+// is written into a full store: a tombstone (a delete is how room is
+// made) or a copy that compaction makes to give room back. d.mu is held.
+func (d *Disk) append(key id.ID, e entry, rec [3][]byte, force bool) (*syncGroup, error) {
 	switch {
 	case d.closed:
 		return nil, store.ErrClosed
 	case d.failed != nil:
 		return nil, d.failed
 	}
-	if old, ok := d.active[key]; ok && old.live() && e.live() && old.flags&entryOpaque != e.flags&entryOpaque {
+	if old, ok := d.active[key]; ok && !force && old.live() && e.live() && old.flags&entryOpaque != e.flags&entryOpaque {
 		// A Fresh put that was not: the object there stays.
 		return nil, fmt.Errorf("%w: %v holds %s", store.ErrConflict, key, kind(old.flags&entryOpaque != 0))
 	}
@@ -170,8 +172,7 @@ func (d *Disk) append(key id.ID, e entry, rec [3][]byte) (*syncGroup, error) {
 		return nil, fmt.Errorf("%w: its window has been reclaimed", store.ErrExpired)
 	}
 	n := int64(len(rec[0]) + len(rec[1]) + len(rec[2]))
-	// A tombstone is let past a full store: a delete is how room is made.
-	if c := d.opt.Capacity; c > 0 && d.usage+n > c && e.live() {
+	if c := d.opt.Capacity; c > 0 && d.usage+n > c && !force {
 		return nil, fmt.Errorf("%w: %d of %d bytes used", store.ErrFull, d.usage, c)
 	}
 	s, err := d.appendTarget(w, n)

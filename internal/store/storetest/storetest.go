@@ -94,6 +94,7 @@ func RunContract(t *testing.T, open func(t *testing.T, opt store.Options) store.
 		{"PutAfterDelete", contractPutAfterDelete},
 		{"ConcurrentDeletes", contractConcurrentDeletes},
 		{"WideKeys", contractWideKeys},
+		{"DeleteCompacts", contractDeleteCompacts},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, func(opt store.Options) store.Engine { return open(t, opt) })
