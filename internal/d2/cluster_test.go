@@ -219,3 +219,21 @@ func TestSkewedRingLookups(t *testing.T) {
 		t.Errorf("mean hops %.2f > log2 N = %.2f", mean, math.Log2(n))
 	}
 }
+
+// TestSameSeedSameRun: a seed gives the same run, event for event.
+func TestSameSeedSameRun(t *testing.T) {
+	run := func() uint64 {
+		c := newCluster(t, 13, 24, d2.DefaultConfig(), skewed)
+		r := rand.New(rand.NewPCG(13, 13))
+		var blocks []block
+		for i := 0; i < 100; i++ {
+			blocks = append(blocks, block{key: skewed(r), data: []byte{byte(i)}})
+		}
+		c.putMany(r, blocks)
+		c.s.RunFor(30 * time.Minute)
+		return c.s.TraceHash()
+	}
+	if a, b := run(), run(); a != b {
+		t.Errorf("trace hashes %x and %x", a, b)
+	}
+}

@@ -36,18 +36,32 @@
 // back to a lookup.
 //
 // Load balancing (§6, Figs. 4-5). Every probe interval (10 minutes) a node
-// samples a node by a short random walk; if its primary load (the keys of
-// its range) exceeds t = 4 times the node's own, the node leaves and
+// samples a node by a short random walk over links, successors and
+// predecessors; if its primary load (the keys of its range, blocks and
+// pointers) exceeds t = 4 times the node's own, the node leaves and
 // rejoins at the median key of that node's range, taking half its load.
-// The node it joins hands it block pointers (key, holder), not blocks: it
-// stays one of their r successors. Pointers are fetched once held for the
-// pointer stabilization time (1 hour), and handed on unfetched if another
-// node joins in front first. Once per sync interval each node pushes its
-// primary blocks to the successors that lack them, takes pointers to those
-// only a successor has, and drops what it no longer replicates: so the r
-// successors of a mover's old and new positions fetch or drop replicas.
-// A node may move once per probe interval; a second move within it is
-// refused by the nodes it joins.
+// A sampler loaded past t times the sampled node invites it (D2Invite),
+// which checks for itself and may move the same way. The node it joins
+// hands it block pointers (key, holder), not blocks: it stays one of their
+// r successors. Pointers are fetched once held for the pointer
+// stabilization time (1 hour), and handed on unfetched if another node
+// joins in front first. Once per sync interval (5 minutes) each node
+// pushes its primary blocks to the successors that lack them (fetching
+// those it holds pointers to: replicas do not wait), takes pointers to
+// those only a successor has, and hands off what it no longer replicates:
+// a key out of its range at two rounds in a row is looked up, its r
+// holders are asked what they hold, missing blocks are pushed to them, and
+// it is dropped only once all r hold it. So the r successors of a mover's
+// old and new positions fetch or drop replicas, and a move never drops a
+// last copy. A node may move once per probe interval; the nodes it joins
+// refuse a second move within half an interval (a margin for the time a
+// move takes to be seen), and count it.
+//
+// Bounds: the keys a node holds (blocks and pointers, MaxBlocks), the
+// client requests in flight (MaxPending), the lookup cache (MaxCache), a
+// lookup's steps (MaxHops), the fetches and pushes of a sync round
+// (MaxFetchesPerSync), the pointers one join hands over at once, the peers
+// whose moves are remembered and the peers being probed after a timeout.
 //
 // Layer: node logic, above host, rpc, store (through offloaded work),
 // wire, id and node. It must not import os, net, sync, syscall, the wall

@@ -26,12 +26,6 @@ func Sum(data []byte) []byte {
 	return s[:]
 }
 
-// deleter is an engine that can delete a key (store engines are gaining
-// Delete); without it a dropped block leaves the index only.
-type deleter interface{ Delete(key id.ID) error }
-
-var errNoDelete = errors.New("d2: the engine cannot delete")
-
 // engineOp is what an engineWork asks of the engine.
 type engineOp uint8
 
@@ -65,10 +59,10 @@ func (w *engineWork) Run(node.Storage) (any, error) {
 	switch w.op {
 	case opPut:
 		err := w.e.Put(w.key, w.data, w.expiry, store.PutOptions{Opaque: true})
-		if d, ok := w.e.(deleter); ok && errors.Is(err, store.ErrConflict) {
+		if errors.Is(err, store.ErrConflict) {
 			// A key stored again with other bytes: D2's keys carry
 			// versions, but a rewrite of the same version wins.
-			if err = d.Delete(w.key); err == nil {
+			if err = w.e.Delete(w.key); err == nil {
 				err = w.e.Put(w.key, w.data, w.expiry, store.PutOptions{Opaque: true})
 			}
 		}
@@ -80,10 +74,7 @@ func (w *engineWork) Run(node.Storage) (any, error) {
 		}
 		return getResult{data: data, sum: sha256.Sum256(data)}, nil
 	case opDelete:
-		if d, ok := w.e.(deleter); ok {
-			return nil, d.Delete(w.key)
-		}
-		return nil, errNoDelete
+		return nil, w.e.Delete(w.key)
 	case opScan:
 		return scan(w.e, w.max)
 	}

@@ -247,6 +247,11 @@ func TestStoreDeleteAndLatest(t *testing.T) {
 	if _, err := c.get(3, keys[4], d2.Sum([]byte("x"))); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("a deleted block: %v", err)
 	}
+	for a, e := range c.engines {
+		if _, err := e.Stat(keys[4]); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a deleted block is still in %s's engine: %v", a, err)
+		}
+	}
 	if _, found, _ := c.latest(0, []byte(fmt.Sprintf("%x", "nothing here"))[:8]); found {
 		t.Error("latest found a key under an empty prefix")
 	}
