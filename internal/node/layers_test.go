@@ -85,6 +85,8 @@ var layers = []layer{
 		from: []string{nodeLogicGroup}, forbid: []string{in("tcp")}},
 	{pkg: "host", says: "never os, net, sync, the wall clock or goroutines",
 		sansIO: true},
+	{pkg: "d2", says: "It must not import os, net, sync, syscall, the wall clock, global randomness or a driver",
+		sansIO: true, forbid: []string{in("tcp"), in("sim")}},
 	{pkg: "tapestry", says: "It must not import os, net, sync, syscall, the wall clock, global randomness or a driver",
 		sansIO: true, forbid: []string{in("tcp"), in("sim")}},
 	{pkg: "bench", says: "no package under internal/ may import it",
