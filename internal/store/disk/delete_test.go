@@ -367,3 +367,53 @@ func permute(es []entry, fn func([]entry)) {
 	}
 	walk(0)
 }
+
+// TestDeleteInARetiredWindow: an object whose window reclamation has
+// retired (it takes no appends) but not yet dropped is still readable, so
+// it can be deleted: the tombstone goes to the next window, and the
+// delete holds across a reopen, with the index and rebuilt without.
+func TestDeleteInARetiredWindow(t *testing.T) {
+	dir := t.TempDir()
+	c := storetest.NewClock()
+	opt := store.Options{Dir: dir, Now: c.Now}
+	d, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, key := storetest.Blob(rand.New(rand.NewPCG(30, 34)), 500)
+	exp := c.Now().Add(time.Hour)
+	if err := d.Put(key, data, exp, store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	d.retired = d.opt.WindowOf(exp)
+	delete(d.open, d.retired)
+	d.mu.Unlock()
+	if err := d.Delete(key); err != nil {
+		t.Fatalf("delete in a retired window: %v", err)
+	}
+	if _, _, err := d.Get(key); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("get after the delete: %v", err)
+	}
+	if st := d.Stats(); st.Segments != 2 {
+		t.Fatalf("%d segments; want the tombstone in a second one, of the next window", st.Segments)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range []string{"with its index", "with the index rebuilt"} {
+		if how != "with its index" {
+			if err := os.Remove(filepath.Join(dir, indexFile)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d, err := Open(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkStore(t, how, d, nil, map[id.ID]bool{key: true})
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
