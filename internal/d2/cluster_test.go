@@ -71,9 +71,9 @@ func (c *cluster) live() int {
 
 func (c *cluster) add(pos id.ID) *sim.Host {
 	c.t.Helper()
-	var boot []node.Addr
-	if len(c.hosts) > 0 {
-		boot = []node.Addr{c.hosts[0].Addr}
+	var boot []node.Addr // the first three hosts, as a deployment's saved peers
+	for _, h := range c.hosts[:min(3, len(c.hosts))] {
+		boot = append(boot, h.Addr)
 	}
 	clock := func() time.Time { return c.s.Epoch().Add(c.s.Now()) }
 	f := func(addr node.Addr, _ node.Storage, _ *rand.Rand) (node.Handler, error) {

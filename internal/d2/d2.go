@@ -272,9 +272,17 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 	case *wire.D2Join:
 		n.handleJoin(env, in, m)
 	case *wire.D2GetNeighbors:
+		if !n.joined {
+			rpc.RespondError(env, in, n.self, fault.CodeUnavailable, "d2: joining")
+			return
+		}
 		rpc.Respond(env, in, n.self, n.neighbors())
 	case *wire.D2FindSucc:
 		n.Stats.LookupMsgs++
+		if !n.joined {
+			rpc.RespondError(env, in, n.self, fault.CodeUnavailable, "d2: joining")
+			return
+		}
 		rpc.Respond(env, in, n.self, n.findSucc(m.Key))
 	case *wire.D2Leave:
 		n.handleLeave(env, from, m)
@@ -321,7 +329,7 @@ func (n *Node) call(env node.Env, to node.Addr, m wire.Msg, cont rpc.Reply) bool
 // relayTimeout is the timeout of a request the receiver answers only
 // after calls of its own (a primary store waits for the replicas; an
 // owner's fetch may follow a pointer): several round trips.
-const relayTimeout = 10 * time.Second
+const relayTimeout = 5 * time.Second
 
 // callFor is call with a timeout (zero: the peer's adaptive one).
 func (n *Node) callFor(env node.Env, to node.Addr, m wire.Msg, timeout time.Duration, cont rpc.Reply) bool {

@@ -1,6 +1,7 @@
 package d2
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -255,6 +256,10 @@ func (n *Node) stabilize(env node.Env) {
 		p := n.pred
 		n.call(env, p.Node.Addr, &wire.D2GetNeighbors{}, func(env node.Env, reply wire.Msg, err error) {
 			nb, ok := reply.(*wire.D2Neighbors)
+			if notOnRing(err) && n.pred == p {
+				n.dropRef(p.Node.Addr)
+				return
+			}
 			if err != nil || !ok || n.pred != p {
 				return
 			}
@@ -278,6 +283,11 @@ func (n *Node) notifySucc(env node.Env, round int) {
 	s := n.succs[0]
 	n.call(env, s.Node.Addr, &wire.D2Join{Self: n.Me()}, func(env node.Env, reply wire.Msg, err error) {
 		nb, ok := reply.(*wire.D2Neighbors)
+		if notOnRing(err) {
+			n.dropRef(s.Node.Addr) // it restarted and is joining again
+			n.fillSuccs()
+			return
+		}
 		if err != nil || !ok || !n.joined {
 			return
 		}
@@ -285,6 +295,13 @@ func (n *Node) notifySucc(env node.Env, round int) {
 			n.notifySucc(env, round+1)
 		}
 	})
+}
+
+// notOnRing reports whether err is a peer's answer that it is not on the
+// ring (it restarted and is joining again).
+func notOnRing(err error) bool {
+	var e *wire.Error
+	return errors.As(err, &e) && e.Code == fault.CodeUnavailable
 }
 
 // stabilized takes a successor's answer: a node between us becomes the
