@@ -121,7 +121,7 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, pos id.ID, engine store.En
 	if engine == nil {
 		return nil, errors.New("d2: no engine")
 	}
-	n := &Node{cfg: cfg, h: h, engine: engine, self: self, pos: pos, seen: map[node.Addr]seenPos{}, suspects: map[node.Addr]bool{}}
+	n := &Node{cfg: cfg, h: h, engine: engine, self: self, pos: pos, idx: newIndex(), seen: map[node.Addr]seenPos{}, suspects: map[node.Addr]bool{}}
 	n.cache.max = cfg.MaxCache
 	for _, b := range bootstraps {
 		if b != "" && b != h.Addr() && !slices.Contains(n.bootstraps, b) {
@@ -161,7 +161,7 @@ func (n *Node) Load() int { return n.idx.count(n.rangeLo(), n.pos) }
 
 // Held is the number of keys the node holds, blocks and pointers, primary
 // and replica.
-func (n *Node) Held() int { return len(n.idx.items) }
+func (n *Node) Held() int { return n.idx.len() }
 
 // Holds reports whether the node holds k's block, or a pointer to it.
 func (n *Node) Holds(k id.ID) (block, pointer bool) {

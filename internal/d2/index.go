@@ -1,8 +1,9 @@
 package d2
 
 import (
-	"slices"
 	"time"
+
+	"github.com/google/btree"
 
 	"triad/internal/id"
 	"triad/internal/wire"
@@ -19,39 +20,27 @@ type entry struct {
 
 func (e entry) pointer() bool { return !e.holder.IsZero() }
 
-// index is the keys a node holds, in key order: what ranges, loads,
-// medians and the greatest key of a prefix are read from, without a trip
-// to the engine.
+// index is the keys a node holds, in key order (a B-tree): what ranges,
+// loads, medians and the greatest key of a prefix are read from, without a
+// trip to the engine.
 type index struct {
-	items    []entry
+	t        *btree.BTreeG[entry]
 	pointers int
 }
 
-func cmpEntry(e entry, k id.ID) int { return e.key.Cmp(k) }
-
-// find returns where k is, or would go.
-func (x *index) find(k id.ID) (int, bool) {
-	return slices.BinarySearchFunc(x.items, k, cmpEntry)
+func newIndex() index {
+	return index{t: btree.NewG(32, func(a, b entry) bool { return a.key.Cmp(b.key) < 0 })}
 }
 
-func (x *index) get(k id.ID) (entry, bool) {
-	i, ok := x.find(k)
-	if !ok {
-		return entry{}, false
-	}
-	return x.items[i], true
-}
+// len is the number of keys held.
+func (x *index) len() int { return x.t.Len() }
+
+func (x *index) get(k id.ID) (entry, bool) { return x.t.Get(entry{key: k}) }
 
 // put adds e or replaces the entry of its key.
 func (x *index) put(e entry) {
-	i, ok := x.find(e.key)
-	if ok {
-		if x.items[i].pointer() {
-			x.pointers--
-		}
-		x.items[i] = e
-	} else {
-		x.items = slices.Insert(x.items, i, e)
+	if old, had := x.t.ReplaceOrInsert(e); had && old.pointer() {
+		x.pointers--
 	}
 	if e.pointer() {
 		x.pointers++
@@ -60,59 +49,72 @@ func (x *index) put(e entry) {
 
 // remove drops k and reports whether it was there.
 func (x *index) remove(k id.ID) bool {
-	i, ok := x.find(k)
-	if !ok {
-		return false
-	}
-	if x.items[i].pointer() {
+	old, ok := x.t.Delete(entry{key: k})
+	if ok && old.pointer() {
 		x.pointers--
 	}
-	x.items = slices.Delete(x.items, i, i+1)
-	return true
+	return ok
 }
 
-// bounds returns the index spans of the arc (lo, hi]: items[a:b] then, if
-// it wraps past the greatest key, items[c:d]. lo == hi is the whole ring,
-// starting after lo.
-func (x *index) bounds(lo, hi id.ID) (a, b, c, d int) {
-	after := func(k id.ID) int {
-		i, ok := x.find(k)
-		if ok {
-			i++
+// all calls fn for every entry in key order until it returns false.
+func (x *index) all(fn func(e entry) bool) { x.t.Ascend(fn) }
+
+// each calls fn for the entries in the arc (lo, hi], in ring order from
+// lo, until it returns false. lo == hi is the whole ring, lo's own key
+// last.
+func (x *index) each(lo, hi id.ID, fn func(e entry) bool) {
+	more := true
+	x.t.AscendGreaterOrEqual(entry{key: lo}, func(e entry) bool {
+		if e.key == lo {
+			return true
 		}
-		return i
+		if lo.Cmp(hi) < 0 && e.key.Cmp(hi) > 0 {
+			return false
+		}
+		more = fn(e)
+		return more
+	})
+	if !more || lo.Cmp(hi) < 0 {
+		return
 	}
-	i, j := after(lo), after(hi)
-	if lo.Cmp(hi) < 0 {
-		return i, j, 0, 0
+	x.t.AscendLessThan(entry{key: hi}, func(e entry) bool {
+		more = fn(e)
+		return more
+	})
+	if e, ok := x.t.Get(entry{key: hi}); ok && more {
+		fn(e)
 	}
-	return i, len(x.items), 0, j
 }
 
 // arc returns the entries in (lo, hi], in ring order from lo.
 func (x *index) arc(lo, hi id.ID) []entry {
-	a, b, c, d := x.bounds(lo, hi)
-	out := make([]entry, 0, b-a+d-c)
-	out = append(out, x.items[a:b]...)
-	return append(out, x.items[c:d]...)
+	var out []entry
+	x.each(lo, hi, func(e entry) bool {
+		out = append(out, e)
+		return true
+	})
+	return out
 }
 
 // count is the number of entries in (lo, hi].
 func (x *index) count(lo, hi id.ID) int {
-	if len(x.items) == 0 {
-		return 0
-	}
-	a, b, c, d := x.bounds(lo, hi)
-	return b - a + d - c
+	n := 0
+	x.each(lo, hi, func(entry) bool {
+		n++
+		return true
+	})
+	return n
 }
 
 // at is the i-th entry of (lo, hi] in ring order.
 func (x *index) at(lo, hi id.ID, i int) entry {
-	a, b, c, _ := x.bounds(lo, hi)
-	if i < b-a {
-		return x.items[a+i]
-	}
-	return x.items[c+i-(b-a)]
+	var out entry
+	x.each(lo, hi, func(e entry) bool {
+		out = e
+		i--
+		return i >= 0
+	})
+	return out
 }
 
 // median is the key that splits (lo, hi] in two: a node placed there takes

@@ -121,8 +121,8 @@ func (n *Node) loadIndex(env node.Env) {
 
 // writeLocal stores a block in this node's engine and index.
 func (n *Node) writeLocal(env node.Env, k id.ID, data []byte, done func(env node.Env, err error)) {
-	if _, held := n.idx.get(k); !held && len(n.idx.items) >= n.cfg.MaxBlocks {
-		done(env, fmt.Errorf("d2: %w: %d keys held", fault.ErrFull, len(n.idx.items)))
+	if _, held := n.idx.get(k); !held && n.idx.len() >= n.cfg.MaxBlocks {
+		done(env, fmt.Errorf("d2: %w: %d keys held", fault.ErrFull, n.idx.len()))
 		return
 	}
 	data = bytes.Clone(data)
@@ -291,7 +291,7 @@ func (n *Node) handleDrop(env node.Env, in node.MsgIn, m *wire.D2Drop) {
 func (n *Node) handlePointers(env node.Env, m *wire.D2Pointers) {
 	now := env.Now()
 	for _, p := range m.Pointers {
-		if _, held := n.idx.get(p.Key); held || len(n.idx.items) >= n.cfg.MaxBlocks || p.Holder.Addr == n.self.Addr {
+		if _, held := n.idx.get(p.Key); held || n.idx.len() >= n.cfg.MaxBlocks || p.Holder.Addr == n.self.Addr {
 			continue
 		}
 		n.idx.put(entry{key: p.Key, size: uint32(p.Size), holder: p.Holder, since: now})

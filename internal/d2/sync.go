@@ -71,15 +71,13 @@ func (n *Node) strayKeys() []id.ID {
 	}
 	var due []id.ID
 	now := map[id.ID]bool{}
-	for _, e := range n.idx.items {
-		if e.key.In(lo, n.pos) {
-			continue
-		}
+	n.idx.each(n.pos, lo, func(e entry) bool { // the keys outside (lo, pos]
 		now[e.key] = true
 		if n.strays[e.key] {
 			due = append(due, e.key)
 		}
-	}
+		return true
+	})
 	n.strays = now
 	return due
 }
@@ -183,11 +181,12 @@ func (n *Node) fetchPointers(env node.Env, b *budget) {
 	}
 	now := env.Now()
 	var due []entry
-	for _, e := range n.idx.items {
+	n.idx.all(func(e entry) bool {
 		if e.pointer() && now.Sub(e.since) >= n.cfg.PointerStabilization && n.keeps(e.key) {
 			due = append(due, e)
 		}
-	}
+		return len(due) < n.cfg.MaxFetchesPerSync
+	})
 	for _, e := range due {
 		if !b.take() {
 			return
@@ -234,7 +233,7 @@ func (n *Node) syncWith(env node.Env, t wire.D2Ref, lo id.ID, page int, b *budge
 			}
 		}
 		for _, k := range theirs {
-			if _, held := n.idx.get(k); !held && n.owns(k) && len(n.idx.items) < n.cfg.MaxBlocks {
+			if _, held := n.idx.get(k); !held && n.owns(k) && n.idx.len() < n.cfg.MaxBlocks {
 				// Fetched at the next round.
 				n.idx.put(entry{key: k, holder: t.Node, since: now.Add(-n.cfg.PointerStabilization)})
 			}
