@@ -26,7 +26,9 @@ type Config struct {
 	// t times its primary load (4; §6). Zero turns balancing off.
 	Threshold float64
 	// PointerStabilization is how long a new owner holds a block pointer
-	// before it fetches the block (1 hour; §6, §8.1).
+	// before it fetches the block (1 hour; §6, §8.1). Zero: at the next
+	// sync round, which is balancing without pointers (the baseline of
+	// §6's "reducing load balancing overhead").
 	PointerStabilization time.Duration
 	// CacheTTL is how long a lookup-cache entry lives (1.25 hours; §5).
 	// Zero turns the cache off.

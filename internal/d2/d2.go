@@ -47,6 +47,7 @@ type Stats struct {
 	PointersReceived uint64
 	PointersFetched  uint64
 	MigratedBytes    uint64 // block bytes fetched for pointers or pushed to replicas
+	PointerBytes     uint64 // of those, the bytes fetched for pointers
 	ReplicasPushed   uint64
 	Dropped          uint64 // blocks and pointers dropped: no longer this node's to keep
 

@@ -205,6 +205,7 @@ func (n *Node) fetchPointers(env node.Env, b *budget) {
 				if err == nil {
 					n.Stats.PointersFetched++
 					n.Stats.MigratedBytes += uint64(len(data))
+					n.Stats.PointerBytes += uint64(len(data))
 				}
 			})
 		})
