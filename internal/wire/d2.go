@@ -104,6 +104,9 @@ type D2Store struct {
 	Key     id.ID
 	Data    []byte
 	Primary bool
+	// Replace stores Data in place of what the receiver holds under Key
+	// (the owner decided a D2Put's mode; replicas follow it).
+	Replace bool
 }
 
 // D2Stored answers a store or a delete: the copies stored (or removed),
@@ -112,6 +115,10 @@ type D2Store struct {
 type D2Stored struct {
 	Copies  uint32
 	NotMine bool
+	// Conflict: the put's condition (D2Put.Mode) did not hold at the
+	// owner, or the key holds other bytes and the put may not replace
+	// them; nothing was stored.
+	Conflict bool
 }
 
 // D2Fetch asks the receiver for the block Key. Local: only from its own
@@ -161,11 +168,35 @@ type D2KeyList struct {
 }
 
 // D2Put asks a node to store Data under Key on the key's r successors; the
-// reply is a D2Stored once they have.
+// reply is a D2Stored once they have. Mode says what may be replaced; the
+// key's owner decides it, one put at a time per key, so a conditional put
+// is atomic with respect to every other put of the key that reaches the
+// same owner.
 type D2Put struct {
 	Key  id.ID
 	Data []byte
+	Mode D2PutMode
+	// Prev is the SHA-256 the key's current block must have (D2PutIfHash).
+	Prev []byte
 }
+
+// D2PutMode is what a D2Put may replace.
+type D2PutMode uint32
+
+const (
+	// D2PutKeep stores Data unless the key holds other bytes (Conflict):
+	// a put never replaces, the same bytes again only succeed.
+	D2PutKeep D2PutMode = iota
+	// D2PutReplace stores Data whatever the key holds.
+	D2PutReplace
+	// D2PutIfAbsent stores Data only if the key holds nothing.
+	D2PutIfAbsent
+	// D2PutIfHash stores Data only if the key holds a block whose SHA-256
+	// is Prev.
+	D2PutIfHash
+	// D2PutModes is the number of modes: a mode past the last is refused.
+	D2PutModes
+)
 
 // D2Get asks a node for the block Key whose content hash is Hash; the reply
 // is a D2Block.
@@ -179,7 +210,8 @@ type D2Get struct {
 type D2Delete struct{ Key id.ID }
 
 // D2Latest asks a node for the greatest stored key that starts with
-// Prefix; the reply is a D2KeyList of at most one key.
+// Prefix; the reply is a D2Block with that key and its bytes (Found false:
+// none).
 type D2Latest struct{ Prefix []byte }
 
 // D2Drop asks the receiver, a replica of Key, to delete its copy; the
@@ -341,7 +373,8 @@ func (*D2Store) Type() Type { return TypeD2Store }
 func (m *D2Store) encode(b []byte) []byte {
 	b = putID(b, 1, m.Key)
 	b = putBytes(b, 2, m.Data)
-	return putBool(b, 3, m.Primary)
+	b = putBool(b, 3, m.Primary)
+	return putBool(b, 4, m.Replace)
 }
 func (m *D2Store) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -351,6 +384,8 @@ func (m *D2Store) decodeField(d *decoder, f field) {
 		m.Data = d.boundedData(f, MaxD2Block, "a block")
 	case 3:
 		m.Primary = d.bool(f)
+	case 4:
+		m.Replace = d.bool(f)
 	}
 }
 func (m *D2Store) clone() Msg {
@@ -362,7 +397,8 @@ func (m *D2Store) clone() Msg {
 func (*D2Stored) Type() Type { return TypeD2Stored }
 func (m *D2Stored) encode(b []byte) []byte {
 	b = putUint(b, 1, uint64(m.Copies))
-	return putBool(b, 2, m.NotMine)
+	b = putBool(b, 2, m.NotMine)
+	return putBool(b, 3, m.Conflict)
 }
 func (m *D2Stored) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -370,6 +406,8 @@ func (m *D2Stored) decodeField(d *decoder, f field) {
 		m.Copies = d.uint32(f)
 	case 2:
 		m.NotMine = d.bool(f)
+	case 3:
+		m.Conflict = d.bool(f)
 	}
 }
 func (m *D2Stored) clone() Msg { return new(*m) }
@@ -504,7 +542,9 @@ func (m *D2KeyList) clone() Msg { return &D2KeyList{Keys: slices.Clone(m.Keys), 
 func (*D2Put) Type() Type { return TypeD2Put }
 func (m *D2Put) encode(b []byte) []byte {
 	b = putID(b, 1, m.Key)
-	return putBytes(b, 2, m.Data)
+	b = putBytes(b, 2, m.Data)
+	b = putUint(b, 3, uint64(m.Mode))
+	return putBytes(b, 4, m.Prev)
 }
 func (m *D2Put) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -512,9 +552,17 @@ func (m *D2Put) decodeField(d *decoder, f field) {
 		m.Key = d.id(f)
 	case 2:
 		m.Data = d.boundedData(f, MaxD2Block, "a block")
+	case 3:
+		m.Mode = D2PutMode(d.uint32(f)) // d2's Validate refuses an unknown mode
+	case 4:
+		m.Prev = d.boundedData(f, MaxD2Hash, "a hash")
 	}
 }
-func (m *D2Put) clone() Msg { return &D2Put{Key: m.Key, Data: bytes.Clone(m.Data)} }
+func (m *D2Put) clone() Msg {
+	c := *m
+	c.Data, c.Prev = bytes.Clone(m.Data), bytes.Clone(m.Prev)
+	return &c
+}
 
 func (*D2Get) Type() Type { return TypeD2Get }
 func (m *D2Get) encode(b []byte) []byte {
