@@ -9,6 +9,7 @@ import (
 	"triad/internal/d2"
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/wire"
 )
 
 func uniform(r *rand.Rand) id.ID { return id.Random(r, d2.KeyBytes) }
@@ -38,7 +39,7 @@ func (c *cluster) putMany(r *rand.Rand, blocks []block) {
 		for _, b := range blocks[i:min(i+50, len(blocks))] {
 			h := c.hosts[r.IntN(len(c.hosts))]
 			c.s.Do(h, func(env node.Env) {
-				c.node(h).Put(env, b.key, b.data, func(env node.Env, n int, err error) {
+				c.node(h).Put(env, b.key, b.data, wire.D2PutReplace, nil, func(env node.Env, n int, err error) {
 					if err != nil || n < 3 {
 						failed++
 					}

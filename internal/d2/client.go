@@ -2,6 +2,8 @@ package d2
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"time"
 
 	"triad/internal/fault"
@@ -44,9 +46,15 @@ func (n *Node) resolveFresh(env node.Env, k id.ID, attempt int, done Done) {
 
 // Put stores data under k on k's r successors and reports the copies
 // stored: the owner answers once every replica it asked has answered, so
-// copies < r means some did not store it.
-func (n *Node) Put(env node.Env, k id.ID, data []byte, done func(env node.Env, copies int, err error)) {
-	if err := key(k); err != nil {
+// copies < r means some did not store it. mode says what the put may
+// replace and prev is the SHA-256 D2PutIfHash expects (wire.D2PutMode);
+// the key's owner decides, one put of the key at a time (put.go). A
+// condition that does not hold is ErrConflict, and nothing is stored. A
+// conditional put whose owner does not answer in time is not sent again
+// (a second try could find its own first one and conflict): its error
+// leaves its outcome unknown, to be read back.
+func (n *Node) Put(env node.Env, k id.ID, data []byte, mode wire.D2PutMode, prev []byte, done func(env node.Env, copies int, err error)) {
+	if err := errors.Join(key(k), checkPut(mode, prev)); err != nil {
 		done(env, 0, err)
 		return
 	}
@@ -59,51 +67,71 @@ func (n *Node) Put(env node.Env, k id.ID, data []byte, done func(env node.Env, c
 		return
 	}
 	n.Stats.Puts++
-	n.put(env, k, data, 0, func(env node.Env, copies int, err error) {
+	p := putReq{key: k, data: data, mode: mode, prev: prev}
+	n.put(env, p, 0, func(env node.Env, copies int, err error) {
 		n.pending--
 		done(env, copies, err)
 	})
 }
 
-func (n *Node) put(env node.Env, k id.ID, data []byte, attempt int, done func(env node.Env, copies int, err error)) {
-	n.resolveFresh(env, k, attempt, func(env node.Env, r Route, err error) {
+func (n *Node) put(env node.Env, p putReq, attempt int, done putDone) {
+	n.resolveFresh(env, p.key, attempt, func(env node.Env, r Route, err error) {
 		if err != nil {
 			done(env, 0, err)
 			return
 		}
-		n.putAt(env, k, data, r, attempt, done)
+		n.putAt(env, p, r, attempt, done)
 	})
+}
+
+// relayPut is the message that hands p to its owner: a D2Store marked
+// Primary for the modes it carries, else the D2Put itself, addressed to
+// the owner's ring ID (a client's D2Put names none: Receive tells them
+// apart).
+func relayPut(p putReq) wire.Msg {
+	switch p.mode {
+	case wire.D2PutKeep, wire.D2PutReplace:
+		return &wire.D2Store{Key: p.key, Data: p.data, Primary: true, Replace: p.mode == wire.D2PutReplace}
+	}
+	return &wire.D2Put{Key: p.key, Data: p.data, Mode: p.mode, Prev: p.prev}
 }
 
 // putAt sends a put to the owner r names. An owner that answers "not
 // mine" is asked for its neighbours, which name the right one (a node
 // just joined or moved in front of it): one more attempt.
-func (n *Node) putAt(env node.Env, k id.ID, data []byte, r Route, attempt int, done func(env node.Env, copies int, err error)) {
+func (n *Node) putAt(env node.Env, p putReq, r Route, attempt int, done putDone) {
 	if r.Owner.Node.Addr == n.self.Addr {
-		n.putHere(env, k, data, attempt, done)
+		n.putHere(env, p, attempt, done)
 		return
 	}
-	ok := n.callFor(env, r.Owner.Node.Addr, &wire.D2Store{Key: k, Data: data, Primary: true}, relayTimeout, func(env node.Env, reply wire.Msg, err error) {
+	conditional := p.mode == wire.D2PutIfAbsent || p.mode == wire.D2PutIfHash
+	owner := r.Owner.Node
+	ok := n.callTo(env, owner.Addr, owner.ID, relayPut(p), relayTimeout, func(env node.Env, reply wire.Msg, err error) {
 		s, ok := reply.(*wire.D2Stored)
 		switch {
-		case err != nil && attempt == 0:
-			n.cache.drop(k)
-			n.put(env, k, data, 1, done)
+		case err != nil && attempt == 0 && !conditional:
+			n.cache.drop(p.key)
+			n.put(env, p, 1, done)
 		case err != nil:
+			if conditional {
+				n.cache.drop(p.key)
+			}
 			done(env, 0, err)
 		case !ok:
 			done(env, 0, ErrNoRoute)
 		case s.NotMine && attempt < maxAttempts:
-			n.wrong(k)
-			n.reroute(env, r.Owner, k, func(env node.Env, r Route, err error) {
+			n.wrong(p.key)
+			n.reroute(env, r.Owner, p.key, func(env node.Env, r Route, err error) {
 				if err != nil {
 					done(env, 0, err)
 					return
 				}
-				n.putAt(env, k, data, r, attempt+1, done)
+				n.putAt(env, p, r, attempt+1, done)
 			})
 		case s.NotMine:
 			done(env, 0, ErrNoRoute)
+		case s.Conflict:
+			done(env, 0, ErrConflict)
 		default:
 			done(env, int(s.Copies), nil)
 		}
@@ -136,28 +164,33 @@ func (n *Node) reroute(env node.Env, wrong wire.D2Ref, k id.ID, done Done) {
 	}
 }
 
-// putHere stores a block this node owns, and on its successors.
-func (n *Node) putHere(env node.Env, k id.ID, data []byte, attempt int, done func(env node.Env, copies int, err error)) {
-	if !n.mayOwn(k) {
-		// A stale route: this node's own neighbours name the owner.
-		r, found := routeAmong(k, n.neighbors())
-		switch {
-		case attempt >= maxAttempts:
-			done(env, 0, ErrNoRoute)
-		case found && r.Owner.Node.Addr != n.self.Addr:
-			n.putAt(env, k, data, r, attempt+1, done)
-		default:
-			n.put(env, k, data, attempt+1, done)
-		}
+// putHere decides a put of a key this node owns (ownerPut).
+func (n *Node) putHere(env node.Env, p putReq, attempt int, done putDone) {
+	if !n.mayOwn(p.key) {
+		n.putElsewhere(env, p, attempt, done)
 		return
 	}
-	n.writeLocal(env, k, data, func(env node.Env, err error) {
-		if err != nil {
-			done(env, 0, err)
+	n.ownerPut(env, p, func(env node.Env, copies int, err error) {
+		if errors.Is(err, errNotMine) {
+			n.putElsewhere(env, p, attempt, done)
 			return
 		}
-		n.replicate(env, k, data, func(env node.Env, copies int) { done(env, 1+copies, nil) })
+		done(env, copies, err)
 	})
+}
+
+// putElsewhere sends on a put that a stale route brought here: this
+// node's own neighbours name the owner.
+func (n *Node) putElsewhere(env node.Env, p putReq, attempt int, done putDone) {
+	r, found := routeAmong(p.key, n.neighbors())
+	switch {
+	case attempt >= maxAttempts:
+		done(env, 0, ErrNoRoute)
+	case found && r.Owner.Node.Addr != n.self.Addr:
+		n.putAt(env, p, r, attempt+1, done)
+	default:
+		n.put(env, p, attempt+1, done)
+	}
 }
 
 // Get returns the block k whose SHA-256 is hash: from the owner, else from
@@ -292,18 +325,32 @@ func (n *Node) Delete(env node.Env, k id.ID, done func(env node.Env, copies int,
 // maxLatestSteps bounds the owners a Latest walks back through.
 const maxLatestSteps = 16
 
+// LatestDone receives a Latest's outcome: the greatest key of the prefix
+// and its bytes (found false: none).
+type LatestDone func(env node.Env, k id.ID, data []byte, found bool, err error)
+
 // Latest finds the greatest stored key that starts with prefix (the file
-// system's newest root version of a volume). It asks the owner of the
-// prefix's last key for its greatest key of the prefix, and, when that
-// owner's range begins inside the prefix's keys and holds none of them,
-// the owner before it, and so on: the keys may span node boundaries.
-func (n *Node) Latest(env node.Env, prefix []byte, done func(env node.Env, k id.ID, found bool, err error)) {
+// system's newest root version of a volume) and its bytes. It asks the
+// owner of the prefix's last key and that owner's r-1 successors for
+// their greatest key of the prefix in the owner's range, and takes the
+// greatest: every acknowledged put reached the owner and was replicated
+// from it, so when the owner just changed (a node joined in front of it,
+// which then lacks the keys it has not taken pointers to yet, or the
+// owner failed and its successor took over) the old owner or a replica
+// is among those asked. An owner that does not answer fails the Latest
+// (ErrUnavailable; its cache entry is dropped for the next try) rather
+// than answer from replicas alone. When the owner's range begins inside
+// the prefix's keys and none of them holds one there, the owner before it
+// is asked, and so on: the keys may span node boundaries. The bytes come
+// from the owner, else from a holder that named the key; they are not
+// checked (nothing names their hash).
+func (n *Node) Latest(env node.Env, prefix []byte, done LatestDone) {
 	if len(prefix) > KeyBytes {
-		done(env, id.ID{}, false, ErrBadKey)
+		done(env, id.ID{}, nil, false, ErrBadKey)
 		return
 	}
 	if !n.begin() {
-		done(env, id.ID{}, false, ErrBusy)
+		done(env, id.ID{}, nil, false, ErrBusy)
 		return
 	}
 	n.Stats.Latests++
@@ -314,46 +361,114 @@ func (n *Node) Latest(env node.Env, prefix []byte, done func(env node.Env, k id.
 	first, _ := id.FromBytes(lo)
 	last, _ := id.FromBytes(hi)
 	below := first.Sub(id.Min(KeyBytes).AddPow2(0)) // the arc (below, last] is the prefix's keys
-	n.latest(env, below, last, 0, func(env node.Env, k id.ID, found bool, err error) {
+	n.latest(env, below, last, 0, func(env node.Env, k id.ID, data []byte, found bool, err error) {
 		n.pending--
-		done(env, k, found, err)
+		done(env, k, data, found, err)
 	})
 }
 
-func (n *Node) latest(env node.Env, below, hi id.ID, steps int, done func(env node.Env, k id.ID, found bool, err error)) {
+func (n *Node) latest(env node.Env, below, hi id.ID, steps int, done LatestDone) {
 	n.resolve(env, hi, func(env node.Env, r Route, err error) {
 		if err != nil {
-			done(env, id.ID{}, false, err)
+			done(env, id.ID{}, nil, false, err)
 			return
 		}
-		answer := func(env node.Env, l *wire.D2KeyList) {
-			switch {
-			case len(l.Keys) == 1 && (r.Lo == r.Owner.Pos || l.Keys[0].In(r.Lo, hi)):
-				done(env, l.Keys[0], true, nil)
-			case r.Lo != r.Owner.Pos && r.Lo.Between(below, hi) && steps < maxLatestSteps:
-				n.latest(env, below, r.Lo, steps+1, done) // the owner before holds the rest
-			case len(l.Keys) == 1:
-				done(env, l.Keys[0], true, nil)
-			default:
-				done(env, id.ID{}, false, nil)
-			}
-		}
-		q := &wire.D2Keys{Lo: below, Hi: hi, Last: true}
-		if r.Owner.Node.Addr == n.self.Addr {
-			answer(env, n.keys(q))
-			return
-		}
-		if !n.call(env, r.Owner.Node.Addr, q, func(env node.Env, reply wire.Msg, err error) {
-			l, ok := reply.(*wire.D2KeyList)
-			if err != nil || !ok {
-				done(env, id.ID{}, false, ErrNoRoute)
+		holders := r.Holders(n.cfg.Replicas)
+		n.lastKeys(env, holders, below, hi, func(env node.Env, last []id.ID, answered []bool) {
+			if !answered[0] {
+				n.cache.drop(hi)
+				done(env, id.ID{}, nil, false, fmt.Errorf("%w: the owner of %s did not answer", ErrUnavailable, hi.Short()))
 				return
 			}
-			answer(env, l)
-		}) {
-			done(env, id.ID{}, false, ErrBusy)
-		}
+			var best id.ID
+			var from []wire.NodeRef
+			for i, k := range last {
+				if k.IsZero() || !(r.Lo == r.Owner.Pos || k.In(r.Lo, hi)) {
+					continue // none, or the range of an owner before
+				}
+				switch {
+				case best.IsZero() || below.Distance(best).Cmp(below.Distance(k)) < 0:
+					best, from = k, []wire.NodeRef{holders[i].Node}
+				case k == best:
+					from = append(from, holders[i].Node)
+				}
+			}
+			switch {
+			case !best.IsZero():
+				n.latestBytes(env, best, r.Owner.Node, from, done)
+			case r.Lo != r.Owner.Pos && r.Lo.Between(below, hi) && steps < maxLatestSteps:
+				n.latest(env, below, r.Lo, steps+1, done) // the owner before holds the rest
+			default:
+				done(env, id.ID{}, nil, false, nil)
+			}
+		})
 	})
+}
+
+// lastKeys asks each holder for its greatest key of (below, hi]: last[i]
+// is holders[i]'s (zero: none), answered[i] whether it answered.
+func (n *Node) lastKeys(env node.Env, holders []wire.D2Ref, below, hi id.ID, done func(env node.Env, last []id.ID, answered []bool)) {
+	last, answered := make([]id.ID, len(holders)), make([]bool, len(holders))
+	left := len(holders)
+	finish := func(env node.Env) {
+		if left--; left == 0 {
+			done(env, last, answered)
+		}
+	}
+	q := &wire.D2Keys{Lo: below, Hi: hi, Last: true}
+	take := func(i int, l *wire.D2KeyList) {
+		answered[i] = true
+		if len(l.Keys) == 1 {
+			last[i] = l.Keys[0]
+		}
+	}
+	for i, h := range holders {
+		if h.Node.Addr == n.self.Addr {
+			take(i, n.keys(q))
+			finish(env)
+			continue
+		}
+		if !n.call(env, h.Node.Addr, q, func(env node.Env, reply wire.Msg, err error) {
+			if l, ok := reply.(*wire.D2KeyList); err == nil && ok {
+				take(i, l)
+			}
+			finish(env)
+		}) {
+			finish(env)
+		}
+	}
+}
+
+// latestBytes reads k's bytes for a Latest: from the owner (which may
+// follow a pointer), else from the holders that named k.
+func (n *Node) latestBytes(env node.Env, k id.ID, owner wire.NodeRef, from []wire.NodeRef, done LatestDone) {
+	answer := func(env node.Env, data []byte, ok bool) {
+		if !ok {
+			done(env, id.ID{}, nil, false, fmt.Errorf("%w: no holder gave the bytes of %s", ErrUnavailable, k.Short()))
+			return
+		}
+		done(env, k, data, true, nil)
+	}
+	others := func(env node.Env, data []byte, ok bool) {
+		if ok {
+			answer(env, data, true)
+			return
+		}
+		n.fetchFrom(env, k, nil, from, answer)
+	}
+	if owner.Addr == n.self.Addr {
+		n.fetchHere(env, k, nil, true, others)
+		return
+	}
+	if !n.callFor(env, owner.Addr, &wire.D2Fetch{Key: k}, relayTimeout, func(env node.Env, reply wire.Msg, err error) {
+		if b, ok := reply.(*wire.D2Block); err == nil && ok && b.Found {
+			others(env, b.Data, true)
+			return
+		}
+		others(env, nil, false)
+	}) {
+		others(env, nil, false)
+	}
 }
 
 // clientRequest serves the client API's messages.
@@ -363,12 +478,15 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 	}
 	switch m := in.Env.Msg.(type) {
 	case *wire.D2Put:
-		n.Put(env, m.Key, m.Data, func(env node.Env, copies int, err error) {
-			if err != nil {
+		n.Put(env, m.Key, m.Data, m.Mode, m.Prev, func(env node.Env, copies int, err error) {
+			switch {
+			case errors.Is(err, ErrConflict):
+				rpc.Respond(env, in, n.self, &wire.D2Stored{Conflict: true})
+			case err != nil:
 				fail(env, err)
-				return
+			default:
+				rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(copies)})
 			}
-			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(copies)})
 		})
 	case *wire.D2Get:
 		n.Get(env, m.Key, m.Hash, func(env node.Env, data []byte, err error) {
@@ -387,14 +505,12 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(copies)})
 		})
 	case *wire.D2Latest:
-		n.Latest(env, m.Prefix, func(env node.Env, k id.ID, found bool, err error) {
+		n.Latest(env, m.Prefix, func(env node.Env, k id.ID, data []byte, found bool, err error) {
 			switch {
 			case err != nil:
 				fail(env, err)
-			case found:
-				rpc.Respond(env, in, n.self, &wire.D2KeyList{Keys: []id.ID{k}})
 			default:
-				rpc.Respond(env, in, n.self, &wire.D2KeyList{})
+				rpc.Respond(env, in, n.self, &wire.D2Block{Key: k, Data: data, Found: found})
 			}
 		})
 	}

@@ -25,6 +25,9 @@ var (
 	ErrBadKey    = fmt.Errorf("d2: %w: a key must be %d bytes", fault.ErrBadRequest, KeyBytes)
 	ErrTooLarge  = fmt.Errorf("d2: %w", fault.ErrTooLarge)
 	ErrNotJoined = fmt.Errorf("d2: %w: not on the ring yet", fault.ErrUnavailable)
+	// ErrUnavailable answers a Latest whose owner did not answer, or
+	// whose key's bytes no holder could give.
+	ErrUnavailable = fmt.Errorf("d2: %w", fault.ErrUnavailable)
 )
 
 // Stats are a node's counters: what an experiment reads.
@@ -41,6 +44,8 @@ type Stats struct {
 	BytesWritten                 uint64 // block bytes stored here (every copy counts where it lands)
 	Mismatches                   uint64 // blocks whose content hash did not match: skipped
 	NotFound                     uint64
+	Conflicts                    uint64 // puts whose condition did not hold at this owner: nothing stored
+	PutsQueued                   uint64 // puts that waited at this owner for an earlier put of their key
 
 	Moves            uint64 // load-balancing moves this node made
 	Probes           uint64
@@ -91,6 +96,9 @@ type Node struct {
 	strays map[id.ID]bool
 	// suspects are peers that missed a call's timeout, being probed.
 	suspects map[node.Addr]bool
+	// putting holds the keys with a put in progress at this owner, and
+	// the puts of each waiting for it (put.go).
+	putting map[id.ID][]queuedPut
 
 	Stats Stats
 }
@@ -122,7 +130,8 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, pos id.ID, engine store.En
 	if engine == nil {
 		return nil, errors.New("d2: no engine")
 	}
-	n := &Node{cfg: cfg, h: h, engine: engine, self: self, pos: pos, idx: newIndex(), seen: map[node.Addr]seenPos{}, suspects: map[node.Addr]bool{}}
+	n := &Node{cfg: cfg, h: h, engine: engine, self: self, pos: pos, idx: newIndex(), seen: map[node.Addr]seenPos{}, suspects: map[node.Addr]bool{},
+		putting: map[id.ID][]queuedPut{}}
 	n.cache.max = cfg.MaxCache
 	for _, b := range bootstraps {
 		if b != "" && b != h.Addr() && !slices.Contains(n.bootstraps, b) {
@@ -300,7 +309,15 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		n.handleDrop(env, in, m)
 	case *wire.D2Invite:
 		n.invited(env, from)
-	case *wire.D2Put, *wire.D2Get, *wire.D2Delete, *wire.D2Latest:
+	case *wire.D2Put:
+		if in.Env.To == n.self.ID {
+			// A gateway's relay to the key's owner (putAt); a client
+			// addresses no ID, and this node is its gateway.
+			n.answerPut(env, in, putReq{key: m.Key, data: m.Data, mode: m.Mode, prev: m.Prev})
+			return
+		}
+		n.clientRequest(env, in)
+	case *wire.D2Get, *wire.D2Delete, *wire.D2Latest:
 		n.clientRequest(env, in)
 	default:
 		if in.Env.Kind == wire.Request {
@@ -334,7 +351,13 @@ const relayTimeout = 5 * time.Second
 
 // callFor is call with a timeout (zero: the peer's adaptive one).
 func (n *Node) callFor(env node.Env, to node.Addr, m wire.Msg, timeout time.Duration, cont rpc.Reply) bool {
-	return n.h.Call(env, to, n.self, id.ID{}, m, timeout, func(env node.Env, reply wire.Msg, err error) {
+	return n.callTo(env, to, id.ID{}, m, timeout, cont)
+}
+
+// callTo is callFor addressed to the ring ID dst (wire.Envelope.To; zero:
+// any).
+func (n *Node) callTo(env node.Env, to node.Addr, dst id.ID, m wire.Msg, timeout time.Duration, cont rpc.Reply) bool {
+	return n.h.Call(env, to, n.self, dst, m, timeout, func(env node.Env, reply wire.Msg, err error) {
 		if errors.Is(err, rpc.ErrTimeout) {
 			n.suspect(env, to)
 		}
@@ -474,7 +497,7 @@ func (n *Node) validate(m wire.Msg) error {
 			}
 		}
 	case *wire.D2Put:
-		return errors.Join(key(m.Key), block(m.Data))
+		return errors.Join(key(m.Key), block(m.Data), checkPut(m.Mode, m.Prev))
 	case *wire.D2Get:
 		return errors.Join(key(m.Key), hash(m.Hash, true))
 	case *wire.D2Delete:

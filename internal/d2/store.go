@@ -46,7 +46,10 @@ type engineWork struct {
 	data   []byte
 	expiry time.Time
 	max    int
-	done   func(env node.Env, res any, err error)
+	// replace: a put deletes what the key holds first (the engine's Put
+	// never replaces); otherwise other bytes under the key are a conflict.
+	replace bool
+	done    func(env node.Env, res any, err error)
 }
 
 // getResult is a read block and its content hash.
@@ -58,15 +61,7 @@ type getResult struct {
 func (w *engineWork) Run(node.Storage) (any, error) {
 	switch w.op {
 	case opPut:
-		err := w.e.Put(w.key, w.data, w.expiry, store.PutOptions{Opaque: true})
-		if errors.Is(err, store.ErrConflict) {
-			// A key stored again with other bytes: D2's keys carry
-			// versions, but a rewrite of the same version wins.
-			if err = w.e.Delete(w.key); err == nil {
-				err = w.e.Put(w.key, w.data, w.expiry, store.PutOptions{Opaque: true})
-			}
-		}
-		return nil, err
+		return nil, w.put()
 	case opGet:
 		data, _, err := w.e.Get(w.key)
 		if err != nil {
@@ -79,6 +74,25 @@ func (w *engineWork) Run(node.Storage) (any, error) {
 		return scan(w.e, w.max)
 	}
 	panic(fmt.Sprintf("d2: engine op %d", w.op))
+}
+
+// put stores the block; a replace deletes the key's other bytes first. A
+// reader between the two finds nothing, never bytes of neither version.
+func (w *engineWork) put() error {
+	opt := store.PutOptions{Opaque: true}
+	err := w.e.Put(w.key, w.data, w.expiry, opt)
+	if !w.replace || !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	for range 2 { // a second time if another put slipped in between
+		if err := w.e.Delete(w.key); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err = w.e.Put(w.key, w.data, w.expiry, opt); !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	return err
 }
 
 func (w *engineWork) String() string { return fmt.Sprintf("d2-engine(%d, %s)", w.op, w.key.Short()) }
@@ -119,14 +133,16 @@ func (n *Node) loadIndex(env node.Env) {
 	}})
 }
 
-// writeLocal stores a block in this node's engine and index.
-func (n *Node) writeLocal(env node.Env, k id.ID, data []byte, done func(env node.Env, err error)) {
+// writeLocal stores a block in this node's engine and index: in place of
+// what the key holds if replace, else only if it holds nothing or the same
+// bytes (store.ErrConflict otherwise).
+func (n *Node) writeLocal(env node.Env, k id.ID, data []byte, replace bool, done func(env node.Env, err error)) {
 	if _, held := n.idx.get(k); !held && n.idx.len() >= n.cfg.MaxBlocks {
 		done(env, fmt.Errorf("d2: %w: %d keys held", fault.ErrFull, n.idx.len()))
 		return
 	}
 	data = bytes.Clone(data)
-	n.offload(env, &engineWork{op: opPut, key: k, data: data, expiry: env.Now().Add(n.cfg.Retention), done: func(env node.Env, _ any, err error) {
+	n.offload(env, &engineWork{op: opPut, key: k, data: data, expiry: env.Now().Add(n.cfg.Retention), replace: replace, done: func(env node.Env, _ any, err error) {
 		if err == nil {
 			n.idx.put(entry{key: k, size: uint32(len(data))})
 			n.Stats.BytesWritten += uint64(len(data))
@@ -165,25 +181,27 @@ func (n *Node) dropLocal(env node.Env, k id.ID) bool {
 	return true
 }
 
-// handleStore stores a block: a replica, or as the key's owner on its
-// successors too, answered once every replica has answered.
+// handleStore stores a block: one replica, in place of what the key
+// holds if the owner said Replace; or, Primary, a gateway's put for this
+// node, the key's owner, to decide (ownerPut).
 func (n *Node) handleStore(env node.Env, in node.MsgIn, m *wire.D2Store) {
-	if m.Primary && !n.mayOwn(m.Key) {
-		rpc.Respond(env, in, n.self, &wire.D2Stored{NotMine: true})
+	if m.Primary {
+		p := putReq{key: m.Key, data: m.Data, mode: wire.D2PutKeep}
+		if m.Replace {
+			p.mode = wire.D2PutReplace
+		}
+		n.answerPut(env, in, p)
 		return
 	}
-	n.writeLocal(env, m.Key, m.Data, func(env node.Env, err error) {
-		if err != nil {
+	n.writeLocal(env, m.Key, m.Data, m.Replace, func(env node.Env, err error) {
+		switch {
+		case errors.Is(err, store.ErrConflict):
+			rpc.Respond(env, in, n.self, &wire.D2Stored{Conflict: true})
+		case err != nil:
 			rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
-			return
-		}
-		if !m.Primary {
+		default:
 			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: 1})
-			return
 		}
-		n.replicate(env, m.Key, m.Data, func(env node.Env, copies int) {
-			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(1 + copies)})
-		})
 	})
 }
 
@@ -192,8 +210,9 @@ func (n *Node) replicaTargets() []wire.D2Ref {
 	return dedupe(slices.Clone(n.succs), n.self.Addr, n.cfg.Replicas-1)
 }
 
-// replicate stores a block on the r-1 successors and counts the copies.
-func (n *Node) replicate(env node.Env, k id.ID, data []byte, done func(env node.Env, copies int)) {
+// replicate stores a block on the r-1 successors (in place of what they
+// hold, if replace) and counts the copies.
+func (n *Node) replicate(env node.Env, k id.ID, data []byte, replace bool, done func(env node.Env, copies int)) {
 	targets := n.replicaTargets()
 	if len(targets) == 0 {
 		done(env, 0)
@@ -201,7 +220,7 @@ func (n *Node) replicate(env node.Env, k id.ID, data []byte, done func(env node.
 	}
 	left, copies := len(targets), 0
 	for _, t := range targets {
-		ok := n.call(env, t.Node.Addr, &wire.D2Store{Key: k, Data: data}, func(env node.Env, reply wire.Msg, err error) {
+		ok := n.call(env, t.Node.Addr, &wire.D2Store{Key: k, Data: data, Replace: replace}, func(env node.Env, reply wire.Msg, err error) {
 			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
 				copies++
 			}

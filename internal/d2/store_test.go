@@ -41,7 +41,7 @@ func (c *cluster) put(from int, b block) (copies int, err error) {
 	h := c.hosts[from]
 	done := false
 	c.s.Do(h, func(env node.Env) {
-		c.node(h).Put(env, b.key, b.data, func(env node.Env, n int, e error) { copies, err, done = n, e, true })
+		c.node(h).Put(env, b.key, b.data, wire.D2PutReplace, nil, func(env node.Env, n int, e error) { copies, err, done = n, e, true })
 	})
 	c.s.RunFor(10 * time.Second)
 	if !done {
@@ -64,23 +64,24 @@ func (c *cluster) get(from int, k id.ID, hash []byte) (data []byte, err error) {
 	return data, err
 }
 
-func (c *cluster) latest(from int, prefix []byte) (id.ID, bool, error) {
+func (c *cluster) latest(from int, prefix []byte) (id.ID, []byte, bool, error) {
 	c.t.Helper()
 	h := c.hosts[from]
 	var (
 		k     id.ID
+		data  []byte
 		found bool
 		err   error
 		done  bool
 	)
 	c.s.Do(h, func(env node.Env) {
-		c.node(h).Latest(env, prefix, func(env node.Env, x id.ID, f bool, e error) { k, found, err, done = x, f, e, true })
+		c.node(h).Latest(env, prefix, func(env node.Env, x id.ID, d []byte, f bool, e error) { k, data, found, err, done = x, d, f, e, true })
 	})
 	c.s.RunFor(10 * time.Second)
 	if !done {
 		c.t.Fatalf("latest of %x never ended", prefix)
 	}
-	return k, found, err
+	return k, data, found, err
 }
 
 func (c *cluster) del(from int, k id.ID) (int, error) {
@@ -231,7 +232,7 @@ func TestStoreDeleteAndLatest(t *testing.T) {
 	if !keys[2].In(ps[4], ps[5]) || !keys[3].In(ps[5], ps[6]) {
 		t.Skip("the keys do not straddle node 5 (a carry in the last byte)")
 	}
-	k, found, err := c.latest(0, prefix)
+	k, _, found, err := c.latest(0, prefix)
 	if err != nil || !found || k != keys[4] {
 		t.Fatalf("latest: %v %v %v, want %s", k.Short(), found, err, keys[4].Short())
 	}
@@ -240,7 +241,7 @@ func TestStoreDeleteAndLatest(t *testing.T) {
 			t.Fatalf("delete %s: %d copies, %v", x.Short(), n, err)
 		}
 	}
-	k, found, err = c.latest(2, prefix)
+	k, _, found, err = c.latest(2, prefix)
 	if err != nil || !found || k != keys[2] {
 		t.Fatalf("latest after the deletes: %v %v %v, want %s (on the node before)", k.Short(), found, err, keys[2].Short())
 	}
@@ -252,7 +253,7 @@ func TestStoreDeleteAndLatest(t *testing.T) {
 			t.Errorf("a deleted block is still in %s's engine: %v", a, err)
 		}
 	}
-	if _, found, _ := c.latest(0, []byte(fmt.Sprintf("%x", "nothing here"))[:8]); found {
+	if _, _, found, _ := c.latest(0, []byte(fmt.Sprintf("%x", "nothing here"))[:8]); found {
 		t.Error("latest found a key under an empty prefix")
 	}
 }
@@ -297,7 +298,7 @@ func TestClientMessages(t *testing.T) {
 	if g, ok := replies[1].(*wire.D2Block); !ok || !bytes.Equal(g.Data, b.data) {
 		t.Errorf("get: %T", replies[1])
 	}
-	if l, ok := replies[2].(*wire.D2KeyList); !ok || len(l.Keys) != 1 || l.Keys[0] != b.key {
+	if l, ok := replies[2].(*wire.D2Block); !ok || !l.Found || l.Key != b.key || !bytes.Equal(l.Data, b.data) {
 		t.Errorf("latest: %+v", replies[2])
 	}
 	if e, ok := replies[3].(*wire.Error); !ok || e.Code != fault.CodeBadRequest {

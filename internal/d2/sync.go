@@ -201,7 +201,7 @@ func (n *Node) fetchPointers(env node.Env, b *budget) {
 			if !ok || !held || !cur.pointer() {
 				return
 			}
-			n.writeLocal(env, k, data, func(env node.Env, err error) {
+			n.writeLocal(env, k, data, false, func(env node.Env, err error) {
 				if err == nil {
 					n.Stats.PointersFetched++
 					n.Stats.MigratedBytes += uint64(len(data))

@@ -12,6 +12,7 @@ import (
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/sim"
+	"triad/internal/wire"
 )
 
 // Hosts built with Options.D2 run D2 beside the ring on their storage's
@@ -56,7 +57,7 @@ func TestHostsRunD2(t *testing.T) {
 	var putErr error
 	put := false
 	s.Do(hosts[0], func(env node.Env) {
-		deploy.Of(hosts[0]).D2.Put(env, k, data, func(_ node.Env, c int, err error) { copies, putErr, put = c, err, true })
+		deploy.Of(hosts[0]).D2.Put(env, k, data, wire.D2PutReplace, nil, func(_ node.Env, c int, err error) { copies, putErr, put = c, err, true })
 	})
 	s.RunFor(30 * time.Second)
 	if !put || putErr != nil || copies != 3 {

@@ -1,0 +1,223 @@
+package d2
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"triad/internal/fault"
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/rpc"
+	"triad/internal/store"
+	"triad/internal/wire"
+)
+
+// Puts at the key's owner. A put's mode (wire.D2PutMode) is decided by
+// the key's owner, against what it holds: a block in its engine, or the
+// block a pointer it holds names (fetched from the pointer's holder, else
+// its successors). The owner takes the puts of one key one at a time: a
+// put of a key whose put is still being decided, stored or replicated
+// waits in the key's queue (at most maxQueuedPuts, past which it is
+// answered busy), so a conditional put's check and store are atomic with
+// respect to every other put of the key that reaches this owner. A put
+// the owner decides to store goes to its engine and then to its r-1
+// successors; Replace, IfAbsent and IfHash tell the replicas to replace
+// what they hold (a copy left behind by a delete that missed them must
+// not refuse the owner's choice), Keep does not.
+//
+// When the owner changes (a node joins in front of it, or it fails), the
+// puts queued at the old owner finish there and the new owner decides the
+// next ones against what it holds: the pointers its successor handed over
+// when it joined, or, after a failure, the replicas it held already.
+// Until a joiner has the pointers (the join's reply and the pointers
+// travel together, so at most a message's delay), it decides as if it
+// held nothing.
+
+// ErrConflict answers a put whose condition did not hold at the key's
+// owner (the key holds other bytes than IfHash's, or any for IfAbsent and
+// for Keep other bytes): nothing was stored.
+var ErrConflict = fmt.Errorf("d2: %w", store.ErrConflict)
+
+// errNotMine is the owner's answer for a key it no longer owns; the
+// gateway finds the owner again.
+var errNotMine = errors.New("d2: not the key's owner")
+
+// maxQueuedPuts bounds the puts of one key waiting at its owner.
+const maxQueuedPuts = 8
+
+// putReq is a put as the owner decides it.
+type putReq struct {
+	key  id.ID
+	data []byte
+	mode wire.D2PutMode
+	prev []byte // the SHA-256 IfHash expects
+}
+
+// putDone receives a put's outcome: the copies stored.
+type putDone func(env node.Env, copies int, err error)
+
+// queuedPut is a put waiting for the one before it on the same key.
+type queuedPut struct {
+	p    putReq
+	done putDone
+}
+
+// checkPut refuses a put no owner could decide: an unknown mode, IfHash
+// without a SHA-256, another mode with a malformed one.
+func checkPut(mode wire.D2PutMode, prev []byte) error {
+	switch {
+	case mode >= wire.D2PutModes:
+		return fault.New(fault.ErrBadRequest, fmt.Sprintf("d2: put mode %d", mode))
+	case len(prev) != hashBytes && (mode == wire.D2PutIfHash || len(prev) != 0):
+		return fault.New(fault.ErrBadRequest, fmt.Sprintf("d2: a put's previous hash of %d bytes, want %d (SHA-256)", len(prev), hashBytes))
+	}
+	return nil
+}
+
+// answerPut serves a gateway's put (a D2Store marked Primary, or a D2Put
+// addressed to this node): as the key's owner, or "not mine".
+func (n *Node) answerPut(env node.Env, in node.MsgIn, p putReq) {
+	if !n.mayOwn(p.key) {
+		rpc.Respond(env, in, n.self, &wire.D2Stored{NotMine: true})
+		return
+	}
+	n.ownerPut(env, p, func(env node.Env, copies int, err error) {
+		switch {
+		case errors.Is(err, errNotMine):
+			rpc.Respond(env, in, n.self, &wire.D2Stored{NotMine: true})
+		case errors.Is(err, ErrConflict):
+			rpc.Respond(env, in, n.self, &wire.D2Stored{Conflict: true})
+		case err != nil:
+			rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
+		default:
+			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(copies)})
+		}
+	})
+}
+
+// ownerPut decides p as the key's owner once the puts of the key before it
+// are done.
+func (n *Node) ownerPut(env node.Env, p putReq, done putDone) {
+	if q, busy := n.putting[p.key]; busy {
+		if len(q) >= maxQueuedPuts {
+			n.Stats.Busy++
+			done(env, 0, ErrBusy)
+			return
+		}
+		n.putting[p.key] = append(q, queuedPut{p, done})
+		n.Stats.PutsQueued++
+		return
+	}
+	if len(n.putting) >= n.cfg.MaxPending {
+		n.Stats.Busy++
+		done(env, 0, ErrBusy)
+		return
+	}
+	n.putting[p.key] = nil
+	n.decidePut(env, p, n.thenNext(p.key, done))
+}
+
+// thenNext is done, then the next queued put of k.
+func (n *Node) thenNext(k id.ID, done putDone) putDone {
+	return func(env node.Env, copies int, err error) {
+		done(env, copies, err)
+		q := n.putting[k]
+		if len(q) == 0 {
+			delete(n.putting, k)
+			return
+		}
+		next := q[0]
+		n.putting[k] = q[1:]
+		n.decidePut(env, next.p, n.thenNext(k, next.done))
+	}
+}
+
+// decidePut checks p's condition against what this node holds and stores
+// p if it holds.
+func (n *Node) decidePut(env node.Env, p putReq, done putDone) {
+	if !n.mayOwn(p.key) {
+		done(env, 0, errNotMine) // the ring changed while p waited
+		return
+	}
+	if p.mode == wire.D2PutReplace {
+		n.storeAsOwner(env, p, true, done)
+		return
+	}
+	n.current(env, p.key, func(env node.Env, sum []byte, held bool, err error) {
+		if err != nil {
+			done(env, 0, err)
+			return
+		}
+		ok, replace := true, true
+		switch p.mode {
+		case wire.D2PutKeep:
+			ok, replace = !held || bytes.Equal(sum, Sum(p.data)), false
+		case wire.D2PutIfAbsent:
+			ok = !held
+		case wire.D2PutIfHash:
+			ok = held && bytes.Equal(sum, p.prev)
+		}
+		if !ok {
+			n.Stats.Conflicts++
+			done(env, 0, ErrConflict)
+			return
+		}
+		n.storeAsOwner(env, p, replace, done)
+	})
+}
+
+// current is the SHA-256 of what this node holds under k: its engine's
+// copy, else (a pointer, or a copy it cannot read) the copy of the
+// pointer's holder or of a successor. held is false when it holds
+// nothing; an error when it holds k but no copy could be read.
+func (n *Node) current(env node.Env, k id.ID, done func(env node.Env, sum []byte, held bool, err error)) {
+	e, ok := n.idx.get(k)
+	if !ok {
+		done(env, nil, false, nil)
+		return
+	}
+	var from []wire.NodeRef
+	if e.pointer() {
+		from = append(from, e.holder)
+	}
+	for _, s := range n.replicaTargets() {
+		from = append(from, s.Node)
+	}
+	remote := func(env node.Env) {
+		n.fetchFrom(env, k, nil, from, func(env node.Env, data []byte, ok bool) {
+			if !ok {
+				done(env, nil, true, fmt.Errorf("d2: %w: the key's block could not be read to check a put", fault.ErrUnavailable))
+				return
+			}
+			done(env, Sum(data), true, nil)
+		})
+	}
+	if e.pointer() {
+		remote(env)
+		return
+	}
+	n.readLocal(env, k, nil, func(env node.Env, data []byte, ok bool) {
+		if !ok {
+			remote(env)
+			return
+		}
+		done(env, Sum(data), true, nil)
+	})
+}
+
+// storeAsOwner stores p here and on the successors.
+func (n *Node) storeAsOwner(env node.Env, p putReq, replace bool, done putDone) {
+	n.writeLocal(env, p.key, p.data, replace, func(env node.Env, err error) {
+		switch {
+		case errors.Is(err, store.ErrConflict):
+			n.Stats.Conflicts++
+			done(env, 0, ErrConflict)
+			return
+		case err != nil:
+			done(env, 0, err)
+			return
+		}
+		n.replicate(env, p.key, p.data, replace, func(env node.Env, copies int) { done(env, 1+copies, nil) })
+	})
+}
