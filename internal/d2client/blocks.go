@@ -1,0 +1,435 @@
+package d2client
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"triad/internal/client"
+	"triad/internal/d2/key"
+	"triad/internal/d2fs"
+	"triad/internal/fault"
+	"triad/internal/wire"
+)
+
+// Errors of this package (wrapped with %w).
+var (
+	// ErrNoD2: the node answered, but does not run D2 (started without --d2).
+	ErrNoD2 = errors.New("d2client: the node does not run D2 (start it with --d2)")
+	// ErrRange: Latest was asked a range that is not a prefix range.
+	ErrRange = errors.New("d2client: Latest serves prefix ranges only")
+	// ErrNoNode: no node of the list answered.
+	ErrNoNode = errors.New("d2client: no node answered")
+
+	// errMismatch: a gateway returned bytes that do not match the hash
+	// asked (it checks too: a broken or lying one); another is asked.
+	errMismatch = fmt.Errorf("d2client: the gateway returned bytes that do not match: %w", fault.ErrCorrupt)
+)
+
+// Config says which nodes to use and how long to wait for them.
+type Config struct {
+	// Addrs are the gateways, tried in order from the last one that
+	// answered. At least one.
+	Addrs []string
+	// Options are the connections' (TLS).
+	Options client.Options
+	// CallTimeout bounds one request to one node, dial included. A
+	// gateway relays to the key's owner (5 s per relay), so it should
+	// exceed a few of those. Default 15 s; zero means the default.
+	CallTimeout time.Duration
+	// Passes is how many times a request goes over the whole list before
+	// it fails (a lone gateway retried while its ring repairs). Default
+	// 3; zero means the default.
+	Passes int
+	// Backoff is the pause between passes, doubled after each. Default
+	// 500 ms; zero means the default.
+	Backoff time.Duration
+	// MinCopies is how many replicas a put must reach to count as
+	// durable; fewer is retried. Default 2; zero means the default.
+	MinCopies int
+}
+
+// DefaultConfig is the configuration for addrs.
+func DefaultConfig(addrs ...string) Config {
+	return Config{Addrs: addrs, CallTimeout: 15 * time.Second, Passes: 3, Backoff: 500 * time.Millisecond, MinCopies: 2}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	switch {
+	case len(c.Addrs) == 0:
+		return errors.New("d2client: no node address")
+	case c.CallTimeout < 0 || c.Passes < 0 || c.Backoff < 0 || c.MinCopies < 0:
+		return errors.New("d2client: negative CallTimeout, Passes, Backoff or MinCopies")
+	}
+	for _, a := range c.Addrs {
+		if strings.TrimSpace(a) == "" {
+			return errors.New("d2client: an empty node address")
+		}
+	}
+	return nil
+}
+
+// Blocks is d2fs.Blocks over D2 nodes. Safe for concurrent use.
+type Blocks struct {
+	cfg Config
+
+	mu     sync.Mutex
+	conns  map[string]*client.Client // pooled, one per address
+	good   int                       // index of the node that last answered
+	closed bool
+}
+
+var _ d2fs.Blocks = (*Blocks)(nil)
+
+// New returns a Blocks over cfg.Addrs. It dials nothing yet.
+func New(cfg Config) (*Blocks, error) {
+	def := DefaultConfig()
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = def.CallTimeout
+	}
+	if cfg.Passes == 0 {
+		cfg.Passes = def.Passes
+	}
+	if cfg.Backoff == 0 {
+		cfg.Backoff = def.Backoff
+	}
+	if cfg.MinCopies == 0 {
+		cfg.MinCopies = def.MinCopies
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Blocks{cfg: cfg, conns: map[string]*client.Client{}}, nil
+}
+
+// Close closes the pooled connections; calls after it fail.
+func (b *Blocks) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for a, c := range b.conns {
+		c.Close()
+		delete(b.conns, a)
+	}
+	return nil
+}
+
+// Good is the address of the node that last answered (the first one
+// before any did).
+func (b *Blocks) Good() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cfg.Addrs[b.good]
+}
+
+// conn returns the pooled connection to addr, dialling it if there is none.
+func (b *Blocks) conn(ctx context.Context, addr string) (*client.Client, error) {
+	b.mu.Lock()
+	c, closed := b.conns[addr], b.closed
+	b.mu.Unlock()
+	if closed {
+		return nil, client.ErrClosed
+	}
+	if c != nil {
+		return c, nil
+	}
+	c, err := client.DialOptions(ctx, addr, b.cfg.Options)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		c.Close()
+		return nil, client.ErrClosed
+	}
+	if old := b.conns[addr]; old != nil {
+		c.Close() // another call dialled first
+		return old, nil
+	}
+	b.conns[addr] = c
+	return c, nil
+}
+
+// drop forgets c, a broken connection to addr.
+func (b *Blocks) drop(addr string, c *client.Client) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.conns[addr] == c {
+		delete(b.conns, addr)
+	}
+	c.Close()
+}
+
+// answer is one node's reply to a request, or why it gave none.
+type answer struct {
+	addr string
+	msg  wire.Msg
+	err  error
+}
+
+// failOver says whether err, from one node, is worth asking another node:
+// the node is unreachable, slow, busy or cut off from the key's owner, or
+// does not run D2. An answer about the block (not found, damaged, too
+// large, a bad request) would be the same from any gateway.
+func failOver(err error) bool {
+	var we *wire.Error
+	if !errors.As(err, &we) {
+		return true // a transport error or a timeout
+	}
+	switch we.Code {
+	case fault.CodeBusy, fault.CodeUnavailable, fault.CodeNoRoute, fault.CodeInternal, fault.CodeNoVnode:
+		return true
+	case fault.CodeBadRequest:
+		return noD2(we)
+	}
+	return false
+}
+
+// noD2 says whether a node refused a message because it runs no D2 (the
+// host has no protocol for D2's message types).
+func noD2(we *wire.Error) bool {
+	return we.Code == fault.CodeBadRequest && strings.Contains(we.Text, "no protocol for")
+}
+
+// call sends m to the node that last answered, and on to the others when
+// one fails (failOver), for at most cfg.Passes passes; check may turn a
+// reply into a failure worth another node (a put short of copies). It
+// returns the first answer that is not such a failure, or every node's
+// last failure.
+func (b *Blocks) call(ctx context.Context, m wire.Msg, check func(wire.Msg) error) answer {
+	b.mu.Lock()
+	start := b.good
+	b.mu.Unlock()
+	n := len(b.cfg.Addrs)
+	last := make([]error, n)
+	backoff := b.cfg.Backoff
+	for pass := range b.cfg.Passes {
+		if pass > 0 {
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return answer{err: ctx.Err()}
+			}
+			backoff *= 2
+		}
+		for j := range n {
+			i := (start + j) % n
+			a := b.callOne(ctx, b.cfg.Addrs[i], m)
+			if a.err == nil && check != nil {
+				a.err = check(a.msg)
+			}
+			if ctx.Err() != nil {
+				return answer{addr: a.addr, err: ctx.Err()}
+			}
+			if a.err == nil || !failOver(a.err) {
+				b.mu.Lock()
+				b.good = i
+				b.mu.Unlock()
+				return a
+			}
+			last[i] = a.err
+		}
+	}
+	return answer{err: b.noNode(last)}
+}
+
+// callOne sends m to the node at addr, within CallTimeout.
+func (b *Blocks) callOne(ctx context.Context, addr string, m wire.Msg) answer {
+	cctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+	defer cancel()
+	c, err := b.conn(cctx, addr)
+	if err != nil {
+		return answer{addr: addr, err: err}
+	}
+	reply, err := c.Call(cctx, m)
+	var we *wire.Error
+	if err != nil && !errors.As(err, &we) {
+		// The connection broke or the node is slow: a fresh one next
+		// time (a reply that comes late must not be read as another's).
+		b.drop(addr, c)
+	}
+	return answer{addr: addr, msg: reply, err: err}
+}
+
+// noNode is the error when every node failed: ErrNoD2 if every node
+// said it runs no D2, errMismatch if every node returned bad bytes, else
+// ErrNoNode with each node's failure.
+func (b *Blocks) noNode(last []error) error {
+	var parts []string
+	allNoD2, allMismatch := true, true
+	for i, err := range last {
+		parts = append(parts, fmt.Sprintf("%s: %v", b.cfg.Addrs[i], err))
+		var we *wire.Error
+		if !errors.As(err, &we) || !noD2(we) {
+			allNoD2 = false
+		}
+		allMismatch = allMismatch && errors.Is(err, errMismatch)
+	}
+	switch {
+	case allNoD2:
+		return fmt.Errorf("%w: %s", ErrNoD2, strings.Join(b.cfg.Addrs, ", "))
+	case allMismatch:
+		return errMismatch
+	}
+	return fmt.Errorf("%w (%s)", ErrNoNode, strings.Join(parts, "; "))
+}
+
+// blockErr maps a node's error about a block to d2fs's sentinels.
+func blockErr(err error, k key.Key) error {
+	switch {
+	case errors.Is(err, fault.ErrNotFound):
+		return fmt.Errorf("%w: %v: %w", d2fs.ErrNotFound, k, err)
+	case errors.Is(err, fault.ErrCorrupt):
+		return fmt.Errorf("%w: %v: %w", d2fs.ErrCorrupt, k, err)
+	}
+	return fmt.Errorf("d2client: %v: %w", k, err)
+}
+
+// stored checks a D2Stored answer to a put: durable on MinCopies.
+func (b *Blocks) stored(m wire.Msg) error {
+	s, ok := m.(*wire.D2Stored)
+	switch {
+	case !ok:
+		return fmt.Errorf("d2client: a put answered with %T", m)
+	case s.Conflict:
+		return nil // the caller's to judge
+	case s.NotMine:
+		return fmt.Errorf("%w: the gateway's owner said not mine", fault.ErrNoRoute)
+	case int(s.Copies) < b.cfg.MinCopies:
+		return fmt.Errorf("%w: stored on %d replicas, want %d", fault.ErrUnavailable, s.Copies, b.cfg.MinCopies)
+	}
+	return nil
+}
+
+// Put implements d2fs.Blocks: it replaces what k held.
+func (b *Blocks) Put(ctx context.Context, k key.Key, data []byte) error {
+	a := b.call(ctx, &wire.D2Put{Key: k.ID(), Data: data, Mode: wire.D2PutReplace}, b.stored)
+	if a.err != nil {
+		return blockErr(a.err, k)
+	}
+	if a.msg.(*wire.D2Stored).Conflict {
+		return fmt.Errorf("d2client: %s refused to replace %v (a node without put modes?)", a.addr, k)
+	}
+	return nil
+}
+
+// PutIf implements d2fs.Blocks: if-absent for a zero prev, else if-hash.
+// A try that failed (a timeout says nothing of whether it reached the
+// owner) may still have stored data, and the retry then finds the key
+// changed: so a conflict is believed only once the key is seen to hold
+// other bytes than data.
+func (b *Blocks) PutIf(ctx context.Context, k key.Key, prev [32]byte, data []byte) error {
+	m := &wire.D2Put{Key: k.ID(), Data: data, Mode: wire.D2PutIfAbsent}
+	if prev != [32]byte{} {
+		m.Mode, m.Prev = wire.D2PutIfHash, prev[:]
+	}
+	a := b.call(ctx, m, b.stored)
+	if a.err != nil {
+		return blockErr(a.err, k)
+	}
+	if !a.msg.(*wire.D2Stored).Conflict {
+		return nil
+	}
+	if got, now, err := b.Latest(ctx, k, k); err == nil && got == k && bytes.Equal(now, data) {
+		return nil
+	}
+	return fmt.Errorf("%w: %v", d2fs.ErrConflict, k)
+}
+
+// Get implements d2fs.Blocks: bytes whose SHA-256 is sum, or an error.
+func (b *Blocks) Get(ctx context.Context, k key.Key, sum [32]byte) ([]byte, error) {
+	a := b.call(ctx, &wire.D2Get{Key: k.ID(), Hash: sum[:]}, func(m wire.Msg) error {
+		blk, ok := m.(*wire.D2Block)
+		switch {
+		case !ok:
+			return fmt.Errorf("d2client: a get answered with %T", m)
+		case blk.Found && sha256.Sum256(blk.Data) != sum:
+			// The gateway checks too; one that does not is not believed,
+			// and another is asked.
+			return errMismatch
+		}
+		return nil
+	})
+	if a.err != nil {
+		return nil, blockErr(a.err, k)
+	}
+	blk := a.msg.(*wire.D2Block)
+	if !blk.Found {
+		return nil, fmt.Errorf("%w: %v", d2fs.ErrNotFound, k)
+	}
+	return blk.Data, nil
+}
+
+// Delete implements d2fs.Blocks.
+func (b *Blocks) Delete(ctx context.Context, k key.Key) error {
+	a := b.call(ctx, &wire.D2Delete{Key: k.ID()}, func(m wire.Msg) error {
+		if _, ok := m.(*wire.D2Stored); !ok {
+			return fmt.Errorf("d2client: a delete answered with %T", m)
+		}
+		return nil
+	})
+	if a.err != nil && !errors.Is(a.err, fault.ErrNotFound) {
+		return blockErr(a.err, k)
+	}
+	return nil
+}
+
+// Latest implements d2fs.Blocks for prefix ranges (see the package doc).
+func (b *Blocks) Latest(ctx context.Context, lo, hi key.Key) (key.Key, []byte, error) {
+	prefix, err := prefixOf(lo, hi)
+	if err != nil {
+		return key.Key{}, nil, err
+	}
+	a := b.call(ctx, &wire.D2Latest{Prefix: prefix}, func(m wire.Msg) error {
+		switch m.(type) {
+		case *wire.D2Block:
+			return nil
+		case *wire.D2KeyList:
+			return fmt.Errorf("%w: the node answers latest with keys only (an older triad)", fault.ErrInternal)
+		}
+		return fmt.Errorf("d2client: a latest answered with %T", m)
+	})
+	if a.err != nil {
+		return key.Key{}, nil, blockErr(a.err, lo)
+	}
+	blk := a.msg.(*wire.D2Block)
+	if !blk.Found {
+		return key.Key{}, nil, fmt.Errorf("%w in [%v, %v]", d2fs.ErrNotFound, lo, hi)
+	}
+	got, err := key.FromID(blk.Key)
+	switch {
+	case err != nil:
+		return key.Key{}, nil, fmt.Errorf("d2client: %s answered latest with %w", a.addr, err)
+	case !bytes.HasPrefix(got[:], prefix):
+		return key.Key{}, nil, fmt.Errorf("d2client: %s answered latest of %x with %v, outside the prefix", a.addr, prefix, got)
+	case bytes.Compare(got[:], lo[:]) < 0:
+		return key.Key{}, nil, fmt.Errorf("%w in [%v, %v]", d2fs.ErrNotFound, lo, hi)
+	}
+	return got, blk.Data, nil
+}
+
+// prefixOf is the prefix whose keys [lo, hi] covers from lo up: the
+// common prefix of lo and hi, when hi is that prefix and then 0xff bytes
+// only (every key with the prefix is at most hi). Otherwise ErrRange.
+func prefixOf(lo, hi key.Key) ([]byte, error) {
+	n := 0
+	for n < key.Size && lo[n] == hi[n] {
+		n++
+	}
+	for _, c := range hi[n:] {
+		if c != 0xff {
+			return nil, fmt.Errorf("%w: [%v, %v] ends before its prefix's last key", ErrRange, lo, hi)
+		}
+	}
+	if bytes.Compare(lo[:], hi[:]) > 0 {
+		return nil, fmt.Errorf("%w: [%v, %v] is empty", ErrRange, lo, hi)
+	}
+	return bytes.Clone(hi[:n]), nil
+}

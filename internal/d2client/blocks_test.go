@@ -1,0 +1,371 @@
+package d2client
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"triad/internal/d2/key"
+	"triad/internal/d2fs"
+	"triad/internal/fault"
+	"triad/internal/wire"
+)
+
+// fakeNode is a TCP server that answers D2's client messages with
+// handle, as a gateway would, so that failover and the checks of this
+// package are tested without a ring. Real nodes: cmd/triad's TestFS.
+type fakeNode struct {
+	ln     net.Listener
+	handle func(m wire.Msg) (wire.Msg, error)
+
+	mu    sync.Mutex
+	calls int
+	conns []net.Conn
+}
+
+func startFake(t *testing.T, handle func(m wire.Msg) (wire.Msg, error)) *fakeNode {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeNode{ln: ln, handle: handle}
+	t.Cleanup(f.stop)
+	go f.serve()
+	return f
+}
+
+func (f *fakeNode) addr() string { return f.ln.Addr().String() }
+
+func (f *fakeNode) stop() {
+	f.ln.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.conns {
+		c.Close()
+	}
+}
+
+func (f *fakeNode) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+func (f *fakeNode) serve() {
+	for {
+		c, err := f.ln.Accept()
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		f.conns = append(f.conns, c)
+		f.mu.Unlock()
+		go f.conn(c)
+	}
+}
+
+func (f *fakeNode) conn(c net.Conn) {
+	defer c.Close()
+	var wmu sync.Mutex
+	for {
+		frame, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes)
+		if err != nil {
+			return
+		}
+		e, err := wire.Decode(frame)
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		f.calls++
+		f.mu.Unlock()
+		go func() {
+			reply, err := f.handle(e.Msg)
+			if err != nil {
+				reply = &wire.Error{Code: fault.CodeOf(err), Text: err.Error()}
+			}
+			if reply == nil {
+				return // silent: the caller times out
+			}
+			wmu.Lock()
+			defer wmu.Unlock()
+			wire.WriteFrame(c, wire.Envelope{Kind: wire.Reply, ReqID: e.ReqID, Msg: reply})
+		}()
+	}
+}
+
+// memNode answers like a whole D2 ring over a MemBlocks, put modes
+// included.
+type memNode struct {
+	mu sync.Mutex
+	m  map[key.Key][]byte
+}
+
+func newMemNode() *memNode { return &memNode{m: map[key.Key][]byte{}} }
+
+func (s *memNode) handle(m wire.Msg) (wire.Msg, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch m := m.(type) {
+	case *wire.D2Put:
+		k, _ := key.FromID(m.Key)
+		old, ok := s.m[k]
+		sum := sha256.Sum256(old)
+		switch {
+		case m.Mode == wire.D2PutIfAbsent && ok,
+			m.Mode == wire.D2PutIfHash && (!ok || !bytes.Equal(sum[:], m.Prev)):
+			return &wire.D2Stored{Conflict: true}, nil
+		}
+		s.m[k] = bytes.Clone(m.Data)
+		return &wire.D2Stored{Copies: 3}, nil
+	case *wire.D2Get:
+		k, _ := key.FromID(m.Key)
+		d, ok := s.m[k]
+		if !ok {
+			return nil, fault.ErrNotFound
+		}
+		return &wire.D2Block{Key: m.Key, Data: d, Found: true}, nil
+	case *wire.D2Delete:
+		k, _ := key.FromID(m.Key)
+		delete(s.m, k)
+		return &wire.D2Stored{Copies: 3}, nil
+	case *wire.D2Latest:
+		var best *key.Key
+		for k := range s.m {
+			if bytes.HasPrefix(k[:], m.Prefix) && (best == nil || bytes.Compare(k[:], best[:]) > 0) {
+				k := k
+				best = &k
+			}
+		}
+		if best == nil {
+			return &wire.D2Block{}, nil
+		}
+		return &wire.D2Block{Key: best.ID(), Data: s.m[*best], Found: true}, nil
+	}
+	return nil, fault.ErrBadRequest
+}
+
+func testKey(vol string, blk, ver uint32) key.Key {
+	return key.Root(key.VolumeOf(vol, nil)).WithBlock(blk, ver)
+}
+
+func newBlocks(t *testing.T, addrs ...string) *Blocks {
+	t.Helper()
+	cfg := DefaultConfig(addrs...)
+	cfg.CallTimeout = 300 * time.Millisecond
+	cfg.Backoff = 10 * time.Millisecond
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// TestBlocksRoundTrip: put, get, put-if, latest and delete through a
+// node behave as d2fs.Blocks says.
+func TestBlocksRoundTrip(t *testing.T) {
+	mem := newMemNode()
+	n := startFake(t, mem.handle)
+	b := newBlocks(t, n.addr())
+	ctx := context.Background()
+	k := testKey("v", 0, 1)
+	data := []byte("superblock 1")
+	if err := b.PutIf(ctx, k, [32]byte{}, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutIf(ctx, k, [32]byte{}, []byte("another")); !errors.Is(err, d2fs.ErrConflict) {
+		t.Fatalf("second if-absent put: %v, want ErrConflict", err)
+	}
+	if err := b.PutIf(ctx, k, sha256.Sum256(data), []byte("next")); err != nil {
+		t.Fatalf("if-hash put with the right hash: %v", err)
+	}
+	if err := b.PutIf(ctx, k, sha256.Sum256(data), []byte("stale")); !errors.Is(err, d2fs.ErrConflict) {
+		t.Fatalf("if-hash put with a stale hash: %v, want ErrConflict", err)
+	}
+	got, err := b.Get(ctx, k, sha256.Sum256([]byte("next")))
+	if err != nil || string(got) != "next" {
+		t.Fatalf("get: %q, %v", got, err)
+	}
+	if _, err := b.Get(ctx, k, sha256.Sum256(data)); !errors.Is(err, d2fs.ErrCorrupt) {
+		t.Fatalf("get with another hash: %v, want ErrCorrupt (the fake returns any bytes)", err)
+	}
+	if _, err := b.Get(ctx, testKey("v", 5, 1), sha256.Sum256(data)); !errors.Is(err, d2fs.ErrNotFound) {
+		t.Fatalf("get of a missing key: %v, want ErrNotFound", err)
+	}
+	for ver := uint32(2); ver <= 4; ver++ {
+		if err := b.Put(ctx, testKey("v", 0, ver), []byte{byte(ver)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lo, hi := testKey("v", 0, 1), testKey("v", 0, ^uint32(0))
+	lk, ld, err := b.Latest(ctx, lo, hi)
+	if err != nil || lk != testKey("v", 0, 4) || !bytes.Equal(ld, []byte{4}) {
+		t.Fatalf("latest: %v %v %v", lk, ld, err)
+	}
+	if err := b.Delete(ctx, testKey("v", 0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if lk, _, err := b.Latest(ctx, lo, hi); err != nil || lk != testKey("v", 0, 3) {
+		t.Fatalf("latest after delete: %v %v", lk, err)
+	}
+	// Only version 0 under the prefix: below lo, so none in [lo, hi].
+	if _, _, err := b.Latest(ctx, testKey("w", 0, 1), testKey("w", 0, ^uint32(0))); !errors.Is(err, d2fs.ErrNotFound) {
+		t.Fatalf("latest of an empty range: %v", err)
+	}
+}
+
+// TestLatestRanges: prefix ranges are served, others refused.
+func TestLatestRanges(t *testing.T) {
+	k := testKey("v", 0, 7)
+	for _, tc := range []struct {
+		name   string
+		lo, hi key.Key
+		prefix int // bytes; -1: refused
+	}{
+		{"one key", k, k, key.Size},
+		{"versions", testKey("v", 0, 1), testKey("v", 0, ^uint32(0)), key.Size - 4},
+		{"a file's blocks", testKey("v", 0, 0), testKey("v", ^uint32(0), ^uint32(0)), key.Size - 8},
+		{"ends early", testKey("v", 0, 1), testKey("v", 0, 9), -1},
+		{"empty", testKey("v", 0, 9), testKey("v", 0, 1), -1},
+	} {
+		p, err := prefixOf(tc.lo, tc.hi)
+		switch {
+		case tc.prefix < 0 && !errors.Is(err, ErrRange):
+			t.Errorf("%s: %v, want ErrRange", tc.name, err)
+		case tc.prefix >= 0 && (err != nil || len(p) != tc.prefix):
+			t.Errorf("%s: prefix of %d bytes, %v; want %d", tc.name, len(p), err, tc.prefix)
+		}
+	}
+	b := newBlocks(t, "127.0.0.1:1")
+	if _, _, err := b.Latest(context.Background(), testKey("v", 0, 1), testKey("v", 0, 9)); !errors.Is(err, ErrRange) {
+		t.Fatalf("Latest over a range that is not a prefix's: %v", err)
+	}
+}
+
+// TestFailover: a dead address, a silent node, a busy node and a node
+// without D2 are passed over; the node that answered is asked first next
+// time; a node's answer about the block is not.
+func TestFailover(t *testing.T) {
+	mem := newMemNode()
+	dead := startFake(t, mem.handle)
+	deadAddr := dead.addr()
+	dead.stop()
+	silent := startFake(t, func(wire.Msg) (wire.Msg, error) { return nil, nil })
+	busy := startFake(t, func(wire.Msg) (wire.Msg, error) { return nil, fault.ErrBusy })
+	noD2 := startFake(t, func(m wire.Msg) (wire.Msg, error) {
+		return nil, &wire.Error{Code: fault.CodeBadRequest, Text: "no protocol for " + m.Type().String() + " at x"}
+	})
+	good := startFake(t, mem.handle)
+	b := newBlocks(t, deadAddr, silent.addr(), busy.addr(), noD2.addr(), good.addr())
+	ctx := context.Background()
+	k := testKey("f", 1, 1)
+	if err := b.Put(ctx, k, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if b.Good() != good.addr() {
+		t.Fatalf("last good node %s, want %s", b.Good(), good.addr())
+	}
+	before := silent.count() + busy.count() + noD2.count()
+	if _, err := b.Get(ctx, k, sha256.Sum256([]byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	if after := silent.count() + busy.count() + noD2.count(); after != before {
+		t.Fatalf("the next call went to failed nodes again (%d calls, was %d)", after, before)
+	}
+	// Not found is an answer: the other nodes are not asked.
+	calls := good.count()
+	if _, err := b.Get(ctx, testKey("f", 9, 1), sha256.Sum256(nil)); !errors.Is(err, d2fs.ErrNotFound) {
+		t.Fatalf("get of a missing key: %v", err)
+	}
+	if good.count() != calls+1 || silent.count()+busy.count()+noD2.count() != before {
+		t.Fatal("a not-found answer was asked of other nodes")
+	}
+}
+
+// TestNoD2: nodes that all lack D2 give ErrNoD2; nodes that all fail
+// give ErrNoNode naming each, after Passes passes.
+func TestNoD2(t *testing.T) {
+	noD2 := func(m wire.Msg) (wire.Msg, error) {
+		return nil, &wire.Error{Code: fault.CodeBadRequest, Text: "no protocol for " + m.Type().String() + " at x"}
+	}
+	a, c := startFake(t, noD2), startFake(t, noD2)
+	b := newBlocks(t, a.addr(), c.addr())
+	_, _, err := b.Latest(context.Background(), testKey("n", 0, 0), testKey("n", 0, 0))
+	if !errors.Is(err, ErrNoD2) {
+		t.Fatalf("%v, want ErrNoD2", err)
+	}
+	busy := startFake(t, func(wire.Msg) (wire.Msg, error) { return nil, fault.ErrUnavailable })
+	b = newBlocks(t, busy.addr())
+	if err := b.Put(context.Background(), testKey("n", 0, 0), nil); !errors.Is(err, ErrNoNode) {
+		t.Fatalf("%v, want ErrNoNode", err)
+	}
+	if busy.count() != DefaultConfig().Passes {
+		t.Fatalf("%d tries, want %d passes", busy.count(), DefaultConfig().Passes)
+	}
+}
+
+// TestPutIfRetried: an if-absent put that landed but whose answer was
+// lost (the node times out) is retried elsewhere, meets a conflict, and
+// is found to have landed: success, not ErrConflict. A put short of
+// copies is retried.
+func TestPutIfRetried(t *testing.T) {
+	mem := newMemNode()
+	lost := startFake(t, func(m wire.Msg) (wire.Msg, error) {
+		mem.handle(m) // stores, and answers nothing
+		return nil, nil
+	})
+	good := startFake(t, mem.handle)
+	b := newBlocks(t, lost.addr(), good.addr())
+	k := testKey("p", 0, 1)
+	if err := b.PutIf(context.Background(), k, [32]byte{}, []byte("lease")); err != nil {
+		t.Fatalf("a put that landed on its first try: %v", err)
+	}
+	if err := b.PutIf(context.Background(), k, [32]byte{}, []byte("other")); !errors.Is(err, d2fs.ErrConflict) {
+		t.Fatalf("a real conflict: %v", err)
+	}
+	few := startFake(t, func(m wire.Msg) (wire.Msg, error) { return &wire.D2Stored{Copies: 1}, nil })
+	b = newBlocks(t, few.addr(), good.addr())
+	if err := b.Put(context.Background(), testKey("p", 1, 1), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if few.count() != 1 || b.Good() != good.addr() {
+		t.Fatalf("a put on 1 copy was not retried elsewhere (%d calls, good %s)", few.count(), b.Good())
+	}
+}
+
+// TestConcurrent: many goroutines share the pool (run with -race).
+func TestConcurrent(t *testing.T) {
+	mem := newMemNode()
+	n := startFake(t, mem.handle)
+	b := newBlocks(t, n.addr())
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := testKey("c", uint32(i), 1)
+			d := []byte{byte(i)}
+			if err := b.Put(context.Background(), k, d); err != nil {
+				errs <- err
+				return
+			}
+			if got, err := b.Get(context.Background(), k, sha256.Sum256(d)); err != nil || !bytes.Equal(got, d) {
+				errs <- errors.Join(err, errors.New("wrong bytes"))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
