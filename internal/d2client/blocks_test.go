@@ -368,4 +368,3 @@ func TestConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
-
