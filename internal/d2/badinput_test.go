@@ -42,8 +42,9 @@ func code(err error) fault.Code {
 	return 0
 }
 
-// TestBadInput: keys of the wrong width, blocks past the size bound and
-// gets without a SHA-256 are refused as bad requests and counted; a
+// TestBadInput: keys of the wrong width, blocks past the size bound, puts
+// of an unknown mode or IfHash without a SHA-256, and gets without one are
+// refused as bad requests and counted; a
 // position claimed for another node is refused; a node that moves twice
 // within the probe interval is refused the second time.
 func TestBadInput(t *testing.T) {
@@ -54,6 +55,10 @@ func TestBadInput(t *testing.T) {
 		&wire.D2FindSucc{Key: id.Random(r, id.Bytes)},
 		&wire.D2Put{Key: id.Random(r, 32), Data: []byte("x")},
 		&wire.D2Put{Key: id.Random(r, d2.KeyBytes), Data: make([]byte, d2.DefaultConfig().BlockBytes+1)},
+		&wire.D2Put{Key: id.Random(r, d2.KeyBytes), Data: []byte("x"), Mode: wire.D2PutModes},
+		&wire.D2Put{Key: id.Random(r, d2.KeyBytes), Data: []byte("x"), Mode: wire.D2PutIfHash},
+		&wire.D2Put{Key: id.Random(r, d2.KeyBytes), Data: []byte("x"), Mode: wire.D2PutIfHash, Prev: []byte("short")},
+		&wire.D2Put{Key: id.Random(r, d2.KeyBytes), Data: []byte("x"), Mode: wire.D2PutReplace, Prev: []byte("short")},
 		&wire.D2Get{Key: id.Random(r, d2.KeyBytes)},
 		&wire.D2Keys{Lo: id.Random(r, d2.KeyBytes), Hi: id.Random(r, 8), Max: 10},
 		&wire.D2Join{Self: wire.D2Ref{Node: c.node(c.hosts[1]).Me().Node, Pos: id.Random(r, 20)}},
