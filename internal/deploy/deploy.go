@@ -209,8 +209,21 @@ func (n *Node) addTapestry(o Options, st node.Storage) error {
 		return fmt.Errorf("deploy: %w", err)
 	}
 	self := wire.NodeRef{ID: n.State.IDs[0], Addr: n.Host.Addr(), Machine: n.State.Machine}
-	if n.Tap, err = tapestry.New(*o.Tapestry, n.Host, self, n.bootstraps(o), objects, roots); err != nil {
+	tc := *o.Tapestry
+	if o.Ring.VerifyIDs && tc.CheckNode == nil {
+		tc.CheckNode = firstVnodeOnly
+	}
+	if n.Tap, err = tapestry.New(tc, n.Host, self, n.bootstraps(o), objects, roots); err != nil {
 		return fmt.Errorf("deploy: %w", err)
+	}
+	return nil
+}
+
+// firstVnodeOnly accepts a node whose ID is the first vnode ID derived
+// from its address: the one a host runs Tapestry with.
+func firstVnodeOnly(r wire.NodeRef) error {
+	if i, ok := ring.VnodeIndex(r); !ok || i != 0 {
+		return fmt.Errorf("deploy: %s is not the first vnode of %s: Tapestry runs on vnode 0 only", r.ID.Short(), r.Addr)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package tapestry
 import (
 	"errors"
 	"time"
+	"triad/internal/wire"
 )
 
 // Config sets a node's Tapestry. Zero fields take DefaultConfig's value
@@ -49,6 +50,13 @@ type Config struct {
 	// well past an adaptive timeout, and a false death costs a live node
 	// its place in the tables.
 	ConfirmTimeout time.Duration
+	// CheckNode, if set, must accept every node the mesh hears from or of
+	// (senders, and nodes named in messages), on top of the host's check:
+	// a node's Tapestry ID is its host's first ring ID, so real nodes
+	// accept only vnode 0 of an address, or a certificate for V vnodes
+	// would hold V places in every table (internal/deploy sets it with
+	// derived IDs). Nil: the host's check alone.
+	CheckNode func(wire.NodeRef) error
 }
 
 // DefaultConfig is c = 3, k = 16, a 10-minute republish, no extra

@@ -350,6 +350,13 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		return
 	}
 	from := in.Env.From
+	if err := n.checkNode(from); err != nil {
+		n.Stats.BadRequests++
+		if in.Env.Kind == wire.Request {
+			rpc.RespondError(env, in, n.self, fault.CodeBadRequest, err.Error())
+		}
+		return
+	}
 	switch m := in.Env.Msg.(type) {
 	case *wire.TapRoute:
 		if !n.joined {
@@ -599,6 +606,14 @@ func (n *Node) sortedBack() []backpointer {
 	return out
 }
 
+// checkNode applies Config.CheckNode to a node heard from or named.
+func (n *Node) checkNode(r wire.NodeRef) error {
+	if n.cfg.CheckNode == nil || r.IsZero() {
+		return nil
+	}
+	return n.cfg.CheckNode(r)
+}
+
 // Validate refuses what no node sends: keys of another width, levels past
 // the table, digits past the base, hop counts past the bound, unknown
 // applications and operations, pointers living past the bound.
@@ -631,7 +646,10 @@ func (n *Node) validate(m wire.Msg) error {
 		// A node named inside a message claims its ID; on real nodes it
 		// must be derived from its address, as a sender's is, or one
 		// certificate could seed others' tables with any IDs it likes.
-		return n.h.CheckRef(r)
+		if err := n.h.CheckRef(r); err != nil {
+			return err
+		}
+		return n.checkNode(r)
 	}
 	refs := func(l []wire.NodeRef) error {
 		for _, r := range l {
