@@ -304,7 +304,7 @@ func (n *Node) Delete(env node.Env, k id.ID, done func(env node.Env, copies int,
 		}
 		for _, h := range holders {
 			if h.Node.Addr == n.self.Addr {
-				if n.dropLocal(env, k) {
+				if n.deleteHere(env, k) {
 					copies++
 				}
 				finish(env)

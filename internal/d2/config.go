@@ -60,6 +60,14 @@ type Config struct {
 	// MaxFetchesPerSync bounds the pointer fetches and replica pushes of
 	// one sync round (512), so that a node's migration traffic is paced.
 	MaxFetchesPerSync int
+	// Tombstone is how long a node remembers a key it was told to delete,
+	// so that its sync neither brings the key back from a replica the
+	// delete missed nor accepts it pushed (1 hour: twelve sync rounds; a
+	// replica down longer may bring it back). Zero remembers none.
+	Tombstone time.Duration
+	// MaxTombstones bounds the deleted keys a node remembers (1 << 18);
+	// past it, the oldest are forgotten first.
+	MaxTombstones int
 }
 
 // DefaultConfig is the paper's: r = 3, 8 KB blocks, a 10-minute probe, t =
@@ -70,7 +78,7 @@ func DefaultConfig() Config {
 		PointerStabilization: time.Hour, CacheTTL: 75 * time.Minute, MaxCache: 4096,
 		Stabilize: 30 * time.Second, FixLinks: 30 * time.Second, Sync: 5 * time.Minute,
 		MaxBlocks: 1_000_000, MaxPending: 4096, MaxHops: 64, Retention: 365 * 24 * time.Hour,
-		MaxFetchesPerSync: 512,
+		MaxFetchesPerSync: 512, Tombstone: time.Hour, MaxTombstones: 1 << 18,
 	}
 }
 
@@ -89,6 +97,8 @@ func (c Config) Validate() error {
 		return errors.New("d2: the cache TTL must not be negative and the cache must hold an entry")
 	case c.MaxBlocks < 1 || c.MaxPending < 1 || c.MaxHops < 1 || c.MaxFetchesPerSync < 1:
 		return errors.New("d2: block, pending, hop and fetch bounds must be positive")
+	case c.Tombstone < 0 || c.MaxTombstones < 1:
+		return errors.New("d2: the tombstone time must not be negative and at least one must be kept")
 	case c.Retention < time.Hour:
 		return errors.New("d2: retention must be at least an hour")
 	}

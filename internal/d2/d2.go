@@ -55,6 +55,7 @@ type Stats struct {
 	PointerBytes     uint64 // of those, the bytes fetched for pointers
 	ReplicasPushed   uint64
 	Dropped          uint64 // blocks and pointers dropped: no longer this node's to keep
+	DeletesRepeated  uint64 // copies a replica still held of a key deleted here, dropped at sync
 
 	BadRequests      uint64 // messages refused by Validate
 	RefusedPositions uint64 // positions claimed for another sender, refused
@@ -99,6 +100,8 @@ type Node struct {
 	// putting holds the keys with a put in progress at this owner, and
 	// the puts of each waiting for it (put.go).
 	putting map[id.ID][]queuedPut
+	// tombs are the keys deleted here recently (tombs.go).
+	tombs tombs
 
 	Stats Stats
 }

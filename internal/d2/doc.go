@@ -23,12 +23,22 @@
 // key, in a store.Engine of 64-byte keys given to the node (opaque keys: a
 // key is a path, not a hash). Client requests (put, get, delete, latest;
 // the client API role) reach any node, which finds the owner and talks to
-// the holders directly. A put is acknowledged with the copies stored, once
-// the owner has heard from each of its r-1 successors. A get names the
-// block's SHA-256: a copy that does not match is skipped and counted, and
-// the next replica asked. Latest(prefix) is the greatest key with a prefix
-// (a volume's newest root): asked of the owner of the prefix's last key,
-// then of the owners before it while their ranges begin inside the prefix.
+// the holders directly. A put says what it may replace (wire.D2PutMode:
+// keep, replace, if absent, if the current block's SHA-256 is prev); the
+// key's owner decides, against what it holds (its copy, or the block a
+// pointer names), one put of a key at a time (a bounded queue per key),
+// so a conditional put's check and store are atomic; a condition that
+// fails is ErrConflict and stores nothing (put.go). A put is acknowledged
+// with the copies stored, once the owner has heard from each of its r-1
+// successors, which replace what they hold with the owner's choice. A get
+// names the block's SHA-256: a copy that does not match is skipped and
+// counted, and the next replica asked. Latest(prefix) is the greatest key
+// with a prefix and its bytes (a volume's newest root): the owner of the
+// prefix's last key and its successors are asked, the greatest taken (an
+// acknowledged put is on the owner, or on a successor of a new owner),
+// then the owners before while their ranges begin inside the prefix. A
+// delete is remembered for an hour by the holders it reached, so that no
+// sync brings the key back from a replica it missed (tombs.go).
 //
 // Lookup cache (§5). A gateway keeps the lookups it made: key range to
 // owner and successors, for 1.25 hours. A request in a cached range skips
@@ -58,8 +68,9 @@
 // move takes to be seen), and count it.
 //
 // Bounds: the keys a node holds (blocks and pointers, MaxBlocks), the
-// client requests in flight (MaxPending), the lookup cache (MaxCache), a
-// lookup's steps (MaxHops), the fetches and pushes of a sync round
+// client requests in flight (MaxPending), the puts waiting at an owner (8
+// per key, on at most MaxPending keys), the deletes remembered
+// (MaxTombstones), the lookup cache (MaxCache), a lookup's steps (MaxHops), the fetches and pushes of a sync round
 // (MaxFetchesPerSync), the pointers one join hands over at once, the peers
 // whose moves are remembered and the peers being probed after a timeout.
 //
@@ -69,5 +80,7 @@
 //
 //	h, _ := host.New(host.DefaultConfig(), addr)
 //	n, _ := d2.New(d2.DefaultConfig(), h, ringRef, pos, engine64, bootstraps)
-//	// the driver runs h; in its loop: n.Put, n.Get, n.Latest, n.Stats
+//	// the driver runs h; in its loop:
+//	n.Put(env, k, data, wire.D2PutReplace, nil, func(env node.Env, copies int, err error) {...})
+//	n.Latest(env, prefix, func(env node.Env, k id.ID, data []byte, found bool, err error) {...})
 package d2

@@ -22,9 +22,9 @@ import (
 // answered busy), so a conditional put's check and store are atomic with
 // respect to every other put of the key that reaches this owner. A put
 // the owner decides to store goes to its engine and then to its r-1
-// successors; Replace, IfAbsent and IfHash tell the replicas to replace
-// what they hold (a copy left behind by a delete that missed them must
-// not refuse the owner's choice), Keep does not.
+// successors, which replace what they hold (D2Store.Replace: a stale copy
+// left behind by a delete that missed them, or a put that missed them,
+// must not refuse the owner's choice).
 //
 // When the owner changes (a node joins in front of it, or it fails), the
 // puts queued at the old owner finish there and the new owner decides the
@@ -206,8 +206,10 @@ func (n *Node) current(env node.Env, k id.ID, done func(env node.Env, sum []byte
 	})
 }
 
-// storeAsOwner stores p here and on the successors.
+// storeAsOwner stores p here and on the successors, ending any record of
+// a delete of the key.
 func (n *Node) storeAsOwner(env node.Env, p putReq, replace bool, done putDone) {
+	n.tombs.clear(p.key)
 	n.writeLocal(env, p.key, p.data, replace, func(env node.Env, err error) {
 		switch {
 		case errors.Is(err, store.ErrConflict):
@@ -218,6 +220,6 @@ func (n *Node) storeAsOwner(env node.Env, p putReq, replace bool, done putDone) 
 			done(env, 0, err)
 			return
 		}
-		n.replicate(env, p.key, p.data, replace, func(env node.Env, copies int) { done(env, 1+copies, nil) })
+		n.replicate(env, p.key, p.data, func(env node.Env, copies int) { done(env, 1+copies, nil) })
 	})
 }

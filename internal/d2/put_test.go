@@ -299,3 +299,54 @@ func TestLatestSeesEveryPut(t *testing.T) {
 	check("once the ring repaired", false)
 	t.Logf("%d of %d Latests failed while the owner's failure was not yet known", failed, len(c.hosts)-1)
 }
+
+// TestDeleteStaysDeleted: a replica is down while a block is deleted and
+// comes back with its copy; the owner's sync tells it to drop the copy
+// rather than fetch it back, and after several sync rounds no node holds
+// the block or a pointer to it. A put of the key after the delete stores
+// it again on all three.
+func TestDeleteStaysDeleted(t *testing.T) {
+	c := newCluster(t, 25, 12, still(), skewed)
+	r := rand.New(rand.NewPCG(25, 25))
+	b := randomBlock(r, skewed(r))
+	if copies, err := c.putMode(0, b.key, b.data, wire.D2PutReplace, nil); err != nil || copies != 3 {
+		t.Fatalf("put: %d copies, %v", copies, err)
+	}
+	reps := c.replicas(b.key)
+	down := c.s.HostAt(reps[1])
+	c.s.Crash(down)
+	if copies, err := c.del(c.gateways(b.key, 1)[0], b.key); err != nil || copies != 2 {
+		t.Fatalf("delete: %d copies, %v; want the two live", copies, err)
+	}
+	if err := c.s.Restart(down); err != nil {
+		t.Fatal(err)
+	}
+	c.s.RunFor(time.Second)
+	if block, _ := c.node(down).Holds(b.key); !block {
+		t.Fatal("the restarted replica lost its copy: nothing to test")
+	}
+	c.s.RunFor(4 * c.cfg.Sync)
+	held := 0
+	var repeated uint64
+	for _, h := range c.hosts {
+		if block, pointer := c.node(h).Holds(b.key); block || pointer {
+			held++
+			t.Errorf("%s holds the deleted block (block %v, pointer %v)", h.Addr, block, pointer)
+		}
+		if _, err := c.engines[h.Addr].Stat(b.key); err == nil {
+			t.Errorf("%s's engine holds the deleted block", h.Addr)
+		}
+		repeated += c.node(h).Stats.DeletesRepeated
+	}
+	if repeated == 0 {
+		t.Error("no sync repeated the delete")
+	}
+	if _, err := c.get(0, b.key, d2.Sum(b.data)); !errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("get of the deleted block: %v", err)
+	}
+	if copies, err := c.putMode(0, b.key, b.data, wire.D2PutIfAbsent, nil); err != nil || copies != 3 {
+		t.Fatalf("a put after the delete: %d copies, %v", copies, err)
+	}
+	c.s.RunFor(2 * c.cfg.Sync)
+	c.checkCopies(b.key, b.data)
+}

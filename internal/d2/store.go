@@ -137,6 +137,13 @@ func (n *Node) loadIndex(env node.Env) {
 // what the key holds if replace, else only if it holds nothing or the same
 // bytes (store.ErrConflict otherwise).
 func (n *Node) writeLocal(env node.Env, k id.ID, data []byte, replace bool, done func(env node.Env, err error)) {
+	if !replace && n.deleted(env, k) {
+		done(env, errDeleted) // a pushed copy of a deleted key
+		return
+	}
+	if replace {
+		n.tombs.clear(k) // the owner's put: the key lives again
+	}
 	if _, held := n.idx.get(k); !held && n.idx.len() >= n.cfg.MaxBlocks {
 		done(env, fmt.Errorf("d2: %w: %d keys held", fault.ErrFull, n.idx.len()))
 		return
@@ -210,9 +217,10 @@ func (n *Node) replicaTargets() []wire.D2Ref {
 	return dedupe(slices.Clone(n.succs), n.self.Addr, n.cfg.Replicas-1)
 }
 
-// replicate stores a block on the r-1 successors (in place of what they
-// hold, if replace) and counts the copies.
-func (n *Node) replicate(env node.Env, k id.ID, data []byte, replace bool, done func(env node.Env, copies int)) {
+// replicate stores a block the owner decided to store on the r-1
+// successors, in place of what they hold (a stale copy, or the record of
+// a delete: the owner's word wins), and counts the copies.
+func (n *Node) replicate(env node.Env, k id.ID, data []byte, done func(env node.Env, copies int)) {
 	targets := n.replicaTargets()
 	if len(targets) == 0 {
 		done(env, 0)
@@ -220,7 +228,7 @@ func (n *Node) replicate(env node.Env, k id.ID, data []byte, replace bool, done 
 	}
 	left, copies := len(targets), 0
 	for _, t := range targets {
-		ok := n.call(env, t.Node.Addr, &wire.D2Store{Key: k, Data: data, Replace: replace}, func(env node.Env, reply wire.Msg, err error) {
+		ok := n.call(env, t.Node.Addr, &wire.D2Store{Key: k, Data: data, Replace: true}, func(env node.Env, reply wire.Msg, err error) {
 			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
 				copies++
 			}
@@ -295,10 +303,10 @@ func (n *Node) fetchFrom(env node.Env, k id.ID, hash []byte, from []wire.NodeRef
 	}
 }
 
-// handleDrop deletes a replica.
+// handleDrop deletes a replica, and remembers the delete (tombs.go).
 func (n *Node) handleDrop(env node.Env, in node.MsgIn, m *wire.D2Drop) {
 	var c uint32
-	if n.dropLocal(env, m.Key) {
+	if n.deleteHere(env, m.Key) {
 		c = 1
 	}
 	rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: c})
@@ -310,7 +318,7 @@ func (n *Node) handleDrop(env node.Env, in node.MsgIn, m *wire.D2Drop) {
 func (n *Node) handlePointers(env node.Env, m *wire.D2Pointers) {
 	now := env.Now()
 	for _, p := range m.Pointers {
-		if _, held := n.idx.get(p.Key); held || n.idx.len() >= n.cfg.MaxBlocks || p.Holder.Addr == n.self.Addr {
+		if _, held := n.idx.get(p.Key); held || n.idx.len() >= n.cfg.MaxBlocks || p.Holder.Addr == n.self.Addr || n.deleted(env, p.Key) {
 			continue
 		}
 		n.idx.put(entry{key: p.Key, size: uint32(p.Size), holder: p.Holder, since: now})

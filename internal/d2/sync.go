@@ -51,6 +51,7 @@ func (n *Node) sync(env node.Env) {
 		return
 	}
 	b := &budget{left: n.cfg.MaxFetchesPerSync}
+	n.tombs.prune(env.Now(), n.cfg.Tombstone)
 	n.handOff(env, n.strayKeys(), 0, b)
 	n.fetchPointers(env, b)
 	if !n.pred.IsZero() {
@@ -234,7 +235,14 @@ func (n *Node) syncWith(env node.Env, t wire.D2Ref, lo id.ID, page int, b *budge
 			}
 		}
 		for _, k := range theirs {
-			if _, held := n.idx.get(k); !held && n.owns(k) && n.idx.len() < n.cfg.MaxBlocks {
+			_, held := n.idx.get(k)
+			switch {
+			case held || !n.owns(k):
+			case n.deleted(env, k):
+				if b.take() {
+					n.dropDeleted(env, t, k) // a delete that missed t
+				}
+			case n.idx.len() < n.cfg.MaxBlocks:
 				// Fetched at the next round.
 				n.idx.put(entry{key: k, holder: t.Node, since: now.Add(-n.cfg.PointerStabilization)})
 			}
