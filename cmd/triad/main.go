@@ -34,6 +34,7 @@ func init() {
 		{"publish", "store a file on one Tapestry node and publish it; prints its key", runPublish},
 		{"unpublish", "stop publishing a key from a Tapestry node", runUnpublish},
 		{"locate", "find the servers of a published key through Tapestry", runLocate},
+		{"fs", "D2-FS volumes on nodes that run --d2: mkvol, mount (FUSE), ls, cat, put, get, mkdir, mv, rm, stat, fsck", runFS},
 		{"fetch", "fetch a published key's bytes through Tapestry", runFetch},
 		{"tapestry", "show a node's Tapestry routing table or counters (tapestry table, status)", runTapestry},
 		{"maint", "show, pause or resume a node's maintenance (maint status)", runMaint},

@@ -21,9 +21,9 @@
 // with the prefix; a key below lo means none in the range. Any other range
 // is refused with ErrRange.
 //
-// Holders finds which nodes hold a key (triad fs stat): an iterative
-// lookup of its owner, then each of the owner and its successors asked
-// whether it holds the key.
+// The client API does not say which nodes hold a key: D2's lookups,
+// neighbour lists and key lists are node-to-node messages, which a node
+// refuses from a client.
 //
 //	b, err := d2client.New(d2client.Config{Addrs: []string{"10.0.0.1:4001", "10.0.0.2:4001"}})
 //	defer b.Close()

@@ -1,0 +1,691 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"triad/internal/d2/key"
+	"triad/internal/d2client"
+	"triad/internal/d2fs"
+)
+
+const fsAbout = `
+D2-FS volumes (docs/d2.md): file systems whose 8 KB blocks live on the nodes
+that run D2 (triad node --d2), under keys that keep a directory's files on a
+few neighbouring nodes. Every command talks to the nodes at --addr (a
+comma-separated list, tried in turn when one fails; default 127.0.0.1:4001).
+A VOLUME is the name given to mkvol or a volume ID (40 hex digits); a PATH is
+VOLUME:/path/in/it.
+
+  mkvol NAME            create a volume and record NAME for it in the cluster,
+                        so that any machine can mount it by name; a name can
+                        be taken once
+  mount VOLUME DIR      mount the volume on DIR with FUSE, in the foreground,
+                        until SIGINT or SIGTERM (then commit and unmount); one
+                        writer per volume, any number of read-only mounts
+                        (--ro); calls move to the next --addr when a node dies
+  ls PATH               list a directory (or show one file)
+  cat PATH              write a file to standard output
+  put PATH [FILE]       store FILE (default: standard input) as PATH,
+                        replacing a file there; the directory must exist
+  get PATH [FILE]       copy a file out to FILE (default: standard output)
+  mkdir PATH            make a directory
+  mv PATH NEWPATH       rename (NEWPATH: /path or VOLUME:/path, same volume)
+  rm PATH               remove a file, symlink or empty directory
+  stat PATH             attributes, then the key of each of its blocks
+  fsck VOLUME           read every block of the newest commit back and check
+                        it against its pointer; non-zero exit if one is bad
+
+put, mkdir, mv and rm take the volume's writer lease for the time of the
+command and commit before they return; while a writable mount holds the
+lease they fail: write through the mount.`
+
+func runFS(args []string, stdout, stderr io.Writer) error {
+	return runGroup("fs", fsAbout, map[string]func([]string, io.Writer, io.Writer) error{
+		"mkvol": runFSMkvol,
+		"mount": runFSMount,
+		"ls":    runFSLs,
+		"cat":   func(a []string, o, e io.Writer) error { return runFSGet("cat", a, o, e) },
+		"get":   func(a []string, o, e io.Writer) error { return runFSGet("get", a, o, e) },
+		"put":   runFSPut,
+		"mkdir": runFSMkdir,
+		"mv":    runFSMv,
+		"rm":    runFSRm,
+		"stat":  runFSStat,
+		"fsck":  runFSFsck,
+	}, args, stdout, stderr)
+}
+
+// fsTimeout bounds a command other than mount.
+const fsTimeout = 10 * time.Minute
+
+// fsFlags are the flags every fs command takes: the nodes and TLS.
+type fsFlags struct {
+	addrs *string
+	tls   nodeFlags
+}
+
+func addFSFlags(fs *flag.FlagSet) fsFlags {
+	n := addNodeFlags(fs, "")
+	// --addr takes a list here: replace the flag nodeFlags added.
+	f := fs.Lookup("addr")
+	f.Usage = "comma-separated `addresses` of nodes that run D2 (tried in turn)"
+	return fsFlags{addrs: n.addr, tls: n}
+}
+
+// blocks connects the store to the nodes at --addr.
+func (f fsFlags) blocks() (*d2client.Blocks, error) {
+	opt, err := f.tls.options()
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, a := range strings.Split(*f.addrs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	cfg := d2client.DefaultConfig(addrs...)
+	cfg.Options = opt
+	return d2client.New(cfg)
+}
+
+// explain adds what to do to the errors a user meets most.
+func (f fsFlags) explain(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, d2client.ErrNoD2):
+		return fmt.Errorf("%w\n  the nodes at --addr %s answer but run no D2: give nodes started with --d2", err, *f.addrs)
+	case errors.Is(err, d2client.ErrNoNode):
+		first := strings.Split(*f.addrs, ",")[0]
+		return tlsHint(first, *f.tls.tls, fmt.Errorf("%w\n  is a node that runs --d2 listening at --addr %s?", err, *f.addrs))
+	case errors.Is(err, d2fs.ErrLeased):
+		return fmt.Errorf("%w\n  a writable mount holds the volume (or held it until it died: the lease lapses a minute later): write through the mount, or mount --ro", err)
+	}
+	return err
+}
+
+// The volume registry: a name's record sits under a key derived from the
+// name in a volume of its own, put only if absent, so a name maps to one
+// volume ID for every machine.
+var registryVolume = key.VolumeOf("triad fs volume names", nil)
+
+const registryMagic = "triad-fs-volume 1\n"
+
+func nameKey(name string) key.Key {
+	return key.Child(key.Root(registryVolume), key.Overflow, name, 0)
+}
+
+func encodeName(name string, vol key.Volume) []byte {
+	return []byte(registryMagic + name + "\n" + vol.String() + "\n")
+}
+
+func decodeName(b []byte, name string) (key.Volume, error) {
+	rest, ok := bytes.CutPrefix(b, []byte(registryMagic))
+	lines := strings.Split(string(rest), "\n")
+	if !ok || len(lines) != 3 || lines[0] != name {
+		return key.Volume{}, fmt.Errorf("the registry's record of %q is malformed", name)
+	}
+	return parseVolumeID(lines[1])
+}
+
+func parseVolumeID(s string) (key.Volume, error) {
+	var v key.Volume
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != key.VolumeBytes {
+		return v, fmt.Errorf("%q is not a volume ID (%d hex digits)", s, 2*key.VolumeBytes)
+	}
+	copy(v[:], b)
+	return v, nil
+}
+
+// resolveVolume reads VOLUME: a volume ID, or a name from the registry.
+func resolveVolume(ctx context.Context, b *d2client.Blocks, arg string) (key.Volume, error) {
+	if len(arg) == 2*key.VolumeBytes {
+		if v, err := parseVolumeID(arg); err == nil {
+			return v, nil
+		}
+	}
+	k := nameKey(arg)
+	_, data, err := b.Latest(ctx, k, k)
+	if errors.Is(err, d2fs.ErrNotFound) {
+		return key.Volume{}, fmt.Errorf("no volume named %q (make one with 'triad fs mkvol %s')", arg, arg)
+	}
+	if err != nil {
+		return key.Volume{}, err
+	}
+	return decodeName(data, arg)
+}
+
+const mkvolAbout = `
+Creates a volume: a fresh volume ID and a first commit holding an empty root
+directory, then records NAME for it in the cluster (a block under a key
+derived from NAME, stored only if absent), so 'triad fs mount NAME' works
+from any machine. A name already taken is an error. Prints the volume ID.`
+
+func runFSMkvol(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fs mkvol", "fs mkvol NAME [--addr A,B]", mkvolAbout, stderr)
+	ff := addFSFlags(fs)
+	pos, err := parseMixed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || pos[0] == "" || strings.ContainsAny(pos[0], ":/\n") || len(pos[0]) > d2fs.MaxNameBytes {
+		return usageErr(fs, "want one NAME, without ':', '/' or a newline, at most %d bytes", d2fs.MaxNameBytes)
+	}
+	name := pos[0]
+	ctx, cancel := signalContext(fsTimeout)
+	defer cancel()
+	b, err := ff.blocks()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	vol, err := mkvol(ctx, b, name)
+	if err != nil {
+		return ff.explain(err)
+	}
+	fmt.Fprintf(stdout, "%s\n", vol)
+	return nil
+}
+
+// mkvol makes the volume, then claims the name; a name taken in between
+// leaves the new volume's one superblock, which it deletes.
+func mkvol(ctx context.Context, b *d2client.Blocks, name string) (key.Volume, error) {
+	k := nameKey(name)
+	if _, data, err := b.Latest(ctx, k, k); err == nil {
+		v, derr := decodeName(data, name)
+		return key.Volume{}, fmt.Errorf("volume name %q is taken (volume %s): %w", name, v, derr)
+	} else if !errors.Is(err, d2fs.ErrNotFound) {
+		return key.Volume{}, err
+	}
+	vol, err := d2fs.Mkvol(ctx, b, name, time.Now())
+	if err != nil {
+		return key.Volume{}, err
+	}
+	if err := b.PutIf(ctx, k, [32]byte{}, encodeName(name, vol)); err != nil {
+		// The first superblock (doc.go's layout: root key, block 0, version 1).
+		derr := b.Delete(ctx, key.Root(vol).WithBlock(0, 1))
+		if errors.Is(err, d2fs.ErrConflict) {
+			err = fmt.Errorf("volume name %q was taken meanwhile", name)
+		}
+		return key.Volume{}, errors.Join(err, derr)
+	}
+	return vol, nil
+}
+
+// signalContext is a context cancelled by SIGINT or SIGTERM, or after d.
+func signalContext(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, func() { cancel(); stop() }
+}
+
+const mountAbout = `
+Mounts VOLUME (a name from 'triad fs mkvol', or a volume ID) on DIR with FUSE
+and serves it in the foreground until SIGINT or SIGTERM, then commits what is
+left and unmounts. Changes are committed every --writeback (and at fsync), as
+a whole: after a crash the volume shows the last commit. One writable mount
+per volume holds its lease (a second is refused; a dead mount's lease lapses
+a minute later); read-only mounts (--ro) follow the writer's commits every 5
+seconds. Requests go to the first --addr node; when it fails they move to the
+next. As root, mount(2) is called directly; otherwise fusermount3 must be
+installed.`
+
+func runFSMount(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fs mount", "fs mount VOLUME DIR [--addr A,B] [--ro] [--writeback DURATION]", mountAbout, stderr)
+	ff := addFSFlags(fs)
+	ro := fs.Bool("ro", false, "mount read-only (no lease: any number of them)")
+	writeback := fs.Duration("writeback", d2fs.DefaultConfig().WriteBack, "commit changes at most this long after they are made (§3: 30 s)")
+	pos, err := parseMixed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usageErr(fs, "want VOLUME and DIR")
+	}
+	if fi, err := os.Stat(pos[1]); err != nil || !fi.IsDir() {
+		return usageErr(fs, "%s is not a directory", pos[1])
+	}
+	b, err := ff.blocks()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	vol, err := resolveVolume(ctx, b, pos[0])
+	if err != nil {
+		return ff.explain(err)
+	}
+	cfg := d2fs.DefaultConfig()
+	cfg.WriteBack = *writeback
+	f, err := d2fs.Open(ctx, b, vol, *ro, cfg)
+	if err != nil {
+		return ff.explain(fmt.Errorf("volume %s: %w", pos[0], err))
+	}
+	unmount, err := d2fs.MountFS(pos[1], f)
+	if err != nil {
+		return errors.Join(fmt.Errorf("mount on %s: %w", pos[1], err), f.Close(context.Background()))
+	}
+	mode := "read-write"
+	if *ro {
+		mode = "read-only"
+	}
+	fmt.Fprintf(stdout, "triad fs: mounted %s (volume %s, commit %d) on %s, %s, through %s; SIGINT or SIGTERM unmounts\n",
+		pos[0], vol, f.Stats().Gen, pos[1], mode, b.Good())
+	return serveMount(unmount, pos[1], stdout, stderr)
+}
+
+// serveMount waits for SIGINT or SIGTERM and unmounts; a busy mount point
+// stays mounted until the next signal.
+func serveMount(unmount func() error, dir string, stdout, stderr io.Writer) error {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	for range sig {
+		err := unmount()
+		if err == nil {
+			fmt.Fprintf(stdout, "triad fs: unmounted %s\n", dir)
+			return nil
+		}
+		fmt.Fprintf(stderr, "triad fs: unmount %s: %v (still mounted: close what uses it, then signal again)\n", dir, err)
+	}
+	return nil
+}
+
+// fsPath is VOLUME:/path split.
+type fsPath struct{ vol, path string }
+
+func parseFSPath(arg string) (fsPath, error) {
+	vol, p, ok := strings.Cut(arg, ":")
+	if !ok || vol == "" || !strings.HasPrefix(p, "/") {
+		return fsPath{}, fmt.Errorf("%q is not VOLUME:/path", arg)
+	}
+	return fsPath{vol, path.Clean(p)}, nil
+}
+
+// fsCommand is what the commands on a PATH share: the flags, the open
+// volume, and the context.
+type fsCommand struct {
+	ff  fsFlags
+	b   *d2client.Blocks
+	f   *d2fs.FS
+	ctx context.Context
+}
+
+// openFS parses a command's flags, wants a count of positionals in npos
+// (the first a PATH, or a VOLUME) and opens the volume, read-only unless
+// write. closeFn commits (for a writer) and releases the lease.
+func openFS(fs *flag.FlagSet, ff fsFlags, args []string, npos []int, write bool) (c *fsCommand, pos []string, closeFn func() error, err error) {
+	pos, err = parseMixed(fs, args)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !slices.Contains(npos, len(pos)) {
+		return nil, nil, nil, usageErr(fs, "wrong number of arguments")
+	}
+	// A PATH's volume, or a bare VOLUME (fsck); c.walk checks the path.
+	vol, _, _ := strings.Cut(pos[0], ":")
+	ctx, cancel := signalContext(fsTimeout)
+	b, err := ff.blocks()
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	c = &fsCommand{ff: ff, b: b, ctx: ctx}
+	v, err := resolveVolume(ctx, b, vol)
+	if err == nil {
+		c.f, err = d2fs.Open(ctx, b, v, !write, d2fs.DefaultConfig())
+		if errors.Is(err, d2fs.ErrNoVolume) {
+			err = fmt.Errorf("volume %s: %w (the registry names it, but its root is gone)", vol, err)
+		}
+	}
+	if err != nil {
+		b.Close()
+		cancel()
+		return nil, nil, nil, ff.explain(err)
+	}
+	return c, pos, func() error {
+		defer cancel()
+		defer b.Close()
+		return ff.explain(c.f.Close(ctx))
+	}, nil
+}
+
+// walk finds PATH's inode, saying which path is missing.
+func (c *fsCommand) walk(arg string) (*d2fs.Inode, error) {
+	p, err := parseFSPath(arg)
+	if err != nil {
+		return nil, err
+	}
+	n, err := c.f.Walk(c.ctx, p.path)
+	if errors.Is(err, syscall.ENOENT) {
+		return nil, fmt.Errorf("%s: no such file or directory", arg)
+	}
+	return n, c.ff.explain(err)
+}
+
+// parent finds the directory of PATH and its last name.
+func (c *fsCommand) parent(arg string) (*d2fs.Inode, string, error) {
+	p, err := parseFSPath(arg)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, name := path.Split(p.path)
+	if name == "" {
+		return nil, "", fmt.Errorf("%s: the root has no name", arg)
+	}
+	d, err := c.walk(p.vol + ":" + path.Clean(dir))
+	return d, name, err
+}
+
+func runFSLs(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fs ls", "fs ls VOLUME:/path [--addr A,B]", "Lists a directory of a volume (mode, size, time, name), or shows one file.", stderr)
+	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{1}, false)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	n, err := c.walk(pos[0])
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 8, 1, ' ', tabwriter.AlignRight)
+	a := c.f.Attr(n)
+	if a.Type != d2fs.TypeDir {
+		printEntry(tw, path.Base(pos[0]), a)
+		return tw.Flush()
+	}
+	ents, err := c.f.ReadDir(c.ctx, n)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		cn, err := c.f.Lookup(c.ctx, n, e.Name)
+		if err != nil {
+			return fmt.Errorf("%s/%s: %w", pos[0], e.Name, err)
+		}
+		printEntry(tw, e.Name, c.f.Attr(cn))
+	}
+	return tw.Flush()
+}
+
+func printEntry(w io.Writer, name string, a d2fs.Attr) {
+	m := os.FileMode(a.Mode & 0o777)
+	switch a.Type {
+	case d2fs.TypeDir:
+		m |= os.ModeDir
+	case d2fs.TypeSymlink:
+		m |= os.ModeSymlink
+	}
+	fmt.Fprintf(w, "%v\t%d\t %s\t %s\t\n", m, a.Size, a.Mtime.UTC().Format("2006-01-02 15:04:05"), name)
+}
+
+func runFSGet(name string, args []string, stdout, stderr io.Writer) error {
+	usage, about := "fs cat VOLUME:/path [--addr A,B]", "Writes a file of a volume to standard output."
+	npos := []int{1}
+	if name == "get" {
+		usage, about, npos = "fs get VOLUME:/path [FILE] [--addr A,B]", "Copies a file of a volume to FILE (default: standard output).", []int{1, 2}
+	}
+	fs := newFlags("fs "+name, usage, about, stderr)
+	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, npos, false)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	n, err := c.walk(pos[0])
+	if err != nil {
+		return err
+	}
+	out, finish := stdout, func() error { return nil }
+	if len(pos) == 2 && pos[1] != "-" {
+		f, err := os.Create(pos[1])
+		if err != nil {
+			return err
+		}
+		out, finish = f, f.Close
+	}
+	if err := copyOut(c, n, out); err != nil {
+		finish()
+		return fmt.Errorf("%s: %w", pos[0], err)
+	}
+	return finish()
+}
+
+// copyOut writes file n to w.
+func copyOut(c *fsCommand, n *d2fs.Inode, w io.Writer) error {
+	if a := c.f.Attr(n); a.Type != d2fs.TypeFile {
+		return syscall.EISDIR
+	}
+	buf := make([]byte, 1<<20)
+	for off := int64(0); ; {
+		k, err := c.f.ReadAt(c.ctx, n, buf, off)
+		if err != nil {
+			return err
+		}
+		if k == 0 {
+			return nil
+		}
+		if _, err := w.Write(buf[:k]); err != nil {
+			return err
+		}
+		off += int64(k)
+	}
+}
+
+func runFSPut(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fs put", "fs put VOLUME:/path [FILE] [--addr A,B]", "Stores FILE (default: standard input) as a file of a volume, replacing one there, and commits.", stderr)
+	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{1, 2}, true)
+	if err != nil {
+		return err
+	}
+	in := io.Reader(os.Stdin)
+	if len(pos) == 2 && pos[1] != "-" {
+		f, err := os.Open(pos[1])
+		if err != nil {
+			closeFn()
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	return errors.Join(putFile(c, pos[0], in), closeFn())
+}
+
+// putFile creates or empties the file at arg and writes in to it.
+func putFile(c *fsCommand, arg string, in io.Reader) error {
+	d, name, err := c.parent(arg)
+	if err != nil {
+		return err
+	}
+	n, err := c.f.Lookup(c.ctx, d, name)
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		n, err = c.f.Create(c.ctx, d, name, 0o644, uint32(os.Getuid()), uint32(os.Getgid()))
+	case err == nil:
+		var zero uint64
+		err = c.f.Setattr(c.ctx, n, d2fs.SetAttr{Size: &zero})
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", arg, err)
+	}
+	buf := make([]byte, 1<<20)
+	for off := int64(0); ; {
+		k, rerr := io.ReadFull(in, buf)
+		if k > 0 {
+			if _, err := c.f.WriteAt(c.ctx, n, buf[:k], off); err != nil {
+				return fmt.Errorf("%s: %w", arg, err)
+			}
+			off += int64(k)
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+func runFSMkdir(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fs mkdir", "fs mkdir VOLUME:/path [--addr A,B]", "Makes a directory in a volume and commits.", stderr)
+	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{1}, true)
+	if err != nil {
+		return err
+	}
+	err = func() error {
+		d, name, err := c.parent(pos[0])
+		if err != nil {
+			return err
+		}
+		_, err = c.f.Mkdir(c.ctx, d, name, 0o755, uint32(os.Getuid()), uint32(os.Getgid()))
+		if err != nil {
+			return fmt.Errorf("%s: %w", pos[0], err)
+		}
+		return nil
+	}()
+	return errors.Join(err, closeFn())
+}
+
+func runFSMv(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fs mv", "fs mv VOLUME:/path NEWPATH [--addr A,B]", "Renames a file or directory of a volume (NEWPATH is /path or VOLUME:/path in the same volume; a file there is replaced) and commits. The moved blocks stay where they are: the new entry points at them.", stderr)
+	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{2}, true)
+	if err != nil {
+		return err
+	}
+	err = func() error {
+		from, _ := parseFSPath(pos[0])
+		to := pos[1]
+		if strings.HasPrefix(to, "/") {
+			to = from.vol + ":" + to
+		}
+		if p, err := parseFSPath(to); err != nil || p.vol != from.vol {
+			return fmt.Errorf("%s: not a path in volume %s", pos[1], from.vol)
+		}
+		od, oname, err := c.parent(pos[0])
+		if err != nil {
+			return err
+		}
+		nd, nname, err := c.parent(to)
+		if err != nil {
+			return err
+		}
+		if err := c.f.Rename(c.ctx, od, oname, nd, nname, false); err != nil {
+			return fmt.Errorf("mv %s %s: %w", pos[0], to, err)
+		}
+		return nil
+	}()
+	return errors.Join(err, closeFn())
+}
+
+func runFSRm(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fs rm", "fs rm VOLUME:/path [--addr A,B]", "Removes a file, symlink or empty directory of a volume and commits; its blocks are deleted.", stderr)
+	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{1}, true)
+	if err != nil {
+		return err
+	}
+	err = func() error {
+		n, err := c.walk(pos[0])
+		if err != nil {
+			return err
+		}
+		d, name, err := c.parent(pos[0])
+		if err != nil {
+			return err
+		}
+		if c.f.Attr(n).Type == d2fs.TypeDir {
+			err = c.f.Rmdir(c.ctx, d, name)
+		} else {
+			err = c.f.Unlink(c.ctx, d, name)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", pos[0], err)
+		}
+		return nil
+	}()
+	return errors.Join(err, closeFn())
+}
+
+const statFSAbout = `
+Shows a file's or directory's attributes and base key, then the keys of its
+committed blocks: its record (and the record's parts), then its data blocks in
+order. Which nodes hold a key is not shown: the nodes answer clients' puts and
+gets only, and keep their ring to themselves.`
+
+func runFSStat(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fs stat", "fs stat VOLUME:/path [--addr A,B]", statFSAbout, stderr)
+	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{1}, false)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	n, err := c.walk(pos[0])
+	if err != nil {
+		return err
+	}
+	a := c.f.Attr(n)
+	fmt.Fprintf(stdout, "%s\n  type %s, mode %04o, size %d, uid %d, gid %d, mtime %s, inode %d\n  key %v\n",
+		pos[0], typeName(a.Type), a.Mode, a.Size, a.Uid, a.Gid, a.Mtime.UTC().Format(time.RFC3339), a.Ino, n.Key())
+	ks, err := c.f.BlockKeys(c.ctx, n)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "  %d blocks (volume/slots/deep/inode/block/version)\n", len(ks))
+	for _, k := range ks {
+		fmt.Fprintf(stdout, "  %v\n", k)
+	}
+	return nil
+}
+
+func typeName(t d2fs.Type) string {
+	switch t {
+	case d2fs.TypeDir:
+		return "directory"
+	case d2fs.TypeSymlink:
+		return "symlink"
+	}
+	return "file"
+}
+
+const fsckAbout = `
+Reads every block of VOLUME's newest commit back from the nodes (not from a
+cache), checks each against the SHA-256 its pointer carries and each record's
+format, and reports directories, files, blocks and bytes; a bad block is
+listed with its path, and the exit status is then non-zero.`
+
+func runFSFsck(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fs fsck", "fs fsck VOLUME [--addr A,B]", fsckAbout, stderr)
+	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{1}, false)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	r, err := c.f.Check(c.ctx)
+	if err != nil {
+		return c.ff.explain(err)
+	}
+	fmt.Fprintf(stdout, "volume %s, commit %d: %d directories, %d files, %d symlinks, %d bytes, %d blocks checked, %d entries placed by hash, %d bad\n",
+		pos[0], r.Gen, r.Dirs, r.Files, r.Symlinks, r.Bytes, r.Blocks, r.Hashed, len(r.Bad))
+	for _, b := range r.Bad {
+		fmt.Fprintf(stdout, "  bad: %s\n", b)
+	}
+	if len(r.Bad) > 0 {
+		return fmt.Errorf("%d bad blocks or records in volume %s", len(r.Bad), pos[0])
+	}
+	return nil
+}

@@ -1,0 +1,408 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"triad/internal/d2/key"
+	"triad/internal/d2client"
+	"triad/internal/proc"
+	"triad/internal/testutil"
+)
+
+// End-to-end tests of triad fs on real `triad node --d2` processes.
+
+// TestFS: 8 nodes with D2; a volume made and named; the file commands
+// round trip; the errors a user meets say what is wrong. Then, with FUSE
+// (root and /dev/fuse), the mount tests of fsMountTests.
+func TestFS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 9 node processes and mounts")
+	}
+	d := startDHash(t, 8, "--d2")
+	waitD2Ring(t, d, 60*time.Second)
+	fs := func(addr string, args ...string) (string, error) {
+		out, err := d.triad(append(append([]string{"fs"}, args...), "--addr", addr)...)
+		return string(out), err
+	}
+	n0 := d.nodes[0].addr
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := fs(n0, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	vol := strings.TrimSpace(must("mkvol", "home"))
+	if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(vol) {
+		t.Fatalf("mkvol printed %q, want a volume ID", vol)
+	}
+	if _, err := fs(d.nodes[3].addr, "mkvol", "home"); err == nil || !strings.Contains(err.Error(), `"home" is taken`) {
+		t.Fatalf("a second mkvol home: %v", err)
+	}
+	fsCommands(t, d, vol, fs, must)
+	fsErrors(t, d, fs)
+	if fsNoFUSE(t) {
+		return
+	}
+	fsMountTests(t, d, fs)
+}
+
+// fsCommands: mkdir, put, cat, get, ls, mv, stat, rm and fsck round trip,
+// each through another node.
+func fsCommands(t *testing.T, d *dhashCluster, vol string, fs func(string, ...string) (string, error), must func(...string) string) {
+	data := make([]byte, 20<<10+123) // 3 blocks
+	rand.Read(data)
+	local := filepath.Join(t.TempDir(), "a")
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must("mkdir", "home:/d")
+	must("put", "home:/d/a", local)
+	if got, err := fs(d.nodes[1].addr, "cat", "home:/d/a"); err != nil || got != string(data) {
+		t.Fatalf("cat: %d bytes (want %d), %v", len(got), len(data), err)
+	}
+	ls := must("ls", "home:/d")
+	if !regexp.MustCompile(fmt.Sprintf(`-rw-r--r-- +%d .* a\n`, len(data))).MatchString(ls) {
+		t.Fatalf("ls home:/d:\n%s", ls)
+	}
+	must("mv", "home:/d/a", "/b")
+	ls = must("ls", "home:/")
+	if !strings.Contains(ls, " b\n") || !strings.Contains(ls, " d\n") || strings.Contains(ls, " a\n") {
+		t.Fatalf("ls home:/ after mv /d/a /b:\n%s", ls)
+	}
+	out := filepath.Join(t.TempDir(), "b")
+	if _, err := fs(d.nodes[2].addr, "get", "home:/b", out); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get: %d bytes, %v", len(got), err)
+	}
+	stat := must("stat", "home:/b")
+	t.Logf("triad fs stat home:/b:\n%s", stat)
+	checkBlockKeys(t, stat, vol, 4) // a record and 3 data blocks
+	must("rm", "home:/b")
+	if _, err := fs(d.nodes[4].addr, "cat", "home:/b"); err == nil || !strings.Contains(err.Error(), "home:/b: no such file or directory") {
+		t.Fatalf("cat of a removed file: %v", err)
+	}
+	must("rm", "home:/d")
+	if ls := must("ls", "home:/"); ls != "" {
+		t.Fatalf("ls of an emptied volume:\n%s", ls)
+	}
+	if fsck := must("fsck", "home"); !strings.Contains(fsck, ", 0 bad") {
+		t.Fatalf("fsck:\n%s", fsck)
+	}
+}
+
+// checkBlockKeys checks that stat listed the keys of blocks blocks of
+// one inode in volume vol: its record (block 0), then data blocks 1, 2, ...
+func checkBlockKeys(t *testing.T, stat, vol string, blocks int) {
+	t.Helper()
+	keys := regexp.MustCompile(`(?m)^  ([0-9a-f]{40})/[0-9a-f]{48}/[0-9a-f]{16}/(\d+)/(\d+)/(\d+)$`).FindAllStringSubmatch(stat, -1)
+	if len(keys) != blocks {
+		t.Fatalf("stat listed %d block keys, want %d:\n%s", len(keys), blocks, stat)
+	}
+	for i, k := range keys {
+		if k[1] != vol || k[2] != keys[0][2] || k[3] != fmt.Sprint(i) {
+			t.Fatalf("block key %d is %s, want volume %s, one inode, block %d:\n%s", i, k[0], vol, i, stat)
+		}
+	}
+}
+
+// fsErrors: an unknown volume, a missing path, a node without D2 and a
+// dead node are errors that say so.
+func fsErrors(t *testing.T, d *dhashCluster, fs func(string, ...string) (string, error)) {
+	n0 := d.nodes[0].addr
+	for _, tc := range []struct {
+		addr string
+		args []string
+		want string
+	}{
+		{n0, []string{"ls", "nosuch:/"}, `no volume named "nosuch"`},
+		{n0, []string{"cat", "home:/no/file"}, "home:/no/file: no such file or directory"},
+		{n0, []string{"ls", "home"}, `"home" is not VOLUME:/path`},
+		{"127.0.0.1:1", []string{"ls", "home:/"}, "is a node that runs --d2 listening at --addr 127.0.0.1:1?"},
+	} {
+		_, err := fs(tc.addr, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("triad fs %s --addr %s: %v, want an error with %q", strings.Join(tc.args, " "), tc.addr, err, tc.want)
+		}
+	}
+	ports := freePorts(t, 1)
+	plain := d.startWith("plain", fmt.Sprintf("127.0.0.1:%d", ports[0]), filepath.Join(d.dir, "plain"), n0, 1)
+	_, err := fs(plain.addr, "ls", "home:/")
+	if err == nil || !strings.Contains(err.Error(), "start it with --d2") {
+		t.Errorf("ls through a node without D2: %v", err)
+	}
+	// Failover: the first --addr is that node, the second runs D2.
+	if _, err := fs(plain.addr+","+n0, "ls", "home:/"); err != nil {
+		t.Errorf("ls through a node without D2, then one with: %v", err)
+	}
+	plain.kill(t)
+}
+
+// waitD2Ring waits until each node, as a gateway, stores blocks on 3
+// replicas (D2's r) and reads them back: D2's ring has formed. (Its
+// neighbour lists are not for clients to ask.)
+func waitD2Ring(t *testing.T, d *dhashCluster, within time.Duration) {
+	t.Helper()
+	var problem error
+	start := time.Now()
+	round := 0
+	if !testutil.Poll(within, func() bool {
+		round++
+		problem = d2Probe(d.liveNodes(), round)
+		return problem == nil
+	}) {
+		t.Fatalf("D2 does not store blocks on 3 replicas after %v: %v\n%s", within, problem, d.logs())
+	}
+	t.Logf("D2 ring of %d nodes stores on 3 replicas after %v", len(d.liveNodes()), time.Since(start).Round(time.Millisecond))
+}
+
+// d2Probe puts 4 blocks at random keys through each node, each on 3
+// replicas, and reads each back through the next node.
+func d2Probe(nodes []*nodeProc, round int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i, p := range nodes {
+		put, err := d2client.New(d2client.Config{Addrs: []string{p.addr}, MinCopies: 3, Passes: 1, CallTimeout: 5 * time.Second})
+		if err != nil {
+			return err
+		}
+		get, err := d2client.New(d2client.Config{Addrs: []string{nodes[(i+1)%len(nodes)].addr}, Passes: 1, CallTimeout: 5 * time.Second})
+		if err != nil {
+			return err
+		}
+		defer put.Close()
+		defer get.Close()
+		for j := range 4 {
+			var k key.Key
+			rand.Read(k[:])
+			data := []byte(fmt.Sprintf("probe %d of %s, round %d", j, p.name, round))
+			if err := put.Put(ctx, k, data); err != nil {
+				return fmt.Errorf("put through %s: %w", p.name, err)
+			}
+			if _, err := get.Get(ctx, k, sha256.Sum256(data)); err != nil {
+				return fmt.Errorf("get through the node after %s: %w", p.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// fsNoFUSE says whether the mount tests cannot run (not root, or no
+// /dev/fuse): they are skipped, or fail with TRIAD_REQUIRE_FUSE=1.
+func fsNoFUSE(t *testing.T) bool {
+	var why string
+	if os.Geteuid() != 0 {
+		why = "not root"
+	} else if _, err := os.Stat("/dev/fuse"); err != nil {
+		why = err.Error()
+	}
+	switch {
+	case why == "":
+		return false
+	case os.Getenv("TRIAD_REQUIRE_FUSE") == "1":
+		t.Fatalf("FUSE required (TRIAD_REQUIRE_FUSE=1): %s", why)
+	}
+	t.Logf("mount tests skipped: %s", why)
+	return true
+}
+
+// fsMount is a `triad fs mount` process.
+type fsMount struct {
+	*proc.Proc
+	dir string
+}
+
+// mount starts `triad fs mount` of home on a new directory and waits
+// until it has mounted.
+func mountProc(t *testing.T, d *dhashCluster, name string, args ...string) *fsMount {
+	t.Helper()
+	dir := filepath.Join(d.dir, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := proc.New(proc.Config{Binary: d.bin, Args: append([]string{"fs", "mount", "home", dir}, args...),
+		Log: filepath.Join(d.dir, name+".log"), Name: name})
+	m := &fsMount{Proc: p, dir: dir}
+	t.Cleanup(func() {
+		if p.Running() {
+			if err := p.Stop(syscall.SIGTERM, 30*time.Second); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		syscall.Unmount(dir, syscall.MNT_DETACH) // after a kill -9: the kernel's mount stays
+	})
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WaitLine("triad fs: mounted", 60*time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, p.Tail(20))
+	}
+	return m
+}
+
+// runCmd runs a command, failing the test with its output if it fails.
+func runCmd(t *testing.T, name string, args ...string) {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(string(out), 40))
+	}
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(s, "\n")
+	return strings.Join(l[max(0, len(l)-lines):], "\n")
+}
+
+// fsync commits a writable mount: fsync on any file commits the volume.
+func fsync(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatalf("fsync %s: %v", path, err)
+	}
+}
+
+// fsMountTests: a copy of a real tree through a mount while a node is
+// killed, a tar round trip, the tree seen from a read-only mount through
+// another node, a kill -9 of the mount and a remount that shows the
+// last commit, and fsck.
+func fsMountTests(t *testing.T, d *dhashCluster, fs func(string, ...string) (string, error)) {
+	src := os.Getenv("TRIAD_FS_TREE")
+	if src == "" {
+		src = filepath.Join(goroot(t), "src", "encoding")
+	}
+	base := filepath.Base(src)
+	rw := mountProc(t, d, "rw", "--addr", d.nodes[0].addr+","+d.nodes[1].addr, "--writeback", "2s")
+
+	cp := exec.Command("cp", "-r", src, rw.dir+"/")
+	var cpOut bytes.Buffer
+	cp.Stdout, cp.Stderr = &cpOut, &cpOut
+	start := time.Now()
+	if err := cp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill a node (not the mount's) once the copy has begun.
+	if !testutil.Poll(30*time.Second, func() bool {
+		ents, _ := os.ReadDir(filepath.Join(rw.dir, base))
+		return len(ents) > 0
+	}) {
+		t.Fatal("the copy wrote nothing in 30 s")
+	}
+	d.nodes[5].kill(t)
+	t.Logf("killed %s (kill -9) %v into the copy", d.nodes[5].name, time.Since(start).Round(time.Millisecond))
+	if err := cp.Wait(); err != nil {
+		t.Fatalf("cp -r: %v\n%s\n%s", err, cpOut.String(), rw.Tail(20))
+	}
+	fsync(t, filepath.Join(rw.dir, base))
+	took := time.Since(start)
+	size, files := treeSize(t, src)
+	t.Logf("cp -r %s (%d files, %.1f MB) and fsync: %v, %.2f MB/s, %.0f files/s",
+		src, files, float64(size)/1e6, took.Round(time.Millisecond), float64(size)/1e6/took.Seconds(), float64(files)/took.Seconds())
+	runCmd(t, "diff", "-r", src, filepath.Join(rw.dir, base))
+
+	// A tar round trip: into the mount, and out of it.
+	tmp := t.TempDir()
+	runCmd(t, "tar", "-cf", filepath.Join(tmp, "in.tar"), "-C", filepath.Dir(src), base)
+	runCmd(t, "mkdir", filepath.Join(rw.dir, "tar"))
+	runCmd(t, "tar", "-xf", filepath.Join(tmp, "in.tar"), "-C", filepath.Join(rw.dir, "tar"))
+	runCmd(t, "tar", "-cf", filepath.Join(tmp, "out.tar"), "-C", filepath.Join(rw.dir, "tar"), base)
+	runCmd(t, "mkdir", filepath.Join(tmp, "out"))
+	runCmd(t, "tar", "-xf", filepath.Join(tmp, "out.tar"), "-C", filepath.Join(tmp, "out"))
+	runCmd(t, "diff", "-r", src, filepath.Join(tmp, "out", base))
+	fsync(t, filepath.Join(rw.dir, "tar"))
+
+	// The same tree through another node, read-only.
+	ro := mountProc(t, d, "ro", "--ro", "--addr", d.nodes[2].addr)
+	runCmd(t, "diff", "-r", src, filepath.Join(ro.dir, base))
+	runCmd(t, "diff", "-r", src, filepath.Join(ro.dir, "tar", base))
+	if err := ro.Stop(syscall.SIGTERM, 30*time.Second); err != nil {
+		t.Fatalf("read-only mount on SIGTERM: %v\n%s", err, ro.Tail(20))
+	}
+	if !slices.ContainsFunc(ro.Lines(), func(l string) bool { return strings.HasPrefix(l, "triad fs: unmounted") }) {
+		t.Fatalf("the read-only mount did not say it unmounted:\n%s", ro.Tail(20))
+	}
+
+	fsKillMount(t, d, fs, rw, src)
+}
+
+// fsKillMount: a file written without fsync is committed by the
+// write-back (2 s here) and seen through the CLI; the mount is killed
+// with SIGKILL; a read-only remount shows the last commit, and fsck
+// finds every block.
+func fsKillMount(t *testing.T, d *dhashCluster, fs func(string, ...string) (string, error), rw *fsMount, src string) {
+	last := fmt.Sprintf("written at %v\n", time.Now().UnixNano())
+	if err := os.WriteFile(filepath.Join(rw.dir, "last"), []byte(last), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !testutil.Poll(30*time.Second, func() bool {
+		got, err := fs(d.nodes[3].addr, "cat", "home:/last")
+		return err == nil && got == last
+	}) {
+		t.Fatalf("a write not committed within 30 s (write-back 2 s)\n%s", rw.Tail(20))
+	}
+	if err := rw.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Unmount(rw.dir, syscall.MNT_DETACH)
+	re := mountProc(t, d, "remount", "--ro", "--addr", d.nodes[4].addr+","+d.nodes[6].addr)
+	if got, err := os.ReadFile(filepath.Join(re.dir, "last")); err != nil || string(got) != last {
+		t.Fatalf("the remount shows last = %q, %v; want %q", got, err, last)
+	}
+	runCmd(t, "diff", "-r", src, filepath.Join(re.dir, filepath.Base(src)))
+	out, err := fs(d.nodes[7].addr, "fsck", "home")
+	if err != nil || !strings.Contains(out, ", 0 bad") {
+		t.Fatalf("fsck after the mount was killed: %v\n%s", err, out)
+	}
+	t.Logf("triad fs fsck home: %s", strings.TrimSpace(out))
+}
+
+func goroot(t *testing.T) string {
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// treeSize is the bytes and regular files under dir.
+func treeSize(t *testing.T, dir string) (int64, int) {
+	var size int64
+	files := 0
+	err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() {
+			return err
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		size += fi.Size()
+		files++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return size, files
+}
