@@ -27,12 +27,17 @@ import (
 // must not refuse the owner's choice).
 //
 // When the owner changes (a node joins in front of it, or it fails), the
-// puts queued at the old owner finish there and the new owner decides the
-// next ones against what it holds: the pointers its successor handed over
-// when it joined, or, after a failure, the replicas it held already.
-// Until a joiner has the pointers (the join's reply and the pointers
-// travel together, so at most a message's delay), it decides as if it
-// held nothing.
+// puts queued at the old owner are answered "not mine" once it no longer
+// owns the key, and their gateways send them to the new owner, which
+// decides against what it holds: the pointers its successor handed over
+// when it joined, or, after a failure, the replicas it held already. A
+// joiner may own keys before their pointers reach it (they travel beside
+// the join's reply; a node that lost its predecessor hands none over and
+// the joiner's sync takes them): so an owner that holds nothing of a key
+// a conditional put names asks its successors, the old owner first,
+// unless it remembers deleting the key (tombs.go). Two owners at once
+// (the old one not yet told of the joiner) can still each decide a put:
+// the window is one stabilization round.
 
 // ErrConflict answers a put whose condition did not hold at the key's
 // owner (the key holds other bytes than IfHash's, or any for IfAbsent and
@@ -144,7 +149,8 @@ func (n *Node) decidePut(env node.Env, p putReq, done putDone) {
 		n.storeAsOwner(env, p, true, done)
 		return
 	}
-	n.current(env, p.key, func(env node.Env, sum []byte, held bool, err error) {
+	conditional := p.mode == wire.D2PutIfAbsent || p.mode == wire.D2PutIfHash
+	n.current(env, p.key, conditional, func(env node.Env, sum []byte, held bool, err error) {
 		if err != nil {
 			done(env, 0, err)
 			return
@@ -170,11 +176,27 @@ func (n *Node) decidePut(env node.Env, p putReq, done putDone) {
 // current is the SHA-256 of what this node holds under k: its engine's
 // copy, else (a pointer, or a copy it cannot read) the copy of the
 // pointer's holder or of a successor. held is false when it holds
-// nothing; an error when it holds k but no copy could be read.
-func (n *Node) current(env node.Env, k id.ID, done func(env node.Env, sum []byte, held bool, err error)) {
+// nothing; an error when it holds k but no copy could be read. With
+// askSuccs, a key held nothing of (and not deleted here) is asked of the
+// successors, which hold what a joiner has no pointer to yet.
+func (n *Node) current(env node.Env, k id.ID, askSuccs bool, done func(env node.Env, sum []byte, held bool, err error)) {
 	e, ok := n.idx.get(k)
-	if !ok {
+	if !ok && (!askSuccs || n.deleted(env, k)) {
 		done(env, nil, false, nil)
+		return
+	}
+	if !ok {
+		var succs []wire.NodeRef
+		for _, s := range n.replicaTargets() {
+			succs = append(succs, s.Node)
+		}
+		n.fetchFrom(env, k, nil, succs, func(env node.Env, data []byte, ok bool) {
+			if ok {
+				done(env, Sum(data), true, nil)
+				return
+			}
+			done(env, nil, false, nil)
+		})
 		return
 	}
 	var from []wire.NodeRef
