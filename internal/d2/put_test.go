@@ -350,3 +350,57 @@ func TestDeleteStaysDeleted(t *testing.T) {
 	c.s.RunFor(2 * c.cfg.Sync)
 	c.checkCopies(b.key, b.data)
 }
+
+// TestClientPutModes: the put modes over the wire, as D2-FS's client
+// sends them to a gateway: a conditional put that fails is answered
+// D2Stored{Conflict}, one that holds with three copies, and D2Latest
+// answers the block's bytes. A D2Put addressed to a node's ring ID is a
+// gateway's relay: a node that does not own the key answers "not mine".
+func TestClientPutModes(t *testing.T) {
+	c := newCluster(t, 26, 10, still(), skewed)
+	r := rand.New(rand.NewPCG(26, 26))
+	b := randomBlock(r, skewed(r))
+	gw := c.gateways(b.key, 2)
+	v2 := randomBlock(r, b.key).data
+	stored := func(m wire.Msg) *wire.D2Stored {
+		t.Helper()
+		reply, err := c.send(gw[0], gw[1], m)
+		s, ok := reply.(*wire.D2Stored)
+		if err != nil || !ok {
+			t.Fatalf("%+v: %v, %v", m, reply, err)
+		}
+		return s
+	}
+	if s := stored(&wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutIfAbsent}); s.Copies != 3 || s.Conflict {
+		t.Errorf("IfAbsent on an absent key: %+v", s)
+	}
+	if s := stored(&wire.D2Put{Key: b.key, Data: v2, Mode: wire.D2PutIfAbsent}); !s.Conflict || s.Copies != 0 {
+		t.Errorf("IfAbsent on a held key: %+v", s)
+	}
+	if s := stored(&wire.D2Put{Key: b.key, Data: v2, Mode: wire.D2PutIfHash, Prev: d2.Sum(v2)}); !s.Conflict {
+		t.Errorf("IfHash with a wrong hash: %+v", s)
+	}
+	if s := stored(&wire.D2Put{Key: b.key, Data: v2, Mode: wire.D2PutIfHash, Prev: d2.Sum(b.data)}); s.Copies != 3 || s.Conflict {
+		t.Errorf("IfHash with the right hash: %+v", s)
+	}
+	reply, err := c.send(gw[0], gw[1], &wire.D2Latest{Prefix: b.key.Bytes()})
+	if l, ok := reply.(*wire.D2Block); err != nil || !ok || !l.Found || l.Key != b.key || !bytes.Equal(l.Data, v2) {
+		t.Errorf("latest: %+v, %v", reply, err)
+	}
+	c.checkCopies(b.key, v2)
+
+	// A relay to a node that does not own the key.
+	n := c.node(c.hosts[gw[0]])
+	to := c.node(c.hosts[gw[1]]).Me().Node
+	var relayed wire.Msg
+	c.s.Do(c.hosts[gw[0]], func(env node.Env) {
+		n.Host().Call(env, to.Addr, n.Me().Node, to.ID, &wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutIfAbsent}, 5*time.Second, func(env node.Env, m wire.Msg, err error) {
+			relayed = m
+		})
+	})
+	c.s.RunFor(6 * time.Second)
+	if s, ok := relayed.(*wire.D2Stored); !ok || !s.NotMine {
+		t.Errorf("a relay to a node that does not own the key: %+v", relayed)
+	}
+	c.checkCopies(b.key, v2)
+}
