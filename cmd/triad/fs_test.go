@@ -346,21 +346,26 @@ func fsMountTests(t *testing.T, d *dhashCluster, fs func(string, ...string) (str
 	fsKillMount(t, d, fs, rw, src)
 }
 
-// fsKillMount: a file written without fsync is committed by the
-// write-back (2 s here) and seen through the CLI; the mount is killed
-// with SIGKILL; a read-only remount shows the last commit, and fsck
-// finds every block.
+// fsKillMount: the writable mount's node is killed and the mount goes on
+// through its second --addr: a file written without fsync is committed
+// by the write-back (2 s here) and seen through the CLI; then the mount
+// is killed with SIGKILL; a read-only remount shows the last commit, and
+// fsck finds every block.
 func fsKillMount(t *testing.T, d *dhashCluster, fs func(string, ...string) (string, error), rw *fsMount, src string) {
+	d.nodes[0].kill(t)
+	t.Logf("killed %s (kill -9), the writable mount's first --addr", d.nodes[0].name)
 	last := fmt.Sprintf("written at %v\n", time.Now().UnixNano())
 	if err := os.WriteFile(filepath.Join(rw.dir, "last"), []byte(last), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	wrote := time.Now()
 	if !testutil.Poll(30*time.Second, func() bool {
 		got, err := fs(d.nodes[3].addr, "cat", "home:/last")
 		return err == nil && got == last
 	}) {
 		t.Fatalf("a write not committed within 30 s (write-back 2 s)\n%s", rw.Tail(20))
 	}
+	t.Logf("a write through the mount, its first node dead, seen by triad fs cat after %v", time.Since(wrote).Round(time.Millisecond))
 	if err := rw.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -288,6 +288,8 @@ func blockErr(err error, k key.Key) error {
 		return fmt.Errorf("%w: %v: %w", d2fs.ErrNotFound, k, err)
 	case errors.Is(err, fault.ErrCorrupt):
 		return fmt.Errorf("%w: %v: %w", d2fs.ErrCorrupt, k, err)
+	case errors.Is(err, ErrNoNode), errors.Is(err, ErrNoD2), errors.Is(err, ErrRange):
+		return err // about the nodes or the call, not the key
 	}
 	return fmt.Errorf("d2client: %v: %w", k, err)
 }
