@@ -36,11 +36,14 @@ Benchmarks:
           and a normal client's lookup latency.
   tapestry  Tapestry's router: two real node processes, 4 KB messages routed
           and acknowledged per second, and a hop's round trip.
+  fs      D2-FS on running triad node --d2 processes: a tree copied into a
+          FUSE-mounted volume and read back, in MB/s and files/s, beside the
+          local disk.
 
 Run 'triad bench <name> --help' for its flags.`
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits, "sync": runBenchSync, "flood": runBenchFlood, "tapestry": runBenchTapestry}, args, stdout, stderr)
+	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits, "sync": runBenchSync, "flood": runBenchFlood, "tapestry": runBenchTapestry, "fs": runBenchFS}, args, stdout, stderr)
 }
 
 // minProcs is the least GOMAXPROCS bench store runs with.

@@ -32,7 +32,7 @@ func TestFS(t *testing.T) {
 		t.Skip("starts 9 node processes and mounts")
 	}
 	d := startDHash(t, 8, "--d2")
-	waitD2Ring(t, d, 60*time.Second)
+	waitD2Ring(t, d, 90*time.Second)
 	fs := func(addr string, args ...string) (string, error) {
 		out, err := d.triad(append(append([]string{"fs"}, args...), "--addr", addr)...)
 		return string(out), err
