@@ -13,7 +13,7 @@ import (
 )
 
 // D2Experiments are `triad sim d2 --experiment`'s values, in the order
-// "all" runs them; perf is named but not built yet.
+// "all" runs them.
 var D2Experiments = []string{"locality", "avail", "balance", "perf"}
 
 // D2Config is one `triad sim d2` run: issue 30's locality, availability
@@ -34,9 +34,11 @@ type D2Config struct {
 	Log io.Writer
 
 	// Set by tests: the manifest (else loaded from Tree, Manifest or the
-	// default), and sizes that override Quick's and the full run's.
-	manifest *workload.Manifest
-	sizes    *d2Sizes
+	// default), and sizes that override Quick's and the full run's (sizes
+	// without perfSizes: no perf run).
+	manifest  *workload.Manifest
+	sizes     *d2Sizes
+	perfSizes *d2PerfSizes
 }
 
 // d2Sizes is how big a run is.
@@ -136,7 +138,22 @@ type D2Result struct {
 	Moves                    int     `json:"moves"`
 	WarmupMoves              int     `json:"warmup_moves"`
 
-	PerfNotBuilt bool `json:"perf_not_built,omitempty"`
+	// Perf's figures (§9): speedup keyed placement/nodes/kbps/mode (block
+	// or file against d2); cache_miss keyed placement/nodes/mode, both
+	// link classes pooled; lookup messages block over d2 (seq);
+	// mean lookup hops at the largest size, d2's and uniform keys' (block's
+	// ring); the mean RTT of the largest size's topology.
+	Perf            *d2Perf            `json:"perf,omitempty"`
+	Speedup         map[string]float64 `json:"speedup,omitempty"`
+	CacheMissRate   map[string]float64 `json:"cache_miss,omitempty"`
+	LookupMsgsRatio float64            `json:"lookup_msgs_ratio"` // seq
+	// LookupMsgsRatioAll counts para too, where a group's first reads miss
+	// the empty cache together, each with its own lookup.
+	LookupMsgsRatioAll float64            `json:"lookup_msgs_ratio_all"`
+	HopsMean           map[string]float64 `json:"hops_mean,omitempty"`
+	MeanRTTms          float64            `json:"mean_rtt_ms"`
+	PerfTimeouts       int                `json:"perf_timeouts"`
+	PerfFailed         int                `json:"perf_failed"`
 
 	Violations  int       `json:"violations"`
 	Violated    []string  `json:"violated,omitempty"`
@@ -194,10 +211,13 @@ func RunD2(cfg D2Config) (D2Result, error) {
 			return res, err
 		}
 	}
-	if cfg.Experiment == "perf" {
-		return res, errors.New("sim d2: --experiment perf is not built yet (issue 30)")
+	if cfg.runs("perf") && len(cfg.perfSize().Nodes) > 0 {
+		t0 := time.Now()
+		if err := res.perf(cfg, m); err != nil {
+			return res, err
+		}
+		logf(cfg.Log, "sim d2: perf done in %.0fs of wall time", time.Since(t0).Seconds())
 	}
-	res.PerfNotBuilt = cfg.Experiment == "all"
 	res.check("violations", float64(res.Violations), "= 0", res.Violations == 0)
 	res.WallSeconds = time.Since(wall).Seconds()
 	return res, nil
@@ -236,7 +256,7 @@ func finite(x float64) float64 {
 // and with c's values as their defaults.
 func (c *D2Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed; fixes the whole run")
-	fs.StringVar(&c.Experiment, "experiment", c.Experiment, "locality, avail, balance, perf (not built yet) or all")
+	fs.StringVar(&c.Experiment, "experiment", c.Experiment, "locality, avail, balance, perf or all")
 	fs.StringVar(&c.Tree, "tree", c.Tree, "a `directory` whose tree each user copies (default: Go 1.26.8's src, embedded)")
 	fs.StringVar(&c.Manifest, "manifest", c.Manifest, "a manifest `file` of the tree each user copies")
 	fs.StringVar(&c.TraceFile, "trace", c.TraceFile, "a failure trace `file` (docs/maint.md) in place of the synthetic week")

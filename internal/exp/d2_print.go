@@ -85,8 +85,8 @@ func (r D2Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "balance: after warm-up users wrote %.1f MB and balancing moved %.1f MB (every copy): %.3f; whole run over initial and written %.3f\n",
 			float64(r.WrittenBytes)/1e6, float64(r.LBBytesAfterWarmup)/1e6, r.LBOverWritten, r.LBOverWrittenWithInitial)
 	}
-	if r.PerfNotBuilt {
-		fmt.Fprintln(w, "perf: not built yet")
+	if r.Perf != nil {
+		r.writePerf(w)
 	}
 	fmt.Fprintf(w, "violations: %d\n", r.Violations)
 	for _, v := range r.Violated {

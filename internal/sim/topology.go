@@ -211,6 +211,17 @@ func pairNoise(seed uint64, a, b int) float64 {
 func (t *Topology) UpBps(h int) float64   { return t.hosts[h].upBps }
 func (t *Topology) DownBps(h int) float64 { return t.hosts[h].downBps }
 
+// SetAccess gives host h an access link of upBps and downBps bits per
+// second, keeping its latencies: an experiment that fixes the links' class
+// (D2's 1,500 or 384 kbps) on the wide-area topology. It takes effect for
+// the messages sent after it.
+func (t *Topology) SetAccess(h int, upBps, downBps float64) {
+	if upBps <= 0 || downBps <= 0 {
+		panic("sim: an access link needs a positive bandwidth")
+	}
+	t.hosts[h].upBps, t.hosts[h].downBps = upBps, downBps
+}
+
 // Region names host h's region.
 func (t *Topology) Region(h int) string { return regions[t.hosts[h].region].name }
 

@@ -1,0 +1,69 @@
+package exp
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"triad/internal/d2/workload"
+)
+
+// tinyPerf is a perf run small enough for a test: 40 nodes, 4 users, 3
+// minutes of their traces.
+func tinyPerf(t *testing.T, seed uint64) D2Result {
+	t.Helper()
+	m, err := workload.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := D2Config{Seed: seed, Experiment: "perf", manifest: m,
+		perfSizes: &d2PerfSizes{Nodes: []int{40}, Users: 4, Period: 3 * time.Minute, MaxGroups: 6}}
+	if testing.Verbose() {
+		cfg.Log = os.Stderr
+	}
+	res, err := RunD2(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.WallSeconds = 0
+	return res
+}
+
+// TestD2PerfTiny: a seed gives the same figures; every read either
+// arrived, failed or timed out, and none failed; d2's lookup cache misses
+// less than block's in seq; the speedups and figures the checks read are
+// there.
+func TestD2PerfTiny(t *testing.T) {
+	a := tinyPerf(t, 3)
+	if testing.Verbose() {
+		a.WriteText(os.Stderr)
+	}
+	p := a.Perf
+	if p == nil || p.Reads == 0 || len(p.Scenarios) != 3*len(perfKbps)*len(perfModes) {
+		t.Fatalf("perf detail %+v", p)
+	}
+	for _, s := range p.Scenarios {
+		if s.OK+s.Failed+s.TimedOut != p.Reads || s.Groups != p.Groups {
+			t.Errorf("%d nodes %d kbps %s %s: %d ok + %d failed + %d timed out of %d reads, %d of %d groups",
+				s.Nodes, s.Kbps, s.Mode, s.Placement, s.OK, s.Failed, s.TimedOut, p.Reads, s.Groups, p.Groups)
+		}
+		if s.Failed > 0 {
+			t.Errorf("%d nodes %d kbps %s %s: %d reads failed", s.Nodes, s.Kbps, s.Mode, s.Placement, s.Failed)
+		}
+	}
+	// Seq only: in para a group's first reads all miss the empty cache at
+	// once, each starting its own lookup, so d2 gains less there.
+	if d2, block := a.CacheMissRate["d2/40/seq"], a.CacheMissRate["block/40/seq"]; !(d2 < block) {
+		t.Errorf("seq: cache miss d2 %.3f, block %.3f: want d2's lower", d2, block)
+	}
+	if len(a.Speedup) != 2*len(perfKbps)*len(perfModes) || a.LookupMsgsRatio <= 0 || a.HopsMean["d2"] <= 0 || a.MeanRTTms <= 0 {
+		t.Errorf("figures missing: speedup %v, lookup msgs ratio %v, hops %v, mean RTT %v", a.Speedup, a.LookupMsgsRatio, a.HopsMean, a.MeanRTTms)
+	}
+	b := tinyPerf(t, 3)
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Errorf("seed 3 twice gave different runs:\n%s\n%s", ja, jb)
+	}
+}
