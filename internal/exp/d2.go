@@ -143,9 +143,11 @@ type D2Result struct {
 	// link classes pooled; lookup messages block over d2 (seq);
 	// mean lookup hops at the largest size, d2's and uniform keys' (block's
 	// ring); the mean RTT of the largest size's topology.
-	Perf            *d2Perf            `json:"perf,omitempty"`
-	Speedup         map[string]float64 `json:"speedup,omitempty"`
-	CacheMissRate   map[string]float64 `json:"cache_miss,omitempty"`
+	Perf          *d2Perf            `json:"perf,omitempty"`
+	Speedup       map[string]float64 `json:"speedup,omitempty"`
+	CacheMissRate map[string]float64 `json:"cache_miss,omitempty"`
+	// CacheMissRemote leaves out the reads of keys the gateway owned.
+	CacheMissRemote map[string]float64 `json:"cache_miss_remote,omitempty"`
 	LookupMsgsRatio float64            `json:"lookup_msgs_ratio"` // seq
 	// LookupMsgsRatioAll counts para too, where a group's first reads miss
 	// the empty cache together, each with its own lookup.

@@ -55,7 +55,10 @@ type d2PerfScenario struct {
 	TimedOut  int    `json:"timed_out"`
 	CacheHits uint64 `json:"cache_hits"`
 	CacheMiss uint64 `json:"cache_misses"`
-	Lookups   uint64 `json:"lookups"`
+	// Local is the reads of keys their gateway owned, each a miss to the
+	// node\'s counter though no lookup message was needed.
+	Local   int    `json:"local"`
+	Lookups uint64 `json:"lookups"`
 	// LookupMsgs is the lookup requests the gateways sent (D2FindSucc).
 	LookupMsgs       uint64  `json:"lookup_msgs"`
 	GroupSecondsMean float64 `json:"group_seconds_mean"`
@@ -148,7 +151,7 @@ func meanRTT(t *sim.Topology, seed uint64) float64 {
 
 func scenarioOf(n, kbps int, mode string, place d2Placement, ph *perfPhase) d2PerfScenario {
 	sc := d2PerfScenario{Nodes: n, Kbps: kbps, Mode: mode, Placement: place.String(), OK: ph.OK, Failed: ph.Failed, TimedOut: ph.TimedOut,
-		CacheHits: ph.CacheHits, CacheMiss: ph.CacheMiss, Lookups: ph.Lookups, LookupMsgs: ph.LookupHops,
+		CacheHits: ph.CacheHits, CacheMiss: ph.CacheMiss, Local: ph.Local, Lookups: ph.Lookups, LookupMsgs: ph.LookupHops,
 		VirtualSeconds: (ph.Ended - ph.Started).Seconds(), times: ph.Times}
 	var sum time.Duration
 	for _, ts := range ph.Times {
@@ -201,13 +204,21 @@ func speedup(d2, base *d2PerfScenario) float64 {
 }
 
 // missRate is misses over cache lookups at the gateways of the scenarios
-// given (both link classes of a size and mode).
-func missRate(ss ...*d2PerfScenario) float64 {
+// given (both link classes of a size and mode), as the nodes count them.
+func missRate(ss ...*d2PerfScenario) float64 { return missRateOf(false, ss...) }
+
+// remoteMissRate leaves out the reads of keys the gateway owned.
+func remoteMissRate(ss ...*d2PerfScenario) float64 { return missRateOf(true, ss...) }
+
+func missRateOf(remote bool, ss ...*d2PerfScenario) float64 {
 	var hits, miss uint64
 	for _, s := range ss {
 		if s != nil {
 			hits += s.CacheHits
 			miss += s.CacheMiss
+			if remote {
+				miss -= min(uint64(s.Local), s.CacheMiss)
+			}
 		}
 	}
 	if hits+miss == 0 {
@@ -224,7 +235,7 @@ func missRate(ss ...*d2PerfScenario) float64 {
 // hashed keys).
 func (r *D2Result) perfFigures() {
 	p := r.Perf
-	r.Speedup, r.CacheMissRate, r.HopsMean = map[string]float64{}, map[string]float64{}, map[string]float64{}
+	r.Speedup, r.CacheMissRate, r.CacheMissRemote, r.HopsMean = map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
 	var msgs, seqMsgs [len(placementNames)]uint64
 	for _, s := range p.Scenarios {
 		for i, name := range placementNames {
@@ -241,7 +252,9 @@ func (r *D2Result) perfFigures() {
 	for _, n := range p.Nodes {
 		for _, mode := range perfModes {
 			for _, place := range perfPlace {
-				r.CacheMissRate[fmt.Sprintf("%s/%d/%s", place, n, mode)] = missRate(p.find(n, perfKbps[0], mode, place.String()), p.find(n, perfKbps[1], mode, place.String()))
+				a, b := p.find(n, perfKbps[0], mode, place.String()), p.find(n, perfKbps[1], mode, place.String())
+				r.CacheMissRate[fmt.Sprintf("%s/%d/%s", place, n, mode)] = missRate(a, b)
+				r.CacheMissRemote[fmt.Sprintf("%s/%d/%s", place, n, mode)] = remoteMissRate(a, b)
 			}
 			for _, kbps := range perfKbps {
 				d := p.find(n, kbps, mode, "d2")

@@ -63,9 +63,9 @@ func (r D2Result) writePerf(w io.Writer) {
 		perfReplicas, p.Nodes, p.Users, p.PeriodMinutes, p.Groups, p.Reads, perfMaxInFlight, r.MeanRTTms, p.Nodes[len(p.Nodes)-1])
 	fmt.Fprintf(w, "perf: puts short of %d copies per size and placement %v\n", perfReplicas, p.StoreShort)
 	for _, s := range p.Scenarios {
-		fmt.Fprintf(w, "perf: %4d nodes %4d kbps %-4s %-5s groups %4d, mean %6.2f s; reads ok %5d failed %d timed out %d; cache miss %.3f; lookups %d, lookup msgs %d\n",
+		fmt.Fprintf(w, "perf: %4d nodes %4d kbps %-4s %-5s groups %4d, mean %6.2f s; reads ok %5d failed %d timed out %d; cache miss %.3f (%d reads the gateway owned; without them %.3f); lookups %d, lookup msgs %d\n",
 			s.Nodes, s.Kbps, s.Mode, s.Placement, s.Groups, s.GroupSecondsMean, s.OK, s.Failed, s.TimedOut,
-			missRate(&s), s.Lookups, s.LookupMsgs)
+			missRate(&s), s.Local, remoteMissRate(&s), s.Lookups, s.LookupMsgs)
 	}
 	for _, n := range p.Nodes {
 		for _, kbps := range perfKbps {
@@ -78,11 +78,12 @@ func (r D2Result) writePerf(w io.Writer) {
 			fmt.Fprintln(w)
 		}
 	}
-	fmt.Fprintf(w, "perf: cache miss (both links):")
+	fmt.Fprintf(w, "perf: cache miss, both links (without reads the gateway owned):")
 	for _, n := range p.Nodes {
 		for _, mode := range perfModes {
 			for _, place := range perfPlace {
-				fmt.Fprintf(w, " %s/%d/%s %.3f", place, n, mode, r.CacheMissRate[fmt.Sprintf("%s/%d/%s", place, n, mode)])
+				name := fmt.Sprintf("%s/%d/%s", place, n, mode)
+				fmt.Fprintf(w, " %s %.3f (%.3f)", name, r.CacheMissRate[name], r.CacheMissRemote[name])
 			}
 		}
 	}

@@ -24,6 +24,10 @@ type perfPhase struct {
 	// Times is each user's groups' completion times, in the trace's order.
 	Times                [][]time.Duration
 	OK, Failed, TimedOut int
+	// Local is the reads of keys the gateway owns: the node counts each as
+	// a cache miss (its cache holds no range of its own) answered without
+	// a message.
+	Local                int
 	left                 int // users still replaying
 	before               []d2.Stats
 	CacheHits, CacheMiss uint64
@@ -122,8 +126,12 @@ func (p *perfPhase) read(env node.Env, u int, rd perfRead, finish func(env node.
 		}
 		finish(env)
 	}
+	d := p.r.nodes[gw.Index]
+	if k.In(d.Pred().Pos, d.Me().Pos) {
+		p.Local++
+	}
 	p.r.s.DoAt(gw, p.since(env)+perfTimeout, func(env node.Env) { end(env, true, nil) })
-	p.r.nodes[gw.Index].Get(env, k, b.hash, func(env node.Env, _ []byte, err error) { end(env, false, err) })
+	d.Get(env, k, b.hash, func(env node.Env, _ []byte, err error) { end(env, false, err) })
 }
 
 // keyOf is block rd's key under placement p.

@@ -37,7 +37,22 @@ as a file system assigns them.
             bytes migrated by balancing over bytes written by users (every
             copy counted on both sides); and the same d2 run without block
             pointers.
-  perf      not built yet.
+  perf      Figs. 7-9: internal/d2's node code on 200, 500 and 1,000
+            simulated hosts (latencies from the simulator's wide-area
+            topology, mean RTT printed; every uplink 1,500 or 384 kbps,
+            downlinks not the limit), 4 replicas, lookup cache on,
+            balancing off with D2's positions cut at equal block counts of
+            the users' volumes (where balancing leaves them). The blocks the
+            users read are stored first; then each user's first 15 minutes
+            of reads, cut into access groups at think times over 1 s, are
+            replayed through a gateway whose cache starts empty: seq (each
+            read waits for the one before) and para (15 in flight), 10 s
+            timeouts, think times kept. The same code places blocks three
+            ways: d2 (D2's keys), block (SHA-512 of the key) and file
+            (SHA-512 of the file's key, its block and version bytes kept).
+            Speedup: block's (or file's) group time over d2's, geometric
+            mean per user, then over users; cache miss at the gateways;
+            lookup messages block over d2; mean lookup hops.
 
 The balancing is a model of D2's (§6), not the node code in internal/d2:
 every 10 minutes each live host samples a random live host and, if one's
@@ -49,7 +64,7 @@ holders). Users write at 1,500 kbps. Idle volumes, stored but never read,
 fill the hosts to the paper's load (83 GB over 247 hosts, 336 MB each).
 
 --quick runs 200 hosts, 16 users, 2 days after warm-up and 2 trials (and 60
-users for locality). Each threshold of issue 30 is printed with ok or FAIL;
+users for locality; perf at 200 nodes only, 8 users). Each threshold of issue 30 is printed with ok or FAIL;
 --check exits non-zero when one fails; --json ends with one JSON line of
 every figure.`
 
