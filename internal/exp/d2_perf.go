@@ -67,6 +67,15 @@ type d2PerfScenario struct {
 	times [][]time.Duration
 }
 
+// d2PerfHops is the mean steps of lookups from random nodes of a ring
+// to the keys its users read, caches aside.
+type d2PerfHops struct {
+	Nodes     int     `json:"nodes"`
+	Placement string  `json:"placement"`
+	Mean      float64 `json:"mean"`
+	Failed    int     `json:"failed"`
+}
+
 // d2Perf is the perf run's detail.
 type d2Perf struct {
 	Nodes         []int            `json:"nodes"`
@@ -76,6 +85,7 @@ type d2Perf struct {
 	Reads         int              `json:"reads"`
 	MeanRTTms     []float64        `json:"mean_rtt_ms"` // per size
 	StoreShort    []int            `json:"store_short"` // puts with fewer than r copies, per size and placement
+	Hops          []d2PerfHops     `json:"hops"`
 	Scenarios     []d2PerfScenario `json:"scenarios"`
 }
 
@@ -100,6 +110,8 @@ func (r *D2Result) perf(cfg D2Config, m *workload.Manifest) error {
 			}
 			gws, loaders := perfGateways(ring, sz.Users, cfg.Seed)
 			p.StoreShort = append(p.StoreShort, ring.store(place, w, blocks, loaders))
+			mean, failed := ring.hops(place, w, loaders, cfg.Seed)
+			p.Hops = append(p.Hops, d2PerfHops{Nodes: n, Placement: place.String(), Mean: mean, Failed: failed})
 			for i, kbps := range perfKbps {
 				ring.setAccess(float64(kbps) * 1000)
 				for j, mode := range perfModes {
@@ -231,8 +243,8 @@ func missRateOf(remote bool, ss ...*d2PerfScenario) float64 {
 // size, link and mode; cache miss rate per placement, size and mode (both
 // link classes pooled); lookup messages block over d2, in seq (the case
 // §9 reports with the miss rates) and in all scenarios; mean lookup hops at
-// the largest size, d2 and uniform (block's ring: random positions and
-// hashed keys).
+// the largest size, d2's and uniform (block's ring: random positions and
+// hashed keys), from lookups apart from the replay.
 func (r *D2Result) perfFigures() {
 	p := r.Perf
 	r.Speedup, r.CacheMissRate, r.CacheMissRemote, r.HopsMean = map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
@@ -267,15 +279,14 @@ func (r *D2Result) perfFigures() {
 		}
 	}
 	top := p.Nodes[len(p.Nodes)-1]
-	for name, place := range map[string]string{"d2": "d2", "uniform": "block"} {
-		var lookups, hops uint64
-		for _, s := range p.Scenarios {
-			if s.Nodes == top && s.Placement == place {
-				lookups += s.Lookups
-				hops += s.LookupMsgs
-			}
+	for _, h := range p.Hops {
+		switch {
+		case h.Nodes != top:
+		case h.Placement == "d2":
+			r.HopsMean["d2"] = h.Mean
+		case h.Placement == "block":
+			r.HopsMean["uniform"] = h.Mean
 		}
-		r.HopsMean[name] = float64(hops) / float64(max(lookups, 1))
 	}
 	for _, s := range p.Scenarios {
 		r.PerfTimeouts += s.TimedOut

@@ -87,6 +87,9 @@ func (r D2Result) writePerf(w io.Writer) {
 			}
 		}
 	}
+	for _, h := range p.Hops {
+		fmt.Fprintf(w, "\nperf: %4d nodes %-5s mean lookup hops %.2f (%d lookups failed)", h.Nodes, h.Placement, h.Mean, h.Failed)
+	}
 	fmt.Fprintf(w, "\nperf: lookup messages block/d2 %.1f in seq, %.1f in all; mean hops at %d nodes d2 %.2f, uniform %.2f\n",
 		r.LookupMsgsRatio, r.LookupMsgsRatioAll, p.Nodes[len(p.Nodes)-1], r.HopsMean["d2"], r.HopsMean["uniform"])
 }

@@ -183,3 +183,38 @@ func (r *perfRing) store(p d2Placement, w perfWorkload, blocks map[int32]perfBlo
 	}
 	return short + issued - ended
 }
+
+// perfHopLookups is how many lookups measure a ring's mean hops.
+const perfHopLookups = 1000
+
+// hops is the mean steps of lookups of the keys of reads under placement
+// p, from random loaders: the ring's routing alone, caches untouched.
+// Lookups that fail or do not end are counted apart.
+func (r *perfRing) hops(p d2Placement, w perfWorkload, loaders []*sim.Host, seed uint64) (mean float64, failed int) {
+	var keys []id.ID
+	for _, u := range w.Users {
+		for _, g := range u.Groups {
+			for _, rd := range g.Reads {
+				keys = append(keys, keyOf(p, rd))
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x4095))
+	done, hops := 0, 0
+	for range perfHopLookups {
+		k := keys[rng.IntN(len(keys))]
+		h := loaders[rng.IntN(len(loaders))]
+		d := r.nodes[h.Index]
+		r.s.Do(h, func(env node.Env) {
+			d.Lookup(env, k, func(env node.Env, rt d2.Route, err error) {
+				if err != nil {
+					return
+				}
+				done++
+				hops += rt.Hops
+			})
+		})
+	}
+	r.s.RunFor(time.Minute)
+	return float64(hops) / float64(max(done, 1)), perfHopLookups - done
+}

@@ -31,7 +31,8 @@ func tinyPerf(t *testing.T, seed uint64) D2Result {
 }
 
 // TestD2PerfTiny: a seed gives the same figures; every read either
-// arrived, failed or timed out, and none failed; d2's lookup cache misses
+// arrived, failed or timed out, and none failed, nor did a lookup that
+// measures hops; d2's lookup cache misses
 // less than block's in seq; the speedups and figures the checks read are
 // there.
 func TestD2PerfTiny(t *testing.T) {
@@ -42,6 +43,11 @@ func TestD2PerfTiny(t *testing.T) {
 	p := a.Perf
 	if p == nil || p.Reads == 0 || len(p.Scenarios) != 3*len(perfKbps)*len(perfModes) {
 		t.Fatalf("perf detail %+v", p)
+	}
+	for _, h := range p.Hops {
+		if h.Failed > 0 || h.Mean <= 0 {
+			t.Errorf("%d nodes %s: %d lookups failed, mean hops %.2f", h.Nodes, h.Placement, h.Failed, h.Mean)
+		}
 	}
 	for _, s := range p.Scenarios {
 		if s.OK+s.Failed+s.TimedOut != p.Reads || s.Groups != p.Groups {
