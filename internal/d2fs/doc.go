@@ -39,7 +39,7 @@
 // stat).
 //
 // The store is the Blocks interface (blocks.go), implemented over the
-// network by internal/d2 and in memory by MemBlocks for tests.
+// network by internal/d2client and in memory by MemBlocks for tests.
 //
 // FUSE (fuse.go, github.com/hanwen/go-fuse/v2): lookup, getattr, setattr
 // (truncate, chmod, chown, utimens), readdir, mkdir, rmdir, create, open,
