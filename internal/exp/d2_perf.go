@@ -31,9 +31,9 @@ func (c D2Config) perfSize() d2PerfSizes {
 	case c.sizes != nil:
 		return d2PerfSizes{} // a test of the other experiments: no perf run
 	case c.Quick:
-		return d2PerfSizes{Nodes: []int{200}, Users: 8, Period: 15 * time.Minute, MaxGroups: 40}
+		return d2PerfSizes{Nodes: []int{200}, Users: 12, Period: 15 * time.Minute, MaxGroups: 40}
 	}
-	return d2PerfSizes{Nodes: []int{200, 500, 1000}, Users: 12, Period: 15 * time.Minute, MaxGroups: 40}
+	return d2PerfSizes{Nodes: []int{200, 500, 1000}, Users: 24, Period: 15 * time.Minute, MaxGroups: 40}
 }
 
 // Access-link classes (§9) and replay modes.

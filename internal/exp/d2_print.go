@@ -64,7 +64,7 @@ holders). Users write at 1,500 kbps. Idle volumes, stored but never read,
 fill the hosts to the paper's load (83 GB over 247 hosts, 336 MB each).
 
 --quick runs 200 hosts, 16 users, 2 days after warm-up and 2 trials (and 60
-users for locality; perf at 200 nodes only, 8 users). Each threshold of issue 30 is printed with ok or FAIL;
+users for locality; perf at 200 nodes only, 12 users instead of 24). Each threshold of issue 30 is printed with ok or FAIL;
 --check exits non-zero when one fails; --json ends with one JSON line of
 every figure.`
 
