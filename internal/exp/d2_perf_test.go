@@ -33,7 +33,7 @@ func tinyPerf(t *testing.T, seed uint64) D2Result {
 // TestD2PerfTiny: a seed gives the same figures; every read either
 // arrived, failed or timed out, and none failed, nor did a lookup that
 // measures hops; d2's lookup cache misses
-// less than block's in seq; the speedups and figures the checks read are
+// less than block's in seq; groups take longer on slower links; the speedups and figures the checks read are
 // there.
 func TestD2PerfTiny(t *testing.T) {
 	a := tinyPerf(t, 3)
@@ -56,6 +56,14 @@ func TestD2PerfTiny(t *testing.T) {
 		}
 		if s.Failed > 0 {
 			t.Errorf("%d nodes %d kbps %s %s: %d reads failed", s.Nodes, s.Kbps, s.Mode, s.Placement, s.Failed)
+		}
+	}
+	// The link class takes effect: reads one after another are slower at
+	// 384 kbps than at 1,500.
+	for _, place := range perfPlace {
+		fast, slow := p.find(40, 1500, "seq", place.String()), p.find(40, 384, "seq", place.String())
+		if !(slow.GroupSecondsMean > fast.GroupSecondsMean) {
+			t.Errorf("%s seq: groups take %.2f s at 384 kbps, %.2f s at 1,500", place, slow.GroupSecondsMean, fast.GroupSecondsMean)
 		}
 	}
 	// Seq only: in para a group's first reads all miss the empty cache at
