@@ -72,7 +72,6 @@ func newPerfRing(seed uint64, pos []id.ID) (*perfRing, error) {
 		for _, h := range r.hosts[:min(3, len(r.hosts))] {
 			boot = append(boot, h.Addr)
 		}
-		i := i
 		h, err := r.s.AddHost(func(addr node.Addr, st node.Storage, _ *rand.Rand) (node.Handler, error) {
 			h, err := host.New(host.DefaultConfig(), addr)
 			if err != nil {
