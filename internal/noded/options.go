@@ -147,6 +147,9 @@ type Options struct {
 	// of triad fs volumes) on a second storage engine under the data
 	// folder's d2/, joining through Join. Key d2. Default false.
 	D2 bool
+	// D2Stabilize is how often D2 checks its successor and predecessor,
+	// and rebuilds its long links. Key d2-stabilize. Default 5s.
+	D2Stabilize time.Duration
 
 	// IDs are the ring positions of a new node (a restart keeps its own);
 	// nil derives them from Listen. Only with DeriveIDs false: peers
@@ -169,6 +172,7 @@ func DefaultOptions() Options {
 	return Options{
 		Listen:        "127.0.0.1:4001",
 		JoinTimeout:   time.Minute,
+		D2Stabilize:   5 * time.Second,
 		Vnodes:        1,
 		MaxConns:      1024,
 		Stabilize:     ring.DefaultConfig().StabilizeInterval,
@@ -224,6 +228,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.TapRepublish, "tapestry-republish", o.TapRepublish, "with --tapestry: how often the objects this node serves are republished; a location pointer lives twice that unless refreshed")
 	fs.DurationVar(&o.TapBeacon, "tapestry-beacon", o.TapBeacon, "with --tapestry: how often every link of the routing table is probed")
 	fs.BoolVar(&o.D2, "d2", o.D2, "also run D2, the store of triad fs volumes: 8 KB blocks under 64-byte keys that keep a directory's files on a few neighbours, balanced by moving nodes (a second storage engine under the data folder's d2/), joining through --join")
+	fs.DurationVar(&o.D2Stabilize, "d2-stabilize", o.D2Stabilize, "with --d2: how often D2 checks its neighbours and rebuilds its long links (a new node is on D2's ring after a few rounds)")
 	fs.StringVar(&o.TapExtra, "tapestry-extra", o.TapExtra, "with --tapestry: extra pointers `k,l,m`: on the first m hops of a publish path, pointers also go to k backups of the next hop (0-2) and its l nearest neighbours (0-16)")
 }
 
@@ -300,6 +305,10 @@ func (o *Options) assembly() (assembly, error) {
 	a.driver = tcp.Config{Listen: o.Listen, DataDir: data, Store: so, Workers: o.Workers, MaxConns: o.MaxConns, CheckVnodes: o.DeriveIDs}
 	if o.D2 {
 		c := d2.DefaultConfig()
+		if o.D2Stabilize <= 0 {
+			return a, fmt.Errorf("--d2-stabilize %v: want a positive duration", o.D2Stabilize)
+		}
+		c.Stabilize, c.FixLinks = o.D2Stabilize, o.D2Stabilize
 		a.deploy.D2 = &c
 		a.driver.D2Store = &store.Options{Capacity: o.CapacityMB << 20, MaxObject: c.BlockBytes + 64, SyncInterval: sync}
 	}

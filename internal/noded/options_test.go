@@ -91,7 +91,7 @@ func TestOptionsD2(t *testing.T) {
 	}
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	o.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--d2"}); err != nil {
+	if err := fs.Parse([]string{"--d2", "--d2-stabilize", "2s"}); err != nil {
 		t.Fatal(err)
 	}
 	a, err := o.assembly()
@@ -100,6 +100,13 @@ func TestOptionsD2(t *testing.T) {
 	}
 	if a.deploy.D2 == nil || a.deploy.D2.Replicas != 3 || a.driver.D2Store == nil || a.driver.D2Store.MaxObject < a.deploy.D2.BlockBytes {
 		t.Errorf("--d2: D2 %+v, its store %+v", a.deploy.D2, a.driver.D2Store)
+	}
+	if a.deploy.D2.Stabilize != 2*time.Second || a.deploy.D2.FixLinks != 2*time.Second {
+		t.Errorf("--d2-stabilize 2s: stabilize %v, links %v", a.deploy.D2.Stabilize, a.deploy.D2.FixLinks)
+	}
+	o.D2Stabilize = 0
+	if _, err := o.assembly(); err == nil || !strings.Contains(err.Error(), "--d2-stabilize") {
+		t.Errorf("--d2-stabilize 0: %v", err)
 	}
 }
 
