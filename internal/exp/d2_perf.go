@@ -52,9 +52,12 @@ type d2PerfScenario struct {
 	Groups    int    `json:"groups"`
 	OK        int    `json:"ok"`
 	Failed    int    `json:"failed"`
-	TimedOut  int    `json:"timed_out"`
-	CacheHits uint64 `json:"cache_hits"`
-	CacheMiss uint64 `json:"cache_misses"`
+	// Errors counts the failed reads by the error the node gave (before
+	// the 10 s timeout).
+	Errors    map[string]int `json:"errors,omitempty"`
+	TimedOut  int            `json:"timed_out"`
+	CacheHits uint64         `json:"cache_hits"`
+	CacheMiss uint64         `json:"cache_misses"`
 	// Local is the reads of keys their gateway owned, each a miss to the
 	// node\'s counter though no lookup message was needed.
 	Local   int    `json:"local"`
@@ -162,7 +165,7 @@ func meanRTT(t *sim.Topology, seed uint64) float64 {
 }
 
 func scenarioOf(n, kbps int, mode string, place d2Placement, ph *perfPhase) d2PerfScenario {
-	sc := d2PerfScenario{Nodes: n, Kbps: kbps, Mode: mode, Placement: place.String(), OK: ph.OK, Failed: ph.Failed, TimedOut: ph.TimedOut,
+	sc := d2PerfScenario{Nodes: n, Kbps: kbps, Mode: mode, Placement: place.String(), OK: ph.OK, Failed: ph.Failed, Errors: ph.Errors, TimedOut: ph.TimedOut,
 		CacheHits: ph.CacheHits, CacheMiss: ph.CacheMiss, Local: ph.Local, Lookups: ph.Lookups, LookupMsgs: ph.LookupHops,
 		VirtualSeconds: (ph.Ended - ph.Started).Seconds(), times: ph.Times}
 	var sum time.Duration

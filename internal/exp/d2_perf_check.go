@@ -3,6 +3,7 @@ package exp
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 )
@@ -66,6 +67,9 @@ func (r D2Result) writePerf(w io.Writer) {
 		fmt.Fprintf(w, "perf: %4d nodes %4d kbps %-4s %-5s groups %4d, mean %6.2f s; reads ok %5d failed %d timed out %d; cache miss %.3f (%d reads the gateway owned; without them %.3f); lookups %d, lookup msgs %d\n",
 			s.Nodes, s.Kbps, s.Mode, s.Placement, s.Groups, s.GroupSecondsMean, s.OK, s.Failed, s.TimedOut,
 			missRate(&s), s.Local, remoteMissRate(&s), s.Lookups, s.LookupMsgs)
+		for _, e := range slices.Sorted(maps.Keys(s.Errors)) {
+			fmt.Fprintf(w, "perf:   %d failed: %s\n", s.Errors[e], e)
+		}
 	}
 	for _, n := range p.Nodes {
 		for _, kbps := range perfKbps {

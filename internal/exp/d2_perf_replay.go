@@ -27,7 +27,9 @@ type perfPhase struct {
 	// Local is the reads of keys the gateway owns: the node counts each as
 	// a cache miss (its cache holds no range of its own) answered without
 	// a message.
-	Local                int
+	Local int
+	// Errors counts the failed reads by error.
+	Errors               map[string]int
 	left                 int // users still replaying
 	before               []d2.Stats
 	CacheHits, CacheMiss uint64
@@ -121,6 +123,10 @@ func (p *perfPhase) read(env node.Env, u int, rd perfRead, finish func(env node.
 			p.TimedOut++
 		case err != nil:
 			p.Failed++
+			if p.Errors == nil {
+				p.Errors = map[string]int{}
+			}
+			p.Errors[err.Error()]++
 		default:
 			p.OK++
 		}
