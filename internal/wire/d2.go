@@ -30,6 +30,8 @@ const (
 	TypeD2Latest       Type = 400
 	TypeD2Drop         Type = 401
 	TypeD2Invite       Type = 402
+	TypeD2Stat         Type = 403
+	TypeD2Holders      Type = 404
 )
 
 // Bounds of D2's messages.
@@ -222,6 +224,48 @@ type D2Drop struct{ Key id.ID }
 // than t times its load: the receiver checks for itself and may move to
 // take half (either side of a probe may start a move, §6). One-way.
 type D2Invite struct{}
+
+// D2Stat asks a node which nodes hold Key: the key's r holders by
+// placement (its owner, then the owner's successors) and whether each
+// holds a copy whose SHA-256 is Hash. The reply is a D2Holders. It is the
+// client API's view of a block's replicas (triad fs stat): D2's lookups
+// and fetches are node-to-node messages, which a node refuses from a
+// client.
+type D2Stat struct {
+	Key  id.ID
+	Hash []byte
+}
+
+// D2HolderState is what one of a key's holders answered a D2Stat's
+// check.
+type D2HolderState uint32
+
+const (
+	// D2HolderNoAnswer: the holder did not answer (down, or too slow),
+	// which says nothing of what it holds.
+	D2HolderNoAnswer D2HolderState = iota
+	// D2HolderMissing: the holder answered without a copy whose SHA-256
+	// is the hash (none, other bytes, or only a pointer to another's).
+	D2HolderMissing
+	// D2HolderOK: the holder keeps a copy whose SHA-256 is the hash.
+	D2HolderOK
+	// D2HolderStates is the number of states: a state past the last is
+	// refused.
+	D2HolderStates
+)
+
+// D2Holder is one of a key's holders and what it answered.
+type D2Holder struct {
+	Node  D2Ref
+	State D2HolderState
+}
+
+// D2Holders answers a D2Stat: Key's holders in placement order, the owner
+// first.
+type D2Holders struct {
+	Key     id.ID
+	Holders []D2Holder
+}
 
 func putD2Ref(b []byte, num protowire.Number, r D2Ref) []byte {
 	if r.IsZero() {
@@ -610,3 +654,53 @@ func (*D2Invite) Type() Type                  { return TypeD2Invite }
 func (*D2Invite) encode(b []byte) []byte      { return b }
 func (*D2Invite) decodeField(*decoder, field) {}
 func (m *D2Invite) clone() Msg                { return new(*m) }
+
+func (*D2Stat) Type() Type { return TypeD2Stat }
+func (m *D2Stat) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	return putBytes(b, 2, m.Hash)
+}
+func (m *D2Stat) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Hash = d.boundedData(f, MaxD2Hash, "a hash")
+	}
+}
+func (m *D2Stat) clone() Msg { return &D2Stat{Key: m.Key, Hash: bytes.Clone(m.Hash)} }
+
+func (*D2Holders) Type() Type { return TypeD2Holders }
+func (m *D2Holders) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	for _, h := range m.Holders {
+		b = appendTagBytes(b, 2)
+		b = appendNested(b, func(b []byte) []byte {
+			b = putD2Ref(b, 1, h.Node)
+			return putUint(b, 2, uint64(h.State))
+		})
+	}
+	return b
+}
+func (m *D2Holders) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		if len(m.Holders) >= MaxListLen {
+			d.fail("more than %d holders", MaxListLen)
+			return
+		}
+		var h D2Holder
+		d.nested(f, func(g field) {
+			switch g.num {
+			case 1:
+				h.Node = d.d2Ref(g)
+			case 2:
+				h.State = D2HolderState(d.uint32(g)) // d2client refuses an unknown state
+			}
+		})
+		m.Holders = append(m.Holders, h)
+	}
+}
+func (m *D2Holders) clone() Msg { return &D2Holders{Key: m.Key, Holders: slices.Clone(m.Holders)} }

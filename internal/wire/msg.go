@@ -218,6 +218,8 @@ var types = [...]typeInfo{
 	{TypeD2Latest, "D2Latest", RoleClient, false, newOf[D2Latest]},
 	{TypeD2Drop, "D2Drop", RoleNode, false, newOf[D2Drop]},
 	{TypeD2Invite, "D2Invite", RoleNode, false, newOf[D2Invite]},
+	{TypeD2Stat, "D2Stat", RoleClient, false, newOf[D2Stat]}, // which nodes hold a key
+	{TypeD2Holders, "D2Holders", RoleNode, false, newOf[D2Holders]},
 }
 
 // newOf makes the zero message of type T, for the types table.

@@ -13,7 +13,7 @@ func TestRoleOf(t *testing.T) {
 		{[]Type{TypeMaintControl, TypeCCFlood, TypeTapBench}, RoleOperator},
 		{[]Type{TypePing, TypeGetRingInfo, TypeClientLookup, TypeStatBlock, TypeClientPut,
 			TypeClientGet, TypeClientStat, TypeClientPutBatch, TypeGetMaintStatus,
-			TypeD2Put, TypeD2Get, TypeD2Delete, TypeD2Latest}, RoleClient},
+			TypeD2Put, TypeD2Get, TypeD2Delete, TypeD2Latest, TypeD2Stat}, RoleClient},
 		{[]Type{TypeChallenge, TypeProof, TypeCCRequest, TypeCCAck, TypeLookup, TypeStoreBlock,
 			TypeTreeQuery, TypeAudit, TypeAck, TypeError, TypeD2Store, TypeD2Drop, TypeD2Join}, RoleNode},
 	} {
