@@ -43,8 +43,8 @@ func code(err error) fault.Code {
 }
 
 // TestBadInput: keys of the wrong width, blocks past the size bound, puts
-// of an unknown mode or IfHash without a SHA-256, and gets without one are
-// refused as bad requests and counted; a
+// of an unknown mode or IfHash without a SHA-256, and gets and stats
+// without one are refused as bad requests and counted; a
 // position claimed for another node is refused; a node that moves twice
 // within the probe interval is refused the second time.
 func TestBadInput(t *testing.T) {
@@ -60,6 +60,8 @@ func TestBadInput(t *testing.T) {
 		&wire.D2Put{Key: id.Random(r, d2.KeyBytes), Data: []byte("x"), Mode: wire.D2PutIfHash, Prev: []byte("short")},
 		&wire.D2Put{Key: id.Random(r, d2.KeyBytes), Data: []byte("x"), Mode: wire.D2PutReplace, Prev: []byte("short")},
 		&wire.D2Get{Key: id.Random(r, d2.KeyBytes)},
+		&wire.D2Stat{Key: id.Random(r, 20), Hash: make([]byte, 32)},
+		&wire.D2Stat{Key: id.Random(r, d2.KeyBytes), Hash: make([]byte, 20)},
 		&wire.D2Keys{Lo: id.Random(r, d2.KeyBytes), Hi: id.Random(r, 8), Max: 10},
 		&wire.D2Join{Self: wire.D2Ref{Node: c.node(c.hosts[1]).Me().Node, Pos: id.Random(r, 20)}},
 	} {

@@ -322,6 +322,80 @@ func (n *Node) Delete(env node.Env, k id.ID, done func(env node.Env, copies int,
 	})
 }
 
+// StatDone receives a Stat's outcome: the key's holders in placement
+// order, the owner first, each with what it answered.
+type StatDone func(env node.Env, holders []wire.D2Holder, err error)
+
+// Stat reports which nodes hold k: its r holders by placement (the owner
+// and its successors, from a fresh lookup, as a cached route may be
+// stale) and whether each keeps a copy whose SHA-256 is hash in its own
+// engine (a pointer to another's copy is none). A holder that does not
+// answer is D2HolderNoAnswer, not missing. It is triad fs stat's view of
+// a block's replicas.
+func (n *Node) Stat(env node.Env, k id.ID, hash []byte, done StatDone) {
+	if err := key(k); err != nil {
+		done(env, nil, err)
+		return
+	}
+	if len(hash) != hashBytes {
+		done(env, nil, fault.New(fault.ErrBadRequest, "d2: a stat needs the block's SHA-256"))
+		return
+	}
+	if !n.begin() {
+		done(env, nil, ErrBusy)
+		return
+	}
+	n.Stats.StatReqs++
+	n.Lookup(env, k, func(env node.Env, r Route, err error) {
+		if err != nil {
+			n.pending--
+			done(env, nil, err)
+			return
+		}
+		n.checkHolders(env, k, hash, r.Holders(n.cfg.Replicas), func(env node.Env, holders []wire.D2Holder, err error) {
+			n.pending--
+			done(env, holders, err)
+		})
+	})
+}
+
+// checkHolders asks each of holders at once whether it keeps a copy of k
+// whose SHA-256 is hash (this node looks in its own engine).
+func (n *Node) checkHolders(env node.Env, k id.ID, hash []byte, holders []wire.D2Ref, done StatDone) {
+	out := make([]wire.D2Holder, len(holders))
+	left := len(holders)
+	finish := func(env node.Env) {
+		if left--; left == 0 {
+			done(env, out, nil)
+		}
+	}
+	has := func(found bool) wire.D2HolderState {
+		if found {
+			return wire.D2HolderOK
+		}
+		return wire.D2HolderMissing
+	}
+	for i, h := range holders {
+		out[i].Node = h
+		if h.Node.Addr == n.self.Addr {
+			n.fetchHere(env, k, hash, false, func(env node.Env, _ []byte, ok bool) {
+				out[i].State = has(ok)
+				finish(env)
+			})
+			continue
+		}
+		m := &wire.D2Fetch{Key: k, Hash: hash, Local: true, NoData: true}
+		if !n.call(env, h.Node.Addr, m, func(env node.Env, reply wire.Msg, err error) {
+			if b, ok := reply.(*wire.D2Block); err == nil && ok {
+				out[i].State = has(b.Found)
+			}
+			finish(env)
+		}) {
+			finish(env)
+		}
+	}
+}
+
 // maxLatestSteps bounds the owners a Latest walks back through.
 const maxLatestSteps = 16
 
@@ -503,6 +577,14 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 				return
 			}
 			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(copies)})
+		})
+	case *wire.D2Stat:
+		n.Stat(env, m.Key, m.Hash, func(env node.Env, holders []wire.D2Holder, err error) {
+			if err != nil {
+				fail(env, err)
+				return
+			}
+			rpc.Respond(env, in, n.self, &wire.D2Holders{Key: m.Key, Holders: holders})
 		})
 	case *wire.D2Latest:
 		n.Latest(env, m.Prefix, func(env node.Env, k id.ID, data []byte, found bool, err error) {

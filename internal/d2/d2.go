@@ -41,6 +41,7 @@ type Stats struct {
 	CacheWrong     uint64 // cached owners that said the key was not theirs
 
 	Puts, Gets, Deletes, Latests uint64 // client requests served as the gateway
+	StatReqs                     uint64 // D2Stat requests served as the gateway
 	BytesWritten                 uint64 // block bytes stored here (every copy counts where it lands)
 	Mismatches                   uint64 // blocks whose content hash did not match: skipped
 	NotFound                     uint64
@@ -320,7 +321,7 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 			return
 		}
 		n.clientRequest(env, in)
-	case *wire.D2Get, *wire.D2Delete, *wire.D2Latest:
+	case *wire.D2Get, *wire.D2Delete, *wire.D2Latest, *wire.D2Stat:
 		n.clientRequest(env, in)
 	default:
 		if in.Env.Kind == wire.Request {
@@ -505,6 +506,18 @@ func (n *Node) validate(m wire.Msg) error {
 		return errors.Join(key(m.Key), hash(m.Hash, true))
 	case *wire.D2Delete:
 		return key(m.Key)
+	case *wire.D2Stat:
+		return errors.Join(key(m.Key), hash(m.Hash, true))
+	case *wire.D2Holders:
+		for _, h := range m.Holders {
+			if err := n.ref(h.Node); err != nil {
+				return err
+			}
+			if h.State >= wire.D2HolderStates {
+				return fmt.Errorf("d2: a holder state %d", h.State)
+			}
+		}
+		return optKey(m.Key)
 	case *wire.D2Drop:
 		return key(m.Key)
 	case *wire.D2Latest:

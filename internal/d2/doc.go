@@ -21,24 +21,28 @@
 //
 // D2-Store (§3). A block (8 KB at most) lives on the r = 3 successors of its
 // key, in a store.Engine of 64-byte keys given to the node (opaque keys: a
-// key is a path, not a hash). Client requests (put, get, delete, latest;
-// the client API role) reach any node, which finds the owner and talks to
-// the holders directly. A put says what it may replace (wire.D2PutMode:
-// keep, replace, if absent, if the current block's SHA-256 is prev); the
-// key's owner decides, against what it holds (its copy, or the block a
-// pointer names), one put of a key at a time (a bounded queue per key),
-// so a conditional put's check and store are atomic; a condition that
-// fails is ErrConflict and stores nothing (put.go). A put is acknowledged
-// with the copies stored, once the owner has heard from each of its r-1
-// successors, which replace what they hold with the owner's choice. A get
-// names the block's SHA-256: a copy that does not match is skipped and
-// counted, and the next replica asked. Latest(prefix) is the greatest key
-// with a prefix and its bytes (a volume's newest root): the owner of the
-// prefix's last key and its successors are asked, the greatest taken (an
-// acknowledged put is on the owner, or on a successor of a new owner),
-// then the owners before while their ranges begin inside the prefix. A
-// delete is remembered for an hour by the holders it reached, so that no
-// sync brings the key back from a replica it missed (tombs.go).
+// key is a path, not a hash). Client requests (put, get, delete, latest,
+// stat; the client API role) reach any node, which finds the owner and
+// talks to the holders directly. A put says what it may replace
+// (wire.D2PutMode: keep, replace, if absent, if the current block's
+// SHA-256 is prev); the key's owner decides, against what it holds (its
+// copy, or the block a pointer names), one put of a key at a time (a
+// bounded queue per key), so a conditional put's check and store are
+// atomic; a condition that fails is ErrConflict and stores nothing
+// (put.go). A put is acknowledged with the copies stored, once the owner
+// has heard from each of its r-1 successors, which replace what they hold
+// with the owner's choice. A get names the block's SHA-256: a copy that
+// does not match is skipped and counted, and the next replica asked.
+// Latest(prefix) is the greatest key with a prefix and its bytes (a
+// volume's newest root): the owner of the prefix's last key and its
+// successors are asked, the greatest taken (an acknowledged put is on the
+// owner, or on a successor of a new owner), then the owners before while
+// their ranges begin inside the prefix. Stat(k, hash) names k's r holders
+// and which of them keep a copy with that SHA-256 (one that does not
+// answer is reported as such, not as missing): a client's only view of
+// where a block lives. A delete is remembered for an hour by the holders
+// it reached, so that no sync brings the key back from a replica it
+// missed (tombs.go).
 //
 // Lookup cache (§5). A gateway keeps the lookups it made: key range to
 // owner and successors, for 1.25 hours. A request in a cached range skips

@@ -246,13 +246,16 @@ func (n *Node) replicate(env node.Env, k id.ID, data []byte, done func(env node.
 }
 
 // handleFetch serves a block: from the engine, or through a pointer held
-// here (unless Local).
+// here (unless Local); NoData answers whether it was found, without it.
 func (n *Node) handleFetch(env node.Env, in node.MsgIn, m *wire.D2Fetch) {
 	if !m.Local && !n.mayOwn(m.Key) {
 		rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, NotMine: true})
 		return
 	}
 	n.fetchHere(env, m.Key, m.Hash, !m.Local, func(env node.Env, data []byte, ok bool) {
+		if m.NoData {
+			data = nil
+		}
 		rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, Data: data, Found: ok})
 	})
 }

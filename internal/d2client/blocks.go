@@ -417,6 +417,29 @@ func (b *Blocks) Latest(ctx context.Context, lo, hi key.Key) (key.Key, []byte, e
 	return got, blk.Data, nil
 }
 
+// Holders asks which nodes hold k: its r holders by placement, the
+// owner first, and for each whether it keeps a copy whose SHA-256 is sum,
+// has none (or other bytes), or did not answer the gateway (triad fs
+// stat). It is a snapshot: the ring and the replicas change.
+func (b *Blocks) Holders(ctx context.Context, k key.Key, sum [32]byte) ([]wire.D2Holder, error) {
+	a := b.call(ctx, &wire.D2Stat{Key: k.ID(), Hash: sum[:]}, func(m wire.Msg) error {
+		h, ok := m.(*wire.D2Holders)
+		if !ok {
+			return fmt.Errorf("d2client: a stat answered with %T", m)
+		}
+		for _, x := range h.Holders {
+			if x.State >= wire.D2HolderStates || x.Node.Node.Addr == "" {
+				return fmt.Errorf("%w: a stat answered with holder %q in state %d", fault.ErrInternal, x.Node.Node.Addr, x.State)
+			}
+		}
+		return nil
+	})
+	if a.err != nil {
+		return nil, blockErr(a.err, k)
+	}
+	return a.msg.(*wire.D2Holders).Holders, nil
+}
+
 // prefixOf is the prefix whose keys [lo, hi] covers from lo up: the
 // common prefix of lo and hi, when hi is that prefix and then 0xff bytes
 // only (every key with the prefix is at most hi). Otherwise ErrRange.

@@ -13,6 +13,7 @@ import (
 	"triad/internal/d2/key"
 	"triad/internal/d2fs"
 	"triad/internal/fault"
+	"triad/internal/id"
 	"triad/internal/wire"
 )
 
@@ -147,6 +148,19 @@ func (s *memNode) handle(m wire.Msg) (wire.Msg, error) {
 			return &wire.D2Block{}, nil
 		}
 		return &wire.D2Block{Key: best.ID(), Data: s.m[*best], Found: true}, nil
+	case *wire.D2Stat:
+		k, _ := key.FromID(m.Key)
+		d, ok := s.m[k]
+		sum := sha256.Sum256(d)
+		state := wire.D2HolderMissing
+		if ok && bytes.Equal(sum[:], m.Hash) {
+			state = wire.D2HolderOK
+		}
+		var hs []wire.D2Holder
+		for _, a := range []string{"10.0.0.1:4001", "10.0.0.2:4001", "10.0.0.3:4001"} {
+			hs = append(hs, wire.D2Holder{Node: wire.D2Ref{Node: wire.NodeRef{ID: id.Key([]byte(a)), Addr: a}, Pos: m.Key}, State: state})
+		}
+		return &wire.D2Holders{Key: m.Key, Holders: hs}, nil
 	}
 	return nil, fault.ErrBadRequest
 }
@@ -366,5 +380,42 @@ func TestConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestHolders: a stat names the holders the gateway reports, each ok or
+// missing by the hash asked; an answer with a state past the last is not
+// believed.
+func TestHolders(t *testing.T) {
+	mem := newMemNode()
+	n := startFake(t, mem.handle)
+	b := newBlocks(t, n.addr())
+	ctx := context.Background()
+	k := testKey("h", 1, 1)
+	if err := b.Put(ctx, k, []byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sum  [32]byte
+		want wire.D2HolderState
+	}{
+		{sha256.Sum256([]byte("held")), wire.D2HolderOK},
+		{sha256.Sum256([]byte("other")), wire.D2HolderMissing},
+	} {
+		hs, err := b.Holders(ctx, k, tc.sum)
+		if err != nil || len(hs) != 3 {
+			t.Fatalf("holders: %+v, %v", hs, err)
+		}
+		for _, h := range hs {
+			if h.State != tc.want || h.Node.Node.Addr == "" {
+				t.Errorf("holder %s is %v, want %v", h.Node.Node.Addr, h.State, tc.want)
+			}
+		}
+	}
+	bad := startFake(t, func(m wire.Msg) (wire.Msg, error) {
+		return &wire.D2Holders{Key: m.(*wire.D2Stat).Key, Holders: []wire.D2Holder{{Node: wire.D2Ref{Node: wire.NodeRef{ID: id.Key([]byte("x:1")), Addr: "x:1"}}, State: wire.D2HolderStates}}}, nil
+	})
+	if hs, err := newBlocks(t, bad.addr()).Holders(ctx, k, sha256.Sum256([]byte("held"))); err == nil {
+		t.Errorf("a state past the last: %+v, no error", hs)
 	}
 }

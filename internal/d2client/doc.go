@@ -1,9 +1,9 @@
 // Package d2client is D2-FS's block store over the network: d2fs.Blocks
 // on D2-Store's client API (put, get, delete, latest; messages D2Put,
-// D2Get, D2Delete, D2Latest), the "client" of "Defragmenting DHT-based
-// Distributed File Systems" (../shared/papers/d2-defragmented-dht-fs.txt,
-// §3 and §7: any node is a gateway that finds a key's owner and talks to
-// its replicas).
+// D2Get, D2Delete, D2Latest; and D2Stat for Holders), the "client" of
+// "Defragmenting DHT-based Distributed File Systems"
+// (../shared/papers/d2-defragmented-dht-fs.txt, §3 and §7: any node is a
+// gateway that finds a key's owner and talks to its replicas).
 //
 // A Blocks holds a list of node addresses and one pooled connection
 // (client.Client) per address. Each call goes to the node that last
@@ -21,9 +21,10 @@
 // with the prefix; a key below lo means none in the range. Any other range
 // is refused with ErrRange.
 //
-// The client API does not say which nodes hold a key: D2's lookups,
-// neighbour lists and key lists are node-to-node messages, which a node
-// refuses from a client.
+// Holders (D2Stat) names a key's r holders and which of them keep its
+// bytes, for triad fs stat: the client API's one view of the ring, as
+// D2's lookups, neighbour lists, fetches and key lists are node-to-node
+// messages, which a node refuses from a client.
 //
 //	b, err := d2client.New(d2client.Config{Addrs: []string{"10.0.0.1:4001", "10.0.0.2:4001"}})
 //	defer b.Close()

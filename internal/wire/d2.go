@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -130,6 +131,9 @@ type D2Fetch struct {
 	Key   id.ID
 	Hash  []byte
 	Local bool
+	// NoData asks only whether the receiver has the block: the D2Block
+	// says Found without the bytes (a D2Stat's check of a holder).
+	NoData bool
 }
 
 // D2Block answers a fetch or a get: the block's bytes when Found, or
@@ -253,6 +257,19 @@ const (
 	// refused.
 	D2HolderStates
 )
+
+// String names the state, for triad fs stat and logs.
+func (s D2HolderState) String() string {
+	switch s {
+	case D2HolderNoAnswer:
+		return "no answer"
+	case D2HolderMissing:
+		return "missing"
+	case D2HolderOK:
+		return "ok"
+	}
+	return fmt.Sprintf("D2HolderState(%d)", uint32(s))
+}
 
 // D2Holder is one of a key's holders and what it answered.
 type D2Holder struct {
@@ -460,7 +477,8 @@ func (*D2Fetch) Type() Type { return TypeD2Fetch }
 func (m *D2Fetch) encode(b []byte) []byte {
 	b = putID(b, 1, m.Key)
 	b = putBytes(b, 2, m.Hash)
-	return putBool(b, 3, m.Local)
+	b = putBool(b, 3, m.Local)
+	return putBool(b, 4, m.NoData)
 }
 func (m *D2Fetch) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -470,6 +488,8 @@ func (m *D2Fetch) decodeField(d *decoder, f field) {
 		m.Hash = d.boundedData(f, MaxD2Hash, "a hash")
 	case 3:
 		m.Local = d.bool(f)
+	case 4:
+		m.NoData = d.bool(f)
 	}
 }
 func (m *D2Fetch) clone() Msg {

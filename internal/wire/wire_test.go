@@ -81,7 +81,7 @@ func samples() []Msg {
 		&D2Next{Done: true, Owner: D2Ref{Node: sampleNode(r), Pos: id.Random(r, 64)}, Lo: id.Random(r, 64), Succs: []D2Ref{{Node: sampleNode(r), Pos: id.Random(r, 64)}}},
 		&D2Leave{Succs: []D2Ref{{Node: sampleNode(r), Pos: id.Random(r, 64)}}},
 		&D2Store{Key: id.Random(r, 64), Data: []byte("block"), Primary: true}, &D2Stored{Copies: 3, NotMine: true},
-		&D2Fetch{Key: id.Random(r, 64), Hash: make([]byte, 32), Local: true}, &D2Block{Key: id.Random(r, 64), Data: []byte("b"), Found: true},
+		&D2Fetch{Key: id.Random(r, 64), Hash: make([]byte, 32), Local: true, NoData: true}, &D2Block{Key: id.Random(r, 64), Data: []byte("b"), Found: true},
 		&D2Pointers{Pointers: []D2Pointer{{Key: id.Random(r, 64), Holder: sampleNode(r), Size: 8192}}},
 		&D2Keys{Lo: id.Random(r, 64), Hi: id.Random(r, 64), Max: 100, Last: true, Pointers: true}, &D2KeyList{Keys: []id.ID{id.Random(r, 64)}, More: true},
 		&D2Put{Key: id.Random(r, 64), Data: []byte("block")}, &D2Get{Key: id.Random(r, 64), Hash: make([]byte, 32)},
