@@ -81,3 +81,33 @@ func TestD2PerfTiny(t *testing.T) {
 		t.Errorf("seed 3 twice gave different runs:\n%s\n%s", ja, jb)
 	}
 }
+
+// TestPerfWorkloadGroups: access groups are cut where a user thinks for
+// over a second, hold reads only, and D2's positions cut the volumes at
+// equal counts, in key order.
+func TestPerfWorkloadGroups(t *testing.T) {
+	m, err := workload.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newPerfWorkload(m, 5, 3, 10*time.Minute, 1000)
+	if w.Groups() < 3 || w.Reads() <= w.Groups() {
+		t.Fatalf("%d groups, %d reads: want more", w.Groups(), w.Reads())
+	}
+	for _, u := range w.Users {
+		for i, g := range u.Groups {
+			if i > 0 && g.Think <= workload.MaxGap || len(g.Reads) == 0 {
+				t.Errorf("user %d group %d: think %v, %d reads", u.ID, i, g.Think, len(g.Reads))
+			}
+		}
+	}
+	pos := perfPositions(placeD2, w, 50, 5)
+	for i := 1; i < len(pos); i++ {
+		if pos[i-1].Cmp(pos[i]) >= 0 {
+			t.Fatalf("positions %d and %d out of order", i-1, i)
+		}
+	}
+	if last := w.Volume[len(w.Volume)-1].ID(); pos[len(pos)-1] != last {
+		t.Errorf("the last position is not the volumes' last key")
+	}
+}
