@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -45,7 +46,8 @@ VOLUME:/path/in/it.
   mkdir PATH            make a directory
   mv PATH NEWPATH       rename (NEWPATH: /path or VOLUME:/path, same volume)
   rm PATH               remove a file, symlink or empty directory
-  stat PATH             attributes, then the key of each of its blocks
+  stat PATH             attributes, then each of its blocks: its key and
+                        the nodes that hold it
   fsck VOLUME           read every block of the newest commit back and check
                         it against its pointer; non-zero exit if one is bad
 
@@ -622,10 +624,16 @@ func runFSRm(args []string, stdout, stderr io.Writer) error {
 }
 
 const statFSAbout = `
-Shows a file's or directory's attributes and base key, then the keys of its
-committed blocks: its record (and the record's parts), then its data blocks in
-order. Which nodes hold a key is not shown: the nodes answer clients' puts and
-gets only, and keep their ring to themselves.`
+Shows a file's or directory's attributes and base key, then its committed
+blocks: its record (and the record's parts), then its data blocks in order.
+Each block's line gives its key and its holders, the nodes that should keep
+it (the key's owner first, then the owner's successors), each "ok" (it keeps
+the bytes the block's pointer names), "missing" (it keeps none, or other
+bytes) or "no answer" (it did not answer the node at --addr in time). The exit
+status is non-zero if a block's holders could not be asked.`
+
+// statWorkers bounds the blocks whose holders fs stat asks at once.
+const statWorkers = 16
 
 func runFSStat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("fs stat", "fs stat VOLUME:/path [--addr A,B]", statFSAbout, stderr)
@@ -641,15 +649,54 @@ func runFSStat(args []string, stdout, stderr io.Writer) error {
 	a := c.f.Attr(n)
 	fmt.Fprintf(stdout, "%s\n  type %s, mode %04o, size %d, uid %d, gid %d, mtime %s, inode %d\n  key %v\n",
 		pos[0], typeName(a.Type), a.Mode, a.Size, a.Uid, a.Gid, a.Mtime.UTC().Format(time.RFC3339), a.Ino, n.Key())
-	ks, err := c.f.BlockKeys(c.ctx, n)
+	refs, err := c.f.BlockRefs(c.ctx, n)
 	if err != nil {
-		return err
+		return c.ff.explain(err)
 	}
-	fmt.Fprintf(stdout, "  %d blocks (volume/slots/deep/inode/block/version)\n", len(ks))
-	for _, k := range ks {
-		fmt.Fprintf(stdout, "  %v\n", k)
+	lines, failed := c.holderLines(refs)
+	fmt.Fprintf(stdout, "  %d blocks (volume/slots/deep/inode/block/version, then its holders, the owner first)\n", len(refs))
+	for _, l := range lines {
+		fmt.Fprintf(stdout, "  %s\n", l)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%s: the holders of %d of %d blocks could not be asked", pos[0], failed, len(refs))
 	}
 	return nil
+}
+
+// holderLines asks the nodes which hold each block, statWorkers blocks at
+// a time, and returns a line per block in refs' order: its key and its
+// holders, or why they are unknown; failed counts the latter.
+func (c *fsCommand) holderLines(refs []d2fs.BlockRef) (lines []string, failed int) {
+	lines = make([]string, len(refs))
+	errs := make([]error, len(refs))
+	sem := make(chan struct{}, statWorkers)
+	var wg sync.WaitGroup
+	for i, r := range refs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			hs, err := c.b.Holders(c.ctx, r.Key, r.Sum)
+			if err != nil {
+				lines[i], errs[i] = fmt.Sprintf("%v  holders unknown: %v", r.Key, err), err
+				return
+			}
+			parts := make([]string, len(hs))
+			for j, h := range hs {
+				parts[j] = fmt.Sprintf("%s %v", h.Node.Node.Addr, h.State)
+			}
+			lines[i] = fmt.Sprintf("%v  %s", r.Key, strings.Join(parts, ", "))
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
+	}
+	return lines, failed
 }
 
 func typeName(t d2fs.Type) string {

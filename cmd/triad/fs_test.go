@@ -108,16 +108,22 @@ func fsCommands(t *testing.T, d *dhashCluster, vol string, fs func(string, ...st
 }
 
 // checkBlockKeys checks that stat listed the keys of blocks blocks of
-// one inode in volume vol: its record (block 0), then data blocks 1, 2, ...
+// one inode in volume vol: its record (block 0), then data blocks 1, 2,
+// ...; each with three distinct holders that keep it.
 func checkBlockKeys(t *testing.T, stat, vol string, blocks int) {
 	t.Helper()
-	keys := regexp.MustCompile(`(?m)^  ([0-9a-f]{40})/[0-9a-f]{48}/[0-9a-f]{16}/(\d+)/(\d+)/(\d+)$`).FindAllStringSubmatch(stat, -1)
+	keys := regexp.MustCompile(`(?m)^  ([0-9a-f]{40})/[0-9a-f]{48}/[0-9a-f]{16}/(\d+)/(\d+)/(\d+)  (.*)$`).FindAllStringSubmatch(stat, -1)
 	if len(keys) != blocks {
 		t.Fatalf("stat listed %d block keys, want %d:\n%s", len(keys), blocks, stat)
 	}
+	holders := regexp.MustCompile(`^(\S+) ok, (\S+) ok, (\S+) ok$`)
 	for i, k := range keys {
 		if k[1] != vol || k[2] != keys[0][2] || k[3] != fmt.Sprint(i) {
 			t.Fatalf("block key %d is %s, want volume %s, one inode, block %d:\n%s", i, k[0], vol, i, stat)
+		}
+		h := holders.FindStringSubmatch(k[5])
+		if h == nil || h[1] == h[2] || h[2] == h[3] || h[1] == h[3] {
+			t.Fatalf("block %d's holders are %q, want three distinct nodes, each ok:\n%s", i, k[5], stat)
 		}
 	}
 }

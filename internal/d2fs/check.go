@@ -113,6 +113,65 @@ func (f *FS) BlockKeys(ctx context.Context, n *Inode) ([]key.Key, error) {
 	return f.committedKeys(ctx, n)
 }
 
+// BlockRef is one of an inode's committed blocks: its key and the
+// SHA-256 its pointer carries.
+type BlockRef struct {
+	Key key.Key
+	Sum [32]byte
+}
+
+// BlockRefs is BlockKeys with each block's SHA-256, so that triad fs stat
+// can ask the nodes which of them hold those bytes: the record's blocks
+// (block 0, then the parts its levels name, read through the cache), then
+// the data blocks in order.
+func (f *FS) BlockRefs(ctx context.Context, n *Inode) ([]BlockRef, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.committedKeys(ctx, n); err != nil || n.e.Meta.IsZero() {
+		return nil, err // committedKeys loaded n's pointers
+	}
+	refs, err := f.blobRefs(ctx, n.e.Base, n.e.Meta)
+	if err != nil {
+		return nil, err
+	}
+	for i, q := range n.ptrs {
+		if !q.IsZero() {
+			refs = append(refs, BlockRef{n.e.Base.WithBlock(uint32(i)+1, q.Version), q.Sum})
+		}
+	}
+	return refs, nil
+}
+
+// blobRefs lists the blocks of the blob at block 0 of base with their
+// sums: block 0, then each level's parts, from the top level down.
+func (f *FS) blobRefs(ctx context.Context, base key.Key, p Ptr) ([]BlockRef, error) {
+	refs := []BlockRef{{base.WithBlock(0, p.Version), p.Sum}}
+	b0, err := f.fetch(ctx, refs[0].Key, p.Sum, true)
+	if err != nil {
+		return nil, err
+	}
+	lens, payload, err := blobParts(b0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v: %w", errIO, base, err)
+	}
+	for l := len(lens) - 1; l >= 1; l-- {
+		var next []byte
+		for i := 0; i < len(payload)/32; i++ {
+			r := BlockRef{base.WithBlock(partBlock(l, i), p.Version), [32]byte(payload[32*i:])}
+			refs = append(refs, r)
+			if l > 1 { // the parts of level l hold the sums of level l-1's
+				part, err := f.fetch(ctx, r.Key, r.Sum, true)
+				if err != nil {
+					return nil, err
+				}
+				next = append(next, part...)
+			}
+		}
+		payload = next
+	}
+	return refs, nil
+}
+
 // committedKeys is BlockKeys with f.mu held.
 func (f *FS) committedKeys(ctx context.Context, n *Inode) ([]key.Key, error) {
 	if n.e.Meta.IsZero() {

@@ -47,3 +47,42 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("report after corrupting a block: %+v", r)
 	}
 }
+
+// TestBlockRefs: BlockRefs lists BlockKeys's keys, a large record's parts
+// included, each with the SHA-256 of the bytes stored under it.
+func TestBlockRefs(t *testing.T) {
+	ctx := context.Background()
+	f, b, vol, c := newVolume(t)
+	writeFile(t, f, "big", pattern(300*BlockBytes, 1)) // a record of 300 pointers: two parts
+	writeFile(t, f, "small", []byte("s"))
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := mustOpen(t, b, vol, true, c)
+	for _, tc := range []struct {
+		path   string
+		blocks int
+	}{{"big", 1 + 2 + 300}, {"small", 2}, {"/", 1}} {
+		n := mustWalk(t, g, tc.path)
+		ks, err := g.BlockKeys(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, err := g.BlockRefs(ctx, n)
+		if err != nil || len(refs) != tc.blocks || len(ks) != tc.blocks {
+			t.Fatalf("%s: %d refs (%v), %d keys, want %d", tc.path, len(refs), err, len(ks), tc.blocks)
+		}
+		want := map[key.Key]bool{}
+		for _, k := range ks {
+			want[k] = true
+		}
+		for _, r := range refs {
+			if !want[r.Key] {
+				t.Errorf("%s: BlockRefs lists %v, which BlockKeys does not", tc.path, r.Key)
+			}
+			if _, err := b.Get(ctx, r.Key, r.Sum); err != nil {
+				t.Errorf("%s: %v with its sum: %v", tc.path, r.Key, err)
+			}
+		}
+	}
+}

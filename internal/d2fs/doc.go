@@ -35,8 +35,9 @@
 // writer's commits every Config.Refresh (5 s; refresh.go).
 //
 // Check reads a whole commit back from the store and reports bad blocks
-// (for triad fs fsck); BlockKeys lists an inode's block keys (triad fs
-// stat).
+// (for triad fs fsck); BlockKeys lists an inode's block keys, and
+// BlockRefs the same with their SHA-256 (triad fs stat asks the nodes
+// which hold those bytes).
 //
 // The store is the Blocks interface (blocks.go), implemented over the
 // network by internal/d2client and in memory by MemBlocks for tests.
