@@ -20,5 +20,10 @@
 // placed, by hash, and Hashed reports it so the file system can count
 // them.
 //
-// Layer: pure data (imports id only).
+// A volume's ID is derived from its writer's ed25519 public key
+// (VolumeOfKey); a Grant is the writer's signature that lets the nodes
+// replace or delete one key of the volume (grant.go), so that no one else
+// can (RELIABILITY E3).
+//
+// Layer: pure data (imports id and the standard library's crypto only).
 package key
