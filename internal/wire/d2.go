@@ -42,6 +42,8 @@ const (
 	MaxD2Pointers = 1024     // pointers in one D2Pointers
 	MaxD2Hash     = 64       // a content hash's bytes
 	MaxD2Prefix   = 64       // a key prefix's bytes: a whole key at most
+	MaxD2AuthKey  = 32       // a D2Auth's public key (ed25519)
+	MaxD2AuthSig  = 64       // a D2Auth's signature (ed25519)
 )
 
 // D2Ref names a D2 node: its host's ring reference (the envelope's sender
@@ -110,6 +112,12 @@ type D2Store struct {
 	// Replace stores Data in place of what the receiver holds under Key
 	// (the owner decided a D2Put's mode; replicas follow it).
 	Replace bool
+	// Mode and Prev, with Primary, are the client's D2Put's: the owner
+	// decides the put by them. A gateway relays a client's put this way,
+	// a node-to-node message, once it has checked the put's D2Auth: a
+	// client cannot reach the owner's decision without that check.
+	Mode D2PutMode
+	Prev []byte
 }
 
 // D2Stored answers a store or a delete: the copies stored (or removed),
@@ -184,7 +192,25 @@ type D2Put struct {
 	Mode D2PutMode
 	// Prev is the SHA-256 the key's current block must have (D2PutIfHash).
 	Prev []byte
+	// Auth is the volume writer's consent, needed by the modes that may
+	// replace a block (D2PutReplace, D2PutIfHash).
+	Auth D2Auth
 }
+
+// D2Auth is a volume writer's consent to one destructive request (a
+// delete, or a put that may replace): the volume's ed25519 public key
+// (the key's first 20 bytes are derived from it), an expiry and the
+// signature of internal/d2/key's Grant over the request. A node that
+// takes such a request from a client refuses it, changing nothing,
+// unless its D2Auth verifies (RELIABILITY E3).
+type D2Auth struct {
+	Pub     []byte
+	Expires uint64 // Unix nanoseconds
+	Sig     []byte
+}
+
+// IsZero reports whether a carries nothing.
+func (a D2Auth) IsZero() bool { return len(a.Pub) == 0 && a.Expires == 0 && len(a.Sig) == 0 }
 
 // D2PutMode is what a D2Put may replace.
 type D2PutMode uint32
@@ -212,8 +238,12 @@ type D2Get struct {
 }
 
 // D2Delete asks a node to delete Key from its successors; the reply is a
-// D2Stored counting the copies removed.
-type D2Delete struct{ Key id.ID }
+// D2Stored counting the copies removed. Auth is the volume writer's
+// consent.
+type D2Delete struct {
+	Key  id.ID
+	Auth D2Auth
+}
 
 // D2Latest asks a node for the greatest stored key that starts with
 // Prefix; the reply is a D2Block with that key and its bytes (Found false:
@@ -435,7 +465,9 @@ func (m *D2Store) encode(b []byte) []byte {
 	b = putID(b, 1, m.Key)
 	b = putBytes(b, 2, m.Data)
 	b = putBool(b, 3, m.Primary)
-	return putBool(b, 4, m.Replace)
+	b = putBool(b, 4, m.Replace)
+	b = putUint(b, 5, uint64(m.Mode))
+	return putBytes(b, 6, m.Prev)
 }
 func (m *D2Store) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -447,12 +479,47 @@ func (m *D2Store) decodeField(d *decoder, f field) {
 		m.Primary = d.bool(f)
 	case 4:
 		m.Replace = d.bool(f)
+	case 5:
+		m.Mode = D2PutMode(d.uint32(f)) // d2's Validate refuses an unknown mode
+	case 6:
+		m.Prev = d.boundedData(f, MaxD2Hash, "a hash")
 	}
 }
 func (m *D2Store) clone() Msg {
 	c := *m
-	c.Data = bytes.Clone(m.Data)
+	c.Data, c.Prev = bytes.Clone(m.Data), bytes.Clone(m.Prev)
 	return &c
+}
+
+func putD2Auth(b []byte, num protowire.Number, a D2Auth) []byte {
+	if a.IsZero() {
+		return b
+	}
+	b = appendTagBytes(b, num)
+	return appendNested(b, func(b []byte) []byte {
+		b = putBytes(b, 1, a.Pub)
+		b = putUint(b, 2, a.Expires)
+		return putBytes(b, 3, a.Sig)
+	})
+}
+
+func (d *decoder) d2Auth(f field) D2Auth {
+	var a D2Auth
+	d.nested(f, func(g field) {
+		switch g.num {
+		case 1:
+			a.Pub = d.boundedData(g, MaxD2AuthKey, "a public key")
+		case 2:
+			a.Expires = d.uint(g)
+		case 3:
+			a.Sig = d.boundedData(g, MaxD2AuthSig, "a signature")
+		}
+	})
+	return a
+}
+
+func (a D2Auth) clone() D2Auth {
+	return D2Auth{Pub: bytes.Clone(a.Pub), Expires: a.Expires, Sig: bytes.Clone(a.Sig)}
 }
 
 func (*D2Stored) Type() Type { return TypeD2Stored }
@@ -608,7 +675,8 @@ func (m *D2Put) encode(b []byte) []byte {
 	b = putID(b, 1, m.Key)
 	b = putBytes(b, 2, m.Data)
 	b = putUint(b, 3, uint64(m.Mode))
-	return putBytes(b, 4, m.Prev)
+	b = putBytes(b, 4, m.Prev)
+	return putD2Auth(b, 5, m.Auth)
 }
 func (m *D2Put) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -620,11 +688,13 @@ func (m *D2Put) decodeField(d *decoder, f field) {
 		m.Mode = D2PutMode(d.uint32(f)) // d2's Validate refuses an unknown mode
 	case 4:
 		m.Prev = d.boundedData(f, MaxD2Hash, "a hash")
+	case 5:
+		m.Auth = d.d2Auth(f)
 	}
 }
 func (m *D2Put) clone() Msg {
 	c := *m
-	c.Data, c.Prev = bytes.Clone(m.Data), bytes.Clone(m.Prev)
+	c.Data, c.Prev, c.Auth = bytes.Clone(m.Data), bytes.Clone(m.Prev), m.Auth.clone()
 	return &c
 }
 
@@ -643,14 +713,20 @@ func (m *D2Get) decodeField(d *decoder, f field) {
 }
 func (m *D2Get) clone() Msg { return &D2Get{Key: m.Key, Hash: bytes.Clone(m.Hash)} }
 
-func (*D2Delete) Type() Type               { return TypeD2Delete }
-func (m *D2Delete) encode(b []byte) []byte { return putID(b, 1, m.Key) }
+func (*D2Delete) Type() Type { return TypeD2Delete }
+func (m *D2Delete) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	return putD2Auth(b, 2, m.Auth)
+}
 func (m *D2Delete) decodeField(d *decoder, f field) {
-	if f.num == 1 {
+	switch f.num {
+	case 1:
 		m.Key = d.id(f)
+	case 2:
+		m.Auth = d.d2Auth(f)
 	}
 }
-func (m *D2Delete) clone() Msg { return new(*m) }
+func (m *D2Delete) clone() Msg { return &D2Delete{Key: m.Key, Auth: m.Auth.clone()} }
 
 func (*D2Latest) Type() Type               { return TypeD2Latest }
 func (m *D2Latest) encode(b []byte) []byte { return putBytes(b, 1, m.Prefix) }
