@@ -85,15 +85,10 @@ func (n *Node) put(env node.Env, p putReq, attempt int, done putDone) {
 }
 
 // relayPut is the message that hands p to its owner: a D2Store marked
-// Primary for the modes it carries, else the D2Put itself, addressed to
-// the owner's ring ID (a client's D2Put names none: Receive tells them
-// apart).
+// Primary, with the put's mode, a node-to-node message (the gateway has
+// checked a client's put: auth.go).
 func relayPut(p putReq) wire.Msg {
-	switch p.mode {
-	case wire.D2PutKeep, wire.D2PutReplace:
-		return &wire.D2Store{Key: p.key, Data: p.data, Primary: true, Replace: p.mode == wire.D2PutReplace}
-	}
-	return &wire.D2Put{Key: p.key, Data: p.data, Mode: p.mode, Prev: p.prev}
+	return &wire.D2Store{Key: p.key, Data: p.data, Primary: true, Mode: p.mode, Prev: p.prev}
 }
 
 // putAt sends a put to the owner r names. An owner that answers "not
@@ -549,6 +544,10 @@ func (n *Node) latestBytes(env node.Env, k id.ID, owner wire.NodeRef, from []wir
 func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 	fail := func(env node.Env, err error) {
 		rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
+	}
+	if err := n.authorizeRequest(env, in.Env.Msg); err != nil {
+		fail(env, err)
+		return
 	}
 	switch m := in.Env.Msg.(type) {
 	case *wire.D2Put:

@@ -59,6 +59,7 @@ type Stats struct {
 	DeletesRepeated  uint64 // copies a replica still held of a key deleted here, dropped at sync
 
 	BadRequests      uint64 // messages refused by Validate
+	Unauthorized     uint64 // client deletes and replacing puts without the volume writer's valid signature: refused, nothing changed (auth.go)
 	RefusedPositions uint64 // positions claimed for another sender, refused
 	MovesDropped     uint64 // joins refused: their node moved within the probe interval
 	Busy             uint64 // requests refused: too many in flight
@@ -313,15 +314,7 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		n.handleDrop(env, in, m)
 	case *wire.D2Invite:
 		n.invited(env, from)
-	case *wire.D2Put:
-		if in.Env.To == n.self.ID {
-			// A gateway's relay to the key's owner (putAt); a client
-			// addresses no ID, and this node is its gateway.
-			n.answerPut(env, in, putReq{key: m.Key, data: m.Data, mode: m.Mode, prev: m.Prev})
-			return
-		}
-		n.clientRequest(env, in)
-	case *wire.D2Get, *wire.D2Delete, *wire.D2Latest, *wire.D2Stat:
+	case *wire.D2Put, *wire.D2Get, *wire.D2Delete, *wire.D2Latest, *wire.D2Stat:
 		n.clientRequest(env, in)
 	default:
 		if in.Env.Kind == wire.Request {
@@ -475,7 +468,7 @@ func (n *Node) validate(m wire.Msg) error {
 	case *wire.D2Leave:
 		return errors.Join(n.refs(m.Preds), n.refs(m.Succs))
 	case *wire.D2Store:
-		return errors.Join(key(m.Key), block(m.Data))
+		return errors.Join(key(m.Key), block(m.Data), checkPut(m.Mode, m.Prev))
 	case *wire.D2Fetch:
 		return errors.Join(key(m.Key), hash(m.Hash, false))
 	case *wire.D2Block:

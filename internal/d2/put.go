@@ -80,8 +80,8 @@ func checkPut(mode wire.D2PutMode, prev []byte) error {
 	return nil
 }
 
-// answerPut serves a gateway's put (a D2Store marked Primary, or a D2Put
-// addressed to this node): as the key's owner, or "not mine".
+// answerPut serves a gateway's put (a D2Store marked Primary): as the
+// key's owner, or "not mine".
 func (n *Node) answerPut(env node.Env, in node.MsgIn, p putReq) {
 	if !n.mayOwn(p.key) {
 		rpc.Respond(env, in, n.self, &wire.D2Stored{NotMine: true})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"triad/internal/d2"
+	"triad/internal/d2/key"
 	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/node"
@@ -354,12 +355,14 @@ func TestDeleteStaysDeleted(t *testing.T) {
 // TestClientPutModes: the put modes over the wire, as D2-FS's client
 // sends them to a gateway: a conditional put that fails is answered
 // D2Stored{Conflict}, one that holds with three copies, and D2Latest
-// answers the block's bytes. A D2Put addressed to a node's ring ID is a
-// gateway's relay: a node that does not own the key answers "not mine".
+// answers the block's bytes. A gateway relays a put to the key's owner as
+// a D2Store marked Primary: a node that does not own the key answers "not
+// mine".
 func TestClientPutModes(t *testing.T) {
 	c := newCluster(t, 26, 10, still(), skewed)
 	r := rand.New(rand.NewPCG(26, 26))
-	b := randomBlock(r, skewed(r))
+	w := newWriter(r)
+	b := randomBlock(r, w.in(skewed(r)))
 	gw := c.gateways(b.key, 2)
 	v2 := randomBlock(r, b.key).data
 	stored := func(m wire.Msg) *wire.D2Stored {
@@ -377,10 +380,11 @@ func TestClientPutModes(t *testing.T) {
 	if s := stored(&wire.D2Put{Key: b.key, Data: v2, Mode: wire.D2PutIfAbsent}); !s.Conflict || s.Copies != 0 {
 		t.Errorf("IfAbsent on a held key: %+v", s)
 	}
-	if s := stored(&wire.D2Put{Key: b.key, Data: v2, Mode: wire.D2PutIfHash, Prev: d2.Sum(v2)}); !s.Conflict {
+	soon := c.now().Add(5 * time.Minute)
+	if s := stored(&wire.D2Put{Key: b.key, Data: v2, Mode: wire.D2PutIfHash, Prev: d2.Sum(v2), Auth: w.auth(key.OpIfHash, b.key, v2, d2.Sum(v2), soon)}); !s.Conflict {
 		t.Errorf("IfHash with a wrong hash: %+v", s)
 	}
-	if s := stored(&wire.D2Put{Key: b.key, Data: v2, Mode: wire.D2PutIfHash, Prev: d2.Sum(b.data)}); s.Copies != 3 || s.Conflict {
+	if s := stored(&wire.D2Put{Key: b.key, Data: v2, Mode: wire.D2PutIfHash, Prev: d2.Sum(b.data), Auth: w.auth(key.OpIfHash, b.key, v2, d2.Sum(b.data), soon)}); s.Copies != 3 || s.Conflict {
 		t.Errorf("IfHash with the right hash: %+v", s)
 	}
 	reply, err := c.send(gw[0], gw[1], &wire.D2Latest{Prefix: b.key.Bytes()})
@@ -394,7 +398,7 @@ func TestClientPutModes(t *testing.T) {
 	to := c.node(c.hosts[gw[1]]).Me().Node
 	var relayed wire.Msg
 	c.s.Do(c.hosts[gw[0]], func(env node.Env) {
-		n.Host().Call(env, to.Addr, n.Me().Node, to.ID, &wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutIfAbsent}, 5*time.Second, func(env node.Env, m wire.Msg, err error) {
+		n.Host().Call(env, to.Addr, n.Me().Node, to.ID, &wire.D2Store{Key: b.key, Data: b.data, Primary: true, Mode: wire.D2PutIfAbsent}, 5*time.Second, func(env node.Env, m wire.Msg, err error) {
 			relayed = m
 		})
 	})

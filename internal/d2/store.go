@@ -193,11 +193,7 @@ func (n *Node) dropLocal(env node.Env, k id.ID) bool {
 // node, the key's owner, to decide (ownerPut).
 func (n *Node) handleStore(env node.Env, in node.MsgIn, m *wire.D2Store) {
 	if m.Primary {
-		p := putReq{key: m.Key, data: m.Data, mode: wire.D2PutKeep}
-		if m.Replace {
-			p.mode = wire.D2PutReplace
-		}
-		n.answerPut(env, in, p)
+		n.answerPut(env, in, putReq{key: m.Key, data: m.Data, mode: m.Mode, prev: m.Prev})
 		return
 	}
 	n.writeLocal(env, m.Key, m.Data, m.Replace, func(env node.Env, err error) {

@@ -1,0 +1,106 @@
+package d2
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"time"
+
+	d2key "triad/internal/d2/key"
+	"triad/internal/fault"
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/wire"
+)
+
+// Destructive requests (RELIABILITY E3). A client's delete, and its puts
+// that may replace a block (D2PutReplace, D2PutIfHash), carry the volume
+// writer's consent (wire.D2Auth): the public key the key's volume ID is
+// derived from (key.VolumeOfKey) and its signature of a d2key.Grant naming
+// the request, the key, the new bytes' SHA-256, the expected one and an
+// expiry. The gateway, the node the client asked, checks it before
+// anything is looked up or changed, and refuses the request otherwise
+// (ErrForbidden; Stats.Unauthorized), so a client without the volume's
+// private key removes nothing. It relays the put to the key's owner as a
+// D2Store, a node-to-node message a client cannot send, so the owner's
+// decision is reached only through that check. Creating puts (keep, if
+// absent) replace nothing and need no consent. The node-local API
+// (Node.Put, Node.Delete) is the host's own and is not checked.
+//
+// Replay: the grant names one key and one content, so a captured signed
+// request can only do the same thing again to the same key until it
+// expires (MaxGrantAhead at most): delete it again, or put the same
+// bytes back. D2-FS writes each version of a block under a key of its
+// own, so putting the same bytes back changes nothing it reads.
+
+// ErrForbidden answers a destructive client request without a valid
+// consent of the key's volume writer: nothing was changed.
+var ErrForbidden = fmt.Errorf("d2: %w: permission denied", fault.ErrBadRequest)
+
+// Bounds of a grant's expiry against this node's clock.
+const (
+	// MaxGrantAhead is the farthest ahead of the node's clock a grant
+	// may expire: a captured one is good for at most this long.
+	MaxGrantAhead = 10 * time.Minute
+	// GrantSkew is the allowance for the signer's clock behind the
+	// node's: a grant expired by less is still taken.
+	GrantSkew = time.Minute
+)
+
+// authorize checks a destructive client request on k: op, with data
+// (put) and prev (if-hash), against its consent a, at now.
+func authorize(op d2key.Op, k id.ID, data, prev []byte, a wire.D2Auth, now time.Time) error {
+	if a.IsZero() {
+		return fmt.Errorf("%w: a %s needs the signature of the key's volume", ErrForbidden, opName(op))
+	}
+	kk, err := d2key.FromID(k)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadKey, err)
+	}
+	g := d2key.Grant{Op: op, Key: kk, Expires: int64(a.Expires)}
+	if op != d2key.OpDelete {
+		g.Sum = sha256.Sum256(data)
+	}
+	copy(g.Prev[:], prev)
+	exp := time.Unix(0, int64(a.Expires))
+	switch {
+	case a.Expires > 1<<63-1 || exp.After(now.Add(MaxGrantAhead)):
+		return fmt.Errorf("%w: the signature expires at %v, more than %v ahead", ErrForbidden, exp.UTC(), MaxGrantAhead)
+	case now.After(exp.Add(GrantSkew)):
+		return fmt.Errorf("%w: the signature expired at %v", ErrForbidden, exp.UTC())
+	}
+	if err := g.Verify(a.Pub, a.Sig); err != nil {
+		return fmt.Errorf("%w: %v", ErrForbidden, err)
+	}
+	return nil
+}
+
+// authorizeRequest checks a client's D2Put or D2Delete: nil for the
+// requests that need no consent.
+func (n *Node) authorizeRequest(env node.Env, m wire.Msg) error {
+	var err error
+	switch m := m.(type) {
+	case *wire.D2Put:
+		switch m.Mode {
+		case wire.D2PutReplace:
+			err = authorize(d2key.OpReplace, m.Key, m.Data, nil, m.Auth, env.Now())
+		case wire.D2PutIfHash:
+			err = authorize(d2key.OpIfHash, m.Key, m.Data, m.Prev, m.Auth, env.Now())
+		}
+	case *wire.D2Delete:
+		err = authorize(d2key.OpDelete, m.Key, nil, nil, m.Auth, env.Now())
+	}
+	if err != nil {
+		n.Stats.Unauthorized++
+	}
+	return err
+}
+
+func opName(op d2key.Op) string {
+	switch op {
+	case d2key.OpDelete:
+		return "delete"
+	case d2key.OpReplace:
+		return "put that replaces"
+	}
+	return "conditional replace"
+}

@@ -1,0 +1,158 @@
+package d2_test
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"triad/internal/d2"
+	"triad/internal/d2/key"
+	"triad/internal/fault"
+	"triad/internal/id"
+	"triad/internal/wire"
+)
+
+// writer is a volume's writer: its key pair, for signing grants.
+type writer struct {
+	pub  ed25519.PublicKey
+	priv ed25519.PrivateKey
+}
+
+func newWriter(r *rand.Rand) writer {
+	seed := make([]byte, ed25519.SeedSize)
+	for i := range seed {
+		seed[i] = byte(r.Uint32())
+	}
+	priv := ed25519.NewKeyFromSeed(seed)
+	return writer{pub: priv.Public().(ed25519.PublicKey), priv: priv}
+}
+
+// in is k moved into the writer's volume: its first 20 bytes the volume ID.
+func (w writer) in(k id.ID) id.ID {
+	b := k.Bytes()
+	v := key.VolumeOfKey(w.pub)
+	copy(b, v[:])
+	x, _ := id.FromBytes(b)
+	return x
+}
+
+// auth is the writer's consent to op on k with data and prev, until
+// expires.
+func (w writer) auth(op key.Op, k id.ID, data, prev []byte, expires time.Time) wire.D2Auth {
+	kk, _ := key.FromID(k)
+	g := key.Grant{Op: op, Key: kk, Expires: expires.UnixNano()}
+	if op != key.OpDelete {
+		g.Sum = sha256.Sum256(data)
+	}
+	copy(g.Prev[:], prev)
+	return wire.D2Auth{Pub: w.pub, Expires: uint64(g.Expires), Sig: g.Sign(w.priv)}
+}
+
+// now is the simulated clock, as the nodes see it.
+func (c *cluster) now() time.Time { return c.s.Epoch().Add(c.s.Now()) }
+
+// TestForgedDeletes (RELIABILITY E3): deletes and replacing puts of a
+// stored block from a client without the volume writer's valid
+// signature (none, another key's, another volume's key, expired, too
+// far ahead, signed for another key, for other bytes or another op) are
+// refused as bad requests, counted at the gateway, and every replica
+// still holds the bytes; the writer's signed ones take effect. Creating
+// puts need no signature.
+func TestForgedDeletes(t *testing.T) {
+	c := newCluster(t, 31, 10, still(), skewed)
+	r := rand.New(rand.NewPCG(31, 31))
+	w, mallory := newWriter(r), newWriter(r)
+	b := randomBlock(r, w.in(skewed(r)))
+	gw := c.gateways(b.key, 2)
+	send := func(m wire.Msg) (*wire.D2Stored, error) {
+		t.Helper()
+		reply, err := c.send(gw[0], gw[1], m)
+		if err != nil {
+			return nil, err
+		}
+		s, ok := reply.(*wire.D2Stored)
+		if !ok {
+			t.Fatalf("%v answered with %T", m.Type(), reply)
+		}
+		return s, nil
+	}
+	if s, err := send(&wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutIfAbsent}); err != nil || s.Copies != 3 {
+		t.Fatalf("an unsigned creating put: %+v, %v", s, err)
+	}
+	c.checkCopies(b.key, b.data)
+
+	other := w.in(skewed(r))
+	evil := randomBlock(r, b.key).data
+	signed := func(op key.Op, k id.ID, data, prev []byte, ahead time.Duration) wire.D2Auth {
+		return w.auth(op, k, data, prev, c.now().Add(ahead))
+	}
+	const soon = 5 * time.Minute
+	forged := []struct {
+		name string
+		m    func() wire.Msg // made when sent: expiries are against the clock then
+	}{
+		{"delete, unsigned", func() wire.Msg { return &wire.D2Delete{Key: b.key} }},
+		{"delete, signed by another key", func() wire.Msg {
+			a := mallory.auth(key.OpDelete, b.key, nil, nil, c.now().Add(soon))
+			a.Pub = w.pub
+			return &wire.D2Delete{Key: b.key, Auth: a}
+		}},
+		{"delete, another volume's key", func() wire.Msg {
+			return &wire.D2Delete{Key: b.key, Auth: mallory.auth(key.OpDelete, b.key, nil, nil, c.now().Add(soon))}
+		}},
+		{"delete, expired", func() wire.Msg {
+			return &wire.D2Delete{Key: b.key, Auth: signed(key.OpDelete, b.key, nil, nil, -d2.GrantSkew-time.Second)}
+		}},
+		{"delete, expiring too far ahead", func() wire.Msg {
+			return &wire.D2Delete{Key: b.key, Auth: signed(key.OpDelete, b.key, nil, nil, d2.MaxGrantAhead+time.Minute)}
+		}},
+		{"delete, signed for another key", func() wire.Msg {
+			return &wire.D2Delete{Key: b.key, Auth: signed(key.OpDelete, other, nil, nil, soon)}
+		}},
+		{"delete, signed as a put", func() wire.Msg {
+			return &wire.D2Delete{Key: b.key, Auth: signed(key.OpReplace, b.key, nil, nil, soon)}
+		}},
+		{"replace, unsigned", func() wire.Msg { return &wire.D2Put{Key: b.key, Data: evil, Mode: wire.D2PutReplace} }},
+		{"replace, signed for other bytes", func() wire.Msg {
+			return &wire.D2Put{Key: b.key, Data: evil, Mode: wire.D2PutReplace, Auth: signed(key.OpReplace, b.key, b.data, nil, soon)}
+		}},
+		{"replace, another volume's key", func() wire.Msg {
+			return &wire.D2Put{Key: b.key, Data: evil, Mode: wire.D2PutReplace, Auth: mallory.auth(key.OpReplace, b.key, evil, nil, c.now().Add(soon))}
+		}},
+		{"if-hash, unsigned", func() wire.Msg {
+			return &wire.D2Put{Key: b.key, Data: evil, Mode: wire.D2PutIfHash, Prev: d2.Sum(b.data)}
+		}},
+		{"if-hash, signed for another key", func() wire.Msg {
+			return &wire.D2Put{Key: b.key, Data: evil, Mode: wire.D2PutIfHash, Prev: d2.Sum(b.data), Auth: signed(key.OpIfHash, other, evil, d2.Sum(b.data), soon)}
+		}},
+	}
+	gateway := c.node(c.hosts[gw[1]])
+	for _, f := range forged {
+		before := gateway.Stats.Unauthorized
+		if s, err := send(f.m()); code(err) != fault.CodeBadRequest {
+			t.Errorf("%s: %+v, %v; want a bad request", f.name, s, err)
+		}
+		if gateway.Stats.Unauthorized != before+1 {
+			t.Errorf("%s: not counted", f.name)
+		}
+		c.s.RunFor(time.Minute)
+		c.checkCopies(b.key, b.data)
+	}
+
+	// The writer's own: a replace, then a delete.
+	v2 := randomBlock(r, b.key).data
+	if s, err := send(&wire.D2Put{Key: b.key, Data: v2, Mode: wire.D2PutIfHash, Prev: d2.Sum(b.data), Auth: signed(key.OpIfHash, b.key, v2, d2.Sum(b.data), soon)}); err != nil || s.Copies != 3 {
+		t.Fatalf("the writer's if-hash put: %+v, %v", s, err)
+	}
+	c.checkCopies(b.key, v2)
+	if s, err := send(&wire.D2Delete{Key: b.key, Auth: signed(key.OpDelete, b.key, nil, nil, soon)}); err != nil || s.Copies != 3 {
+		t.Fatalf("the writer's delete: %+v, %v", s, err)
+	}
+	for _, a := range c.replicas(b.key) {
+		if _, err := c.engines[a].Stat(b.key); err == nil {
+			t.Errorf("%s still holds the block the writer deleted", a)
+		}
+	}
+}
