@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -135,7 +136,13 @@ func hashTree(dir string) ([]fileSum, fsBenchResult, error) {
 // second mount, then empties the volume.
 func benchD2(b *d2client.Blocks, res *fsBenchResult, sums []fileSum, stderr io.Writer) error {
 	ctx := context.Background()
-	vol, err := d2fs.Mkvol(ctx, b, fmt.Sprintf("bench-%d", time.Now().UnixNano()), time.Now())
+	// A volume of its own, whose key lives only in this process.
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		return err
+	}
+	b.AddKey(priv)
+	vol, err := d2fs.Mkvol(ctx, b, pub, time.Now())
 	if err != nil {
 		return err
 	}

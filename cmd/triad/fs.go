@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -33,7 +37,8 @@ VOLUME:/path/in/it.
 
   mkvol NAME            create a volume and record NAME for it in the cluster,
                         so that any machine can mount it by name; a name can
-                        be taken once
+                        be taken once; writes the volume's private key (see
+                        below)
   mount VOLUME DIR      mount the volume on DIR with FUSE, in the foreground,
                         until SIGINT or SIGTERM (then commit and unmount); one
                         writer per volume, any number of read-only mounts
@@ -53,7 +58,14 @@ VOLUME:/path/in/it.
 
 put, mkdir, mv and rm take the volume's writer lease for the time of the
 command and commit before they return; while a writable mount holds the
-lease they fail: write through the mount.`
+lease they fail: write through the mount.
+
+Only the holder of a volume's private key can change it: the nodes refuse a
+delete or a replacing put not signed with it. mkvol writes the key to --key
+FILE, by default ` + "`$XDG_CONFIG_HOME/triad/volumes/NAME.key`" + ` (or
+~/.config/...), mode 0600; mount (writable), put, mkdir, mv and rm read it
+from there or from --key. Copy it to the machines that write the volume.
+mount --ro, ls, cat, get, stat and fsck need no key.`
 
 func runFS(args []string, stdout, stderr io.Writer) error {
 	return runGroup("fs", fsAbout, map[string]func([]string, io.Writer, io.Writer) error{
@@ -74,10 +86,20 @@ func runFS(args []string, stdout, stderr io.Writer) error {
 // fsTimeout bounds a command other than mount.
 const fsTimeout = 10 * time.Minute
 
-// fsFlags are the flags every fs command takes: the nodes and TLS.
+// fsFlags are the flags every fs command takes: the nodes and TLS; and,
+// for the commands that write, the volume's key file.
 type fsFlags struct {
 	addrs *string
 	tls   nodeFlags
+	key   *string // nil for the commands that read only
+}
+
+// addFSWriteFlags is addFSFlags and --key, for the commands that change a
+// volume.
+func addFSWriteFlags(fs *flag.FlagSet) fsFlags {
+	ff := addFSFlags(fs)
+	ff.key = fs.String("key", "", "the volume's private key `file` (default: $XDG_CONFIG_HOME/triad/volumes/VOLUME.key)")
+	return ff
 }
 
 func addFSFlags(fs *flag.FlagSet) fsFlags {
@@ -126,23 +148,32 @@ func (f fsFlags) explain(err error) error {
 // volume ID for every machine.
 var registryVolume = key.VolumeOf("triad fs volume names", nil)
 
-const registryMagic = "triad-fs-volume 1\n"
+const registryMagic = "triad-fs-volume 2\n"
 
 func nameKey(name string) key.Key {
 	return key.Child(key.Root(registryVolume), key.Overflow, name, 0)
 }
 
-func encodeName(name string, vol key.Volume) []byte {
-	return []byte(registryMagic + name + "\n" + vol.String() + "\n")
+// encodeName is the registry's record of name: the volume ID and the
+// writer's public key it is derived from.
+func encodeName(name string, vol key.Volume, pub ed25519.PublicKey) []byte {
+	return []byte(registryMagic + name + "\n" + vol.String() + "\n" + hex.EncodeToString(pub) + "\n")
 }
 
 func decodeName(b []byte, name string) (key.Volume, error) {
 	rest, ok := bytes.CutPrefix(b, []byte(registryMagic))
 	lines := strings.Split(string(rest), "\n")
-	if !ok || len(lines) != 3 || lines[0] != name {
+	if !ok || len(lines) != 4 || lines[0] != name {
 		return key.Volume{}, fmt.Errorf("the registry's record of %q is malformed", name)
 	}
-	return parseVolumeID(lines[1])
+	v, err := parseVolumeID(lines[1])
+	if err != nil {
+		return key.Volume{}, err
+	}
+	if pub, err := hex.DecodeString(lines[2]); err != nil || len(pub) != ed25519.PublicKeySize || key.VolumeOfKey(pub) != v {
+		return key.Volume{}, fmt.Errorf("the registry's record of %q names a public key that is not volume %s's", name, v)
+	}
+	return v, nil
 }
 
 func parseVolumeID(s string) (key.Volume, error) {
@@ -177,11 +208,17 @@ const mkvolAbout = `
 Creates a volume: a fresh volume ID and a first commit holding an empty root
 directory, then records NAME for it in the cluster (a block under a key
 derived from NAME, stored only if absent), so 'triad fs mount NAME' works
-from any machine. A name already taken is an error. Prints the volume ID.`
+from any machine. A name already taken is an error. Prints the volume ID.
+
+The volume ID is derived from a fresh ed25519 public key; its private key,
+which the nodes require to delete or replace the volume's blocks, is written
+to --key FILE (default $XDG_CONFIG_HOME/triad/volumes/NAME.key, or
+~/.config/triad/volumes/NAME.key), mode 0600; an existing file is not
+overwritten. Where it went is printed on standard error.`
 
 func runFSMkvol(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fs mkvol", "fs mkvol NAME [--addr A,B]", mkvolAbout, stderr)
-	ff := addFSFlags(fs)
+	fs := newFlags("fs mkvol", "fs mkvol NAME [--key FILE] [--addr A,B]", mkvolAbout, stderr)
+	ff := addFSWriteFlags(fs)
 	pos, err := parseMixed(fs, args)
 	if err != nil {
 		return err
@@ -197,17 +234,24 @@ func runFSMkvol(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.Close()
-	vol, err := mkvol(ctx, b, name)
+	path, err := keyPath(*ff.key, name)
+	if err != nil {
+		return err
+	}
+	vol, err := mkvol(ctx, b, name, path)
 	if err != nil {
 		return ff.explain(err)
 	}
 	fmt.Fprintf(stdout, "%s\n", vol)
+	fmt.Fprintf(stderr, "triad fs: the private key of volume %s is in %s: keep it; copy it to the machines that write the volume\n", name, path)
 	return nil
 }
 
-// mkvol makes the volume, then claims the name; a name taken in between
-// leaves the new volume's one superblock, which it deletes.
-func mkvol(ctx context.Context, b *d2client.Blocks, name string) (key.Volume, error) {
+// mkvol makes the volume with a fresh key pair, writing the private key
+// to keyFile, then claims the name; a name taken in between leaves the
+// new volume's one superblock, which it deletes, and the key file, which
+// it removes.
+func mkvol(ctx context.Context, b *d2client.Blocks, name, keyFile string) (key.Volume, error) {
 	k := nameKey(name)
 	if _, data, err := b.Latest(ctx, k, k); err == nil {
 		v, derr := decodeName(data, name)
@@ -215,19 +259,113 @@ func mkvol(ctx context.Context, b *d2client.Blocks, name string) (key.Volume, er
 	} else if !errors.Is(err, d2fs.ErrNotFound) {
 		return key.Volume{}, err
 	}
-	vol, err := d2fs.Mkvol(ctx, b, name, time.Now())
+	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		return key.Volume{}, err
 	}
-	if err := b.PutIf(ctx, k, [32]byte{}, encodeName(name, vol)); err != nil {
+	if err := writeKeyFile(keyFile, priv); err != nil {
+		return key.Volume{}, err
+	}
+	b.AddKey(priv)
+	vol, err := d2fs.Mkvol(ctx, b, pub, time.Now())
+	if err != nil {
+		return key.Volume{}, errors.Join(err, os.Remove(keyFile))
+	}
+	if err := b.PutIf(ctx, k, [32]byte{}, encodeName(name, vol, pub)); err != nil {
 		// The first superblock (doc.go's layout: root key, block 0, version 1).
 		derr := b.Delete(ctx, key.Root(vol).WithBlock(0, 1))
 		if errors.Is(err, d2fs.ErrConflict) {
 			err = fmt.Errorf("volume name %q was taken meanwhile", name)
 		}
-		return key.Volume{}, errors.Join(err, derr)
+		return key.Volume{}, errors.Join(err, derr, os.Remove(keyFile))
 	}
 	return vol, nil
+}
+
+// Volume keys: a volume's writer holds its ed25519 private key, in a file
+// (PKCS #8 in PEM) that mkvol writes and the commands that write read.
+
+// keyPath is the key file: flag if set, else VOLUME.key under the user's
+// config directory.
+func keyPath(flag, vol string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no config directory for volume keys (%w): pass --key FILE", err)
+	}
+	return filepath.Join(dir, "triad", "volumes", vol+".key"), nil
+}
+
+// writeKeyFile writes priv to path, mode 0600, making its directory
+// (0700); it never overwrites a file.
+func writeKeyFile(path string, priv ed25519.PrivateKey) error {
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("%s exists: not overwriting a volume key (pass --key with another file)", path)
+	}
+	if err != nil {
+		return err
+	}
+	err = pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		return errors.Join(err, os.Remove(path))
+	}
+	return nil
+}
+
+// readKeyFile reads an ed25519 private key written by writeKeyFile.
+func readKeyFile(path string) (ed25519.PrivateKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != "PRIVATE KEY" {
+		return nil, fmt.Errorf("%s: not a PEM private key", path)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	priv, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("%s: not an ed25519 key", path)
+	}
+	return priv, nil
+}
+
+// loadKey gives b the private key of volume vol (arg, as the user named
+// it) from --key or the default file; without one, an error that says
+// what to do.
+func (f fsFlags) loadKey(b *d2client.Blocks, arg string, vol key.Volume) error {
+	path, err := keyPath(*f.key, arg)
+	if err != nil {
+		return err
+	}
+	priv, err := readKeyFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("this machine holds no key for volume %s: pass --key, or mount --ro (%s does not exist)", arg, path)
+	}
+	if err != nil {
+		return err
+	}
+	if got := key.VolumeOfKey(priv.Public().(ed25519.PublicKey)); got != vol {
+		return fmt.Errorf("the key in %s is volume %s's, not %s's (%s)", path, got, arg, vol)
+	}
+	b.AddKey(priv)
+	return nil
 }
 
 // signalContext is a context cancelled by SIGINT or SIGTERM, or after d.
@@ -246,11 +384,13 @@ per volume holds its lease (a second is refused; a dead mount's lease lapses
 a minute later); read-only mounts (--ro) follow the writer's commits every 5
 seconds. Requests go to the first --addr node; when it fails they move to the
 next. As root, mount(2) is called directly; otherwise fusermount3 must be
-installed.`
+installed. A writable mount needs the volume's private key (--key FILE, by
+default the one mkvol wrote under $XDG_CONFIG_HOME/triad/volumes); --ro needs
+none.`
 
 func runFSMount(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fs mount", "fs mount VOLUME DIR [--addr A,B] [--ro] [--writeback DURATION]", mountAbout, stderr)
-	ff := addFSFlags(fs)
+	fs := newFlags("fs mount", "fs mount VOLUME DIR [--addr A,B] [--ro | --key FILE] [--writeback DURATION]", mountAbout, stderr)
+	ff := addFSWriteFlags(fs)
 	ro := fs.Bool("ro", false, "mount read-only (no lease: any number of them)")
 	writeback := fs.Duration("writeback", d2fs.DefaultConfig().WriteBack, "commit changes at most this long after they are made (§3: 30 s)")
 	pos, err := parseMixed(fs, args)
@@ -273,6 +413,11 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 	vol, err := resolveVolume(ctx, b, pos[0])
 	if err != nil {
 		return ff.explain(err)
+	}
+	if !*ro {
+		if err := ff.loadKey(b, pos[0], vol); err != nil {
+			return err
+		}
 	}
 	cfg := d2fs.DefaultConfig()
 	cfg.WriteBack = *writeback
@@ -351,6 +496,9 @@ func openFS(fs *flag.FlagSet, ff fsFlags, args []string, npos []int, write bool)
 	}
 	c = &fsCommand{ff: ff, b: b, ctx: ctx}
 	v, err := resolveVolume(ctx, b, vol)
+	if err == nil && write {
+		err = ff.loadKey(b, vol, v)
+	}
 	if err == nil {
 		c.f, err = d2fs.Open(ctx, b, v, !write, d2fs.DefaultConfig())
 		if errors.Is(err, d2fs.ErrNoVolume) {
@@ -491,8 +639,8 @@ func copyOut(c *fsCommand, n *d2fs.Inode, w io.Writer) error {
 }
 
 func runFSPut(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fs put", "fs put VOLUME:/path [FILE] [--addr A,B]", "Stores FILE (default: standard input) as a file of a volume, replacing one there, and commits.", stderr)
-	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{1, 2}, true)
+	fs := newFlags("fs put", "fs put VOLUME:/path [FILE] [--key FILE] [--addr A,B]", "Stores FILE (default: standard input) as a file of a volume, replacing one there, and commits.", stderr)
+	c, pos, closeFn, err := openFS(fs, addFSWriteFlags(fs), args, []int{1, 2}, true)
 	if err != nil {
 		return err
 	}
@@ -545,8 +693,8 @@ func putFile(c *fsCommand, arg string, in io.Reader) error {
 }
 
 func runFSMkdir(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fs mkdir", "fs mkdir VOLUME:/path [--addr A,B]", "Makes a directory in a volume and commits.", stderr)
-	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{1}, true)
+	fs := newFlags("fs mkdir", "fs mkdir VOLUME:/path [--key FILE] [--addr A,B]", "Makes a directory in a volume and commits.", stderr)
+	c, pos, closeFn, err := openFS(fs, addFSWriteFlags(fs), args, []int{1}, true)
 	if err != nil {
 		return err
 	}
@@ -565,8 +713,8 @@ func runFSMkdir(args []string, stdout, stderr io.Writer) error {
 }
 
 func runFSMv(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fs mv", "fs mv VOLUME:/path NEWPATH [--addr A,B]", "Renames a file or directory of a volume (NEWPATH is /path or VOLUME:/path in the same volume; a file there is replaced) and commits. The moved blocks stay where they are: the new entry points at them.", stderr)
-	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{2}, true)
+	fs := newFlags("fs mv", "fs mv VOLUME:/path NEWPATH [--key FILE] [--addr A,B]", "Renames a file or directory of a volume (NEWPATH is /path or VOLUME:/path in the same volume; a file there is replaced) and commits. The moved blocks stay where they are: the new entry points at them.", stderr)
+	c, pos, closeFn, err := openFS(fs, addFSWriteFlags(fs), args, []int{2}, true)
 	if err != nil {
 		return err
 	}
@@ -596,8 +744,8 @@ func runFSMv(args []string, stdout, stderr io.Writer) error {
 }
 
 func runFSRm(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fs rm", "fs rm VOLUME:/path [--addr A,B]", "Removes a file, symlink or empty directory of a volume and commits; its blocks are deleted.", stderr)
-	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{1}, true)
+	fs := newFlags("fs rm", "fs rm VOLUME:/path [--key FILE] [--addr A,B]", "Removes a file, symlink or empty directory of a volume and commits; its blocks are deleted.", stderr)
+	c, pos, closeFn, err := openFS(fs, addFSWriteFlags(fs), args, []int{1}, true)
 	if err != nil {
 		return err
 	}

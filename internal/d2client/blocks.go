@@ -3,6 +3,7 @@ package d2client
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -25,6 +26,10 @@ var (
 	ErrRange = errors.New("d2client: Latest serves prefix ranges only")
 	// ErrNoNode: no node of the list answered.
 	ErrNoNode = errors.New("d2client: no node answered")
+	// ErrNoKey: a delete, or a put that replaces, of a volume whose
+	// writer's private key this Blocks was not given (AddKey): the nodes
+	// would refuse it, so it is not sent.
+	ErrNoKey = errors.New("d2client: no private key for the volume: only its writer may replace or delete its blocks")
 
 	// errMismatch: a gateway returned bytes that do not match the hash
 	// asked (it checks too: a broken or lying one); another is asked.
@@ -83,6 +88,51 @@ type Blocks struct {
 	conns  map[string]*client.Client // pooled, one per address
 	good   int                       // index of the node that last answered
 	closed bool
+	keys   map[key.Volume]ed25519.PrivateKey
+}
+
+// GrantLife is how long the signature of one delete or replacing put is
+// good for: its expiry is this far ahead of the clock when it is made (a
+// node takes at most d2.MaxGrantAhead). A call that outlives it fails.
+const GrantLife = 5 * time.Minute
+
+// AddKey gives b the private key of a volume's writer: b signs the
+// deletes and replacing puts of that volume's keys with it (the nodes
+// refuse them unsigned). It returns the volume, whose ID the public key
+// derives (key.VolumeOfKey).
+func (b *Blocks) AddKey(priv ed25519.PrivateKey) key.Volume {
+	v := key.VolumeOfKey(priv.Public().(ed25519.PublicKey))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.keys == nil {
+		b.keys = map[key.Volume]ed25519.PrivateKey{}
+	}
+	b.keys[v] = priv
+	return v
+}
+
+// HasKey says whether b holds the private key of volume v.
+func (b *Blocks) HasKey(v key.Volume) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.keys[v]
+	return ok
+}
+
+// sign is the writer's consent to op on k (putting data, replacing the
+// block whose SHA-256 is prev), or ErrNoKey.
+func (b *Blocks) sign(op key.Op, k key.Key, data []byte, prev [32]byte) (wire.D2Auth, error) {
+	b.mu.Lock()
+	priv, ok := b.keys[k.Volume()]
+	b.mu.Unlock()
+	if !ok {
+		return wire.D2Auth{}, fmt.Errorf("%w %v", ErrNoKey, k.Volume())
+	}
+	g := key.Grant{Op: op, Key: k, Prev: prev, Expires: time.Now().Add(GrantLife).UnixNano()}
+	if op != key.OpDelete {
+		g.Sum = sha256.Sum256(data)
+	}
+	return wire.D2Auth{Pub: priv.Public().(ed25519.PublicKey), Expires: uint64(g.Expires), Sig: g.Sign(priv)}, nil
 }
 
 var _ d2fs.Blocks = (*Blocks)(nil)
@@ -310,9 +360,14 @@ func (b *Blocks) stored(m wire.Msg) error {
 	return nil
 }
 
-// Put implements d2fs.Blocks: it replaces what k held.
+// Put implements d2fs.Blocks: it replaces what k held, signed with the
+// volume's key (ErrNoKey without one).
 func (b *Blocks) Put(ctx context.Context, k key.Key, data []byte) error {
-	a := b.call(ctx, &wire.D2Put{Key: k.ID(), Data: data, Mode: wire.D2PutReplace}, b.stored)
+	auth, err := b.sign(key.OpReplace, k, data, [32]byte{})
+	if err != nil {
+		return err
+	}
+	a := b.call(ctx, &wire.D2Put{Key: k.ID(), Data: data, Mode: wire.D2PutReplace, Auth: auth}, b.stored)
 	if a.err != nil {
 		return blockErr(a.err, k)
 	}
@@ -326,11 +381,16 @@ func (b *Blocks) Put(ctx context.Context, k key.Key, data []byte) error {
 // A try that failed (a timeout says nothing of whether it reached the
 // owner) may still have stored data, and the retry then finds the key
 // changed: so a conflict is believed only once the key is seen to hold
-// other bytes than data.
+// other bytes than data. An if-hash put replaces, and is signed with the
+// volume's key (ErrNoKey without one); an if-absent one needs none.
 func (b *Blocks) PutIf(ctx context.Context, k key.Key, prev [32]byte, data []byte) error {
 	m := &wire.D2Put{Key: k.ID(), Data: data, Mode: wire.D2PutIfAbsent}
 	if prev != [32]byte{} {
-		m.Mode, m.Prev = wire.D2PutIfHash, prev[:]
+		auth, err := b.sign(key.OpIfHash, k, data, prev)
+		if err != nil {
+			return err
+		}
+		m.Mode, m.Prev, m.Auth = wire.D2PutIfHash, prev[:], auth
 	}
 	a := b.call(ctx, m, b.stored)
 	if a.err != nil {
@@ -369,9 +429,14 @@ func (b *Blocks) Get(ctx context.Context, k key.Key, sum [32]byte) ([]byte, erro
 	return blk.Data, nil
 }
 
-// Delete implements d2fs.Blocks.
+// Delete implements d2fs.Blocks, signed with the volume's key (ErrNoKey
+// without one).
 func (b *Blocks) Delete(ctx context.Context, k key.Key) error {
-	a := b.call(ctx, &wire.D2Delete{Key: k.ID()}, func(m wire.Msg) error {
+	auth, err := b.sign(key.OpDelete, k, nil, [32]byte{})
+	if err != nil {
+		return err
+	}
+	a := b.call(ctx, &wire.D2Delete{Key: k.ID(), Auth: auth}, func(m wire.Msg) error {
 		if _, ok := m.(*wire.D2Stored); !ok {
 			return fmt.Errorf("d2client: a delete answered with %T", m)
 		}

@@ -3,8 +3,10 @@ package d2client
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -102,7 +104,8 @@ func (f *fakeNode) conn(c net.Conn) {
 }
 
 // memNode answers like a whole D2 ring over a MemBlocks, put modes
-// included.
+// included, and refuses deletes and replacing puts without the volume
+// writer's valid signature, as a gateway does.
 type memNode struct {
 	mu sync.Mutex
 	m  map[key.Key][]byte
@@ -116,6 +119,9 @@ func (s *memNode) handle(m wire.Msg) (wire.Msg, error) {
 	switch m := m.(type) {
 	case *wire.D2Put:
 		k, _ := key.FromID(m.Key)
+		if err := s.check(m); err != nil {
+			return nil, err
+		}
 		old, ok := s.m[k]
 		sum := sha256.Sum256(old)
 		switch {
@@ -134,6 +140,9 @@ func (s *memNode) handle(m wire.Msg) (wire.Msg, error) {
 		return &wire.D2Block{Key: m.Key, Data: d, Found: true}, nil
 	case *wire.D2Delete:
 		k, _ := key.FromID(m.Key)
+		if err := s.check(m); err != nil {
+			return nil, err
+		}
 		delete(s.m, k)
 		return &wire.D2Stored{Copies: 3}, nil
 	case *wire.D2Latest:
@@ -165,8 +174,56 @@ func (s *memNode) handle(m wire.Msg) (wire.Msg, error) {
 	return nil, fault.ErrBadRequest
 }
 
+// errForbidden is memNode's refusal of an unsigned destructive request.
+var errForbidden = fmt.Errorf("%w: permission denied", fault.ErrBadRequest)
+
+// check refuses a delete or replacing put without a valid, unexpired
+// signature of its key's volume.
+func (s *memNode) check(m wire.Msg) error {
+	var g key.Grant
+	var a wire.D2Auth
+	switch m := m.(type) {
+	case *wire.D2Put:
+		g.Key, _ = key.FromID(m.Key)
+		g.Sum, a = sha256.Sum256(m.Data), m.Auth
+		switch m.Mode {
+		case wire.D2PutReplace:
+			g.Op = key.OpReplace
+		case wire.D2PutIfHash:
+			g.Op = key.OpIfHash
+			copy(g.Prev[:], m.Prev)
+		default:
+			return nil
+		}
+	case *wire.D2Delete:
+		g.Op, a = key.OpDelete, m.Auth
+		g.Key, _ = key.FromID(m.Key)
+	}
+	g.Expires = int64(a.Expires)
+	if time.Now().UnixNano() > g.Expires {
+		return fmt.Errorf("%w: expired", errForbidden)
+	}
+	if err := g.Verify(a.Pub, a.Sig); err != nil {
+		return fmt.Errorf("%w: %v", errForbidden, err)
+	}
+	return nil
+}
+
+// writerKey is the private key of test volume name's writer.
+func writerKey(name string) ed25519.PrivateKey {
+	seed := sha256.Sum256([]byte(name))
+	return ed25519.NewKeyFromSeed(seed[:])
+}
+
+// testVolumes are the volumes whose keys newBlocks holds.
+var testVolumes = []string{"v", "w", "f", "n", "p", "c", "h"}
+
+func testVolume(name string) key.Volume {
+	return key.VolumeOfKey(writerKey(name).Public().(ed25519.PublicKey))
+}
+
 func testKey(vol string, blk, ver uint32) key.Key {
-	return key.Root(key.VolumeOf(vol, nil)).WithBlock(blk, ver)
+	return key.Root(testVolume(vol)).WithBlock(blk, ver)
 }
 
 func newBlocks(t *testing.T, addrs ...string) *Blocks {
@@ -179,6 +236,9 @@ func newBlocks(t *testing.T, addrs ...string) *Blocks {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
+	for _, v := range testVolumes {
+		b.AddKey(writerKey(v))
+	}
 	return b
 }
 
@@ -417,5 +477,90 @@ func TestHolders(t *testing.T) {
 	})
 	if hs, err := newBlocks(t, bad.addr()).Holders(ctx, k, sha256.Sum256([]byte("held"))); err == nil {
 		t.Errorf("a state past the last: %+v, no error", hs)
+	}
+}
+
+// TestWriterKey: without the volume's key, a Blocks sends no delete and
+// no replacing put (ErrNoKey) and the block stays; a node refuses a
+// delete signed by another volume's key; a volume made and written
+// through a Blocks holding its key works end to end, and one holding no
+// key reads it.
+func TestWriterKey(t *testing.T) {
+	mem := newMemNode()
+	n := startFake(t, mem.handle)
+	ctx := context.Background()
+	writer := newBlocks(t, n.addr())
+	priv := writerKey("home")
+	vol := writer.AddKey(priv)
+	if vol != testVolume("home") || !writer.HasKey(vol) {
+		t.Fatalf("AddKey gave volume %v", vol)
+	}
+	pub := priv.Public().(ed25519.PublicKey)
+	if got, err := d2fs.Mkvol(ctx, writer, pub, time.Now()); err != nil || got != vol {
+		t.Fatalf("mkvol: %v, %v; want volume %v", got, err, vol)
+	}
+	f, err := d2fs.Open(ctx, writer, vol, false, d2fs.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := f.Create(ctx, f.Root(), "a", 0o644, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("signed "), 3000)
+	if _, err := f.WriteAt(ctx, file, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatalf("commit through the writer's key: %v", err)
+	}
+
+	cfg := DefaultConfig(n.addr())
+	reader, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	ro, err := d2fs.Open(ctx, reader, vol, true, d2fs.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ro.Walk(ctx, "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, len(data)+1)
+	if k, err := ro.ReadAt(ctx, got, buf, 0); err != nil || !bytes.Equal(buf[:k], data) {
+		t.Fatalf("read back without a key: %d bytes, %v", k, err)
+	}
+	refs, err := ro.BlockRefs(ctx, got)
+	if err != nil || len(refs) < 2 {
+		t.Fatalf("block refs: %v, %v", refs, err)
+	}
+	k := refs[len(refs)-1].Key
+	calls := n.count()
+	for name, err := range map[string]error{
+		"delete":  reader.Delete(ctx, k),
+		"put":     reader.Put(ctx, k, []byte("x")),
+		"if-hash": reader.PutIf(ctx, k, refs[len(refs)-1].Sum, []byte("x")),
+	} {
+		if !errors.Is(err, ErrNoKey) {
+			t.Errorf("%s without the key: %v, want ErrNoKey", name, err)
+		}
+	}
+	if n.count() != calls {
+		t.Errorf("%d requests sent without the key", n.count()-calls)
+	}
+	// Another volume's writer signs for its own volume only.
+	other := newBlocks(t, n.addr())
+	wrong := other.AddKey(writerKey("mallory"))
+	other.mu.Lock()
+	other.keys[vol] = other.keys[wrong]
+	other.mu.Unlock()
+	if err := other.Delete(ctx, k); !errors.Is(err, fault.ErrBadRequest) {
+		t.Errorf("a delete signed by another volume's key: %v, want a bad request", err)
+	}
+	if _, err := reader.Get(ctx, k, refs[len(refs)-1].Sum); err != nil {
+		t.Errorf("the block after the refused deletes: %v", err)
 	}
 }

@@ -21,6 +21,12 @@
 // with the prefix; a key below lo means none in the range. Any other range
 // is refused with ErrRange.
 //
+// Deletes and puts that replace (Put, and PutIf with a previous hash) are
+// signed with the private key of the key's volume's writer, given with
+// AddKey: D2's nodes refuse them otherwise (RELIABILITY E3), so without
+// the key they fail here with ErrNoKey and nothing is sent. Reading, and
+// the if-absent puts that create, need no key.
+//
 // Holders (D2Stat) names a key's r holders and which of them keep its
 // bytes, for triad fs stat: the client API's one view of the ring, as
 // D2's lookups, neighbour lists, fetches and key lists are node-to-node
@@ -28,7 +34,9 @@
 //
 //	b, err := d2client.New(d2client.Config{Addrs: []string{"10.0.0.1:4001", "10.0.0.2:4001"}})
 //	defer b.Close()
-//	vol, err := d2fs.Mkvol(ctx, b, "home", time.Now())
+//	pub, priv, err := ed25519.GenerateKey(nil) // kept by the volume's writer
+//	b.AddKey(priv)
+//	vol, err := d2fs.Mkvol(ctx, b, pub, time.Now())
 //	unmount, err := d2fs.Mount("/mnt/home", vol, b, false)
 //
 // Layer: front-end, outside node logic, beside internal/client: it blocks,

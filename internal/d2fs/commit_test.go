@@ -229,7 +229,7 @@ func TestDirtyLimit(t *testing.T) {
 	ctx := context.Background()
 	b := NewMemBlocks()
 	c := newClock()
-	vol, err := Mkvol(ctx, b, "v", c.Now())
+	vol, err := Mkvol(ctx, b, testPub(t), c.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

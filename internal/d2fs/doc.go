@@ -53,7 +53,7 @@
 //
 // Usage:
 //
-//	vol, err := d2fs.Mkvol(ctx, blocks, "home", time.Now())
+//	vol, err := d2fs.Mkvol(ctx, blocks, pub, time.Now()) // pub: the writer's ed25519 key
 //	unmount, err := d2fs.Mount("/mnt/home", vol, blocks, false)
 //	defer unmount()
 //

@@ -2,6 +2,7 @@ package d2fs
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
@@ -154,19 +155,20 @@ type Inode struct {
 	metaLen uint64            // bytes of the committed record, to delete its blob
 }
 
-// Mkvol creates a volume named name: a fresh volume ID and a first
-// commit holding an empty root directory.
-func Mkvol(ctx context.Context, b Blocks, name string, now time.Time) (key.Volume, error) {
-	var nonce [16]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return key.Volume{}, err
+// Mkvol creates the volume whose writer holds the private key of pub: its
+// ID derived from pub (key.VolumeOfKey; only that key's signatures may
+// replace or delete its blocks, when the store checks them, as D2's
+// nodes do) and a first commit holding an empty root directory.
+func Mkvol(ctx context.Context, b Blocks, pub ed25519.PublicKey, now time.Time) (key.Volume, error) {
+	if len(pub) != ed25519.PublicKeySize {
+		return key.Volume{}, fmt.Errorf("d2fs: mkvol: a public key of %d bytes", len(pub))
 	}
-	vol := key.VolumeOf(name, nonce[:])
+	vol := key.VolumeOfKey(pub)
 	sb := encodeSuper(&super{Gen: 1, NextIno: firstInode, Root: Entry{
 		Name: "/", Type: TypeDir, Mode: 0o755, Mtime: now.UnixNano(), Base: rootDir(vol),
 	}})
 	if err := b.PutIf(ctx, superKey(vol, 1), [32]byte{}, sb); err != nil {
-		return key.Volume{}, fmt.Errorf("d2fs: mkvol %s: %w", name, err)
+		return key.Volume{}, fmt.Errorf("d2fs: mkvol %v: %w", vol, err)
 	}
 	return vol, nil
 }

@@ -3,6 +3,7 @@ package d2fs
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"strings"
@@ -32,6 +33,16 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// testPub is a fresh volume public key (MemBlocks checks no signature).
+func testPub(t *testing.T) ed25519.PublicKey {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}
+
 func newClock() *clock { return &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
 
 func testConfig(c *clock) Config {
@@ -46,7 +57,7 @@ func newVolume(t *testing.T) (*FS, *MemBlocks, key.Volume, *clock) {
 	ctx := context.Background()
 	b := NewMemBlocks()
 	c := newClock()
-	vol, err := Mkvol(ctx, b, "test", c.Now())
+	vol, err := Mkvol(ctx, b, testPub(t), c.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

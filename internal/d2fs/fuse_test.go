@@ -41,7 +41,7 @@ func needFUSE(t *testing.T) {
 func mountNew(t *testing.T, b Blocks) (dir string, vol key.Volume, unmount func() error) {
 	t.Helper()
 	needFUSE(t)
-	vol, err := Mkvol(context.Background(), b, t.Name(), time.Now())
+	vol, err := Mkvol(context.Background(), b, testPub(t), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
