@@ -12,19 +12,25 @@ import (
 	"triad/internal/wire"
 )
 
-// Destructive requests (RELIABILITY E3). A client's delete, and its puts
-// that may replace a block (D2PutReplace, D2PutIfHash), carry the volume
-// writer's consent (wire.D2Auth): the public key the key's volume ID is
-// derived from (key.VolumeOfKey) and its signature of a d2key.Grant naming
-// the request, the key, the new bytes' SHA-256, the expected one and an
-// expiry. The gateway, the node the client asked, checks it before
-// anything is looked up or changed, and refuses the request otherwise
-// (ErrForbidden; Stats.Unauthorized), so a client without the volume's
-// private key removes nothing. It relays the put to the key's owner as a
-// D2Store, a node-to-node message a client cannot send, so the owner's
-// decision is reached only through that check. Creating puts (keep, if
-// absent) replace nothing and need no consent. The node-local API
-// (Node.Put, Node.Delete) is the host's own and is not checked.
+// Every write of a client is signed by the volume's writer (RELIABILITY
+// E3). A client's put, of any mode, and its delete carry the writer's
+// consent (wire.D2Auth): the public key the key's volume ID is derived
+// from (key.VolumeOfKey) and its signature of a d2key.Grant naming the
+// request's op (the put's mode, or delete), the key, the new bytes'
+// SHA-256, the expected one and an expiry. The gateway, the node the
+// client asked, checks it before anything is looked up or changed, and
+// refuses the request otherwise (ErrForbidden; Stats.Unauthorized), so a
+// client without the volume's private key writes nothing under the
+// volume: no block, no newer superblock, no lease. It relays the put to
+// the key's owner as a D2Store, a node-to-node message a client cannot
+// send, so the owner's decision is reached only through that check. The
+// node-local API (Node.Put, Node.Delete) is the host's own and is not
+// checked.
+//
+// The one exception is the name registry's volume (d2key.Registry),
+// which no key pair derives: its records are put if absent, unsigned,
+// and a put of another mode or a delete of a registry key is refused,
+// so a name, once taken, stays with its volume.
 //
 // Replay: the grant names one key and one content, so a captured signed
 // request can only do the same thing again to the same key until it
@@ -32,8 +38,9 @@ import (
 // bytes back. D2-FS writes each version of a block under a key of its
 // own, so putting the same bytes back changes nothing it reads.
 
-// ErrForbidden answers a destructive client request without a valid
-// consent of the key's volume writer: nothing was changed.
+// ErrForbidden answers a client's write without a valid consent of the
+// key's volume writer, or a registry write other than a put if absent:
+// nothing was changed.
 var ErrForbidden = fmt.Errorf("d2: %w: permission denied", fault.ErrBadRequest)
 
 // Bounds of a grant's expiry against this node's clock.
@@ -46,15 +53,21 @@ const (
 	GrantSkew = time.Minute
 )
 
-// authorize checks a destructive client request on k: op, with data
+// authorize checks a client's write on k: op, with data
 // (put) and prev (if-hash), against its consent a, at now.
 func authorize(op d2key.Op, k id.ID, data, prev []byte, a wire.D2Auth, now time.Time) error {
-	if a.IsZero() {
-		return fmt.Errorf("%w: a %s needs the signature of the key's volume", ErrForbidden, opName(op))
-	}
 	kk, err := d2key.FromID(k)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadKey, err)
+	}
+	if kk.Volume() == d2key.Registry() {
+		if op != d2key.OpIfAbsent {
+			return fmt.Errorf("%w: a %s of a registry record (registry records are put if absent only)", ErrForbidden, opName(op))
+		}
+		return nil
+	}
+	if a.IsZero() {
+		return fmt.Errorf("%w: a %s needs the signature of the key's volume", ErrForbidden, opName(op))
 	}
 	g := d2key.Grant{Op: op, Key: kk, Expires: int64(a.Expires)}
 	if op != d2key.OpDelete {
@@ -74,17 +87,27 @@ func authorize(op d2key.Op, k id.ID, data, prev []byte, a wire.D2Auth, now time.
 	return nil
 }
 
+// putOps is the grant op of each put mode.
+var putOps = [wire.D2PutModes]d2key.Op{
+	wire.D2PutKeep:     d2key.OpKeep,
+	wire.D2PutReplace:  d2key.OpReplace,
+	wire.D2PutIfAbsent: d2key.OpIfAbsent,
+	wire.D2PutIfHash:   d2key.OpIfHash,
+}
+
 // authorizeRequest checks a client's D2Put or D2Delete: nil for the
-// requests that need no consent.
+// requests that write nothing. A put of an unknown mode is left to
+// Validate, which refuses it.
 func (n *Node) authorizeRequest(env node.Env, m wire.Msg) error {
 	var err error
 	switch m := m.(type) {
 	case *wire.D2Put:
-		switch m.Mode {
-		case wire.D2PutReplace:
-			err = authorize(d2key.OpReplace, m.Key, m.Data, nil, m.Auth, env.Now())
-		case wire.D2PutIfHash:
-			err = authorize(d2key.OpIfHash, m.Key, m.Data, m.Prev, m.Auth, env.Now())
+		var prev []byte
+		if m.Mode == wire.D2PutIfHash {
+			prev = m.Prev
+		}
+		if m.Mode < wire.D2PutModes {
+			err = authorize(putOps[m.Mode], m.Key, m.Data, prev, m.Auth, env.Now())
 		}
 	case *wire.D2Delete:
 		err = authorize(d2key.OpDelete, m.Key, nil, nil, m.Auth, env.Now())
@@ -101,6 +124,10 @@ func opName(op d2key.Op) string {
 		return "delete"
 	case d2key.OpReplace:
 		return "put that replaces"
+	case d2key.OpKeep:
+		return "put"
+	case d2key.OpIfAbsent:
+		return "put if absent"
 	}
 	return "conditional replace"
 }

@@ -58,8 +58,7 @@ func (c *cluster) now() time.Time { return c.s.Epoch().Add(c.s.Now()) }
 // signature (none, another key's, another volume's key, expired, too
 // far ahead, signed for another key, for other bytes or another op) are
 // refused as bad requests, counted at the gateway, and every replica
-// still holds the bytes; the writer's signed ones take effect. Creating
-// puts need no signature.
+// still holds the bytes; the writer's signed ones take effect.
 func TestForgedDeletes(t *testing.T) {
 	c := newCluster(t, 31, 10, still(), skewed)
 	r := rand.New(rand.NewPCG(31, 31))
@@ -78,8 +77,8 @@ func TestForgedDeletes(t *testing.T) {
 		}
 		return s, nil
 	}
-	if s, err := send(&wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutIfAbsent}); err != nil || s.Copies != 3 {
-		t.Fatalf("an unsigned creating put: %+v, %v", s, err)
+	if s, err := send(&wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutIfAbsent, Auth: w.auth(key.OpIfAbsent, b.key, b.data, nil, c.now().Add(time.Minute))}); err != nil || s.Copies != 3 {
+		t.Fatalf("the writer's creating put: %+v, %v", s, err)
 	}
 	c.checkCopies(b.key, b.data)
 
@@ -155,4 +154,71 @@ func TestForgedDeletes(t *testing.T) {
 			t.Errorf("%s still holds the block the writer deleted", a)
 		}
 	}
+}
+
+// TestForgedCreates (RELIABILITY E3): creating puts (keep, if absent) of
+// a new key under a volume, unsigned or signed by another key, are
+// refused as bad requests and counted at the gateway, and no node stores
+// the key (a forged newer superblock or a squatted lease cannot land);
+// the writer's signed one lands. A registry key takes an unsigned put if
+// absent; a replace, a keep put or a delete of it is refused, and the
+// record stays.
+func TestForgedCreates(t *testing.T) {
+	c := newCluster(t, 32, 10, still(), skewed)
+	r := rand.New(rand.NewPCG(32, 32))
+	w, mallory := newWriter(r), newWriter(r)
+	b := randomBlock(r, w.in(skewed(r)))
+	gw := c.gateways(b.key, 2)
+	gateway := c.node(c.hosts[gw[1]])
+	send := func(m wire.Msg) (wire.Msg, error) { return c.send(gw[0], gw[1], m) }
+	soon := func() time.Time { return c.now().Add(5 * time.Minute) }
+	held := func(k id.ID) []string {
+		var at []string
+		for _, h := range c.hosts {
+			if _, err := c.engines[h.Addr].Stat(k); err == nil {
+				at = append(at, h.Addr)
+			}
+		}
+		return at
+	}
+	refuse := func(name string, m wire.Msg) {
+		t.Helper()
+		before := gateway.Stats.Unauthorized
+		if reply, err := send(m); code(err) != fault.CodeBadRequest {
+			t.Errorf("%s: %+v, %v; want a bad request", name, reply, err)
+		}
+		if gateway.Stats.Unauthorized != before+1 {
+			t.Errorf("%s: not counted", name)
+		}
+		c.s.RunFor(time.Minute)
+	}
+	refuse("keep, unsigned", &wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutKeep})
+	refuse("if-absent, unsigned", &wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutIfAbsent})
+	refuse("if-absent, another volume's key", &wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutIfAbsent,
+		Auth: mallory.auth(key.OpIfAbsent, b.key, b.data, nil, soon())})
+	refuse("keep, signed as if-absent", &wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutKeep,
+		Auth: w.auth(key.OpIfAbsent, b.key, b.data, nil, soon())})
+	if at := held(b.key); len(at) != 0 {
+		t.Fatalf("refused creating puts stored the key on %v", at)
+	}
+	if reply, err := send(&wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutKeep, Auth: w.auth(key.OpKeep, b.key, b.data, nil, soon())}); err != nil || reply.(*wire.D2Stored).Copies != 3 {
+		t.Fatalf("the writer's keep put: %+v, %v", reply, err)
+	}
+	c.checkCopies(b.key, b.data)
+
+	// The registry: an unsigned put if absent only.
+	rk := key.RegistryKey("home").ID()
+	rec, evil := []byte("home's record"), []byte("mallory's record")
+	before := gateway.Stats.Unauthorized
+	if reply, err := send(&wire.D2Put{Key: rk, Data: rec, Mode: wire.D2PutIfAbsent}); err != nil || reply.(*wire.D2Stored).Copies != 3 {
+		t.Fatalf("an unsigned registry put if absent: %+v, %v", reply, err)
+	}
+	if gateway.Stats.Unauthorized != before {
+		t.Error("the registry put was counted as unauthorized")
+	}
+	refuse("registry replace", &wire.D2Put{Key: rk, Data: evil, Mode: wire.D2PutReplace})
+	refuse("registry keep", &wire.D2Put{Key: rk, Data: evil, Mode: wire.D2PutKeep})
+	refuse("registry if-hash", &wire.D2Put{Key: rk, Data: evil, Mode: wire.D2PutIfHash, Prev: d2.Sum(rec)})
+	refuse("registry delete", &wire.D2Delete{Key: rk})
+	c.checkCopies(rk, rec)
 }

@@ -59,7 +59,7 @@ type Stats struct {
 	DeletesRepeated  uint64 // copies a replica still held of a key deleted here, dropped at sync
 
 	BadRequests      uint64 // messages refused by Validate
-	Unauthorized     uint64 // client deletes and replacing puts without the volume writer's valid signature: refused, nothing changed (auth.go)
+	Unauthorized     uint64 // client puts and deletes without the volume writer's valid signature, and registry writes other than put if absent: refused, nothing changed (auth.go)
 	RefusedPositions uint64 // positions claimed for another sender, refused
 	MovesDropped     uint64 // joins refused: their node moved within the probe interval
 	Busy             uint64 // requests refused: too many in flight

@@ -44,17 +44,19 @@
 // it reached, so that no sync brings the key back from a replica it
 // missed (tombs.go).
 //
-// Only a volume's writer removes (RELIABILITY E3; auth.go). A client's
-// delete, and its puts that may replace (replace, if hash), carry the
-// writer's ed25519 signature of the request (internal/d2/key's Grant; the
-// volume ID, a key's first 20 bytes, is derived from the public key), which
-// the gateway checks against its clock before anything is looked up or
-// changed: a request without a valid one is refused as a bad request
-// ("permission denied", ErrForbidden) and counted (Stats.Unauthorized). The
-// gateway relays puts to the owner as D2Store, a node-to-node message, so
-// no client reaches the owner's decision unchecked. A captured signed
-// request can only be replayed on its key, with its bytes, until it expires
-// (MaxGrantAhead at most).
+// Only a volume's writer writes (RELIABILITY E3; auth.go). A client's
+// puts, of every mode, and its deletes carry the writer's ed25519
+// signature of the request (internal/d2/key's Grant; the volume ID, a
+// key's first 20 bytes, is derived from the public key), which the gateway
+// checks against its clock before anything is looked up or changed: a
+// request without a valid one is refused as a bad request ("permission
+// denied", ErrForbidden) and counted (Stats.Unauthorized). The name
+// registry's volume (key.Registry), which no key pair derives, is the one
+// exception: its records are put if absent, unsigned, and never replaced
+// or deleted. The gateway relays puts to the owner as D2Store, a
+// node-to-node message, so no client reaches the owner's decision
+// unchecked. A captured signed request can only be replayed on its key,
+// with its bytes, until it expires (MaxGrantAhead at most).
 //
 // Lookup cache (§5). A gateway keeps the lookups it made: key range to
 // owner and successors, for 1.25 hours. A request in a cached range skips

@@ -374,13 +374,13 @@ func TestClientPutModes(t *testing.T) {
 		}
 		return s
 	}
-	if s := stored(&wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutIfAbsent}); s.Copies != 3 || s.Conflict {
+	soon := c.now().Add(5 * time.Minute)
+	if s := stored(&wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutIfAbsent, Auth: w.auth(key.OpIfAbsent, b.key, b.data, nil, soon)}); s.Copies != 3 || s.Conflict {
 		t.Errorf("IfAbsent on an absent key: %+v", s)
 	}
-	if s := stored(&wire.D2Put{Key: b.key, Data: v2, Mode: wire.D2PutIfAbsent}); !s.Conflict || s.Copies != 0 {
+	if s := stored(&wire.D2Put{Key: b.key, Data: v2, Mode: wire.D2PutIfAbsent, Auth: w.auth(key.OpIfAbsent, b.key, v2, nil, soon)}); !s.Conflict || s.Copies != 0 {
 		t.Errorf("IfAbsent on a held key: %+v", s)
 	}
-	soon := c.now().Add(5 * time.Minute)
 	if s := stored(&wire.D2Put{Key: b.key, Data: v2, Mode: wire.D2PutIfHash, Prev: d2.Sum(v2), Auth: w.auth(key.OpIfHash, b.key, v2, d2.Sum(v2), soon)}); !s.Conflict {
 		t.Errorf("IfHash with a wrong hash: %+v", s)
 	}

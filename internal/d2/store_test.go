@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"triad/internal/d2"
+	"triad/internal/d2/key"
 	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/node"
@@ -267,7 +268,8 @@ const KeyPrefix = d2.KeyBytes - 1
 func TestClientMessages(t *testing.T) {
 	c := newCluster(t, 5, 8, still(), skewed)
 	r := rand.New(rand.NewPCG(5, 5))
-	b := randomBlock(r, skewed(r))
+	w := newWriter(rand.New(rand.NewPCG(5, 6)))
+	b := randomBlock(r, w.in(skewed(r)))
 	client, server := c.node(c.hosts[1]), c.hosts[6]
 	var replies []wire.Msg
 	call := func(m wire.Msg) {
@@ -285,7 +287,7 @@ func TestClientMessages(t *testing.T) {
 		})
 		c.s.RunFor(10 * time.Second)
 	}
-	call(&wire.D2Put{Key: b.key, Data: b.data})
+	call(&wire.D2Put{Key: b.key, Data: b.data, Auth: w.auth(key.OpKeep, b.key, b.data, nil, c.now().Add(time.Minute))})
 	call(&wire.D2Get{Key: b.key, Hash: d2.Sum(b.data)})
 	call(&wire.D2Latest{Prefix: b.key.Bytes()[:4]})
 	call(&wire.D2Get{Key: id.Random(r, 20), Hash: d2.Sum(b.data)}) // a 20-byte key: bad request

@@ -192,13 +192,13 @@ type D2Put struct {
 	Mode D2PutMode
 	// Prev is the SHA-256 the key's current block must have (D2PutIfHash).
 	Prev []byte
-	// Auth is the volume writer's consent, needed by the modes that may
-	// replace a block (D2PutReplace, D2PutIfHash).
+	// Auth is the volume writer's consent, needed by every mode (only a
+	// registry key's D2PutIfAbsent goes without; see internal/d2/auth.go).
 	Auth D2Auth
 }
 
-// D2Auth is a volume writer's consent to one destructive request (a
-// delete, or a put that may replace): the volume's ed25519 public key
+// D2Auth is a volume writer's consent to one write (a put of any mode,
+// or a delete): the volume's ed25519 public key
 // (the key's first 20 bytes are derived from it), an expiry and the
 // signature of internal/d2/key's Grant over the request. A node that
 // takes such a request from a client refuses it, changing nothing,

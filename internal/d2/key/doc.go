@@ -22,8 +22,9 @@
 //
 // A volume's ID is derived from its writer's ed25519 public key
 // (VolumeOfKey); a Grant is the writer's signature that lets the nodes
-// replace or delete one key of the volume (grant.go), so that no one else
-// can (RELIABILITY E3).
+// put, replace or delete one key of the volume (grant.go), so that no one
+// else can (RELIABILITY E3). The name registry's volume (Registry) has no
+// writer: its records are put if absent, unsigned, and never changed.
 //
 // Layer: pure data (imports id and the standard library's crypto only).
 package key

@@ -10,10 +10,11 @@ import (
 
 // A volume's writer holds an ed25519 key pair; the volume ID is derived
 // from its public key (VolumeOfKey), so every key of the volume names
-// the one public key whose signature may replace or delete it, and a
-// node checks a destructive request against the key alone, with no
+// the one public key whose signature may write, replace or delete it,
+// and a node checks a client's write against the key alone, with no
 // registry to ask (RELIABILITY E3, after Usenet's Cancel-Lock: only the
-// owner's signed deletes take effect).
+// owner's signed deletes take effect). The one volume with no writer is
+// the name registry's (Registry).
 
 // VolumeOfKey is the volume ID of the volume whose writer holds the
 // private key of pub: SHA-256("triad-d2-volume-key\0" || pub), its first
@@ -28,19 +29,30 @@ func VolumeOfKey(pub ed25519.PublicKey) Volume {
 	return v
 }
 
-// Op is the destructive request a Grant allows.
+// Registry is the volume of the name registry (triad fs's records of
+// volume names): VolumeOf's derivation of a fixed name, which no public
+// key's VolumeOfKey gives (another domain), so the registry has no
+// writer. The nodes take a client's put of a registry key unsigned, if
+// absent only: a record, once put, is never replaced or deleted.
+func Registry() Volume { return VolumeOf("triad fs volume names", nil) }
+
+// RegistryKey is the key of name's record in the registry.
+func RegistryKey(name string) Key { return Child(Root(Registry()), Overflow, name, 0) }
+
+// Op is the write a Grant allows: one per put mode, and delete.
 type Op uint8
 
-// The ops. Creating puts (keep, if absent) need no grant: they replace
-// nothing.
+// The ops.
 const (
-	OpDelete  Op = 1 // delete the key
-	OpReplace Op = 2 // put whatever the key holds now
-	OpIfHash  Op = 3 // put if the key's block has the SHA-256 Prev
+	OpDelete   Op = 1 // delete the key
+	OpReplace  Op = 2 // put whatever the key holds now
+	OpIfHash   Op = 3 // put if the key's block has the SHA-256 Prev
+	OpKeep     Op = 4 // put unless the key holds other bytes
+	OpIfAbsent Op = 5 // put if the key holds nothing
 )
 
-// Grant is what a volume's writer signs to let the nodes replace or
-// delete one key of the volume, until Expires. It names the bytes to be
+// Grant is what a volume's writer signs to let the nodes write, replace
+// or delete one key of the volume, until Expires. It names the bytes to be
 // stored (Sum), so a grant captured on the way cannot store other bytes;
 // it can be replayed, on the same key with the same bytes, until it
 // expires.

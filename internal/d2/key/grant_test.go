@@ -66,3 +66,21 @@ func TestGrant(t *testing.T) {
 		t.Errorf("a short public key: %v, want ErrNotVolumeKey", err)
 	}
 }
+
+// TestRegistry: a registry key is in the registry's volume and depends on
+// the name; the registry is not a keyed volume's ID for a few keys (its
+// derivation's domain differs from VolumeOfKey's).
+func TestRegistry(t *testing.T) {
+	a, b := RegistryKey("home"), RegistryKey("work")
+	if a.Volume() != Registry() || b.Volume() != Registry() || a == b {
+		t.Fatalf("RegistryKey: %v, %v in %v", a, b, Registry())
+	}
+	if a != RegistryKey("home") {
+		t.Fatal("RegistryKey is not a function of the name")
+	}
+	for seed := range byte(8) {
+		if pub, _ := testKeyPair(t, seed); VolumeOfKey(pub) == Registry() {
+			t.Fatalf("key %d derives the registry", seed)
+		}
+	}
+}
