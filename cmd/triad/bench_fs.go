@@ -137,12 +137,12 @@ func hashTree(dir string) ([]fileSum, fsBenchResult, error) {
 func benchD2(b *d2client.Blocks, res *fsBenchResult, sums []fileSum, stderr io.Writer) error {
 	ctx := context.Background()
 	// A volume of its own, whose key lives only in this process.
-	pub, priv, err := ed25519.GenerateKey(nil)
+	_, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		return err
 	}
 	b.AddKey(priv)
-	vol, err := d2fs.Mkvol(ctx, b, pub, time.Now())
+	vol, err := d2fs.Mkvol(ctx, b, priv, time.Now())
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,9 @@ func benchD2(b *d2client.Blocks, res *fsBenchResult, sums []fileSum, stderr io.W
 	}
 	defer os.Remove(dir)
 	mount := func(ro bool) (func() error, error) {
-		f, err := d2fs.Open(ctx, b, vol, ro, d2fs.DefaultConfig())
+		cfg := d2fs.DefaultConfig()
+		cfg.Writer = priv
+		f, err := d2fs.Open(ctx, b, vol, ro, cfg)
 		if err != nil {
 			return nil, err
 		}

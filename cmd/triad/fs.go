@@ -60,8 +60,9 @@ put, mkdir, mv and rm take the volume's writer lease for the time of the
 command and commit before they return; while a writable mount holds the
 lease they fail: write through the mount.
 
-Only the holder of a volume's private key can change it: the nodes refuse a
-delete or a replacing put not signed with it. mkvol writes the key to --key
+Only the holder of a volume's private key can change it: the nodes refuse
+every put and delete of its blocks not signed with it, and a mount refuses a
+commit (superblock) not signed with it. mkvol writes the key to --key
 FILE, by default ` + "`$XDG_CONFIG_HOME/triad/volumes/NAME.key`" + ` (or
 ~/.config/...), mode 0600; mount (writable), put, mkdir, mv and rm read it
 from there or from --key. Copy it to the machines that write the volume.
@@ -144,15 +145,11 @@ func (f fsFlags) explain(err error) error {
 }
 
 // The volume registry: a name's record sits under a key derived from the
-// name in a volume of its own, put only if absent, so a name maps to one
-// volume ID for every machine.
-var registryVolume = key.VolumeOf("triad fs volume names", nil)
-
+// name in a volume of its own (key.RegistryKey), which has no writer:
+// the nodes take its records unsigned, put only if absent, and never
+// replace or delete them, so a name maps to one volume ID for every
+// machine, for good.
 const registryMagic = "triad-fs-volume 2\n"
-
-func nameKey(name string) key.Key {
-	return key.Child(key.Root(registryVolume), key.Overflow, name, 0)
-}
 
 // encodeName is the registry's record of name: the volume ID and the
 // writer's public key it is derived from.
@@ -193,7 +190,7 @@ func resolveVolume(ctx context.Context, b *d2client.Blocks, arg string) (key.Vol
 			return v, nil
 		}
 	}
-	k := nameKey(arg)
+	k := key.RegistryKey(arg)
 	_, data, err := b.Latest(ctx, k, k)
 	if errors.Is(err, d2fs.ErrNotFound) {
 		return key.Volume{}, fmt.Errorf("no volume named %q (make one with 'triad fs mkvol %s')", arg, arg)
@@ -211,7 +208,7 @@ derived from NAME, stored only if absent), so 'triad fs mount NAME' works
 from any machine. A name already taken is an error. Prints the volume ID.
 
 The volume ID is derived from a fresh ed25519 public key; its private key,
-which the nodes require to delete or replace the volume's blocks, is written
+which the nodes require for every write of the volume's blocks, is written
 to --key FILE (default $XDG_CONFIG_HOME/triad/volumes/NAME.key, or
 ~/.config/triad/volumes/NAME.key), mode 0600; an existing file is not
 overwritten. Where it went is printed on standard error.`
@@ -252,7 +249,7 @@ func runFSMkvol(args []string, stdout, stderr io.Writer) error {
 // new volume's one superblock, which it deletes, and the key file, which
 // it removes.
 func mkvol(ctx context.Context, b *d2client.Blocks, name, keyFile string) (key.Volume, error) {
-	k := nameKey(name)
+	k := key.RegistryKey(name)
 	if _, data, err := b.Latest(ctx, k, k); err == nil {
 		v, derr := decodeName(data, name)
 		return key.Volume{}, fmt.Errorf("volume name %q is taken (volume %s): %w", name, v, derr)
@@ -267,7 +264,7 @@ func mkvol(ctx context.Context, b *d2client.Blocks, name, keyFile string) (key.V
 		return key.Volume{}, err
 	}
 	b.AddKey(priv)
-	vol, err := d2fs.Mkvol(ctx, b, pub, time.Now())
+	vol, err := d2fs.Mkvol(ctx, b, priv, time.Now())
 	if err != nil {
 		return key.Volume{}, errors.Join(err, os.Remove(keyFile))
 	}
@@ -349,23 +346,23 @@ func readKeyFile(path string) (ed25519.PrivateKey, error) {
 // loadKey gives b the private key of volume vol (arg, as the user named
 // it) from --key or the default file; without one, an error that says
 // what to do.
-func (f fsFlags) loadKey(b *d2client.Blocks, arg string, vol key.Volume) error {
+func (f fsFlags) loadKey(b *d2client.Blocks, arg string, vol key.Volume) (ed25519.PrivateKey, error) {
 	path, err := keyPath(*f.key, arg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	priv, err := readKeyFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("this machine holds no key for volume %s: pass --key, or mount --ro (%s does not exist)", arg, path)
+		return nil, fmt.Errorf("this machine holds no key for volume %s: pass --key, or mount --ro (%s does not exist)", arg, path)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if got := key.VolumeOfKey(priv.Public().(ed25519.PublicKey)); got != vol {
-		return fmt.Errorf("the key in %s is volume %s's, not %s's (%s)", path, got, arg, vol)
+		return nil, fmt.Errorf("the key in %s is volume %s's, not %s's (%s)", path, got, arg, vol)
 	}
 	b.AddKey(priv)
-	return nil
+	return priv, nil
 }
 
 // signalContext is a context cancelled by SIGINT or SIGTERM, or after d.
@@ -414,12 +411,12 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return ff.explain(err)
 	}
+	cfg := d2fs.DefaultConfig()
 	if !*ro {
-		if err := ff.loadKey(b, pos[0], vol); err != nil {
+		if cfg.Writer, err = ff.loadKey(b, pos[0], vol); err != nil {
 			return err
 		}
 	}
-	cfg := d2fs.DefaultConfig()
 	cfg.WriteBack = *writeback
 	f, err := d2fs.Open(ctx, b, vol, *ro, cfg)
 	if err != nil {
@@ -496,11 +493,12 @@ func openFS(fs *flag.FlagSet, ff fsFlags, args []string, npos []int, write bool)
 	}
 	c = &fsCommand{ff: ff, b: b, ctx: ctx}
 	v, err := resolveVolume(ctx, b, vol)
+	cfg := d2fs.DefaultConfig()
 	if err == nil && write {
-		err = ff.loadKey(b, vol, v)
+		cfg.Writer, err = ff.loadKey(b, vol, v)
 	}
 	if err == nil {
-		c.f, err = d2fs.Open(ctx, b, v, !write, d2fs.DefaultConfig())
+		c.f, err = d2fs.Open(ctx, b, v, !write, cfg)
 		if errors.Is(err, d2fs.ErrNoVolume) {
 			err = fmt.Errorf("volume %s: %w (the registry names it, but its root is gone)", vol, err)
 		}

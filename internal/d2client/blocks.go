@@ -26,10 +26,10 @@ var (
 	ErrRange = errors.New("d2client: Latest serves prefix ranges only")
 	// ErrNoNode: no node of the list answered.
 	ErrNoNode = errors.New("d2client: no node answered")
-	// ErrNoKey: a delete, or a put that replaces, of a volume whose
-	// writer's private key this Blocks was not given (AddKey): the nodes
-	// would refuse it, so it is not sent.
-	ErrNoKey = errors.New("d2client: no private key for the volume: only its writer may replace or delete its blocks")
+	// ErrNoKey: a put or a delete of a volume whose writer's private key
+	// this Blocks was not given (AddKey), or a registry write other than
+	// a put if absent: the nodes would refuse it, so it is not sent.
+	ErrNoKey = errors.New("d2client: no private key for the volume: only its writer may write its blocks")
 
 	// errMismatch: a gateway returned bytes that do not match the hash
 	// asked (it checks too: a broken or lying one); another is asked.
@@ -91,14 +91,13 @@ type Blocks struct {
 	keys   map[key.Volume]ed25519.PrivateKey
 }
 
-// GrantLife is how long the signature of one delete or replacing put is
-// good for: its expiry is this far ahead of the clock when it is made (a
+// GrantLife is how long the signature of one put or delete is good for: its expiry is this far ahead of the clock when it is made (a
 // node takes at most d2.MaxGrantAhead). A call that outlives it fails.
 const GrantLife = 5 * time.Minute
 
-// AddKey gives b the private key of a volume's writer: b signs the
-// deletes and replacing puts of that volume's keys with it (the nodes
-// refuse them unsigned). It returns the volume, whose ID the public key
+// AddKey gives b the private key of a volume's writer: b signs the puts
+// and deletes of that volume's keys with it (the nodes refuse them
+// unsigned). It returns the volume, whose ID the public key
 // derives (key.VolumeOfKey).
 func (b *Blocks) AddKey(priv ed25519.PrivateKey) key.Volume {
 	v := key.VolumeOfKey(priv.Public().(ed25519.PublicKey))
@@ -120,8 +119,15 @@ func (b *Blocks) HasKey(v key.Volume) bool {
 }
 
 // sign is the writer's consent to op on k (putting data, replacing the
-// block whose SHA-256 is prev), or ErrNoKey.
+// block whose SHA-256 is prev), or ErrNoKey. A registry key's put if
+// absent goes unsigned (a zero D2Auth); no other write of it is allowed.
 func (b *Blocks) sign(op key.Op, k key.Key, data []byte, prev [32]byte) (wire.D2Auth, error) {
+	if k.Volume() == key.Registry() {
+		if op != key.OpIfAbsent {
+			return wire.D2Auth{}, fmt.Errorf("%w: registry records are put if absent only, never replaced or deleted (%v)", ErrNoKey, k)
+		}
+		return wire.D2Auth{}, nil
+	}
 	b.mu.Lock()
 	priv, ok := b.keys[k.Volume()]
 	b.mu.Unlock()
@@ -381,17 +387,19 @@ func (b *Blocks) Put(ctx context.Context, k key.Key, data []byte) error {
 // A try that failed (a timeout says nothing of whether it reached the
 // owner) may still have stored data, and the retry then finds the key
 // changed: so a conflict is believed only once the key is seen to hold
-// other bytes than data. An if-hash put replaces, and is signed with the
-// volume's key (ErrNoKey without one); an if-absent one needs none.
+// other bytes than data. It is signed with the volume's key (ErrNoKey
+// without one), except a registry key's put if absent.
 func (b *Blocks) PutIf(ctx context.Context, k key.Key, prev [32]byte, data []byte) error {
 	m := &wire.D2Put{Key: k.ID(), Data: data, Mode: wire.D2PutIfAbsent}
+	op := key.OpIfAbsent
 	if prev != [32]byte{} {
-		auth, err := b.sign(key.OpIfHash, k, data, prev)
-		if err != nil {
-			return err
-		}
-		m.Mode, m.Prev, m.Auth = wire.D2PutIfHash, prev[:], auth
+		m.Mode, m.Prev, op = wire.D2PutIfHash, prev[:], key.OpIfHash
 	}
+	auth, err := b.sign(op, k, data, prev)
+	if err != nil {
+		return err
+	}
+	m.Auth = auth
 	a := b.call(ctx, m, b.stored)
 	if a.err != nil {
 		return blockErr(a.err, k)

@@ -104,8 +104,9 @@ func (f *fakeNode) conn(c net.Conn) {
 }
 
 // memNode answers like a whole D2 ring over a MemBlocks, put modes
-// included, and refuses deletes and replacing puts without the volume
-// writer's valid signature, as a gateway does.
+// included, and refuses puts and deletes without the volume writer's
+// valid signature (a registry key: any write but an unsigned put if
+// absent), as a gateway does.
 type memNode struct {
 	mu sync.Mutex
 	m  map[key.Key][]byte
@@ -187,17 +188,25 @@ func (s *memNode) check(m wire.Msg) error {
 		g.Key, _ = key.FromID(m.Key)
 		g.Sum, a = sha256.Sum256(m.Data), m.Auth
 		switch m.Mode {
+		case wire.D2PutKeep:
+			g.Op = key.OpKeep
 		case wire.D2PutReplace:
 			g.Op = key.OpReplace
+		case wire.D2PutIfAbsent:
+			g.Op = key.OpIfAbsent
 		case wire.D2PutIfHash:
 			g.Op = key.OpIfHash
 			copy(g.Prev[:], m.Prev)
-		default:
-			return nil
 		}
 	case *wire.D2Delete:
 		g.Op, a = key.OpDelete, m.Auth
 		g.Key, _ = key.FromID(m.Key)
+	}
+	if g.Key.Volume() == key.Registry() {
+		if g.Op != key.OpIfAbsent {
+			return fmt.Errorf("%w: registry records are put if absent only", errForbidden)
+		}
+		return nil
 	}
 	g.Expires = int64(a.Expires)
 	if time.Now().UnixNano() > g.Expires {
@@ -480,8 +489,9 @@ func TestHolders(t *testing.T) {
 	}
 }
 
-// TestWriterKey: without the volume's key, a Blocks sends no delete and
-// no replacing put (ErrNoKey) and the block stays; a node refuses a
+// TestWriterKey: without the volume's key, a Blocks sends no put of any
+// mode and no delete (ErrNoKey) and the block stays; a registry key takes
+// a put if absent without a key, and no other write even with one; a node refuses a
 // delete signed by another volume's key; a volume made and written
 // through a Blocks holding its key works end to end, and one holding no
 // key reads it.
@@ -495,11 +505,12 @@ func TestWriterKey(t *testing.T) {
 	if vol != testVolume("home") || !writer.HasKey(vol) {
 		t.Fatalf("AddKey gave volume %v", vol)
 	}
-	pub := priv.Public().(ed25519.PublicKey)
-	if got, err := d2fs.Mkvol(ctx, writer, pub, time.Now()); err != nil || got != vol {
+	if got, err := d2fs.Mkvol(ctx, writer, priv, time.Now()); err != nil || got != vol {
 		t.Fatalf("mkvol: %v, %v; want volume %v", got, err, vol)
 	}
-	f, err := d2fs.Open(ctx, writer, vol, false, d2fs.DefaultConfig())
+	cfg := d2fs.DefaultConfig()
+	cfg.Writer = priv
+	f, err := d2fs.Open(ctx, writer, vol, false, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,8 +526,7 @@ func TestWriterKey(t *testing.T) {
 		t.Fatalf("commit through the writer's key: %v", err)
 	}
 
-	cfg := DefaultConfig(n.addr())
-	reader, err := New(cfg)
+	reader, err := New(DefaultConfig(n.addr()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,10 +549,15 @@ func TestWriterKey(t *testing.T) {
 	}
 	k := refs[len(refs)-1].Key
 	calls := n.count()
+	rk := key.RegistryKey("home")
 	for name, err := range map[string]error{
-		"delete":  reader.Delete(ctx, k),
-		"put":     reader.Put(ctx, k, []byte("x")),
-		"if-hash": reader.PutIf(ctx, k, refs[len(refs)-1].Sum, []byte("x")),
+		"delete":             reader.Delete(ctx, k),
+		"put":                reader.Put(ctx, k, []byte("x")),
+		"if-hash":            reader.PutIf(ctx, k, refs[len(refs)-1].Sum, []byte("x")),
+		"if-absent, new key": reader.PutIf(ctx, k.WithBlock(7, 7), [32]byte{}, []byte("x")),
+		"registry put":       writer.Put(ctx, rk, []byte("x")),
+		"registry delete":    writer.Delete(ctx, rk),
+		"registry if-hash":   writer.PutIf(ctx, rk, sha256.Sum256([]byte("x")), []byte("y")),
 	} {
 		if !errors.Is(err, ErrNoKey) {
 			t.Errorf("%s without the key: %v, want ErrNoKey", name, err)
@@ -550,6 +565,9 @@ func TestWriterKey(t *testing.T) {
 	}
 	if n.count() != calls {
 		t.Errorf("%d requests sent without the key", n.count()-calls)
+	}
+	if err := reader.PutIf(ctx, rk, [32]byte{}, []byte("home's record")); err != nil || n.count() != calls+1 {
+		t.Errorf("a registry put if absent without a key: %v, %d requests", err, n.count()-calls)
 	}
 	// Another volume's writer signs for its own volume only.
 	other := newBlocks(t, n.addr())

@@ -21,11 +21,12 @@
 // with the prefix; a key below lo means none in the range. Any other range
 // is refused with ErrRange.
 //
-// Deletes and puts that replace (Put, and PutIf with a previous hash) are
-// signed with the private key of the key's volume's writer, given with
-// AddKey: D2's nodes refuse them otherwise (RELIABILITY E3), so without
-// the key they fail here with ErrNoKey and nothing is sent. Reading, and
-// the if-absent puts that create, need no key.
+// Every put (Put, PutIf) and delete is signed with the private key of the
+// key's volume's writer, given with AddKey: D2's nodes refuse them
+// otherwise (RELIABILITY E3), so without the key they fail here with
+// ErrNoKey and nothing is sent. Reading needs no key. The name registry's
+// records (key.Registry) are the exception: PutIf with a zero prev puts
+// one unsigned, and any other write of a registry key is ErrNoKey.
 //
 // Holders (D2Stat) names a key's r holders and which of them keep its
 // bytes, for triad fs stat: the client API's one view of the ring, as
@@ -34,10 +35,10 @@
 //
 //	b, err := d2client.New(d2client.Config{Addrs: []string{"10.0.0.1:4001", "10.0.0.2:4001"}})
 //	defer b.Close()
-//	pub, priv, err := ed25519.GenerateKey(nil) // kept by the volume's writer
+//	_, priv, err := ed25519.GenerateKey(nil) // kept by the volume's writer
 //	b.AddKey(priv)
-//	vol, err := d2fs.Mkvol(ctx, b, pub, time.Now())
-//	unmount, err := d2fs.Mount("/mnt/home", vol, b, false)
+//	vol, err := d2fs.Mkvol(ctx, b, priv, time.Now())
+//	unmount, err := d2fs.Mount("/mnt/home", vol, b, priv) // nil: read-only
 //
 // Layer: front-end, outside node logic, beside internal/client: it blocks,
 // keeps time and its connections run goroutines.

@@ -55,8 +55,8 @@ type Blocks interface {
 
 	// Delete removes k; deleting a key that is absent is not an error.
 	// The file system deletes only blocks that no commit newer than
-	// Config.KeepOld points at. (Who may delete and replace is the
-	// store's policy: D2's nodes take them only signed by the volume's
+	// Config.KeepOld points at. (Who may write is the store's policy:
+	// D2's nodes take puts and deletes only signed by the volume's
 	// writer, whose key d2client holds.)
 	Delete(ctx context.Context, k key.Key) error
 

@@ -76,7 +76,9 @@ func (f *FS) commitLocked(ctx context.Context) error {
 	if err := f.putAll(ctx, p.puts); err != nil {
 		return err
 	}
-	sb := encodeSuper(&super{Gen: p.gen, NextIno: f.nextIno, Root: root})
+	s := &super{Gen: p.gen, NextIno: f.nextIno, Root: root}
+	signSuper(s, f.vol, f.cfg.Writer)
+	sb := encodeSuper(s)
 	if err := f.blocks.PutIf(ctx, superKey(f.vol, p.gen), [32]byte{}, sb); err != nil {
 		if errors.Is(err, ErrConflict) {
 			f.lease.lost = true

@@ -2,6 +2,7 @@ package d2fs
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"strings"
@@ -229,7 +230,7 @@ func TestDirtyLimit(t *testing.T) {
 	ctx := context.Background()
 	b := NewMemBlocks()
 	c := newClock()
-	vol, err := Mkvol(ctx, b, testPub(t), c.Now())
+	vol, err := Mkvol(ctx, b, testWriter(), c.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,5 +453,59 @@ func TestCommitCancelled(t *testing.T) {
 	b.FailPut = nil
 	if g := mustOpen(t, b, vol, true, c).Stats().Gen; g != 1 {
 		t.Fatalf("a cancelled commit stored superblock %d", g)
+	}
+}
+
+// TestForgedSuper: a superblock with a higher commit number that is not
+// the writer's (signed by another key, or carrying the writer's public
+// key with a bad signature), stored past the nodes' check, is refused:
+// a mount fails with ErrForged naming its key rather than show an older
+// commit, and a read-only mount's refresh fails and keeps its tree.
+func TestForgedSuper(t *testing.T) {
+	ctx := context.Background()
+	_, mallory, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		forge func(s *super, vol key.Volume)
+	}{
+		{"another key", func(s *super, vol key.Volume) { signSuper(s, vol, mallory) }},
+		{"bad signature", func(s *super, vol key.Volume) {
+			signSuper(s, vol, testWriter())
+			s.Sig[0] ^= 1
+		}},
+		{"signed for another commit", func(s *super, vol key.Volume) {
+			s.Gen--
+			signSuper(s, vol, testWriter())
+			s.Gen++
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, b, vol, c := newVolume(t)
+			writeFile(t, f, "real", []byte("the writer's"))
+			if err := f.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ro := mustOpen(t, b, vol, true, c)
+			want := tree(t, ro)
+			gen := ro.Stats().Gen + 1
+			s := &super{Gen: gen, NextIno: firstInode, Root: Entry{Name: "/", Type: TypeDir, Mode: 0o755, Base: rootDir(vol)}}
+			tc.forge(s, vol)
+			if err := b.Put(ctx, superKey(vol, gen), encodeSuper(s)); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(ctx, b, vol, true, testConfig(c))
+			if !errors.Is(err, ErrForged) || !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), superKey(vol, gen).String()) {
+				t.Fatalf("mount over a forged superblock: %v; want ErrForged naming %v", err, superKey(vol, gen))
+			}
+			if err := ro.Refresh(ctx); !errors.Is(err, ErrForged) {
+				t.Fatalf("refresh over a forged superblock: %v, want ErrForged", err)
+			}
+			if got := tree(t, ro); got != want || ro.Stats().Gen != gen-1 {
+				t.Fatalf("after a refused refresh the mount shows commit %d\n%s\nwant %d\n%s", ro.Stats().Gen, got, gen-1, want)
+			}
+		})
 	}
 }

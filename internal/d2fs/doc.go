@@ -15,8 +15,10 @@
 // Layout of a volume (inode 0 is the volume's own, 1 its root directory):
 //
 //	key.Root(vol) block 0 version g   superblock of commit g: the root
-//	                                   directory's entry, the next inode;
-//	                                   the newest is found with Latest
+//	                                   directory's entry, the next inode,
+//	                                   the writer's public key and
+//	                                   signature; the newest is found
+//	                                   with Latest
 //	key.Root(vol) block 1 version 0   the writer lease
 //	base block 0 version g            a record: a directory's entries or a
 //	                                   file's block pointers (blob, format.go)
@@ -33,6 +35,19 @@
 // a writer waits for a commit. One writer per volume (§3): a lease with a
 // conditional put (lease.go); read-only mounts need none, and follow the
 // writer's commits every Config.Refresh (5 s; refresh.go).
+//
+// Only the volume's writer commits. The volume ID derives from the
+// writer's ed25519 public key (key.VolumeOfKey); a writable mount needs
+// its private key (Config.Writer) and signs each superblock with it, over
+// the superblock's key and fields. A reader takes a superblock only if the
+// signature verifies against the public key it carries and that key
+// derives the volume ID; one that fails (ErrForged: stored by someone
+// without the key, which D2's nodes refuse anyway) is not skipped for an
+// older commit: the mount, or a reader's refresh, fails with an error
+// naming it, as an older tree shown silently would hide the tampering and
+// the writer's next commit would collide with it. The lease record is not
+// signed: only the writer reads it, and the nodes refuse a lease put
+// without the writer's signature.
 //
 // Check reads a whole commit back from the store and reports bad blocks
 // (for triad fs fsck); BlockKeys lists an inode's block keys, and
@@ -53,8 +68,8 @@
 //
 // Usage:
 //
-//	vol, err := d2fs.Mkvol(ctx, blocks, pub, time.Now()) // pub: the writer's ed25519 key
-//	unmount, err := d2fs.Mount("/mnt/home", vol, blocks, false)
+//	vol, err := d2fs.Mkvol(ctx, blocks, priv, time.Now()) // priv: the writer's ed25519 key
+//	unmount, err := d2fs.Mount("/mnt/home", vol, blocks, priv) // nil: read-only
 //	defer unmount()
 //
 // Layer: front-end, outside node logic: it blocks, keeps time and runs

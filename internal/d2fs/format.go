@@ -1,6 +1,8 @@
 package d2fs
 
 import (
+	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -35,13 +37,18 @@ var (
 	magicDir   = [4]byte{'d', '2', 'D', 1}
 	magicFile  = [4]byte{'d', '2', 'F', 1}
 	magicBlob  = [4]byte{'d', '2', 'B', 1}
-	magicSuper = [4]byte{'d', '2', 'S', 1}
+	magicSuper = [4]byte{'d', '2', 'S', 2}
 	magicLease = [4]byte{'d', '2', 'L', 1}
 )
 
 // ErrFormat reports a block that does not decode: a format error, not an
 // I/O one (the block matched its hash, so it was written this way).
 var ErrFormat = errors.New("d2fs: malformed block")
+
+// ErrForged reports a superblock that is not signed by the volume's
+// writer: someone without the writer's key stored it (which D2's nodes
+// refuse), so the mount is refused rather than shown an older commit.
+var ErrForged = errors.New("d2fs: superblock not signed by the volume's writer")
 
 // Type is what a directory entry names.
 type Type uint8
@@ -388,23 +395,56 @@ func blobKeys(base key.Key, p Ptr, n uint64) []key.Key {
 
 // super is a volume's superblock: one version per commit, at
 // superKey(vol, gen); the newest is the volume's state (§3: a new root
-// version makes a commit visible).
+// version makes a commit visible). It is signed by the volume's writer
+// (signSuper), and a reader takes it only if the signature verifies
+// against the public key it carries, the one the volume ID is derived
+// from: a block that D2's nodes should have refused (a put under the
+// volume without the writer's key) still cannot pass as a commit.
 type super struct {
 	Gen     uint32 // the commit's number, also its key's version
 	NextIno uint32 // the next inode number to hand out
 	Root    Entry  // the root directory (name "/", no slot)
+	Pub     []byte // the writer's ed25519 public key: key.VolumeOfKey(Pub) is the volume
+	Sig     []byte // Pub's signature of superMessage
 }
 
-func encodeSuper(s *super) []byte {
+// superDomain starts every signed superblock message, so a signature made
+// for anything else (a D2 grant) never verifies as one.
+const superDomain = "triad-d2fs-superblock 1\x00"
+
+// superBody is the superblock's fields before the signature.
+func superBody(s *super) []byte {
 	b := append([]byte{}, magicSuper[:]...)
 	b = binary.BigEndian.AppendUint32(b, s.Gen)
 	b = binary.BigEndian.AppendUint32(b, s.NextIno)
-	b = appendEntry(b, &s.Root)
+	return appendEntry(b, &s.Root)
+}
+
+// superMessage is what the writer signs: the domain, the superblock's own
+// key (the volume and the commit number, so it cannot be stored as
+// another commit or in another volume), then its fields.
+func superMessage(vol key.Volume, body []byte) []byte {
+	k := superKey(vol, binary.BigEndian.Uint32(body[len(magicSuper):]))
+	m := append([]byte(superDomain), k[:]...)
+	return append(m, body...)
+}
+
+// signSuper signs s with priv, the private key of vol's writer.
+func signSuper(s *super, vol key.Volume, priv ed25519.PrivateKey) {
+	s.Pub = priv.Public().(ed25519.PublicKey)
+	s.Sig = ed25519.Sign(priv, superMessage(vol, superBody(s)))
+}
+
+func encodeSuper(s *super) []byte {
+	b := superBody(s)
+	b = append(b, s.Pub...)
+	b = append(b, s.Sig...)
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...)
 }
 
-// decodeSuper reads a superblock of volume vol stored at version gen.
+// decodeSuper reads a superblock of volume vol stored at version gen and
+// checks its writer's signature (ErrForged).
 // Nothing points at a superblock, so it carries its own SHA-256.
 func decodeSuper(b []byte, vol key.Volume, gen uint32) (*super, error) {
 	if len(b) < 32 || sha256.Sum256(b[:len(b)-32]) != [32]byte(b[len(b)-32:]) {
@@ -412,9 +452,12 @@ func decodeSuper(b []byte, vol key.Volume, gen uint32) (*super, error) {
 	}
 	r := reader{b: b[:len(b)-32]}
 	if [4]byte(r.take(4)) != magicSuper {
-		return nil, fmt.Errorf("%w: not a superblock", ErrFormat)
+		return nil, fmt.Errorf("%w: not a superblock (or one of an older format)", ErrFormat)
 	}
 	s := &super{Gen: r.u32(), NextIno: r.u32(), Root: r.entry()}
+	bodyLen := len(b) - 32 - len(r.b)
+	s.Pub = bytes.Clone(r.take(ed25519.PublicKeySize))
+	s.Sig = bytes.Clone(r.take(ed25519.SignatureSize))
 	switch {
 	case r.err != nil:
 		return nil, r.err
@@ -427,6 +470,10 @@ func decodeSuper(b []byte, vol key.Volume, gen uint32) (*super, error) {
 		return nil, fmt.Errorf("%w: superblock %d has a bad root", ErrFormat, gen)
 	case s.NextIno < firstInode:
 		return nil, fmt.Errorf("%w: superblock %d has next inode %d", ErrFormat, gen, s.NextIno)
+	case key.VolumeOfKey(s.Pub) != vol:
+		return nil, fmt.Errorf("%w: superblock %d (%v) carries another volume's public key", ErrForged, gen, superKey(vol, gen))
+	case !ed25519.Verify(s.Pub, superMessage(vol, b[:bodyLen]), s.Sig):
+		return nil, fmt.Errorf("%w: superblock %d (%v) has a bad signature", ErrForged, gen, superKey(vol, gen))
 	}
 	return s, nil
 }

@@ -3,6 +3,7 @@ package d2fs
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
 	"testing"
@@ -119,8 +120,10 @@ func FuzzDecodeBlocks(f *testing.F) {
 	f.Add([]byte{}, uint8(0))
 	f.Add(encodeFile([]Ptr{{Version: 1}}), uint8(1))
 	f.Add(encodeLease(leaseRec{expiry: 5}), uint8(2))
-	vol := key.VolumeOf("fuzz", nil)
-	f.Add(encodeSuper(&super{Gen: 1, NextIno: 2, Root: Entry{Name: "/", Type: TypeDir, Base: rootDir(vol)}}), uint8(3))
+	vol := key.VolumeOfKey(testWriter().Public().(ed25519.PublicKey))
+	sb := &super{Gen: 1, NextIno: 2, Root: Entry{Name: "/", Type: TypeDir, Base: rootDir(vol)}}
+	signSuper(sb, vol, testWriter())
+	f.Add(encodeSuper(sb), uint8(3))
 	f.Fuzz(func(t *testing.T, b []byte, which uint8) {
 		switch which % 4 {
 		case 0:

@@ -59,6 +59,11 @@ type Config struct {
 	Refresh time.Duration
 	// Now is the clock; nil means time.Now. Tests pass a fake one.
 	Now func() time.Time
+	// Writer is the private key of the volume's writer, whose public key
+	// the volume ID derives from (key.VolumeOfKey): a writable mount
+	// signs each commit's superblock with it, and Open refuses a writable
+	// mount without it. A read-only mount needs none.
+	Writer ed25519.PrivateKey
 }
 
 // DefaultConfig is the configuration of §3.
@@ -155,18 +160,21 @@ type Inode struct {
 	metaLen uint64            // bytes of the committed record, to delete its blob
 }
 
-// Mkvol creates the volume whose writer holds the private key of pub: its
-// ID derived from pub (key.VolumeOfKey; only that key's signatures may
-// replace or delete its blocks, when the store checks them, as D2's
-// nodes do) and a first commit holding an empty root directory.
-func Mkvol(ctx context.Context, b Blocks, pub ed25519.PublicKey, now time.Time) (key.Volume, error) {
-	if len(pub) != ed25519.PublicKeySize {
-		return key.Volume{}, fmt.Errorf("d2fs: mkvol: a public key of %d bytes", len(pub))
+// Mkvol creates the volume whose writer holds priv: its ID derived from
+// priv's public key (key.VolumeOfKey; only that key's signatures may
+// write its blocks, when the store checks them, as D2's nodes do) and a
+// first commit holding an empty root directory, its superblock signed
+// with priv.
+func Mkvol(ctx context.Context, b Blocks, priv ed25519.PrivateKey, now time.Time) (key.Volume, error) {
+	if len(priv) != ed25519.PrivateKeySize {
+		return key.Volume{}, fmt.Errorf("d2fs: mkvol: a private key of %d bytes", len(priv))
 	}
-	vol := key.VolumeOfKey(pub)
-	sb := encodeSuper(&super{Gen: 1, NextIno: firstInode, Root: Entry{
+	vol := key.VolumeOfKey(priv.Public().(ed25519.PublicKey))
+	s := &super{Gen: 1, NextIno: firstInode, Root: Entry{
 		Name: "/", Type: TypeDir, Mode: 0o755, Mtime: now.UnixNano(), Base: rootDir(vol),
-	}})
+	}}
+	signSuper(s, vol, priv)
+	sb := encodeSuper(s)
 	if err := b.PutIf(ctx, superKey(vol, 1), [32]byte{}, sb); err != nil {
 		return key.Volume{}, fmt.Errorf("d2fs: mkvol %v: %w", vol, err)
 	}
@@ -185,6 +193,9 @@ func Open(ctx context.Context, b Blocks, vol key.Volume, ro bool, cfg Config) (*
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if !ro && (len(cfg.Writer) != ed25519.PrivateKeySize || key.VolumeOfKey(cfg.Writer.Public().(ed25519.PublicKey)) != vol) {
+		return nil, fmt.Errorf("%w: a writable mount of volume %v needs its writer's private key (Config.Writer)", errInvalid, vol)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -217,7 +228,10 @@ func (f *FS) loadNewest(ctx context.Context) error {
 	return nil
 }
 
-// newestSuper reads the newest superblock that decodes.
+// newestSuper reads the newest superblock that decodes. One that is not
+// the writer's (ErrForged) ends the search with an error naming it: an
+// older commit in its place would hide that the volume was tampered with,
+// and the writer's next commit would collide with it anyway.
 func (f *FS) newestSuper(ctx context.Context) (*super, error) {
 	lo, hi := superKey(f.vol, 1), superKey(f.vol, ^uint32(0))
 	var firstErr error
@@ -236,8 +250,11 @@ func (f *FS) newestSuper(ctx context.Context) (*super, error) {
 		if err == nil {
 			return s, nil
 		}
-		firstErr = cmpOr(firstErr, err)
 		f.stats.BadBlocks++
+		if errors.Is(err, ErrForged) {
+			return nil, fmt.Errorf("%w: volume %v: %w; refusing to show an older commit", errIO, f.vol, err)
+		}
+		firstErr = cmpOr(firstErr, err)
 		if k.Version() <= 1 {
 			break
 		}

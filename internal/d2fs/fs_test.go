@@ -33,14 +33,11 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// testPub is a fresh volume public key (MemBlocks checks no signature).
-func testPub(t *testing.T) ed25519.PublicKey {
-	t.Helper()
-	pub, _, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pub
+// testWriter is the private key of the tests' volumes' writer: each test
+// volume is alone on its MemBlocks (which checks no signature; the
+// superblocks carry one, which the file system checks).
+func testWriter() ed25519.PrivateKey {
+	return ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 }
 
 func newClock() *clock { return &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
@@ -48,6 +45,7 @@ func newClock() *clock { return &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, ti
 func testConfig(c *clock) Config {
 	cfg := DefaultConfig()
 	cfg.Now = c.Now
+	cfg.Writer = testWriter()
 	return cfg
 }
 
@@ -57,7 +55,7 @@ func newVolume(t *testing.T) (*FS, *MemBlocks, key.Volume, *clock) {
 	ctx := context.Background()
 	b := NewMemBlocks()
 	c := newClock()
-	vol, err := Mkvol(ctx, b, testPub(t), c.Now())
+	vol, err := Mkvol(ctx, b, testWriter(), c.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package d2fs
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"log/slog"
 	"os"
@@ -333,10 +334,13 @@ func (x *node) Allocate(ctx context.Context, f fs.FileHandle, off uint64, size u
 	return syscall.ENOTSUP
 }
 
-// Mount opens volume vol of b (read-only if ro) with DefaultConfig and
-// mounts it on dir; see MountFS.
-func Mount(dir string, vol key.Volume, b Blocks, ro bool) (unmount func() error, err error) {
-	f, err := Open(context.Background(), b, vol, ro, DefaultConfig())
+// Mount opens volume vol of b with DefaultConfig, writable with writer
+// (the volume's private key, Config.Writer) or read-only when it is nil,
+// and mounts it on dir; see MountFS.
+func Mount(dir string, vol key.Volume, b Blocks, writer ed25519.PrivateKey) (unmount func() error, err error) {
+	cfg := DefaultConfig()
+	cfg.Writer = writer
+	f, err := Open(context.Background(), b, vol, writer == nil, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package d2fs
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"os"
@@ -41,12 +42,12 @@ func needFUSE(t *testing.T) {
 func mountNew(t *testing.T, b Blocks) (dir string, vol key.Volume, unmount func() error) {
 	t.Helper()
 	needFUSE(t)
-	vol, err := Mkvol(context.Background(), b, testPub(t), time.Now())
+	vol, err := Mkvol(context.Background(), b, testWriter(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir = t.TempDir()
-	unmount, err = Mount(dir, vol, b, false)
+	unmount, err = Mount(dir, vol, b, testWriter())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,9 +165,9 @@ func TestFUSECopyTree(t *testing.T) {
 	if err := unmount(); err != nil {
 		t.Fatal(err)
 	}
-	for _, ro := range []bool{true, false} {
+	for _, writer := range []ed25519.PrivateKey{nil, testWriter()} {
 		again := t.TempDir()
-		unmount, err := Mount(again, vol, b, ro)
+		unmount, err := Mount(again, vol, b, writer)
 		if err != nil {
 			t.Fatal(err)
 		}
