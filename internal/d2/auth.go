@@ -53,8 +53,8 @@ const (
 	GrantSkew = time.Minute
 )
 
-// authorize checks a client's write on k: op, with data
-// (put) and prev (if-hash), against its consent a, at now.
+// authorize checks a client's write on k: op, with data (put) and prev
+// (if-hash), against its consent a, at now.
 func authorize(op d2key.Op, k id.ID, data, prev []byte, a wire.D2Auth, now time.Time) error {
 	kk, err := d2key.FromID(k)
 	if err != nil {
@@ -87,12 +87,19 @@ func authorize(op d2key.Op, k id.ID, data, prev []byte, a wire.D2Auth, now time.
 	return nil
 }
 
-// putOps is the grant op of each put mode.
-var putOps = [wire.D2PutModes]d2key.Op{
-	wire.D2PutKeep:     d2key.OpKeep,
-	wire.D2PutReplace:  d2key.OpReplace,
-	wire.D2PutIfAbsent: d2key.OpIfAbsent,
-	wire.D2PutIfHash:   d2key.OpIfHash,
+// putOp is the grant op of a put mode, false for an unknown mode.
+func putOp(m wire.D2PutMode) (d2key.Op, bool) {
+	switch m {
+	case wire.D2PutKeep:
+		return d2key.OpKeep, true
+	case wire.D2PutReplace:
+		return d2key.OpReplace, true
+	case wire.D2PutIfAbsent:
+		return d2key.OpIfAbsent, true
+	case wire.D2PutIfHash:
+		return d2key.OpIfHash, true
+	}
+	return 0, false
 }
 
 // authorizeRequest checks a client's D2Put or D2Delete: nil for the
@@ -106,8 +113,8 @@ func (n *Node) authorizeRequest(env node.Env, m wire.Msg) error {
 		if m.Mode == wire.D2PutIfHash {
 			prev = m.Prev
 		}
-		if m.Mode < wire.D2PutModes {
-			err = authorize(putOps[m.Mode], m.Key, m.Data, prev, m.Auth, env.Now())
+		if op, ok := putOp(m.Mode); ok {
+			err = authorize(op, m.Key, m.Data, prev, m.Auth, env.Now())
 		}
 	case *wire.D2Delete:
 		err = authorize(d2key.OpDelete, m.Key, nil, nil, m.Auth, env.Now())
