@@ -357,9 +357,23 @@ func (n *Node) findSucc(k id.ID) *wire.D2Next {
 	case n.owns(k):
 		return &wire.D2Next{Done: true, Owner: n.Me(), Lo: n.rangeLo(), Succs: slices.Clone(n.succs)}
 	case n.joined && len(n.succs) > 0 && k.In(n.pos, n.succs[0].Pos):
-		return &wire.D2Next{Done: true, Owner: n.succs[0], Lo: n.pos, Succs: slices.Clone(n.succs[1:])}
+		return &wire.D2Next{Done: true, Owner: n.succs[0], Lo: n.pos, Succs: n.succsOf()}
 	}
 	return &wire.D2Next{Next: n.closestPreceding(k)}
+}
+
+// succsOf is the successors of this node's successor as far as this node
+// knows them: its own list after the first and, when that list is not
+// full (the ring has fewer nodes than the list's length, so it wraps back
+// here), this node itself. Without it, on a ring of r nodes or fewer the
+// key's holders named in a lookup's answer missed the replica that
+// answered it.
+func (n *Node) succsOf() []wire.D2Ref {
+	out := slices.Clone(n.succs[1:])
+	if len(n.succs) < n.cfg.succsLen() {
+		out = append(out, n.Me())
+	}
+	return out
 }
 
 // closestPreceding is the known node nearest before k (from here,

@@ -19,12 +19,16 @@ import (
 // D2 engine: a block put through one host is read back through another,
 // and it sits in D2's engines, not the hosts' own.
 func TestHostsRunD2(t *testing.T) {
-	const n = 6
+	// As many hosts as replicas: every host holds every block, and the
+	// ring wraps inside each successor list (triad up runs 3).
+	const n = 3
 	s := sim.New(sim.Config{Seed: 3, DecodeMessages: true}, sim.NewTopology(n, 3))
 	var hosts []*sim.Host
 	for i := 0; i < n; i++ {
 		o := deploy.DefaultOptions()
+		o.Vnodes = 2
 		c := d2.DefaultConfig()
+		c.Stabilize, c.FixLinks = 5*time.Second, 5*time.Second
 		o.D2 = &c
 		boot := node.Addr("")
 		if i > 0 {
@@ -48,7 +52,40 @@ func TestHostsRunD2(t *testing.T) {
 			break
 		}
 	}
-	s.RunFor(5 * time.Minute) // successor lists fill up
+	s.RunFor(20 * time.Second) // successor lists fill up
+
+	// Whichever host owns a key, its block lands on all three.
+	r := rand.New(rand.NewPCG(2, 2))
+	for i := 0; i < 12; i++ {
+		k := id.Random(r, d2.KeyBytes)
+		gw := hosts[i%n]
+		copies, done := 0, false
+		s.Do(gw, func(env node.Env) {
+			deploy.Of(gw).D2.Put(env, k, []byte{byte(i)}, wire.D2PutReplace, nil, func(_ node.Env, c int, err error) { copies, done = c, err == nil })
+		})
+		s.RunFor(10 * time.Second)
+		if !done || copies != n {
+			t.Errorf("key %d through %s: done %v, %d copies, want %d", i, gw.Addr, done, copies, n)
+		}
+		// Asked through another host, the key's holders by placement are
+		// all three too (gets, deletes and stat go to these).
+		other := hosts[(i+1)%n]
+		sum := sha256.Sum256([]byte{byte(i)})
+		var holding []string
+		s.Do(other, func(env node.Env) {
+			deploy.Of(other).D2.Stat(env, k, sum[:], func(_ node.Env, hs []wire.D2Holder, err error) {
+				for _, h := range hs {
+					if h.State == wire.D2HolderOK {
+						holding = append(holding, string(h.Node.Node.Addr))
+					}
+				}
+			})
+		})
+		s.RunFor(10 * time.Second)
+		if len(holding) != n {
+			t.Errorf("key %d asked through %s: holders %v, want all %d hosts", i, other.Addr, holding, n)
+		}
+	}
 
 	data := []byte("a block of a triad fs volume")
 	k := id.Random(rand.New(rand.NewPCG(1, 1)), d2.KeyBytes)

@@ -155,6 +155,8 @@ func (d *Deployment) startNodes(context.Context) error {
 		// Evenly spaced IDs, not derived ones: the nodes of one operator on
 		// one machine, where balance matters more than placement checks.
 		o.IDs, o.DeriveIDs = spacedIDs(i, total, d.o.Vnodes), false
+		// D2 too, so that triad fs volumes can be tried on the local ring.
+		o.D2 = true
 		if d.ca != nil {
 			var err error
 			if o.Bundle, err = d.ca.bundle(pki.Identity{Name: fmt.Sprintf("node%d-%s", i, o.Listen), Site: "node", Addr: o.Listen, Vnodes: d.o.Vnodes}); err != nil {
