@@ -7,23 +7,21 @@ import (
 
 	"triad/internal/d2/workload"
 	"triad/internal/exp"
+	"triad/internal/figure"
 )
 
 func runSimD2(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim d2", "sim d2 --seed S [--experiment locality|avail|balance|perf|all] [--tree DIR | --manifest FILE] [--trace FILE] [--quick] [--check] [--json]  |  sim d2 --tree DIR --write-manifest FILE", exp.D2Help, stderr)
+	fs := newFlags("sim d2", "sim d2 --seed S [--experiment locality|avail|balance|perf|all] [--tree DIR | --manifest FILE] [--trace FILE] [--quick] [--check] [--json] [--plot FILE]  |  sim d2 --tree DIR --write-manifest FILE", exp.D2Help, stderr)
 	cfg := exp.DefaultD2Config()
 	cfg.RegisterFlags(fs)
 	check := fs.Bool("check", false, "exit non-zero if a threshold of issue 30 fails (the failures are printed)")
 	writeManifest := fs.String("write-manifest", "", "write the manifest of --tree to this `file` (gzipped) and stop")
-	sf := addSimFlags(fs, "end with one JSON line of every figure", "not drawn yet", true)
+	sf := addSimFlags(fs, "end with one JSON line of every figure", "draw the paper's figures of the experiments that ran (Figs. 2, 6, 7-9, 11, Table 2) to this `file` (.png, .svg or .pdf)", true)
 	stopProfile, err := sf.parse(fs, args, &cfg)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	if *sf.plotTo != "" {
-		return usageErr(fs, "--plot: sim d2 draws no figure yet")
-	}
 	if *writeManifest != "" {
 		return writeD2Manifest(cfg.Tree, *writeManifest, stdout)
 	}
@@ -35,6 +33,9 @@ func runSimD2(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res.WriteText(stdout)
+	if err := sf.plot(stdout, func(path string) error { return figure.D2(res, path) }); err != nil {
+		return err
+	}
 	if err := sf.json(stdout, res); err != nil {
 		return err
 	}

@@ -121,8 +121,12 @@ type D2Result struct {
 	GroupsPerTask     map[string][]float64 `json:"replica_groups_per_task_by_inter,omitempty"`
 	ReplicaGroups     map[string]float64   `json:"replica_groups_per_task,omitempty"` // placement: worst inter's mean
 
-	Imbalance        map[string]float64 `json:"imbalance,omitempty"` // d2, block, file, block+balancing
-	MaxMinPrimaryP95 float64            `json:"max_min_primary_p95"`
+	Imbalance map[string]float64 `json:"imbalance,omitempty"` // d2, block, file, block+balancing
+	// ImbalanceHourly is Fig. 11's series behind Imbalance: each hour's
+	// imbalance after warm-up, the mean over the trials, for --plot; it
+	// stays out of the JSON line.
+	ImbalanceHourly  map[string][]float64 `json:"-"`
+	MaxMinPrimaryP95 float64              `json:"max_min_primary_p95"`
 	// LBBytes and LBBytesNoPointers are d2's bytes migrated over the whole
 	// run, warm-up included (where most moves are), with and without
 	// block pointers; LBOverWritten is after warm-up only: migrated over

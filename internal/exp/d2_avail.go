@@ -169,9 +169,10 @@ func (r *D2Result) noteOverhead(name string, s d2SimResult) {
 
 // noteBalance sums the hourly samples of every trial up and checks them.
 func (r *D2Result) noteBalance(sums map[string]*d2SimResult) {
-	r.Imbalance = map[string]float64{}
+	r.Imbalance, r.ImbalanceHourly = map[string]float64{}, map[string][]float64{}
 	for _, run := range append(slices.Clone(d2AvailRuns), d2MercRun) {
 		r.Imbalance[run.name] = mean(sums[run.name].Hourly)
+		r.ImbalanceHourly[run.name] = hourlyMean(sums[run.name].Hourly, r.Trials)
 	}
 	r.MaxMinPrimaryP95 = finite(percentile(sums["d2"].Ratios, 0.95))
 	d2, block, merc := r.Imbalance["d2"], r.Imbalance["block"], r.Imbalance["block+balancing"]

@@ -66,7 +66,9 @@ fill the hosts to the paper's load (83 GB over 247 hosts, 336 MB each).
 --quick runs 200 hosts, 16 users, 2 days after warm-up and 2 trials (and 60
 users for locality; perf at 200 nodes only, 12 users instead of 24). Each threshold of issue 30 is printed with ok or FAIL;
 --check exits non-zero when one fails; --json ends with one JSON line of
-every figure.`
+every figure; --plot FILE draws the figures of the experiments that ran
+(Figs. 2, 6, 7-9, 11 and Table 2) into one file, PNG, SVG or PDF by its
+extension.`
 
 // WriteText prints the run for people.
 func (r D2Result) WriteText(w io.Writer) {
