@@ -37,7 +37,7 @@ func TestPlotPathCheckedBeforeTheRun(t *testing.T) {
 		{filepath.Join(dir, "f.bmpx"), "not a format"},
 		{filepath.Join(dir, "f"), "no extension"},
 	} {
-		for _, sim := range []string{"ring", "dhash", "passingtone", "congestion", "tapestry"} {
+		for _, sim := range []string{"ring", "dhash", "passingtone", "congestion", "tapestry", "d2"} {
 			var out, errb bytes.Buffer
 			rc := run([]string{"sim", sim, "-q", "--plot", tc.path}, &out, &errb)
 			if rc != 2 || !strings.Contains(errb.String(), "--plot") || !strings.Contains(errb.String(), tc.want) {
