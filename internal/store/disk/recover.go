@@ -106,6 +106,9 @@ func (d *Disk) recover() error {
 				return err
 			}
 		}
+		if err := committedTombs(tx, replay); err != nil {
+			return err
+		}
 		dead, err := applyEntries(tx, d.resolve(replay))
 		if err != nil {
 			return err
@@ -288,6 +291,28 @@ func (r *replayed) add(e entry) entry {
 		return old
 	}
 	return e
+}
+
+// committedTombs adds to each replayed key the tombstone the index keeps
+// for it, which replay may not have met: its record sits before a
+// segment's watermark. resolve needs it to choose between objects of two
+// kinds: a segment whose unlink a crash undid (compaction's crash window)
+// brings back a record of a deleted object, which must not win over the
+// object put after the delete.
+func committedTombs(tx *bolt.Tx, replay map[id.ID]*replayed) error {
+	tombs := tx.Bucket(bDead)
+	for key, r := range replay {
+		v := tombs.Get(key.Bytes())
+		if v == nil {
+			continue
+		}
+		t, err := decodeTomb(v)
+		if err != nil {
+			return err
+		}
+		r.tomb = r.tomb.later(t)
+	}
+	return nil
 }
 
 // resolve turns what recovery read into pending entries: each key's
