@@ -148,19 +148,32 @@ func (f fsFlags) explain(err error) error {
 // name in a volume of its own (key.RegistryKey), which has no writer:
 // the nodes take its records unsigned, put only if absent, and never
 // replace or delete them, so a name maps to one volume ID for every
-// machine, for good.
-const registryMagic = "triad-fs-volume 2\n"
+// machine, for good. A record is key.SignName's: the name, the volume ID,
+// the writer's public key and its signature, which the nodes verify
+// before they store it.
 
-// encodeName is the registry's record of name: the volume ID and the
-// writer's public key it is derived from.
-func encodeName(name string, vol key.Volume, pub ed25519.PublicKey) []byte {
-	return []byte(registryMagic + name + "\n" + vol.String() + "\n" + hex.EncodeToString(pub) + "\n")
+// legacyRegistryMagic starts the records mkvol wrote before they were
+// signed; they are still read.
+const legacyRegistryMagic = "triad-fs-volume 2\n"
+
+// decodeName reads the registry's record of name.
+func decodeName(b []byte, name string) (key.Volume, error) {
+	if bytes.HasPrefix(b, []byte(legacyRegistryMagic)) {
+		return decodeLegacyName(b, name)
+	}
+	rec, err := key.ParseName(b)
+	switch {
+	case err != nil:
+		return key.Volume{}, fmt.Errorf("the registry's record of %q: %w", name, err)
+	case rec.Name != name:
+		return key.Volume{}, fmt.Errorf("the registry's record of %q names %q", name, rec.Name)
+	}
+	return rec.Volume, nil
 }
 
-func decodeName(b []byte, name string) (key.Volume, error) {
-	rest, ok := bytes.CutPrefix(b, []byte(registryMagic))
-	lines := strings.Split(string(rest), "\n")
-	if !ok || len(lines) != 4 || lines[0] != name {
+func decodeLegacyName(b []byte, name string) (key.Volume, error) {
+	lines := strings.Split(string(b[len(legacyRegistryMagic):]), "\n")
+	if len(lines) != 4 || lines[0] != name {
 		return key.Volume{}, fmt.Errorf("the registry's record of %q is malformed", name)
 	}
 	v, err := parseVolumeID(lines[1])
@@ -220,8 +233,11 @@ func runFSMkvol(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || pos[0] == "" || strings.ContainsAny(pos[0], ":/\n") || len(pos[0]) > d2fs.MaxNameBytes {
-		return usageErr(fs, "want one NAME, without ':', '/' or a newline, at most %d bytes", d2fs.MaxNameBytes)
+	if len(pos) != 1 {
+		return usageErr(fs, "want one NAME")
+	}
+	if key.CheckName(pos[0]) != nil {
+		return usageErr(fs, "want one NAME, without ':', '/' or a newline, at most %d bytes", key.MaxNameBytes)
 	}
 	name := pos[0]
 	ctx, cancel := signalContext(fsTimeout)
@@ -256,7 +272,7 @@ func mkvol(ctx context.Context, b *d2client.Blocks, name, keyFile string) (key.V
 	} else if !errors.Is(err, d2fs.ErrNotFound) {
 		return key.Volume{}, err
 	}
-	pub, priv, err := ed25519.GenerateKey(nil)
+	_, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		return key.Volume{}, err
 	}
@@ -268,7 +284,11 @@ func mkvol(ctx context.Context, b *d2client.Blocks, name, keyFile string) (key.V
 	if err != nil {
 		return key.Volume{}, errors.Join(err, os.Remove(keyFile))
 	}
-	if err := b.PutIf(ctx, k, [32]byte{}, encodeName(name, vol, pub)); err != nil {
+	rec, err := key.SignName(name, priv)
+	if err != nil {
+		return key.Volume{}, errors.Join(err, os.Remove(keyFile))
+	}
+	if err := b.PutIf(ctx, k, [32]byte{}, rec); err != nil {
 		// The first superblock (doc.go's layout: root key, block 0, version 1).
 		derr := b.Delete(ctx, key.Root(vol).WithBlock(0, 1))
 		if errors.Is(err, d2fs.ErrConflict) {

@@ -28,9 +28,12 @@ import (
 // checked.
 //
 // The one exception is the name registry's volume (d2key.Registry),
-// which no key pair derives: its records are put if absent, unsigned,
-// and a put of another mode or a delete of a registry key is refused,
-// so a name, once taken, stays with its volume.
+// which no key pair derives: its records are put if absent, and a put of
+// another mode or a delete of a registry key is refused, so a name, once
+// taken, stays with its volume. The request is not signed, but its bytes
+// must be a name record that verifies (d2key.ParseName: signed by the
+// volume's writer) under the key of the name it claims: the registry
+// holds nothing else.
 //
 // Replay: the grant names one key and one content, so a captured signed
 // request can only do the same thing again to the same key until it
@@ -63,6 +66,13 @@ func authorize(op d2key.Op, k id.ID, data, prev []byte, a wire.D2Auth, now time.
 	if kk.Volume() == d2key.Registry() {
 		if op != d2key.OpIfAbsent {
 			return fmt.Errorf("%w: a %s of a registry record (registry records are put if absent only)", ErrForbidden, opName(op))
+		}
+		rec, err := d2key.ParseName(data)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrForbidden, err)
+		}
+		if d2key.RegistryKey(rec.Name) != kk {
+			return fmt.Errorf("%w: the record names %q, whose registry key is another", ErrForbidden, rec.Name)
 		}
 		return nil
 	}

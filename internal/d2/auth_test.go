@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -161,7 +162,8 @@ func TestForgedDeletes(t *testing.T) {
 // refused as bad requests and counted at the gateway, and no node stores
 // the key (a forged newer superblock or a squatted lease cannot land);
 // the writer's signed one lands. A registry key takes an unsigned put if
-// absent; a replace, a keep put or a delete of it is refused, and the
+// absent of a name record that verifies under its name's key, nothing
+// else; a replace, a keep put or a delete of it is refused, and the
 // record stays.
 func TestForgedCreates(t *testing.T) {
 	c := newCluster(t, 32, 10, still(), skewed)
@@ -206,9 +208,30 @@ func TestForgedCreates(t *testing.T) {
 	}
 	c.checkCopies(b.key, b.data)
 
-	// The registry: an unsigned put if absent only.
+	// The registry: an unsigned put if absent only, of a name record that
+	// verifies, under its name's key.
 	rk := key.RegistryKey("home").ID()
-	rec, evil := []byte("home's record"), []byte("mallory's record")
+	rec, err := key.SignName("home", w.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil, err := key.SignName("home", mallory.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := key.SignName("work", w.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := slices.Clone(rec)
+	forged[len(forged)-2] ^= 1 // the signature's last hex digit
+	junkKey := key.RegistryKey("junk").ID()
+	refuse("registry if-absent of other bytes", &wire.D2Put{Key: junkKey, Data: b.data, Mode: wire.D2PutIfAbsent})
+	refuse("registry if-absent of another name's record", &wire.D2Put{Key: rk, Data: other, Mode: wire.D2PutIfAbsent})
+	refuse("registry if-absent of a record with a bad signature", &wire.D2Put{Key: rk, Data: forged, Mode: wire.D2PutIfAbsent})
+	if at := append(held(rk), held(junkKey)...); len(at) != 0 {
+		t.Fatalf("refused registry puts stored a record on %v", at)
+	}
 	before := gateway.Stats.Unauthorized
 	if reply, err := send(&wire.D2Put{Key: rk, Data: rec, Mode: wire.D2PutIfAbsent}); err != nil || reply.(*wire.D2Stored).Copies != 3 {
 		t.Fatalf("an unsigned registry put if absent: %+v, %v", reply, err)

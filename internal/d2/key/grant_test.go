@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func testKeyPair(t *testing.T, seed byte) (ed25519.PublicKey, ed25519.PrivateKey) {
+func testKeyPair(t testing.TB, seed byte) (ed25519.PublicKey, ed25519.PrivateKey) {
 	t.Helper()
 	s := make([]byte, ed25519.SeedSize)
 	s[0] = seed
