@@ -62,6 +62,8 @@ func TestUpServesMetrics(t *testing.T) {
 		"triad_nntp_replies_total", "triad_nntp_deferrals_total", "triad_nntp_cache_hits_total",
 		"triad_nntp_peer_backlog_articles", "triad_nntp_forged_announcements_total", "go_goroutines", "process_resident_memory_bytes",
 		"triad_net_stalled_frames_total", "triad_net_read_pauses_total",
+		"triad_d2_joined", "triad_d2_primary_blocks", "triad_d2_held", "triad_d2_lookups_total", "triad_d2_cache_misses_total",
+		"triad_d2_moves_total", "triad_d2_unauthorized_total",
 	}
 	seen := map[string]bool{} // families served by any daemon
 	for i := 0; i < 3; i++ {
