@@ -35,6 +35,13 @@ import (
 // volume's writer) under the key of the name it claims: the registry
 // holds nothing else.
 //
+// A volume whose blocks are placed as the traditional DHT places them
+// (d2key.PlaceBlock, the §9 baseline that d2client's Config.Placement
+// selects) stores each block under its placement, whose first bytes are
+// not the volume's: its requests carry the key the writer signed
+// (D2Auth.Signed), and the gateway checks that the request's key is that
+// key's placement before it checks the signature.
+//
 // Replay: the grant names one key and one content, so a captured signed
 // request can only do the same thing again to the same key until it
 // expires (MaxGrantAhead at most): delete it again, or put the same
@@ -62,6 +69,19 @@ func authorize(op d2key.Op, k id.ID, data, prev []byte, a wire.D2Auth, now time.
 	kk, err := d2key.FromID(k)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadKey, err)
+	}
+	if len(a.Signed) > 0 {
+		// Block placement: k is the position of the key the writer signed.
+		signed, err := d2key.Parse(a.Signed)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: the signed key: %v", ErrForbidden, err)
+		case d2key.PlaceBlock(signed) != kk:
+			return fmt.Errorf("%w: %v is not the block placement of the signed key %v", ErrForbidden, kk, signed)
+		case signed.Volume() == d2key.Registry():
+			return fmt.Errorf("%w: a registry record is never placed", ErrForbidden)
+		}
+		kk = signed
 	}
 	if kk.Volume() == d2key.Registry() {
 		if op != d2key.OpIfAbsent {

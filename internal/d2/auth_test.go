@@ -245,3 +245,60 @@ func TestForgedCreates(t *testing.T) {
 	refuse("registry delete", &wire.D2Delete{Key: rk})
 	c.checkCopies(rk, rec)
 }
+
+// TestPlacedWrites: a volume under block placement stores a block at
+// key.PlaceBlock of its key, the request carrying the key the writer
+// signed; the gateway takes it only when the request's key is that key's
+// placement and the signature holds, and never for a registry key.
+func TestPlacedWrites(t *testing.T) {
+	c := newCluster(t, 16, 10, still(), skewed)
+	r := rand.New(rand.NewPCG(32, 33))
+	w, mallory := newWriter(r), newWriter(r)
+	b := randomBlock(r, w.in(skewed(r)))
+	signed, _ := key.FromID(b.key)
+	placed := key.PlaceBlock(signed).ID()
+	gw := c.gateways(placed, 2)
+	gateway := c.node(c.hosts[gw[1]])
+	soon := c.now().Add(5 * time.Minute)
+	placedAuth := func(w writer, op key.Op, data []byte) wire.D2Auth {
+		a := w.auth(op, b.key, data, nil, soon)
+		a.Signed = signed[:]
+		return a
+	}
+	other := signed.WithBlock(signed.Block()+1, signed.Version())
+	rk := key.RegistryKey("home")
+	rec, err := key.SignName("home", w.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, m := range map[string]*wire.D2Put{
+		"at the signed key itself":          {Key: b.key, Data: b.data, Mode: wire.D2PutKeep, Auth: placedAuth(w, key.OpKeep, b.data)},
+		"at another key's placement":        {Key: key.PlaceBlock(other).ID(), Data: b.data, Mode: wire.D2PutKeep, Auth: placedAuth(w, key.OpKeep, b.data)},
+		"signed by another volume's writer": {Key: placed, Data: b.data, Mode: wire.D2PutKeep, Auth: placedAuth(mallory, key.OpKeep, b.data)},
+		"other bytes":                       {Key: placed, Data: []byte("other"), Mode: wire.D2PutKeep, Auth: placedAuth(w, key.OpKeep, b.data)},
+		"a registry record, placed":         {Key: key.PlaceBlock(rk).ID(), Data: rec, Mode: wire.D2PutIfAbsent, Auth: wire.D2Auth{Signed: rk[:]}},
+	} {
+		before := gateway.Stats.Unauthorized
+		if reply, err := c.send(gw[0], gw[1], m); code(err) != fault.CodeBadRequest {
+			t.Errorf("%s: %+v, %v; want a bad request", name, reply, err)
+		}
+		if gateway.Stats.Unauthorized != before+1 {
+			t.Errorf("%s: not counted", name)
+		}
+	}
+	c.s.RunFor(time.Minute)
+	for _, h := range c.hosts {
+		if n := c.engines[h.Addr].Stats().Objects; n != 0 {
+			t.Fatalf("refused placed puts left %d objects on %s", n, h.Addr)
+		}
+	}
+	m := &wire.D2Put{Key: placed, Data: b.data, Mode: wire.D2PutKeep, Auth: placedAuth(w, key.OpKeep, b.data)}
+	if reply, err := c.send(gw[0], gw[1], m); err != nil || reply.(*wire.D2Stored).Copies != 3 {
+		t.Fatalf("the writer's placed put: %+v, %v", reply, err)
+	}
+	c.checkCopies(placed, b.data)
+	del := &wire.D2Delete{Key: placed, Auth: placedAuth(w, key.OpDelete, nil)}
+	if _, err := c.send(gw[0], gw[1], del); err != nil {
+		t.Fatalf("the writer's placed delete: %v", err)
+	}
+}

@@ -57,6 +57,47 @@ type Config struct {
 	// MinCopies is how many replicas a put must reach to count as
 	// durable; fewer is retried. Default 2; zero means the default.
 	MinCopies int
+	// Placement is where blocks go on the ring: PlaceD2, at their keys
+	// (the default), or PlaceBlock, at a hash of each key, as a
+	// traditional DHT places them (§9's baseline; key.PlaceBlock). A
+	// volume is read with the placement it was written with.
+	Placement Placement
+}
+
+// Placement is where a Blocks puts blocks on the ring.
+type Placement uint8
+
+// The placements.
+const (
+	PlaceD2    Placement = iota // at the key: a file's and a directory's blocks together
+	PlaceBlock                  // at a hash of the key: every block on its own
+)
+
+// ParsePlacement reads "d2" or "block".
+func ParsePlacement(s string) (Placement, error) {
+	switch s {
+	case "d2":
+		return PlaceD2, nil
+	case "block":
+		return PlaceBlock, nil
+	}
+	return 0, fmt.Errorf("placement %q: want d2 or block", s)
+}
+
+func (p Placement) String() string {
+	if p == PlaceBlock {
+		return "block"
+	}
+	return "d2"
+}
+
+// pos is k's position on the ring under b's placement. Registry records
+// are never placed: every machine finds a name at its key.
+func (b *Blocks) pos(k key.Key) key.Key {
+	if b.cfg.Placement != PlaceBlock || k.Volume() == key.Registry() {
+		return k
+	}
+	return key.PlaceBlock(k)
 }
 
 // DefaultConfig is the configuration for addrs.
@@ -138,7 +179,11 @@ func (b *Blocks) sign(op key.Op, k key.Key, data []byte, prev [32]byte) (wire.D2
 	if op != key.OpDelete {
 		g.Sum = sha256.Sum256(data)
 	}
-	return wire.D2Auth{Pub: priv.Public().(ed25519.PublicKey), Expires: uint64(g.Expires), Sig: g.Sign(priv)}, nil
+	a := wire.D2Auth{Pub: priv.Public().(ed25519.PublicKey), Expires: uint64(g.Expires), Sig: g.Sign(priv)}
+	if b.pos(k) != k {
+		a.Signed = bytes.Clone(k[:])
+	}
+	return a, nil
 }
 
 var _ d2fs.Blocks = (*Blocks)(nil)
@@ -373,7 +418,7 @@ func (b *Blocks) Put(ctx context.Context, k key.Key, data []byte) error {
 	if err != nil {
 		return err
 	}
-	a := b.call(ctx, &wire.D2Put{Key: k.ID(), Data: data, Mode: wire.D2PutReplace, Auth: auth}, b.stored)
+	a := b.call(ctx, &wire.D2Put{Key: b.pos(k).ID(), Data: data, Mode: wire.D2PutReplace, Auth: auth}, b.stored)
 	if a.err != nil {
 		return blockErr(a.err, k)
 	}
@@ -390,7 +435,7 @@ func (b *Blocks) Put(ctx context.Context, k key.Key, data []byte) error {
 // other bytes than data. It is signed with the volume's key (ErrNoKey
 // without one), except a registry key's put if absent.
 func (b *Blocks) PutIf(ctx context.Context, k key.Key, prev [32]byte, data []byte) error {
-	m := &wire.D2Put{Key: k.ID(), Data: data, Mode: wire.D2PutIfAbsent}
+	m := &wire.D2Put{Key: b.pos(k).ID(), Data: data, Mode: wire.D2PutIfAbsent}
 	op := key.OpIfAbsent
 	if prev != [32]byte{} {
 		m.Mode, m.Prev, op = wire.D2PutIfHash, prev[:], key.OpIfHash
@@ -415,7 +460,7 @@ func (b *Blocks) PutIf(ctx context.Context, k key.Key, prev [32]byte, data []byt
 
 // Get implements d2fs.Blocks: bytes whose SHA-256 is sum, or an error.
 func (b *Blocks) Get(ctx context.Context, k key.Key, sum [32]byte) ([]byte, error) {
-	a := b.call(ctx, &wire.D2Get{Key: k.ID(), Hash: sum[:]}, func(m wire.Msg) error {
+	a := b.call(ctx, &wire.D2Get{Key: b.pos(k).ID(), Hash: sum[:]}, func(m wire.Msg) error {
 		blk, ok := m.(*wire.D2Block)
 		switch {
 		case !ok:
@@ -444,7 +489,7 @@ func (b *Blocks) Delete(ctx context.Context, k key.Key) error {
 	if err != nil {
 		return err
 	}
-	a := b.call(ctx, &wire.D2Delete{Key: k.ID(), Auth: auth}, func(m wire.Msg) error {
+	a := b.call(ctx, &wire.D2Delete{Key: b.pos(k).ID(), Auth: auth}, func(m wire.Msg) error {
 		if _, ok := m.(*wire.D2Stored); !ok {
 			return fmt.Errorf("d2client: a delete answered with %T", m)
 		}
@@ -457,7 +502,23 @@ func (b *Blocks) Delete(ctx context.Context, k key.Key) error {
 }
 
 // Latest implements d2fs.Blocks for prefix ranges (see the package doc).
+// Under block placement, only ranges of one block's versions.
 func (b *Blocks) Latest(ctx context.Context, lo, hi key.Key) (key.Key, []byte, error) {
+	if b.pos(lo) != lo {
+		if lo.WithBlock(lo.Block(), 0) != hi.WithBlock(hi.Block(), 0) {
+			return key.Key{}, nil, fmt.Errorf("%w: [%v, %v] spans more than one block's versions, which block placement scatters", ErrRange, lo, hi)
+		}
+		got, data, err := b.latest(ctx, b.pos(lo), b.pos(hi))
+		if err != nil {
+			return key.Key{}, nil, err
+		}
+		return lo.WithBlock(lo.Block(), got.Version()), data, nil
+	}
+	return b.latest(ctx, lo, hi)
+}
+
+// latest is Latest over positions.
+func (b *Blocks) latest(ctx context.Context, lo, hi key.Key) (key.Key, []byte, error) {
 	prefix, err := prefixOf(lo, hi)
 	if err != nil {
 		return key.Key{}, nil, err
@@ -495,7 +556,7 @@ func (b *Blocks) Latest(ctx context.Context, lo, hi key.Key) (key.Key, []byte, e
 // has none (or other bytes), or did not answer the gateway (triad fs
 // stat). It is a snapshot: the ring and the replicas change.
 func (b *Blocks) Holders(ctx context.Context, k key.Key, sum [32]byte) ([]wire.D2Holder, error) {
-	a := b.call(ctx, &wire.D2Stat{Key: k.ID(), Hash: sum[:]}, func(m wire.Msg) error {
+	a := b.call(ctx, &wire.D2Stat{Key: b.pos(k).ID(), Hash: sum[:]}, func(m wire.Msg) error {
 		h, ok := m.(*wire.D2Holders)
 		if !ok {
 			return fmt.Errorf("d2client: a stat answered with %T", m)

@@ -202,6 +202,13 @@ func (s *memNode) check(m wire.Msg) error {
 		g.Op, a = key.OpDelete, m.Auth
 		g.Key, _ = key.FromID(m.Key)
 	}
+	if len(a.Signed) > 0 {
+		signed, err := key.Parse(a.Signed)
+		if err != nil || key.PlaceBlock(signed) != g.Key {
+			return fmt.Errorf("%w: not the signed key's placement", errForbidden)
+		}
+		g.Key = signed
+	}
 	if g.Key.Volume() == key.Registry() {
 		if g.Op != key.OpIfAbsent {
 			return fmt.Errorf("%w: registry records are put if absent only", errForbidden)
@@ -580,5 +587,61 @@ func TestWriterKey(t *testing.T) {
 	}
 	if _, err := reader.Get(ctx, k, refs[len(refs)-1].Sum); err != nil {
 		t.Errorf("the block after the refused deletes: %v", err)
+	}
+}
+
+// TestBlockPlacement: a Blocks under block placement stores each block at
+// key.PlaceBlock of its key, signed for the key itself, and reads,
+// Latest (over one block's versions) and deletes find them there; the
+// registry's records stay at their keys.
+func TestBlockPlacement(t *testing.T) {
+	mem := newMemNode()
+	n := startFake(t, mem.handle)
+	b := newBlocks(t, n.addr())
+	b.cfg.Placement = PlaceBlock
+	ctx := context.Background()
+	for ver := uint32(1); ver <= 3; ver++ {
+		if err := b.Put(ctx, testKey("v", 0, ver), []byte{byte(ver)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := []byte("data block")
+	k := testKey("v", 7, 1)
+	if err := b.PutIf(ctx, k, [32]byte{}, data); err != nil {
+		t.Fatal(err)
+	}
+	rk := key.RegistryKey("home")
+	if err := b.PutIf(ctx, rk, [32]byte{}, []byte("record")); err != nil {
+		t.Fatal(err)
+	}
+	mem.mu.Lock()
+	_, atKey := mem.m[k]
+	_, atPlace := mem.m[key.PlaceBlock(k)]
+	_, record := mem.m[rk]
+	mem.mu.Unlock()
+	if atKey || !atPlace || !record {
+		t.Fatalf("stored at its key %v, at its placement %v; the registry record at its key %v", atKey, atPlace, record)
+	}
+	if got, err := b.Get(ctx, k, sha256.Sum256(data)); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get: %q, %v", got, err)
+	}
+	lk, ld, err := b.Latest(ctx, testKey("v", 0, 1), testKey("v", 0, ^uint32(0)))
+	if err != nil || lk != testKey("v", 0, 3) || !bytes.Equal(ld, []byte{3}) {
+		t.Fatalf("latest: %v %v %v", lk, ld, err)
+	}
+	if _, _, err := b.Latest(ctx, testKey("v", 0, 0), testKey("v", 1, ^uint32(0))); !errors.Is(err, ErrRange) {
+		t.Fatalf("latest over two blocks: %v, want ErrRange", err)
+	}
+	if err := b.Delete(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, k, sha256.Sum256(data)); !errors.Is(err, d2fs.ErrNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if p, err := ParsePlacement("block"); err != nil || p != PlaceBlock || p.String() != "block" {
+		t.Fatalf("ParsePlacement(block): %v, %v", p, err)
+	}
+	if _, err := ParsePlacement("file"); err == nil {
+		t.Fatal("ParsePlacement(file) took it")
 	}
 }

@@ -37,13 +37,14 @@ const (
 
 // Bounds of D2's messages.
 const (
-	MaxD2Block    = 64 << 10 // a block's bytes (D2's blocks are 8 KB; the node's Config bounds them tighter)
-	MaxD2Keys     = 1024     // keys in one D2KeyList
-	MaxD2Pointers = 1024     // pointers in one D2Pointers
-	MaxD2Hash     = 64       // a content hash's bytes
-	MaxD2Prefix   = 64       // a key prefix's bytes: a whole key at most
-	MaxD2AuthKey  = 32       // a D2Auth's public key (ed25519)
-	MaxD2AuthSig  = 64       // a D2Auth's signature (ed25519)
+	MaxD2Block      = 64 << 10 // a block's bytes (D2's blocks are 8 KB; the node's Config bounds them tighter)
+	MaxD2Keys       = 1024     // keys in one D2KeyList
+	MaxD2Pointers   = 1024     // pointers in one D2Pointers
+	MaxD2Hash       = 64       // a content hash's bytes
+	MaxD2Prefix     = 64       // a key prefix's bytes: a whole key at most
+	MaxD2AuthKey    = 32       // a D2Auth's public key (ed25519)
+	MaxD2AuthSig    = 64       // a D2Auth's signature (ed25519)
+	MaxD2AuthSigned = 64       // a D2Auth's signed key (a D2 key)
 )
 
 // D2Ref names a D2 node: its host's ring reference (the envelope's sender
@@ -207,10 +208,15 @@ type D2Auth struct {
 	Pub     []byte
 	Expires uint64 // Unix nanoseconds
 	Sig     []byte
+	// Signed is the key the writer signed when the request's key is its
+	// block placement (internal/d2/key.PlaceBlock), empty otherwise.
+	Signed []byte
 }
 
 // IsZero reports whether a carries nothing.
-func (a D2Auth) IsZero() bool { return len(a.Pub) == 0 && a.Expires == 0 && len(a.Sig) == 0 }
+func (a D2Auth) IsZero() bool {
+	return len(a.Pub) == 0 && a.Expires == 0 && len(a.Sig) == 0 && len(a.Signed) == 0
+}
 
 // D2PutMode is what a D2Put may replace.
 type D2PutMode uint32
@@ -499,7 +505,8 @@ func putD2Auth(b []byte, num protowire.Number, a D2Auth) []byte {
 	return appendNested(b, func(b []byte) []byte {
 		b = putBytes(b, 1, a.Pub)
 		b = putUint(b, 2, a.Expires)
-		return putBytes(b, 3, a.Sig)
+		b = putBytes(b, 3, a.Sig)
+		return putBytes(b, 4, a.Signed)
 	})
 }
 
@@ -513,13 +520,15 @@ func (d *decoder) d2Auth(f field) D2Auth {
 			a.Expires = d.uint(g)
 		case 3:
 			a.Sig = d.boundedData(g, MaxD2AuthSig, "a signature")
+		case 4:
+			a.Signed = d.boundedData(g, MaxD2AuthSigned, "a signed key")
 		}
 	})
 	return a
 }
 
 func (a D2Auth) clone() D2Auth {
-	return D2Auth{Pub: bytes.Clone(a.Pub), Expires: a.Expires, Sig: bytes.Clone(a.Sig)}
+	return D2Auth{Pub: bytes.Clone(a.Pub), Expires: a.Expires, Sig: bytes.Clone(a.Sig), Signed: bytes.Clone(a.Signed)}
 }
 
 func (*D2Stored) Type() Type { return TypeD2Stored }

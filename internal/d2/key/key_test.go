@@ -191,3 +191,28 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestPlaceBlockScattersAFile: block placement puts a file's blocks at
+// unrelated positions, far from the file's own keys, and keeps each
+// block's versions together (Latest's range of versions stays a range).
+func TestPlaceBlockScattersAFile(t *testing.T) {
+	f := Child(Root(VolumeOf("home", nil)), 1, "big.dat", 7)
+	seen := map[[8]byte]bool{}
+	for b := range uint32(64) {
+		p := PlaceBlock(f.WithBlock(b, 1))
+		if p.Volume() == f.Volume() {
+			t.Fatalf("block %d placed inside its volume's range", b)
+		}
+		seen[[8]byte(p[:8])] = true
+		v2 := PlaceBlock(f.WithBlock(b, 2))
+		if [offVersion]byte(v2[:offVersion]) != [offVersion]byte(p[:offVersion]) || v2.Version() != 2 {
+			t.Fatalf("block %d: versions 1 and 2 placed apart: %v, %v", b, p, v2)
+		}
+	}
+	if len(seen) != 64 {
+		t.Fatalf("64 blocks at %d distinct positions", len(seen))
+	}
+	if again := f; PlaceBlock(again) != PlaceBlock(f) {
+		t.Fatal("PlaceBlock is not a function of the key")
+	}
+}
