@@ -30,7 +30,15 @@ nodes), each checked against the source's SHA-256. The same copy to a folder
 under --local-dir, with sync(2), and its read-back (from the page cache: the
 disk is not asked again) are the comparison. The copies are removed at the
 end (the volume stays, empty). Needs FUSE: root with /dev/fuse, or
-fusermount3.`
+fusermount3.
+
+Then --tasks directories of the tree (spread over it) are written into two
+fresh volumes, one with D2's placement (blocks at their keys) and one with
+a traditional DHT's (blocks at a hash of their keys; §9's baseline), on the
+same nodes, and each directory is read back as one task: the output gives
+per task the nodes its reads went to, the replica groups holding its
+blocks and, with --metrics (the gateways' metrics pages), the lookup
+messages the gateways sent. --tasks 0 skips this part; --no-copy skips the copy.`
 
 // fsBenchResult is one run of bench fs.
 type fsBenchResult struct {
@@ -38,10 +46,12 @@ type fsBenchResult struct {
 	Files int    `json:"files"`
 	Bytes int64  `json:"bytes"`
 
-	D2Copy    fsBenchPhase `json:"d2_copy"`
-	D2Read    fsBenchPhase `json:"d2_read"`
-	LocalCopy fsBenchPhase `json:"local_copy"`
-	LocalRead fsBenchPhase `json:"local_read"`
+	D2Copy    fsBenchPhase `json:"d2_copy,omitzero"`
+	D2Read    fsBenchPhase `json:"d2_read,omitzero"`
+	LocalCopy fsBenchPhase `json:"local_copy,omitzero"`
+	LocalRead fsBenchPhase `json:"local_read,omitzero"`
+
+	Tasks []fsTaskResult `json:"tasks,omitempty"`
 }
 
 // fsBenchPhase is one timed pass over the tree.
@@ -58,16 +68,28 @@ func (p *fsBenchPhase) done(start time.Time, bytes int64, files int) {
 }
 
 func runBenchFS(args []string, stdout, stderr io.Writer) error {
-	flags := newFlags("bench fs", "bench fs [--addr A,B] [--tree DIR] [--local-dir DIR] [--json]", benchFSAbout, stderr)
+	flags := newFlags("bench fs", "bench fs [--addr A,B] [--tree DIR] [--local-dir DIR] [--tasks N] [--metrics URLS] [--no-copy] [--json]", benchFSAbout, stderr)
 	ff := addFSFlags(flags)
 	tree := flags.String("tree", "", "the `folder` to copy (default: $(go env GOROOT)/src)")
 	localDir := flags.String("local-dir", os.TempDir(), "the local disk's copy goes in a new folder under this `folder`")
 	asJSON := flags.Bool("json", false, "end with one JSON line of results")
+	tasks := flags.Int("tasks", 20, "`directories` read as tasks under each placement (0: none)")
+	metrics := flags.String("metrics", "", "comma-separated `URLs` of the gateways' metrics pages (http://HOST:PORT/metrics), to count lookups per task")
+	noCopy := flags.Bool("no-copy", false, "skip the copy and read-back (and FUSE): only the tasks")
 	if err := parse(flags, args); err != nil {
 		return err
 	}
 	if flags.NArg() > 0 {
 		return usageErr(flags, "unexpected argument %q", flags.Arg(0))
+	}
+	if *tasks < 0 || *noCopy && *tasks == 0 {
+		return usageErr(flags, "--tasks must be positive with --no-copy, and never negative")
+	}
+	var metricURLs []string
+	for _, u := range strings.Split(*metrics, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			metricURLs = append(metricURLs, u)
+		}
 	}
 	if *tree == "" {
 		out, err := exec.Command("go", "env", "GOROOT").Output()
@@ -86,21 +108,52 @@ func runBenchFS(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.Close()
-	if err := benchD2(b, &res, sums, stderr); err != nil {
-		return ff.explain(err)
+	if !*noCopy {
+		if err := benchD2(b, &res, sums, stderr); err != nil {
+			return ff.explain(err)
+		}
+		if err := benchLocal(*localDir, &res, sums); err != nil {
+			return err
+		}
 	}
-	if err := benchLocal(*localDir, &res, sums); err != nil {
-		return err
+	if *tasks > 0 {
+		if res.Tasks, err = benchTasks(ff, *tree, pickTasks(sums, *tasks), metricURLs, stderr); err != nil {
+			return ff.explain(err)
+		}
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(stdout, "%s: %d files, %.1f MB\n", res.Tree, res.Files, float64(res.Bytes)/1e6)
-	fmt.Fprintln(tw, "\tcopy MB/s\tcopy files/s\tread MB/s\tread files/s\t")
-	fmt.Fprintf(tw, "d2fs (nodes at %s)\t%.2f\t%.0f\t%.2f\t%.0f\t\n", *ff.addrs, res.D2Copy.MBPerSec, res.D2Copy.FilesPerSec, res.D2Read.MBPerSec, res.D2Read.FilesPerSec)
-	fmt.Fprintf(tw, "local disk (%s; read from the page cache)\t%.2f\t%.0f\t%.2f\t%.0f\t\n", *localDir, res.LocalCopy.MBPerSec, res.LocalCopy.FilesPerSec, res.LocalRead.MBPerSec, res.LocalRead.FilesPerSec)
-	if err := tw.Flush(); err != nil {
+	if err := printBenchFS(stdout, res, *ff.addrs, *localDir, !*noCopy); err != nil {
 		return err
 	}
 	return maybeJSON(stdout, *asJSON, res)
+}
+
+func printBenchFS(w io.Writer, res fsBenchResult, addrs, localDir string, copied bool) error {
+	fmt.Fprintf(w, "%s: %d files, %.1f MB\n", res.Tree, res.Files, float64(res.Bytes)/1e6)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	if copied {
+		fmt.Fprintln(tw, "\tcopy MB/s\tcopy files/s\tread MB/s\tread files/s\t")
+		fmt.Fprintf(tw, "d2fs (nodes at %s)\t%.2f\t%.0f\t%.2f\t%.0f\t\n", addrs, res.D2Copy.MBPerSec, res.D2Copy.FilesPerSec, res.D2Read.MBPerSec, res.D2Read.FilesPerSec)
+		fmt.Fprintf(tw, "local disk (%s; read from the page cache)\t%.2f\t%.0f\t%.2f\t%.0f\t\n", localDir, res.LocalCopy.MBPerSec, res.LocalCopy.FilesPerSec, res.LocalRead.MBPerSec, res.LocalRead.FilesPerSec)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(res.Tasks) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "tasks (a directory's files read; %d tasks, %d and %d blocks):\n", res.Tasks[0].Tasks, res.Tasks[0].Blocks, res.Tasks[len(res.Tasks)-1].Blocks)
+	fmt.Fprintln(tw, "placement\tnodes/task\treplica groups/task\tlookup msgs/task\tms/task\t")
+	for _, t := range res.Tasks {
+		lookups := "-"
+		if t.LookupMsgsPerTask >= 0 {
+			lookups = fmt.Sprintf("%.1f", t.LookupMsgsPerTask)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t%.0f\t\n", t.Placement, t.NodesPerTask, t.GroupsPerTask, lookups, t.MsPerTask)
+	}
+	if len(res.Tasks) == 2 && res.Tasks[0].NodesPerTask > 0 {
+		fmt.Fprintf(tw, "block / d2\t%.2fx\t%.2fx\t\t\t\n", res.Tasks[1].NodesPerTask/res.Tasks[0].NodesPerTask, res.Tasks[1].GroupsPerTask/max(res.Tasks[0].GroupsPerTask, 1))
+	}
+	return tw.Flush()
 }
 
 // fileSum is a file of the tree, by its path under the tree, and its SHA-256.

@@ -112,7 +112,10 @@ func addFSFlags(fs *flag.FlagSet) fsFlags {
 }
 
 // blocks connects the store to the nodes at --addr.
-func (f fsFlags) blocks() (*d2client.Blocks, error) {
+func (f fsFlags) blocks() (*d2client.Blocks, error) { return f.blocksWith(d2client.PlaceD2) }
+
+// blocksWith is blocks with placement p.
+func (f fsFlags) blocksWith(p d2client.Placement) (*d2client.Blocks, error) {
 	opt, err := f.tls.options()
 	if err != nil {
 		return nil, err
@@ -124,7 +127,7 @@ func (f fsFlags) blocks() (*d2client.Blocks, error) {
 		}
 	}
 	cfg := d2client.DefaultConfig(addrs...)
-	cfg.Options = opt
+	cfg.Options, cfg.Placement = opt, p
 	return d2client.New(cfg)
 }
 
