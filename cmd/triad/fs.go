@@ -401,7 +401,7 @@ and serves it in the foreground until SIGINT or SIGTERM, then commits what is
 left and unmounts. Changes are committed every --writeback (and at fsync), as
 a whole: after a crash the volume shows the last commit. One writable mount
 per volume holds its lease (a second is refused; a dead mount's lease lapses
-a minute later); read-only mounts (--ro) follow the writer's commits every 5
+--lease, a minute, later); read-only mounts (--ro) follow the writer's commits every 5
 seconds. Requests go to the first --addr node; when it fails they move to the
 next. As root, mount(2) is called directly; otherwise fusermount3 must be
 installed. A writable mount needs the volume's private key (--key FILE, by
@@ -409,16 +409,20 @@ default the one mkvol wrote under $XDG_CONFIG_HOME/triad/volumes); --ro needs
 none.`
 
 func runFSMount(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fs mount", "fs mount VOLUME DIR [--addr A,B] [--ro | --key FILE] [--writeback DURATION]", mountAbout, stderr)
+	fs := newFlags("fs mount", "fs mount VOLUME DIR [--addr A,B] [--ro | --key FILE] [--writeback DURATION] [--lease DURATION]", mountAbout, stderr)
 	ff := addFSWriteFlags(fs)
 	ro := fs.Bool("ro", false, "mount read-only (no lease: any number of them)")
 	writeback := fs.Duration("writeback", d2fs.DefaultConfig().WriteBack, "commit changes at most this long after they are made (§3: 30 s)")
+	lease := fs.Duration("lease", d2fs.DefaultConfig().LeaseTerm, "how long the writer's lease outlives a writable mount that dies (renewed every third of it; at least 3s)")
 	pos, err := parseMixed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 2 {
 		return usageErr(fs, "want VOLUME and DIR")
+	}
+	if *lease < 3*time.Second {
+		return usageErr(fs, "--lease %v: at least 3s", *lease)
 	}
 	if fi, err := os.Stat(pos[1]); err != nil || !fi.IsDir() {
 		return usageErr(fs, "%s is not a directory", pos[1])
@@ -440,7 +444,7 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	cfg.WriteBack = *writeback
+	cfg.WriteBack, cfg.LeaseTerm = *writeback, *lease
 	f, err := d2fs.Open(ctx, b, vol, *ro, cfg)
 	if err != nil {
 		return ff.explain(fmt.Errorf("volume %s: %w", pos[0], err))
@@ -493,6 +497,7 @@ type fsCommand struct {
 	b   *d2client.Blocks
 	f   *d2fs.FS
 	ctx context.Context
+	vol key.Volume
 }
 
 // openFS parses a command's flags, wants a count of positionals in npos
@@ -506,13 +511,20 @@ func openFS(fs *flag.FlagSet, ff fsFlags, args []string, npos []int, write bool)
 	if !slices.Contains(npos, len(pos)) {
 		return nil, nil, nil, usageErr(fs, "wrong number of arguments")
 	}
-	// A PATH's volume, or a bare VOLUME (fsck); c.walk checks the path.
-	vol, _, _ := strings.Cut(pos[0], ":")
+	c, closeFn, err = openParsed(ff, pos[0], write)
+	return c, pos, closeFn, err
+}
+
+// openParsed is openFS once the arguments are parsed: arg is a PATH, or a
+// bare VOLUME (fsck).
+func openParsed(ff fsFlags, arg string, write bool) (c *fsCommand, closeFn func() error, err error) {
+	// c.walk checks the path.
+	vol, _, _ := strings.Cut(arg, ":")
 	ctx, cancel := signalContext(fsTimeout)
 	b, err := ff.blocks()
 	if err != nil {
 		cancel()
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	c = &fsCommand{ff: ff, b: b, ctx: ctx}
 	v, err := resolveVolume(ctx, b, vol)
@@ -529,9 +541,10 @@ func openFS(fs *flag.FlagSet, ff fsFlags, args []string, npos []int, write bool)
 	if err != nil {
 		b.Close()
 		cancel()
-		return nil, nil, nil, ff.explain(err)
+		return nil, nil, ff.explain(err)
 	}
-	return c, pos, func() error {
+	c.vol = v
+	return c, func() error {
 		defer cancel()
 		defer b.Close()
 		return ff.explain(c.f.Close(ctx))
@@ -882,16 +895,36 @@ const fsckAbout = `
 Reads every block of VOLUME's newest commit back from the nodes (not from a
 cache), checks each against the SHA-256 its pointer carries and each record's
 format, and reports directories, files, blocks and bytes; a bad block is
-listed with its path, and the exit status is then non-zero.`
+listed with its path, and the exit status is then non-zero.
+
+--orphans also lists the volume's stored keys (from owner to owner) and
+counts the orphans: blocks no part of the newest commit points at. A mount
+deletes the blocks a commit replaced 30 s after it; one killed before that,
+or before its commit's superblock was stored, leaves them behind.
+--delete-orphans deletes them. It needs the volume's key and takes the
+writer's lease (so no mount writes meanwhile; a writable mount makes it
+fail), and it keeps the blocks of the commit before the newest, which a
+read-only mount may still be reading. It deletes nothing if any block of
+the newest commit is bad: what a bad record points at is unknown.`
 
 func runFSFsck(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fs fsck", "fs fsck VOLUME [--addr A,B]", fsckAbout, stderr)
-	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{1}, false)
+	fs := newFlags("fs fsck", "fs fsck VOLUME [--orphans] [--delete-orphans [--key FILE]] [--addr A,B]", fsckAbout, stderr)
+	ff := addFSWriteFlags(fs)
+	orphans := fs.Bool("orphans", false, "count the blocks no part of the newest commit points at")
+	deleteOrphans := fs.Bool("delete-orphans", false, "delete those blocks (needs the volume's key and its writer's lease)")
+	pos, err := parseMixed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr(fs, "want one VOLUME")
+	}
+	c, closeFn, err := openParsed(ff, pos[0], *deleteOrphans)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	r, err := c.f.Check(c.ctx)
+	r, reachable, err := c.f.Reachable(c.ctx)
 	if err != nil {
 		return c.ff.explain(err)
 	}
@@ -902,6 +935,49 @@ func runFSFsck(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(r.Bad) > 0 {
 		return fmt.Errorf("%d bad blocks or records in volume %s", len(r.Bad), pos[0])
+	}
+	if *orphans || *deleteOrphans {
+		return c.orphans(stdout, r.Gen, reachable, *deleteOrphans)
+	}
+	return nil
+}
+
+// orphans lists the volume's keys, counts those reachable does not hold
+// and, with del, deletes those not of commit gen-1 (which a read-only
+// mount may still be reading).
+func (c *fsCommand) orphans(stdout io.Writer, gen uint32, reachable map[key.Key]bool, del bool) error {
+	var found, kept, deleted int
+	var failed []error
+	err := c.b.List(c.ctx, c.vol[:], func(k key.Key) error {
+		if reachable[k] {
+			return nil
+		}
+		found++
+		if !del {
+			return nil
+		}
+		if k.Version() == gen-1 {
+			kept++
+			return nil
+		}
+		if err := c.b.Delete(c.ctx, k); err != nil {
+			failed = append(failed, fmt.Errorf("%v: %w", k, err))
+			return nil
+		}
+		deleted++
+		return nil
+	})
+	if err != nil {
+		return c.ff.explain(err)
+	}
+	switch {
+	case !del:
+		fmt.Fprintf(stdout, "%d orphaned blocks (not in commit %d; --delete-orphans deletes them)\n", found, gen)
+	default:
+		fmt.Fprintf(stdout, "%d orphaned blocks: %d deleted, %d of commit %d kept for readers, %d failed\n", found, deleted, kept, gen-1, len(failed))
+	}
+	if len(failed) > 0 {
+		return errors.Join(append([]error{fmt.Errorf("%d orphaned blocks not deleted", len(failed))}, failed[:min(len(failed), 5)]...)...)
 	}
 	return nil
 }

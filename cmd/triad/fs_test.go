@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -430,7 +431,7 @@ func fsMountTests(t *testing.T, d *dhashCluster, vol string, cfg, bare []string,
 		src = filepath.Join(goroot(t), "src", "encoding")
 	}
 	base := filepath.Base(src)
-	rw := mountProc(t, d, "rw", cfg, "--addr", d.nodes[0].addr+","+d.nodes[1].addr, "--writeback", "2s")
+	rw := mountProc(t, d, "rw", cfg, "--addr", d.nodes[0].addr+","+d.nodes[1].addr, "--writeback", "2s", "--lease", "5s")
 
 	cp := exec.Command("cp", "-r", src, rw.dir+"/")
 	var cpOut bytes.Buffer
@@ -633,6 +634,46 @@ func fsKillMount(t *testing.T, d *dhashCluster, bare []string, fs func(string, .
 		t.Fatalf("fsck after the mount was killed: %v\n%s", err, out)
 	}
 	t.Logf("triad fs fsck home: %s", strings.TrimSpace(out))
+	fsOrphans(t, d, fs, re, src)
+}
+
+// fsOrphans: the mount killed within 30 s of its last commit left the
+// blocks that commit replaced; fsck --orphans counts them, and
+// --delete-orphans, once the dead mount's lease (5 s here) has lapsed,
+// deletes all but the previous commit's; the tree is whole after.
+func fsOrphans(t *testing.T, d *dhashCluster, fs func(string, ...string) (string, error), re *fsMount, src string) {
+	count := func(out string) int {
+		m := regexp.MustCompile(`(\d+) orphaned blocks`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("fsck printed no orphan count:\n%s", out)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	out, err := fs(d.nodes[7].addr, "fsck", "home", "--orphans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count(out) == 0 {
+		t.Fatalf("no orphans after the mount was killed within 30 s of a commit:\n%s", out)
+	}
+	var deleted string
+	if !testutil.Poll(30*time.Second, func() bool {
+		deleted, err = fs(d.nodes[7].addr, "fsck", "home", "--delete-orphans")
+		return err == nil
+	}) {
+		t.Fatalf("fsck --delete-orphans: %v", err)
+	}
+	kept := regexp.MustCompile(`(\d+) of commit \d+ kept`).FindStringSubmatch(deleted)
+	if kept == nil || !strings.Contains(deleted, " 0 failed") {
+		t.Fatalf("fsck --delete-orphans printed:\n%s", deleted)
+	}
+	t.Logf("after the killed mount: %s; fsck --delete-orphans: %s", strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]), strings.TrimSpace(deleted[strings.LastIndex(strings.TrimSpace(deleted), "\n")+1:]))
+	after, err := fs(d.nodes[7].addr, "fsck", "home", "--orphans")
+	if err != nil || !strings.Contains(after, ", 0 bad") || fmt.Sprint(count(after)) != kept[1] {
+		t.Fatalf("fsck --orphans after the deletes (%s kept): %v\n%s", kept[1], err, after)
+	}
+	runCmd(t, "diff", "-r", src, filepath.Join(re.dir, filepath.Base(src)))
 }
 
 func goroot(t *testing.T) string {

@@ -423,12 +423,7 @@ func (n *Node) Latest(env node.Env, prefix []byte, done LatestDone) {
 		return
 	}
 	n.Stats.Latests++
-	lo := make([]byte, KeyBytes)
-	hi := bytes.Repeat([]byte{0xff}, KeyBytes)
-	copy(lo, prefix)
-	copy(hi, prefix)
-	first, _ := id.FromBytes(lo)
-	last, _ := id.FromBytes(hi)
+	first, last := prefixArc(prefix)
 	below := first.Sub(id.Min(KeyBytes).AddPow2(0)) // the arc (below, last] is the prefix's keys
 	n.latest(env, below, last, 0, func(env node.Env, k id.ID, data []byte, found bool, err error) {
 		n.pending--
@@ -585,6 +580,14 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 			}
 			rpc.Respond(env, in, n.self, &wire.D2Holders{Key: m.Key, Holders: holders})
 		})
+	case *wire.D2List:
+		n.List(env, m.Prefix, m.After, int(m.Max), func(env node.Env, keys []id.ID, next id.ID, err error) {
+			if err != nil {
+				fail(env, err)
+				return
+			}
+			rpc.Respond(env, in, n.self, &wire.D2Listing{Keys: keys, Next: next})
+		})
 	case *wire.D2Latest:
 		n.Latest(env, m.Prefix, func(env node.Env, k id.ID, data []byte, found bool, err error) {
 			switch {
@@ -595,4 +598,92 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 			}
 		})
 	}
+}
+
+// ListDone receives a List's outcome: keys in key order, and the after of
+// the next call (zero: none).
+type ListDone func(env node.Env, keys []id.ID, next id.ID, err error)
+
+// List returns the stored keys that start with prefix and come after
+// after (zero: from the first), at most max (0 or past wire.MaxD2Keys:
+// that many), from the range of one owner: the owner of the key after
+// after, asked for its keys up to the end of its range or of the prefix,
+// blocks and pointers alike. next continues the listing, past that
+// owner's range or past the last key sent. A listing that meets a
+// changing ring may miss a key that moved (it lists what owners hold); it
+// never lists one that no node holds.
+func (n *Node) List(env node.Env, prefix []byte, after id.ID, max int, done ListDone) {
+	if len(prefix) > KeyBytes || !after.IsZero() && (after.Width() != KeyBytes || !bytes.HasPrefix(after.Bytes(), prefix)) {
+		done(env, nil, id.ID{}, ErrBadKey)
+		return
+	}
+	if max <= 0 || max > wire.MaxD2Keys {
+		max = wire.MaxD2Keys
+	}
+	if !n.begin() {
+		done(env, nil, id.ID{}, ErrBusy)
+		return
+	}
+	n.Stats.Lists++
+	first, last := prefixArc(prefix)
+	lo := first.Sub(id.Min(KeyBytes).AddPow2(0)) // the arc (lo, last] is the prefix's keys
+	if !after.IsZero() {
+		lo = after
+	}
+	finish := func(env node.Env, keys []id.ID, next id.ID, err error) {
+		n.pending--
+		done(env, keys, next, err)
+	}
+	if lo == last {
+		finish(env, nil, id.ID{}, nil)
+		return
+	}
+	start := lo.Add(id.Min(KeyBytes).AddPow2(0))
+	n.resolve(env, start, func(env node.Env, r Route, err error) {
+		if err != nil {
+			finish(env, nil, id.ID{}, err)
+			return
+		}
+		hi := last
+		if r.Owner.Pos.In(lo, last) {
+			hi = r.Owner.Pos
+		}
+		q := &wire.D2Keys{Lo: lo, Hi: hi, Max: uint32(max), Pointers: true}
+		answer := func(env node.Env, l *wire.D2KeyList) {
+			var next id.ID
+			switch {
+			case l.More && len(l.Keys) > 0:
+				next = l.Keys[len(l.Keys)-1]
+			case hi != last:
+				next = hi
+			}
+			finish(env, l.Keys, next, nil)
+		}
+		if r.Owner.Node.Addr == n.self.Addr {
+			answer(env, n.keys(q))
+			return
+		}
+		if !n.call(env, r.Owner.Node.Addr, q, func(env node.Env, reply wire.Msg, err error) {
+			l, ok := reply.(*wire.D2KeyList)
+			if err != nil || !ok {
+				n.cache.drop(start)
+				finish(env, nil, id.ID{}, fmt.Errorf("%w: the owner of %s did not list its keys", ErrUnavailable, start.Short()))
+				return
+			}
+			answer(env, l)
+		}) {
+			finish(env, nil, id.ID{}, ErrBusy)
+		}
+	})
+}
+
+// prefixArc is the first and last keys that start with prefix.
+func prefixArc(prefix []byte) (first, last id.ID) {
+	lo := make([]byte, KeyBytes)
+	hi := bytes.Repeat([]byte{0xff}, KeyBytes)
+	copy(lo, prefix)
+	copy(hi, prefix)
+	first, _ = id.FromBytes(lo)
+	last, _ = id.FromBytes(hi)
+	return first, last
 }

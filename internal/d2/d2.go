@@ -1,6 +1,7 @@
 package d2
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -41,6 +42,7 @@ type Stats struct {
 	CacheWrong     uint64 // cached owners that said the key was not theirs
 
 	Puts, Gets, Deletes, Latests uint64 // client requests served as the gateway
+	Lists                        uint64 // D2List requests served as the gateway
 	StatReqs                     uint64 // D2Stat requests served as the gateway
 	BytesWritten                 uint64 // block bytes stored here (every copy counts where it lands)
 	Mismatches                   uint64 // blocks whose content hash did not match: skipped
@@ -314,7 +316,7 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		n.handleDrop(env, in, m)
 	case *wire.D2Invite:
 		n.invited(env, from)
-	case *wire.D2Put, *wire.D2Get, *wire.D2Delete, *wire.D2Latest, *wire.D2Stat:
+	case *wire.D2Put, *wire.D2Get, *wire.D2Delete, *wire.D2Latest, *wire.D2Stat, *wire.D2List:
 		n.clientRequest(env, in)
 	default:
 		if in.Env.Kind == wire.Request {
@@ -517,6 +519,23 @@ func (n *Node) validate(m wire.Msg) error {
 		if len(m.Prefix) > KeyBytes {
 			return fmt.Errorf("d2: a prefix of %d bytes", len(m.Prefix))
 		}
+	case *wire.D2List:
+		switch {
+		case len(m.Prefix) > KeyBytes:
+			return fmt.Errorf("d2: a prefix of %d bytes", len(m.Prefix))
+		case m.Max > wire.MaxD2Keys:
+			return fmt.Errorf("d2: %d keys asked, at most %d", m.Max, wire.MaxD2Keys)
+		case !m.After.IsZero() && !bytes.HasPrefix(m.After.Bytes(), m.Prefix):
+			return errors.New("d2: a listing's After outside its prefix")
+		}
+		return optKey(m.After)
+	case *wire.D2Listing:
+		for _, k := range m.Keys {
+			if err := key(k); err != nil {
+				return err
+			}
+		}
+		return optKey(m.Next)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"triad/internal/d2/key"
 	"triad/internal/d2fs"
 	"triad/internal/fault"
+	"triad/internal/id"
 	"triad/internal/wire"
 )
 
@@ -591,4 +592,47 @@ func prefixOf(lo, hi key.Key) ([]byte, error) {
 		return nil, fmt.Errorf("%w: [%v, %v] is empty", ErrRange, lo, hi)
 	}
 	return bytes.Clone(hi[:n]), nil
+}
+
+// List calls fn with every stored key that starts with prefix, in key
+// order (a D2List, followed from owner to owner). Under block placement
+// a volume's keys are scattered and no prefix lists them: ErrRange.
+func (b *Blocks) List(ctx context.Context, prefix []byte, fn func(key.Key) error) error {
+	if b.cfg.Placement != PlaceD2 {
+		return fmt.Errorf("%w: block placement scatters a prefix's keys", ErrRange)
+	}
+	var after id.ID
+	for {
+		prev := after
+		a := b.call(ctx, &wire.D2List{Prefix: prefix, After: after}, func(m wire.Msg) error {
+			if _, ok := m.(*wire.D2Listing); !ok {
+				return fmt.Errorf("d2client: a list answered with %T", m)
+			}
+			return nil
+		})
+		if a.err != nil {
+			return fmt.Errorf("d2client: listing %x: %w", prefix, a.err)
+		}
+		l := a.msg.(*wire.D2Listing)
+		for _, x := range l.Keys {
+			k, err := key.FromID(x)
+			switch {
+			case err != nil:
+				return fmt.Errorf("d2client: %s listed %w", a.addr, err)
+			case !bytes.HasPrefix(k[:], prefix) || !after.IsZero() && x.Cmp(after) <= 0:
+				return fmt.Errorf("d2client: %s listed %v, outside the prefix or out of order", a.addr, k)
+			}
+			if err := fn(k); err != nil {
+				return err
+			}
+			after = x
+		}
+		switch {
+		case l.Next.IsZero():
+			return nil
+		case !prev.IsZero() && l.Next.Cmp(prev) <= 0, !bytes.HasPrefix(l.Next.Bytes(), prefix):
+			return fmt.Errorf("d2client: %s continued a listing at %v, not past %v or outside the prefix", a.addr, l.Next, prev)
+		}
+		after = l.Next
+	}
 }

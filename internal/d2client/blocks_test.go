@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -158,6 +159,19 @@ func (s *memNode) handle(m wire.Msg) (wire.Msg, error) {
 			return &wire.D2Block{}, nil
 		}
 		return &wire.D2Block{Key: best.ID(), Data: s.m[*best], Found: true}, nil
+	case *wire.D2List:
+		// Pages of two keys, as owners' ranges would cut them.
+		var ks []id.ID
+		for k := range s.m {
+			if bytes.HasPrefix(k[:], m.Prefix) && (m.After.IsZero() || k.ID().Cmp(m.After) > 0) {
+				ks = append(ks, k.ID())
+			}
+		}
+		slices.SortFunc(ks, id.ID.Cmp)
+		if len(ks) <= 2 {
+			return &wire.D2Listing{Keys: ks}, nil
+		}
+		return &wire.D2Listing{Keys: ks[:2], Next: ks[1]}, nil
 	case *wire.D2Stat:
 		k, _ := key.FromID(m.Key)
 		d, ok := s.m[k]
@@ -643,5 +657,45 @@ func TestBlockPlacement(t *testing.T) {
 	}
 	if _, err := ParsePlacement("file"); err == nil {
 		t.Fatal("ParsePlacement(file) took it")
+	}
+}
+
+// TestList: List gives every key of a prefix once, in order, page after
+// page; a gateway whose listing does not move forward is an error, not a
+// loop.
+func TestList(t *testing.T) {
+	mem := newMemNode()
+	n := startFake(t, mem.handle)
+	b := newBlocks(t, n.addr())
+	ctx := context.Background()
+	var want []key.Key
+	for blk := range uint32(5) {
+		k := testKey("v", blk, 1)
+		if err := b.Put(ctx, k, []byte{byte(blk)}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, k)
+	}
+	if err := b.Put(ctx, testKey("w", 0, 1), []byte("another volume")); err != nil {
+		t.Fatal(err)
+	}
+	vol := testVolume("v")
+	var got []key.Key
+	if err := b.List(ctx, vol[:], func(k key.Key) error { got = append(got, k); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("listed %v, want %v", got, want)
+	}
+	stuck := startFake(t, func(m wire.Msg) (wire.Msg, error) {
+		l := m.(*wire.D2List)
+		next := l.After
+		if next.IsZero() {
+			next = want[0].ID()
+		}
+		return &wire.D2Listing{Next: next}, nil
+	})
+	if err := newBlocks(t, stuck.addr()).List(ctx, vol[:], func(key.Key) error { return nil }); err == nil {
+		t.Fatal("a listing that stays in place ended without an error")
 	}
 }

@@ -17,6 +17,8 @@ type Report struct {
 	Bytes    uint64 // bytes of all files
 	Hashed   int    // entries whose key is placed by hash (deep path or full directory)
 	Bad      []string
+
+	keys map[key.Key]bool // with Reachable: every key the commit needs
 }
 
 // maxBad bounds the problems a Report lists.
@@ -46,6 +48,25 @@ func (f *FS) Check(ctx context.Context) (Report, error) {
 	return r, nil
 }
 
+// Reachable is Check, and the keys the newest commit needs: its
+// superblock, the lease, and every record, part and data block its tree
+// points at. Any other key of the volume is an orphan: a block a commit
+// replaced (deleted KeepOld after it, unless its mount died first), or one
+// written by a commit that never stored its superblock (triad fs fsck
+// --orphans).
+func (f *FS) Reachable(ctx context.Context) (Report, map[key.Key]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, err := f.newestSuper(ctx)
+	if err != nil {
+		return Report{}, nil, err
+	}
+	r := Report{Gen: s.Gen, keys: map[key.Key]bool{superKey(f.vol, s.Gen): true, leaseKey(f.vol): true}}
+	r.Blocks++
+	f.check(ctx, &r, "", s.Root)
+	return r, r.keys, nil
+}
+
 func (f *FS) check(ctx context.Context, r *Report, path string, e Entry) {
 	switch e.Type {
 	case TypeSymlink:
@@ -65,7 +86,13 @@ func (f *FS) check(ctx context.Context, r *Report, path string, e Entry) {
 		r.bad(path+"/", err)
 		return
 	}
-	r.Blocks += len(blobKeys(e.Base, e.Meta, uint64(len(rec))))
+	bk := blobKeys(e.Base, e.Meta, uint64(len(rec)))
+	r.Blocks += len(bk)
+	if r.keys != nil {
+		for _, k := range bk {
+			r.keys[k] = true
+		}
+	}
 	if e.Type == TypeFile {
 		f.checkFile(ctx, r, path, e, rec)
 		return
@@ -96,7 +123,11 @@ func (f *FS) checkFile(ctx context.Context, r *Report, path string, e Entry, rec
 		if q.IsZero() {
 			continue
 		}
-		if _, err := f.fetch(ctx, e.Base.WithBlock(uint32(i)+1, q.Version), q.Sum, false); err != nil {
+		k := e.Base.WithBlock(uint32(i)+1, q.Version)
+		if r.keys != nil {
+			r.keys[k] = true
+		}
+		if _, err := f.fetch(ctx, k, q.Sum, false); err != nil {
 			r.bad(path, err)
 			continue
 		}

@@ -33,6 +33,8 @@ const (
 	TypeD2Invite       Type = 402
 	TypeD2Stat         Type = 403
 	TypeD2Holders      Type = 404
+	TypeD2List         Type = 405
+	TypeD2Listing      Type = 406
 )
 
 // Bounds of D2's messages.
@@ -255,6 +257,23 @@ type D2Delete struct {
 // Prefix; the reply is a D2Block with that key and its bytes (Found false:
 // none).
 type D2Latest struct{ Prefix []byte }
+
+// D2List asks a node for the stored keys that start with Prefix, after
+// After (zero: from the first), at most Max (0: MaxD2Keys), in key order.
+// The reply is a D2Listing: the keys, from one owner's range, and the
+// After of the next request (zero: no more). A client lists a volume's
+// keys with it (triad fs fsck finds orphaned blocks).
+type D2List struct {
+	Prefix []byte
+	After  id.ID
+	Max    uint32
+}
+
+// D2Listing answers a D2List.
+type D2Listing struct {
+	Keys []id.ID
+	Next id.ID // the next request's After; zero when the listing is done
+}
 
 // D2Drop asks the receiver, a replica of Key, to delete its copy; the
 // reply is a D2Stored.
@@ -745,6 +764,47 @@ func (m *D2Latest) decodeField(d *decoder, f field) {
 	}
 }
 func (m *D2Latest) clone() Msg { return &D2Latest{Prefix: bytes.Clone(m.Prefix)} }
+
+func (*D2List) Type() Type { return TypeD2List }
+func (m *D2List) encode(b []byte) []byte {
+	b = putBytes(b, 1, m.Prefix)
+	b = putID(b, 2, m.After)
+	return putUint(b, 3, uint64(m.Max))
+}
+func (m *D2List) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Prefix = d.boundedData(f, MaxD2Prefix, "a prefix")
+	case 2:
+		m.After = d.id(f)
+	case 3:
+		m.Max = d.uint32(f) // d2's Validate bounds it
+	}
+}
+func (m *D2List) clone() Msg {
+	return &D2List{Prefix: bytes.Clone(m.Prefix), After: m.After, Max: m.Max}
+}
+
+func (*D2Listing) Type() Type { return TypeD2Listing }
+func (m *D2Listing) encode(b []byte) []byte {
+	for _, k := range m.Keys {
+		b = putID(b, 1, k)
+	}
+	return putID(b, 2, m.Next)
+}
+func (m *D2Listing) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		if len(m.Keys) >= MaxD2Keys {
+			d.fail("more than %d keys", MaxD2Keys)
+			return
+		}
+		m.Keys = append(m.Keys, d.id(f))
+	case 2:
+		m.Next = d.id(f)
+	}
+}
+func (m *D2Listing) clone() Msg { return &D2Listing{Keys: slices.Clone(m.Keys), Next: m.Next} }
 
 func (*D2Drop) Type() Type               { return TypeD2Drop }
 func (m *D2Drop) encode(b []byte) []byte { return putID(b, 1, m.Key) }

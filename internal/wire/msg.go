@@ -220,6 +220,8 @@ var types = [...]typeInfo{
 	{TypeD2Invite, "D2Invite", RoleNode, false, newOf[D2Invite]},
 	{TypeD2Stat, "D2Stat", RoleClient, false, newOf[D2Stat]}, // which nodes hold a key
 	{TypeD2Holders, "D2Holders", RoleNode, false, newOf[D2Holders]},
+	{TypeD2List, "D2List", RoleClient, false, newOf[D2List]}, // a volume's keys
+	{TypeD2Listing, "D2Listing", RoleNode, false, newOf[D2Listing]},
 }
 
 // newOf makes the zero message of type T, for the types table.

@@ -86,7 +86,7 @@ func samples() []Msg {
 		&D2Keys{Lo: id.Random(r, 64), Hi: id.Random(r, 64), Max: 100, Last: true, Pointers: true}, &D2KeyList{Keys: []id.ID{id.Random(r, 64)}, More: true},
 		&D2Put{Key: id.Random(r, 64), Data: []byte("block"), Mode: D2PutReplace, Auth: D2Auth{Pub: make([]byte, 32), Expires: 1 << 62, Sig: make([]byte, 64)}},
 		&D2Get{Key: id.Random(r, 64), Hash: make([]byte, 32)},
-		&D2Delete{Key: id.Random(r, 64), Auth: D2Auth{Pub: []byte{1}, Expires: 7, Sig: []byte{2}, Signed: make([]byte, 64)}}, &D2Latest{Prefix: []byte{1, 2, 3}}, &D2Drop{Key: id.Random(r, 64)}, &D2Invite{},
+		&D2Delete{Key: id.Random(r, 64), Auth: D2Auth{Pub: []byte{1}, Expires: 7, Sig: []byte{2}, Signed: make([]byte, 64)}}, &D2Latest{Prefix: []byte{1, 2, 3}}, &D2List{Prefix: []byte{4, 5}, After: id.Random(r, 64), Max: 9}, &D2Listing{Keys: []id.ID{id.Random(r, 64), id.Random(r, 64)}, Next: id.Random(r, 64)}, &D2Drop{Key: id.Random(r, 64)}, &D2Invite{},
 		&D2Stat{Key: id.Random(r, 64), Hash: make([]byte, 32)},
 		&D2Holders{Key: id.Random(r, 64), Holders: []D2Holder{{Node: D2Ref{Node: sampleNode(r), Pos: id.Random(r, 64)}, State: D2HolderOK},
 			{Node: D2Ref{Node: sampleNode(r), Pos: id.Random(r, 64)}, State: D2HolderMissing}, {Node: D2Ref{Node: sampleNode(r), Pos: id.Random(r, 64)}}}},
