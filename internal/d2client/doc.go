@@ -1,6 +1,7 @@
 // Package d2client is D2-FS's block store over the network: d2fs.Blocks
 // on D2-Store's client API (put, get, delete, latest; messages D2Put,
-// D2Get, D2Delete, D2Latest; and D2Stat for Holders), the "client" of
+// D2Get, D2Delete, D2Latest; D2Stat for Holders and D2List for List,
+// under D2's placement or block placement: Config.Placement), the "client" of
 // "Defragmenting DHT-based Distributed File Systems"
 // (../shared/papers/d2-defragmented-dht-fs.txt, §3 and §7: any node is a
 // gateway that finds a key's owner and talks to its replicas).
