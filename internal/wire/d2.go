@@ -546,6 +546,23 @@ func (d *decoder) d2Auth(f field) D2Auth {
 	return a
 }
 
+// putD2Keys writes keys as repeated field num.
+func putD2Keys(b []byte, num protowire.Number, keys []id.ID) []byte {
+	for _, k := range keys {
+		b = putID(b, num, k)
+	}
+	return b
+}
+
+// d2Key appends the key in f to keys, at most MaxD2Keys of them.
+func (d *decoder) d2Key(f field, keys []id.ID) []id.ID {
+	if len(keys) >= MaxD2Keys {
+		d.fail("more than %d keys", MaxD2Keys)
+		return keys
+	}
+	return append(keys, d.id(f))
+}
+
 func (a D2Auth) clone() D2Auth {
 	return D2Auth{Pub: bytes.Clone(a.Pub), Expires: a.Expires, Sig: bytes.Clone(a.Sig), Signed: bytes.Clone(a.Signed)}
 }
@@ -679,19 +696,12 @@ func (m *D2Keys) clone() Msg { return new(*m) }
 
 func (*D2KeyList) Type() Type { return TypeD2KeyList }
 func (m *D2KeyList) encode(b []byte) []byte {
-	for _, k := range m.Keys {
-		b = putID(b, 1, k)
-	}
-	return putBool(b, 2, m.More)
+	return putBool(putD2Keys(b, 1, m.Keys), 2, m.More)
 }
 func (m *D2KeyList) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
-		if len(m.Keys) >= MaxD2Keys {
-			d.fail("more than %d keys", MaxD2Keys)
-			return
-		}
-		m.Keys = append(m.Keys, d.id(f))
+		m.Keys = d.d2Key(f, m.Keys)
 	case 2:
 		m.More = d.bool(f)
 	}
@@ -787,19 +797,12 @@ func (m *D2List) clone() Msg {
 
 func (*D2Listing) Type() Type { return TypeD2Listing }
 func (m *D2Listing) encode(b []byte) []byte {
-	for _, k := range m.Keys {
-		b = putID(b, 1, k)
-	}
-	return putID(b, 2, m.Next)
+	return putID(putD2Keys(b, 1, m.Keys), 2, m.Next)
 }
 func (m *D2Listing) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
-		if len(m.Keys) >= MaxD2Keys {
-			d.fail("more than %d keys", MaxD2Keys)
-			return
-		}
-		m.Keys = append(m.Keys, d.id(f))
+		m.Keys = d.d2Key(f, m.Keys)
 	case 2:
 		m.Next = d.id(f)
 	}
