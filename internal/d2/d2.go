@@ -106,6 +106,8 @@ type Node struct {
 	putting map[id.ID][]queuedPut
 	// tombs are the keys deleted here recently (tombs.go).
 	tombs tombs
+	// primary is the primary load and median last counted (balance.go).
+	primary primaryCount
 
 	Stats Stats
 }
@@ -174,7 +176,7 @@ func (n *Node) Links() []wire.D2Ref { return slices.Clone(n.links) }
 
 // Load is the node's primary load: the blocks (and pointers) whose keys
 // lie in its range.
-func (n *Node) Load() int { return n.idx.count(n.rangeLo(), n.pos) }
+func (n *Node) Load() int { return n.primaryLoad().load }
 
 // Held is the number of keys the node holds, blocks and pointers, primary
 // and replica.

@@ -26,6 +26,7 @@ func (e entry) pointer() bool { return !e.holder.IsZero() }
 type index struct {
 	t        *btree.BTreeG[entry]
 	pointers int
+	gen      uint64 // bumped by every change: what a count computed earlier may be checked against
 }
 
 func newIndex() index {
@@ -39,6 +40,7 @@ func (x *index) get(k id.ID) (entry, bool) { return x.t.Get(entry{key: k}) }
 
 // put adds e or replaces the entry of its key.
 func (x *index) put(e entry) {
+	x.gen++
 	if old, had := x.t.ReplaceOrInsert(e); had && old.pointer() {
 		x.pointers--
 	}
@@ -49,6 +51,7 @@ func (x *index) put(e entry) {
 
 // remove drops k and reports whether it was there.
 func (x *index) remove(k id.ID) bool {
+	x.gen++
 	old, ok := x.t.Delete(entry{key: k})
 	if ok && old.pointer() {
 		x.pointers--
@@ -63,11 +66,13 @@ func (x *index) all(fn func(e entry) bool) { x.t.Ascend(fn) }
 // lo, until it returns false. lo == hi is the whole ring, lo's own key
 // last.
 func (x *index) each(lo, hi id.ID, fn func(e entry) bool) {
-	more := true
+	more, first := true, true
 	x.t.AscendGreaterOrEqual(entry{key: lo}, func(e entry) bool {
-		if e.key == lo {
+		if first && e.key == lo { // only the first can be lo
+			first = false
 			return true
 		}
+		first = false
 		if lo.Cmp(hi) < 0 && e.key.Cmp(hi) > 0 {
 			return false
 		}

@@ -54,13 +54,11 @@ func (n *Node) succ() wire.D2Ref {
 
 // neighbors is the node's D2Neighbors.
 func (n *Node) neighbors() *wire.D2Neighbors {
-	m := &wire.D2Neighbors{Self: n.Me(), Succs: slices.Clone(n.succs), Links: slices.Clone(n.links), Load: uint64(n.Load())}
+	p := n.primaryLoad()
+	m := &wire.D2Neighbors{Self: n.Me(), Succs: slices.Clone(n.succs), Links: slices.Clone(n.links), Load: uint64(p.load), Median: p.median}
 	if !n.pred.IsZero() {
 		m.Preds = append([]wire.D2Ref{n.pred}, n.preds...)
 		m.Preds = dedupe(m.Preds, n.self.Addr, n.cfg.Replicas)
-	}
-	if med, ok := n.idx.median(n.rangeLo(), n.pos); ok {
-		m.Median = med
 	}
 	return m
 }

@@ -253,9 +253,21 @@ func (n *Node) syncWith(env node.Env, t wire.D2Ref, lo id.ID, page int, b *budge
 	})
 }
 
-// ringCmp orders keys clockwise from lo, as a D2KeyList lists them.
+// ringCmp orders keys clockwise from lo, as a D2KeyList lists them: the
+// keys after lo, then those up to lo itself (index.each's order). It
+// compares without arithmetic: a sync round runs it on every key of a
+// range.
 func ringCmp(lo id.ID) func(a, b id.ID) int {
-	return func(a, b id.ID) int { return lo.Distance(a).Cmp(lo.Distance(b)) }
+	return func(a, b id.ID) int {
+		wa, wb := a.Cmp(lo) <= 0, b.Cmp(lo) <= 0
+		switch {
+		case wa && !wb:
+			return 1
+		case wb && !wa:
+			return -1
+		}
+		return a.Cmp(b)
+	}
 }
 
 // push sends the replica t lacks: from this node's engine, or, for a key
