@@ -727,32 +727,33 @@ func putFile(c *fsCommand, arg string, in io.Reader) error {
 }
 
 func runFSMkdir(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fs mkdir", "fs mkdir VOLUME:/path [--key FILE] [--addr A,B]", "Makes a directory in a volume and commits.", stderr)
-	c, pos, closeFn, err := openFS(fs, addFSWriteFlags(fs), args, []int{1}, true)
+	return runFSWrite("fs mkdir", "fs mkdir VOLUME:/path [--key FILE] [--addr A,B]", "Makes a directory in a volume and commits.", args, stderr, 1,
+		func(c *fsCommand, pos []string) error {
+			d, name, err := c.parent(pos[0])
+			if err != nil {
+				return err
+			}
+			if _, err := c.f.Mkdir(c.ctx, d, name, 0o755, uint32(os.Getuid()), uint32(os.Getgid())); err != nil {
+				return fmt.Errorf("%s: %w", pos[0], err)
+			}
+			return nil
+		})
+}
+
+// runFSWrite runs a command that changes a volume: it parses args (npos
+// positionals, the first a PATH), opens the volume writable, runs do and
+// closes it, which commits what do changed.
+func runFSWrite(name, usage, about string, args []string, stderr io.Writer, npos int, do func(c *fsCommand, pos []string) error) error {
+	fs := newFlags(name, usage, about, stderr)
+	c, pos, closeFn, err := openFS(fs, addFSWriteFlags(fs), args, []int{npos}, true)
 	if err != nil {
 		return err
 	}
-	err = func() error {
-		d, name, err := c.parent(pos[0])
-		if err != nil {
-			return err
-		}
-		_, err = c.f.Mkdir(c.ctx, d, name, 0o755, uint32(os.Getuid()), uint32(os.Getgid()))
-		if err != nil {
-			return fmt.Errorf("%s: %w", pos[0], err)
-		}
-		return nil
-	}()
-	return errors.Join(err, closeFn())
+	return errors.Join(do(c, pos), closeFn())
 }
 
 func runFSMv(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fs mv", "fs mv VOLUME:/path NEWPATH [--key FILE] [--addr A,B]", "Renames a file or directory of a volume (NEWPATH is /path or VOLUME:/path in the same volume; a file there is replaced) and commits. The moved blocks stay where they are: the new entry points at them.", stderr)
-	c, pos, closeFn, err := openFS(fs, addFSWriteFlags(fs), args, []int{2}, true)
-	if err != nil {
-		return err
-	}
-	err = func() error {
+	return runFSWrite("fs mv", "fs mv VOLUME:/path NEWPATH [--key FILE] [--addr A,B]", "Renames a file or directory of a volume (NEWPATH is /path or VOLUME:/path in the same volume; a file there is replaced) and commits. The moved blocks stay where they are: the new entry points at them.", args, stderr, 2, func(c *fsCommand, pos []string) error {
 		from, _ := parseFSPath(pos[0])
 		to := pos[1]
 		if strings.HasPrefix(to, "/") {
@@ -773,17 +774,11 @@ func runFSMv(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("mv %s %s: %w", pos[0], to, err)
 		}
 		return nil
-	}()
-	return errors.Join(err, closeFn())
+	})
 }
 
 func runFSRm(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fs rm", "fs rm VOLUME:/path [--key FILE] [--addr A,B]", "Removes a file, symlink or empty directory of a volume and commits; its blocks are deleted.", stderr)
-	c, pos, closeFn, err := openFS(fs, addFSWriteFlags(fs), args, []int{1}, true)
-	if err != nil {
-		return err
-	}
-	err = func() error {
+	return runFSWrite("fs rm", "fs rm VOLUME:/path [--key FILE] [--addr A,B]", "Removes a file, symlink or empty directory of a volume and commits; its blocks are deleted.", args, stderr, 1, func(c *fsCommand, pos []string) error {
 		n, err := c.walk(pos[0])
 		if err != nil {
 			return err
@@ -801,8 +796,7 @@ func runFSRm(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%s: %w", pos[0], err)
 		}
 		return nil
-	}()
-	return errors.Join(err, closeFn())
+	})
 }
 
 const statFSAbout = `
