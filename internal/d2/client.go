@@ -217,23 +217,30 @@ func (n *Node) get(env node.Env, k id.ID, hash []byte, attempt int, done func(en
 			done(env, nil, err)
 			return
 		}
-		n.getFrom(env, k, hash, r.Holders(n.cfg.Replicas), true, attempt, done)
+		n.getFrom(env, k, hash, r.Holders(n.cfg.Replicas), nil, attempt, done)
 	})
 }
 
 // getFrom asks each holder in turn, the owner first (which may answer
 // through a pointer); a holder that answers "not mine" sends the get back
-// to a lookup once.
-func (n *Node) getFrom(env node.Env, k id.ID, hash []byte, holders []wire.D2Ref, owner bool, attempt int, done func(env node.Env, data []byte, err error)) {
+// to a lookup once. missed are the holders asked before that had no copy
+// whose hash matched: once a later one has, each is given the block
+// (repair), if it holds nothing under the key.
+func (n *Node) getFrom(env node.Env, k id.ID, hash []byte, holders, missed []wire.D2Ref, attempt int, done func(env node.Env, data []byte, err error)) {
 	if len(holders) == 0 {
 		done(env, nil, ErrNotFound)
 		return
 	}
-	next := func(env node.Env) { n.getFrom(env, k, hash, holders[1:], false, attempt, done) }
+	owner := len(missed) == 0
+	next := func(env node.Env) { n.getFrom(env, k, hash, holders[1:], append(missed, holders[0]), attempt, done) }
+	found := func(env node.Env, data []byte) {
+		n.repair(env, k, data, missed)
+		done(env, data, nil)
+	}
 	if holders[0].Node.Addr == n.self.Addr {
 		n.fetchHere(env, k, hash, true, func(env node.Env, data []byte, ok bool) {
 			if ok {
-				done(env, data, nil)
+				found(env, data)
 				return
 			}
 			next(env)
@@ -255,10 +262,10 @@ func (n *Node) getFrom(env node.Env, k id.ID, hash []byte, holders []wire.D2Ref,
 					done(env, nil, err)
 					return
 				}
-				n.getFrom(env, k, hash, r.Holders(n.cfg.Replicas), true, attempt+1, done)
+				n.getFrom(env, k, hash, r.Holders(n.cfg.Replicas), nil, attempt+1, done)
 			})
 		case err == nil && ok && b.Found && bytes.Equal(Sum(b.Data), hash):
-			done(env, b.Data, nil)
+			found(env, b.Data)
 		default:
 			if err == nil && ok && b.Found {
 				n.Stats.Mismatches++
@@ -268,6 +275,29 @@ func (n *Node) getFrom(env node.Env, k id.ID, hash []byte, holders []wire.D2Ref,
 	})
 	if !ok {
 		done(env, nil, ErrBusy)
+	}
+}
+
+// repair gives data, the block k a get found, to the holders that lacked
+// it: a replica store that does not replace, so a holder with other bytes
+// under k keeps them (they may be newer than the get's pointer), and a
+// holder that lost its copy (a damaged record, a disk replaced) has it
+// again at once rather than at the owner's next sync.
+func (n *Node) repair(env node.Env, k id.ID, data []byte, missed []wire.D2Ref) {
+	for _, h := range missed {
+		if h.Node.Addr == n.self.Addr {
+			n.writeLocal(env, k, data, false, func(env node.Env, err error) {
+				if err == nil {
+					n.Stats.Repaired++
+				}
+			})
+			continue
+		}
+		n.call(env, h.Node.Addr, &wire.D2Store{Key: k, Data: data}, func(env node.Env, reply wire.Msg, err error) {
+			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
+				n.Stats.Repaired++
+			}
+		})
 	}
 }
 

@@ -46,6 +46,8 @@ type Stats struct {
 	StatReqs                     uint64 // D2Stat requests served as the gateway
 	BytesWritten                 uint64 // block bytes stored here (every copy counts where it lands)
 	Mismatches                   uint64 // blocks whose content hash did not match: skipped
+	Repaired                     uint64 // copies given to holders that lacked a block a get found elsewhere
+	LostLocal                    uint64 // blocks the engine no longer had (quarantined, lost): unlisted, to be put back
 	NotFound                     uint64
 	Conflicts                    uint64 // puts whose condition did not hold at this owner: nothing stored
 	PutsQueued                   uint64 // puts that waited at this owner for an earlier put of their key

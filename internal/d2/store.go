@@ -163,6 +163,14 @@ func (n *Node) readLocal(env node.Env, k id.ID, hash []byte, done func(env node.
 	n.offload(env, &engineWork{op: opGet, key: k, done: func(env node.Env, res any, err error) {
 		r, isRes := res.(getResult)
 		switch {
+		case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCorrupt):
+			// The engine lost it (a damaged record is quarantined): no
+			// longer listed here, so that sync and gets put a copy back.
+			if e, ok := n.idx.get(k); ok && !e.pointer() {
+				n.idx.remove(k)
+				n.Stats.LostLocal++
+			}
+			done(env, nil, false)
 		case err != nil || !isRes:
 			done(env, nil, false)
 		case len(hash) > 0 && !bytes.Equal(r.sum[:], hash):
