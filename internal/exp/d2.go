@@ -35,10 +35,12 @@ type D2Config struct {
 
 	// Set by tests: the manifest (else loaded from Tree, Manifest or the
 	// default), and sizes that override Quick's and the full run's (sizes
-	// without perfSizes: no perf run).
-	manifest  *workload.Manifest
-	sizes     *d2Sizes
-	perfSizes *d2PerfSizes
+	// without perfSizes: no perf run; without nodeBalance: no balance run
+	// on the node code).
+	manifest    *workload.Manifest
+	sizes       *d2Sizes
+	perfSizes   *d2PerfSizes
+	nodeBalance *d2NodeBalanceSizes
 }
 
 // d2Sizes is how big a run is.
@@ -161,6 +163,10 @@ type D2Result struct {
 	PerfTimeouts       int                `json:"perf_timeouts"`
 	PerfFailed         int                `json:"perf_failed"`
 
+	// NodeBalance is the balance experiment on internal/d2's node code
+	// (d2_balance_node.go), beside the model's figures above.
+	NodeBalance *d2NodeBalance `json:"node_balance,omitempty"`
+
 	Violations  int       `json:"violations"`
 	Violated    []string  `json:"violated,omitempty"`
 	Checks      []D2Check `json:"checks"`
@@ -216,6 +222,13 @@ func RunD2(cfg D2Config) (D2Result, error) {
 		if err := res.availBalance(cfg, m); err != nil {
 			return res, err
 		}
+	}
+	if cfg.runs("balance") && cfg.nodeBalanceSize().Nodes > 0 {
+		t0 := time.Now()
+		if err := res.nodeBalance(cfg, m); err != nil {
+			return res, err
+		}
+		logf(cfg.Log, "sim d2: balance on the node code done in %.0fs of wall time", time.Since(t0).Seconds())
 	}
 	if cfg.runs("perf") && len(cfg.perfSize().Nodes) > 0 {
 		t0 := time.Now()

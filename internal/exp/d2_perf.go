@@ -104,7 +104,7 @@ func (r *D2Result) perf(cfg D2Config, m *workload.Manifest) error {
 		}
 		for _, place := range perfPlace {
 			t0 := time.Now()
-			ring, err := newPerfRing(cfg.Seed, perfPositions(place, w, n, cfg.Seed))
+			ring, err := newPerfRing(cfg.Seed, perfPositions(place, w, n, cfg.Seed), perfConfig())
 			if err != nil {
 				return err
 			}

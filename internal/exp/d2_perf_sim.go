@@ -58,15 +58,15 @@ type perfRing struct {
 	nodes []*d2.Node
 }
 
-// newPerfRing boots a host per position, in a seeded order, and runs until
-// every node has joined and the ring has stabilized.
-func newPerfRing(seed uint64, pos []id.ID) (*perfRing, error) {
+// newPerfRing boots a host per position, each a D2 node of configuration
+// cfg, in a seeded order, and runs until every node has joined and the ring
+// has stabilized.
+func newPerfRing(seed uint64, pos []id.ID, cfg d2.Config) (*perfRing, error) {
 	n := len(pos)
 	topo := sim.NewTopology(n, seed)
 	r := &perfRing{s: sim.New(sim.Config{Seed: seed, MaxQueueDelay: perfQueueDelay}, topo), nodes: make([]*d2.Node, n)}
 	r.setAccess(perfLoadBps)
 	order := rand.New(rand.NewPCG(seed, 0x0de4)).Perm(n)
-	cfg := perfConfig()
 	for i := range n {
 		var boot []node.Addr
 		for _, h := range r.hosts[:min(3, len(r.hosts))] {
@@ -98,7 +98,7 @@ func newPerfRing(seed uint64, pos []id.ID) (*perfRing, error) {
 		r.s.RunFor(30 * time.Second)
 	}
 	if j := r.joined(); j < n {
-		return nil, fmt.Errorf("sim d2 perf: %d of %d nodes joined in two hours", j, n)
+		return nil, fmt.Errorf("sim d2: %d of %d nodes joined in two hours", j, n)
 	}
 	r.s.RunFor(10 * cfg.Stabilize)
 	return r, nil
