@@ -65,6 +65,9 @@ func (f fedArticles) key(msgid string) id.ID {
 	return id.Key(append(sealed, "ART1"...))
 }
 
+// feedDialTimeout bounds a feed's connection and greeting.
+var feedDialTimeout = 10 * time.Second
+
 // feedOutcome is what a feed was told.
 type feedOutcome struct {
 	acked   map[string]bool // 239: stored and listed
@@ -88,26 +91,32 @@ func feed(t *testing.T, addr string, arts fedArticles, deadline time.Time, onAck
 	// doubling backoff, which is what the tests feed with.
 	for len(left) > 0 && time.Now().Before(deadline) {
 		out.rounds++
-		c, err := nntp.Dial(addr, time.Now().Add(10*time.Second))
+		c, err := nntp.Dial(addr, time.Now().Add(feedDialTimeout))
 		if err != nil {
 			t.Logf("round %d: %v; %d articles left unanswered", out.rounds, err, len(left))
 			return out
 		}
+		// The dial's deadline covers reads and writes; a session lasts
+		// until the feed's. (Writes that failed at the dial's left the
+		// server waiting for the rest of an article and the reader for
+		// its reply, until the feed's deadline.)
+		c.Conn().SetDeadline(deadline)
 		if l, err := c.Cmd("MODE STREAM"); err != nil || !strings.HasPrefix(string(l), "203") {
 			t.Fatalf("MODE STREAM: %q, %v", l, err)
 		}
 		offered := left
-		wrote := make(chan struct{})
+		wrote := make(chan error, 1)
 		go func() {
-			defer close(wrote)
 			w := bufio.NewWriter(c.Conn())
 			for _, id := range offered {
 				w.WriteString("TAKETHIS " + id + "\r\n")
 				w.Write(nntp.AppendBlock(nil, []byte(arts.text[id])))
-				if w.Flush() != nil {
-					return // the server closed the feed; the reader sees why
+				if err := w.Flush(); err != nil {
+					wrote <- err // the server closed the feed, or the deadline passed
+					return
 				}
 			}
+			wrote <- nil
 		}()
 		answered := 0
 		for _, id := range offered {
@@ -138,7 +147,9 @@ func feed(t *testing.T, addr string, arts fedArticles, deadline time.Time, onAck
 			answered++
 		}
 		c.Close()
-		<-wrote
+		if err := <-wrote; err != nil && answered < len(offered) {
+			t.Logf("round %d: writing the feed: %v", out.rounds, err)
+		}
 		if answered == 0 {
 			// A feeder waits before it offers the same articles again
 			// (innfeed sleeps its connection); twice as long each time.
