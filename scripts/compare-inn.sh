@@ -39,12 +39,37 @@
 # null and its failure count instead.
 #
 #   sudo scripts/compare-inn.sh --sites 3
+#
+# --cpu-per-site C (with --sites): equal hardware per site on one machine.
+# innd runs in a CPU cgroup of C cores, and each site (its node and its
+# front-end, as one machine would run them) in a cgroup of its own with the
+# same C; the load generator stays outside. The cgroup v1 cpu controller
+# (/sys/fs/cgroup/cpu: cpu.cfs_quota_us over a 100 ms period) is used where
+# it is mounted, else v2's cpu.max. The cgroups are removed at the end.
+#
+#   sudo scripts/compare-inn.sh --sites 3 --cpu-per-site 0.6
 set -euo pipefail
-SITES=0
-if [ "${1:-}" = "--sites" ]; then
-    SITES=${2:?--sites needs a number}
-    [ "$SITES" -ge 2 ] && [ "$SITES" -le 8 ] || { echo "compare-inn: --sites wants 2 to 8" >&2; exit 2; }
-fi
+SITES=0 CPU_PER_SITE=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --sites)
+        SITES=${2:?--sites needs a number}
+        [ "$SITES" -ge 2 ] && [ "$SITES" -le 8 ] || { echo "compare-inn: --sites wants 2 to 8" >&2; exit 2; }
+        shift 2 ;;
+    --cpu-per-site)
+        CPU_PER_SITE=${2:?--cpu-per-site needs a number of cores, like 0.6}
+        python3 -c 'import os, sys; c = float(sys.argv[1]); sys.exit(0 if 0.05 <= c <= os.cpu_count() else 1)' "$CPU_PER_SITE" 2>/dev/null ||
+            { echo "compare-inn: --cpu-per-site wants a number of cores from 0.05 to $(nproc), got $CPU_PER_SITE" >&2; exit 2; }
+        shift 2 ;;
+    -h | --help)
+        sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+        exit 0 ;;
+    *)
+        echo "compare-inn: unknown argument $1 (--sites N [--cpu-per-site C]; --help)" >&2
+        exit 2 ;;
+    esac
+done
+[ -z "$CPU_PER_SITE" ] || [ "$SITES" -gt 0 ] || { echo "compare-inn: --cpu-per-site needs --sites" >&2; exit 2; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ANCHOR=${ANCHOR:-$ROOT/../shared/anchors/inn2}
 OUT=${OUT:-$(mktemp -d /tmp/triad-vs-inn.XXXXXX)}
@@ -68,6 +93,50 @@ else
     fi
 fi
 
+# CPU cgroups, one per "machine" (--cpu-per-site): cg_make NAME, then
+# cg_add NAME PID... ; cg_remove_all at exit.
+CG_ROOT="" CG_V=0 CG_MADE=()
+cg_init() {
+    if [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
+        CG_ROOT=/sys/fs/cgroup/cpu CG_V=1
+    elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
+        CG_ROOT=/sys/fs/cgroup CG_V=2
+        echo +cpu >"$CG_ROOT/cgroup.subtree_control" 2>/dev/null || true
+    else
+        echo "compare-inn: --cpu-per-site: no cgroup cpu controller (v1 /sys/fs/cgroup/cpu or v2 cpu.max)" >&2
+        exit 1
+    fi
+}
+cg_make() {
+    local dir="$CG_ROOT/triad-compare-$$-$1" quota
+    quota=$(python3 -c 'import sys; print(round(float(sys.argv[1]) * 100000))' "$CPU_PER_SITE")
+    mkdir -p "$dir"
+    CG_MADE+=("$dir")
+    if [ "$CG_V" = 1 ]; then
+        echo 100000 >"$dir/cpu.cfs_period_us"
+        echo "$quota" >"$dir/cpu.cfs_quota_us"
+    else
+        echo "$quota 100000" >"$dir/cpu.max"
+    fi
+}
+cg_add() {
+    local dir="$CG_ROOT/triad-compare-$$-$1" pid
+    shift
+    for pid in "$@"; do
+        echo "$pid" >"$dir/cgroup.procs"
+    done
+}
+cg_remove_all() {
+    local dir pid
+    for dir in "${CG_MADE[@]}"; do
+        [ -d "$dir" ] || continue
+        # What still runs there (innd with KEEP_INN=1) goes back to the root.
+        while read -r pid; do echo "$pid" >"$CG_ROOT/cgroup.procs" 2>/dev/null || true; done <"$dir/cgroup.procs"
+        rmdir "$dir" 2>/dev/null || true
+    done
+}
+[ -z "$CPU_PER_SITE" ] || cg_init
+
 echo "compare-inn: building triad..." >&2
 (cd "$ROOT" && go build -o "$OUT/triad" ./cmd/triad)
 
@@ -87,6 +156,10 @@ if [ "$SITES" -gt 0 ]; then
         "$OUT/triad" node --listen "127.0.0.1:$((NODE0 + i))" --data "$OUT/sites/node$i" $join \
             >"$OUT/sites/node$i.log" 2>&1 &
         SITE_PIDS+=($!)
+        if [ -n "$CPU_PER_SITE" ]; then
+            cg_make "site$((i + 1))"
+            cg_add "site$((i + 1))" $!
+        fi
         sleep 0.5
     done
     for i in $(seq 0 $((SITES - 1))); do
@@ -99,6 +172,7 @@ if [ "$SITES" -gt 0 ]; then
             --pathhost "site$((i + 1))" --peers "$OUT/sites/peers$i" --groups triad.bench,triad.bench.large \
             >"$OUT/sites/site$i.log" 2>&1 &
         SITE_PIDS+=($!)
+        [ -z "$CPU_PER_SITE" ] || cg_add "site$((i + 1))" $!
     done
     for i in $(seq 0 $((SITES - 1))); do
         for _ in $(seq 100); do
@@ -116,11 +190,18 @@ fi
 source "$ANCHOR/run.sh"
 BOUND=${PHASE_SECONDS:-15} # after run.sh, which sets its own MAXS
 STEP="INN setup (log: $OUT/inn-setup.log)"
-trap 'rc=$?; [ $rc = 0 ] || echo "compare-inn: failed (exit $rc) in $STEP" >&2; stop_sites; [ "${KEEP_INN:-0}" = 1 ] || stop_innd' EXIT
+trap 'rc=$?; [ $rc = 0 ] || echo "compare-inn: failed (exit $rc) in $STEP" >&2; stop_sites; [ "${KEEP_INN:-0}" = 1 ] || stop_innd; cg_remove_all' EXIT
 install_inn >"$OUT/inn-setup.log" 2>&1
 write_confs >>"$OUT/inn-setup.log" 2>&1
 reset_spool >>"$OUT/inn-setup.log" 2>&1
 start_innd >>"$OUT/inn-setup.log" 2>&1
+if [ -n "$CPU_PER_SITE" ]; then
+    # innd and what it has started; readers' nnrpd processes are forked
+    # from it later, inside.
+    cg_make inn
+    cg_add inn "$INND_PID" $(pgrep -P "$INND_PID" || true)
+    echo "compare-inn: equal hardware: innd and each of the $SITES sites (node and front-end) in a CPU cgroup of $CPU_PER_SITE cores (cgroup v$CG_V); the load generator outside" >&2
+fi
 STEP="the benchmarks"
 for g in triad.bench triad.bench.large; do
     asnews "$BIN/ctlinnd" -s newgroup "$g" y compare-inn
@@ -168,9 +249,9 @@ for round in $(seq "$TURNS"); do
     fi
 done
 
-python3 - "$OUT" "$TURNS" "$SITES" <<'PY'
+python3 - "$OUT" "$TURNS" "$SITES" "$CPU_PER_SITE" <<'PY'
 import json, os, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
+out, rounds, cpu_per_site = sys.argv[1], int(sys.argv[2]), sys.argv[4]
 def load1(name, size, r):
     try:
         lines = open(f"{out}/{name}-{size}-{r}.txt").read().strip().splitlines()
@@ -233,6 +314,8 @@ for size in (2450, 240000):
     print(f"| {size:,} B | over (lines/s) | 1 | {cell(io, '{:,.0f}')} | | {cell(to, '{:,.0f}')} | | {ratio(to, io)} | |")
 print()
 print(f"- Medians of {rounds} rounds; the servers took turns.")
+if cpu_per_site:
+    print(f"- Equal hardware: innd in a CPU cgroup of {cpu_per_site} cores, and each site (its node and front-end) in one of its own with the same quota; the load generator outside them.")
 for n in ("inn", "triad"):
     for size in (2450, 240000):
         r = load(n, size)
@@ -258,6 +341,8 @@ if sites:
             out[n] = p[field]
         return round(out["triad"] / out["inn"], 3) if out["inn"] else None, None
     line = {"sites": sites}
+    if cpu_per_site:
+        line["cpu_per_site"] = float(cpu_per_site)
     for key, size, name, conns, field in (("takethis_2k", 2450, "takethis", 1, "ops_per_sec"), ("takethis_240k", 240000, "takethis", 1, "mbps"),
                                           ("article_2k", 2450, "article", 16, "ops_per_sec"), ("article_240k", 240000, "article", 16, "mbps"),
                                           ("post_8", 2450, "post", 8, "ops_per_sec")):
