@@ -739,11 +739,11 @@ func (run *tapChaos) sweep() (done int, problem string) {
 			cc := tapClients{conns: clientCache{}, epochs: map[string]int{}}
 			defer cc.conns.close()
 			for j := range jobs {
-				kind := cc.locate(j.n.addr, 0, j.o)
+				kind, why := cc.locateWhy(j.n.addr, 0, j.o)
 				mu.Lock()
 				done++
 				if kind != "" && problem == "" {
-					problem = fmt.Sprintf("%s from %s: %s", j.o.key.Short(), j.n.addr, kind)
+					problem = fmt.Sprintf("%s from %s: %s%s", j.o.key.Short(), j.n.addr, kind, why)
 					cancel()
 				}
 				mu.Unlock()
@@ -779,12 +779,21 @@ type tapClients struct {
 // locate locates o through the node at addr (in its epoch) and returns
 // the kind of failure, "" on success: found at o's server.
 func (cc tapClients) locate(addr string, epoch int, o tapObject) string {
+	kind, _ := cc.locateWhy(addr, epoch, o)
+	return kind
+}
+
+// locateWhy is locate, with what the node said of a failure: for an
+// object not found, the root the locate ended at, its hops and path (a
+// persistent failure after the churn is a routing table that disagrees
+// with the server's publish path).
+func (cc tapClients) locateWhy(addr string, epoch int, o tapObject) (kind, detail string) {
 	if cc.epochs[addr] != epoch {
 		cc.conns.drop(addr)
 	}
 	c, err := cc.conns.get(addr)
 	if err != nil {
-		return failNodeGone
+		return failNodeGone, ""
 	}
 	cc.epochs[addr] = epoch
 	ctx, cancel := context.WithTimeout(context.Background(), tapLocateTimeout)
@@ -793,25 +802,29 @@ func (cc tapClients) locate(addr string, epoch int, o tapObject) string {
 	var we *wire.Error
 	switch {
 	case errors.As(err, &we) && we.Code == fault.CodeNoRoute:
-		return failNoRoute
+		return failNoRoute, ""
 	case errors.As(err, &we):
-		return "refused: " + we.Code.String()
+		return "refused: " + we.Code.String(), ""
 	case errors.Is(err, context.DeadlineExceeded):
-		return failTimeout
+		return failTimeout, ""
 	case err != nil:
 		cc.conns.drop(addr)
-		return failNodeGone
+		return failNodeGone, ""
 	}
 	l, ok := m.(*wire.TapLocated)
 	switch {
 	case !ok:
-		return fmt.Sprintf("answered %T", m)
+		return fmt.Sprintf("answered %T", m), ""
 	case !l.Found:
-		return failNotFound
+		var path []string
+		for _, r := range l.Path {
+			path = append(path, r.Addr)
+		}
+		return failNotFound, fmt.Sprintf(" (at root %s after %d hops, path %s; published by %s)", l.Root.Addr, l.Hops, strings.Join(path, " > "), o.server)
 	case len(l.Servers) == 0 || l.Servers[0].Addr != o.server:
-		return failWrongServer
+		return failWrongServer, ""
 	}
-	return ""
+	return "", ""
 }
 
 // WriteText prints the result.
