@@ -10,9 +10,10 @@ import (
 )
 
 func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench nntp", "bench nntp --addr HOST:PORT [--size BYTES] [--conns C] [--articles N] [--phases LIST] [--json]", bench.NNTPHelp, stderr)
+	fs := newFlags("bench nntp", "bench nntp --addr HOST:PORT [--size BYTES] [--conns C] [--articles N] [--phases LIST] [--json]", bench.NNTPHelp+bench.NNTPSpreadHelp, stderr)
 	cfg := bench.DefaultNNTPConfig()
 	cfg.RegisterFlags(fs)
+	spread := fs.String("spread-addrs", "", "comma-separated news `addresses` of every site of one deployment: adds the takethis-spread phase, a feed offered at all of them at once (see below)")
 	syncDir := fs.String("sync-probe", "", "also measure this `directory`'s disk: the median time of a 4 KB write and fdatasync (what one durable post must wait for at least)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	profile := addProfileFlag(fs, "the load generator")
@@ -30,6 +31,11 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 	if cfg.Addr == "" {
 		return usageErr(fs, "--addr is required")
 	}
+	for _, a := range strings.Split(*spread, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			cfg.SpreadAddrs = append(cfg.SpreadAddrs, a)
+		}
+	}
 	if cfg.Articles == 0 {
 		cfg.Articles = 10000
 		if cfg.SizeBytes > 16<<10 {
@@ -44,6 +50,9 @@ func runBenchNNTP(args []string, stdout, stderr io.Writer) error {
 	res, err := bench.NNTP(cfg)
 	if len(res.Phases) > 0 || res.Over != nil {
 		res.WriteText(stdout)
+	}
+	if res.Spread != nil {
+		res.Spread.WriteText(stdout)
 	}
 	if err != nil {
 		return err

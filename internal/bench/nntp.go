@@ -27,7 +27,7 @@ import (
 // sit in one table. It is a client only; it talks to loopback addresses only.
 
 // NNTPPhases lists every phase of the NNTP benchmark, in the order they run.
-const NNTPPhases = "takethis,post,article,body,over,plain"
+const NNTPPhases = "takethis,takethis-spread,post,article,body,over,plain"
 
 // NNTPConfig is one run of the NNTP load generator against a running server.
 type NNTPConfig struct {
@@ -36,19 +36,24 @@ type NNTPConfig struct {
 	// over, plain) go to: another site of the same ring, which lists
 	// what Addr took once it is announced. The run waits (up to
 	// MaxPhase) until it lists as many articles as Addr does.
-	ReadAddr  string
-	PostConns []int         // posting connections of the post phase, each count a phase of its own; nil means 1
-	SizeBytes int           // wire size of every article: headers, dot-stuffed body and terminating line
-	Articles  int           // articles fed with TAKETHIS and read back; a fifth as many are POSTed
-	Conns     int           // TAKETHIS connections
-	Window    int           // TAKETHIS commands in flight per connection; zero means 64
-	Group     string        // the newsgroup articles go to and are read from; must exist on the server
-	MaxPhase  time.Duration // bound of every single phase (one verb at one connection count)
-	Phases    []string      // which of NNTPPhases to run; nil means all
-	ReadBy    string        // "number" (ARTICLE 17 after GROUP, the default) or "id" (ARTICLE <message-id>)
-	User      string        // AUTHINFO USER on every connection when set
-	Pass      string        // AUTHINFO PASS, when the server asks for it (381)
-	Seed      uint64        // article text; message-ids are unique per run whatever the seed
+	ReadAddr string
+	// SpreadAddrs, if set, are the news servers of every site of one
+	// deployment, and the takethis-spread phase feeds a second set of
+	// Articles articles to all of them at once (see NNTPSpreadHelp). The
+	// same address N times is one server fed from N connections.
+	SpreadAddrs []string
+	PostConns   []int         // posting connections of the post phase, each count a phase of its own; nil means 1
+	SizeBytes   int           // wire size of every article: headers, dot-stuffed body and terminating line
+	Articles    int           // articles fed with TAKETHIS and read back; a fifth as many are POSTed
+	Conns       int           // TAKETHIS connections
+	Window      int           // TAKETHIS commands in flight per connection; zero means 64
+	Group       string        // the newsgroup articles go to and are read from; must exist on the server
+	MaxPhase    time.Duration // bound of every single phase (one verb at one connection count)
+	Phases      []string      // which of NNTPPhases to run; nil means all
+	ReadBy      string        // "number" (ARTICLE 17 after GROUP, the default) or "id" (ARTICLE <message-id>)
+	User        string        // AUTHINFO USER on every connection when set
+	Pass        string        // AUTHINFO PASS, when the server asks for it (381)
+	Seed        uint64        // article text; message-ids are unique per run whatever the seed
 	// CPUPids are server processes whose CPU time (user and system, from
 	// /proc) the ingest phases divide by the articles they took: what
 	// each article cost the servers, beside what it cost this client.
@@ -68,6 +73,7 @@ const (
 	overRepeats         = 5
 	maxReplyBlockBytes  = 256 << 20 // largest ARTICLE, BODY or OVER reply read
 	ioGrace             = 10 * time.Second
+	listPoll            = 10 * time.Millisecond // between two looks at a site's listing
 )
 
 // nntpReadConns are the reader connection counts of the ARTICLE and BODY
@@ -79,6 +85,14 @@ var nntpReadConns = [...]int{1, 4, 16}
 func (c NNTPConfig) Validate() error {
 	if c.ReadAddr != "" {
 		if err := checkLoopback(c.ReadAddr); err != nil {
+			return err
+		}
+	}
+	if len(c.SpreadAddrs) > maxSpreadSites {
+		return fmt.Errorf("bench: %d spread addresses: at most %d", len(c.SpreadAddrs), maxSpreadSites)
+	}
+	for _, a := range c.SpreadAddrs {
+		if err := checkLoopback(a); err != nil {
 			return err
 		}
 	}
@@ -214,6 +228,9 @@ type NNTPResult struct {
 	// ingest it listed everything the ingesting one did.
 	ReadAddr       string  `json:"read_addr,omitempty"`
 	ListedAfterSec float64 `json:"listed_after_seconds,omitempty"`
+	// With SpreadAddrs: how the takethis-spread phase's articles became
+	// listed at every site.
+	Spread *NNTPSpread `json:"spread,omitempty"`
 }
 
 // Phase returns the figures of the named phase at the given connection
@@ -273,7 +290,7 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 	return res, err
 }
 
-// ingest runs the takethis and post phases that cfg selects, adding their
+// ingest runs the takethis, takethis-spread and post phases that cfg selects, adding their
 // figures to res, and returns the articles they fed.
 func (r *nntpRun) ingest(res *NNTPResult, tag string, now time.Time) ([]*article, error) {
 	cfg := r.cfg
@@ -288,6 +305,23 @@ func (r *nntpRun) ingest(res *NNTPResult, tag string, now time.Time) ([]*article
 		p := r.phase("takethis", len(arts), func() NNTPPhase { return r.takeThis(arts) })
 		cpu.stop(&p)
 		res.Phases = append(res.Phases, p)
+		if err := r.check(p); err != nil {
+			return fed, err
+		}
+		fed = append(fed, arts...)
+	}
+	if cfg.runs("takethis-spread") && len(cfg.SpreadAddrs) > 0 {
+		spec := articleSpec{group: cfg.Group, tag: tag + ".spread", date: now, sizeBytes: cfg.SizeBytes}
+		arts, err := r.generate(spec, cfg.Articles)
+		if err != nil {
+			return fed, err
+		}
+		p, sp, err := r.takeThisSpread(arts)
+		if err != nil {
+			return fed, err
+		}
+		res.Phases = append(res.Phases, p)
+		res.Spread = &sp
 		if err := r.check(p); err != nil {
 			return fed, err
 		}
@@ -319,7 +353,7 @@ func (r *nntpRun) ingest(res *NNTPResult, tag string, now time.Time) ([]*article
 func (r *nntpRun) readBack(res *NNTPResult, fed []*article) error {
 	cfg := r.cfg
 	if cfg.ReadAddr != "" {
-		waited, err := r.waitListed(cfg.ReadAddr)
+		waited, err := r.waitListed([]string{cfg.ReadAddr})
 		if err != nil {
 			return err
 		}
@@ -432,6 +466,7 @@ type connStats struct {
 	done, rejected, failed, checked int
 	bytes                           int64
 	lat                             []time.Duration
+	acked                           []*article // TAKETHIS: the articles acknowledged (239)
 	end                             time.Time
 	err                             error // the first error
 }
@@ -490,11 +525,19 @@ func quantileMs(sorted []time.Duration, q float64) float64 {
 // to cfg.Window TAKETHIS in flight: a writer sends, a reader collects the
 // 239/439 replies in order.
 func (r *nntpRun) takeThis(arts []*article) NNTPPhase {
-	stats := make([]connStats, r.cfg.Conns)
-	conns := make([]*nntpConn, r.cfg.Conns)
+	stats, t0 := r.feed(slices.Repeat([]string{r.addr}, r.cfg.Conns), arts)
+	return figures("takethis", true, len(arts), t0, stats)
+}
+
+// feed sends arts with TAKETHIS over one streaming connection to each of
+// addrs, all at once, connection i taking articles i, i+len(addrs), ...
+// It returns each connection's figures and when the first article went.
+func (r *nntpRun) feed(addrs []string, arts []*article) ([]connStats, time.Time) {
+	stats := make([]connStats, len(addrs))
+	conns := make([]*nntpConn, len(addrs))
 	setup := time.Now().Add(r.cfg.MaxPhase)
-	for i := range conns {
-		c, err := r.feeder(setup)
+	for i, addr := range addrs {
+		c, err := r.feederAt(addr, setup)
 		if err != nil {
 			stats[i].fail(err)
 			continue
@@ -503,13 +546,14 @@ func (r *nntpRun) takeThis(arts []*article) NNTPPhase {
 	}
 	t0 := time.Now()
 	stop := t0.Add(r.cfg.MaxPhase)
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	for i, c := range conns {
+		if c == nil {
+			continue
+		}
+		wg.Add(1)
 		go func() {
-			defer func() { done <- struct{}{} }()
-			if c == nil {
-				return
-			}
+			defer wg.Done()
 			var mine []*article
 			for j := i; j < len(arts); j += len(conns) {
 				mine = append(mine, arts[j])
@@ -517,11 +561,9 @@ func (r *nntpRun) takeThis(arts []*article) NNTPPhase {
 			stats[i] = c.stream(mine, r.cfg.Window, stop, r.bar)
 		}()
 	}
-	for range conns {
-		<-done
-	}
+	wg.Wait()
 	r.close(conns)
-	return figures("takethis", true, len(arts), t0, stats)
+	return stats, t0
 }
 
 // stream is one TAKETHIS connection's feed.
@@ -551,6 +593,7 @@ func (c *nntpConn) stream(arts []*article, window int, stop time.Time, bar Progr
 			switch {
 			case code == nntp.CodeTakeThisOK && replyID(line, 1) == s.a.id:
 				rs.tick()
+				rs.acked = append(rs.acked, s.a)
 				rs.bytes += int64(len(s.a.wire))
 				rs.lat = append(rs.lat, rs.end.Sub(s.t))
 			case code == nntp.CodeTakeThisRejected:
@@ -666,36 +709,43 @@ func postOne(c *nntpConn, a *article, s *connStats) bool {
 	return true
 }
 
-// waitListed waits until the server at addr lists as many articles of the
-// group as the ingesting one does (a site that learns of them by
-// announcement), and returns how long that took.
-func (r *nntpRun) waitListed(addr string) (time.Duration, error) {
-	c, err := r.reader(time.Now().Add(ioGrace), true, true)
+// waitListed waits until every server of addrs lists as many articles of
+// the group as the ingesting one (cfg.Addr) does: sites that learn of
+// them by announcement. It returns how long that took.
+func (r *nntpRun) waitListed(addrs []string) (time.Duration, error) {
+	want, err := r.groupAt(r.cfg.Addr)
 	if err != nil {
 		return 0, err
 	}
-	want := c.group.count
-	r.close([]*nntpConn{c})
 	start := time.Now()
 	deadline := start.Add(r.cfg.MaxPhase)
-	saved := r.addr
-	r.addr = addr
-	defer func() { r.addr = saved }()
-	for {
-		c, err := r.reader(time.Now().Add(ioGrace), true, true)
-		if err != nil {
-			return 0, err
+	for _, addr := range addrs {
+		for {
+			got, err := r.groupAt(addr)
+			if err != nil {
+				return 0, err
+			}
+			if got.count >= want.count {
+				break
+			}
+			if time.Now().After(deadline) {
+				return 0, fmt.Errorf("bench: %s lists %d articles of %s %v after the ingest, %s %d", addr, got.count, r.cfg.Group, r.cfg.MaxPhase, r.cfg.Addr, want.count)
+			}
+			time.Sleep(listPoll)
 		}
-		got := c.group.count
-		r.close([]*nntpConn{c})
-		if got >= want {
-			return time.Since(start), nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("bench: %s lists %d articles of %s %v after the ingest, %s %d", addr, got, r.cfg.Group, r.cfg.MaxPhase, r.cfg.Addr, want)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	return time.Since(start), nil
+}
+
+// groupAt returns the server at addr's reply to GROUP, on a connection of
+// its own.
+func (r *nntpRun) groupAt(addr string) (groupInfo, error) {
+	c, err := r.readerAt(addr, time.Now().Add(ioGrace), true, true)
+	if err != nil {
+		return groupInfo{}, err
+	}
+	r.close([]*nntpConn{c})
+	return c.group, nil
 }
 
 // readTarget is one article to read: the command's argument (a number or
@@ -919,10 +969,15 @@ type groupInfo struct {
 	line             string
 }
 
-// dial connects and reads the greeting (200 or 201).
+// dial connects to the run's current server and reads the greeting.
 func (r *nntpRun) dial(deadline time.Time, quickAck bool) (*nntpConn, error) {
+	return r.dialAt(r.addr, deadline, quickAck)
+}
+
+// dialAt connects to addr and reads the greeting (200 or 201).
+func (r *nntpRun) dialAt(addr string, deadline time.Time, quickAck bool) (*nntpConn, error) {
 	d := net.Dialer{Deadline: deadline}
-	nc, err := d.Dial("tcp", r.addr)
+	nc, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -940,19 +995,19 @@ func (r *nntpRun) dial(deadline time.Time, quickAck bool) (*nntpConn, error) {
 	cl, err := nntp.NewClient(tc, src)
 	if err != nil {
 		tc.Close()
-		return nil, fmt.Errorf("bench: %s: %w", r.addr, err)
+		return nil, fmt.Errorf("bench: %s: %w", addr, err)
 	}
 	if code, _ := nntp.ParseStatus([]byte(cl.Greeting())); code != nntp.CodePostingAllowed && code != nntp.CodePostingProhibited {
 		tc.Close()
-		return nil, &nntp.ReplyError{Cmd: "(connect to " + r.addr + ")", Line: cl.Greeting(), Code: code}
+		return nil, &nntp.ReplyError{Cmd: "(connect to " + addr + ")", Line: cl.Greeting(), Code: code}
 	}
 	return &nntpConn{Client: cl}, nil
 }
 
-// feeder opens a streaming connection: AUTHINFO if configured, then MODE
-// STREAM, which must answer 203.
-func (r *nntpRun) feeder(deadline time.Time) (*nntpConn, error) {
-	c, err := r.dial(deadline, true)
+// feederAt opens a streaming connection to addr: AUTHINFO if configured,
+// then MODE STREAM, which must answer 203.
+func (r *nntpRun) feederAt(addr string, deadline time.Time) (*nntpConn, error) {
+	c, err := r.dialAt(addr, deadline, true)
 	if err != nil {
 		return nil, err
 	}
@@ -967,10 +1022,15 @@ func (r *nntpRun) feeder(deadline time.Time) (*nntpConn, error) {
 	return c, nil
 }
 
-// reader opens a reader connection: MODE READER, AUTHINFO if configured,
-// and GROUP if asked.
+// reader opens a reader connection to the run's current server.
 func (r *nntpRun) reader(deadline time.Time, quickAck, group bool) (*nntpConn, error) {
-	c, err := r.dial(deadline, quickAck)
+	return r.readerAt(r.addr, deadline, quickAck, group)
+}
+
+// readerAt opens a reader connection to addr: MODE READER, AUTHINFO if
+// configured, and GROUP if asked.
+func (r *nntpRun) readerAt(addr string, deadline time.Time, quickAck, group bool) (*nntpConn, error) {
+	c, err := r.dialAt(addr, deadline, quickAck)
 	if err != nil {
 		return nil, err
 	}
