@@ -45,6 +45,16 @@ type NNTPSpread struct {
 	// site did not within the bound.
 	ListedAfterSec float64           `json:"listed_after_seconds"`
 	Sites          []NNTPSiteListing `json:"sites"` // each distinct address, in the order of Addrs
+	Feeds          []NNTPSpreadFeed  `json:"feeds"` // each feeding connection, in the order of Addrs
+}
+
+// NNTPSpreadFeed is what one feeding connection of the spread phase did:
+// a connection much slower than the others points at its site.
+type NNTPSpreadFeed struct {
+	Addr    string  `json:"addr"`
+	Acked   int     `json:"acked"`
+	Seconds float64 `json:"seconds"` // from the phase's first article to this connection's last acknowledgement
+	P99Ms   float64 `json:"p99_ms"`  // of its TAKETHIS, command to reply
 }
 
 // NNTPSiteListing is one site's listing of the takethis-spread articles.
@@ -67,6 +77,9 @@ func (s NNTPSpread) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "takethis-spread: %s, articles split round-robin; counts only articles acknowledged and listed at every site, timed from the first article sent to the moment the last site was seen listing the last (a look every %v after the feed; the sites listed the earlier phases' articles %.3f s before it)\n",
 		how, listPoll, s.SettleSec)
+	for _, f := range s.Feeds {
+		fmt.Fprintf(w, "  feed to %s: %d acknowledged, the last %.3f s after the first article sent; p99 %.3f ms\n", f.Addr, f.Acked, f.Seconds, f.P99Ms)
+	}
 	for _, l := range s.Sites {
 		if l.Missing > 0 {
 			fmt.Fprintf(w, "  %s: %d acknowledged articles not listed (%d looks)\n", l.Addr, l.Missing, l.Looks)
@@ -118,8 +131,15 @@ func (r *nntpRun) takeThisSpread(arts []*article) (NNTPPhase, NNTPSpread, error)
 	})
 	lastAck := t0.Add(time.Duration(p.Seconds * float64(time.Second)))
 	var acked []*article
-	for _, s := range stats {
+	for i, s := range stats {
 		acked = append(acked, s.acked...)
+		f := NNTPSpreadFeed{Addr: cfg.SpreadAddrs[i], Acked: len(s.acked)}
+		if !s.end.IsZero() {
+			f.Seconds = s.end.Sub(t0).Seconds()
+		}
+		slices.Sort(s.lat)
+		f.P99Ms = quantileMs(s.lat, 0.99)
+		sp.Feeds = append(sp.Feeds, f)
 	}
 	end, err := r.awaitListing(ws, acked, time.Now().Add(cfg.MaxPhase))
 	if err != nil {

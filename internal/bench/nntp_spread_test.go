@@ -243,7 +243,12 @@ func TestSpreadWaitsForEverySite(t *testing.T) {
 		t.Errorf("rates %.1f art/s, %.3f MB/s do not follow from %d in %.4f s", p.OpsPerS, p.MBps, p.Done, p.Seconds)
 	}
 	sp := res.Spread
-	if len(sp.Sites) != 3 || sp.Sites[2].Looks < 3 || sp.Sites[2].Missing != 0 || sp.ListedAfterSec < sp.Sites[2].ListedAfterSec {
+	for i, f := range sp.Feeds {
+		if f.Addr != d.sites[i].addr || f.Acked != 10 || f.Seconds <= 0 || f.Seconds > p.Seconds {
+			t.Errorf("feed %d: %+v in a phase of %.4f s", i, f, p.Seconds)
+		}
+	}
+	if len(sp.Feeds) != 3 || len(sp.Sites) != 3 || sp.Sites[2].Looks < 3 || sp.Sites[2].Missing != 0 || sp.ListedAfterSec < sp.Sites[2].ListedAfterSec {
 		t.Errorf("spread %+v", *sp)
 	}
 }
