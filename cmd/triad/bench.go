@@ -121,7 +121,7 @@ func (b bar) Add(n int) { b.ProgressBar.Add(n) }
 func (b bar) Finish()   { b.ProgressBar.Finish() }
 
 func runBenchDHash(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench dhash", "bench dhash [--nodes N] [--size BYTES] [--concurrency C] [--ops N] [--json]", bench.DHashHelp, stderr)
+	fs := newFlags("bench dhash", "bench dhash [--nodes N | --nodes N,N,...] [--cpu-per-node CORES] [--size BYTES] [--concurrency C] [--ops N] [--json]", bench.DHashHelp, stderr)
 	cfg := bench.DefaultDHashConfig()
 	cfg.RegisterFlags(fs)
 	withTLS := fs.Bool("tls", false, "run again with every connection mutual TLS 1.3 (a CA made for the run) and print what TLS costs")
@@ -136,6 +136,14 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 	}
 	if *withTLS && *compareSTP {
 		return usageErr(fs, "--tls and --compare-stp: compare one thing at a time")
+	}
+	if len(cfg.Scale) > 1 {
+		if *withTLS || *compareSTP {
+			return usageErr(fs, "--nodes %s with --tls or --compare-stp: compare one thing at a time", fs.Lookup("nodes").Value)
+		}
+		if !flagGiven(fs, "concurrency") {
+			cfg.Concurrency = 0 // bench.DHashScale's, growing with the nodes
+		}
 	}
 	if cfg.Ops == 0 {
 		cfg.Ops = 20000
@@ -162,6 +170,14 @@ func runBenchDHash(args []string, stdout, stderr io.Writer) error {
 	}
 	defer stopProfile()
 	cfg.Binary, cfg.Log, cfg.Progress = bin, logTo(stderr), progressTo(stderr)
+	if len(cfg.Scale) > 1 {
+		s, err := bench.DHashScale(cfg, func(res bench.DHashResult) { res.WriteText(stdout) })
+		if err != nil {
+			return err
+		}
+		s.WriteText(stdout)
+		return maybeJSON(stdout, *asJSON, s)
+	}
 	if !*withTLS && !*compareSTP {
 		res, err := bench.DHash(cfg)
 		if err != nil {

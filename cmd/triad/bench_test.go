@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -250,4 +251,59 @@ func isTriadNode(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	args := strings.Split(string(b), "\x00")
 	return err == nil && len(args) > 1 && args[1] == "node"
+}
+
+// bench dhash --nodes 1,2 runs once per count on a fresh cluster, at the
+// same k (1: one node cannot hold 2 copies), with 16 operations in flight
+// per node, and ends with the scaling table and its JSON line. As root,
+// with --cpu-per-node, each node runs in a CPU cgroup, none of which is
+// left behind.
+func TestBenchDHashScaling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	args := []string{"bench", "dhash", "--nodes", "1,2", "--ops", "200", "--size", "1000", "--dir", t.TempDir(), "--json"}
+	if os.Geteuid() == 0 {
+		args = append(args, "--cpu-per-node", "0.5")
+	}
+	cmd := exec.Command(buildTriad(t), args...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("triad %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var res struct {
+		Replicas   int
+		CPUPerNode float64 `json:"cpu_per_node"`
+		Route      string
+		Runs       []struct {
+			Nodes, Concurrency, Replicas int
+			Put, Get                     struct{ Done, Failed int }
+		}
+		PutSpeedup []float64 `json:"put_speedup"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("last line is not JSON: %v\n%s", err, out)
+	}
+	if res.Replicas != 1 || res.Route != "any node, with the lookup" || len(res.Runs) != 2 || len(res.PutSpeedup) != 2 || res.PutSpeedup[0] != 1 {
+		t.Fatalf("scaling run: %+v; want k=1, any node, 2 runs and speed-ups from 1\n%s", res, out)
+	}
+	for i, r := range res.Runs {
+		if r.Nodes != i+1 || r.Concurrency != 16*(i+1) || r.Replicas != 1 || r.Put.Done != 200 || r.Get.Done != 200 || r.Put.Failed+r.Get.Failed != 0 {
+			t.Errorf("run %d: %+v; want %d nodes, %d in flight, k=1, 200 puts and gets, none failed", i, r, i+1, 16*(i+1))
+		}
+	}
+	if !strings.Contains(string(out), "k=1 copies of every block") {
+		t.Errorf("the table does not say the durability:\n%s", out)
+	}
+	if os.Geteuid() == 0 {
+		if res.CPUPerNode != 0.5 {
+			t.Errorf("cpu_per_node %v, want 0.5", res.CPUPerNode)
+		}
+		left, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/*/triad-bench-%d-node*", cmd.Process.Pid))
+		more, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/triad-bench-%d-node*", cmd.Process.Pid))
+		if len(left)+len(more) > 0 {
+			t.Errorf("cgroups left behind: %v", append(left, more...))
+		}
+	}
 }

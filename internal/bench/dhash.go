@@ -4,18 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"triad/internal/client"
+	"triad/internal/dhash"
 	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/pki"
@@ -49,7 +54,16 @@ type DHashConfig struct {
 	// FixedWindow runs the nodes with --stp=false: every block copy goes
 	// out at once rather than through STP's window.
 	FixedWindow bool
-	Log         func(format string, args ...any)
+	// CPUPerNode, above 0, runs each node in a CPU cgroup of its own with
+	// a quota of this many cores (OpenCPUCgroups: it takes root), as if
+	// each had a small machine to itself; this client stays outside. 0:
+	// the nodes share the machine's cores.
+	CPUPerNode float64
+	// Scale, with two or more node counts, is a scaling run (DHashScale):
+	// the benchmark once per count, each on a fresh cluster. Nodes is then
+	// the first count.
+	Scale []int
+	Log   func(format string, args ...any)
 	// Progress, if set, receives each phase's advance (a terminal's bar).
 	Progress func(phase string, total int64) Progress
 }
@@ -73,6 +87,10 @@ type PhaseResult struct {
 	P50Ms    float64  `json:"p50_ms"`
 	P99Ms    float64  `json:"p99_ms"`
 	Seconds  float64  `json:"seconds"`
+	// NodeCPUSecs is the CPU time each node used during the phase, and
+	// ClientCPUSecs this load generator's; empty where /proc is not.
+	NodeCPUSecs   []float64 `json:"node_cpu_seconds,omitempty"`
+	ClientCPUSecs float64   `json:"client_cpu_seconds,omitempty"`
 }
 
 // DHashResult holds a run's figures.
@@ -83,6 +101,8 @@ type DHashResult struct {
 	Route       string      `json:"route"`
 	TLS         bool        `json:"tls"`
 	FixedWindow bool        `json:"fixed_window"`
+	CPUPerNode  float64     `json:"cpu_per_node,omitempty"` // each node's cgroup quota in cores; 0: none
+	Replicas    int         `json:"replicas,omitempty"`     // copies per block (k); 0: the nodes' default
 	Put         PhaseResult `json:"put"`
 	Get         PhaseResult `json:"get"`
 	StartupSecs float64     `json:"startup_seconds"`
@@ -104,7 +124,7 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		logf = func(string, ...any) {}
 	}
 	cfg.Log = logf
-	res = DHashResult{Nodes: cfg.Nodes, Size: cfg.Size, Concurrency: cfg.Concurrency, Route: RouteAnyNode, TLS: cfg.TLS, FixedWindow: cfg.FixedWindow}
+	res = DHashResult{Nodes: cfg.Nodes, Size: cfg.Size, Concurrency: cfg.Concurrency, Route: RouteAnyNode, TLS: cfg.TLS, FixedWindow: cfg.FixedWindow, CPUPerNode: cfg.CPUPerNode}
 	if cfg.HolderDirect {
 		res.Route = RouteHolderDirect
 	}
@@ -141,8 +161,15 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 	res.StartupSecs = time.Since(start).Seconds()
 	logf("bench dhash: %d nodes up and consistent in %.1fs", cfg.Nodes, res.StartupSecs)
 
-	blocks := randomBlocks(cfg.Ops, cfg.Size) // before the clock starts
+	// Before the clock starts: hashing them during the phase cost this
+	// load generator a quarter of its CPU at 64 KB.
+	blocks := randomBlocks(cfg.Ops, cfg.Size)
+	want := make([]id.ID, cfg.Ops)
+	for i, b := range blocks {
+		want[i] = id.Key(b)
+	}
 	keys := make([]id.ID, cfg.Ops)
+	cpu := c.cpuMeter()
 	res.Put = runPhase(cfg, "put", func(ctx context.Context, i int) error {
 		var key id.ID
 		var err error
@@ -151,14 +178,16 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		} else {
 			key, _, err = clients[i%len(clients)].Put(ctx, blocks[i], client.PutOptions{Expire: time.Hour})
 		}
-		if err == nil && key != id.Key(blocks[i]) {
+		if err == nil && key != want[i] {
 			err = fmt.Errorf("block %d stored under %v, not its content hash", i, key)
 		}
 		keys[i] = key
 		return err
 	})
+	res.Put.NodeCPUSecs, res.Put.ClientCPUSecs = cpu()
 	logf("bench dhash: put %d x %d B: %.0f ops/s, %.1f MB/s, p50 %.2f ms, p99 %.2f ms", res.Put.Done, cfg.Size, res.Put.OpsPerS, res.Put.MBps, res.Put.P50Ms, res.Put.P99Ms)
 	logf("bench dhash: nodes idle again after %.1fs (index checkpoints); measuring gets", c.settle(15*time.Second).Seconds())
+	cpu = c.cpuMeter()
 	res.Get = runPhase(cfg, "get", func(ctx context.Context, i int) error {
 		if keys[i].IsZero() {
 			return errSkipped
@@ -175,6 +204,7 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		}
 		return err
 	})
+	res.Get.NodeCPUSecs, res.Get.ClientCPUSecs = cpu()
 	logf("bench dhash: get %d x %d B: %.0f ops/s, %.1f MB/s, p50 %.2f ms, p99 %.2f ms", res.Get.Done, cfg.Size, res.Get.OpsPerS, res.Get.MBps, res.Get.P50Ms, res.Get.P99Ms)
 	if res.Put.Done == 0 || res.Get.Done == 0 {
 		return res, fmt.Errorf("bench: nothing succeeded (put %d, get %d): see the node logs", res.Put.Done, res.Get.Done)
@@ -275,6 +305,7 @@ type cluster struct {
 	nodes []*proc.Proc
 	addrs []string
 	tls   *pki.Bundle // the client's, with DHashConfig.TLS
+	cg    *CPUCgroups // the nodes' cgroups, with DHashConfig.CPUPerNode
 }
 
 // nodeStartLimit bounds the wait for a node to say where it listens.
@@ -292,12 +323,25 @@ func startCluster(cfg DHashConfig, dir string) (*cluster, error) {
 			return c, err
 		}
 	}
+	if cfg.CPUPerNode > 0 {
+		// Before any node starts: without root or a controller, nothing
+		// runs.
+		var err error
+		if c.cg, err = OpenCPUCgroups(); err != nil {
+			return c, err
+		}
+	}
 	var env []string
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
 		// Many nodes share this machine's cores: one P each (or the
 		// cores' fair share) keeps their schedulers from spinning
-		// against each other, which here halved throughput.
-		env = []string{fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/cfg.Nodes))}
+		// against each other, which here halved throughput. In a cgroup,
+		// a node has its quota's cores.
+		procs := max(1, runtime.NumCPU()/cfg.Nodes)
+		if cfg.CPUPerNode > 0 {
+			procs = min(runtime.NumCPU(), int(math.Ceil(cfg.CPUPerNode)))
+		}
+		env = []string{fmt.Sprintf("GOMAXPROCS=%d", procs)}
 	}
 	for i := 0; i < cfg.Nodes; i++ {
 		args, err := c.nodeArgs(cfg, dir, i, ca)
@@ -309,6 +353,9 @@ func startCluster(cfg DHashConfig, dir string) (*cluster, error) {
 			return c, err
 		}
 		c.nodes = append(c.nodes, p)
+		if err := c.confine(cfg, i, p.Pid()); err != nil {
+			return c, err
+		}
 		// The node names the address it bound.
 		line, err := p.WaitLine("triad node: listening on ", nodeStartLimit)
 		if err != nil {
@@ -318,6 +365,20 @@ func startCluster(cfg DHashConfig, dir string) (*cluster, error) {
 		c.addrs = append(c.addrs, addr)
 	}
 	return c, nil
+}
+
+// confine moves node i (process pid) into a CPU cgroup of its own, with
+// DHashConfig.CPUPerNode; it starts outside, which costs its start-up
+// nothing that is measured.
+func (c *cluster) confine(cfg DHashConfig, i, pid int) error {
+	if c.cg == nil {
+		return nil
+	}
+	dir, err := c.cg.Make(fmt.Sprintf("triad-bench-%d-node%d", os.Getpid(), i), cfg.CPUPerNode)
+	if err != nil {
+		return err
+	}
+	return c.cg.Add(dir, pid)
 }
 
 // nodeArgs is the command line of node i: on a port of its own, joining
@@ -388,6 +449,39 @@ func (c *cluster) views(ctx context.Context) ([]wire.VnodeInfo, error) {
 	return all, nil
 }
 
+// cpuMeter starts measuring the CPU time of every node and of this
+// process; the function it returns says how much each has used since (no
+// nodes' where /proc cannot say).
+func (c *cluster) cpuMeter() func() (nodes []float64, self float64) {
+	read := func() ([]time.Duration, time.Duration) {
+		var nodes []time.Duration
+		for _, p := range c.nodes {
+			st, err := ReadProcStat(p.Pid())
+			if err != nil {
+				nodes = nil
+				break
+			}
+			nodes = append(nodes, st.CPU)
+		}
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			return nodes, 0
+		}
+		return nodes, time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	nodes0, self0 := read()
+	return func() ([]float64, float64) {
+		nodes1, self1 := read()
+		var used []float64
+		if len(nodes0) == len(c.nodes) && len(nodes1) == len(c.nodes) {
+			for i := range nodes1 {
+				used = append(used, (nodes1[i] - nodes0[i]).Seconds())
+			}
+		}
+		return used, (self1 - self0).Seconds()
+	}
+}
+
 // stopWait bounds a node's leaving after SIGTERM.
 const stopWait = 10 * time.Second
 
@@ -404,6 +498,11 @@ func (c *cluster) stop(logf func(string, ...any)) {
 			if err := p.Kill(); err != nil {
 				logf("bench: %v", err)
 			}
+		}
+	}
+	if c.cg != nil {
+		if err := c.cg.RemoveAll(); err != nil {
+			logf("bench: %v", err)
 		}
 	}
 }
@@ -463,4 +562,135 @@ func issueRun(ca *pki.CA, dir, name, addr string) (*pki.Bundle, error) {
 		return nil, err
 	}
 	return pki.LoadBundle(out)
+}
+
+// scaleInFlightPerNode is a scaling run's operations in flight per node
+// when the caller sets no concurrency: the load grows with the nodes, as
+// the paper's Table 2 ran one client per server, so that every count is
+// driven to its limit rather than to a fixed offered load.
+const scaleInFlightPerNode = 16
+
+// DHashScaling is a scaling run (UsenetDHT §6.5, Table 2): the block-store
+// benchmark once per node count, each on a fresh cluster, and the
+// aggregate throughput of each against the first count's.
+type DHashScaling struct {
+	Size          int           `json:"size"`
+	Ops           int           `json:"ops"`
+	CPUPerNode    float64       `json:"cpu_per_node,omitempty"`
+	CgroupVersion int           `json:"cgroup_version,omitempty"`
+	Route         string        `json:"route"`
+	Replicas      int           `json:"replicas"` // k at every count
+	Runs          []DHashResult `json:"runs"`
+	PutSpeedup    []float64     `json:"put_speedup"` // each run's put MB/s over the first run's
+	GetSpeedup    []float64     `json:"get_speedup"`
+}
+
+// DHashScale runs DHash once for each count in cfg.Scale, in order, and
+// calls each with every run as it ends. Every count stores the same k
+// copies of a block: the nodes' default (2), or the smallest count if
+// that is less, since a put wants k live hosts and fails short of them;
+// equal k keeps the counts' work per put the same. A cfg.Concurrency of
+// 0 is scaleInFlightPerNode per node; a cfg.ProfileDir gets a folder per
+// count (nodes<N>).
+func DHashScale(cfg DHashConfig, each func(DHashResult)) (DHashScaling, error) {
+	if len(cfg.Scale) == 0 {
+		return DHashScaling{}, errors.New("bench: a scaling run wants node counts")
+	}
+	k := scaleReplicas(cfg.Scale)
+	s := DHashScaling{Size: cfg.Size, Ops: cfg.Ops, CPUPerNode: cfg.CPUPerNode, Route: RouteAnyNode, Replicas: k}
+	if cfg.HolderDirect {
+		s.Route = RouteHolderDirect
+	}
+	if cfg.CPUPerNode > 0 {
+		// Fail before the first cluster starts, not at it.
+		cg, err := OpenCPUCgroups()
+		if err != nil {
+			return s, err
+		}
+		s.CgroupVersion = cg.Version()
+	}
+	inFlight, profiles := cfg.Concurrency, cfg.ProfileDir
+	cfg.NodeArgs = append(slices.Clip(cfg.NodeArgs), "--replicas", strconv.Itoa(k))
+	for _, n := range cfg.Scale {
+		cfg.Nodes, cfg.Concurrency = n, inFlight
+		if inFlight == 0 {
+			cfg.Concurrency = scaleInFlightPerNode * n
+		}
+		if profiles != "" {
+			cfg.ProfileDir = filepath.Join(profiles, fmt.Sprintf("nodes%d", n))
+			if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+				return s, err
+			}
+		}
+		res, err := DHash(cfg)
+		res.Replicas = k
+		if err != nil {
+			return s, fmt.Errorf("bench: %d nodes: %w", n, err)
+		}
+		each(res)
+		s.Runs = append(s.Runs, res)
+		s.PutSpeedup = append(s.PutSpeedup, ratio(res.Put.MBps, s.Runs[0].Put.MBps))
+		s.GetSpeedup = append(s.GetSpeedup, ratio(res.Get.MBps, s.Runs[0].Get.MBps))
+	}
+	return s, nil
+}
+
+// scaleReplicas is the k of a scaling run over counts: the nodes'
+// default, or the smallest count if that is less.
+func scaleReplicas(counts []int) int {
+	return min(dhash.DefaultConfig().Replicas, slices.Min(counts))
+}
+
+// ratio is a/b, or 0 when b is.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// WriteText writes the scaling table: per count, the aggregate put and get
+// throughput, the failures and the speed-up over the first count.
+func (s DHashScaling) WriteText(w io.Writer) {
+	box := "the nodes sharing this machine's cores"
+	if s.CPUPerNode > 0 {
+		box = fmt.Sprintf("each node in a CPU cgroup of %g cores (cgroup v%d), the load generator outside", s.CPUPerNode, s.CgroupVersion)
+	}
+	fmt.Fprintf(w, "scaling: %d-byte blocks, %d puts then gets per count, fresh cluster each, %s; sent to %s\n", s.Size, s.Ops, box, s.Route)
+	fmt.Fprintf(w, "durability: k=%d copies of every block, on distinct nodes, at every count", s.Replicas)
+	if d := dhash.DefaultConfig().Replicas; s.Replicas < d {
+		fmt.Fprintf(w, ": %d node cannot hold the nodes' default of %d (a put wants k live hosts and fails short of them), and the same k at every count keeps the work per put equal", s.Replicas, d)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "nodes\tk\tin flight\tput ops/s\tput MB/s\tget ops/s\tget MB/s\tfailed\tput speed-up\tget speed-up\tput: node CPU µs/op\tbusiest node\tclient µs/op\t")
+	for i, r := range s.Runs {
+		perOp, busiest := r.Put.nodeCPU()
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.0f\t%.2f\t%.0f\t%.2f\t%d\t%.2fx\t%.2fx\t%.0f\t%.2f cores\t%.0f\t\n", r.Nodes, s.Replicas, r.Concurrency, r.Put.OpsPerS, r.Put.MBps, r.Get.OpsPerS, r.Get.MBps,
+			r.Put.Failed+r.Get.Failed, s.PutSpeedup[i], s.GetSpeedup[i], perOp, busiest, 1e6*r.Put.ClientCPUSecs/float64(max(1, r.Put.Done)))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "node CPU µs/op: all nodes' CPU time over the put phase per put; busiest node: the most one node used, in cores over the phase (its cgroup's quota bounds it)")
+	for _, r := range s.Runs {
+		if r.Put.Failed+r.Get.Failed > 0 {
+			fmt.Fprintf(w, "%d nodes: %d puts and %d gets failed: its figures are no basis for a comparison\n", r.Nodes, r.Put.Failed, r.Get.Failed)
+		}
+	}
+}
+
+// nodeCPU is the nodes' CPU time per operation done, in µs, and the
+// busiest node's use of CPU over the phase, in cores.
+func (p PhaseResult) nodeCPU() (perOpMicros, busiestCores float64) {
+	var total, most float64
+	for _, c := range p.NodeCPUSecs {
+		total += c
+		most = max(most, c)
+	}
+	if p.Done > 0 {
+		perOpMicros = 1e6 * total / float64(p.Done)
+	}
+	if p.Seconds > 0 {
+		busiestCores = most / p.Seconds
+	}
+	return perOpMicros, busiestCores
 }

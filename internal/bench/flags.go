@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -61,9 +62,10 @@ func DefaultDHashConfig() DHashConfig {
 // RegisterFlags defines `triad bench dhash`'s flags.
 func (c *DHashConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Dir, "dir", c.Dir, "folder for the nodes' data (on the disk to measure)")
-	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "node processes")
+	fs.Var(&nodeCounts{c}, "nodes", "node processes; a comma-separated `list` of counts (1,2,4,6) runs once per count and prints how throughput scales")
 	fs.IntVar(&c.Size, "size", c.Size, "block size in bytes")
-	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "operations in flight")
+	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "operations in flight, across all nodes (scaling run: default 16 per node)")
+	fs.Float64Var(&c.CPUPerNode, "cpu-per-node", c.CPUPerNode, "run each node in a CPU cgroup of this many `cores` (takes root; 0: no cgroups)")
 	fs.IntVar(&c.Ops, "ops", c.Ops, "blocks to put and get (default: 20,000, or 2,000 for blocks over 16 KB)")
 	fs.DurationVar(&c.MaxPhase, "max-phase", c.MaxPhase, "time bound of each phase")
 	fs.BoolVar(&c.HolderDirect, "holder-direct", c.HolderDirect, "send each operation straight to the key's holder, skipping the lookup (labelled in the output)")
@@ -74,6 +76,45 @@ func (c *DHashConfig) RegisterFlags(fs *flag.FlagSet) {
 func (c DHashConfig) Validate() error {
 	if c.Nodes < 1 || c.Nodes > 64 || c.Size < 1 || c.Size > dhash.DefaultConfig().MaxBlock || c.Concurrency < 1 || c.Concurrency > 4096 || c.Ops < 0 {
 		return errors.New("want 1-64 nodes, a size of 1 byte to 1 MiB, concurrency 1-4096")
+	}
+	for _, n := range c.Scale {
+		if n < 1 || n > 64 {
+			return fmt.Errorf("--nodes: %d nodes, want 1-64", n)
+		}
+	}
+	if c.CPUPerNode != 0 {
+		if _, err := QuotaMicros(c.CPUPerNode, runtime.NumCPU()); err != nil {
+			return fmt.Errorf("--cpu-per-node: %v", err)
+		}
+	}
+	return nil
+}
+
+// nodeCounts is the --nodes flag: one count, or a list of two or more
+// for a scaling run (DHashConfig.Scale), whose first is also Nodes.
+type nodeCounts struct{ c *DHashConfig }
+
+func (f *nodeCounts) String() string {
+	if f.c == nil {
+		return ""
+	}
+	if len(f.c.Scale) > 1 {
+		return (&list[int]{items: &f.c.Scale}).String()
+	}
+	return strconv.Itoa(f.c.Nodes)
+}
+
+func (f *nodeCounts) Set(v string) error {
+	var counts []int
+	if err := (&list[int]{&counts, atoi("a node count")}).Set(v); err != nil {
+		return err
+	}
+	if len(counts) == 0 {
+		return errors.New("no node count")
+	}
+	f.c.Nodes, f.c.Scale = counts[0], nil
+	if len(counts) > 1 {
+		f.c.Scale = counts
 	}
 	return nil
 }

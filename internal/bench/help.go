@@ -47,7 +47,31 @@ It prints operations per second, MB/s (10^6 bytes) and p50/p99 latency of each
 phase, then stops the nodes and removes their data. A deferred put (full write
 window) is retried after 1 ms and counted. Each phase is bounded by --max-phase.
 Use the same --nodes, --size and --concurrency as the OpenDHT anchor
-(../shared/anchors/opendht) to compare; scripts/compare-opendht.sh does both.`
+(../shared/anchors/opendht) to compare; scripts/compare-opendht.sh does both.
+
+Scaling (UsenetDHT's Table 2): with a list, --nodes 1,2,4,6, it runs once per
+count, each on a fresh cluster, prints each run's table, then one line per
+count: the aggregate put and get ops/s and MB/s, the failures, the speed-up
+over the first count, the nodes' CPU per put and the busiest node's use of
+CPU, and the load generator's CPU per put (with --json, one JSON line of it
+all). Every count stores the same k copies of a block: the nodes' default of
+2, or the smallest count if less (1 node cannot hold 2 copies; a put wants k
+live hosts), so --nodes 1,... runs at k=1 throughout and --nodes 2,4,6 at
+k=2; the output says which. Unless --concurrency is given (then it is the
+total at every count), 16 operations per node are in flight, so that the load
+grows with the nodes, as the paper ran one client per server. With --profile
+DIR, each count's profiles go to DIR/nodes<N>.
+
+--cpu-per-node C runs each node in a CPU cgroup of its own with a quota of C
+cores (C x 100 ms per 100 ms period: cgroup v1's cpu.cfs_quota_us under
+/sys/fs/cgroup/cpu where mounted, else v2's cpu.max), as if each had a small
+machine to itself; the load generator stays outside. It takes root and a CPU
+controller, and refuses to start without them; C is more than 0 and at most
+the machine's cores. The cgroups are removed when the run ends. Each node then
+runs with GOMAXPROCS of C rounded up. Example (the issue-31 check, 6 nodes at
+least 4.5x one node's put MB/s):
+
+  triad bench dhash --cpu-per-node 0.25 --nodes 1,2,4,6 --size 65536`
 
 // NNTPHelp is what `triad bench nntp` --help says of the run.
 const NNTPHelp = `
