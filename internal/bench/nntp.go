@@ -27,7 +27,7 @@ import (
 // sit in one table. It is a client only; it talks to loopback addresses only.
 
 // NNTPPhases lists every phase of the NNTP benchmark, in the order they run.
-const NNTPPhases = "takethis,takethis-spread,post,article,body,over,plain"
+const NNTPPhases = "takethis,post,article,body,over,plain,takethis-spread"
 
 // NNTPConfig is one run of the NNTP load generator against a running server.
 type NNTPConfig struct {
@@ -283,14 +283,24 @@ func NNTP(cfg NNTPConfig) (NNTPResult, error) {
 	}
 
 	fed, err := run.ingest(&res, tag, now)
-	if err != nil || !cfg.runs("article", "body", "over", "plain") {
+	if err != nil {
 		return res, err
 	}
-	err = run.readBack(&res, fed)
+	if cfg.runs("article", "body", "over", "plain") {
+		if err := run.readBack(&res, fed); err != nil {
+			return res, err
+		}
+	}
+	// Last, so that the reads by number (the group's newest articles)
+	// take none that the read site ingested itself.
+	if cfg.runs("takethis-spread") && len(cfg.SpreadAddrs) > 0 {
+		spec := articleSpec{group: cfg.Group, tag: tag + ".spread", date: now, sizeBytes: cfg.SizeBytes}
+		err = run.spread(&res, spec)
+	}
 	return res, err
 }
 
-// ingest runs the takethis, takethis-spread and post phases that cfg selects, adding their
+// ingest runs the takethis and post phases that cfg selects, adding their
 // figures to res, and returns the articles they fed.
 func (r *nntpRun) ingest(res *NNTPResult, tag string, now time.Time) ([]*article, error) {
 	cfg := r.cfg
@@ -305,23 +315,6 @@ func (r *nntpRun) ingest(res *NNTPResult, tag string, now time.Time) ([]*article
 		p := r.phase("takethis", len(arts), func() NNTPPhase { return r.takeThis(arts) })
 		cpu.stop(&p)
 		res.Phases = append(res.Phases, p)
-		if err := r.check(p); err != nil {
-			return fed, err
-		}
-		fed = append(fed, arts...)
-	}
-	if cfg.runs("takethis-spread") && len(cfg.SpreadAddrs) > 0 {
-		spec := articleSpec{group: cfg.Group, tag: tag + ".spread", date: now, sizeBytes: cfg.SizeBytes}
-		arts, err := r.generate(spec, cfg.Articles)
-		if err != nil {
-			return fed, err
-		}
-		p, sp, err := r.takeThisSpread(arts)
-		if err != nil {
-			return fed, err
-		}
-		res.Phases = append(res.Phases, p)
-		res.Spread = &sp
 		if err := r.check(p); err != nil {
 			return fed, err
 		}

@@ -19,9 +19,10 @@ import (
 const NNTPSpreadHelp = `
 
 With --spread-addrs A1,A2,...,AN (the news servers of every site of one
-deployment), a takethis-spread phase runs after takethis: --articles more
-articles, fed with TAKETHIS over one connection to each site, all at once,
-site i taking articles i, i+N, ... (round-robin). Before it, the run waits
+deployment), a takethis-spread phase runs last (after the reads, which so
+take no article the read site ingested itself): --articles more articles,
+fed with TAKETHIS over one connection to each site, all at once, site i
+taking articles i, i+N, ... (round-robin). Before it, the run waits
 until every site lists what --addr does (earlier phases' announcements);
 after the feed, it looks at every site's group every 10 ms (GROUP, then
 OVER of the new numbers for the message-ids) until each lists every article
@@ -87,6 +88,22 @@ func (s NNTPSpread) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  %s: listed every article %.3f s after the last acknowledgement (%d looks)\n", l.Addr, l.ListedAfterSec, l.Looks)
 		}
 	}
+}
+
+// spread generates cfg.Articles articles of spec and runs the
+// takethis-spread phase with them, adding its figures to res.
+func (r *nntpRun) spread(res *NNTPResult, spec articleSpec) error {
+	arts, err := r.generate(spec, r.cfg.Articles)
+	if err != nil {
+		return err
+	}
+	p, sp, err := r.takeThisSpread(arts)
+	if err != nil {
+		return err
+	}
+	res.Phases = append(res.Phases, p)
+	res.Spread = &sp
+	return r.check(p)
 }
 
 // distinct returns addrs without repeats, in order.
