@@ -236,12 +236,23 @@ func (c *Cluster) Holding(ctx context.Context, key id.ID) (size uint64, expiry i
 // or error, as Client.PutBatch does; a node that cannot be reached has
 // its blocks tried at the next one, as Put does.
 func (c *Cluster) PutBatch(ctx context.Context, items []wire.PutItem, r wire.Redundancy) ([]id.ID, []error) {
+	return c.PutBatchHashed(ctx, items, nil, r)
+}
+
+// PutBatchHashed is PutBatch for blocks whose caller has hashed them:
+// hashes[i], if not zero, is id.Key of items[i].Data (the nodes check it
+// as they store the block; a wrong one fails that block's put).
+func (c *Cluster) PutBatchHashed(ctx context.Context, items []wire.PutItem, hashes []id.ID, r wire.Redundancy) ([]id.ID, []error) {
 	keys := make([]id.ID, len(items))
 	errs := make([]error, len(items))
 	want := make([]id.ID, len(items))
 	byNode := map[string][]int{}
 	for i, it := range items {
-		want[i] = id.Key(it.Data)
+		if i < len(hashes) && !hashes[i].IsZero() {
+			want[i] = hashes[i]
+		} else {
+			want[i] = id.Key(it.Data)
+		}
 		route := c.route(want[i])
 		if len(route) == 0 {
 			errs[i] = fmt.Errorf("%w: no node known", fault.ErrUnavailable)

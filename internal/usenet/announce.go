@@ -187,7 +187,7 @@ const maxResolving = 64
 // pass are listed together, in one commit (one sync of news.db for the
 // batch, not one per article).
 func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
-	if s.journal != nil {
+	if s.local {
 		for i := range batch {
 			batch[i].Err = ErrLocalSpool
 		}

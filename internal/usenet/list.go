@@ -40,6 +40,10 @@ type List struct {
 	cursors      map[string]uint64
 	cursorsDirty bool
 
+	// What is listed in memory and not yet in news.db (staged.go), under
+	// mu.
+	staged staging
+
 	// failCommit (tests) runs in each commit's transaction after its
 	// writes; an error fails the commit as a failed write or sync would.
 	failCommit func() error
@@ -210,19 +214,44 @@ func (l *List) Has(msgid string) (bool, error) {
 }
 
 // Lookup finds an article by message-id.
-func (l *List) Lookup(msgid string) (HistEntry, bool, error) { return l.db.history(msgid) }
+func (l *List) Lookup(msgid string) (HistEntry, bool, error) {
+	if h, ok := l.stagedHistory(msgid); ok {
+		return h, true, nil
+	}
+	return l.db.history(msgid)
+}
 
 // Overview returns the entries numbered lo..hi of a group, at most max.
 func (l *List) Overview(group string, lo, hi uint64, max int) ([]*Overview, error) {
-	return l.db.overview(group, lo, hi, max)
+	staged := l.stagedOverview(group, lo, hi)
+	stored, err := l.db.overview(group, lo, hi, max)
+	if err != nil {
+		return nil, err
+	}
+	return mergeOverview(staged, stored, max), nil
 }
 
 // Numbered returns the overview entry of article num of a group, or nil.
-func (l *List) Numbered(group string, num uint64) (*Overview, error) { return l.db.entry(group, num) }
+func (l *List) Numbered(group string, num uint64) (*Overview, error) {
+	if o := l.stagedEntry(group, num); o != nil {
+		return o, nil
+	}
+	return l.db.entry(group, num)
+}
 
 // Neighbour is the next (or previous) article number in a group, or 0.
 func (l *List) Neighbour(group string, num uint64, next bool) (uint64, error) {
-	return l.db.neighbour(group, num, next)
+	staged := l.stagedNeighbour(group, num, next)
+	stored, err := l.db.neighbour(group, num, next)
+	switch {
+	case err != nil:
+		return 0, err
+	case staged == 0 || stored == 0:
+		return max(staged, stored), nil
+	case next:
+		return min(staged, stored), nil
+	}
+	return max(staged, stored), nil
 }
 
 // Add lists entries that are not listed yet, in one transaction: each is
@@ -336,7 +365,7 @@ func (l *List) commit(batch []Entry, seq uint64, recheck bool) (int, error) {
 			if recheck && hist.Get([]byte(n.e.MessageID)) != nil {
 				continue
 			}
-			if err := l.listEntry(tx, n, changed); err != nil {
+			if err := l.write(tx, l.number(n, changed)); err != nil {
 				return err
 			}
 			listed++
@@ -399,10 +428,18 @@ func (l *List) carried(batch []Entry) (todo []numbered, changed map[string]*Grou
 	return todo, changed
 }
 
-// listEntry numbers one entry in its groups (their copies in changed) and
-// writes its overview entries, its history entry and, on a relaying list,
-// its out-log record, in tx.
-func (l *List) listEntry(tx *bolt.Tx, n numbered, changed map[string]*Group) error {
+// A listedEntry is an entry numbered in its groups: its overview entries
+// (one per group, by number) and its history entry, ready to be written.
+type listedEntry struct {
+	e      *Entry
+	groups []string
+	ovs    []*Overview // one per group, Num set
+	hist   HistEntry
+}
+
+// number numbers one entry in its groups (their copies in changed) and
+// makes its overview and history entries.
+func (l *List) number(n numbered, changed map[string]*Group) listedEntry {
 	e := n.e
 	xref := l.cfg.PathHost
 	nums := make([]uint64, len(n.groups))
@@ -416,31 +453,41 @@ func (l *List) listEntry(tx *bolt.Tx, n numbered, changed map[string]*Group) err
 		nums[i] = g.High
 		xref += fmt.Sprintf(" %s:%d", name, g.High)
 	}
-	o := Overview{Key: e.Key, Arrived: e.Arrived.UnixNano(), Bytes: e.Bytes, Lines: e.Lines, Xref: xref,
-		Subject: e.Subject, From: e.From, Date: e.Date, MessageID: e.MessageID, References: e.References}
-	for i, name := range n.groups {
-		ov := tx.Bucket(overviewBucket(name))
-		// Article numbers only grow, so every insert is at the bucket's
-		// end: full pages instead of bbolt's half-full splits keep the
-		// overview database (and the memory it maps while an OVER reads
-		// it) about half the size.
-		ov.FillPercent = overviewFill
+	le := listedEntry{e: e, groups: n.groups, ovs: make([]*Overview, len(n.groups))}
+	for i := range n.groups {
+		o := &Overview{Num: nums[i], Key: e.Key, Arrived: e.Arrived.UnixNano(), Bytes: e.Bytes, Lines: e.Lines, Xref: xref,
+			Subject: e.Subject, From: e.From, Date: e.Date, MessageID: e.MessageID, References: e.References}
 		// A group keeps its entry no longer than the article itself
 		// lives (an announced one's expiry was set where it was stored).
 		o.Expires = e.Arrived.Add(n.keep[i]).UnixNano()
 		if !e.Expires.IsZero() {
 			o.Expires = min(o.Expires, e.Expires.UnixNano())
 		}
-		if err := ov.Put(numKey(nums[i]), encodeOverview(&o)); err != nil {
+		le.ovs[i] = o
+	}
+	le.hist = HistEntry{Key: e.Key, Arrived: e.Arrived.UnixNano(), Expires: e.Expires.UnixNano(), Xref: xref}
+	return le
+}
+
+// write puts a numbered entry's overview entries, its history entry and,
+// on a relaying list, its out-log record, in tx.
+func (l *List) write(tx *bolt.Tx, le listedEntry) error {
+	for i, name := range le.groups {
+		ov := tx.Bucket(overviewBucket(name))
+		// Article numbers only grow, so every insert is at the bucket's
+		// end: full pages instead of bbolt's half-full splits keep the
+		// overview database (and the memory it maps while an OVER reads
+		// it) about half the size.
+		ov.FillPercent = overviewFill
+		if err := ov.Put(numKey(le.ovs[i].Num), encodeOverview(le.ovs[i])); err != nil {
 			return err
 		}
 	}
-	err := tx.Bucket(bucketHistory).Put([]byte(e.MessageID), encodeHist(HistEntry{Key: e.Key, Arrived: o.Arrived, Expires: e.Expires.UnixNano(), Xref: xref}))
-	if err != nil {
+	if err := tx.Bucket(bucketHistory).Put([]byte(le.e.MessageID), encodeHist(le.hist)); err != nil {
 		return err
 	}
-	if l.cfg.Relay && e.Head != nil {
-		return appendLog(tx, e)
+	if l.cfg.Relay && le.e.Head != nil {
+		return appendLog(tx, le.e)
 	}
 	return nil
 }
@@ -462,6 +509,11 @@ func (l *List) committed(todo []numbered, changed map[string]*Group) {
 // entries Remember past their article's, and returns how many of each.
 // Whoever stores the articles reclaims them by their own expiry.
 func (l *List) Expire() (overview, history int, err error) {
+	// What is staged is written first, so that it expires as the rest
+	// does.
+	if _, _, err := l.checkpoint(); err != nil {
+		return 0, 0, err
+	}
 	now := l.cfg.Now()
 	for _, g := range l.Groups("") {
 		n, err := l.expireGroup(g.Name, now)

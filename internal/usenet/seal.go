@@ -84,6 +84,26 @@ func midstate(body []byte) string {
 	return base64.RawURLEncoding.EncodeToString(st)
 }
 
+// sealKey is the key of the block seal(head, body) lays out, hashed in
+// one pass, and, if asked (a relaying site announces it), SHA-256's
+// state after the body as midstate gives it.
+func sealKey(head, body []byte, withState bool) (key id.ID, state string) {
+	h := sha256.New()
+	h.Write(body)
+	if withState {
+		st, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+		if err != nil {
+			panic(err) // crypto/sha256's digest always marshals
+		}
+		state = base64.RawURLEncoding.EncodeToString(st)
+	}
+	h.Write(head)
+	h.Write(sealTrailerOf(len(head)))
+	var sum [sha256.Size]byte
+	key, _ = id.FromBytes(h.Sum(sum[:0])[:id.Bytes])
+	return key, state
+}
+
 // maxMidstate bounds an announced midstate's encoded length (108 bytes
 // marshalled).
 const maxMidstate = 256

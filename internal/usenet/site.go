@@ -34,16 +34,17 @@ type Site struct {
 	mu       sync.Mutex
 	inflight map[string]bool // message-ids being stored now
 
-	commits   chan *pending  // to the commit loop: articles, announced entries, Flushes
-	resolving chan struct{}  // announced keys being checked (announce.go)
-	local     bool           // the spool is a localSpool
-	journal   *journal       // with a local spool
-	seq       uint64         // the last batch journaled
-	inSpool   sync.WaitGroup // batches the spool has not finished
-	stored    chan *ended    // parts of batches the spool has ended, as it ends them
-	lists     chan *listing  // durable batches, to be listed
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	commits     chan *pending  // to the commit loop: articles, announced entries, Flushes
+	resolving   chan struct{}  // announced keys being checked (announce.go)
+	local       bool           // the spool is a localSpool
+	journal     *journal       // with a local spool
+	seq         uint64         // the last batch journaled
+	inSpool     sync.WaitGroup // batches the spool has not finished
+	stored      chan *stored   // batches the spool and the journal are done with, as they end
+	lists       chan *listing  // durable batches, to be listed
+	checkpoints chan *listing  // staged batches, for news.db
+	stop        chan struct{}
+	wg          sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -183,25 +184,24 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 	}
 	s := &Site{cfg: cfg, list: list, spool: cfg.Spool, inflight: map[string]bool{},
 		commits: make(chan *pending, 1024), resolving: make(chan struct{}, maxResolving), stop: make(chan struct{}),
-		stored: make(chan *ended, 64), lists: make(chan *listing, 16)}
-	if _, ok := cfg.Spool.(localSpool); ok {
-		s.local = true
-		j, batches, err := openJournal(cfg.FS, filepath.Join(cfg.Dir, "journal"))
-		if err == nil {
-			s.journal = j
-			err = s.replay(batches)
-		}
-		if err != nil {
-			if s.journal != nil {
-				s.journal.close()
-			}
-			list.Close()
-			return nil, err
-		}
+		stored: make(chan *stored, 64), lists: make(chan *listing, 16), checkpoints: make(chan *listing, 8)}
+	_, s.local = cfg.Spool.(localSpool)
+	j, batches, err := openJournal(cfg.FS, filepath.Join(cfg.Dir, "journal"))
+	if err == nil {
+		s.journal = j
+		err = s.replay(batches)
 	}
-	s.wg.Add(2)
+	if err != nil {
+		if s.journal != nil {
+			s.journal.close()
+		}
+		list.Close()
+		return nil, err
+	}
+	s.wg.Add(3)
 	go s.durableLoop()
 	go s.listLoop()
+	go s.checkpointLoop()
 	s.wg.Add(1)
 	go s.commitLoop()
 	return s, nil
@@ -213,10 +213,7 @@ func (s *Site) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		s.wg.Wait()
-		s.closeErr = s.list.Close()
-		if s.journal != nil {
-			s.closeErr = errors.Join(s.closeErr, s.journal.close())
-		}
+		s.closeErr = errors.Join(s.list.Close(), s.journal.close())
 	})
 	return s.closeErr
 }
@@ -321,10 +318,16 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 		// A spool shared with other sites (the ring): the article is
 		// stored sealed, so that its announcement can be checked
 		// (seal.go).
+		// Its key is hashed here, once: the journal names it while the
+		// spool stores the block.
 		head, body := sealedHead(a), a.Raw[a.body:]
 		p.entry.Bytes = uint32(len(head) + len(body))
+		var state string
+		p.entry.Key, state = sealKey(head, body, s.cfg.Relay)
 		if s.cfg.Relay {
-			p.entry.Head, p.entry.State, p.entry.Posted = head[:len(head)-2], midstate(body), posted
+			// The head may be raw's, which the server reuses once Accept
+			// returns; the out log takes it at the next checkpoint.
+			p.entry.Head, p.entry.State, p.entry.Posted = bytes.Clone(head[:len(head)-2]), state, posted
 		}
 		p.article = seal(head, body)
 	}
@@ -416,6 +419,9 @@ type pending struct {
 	article []byte        // the block to store; nil for an announced entry
 	done    chan error    // the outcome, once: nil when listed
 	flushed chan struct{} // a Flush, not an article
+	// unjournaled marks an article the spool stored under another key
+	// than the journal names: answered once news.db lists it.
+	unjournaled bool
 }
 
 // entries are the list entries of a batch.
@@ -427,9 +433,9 @@ func entries(batch []*pending) []Entry {
 	return out
 }
 
-// A stored batch is one the commit loop handed the spool: its articles
-// (and announced entries) are listed as the spool ends its parts and,
-// with a local spool, once it is journaled.
+// A stored batch is one the commit loop handed the spool and the
+// journal: its articles and announced entries go on to be listed once the
+// spool has ended every article and the journal's append is done.
 type stored struct {
 	ord       uint64     // its place in the commit loop's order, from 1
 	puts      []Put      // its articles, in order
@@ -439,25 +445,17 @@ type stored struct {
 	// append).
 	left    atomic.Int64
 	jerr    error  // the journal's failure, if any
-	seq     uint64 // the journal batch (0 without a journal)
+	seq     uint64 // the journal batch (0 for a batch of Flushes only)
 	flushes []chan struct{}
-}
-
-// An ended part of a stored batch, for durableLoop: last is the batch's
-// end (with its announced entries, and its place in the order).
-type ended struct {
-	st   *stored
-	puts []Put
-	last bool
 }
 
 // commitLoop is the one batcher on the ingest path: it takes every article
 // waiting (up to 1024) and hands them to the spool as one batch, and
-// journals the batch with a local spool (whose writes are done when
-// PutBatch returns; its sync is not). The articles go on to durableLoop
-// as the spool ends each part of the batch, in the order it ends them: a
-// request the DHT is slow with holds up no other. With a journal, the
-// batch goes on whole, once journaled.
+// journals the batch while the spool stores it (a local spool's writes
+// are done when PutBatch returns, its sync is not; the DHT's are under
+// way). The batch goes on to durableLoop once the spool has ended all of
+// it and the journal's append is done: its articles' durability and their
+// listing's, both in hand, in one group commit.
 func (s *Site) commitLoop() {
 	defer s.wg.Done()
 	defer close(s.stored)
@@ -472,7 +470,9 @@ func (s *Site) commitLoop() {
 		st := &stored{ord: ord, flushes: flushes}
 		for _, p := range batch {
 			if p.article != nil {
-				st.puts = append(st.puts, Put{Article: p.article, Expires: p.entry.Expires, p: p})
+				// A local spool sets the key; another is given the hash
+				// Accept made.
+				st.puts = append(st.puts, Put{Article: p.article, Expires: p.entry.Expires, Hash: p.entry.Key, p: p})
 			} else {
 				st.announced = append(st.announced, p)
 			}
@@ -482,28 +482,22 @@ func (s *Site) commitLoop() {
 		if len(st.puts) > 0 {
 			s.spool.PutBatch(st.puts, func(part []Put) { s.spooled(st, part) })
 		}
-		if s.journal != nil {
+		if len(batch) > 0 {
 			s.journalBatch(st)
 		}
 		s.spooled(st, nil)
 	}
 }
 
-// spooled passes on a part of a batch the spool has ended (nil: the
-// commit loop's hand-over), and the batch's end after the last.
+// spooled counts a part of a batch the spool has ended (nil: the commit
+// loop's hand-over), and passes the batch on after the last.
 func (s *Site) spooled(st *stored, part []Put) {
 	n := int64(len(part))
 	if part == nil {
 		n = 1
-	} else if s.journal == nil {
-		s.stored <- &ended{st: st, puts: part}
 	}
 	if st.left.Add(-n) == 0 {
-		end := &ended{st: st, last: true}
-		if s.journal != nil {
-			end.puts = st.puts
-		}
-		s.stored <- end
+		s.stored <- st
 		s.inSpool.Done()
 	}
 }
@@ -542,59 +536,59 @@ func (s *Site) gather() (batch []*pending, flushes []chan struct{}, ok bool) {
 	return batch, flushes, true
 }
 
-// journalBatch journals the articles of a batch the local spool has
-// written and is syncing, by the keys it set (its errors come with done:
-// an article it failed is one the next open does not find in it, and
-// leaves out). A batch takes its sequence number even if the journal
-// fails, and the next listing covers it.
+// journalBatch journals a batch the spool is storing, by the keys of its
+// articles (a local spool's, set as it wrote them; Accept's for another),
+// and its announced entries; its errors come with done: an article it
+// failed is one the next open does not find in it, and leaves out. A
+// batch takes its sequence number even if the journal fails, and the next
+// listing covers it.
 func (s *Site) journalBatch(st *stored) {
-	st.seq = s.seq
-	if len(st.puts) == 0 {
-		return
-	}
-	written := make([]Entry, len(st.puts))
+	written := make([]Entry, 0, len(st.puts)+len(st.announced))
 	for i := range st.puts {
-		written[i] = st.puts[i].p.entry
-		written[i].Key = st.puts[i].Key
+		e := st.puts[i].p.entry
+		if s.local {
+			e.Key = st.puts[i].Key
+		}
+		written = append(written, e)
+	}
+	for _, p := range st.announced {
+		written = append(written, p.entry)
 	}
 	s.seq++
 	st.seq = s.seq
 	st.jerr = s.journal.append(s.seq, written)
 }
 
-// durableLoop answers the articles the spool (or the journal) failed,
-// part by part, and hands the rest to the lister. A Flush, and the
-// journal's record of what is listed (seq), wait for every batch before
-// theirs: they go with the end of the batch that completes the commit
-// loop's order up to them.
+// durableLoop answers the articles the spool or the journal failed and
+// hands the rest to the lister, batch by batch in the commit loop's order
+// (the spool may end a later batch first): the journal's record of what
+// is listed (seq), and Flushes, must not pass a batch before theirs.
 func (s *Site) durableLoop() {
 	defer s.wg.Done()
 	defer close(s.lists)
 	next := uint64(1)            // the first batch, in order, not ended
 	held := map[uint64]*stored{} // batches ended before an earlier one
-	for e := range s.stored {
-		l := &listing{batch: s.durableOf(e.st, e.puts, e.last)}
-		if e.last {
-			held[e.st.ord] = e.st
-			for h := held[next]; h != nil; h = held[next] {
-				delete(held, next)
-				next++
-				l.seq = h.seq
-				l.flushes = append(l.flushes, h.flushes...)
+	for st := range s.stored {
+		held[st.ord] = st
+		for h := held[next]; h != nil; h = held[next] {
+			delete(held, next)
+			next++
+			l := &listing{batch: s.durableOf(h), seq: h.seq, flushes: h.flushes}
+			if s.durable != nil {
+				s.durable(len(l.batch))
 			}
+			s.lists <- l
 		}
-		if s.durable != nil {
-			s.durable(len(l.batch))
-		}
-		s.lists <- l
 	}
 }
 
-// durableOf answers the articles of an ended part that the spool (or the
-// journal) failed and returns the rest, durable; at the batch's end, its
-// announced entries too.
-func (s *Site) durableOf(st *stored, puts []Put, last bool) []*pending {
-	ok := make([]*pending, 0, len(puts))
+// durableOf answers the articles of an ended batch that the spool or the
+// journal failed, and returns the rest, durable, with its announced
+// entries. An article stored under another key than the one journaled (a
+// spool that stores it as fragments, keyed by their descriptor) is
+// answered only once news.db lists it.
+func (s *Site) durableOf(st *stored) []*pending {
+	ok := make([]*pending, 0, len(st.puts)+len(st.announced))
 	answer := func(p *pending, err error) {
 		if err != nil {
 			s.forget(p.entry.MessageID)
@@ -603,9 +597,10 @@ func (s *Site) durableOf(st *stored, puts []Put, last bool) []*pending {
 			ok = append(ok, p)
 		}
 	}
-	for i := range puts {
-		put := &puts[i]
+	for i := range st.puts {
+		put := &st.puts[i]
 		p := put.p
+		p.unjournaled = !s.local && put.Err == nil && put.Key != p.entry.Key
 		p.entry.Key = put.Key
 		p.article = nil // the spool is done with it
 		err := st.jerr
@@ -614,22 +609,18 @@ func (s *Site) durableOf(st *stored, puts []Put, last bool) []*pending {
 		}
 		answer(p, err)
 	}
-	if last {
-		for _, p := range st.announced {
-			answer(p, st.jerr)
-		}
+	for _, p := range st.announced {
+		answer(p, st.jerr)
 	}
 	return ok
 }
 
-// listLoop commits durable batches to news.db, as many as wait in one
-// transaction, and answers their articles with the commit's outcome: an
-// article is acknowledged only once listed. A failed commit lists none of
-// them (it is one transaction) and they may be offered again; their
-// journal batches are covered by the next commit that succeeds, or listed
-// at the next open if the site stops first.
+// listLoop lists durable batches in memory (List.stage), as many as wait
+// at once, and answers their articles: their listing is durable in the
+// journal. The checkpoint loop writes them to news.db behind it.
 func (s *Site) listLoop() {
 	defer s.wg.Done()
+	defer close(s.checkpoints)
 	for l := range s.lists {
 		batch, seq, flushes := l.batch, l.seq, l.flushes
 	more:
@@ -648,30 +639,95 @@ func (s *Site) listLoop() {
 		if s.beforeList != nil {
 			s.beforeList()
 		}
-		_, err := s.list.commit(entries(batch), seq, false)
+		s.list.stage(entries(batch), seq)
+		var later []*pending
 		for _, p := range batch {
-			s.forget(p.entry.MessageID)
-			p.done <- deferred(err)
-		}
-		for _, f := range flushes {
-			close(f)
-		}
-		if err == nil {
-			if s.journal != nil {
-				s.journal.listed(seq)
+			if p.unjournaled {
+				later = append(later, p)
+				continue
 			}
-			if len(batch) > 0 {
-				s.notify()
+			s.forget(p.entry.MessageID)
+			p.done <- nil
+		}
+		s.checkpoints <- &listing{batch: later, seq: seq, flushes: flushes}
+	}
+}
+
+// checkpointLoop writes what the lister staged to news.db: after the first
+// staged batch it waits up to checkpointDelay, or until checkpointAt
+// entries are staged, and writes everything staged in one transaction.
+// Then it tells the journal what news.db covers, answers the articles that
+// waited for it, closes the Flushes and wakes the feeders. A failed
+// checkpoint is tried again after checkpointRetry; while it fails, the
+// lister waits (what is staged stays bounded), and the site stops with
+// the batches in its journal.
+func (s *Site) checkpointLoop() {
+	defer s.wg.Done()
+	for first := range s.checkpoints {
+		waiting := []*listing{first}
+		timer := time.NewTimer(checkpointDelay)
+	gather:
+		for s.list.stagedEntries() < checkpointAt {
+			select {
+			case l, ok := <-s.checkpoints:
+				if !ok {
+					break gather
+				}
+				waiting = append(waiting, l)
+			case <-timer.C:
+				break gather
+			}
+		}
+		timer.Stop()
+		err := s.checkpointNow()
+		for _, l := range waiting {
+			for _, p := range l.batch {
+				s.forget(p.entry.MessageID)
+				p.done <- deferred(err)
+			}
+			for _, f := range l.flushes {
+				close(f)
 			}
 		}
 	}
 }
 
-// replay lists the journaled batches the list has not: after a crash, the
-// articles durable in the spool but not yet listed (none of them was
-// acknowledged; a feeder that offers one again is told it is a duplicate).
-// One the spool does not have stays out, and so does a second offer of an
-// article whose first listing failed.
+// How the checkpoint loop batches news.db's commits.
+const (
+	checkpointDelay = 50 * time.Millisecond
+	checkpointAt    = 8192
+	checkpointRetry = time.Second
+)
+
+// checkpointNow writes what is staged to news.db, trying again while it
+// fails until the site stops.
+func (s *Site) checkpointNow() error {
+	for {
+		seq, n, err := s.list.checkpoint()
+		if err == nil {
+			if seq > 0 {
+				s.journal.listed(seq)
+			}
+			if n > 0 {
+				s.notify()
+			}
+			return nil
+		}
+		select {
+		case <-s.stop:
+			return err
+		case <-time.After(checkpointRetry):
+		}
+	}
+}
+
+// replay lists the journaled batches news.db has not: after a crash, the
+// articles and announced entries acknowledged from the journal before a
+// checkpoint wrote them, and those durable in the spool but never
+// acknowledged (a feeder that offers one again is told it is a
+// duplicate). Each is read back from the spool, which rebuilds its entry;
+// one the spool does not have (its store failed) stays out, and so does a
+// second offer of an article whose first listing failed.
 func (s *Site) replay(batches []journalBatch) error {
 	applied, err := s.list.applied()
 	if err != nil {
@@ -701,7 +757,7 @@ func (s *Site) replay(batches []journalBatch) error {
 			case err != nil:
 				return fmt.Errorf("usenet: listing the journal's articles: %w", err)
 			}
-			a, err := ParseArticle(raw)
+			a, err := ParseArticle(unsealed(raw))
 			if err != nil {
 				continue
 			}

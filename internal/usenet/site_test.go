@@ -273,16 +273,17 @@ func FuzzJournalRecord(f *testing.F) {
 }
 
 // syncSpool hides that a LocalSpool is the site's own: a spool shared with
-// other sites, as the DHT is, so the site keeps no journal and stores
-// articles sealed.
+// other sites, as the DHT is, so the site stores articles sealed and takes
+// announcements.
 type syncSpool struct{ Spool }
 
+// A site on a shared spool answers an article once it is listed (in
+// memory, its listing durable in the journal), and news.db has it once
+// the site is closed.
 func TestSyncSpoolListsBeforeAnswering(t *testing.T) {
 	dir := t.TempDir()
-	site := openTestSite(t, dir, syncSpool{openTestSpool(t, filepath.Join(dir, "spool"))})
-	if site.journal != nil {
-		t.Fatal("a spool not the site's own got a journal")
-	}
+	spool := openTestSpool(t, filepath.Join(dir, "spool"))
+	site := openTestSite(t, dir, syncSpool{spool})
 	for _, posted := range []bool{false, true} {
 		id := fmt.Sprintf("<sync-%v@x>", posted)
 		raw := []byte(article(id, "local.test", "body\r\n"))
@@ -303,5 +304,14 @@ func TestSyncSpoolListsBeforeAnswering(t *testing.T) {
 	}
 	if g, _ := site.List().Group("local.test"); g.Count != 2 {
 		t.Fatalf("group %+v, want 2 articles", g)
+	}
+	site.Close()
+	list, err := OpenList(ListConfig{Path: filepath.Join(dir, "news.db"), PathHost: "test.site"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer list.Close()
+	if ov, err := list.Overview("local.test", 1, 10, 10); err != nil || len(ov) != 2 {
+		t.Fatalf("news.db after closing: %d entries (%v), want 2", len(ov), err)
 	}
 }

@@ -42,6 +42,7 @@ type Spool interface {
 type Put struct {
 	Article []byte    // the article's block, in use until the batch is done
 	Expires time.Time // kept at least until then
+	Hash    id.ID     // the block's id.Key, if the site has hashed it already (else zero)
 	Key     id.ID     // the key it is stored under, once durable
 	Err     error     // why it was not stored
 

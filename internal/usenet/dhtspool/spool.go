@@ -83,14 +83,16 @@ func (s *Spool) put(req []usenet.Put) {
 	}
 	for try := 0; len(todo) > 0; try++ {
 		items := make([]wire.PutItem, len(todo))
+		hashes := make([]id.ID, len(todo))
 		now := time.Now()
 		for i, p := range todo {
 			items[i] = wire.PutItem{Data: p.Article, Expiry: p.Expires.UnixNano()}
 			if !p.Expires.After(now) {
 				items[i].Expiry = 0
 			}
+			hashes[i] = p.Hash
 		}
-		keys, errs := s.Cluster.PutBatch(ctx, items, wire.RedundancyDefault)
+		keys, errs := s.Cluster.PutBatchHashed(ctx, items, hashes, wire.RedundancyDefault)
 		again := todo[:0]
 		for i, p := range todo {
 			p.Key, p.Err = keys[i], errs[i]

@@ -2,27 +2,27 @@ package nntpd
 
 import (
 	"errors"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"triad/internal/nntp/nntptest"
 	"triad/internal/usenet"
+	"triad/internal/vfs"
 )
 
-// errListing is the failure the tests inject into news.db's commits.
-var errListing = errors.New("injected: news.db cannot commit")
+// errJournal is the failure the tests inject into the journal's syncs.
+var errJournal = errors.New("injected: the journal cannot sync")
 
-// failListing makes the site's listing commits fail while fail is set,
-// inside the transaction, after its writes.
-func failListing(fail *atomic.Bool) func(*usenet.Site) {
-	return func(s *usenet.Site) {
-		s.List().FailCommits(func() error {
-			if fail.Load() {
-				return errListing
-			}
-			return nil
-		})
-	}
+// failingJournal is a site file system whose journal's syncs fail while
+// fail is set, as a failing disk's would.
+func failingJournal(fail *atomic.Bool) vfs.FS {
+	return vfs.Inject(vfs.OS(), func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && filepath.Base(path) == "journal" && fail.Load() {
+			return errJournal
+		}
+		return nil
+	})
 }
 
 // spoolKinds are the two ways a site waits for its spool: the local
@@ -37,16 +37,16 @@ var spoolKinds = []struct {
 }
 
 // syncSpool hides that a LocalSpool is the site's own: a spool shared
-// with other sites, as the DHT is, so the site keeps no journal and stores
-// articles sealed.
+// with other sites, as the DHT is, so the site stores articles sealed and
+// takes announcements.
 type syncSpool struct{ usenet.Spool }
 
-// An article whose listing fails (news.db cannot commit) is not
-// acknowledged: POST gets 441, IHAVE 436, and TAKETHIS 400, which closes
+// An article whose listing cannot be made durable (the journal's sync
+// fails) is not acknowledged: POST gets 441, IHAVE 436, and TAKETHIS 400, which closes
 // the feed (a feeder offers again what was unanswered; 439 would mean
 // never). It is nowhere a reader or a duplicate check looks, so the next
 // offer is taken, as number 1.
-func TestFailedListingIsNotAcknowledged(t *testing.T) {
+func TestUnjournaledListingIsNotAcknowledged(t *testing.T) {
 	verbs := []struct{ verb, failed, ok string }{
 		{"POST", "441", "240"},
 		{"IHAVE", "436", "235"},
@@ -57,7 +57,7 @@ func TestFailedListingIsNotAcknowledged(t *testing.T) {
 			t.Run(sp.name+"/"+v.verb, func(t *testing.T) {
 				var fail atomic.Bool
 				fail.Store(true)
-				ts := startServerOver(t, Config{}, usenet.SiteConfig{}, sp.of, failListing(&fail))
+				ts := startServerOver(t, Config{}, usenet.SiteConfig{FS: failingJournal(&fail)}, sp.of, nil)
 				const id = "<unlisted@example.com>"
 				offer := func() (*testClient, string) {
 					c, _ := ts.dial(t)
@@ -91,7 +91,7 @@ func TestFailedListingIsNotAcknowledged(t *testing.T) {
 				nntptest.Code(t, r.Status("ARTICLE %s", id), "430")
 				nntptest.Code(t, r.Status("CHECK %s", id), "238 "+id)
 				if _, found, err := ts.site.List().Lookup(id); found || err != nil {
-					t.Fatalf("in the history (%v) after a failed listing", err)
+					t.Fatalf("in the history (%v) after a failed journal", err)
 				}
 
 				fail.Store(false)

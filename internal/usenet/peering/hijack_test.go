@@ -156,6 +156,7 @@ func TestBacklogIsBoundedInBytes(t *testing.T) {
 		c.SendText(article(msgid, "local.test", "x\r\n", "X-Pad: "+pad))
 		nntptest.Code(t, c.Line(), "235")
 	}
+	sites[0].site.Flush() // the out log is written at the listing's checkpoint
 	list := sites[0].site.List()
 	if lb, _ := list.LogBytes(); lb < n*10_000 {
 		t.Fatalf("out log of %d bytes before the trim, want at least %d", lb, n*10_000)

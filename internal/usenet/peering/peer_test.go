@@ -404,6 +404,7 @@ func TestBacklogIsBounded(t *testing.T) {
 		c.SendText(article(fmt.Sprintf("<b-%d@x>", i), "local.test", "x\r\n"))
 		nntptest.Code(t, c.Line(), "235")
 	}
+	sites[0].site.Flush() // the out log is written at the listing's checkpoint
 	list := sites[0].site.List()
 	if err := list.Trim([]string{sites[1].name}, 10, 0); err != nil {
 		t.Fatal(err)
