@@ -659,7 +659,7 @@ func (s DHashScaling) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "scaling: %d-byte blocks, %d puts then gets per count, fresh cluster each, %s; sent to %s\n", s.Size, s.Ops, box, s.Route)
 	fmt.Fprintf(w, "durability: k=%d copies of every block, on distinct nodes, at every count", s.Replicas)
 	if d := dhash.DefaultConfig().Replicas; s.Replicas < d {
-		fmt.Fprintf(w, ": %d node cannot hold the nodes' default of %d (a put wants k live hosts and fails short of them), and the same k at every count keeps the work per put equal", s.Replicas, d)
+		fmt.Fprintf(w, ": %d node cannot hold the nodes' default of %d (a put wants k live hosts and fails short of them), and the same k at every count keeps the copies per put equal", s.Replicas, d)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
