@@ -91,7 +91,7 @@ func (c *CachedSpool) PutBatch(batch []Put, done func([]Put)) {
 	c.Spool.PutBatch(batch, func(part []Put) {
 		for i := range part {
 			if part[i].Err == nil {
-				c.add(part[i].Key, part[i].Article, true)
+				c.add(part[i].Key, part[i].Article, !part[i].Owned)
 			}
 		}
 		done(part)

@@ -472,7 +472,9 @@ func (s *Site) commitLoop() {
 			if p.article != nil {
 				// A local spool sets the key; another is given the hash
 				// Accept made.
-				st.puts = append(st.puts, Put{Article: p.article, Expires: p.entry.Expires, Hash: p.entry.Key, p: p})
+				// A sealed block (another spool's) is the site's own
+				// copy, which nothing reuses: a cache may keep it.
+				st.puts = append(st.puts, Put{Article: p.article, Expires: p.entry.Expires, Hash: p.entry.Key, Owned: !s.local, p: p})
 			} else {
 				st.announced = append(st.announced, p)
 			}

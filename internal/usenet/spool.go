@@ -43,6 +43,7 @@ type Put struct {
 	Article []byte    // the article's block, in use until the batch is done
 	Expires time.Time // kept at least until then
 	Hash    id.ID     // the block's id.Key, if the site has hashed it already (else zero)
+	Owned   bool      // Article is the spool's to keep once done (no one reuses it)
 	Key     id.ID     // the key it is stored under, once durable
 	Err     error     // why it was not stored
 
