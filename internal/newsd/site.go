@@ -48,7 +48,7 @@ type Site struct {
 }
 
 // Start checks o, opens the site and serves it until ctx ends or Close.
-func Start(ctx context.Context, o Options, log *slog.Logger) (s *Site, err error) {
+func Start(ctx context.Context, o Options, log *slog.Logger) (_ *Site, err error) {
 	set, err := o.settings()
 	if err != nil {
 		return nil, err
@@ -58,7 +58,9 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (s *Site, err error
 		rec = status.NewRecorder(log.Handler(), 50)
 		log = slog.New(rec)
 	}
-	s = &Site{done: make(chan error, 1)}
+	// What Start opened is released on an error: s is not the result,
+	// which each error return sets to nil.
+	s := &Site{done: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			s.release()
@@ -267,6 +269,9 @@ func (s *Site) Collector() *metrics.News {
 func (s *Site) Close() error {
 	s.stop()
 	err := <-s.done
+	if errors.Is(err, net.ErrClosed) { // the stop closed the listener
+		err = nil
+	}
 	s.srv.Close()
 	if s.http != nil {
 		err = errors.Join(err, s.http.Close())
