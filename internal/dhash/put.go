@@ -65,7 +65,27 @@ func (n *Node) lookup(env node.Env, key id.ID, need, retries int, done func(env 
 		}
 		cands := ring.DistinctHosts(r.Succs)
 		cands = slices.DeleteFunc(cands, func(c wire.NodeRef) bool { return n.ring.IsDead(env, c) })
+		if len(cands) < need && opts.MinSuccs > 0 && len(r.Succs) < n.ring.Config().Succs {
+			// A node that knew need successors answered, and they were
+			// vnodes of fewer hosts (hosts with several vnodes): the
+			// key's predecessor has the whole successor list.
+			n.lookupWhole(env, key, done)
+			return
+		}
 		done(env, cands, nil)
+	})
+}
+
+// lookupWhole looks key up to its predecessor, for its whole successor
+// list, and returns the live distinct hosts in it.
+func (n *Node) lookupWhole(env node.Env, key id.ID, done func(env node.Env, cands []wire.NodeRef, err error)) {
+	n.ring.Lookup(env, key, ring.LookupOptions{}, func(env node.Env, r ring.Result) {
+		if r.Err != nil {
+			done(env, nil, fmt.Errorf("%w: %v", fault.ErrUnavailable, r.Err))
+			return
+		}
+		cands := ring.DistinctHosts(r.Succs)
+		done(env, slices.DeleteFunc(cands, func(c wire.NodeRef) bool { return n.ring.IsDead(env, c) }), nil)
 	})
 }
 
