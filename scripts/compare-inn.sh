@@ -91,6 +91,11 @@
 #
 #   sudo TURNS=1 PHASE_SECONDS=5 ARTICLES_SMALL=2000 ARTICLES_LARGE=200 \
 #       scripts/compare-inn.sh --sites 2,3 --cpu-per-site 0.4
+#
+# VNODES (default 1) sets each node's virtual servers (--vnodes): more
+# spread the keys, and so the bytes and the work, more evenly over the
+# sites, at some cost in ring upkeep. Every feed starts once the ring is
+# consistent (scripts/wait-ring.py).
 set -euo pipefail
 SITES=0 COUNTS=() CPU_PER_SITE=""
 while [ $# -gt 0 ]; do
@@ -123,6 +128,8 @@ done
 for v in ARTICLES_SMALL ARTICLES_LARGE; do
     [[ ${!v:-1} =~ ^[1-9][0-9]*$ ]] || { echo "compare-inn: $v wants a positive number of articles, got ${!v}" >&2; exit 2; }
 done
+VNODES=${VNODES:-1}
+[[ $VNODES =~ ^[1-9][0-9]?$ ]] || { echo "compare-inn: VNODES wants 1 to 99 virtual servers per node, got $VNODES" >&2; exit 2; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ANCHOR=${ANCHOR:-$ROOT/../shared/anchors/inn2}
 OUT=${OUT:-$(mktemp -d /tmp/triad-vs-inn.XXXXXX)}
@@ -215,15 +222,23 @@ start_sites() {
         join=""
         [ "$i" = 0 ] || join="--join 127.0.0.1:$node0"
         # shellcheck disable=SC2086
-        "$OUT/triad" node --listen "127.0.0.1:$((node0 + i))" --data "$dir/node$i" $join \
+        "$OUT/triad" node --listen "127.0.0.1:$((node0 + i))" --data "$dir/node$i" --vnodes "$VNODES" $join \
             >"$dir/node$i.log" 2>&1 &
         SITE_PIDS+=($!)
         if [ -n "$CPU_PER_SITE" ]; then
             cg_make "site$((i + 1))"
             cg_add "site$((i + 1))" $!
         fi
-        sleep 0.5
+        for _ in $(seq 100); do
+            # shellcheck disable=SC2016 # $0 is the inner shell's
+            timeout 1 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0"' "$((node0 + i))" 2>/dev/null && break
+            sleep 0.1
+        done
     done
+    # The feed starts on a consistent ring: every successor list complete.
+    local nodes=()
+    for i in $(seq 0 $((n - 1))); do nodes+=("127.0.0.1:$((node0 + i))"); done
+    python3 "$ROOT/scripts/wait-ring.py" "$OUT/triad" "${nodes[@]}"
     for i in $(seq 0 $((n - 1))); do
         : >"$dir/peers$i"
         for j in $(seq 0 $((n - 1))); do
