@@ -18,15 +18,26 @@ import (
 // serve any call (it looks the key up itself); going to the holder saves
 // the lookup's hops and a copy's transfer, as a DHash++ client colocated
 // with a node would. If the map is stale the call still succeeds, one hop
-// longer; a node that cannot be reached is skipped and the map refreshed.
+// longer; a node that cannot be reached is skipped and the map refreshed,
+// and a map older than MapAge is refreshed in the background by the next
+// call (a cluster dialled while the ring was forming would otherwise send
+// every call to the few nodes it knew then, for good).
 type Cluster struct {
 	seeds []string
 	opt   Options
 
-	mu    sync.Mutex
-	conns map[string]*Client
-	ring  []wire.NodeRef // sorted by ID
+	mu         sync.Mutex
+	conns      map[string]*Client
+	ring       []wire.NodeRef // sorted by ID
+	learned    time.Time      // when ring was last asked for
+	refreshing bool
+	closed     bool
+	maxAge     time.Duration // MapAge unless a test sets it
 }
+
+// MapAge is how long a Cluster's map of the ring serves before it is
+// relearned.
+const MapAge = 10 * time.Second
 
 // DialCluster connects to the seed nodes and learns the ring from them.
 func DialCluster(ctx context.Context, seeds ...string) (*Cluster, error) {
@@ -38,7 +49,7 @@ func DialClusterOptions(ctx context.Context, opt Options, seeds ...string) (*Clu
 	if len(seeds) == 0 {
 		return nil, errors.New("client: no seed addresses")
 	}
-	c := &Cluster{seeds: seeds, opt: opt, conns: make(map[string]*Client)}
+	c := &Cluster{seeds: seeds, opt: opt, conns: make(map[string]*Client), maxAge: MapAge}
 	if err := c.Refresh(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -50,6 +61,7 @@ func DialClusterOptions(ctx context.Context, opt Options, seeds ...string) (*Clu
 func (c *Cluster) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	for a, cl := range c.conns {
 		cl.Close()
 		delete(c.conns, a)
@@ -73,6 +85,10 @@ func (c *Cluster) conn(ctx context.Context, addr string) (*Client, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		cl.Close()
+		return nil, fmt.Errorf("%w: the cluster is closed", ErrClosed)
+	}
 	if old := c.conns[addr]; old != nil && old.closedErr() == nil {
 		cl.Close()
 		return old, nil
@@ -84,6 +100,7 @@ func (c *Cluster) conn(ctx context.Context, addr string) (*Client, error) {
 // Refresh relearns the ring from the seeds and the nodes already known.
 func (c *Cluster) Refresh(ctx context.Context) error {
 	c.mu.Lock()
+	c.learned = time.Now()
 	addrs := slices.Clone(c.seeds)
 	for _, n := range c.ring {
 		if !slices.Contains(addrs, n.Addr) {
@@ -132,6 +149,17 @@ func (c *Cluster) Refresh(ctx context.Context) error {
 func (c *Cluster) route(key id.ID) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.refreshing && !c.closed && time.Since(c.learned) > c.maxAge {
+		c.refreshing = true
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			c.Refresh(ctx) // on failure the old map serves until the next try
+			c.mu.Lock()
+			c.refreshing = false
+			c.mu.Unlock()
+		}()
+	}
 	i, _ := slices.BinarySearchFunc(c.ring, key, func(n wire.NodeRef, k id.ID) int { return n.ID.Cmp(k) })
 	var out []string
 	for j := range c.ring {

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"triad/internal/fault"
 	"triad/internal/id"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -151,5 +154,44 @@ func TestClusterFailures(t *testing.T) {
 	}
 	if _, _, err := cl.Put(ctx(t), missing, PutOptions{}); !errors.Is(err, fault.ErrUnavailable) {
 		t.Fatalf("put with every node down: %v, want fault.ErrUnavailable", err)
+	}
+}
+
+// A cluster dialled while the ring was forming (its seed knew only
+// itself) relearns its map once the map is old, and then sends each put to
+// the key's holder. Before, it sent every put to the seed for as long as
+// every node answered: at a news site started with its node, one node
+// coordinated every article of the site's feed.
+func TestClusterRelearnsAnOldMap(t *testing.T) {
+	var formed atomic.Bool
+	var nodes []*stubNode
+	for _, pos := range []string{"40", "80", "c0"} {
+		s, b := startStore(t, pos)
+		b.ring = func() []wire.NodeRef {
+			if !formed.Load() {
+				return []wire.NodeRef{b.self.ref}
+			}
+			return []wire.NodeRef{nodes[0].ref, nodes[1].ref, nodes[2].ref}
+		}
+		nodes = append(nodes, s)
+	}
+	cl, err := DialCluster(ctx(t), nodes[0].ref.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	data := dataHeldBy(t, nodes[0], nodes[1])
+	if _, _, err := cl.Put(ctx(t), data, PutOptions{}); err != nil || count(nodes[0], wire.TypeClientPut) != 1 {
+		t.Fatalf("put with the seed's map of itself: %v, seed got %v", err, nodes[0].received())
+	}
+	formed.Store(true)
+	cl.mu.Lock()
+	cl.maxAge = 0
+	cl.mu.Unlock()
+	if !testutil.Poll(5*time.Second, func() bool {
+		cl.Put(ctx(t), data, PutOptions{})
+		return count(nodes[1], wire.TypeClientPut) > 0
+	}) {
+		t.Fatalf("the holder got no put once the ring formed: %v", nodes[1].received())
 	}
 }
