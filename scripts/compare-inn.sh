@@ -92,7 +92,7 @@
 #   sudo TURNS=1 PHASE_SECONDS=5 ARTICLES_SMALL=2000 ARTICLES_LARGE=200 \
 #       scripts/compare-inn.sh --sites 2,3 --cpu-per-site 0.4
 #
-# VNODES (default 1) sets each node's virtual servers (--vnodes): more
+# VNODES (default 8) sets each node's virtual servers (--vnodes): more
 # spread the keys, and so the bytes and the work, more evenly over the
 # sites, at some cost in ring upkeep. Every feed starts once the ring is
 # consistent (scripts/wait-ring.py).
@@ -128,7 +128,7 @@ done
 for v in ARTICLES_SMALL ARTICLES_LARGE; do
     [[ ${!v:-1} =~ ^[1-9][0-9]*$ ]] || { echo "compare-inn: $v wants a positive number of articles, got ${!v}" >&2; exit 2; }
 done
-VNODES=${VNODES:-1}
+VNODES=${VNODES:-8}
 [[ $VNODES =~ ^[1-9][0-9]?$ ]] || { echo "compare-inn: VNODES wants 1 to 99 virtual servers per node, got $VNODES" >&2; exit 2; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ANCHOR=${ANCHOR:-$ROOT/../shared/anchors/inn2}
