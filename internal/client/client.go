@@ -180,7 +180,10 @@ func (c *Client) Call(ctx context.Context, m wire.Msg) (wire.Msg, error) {
 	reqID := c.next
 	c.pending[reqID] = ch
 	c.mu.Unlock()
-	frame := wire.AppendFrame(nil, wire.Envelope{Kind: wire.Request, ReqID: reqID, Msg: m})
+	e := wire.Envelope{Kind: wire.Request, ReqID: reqID, Msg: m}
+	// Sized first: a batch of blocks is copied into the frame once, not
+	// again at each doubling of a growing buffer.
+	frame := wire.AppendFrame(make([]byte, 0, wire.Size(e)+4), e)
 	select {
 	case c.q <- frame:
 	case <-ctx.Done():

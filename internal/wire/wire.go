@@ -172,6 +172,13 @@ func bodySize(m Msg) int {
 	case *ClientPut:
 		return sizeLen(1, len(m.Data)) + sizeUint(2, protowire.EncodeZigZag(m.Expiry)) +
 			sizeUint(3, uint64(m.Redundancy))
+	case *ClientPutBatch:
+		n := sizeUint(2, uint64(m.Redundancy))
+		for _, it := range m.Items {
+			item := sizeLen(1, len(it.Data)) + sizeUint(2, protowire.EncodeZigZag(it.Expiry))
+			n += protowire.SizeTag(1) + protowire.SizeBytes(item)
+		}
+		return n
 	}
 	return len(m.encode(nil))
 }

@@ -130,6 +130,10 @@ func TestSize(t *testing.T) {
 	if got, want := Size(Envelope{Msg: big}), len(Encode(nil, Envelope{Msg: big})); got != want {
 		t.Errorf("large block: Size %d, encoded %d bytes", got, want)
 	}
+	batch := &ClientPutBatch{Items: []PutItem{{Data: make([]byte, 240000), Expiry: -1}, {Data: make([]byte, 200)}}}
+	if got, want := Size(Envelope{Msg: batch}), len(Encode(nil, Envelope{Msg: batch})); got != want {
+		t.Errorf("batch of a large block: Size %d, encoded %d bytes", got, want)
+	}
 }
 
 func TestFrames(t *testing.T) {
