@@ -305,8 +305,14 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 
 	up := startUp(t, bin, args...)
 	up.waitFor("ring consistent")
+	// A POST answered 240 a moment before the kill: its listing was in the
+	// journal, and news.db's checkpoint (every 50 ms) most likely had not
+	// run yet.
+	const posted = "<posted-before-the-kill@e2e.test>"
 	fed := feed(t, addr, arts, time.Now().Add(2*time.Minute), func(acked int) {
 		if acked == 150 {
+			postArticle(t, addr, "From: poster@e2e.test\r\nNewsgroups: local.general\r\nSubject: posted, then SIGKILL\r\n"+
+				"Message-ID: "+posted+"\r\n\r\nacknowledged a moment before the kill\r\n")
 			if err := up.Signal(syscall.SIGKILL); err != nil {
 				t.Error(err)
 			}
@@ -323,6 +329,7 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 	up = startUp(t, bin, args...)
 	up.waitFor("ring consistent")
 	checkNews(t, addr, arts, fed)
+	checkListed(t, addr, "local.general", posted)
 	again := feed(t, addr, arts, time.Now().Add(2*time.Minute), nil)
 	if n := len(again.acked) + len(again.refused); n != len(arts.ids) {
 		t.Fatalf("fed again after the restart: %d of %d answered", n, len(arts.ids))
@@ -335,6 +342,38 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 	checkNews(t, addr, arts, feedOutcome{acked: union(fed.acked, again.acked), refused: again.refused})
 	up.stop()
 	t.Logf("whole test took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// checkListed fails the test unless the news server at addr lists msgid
+// in group (OVER) and serves it by that number.
+func checkListed(t *testing.T, addr, group, msgid string) {
+	t.Helper()
+	c, err := nntp.Dial(addr, time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Conn().SetDeadline(time.Now().Add(60 * time.Second))
+	if l, err := c.Cmd("GROUP " + group); err != nil || !strings.HasPrefix(string(l), "211 ") {
+		t.Fatalf("GROUP %s: %q %v", group, l, err)
+	}
+	l, err := c.Cmd("OVER 1-")
+	if err != nil || !strings.HasPrefix(string(l), "224") {
+		t.Fatalf("%s is not listed in %s: OVER %q %v", msgid, group, l, err)
+	}
+	b, _, err := c.ReadBlock(nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\r\n") {
+		if f := strings.Split(line, "\t"); len(f) > 4 && f[4] == msgid {
+			if l, err := c.Cmd("STAT " + f[0]); err != nil || !strings.HasPrefix(string(l), "223 "+f[0]+" "+msgid) {
+				t.Fatalf("STAT %s (%s): %q %v", f[0], msgid, l, err)
+			}
+			return
+		}
+	}
+	t.Fatalf("%s is not in %s's overview: %q", msgid, group, b)
 }
 
 func union(a, b map[string]bool) map[string]bool {
