@@ -301,7 +301,10 @@ func (o *Options) assembly() (assembly, error) {
 	if sync == 0 {
 		sync = -1 // the engine's "back to back"
 	}
-	so := store.Options{Capacity: o.CapacityMB << 20, MaxObject: blocks.MaxBlock + 64, SyncInterval: sync, MaxRetention: blocks.MaxRetention}
+	// Maintenance reads the Merkle tree node by node; a tree a second
+	// behind the puts spares the feed a checkpoint for each node read.
+	so := store.Options{Capacity: o.CapacityMB << 20, MaxObject: blocks.MaxBlock + 64, SyncInterval: sync, MaxRetention: blocks.MaxRetention,
+		TreeLag: maintTreeLag}
 	a.driver = tcp.Config{Listen: o.Listen, DataDir: data, Store: so, Workers: o.Workers, MaxConns: o.MaxConns, CheckVnodes: o.DeriveIDs}
 	if o.D2 {
 		c := d2.DefaultConfig()
@@ -402,3 +405,7 @@ func MachineID(name string) uint64 {
 	h.Write([]byte(name))
 	return max(h.Sum64(), 1)
 }
+
+// maintTreeLag is how far behind the puts the store's Merkle tree may be
+// when maintenance reads it (store.Options.TreeLag).
+const maintTreeLag = time.Second

@@ -203,6 +203,14 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// CheckpointEntries forces a checkpoint when this many puts wait (65536).
 	CheckpointEntries int
+	// TreeLag lets the Merkle tree that TreeNode, TreeChildren and TreeKeys
+	// read be this far behind the puts: a read catches the index and tree
+	// up (a group commit and an index transaction) only when the last
+	// checkpoint began longer ago. Zero: every read catches up, so the
+	// tree holds every put that returned. A node sets it so that
+	// maintenance walking its neighbours' trees during a heavy feed does
+	// not force a checkpoint for each tree node it compares. Disk only.
+	TreeLag time.Duration
 	// MaxSegment rolls a window over to a new file past this size (1 GiB).
 	MaxSegment int64
 

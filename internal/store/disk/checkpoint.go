@@ -52,6 +52,7 @@ func (d *Disk) catchUp() error {
 // checkpoint writes the pending entries, the segment watermarks and the
 // tree changes to the index in one transaction. d.maintMu is held.
 func (d *Disk) checkpoint() error {
+	began := d.opt.Elapsed()
 	d.mu.Lock()
 	if d.failed != nil {
 		d.mu.Unlock()
@@ -113,6 +114,7 @@ func (d *Disk) checkpoint() error {
 	if err != nil {
 		return diskErr(fmt.Errorf("checkpoint: %w", err))
 	}
+	d.caughtUp.Store(int64(began))
 	return nil
 }
 

@@ -32,6 +32,9 @@ type Disk struct {
 	maintMu sync.Mutex           // serialises checkpoints, reclamation, quarantine
 	keyMu   [keyLocks]sync.Mutex // serialise the checked puts of a key (keyLock)
 	deleted atomic.Bool          // a key was ever deleted: every put looks (Delete)
+	// caughtUp is opt.Elapsed when the last checkpoint that succeeded
+	// began (TreeLag).
+	caughtUp atomic.Int64
 
 	mu       sync.Mutex
 	segs     map[uint64]*segment
@@ -131,6 +134,7 @@ func OpenFS(fsys vfs.FS, opt store.Options) (*Disk, error) {
 		stopSync:  make(chan struct{}),
 	}
 	d.stats.Capacity = opt.Capacity
+	d.caughtUp.Store(math.MinInt64 / 2) // no checkpoint yet: the first tree read catches up
 	if err := d.recover(); err != nil {
 		d.closeFiles()
 		return nil, err

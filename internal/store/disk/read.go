@@ -186,10 +186,13 @@ func (d *Disk) quarantine(key id.ID, bad entry, why string) error {
 	return fmt.Errorf("%w: %v: %s", store.ErrCorrupt, key, why)
 }
 
-// readTree brings the tree up to date and runs fn on it.
+// readTree brings the tree up to date (within Options.TreeLag) and runs
+// fn on it.
 func (d *Disk) readTree(fn func(tx *bolt.Tx, r merkle.Reader, expiredUpTo int64)) error {
-	if err := d.catchUp(); err != nil {
-		return err
+	if lag := d.opt.TreeLag; lag <= 0 || d.opt.Elapsed()-time.Duration(d.caughtUp.Load()) >= lag {
+		if err := d.catchUp(); err != nil {
+			return err
+		}
 	}
 	return d.db.View(func(tx *bolt.Tx) error {
 		t := newBoltTree(tx)
