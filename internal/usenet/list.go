@@ -355,11 +355,6 @@ func (l *List) commit(batch []Entry, seq uint64, recheck bool) (int, error) {
 	listed := 0
 	err := l.db.b.Update(func(tx *bolt.Tx) error {
 		listed = 0
-		if seq > 0 {
-			if err := tx.Bucket(bucketMeta).Put(metaApplied, numKey(seq)); err != nil {
-				return err
-			}
-		}
 		hist := tx.Bucket(bucketHistory)
 		for _, n := range todo {
 			if recheck && hist.Get([]byte(n.e.MessageID)) != nil {
@@ -370,18 +365,7 @@ func (l *List) commit(batch []Entry, seq uint64, recheck bool) (int, error) {
 			}
 			listed++
 		}
-		for _, g := range changed {
-			if err := putGroup(tx, g); err != nil {
-				return err
-			}
-		}
-		if err := l.saveCursors(tx); err != nil {
-			return err
-		}
-		if l.failCommit != nil {
-			return l.failCommit()
-		}
-		return nil
+		return l.endTx(tx, seq, changed)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("usenet: commit overview: %w", err)
@@ -426,6 +410,29 @@ func (l *List) carried(batch []Entry) (todo []numbered, changed map[string]*Grou
 		}
 	}
 	return todo, changed
+}
+
+// endTx ends a listing transaction: the last journal batch it covers
+// (seq, 0 for none), the groups' state and the peers' cursors, and the
+// tests' injected failure.
+func (l *List) endTx(tx *bolt.Tx, seq uint64, groups map[string]*Group) error {
+	if seq > 0 {
+		if err := tx.Bucket(bucketMeta).Put(metaApplied, numKey(seq)); err != nil {
+			return err
+		}
+	}
+	for _, g := range groups {
+		if err := putGroup(tx, g); err != nil {
+			return err
+		}
+	}
+	if err := l.saveCursors(tx); err != nil {
+		return err
+	}
+	if l.failCommit != nil {
+		return l.failCommit()
+	}
+	return nil
 }
 
 // A listedEntry is an entry numbered in its groups: its overview entries

@@ -106,11 +106,6 @@ func (l *List) checkpoint() (seq uint64, n int, err error) {
 		n += len(sb.entries)
 	}
 	err = l.db.b.Update(func(tx *bolt.Tx) error {
-		if seq > 0 {
-			if err := tx.Bucket(bucketMeta).Put(metaApplied, numKey(seq)); err != nil {
-				return err
-			}
-		}
 		for _, sb := range batches {
 			for _, le := range sb.entries {
 				if err := l.write(tx, le); err != nil {
@@ -118,18 +113,7 @@ func (l *List) checkpoint() (seq uint64, n int, err error) {
 				}
 			}
 		}
-		for _, g := range groups {
-			if err := putGroup(tx, g); err != nil {
-				return err
-			}
-		}
-		if err := l.saveCursors(tx); err != nil {
-			return err
-		}
-		if l.failCommit != nil {
-			return l.failCommit()
-		}
-		return nil
+		return l.endTx(tx, seq, groups)
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("usenet: checkpoint of the listing: %w", err)
