@@ -9,36 +9,46 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"triad/internal/id"
 	"triad/internal/vfs"
 )
 
-// The journal lets a site acknowledge fed articles before their overview
-// and history are committed. Each batch of articles written to the spool
-// is appended here, with one fdatasync that runs while the spool's group
-// commit makes the articles durable; once both are done the articles are
-// acknowledged, and the overview is committed afterwards, off the path of
-// the reply. news.db records the last batch it has listed ("applied"), and
-// opening the site lists again every later batch whose articles the spool
-// has: an acknowledged article is always listed after a crash, and an
-// article the spool lost (never acknowledged) is not.
+// The journal makes a batch's listing durable in the same group commit as
+// its articles: each batch the site hands its spool is appended here, with
+// one fdatasync that runs while the spool makes the articles durable (on
+// the DHT, while the key's successors sync them); once both are done the
+// articles are acknowledged, staged in memory (staged.go) and checkpointed
+// to news.db behind the replies. news.db records the last batch it has
+// (its "applied" sequence number), and opening the site lists again every
+// later batch: an acknowledged article is always listed after a crash.
 //
-// A record is: length of the payload (4 bytes, big endian), CRC-32C of the
-// payload (4), payload. The payload is the batch's sequence number
-// (uvarint) and, for each article, its message-id (uvarint length, bytes),
-// spool key (width byte, bytes), arrival and expiry (varint Unix
-// nanoseconds). Reading stops at the first record that is torn or damaged:
-// a batch whose record did not reach the disk was never acknowledged.
+// A record is: length of the payload (4 bytes, big endian; its top bit set
+// for the current format), CRC-32C of the payload (4), payload. The
+// payload is the batch's sequence number (uvarint) and, for each entry,
+// everything the list keeps of it (encodeJournalEntry): replay needs to
+// read no article back, which on the DHT could fail or take long while
+// nodes are down, and a relaying site's replayed articles reach its out
+// log with their heads. A batch too large for one record takes several
+// with the same sequence number, written before the one fdatasync.
+// Records without the top bit are the first format, each entry only its
+// message-id, key, arrival and expiry (decodeJournalV1): replay reads those
+// articles back from the spool. Reading stops at the first record that is
+// torn or damaged: a batch whose record did not reach the disk was never
+// acknowledged.
 //
 // The journal's directory is synced each time it is opened, so its entry
 // is durable before the first batch is acknowledged: an fdatasync of the
 // file alone would leave a journal created since the last power cut
 // unnamed after the next one.
 
-// maxJournalRecord bounds one record: a batch of 1,024 articles with the
-// longest message-ids is under 300 KB.
+// maxJournalRecord bounds one record's payload; a batch larger than that
+// (heads of up to 64 KB each on a relaying site) is cut into several.
 const maxJournalRecord = 4 << 20
+
+// recordV2 marks, in a record's length, the current format.
+const recordV2 = 1 << 31
 
 // journalReset is the size past which the journal is emptied once every
 // batch in it is listed.
@@ -48,6 +58,12 @@ type journalEntry struct {
 	msgid            string
 	key              id.ID
 	arrived, expires int64
+	// entry is the whole entry (the current format); nil for a record of
+	// the first, which replay rebuilds from the article.
+	entry *Entry
+	// stored marks an article this site stored (not a peer's
+	// announcement): on the site's own spool, replay checks it is there.
+	stored bool
 }
 
 type journalBatch struct {
@@ -84,20 +100,26 @@ func openJournal(fsys vfs.FS, path string) (*journal, []journalBatch, error) {
 	var batches []journalBatch
 	off := 0
 	for off+8 <= len(data) {
-		n := int(binary.BigEndian.Uint32(data[off:]))
-		if n > maxJournalRecord || off+8+n > len(data) {
+		n := binary.BigEndian.Uint32(data[off:])
+		v2 := n&recordV2 != 0
+		n &^= recordV2
+		if n > maxJournalRecord || off+8+int(n) > len(data) {
 			break
 		}
-		payload := data[off+8 : off+8+n]
+		payload := data[off+8 : off+8+int(n)]
 		if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(data[off+4:]) {
 			break
 		}
-		b, err := decodeJournalBatch(payload)
+		decode := decodeJournalV1
+		if v2 {
+			decode = decodeJournalBatch
+		}
+		b, err := decode(payload)
 		if err != nil {
 			break
 		}
 		batches = append(batches, b)
-		off += 8 + n
+		off += 8 + int(n)
 	}
 	if off < len(data) {
 		if err := f.Truncate(int64(off)); err != nil {
@@ -128,7 +150,8 @@ func readJournal(f vfs.File) ([]byte, error) {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-func decodeJournalBatch(p []byte) (journalBatch, error) {
+// decodeJournalV1 decodes a record of the first format.
+func decodeJournalV1(p []byte) (journalBatch, error) {
 	bad := errors.New("damaged journal record")
 	var b journalBatch
 	var ok bool
@@ -161,33 +184,172 @@ func decodeJournalBatch(p []byte) (journalBatch, error) {
 	return b, nil
 }
 
-// append writes a batch's record and makes it durable.
-func (j *journal) append(seq uint64, batch []Entry) error {
+// append writes a batch's records and makes them durable. stored[i]
+// marks batch[i] as an article the site stored (not an announced entry).
+func (j *journal) append(seq uint64, batch []Entry, stored []bool) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	var recs []byte
 	p := binary.AppendUvarint(j.buf[:0], seq)
-	for _, e := range batch {
-		p = binary.AppendUvarint(p, uint64(len(e.MessageID)))
-		p = append(p, e.MessageID...)
-		p = e.Key.AppendTo(append(p, byte(e.Key.Width())))
-		p = binary.AppendVarint(p, e.Arrived.UnixNano())
-		p = binary.AppendVarint(p, e.Expires.UnixNano())
+	start := len(p)
+	cut := func() {
+		rec := binary.BigEndian.AppendUint32(nil, uint32(len(p))|recordV2)
+		rec = binary.BigEndian.AppendUint32(rec, crc32.Checksum(p, castagnoli))
+		recs = append(append(recs, rec...), p...)
+		p = binary.AppendUvarint(p[:0], seq)
 	}
-	rec := make([]byte, 8, 8+len(p))
-	binary.BigEndian.PutUint32(rec, uint32(len(p)))
-	binary.BigEndian.PutUint32(rec[4:], crc32.Checksum(p, castagnoli))
-	rec = append(rec, p...)
+	for i := range batch {
+		mark := len(p)
+		p = encodeJournalEntry(p, &batch[i], stored[i])
+		if len(p) > maxJournalRecord && mark > start {
+			entry := append([]byte(nil), p[mark:]...)
+			p = p[:mark]
+			cut()
+			p = append(p, entry...)
+		}
+	}
+	cut()
 	j.buf = p
-	if _, err := j.f.WriteAt(rec, j.size); err != nil {
+	if _, err := j.f.WriteAt(recs, j.size); err != nil {
 		j.f.Truncate(j.size)
 		return fmt.Errorf("usenet: journal: %w", err)
 	}
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("usenet: journal: fdatasync: %w", err)
 	}
-	j.size += int64(len(rec))
+	j.size += int64(len(recs))
 	j.last = seq
 	return nil
+}
+
+// Flags of an entry in the journal.
+const (
+	journalStored = 1 << iota
+	journalAnnounced
+	journalPosted
+)
+
+// encodeJournalEntry appends e: flags (a byte), message-id, key (width
+// byte, bytes), arrival and expiry (varint Unix nanoseconds), bytes and
+// lines (uvarint), its groups (a count, then each), subject, from, date,
+// references, state and head (each a uvarint length and bytes).
+func encodeJournalEntry(p []byte, e *Entry, stored bool) []byte {
+	var flags byte
+	if stored {
+		flags |= journalStored
+	}
+	if e.Announced {
+		flags |= journalAnnounced
+	}
+	if e.Posted {
+		flags |= journalPosted
+	}
+	p = append(p, flags)
+	p = appendString(p, e.MessageID)
+	p = e.Key.AppendTo(append(p, byte(e.Key.Width())))
+	p = binary.AppendVarint(p, e.Arrived.UnixNano())
+	p = binary.AppendVarint(p, e.Expires.UnixNano())
+	p = binary.AppendUvarint(p, uint64(e.Bytes))
+	p = binary.AppendUvarint(p, uint64(e.Lines))
+	p = binary.AppendUvarint(p, uint64(len(e.Groups)))
+	for _, g := range e.Groups {
+		p = appendString(p, g)
+	}
+	for _, f := range []string{e.Subject, e.From, e.Date, e.References, e.State} {
+		p = appendString(p, f)
+	}
+	p = binary.AppendUvarint(p, uint64(len(e.Head)))
+	return append(p, e.Head...)
+}
+
+func appendString(p []byte, s string) []byte {
+	return append(binary.AppendUvarint(p, uint64(len(s))), s...)
+}
+
+// maxJournalGroups bounds the groups of one journaled entry.
+const maxJournalGroups = 4096
+
+// decodeJournalBatch decodes a record of the current format.
+func decodeJournalBatch(p []byte) (journalBatch, error) {
+	bad := errors.New("damaged journal record")
+	var b journalBatch
+	var ok bool
+	if b.seq, p, ok = uvarint(p); !ok {
+		return b, bad
+	}
+	for len(p) > 0 {
+		var je journalEntry
+		if je, p, ok = decodeJournalEntry(p); !ok {
+			return b, bad
+		}
+		b.entries = append(b.entries, je)
+	}
+	return b, nil
+}
+
+// decodeJournalEntry decodes one entry of encodeJournalEntry's; every
+// length is checked against what is left and the list's own bounds.
+func decodeJournalEntry(p []byte) (journalEntry, []byte, bool) {
+	var je journalEntry
+	e := &Entry{}
+	if len(p) < 1 {
+		return je, p, false
+	}
+	flags := p[0]
+	p = p[1:]
+	je.stored, e.Announced, e.Posted = flags&journalStored != 0, flags&journalAnnounced != 0, flags&journalPosted != 0
+	var ok bool
+	str := func(max int) string {
+		n, rest, good := uvarint(p)
+		if !good || n > uint64(max) || n > uint64(len(rest)) {
+			ok = false
+			return ""
+		}
+		p = rest[n:]
+		return string(rest[:n])
+	}
+	ok = true
+	if e.MessageID = str(MaxMessageID); !ok || len(p) < 1 || int(p[0]) > len(p)-1 || int(p[0]) > id.MaxBytes {
+		return je, p, false
+	}
+	key, err := id.FromBytes(p[1 : 1+p[0]])
+	if err != nil {
+		return je, p, false
+	}
+	e.Key, p = key, p[1+p[0]:]
+	var arrived, expires int64
+	var nbytes, lines, groups uint64
+	if arrived, p, ok = varint(p); !ok {
+		return je, p, false
+	}
+	if expires, p, ok = varint(p); !ok {
+		return je, p, false
+	}
+	if nbytes, p, ok = uvarint(p); !ok || nbytes > 1<<32-1 {
+		return je, p, false
+	}
+	if lines, p, ok = uvarint(p); !ok || lines > 1<<32-1 {
+		return je, p, false
+	}
+	if groups, p, ok = uvarint(p); !ok || groups > maxJournalGroups || groups > uint64(len(p)) {
+		return je, p, false
+	}
+	for range groups {
+		if g := str(maxHead); ok {
+			e.Groups = append(e.Groups, g)
+		}
+	}
+	e.Subject, e.From, e.Date, e.References, e.State = str(maxHead), str(maxHead), str(maxHead), str(maxHead), str(maxMidstate)
+	head := str(MaxAnnouncement)
+	if !ok {
+		return je, p, false
+	}
+	if head != "" {
+		e.Head = []byte(head)
+	}
+	e.Arrived, e.Expires, e.Bytes, e.Lines = time.Unix(0, arrived), time.Unix(0, expires), uint32(nbytes), uint32(lines)
+	je.msgid, je.key, je.arrived, je.expires, je.entry = e.MessageID, e.Key, arrived, expires, e
+	return je, p, true
 }
 
 // listed notes that every batch up to seq is in news.db, and empties the

@@ -153,9 +153,14 @@ func (l *List) AddGroup(name, status, desc string) error {
 	if status != "y" && status != "n" && status != "m" {
 		return fmt.Errorf("usenet: group status %q: want y, n or m", status)
 	}
+	// commitMu, as every writer of group state holds it; l.mu only for
+	// the map, never across news.db's write lock (expiry takes l.mu
+	// inside a transaction).
+	l.commitMu.Lock()
+	defer l.commitMu.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	g := l.groups[name]
+	l.mu.Unlock()
 	if g == nil {
 		g = &Group{Name: name, Low: 1, Created: l.cfg.Now().Unix()}
 	} else {
@@ -166,7 +171,9 @@ func (l *List) AddGroup(name, status, desc string) error {
 	if err := l.db.b.Update(func(tx *bolt.Tx) error { return putGroup(tx, g) }); err != nil {
 		return err
 	}
+	l.mu.Lock()
 	l.groups[name] = g
+	l.mu.Unlock()
 	return nil
 }
 
@@ -199,7 +206,8 @@ func (l *List) Groups(pattern string) []Group {
 // its article's expiry). Recent ids are answered from memory.
 func (l *List) Has(msgid string) (bool, error) {
 	l.mu.Lock()
-	seen := l.seen.has(msgid)
+	_, staged := l.staged.hist[msgid]
+	seen := staged || l.seen.has(msgid)
 	l.mu.Unlock()
 	if seen {
 		return true, nil
@@ -358,6 +366,9 @@ func (l *List) commit(batch []Entry, seq uint64, recheck bool) (int, error) {
 		hist := tx.Bucket(bucketHistory)
 		for _, n := range todo {
 			if recheck && hist.Get([]byte(n.e.MessageID)) != nil {
+				continue
+			}
+			if _, staged := l.stagedHistory(n.e.MessageID); recheck && staged {
 				continue
 			}
 			if err := l.write(tx, l.number(n, changed)); err != nil {
@@ -584,7 +595,12 @@ func (l *List) expireGroup(name string, now time.Time) (int, error) {
 		}
 		g.Count -= min(g.Count, uint64(removed))
 		if low == 0 {
+			// Nothing left in news.db: the group starts at its lowest
+			// staged entry (numbered past everything stored), or is empty.
 			low = g.High + 1
+			if staged := l.stagedNeighbour(name, 0, true); staged != 0 {
+				low = staged
+			}
 		}
 		g.Low = low
 		return putGroup(tx, &g)

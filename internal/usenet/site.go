@@ -546,19 +546,20 @@ func (s *Site) gather() (batch []*pending, flushes []chan struct{}, ok bool) {
 // listing covers it.
 func (s *Site) journalBatch(st *stored) {
 	written := make([]Entry, 0, len(st.puts)+len(st.announced))
+	stored := make([]bool, 0, cap(written))
 	for i := range st.puts {
 		e := st.puts[i].p.entry
 		if s.local {
 			e.Key = st.puts[i].Key
 		}
-		written = append(written, e)
+		written, stored = append(written, e), append(stored, true)
 	}
 	for _, p := range st.announced {
-		written = append(written, p.entry)
+		written, stored = append(written, p.entry), append(stored, false)
 	}
 	s.seq++
 	st.seq = s.seq
-	st.jerr = s.journal.append(s.seq, written)
+	st.jerr = s.journal.append(s.seq, written, stored)
 }
 
 // durableLoop answers the articles the spool or the journal failed and
@@ -727,9 +728,13 @@ func (s *Site) checkpointNow() error {
 // articles and announced entries acknowledged from the journal before a
 // checkpoint wrote them, and those durable in the spool but never
 // acknowledged (a feeder that offers one again is told it is a
-// duplicate). Each is read back from the spool, which rebuilds its entry;
-// one the spool does not have (its store failed) stays out, and so does a
-// second offer of an article whose first listing failed.
+// duplicate). An entry of the current format is listed as journaled,
+// relayed head included, once the site's own spool is seen to hold its
+// article (on the DHT, where an acknowledged article is durable on its
+// replicas, it is listed as it is); one of the first format is rebuilt
+// from the article read back. One the spool does not have (its store
+// failed) stays out, and so does a second offer of an article whose first
+// listing failed.
 func (s *Site) replay(batches []journalBatch) error {
 	applied, err := s.list.applied()
 	if err != nil {
@@ -752,20 +757,14 @@ func (s *Site) replay(batches []journalBatch) error {
 			} else if found {
 				continue
 			}
-			raw, err := s.spool.Get(context.Background(), e.key)
-			switch {
-			case errors.Is(err, fault.ErrNotFound) || errors.Is(err, fault.ErrCorrupt):
-				continue
-			case err != nil:
-				return fmt.Errorf("usenet: listing the journal's articles: %w", err)
-			}
-			a, err := ParseArticle(unsealed(raw))
+			entry, ok, err := s.replayed(e)
 			if err != nil {
-				continue
+				return err
 			}
-			names, _ := a.Groups() // the list leaves out those not carried
-			redone[e.msgid] = true
-			redo = append(redo, entryOf(a, e.msgid, e.key, names, time.Unix(0, e.arrived), time.Unix(0, e.expires)))
+			if ok {
+				redone[e.msgid] = true
+				redo = append(redo, entry)
+			}
 		}
 	}
 	if last > applied {
@@ -775,4 +774,35 @@ func (s *Site) replay(batches []journalBatch) error {
 	}
 	s.seq = last
 	return s.journal.reset()
+}
+
+// replayed is a journaled entry to list again, or ok false if its article
+// is not stored.
+func (s *Site) replayed(e journalEntry) (Entry, bool, error) {
+	if e.entry != nil {
+		if !e.stored || !s.local {
+			return *e.entry, true, nil
+		}
+		err := s.spool.View(context.Background(), e.key, func([]byte) error { return nil })
+		switch {
+		case errors.Is(err, fault.ErrNotFound) || errors.Is(err, fault.ErrCorrupt):
+			return Entry{}, false, nil
+		case err != nil:
+			return Entry{}, false, fmt.Errorf("usenet: listing the journal's articles: %w", err)
+		}
+		return *e.entry, true, nil
+	}
+	raw, err := s.spool.Get(context.Background(), e.key)
+	switch {
+	case errors.Is(err, fault.ErrNotFound) || errors.Is(err, fault.ErrCorrupt):
+		return Entry{}, false, nil
+	case err != nil:
+		return Entry{}, false, fmt.Errorf("usenet: listing the journal's articles: %w", err)
+	}
+	a, err := ParseArticle(unsealed(raw))
+	if err != nil {
+		return Entry{}, false, nil
+	}
+	names, _ := a.Groups() // the list leaves out those not carried
+	return entryOf(a, e.msgid, e.key, names, time.Unix(0, e.arrived), time.Unix(0, e.expires)), true, nil
 }

@@ -1,11 +1,15 @@
 package usenet
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -218,7 +222,7 @@ func TestJournalCutsTornTail(t *testing.T) {
 	now := time.Now()
 	for seq := uint64(1); seq <= 3; seq++ {
 		e := Entry{MessageID: fmt.Sprintf("<%d@x>", seq), Key: key, Arrived: now, Expires: now.Add(time.Hour)}
-		if err := j.append(seq, []Entry{e}); err != nil {
+		if err := j.append(seq, []Entry{e}, []bool{true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -241,32 +245,99 @@ func TestJournalCutsTornTail(t *testing.T) {
 	}
 }
 
-// The journal's decoder takes whatever a damaged file holds without
-// panicking, and what it accepts is bounded by the record.
-func FuzzJournalRecord(f *testing.F) {
-	j, _, err := openJournal(vfs.OS(), filepath.Join(f.TempDir(), "journal"))
+// The journal keeps everything the list keeps of an entry, so that replay
+// reads no article back: groups, overview fields, a relayed head and its
+// flags come back as they went in. A batch too large for one record is
+// cut into several of the same sequence number, read back whole. Records
+// of the first format (message-id, key, times) are still read.
+func TestJournalKeepsWholeEntries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal")
+	j, _, err := openJournal(vfs.OS(), path)
 	if err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
-	now := time.Now()
-	e := Entry{MessageID: "<a@b>", Key: id.Key([]byte("x")), Arrived: now, Expires: now}
-	if err := j.append(7, []Entry{e, e}); err != nil {
-		f.Fatal(err)
+	now := time.Unix(1_800_000_000, 12345)
+	e := Entry{MessageID: "<whole@x>", Key: id.Key([]byte("whole")), Groups: []string{"local.test", "local.other"},
+		Arrived: now, Expires: now.Add(time.Hour), Bytes: 1234, Lines: 17, Subject: "s", From: "f", Date: "d",
+		References: "<r@x>", Head: []byte("Subject: s\r\nFrom: f"), State: "st", Posted: true}
+	big := e
+	big.MessageID, big.Head, big.Announced, big.Posted = "<big@x>", bytes.Repeat([]byte("h"), maxHead), true, false
+	batch := []Entry{e}
+	for i := range 80 { // about 5 MB of heads: two records
+		b := big
+		b.MessageID = fmt.Sprintf("<big%d@x>", i)
+		batch = append(batch, b)
 	}
-	f.Add(j.buf)
+	stored := make([]bool, len(batch))
+	stored[0] = true
+	if err := j.append(9, batch, stored); err != nil {
+		t.Fatal(err)
+	}
+	// A record of the first format after it.
+	v1 := binary.AppendUvarint(nil, 10)
+	v1 = appendString(v1, "<old@x>")
+	v1 = e.Key.AppendTo(append(v1, byte(e.Key.Width())))
+	v1 = binary.AppendVarint(binary.AppendVarint(v1, now.UnixNano()), now.UnixNano())
+	rec := binary.BigEndian.AppendUint32(nil, uint32(len(v1)))
+	rec = append(binary.BigEndian.AppendUint32(rec, crc32.Checksum(v1, castagnoli)), v1...)
+	if _, err := j.f.WriteAt(rec, j.size); err != nil {
+		t.Fatal(err)
+	}
 	j.close()
+	j, batches, err := openJournal(vfs.OS(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	var got []journalEntry
+	for _, b := range batches {
+		if b.seq == 9 {
+			got = append(got, b.entries...)
+		}
+	}
+	if len(batches) != 3 || len(got) != len(batch) || batches[2].seq != 10 {
+		t.Fatalf("%d records, %d entries of batch 9; want 3 records (batch 9 cut in two, then 10) and %d entries", len(batches), len(got), len(batch))
+	}
+	w := got[0]
+	if !w.stored || w.entry == nil || !reflect.DeepEqual(*w.entry, e) {
+		t.Fatalf("entry read back %+v (stored %v), want %+v", w.entry, w.stored, e)
+	}
+	if b := got[80]; b.stored || b.entry == nil || !b.entry.Announced || len(b.entry.Head) != maxHead || b.msgid != "<big79@x>" {
+		t.Fatalf("the last announced entry read back wrong: %q, stored %v", b.msgid, b.stored)
+	}
+	if o := batches[2].entries; len(o) != 1 || o[0].entry != nil || o[0].msgid != "<old@x>" || o[0].key != e.Key {
+		t.Fatalf("first-format record read back %+v", o)
+	}
+}
+
+// The journal's decoders take whatever a damaged file holds without
+// panicking, and what they accept is bounded by the record.
+func FuzzJournalRecord(f *testing.F) {
+	now := time.Now()
+	e := Entry{MessageID: "<a@b>", Key: id.Key([]byte("x")), Arrived: now, Expires: now, Groups: []string{"a.b"}, Subject: "s", Head: []byte("H: v")}
+	v2 := binary.AppendUvarint(nil, 7)
+	v2 = encodeJournalEntry(encodeJournalEntry(v2, &e, true), &e, false)
+	f.Add(v2)
+	v1 := appendString(binary.AppendUvarint(nil, 7), e.MessageID)
+	v1 = binary.AppendVarint(binary.AppendVarint(e.Key.AppendTo(append(v1, byte(e.Key.Width()))), 1), 2)
+	f.Add(v1)
 	f.Add([]byte{1})
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		b, err := decodeJournalBatch(payload)
-		if err != nil {
-			return
-		}
-		if len(b.entries)*3 > len(payload) {
-			t.Fatalf("%d entries from %d bytes", len(b.entries), len(payload))
-		}
-		for _, e := range b.entries {
-			if len(e.msgid) > MaxMessageID {
-				t.Fatalf("message-id of %d bytes", len(e.msgid))
+		for _, decode := range []func([]byte) (journalBatch, error){decodeJournalBatch, decodeJournalV1} {
+			b, err := decode(payload)
+			if err != nil {
+				continue
+			}
+			if len(b.entries)*3 > len(payload) {
+				t.Fatalf("%d entries from %d bytes", len(b.entries), len(payload))
+			}
+			for _, e := range b.entries {
+				if len(e.msgid) > MaxMessageID {
+					t.Fatalf("message-id of %d bytes", len(e.msgid))
+				}
+				if e.entry != nil && (len(e.entry.Groups) > maxJournalGroups || len(e.entry.Head) > MaxAnnouncement) {
+					t.Fatalf("entry of %d groups and a %d-byte head", len(e.entry.Groups), len(e.entry.Head))
+				}
 			}
 		}
 	})
