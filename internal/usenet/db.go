@@ -16,11 +16,10 @@ import (
 // The List's database, one bbolt file: the newsgroups with their article
 // numbers, an overview bucket per group (number -> overview record) and
 // the history (message-id -> where the article is). Overview and history
-// of a batch of articles are committed in one transaction; a Site commits
-// its articles once they are durable in the spool, so a crash never leaves
-// an entry for an article that cannot be read, and answers for them only
-// once the transaction is committed. With a local spool the batches are
-// journaled too (journal.go); meta holds the last journal batch listed.
+// of a batch of articles are committed in one transaction. A Site's
+// batches reach it in checkpoints (staged.go), behind the journal
+// (journal.go) that made their listing durable when they were answered;
+// meta holds the last journal batch news.db has.
 
 var (
 	bucketGroups  = []byte("groups")

@@ -11,8 +11,10 @@
 // sent), with a journal between them. The site's commit loop is the one
 // batcher on the ingest path: it hands the spool whole batches
 // (Spool.PutBatch, always asynchronous). An article is acknowledged only
-// once it is durable in the spool and listed in its groups (§3.2, "Write
-// and read walk-through"); if either fails it is refused with "try later"
+// once it is durable in the spool and its listing durable in the journal,
+// in one group commit, and is then listed in its groups, from memory until
+// news.db's next checkpoint (§3.2, "Write and read walk-through"); if
+// either fails it is refused with "try later"
 // (fault.ErrBusy, the one temporary marker; any other failure is a
 // refusal for good) and nothing of it is listed. Expiry is one policy per
 // deployment, by group pattern (§3.3). The List knows articles by key

@@ -21,10 +21,11 @@ import (
 )
 
 // A Site is one news site: a spool the articles live in, a List of its
-// groups, numbers, overview and history, and, with a spool that syncs on
-// its own (the local one), a journal of the articles durable in the spool
-// and not yet listed. It takes articles from readers and feeders, stores
-// them and lists them, and answers for an article only once it is listed.
+// groups, numbers, overview and history, and a journal of the listings of
+// the articles in the spool that news.db does not have yet. It takes
+// articles from readers and feeders, stores them and lists them, and
+// answers for an article only once it is listed (its listing durable in
+// the journal).
 // Servers share it; every method is safe for concurrent use.
 type Site struct {
 	cfg   SiteConfig
@@ -37,7 +38,7 @@ type Site struct {
 	commits     chan *pending  // to the commit loop: articles, announced entries, Flushes
 	resolving   chan struct{}  // announced keys being checked (announce.go)
 	local       bool           // the spool is a localSpool
-	journal     *journal       // with a local spool
+	journal     *journal       // the listings news.db does not have yet
 	seq         uint64         // the last batch journaled
 	inSpool     sync.WaitGroup // batches the spool has not finished
 	stored      chan *stored   // batches the spool and the journal are done with, as they end
