@@ -151,37 +151,52 @@ func readJournal(f vfs.File) ([]byte, error) {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // decodeJournalV1 decodes a record of the first format.
-func decodeJournalV1(p []byte) (journalBatch, error) {
-	bad := errors.New("damaged journal record")
+func decodeJournalV1(p []byte) (journalBatch, error) { return decodeRecord(p, decodeEntryV1) }
+
+// decodeRecord decodes a record's payload: its sequence number, then
+// entries as decodeEntry reads them.
+func decodeRecord(p []byte, decodeEntry func([]byte) (journalEntry, []byte, bool)) (journalBatch, error) {
 	var b journalBatch
 	var ok bool
 	if b.seq, p, ok = uvarint(p); !ok {
-		return b, bad
+		return b, errBadJournal
 	}
 	for len(p) > 0 {
 		var e journalEntry
-		n, rest, ok := uvarint(p)
-		if !ok || n > MaxMessageID || n > uint64(len(rest)) {
-			return b, bad
-		}
-		e.msgid, p = string(rest[:n]), rest[n:]
-		if len(p) < 1 || int(p[0]) > len(p)-1 || int(p[0]) > id.MaxBytes {
-			return b, bad
-		}
-		var err error
-		if e.key, err = id.FromBytes(p[1 : 1+p[0]]); err != nil {
-			return b, bad
-		}
-		p = p[1+p[0]:]
-		if e.arrived, p, ok = varint(p); !ok {
-			return b, bad
-		}
-		if e.expires, p, ok = varint(p); !ok {
-			return b, bad
+		if e, p, ok = decodeEntry(p); !ok {
+			return b, errBadJournal
 		}
 		b.entries = append(b.entries, e)
 	}
 	return b, nil
+}
+
+var errBadJournal = errors.New("damaged journal record")
+
+// decodeEntryV1 decodes an entry of the first format: message-id, key,
+// arrival and expiry.
+func decodeEntryV1(p []byte) (journalEntry, []byte, bool) {
+	var e journalEntry
+	n, rest, ok := uvarint(p)
+	if !ok || n > MaxMessageID || n > uint64(len(rest)) {
+		return e, p, false
+	}
+	e.msgid, p = string(rest[:n]), rest[n:]
+	if len(p) < 1 || int(p[0]) > len(p)-1 || int(p[0]) > id.MaxBytes {
+		return e, p, false
+	}
+	var err error
+	if e.key, err = id.FromBytes(p[1 : 1+p[0]]); err != nil {
+		return e, p, false
+	}
+	p = p[1+p[0]:]
+	if e.arrived, p, ok = varint(p); !ok {
+		return e, p, false
+	}
+	if e.expires, p, ok = varint(p); !ok {
+		return e, p, false
+	}
+	return e, p, true
 }
 
 // append writes a batch's records and makes them durable. stored[i]
@@ -270,22 +285,7 @@ func appendString(p []byte, s string) []byte {
 const maxJournalGroups = 4096
 
 // decodeJournalBatch decodes a record of the current format.
-func decodeJournalBatch(p []byte) (journalBatch, error) {
-	bad := errors.New("damaged journal record")
-	var b journalBatch
-	var ok bool
-	if b.seq, p, ok = uvarint(p); !ok {
-		return b, bad
-	}
-	for len(p) > 0 {
-		var je journalEntry
-		if je, p, ok = decodeJournalEntry(p); !ok {
-			return b, bad
-		}
-		b.entries = append(b.entries, je)
-	}
-	return b, nil
-}
+func decodeJournalBatch(p []byte) (journalBatch, error) { return decodeRecord(p, decodeJournalEntry) }
 
 // decodeJournalEntry decodes one entry of encodeJournalEntry's; every
 // length is checked against what is left and the list's own bounds.
