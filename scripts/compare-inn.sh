@@ -92,6 +92,9 @@
 #   sudo TURNS=1 PHASE_SECONDS=5 ARTICLES_SMALL=2000 ARTICLES_LARGE=200 \
 #       scripts/compare-inn.sh --sites 2,3 --cpu-per-site 0.4
 #
+# The sites' stores (a few GB a run) are removed once their bytes are
+# measured, their logs kept; KEEP_SITES=1 keeps them.
+#
 # VNODES (default 8) sets each node's virtual servers (--vnodes): more
 # spread the keys, and so the bytes and the work, more evenly over the
 # sites, at some cost in ring upkeep. Every feed starts once the ring is
@@ -405,6 +408,11 @@ run_count() {
     [ "$n" = 0 ] || measure_bytes "$dir"
     summarize "$dir" "$n"
     stop_sites
+    # The sites' stores are a few GB a run: measured, they go, unless
+    # KEEP_SITES=1 (their logs stay).
+    if [ "$n" != 0 ] && [ "${KEEP_SITES:-0}" != 1 ]; then
+        rm -rf "$dir"/sites/node*/ "$dir"/sites/site*/
+    fi
 }
 
 # summarize DIR N: the table and the JSON line of one comparison (N sites,
