@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"hash"
 	"time"
 
 	"triad/internal/id"
@@ -75,8 +76,12 @@ func unsealed(block []byte) []byte {
 
 // midstate is SHA-256's state after body, as an announcement carries it.
 func midstate(body []byte) string {
-	h := sha256.New()
-	h.Write(body)
+	_, st := sealKey(nil, body, true)
+	return st
+}
+
+// encodeState is h's state as an announcement carries it.
+func encodeState(h hash.Hash) string {
 	st, err := h.(encoding.BinaryMarshaler).MarshalBinary()
 	if err != nil {
 		panic(err) // crypto/sha256's digest always marshals
@@ -91,11 +96,7 @@ func sealKey(head, body []byte, withState bool) (key id.ID, state string) {
 	h := sha256.New()
 	h.Write(body)
 	if withState {
-		st, err := h.(encoding.BinaryMarshaler).MarshalBinary()
-		if err != nil {
-			panic(err) // crypto/sha256's digest always marshals
-		}
-		state = base64.RawURLEncoding.EncodeToString(st)
+		state = encodeState(h)
 	}
 	h.Write(head)
 	h.Write(sealTrailerOf(len(head)))

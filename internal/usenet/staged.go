@@ -1,6 +1,7 @@
 package usenet
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -166,18 +167,8 @@ func (l *List) stagedOverview(group string, lo, hi uint64) []*Overview {
 			out = append(out, &c)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Overview) int { return compareNum(a.Num, b.Num) })
+	slices.SortFunc(out, func(a, b *Overview) int { return cmp.Compare(a.Num, b.Num) })
 	return out
-}
-
-func compareNum(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // mergeOverview merges a group's staged entries (read first) with
