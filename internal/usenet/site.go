@@ -730,12 +730,12 @@ func (s *Site) checkpointNow() error {
 // checkpoint wrote them, and those durable in the spool but never
 // acknowledged (a feeder that offers one again is told it is a
 // duplicate). An entry of the current format is listed as journaled,
-// relayed head included, once the site's own spool is seen to hold its
-// article (on the DHT, where an acknowledged article is durable on its
-// replicas, it is listed as it is); one of the first format is rebuilt
-// from the article read back. One the spool does not have (its store
-// failed) stays out, and so does a second offer of an article whose first
-// listing failed.
+// relayed head included, once the spool is seen to hold its article (the
+// DHT is asked for the key, not the article); one of the first format is
+// rebuilt from the article read back. One the spool does not have (its
+// store failed: a crash took the DHT's nodes before their sync) stays
+// out, and so does a second offer of an article whose first listing
+// failed.
 func (s *Site) replay(batches []journalBatch) error {
 	applied, err := s.list.applied()
 	if err != nil {
@@ -781,10 +781,20 @@ func (s *Site) replay(batches []journalBatch) error {
 // is not stored.
 func (s *Site) replayed(e journalEntry) (Entry, bool, error) {
 	if e.entry != nil {
-		if !e.stored || !s.local {
-			return *e.entry, true, nil
+		if !e.stored {
+			return *e.entry, true, nil // an announcement: resolved before it was journaled
 		}
-		err := s.spool.View(context.Background(), e.key, func([]byte) error { return nil })
+		// The article is checked, not read: a shared spool (the DHT) is
+		// asked whether it holds the key, the site's own looks.
+		var err error
+		if r, ok := s.spool.(resolver); ok && !s.local {
+			var found bool
+			if _, found, err = r.Resolve(context.Background(), e.key); err == nil && !found {
+				err = fault.ErrNotFound
+			}
+		} else {
+			err = s.spool.View(context.Background(), e.key, func([]byte) error { return nil })
+		}
 		switch {
 		case errors.Is(err, fault.ErrNotFound) || errors.Is(err, fault.ErrCorrupt):
 			return Entry{}, false, nil
