@@ -340,3 +340,26 @@ func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, keys []id.I
 	}
 	return got, errs, nil
 }
+
+// StatBlocks asks the node what it holds under each key (at most
+// wire.MaxStatBatch), in one round trip: one BlockInfo per key, in order,
+// with Size 0 where the node holds no readable copy.
+func (c *Client) StatBlocks(ctx context.Context, keys []id.ID) ([]wire.BlockInfo, error) {
+	if len(keys) > wire.MaxStatBatch {
+		return nil, fmt.Errorf("client: %d keys in one stat batch, at most %d", len(keys), wire.MaxStatBatch)
+	}
+	reply, err := c.Call(ctx, &wire.StatBlocks{Keys: keys})
+	if err != nil {
+		return nil, err
+	}
+	infos, ok := reply.(*wire.BlockInfos)
+	if !ok || len(infos.Infos) != len(keys) {
+		return nil, fmt.Errorf("client: %s answered a stat of %d keys with %T", c.addr, len(keys), reply)
+	}
+	for i := range infos.Infos {
+		if infos.Infos[i].Key != keys[i] {
+			return nil, fmt.Errorf("client: %s answered a stat of %s about %s", c.addr, keys[i].Short(), infos.Infos[i].Key.Short())
+		}
+	}
+	return infos.Infos, nil
+}

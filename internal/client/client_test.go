@@ -166,6 +166,15 @@ func (b *blockStore) handle(req wire.Envelope, reply func(wire.Msg)) {
 			hs = append(hs, wire.Holder{Node: b.self.ref, Size: uint64(len(data))})
 		}
 		reply(&wire.StatDone{Key: m.Key, Holders: hs})
+	case *wire.StatBlocks:
+		infos := make([]wire.BlockInfo, len(m.Keys))
+		for i, k := range m.Keys {
+			infos[i].Key = k
+			if data, ok := b.blocks[k]; ok {
+				infos[i].Size = uint64(len(data))
+			}
+		}
+		reply(&wire.BlockInfos{Infos: infos})
 	case *wire.GetRingInfo:
 		var vs []wire.VnodeInfo
 		if b.ring != nil {

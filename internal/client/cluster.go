@@ -317,3 +317,94 @@ func (c *Cluster) PutBatchHashed(ctx context.Context, items []wire.PutItem, hash
 	wg.Wait()
 	return keys, errs
 }
+
+// A Held is what Holding found of one key.
+type Held struct {
+	Size   uint64
+	Expiry int64 // Unix nanoseconds
+	Found  bool
+	Err    error
+}
+
+// HoldingBatch is Holding for many keys, with one StatBlocks per node in
+// place of a StatBlock per key: the keys' first holders in the map are
+// asked together, then their second holders for the keys the first did
+// not have, and only the keys neither had go to the ring one by one (a
+// stale map never makes a stored key look missing).
+func (c *Cluster) HoldingBatch(ctx context.Context, keys []id.ID) []Held {
+	held := make([]Held, len(keys))
+	left := make([]int, len(keys))
+	for i := range keys {
+		left[i] = i
+	}
+	for rank := range 2 {
+		left = c.askHolders(ctx, keys, rank, left, held)
+		if len(left) == 0 || ctx.Err() != nil {
+			break
+		}
+	}
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, holdingFallbacks)
+	for _, i := range left {
+		wg.Add(1)
+		limit <- struct{}{}
+		go func() {
+			defer func() { <-limit; wg.Done() }()
+			h := &held[i]
+			h.Size, h.Expiry, h.Found, h.Err = c.Holding(ctx, keys[i])
+		}()
+	}
+	wg.Wait()
+	return held
+}
+
+// holdingFallbacks bounds the keys HoldingBatch asks the ring about at once.
+const holdingFallbacks = 16
+
+// askHolders asks each key of left the node ranked rank among its holders
+// in the map (0: the first), one StatBlocks per node and per
+// wire.MaxStatBatch keys, all at once. It fills held for the keys found
+// and returns the others.
+func (c *Cluster) askHolders(ctx context.Context, keys []id.ID, rank int, left []int, held []Held) []int {
+	byNode := map[string][]int{}
+	var missed []int
+	for _, i := range left {
+		route := c.route(keys[i])
+		if rank >= len(route) {
+			missed = append(missed, i)
+			continue
+		}
+		byNode[route[rank]] = append(byNode[route[rank]], i)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for addr, idx := range byNode {
+		for chunk := range slices.Chunk(idx, wire.MaxStatBatch) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var infos []wire.BlockInfo
+				cl, err := c.conn(ctx, addr)
+				if err == nil {
+					ask := make([]id.ID, len(chunk))
+					for j, i := range chunk {
+						ask[j] = keys[i]
+					}
+					infos, err = cl.StatBlocks(ctx, ask)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for j, i := range chunk {
+					if err == nil && infos[j].Size > 0 && !infos[j].Fragment {
+						held[i] = Held{Size: infos[j].Size, Expiry: infos[j].Expiry, Found: true}
+					} else {
+						missed = append(missed, i)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	slices.Sort(missed)
+	return missed
+}

@@ -47,8 +47,15 @@ func ring3(t *testing.T) ([]*stubNode, []*blockStore, *Cluster) {
 // holder is the first successor of.
 func dataHeldBy(t *testing.T, pred, holder *stubNode) []byte {
 	t.Helper()
+	return taggedDataHeldBy(t, pred, holder, "")
+}
+
+// taggedDataHeldBy is dataHeldBy for a block that tag makes differ from
+// the others of the arc.
+func taggedDataHeldBy(t *testing.T, pred, holder *stubNode, tag string) []byte {
+	t.Helper()
 	for i := range 10000 {
-		data := []byte(fmt.Sprintf("block for %s, try %d", holder.ref.ID.Short(), i))
+		data := []byte(fmt.Sprintf("block%s for %s, try %d", tag, holder.ref.ID.Short(), i))
 		if id.Key(data).In(pred.ref.ID, holder.ref.ID) {
 			return data
 		}
@@ -193,5 +200,54 @@ func TestClusterRelearnsAnOldMap(t *testing.T) {
 		return count(nodes[1], wire.TypeClientPut) > 0
 	}) {
 		t.Fatalf("the holder got no put once the ring formed: %v", nodes[1].received())
+	}
+}
+
+// HoldingBatch asks each node once for all the keys it holds first; a key
+// its first holder lacks is asked of its second holder (again one request
+// per node), and only a key neither has goes to the ring on its own.
+func TestHoldingBatchAsksEachHolderOnce(t *testing.T) {
+	nodes, stores, cl := ring3(t)
+	var keys []id.ID
+	size := map[id.ID]int{}
+	keep := func(at int, data []byte) {
+		k := id.Key(data)
+		stores[at].blocks[k] = data
+		keys = append(keys, k)
+		size[k] = len(data)
+	}
+	for i, holder := range nodes {
+		pred := nodes[(i+len(nodes)-1)%len(nodes)]
+		for j := range 3 {
+			keep(i, taggedDataHeldBy(t, pred, holder, fmt.Sprint(j)))
+		}
+	}
+	// Held by its arc's second node only, as after a missed copy.
+	keep(1, taggedDataHeldBy(t, nodes[2], nodes[0], "second"))
+	missing := id.Key(dataHeldBy(t, nodes[0], nodes[1]))
+	keys = append(keys, missing)
+	held := cl.HoldingBatch(ctx(t), keys)
+	for i, k := range keys {
+		h := held[i]
+		want := size[k]
+		if h.Err != nil || h.Found != (want > 0) || int(h.Size) != want {
+			t.Errorf("key %d (%s): %+v, want found %v with %d bytes", i, k.Short(), h, want > 0, want)
+		}
+	}
+	stats := 0
+	for _, n := range nodes {
+		stats += count(n, wire.TypeStatBlocks)
+	}
+	// Three first-holder batches, then the second holders of the two
+	// keys the first did not have: nodes 1 and 2.
+	if stats != 5 {
+		t.Errorf("%d StatBlocks sent, want 5", stats)
+	}
+	single := 0
+	for _, n := range nodes {
+		single += count(n, wire.TypeStatBlock) + count(n, wire.TypeClientStat)
+	}
+	if single != 3 {
+		t.Errorf("%d single-key requests, want 3 (the missing key's two holders, then the ring)", single)
 	}
 }

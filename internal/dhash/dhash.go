@@ -250,14 +250,17 @@ const (
 	opPut engineOp = iota + 1
 	opGet
 	opStat
+	opStatMany
 )
 
 // engineWork is one read or write of the host's storage engine, as a value
 // the driver runs against the storage it owns. A get's result is a
-// *wire.Block, a stat's a *wire.BlockInfo.
+// *wire.Block, a stat's a *wire.BlockInfo, a stat of many keys' a
+// []wire.BlockInfo.
 type engineWork struct {
 	op     engineOp
 	key    id.ID
+	keys   []id.ID // opStatMany's
 	data   []byte
 	expiry time.Time
 	opt    store.PutOptions
@@ -275,6 +278,17 @@ func (w *engineWork) Run(s node.Storage) (any, error) {
 	case opStat:
 		meta, err := e.Stat(w.key)
 		return workResult{&wire.BlockInfo{Key: w.key, Size: uint64(meta.Size), Expiry: meta.Expiry.UnixNano(), Fragment: meta.Opaque}, err}, nil
+	case opStatMany:
+		infos := make([]wire.BlockInfo, len(w.keys))
+		for i, k := range w.keys {
+			infos[i].Key = k
+			// A key with no readable copy keeps Size 0, whatever the
+			// reason: the asker looks further (the ring) for those.
+			if meta, err := e.Stat(k); err == nil {
+				infos[i] = wire.BlockInfo{Key: k, Size: uint64(meta.Size), Expiry: meta.Expiry.UnixNano(), Fragment: meta.Opaque}
+			}
+		}
+		return workResult{infos, nil}, nil
 	}
 	panic(fmt.Sprintf("dhash: engine op %d", w.op))
 }
@@ -328,6 +342,24 @@ func refuseBadKey(env node.Env, in node.MsgIn, from wire.NodeRef, key id.ID) boo
 	return true
 }
 
+// serveStats answers a StatBlocks from this host's engine, in one piece of
+// engine work for the whole batch.
+func (n *Node) serveStats(env node.Env, in node.MsgIn, m *wire.StatBlocks) {
+	me := n.self()
+	for _, k := range m.Keys {
+		if refuseBadKey(env, in, me, k) {
+			return
+		}
+	}
+	env.Offload(&engineWork{op: opStatMany, keys: m.Keys, done: func(env node.Env, val any, err error) {
+		if err != nil {
+			respondErr(env, in, me, err)
+			return
+		}
+		rpc.Respond(env, in, me, &wire.BlockInfos{Infos: val.([]wire.BlockInfo)})
+	}})
+}
+
 // handleRequest serves the block messages; false passes the message on to
 // the ring.
 func (n *Node) handleRequest(env node.Env, in node.MsgIn) bool {
@@ -339,6 +371,8 @@ func (n *Node) handleRequest(env node.Env, in node.MsgIn) bool {
 		n.serveFetch(env, in, m)
 	case *wire.StatBlock:
 		n.serveStat(env, in, m)
+	case *wire.StatBlocks:
+		n.serveStats(env, in, m)
 	case *wire.ClientPut:
 		expiry := time.Unix(0, m.Expiry)
 		if m.Expiry == 0 {

@@ -197,7 +197,22 @@ func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
 	for i := range batch {
 		s.prepareAnnounced(&batch[i], now)
 	}
-	if r, ok := s.spool.(resolver); ok {
+	switch r := s.spool.(type) {
+	case batchResolver:
+		var keys []id.ID
+		var asked []*Announcement
+		for i := range batch {
+			if an := &batch[i]; an.p != nil {
+				keys = append(keys, an.p.entry.Key)
+				asked = append(asked, an)
+			}
+		}
+		if len(keys) > 0 {
+			for i, res := range r.ResolveBatch(ctx, keys) {
+				asked[i].checkResolved(res)
+			}
+		}
+	case resolver:
 		var wg sync.WaitGroup
 		for i := range batch {
 			an := &batch[i]
@@ -208,19 +223,9 @@ func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
 			s.resolving <- struct{}{} // bounded across every connection of the site
 			go func() {
 				defer func() { <-s.resolving; wg.Done() }()
-				e := &an.p.entry
-				got, found, err := r.Resolve(ctx, e.Key)
-				switch {
-				case err != nil:
-					an.Err = deferred(err)
-				case !found:
-					an.Err = ErrUnresolved
-				case got.Size != int(e.Bytes)+sealTrailer:
-					an.Err = fmt.Errorf("%w: announced %d bytes, the key holds %d", ErrMismatch, int(e.Bytes)+sealTrailer, got.Size)
-				case got.Expires.Before(e.Expires):
-					// Listed no longer than the article is kept.
-					e.Expires = got.Expires
-				}
+				var res Resolution
+				res.Stored, res.Found, res.Err = r.Resolve(ctx, an.p.entry.Key)
+				an.checkResolved(res)
 			}()
 		}
 		wg.Wait()
@@ -245,6 +250,23 @@ func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
 		if an := &batch[i]; an.p != nil {
 			an.Err = <-an.p.done
 		}
+	}
+}
+
+// checkResolved checks what the spool knows of an announced article's key
+// against the announcement, leaving the reason it fails in an.Err.
+func (an *Announcement) checkResolved(res Resolution) {
+	e := &an.p.entry
+	switch got := res.Stored; {
+	case res.Err != nil:
+		an.Err = deferred(res.Err)
+	case !res.Found:
+		an.Err = ErrUnresolved
+	case got.Size != int(e.Bytes)+sealTrailer:
+		an.Err = fmt.Errorf("%w: announced %d bytes, the key holds %d", ErrMismatch, int(e.Bytes)+sealTrailer, got.Size)
+	case got.Expires.Before(e.Expires):
+		// Listed no longer than the article is kept.
+		e.Expires = got.Expires
 	}
 }
 

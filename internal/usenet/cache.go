@@ -157,6 +157,18 @@ func (c *CachedSpool) Resolve(ctx context.Context, key id.ID) (Stored, bool, err
 	return r.Resolve(ctx, key)
 }
 
+// ResolveBatch asks the spool, for all the keys at once when it can.
+func (c *CachedSpool) ResolveBatch(ctx context.Context, keys []id.ID) []Resolution {
+	if b, ok := c.Spool.(batchResolver); ok {
+		return b.ResolveBatch(ctx, keys)
+	}
+	out := make([]Resolution, len(keys))
+	for i, k := range keys {
+		out[i].Stored, out[i].Found, out[i].Err = c.Resolve(ctx, k)
+	}
+	return out
+}
+
 // add caches data under key (a copy when the caller keeps its buffer).
 func (c *CachedSpool) add(key id.ID, data []byte, borrowed bool) {
 	if !c.fits(data) {

@@ -139,6 +139,19 @@ type resolver interface {
 	Resolve(ctx context.Context, key id.ID) (stored Stored, found bool, err error)
 }
 
+// A batchResolver resolves many keys at once, as a site checks a batch of
+// announcements: a DHT spool asks each holder once for all its keys.
+type batchResolver interface {
+	ResolveBatch(ctx context.Context, keys []id.ID) []Resolution
+}
+
+// A Resolution is what a batchResolver found of one key: Resolve's results.
+type Resolution struct {
+	Stored Stored
+	Found  bool
+	Err    error
+}
+
 // Stored is what a resolver knows of a stored article.
 type Stored struct {
 	Size    int

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -443,3 +444,57 @@ func (m *PutBatchDone) decodeField(d *decoder, f field) {
 func (m *PutBatchDone) clone() Msg {
 	return &PutBatchDone{Results: append([]PutResult(nil), m.Results...)}
 }
+
+// MaxStatBatch bounds the keys of one StatBlocks (and the answers of its
+// BlockInfos).
+const MaxStatBatch = 1024
+
+// StatBlocks asks a node what it holds under each of Keys, as StatBlock
+// does for one: a news site checking a batch of announced articles asks
+// each holder once for all of its keys. The reply is a BlockInfos.
+type StatBlocks struct{ Keys []id.ID }
+
+// BlockInfos answers StatBlocks, one BlockInfo per key, in order. A key
+// the node holds no readable copy of has Size 0.
+type BlockInfos struct{ Infos []BlockInfo }
+
+func (*StatBlocks) Type() Type { return TypeStatBlocks }
+func (m *StatBlocks) encode(b []byte) []byte {
+	for _, k := range m.Keys {
+		b = putID(b, 1, k)
+	}
+	return b
+}
+func (m *StatBlocks) decodeField(d *decoder, f field) {
+	if f.num != 1 {
+		return
+	}
+	if len(m.Keys) >= MaxStatBatch {
+		d.fail("more than %d keys in a batch", MaxStatBatch)
+		return
+	}
+	m.Keys = append(m.Keys, d.id(f))
+}
+func (m *StatBlocks) clone() Msg { return &StatBlocks{Keys: slices.Clone(m.Keys)} }
+
+func (*BlockInfos) Type() Type { return TypeBlockInfos }
+func (m *BlockInfos) encode(b []byte) []byte {
+	for i := range m.Infos {
+		b = appendTagBytes(b, 1)
+		b = appendNested(b, m.Infos[i].encode)
+	}
+	return b
+}
+func (m *BlockInfos) decodeField(d *decoder, f field) {
+	if f.num != 1 {
+		return
+	}
+	if len(m.Infos) >= MaxStatBatch {
+		d.fail("more than %d answers in a batch", MaxStatBatch)
+		return
+	}
+	var bi BlockInfo
+	d.nested(f, func(g field) { bi.decodeField(d, g) })
+	m.Infos = append(m.Infos, bi)
+}
+func (m *BlockInfos) clone() Msg { return &BlockInfos{Infos: slices.Clone(m.Infos)} }

@@ -54,6 +54,8 @@ const (
 	TypeStatDone       Type = 73
 	TypeClientPutBatch Type = 74
 	TypePutBatchDone   Type = 75
+	TypeStatBlocks     Type = 76
+	TypeBlockInfos     Type = 77
 )
 
 // Message types of maintenance (Passing Tone), 128-191.
@@ -166,6 +168,8 @@ var types = [...]typeInfo{
 	{TypeStatDone, "StatDone", RoleNode, false, newOf[StatDone]},
 	{TypeClientPutBatch, "ClientPutBatch", RoleClient, false, newOf[ClientPutBatch]},
 	{TypePutBatchDone, "PutBatchDone", RoleNode, false, newOf[PutBatchDone]},
+	{TypeStatBlocks, "StatBlocks", RoleClient, false, newOf[StatBlocks]},
+	{TypeBlockInfos, "BlockInfos", RoleNode, false, newOf[BlockInfos]},
 
 	{TypeTreeQuery, "TreeQuery", RoleNode, false, newOf[TreeQuery]},
 	{TypeTreeInfo, "TreeInfo", RoleNode, false, newOf[TreeInfo]},

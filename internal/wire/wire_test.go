@@ -61,6 +61,8 @@ func samples() []Msg {
 		&StatDone{Key: k, Holders: []Holder{{Node: sampleNode(r), Size: 3, Expiry: 4, Fragment: true}, {Node: sampleNode(r), Err: "not found"}}},
 		&ClientPutBatch{Items: []PutItem{{Data: []byte("one"), Expiry: 5}, {Data: []byte("two")}}, Redundancy: RedundancyReplicas},
 		&PutBatchDone{Results: []PutResult{{Key: k}, {Code: fault.CodeBusy, Err: "window full"}}},
+		&StatBlocks{Keys: []id.ID{k, id.Random(r, id.Bytes)}},
+		&BlockInfos{Infos: []BlockInfo{{Key: k, Size: 2450, Expiry: 1 << 60}, {Key: k}}},
 		&TapRoute{Op: TapToObject, Key: k, App: 7, Exact: true, Upcall: true, Origin: sampleNode(r), Seq: 1 << 45, Level: 3, Hops: 4,
 			Exclude: sampleNodes(r, 2), Path: sampleNodes(r, 4), Payload: []byte("routed")},
 		&TapDeliver{Seq: 5, Key: k, Status: TapNotFound, Node: sampleNode(r), Root: sampleNode(r), Servers: sampleNodes(r, 3), Hops: 6, Path: sampleNodes(r, 6), Payload: []byte("obj")},

@@ -137,3 +137,15 @@ func (s *Spool) Resolve(ctx context.Context, key id.ID) (usenet.Stored, bool, er
 	size, exp, found, err := s.Cluster.Holding(ctx, key)
 	return usenet.Stored{Size: int(size), Expires: time.Unix(0, exp)}, found, err
 }
+
+// ResolveBatch is Resolve for many keys, with one request per holder for
+// all of its keys rather than one per key.
+func (s *Spool) ResolveBatch(ctx context.Context, keys []id.ID) []usenet.Resolution {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	out := make([]usenet.Resolution, len(keys))
+	for i, h := range s.Cluster.HoldingBatch(ctx, keys) {
+		out[i] = usenet.Resolution{Stored: usenet.Stored{Size: int(h.Size), Expires: time.Unix(0, h.Expiry)}, Found: h.Found, Err: h.Err}
+	}
+	return out
+}
