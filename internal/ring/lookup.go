@@ -79,7 +79,7 @@ func (h *Chord) Lookup(env node.Env, key id.ID, opts LookupOptions, done Done) {
 		h.iterate(env, v, key, opts.MinSuccs, nil, finish)
 		return
 	}
-	if pred, succs, ok := v.answer(key, opts.MinSuccs); ok {
+	if pred, succs, ok := h.answer(v, key, opts.MinSuccs); ok {
 		finish(env, Result{Pred: pred, Succs: succs})
 		return
 	}
@@ -91,9 +91,30 @@ func (h *Chord) Lookup(env node.Env, key id.ID, opts LookupOptions, done Done) {
 	v.forward(env, &wire.Lookup{LookupID: lid, Key: key, Origin: v.self, MinSuccs: uint32(opts.MinSuccs)}, nil)
 }
 
+// answer is Vnode.answer asked of every vnode of this process, v first:
+// the longest successor list any of them knows for key, so that a key in
+// another local vnode's arc is answered here, not forwarded, and a list
+// one vnode knows only the tail of (vnodes of one host, where a block
+// store needs distinct hosts) comes whole from the vnode it starts at.
+func (h *Chord) answer(v *Vnode, key id.ID, minSuccs int) (pred wire.NodeRef, succs []wire.NodeRef, ok bool) {
+	pred, succs, ok = v.answer(key, minSuccs)
+	if ok && len(succs) >= h.cfg.Succs {
+		return pred, succs, true
+	}
+	for _, w := range h.vnodes {
+		if w == v {
+			continue
+		}
+		if p, s, found := w.answer(key, minSuccs); found && len(s) > len(succs) {
+			pred, succs, ok = p, s, true
+		}
+	}
+	return pred, succs, ok
+}
+
 // route handles a forwarded lookup: answer it, or pass it on.
 func (v *Vnode) route(env node.Env, m *wire.Lookup) {
-	if pred, succs, ok := v.answer(m.Key, int(m.MinSuccs)); ok {
+	if pred, succs, ok := v.host.answer(v, m.Key, int(m.MinSuccs)); ok {
 		v.reply(env, m, &wire.LookupDone{LookupID: m.LookupID, Key: m.Key, Hops: m.Hops, Pred: pred, Succs: succs})
 		return
 	}

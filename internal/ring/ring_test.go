@@ -509,3 +509,31 @@ func TestNextHopReachesTheSuccessor(t *testing.T) {
 		}
 	}
 }
+
+// A lookup for a key in any of a process's vnodes' arcs is answered in the
+// process, from a vnode that knows the key's whole successor list: no
+// message, whichever vnode the lookup starts from (a
+// block store asks from the first, and needs successors on distinct
+// hosts, which a tail of another vnode's list may lack).
+func TestLookupAnsweredByAnyLocalVnode(t *testing.T) {
+	c := newCluster(t, 6, 3, 11)
+	for _, h := range c.s.Hosts() {
+		for _, w := range chord(h).Vnodes()[1:] {
+			key := w.Self().ID
+			var got ring.Result
+			var answered bool
+			var known int // w's successors when the lookup ran
+			c.s.Do(h, func(env node.Env) {
+				known = len(w.Succs())
+				chord(h).Lookup(env, key, ring.LookupOptions{MinSuccs: 2}, func(env node.Env, r ring.Result) { got, answered = r, true })
+			})
+			c.s.RunFor(10 * time.Second)
+			if !answered || got.Hops != 0 {
+				t.Fatalf("lookup of %s, vnode %s's own ID, from %s's first vnode: answered %v after %d hops, want in the process", key.Short(), w.Self(), h.Addr, answered, got.Hops)
+			}
+			if got.Err != nil || got.Succs[0] != w.Self() || len(got.Succs) < known {
+				t.Fatalf("lookup of vnode %s's ID: %+v, want it first and at least its %d successors", w.Self(), got, known)
+			}
+		}
+	}
+}
