@@ -129,9 +129,12 @@ type Node struct {
 	puts    int  // puts being coordinated (the write window)
 	stp     *stp // block transfers in flight (DHash++ §5); nil with FixedWindow
 	storing int  // copies being written for others
-	timers  map[uint64]func(env node.Env)
-	nextT   uint64
-	Stats   Stats
+	// gather collects the copies for other hosts while a ClientPutBatch
+	// starts its puts (see storeGather); nil otherwise.
+	gather *storeGather
+	timers map[uint64]func(env node.Env)
+	nextT  uint64
+	Stats  Stats
 }
 
 // retryTimer fires a delayed step of a put or get.
@@ -251,6 +254,7 @@ const (
 	opGet
 	opStat
 	opStatMany
+	opPutMany
 )
 
 // engineWork is one read or write of the host's storage engine, as a value
@@ -260,7 +264,8 @@ const (
 type engineWork struct {
 	op     engineOp
 	key    id.ID
-	keys   []id.ID // opStatMany's
+	keys   []id.ID     // opStatMany's
+	puts   []enginePut // opPutMany's
 	data   []byte
 	expiry time.Time
 	opt    store.PutOptions
@@ -289,6 +294,8 @@ func (w *engineWork) Run(s node.Storage) (any, error) {
 			}
 		}
 		return workResult{infos, nil}, nil
+	case opPutMany:
+		return workResult{putMany(e, w.puts), nil}, nil
 	}
 	panic(fmt.Sprintf("dhash: engine op %d", w.op))
 }
@@ -373,6 +380,8 @@ func (n *Node) handleRequest(env node.Env, in node.MsgIn) bool {
 		n.serveStat(env, in, m)
 	case *wire.StatBlocks:
 		n.serveStats(env, in, m)
+	case *wire.StoreBlocks:
+		n.serveStores(env, in, m)
 	case *wire.ClientPut:
 		expiry := time.Unix(0, m.Expiry)
 		if m.Expiry == 0 {
@@ -427,30 +436,45 @@ func clientBlock(key id.ID, b Block) *wire.Block {
 	return &wire.Block{Key: key, Data: append(data, b.Data...), Expiry: b.Expiry.UnixNano(), Fragment: true}
 }
 
-// servePutBatch runs each block of a batch as a ClientPut and answers once
-// every one has ended. The blocks' copies leave for their replica hosts
-// together, so each host's group commit makes them durable together.
+// servePutBatch runs a client's batch of puts (PutBatch) and answers once
+// every one has ended.
 func (n *Node) servePutBatch(env node.Env, in node.MsgIn, m *wire.ClientPutBatch) {
 	me := n.self()
-	results := make([]wire.PutResult, len(m.Items))
-	left := len(m.Items)
+	n.PutBatch(env, m.Items, m.Redundancy, func(env node.Env, results []wire.PutResult) {
+		rpc.Respond(env, in, me, &wire.PutBatchDone{Results: results})
+	})
+}
+
+// PutBatch runs each item as a Put and calls done with every item's
+// result, in order, once the last has ended (at once for no items). The
+// copies the puts send a host leave together, in one StoreBlocks, so that
+// the host's group commit makes them durable together.
+func (n *Node) PutBatch(env node.Env, items []wire.PutItem, r wire.Redundancy, done func(env node.Env, results []wire.PutResult)) {
+	results := make([]wire.PutResult, len(items))
+	left := len(items)
 	if left == 0 {
-		rpc.Respond(env, in, me, &wire.PutBatchDone{})
+		done(env, results)
 		return
 	}
-	for i, it := range m.Items {
+	g := &storeGather{}
+	n.gather = g
+	defer func() {
+		n.gather = nil
+		n.flush(env, g)
+	}()
+	for i, it := range items {
 		expiry := time.Unix(0, it.Expiry)
 		if it.Expiry == 0 {
 			expiry = env.Now().Add(n.cfg.DefaultExpiry)
 		}
-		n.Put(env, it.Data, expiry, m.Redundancy, func(env node.Env, key id.ID, _ []wire.NodeRef, err error) {
+		n.Put(env, it.Data, expiry, r, func(env node.Env, key id.ID, _ []wire.NodeRef, err error) {
 			if err != nil {
 				results[i] = wire.PutResult{Code: fault.CodeOf(err), Err: err.Error()}
 			} else {
 				results[i].Key = key
 			}
 			if left--; left == 0 {
-				rpc.Respond(env, in, me, &wire.PutBatchDone{Results: results})
+				done(env, results)
 			}
 		})
 	}

@@ -291,6 +291,10 @@ func (n *Node) storeAt(env node.Env, c wire.NodeRef, m *wire.StoreBlock, allow t
 		})
 		return true
 	}
+	if n.gather != nil {
+		n.gather.add(c, m, done)
+		return true
+	}
 	timeout := n.rt.RPC().Timeout(c.Addr) + allow
 	return n.transfer(env, c, m, timeout, func(env node.Env, _ wire.Msg, err error) { done(env, err) })
 }

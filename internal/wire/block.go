@@ -498,3 +498,53 @@ func (m *BlockInfos) decodeField(d *decoder, f field) {
 	m.Infos = append(m.Infos, bi)
 }
 func (m *BlockInfos) clone() Msg { return &BlockInfos{Infos: slices.Clone(m.Infos)} }
+
+// StoreBlocks asks a node to keep many copies at once, as StoreBlock does
+// for one (at most MaxPutBatch of them, within the frame): the copies a
+// batch of puts sends one host leave in one message, and the host writes
+// them in one group commit. The reply is a StoresDone.
+type StoreBlocks struct{ Blocks []StoreBlock }
+
+// StoresDone answers StoreBlocks, one result per copy, in order: Code 0
+// for a copy stored durably (Key is not used), or the error a StoreBlock
+// would have been answered with.
+type StoresDone struct{ Results []PutResult }
+
+func (*StoreBlocks) Type() Type { return TypeStoreBlocks }
+func (m *StoreBlocks) encode(b []byte) []byte {
+	for i := range m.Blocks {
+		b = appendTagBytes(b, 1)
+		b = appendNested(b, m.Blocks[i].encode)
+	}
+	return b
+}
+func (m *StoreBlocks) decodeField(d *decoder, f field) {
+	if f.num != 1 {
+		return
+	}
+	if len(m.Blocks) >= MaxPutBatch {
+		d.fail("more than %d blocks in a batch", MaxPutBatch)
+		return
+	}
+	var sb StoreBlock
+	d.nested(f, func(g field) { sb.decodeField(d, g) })
+	m.Blocks = append(m.Blocks, sb)
+}
+func (m *StoreBlocks) clone() Msg {
+	c := &StoreBlocks{Blocks: slices.Clone(m.Blocks)}
+	for i := range c.Blocks {
+		c.Blocks[i].Data = bytes.Clone(c.Blocks[i].Data)
+	}
+	return c
+}
+
+func (*StoresDone) Type() Type { return TypeStoresDone }
+func (m *StoresDone) encode(b []byte) []byte {
+	return (&PutBatchDone{Results: m.Results}).encode(b)
+}
+func (m *StoresDone) decodeField(d *decoder, f field) {
+	p := PutBatchDone{Results: m.Results}
+	p.decodeField(d, f)
+	m.Results = p.Results
+}
+func (m *StoresDone) clone() Msg { return &StoresDone{Results: slices.Clone(m.Results)} }

@@ -56,6 +56,8 @@ const (
 	TypePutBatchDone   Type = 75
 	TypeStatBlocks     Type = 76
 	TypeBlockInfos     Type = 77
+	TypeStoreBlocks    Type = 78
+	TypeStoresDone     Type = 79
 )
 
 // Message types of maintenance (Passing Tone), 128-191.
@@ -170,6 +172,8 @@ var types = [...]typeInfo{
 	{TypePutBatchDone, "PutBatchDone", RoleNode, false, newOf[PutBatchDone]},
 	{TypeStatBlocks, "StatBlocks", RoleClient, false, newOf[StatBlocks]},
 	{TypeBlockInfos, "BlockInfos", RoleNode, false, newOf[BlockInfos]},
+	{TypeStoreBlocks, "StoreBlocks", RoleNode, false, newOf[StoreBlocks]},
+	{TypeStoresDone, "StoresDone", RoleNode, false, newOf[StoresDone]},
 
 	{TypeTreeQuery, "TreeQuery", RoleNode, false, newOf[TreeQuery]},
 	{TypeTreeInfo, "TreeInfo", RoleNode, false, newOf[TreeInfo]},

@@ -172,6 +172,12 @@ func bodySize(m Msg) int {
 	case *ClientPut:
 		return sizeLen(1, len(m.Data)) + sizeUint(2, protowire.EncodeZigZag(m.Expiry)) +
 			sizeUint(3, uint64(m.Redundancy))
+	case *StoreBlocks:
+		n := 0
+		for i := range m.Blocks {
+			n += protowire.SizeTag(1) + protowire.SizeBytes(bodySize((*Block)(&m.Blocks[i])))
+		}
+		return n
 	case *ClientPutBatch:
 		n := sizeUint(2, uint64(m.Redundancy))
 		for _, it := range m.Items {

@@ -63,6 +63,8 @@ func samples() []Msg {
 		&PutBatchDone{Results: []PutResult{{Key: k}, {Code: fault.CodeBusy, Err: "window full"}}},
 		&StatBlocks{Keys: []id.ID{k, id.Random(r, id.Bytes)}},
 		&BlockInfos{Infos: []BlockInfo{{Key: k, Size: 2450, Expiry: 1 << 60}, {Key: k}}},
+		&StoreBlocks{Blocks: []StoreBlock{{Key: k, Data: []byte("one"), Expiry: 1 << 60}, {Key: k, Data: []byte("two"), Fragment: true}}},
+		&StoresDone{Results: []PutResult{{}, {Code: fault.CodeBusy, Err: "copies being written"}}},
 		&TapRoute{Op: TapToObject, Key: k, App: 7, Exact: true, Upcall: true, Origin: sampleNode(r), Seq: 1 << 45, Level: 3, Hops: 4,
 			Exclude: sampleNodes(r, 2), Path: sampleNodes(r, 4), Payload: []byte("routed")},
 		&TapDeliver{Seq: 5, Key: k, Status: TapNotFound, Node: sampleNode(r), Root: sampleNode(r), Servers: sampleNodes(r, 3), Hops: 6, Path: sampleNodes(r, 6), Payload: []byte("obj")},

@@ -2,6 +2,7 @@ package deploytest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
@@ -14,9 +15,10 @@ import (
 
 // blockDirectives drive the block store (DHash).
 var blockDirectives = Directives{
-	"put":    {"put from=NAME data=TEXT", (*Cluster).doPut},
-	"get":    {"get from=NAME (data=TEXT | key=HEX)", (*Cluster).doGet},
-	"damage": {"damage NAME (data=TEXT | key=HEX)", (*Cluster).doDamage},
+	"put":       {"put from=NAME data=TEXT", (*Cluster).doPut},
+	"put-batch": {"put-batch from=NAME data=TEXT,TEXT,...", (*Cluster).doPutBatch},
+	"get":       {"get from=NAME (data=TEXT | key=HEX)", (*Cluster).doGet},
+	"damage":    {"damage NAME (data=TEXT | key=HEX)", (*Cluster).doDamage},
 }
 
 // doPut puts a block from a host and prints its key and holders when done.
@@ -35,6 +37,33 @@ func (c *Cluster) doPut(t testing.TB, d *datadriven.TestData) {
 				}
 				c.Logf("  %s: put %q done: key=%s holders=%s\n", h.Name, data, c.ID(key), c.Refs(holders))
 			})
+	})
+	if err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+}
+
+// doPutBatch puts blocks from a host in one batch (dhash.Node.PutBatch,
+// a client's ClientPutBatch) and prints each one's key when all are done.
+func (c *Cluster) doPutBatch(t testing.TB, d *datadriven.TestData) {
+	var from, data string
+	d.ScanArgs(t, "from", &from)
+	d.ScanArgs(t, "data", &data)
+	h := c.hostArg(t, d, from)
+	var items []wire.PutItem
+	for _, text := range strings.Split(data, ",") {
+		items = append(items, wire.PutItem{Data: []byte(text)})
+	}
+	err := c.Do(h, fmt.Sprintf("%s: put-batch %s", h.Name, data), func(env node.Env) {
+		h.Node.Blocks.PutBatch(env, items, wire.RedundancyDefault, func(env node.Env, results []wire.PutResult) {
+			for i, r := range results {
+				if r.Code != 0 {
+					c.Logf("  %s: put %q failed: %s\n", h.Name, items[i].Data, r.Err)
+					continue
+				}
+				c.Logf("  %s: put %q done: key=%s\n", h.Name, items[i].Data, c.ID(r.Key))
+			}
+		})
 	})
 	if err != nil {
 		d.Fatalf(t, "%v", err)

@@ -112,6 +112,21 @@ func (c *Cluster) FormatMsg(m wire.Msg) string {
 		return fmt.Sprintf("%s key=%s", t, c.ID(m.Key))
 	case *wire.StatBlock:
 		return fmt.Sprintf("%s key=%s", t, c.ID(m.Key))
+	case *wire.StoreBlocks:
+		blocks := make([]string, len(m.Blocks))
+		for i, b := range m.Blocks {
+			blocks[i] = c.ID(b.Key) + ":" + c.data(b.Data, b.Fragment)
+		}
+		return fmt.Sprintf("%s [%s]", t, strings.Join(blocks, " "))
+	case *wire.StoresDone:
+		results := make([]string, len(m.Results))
+		for i, r := range m.Results {
+			results[i] = "ok"
+			if r.Code != 0 {
+				results[i] = fmt.Sprintf("%s(%q)", r.Code, r.Err)
+			}
+		}
+		return fmt.Sprintf("%s [%s]", t, strings.Join(results, " "))
 	case *wire.Block:
 		return fmt.Sprintf("%s key=%s %s", t, c.ID(m.Key), c.data(m.Data, m.Fragment))
 	case *wire.PutDone:
