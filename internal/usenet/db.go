@@ -220,6 +220,19 @@ func (d *db) groups() (map[string]*Group, error) {
 	return out, err
 }
 
+// getGroup reads a group's stored state; nil if it has none.
+func getGroup(tx *bolt.Tx, name string) (*Group, error) {
+	v := tx.Bucket(bucketGroups).Get([]byte(name))
+	if v == nil {
+		return nil, nil
+	}
+	g := &Group{Name: name}
+	if err := json.Unmarshal(v, g); err != nil {
+		return nil, fmt.Errorf("group %s: %w", name, errBadRecord)
+	}
+	return g, nil
+}
+
 func putGroup(tx *bolt.Tx, g *Group) error {
 	v, _ := json.Marshal(g)
 	if err := tx.Bucket(bucketGroups).Put([]byte(g.Name), v); err != nil {

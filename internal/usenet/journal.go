@@ -242,12 +242,14 @@ const (
 	journalStored = 1 << iota
 	journalAnnounced
 	journalPosted
+	journalNumbered // the entry's numbers follow its head
 )
 
 // encodeJournalEntry appends e: flags (a byte), message-id, key (width
 // byte, bytes), arrival and expiry (varint Unix nanoseconds), bytes and
 // lines (uvarint), its groups (a count, then each), subject, from, date,
-// references, state and head (each a uvarint length and bytes).
+// references, state and head (each a uvarint length and bytes), and, with
+// journalNumbered, its number in each group (uvarint, 0 for none).
 func encodeJournalEntry(p []byte, e *Entry, stored bool) []byte {
 	var flags byte
 	if stored {
@@ -258,6 +260,9 @@ func encodeJournalEntry(p []byte, e *Entry, stored bool) []byte {
 	}
 	if e.Posted {
 		flags |= journalPosted
+	}
+	if len(e.Nums) == len(e.Groups) && len(e.Nums) > 0 {
+		flags |= journalNumbered
 	}
 	p = append(p, flags)
 	p = appendString(p, e.MessageID)
@@ -274,7 +279,13 @@ func encodeJournalEntry(p []byte, e *Entry, stored bool) []byte {
 		p = appendString(p, f)
 	}
 	p = binary.AppendUvarint(p, uint64(len(e.Head)))
-	return append(p, e.Head...)
+	p = append(p, e.Head...)
+	if flags&journalNumbered != 0 {
+		for _, n := range e.Nums {
+			p = binary.AppendUvarint(p, n)
+		}
+	}
+	return p
 }
 
 func appendString(p []byte, s string) []byte {
@@ -346,6 +357,14 @@ func decodeJournalEntry(p []byte) (journalEntry, []byte, bool) {
 	}
 	if head != "" {
 		e.Head = []byte(head)
+	}
+	if flags&journalNumbered != 0 {
+		e.Nums = make([]uint64, len(e.Groups))
+		for i := range e.Nums {
+			if e.Nums[i], p, ok = uvarint(p); !ok {
+				return je, p, false
+			}
+		}
 	}
 	e.Arrived, e.Expires, e.Bytes, e.Lines = time.Unix(0, arrived), time.Unix(0, expires), uint32(nbytes), uint32(lines)
 	je.msgid, je.key, je.arrived, je.expires, je.entry = e.MessageID, e.Key, arrived, expires, e

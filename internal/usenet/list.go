@@ -43,6 +43,9 @@ type List struct {
 	// What is listed in memory and not yet in news.db (staged.go), under
 	// mu.
 	staged staging
+	// reserved is, by group, the highest number handed out (reserve),
+	// listed or not, under mu: numbers are never handed out twice.
+	reserved map[string]uint64
 
 	// failCommit (tests) runs in each commit's transaction after its
 	// writes; an error fails the commit as a failed write or sync would.
@@ -106,6 +109,11 @@ type Entry struct {
 	// reader posted here: whatever Path the poster wrote, it came through
 	// no peer.
 	Announced, Posted bool
+	// Nums are the numbers reserved for the entry in Groups[i] (0: none)
+	// before its listing was journaled (List.reserve); listing it takes
+	// them, so that a replay after a crash lists an article under the
+	// numbers readers saw.
+	Nums []uint64
 }
 
 // entryOf is the entry of a parsed article. Its fields are copies: the
@@ -135,7 +143,8 @@ func OpenList(cfg ListConfig) (*List, error) {
 		d.close()
 		return nil, err
 	}
-	return &List{cfg: cfg, db: d, groups: groups, seen: newSeenCache(cfg.SeenCache), keeps: map[string]time.Duration{}}, nil
+	return &List{cfg: cfg, db: d, groups: groups, seen: newSeenCache(cfg.SeenCache), keeps: map[string]time.Duration{},
+		reserved: map[string]uint64{}}, nil
 }
 
 // Close closes the database. Nothing may use the list after.
@@ -168,7 +177,20 @@ func (l *List) AddGroup(name, status, desc string) error {
 		g = &c
 	}
 	g.Status, g.Desc = status, desc
-	if err := l.db.b.Update(func(tx *bolt.Tx) error { return putGroup(tx, g) }); err != nil {
+	// news.db keeps its own numbers for a group it has: those in memory
+	// count staged entries, which a replay after a crash lists again.
+	err := l.db.b.Update(func(tx *bolt.Tx) error {
+		stored, err := getGroup(tx, name)
+		if err != nil {
+			return err
+		}
+		if stored == nil {
+			stored = g
+		}
+		stored.Status, stored.Desc = status, desc
+		return putGroup(tx, stored)
+	})
+	if err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -391,11 +413,14 @@ type numbered struct {
 	e      *Entry
 	groups []string
 	keep   []time.Duration
+	nums   []uint64 // the number it takes in each group
 }
 
 // carried picks, for each entry of a batch, the groups carried here (each
-// once), and copies those groups' state to number on (changed), so that a
-// failed transaction changes nothing. Entries with none are left out.
+// once) and its number in each (the one reserved for it, or the next one
+// free), and copies those groups' state to number on (changed), so that
+// a failed transaction changes nothing (its numbers stay taken: a gap).
+// Entries with none are left out.
 func (l *List) carried(batch []Entry) (todo []numbered, changed map[string]*Group) {
 	todo = make([]numbered, 0, len(batch))
 	changed = map[string]*Group{}
@@ -404,7 +429,7 @@ func (l *List) carried(batch []Entry) (todo []numbered, changed map[string]*Grou
 	for i := range batch {
 		e := &batch[i]
 		n := numbered{e: e}
-		for _, name := range e.Groups {
+		for j, name := range e.Groups {
 			g := l.groups[name]
 			if g == nil || slices.Contains(n.groups, name) {
 				continue
@@ -413,14 +438,94 @@ func (l *List) carried(batch []Entry) (todo []numbered, changed map[string]*Grou
 				c := *g
 				changed[name] = &c
 			}
+			num := uint64(0)
+			if j < len(e.Nums) {
+				num = e.Nums[j]
+			}
+			if num == 0 {
+				num = l.nextNumber(name)
+			} else {
+				l.reserved[name] = max(l.reserved[name], num)
+			}
 			n.groups = append(n.groups, name)
 			n.keep = append(n.keep, l.keepFor(name))
+			n.nums = append(n.nums, num)
 		}
 		if len(n.groups) > 0 {
 			todo = append(todo, n)
 		}
 	}
 	return todo, changed
+}
+
+// nextNumber hands out the group's next number. l.mu is held.
+func (l *List) nextNumber(name string) uint64 {
+	num := max(l.reserved[name], l.groups[name].High) + 1
+	l.reserved[name] = num
+	return num
+}
+
+// reserve numbers each entry of a batch about to be journaled in the
+// groups carried here (Entry.Nums), in order: staging it then lists it
+// under those numbers, and so does a replay of the journal.
+func (l *List) reserve(batch []*Entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range batch {
+		e.Nums = make([]uint64, len(e.Groups))
+		for j, name := range e.Groups {
+			if l.groups[name] != nil && !slices.Contains(e.Groups[:j], name) {
+				e.Nums[j] = l.nextNumber(name)
+			}
+		}
+	}
+}
+
+// keepNumbers makes sure the numbers a journal handed out to an entry
+// replay does not list (its article is gone) are not handed out again:
+// readers may have seen them. The groups' high marks move past them, in
+// news.db too (a gap).
+func (l *List) keepNumbers(e *Entry) error {
+	l.commitMu.Lock()
+	defer l.commitMu.Unlock()
+	raised := map[string]*Group{}
+	l.mu.Lock()
+	for j, num := range e.Nums {
+		if j >= len(e.Groups) {
+			break
+		}
+		g := l.groups[e.Groups[j]]
+		if g == nil || num <= g.High {
+			continue
+		}
+		c := *g
+		if c.Count == 0 {
+			c.Low = num + 1
+		}
+		c.High = num
+		raised[c.Name] = &c
+	}
+	l.mu.Unlock()
+	if len(raised) == 0 {
+		return nil
+	}
+	err := l.db.b.Update(func(tx *bolt.Tx) error {
+		for _, g := range raised {
+			if err := putGroup(tx, g); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("usenet: keeping a replayed entry's numbers: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, g := range raised {
+		l.groups[name] = g
+	}
+	return nil
 }
 
 // endTx ends a listing transaction: the last journal batch it covers
@@ -460,17 +565,16 @@ type listedEntry struct {
 func (l *List) number(n numbered, changed map[string]*Group) listedEntry {
 	e := n.e
 	xref := l.cfg.PathHost
-	nums := make([]uint64, len(n.groups))
 	for i, name := range n.groups {
 		g := changed[name]
-		g.High++
+		g.High = max(g.High, n.nums[i])
 		g.Count++
 		if g.Count == 1 {
-			g.Low = g.High
+			g.Low = n.nums[i]
 		}
-		nums[i] = g.High
-		xref += fmt.Sprintf(" %s:%d", name, g.High)
+		xref += fmt.Sprintf(" %s:%d", name, n.nums[i])
 	}
+	nums := n.nums
 	le := listedEntry{e: e, groups: n.groups, ovs: make([]*Overview, len(n.groups))}
 	for i := range n.groups {
 		o := &Overview{Num: nums[i], Key: e.Key, Arrived: e.Arrived.UnixNano(), Bytes: e.Bytes, Lines: e.Lines, Xref: xref,

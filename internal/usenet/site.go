@@ -539,14 +539,24 @@ func (s *Site) gather() (batch []*pending, flushes []chan struct{}, ok bool) {
 	return batch, flushes, true
 }
 
-// journalBatch journals a batch the spool is storing, by the keys of its
-// articles (a local spool's, set as it wrote them; Accept's for another),
-// and its announced entries; its errors come with done: an article it
+// journalBatch numbers a batch the spool is storing (List.reserve) and
+// journals it, by the keys of its articles (a local spool's, set as it
+// wrote them; Accept's for another), and its announced entries; its errors come with done: an article it
 // failed is one the next open does not find in it, and leaves out. A
 // batch takes its sequence number even if the journal fails, and the next
 // listing covers it.
 func (s *Site) journalBatch(st *stored) {
-	written := make([]Entry, 0, len(st.puts)+len(st.announced))
+	// The entries take their numbers now, in the commit loop's order, so
+	// that the journal holds the numbers readers will see.
+	reserving := make([]*Entry, 0, len(st.puts)+len(st.announced))
+	for i := range st.puts {
+		reserving = append(reserving, &st.puts[i].p.entry)
+	}
+	for _, p := range st.announced {
+		reserving = append(reserving, &p.entry)
+	}
+	s.list.reserve(reserving)
+	written := make([]Entry, 0, len(reserving))
 	stored := make([]bool, 0, cap(written))
 	for i := range st.puts {
 		e := st.puts[i].p.entry
@@ -765,6 +775,10 @@ func (s *Site) replay(batches []journalBatch) error {
 			if ok {
 				redone[e.msgid] = true
 				redo = append(redo, entry)
+			} else if e.entry != nil {
+				if err := s.list.keepNumbers(e.entry); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -187,7 +187,9 @@ func TestJournaledArticleTheSpoolLostIsNotListed(t *testing.T) {
 }
 
 // When the spool cannot make an article durable, it is not acknowledged,
-// not listed, and may be offered again.
+// not listed, and may be offered again. Its number stays unused (a gap):
+// it was journaled, and a replay that found the article would list it
+// under that number, never under another's.
 func TestFailedSpoolSyncIsNotAcknowledged(t *testing.T) {
 	dir := t.TempDir()
 	gated := &gatedSpool{LocalSpool: openTestSpool(t, filepath.Join(dir, "spool")),
@@ -207,8 +209,8 @@ func TestFailedSpoolSyncIsNotAcknowledged(t *testing.T) {
 		t.Fatalf("offered again: %v", err)
 	}
 	site.Flush()
-	if ov, _ := site.List().Overview("local.test", 1, 10, 10); len(ov) != 1 || ov[0].Num != 1 {
-		t.Fatalf("overview %v, want the second offer alone, as number 1: the first took none", ov)
+	if ov, _ := site.List().Overview("local.test", 1, 10, 10); len(ov) != 1 || ov[0].Num != 2 {
+		t.Fatalf("overview %v, want the second offer alone, as number 2: the first kept 1", ov)
 	}
 }
 
@@ -259,7 +261,7 @@ func TestJournalKeepsWholeEntries(t *testing.T) {
 	now := time.Unix(1_800_000_000, 12345)
 	e := Entry{MessageID: "<whole@x>", Key: id.Key([]byte("whole")), Groups: []string{"local.test", "local.other"},
 		Arrived: now, Expires: now.Add(time.Hour), Bytes: 1234, Lines: 17, Subject: "s", From: "f", Date: "d",
-		References: "<r@x>", Head: []byte("Subject: s\r\nFrom: f"), State: "st", Posted: true}
+		References: "<r@x>", Head: []byte("Subject: s\r\nFrom: f"), State: "st", Posted: true, Nums: []uint64{7, 0}}
 	big := e
 	big.MessageID, big.Head, big.Announced, big.Posted = "<big@x>", bytes.Repeat([]byte("h"), maxHead), true, false
 	batch := []Entry{e}

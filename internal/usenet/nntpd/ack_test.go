@@ -45,7 +45,7 @@ type syncSpool struct{ usenet.Spool }
 // fails) is not acknowledged: POST gets 441, IHAVE 436, and TAKETHIS 400, which closes
 // the feed (a feeder offers again what was unanswered; 439 would mean
 // never). It is nowhere a reader or a duplicate check looks, so the next
-// offer is taken, as number 1.
+// offer is taken, as number 2: the failed offer's number stays unused.
 func TestUnjournaledListingIsNotAcknowledged(t *testing.T) {
 	verbs := []struct{ verb, failed, ok string }{
 		{"POST", "441", "240"},
@@ -97,8 +97,8 @@ func TestUnjournaledListingIsNotAcknowledged(t *testing.T) {
 				fail.Store(false)
 				_, reply = offer()
 				nntptest.Code(t, reply, v.ok)
-				nntptest.Code(t, r.Status("GROUP local.test"), "211 1 1 1 local.test")
-				nntptest.Code(t, r.Status("STAT 1"), "223 1 "+id)
+				nntptest.Code(t, r.Status("GROUP local.test"), "211 1 2 2 local.test")
+				nntptest.Code(t, r.Status("STAT 2"), "223 2 "+id)
 				nntptest.Code(t, r.Status("CHECK %s", id), "438 "+id)
 			})
 		}
