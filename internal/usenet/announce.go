@@ -179,7 +179,8 @@ type Announcement struct {
 }
 
 // maxResolving bounds the key checks in flight at once, across a site's
-// connections.
+// connections: single keys, or batches (a batch's checks run at most
+// client.holdingFallbacks keys on their own at once).
 const maxResolving = 64
 
 // AnnounceBatch is Announce for many announcements at once, as a peer's
@@ -208,8 +209,15 @@ func (s *Site) AnnounceBatch(ctx context.Context, batch []Announcement) {
 			}
 		}
 		if len(keys) > 0 {
-			for i, res := range r.ResolveBatch(ctx, keys) {
-				asked[i].checkResolved(res)
+			s.resolving <- struct{}{} // a batch's checks take one of the site's slots
+			got := r.ResolveBatch(ctx, keys)
+			<-s.resolving
+			for i, an := range asked {
+				res := Resolution{Err: fmt.Errorf("usenet: %d keys resolved for %d asked", len(got), len(keys))}
+				if len(got) == len(keys) {
+					res = got[i]
+				}
+				an.checkResolved(res)
 			}
 		}
 	case resolver:

@@ -481,29 +481,39 @@ func (l *List) reserve(batch []*Entry) {
 	}
 }
 
-// keepNumbers makes sure the numbers a journal handed out to an entry
-// replay does not list (its article is gone) are not handed out again:
-// readers may have seen them. The groups' high marks move past them, in
-// news.db too (a gap).
-func (l *List) keepNumbers(e *Entry) error {
+// keepNumbers makes sure the numbers a journal handed out to entries
+// replay does not list (their articles gone, or offers that failed) are
+// not handed out again: readers may have seen them. The groups' high
+// marks move past them, in news.db too (gaps), in one transaction. Nil
+// entries (a first-format journal's, which kept no numbers) are skipped.
+func (l *List) keepNumbers(entries []*Entry) error {
 	l.commitMu.Lock()
 	defer l.commitMu.Unlock()
 	raised := map[string]*Group{}
 	l.mu.Lock()
-	for j, num := range e.Nums {
-		if j >= len(e.Groups) {
-			break
-		}
-		g := l.groups[e.Groups[j]]
-		if g == nil || num <= g.High {
+	for _, e := range entries {
+		if e == nil {
 			continue
 		}
-		c := *g
-		if c.Count == 0 {
-			c.Low = num + 1
+		for j, num := range e.Nums {
+			if j >= len(e.Groups) {
+				break
+			}
+			name := e.Groups[j]
+			g := raised[name]
+			if g == nil {
+				g = l.groups[name]
+			}
+			if g == nil || num <= g.High {
+				continue
+			}
+			c := *g
+			if c.Count == 0 {
+				c.Low = num + 1
+			}
+			c.High = num
+			raised[name] = &c
 		}
-		c.High = num
-		raised[c.Name] = &c
 	}
 	l.mu.Unlock()
 	if len(raised) == 0 {
@@ -518,7 +528,7 @@ func (l *List) keepNumbers(e *Entry) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("usenet: keeping a replayed entry's numbers: %w", err)
+		return fmt.Errorf("usenet: keeping the numbers of journaled entries not listed: %w", err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -130,3 +130,38 @@ func TestReplayedNumberOfAGoneArticleIsNotReused(t *testing.T) {
 		t.Fatalf("the next article: %q (%v %v), want number 6", h.Xref, found, err)
 	}
 }
+
+// An article whose first offer failed in the spool (leaving its block
+// stored: on the DHT, a put whose copies landed though its caller gave up)
+// and whose second offer was acknowledged keeps the number readers saw:
+// replay lists only a message-id's last journaled offer, and the next
+// article does not take that number.
+func TestReplayListsTheAcknowledgedOffer(t *testing.T) {
+	saw, crashed := crashWhileStaged(t, func(site *Site, gated *gatedSpool) {
+		done := accept(site, article("<b@x>", "local.test", "b\r\n"))
+		<-gated.committed
+		gated.verdict <- errors.New("put: 1 live hosts, need 2")
+		if err := <-done; err == nil {
+			t.Fatal("the first offer was acknowledged")
+		}
+		done = accept(site, article("<b@x>", "local.test", "b\r\n"))
+		<-gated.committed
+		gated.verdict <- nil
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+	got, site := reopenedXref(t, crashed, "<b@x>")
+	if got != saw {
+		t.Fatalf("<b@x> was %q to readers, %q after the crash", saw, got)
+	}
+	if ov, _ := site.List().Overview("local.test", 1, 10, 10); len(ov) != 1 || ov[0].MessageID != "<b@x>" {
+		t.Fatalf("local.test lists %d entries after the crash, want <b@x> once", len(ov))
+	}
+	if err := <-accept(site, article("<c@x>", "local.test", "c\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _ := site.List().Lookup("<c@x>"); c.Xref == saw {
+		t.Fatalf("the next article took <b@x>'s number: %q", c.Xref)
+	}
+}

@@ -49,6 +49,13 @@ type Site struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// handing is held (read) by whoever hands the commit loop something,
+	// and taken by Close once stop is closed: then closing is set, nothing
+	// more enters s.commits, and handedAll tells the commit loop that its
+	// next drain is the last (it answers everything handed over).
+	handing   sync.RWMutex
+	closing   bool
+	handedAll chan struct{}
 
 	// Tests' hooks: durable runs as a batch of n articles, durable (and
 	// journaled), goes to the lister; beforeList before each listing
@@ -96,10 +103,8 @@ type listing struct {
 // listed or refused.
 func (s *Site) Flush() {
 	done := make(chan struct{})
-	select {
-	case s.commits <- &pending{flushed: done}:
+	if s.handOver(&pending{flushed: done}) {
 		<-done
-	case <-s.stop:
 	}
 }
 
@@ -184,7 +189,7 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 		return nil, err
 	}
 	s := &Site{cfg: cfg, list: list, spool: cfg.Spool, inflight: map[string]bool{},
-		commits: make(chan *pending, 1024), resolving: make(chan struct{}, maxResolving), stop: make(chan struct{}),
+		commits: make(chan *pending, 1024), resolving: make(chan struct{}, maxResolving), stop: make(chan struct{}), handedAll: make(chan struct{}),
 		stored: make(chan *stored, 64), lists: make(chan *listing, 16), checkpoints: make(chan *listing, 8)}
 	_, s.local = cfg.Spool.(localSpool)
 	j, batches, err := openJournal(cfg.FS, filepath.Join(cfg.Dir, "journal"))
@@ -213,6 +218,10 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 func (s *Site) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
+		s.handing.Lock()
+		s.closing = true
+		s.handing.Unlock()
+		close(s.handedAll)
 		s.wg.Wait()
 		s.closeErr = errors.Join(s.list.Close(), s.journal.close())
 	})
@@ -344,8 +353,13 @@ func (s *Site) Accept(ctx context.Context, raw []byte, offered string, posted bo
 // handOver gives an article to the committers, which answer on p.done
 // and forget its message-id; false if the site is closing.
 func (s *Site) handOver(p *pending) bool {
+	s.handing.RLock()
+	defer s.handing.RUnlock()
+	if s.closing {
+		return false
+	}
 	select {
-	case s.commits <- p:
+	case s.commits <- p: // the commit loop drains s.commits until handedAll
 		return true
 	case <-s.stop:
 		return false
@@ -512,7 +526,7 @@ func (s *Site) gather() (batch []*pending, flushes []chan struct{}, ok bool) {
 	var first *pending
 	select {
 	case first = <-s.commits:
-	case <-s.stop:
+	case <-s.handedAll:
 		// Writers that got in before the stop still get an answer.
 		select {
 		case first = <-s.commits:
@@ -751,16 +765,28 @@ func (s *Site) replay(batches []journalBatch) error {
 	if err != nil {
 		return err
 	}
+	// Only a message-id's last journaled offer can have been acknowledged
+	// (once one is, later offers are refused as duplicates): an earlier
+	// one failed, and lists nothing, but keeps its numbers.
+	final := map[string][2]int{}
+	for i, b := range batches {
+		for j, e := range b.entries {
+			if b.seq > applied {
+				final[e.msgid] = [2]int{i, j}
+			}
+		}
+	}
 	last := applied
 	var redo []Entry
-	redone := map[string]bool{}
-	for _, b := range batches {
+	var gone []*Entry // entries not listed, whose numbers stay taken
+	for i, b := range batches {
 		if b.seq <= applied {
 			continue
 		}
 		last = max(last, b.seq)
-		for _, e := range b.entries {
-			if redone[e.msgid] {
+		for j, e := range b.entries {
+			if final[e.msgid] != [2]int{i, j} {
+				gone = append(gone, e.entry)
 				continue
 			}
 			if _, found, err := s.list.Lookup(e.msgid); err != nil {
@@ -773,14 +799,14 @@ func (s *Site) replay(batches []journalBatch) error {
 				return err
 			}
 			if ok {
-				redone[e.msgid] = true
 				redo = append(redo, entry)
-			} else if e.entry != nil {
-				if err := s.list.keepNumbers(e.entry); err != nil {
-					return err
-				}
+			} else {
+				gone = append(gone, e.entry)
 			}
 		}
+	}
+	if err := s.list.keepNumbers(gone); err != nil {
+		return err
 	}
 	if last > applied {
 		if _, err := s.list.commit(redo, last, false); err != nil {

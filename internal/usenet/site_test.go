@@ -388,3 +388,38 @@ func TestSyncSpoolListsBeforeAnswering(t *testing.T) {
 		t.Fatalf("news.db after closing: %d entries (%v), want 2", len(ov), err)
 	}
 }
+
+// Flush and Accept end once the site closes, whenever they race Close: a
+// hand-over the commit loop would never see again left its caller waiting
+// for an answer for good (one Flush after Close in two did).
+func TestHandOversEndOnceClosed(t *testing.T) {
+	within := func(what string, fn func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { fn(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s still waiting 10 s after Close", what)
+		}
+	}
+	dir := t.TempDir()
+	site := openTestSite(t, dir, openTestSpool(t, filepath.Join(dir, "spool")))
+	site.Close()
+	for range 64 {
+		within("Flush after Close", site.Flush)
+	}
+	for i := range 20 {
+		dir := t.TempDir()
+		site := openTestSite(t, dir, openTestSpool(t, filepath.Join(dir, "spool")))
+		var errs [8]chan error
+		for j := range errs {
+			errs[j] = accept(site, article(fmt.Sprintf("<race%d.%d@x>", i, j), "local.test", "body\r\n"))
+		}
+		go site.Flush()
+		within("Close", func() { site.Close() })
+		for j := range errs {
+			within("Accept racing Close", func() { <-errs[j] })
+		}
+	}
+}
