@@ -24,26 +24,34 @@ type gatherHost struct {
 	to     wire.NodeRef
 	blocks []wire.StoreBlock
 	dones  []func(env node.Env, err error)
-	bytes  int
+	bytes  int // the blocks' data
+	frame  int // an upper bound of the StoreBlocks' encoded size
 }
 
 // add queues a copy for c; done runs once c has answered for it.
 func (g *storeGather) add(c wire.NodeRef, m *wire.StoreBlock, done func(env node.Env, err error)) {
+	size := len(m.Data) + storeBlockOverhead
 	for i := range g.hosts {
 		h := &g.hosts[i]
-		if h.to.Addr == c.Addr && len(h.blocks) < wire.MaxPutBatch && h.bytes+len(m.Data) <= maxStoreBatchBytes {
+		if h.to.Addr == c.Addr && len(h.blocks) < wire.MaxPutBatch && h.frame+size <= maxStoreBatchFrame {
 			h.blocks = append(h.blocks, *m)
 			h.dones = append(h.dones, done)
 			h.bytes += len(m.Data)
+			h.frame += size
 			return
 		}
 	}
-	g.hosts = append(g.hosts, gatherHost{to: c, blocks: []wire.StoreBlock{*m}, dones: []func(node.Env, error){done}, bytes: len(m.Data)})
+	g.hosts = append(g.hosts, gatherHost{to: c, blocks: []wire.StoreBlock{*m}, dones: []func(node.Env, error){done}, bytes: len(m.Data), frame: size})
 }
 
-// maxStoreBatchBytes bounds the data of one StoreBlocks, well inside a
-// frame.
-const maxStoreBatchBytes = 4 << 20
+// A StoreBlocks is cut so that its frame fits: each block costs its data
+// and at most storeBlockOverhead bytes of key, expiry, flag and tags, and
+// the envelope (addresses, IDs, coordinates) takes less than the margin
+// the frame keeps.
+const (
+	storeBlockOverhead = 64
+	maxStoreBatchFrame = wire.MaxFrameBytes - 64<<10
+)
 
 // flush sends each host its copies: a StoreBlocks, or a StoreBlock for a
 // lone copy.
