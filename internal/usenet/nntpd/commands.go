@@ -862,16 +862,16 @@ func feedResult(err error) (nntp.Code, string) {
 
 func (c *conn) check(args []string) bool {
 	if len(args) != 1 || usenet.CheckMessageID(args[0]) != nil {
-		return c.reply(nntp.CodeSyntaxError, "Syntax: CHECK message-id")
+		return c.replySoon(nntp.CodeSyntaxError, "Syntax: CHECK message-id")
 	}
 	seen, err := c.site.Seen(args[0])
 	switch {
 	case err != nil:
-		return c.reply(nntp.CodeCheckLater, "%s", args[0])
+		return c.replySoon(nntp.CodeCheckLater, "%s", args[0])
 	case seen:
-		return c.reply(nntp.CodeCheckNotWanted, "%s", args[0])
+		return c.replySoon(nntp.CodeCheckNotWanted, "%s", args[0])
 	}
-	return c.reply(nntp.CodeCheckSend, "%s", args[0])
+	return c.replySoon(nntp.CodeCheckSend, "%s", args[0])
 }
 
 // takethis reads the article, then stores it on a stream worker: up to

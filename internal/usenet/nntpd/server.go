@@ -2,6 +2,7 @@ package nntpd
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -298,6 +299,9 @@ func (c *conn) serve() {
 		return
 	}
 	for {
+		if !c.pipelined() && !c.seq.flushReady() {
+			return
+		}
 		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		line, err := nntp.ReadLine(c.r, nntp.MaxCommandLine)
 		if err == nntp.ErrLineTooLong {
@@ -349,6 +353,29 @@ func (c *conn) knowPeer(tc *tls.Conn) bool {
 // reply queues a one-line reply in command order.
 func (c *conn) reply(code nntp.Code, format string, args ...any) bool {
 	return c.send(statusLine(code, format, args...))
+}
+
+// replySoon is reply for a command a client pipelines in runs (CHECK):
+// while another whole command waits in the read buffer, the reply waits
+// to leave with the next one written.
+func (c *conn) replySoon(code nntp.Code, format string, args ...any) bool {
+	n := c.seq.take()
+	if c.pipelined() {
+		c.seq.queue(n, statusLine(code, format, args...))
+		return true
+	}
+	return c.seq.write(n, statusLine(code, format, args...))
+}
+
+// pipelined reports whether a whole command line waits in the read
+// buffer.
+func (c *conn) pipelined() bool {
+	n := c.r.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := c.r.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // statusLine formats a status line: the code, a space, the text and CRLF.
@@ -456,11 +483,16 @@ func (q *sequencer) writeEach(ns []uint64, replies [][]byte) bool {
 	return q.flushThrough(last)
 }
 
-// flushThrough writes ready replies in order until reply n is out. q.mu
-// is held.
+// flushThrough writes ready replies in order until reply n is out, and
+// then whatever is ready after it while no one else writes (replies
+// queued to go with a later one, see queue). q.mu is held.
 func (q *sequencer) flushThrough(n uint64) bool {
-	for q.next <= n {
-		if _, ok := q.ready[q.next]; q.writing || !ok {
+	for {
+		_, ok := q.ready[q.next]
+		if q.next > n && (!ok || q.writing) {
+			break // another writer takes what is ready after ours
+		}
+		if q.writing || !ok {
 			q.cond.Wait()
 			continue
 		}
@@ -488,6 +520,29 @@ func (q *sequencer) flushThrough(n uint64) bool {
 		q.cond.Broadcast()
 	}
 	return !q.failed
+}
+
+// queue makes reply n ready without writing it: it leaves with the next
+// reply written, or at the latest when the reader has no command left to
+// read (flushReady). For a pipelined run of CHECKs, whose replies would
+// each take a system call. The reply must be the caller's to give away.
+func (q *sequencer) queue(n uint64, reply []byte) {
+	q.c.s.count(reply)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.ready[n] = [][]byte{reply}
+	q.cond.Broadcast() // a later reply's writer may wait for this one
+}
+
+// flushReady writes the replies ready in order, unless another writer is
+// at it (it takes them).
+func (q *sequencer) flushReady() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.ready[q.next]; !ok {
+		return !q.failed
+	}
+	return q.flushThrough(q.next)
 }
 
 // stream writes reply n as a run of chunks, for replies too long to hold

@@ -502,3 +502,34 @@ func TestLargeArticlesPipelined(t *testing.T) {
 	}
 	nntptest.Code(t, c.Line(), "111 ")
 }
+
+// A run of CHECKs pipelined with TAKETHIS articles (a peer's feeder sends
+// a batch of CHECKs in one write) is answered in order: the CHECK replies
+// wait to leave with the next reply written, or until no whole command is
+// left to read, and the TAKETHIS replies, made on stream workers, keep
+// their places among them.
+func TestPipelinedChecksAnsweredInOrder(t *testing.T) {
+	ts := startServer(t, Config{}, usenet.SiteConfig{})
+	c, _ := ts.dial(t)
+	nntptest.Code(t, c.Status("MODE STREAM"), "203")
+	const n = 100
+	var run strings.Builder
+	var want []string
+	for i := range n {
+		fmt.Fprintf(&run, "CHECK <c%d@example.com>\r\n", i)
+		want = append(want, fmt.Sprintf("238 <c%d@example.com>", i))
+		if i%10 == 9 {
+			id := fmt.Sprintf("<t%d@example.com>", i)
+			fmt.Fprintf(&run, "TAKETHIS %s\r\n%s.\r\n", id, article(id, "local.test", "body\r\n"))
+			want = append(want, "239 "+id)
+		}
+	}
+	if _, err := c.Conn().Write([]byte(run.String())); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		nntptest.Code(t, c.Line(), w)
+	}
+	// A CHECK alone is answered at once (nothing else to read).
+	nntptest.Code(t, c.Status("CHECK <t9@example.com>"), "438 <t9@example.com>")
+}
