@@ -30,9 +30,11 @@ type Cluster struct {
 	conns      map[string]*Client
 	ring       []wire.NodeRef // sorted by ID
 	learned    time.Time      // when ring was last asked for
-	refreshing bool
+	refreshing bool           // a background refresh runs (at most one)
 	closed     bool
 	maxAge     time.Duration // MapAge unless a test sets it
+	background sync.WaitGroup
+	stopBG     context.CancelFunc // ends the background refresh's calls
 }
 
 // MapAge is how long a Cluster's map of the ring serves before it is
@@ -57,15 +59,20 @@ func DialClusterOptions(ctx context.Context, opt Options, seeds ...string) (*Clu
 	return c, nil
 }
 
-// Close closes every connection.
+// Close closes every connection, once a background refresh of the map
+// has ended (what it dials then is closed too).
 func (c *Cluster) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.closed = true
 	for a, cl := range c.conns {
 		cl.Close()
 		delete(c.conns, a)
 	}
+	if c.stopBG != nil {
+		c.stopBG()
+	}
+	c.mu.Unlock()
+	c.background.Wait()
 	return nil
 }
 
@@ -144,21 +151,35 @@ func (c *Cluster) Refresh(ctx context.Context) error {
 	return nil
 }
 
+// refreshLocked relearns the map in the background, unless a refresh
+// runs already or the cluster is closed: one goroutine at most, however
+// many calls find the map old or a node gone, and Close waits for it.
+// c.mu is held.
+func (c *Cluster) refreshLocked() {
+	if c.refreshing || c.closed {
+		return
+	}
+	c.refreshing = true
+	c.background.Add(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	c.stopBG = cancel
+	go func() {
+		defer c.background.Done()
+		defer cancel()
+		c.Refresh(ctx) // on failure the old map serves until the next try
+		c.mu.Lock()
+		c.refreshing = false
+		c.mu.Unlock()
+	}()
+}
+
 // route lists the nodes to try for key: the key's first successor in the
 // map, then the others in ring order.
 func (c *Cluster) route(key id.ID) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.refreshing && !c.closed && time.Since(c.learned) > c.maxAge {
-		c.refreshing = true
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			c.Refresh(ctx) // on failure the old map serves until the next try
-			c.mu.Lock()
-			c.refreshing = false
-			c.mu.Unlock()
-		}()
+	if time.Since(c.learned) > c.maxAge {
+		c.refreshLocked()
 	}
 	i, _ := slices.BinarySearchFunc(c.ring, key, func(n wire.NodeRef, k id.ID) int { return n.ID.Cmp(k) })
 	var out []string
@@ -190,7 +211,9 @@ func (c *Cluster) do(ctx context.Context, key id.ID, call func(*Client) error) e
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		go c.Refresh(context.Background())
+		c.mu.Lock()
+		c.refreshLocked()
+		c.mu.Unlock()
 	}
 	return fmt.Errorf("%w: %v", fault.ErrUnavailable, lastErr)
 }

@@ -251,3 +251,40 @@ func TestHoldingBatchAsksEachHolderOnce(t *testing.T) {
 		t.Errorf("%d single-key requests, want 3 (the missing key's two holders, then the ring)", single)
 	}
 }
+
+// A background refresh of the map is one goroutine, which Close ends and
+// waits for: a refresh started just before Close (here, one whose node
+// never answers) no longer outlives the cluster, and calls that find a
+// node gone start no more of them.
+func TestCloseEndsTheBackgroundRefresh(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var asked atomic.Int32
+	var self *stubNode
+	self = startStub(t, "40", func(req wire.Envelope, reply func(wire.Msg)) {
+		if _, ok := req.Msg.(*wire.GetRingInfo); ok && asked.Add(1) > 1 {
+			<-release // the refresh's question is never answered
+			return
+		}
+		reply(&wire.RingInfo{Vnodes: []wire.VnodeInfo{{Self: self.ref}}})
+	})
+	cl, err := DialCluster(ctx(t), self.ref.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.mu.Lock()
+	cl.maxAge = 0
+	cl.mu.Unlock()
+	for range 50 {
+		cl.route(id.Key([]byte("any")))
+	}
+	if !testutil.Poll(5*time.Second, func() bool { return asked.Load() == 2 }) {
+		t.Fatalf("%d GetRingInfo asked, want the dial's and one refresh's", asked.Load())
+	}
+	cl.Close()
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.refreshing || asked.Load() != 2 {
+		t.Fatalf("after Close: a refresh still running %v, %d GetRingInfo asked (want 2)", cl.refreshing, asked.Load())
+	}
+}
