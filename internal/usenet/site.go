@@ -44,8 +44,10 @@ type Site struct {
 	stored      chan *stored   // batches the spool and the journal are done with, as they end
 	lists       chan *listing  // durable batches, to be listed
 	checkpoints chan *listing  // staged batches, for news.db
-	stop        chan struct{}
-	wg          sync.WaitGroup
+	// checkpointed wakes a lister waiting for room (roomToStage).
+	checkpointed chan struct{}
+	stop         chan struct{}
+	wg           sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -64,6 +66,7 @@ type Site struct {
 	beforeList func()
 
 	forgeries atomic.Uint64 // announcements refused as not their key's (announce.go)
+	roomWaits atomic.Uint64 // times the lister waited for a checkpoint (roomToStage)
 
 	subsMu sync.Mutex
 	subs   []chan struct{} // told after each listing (the feeders)
@@ -190,7 +193,8 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 	}
 	s := &Site{cfg: cfg, list: list, spool: cfg.Spool, inflight: map[string]bool{},
 		commits: make(chan *pending, 1024), resolving: make(chan struct{}, maxResolving), stop: make(chan struct{}), handedAll: make(chan struct{}),
-		stored: make(chan *stored, 64), lists: make(chan *listing, 16), checkpoints: make(chan *listing, 8)}
+		stored: make(chan *stored, 64), lists: make(chan *listing, 16), checkpoints: make(chan *listing, 8),
+		checkpointed: make(chan struct{}, 1)}
 	_, s.local = cfg.Spool.(localSpool)
 	j, batches, err := openJournal(cfg.FS, filepath.Join(cfg.Dir, "journal"))
 	if err == nil {
@@ -667,6 +671,7 @@ func (s *Site) listLoop() {
 		if s.beforeList != nil {
 			s.beforeList()
 		}
+		s.roomToStage()
 		s.list.stage(entries(batch), seq)
 		var later []*pending
 		for _, p := range batch {
@@ -695,7 +700,7 @@ func (s *Site) checkpointLoop() {
 		waiting := []*listing{first}
 		timer := time.NewTimer(checkpointDelay)
 	gather:
-		for s.list.stagedEntries() < checkpointAt {
+		for n, size := s.list.stagedEntries(); n < checkpointAt && size < checkpointBytes; n, size = s.list.stagedEntries() {
 			select {
 			case l, ok := <-s.checkpoints:
 				if !ok {
@@ -720,12 +725,32 @@ func (s *Site) checkpointLoop() {
 	}
 }
 
-// How the checkpoint loop batches news.db's commits.
+// How the checkpoint loop batches news.db's commits: after a delay, or
+// at once past an entry count or a size.
 const (
 	checkpointDelay = 50 * time.Millisecond
 	checkpointAt    = 8192
+	checkpointBytes = 16 << 20
 	checkpointRetry = time.Second
 )
+
+// maxStagedBytes bounds the memory of what is staged: past it the lister
+// waits for a checkpoint (while news.db fails, its writers wait too). A
+// variable for the tests.
+var maxStagedBytes = 256 << 20
+
+// roomToStage waits until what is staged is under maxStagedBytes, or the
+// site stops.
+func (s *Site) roomToStage() {
+	for _, size := s.list.stagedEntries(); size >= maxStagedBytes; _, size = s.list.stagedEntries() {
+		s.roomWaits.Add(1)
+		select {
+		case <-s.checkpointed:
+		case <-s.stop:
+			return
+		}
+	}
+}
 
 // checkpointNow writes what is staged to news.db, trying again while it
 // fails until the site stops.
@@ -733,6 +758,10 @@ func (s *Site) checkpointNow() error {
 	for {
 		seq, n, err := s.list.checkpoint()
 		if err == nil {
+			select {
+			case s.checkpointed <- struct{}{}:
+			default:
+			}
 			if seq > 0 {
 				s.journal.listed(seq)
 			}

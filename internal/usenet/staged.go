@@ -28,6 +28,7 @@ type stagedBatch struct {
 type staging struct {
 	batches []*stagedBatch
 	entries int
+	bytes   int                             // what the entries hold, about (stagedSize)
 	ov      map[string]map[uint64]*Overview // by group, by number
 	hist    map[string]HistEntry            // by message-id
 }
@@ -62,16 +63,27 @@ func (l *List) stage(batch []Entry, seq uint64) {
 		}
 		st.hist[le.e.MessageID] = le.hist
 		l.seen.add(le.e.MessageID)
+		st.bytes += stagedSize(le)
 	}
 	st.batches = append(st.batches, sb)
 	st.entries += len(sb.entries)
 }
 
-// stagedEntries is how many entries are listed in memory only.
-func (l *List) stagedEntries() int {
+// stagedSize is about what a staged entry holds in memory: its head (a
+// relaying site's, up to 64 KB), its overview fields once per group, and
+// a fixed cost for the rest.
+func stagedSize(le listedEntry) int {
+	e := le.e
+	fields := len(e.Subject) + len(e.From) + len(e.Date) + len(e.References) + len(e.MessageID) + len(le.hist.Xref)
+	return len(e.Head) + len(e.State) + (len(le.groups)+1)*(fields+256)
+}
+
+// stagedEntries is how many entries are listed in memory only, and about
+// how many bytes they hold.
+func (l *List) stagedEntries() (entries, bytes int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.staged.entries
+	return l.staged.entries, l.staged.bytes
 }
 
 // checkpoint writes every staged batch to news.db in one transaction,
@@ -128,6 +140,7 @@ func (l *List) checkpoint() (seq uint64, n int, err error) {
 				delete(st.ov[name], le.ovs[i].Num)
 			}
 			delete(st.hist, le.e.MessageID)
+			st.bytes -= stagedSize(le)
 		}
 	}
 	st.batches = slices.Delete(st.batches, 0, len(batches))

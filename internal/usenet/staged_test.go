@@ -2,11 +2,15 @@ package usenet
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"triad/internal/testutil"
 )
 
 // Expire's own checkpoint and its scan of a group are not one step: an
@@ -115,5 +119,58 @@ func TestReplayedArticleIsRelayed(t *testing.T) {
 	recs, err := site.List().ReadLog("peer", 10, 1<<20)
 	if err != nil || len(recs) != 1 || recs[0].MessageID != "<relay@x>" {
 		t.Fatalf("out log after the crash: %d records (%v), want <relay@x> queued for the peer", len(recs), err)
+	}
+}
+
+// What is staged stays bounded in bytes, not only in entries: while
+// news.db fails, a relaying site whose staged heads pass maxStagedBytes
+// stops staging (and so acknowledging) until a checkpoint makes room, and
+// then goes on. Heads reach 64 KB each, so tens of thousands of staged
+// entries could have held gigabytes.
+func TestStagedBytesAreBounded(t *testing.T) {
+	old := maxStagedBytes
+	maxStagedBytes = 64 << 10
+	defer func() { maxStagedBytes = old }()
+	dir := t.TempDir()
+	spool := openTestSpool(t, filepath.Join(dir, "spool"))
+	site, err := OpenSite(SiteConfig{Dir: dir, Spool: spool, PathHost: "test.site", Relay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	if err := site.List().AddGroup("local.test", "y", ""); err != nil {
+		t.Fatal(err)
+	}
+	var pad []string
+	for i := range 16 {
+		pad = append(pad, fmt.Sprintf("X-Pad-%d: %s", i, strings.Repeat("p", 900)))
+	}
+	big := func(id string) string { return article(id, "local.test", "body\r\n", pad...) }
+	site.List().FailCommits(func() error { return errors.New("news.db: I/O error") })
+	// Staged one at a time, until past the bound.
+	for i := 0; ; i++ {
+		if i == 20 {
+			t.Fatal("20 articles of 14 KB of heads staged, still under 64 KB")
+		}
+		if err := <-accept(site, big(fmt.Sprintf("<under%d@x>", i))); err != nil {
+			t.Fatal(err)
+		}
+		if _, size := site.List().stagedEntries(); size >= maxStagedBytes {
+			break
+		}
+	}
+	over := accept(site, big("<over@x>"))
+	if !testutil.Poll(10*time.Second, func() bool { return site.roomWaits.Load() > 0 || len(over) > 0 }) {
+		t.Fatal("the lister neither waited for room nor listed <over@x>")
+	}
+	if len(over) > 0 || site.roomWaits.Load() == 0 {
+		t.Fatalf("<over@x> answered (%v) with the staged heads past the bound and news.db failing", <-over)
+	}
+	site.List().FailCommits(nil)
+	if err := <-over; err != nil {
+		t.Fatalf("<over@x> once news.db works again: %v", err)
+	}
+	if g, _ := site.List().Group("local.test"); g.Count < 2 {
+		t.Fatalf("local.test %+v", g)
 	}
 }
