@@ -100,7 +100,11 @@ func (n *Node) serveStores(env node.Env, in node.MsgIn, m *wire.StoreBlocks) {
 	var at []int // the blocks of w, by index in m
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
-		if err := n.storable(b); err != nil {
+		err := n.storable(b)
+		if err == nil && b.Fragment {
+			err = n.coder.checkFragment(b.Key, b.Data, n.cfg.MaxBlock)
+		}
+		if err != nil {
 			results[i] = wire.PutResult{Code: fault.CodeOf(err), Err: err.Error()}
 			n.Stats.StoreRefused++
 			continue
@@ -129,9 +133,9 @@ func (n *Node) serveStores(env node.Env, in node.MsgIn, m *wire.StoreBlocks) {
 	env.Offload(w)
 }
 
-// storable checks a copy sent to be kept here, as serveStore does before
-// writing it: a ring key, data within the limits, room in the store
-// window, and a fragment's header.
+// storable checks a copy sent to be kept here, before it is written: a
+// ring key, data within the limits, and room in the store window (a
+// fragment's header is checked as it is written, writeCopy).
 func (n *Node) storable(b *wire.StoreBlock) error {
 	limit := n.cfg.MaxBlock
 	if b.Fragment {
@@ -146,8 +150,6 @@ func (n *Node) storable(b *wire.StoreBlock) error {
 		return fmt.Errorf("%w: %d bytes, limit %d", fault.ErrTooLarge, len(b.Data), limit)
 	case n.storing >= n.cfg.StoreWindow:
 		return fmt.Errorf("%w: %d copies being written", fault.ErrBusy, n.storing)
-	case b.Fragment:
-		return n.coder.checkFragment(b.Key, b.Data, n.cfg.MaxBlock)
 	}
 	return nil
 }

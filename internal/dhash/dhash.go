@@ -1,6 +1,7 @@
 package dhash
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -486,22 +487,11 @@ func (n *Node) PutBatch(env node.Env, items []wire.PutItem, r wire.Redundancy, d
 // this host holds is refused (store.ErrConflict): a put never replaces data.
 func (n *Node) serveStore(env node.Env, in node.MsgIn, m *wire.StoreBlock) {
 	me := n.self()
-	limit := n.cfg.MaxBlock
-	if m.Fragment {
-		limit += n.coder.header()
-	}
-	switch {
-	case refuseBadKey(env, in, me, m.Key):
-		return
-	case len(m.Data) == 0:
-		respondErr(env, in, me, ErrEmpty)
-		return
-	case len(m.Data) > limit:
-		respondErr(env, in, me, fmt.Errorf("%w: %d bytes, limit %d", fault.ErrTooLarge, len(m.Data), limit))
-		return
-	case n.storing >= n.cfg.StoreWindow:
-		n.Stats.StoreRefused++
-		respondErr(env, in, me, fmt.Errorf("%w: %d copies being written", fault.ErrBusy, n.storing))
+	if err := n.storable(m); err != nil {
+		if errors.Is(err, fault.ErrBusy) {
+			n.Stats.StoreRefused++
+		}
+		respondErr(env, in, me, err)
 		return
 	}
 	n.storing++
