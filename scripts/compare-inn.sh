@@ -25,8 +25,9 @@
 #
 # --sites N (UsenetDHT): instead of a server at TRIAD_ADDR, starts a
 # deployment of N news sites sharing one ring, as N machines would run it:
-# N `triad node` processes (k = 2 replicas) and N `triad nntp --node`
-# front-ends peered in a full mesh, all on 127.0.0.1 under $OUT/sites.
+# N `triad site` processes, each a node (k = 2 replicas) and the news
+# front-end on it, peered in a full mesh, all on 127.0.0.1 under
+# $OUT/sites (SITE_PROCESSES below).
 # Phases, per size, in this order:
 #   takethis (JSON: takethis_*_one): the whole feed at site 1 (the load
 #     generator talks to its front-end; the front-end puts each article
@@ -95,6 +96,11 @@
 # The sites' stores (a few GB a run) are removed once their bytes are
 # measured, their logs kept; KEEP_SITES=1 keeps them.
 #
+# Each site is one `triad site` process, its front-end calling its node
+# in-process as a site on a machine of its own would run them;
+# SITE_PROCESSES=2 runs each as a `triad node` and a `triad nntp --node`
+# process instead, talking over loopback TCP (both in the site's cgroup).
+#
 # VNODES (default 8) sets each node's virtual servers (--vnodes): more
 # spread the keys, and so the bytes and the work, more evenly over the
 # sites, at some cost in ring upkeep. Every feed starts once the ring is
@@ -132,6 +138,8 @@ for v in ARTICLES_SMALL ARTICLES_LARGE; do
     [[ ${!v:-1} =~ ^[1-9][0-9]*$ ]] || { echo "compare-inn: $v wants a positive number of articles, got ${!v}" >&2; exit 2; }
 done
 VNODES=${VNODES:-8}
+SITE_PROCESSES=${SITE_PROCESSES:-1}
+[[ $SITE_PROCESSES =~ ^[12]$ ]] || { echo "compare-inn: SITE_PROCESSES wants 1 (triad site) or 2 (triad node and triad nntp), got $SITE_PROCESSES" >&2; exit 2; }
 [[ $VNODES =~ ^[1-9][0-9]?$ ]] || { echo "compare-inn: VNODES wants 1 to 99 virtual servers per node, got $VNODES" >&2; exit 2; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ANCHOR=${ANCHOR:-$ROOT/../shared/anchors/inn2}
@@ -222,11 +230,27 @@ start_sites() {
     secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
     NEWS_ADDRS=()
     for i in $(seq 0 $((n - 1))); do
+        : >"$dir/peers$i"
+        for j in $(seq 0 $((n - 1))); do
+            [ "$i" = "$j" ] || printf '[[peer]]\nname = "site%d"\naddr = "127.0.0.1:%d"\nmode = "mesh"\nsecret = "%s"\n\n' \
+                "$((j + 1))" "$((news0 + j))" "$secret" >>"$dir/peers$i"
+        done
+        NEWS_ADDRS+=("127.0.0.1:$((news0 + i))")
+    done
+    local news=(--groups "triad.bench,triad.bench.large")
+    for i in $(seq 0 $((n - 1))); do
         join=""
-        [ "$i" = 0 ] || join="--join 127.0.0.1:$node0"
-        # shellcheck disable=SC2086
-        "$OUT/triad" node --listen "127.0.0.1:$((node0 + i))" --data "$dir/node$i" --vnodes "$VNODES" $join \
-            >"$dir/node$i.log" 2>&1 &
+        [ "$i" = 0 ] || join="127.0.0.1:$node0"
+        if [ "$SITE_PROCESSES" = 1 ]; then
+            # shellcheck disable=SC2086
+            "$OUT/triad" site --listen "127.0.0.1:$((news0 + i))" --data "$dir/site$i" --pathhost "site$((i + 1))" \
+                --peers "$dir/peers$i" "${news[@]}" --node-listen "127.0.0.1:$((node0 + i))" --node-data "$dir/node$i" \
+                --node-vnodes "$VNODES" ${join:+--node-join "$join"} >"$dir/site$i.log" 2>&1 &
+        else
+            # shellcheck disable=SC2086
+            "$OUT/triad" node --listen "127.0.0.1:$((node0 + i))" --data "$dir/node$i" --vnodes "$VNODES" \
+                ${join:+--join "$join"} >"$dir/node$i.log" 2>&1 &
+        fi
         SITE_PIDS+=($!)
         if [ -n "$CPU_PER_SITE" ]; then
             cg_make "site$((i + 1))"
@@ -242,19 +266,14 @@ start_sites() {
     local nodes=()
     for i in $(seq 0 $((n - 1))); do nodes+=("127.0.0.1:$((node0 + i))"); done
     python3 "$ROOT/scripts/wait-ring.py" "$OUT/triad" "${nodes[@]}"
-    for i in $(seq 0 $((n - 1))); do
-        : >"$dir/peers$i"
-        for j in $(seq 0 $((n - 1))); do
-            [ "$i" = "$j" ] || printf '[[peer]]\nname = "site%d"\naddr = "127.0.0.1:%d"\nmode = "mesh"\nsecret = "%s"\n\n' \
-                "$((j + 1))" "$((news0 + j))" "$secret" >>"$dir/peers$i"
+    if [ "$SITE_PROCESSES" = 2 ]; then
+        for i in $(seq 0 $((n - 1))); do
+            "$OUT/triad" nntp --listen "127.0.0.1:$((news0 + i))" --data "$dir/site$i" --node "127.0.0.1:$((node0 + i))" \
+                --pathhost "site$((i + 1))" --peers "$dir/peers$i" "${news[@]}" >"$dir/site$i.log" 2>&1 &
+            SITE_PIDS+=($!)
+            [ -z "$CPU_PER_SITE" ] || cg_add "site$((i + 1))" $!
         done
-        "$OUT/triad" nntp --listen "127.0.0.1:$((news0 + i))" --data "$dir/site$i" --node "127.0.0.1:$((node0 + i))" \
-            --pathhost "site$((i + 1))" --peers "$dir/peers$i" --groups triad.bench,triad.bench.large \
-            >"$dir/site$i.log" 2>&1 &
-        SITE_PIDS+=($!)
-        [ -z "$CPU_PER_SITE" ] || cg_add "site$((i + 1))" $!
-        NEWS_ADDRS+=("127.0.0.1:$((news0 + i))")
-    done
+    fi
     for i in $(seq 0 $((n - 1))); do
         for _ in $(seq 100); do
             # shellcheck disable=SC2016 # $0 is the inner shell's

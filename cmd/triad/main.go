@@ -26,6 +26,7 @@ func init() {
 		{"up", "start a small local ring on 127.0.0.1 (try this first)", runUp},
 		{"node", "run one triad node process", runNode},
 		{"nntp", "run a news server (NNTP), standalone or on the DHT", runNNTP},
+		{"site", "run a news site of the DHT in one process: a node and the news server on it", runSite},
 		{"ring", "show the ring as one node sees it", runRing},
 		{"lookup", "find the successors of a key", runLookup},
 		{"put", "store a file in the DHT; prints its key", runPut},

@@ -22,9 +22,10 @@ var ErrClosed = errors.New("client: connection closed")
 
 // Client is a connection to one node. It is safe for concurrent use.
 type Client struct {
-	addr string
-	nc   net.Conn
-	q    chan []byte
+	addr  string
+	nc    net.Conn    // nil for a Link
+	q     chan []byte // frames for nc
+	local Link        // the node in this process, or nil
 
 	mu      sync.Mutex
 	pending map[uint64]chan reply
@@ -47,6 +48,46 @@ type Options struct {
 	// certificate; the node must present its own, from the same CA,
 	// naming the address dialled.
 	TLS *pki.Bundle
+	// Local, if set, is a node in this process: calls to its address go
+	// through the Link it makes, not a socket.
+	Local *Local
+}
+
+// Local is a node in the client's own process (a news site's front-end
+// that embeds its node): Attach links a new client to it, given the
+// function that client's replies must go to.
+type Local struct {
+	Addr   string
+	Attach func(deliver func(wire.Envelope)) Link
+}
+
+// A Link carries a client's requests to a node in its own process
+// (tcp.Local): no socket and no codec; replies come back through the
+// function the link was made with.
+type Link interface {
+	Send(ctx context.Context, e wire.Envelope) error
+	// Done is closed when the node has stopped: it answers no more.
+	Done() <-chan struct{}
+	Close()
+}
+
+// newClient makes a client of the node at addr; its caller connects it.
+func newClient(addr string) *Client {
+	return &Client{addr: addr, pending: make(map[uint64]chan reply), done: make(chan struct{})}
+}
+
+// attach makes a client of the node in this process.
+func attach(l *Local) *Client {
+	c := newClient(l.Addr)
+	c.local = l.Attach(c.deliver)
+	go func() {
+		select {
+		case <-c.local.Done():
+			c.fail(fmt.Errorf("%w: the node in this process has stopped", ErrClosed))
+		case <-c.done:
+		}
+	}()
+	return c
 }
 
 // Dial connects to the node at addr.
@@ -56,6 +97,9 @@ func Dial(ctx context.Context, addr string) (*Client, error) {
 
 // DialOptions connects to the node at addr with opt.
 func DialOptions(ctx context.Context, addr string, opt Options) (*Client, error) {
+	if opt.Local != nil && addr == opt.Local.Addr {
+		return attach(opt.Local), nil
+	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -75,7 +119,8 @@ func DialOptions(ctx context.Context, addr string, opt Options) (*Client, error)
 		nc.SetDeadline(time.Time{})
 		nc = tc
 	}
-	c := &Client{addr: addr, nc: nc, q: make(chan []byte, 256), pending: make(map[uint64]chan reply), done: make(chan struct{})}
+	c := newClient(addr)
+	c.nc, c.q = nc, make(chan []byte, 256)
 	go c.write()
 	go c.read()
 	return c, nil
@@ -98,7 +143,11 @@ func (c *Client) fail(err error) {
 	}
 	c.err = err
 	close(c.done)
-	c.nc.Close()
+	if c.local != nil {
+		c.local.Close()
+	} else {
+		c.nc.Close()
+	}
 	for id, ch := range c.pending {
 		ch <- reply{err: err}
 		delete(c.pending, id)
@@ -148,21 +197,26 @@ func (c *Client) read() {
 			c.fail(fmt.Errorf("client: bad frame from %s: %w", c.addr, err))
 			return
 		}
-		if e.Kind != wire.Reply {
-			continue
-		}
-		c.mu.Lock()
-		ch := c.pending[e.ReqID]
-		delete(c.pending, e.ReqID)
-		c.mu.Unlock()
-		if ch == nil {
-			continue // the caller gave up
-		}
-		if we, ok := e.Msg.(*wire.Error); ok {
-			ch <- reply{err: we}
-		} else {
-			ch <- reply{m: e.Msg}
-		}
+		c.deliver(e)
+	}
+}
+
+// deliver hands a reply to the call waiting for it; it never blocks.
+func (c *Client) deliver(e wire.Envelope) {
+	if e.Kind != wire.Reply {
+		return
+	}
+	c.mu.Lock()
+	ch := c.pending[e.ReqID]
+	delete(c.pending, e.ReqID)
+	c.mu.Unlock()
+	if ch == nil {
+		return // the caller gave up
+	}
+	if we, ok := e.Msg.(*wire.Error); ok {
+		ch <- reply{err: we}
+	} else {
+		ch <- reply{m: e.Msg}
 	}
 }
 
@@ -181,6 +235,17 @@ func (c *Client) Call(ctx context.Context, m wire.Msg) (wire.Msg, error) {
 	c.pending[reqID] = ch
 	c.mu.Unlock()
 	e := wire.Envelope{Kind: wire.Request, ReqID: reqID, Msg: m}
+	if c.local != nil {
+		if err := c.local.Send(ctx, e); err != nil {
+			c.forget(reqID)
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			c.fail(fmt.Errorf("%w: %v", ErrClosed, err))
+			return nil, c.closedErr()
+		}
+		return c.wait(ctx, reqID, ch)
+	}
 	// Sized first: a batch of blocks is copied into the frame once, not
 	// again at each doubling of a growing buffer.
 	frame := wire.AppendFrame(make([]byte, 0, wire.Size(e)+4), e)
@@ -192,6 +257,11 @@ func (c *Client) Call(ctx context.Context, m wire.Msg) (wire.Msg, error) {
 	case <-c.done:
 		return nil, c.closedErr()
 	}
+	return c.wait(ctx, reqID, ch)
+}
+
+// wait waits for the reply to request reqID, or for ctx.
+func (c *Client) wait(ctx context.Context, reqID uint64, ch chan reply) (wire.Msg, error) {
 	select {
 	case r := <-ch:
 		return r.m, r.err

@@ -202,7 +202,7 @@ func (d *Deployment) startSites(ctx context.Context) error {
 	}
 	for i := range d.o.Sites {
 		o, n := d.o.siteOptions(d.site, i), d.Nodes[i*d.o.Nodes]
-		o.Node = n.Addr
+		o.Node, o.Local = n.Addr, n.Local()
 		if d.ca != nil {
 			if o.Bundle, err = d.ca.bundle(pki.Identity{Name: o.PathHost, Site: o.PathHost, Role: pki.RoleSite}); err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"triad/internal/client"
 
 	"triad/internal/config"
 	"triad/internal/pki"
@@ -101,6 +102,10 @@ type Options struct {
 	Bundle *pki.Bundle
 	// PeerListener is a listener for PeerListen, already bound.
 	PeerListener net.Listener
+	// Local, if set, is the node at Node running in this process (triad
+	// site, triad up): articles go to it by a call into its event loop,
+	// not over a socket, as a site on a machine of its own would run it.
+	Local *client.Local
 }
 
 // TLSSecret, as a peer's secret, makes its link mutual TLS: the site

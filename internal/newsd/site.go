@@ -116,7 +116,7 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (_ *Site, err error
 func (s *Site) openSite(ctx context.Context, o Options, set settings, bundle *pki.Bundle) error {
 	s.Where = "local spool"
 	if o.Node != "" {
-		cl, err := client.DialClusterOptions(ctx, client.Options{TLS: bundle}, o.Node)
+		cl, err := client.DialClusterOptions(ctx, client.Options{TLS: bundle, Local: o.Local}, o.Node)
 		if err != nil {
 			return fmt.Errorf("nntp: node %s: %w", o.Node, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"time"
+	"triad/internal/client"
 
 	"triad/internal/deploy"
 	"triad/internal/metrics"
@@ -147,6 +148,13 @@ func (n *Node) build(a assembly, o Options, rec *status.Recorder, log *slog.Logg
 	n.Page = &status.Sources{Name: name, Node: mc.Snapshot, Store: mc.StoreStats, Log: rec}
 	n.HTTP.Mux.Handle("/", status.Handler(n.Page))
 	return nil
+}
+
+// Local is the node as a client in its own process reaches it
+// (client.Options.Local): calls enter its event loop through a tcp.Local,
+// with no socket.
+func (n *Node) Local() *client.Local {
+	return &client.Local{Addr: n.Addr, Attach: func(deliver func(wire.Envelope)) client.Link { return n.Driver.Attach(deliver) }}
 }
 
 // Wait waits until the node has stopped (its context ended, or Close) and

@@ -302,6 +302,7 @@ type Driver struct {
 	mu      sync.Mutex
 	conns   map[node.Addr]*conn // outbound peers, and routes back on accepted connections ("@...")
 	inbound map[node.Addr]*conn // the latest proven accepted connection of each peer
+	locals  map[node.Addr]*Local
 
 	serverTLS *tls.Config // with Config.TLS
 	nextCli   uint64
@@ -363,6 +364,7 @@ func Listen(cfg Config) (*Driver, error) {
 		done:        make(chan struct{}),
 		conns:       make(map[node.Addr]*conn),
 		inbound:     make(map[node.Addr]*conn),
+		locals:      make(map[node.Addr]*Local),
 		handshaking: make(chan struct{}, maxHandshakes),
 		serverTLS: func() *tls.Config {
 			if cfg.TLS == nil {
@@ -921,6 +923,10 @@ func (d *Driver) dropRoute(c *conn) {
 
 // send encodes e and queues it for to; it never blocks.
 func (d *Driver) send(to node.Addr, e wire.Envelope) {
+	if isLocal(to) {
+		d.sendLocal(to, e)
+		return
+	}
 	size := wire.Size(e)
 	if size > d.cfg.MaxFrameBytes {
 		d.Stats.QueueDrops.Add(1)

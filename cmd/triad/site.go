@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"triad/internal/config"
+	"triad/internal/newsd"
+	"triad/internal/noded"
+)
+
+const siteAbout = `
+Runs a whole news site of a UsenetDHT deployment in one process: a triad node
+on --node-listen, and on it the news server of 'triad nntp' on --listen. The
+news server hands articles to its node by a call, not over a socket, as a
+site on a machine of its own would run them; the node serves the other
+sites' nodes and clients as 'triad node' does.
+
+Every flag of 'triad nntp' is here as it is there. Every flag of 'triad
+node' is here with node- in front: --node-listen, --node-join, --node-vnodes,
+--node-data (default: DATA/node, DATA being --data), --node-tls, ... A
+--config file's [node] table sets the node and its [nntp] table (with its
+[[nntp.peer]] tables) the news server; flags override both. --node is the
+node's own address and cannot be given.
+
+SIGINT or SIGTERM stops the news server first (what it has acknowledged is
+in its journal and on the node) and then the node, which leaves the ring
+gracefully.
+
+Example (three sites on one machine, one ring):
+  triad site --listen 127.0.0.1:1119 --data s1 --node-listen 127.0.0.1:4001
+  triad site --listen 127.0.0.1:1120 --data s2 --node-listen 127.0.0.1:4002 --node-join 127.0.0.1:4001
+  triad site --listen 127.0.0.1:1121 --data s3 --node-listen 127.0.0.1:4003 --node-join 127.0.0.1:4001`
+
+// nodePrefix starts the name of each of the node's flags on triad site.
+const nodePrefix = "node-"
+
+func runSite(args []string, stdout, stderr io.Writer) error {
+	news, node := newsd.DefaultOptions(), noded.DefaultOptions()
+	fs := newFlags("site", "site --listen ADDR --data DIR --node-listen ADDR [--node-join ADDR] [nntp and node- flags]", siteAbout, stderr)
+	news.RegisterFlags(fs)
+	nodeFlags := flag.NewFlagSet("node", flag.ContinueOnError)
+	node.RegisterFlags(nodeFlags)
+	nodeFlags.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, nodePrefix+f.Name, f.Usage) })
+	profile := addProfileFlag(fs, "the site until it stops")
+	if err := parseSite(fs, nodeFlags, args, &news, &node); err != nil {
+		return err
+	}
+	stopProfile, err := profile.start()
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	relaxGC()
+	limitMemory(news.GoMemoryLimitMB())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The node outlives the news server: the server's last flush goes
+	// through it.
+	n, err := noded.Start(context.Background(), node, log.With("part", "node"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "triad site: node listening on %s, data in %s, %d vnode(s)\n", n.Addr, n.Data, node.Vnodes)
+	report := func(s string) { fmt.Fprintf(stderr, "triad site: %s\n", s) }
+	if err := n.WaitJoined(ctx, node.Join, node.JoinTimeout, report); err != nil {
+		return errors.Join(err, n.Close())
+	}
+	news.Node, news.Local = n.Addr, n.Local()
+	site, err := newsd.Start(ctx, news, log.With("part", "news"))
+	if err != nil {
+		return errors.Join(err, n.Close())
+	}
+	fmt.Fprintf(stdout, "triad site: serving news on %s (%s), data in %s\n", site.Addr, strings.Join(site.Groups, ", "), news.Data)
+	select {
+	case <-ctx.Done():
+	case <-waitNode(n):
+		err = fmt.Errorf("the node stopped: %w", n.Wait())
+	}
+	return errors.Join(err, site.Close(), n.Close())
+}
+
+// waitNode is closed when n has stopped.
+func waitNode(n *noded.Node) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		n.Wait()
+		close(done)
+	}()
+	return done
+}
+
+// parseSite parses triad site's command line: the news server's flags,
+// the node's with nodePrefix (bound to nodeFlags' values too), then the
+// --config file's [nntp] and [node] tables where no flag was given, then
+// each side's checks.
+func parseSite(fs, nodeFlags *flag.FlagSet, args []string, news *newsd.Options, node *noded.Options) error {
+	path := fs.String("config", "", "configuration `file` (TOML; see 'triad config'): its [node] and [nntp] tables; flags given here override it")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	// What the command line set on the node, nodeFlags knows too, so that
+	// the file does not override it.
+	var setErr error
+	fs.Visit(func(f *flag.Flag) {
+		if name, ok := strings.CutPrefix(f.Name, nodePrefix); ok && nodeFlags.Lookup(name) != nil {
+			setErr = errors.Join(setErr, nodeFlags.Set(name, f.Value.String()))
+		}
+	})
+	if setErr != nil {
+		return usageErr(fs, "%v", setErr)
+	}
+	if *path != "" {
+		f, err := config.Load(*path)
+		if err != nil {
+			return err
+		}
+		if err := applyTable(f, "nntp", fs, news); err != nil {
+			return err
+		}
+		if err := applyTable(f, "node", nodeFlags, node); err != nil {
+			return err
+		}
+	}
+	if news.Node != "" {
+		return usageErr(fs, "--node %s: a site's node is its own (--node-listen)", news.Node)
+	}
+	if node.Data == "" {
+		node.Data = filepath.Join(news.Data, "node")
+	}
+	if err := node.Validate(); err != nil {
+		return usageErr(fs, "node: %v", err)
+	}
+	news.Node = node.Listen // checked as a site on the DHT; the real address once it listens
+	if err := news.Validate(); err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	news.Node = ""
+	return nil
+}

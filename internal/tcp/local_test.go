@@ -1,0 +1,132 @@
+package tcp
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"triad/internal/client"
+	"triad/internal/node"
+	"triad/internal/wire"
+)
+
+// keepHandler answers a ClientPut with a Block of its own buffer, and
+// keeps the put's data and every sender it saw.
+type keepHandler struct {
+	buf  []byte
+	kept []byte
+	from []node.Addr
+}
+
+func (h *keepHandler) Handle(env node.Env, ev node.Event) {
+	if r, ok := ev.(node.Request); ok {
+		r.Fn(env)
+		return
+	}
+	in, ok := ev.(node.MsgIn)
+	if !ok {
+		return
+	}
+	h.from = append(h.from, in.From)
+	if m, ok := in.Env.Msg.(*wire.ClientPut); ok && in.Env.Kind == wire.Request {
+		h.kept = m.Data
+		env.Send(in.From, wire.Envelope{Kind: wire.Reply, ReqID: in.Env.ReqID, Msg: &wire.Block{Data: h.buf}})
+	}
+}
+
+func localOptions(d *Driver) client.Options {
+	return client.Options{Local: &client.Local{Addr: d.Addr(), Attach: func(deliver func(wire.Envelope)) client.Link { return d.Attach(deliver) }}}
+}
+
+func TestLocalClientCallsWithoutASocket(t *testing.T) {
+	h := &keepHandler{buf: []byte("the node's bytes")}
+	d := runDriver(t, Config{}, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.DialOptions(ctx, d.Addr(), localOptions(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sent := []byte("the client's bytes")
+	m, err := c.Call(ctx, &wire.ClientPut{Data: sent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := m.(*wire.Block)
+	if !ok || string(got.Data) != "the node's bytes" {
+		t.Fatalf("reply %#v, want the node's Block", m)
+	}
+	// Neither side shares a buffer with the other.
+	copy(sent, "XXXX")
+	var kept string
+	var from []node.Addr
+	if err := d.Do(ctx, func(node.Env) { kept, from = string(h.kept), h.from; copy(h.buf, "YYYY") }); err != nil {
+		t.Fatal(err)
+	}
+	if kept != "the client's bytes" {
+		t.Errorf("the node's copy of the put became %q when the client changed its buffer", kept)
+	}
+	if string(got.Data) != "the node's bytes" {
+		t.Errorf("the client's reply became %q when the node changed its buffer", got.Data)
+	}
+	if len(from) != 1 || !strings.HasPrefix(from[0], localRoute) {
+		t.Errorf("the node saw senders %q, want one route of a Local", from)
+	}
+	if n := d.accepted.Load(); n != 0 {
+		t.Errorf("%d connections accepted, want none: a Local uses no socket", n)
+	}
+}
+
+func TestLocalClientMaySendOnlyAClientsMessages(t *testing.T) {
+	h := &keepHandler{}
+	d := runDriver(t, Config{}, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l := d.Attach(func(wire.Envelope) { t.Error("a reply to a refused message") })
+	defer l.Close()
+	if err := l.Send(ctx, wire.Envelope{Kind: wire.OneWay, Msg: &wire.Proof{Nonce: 1}}); err == nil {
+		t.Fatal("a Local sent a node's message (Proof)")
+	}
+	var seen int
+	if err := d.Do(ctx, func(node.Env) { seen = len(h.from) }); err != nil {
+		t.Fatal(err)
+	}
+	if seen != 0 {
+		t.Errorf("the node received %d messages, want none", seen)
+	}
+}
+
+func TestLocalClientFailsOnceTheNodeStops(t *testing.T) {
+	cfg := Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()}
+	d, err := Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	run, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(run, &keepHandler{}) }()
+	c, err := client.DialOptions(ctx, d.Addr(), localOptions(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Call(ctx, &wire.ClientPut{Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// A call after the stop fails at once, not at ctx's deadline.
+	if _, err := c.Call(ctx, &wire.ClientPut{Data: []byte("x")}); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("a call after the node stopped: %v, want client.ErrClosed", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the call waited for its deadline")
+	}
+}
