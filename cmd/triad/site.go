@@ -47,10 +47,7 @@ const nodePrefix = "node-"
 func runSite(args []string, stdout, stderr io.Writer) error {
 	news, node := newsd.DefaultOptions(), noded.DefaultOptions()
 	fs := newFlags("site", "site --listen ADDR --data DIR --node-listen ADDR [--node-join ADDR] [nntp and node- flags]", siteAbout, stderr)
-	news.RegisterFlags(fs)
-	nodeFlags := flag.NewFlagSet("node", flag.ContinueOnError)
-	node.RegisterFlags(nodeFlags)
-	nodeFlags.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, nodePrefix+f.Name, f.Usage) })
+	nodeFlags := registerSiteFlags(fs, &news, &node)
 	profile := addProfileFlag(fs, "the site until it stops")
 	if err := parseSite(fs, nodeFlags, args, &news, &node); err != nil {
 		return err
@@ -61,7 +58,7 @@ func runSite(args []string, stdout, stderr io.Writer) error {
 	}
 	defer stopProfile()
 	relaxGC()
-	limitMemory(news.GoMemoryLimitMB())
+	limitMemory(siteMemoryLimitMB(&news))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -90,6 +87,21 @@ func runSite(args []string, stdout, stderr io.Writer) error {
 	return errors.Join(err, site.Close(), n.Close())
 }
 
+// nodeMemoryMB is the node's part of a site's soft memory limit: its
+// driver's inbound and outbound byte budgets (256 and 128 MiB by
+// default) and the entries its engine has not yet checkpointed.
+const nodeMemoryMB = 512
+
+// siteMemoryLimitMB is the soft limit of a site process's Go memory: the
+// news server's (its --memory-limit-mb on top of its article cache) and
+// the node's beside it; 0 (none) if the news server has none.
+func siteMemoryLimitMB(news *newsd.Options) int {
+	if mb := news.GoMemoryLimitMB(); mb > 0 {
+		return mb + nodeMemoryMB
+	}
+	return 0
+}
+
 // waitNode is closed when n has stopped.
 func waitNode(n *noded.Node) <-chan struct{} {
 	done := make(chan struct{})
@@ -98,6 +110,17 @@ func waitNode(n *noded.Node) <-chan struct{} {
 		close(done)
 	}()
 	return done
+}
+
+// registerSiteFlags defines on fs the news server's flags and the
+// node's with nodePrefix; it returns the node's flags under their own
+// names, bound to the same values.
+func registerSiteFlags(fs *flag.FlagSet, news *newsd.Options, node *noded.Options) *flag.FlagSet {
+	news.RegisterFlags(fs)
+	nodeFlags := flag.NewFlagSet("node", flag.ContinueOnError)
+	node.RegisterFlags(nodeFlags)
+	nodeFlags.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, nodePrefix+f.Name, f.Usage) })
+	return nodeFlags
 }
 
 // parseSite parses triad site's command line: the news server's flags,
@@ -144,10 +167,9 @@ func parseSite(fs, nodeFlags *flag.FlagSet, args []string, news *newsd.Options, 
 	if err := node.Validate(); err != nil {
 		return usageErr(fs, "node: %v", err)
 	}
-	news.Node = node.Listen // checked as a site on the DHT; the real address once it listens
+	news.Node = node.Listen // a site on the DHT; the address it listens on once it does
 	if err := news.Validate(); err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	news.Node = ""
 	return nil
 }
