@@ -242,12 +242,10 @@ start_sites() {
         join=""
         [ "$i" = 0 ] || join="127.0.0.1:$node0"
         if [ "$SITE_PROCESSES" = 1 ]; then
-            # shellcheck disable=SC2086
             "$OUT/triad" site --listen "127.0.0.1:$((news0 + i))" --data "$dir/site$i" --pathhost "site$((i + 1))" \
                 --peers "$dir/peers$i" "${news[@]}" --node-listen "127.0.0.1:$((node0 + i))" --node-data "$dir/node$i" \
                 --node-vnodes "$VNODES" ${join:+--node-join "$join"} >"$dir/site$i.log" 2>&1 &
         else
-            # shellcheck disable=SC2086
             "$OUT/triad" node --listen "127.0.0.1:$((node0 + i))" --data "$dir/node$i" --vnodes "$VNODES" \
                 ${join:+--join "$join"} >"$dir/node$i.log" 2>&1 &
         fi

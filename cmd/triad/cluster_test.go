@@ -169,12 +169,13 @@ func (c *cluster) waitIDs(p *nodeProc, vnodes int) {
 	}
 }
 
-// parseIDs reads the vnode IDs a node prints after "listening on".
+// parseIDs reads the vnode IDs a node (or a site's node) prints after
+// "listening on".
 func parseIDs(stdout []string) []string {
 	var ids []string
 	started := false
 	for _, line := range stdout {
-		if strings.HasPrefix(line, "triad node: listening on") {
+		if strings.HasPrefix(line, "triad node: listening on") || strings.HasPrefix(line, "triad site: node listening on") {
 			started = true
 			continue
 		}

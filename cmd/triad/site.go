@@ -68,10 +68,13 @@ func runSite(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "triad site: node listening on %s, data in %s, %d vnode(s)\n", n.Addr, n.Data, node.Vnodes)
+	fmt.Fprintf(stdout, "triad site: node listening on %s, data in %s, %d vnode(s):\n", n.Addr, n.Data, node.Vnodes)
+	for _, x := range n.Host.State.IDs {
+		fmt.Fprintf(stdout, "  %s\n", x)
+	}
 	report := func(s string) { fmt.Fprintf(stderr, "triad site: %s\n", s) }
-	if err := n.WaitJoined(ctx, node.Join, node.JoinTimeout, report); err != nil {
-		return errors.Join(err, n.Close())
+	if err := n.WaitJoined(ctx, node.Join, node.JoinTimeout, report); err != nil || ctx.Err() != nil {
+		return errors.Join(err, n.Close()) // a signal while joining: stopped
 	}
 	news.Node, news.Local = n.Addr, n.Local()
 	site, err := newsd.Start(ctx, news, log.With("part", "news"))
@@ -79,6 +82,12 @@ func runSite(args []string, stdout, stderr io.Writer) error {
 		return errors.Join(err, n.Close())
 	}
 	fmt.Fprintf(stdout, "triad site: serving news on %s (%s), data in %s\n", site.Addr, strings.Join(site.Groups, ", "), news.Data)
+	if n.HTTP != nil {
+		fmt.Fprintf(stdout, "triad site: the node's status page on http://%s/, metrics on http://%s/metrics\n", n.HTTP.Addr, n.HTTP.Addr)
+	}
+	if site.HTTPAddr != "" {
+		fmt.Fprintf(stdout, "triad site: the news server's status page on http://%s/, metrics on http://%s/metrics\n", site.HTTPAddr, site.HTTPAddr)
+	}
 	select {
 	case <-ctx.Done():
 	case <-waitNode(n):
@@ -120,6 +129,7 @@ func registerSiteFlags(fs *flag.FlagSet, news *newsd.Options, node *noded.Option
 	nodeFlags := flag.NewFlagSet("node", flag.ContinueOnError)
 	node.RegisterFlags(nodeFlags)
 	nodeFlags.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, nodePrefix+f.Name, f.Usage) })
+	fs.Lookup(nodePrefix + "data").Usage = "the node's data `directory` (default: the node folder in --data)"
 	return nodeFlags
 }
 
@@ -146,9 +156,10 @@ func parseSite(fs, nodeFlags *flag.FlagSet, args []string, news *newsd.Options, 
 	if setErr != nil {
 		return usageErr(fs, "%v", setErr)
 	}
+	var f *config.File
 	if *path != "" {
-		f, err := config.Load(*path)
-		if err != nil {
+		var err error
+		if f, err = config.Load(*path); err != nil {
 			return err
 		}
 		if err := applyTable(f, "nntp", fs, news); err != nil {
@@ -165,11 +176,15 @@ func parseSite(fs, nodeFlags *flag.FlagSet, args []string, news *newsd.Options, 
 		node.Data = filepath.Join(news.Data, "node")
 	}
 	if err := node.Validate(); err != nil {
-		return usageErr(fs, "node: %v", err)
+		if explained := f.Explain("node", err); explained != err {
+			return usageErr(fs, "%v", explained) // a value from the file's [node], by its line
+		}
+		// The node's checks name its own flags: here they are node- ones.
+		return usageErr(fs, "%s", strings.ReplaceAll(err.Error(), "--", "--"+nodePrefix))
 	}
 	news.Node = node.Listen // a site on the DHT; the address it listens on once it does
 	if err := news.Validate(); err != nil {
-		return usageErr(fs, "%v", err)
+		return usageErr(fs, "%v", f.Explain("nntp", err))
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ func startSites(t *testing.T, n int) ([]*proc.Proc, []string) {
 		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", newsPort+i))
 	}
 	var sites []*proc.Proc
+	ring := &cluster{t: t, bin: bin, dir: dir} // its checks, over the sites' nodes
 	for i := range n {
 		var peers strings.Builder
 		for j := range n {
@@ -55,7 +56,11 @@ func startSites(t *testing.T, n int) ([]*proc.Proc, []string) {
 		})
 		startSite(t, p)
 		sites = append(sites, p)
+		ring.procs = append(ring.procs, &nodeProc{Proc: p, name: fmt.Sprintf("site%d", i+1), addr: fmt.Sprintf("127.0.0.1:%d", nodePort+i), ids: parseIDs(p.Lines())})
 	}
+	// The feed starts once every successor list is whole: a put needs
+	// two live hosts for its key.
+	ring.waitConsistent("three sites started", time.Minute)
 	return sites, addrs
 }
 
@@ -133,8 +138,12 @@ func waitAnnounced(t *testing.T, addr string, arts fedArticles, fed feedOutcome,
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f := strings.Fields(string(l)); len(f) > 1 && f[0] == "211" {
-			count, _ = strconv.Atoi(f[1])
+		f := strings.Fields(string(l))
+		if len(f) < 2 || f[0] != "211" {
+			t.Fatalf("GROUP local.test at %s: %q", addr, l)
+		}
+		if count, err = strconv.Atoi(f[1]); err != nil {
+			t.Fatalf("GROUP local.test at %s: %q", addr, l)
 		}
 		if count >= len(fed.acked) {
 			return
@@ -168,5 +177,49 @@ func TestSiteMemoryLimitLeavesRoomForCacheAndNode(t *testing.T) {
 	news.MemoryLimitMB = 0
 	if got := siteMemoryLimitMB(&news); got != 0 {
 		t.Errorf("soft memory limit %d MiB with none asked for, want 0", got)
+	}
+}
+
+// TestSiteFlagsAndConfig: triad site takes the news server's flags as
+// they are and the node's with node- in front; a --config file's [nntp]
+// and [node] tables set both where no flag does, and a bad value names
+// its line in the file or its node- flag.
+func TestSiteFlagsAndConfig(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "site.toml")
+	write := func(text string) {
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var said strings.Builder // what a usage error prints
+	parse := func(args ...string) (newsd.Options, noded.Options, error) {
+		news, node := newsd.DefaultOptions(), noded.DefaultOptions()
+		fs := flag.NewFlagSet("site", flag.ContinueOnError)
+		said.Reset()
+		fs.SetOutput(&said)
+		nodeFlags := registerSiteFlags(fs, &news, &node)
+		return news, node, parseSite(fs, nodeFlags, args, &news, &node)
+	}
+	write("[nntp]\ncache-mb = 10\n\n[node]\nlisten = \"127.0.0.1:4009\"\nvnodes = 5\n")
+	news, node, err := parse("--config", conf, "--data", dir, "--node-vnodes", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Vnodes != 3 || node.Listen != "127.0.0.1:4009" || news.CacheMB != 10 {
+		t.Errorf("vnodes %d (flag: 3), listen %q (file), cache %d MiB (file: 10)", node.Vnodes, node.Listen, news.CacheMB)
+	}
+	if want := filepath.Join(dir, "node"); node.Data != want {
+		t.Errorf("the node's data in %q, want %q", node.Data, want)
+	}
+	if _, _, err := parse("--data", dir, "--node-listen", "127.0.0.1:4009", "--node", "127.0.0.1:4010"); err == nil {
+		t.Error("--node was taken: a site's node is its own")
+	}
+	if _, _, err := parse("--data", dir, "--node-listen", "127.0.0.1:4009", "--node-vnodes", "100"); err == nil || !strings.Contains(said.String(), "--node-vnodes 100") {
+		t.Errorf("a bad --node-vnodes: %v, %q, want an error naming --node-vnodes", err, said.String())
+	}
+	write("[node]\nlisten = \"127.0.0.1:4009\"\nvnodes = 100\n")
+	if _, _, err := parse("--config", conf, "--data", dir); err == nil || !strings.Contains(said.String(), conf+":3") {
+		t.Errorf("a bad vnodes in [node]: %v, %q, want an error naming %s:3", err, said.String(), conf)
 	}
 }

@@ -65,6 +65,8 @@ type Local struct {
 // (tcp.Local): no socket and no codec; replies come back through the
 // function the link was made with.
 type Link interface {
+	// Send hands the node e, waiting for room until ctx ends; an error
+	// fails this message only, unless the node has stopped (Done).
 	Send(ctx context.Context, e wire.Envelope) error
 	// Done is closed when the node has stopped: it answers no more.
 	Done() <-chan struct{}
@@ -238,11 +240,13 @@ func (c *Client) Call(ctx context.Context, m wire.Msg) (wire.Msg, error) {
 	if c.local != nil {
 		if err := c.local.Send(ctx, e); err != nil {
 			c.forget(reqID)
-			if ctx.Err() != nil {
-				return nil, err
+			select {
+			case <-c.local.Done():
+				c.fail(fmt.Errorf("%w: the node in this process has stopped", ErrClosed))
+				return nil, c.closedErr()
+			default:
+				return nil, err // this call's alone
 			}
-			c.fail(fmt.Errorf("%w: %v", ErrClosed, err))
-			return nil, c.closedErr()
 		}
 		return c.wait(ctx, reqID, ch)
 	}

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"triad/internal/client"
 
+	"triad/internal/client"
 	"triad/internal/config"
 	"triad/internal/pki"
 	"triad/internal/usenet"

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
-	"triad/internal/client"
 
+	"triad/internal/client"
 	"triad/internal/deploy"
 	"triad/internal/metrics"
 	"triad/internal/node"

@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"triad/internal/node"
@@ -176,6 +177,8 @@ func (h *handshake) claim(out []action, addr node.Addr, now time.Time) []action 
 	switch {
 	case addr == h.self:
 		return append(out, action{verb: closeForged, why: "claims to be this node"})
+	case strings.HasPrefix(addr, "@"):
+		return append(out, action{verb: closeForged, why: "claims a route of this node's, not an address"})
 	case h.cert != nil && addr != h.cert.Addr:
 		return append(out, action{verb: closeForged,
 			why: fmt.Sprintf("claims an address its certificate (%s of %s) does not name", h.cert.Name, h.cert.Site)})

@@ -47,6 +47,12 @@ func newByteBudget(n, reserve int) *byteBudget {
 // limit). It fails with errStopping once the budget is closed and with
 // os.ErrDeadlineExceeded at by.
 func (b *byteBudget) acquire(n int, large bool, by time.Time) error {
+	return b.acquireOr(n, large, by, nil)
+}
+
+// acquireOr is acquire that also gives up, with errGaveUp, once quit is
+// closed.
+func (b *byteBudget) acquireOr(n int, large bool, by time.Time, quit <-chan struct{}) error {
 	var timeout <-chan time.Time
 	for {
 		b.mu.Lock()
@@ -75,6 +81,8 @@ func (b *byteBudget) acquire(n int, large bool, by time.Time) error {
 		case <-changed:
 		case <-timeout:
 			return fmt.Errorf("waiting for %d bytes of frame budget: %w", n, os.ErrDeadlineExceeded)
+		case <-quit:
+			return errGaveUp
 		}
 	}
 }
@@ -177,6 +185,8 @@ const (
 var (
 	// errStopping ends a reader when the driver stops.
 	errStopping = errors.New("tcp: driver stopping")
+	// errGaveUp: the waiter stopped waiting (acquireOr's quit).
+	errGaveUp = errors.New("tcp: gave up waiting for budget")
 	// errBadFrame wraps a frame that does not decode.
 	errBadFrame = errors.New("tcp: bad frame")
 )

@@ -18,10 +18,12 @@ import (
 // a site keeps itself costs a call rather than two system calls and a
 // codec each way.
 //
-// It is a client like any other to the node: it may send what a client
-// on the node's own machine may (wire.RoleOf), its replies are answered
-// to a route of its own ("@local/N"), and what it sends holds the
-// driver's inbound budget until the loop has handled it. Messages cross
+// It is a client like any other to the node, but for its trust: it may
+// send a client's and an operator's messages (it is the node's own
+// process), never a node's (wire.RoleOf); its replies are answered to a
+// route of its own ("@local/N"; a peer that claims such a name is refused
+// at its handshake); and what it sends holds the driver's inbound budget
+// until the loop has handled it. Messages cross
 // as copies (wire.Clone), as the codec would make them, so neither side
 // shares a buffer with the other.
 type Local struct {
@@ -47,33 +49,35 @@ func (d *Driver) Attach(deliver func(wire.Envelope)) *Local {
 	return l
 }
 
-// Addr is the node's address.
-func (l *Local) Addr() string { return l.d.addr }
-
 // Send hands the node a request (or a one-way message), waiting for
-// room in the inbound budget until ctx ends.
+// room in the inbound budget until ctx ends. It fails with ErrStopped
+// once the node has stopped; the Local is of no more use then.
 func (l *Local) Send(ctx context.Context, e wire.Envelope) error {
-	if wire.RoleOf(e.Msg.Type()) == wire.RoleNode {
-		return fmt.Errorf("tcp: %v is a node's message, not a client's", e.Msg.Type())
+	if err := checkLocal(e); err != nil {
+		return err
 	}
 	select {
 	case <-l.d.done:
 		return ErrStopped
 	default:
 	}
-	e.Msg = wire.Clone(e.Msg)
+	// The budget first, then the copy it pays for: a sender waiting for
+	// room holds no copy the budget does not count.
 	size := wire.Size(e)
 	if size > l.d.cfg.MaxFrameBytes {
 		return fmt.Errorf("tcp: a %v of %d bytes is over the frame limit (%d)", e.Msg.Type(), size, l.d.cfg.MaxFrameBytes)
 	}
 	by, _ := ctx.Deadline()
-	var ch charge
-	if err := l.d.take(&ch, size, size > smallFrame, true, by); err != nil {
-		if errors.Is(err, errStopping) {
-			return ErrStopped
-		}
+	ch := charge{bytes: size}
+	switch err := l.d.inflight.acquireOr(size, size > smallFrame, by, ctx.Done()); {
+	case errors.Is(err, errStopping):
+		return ErrStopped
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
 		return err
 	}
+	e.Msg = wire.Clone(e.Msg)
 	select {
 	case l.d.msgs <- inboundMsg{node.MsgIn{From: l.route, Env: e}, ch}:
 		return nil
@@ -84,6 +88,21 @@ func (l *Local) Send(ctx context.Context, e wire.Envelope) error {
 		l.d.release(ch)
 		return ErrStopped
 	}
+}
+
+// checkLocal refuses what an accepted connection's handshake refuses a
+// client: a reply, a sender's address, a node's message. (The host
+// validates each message as it does a decoded one.)
+func checkLocal(e wire.Envelope) error {
+	switch {
+	case e.Kind != wire.Request && e.Kind != wire.OneWay:
+		return fmt.Errorf("tcp: a client sends requests and one-way messages, not kind %d", e.Kind)
+	case !e.From.IsZero():
+		return errors.New("tcp: a client's message names no sender")
+	case wire.RoleOf(e.Msg.Type()) == wire.RoleNode:
+		return fmt.Errorf("tcp: %v is a node's message, not a client's", e.Msg.Type())
+	}
+	return nil
 }
 
 // Done is closed once the node's event loop has stopped.
@@ -104,6 +123,9 @@ func (d *Driver) sendLocal(to node.Addr, e wire.Envelope) {
 	d.mu.Unlock()
 	if l == nil {
 		return // it has gone
+	}
+	if e.Kind != wire.Reply {
+		return // only a reply is for a Local (the handshake refuses peers that claim its route)
 	}
 	e.Msg = wire.Clone(e.Msg)
 	l.deliver(e)

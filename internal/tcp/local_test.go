@@ -9,6 +9,7 @@ import (
 
 	"triad/internal/client"
 	"triad/internal/node"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -128,5 +129,75 @@ func TestLocalClientFailsOnceTheNodeStops(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("the call waited for its deadline")
+	}
+}
+
+// gateHandler holds the event loop on its first ClientPut until gate is
+// closed, then answers every ClientPut with an Ack.
+type gateHandler struct {
+	gate chan struct{}
+	held bool
+}
+
+func (h *gateHandler) Handle(env node.Env, ev node.Event) {
+	in, ok := ev.(node.MsgIn)
+	if !ok || in.Env.Kind != wire.Request {
+		return
+	}
+	if !h.held {
+		h.held = true
+		<-h.gate
+	}
+	env.Send(in.From, wire.Envelope{Kind: wire.Reply, ReqID: in.Env.ReqID, Msg: &wire.Ack{}})
+}
+
+// TestLocalSendWaitsForBudgetUntilCancelled: a Local's message holds the
+// inbound budget like a socket's frame, so a sender finds it full while
+// the loop is held; cancelling the wait (a context with no deadline)
+// fails that call alone, and the client goes on once the loop does.
+func TestLocalSendWaitsForBudgetUntilCancelled(t *testing.T) {
+	h := &gateHandler{gate: make(chan struct{})}
+	d := runDriver(t, Config{MaxFrameBytes: 1 << 20, MaxInflightBytes: 1 << 20}, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.DialOptions(ctx, d.Addr(), localOptions(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	big := make([]byte, 600<<10)
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, &wire.ClientPut{Data: big})
+		first <- err
+	}()
+	testutil.WaitFor(t, 5*time.Second, "the first put to hold the budget", func() bool { return d.inflight.used() >= len(big) })
+	waiting, stop := context.WithCancel(context.Background()) // no deadline
+	second := make(chan error, 1)
+	go func() {
+		_, err := c.Call(waiting, &wire.ClientPut{Data: big})
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("a put past the budget returned %v while the loop was held", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	stop()
+	select {
+	case err := <-second:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the cancelled put: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		close(h.gate)
+		t.Fatal("the cancelled put still waited for the budget 5 s later")
+	}
+	close(h.gate)
+	if err := <-first; err != nil {
+		t.Fatalf("the first put: %v", err)
+	}
+	if _, err := c.Call(ctx, &wire.ClientPut{Data: big}); err != nil {
+		t.Fatalf("a put after the cancelled one: %v (the client must not fail for one call)", err)
 	}
 }
