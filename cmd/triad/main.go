@@ -194,6 +194,18 @@ func addProfileFlag(fs *flag.FlagSet, what string) profileFlag {
 // start begins the profile named on the command line, if any; stop ends it.
 func (p profileFlag) start() (stop func(), err error) { return startCPUProfile(*p.path) }
 
+// startDaemon readies the runtime for a long-running process: the CPU
+// profile named on the command line, a relaxed collector (relaxGC) and a
+// soft memory limit of memoryMB MiB (0: none); stop ends the profile.
+func (p profileFlag) startDaemon(memoryMB int) (stop func(), err error) {
+	if stop, err = p.start(); err != nil {
+		return nil, err
+	}
+	relaxGC()
+	limitMemory(memoryMB)
+	return stop, nil
+}
+
 // startCPUProfile writes a CPU profile to path until the returned function
 // is called; an empty path profiles nothing.
 func startCPUProfile(path string) (stop func(), err error) {

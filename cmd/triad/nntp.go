@@ -84,13 +84,11 @@ func runNNTP(args []string, stdout, stderr io.Writer) error {
 	if _, err := parseCommand(fs, args, "nntp", &o); err != nil {
 		return err
 	}
-	stopProfile, err := profile.start()
+	stopProfile, err := profile.startDaemon(o.GoMemoryLimitMB())
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	relaxGC()
-	limitMemory(o.GoMemoryLimitMB())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -46,12 +46,11 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if _, err := parseCommand(fs, args, "node", &o); err != nil {
 		return err
 	}
-	stopProfile, err := profile.start()
+	stopProfile, err := profile.startDaemon(0)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	relaxGC()
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug

@@ -52,13 +52,11 @@ func runSite(args []string, stdout, stderr io.Writer) error {
 	if err := parseSite(fs, nodeFlags, args, &news, &node); err != nil {
 		return err
 	}
-	stopProfile, err := profile.start()
+	stopProfile, err := profile.startDaemon(siteMemoryLimitMB(&news))
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	relaxGC()
-	limitMemory(siteMemoryLimitMB(&news))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -37,8 +37,16 @@ func (h *keepHandler) Handle(env node.Env, ev node.Event) {
 	}
 }
 
-func localOptions(d *Driver) client.Options {
-	return client.Options{Local: &client.Local{Addr: d.Addr(), Attach: func(deliver func(wire.Envelope)) client.Link { return d.Attach(deliver) }}}
+// dialLocal makes a client of d through a Local, closed when the test ends.
+func dialLocal(ctx context.Context, t *testing.T, d *Driver) *client.Client {
+	t.Helper()
+	local := &client.Local{Addr: d.Addr(), Attach: func(deliver func(wire.Envelope)) client.Link { return d.Attach(deliver) }}
+	c, err := client.DialOptions(ctx, d.Addr(), client.Options{Local: local})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func TestLocalClientCallsWithoutASocket(t *testing.T) {
@@ -46,11 +54,7 @@ func TestLocalClientCallsWithoutASocket(t *testing.T) {
 	d := runDriver(t, Config{}, h)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.DialOptions(ctx, d.Addr(), localOptions(d))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialLocal(ctx, t, d)
 	sent := []byte("the client's bytes")
 	m, err := c.Call(ctx, &wire.ClientPut{Data: sent})
 	if err != nil {
@@ -111,11 +115,7 @@ func TestLocalClientFailsOnceTheNodeStops(t *testing.T) {
 	run, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- d.Run(run, &keepHandler{}) }()
-	c, err := client.DialOptions(ctx, d.Addr(), localOptions(d))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialLocal(ctx, t, d)
 	if _, err := c.Call(ctx, &wire.ClientPut{Data: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
@@ -160,11 +160,7 @@ func TestLocalSendWaitsForBudgetUntilCancelled(t *testing.T) {
 	d := runDriver(t, Config{MaxFrameBytes: 1 << 20, MaxInflightBytes: 1 << 20}, h)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.DialOptions(ctx, d.Addr(), localOptions(d))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialLocal(ctx, t, d)
 	big := make([]byte, 600<<10)
 	first := make(chan error, 1)
 	go func() {
