@@ -408,22 +408,29 @@ func TestReplicasOnDistinctMachines(t *testing.T) {
 // store sends m from host i to to, as a putting node would, and returns the
 // answer.
 func (c *cluster) store(i int, to wire.NodeRef, m *wire.StoreBlock) error {
+	_, err := c.call(i, to, m)
+	return err
+}
+
+// call has host i ask to m, as a node does, and returns the reply.
+func (c *cluster) call(i int, to wire.NodeRef, m wire.Msg) (wire.Msg, error) {
 	var (
-		err  error
-		done bool
+		reply wire.Msg
+		err   error
+		done  bool
 	)
 	h := c.s.Hosts()[i]
 	c.s.Do(h, func(env node.Env) {
 		n := c.node(h)
-		ok := n.Runtime().Call(env, to.Addr, n.Ring().Vnodes()[0].Self(), to.ID, m, 0, func(_ node.Env, _ wire.Msg, e error) {
-			err, done = e, true
+		ok := n.Runtime().Call(env, to.Addr, n.Ring().Vnodes()[0].Self(), to.ID, m, 0, func(_ node.Env, r wire.Msg, e error) {
+			reply, err, done = r, e, true
 		})
 		if !ok {
 			err, done = errors.New("call refused"), true
 		}
 	})
 	c.runUntil(&done)
-	return err
+	return reply, err
 }
 
 // TestStoreNeverReplacesACopy offers a fragment holder copies that are not

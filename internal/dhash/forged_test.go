@@ -99,3 +99,52 @@ func TestForgedFragmentsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// A StoreBlocks from a peer is checked copy by copy, as lone StoreBlocks
+// are: a whole block whose data is not its key's, a made-up fragment and
+// an empty copy are each refused in their own result and stored nowhere,
+// while the honest copy beside them is kept.
+func TestStoreBlocksRefusesCopiesNotTheirKeys(t *testing.T) {
+	c := newCluster(t, 8, dhash.DefaultConfig())
+	r := rand.New(rand.NewPCG(31, 31))
+	target := c.s.Hosts()[3]
+	to := c.node(target).Ring().Vnodes()[0].Self()
+	expiry := c.s.Epoch().Add(c.s.Now() + time.Hour).UnixNano()
+	honest := randomBlock(r, 3000)
+	other := randomBlock(r, 3000)
+	copies := []struct {
+		what string
+		b    wire.StoreBlock
+		ok   bool
+	}{
+		{"an honest copy", wire.StoreBlock{Key: id.Key(honest), Data: honest, Expiry: expiry}, true},
+		{"a block under another block's key", wire.StoreBlock{Key: id.Key(other), Data: honest, Expiry: expiry}, false},
+		{"made-up bytes as a fragment", wire.StoreBlock{Key: id.Key([]byte("no such block")), Data: randomBlock(r, 500), Expiry: expiry, Fragment: true}, false},
+		{"an empty copy", wire.StoreBlock{Key: id.Key(nil), Expiry: expiry}, false},
+	}
+	var m wire.StoreBlocks
+	for _, cp := range copies {
+		m.Blocks = append(m.Blocks, cp.b)
+	}
+	reply, err := c.call(0, to, &m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, ok := reply.(*wire.StoresDone)
+	if !ok || len(done.Results) != len(copies) {
+		t.Fatalf("StoreBlocks of %d copies answered %#v", len(copies), reply)
+	}
+	engine := target.Storage().Engine()
+	for i, cp := range copies {
+		res := done.Results[i]
+		_, statErr := engine.Stat(cp.b.Key)
+		switch {
+		case cp.ok && (res.Code != 0 || statErr != nil):
+			t.Errorf("%s: result %+v, stat %v; want it kept", cp.what, res, statErr)
+		case !cp.ok && res.Code == 0:
+			t.Errorf("%s: accepted", cp.what)
+		case !cp.ok && !errors.Is(statErr, store.ErrNotFound):
+			t.Errorf("%s: refused (%s) but the key is held: stat %v", cp.what, res.Err, statErr)
+		}
+	}
+}
