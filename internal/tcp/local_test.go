@@ -3,6 +3,7 @@ package tcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +14,9 @@ import (
 	"triad/internal/wire"
 )
 
-// keepHandler answers a ClientPut with a Block of its own buffer, and
-// keeps the put's data and every sender it saw.
+// keepHandler answers a ClientPut with a Block of its own buffer (without
+// one, of the put's data), and keeps the put's data and every sender it
+// saw.
 type keepHandler struct {
 	buf  []byte
 	kept []byte
@@ -33,7 +35,11 @@ func (h *keepHandler) Handle(env node.Env, ev node.Event) {
 	h.from = append(h.from, in.From)
 	if m, ok := in.Env.Msg.(*wire.ClientPut); ok && in.Env.Kind == wire.Request {
 		h.kept = m.Data
-		env.Send(in.From, wire.Envelope{Kind: wire.Reply, ReqID: in.Env.ReqID, Msg: &wire.Block{Data: h.buf}})
+		reply := h.buf
+		if reply == nil {
+			reply = m.Data // an echo
+		}
+		env.Send(in.From, wire.Envelope{Kind: wire.Reply, ReqID: in.Env.ReqID, Msg: &wire.Block{Data: reply}})
 	}
 }
 
@@ -195,5 +201,49 @@ func TestLocalSendWaitsForBudgetUntilCancelled(t *testing.T) {
 	}
 	if _, err := c.Call(ctx, &wire.ClientPut{Data: big}); err != nil {
 		t.Fatalf("a put after the cancelled one: %v (the client must not fail for one call)", err)
+	}
+}
+
+// Calls through one Local from many goroutines each get their own reply
+// (run under -race in CI: replies are delivered from the event loop while
+// calls register and give up).
+func TestLocalClientConcurrentCalls(t *testing.T) {
+	d := runDriver(t, Config{}, &keepHandler{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := dialLocal(ctx, t, d)
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 100 {
+				want := fmt.Sprintf("%d/%d", g, i)
+				// The handler echoes: each reply must be its own call's.
+				// Every tenth call gives up before it starts.
+				cctx, ccancel := context.WithCancel(ctx)
+				if i%10 == 9 {
+					ccancel()
+				}
+				m, err := c.Call(cctx, &wire.ClientPut{Data: []byte(want)})
+				ccancel()
+				switch {
+				case i%10 == 9 && errors.Is(err, context.Canceled):
+				case err != nil:
+					errs <- fmt.Errorf("call %s: %w", want, err)
+					return
+				case string(m.(*wire.Block).Data) != want:
+					errs <- fmt.Errorf("call %s answered %q", want, m.(*wire.Block).Data)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Call(ctx, &wire.ClientPut{Data: []byte("after")}); err != nil {
+		t.Fatalf("a call after the rest: %v", err)
 	}
 }
