@@ -1,11 +1,15 @@
 package dhash
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/store"
+	"triad/internal/store/mem"
 	"triad/internal/wire"
 )
 
@@ -39,5 +43,56 @@ func TestGatheredStoresFitAFrame(t *testing.T) {
 		if kept != c.n {
 			t.Errorf("%d blocks of %d bytes: %d gathered", c.n, c.size, kept)
 		}
+	}
+}
+
+// failingStat is an engine whose Stat of one key fails as a dying disk's
+// read would.
+type failingStat struct {
+	store.Engine
+	bad id.ID
+}
+
+func (f failingStat) Stat(key id.ID) (store.Meta, error) {
+	if key == f.bad {
+		return store.Meta{}, errors.New("read index: input/output error")
+	}
+	return f.Engine.Stat(key)
+}
+
+type engineOnly struct {
+	node.Disk
+	e store.Engine
+}
+
+func (s engineOnly) Engine() store.Engine   { return s.e }
+func (s engineOnly) D2Engine() store.Engine { return nil }
+
+// A StatBlocks answer says "not held" only of keys not held: an engine
+// that fails to read one fails the answer, where it used to be reported as
+// a copy missing (and a failing disk went unseen by the asker).
+func TestStatManyReportsAFailingEngine(t *testing.T) {
+	opt := store.Options{KeyWidth: id.Bytes, MaxObject: 1 << 20, Window: time.Hour, Now: func() time.Time { return time.Unix(1e9, 0) }}
+	m := mem.New(opt)
+	held := []byte("a block held here")
+	if err := m.Put(id.Key(held), held, time.Unix(1e9, 0).Add(time.Hour), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	absent, bad := id.Key([]byte("absent")), id.Key([]byte("on a bad sector"))
+	run := func(e store.Engine, keys ...id.ID) workResult {
+		t.Helper()
+		res, err := (&engineWork{op: opStatMany, keys: keys}).Run(engineOnly{e: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(workResult)
+	}
+	r := run(failingStat{m, bad}, id.Key(held), absent)
+	infos, _ := r.val.([]wire.BlockInfo)
+	if r.err != nil || len(infos) != 2 || infos[0].Size != uint64(len(held)) || infos[1].Size != 0 {
+		t.Fatalf("held and absent keys: %+v %v; want the held one's size and 0", r.val, r.err)
+	}
+	if r := run(failingStat{m, bad}, id.Key(held), bad, absent); r.err == nil {
+		t.Fatalf("a key the engine failed to read: answered %+v, want the engine's error", r.val)
 	}
 }

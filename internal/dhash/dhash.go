@@ -288,10 +288,15 @@ func (w *engineWork) Run(s node.Storage) (any, error) {
 		infos := make([]wire.BlockInfo, len(w.keys))
 		for i, k := range w.keys {
 			infos[i].Key = k
-			// A key with no readable copy keeps Size 0, whatever the
-			// reason: the asker looks further (the ring) for those.
-			if meta, err := e.Stat(k); err == nil {
+			switch meta, err := e.Stat(k); {
+			case err == nil:
 				infos[i] = wire.BlockInfo{Key: k, Size: uint64(meta.Size), Expiry: meta.Expiry.UnixNano(), Fragment: meta.Opaque}
+			case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrExpired):
+				// Not held: Size 0, and the asker looks further (the ring).
+			default:
+				// A failing engine fails the answer, as it would a lone
+				// StatBlock's: the asker sees it rather than a "not held".
+				return workResult{nil, err}, nil
 			}
 		}
 		return workResult{infos, nil}, nil
