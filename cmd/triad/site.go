@@ -29,8 +29,9 @@ Every flag of 'triad nntp' is here as it is there. Every flag of 'triad
 node' is here with node- in front: --node-listen, --node-join, --node-vnodes,
 --node-data (default: DATA/node, DATA being --data), --node-tls, ... A
 --config file's [node] table sets the node and its [nntp] table (with its
-[[nntp.peer]] tables) the news server; flags override both. --node is the
-node's own address and cannot be given.
+[[nntp.peer]] tables) the news server; flags override both. The news
+server's node is the site's own: --node (or [nntp] node) may only name
+--node-listen.
 
 SIGINT or SIGTERM stops the news server first (what it has acknowledged is
 in its journal and on the node) and then the node, which leaves the ring
@@ -167,8 +168,10 @@ func parseSite(fs, nodeFlags *flag.FlagSet, args []string, news *newsd.Options, 
 			return err
 		}
 	}
-	if news.Node != "" {
-		return usageErr(fs, "--node %s: a site's node is its own (--node-listen)", news.Node)
+	// A file written for triad node and triad nntp names the node in
+	// [nntp] too: that is this site's own node, and nothing else may be.
+	if news.Node != "" && news.Node != node.Listen {
+		return usageErr(fs, "%v", f.Explain("nntp", fmt.Errorf("--node %s: a site's node is its own, --node-listen %s", news.Node, node.Listen)))
 	}
 	if node.Data == "" {
 		node.Data = filepath.Join(news.Data, "node")

@@ -218,6 +218,16 @@ func TestSiteFlagsAndConfig(t *testing.T) {
 	if _, _, err := parse("--data", dir, "--node-listen", "127.0.0.1:4009", "--node-vnodes", "100"); err == nil || !strings.Contains(said.String(), "--node-vnodes 100") {
 		t.Errorf("a bad --node-vnodes: %v, %q, want an error naming --node-vnodes", err, said.String())
 	}
+	// A file written for triad node and triad nntp names the node in
+	// [nntp] as well: the site's own node is accepted, another is not.
+	write("[nntp]\nnode = \"127.0.0.1:4009\"\n\n[node]\nlisten = \"127.0.0.1:4009\"\n")
+	if _, _, err := parse("--config", conf, "--data", dir); err != nil {
+		t.Errorf("[nntp] node naming the site's own node: %v %q", err, said.String())
+	}
+	write("[nntp]\nnode = \"127.0.0.1:4010\"\n\n[node]\nlisten = \"127.0.0.1:4009\"\n")
+	if _, _, err := parse("--config", conf, "--data", dir); err == nil || !strings.Contains(said.String(), conf+":2") {
+		t.Errorf("[nntp] node naming another node: %v %q, want an error naming %s:2", err, said.String(), conf)
+	}
 	write("[node]\nlisten = \"127.0.0.1:4009\"\nvnodes = 100\n")
 	if _, _, err := parse("--config", conf, "--data", dir); err == nil || !strings.Contains(said.String(), conf+":3") {
 		t.Errorf("a bad vnodes in [node]: %v, %q, want an error naming %s:3", err, said.String(), conf)
