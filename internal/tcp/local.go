@@ -90,17 +90,23 @@ func (l *Local) Send(ctx context.Context, e wire.Envelope) error {
 	}
 }
 
+// ownProcess is how a Local's messages are judged: a client's
+// connection from the node's own machine, without a certificate.
+var ownProcess = handshake{loopback: true}
+
 // checkLocal refuses what an accepted connection's handshake refuses a
-// client: a reply, a sender's address, a node's message. (The host
-// validates each message as it does a decoded one.)
+// client: a reply, a sender's address, and what its role may not send
+// (refuseClient). The host validates each message as it does a decoded
+// one.
 func checkLocal(e wire.Envelope) error {
 	switch {
 	case e.Kind != wire.Request && e.Kind != wire.OneWay:
 		return fmt.Errorf("tcp: a client sends requests and one-way messages, not kind %d", e.Kind)
 	case !e.From.IsZero():
 		return errors.New("tcp: a client's message names no sender")
-	case wire.RoleOf(e.Msg.Type()) == wire.RoleNode:
-		return fmt.Errorf("tcp: %v is a node's message, not a client's", e.Msg.Type())
+	}
+	if why := ownProcess.refuseClient(e.Msg.Type()); why != "" {
+		return fmt.Errorf("tcp: %v refused: %s", e.Msg.Type(), why)
 	}
 	return nil
 }
@@ -118,14 +124,14 @@ func (l *Local) Close() {
 // sendLocal hands a reply to the Local it is for, if it is still
 // attached; to names a Local's route.
 func (d *Driver) sendLocal(to node.Addr, e wire.Envelope) {
+	if e.Kind != wire.Reply {
+		return // only a reply is for a Local (the handshake refuses peers that claim its route)
+	}
 	d.mu.Lock()
 	l := d.locals[to]
 	d.mu.Unlock()
 	if l == nil {
 		return // it has gone
-	}
-	if e.Kind != wire.Reply {
-		return // only a reply is for a Local (the handshake refuses peers that claim its route)
 	}
 	e.Msg = wire.Clone(e.Msg)
 	l.deliver(e)
