@@ -390,7 +390,13 @@ func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, keys []id.I
 	if len(items) > wire.MaxPutBatch {
 		return nil, nil, fmt.Errorf("client: %d blocks in one batch, at most %d", len(items), wire.MaxPutBatch)
 	}
-	reply, err := c.Call(ctx, &wire.ClientPutBatch{Items: items, Redundancy: r})
+	// The keys go with the blocks: a node checks them, or takes them as
+	// they are from its own process (a news front-end embedding it).
+	sent := make([]wire.PutItem, len(items))
+	for i, it := range items {
+		sent[i] = wire.PutItem{Data: it.Data, Expiry: it.Expiry, Key: keys[i]}
+	}
+	reply, err := c.Call(ctx, &wire.ClientPutBatch{Items: sent, Redundancy: r})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -446,7 +446,7 @@ func clientBlock(key id.ID, b Block) *wire.Block {
 // every one has ended.
 func (n *Node) servePutBatch(env node.Env, in node.MsgIn, m *wire.ClientPutBatch) {
 	me := n.self()
-	n.PutBatch(env, m.Items, m.Redundancy, func(env node.Env, results []wire.PutResult) {
+	n.putBatch(env, m.Items, in.Local, m.Redundancy, func(env node.Env, results []wire.PutResult) {
 		rpc.Respond(env, in, me, &wire.PutBatchDone{Results: results})
 	})
 }
@@ -454,8 +454,15 @@ func (n *Node) servePutBatch(env node.Env, in node.MsgIn, m *wire.ClientPutBatch
 // PutBatch runs each item as a Put and calls done with every item's
 // result, in order, once the last has ended (at once for no items). The
 // copies the puts send a host leave together, in one StoreBlocks, so that
-// the host's group commit makes them durable together.
+// the host's group commit makes them durable together. An item's Key, if
+// given, must be its data's hash, or that item fails.
 func (n *Node) PutBatch(env node.Env, items []wire.PutItem, r wire.Redundancy, done func(env node.Env, results []wire.PutResult)) {
+	n.putBatch(env, items, false, r, done)
+}
+
+// putBatch is PutBatch, taking the items' keys as they are when trusted
+// (a batch from the node's own process, which has hashed them).
+func (n *Node) putBatch(env node.Env, items []wire.PutItem, trusted bool, r wire.Redundancy, done func(env node.Env, results []wire.PutResult)) {
 	results := make([]wire.PutResult, len(items))
 	left := len(items)
 	if left == 0 {
@@ -473,7 +480,7 @@ func (n *Node) PutBatch(env node.Env, items []wire.PutItem, r wire.Redundancy, d
 		if it.Expiry == 0 {
 			expiry = env.Now().Add(n.cfg.DefaultExpiry)
 		}
-		n.Put(env, it.Data, expiry, r, func(env node.Env, key id.ID, _ []wire.NodeRef, err error) {
+		n.put(env, it.Data, keyHint{key: it.Key, trusted: trusted}, expiry, r, func(env node.Env, key id.ID, _ []wire.NodeRef, err error) {
 			if err != nil {
 				results[i] = wire.PutResult{Code: fault.CodeOf(err), Err: err.Error()}
 			} else {

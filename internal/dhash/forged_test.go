@@ -148,3 +148,49 @@ func TestStoreBlocksRefusesCopiesNotTheirKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestPutBatchChecksTheKeysItIsSent sends a node, over the network, a
+// batch whose items name their keys: one right, one the hash of other
+// bytes, one with none. The
+// node hashes each block itself: the item under another's key fails as a
+// bad request and is stored nowhere, under either key, while the two
+// beside it are stored under their own hashes. Only a sender in the
+// node's own process is taken at its word (node.MsgIn.Local, which the
+// network cannot set).
+func TestPutBatchChecksTheKeysItIsSent(t *testing.T) {
+	c := newCluster(t, 8, dhash.DefaultConfig())
+	r := rand.New(rand.NewPCG(32, 32))
+	expiry := c.s.Epoch().Add(c.s.Now() + time.Hour).UnixNano()
+	honest, forged, bare := randomBlock(r, 3000), randomBlock(r, 10000), randomBlock(r, 500)
+	claimed := id.Key([]byte("some other block"))
+	m := &wire.ClientPutBatch{Items: []wire.PutItem{
+		{Data: honest, Expiry: expiry, Key: id.Key(honest)},
+		{Data: forged, Expiry: expiry, Key: claimed},
+		{Data: bare, Expiry: expiry},
+	}, Redundancy: wire.RedundancyReplicas}
+	to := c.node(c.s.Hosts()[5]).Ring().Vnodes()[0].Self()
+	reply, err := c.call(0, to, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, ok := reply.(*wire.PutBatchDone)
+	if !ok || len(done.Results) != 3 {
+		t.Fatalf("a batch of 3 answered %#v", reply)
+	}
+	for i, data := range [][]byte{honest, bare} {
+		if res := done.Results[2*i]; res.Code != 0 || res.Key != id.Key(data) {
+			t.Errorf("item %d: result %+v, want it stored under %s", 2*i, res, id.Key(data).Short())
+		}
+	}
+	if res := done.Results[1]; res.Code != fault.CodeBadRequest {
+		t.Errorf("a block under another's key: result %+v, want a bad request", res)
+	}
+	c.s.RunFor(10 * time.Second)
+	for _, h := range c.s.Hosts() {
+		for _, key := range []id.ID{claimed, id.Key(forged)} {
+			if _, err := h.Storage().Engine().Stat(key); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s holds %s of the refused item: stat %v", h.Addr, key.Short(), err)
+			}
+		}
+	}
+}

@@ -95,6 +95,21 @@ func (n *Node) lookupWhole(env node.Env, key id.ID, done func(env node.Env, cand
 // next live successor. When the write window is full, Put fails at once
 // with fault.ErrBusy.
 func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundancy, done PutDone) {
+	n.put(env, data, keyHint{}, expiry, r, done)
+}
+
+// keyHint is a block's key as the sender of a put computed it (zero if it
+// gave none), and whether the node takes it as it is (the sender is in
+// the node's own process) or checks it against its own hash.
+type keyHint struct {
+	key     id.ID
+	trusted bool
+}
+
+// put is Put with the sender's key, if it gave one. A block stored as
+// fragments is keyed by its descriptor, so a hint (a content hash) is not
+// used for it.
+func (n *Node) put(env node.Env, data []byte, hint keyHint, expiry time.Time, r wire.Redundancy, done PutDone) {
 	r = n.redundancy(r)
 	switch {
 	case len(data) == 0:
@@ -130,8 +145,10 @@ func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundanc
 	// Hashing (and coding) runs off the loop, as a 1 MiB block takes about
 	// a millisecond; small blocks are hashed at once, which is cheaper than
 	// the trip to another goroutine and back.
+	// A key from the node's own process needs no hash at all.
 	run := n.offload
-	if r == wire.RedundancyReplicas && len(data) <= inlineHash {
+	trusted := r == wire.RedundancyReplicas && hint.trusted && !hint.key.IsZero()
+	if r == wire.RedundancyReplicas && (len(data) <= inlineHash || trusted) {
 		run = inline
 	}
 	run(env, func() (any, error) {
@@ -143,7 +160,12 @@ func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundanc
 			p.key, p.pieces = key, frags
 			return p, err
 		}
-		p.key = id.Key(data)
+		if p.key = hint.key; !trusted {
+			p.key = id.Key(data)
+			if !hint.key.IsZero() && hint.key != p.key {
+				return nil, fmt.Errorf("%w: the block's hash is %s, its sender gave %s", fault.ErrBadRequest, p.key.Short(), hint.key.Short())
+			}
+		}
 		for i := 0; i < n.cfg.Replicas; i++ {
 			p.pieces = append(p.pieces, data)
 		}

@@ -52,6 +52,10 @@ type Start struct{}
 type MsgIn struct {
 	From Addr
 	Env  wire.Envelope
+	// Local says the message came from a link in the node's own process
+	// (tcp.Local: a news front-end embedding its node), not from the
+	// network. Only the driver sets it; nothing a sender writes does.
+	Local bool
 }
 
 // Timer is a typed timer value: drivers hand it back in TimerFired. Being a

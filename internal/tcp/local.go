@@ -79,7 +79,7 @@ func (l *Local) Send(ctx context.Context, e wire.Envelope) error {
 	}
 	e.Msg = wire.Clone(e.Msg)
 	select {
-	case l.d.msgs <- inboundMsg{node.MsgIn{From: l.route, Env: e}, ch}:
+	case l.d.msgs <- inboundMsg{node.MsgIn{From: l.route, Env: e, Local: true}, ch}:
 		return nil
 	case <-ctx.Done():
 		l.d.release(ch)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +17,13 @@ import (
 
 // keepHandler answers a ClientPut with a Block of its own buffer (without
 // one, of the put's data), and keeps the put's data and every sender it
-// saw.
+// saw, with whether the driver marked the message as from its own
+// process.
 type keepHandler struct {
-	buf  []byte
-	kept []byte
-	from []node.Addr
+	buf   []byte
+	kept  []byte
+	from  []node.Addr
+	local []bool
 }
 
 func (h *keepHandler) Handle(env node.Env, ev node.Event) {
@@ -32,7 +35,7 @@ func (h *keepHandler) Handle(env node.Env, ev node.Event) {
 	if !ok {
 		return
 	}
-	h.from = append(h.from, in.From)
+	h.from, h.local = append(h.from, in.From), append(h.local, in.Local)
 	if m, ok := in.Env.Msg.(*wire.ClientPut); ok && in.Env.Kind == wire.Request {
 		h.kept = m.Data
 		reply := h.buf
@@ -88,6 +91,22 @@ func TestLocalClientCallsWithoutASocket(t *testing.T) {
 	}
 	if n := d.accepted.Load(); n != 0 {
 		t.Errorf("%d connections accepted, want none: a Local uses no socket", n)
+	}
+	// The same call over a socket is not from the node's own process.
+	c2, err := client.Dial(ctx, d.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, err := c2.Call(ctx, &wire.ClientPut{Data: sent}); err != nil {
+		t.Fatal(err)
+	}
+	var local []bool
+	if err := d.Do(ctx, func(node.Env) { local = slices.Clone(h.local) }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(local, []bool{true, false}) {
+		t.Errorf("the node saw messages marked local %v, want the Local's only (true, false)", local)
 	}
 }
 

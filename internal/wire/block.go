@@ -345,6 +345,13 @@ const MaxPutBatch = 1024
 type PutItem struct {
 	Data   []byte
 	Expiry int64 // Unix nanoseconds; 0 takes the node's default
+	// Key, if not zero, is the data's content hash as the sender computed
+	// it (the client routes by it). A node hashes the data itself and
+	// fails the item if the two differ, unless the sender is in the
+	// node's own process (node.MsgIn.Local), whose hash it takes as it
+	// is. A block the node stores as fragments is keyed by their
+	// descriptor instead, and Key goes unused.
+	Key id.ID
 }
 
 // ClientPutBatch asks a node to store many blocks in the DHT at once, as
@@ -374,7 +381,8 @@ func (m *ClientPutBatch) encode(b []byte) []byte {
 		b = appendTagBytes(b, 1)
 		b = appendNested(b, func(b []byte) []byte {
 			b = putBytes(b, 1, it.Data)
-			return putInt(b, 2, it.Expiry)
+			b = putInt(b, 2, it.Expiry)
+			return putID(b, 3, it.Key)
 		})
 	}
 	return putUint(b, 2, uint64(m.Redundancy))
@@ -393,6 +401,8 @@ func (m *ClientPutBatch) decodeField(d *decoder, f field) {
 				it.Data = d.data(g)
 			case 2:
 				it.Expiry = d.int(g)
+			case 3:
+				it.Key = d.id(g)
 			}
 		})
 		m.Items = append(m.Items, it)
@@ -403,7 +413,7 @@ func (m *ClientPutBatch) decodeField(d *decoder, f field) {
 func (m *ClientPutBatch) clone() Msg {
 	c := &ClientPutBatch{Redundancy: m.Redundancy}
 	for _, it := range m.Items {
-		c.Items = append(c.Items, PutItem{Data: bytes.Clone(it.Data), Expiry: it.Expiry})
+		c.Items = append(c.Items, PutItem{Data: bytes.Clone(it.Data), Expiry: it.Expiry, Key: it.Key})
 	}
 	return c
 }
