@@ -38,7 +38,8 @@ func ParseCachePolicy(s string) (CachePolicy, error) {
 // an article from the DHT at most once while it is cached: readers that
 // ask for the same article at once wait for one fetch. Articles put
 // through the site are cached too, since readers ask for new articles
-// first. Every article the spool returns was checked against its key.
+// first, but only up to cacheOnPutMax bytes: binaries are fetched when
+// read. Every article the spool returns was checked against its key.
 type CachedSpool struct {
 	Spool
 	max    int64
@@ -85,12 +86,21 @@ func (c *CachedSpool) Stats() CacheStats {
 	return st
 }
 
-// PutBatch stores the articles and caches a copy of each stored, before
-// done for its part: the caller reuses their buffers after.
+// cacheOnPutMax is the largest article a put caches. A feed of binaries
+// (hundreds of KB each, at tens of MB/s) would turn the whole cache over
+// every few seconds, before readers come, and keeping each one alive that
+// long has the Go heap grow into new pages for every article: at 240 KB,
+// a site took half as many articles a second as it did without caching
+// them (docs/usenet.md).
+const cacheOnPutMax = 64 << 10
+
+// PutBatch stores the articles and caches a copy of each stored of up to
+// cacheOnPutMax bytes, before done for its part: the caller reuses their
+// buffers after.
 func (c *CachedSpool) PutBatch(batch []Put, done func([]Put)) {
 	c.Spool.PutBatch(batch, func(part []Put) {
 		for i := range part {
-			if part[i].Err == nil {
+			if part[i].Err == nil && len(part[i].Article) <= cacheOnPutMax {
 				c.add(part[i].Key, part[i].Article, !part[i].Owned)
 			}
 		}
