@@ -244,6 +244,10 @@ type feeder struct {
 	peer  Peer
 	wake  chan struct{}
 	conn  *nntp.Client
+	// out is transfer's write buffer, kept from one transfer to the next
+	// (unless a large article grew it past 4 flushes' worth): a feed to a
+	// peer sends batch after batch.
+	out []byte
 
 	mu   sync.Mutex
 	st   PeerStatus
@@ -448,6 +452,9 @@ func (fd *feeder) send(recs []usenet.LogRecord) (uint64, error) {
 	return recs[len(recs)-1].Seq, nil
 }
 
+// flushBytes is how much a transfer gathers before it writes.
+const flushBytes = 1 << 20
+
 // transfer sends the wanted records (TAKEDHT, or TAKETHIS with the
 // article read from the spool) and reads the replies.
 func (fd *feeder) transfer(wanted []*usenet.LogRecord) error {
@@ -455,7 +462,12 @@ func (fd *feeder) transfer(wanted []*usenet.LogRecord) error {
 		return nil
 	}
 	c := fd.conn
-	var out []byte
+	out := fd.out[:0]
+	defer func() {
+		if cap(out) <= 4*flushBytes {
+			fd.out = out[:0]
+		}
+	}()
 	flush := func() error {
 		_, err := c.Conn().Write(out)
 		out = out[:0]
@@ -484,7 +496,7 @@ func (fd *feeder) transfer(wanted []*usenet.LogRecord) error {
 			out = append(out, ".\r\n"...)
 		}
 		sent = append(sent, r)
-		if len(out) >= 1<<20 {
+		if len(out) >= flushBytes {
 			if err := flush(); err != nil {
 				return err
 			}
