@@ -385,8 +385,10 @@ func (c *Client) Stat(ctx context.Context, key id.ID) ([]wire.Holder, error) {
 // has computed (the node must answer with the same, but for blocks stored
 // as fragments: see Put). It returns each
 // block's key, or its error (a *wire.Error: fault.ErrBusy when the node's
-// write window was full), and an error for the call as a whole.
-func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, keys []id.ID, r wire.Redundancy) ([]id.ID, []error, error) {
+// write window was full), and an error for the call as a whole. With
+// fresh, the caller believes no host has any of the blocks yet
+// (wire.ClientPutBatch.Fresh).
+func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, keys []id.ID, r wire.Redundancy, fresh bool) ([]id.ID, []error, error) {
 	if len(items) > wire.MaxPutBatch {
 		return nil, nil, fmt.Errorf("client: %d blocks in one batch, at most %d", len(items), wire.MaxPutBatch)
 	}
@@ -396,7 +398,7 @@ func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, keys []id.I
 	for i, it := range items {
 		sent[i] = wire.PutItem{Data: it.Data, Expiry: it.Expiry, Key: keys[i]}
 	}
-	reply, err := c.Call(ctx, &wire.ClientPutBatch{Items: sent, Redundancy: r})
+	reply, err := c.Call(ctx, &wire.ClientPutBatch{Items: sent, Redundancy: r, Fresh: fresh})
 	if err != nil {
 		return nil, nil, err
 	}

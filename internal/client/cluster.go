@@ -287,13 +287,26 @@ func (c *Cluster) Holding(ctx context.Context, key id.ID) (size uint64, expiry i
 // or error, as Client.PutBatch does; a node that cannot be reached has
 // its blocks tried at the next one, as Put does.
 func (c *Cluster) PutBatch(ctx context.Context, items []wire.PutItem, r wire.Redundancy) ([]id.ID, []error) {
-	return c.PutBatchHashed(ctx, items, nil, r)
+	return c.PutBatchWith(ctx, items, PutBatchOptions{Redundancy: r})
 }
 
-// PutBatchHashed is PutBatch for blocks whose caller has hashed them:
-// hashes[i], if not zero, is id.Key of items[i].Data (the nodes check it
-// as they store the block; a wrong one fails that block's put).
-func (c *Cluster) PutBatchHashed(ctx context.Context, items []wire.PutItem, hashes []id.ID, r wire.Redundancy) ([]id.ID, []error) {
+// PutBatchOptions modify a Cluster's PutBatch.
+type PutBatchOptions struct {
+	// Hashes[i], if not zero, is id.Key of items[i].Data as the caller
+	// computed it, so the batch is not hashed again to be routed (the
+	// nodes check it as they store the block; a wrong one fails that
+	// block's put).
+	Hashes     []id.ID
+	Redundancy wire.Redundancy
+	// Fresh says the caller believes no host stores any of the blocks
+	// yet (wire.ClientPutBatch.Fresh): a news site's history has never
+	// seen the articles.
+	Fresh bool
+}
+
+// PutBatchWith is PutBatch as opt says.
+func (c *Cluster) PutBatchWith(ctx context.Context, items []wire.PutItem, opt PutBatchOptions) ([]id.ID, []error) {
+	hashes, r := opt.Hashes, opt.Redundancy
 	keys := make([]id.ID, len(items))
 	errs := make([]error, len(items))
 	want := make([]id.ID, len(items))
@@ -325,7 +338,7 @@ func (c *Cluster) PutBatchHashed(ctx context.Context, items []wire.PutItem, hash
 			var es []error
 			err := c.do(ctx, bkeys[0], func(cl *Client) error {
 				var err error
-				ks, es, err = cl.PutBatch(ctx, batch, bkeys, r)
+				ks, es, err = cl.PutBatch(ctx, batch, bkeys, r, opt.Fresh)
 				return err
 			})
 			for j, i := range idx {

@@ -18,6 +18,7 @@ import (
 // one per copy (DHash++'s client batches, carried through to the hosts).
 type storeGather struct {
 	hosts []gatherHost // in the order first sent to, for a replayable run
+	fresh bool         // the batch's puts are of blocks no host has (putHint)
 }
 
 type gatherHost struct {
@@ -54,17 +55,17 @@ const (
 )
 
 // flush sends each host its copies: a StoreBlocks, or a StoreBlock for a
-// lone copy.
+// lone copy unless the batch is fresh (a StoreBlock cannot say so).
 func (n *Node) flush(env node.Env, g *storeGather) {
 	for _, h := range g.hosts {
 		timeout := n.rt.RPC().Timeout(h.to.Addr) + uplinkTime(h.bytes)
-		if len(h.blocks) == 1 {
+		if len(h.blocks) == 1 && !g.fresh {
 			if !n.transfer(env, h.to, &h.blocks[0], timeout, func(env node.Env, _ wire.Msg, err error) { h.dones[0](env, err) }) {
 				h.dones[0](env, errTooManyCalls)
 			}
 			continue
 		}
-		ok := n.transfer(env, h.to, &wire.StoreBlocks{Blocks: h.blocks}, timeout, func(env node.Env, r wire.Msg, err error) {
+		ok := n.transfer(env, h.to, &wire.StoreBlocks{Blocks: h.blocks, Fresh: g.fresh}, timeout, func(env node.Env, r wire.Msg, err error) {
 			done, isDone := r.(*wire.StoresDone)
 			if err == nil && (!isDone || len(done.Results) != len(h.blocks)) {
 				err = &wire.Error{Code: fault.CodeBadRequest, Text: fmt.Sprintf("%s answered %d copies with %T", h.to.Addr, len(h.blocks), r)}
@@ -109,7 +110,7 @@ func (n *Node) serveStores(env node.Env, in node.MsgIn, m *wire.StoreBlocks) {
 			n.Stats.StoreRefused++
 			continue
 		}
-		w.puts = append(w.puts, enginePut{key: b.Key, data: b.Data, expiry: time.Unix(0, b.Expiry), opt: store.PutOptions{Opaque: b.Fragment}})
+		w.puts = append(w.puts, enginePut{key: b.Key, data: b.Data, expiry: time.Unix(0, b.Expiry), opt: store.PutOptions{Opaque: b.Fragment, Fresh: m.Fresh}})
 		at = append(at, i)
 		n.storing++
 	}

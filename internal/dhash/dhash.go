@@ -446,7 +446,7 @@ func clientBlock(key id.ID, b Block) *wire.Block {
 // every one has ended.
 func (n *Node) servePutBatch(env node.Env, in node.MsgIn, m *wire.ClientPutBatch) {
 	me := n.self()
-	n.putBatch(env, m.Items, in.Local, m.Redundancy, func(env node.Env, results []wire.PutResult) {
+	n.putBatch(env, m.Items, putHint{trusted: in.Local, fresh: m.Fresh}, m.Redundancy, func(env node.Env, results []wire.PutResult) {
 		rpc.Respond(env, in, me, &wire.PutBatchDone{Results: results})
 	})
 }
@@ -457,19 +457,21 @@ func (n *Node) servePutBatch(env node.Env, in node.MsgIn, m *wire.ClientPutBatch
 // the host's group commit makes them durable together. An item's Key, if
 // given, must be its data's hash, or that item fails.
 func (n *Node) PutBatch(env node.Env, items []wire.PutItem, r wire.Redundancy, done func(env node.Env, results []wire.PutResult)) {
-	n.putBatch(env, items, false, r, done)
+	n.putBatch(env, items, putHint{}, r, done)
 }
 
-// putBatch is PutBatch, taking the items' keys as they are when trusted
-// (a batch from the node's own process, which has hashed them).
-func (n *Node) putBatch(env node.Env, items []wire.PutItem, trusted bool, r wire.Redundancy, done func(env node.Env, results []wire.PutResult)) {
+// putBatch is PutBatch with what the sender said of the whole batch
+// (hint.key unused: each item has its own): the items' keys taken as they
+// are when trusted (a batch from the node's own process, which has hashed
+// them), and written without look-ups when fresh.
+func (n *Node) putBatch(env node.Env, items []wire.PutItem, hint putHint, r wire.Redundancy, done func(env node.Env, results []wire.PutResult)) {
 	results := make([]wire.PutResult, len(items))
 	left := len(items)
 	if left == 0 {
 		done(env, results)
 		return
 	}
-	g := &storeGather{}
+	g := &storeGather{fresh: hint.fresh}
 	n.gather = g
 	defer func() {
 		n.gather = nil
@@ -480,7 +482,7 @@ func (n *Node) putBatch(env node.Env, items []wire.PutItem, trusted bool, r wire
 		if it.Expiry == 0 {
 			expiry = env.Now().Add(n.cfg.DefaultExpiry)
 		}
-		n.put(env, it.Data, keyHint{key: it.Key, trusted: trusted}, expiry, r, func(env node.Env, key id.ID, _ []wire.NodeRef, err error) {
+		n.put(env, it.Data, putHint{key: it.Key, trusted: hint.trusted, fresh: hint.fresh}, expiry, r, func(env node.Env, key id.ID, _ []wire.NodeRef, err error) {
 			if err != nil {
 				results[i] = wire.PutResult{Code: fault.CodeOf(err), Err: err.Error()}
 			} else {

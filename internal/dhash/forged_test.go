@@ -194,3 +194,50 @@ func TestPutBatchChecksTheKeysItIsSent(t *testing.T) {
 		}
 	}
 }
+
+// TestFreshBatchOfStoredBlocks sends a node a batch marked Fresh (its
+// sender believes no host has the blocks) that holds a block the DHT
+// stores already, beside a new one. The belief is wrong for the first, and
+// costs nothing but a look-up skipped: both puts succeed, and both blocks
+// read back whole from every host that holds them.
+func TestFreshBatchOfStoredBlocks(t *testing.T) {
+	c := newCluster(t, 8, dhash.DefaultConfig())
+	r := rand.New(rand.NewPCG(33, 33))
+	old, fresh := randomBlock(r, 3000), randomBlock(r, 3000)
+	if _, _, err := c.put(2, old, wire.RedundancyReplicas); err != nil {
+		t.Fatal(err)
+	}
+	expiry := c.s.Epoch().Add(c.s.Now() + 2*time.Hour).UnixNano()
+	m := &wire.ClientPutBatch{Items: []wire.PutItem{
+		{Data: old, Expiry: expiry, Key: id.Key(old)},
+		{Data: fresh, Expiry: expiry, Key: id.Key(fresh)},
+	}, Redundancy: wire.RedundancyReplicas, Fresh: true}
+	reply, err := c.call(0, c.node(c.s.Hosts()[5]).Ring().Vnodes()[0].Self(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, ok := reply.(*wire.PutBatchDone)
+	if !ok || len(done.Results) != 2 {
+		t.Fatalf("a batch of 2 answered %#v", reply)
+	}
+	for i, data := range [][]byte{old, fresh} {
+		key := id.Key(data)
+		if res := done.Results[i]; res.Code != 0 || res.Key != key {
+			t.Fatalf("item %d: result %+v", i, res)
+		}
+		held := 0
+		for _, h := range c.s.Hosts() {
+			got, _, err := h.Storage().Engine().Get(key)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("%s: %s reads back %d bytes, err %v", h.Addr, key.Short(), len(got), err)
+			}
+			held++
+		}
+		if held < 2 {
+			t.Errorf("%s is held by %d hosts, want 2", key.Short(), held)
+		}
+	}
+}

@@ -95,21 +95,24 @@ func (n *Node) lookupWhole(env node.Env, key id.ID, done func(env node.Env, cand
 // next live successor. When the write window is full, Put fails at once
 // with fault.ErrBusy.
 func (n *Node) Put(env node.Env, data []byte, expiry time.Time, r wire.Redundancy, done PutDone) {
-	n.put(env, data, keyHint{}, expiry, r, done)
+	n.put(env, data, putHint{}, expiry, r, done)
 }
 
-// keyHint is a block's key as the sender of a put computed it (zero if it
-// gave none), and whether the node takes it as it is (the sender is in
-// the node's own process) or checks it against its own hash.
-type keyHint struct {
+// putHint is what the sender of a put said of its block: its key as the
+// sender computed it (zero if it gave none), whether the node takes that
+// key as it is (the sender is in the node's own process) or checks it
+// against its own hash, and whether the sender believes the block is
+// stored nowhere yet (wire.ClientPutBatch.Fresh).
+type putHint struct {
 	key     id.ID
 	trusted bool
+	fresh   bool
 }
 
-// put is Put with the sender's key, if it gave one. A block stored as
-// fragments is keyed by its descriptor, so a hint (a content hash) is not
-// used for it.
-func (n *Node) put(env node.Env, data []byte, hint keyHint, expiry time.Time, r wire.Redundancy, done PutDone) {
+// put is Put with what the sender said of the block. A block stored as
+// fragments is keyed by its descriptor, so a key hint (a content hash) is
+// not used for it.
+func (n *Node) put(env node.Env, data []byte, hint putHint, expiry time.Time, r wire.Redundancy, done PutDone) {
 	r = n.redundancy(r)
 	switch {
 	case len(data) == 0:
@@ -176,7 +179,7 @@ func (n *Node) put(env node.Env, data []byte, hint keyHint, expiry time.Time, r 
 			return
 		}
 		p := val.(*putOp)
-		p.n, p.expiry, p.fragment, p.done = n, expiry, r == wire.RedundancyFragments, finish
+		p.n, p.expiry, p.fragment, p.fresh, p.done = n, expiry, r == wire.RedundancyFragments, hint.fresh, finish
 		p.need = len(p.pieces)
 		if p.fragment {
 			p.need = n.cfg.quorum()
@@ -191,6 +194,7 @@ type putOp struct {
 	key      id.ID
 	expiry   time.Time
 	fragment bool
+	fresh    bool // the putter believes no host has the block (putHint)
 	pieces   [][]byte
 	need     int // acknowledgements before the put succeeds
 	done     PutDone
@@ -231,7 +235,7 @@ func (p *putOp) place(env node.Env, i int) bool {
 	p.outstanding++
 	msg := &wire.StoreBlock{Key: p.key, Data: p.pieces[i], Expiry: p.expiry.UnixNano(), Fragment: p.fragment}
 	r := p.n.ring
-	ok := p.n.storeAt(env, c, msg, p.allowance(), func(env node.Env, err error) {
+	ok := p.n.storeAt(env, c, msg, p.fresh, p.allowance(), func(env node.Env, err error) {
 		p.outstanding--
 		if err != nil {
 			p.lastErr = err
@@ -300,10 +304,12 @@ func (p *putOp) finish(env node.Env, err error) {
 
 // storeAt asks c to keep a copy. A copy for this very process goes straight
 // to the engine, without a message; a whole block was hashed by Put already.
-func (n *Node) storeAt(env node.Env, c wire.NodeRef, m *wire.StoreBlock, allow time.Duration, done func(env node.Env, err error)) bool {
+// With fresh, the putter believes no host has the block, and the engine
+// need not look its key up (a gathered copy carries this in its batch).
+func (n *Node) storeAt(env node.Env, c wire.NodeRef, m *wire.StoreBlock, fresh bool, allow time.Duration, done func(env node.Env, err error)) bool {
 	if c.Addr == n.rt.Addr() {
 		n.storing++
-		opt := store.PutOptions{Opaque: m.Fragment, KeyChecked: !m.Fragment}
+		opt := store.PutOptions{Opaque: m.Fragment, KeyChecked: !m.Fragment, Fresh: fresh}
 		n.writeCopy(env, m.Key, m.Data, time.Unix(0, m.Expiry), opt, func(env node.Env, err error) {
 			n.storing--
 			if err == nil {

@@ -133,7 +133,7 @@ func (r *fragRepair) storeMissing(env node.Env, missing []int) {
 
 // restore stores m at c in place of c's damaged copy and counts the outcome.
 func (n *Node) restore(env node.Env, c wire.NodeRef, m *wire.StoreBlock) {
-	ok := n.storeAt(env, c, m, uplinkTime(len(m.Data)), func(env node.Env, err error) {
+	ok := n.storeAt(env, c, m, false, uplinkTime(len(m.Data)), func(env node.Env, err error) {
 		if err != nil {
 			n.Stats.RepairsFailed++
 			n.ring.CallFailed(env, c, err)

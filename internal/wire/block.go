@@ -362,6 +362,12 @@ type PutItem struct {
 type ClientPutBatch struct {
 	Items      []PutItem
 	Redundancy Redundancy
+	// Fresh says the sender believes no host stores any of the blocks
+	// yet (a news site's history has never seen the articles), so their
+	// holders may write them without looking each key up first
+	// (store.PutOptions.Fresh). A wrong belief costs a duplicate record,
+	// never data: the engine keeps the copy stored first.
+	Fresh bool
 }
 
 // PutResult is one block's outcome in a PutBatchDone: its key, or the
@@ -385,7 +391,8 @@ func (m *ClientPutBatch) encode(b []byte) []byte {
 			return putID(b, 3, it.Key)
 		})
 	}
-	return putUint(b, 2, uint64(m.Redundancy))
+	b = putUint(b, 2, uint64(m.Redundancy))
+	return putBool(b, 3, m.Fresh)
 }
 func (m *ClientPutBatch) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -408,10 +415,12 @@ func (m *ClientPutBatch) decodeField(d *decoder, f field) {
 		m.Items = append(m.Items, it)
 	case 2:
 		m.Redundancy = Redundancy(d.uint32(f))
+	case 3:
+		m.Fresh = d.bool(f)
 	}
 }
 func (m *ClientPutBatch) clone() Msg {
-	c := &ClientPutBatch{Redundancy: m.Redundancy}
+	c := &ClientPutBatch{Redundancy: m.Redundancy, Fresh: m.Fresh}
 	for _, it := range m.Items {
 		c.Items = append(c.Items, PutItem{Data: bytes.Clone(it.Data), Expiry: it.Expiry, Key: it.Key})
 	}
@@ -513,7 +522,14 @@ func (m *BlockInfos) clone() Msg { return &BlockInfos{Infos: slices.Clone(m.Info
 // for one (at most MaxPutBatch of them, within the frame): the copies a
 // batch of puts sends one host leave in one message, and the host writes
 // them in one group commit. The reply is a StoresDone.
-type StoreBlocks struct{ Blocks []StoreBlock }
+type StoreBlocks struct {
+	Blocks []StoreBlock
+	// Fresh: the batch of puts they come from was sent as
+	// ClientPutBatch.Fresh, so the host may write them without looking
+	// each key up first. A wrong belief costs a duplicate record, never
+	// data.
+	Fresh bool
+}
 
 // StoresDone answers StoreBlocks, one result per copy, in order: Code 0
 // for a copy stored durably (Key is not used), or the error a StoreBlock
@@ -526,22 +542,24 @@ func (m *StoreBlocks) encode(b []byte) []byte {
 		b = appendTagBytes(b, 1)
 		b = appendNested(b, m.Blocks[i].encode)
 	}
-	return b
+	return putBool(b, 2, m.Fresh)
 }
 func (m *StoreBlocks) decodeField(d *decoder, f field) {
-	if f.num != 1 {
-		return
+	switch f.num {
+	case 1:
+		if len(m.Blocks) >= MaxPutBatch {
+			d.fail("more than %d blocks in a batch", MaxPutBatch)
+			return
+		}
+		var sb StoreBlock
+		d.nested(f, func(g field) { sb.decodeField(d, g) })
+		m.Blocks = append(m.Blocks, sb)
+	case 2:
+		m.Fresh = d.bool(f)
 	}
-	if len(m.Blocks) >= MaxPutBatch {
-		d.fail("more than %d blocks in a batch", MaxPutBatch)
-		return
-	}
-	var sb StoreBlock
-	d.nested(f, func(g field) { sb.decodeField(d, g) })
-	m.Blocks = append(m.Blocks, sb)
 }
 func (m *StoreBlocks) clone() Msg {
-	c := &StoreBlocks{Blocks: slices.Clone(m.Blocks)}
+	c := &StoreBlocks{Blocks: slices.Clone(m.Blocks), Fresh: m.Fresh}
 	for i := range c.Blocks {
 		c.Blocks[i].Data = bytes.Clone(c.Blocks[i].Data)
 	}

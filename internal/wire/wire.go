@@ -173,15 +173,15 @@ func bodySize(m Msg) int {
 		return sizeLen(1, len(m.Data)) + sizeUint(2, protowire.EncodeZigZag(m.Expiry)) +
 			sizeUint(3, uint64(m.Redundancy))
 	case *StoreBlocks:
-		n := 0
+		n := sizeUint(2, protowire.EncodeBool(m.Fresh))
 		for i := range m.Blocks {
 			n += protowire.SizeTag(1) + protowire.SizeBytes(bodySize((*Block)(&m.Blocks[i])))
 		}
 		return n
 	case *ClientPutBatch:
-		n := sizeUint(2, uint64(m.Redundancy))
+		n := sizeUint(2, uint64(m.Redundancy)) + sizeUint(3, protowire.EncodeBool(m.Fresh))
 		for _, it := range m.Items {
-			item := sizeLen(1, len(it.Data)) + sizeUint(2, protowire.EncodeZigZag(it.Expiry))
+			item := sizeLen(1, len(it.Data)) + sizeUint(2, protowire.EncodeZigZag(it.Expiry)) + sizeID(3, it.Key)
 			n += protowire.SizeTag(1) + protowire.SizeBytes(item)
 		}
 		return n

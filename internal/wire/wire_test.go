@@ -138,6 +138,17 @@ func TestSize(t *testing.T) {
 	if got, want := Size(Envelope{Msg: batch}), len(Encode(nil, Envelope{Msg: batch})); got != want {
 		t.Errorf("batch of a large block: Size %d, encoded %d bytes", got, want)
 	}
+	// Every registered message with every field filled, so that a field
+	// added to a message Size measures without encoding is measured too.
+	for _, ti := range types {
+		for range 5 {
+			m := newMsg(ti.typ)
+			fill(t, r, reflect.ValueOf(m).Elem())
+			if got, want := Size(Envelope{Msg: m}), len(Encode(nil, Envelope{Msg: m})); got != want {
+				t.Fatalf("%s with every field filled: Size %d, encoded %d bytes", ti.typ, got, want)
+			}
+		}
+	}
 }
 
 func TestFrames(t *testing.T) {

@@ -92,7 +92,8 @@ func (s *Spool) put(req []usenet.Put) {
 			}
 			hashes[i] = p.Hash
 		}
-		keys, errs := s.Cluster.PutBatchHashed(ctx, items, hashes, wire.RedundancyDefault)
+		// The site puts only articles its history has never seen.
+		keys, errs := s.Cluster.PutBatchWith(ctx, items, client.PutBatchOptions{Hashes: hashes, Redundancy: wire.RedundancyDefault, Fresh: true})
 		again := todo[:0]
 		for i, p := range todo {
 			p.Key, p.Err = keys[i], errs[i]
