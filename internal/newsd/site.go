@@ -123,6 +123,8 @@ func (s *Site) openSite(ctx context.Context, o Options, set settings, bundle *pk
 		s.spool, s.Where = &dhtspool.Spool{Cluster: cl}, "the DHT via "+o.Node
 		if o.CacheMB > 0 {
 			s.cache = usenet.NewCachedSpool(s.spool, int64(o.CacheMB)<<20, set.policy)
+			// A site that feeds whole articles reads each back at once.
+			s.cache.KeepLargePuts = slices.ContainsFunc(set.peers, func(p peering.Peer) bool { return p.Mode == peering.Feed })
 			s.spool = s.cache
 		}
 	} else {

@@ -42,6 +42,11 @@ func ParseCachePolicy(s string) (CachePolicy, error) {
 // read. Every article the spool returns was checked against its key.
 type CachedSpool struct {
 	Spool
+	// KeepLargePuts caches every article put, whatever its size: for a
+	// site that feeds whole articles to peers (peering.Feed), which reads
+	// each back from the spool as soon as it is listed. Set it before use.
+	KeepLargePuts bool
+
 	max    int64
 	policy CachePolicy
 
@@ -95,12 +100,12 @@ func (c *CachedSpool) Stats() CacheStats {
 const cacheOnPutMax = 64 << 10
 
 // PutBatch stores the articles and caches a copy of each stored of up to
-// cacheOnPutMax bytes, before done for its part: the caller reuses their
-// buffers after.
+// cacheOnPutMax bytes (any, with KeepLargePuts), before done for its
+// part: the caller reuses their buffers after.
 func (c *CachedSpool) PutBatch(batch []Put, done func([]Put)) {
 	c.Spool.PutBatch(batch, func(part []Put) {
 		for i := range part {
-			if part[i].Err == nil && len(part[i].Article) <= cacheOnPutMax {
+			if part[i].Err == nil && (len(part[i].Article) <= cacheOnPutMax || c.KeepLargePuts) {
 				c.add(part[i].Key, part[i].Article, !part[i].Owned)
 			}
 		}

@@ -82,33 +82,42 @@ func TestCacheFetchesOnceAndEvicts(t *testing.T) {
 
 // TestCacheKeepsOnlyTextArticlesPut puts a text article and a binary
 // through the cache: the text is read back from memory, the binary, too
-// large to cache as it is put, from the spool, and cached then.
+// large to cache as it is put, from the spool, and cached then. With
+// KeepLargePuts (a site feeding whole articles to peers) the binary is
+// cached as it is put too.
 func TestCacheKeepsOnlyTextArticlesPut(t *testing.T) {
-	local, err := OpenLocalSpool(t.TempDir(), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
-	ring := &countingSpool{Spool: local}
-	c := NewCachedSpool(ring, 16<<20, LRU)
-	text, err := put(c, []byte(strings.Repeat("t", 2450)), time.Now().Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	binary, err := put(c, []byte(strings.Repeat("b", 240000)), time.Now().Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, read := range []struct {
-		what    string
-		key     id.ID
-		fetches int64
-	}{{"the text", text, 0}, {"the binary", binary, 1}, {"the binary again", binary, 1}} {
-		if _, err := c.Get(context.Background(), read.key); err != nil {
+	for _, keepLarge := range []bool{false, true} {
+		local, err := OpenLocalSpool(t.TempDir(), 1<<20)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if n := ring.gets.Load(); n != read.fetches {
-			t.Errorf("after reading %s, the spool was read %d times, want %d", read.what, n, read.fetches)
+		defer local.Close()
+		ring := &countingSpool{Spool: local}
+		c := NewCachedSpool(ring, 16<<20, LRU)
+		c.KeepLargePuts = keepLarge
+		text, err := put(c, []byte(strings.Repeat("t", 2450)), time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary, err := put(c, []byte(strings.Repeat("b", 240000)), time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		binaryFetches := int64(1)
+		if keepLarge {
+			binaryFetches = 0
+		}
+		for _, read := range []struct {
+			what    string
+			key     id.ID
+			fetches int64
+		}{{"the text", text, 0}, {"the binary", binary, binaryFetches}, {"the binary again", binary, binaryFetches}} {
+			if _, err := c.Get(context.Background(), read.key); err != nil {
+				t.Fatal(err)
+			}
+			if n := ring.gets.Load(); n != read.fetches {
+				t.Errorf("KeepLargePuts %v: after reading %s, the spool was read %d times, want %d", keepLarge, read.what, n, read.fetches)
+			}
 		}
 	}
 }

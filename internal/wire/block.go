@@ -365,8 +365,11 @@ type ClientPutBatch struct {
 	// Fresh says the sender believes no host stores any of the blocks
 	// yet (a news site's history has never seen the articles), so their
 	// holders may write them without looking each key up first
-	// (store.PutOptions.Fresh). A wrong belief costs a duplicate record,
-	// never data: the engine keeps the copy stored first.
+	// (store.PutOptions.Fresh). A wrong belief costs a duplicate record
+	// (dead bytes until compaction), never data: the bytes are the same,
+	// and the stored object keeps the later of the two expiries. Copies
+	// that leave one by one (a retry at another successor) do not carry
+	// it.
 	Fresh bool
 }
 
@@ -527,7 +530,7 @@ type StoreBlocks struct {
 	// Fresh: the batch of puts they come from was sent as
 	// ClientPutBatch.Fresh, so the host may write them without looking
 	// each key up first. A wrong belief costs a duplicate record, never
-	// data.
+	// data (ClientPutBatch.Fresh).
 	Fresh bool
 }
 

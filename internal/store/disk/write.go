@@ -31,6 +31,7 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutO
 	if err := d.opt.CheckPut(key, data, expiry, now, opt); err != nil {
 		return nil, err
 	}
+	asked := expiry
 	expiry = d.opt.Retain(expiry, now)
 	var mu *sync.Mutex
 	if !opt.Fresh || opt.Opaque || d.deleted.Load() {
@@ -67,6 +68,13 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutO
 		mu.Unlock()
 	}
 	if err != nil {
+		if mu == nil && (errors.Is(err, store.ErrFull) || errors.Is(err, store.ErrExpired)) {
+			// A Fresh put that found no room (or its window gone) may be
+			// of a key stored after all, lasting as long: the look it
+			// skipped would need none.
+			opt.Fresh = false
+			return d.PutAsync(key, data, asked, opt)
+		}
 		if errors.Is(err, store.ErrFull) {
 			kick(d.maintKick)
 		}

@@ -83,6 +83,7 @@ func RunContract(t *testing.T, open func(t *testing.T, opt store.Options) store.
 		{"Concurrent", contractConcurrent},
 		{"NoTree", contractNoTree},
 		{"FreshPutKeepsLaterExpiry", contractFreshPutKeepsLaterExpiry},
+		{"FreshPutOfAStoredKeyInAFullStore", contractFreshPutOfAStoredKeyInAFullStore},
 		{"ReputNeverReplaces", contractReputNeverReplaces},
 		{"FreshPutNeverReplaces", contractFreshPutNeverReplaces},
 		{"ConcurrentConflictingPuts", contractConcurrentConflictingPuts},
@@ -473,6 +474,35 @@ func contractFreshPutKeepsLaterExpiry(t *testing.T, open func(store.Options) sto
 	}
 	if err := e.CheckTree(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A Fresh put whose key is stored after all (a news site's article put
+// again after a crash) succeeds in a full store as a plain put does: the
+// stored copy lasts as long, so the put needs no room.
+func contractFreshPutOfAStoredKeyInAFullStore(t *testing.T, open func(store.Options) store.Engine) {
+	c := NewClock()
+	r := rand.New(rand.NewPCG(9, 9))
+	a, keyA := Blob(r, 100)
+	b, keyB := Blob(r, 100)
+	e := open(store.Options{Now: c.Now, Capacity: 2 * int64(store.ObjectBytes(keyA.Width(), 100))})
+	exp := c.Now().Add(time.Hour)
+	for _, put := range []struct {
+		key  id.ID
+		data []byte
+	}{{keyA, a}, {keyB, b}} {
+		if err := e.Put(put.key, put.data, exp, store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if more, moreKey := Blob(r, 100); e.Put(moreKey, more, exp, store.PutOptions{Fresh: true}) == nil {
+		t.Fatal("a third object fit in a store with room for two")
+	}
+	if err := e.Put(keyA, a, exp, store.PutOptions{Fresh: true}); err != nil {
+		t.Fatalf("a Fresh put of a stored object in a full store: %v", err)
+	}
+	if got, _, err := e.Get(keyA); err != nil || !bytes.Equal(got, a) {
+		t.Fatalf("Get: %v", err)
 	}
 }
 
