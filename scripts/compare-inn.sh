@@ -342,6 +342,9 @@ bench() {
             fi
         fi
         echo "compare-inn: round $round, $name, $articles articles of $size bytes..." >&2
+        # What the other server's turn left dirty goes to the disk first,
+        # so that neither side's turn pays for the other's writeback.
+        sync
         if ! "$OUT/triad" bench nntp --addr "$addr" --size "$size" --group "$group" --articles "$articles" "${extra[@]}" \
             --max-seconds "$BOUND" --json >"$dir/$name-$size-$round.txt" 2>"$dir/$name-$size-$round.log"; then
             echo "compare-inn: $name at $size bytes failed:" >&2

@@ -271,11 +271,22 @@ func (s *Site) Article(ctx context.Context, e HistEntry) ([]byte, error) {
 	return unsealed(block), nil
 }
 
-// ViewArticle calls fn with an article as the spool lends it (a sealed
-// one put back in order in a buffer of its own): the bytes are valid only
-// while fn runs.
-func (s *Site) ViewArticle(ctx context.Context, e HistEntry, fn func(raw []byte) error) error {
-	return s.spool.View(ctx, e.Key, func(block []byte) error { return fn(unsealed(block)) })
+// ViewArticle calls fn with an article in two pieces as the spool lends
+// them, uncopied: its header block, through the empty line that ends it
+// (all of it, for an article with no empty line), and its body. The
+// article in wire form is head then body. The bytes are valid only while
+// fn runs. A sealed block is not put back in order first: for a 240 KB
+// binary that was a new buffer and a copy per read.
+func (s *Site) ViewArticle(ctx context.Context, e HistEntry, fn func(head, body []byte) error) error {
+	return s.spool.View(ctx, e.Key, func(block []byte) error {
+		if head, body, ok := unseal(block); ok {
+			return fn(head, body)
+		}
+		if i := bytes.Index(block, []byte("\r\n\r\n")); i >= 0 {
+			return fn(block[:i+4], block[i+4:])
+		}
+		return fn(block, nil)
+	})
 }
 
 // Accept stores one article and lists it. posted marks a reader's POST:

@@ -423,3 +423,41 @@ func TestHandOversEndOnceClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestViewArticleLendsHeadAndBody reads back an article stored sealed (a
+// shared spool, as the DHT) and one stored as it is (the site's own
+// spool): either way ViewArticle lends its header block, through the
+// empty line, and its body, which together are the article as it was
+// listed, byte for byte.
+func TestViewArticleLendsHeadAndBody(t *testing.T) {
+	for _, shared := range []bool{true, false} {
+		dir := t.TempDir()
+		var spool Spool = openTestSpool(t, filepath.Join(dir, "spool"))
+		if shared {
+			spool = syncSpool{spool}
+		}
+		site := openTestSite(t, dir, spool)
+		id := fmt.Sprintf("<view-%v@x>", shared)
+		raw := article(id, "local.test", "first line\r\n..dotted\r\n")
+		if _, err := site.Accept(context.Background(), []byte(raw), id, false); err != nil {
+			t.Fatal(err)
+		}
+		e, found, err := site.List().Lookup(id)
+		if err != nil || !found {
+			t.Fatalf("%s not listed: %v", id, err)
+		}
+		err = site.ViewArticle(context.Background(), e, func(head, body []byte) error {
+			if got, want := string(head)+string(body), strings.Replace(raw, "Path: ", "Path: test.site!", 1); got != want {
+				t.Errorf("shared %v: head+body %q, want the article as listed %q", shared, got, want)
+			}
+			if !strings.HasSuffix(string(head), "\r\n\r\n") || string(body) != "first line\r\n..dotted\r\n" {
+				t.Errorf("shared %v: split into %q and %q", shared, head, body)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		site.Close()
+	}
+}

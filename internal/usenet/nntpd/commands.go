@@ -461,16 +461,16 @@ func (c *conn) article(verb string, args []string) bool {
 	// them, with no scan and no copy. (A spool that waits on others, the
 	// DHT's, bounds its own waits: the server passes no deadline.)
 	sent := true
-	err := c.site.ViewArticle(context.Background(), e, func(raw []byte) error {
-		part := raw
-		if verb != "ARTICLE" {
-			head, body := splitArticle(raw)
-			part = body
-			if verb == "HEAD" {
-				part = head
-			}
+	err := c.site.ViewArticle(context.Background(), e, func(head, body []byte) error {
+		status := statusLine(code, "%d %s", num, msgid)
+		switch verb {
+		case "ARTICLE":
+			sent = c.send(status, head, body, []byte(".\r\n"))
+		case "HEAD":
+			sent = c.send(status, headerLines(head), []byte(".\r\n"))
+		default:
+			sent = c.send(status, body, []byte(".\r\n"))
 		}
-		sent = c.send(statusLine(code, "%d %s", num, msgid), part, []byte(".\r\n"))
 		return nil
 	})
 	if err != nil {
@@ -483,13 +483,13 @@ func (c *conn) article(verb string, args []string) bool {
 	return sent
 }
 
-// splitArticle splits a stored article into its header lines (each with
-// its CRLF) and its body.
-func splitArticle(raw []byte) (head, body []byte) {
-	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
-		return raw[:i+2], raw[i+4:]
+// headerLines is a head as HEAD sends it: the header lines, each with its
+// CRLF, without the empty line that ends them.
+func headerLines(head []byte) []byte {
+	if bytes.HasSuffix(head, []byte("\r\n\r\n")) {
+		return head[:len(head)-2]
 	}
-	return raw, nil
+	return head
 }
 
 func (c *conn) nextLast(next bool, args []string) bool {
