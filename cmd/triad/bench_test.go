@@ -156,8 +156,15 @@ func TestBenchFlood(t *testing.T) {
 		t.Errorf("marking: %v, %v", err, m)
 	}
 	n, _ := run("none")
-	if n["queue_drops"].(float64) == 0 || n["retransmit_fraction"].(float64) < 0.2 || n["goodput_over_peak"].(float64) >= m["goodput_over_peak"].(float64) {
-		t.Errorf("without control the flood was carried as well as with marking: %v", n)
+	// Less gets through: the flood's goodput itself, not each run's over
+	// its own unflooded peak, since without control the ramp's peak is
+	// already cut by the queues (176 against 280 in one run), which made
+	// the ratios a coin toss on four nodes.
+	goodput := func(r map[string]any) float64 {
+		return r["goodput_over_peak"].(float64) * r["peak_goodput"].(float64)
+	}
+	if n["queue_drops"].(float64) == 0 || n["retransmit_fraction"].(float64) < 0.2 || goodput(n) >= goodput(m) {
+		t.Errorf("without control the flood was carried as well as with marking (%.0f against %.0f a second): %v", goodput(n), goodput(m), n)
 	}
 }
 
