@@ -381,24 +381,19 @@ func (c *Client) Stat(ctx context.Context, key id.ID) ([]wire.Holder, error) {
 }
 
 // PutBatch stores many blocks through one node in one round trip (see
-// wire.ClientPutBatch); keys are their content hashes, which the caller
-// has computed (the node must answer with the same, but for blocks stored
-// as fragments: see Put). It returns each
-// block's key, or its error (a *wire.Error: fault.ErrBusy when the node's
-// write window was full), and an error for the call as a whole. With
-// fresh, the caller believes no host has any of the blocks yet
-// (wire.ClientPutBatch.Fresh).
-func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, keys []id.ID, r wire.Redundancy, fresh bool) ([]id.ID, []error, error) {
+// wire.ClientPutBatch). Each item's Key is its content hash, which the
+// caller has computed and which goes with the block: the node checks it,
+// or takes it as it is from its own process (a news front-end embedding
+// it), and must answer with the same, but for blocks stored as fragments
+// (see Put). It returns each block's key, or its error (a *wire.Error:
+// fault.ErrBusy when the node's write window was full), and an error for
+// the call as a whole. With fresh, the caller believes no host has any of
+// the blocks yet (wire.ClientPutBatch.Fresh).
+func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, r wire.Redundancy, fresh bool) ([]id.ID, []error, error) {
 	if len(items) > wire.MaxPutBatch {
 		return nil, nil, fmt.Errorf("client: %d blocks in one batch, at most %d", len(items), wire.MaxPutBatch)
 	}
-	// The keys go with the blocks: a node checks them, or takes them as
-	// they are from its own process (a news front-end embedding it).
-	sent := make([]wire.PutItem, len(items))
-	for i, it := range items {
-		sent[i] = wire.PutItem{Data: it.Data, Expiry: it.Expiry, Key: keys[i]}
-	}
-	reply, err := c.Call(ctx, &wire.ClientPutBatch{Items: sent, Redundancy: r, Fresh: fresh})
+	reply, err := c.Call(ctx, &wire.ClientPutBatch{Items: items, Redundancy: r, Fresh: fresh})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -413,7 +408,7 @@ func (c *Client) PutBatch(ctx context.Context, items []wire.PutItem, keys []id.I
 		case res.Code != 0:
 			errs[i] = &wire.Error{Code: res.Code, Text: res.Err}
 		default:
-			if err := checkPutKey(res.Key, keys[i], r); err != nil {
+			if err := checkPutKey(res.Key, items[i].Key, r); err != nil {
 				errs[i] = fmt.Errorf("client: %s %w", c.addr, err)
 				continue
 			}

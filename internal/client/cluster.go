@@ -329,16 +329,17 @@ func (c *Cluster) PutBatchWith(ctx context.Context, items []wire.PutItem, opt Pu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Each block goes with its key: the node checks it, or takes
+			// it from a front-end in its own process.
 			batch := make([]wire.PutItem, len(idx))
-			bkeys := make([]id.ID, len(idx))
 			for j, i := range idx {
-				batch[j], bkeys[j] = items[i], want[i]
+				batch[j] = wire.PutItem{Data: items[i].Data, Expiry: items[i].Expiry, Key: want[i]}
 			}
 			var ks []id.ID
 			var es []error
-			err := c.do(ctx, bkeys[0], func(cl *Client) error {
+			err := c.do(ctx, batch[0].Key, func(cl *Client) error {
 				var err error
-				ks, es, err = cl.PutBatch(ctx, batch, bkeys, r, opt.Fresh)
+				ks, es, err = cl.PutBatch(ctx, batch, r, opt.Fresh)
 				return err
 			})
 			for j, i := range idx {

@@ -168,15 +168,7 @@ func TestPutBatchChecksTheKeysItIsSent(t *testing.T) {
 		{Data: forged, Expiry: expiry, Key: claimed},
 		{Data: bare, Expiry: expiry},
 	}, Redundancy: wire.RedundancyReplicas}
-	to := c.node(c.s.Hosts()[5]).Ring().Vnodes()[0].Self()
-	reply, err := c.call(0, to, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done, ok := reply.(*wire.PutBatchDone)
-	if !ok || len(done.Results) != 3 {
-		t.Fatalf("a batch of 3 answered %#v", reply)
-	}
+	done := c.putBatchAt(5, m)
 	for i, data := range [][]byte{honest, bare} {
 		if res := done.Results[2*i]; res.Code != 0 || res.Key != id.Key(data) {
 			t.Errorf("item %d: result %+v, want it stored under %s", 2*i, res, id.Key(data).Short())
@@ -212,14 +204,7 @@ func TestFreshBatchOfStoredBlocks(t *testing.T) {
 		{Data: old, Expiry: expiry, Key: id.Key(old)},
 		{Data: fresh, Expiry: expiry, Key: id.Key(fresh)},
 	}, Redundancy: wire.RedundancyReplicas, Fresh: true}
-	reply, err := c.call(0, c.node(c.s.Hosts()[5]).Ring().Vnodes()[0].Self(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done, ok := reply.(*wire.PutBatchDone)
-	if !ok || len(done.Results) != 2 {
-		t.Fatalf("a batch of 2 answered %#v", reply)
-	}
+	done := c.putBatchAt(5, m)
 	for i, data := range [][]byte{old, fresh} {
 		key := id.Key(data)
 		if res := done.Results[i]; res.Code != 0 || res.Key != key {
@@ -240,4 +225,19 @@ func TestFreshBatchOfStoredBlocks(t *testing.T) {
 			t.Errorf("%s is held by %d hosts, want 2", key.Short(), held)
 		}
 	}
+}
+
+// putBatchAt sends m from host 0 to host i's node, over the network, and
+// returns its answer, one result per item.
+func (c *cluster) putBatchAt(i int, m *wire.ClientPutBatch) *wire.PutBatchDone {
+	c.t.Helper()
+	reply, err := c.call(0, c.node(c.s.Hosts()[i]).Ring().Vnodes()[0].Self(), m)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	done, ok := reply.(*wire.PutBatchDone)
+	if !ok || len(done.Results) != len(m.Items) {
+		c.t.Fatalf("a batch of %d answered %#v", len(m.Items), reply)
+	}
+	return done
 }

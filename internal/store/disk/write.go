@@ -34,7 +34,8 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutO
 	asked := expiry
 	expiry = d.opt.Retain(expiry, now)
 	var mu *sync.Mutex
-	if !opt.Fresh || opt.Opaque || d.deleted.Load() {
+	fresh := opt.Fresh && !opt.Opaque && !d.deleted.Load() // no look-up, no key lock
+	if !fresh {
 		// What is stored decides the put, so no other put of key may come
 		// between the look and the append.
 		mu = &d.keyMu[keyLock(key)]
@@ -68,7 +69,7 @@ func (d *Disk) PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutO
 		mu.Unlock()
 	}
 	if err != nil {
-		if mu == nil && (errors.Is(err, store.ErrFull) || errors.Is(err, store.ErrExpired)) {
+		if fresh && (errors.Is(err, store.ErrFull) || errors.Is(err, store.ErrExpired)) {
 			// A Fresh put that found no room (or its window gone) may be
 			// of a key stored after all, lasting as long: the look it
 			// skipped would need none.
