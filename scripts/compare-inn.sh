@@ -237,7 +237,7 @@ start_sites() {
         done
         NEWS_ADDRS+=("127.0.0.1:$((news0 + i))")
     done
-    local news=(--groups "triad.bench,triad.bench.large")
+    local news=(--groups "triad.bench,triad.bench.large") nodes=()
     for i in $(seq 0 $((n - 1))); do
         join=""
         [ "$i" = 0 ] || join="127.0.0.1:$node0"
@@ -259,11 +259,12 @@ start_sites() {
             timeout 1 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0"' "$((node0 + i))" 2>/dev/null && break
             sleep 0.1
         done
+        # Each site joins the ring the ones before it made: a new node
+        # chooses its positions from the ring it sees (docs/architecture.md,
+        # Positions). The feed starts on a consistent ring.
+        nodes+=("127.0.0.1:$((node0 + i))")
+        [ "$i" = 0 ] || python3 "$ROOT/scripts/wait-ring.py" "$OUT/triad" "${nodes[@]}"
     done
-    # The feed starts on a consistent ring: every successor list complete.
-    local nodes=()
-    for i in $(seq 0 $((n - 1))); do nodes+=("127.0.0.1:$((node0 + i))"); done
-    python3 "$ROOT/scripts/wait-ring.py" "$OUT/triad" "${nodes[@]}"
     if [ "$SITE_PROCESSES" = 2 ]; then
         for i in $(seq 0 $((n - 1))); do
             "$OUT/triad" nntp --listen "127.0.0.1:$((news0 + i))" --data "$dir/site$i" --node "127.0.0.1:$((node0 + i))" \

@@ -56,7 +56,7 @@ else
 fi
 GROUPS_LIST=triad.bench,triad.bench.large
 node0=17100 news0=17200 secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-pids=()
+pids=() nodes=()
 cleanup() {
     [ ${#pids[@]} = 0 ] || { kill -INT "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; }
     local i p
@@ -105,8 +105,11 @@ for i in 0 1 2; do
     pids+=($!)
     echo $! >"$cg/cgroup.procs"
     wait_port $((node0 + i))
+    # each site joins the ring the ones before it made (a new node chooses
+    # its positions from the ring it sees), as compare-inn.sh starts them
+    nodes+=("127.0.0.1:$((node0 + i))")
+    [ "$i" = 0 ] || python3 "$ROOT/scripts/wait-ring.py" "$BIN" "${nodes[@]}" >/dev/null
 done
-python3 "$ROOT/scripts/wait-ring.py" "$BIN" 127.0.0.1:$node0 127.0.0.1:$((node0 + 1)) 127.0.0.1:$((node0 + 2)) >/dev/null
 for i in 0 1 2; do wait_port $((news0 + i)); done
 # field F of each site's /proc/PID/stat (10: minor faults), or with no F
 # its CPU ticks (user + system)

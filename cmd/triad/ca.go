@@ -81,7 +81,7 @@ func runCAIssue(args []string, stdout, stderr io.Writer) error {
 	site := fs.String("site", "", "the holder's `site` (required)")
 	role := fs.String("role", "", "what the holder may do: node, site (a news front-end), operator or client (default: node with --addr, else client)")
 	addr := fs.String("addr", "", "for a node: the `address` it listens on, its identity on the ring")
-	vnodes := fs.Int("vnodes", 0, "for a node: the most vnodes it may run (default 1)")
+	vnodes := fs.Int("vnodes", 0, "for a node: the ring positions derived from its address it may use (default 1): it runs at most this many vnodes, and a new node takes those of them that even out the ring (triad node --positions)")
 	machine := fs.String("machine", "", "for a node: the machine `name` it stores on, as its --machine (default: a machine of its own)")
 	caDir := fs.String("ca", "ca", "the CA's `directory`")
 	out := fs.String("out", "", "the bundle's `directory` (default CA/bundles/NAME)")

@@ -24,7 +24,9 @@ brings it back at the same ring positions, as a transient failure rather than a
 new node. SIGINT or SIGTERM makes it leave the ring gracefully.
 
 A node's ring IDs derive from its listen address (vnode i sits at a hash of
-the address and i), and it refuses peers whose IDs do not. With --tls every
+the address and i), and it refuses peers whose IDs do not. A new node takes
+--vnodes of the first --positions such positions (default: all it may use),
+those that even out the nodes' shares of the ring it joins, and keeps them. With --tls every
 connection is mutual TLS and a certificate grants only what it names: a
 node's certificate its address, machine and vnode count (--vnodes must not
 exceed it; --machine is the certificate's), a client's, a news front-end's

@@ -22,6 +22,10 @@ import (
 type Options struct {
 	// Vnodes is the number of ring positions (virtual servers). Default 1.
 	Vnodes int
+	// Positions is, with Ring.VerifyIDs, how many positions derived from
+	// the host's address its vnodes may sit at (ring.LoadDerivedState):
+	// at least Vnodes, which is the default.
+	Positions int
 	// Bootstrap is the address of any ring member to join through; empty
 	// starts a new ring unless the host saved peers.
 	Bootstrap node.Addr
@@ -103,7 +107,7 @@ func New(o Options, addr node.Addr, st node.Storage, r *rand.Rand) (*Node, error
 	var moved []id.ID
 	var err error
 	if o.Ring.VerifyIDs {
-		state, moved, err = ring.LoadDerivedState(st, r, addr, o.Vnodes)
+		state, moved, err = ring.LoadDerivedState(st, r, addr, o.Vnodes, max(o.Positions, o.Vnodes))
 	} else {
 		state, err = ring.LoadState(st, r, o.Vnodes)
 	}

@@ -61,6 +61,9 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (*Node, error) {
 	if err := checkCertificate(a.driver.TLS, &a.deploy, o.DeriveIDs); err != nil {
 		return nil, err
 	}
+	if a.deploy.Positions == 0 {
+		a.deploy.Positions = ring.MaxVnodes
+	}
 	if a.lie != 0 {
 		a.driver.WrapEngine = func(e store.Engine) store.Engine { return sim.LyingEngine(e, a.lie) }
 	}
@@ -69,6 +72,11 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{Addr: drv.Addr(), Data: a.driver.DataDir, Driver: drv, done: make(chan error, 1)}
+	if o.DeriveIDs {
+		if err := place(ctx, drv, a, log); err != nil {
+			return nil, errors.Join(err, drv.Close())
+		}
+	}
 	if err := n.build(a, o, rec, log); err != nil {
 		return nil, errors.Join(err, drv.Close())
 	}
@@ -113,6 +121,12 @@ func checkCertificate(b *pki.Bundle, d *deploy.Options, derived bool) error {
 	d.Machine = self.MachineID()
 	if derived && d.Vnodes > self.Vnodes {
 		return fmt.Errorf("%d vnodes, but the certificate (%s) allows %d: issue it with 'triad ca issue --vnodes'", d.Vnodes, self.Name, self.Vnodes)
+	}
+	if derived && d.Positions > self.Vnodes {
+		return fmt.Errorf("--positions %d, but the certificate (%s) allows the first %d: issue it with 'triad ca issue --vnodes'", d.Positions, self.Name, self.Vnodes)
+	}
+	if d.Positions == 0 {
+		d.Positions = self.Vnodes
 	}
 	return nil
 }

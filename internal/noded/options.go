@@ -43,6 +43,13 @@ type Options struct {
 	// Vnodes is the number of ring positions (virtual servers) in the
 	// process, 1 to ring.MaxVnodes. Key vnodes. Default 1.
 	Vnodes int
+	// Positions is how many of the ring positions derived from Listen a
+	// new node chooses its vnodes among, to even out the hosts' shares of
+	// the ring it joins (ring.Place); a restart keeps what it chose. 0
+	// means all it may use: its certificate's vnode count with TLS,
+	// ring.MaxVnodes without. Equal to Vnodes, it takes the first ones.
+	// Key positions.
+	Positions int
 	// Data is the data folder. Empty means triad-data/PORT, PORT being
 	// Listen's. Key data.
 	Data string
@@ -201,6 +208,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Join, "join", o.Join, "`address` of any running node to join through (none: start a ring, or rejoin from saved peers)")
 	fs.DurationVar(&o.JoinTimeout, "join-timeout", o.JoinTimeout, "with --join: give up and exit non-zero if no other node of the ring is reached within this long (0: keep trying)")
 	fs.IntVar(&o.Vnodes, "vnodes", o.Vnodes, "virtual servers (ring positions) in this process")
+	fs.IntVar(&o.Positions, "positions", o.Positions, "a new node takes its vnodes among this many positions derived from --listen, those that even out the nodes' shares of the ring it joins (0: all it may use, its certificate's vnode count with --tls, 64 without; equal to --vnodes: the first ones)")
 	fs.StringVar(&o.Data, "data", o.Data, "data `directory` (default ./triad-data/<port>)")
 	fs.IntVar(&o.MaxConns, "max-conns", o.MaxConns, "connections from peers and clients accepted at once; more are closed on arrival")
 	fs.StringVar(&o.Machine, "machine", o.Machine, "machine `name` shared by the processes that store on one machine (one disk): no two of them get replicas of one block (default: an identity made once and kept under --data)")
@@ -253,6 +261,9 @@ func (o *Options) assembly() (assembly, error) {
 	if o.Vnodes < 1 || o.Vnodes > ring.MaxVnodes {
 		return a, fmt.Errorf("--vnodes %d: want 1 to %d", o.Vnodes, ring.MaxVnodes)
 	}
+	if o.Positions != 0 && (o.Positions < o.Vnodes || o.Positions > ring.MaxVnodes) {
+		return a, fmt.Errorf("--positions %d: want 0 (all the node may use) or %d (--vnodes) to %d", o.Positions, o.Vnodes, ring.MaxVnodes)
+	}
 	if o.MaxConns < 1 {
 		return a, fmt.Errorf("--max-conns %d: want at least 1", o.MaxConns)
 	}
@@ -274,7 +285,7 @@ func (o *Options) assembly() (assembly, error) {
 	if o.IDs != nil && o.DeriveIDs {
 		return a, errors.New("noded: IDs are given but DeriveIDs is on: a node's IDs derive from its address")
 	}
-	a.deploy = deploy.Options{Vnodes: o.Vnodes, Bootstrap: o.Join, Host: host.DefaultConfig(), Ring: rc, Blocks: &blocks, Machine: MachineID(o.Machine)}
+	a.deploy = deploy.Options{Vnodes: o.Vnodes, Positions: o.Positions, Bootstrap: o.Join, Host: host.DefaultConfig(), Ring: rc, Blocks: &blocks, Machine: MachineID(o.Machine)}
 	if a.deploy.CC, err = o.cc(); err != nil {
 		return a, err
 	}

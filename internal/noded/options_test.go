@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"triad/internal/deploy"
+	"triad/internal/pki"
 )
 
 // The defaults are a node that runs; the flags set the fields they are
@@ -35,6 +38,8 @@ func TestOptions(t *testing.T) {
 	}{
 		{func(o *Options) { o.Vnodes = 65 }, "--vnodes 65"},
 		{func(o *Options) { o.Vnodes = 0 }, "--vnodes 0"},
+		{func(o *Options) { o.Vnodes, o.Positions = 8, 4 }, "--positions 4"},
+		{func(o *Options) { o.Positions = 65 }, "--positions 65"},
 		{func(o *Options) { o.MaxConns = 0 }, "--max-conns"},
 		{func(o *Options) { o.Redundancy = "mirrors" }, "--redundancy"},
 		{func(o *Options) { o.Fragments = "7" }, "--fragments"},
@@ -114,5 +119,20 @@ func TestMachineID(t *testing.T) {
 	a, again := MachineID("a"), MachineID("a")
 	if MachineID("") != 0 || a == 0 || a != again || a == MachineID("b") {
 		t.Error("machine IDs are not a stable non-zero hash of the name")
+	}
+}
+
+// A certificate bounds the positions a node chooses among as it bounds
+// its vnodes: --positions beyond it is refused, and 0 (all it may use)
+// becomes its vnode count.
+func TestCertificateBoundsPositions(t *testing.T) {
+	b := &pki.Bundle{Self: pki.Identity{Name: "n1", Role: pki.RoleNode, Vnodes: 16, Machine: 7}}
+	d := deploy.Options{Vnodes: 8, Positions: 32}
+	if err := checkCertificate(b, &d, true); err == nil || !strings.Contains(err.Error(), "--positions 32") {
+		t.Errorf("32 positions on a certificate of 16 vnodes: %v, want refused", err)
+	}
+	d = deploy.Options{Vnodes: 8}
+	if err := checkCertificate(b, &d, true); err != nil || d.Positions != 16 {
+		t.Errorf("positions 0 on a certificate of 16 vnodes: %d, %v; want 16", d.Positions, err)
 	}
 }

@@ -90,10 +90,13 @@ func New(cfg Config, rt *host.Host, st State, bootstrap node.Addr) (*Chord, erro
 		if len(st.IDs) > MaxVnodes {
 			return nil, fmt.Errorf("ring: %d vnodes, more than the %d whose IDs are derived", len(st.IDs), MaxVnodes)
 		}
+		seen := map[int]bool{}
 		for i, x := range st.IDs {
-			if x != VnodeID(addr, i) {
-				return nil, fmt.Errorf("ring: vnode %d of %s is at %s, not at its derived ID (load the state with LoadDerivedState)", i, addr, x.Short())
+			j, ok := VnodeIndex(wire.NodeRef{ID: x, Addr: addr})
+			if !ok || seen[j] || (i == 0) != (j == 0) {
+				return nil, fmt.Errorf("ring: vnode %d of %s is at %s, not at a derived position of its own with vnode 0 first (load the state with LoadDerivedState)", i, addr, x.Short())
 			}
+			seen[j] = true
 		}
 	}
 	h := &Chord{

@@ -70,33 +70,56 @@ func derived(n wire.NodeRef) bool {
 }
 
 // LoadDerivedState is LoadState for a host whose IDs are derived from its
-// address (Config.VerifyIDs): vnode i sits at VnodeID(addr, i), and saved
-// peers whose IDs are not derived are dropped. moved lists the IDs a state
-// saved earlier held in place of the derived ones (random IDs of a host
-// that ran before IDs were derived), so the caller can say once that the
-// host moved; it is empty for a new host or one already derived. The
-// state file is rewritten when anything changed.
-func LoadDerivedState(d node.Disk, r *rand.Rand, addr node.Addr, vnodes int) (st State, moved []id.ID, err error) {
-	if vnodes < 1 || vnodes > MaxVnodes {
-		return State{}, nil, fmt.Errorf("ring: %d vnodes not in [1, %d] (derived IDs)", vnodes, MaxVnodes)
+// address (Config.VerifyIDs): each of its vnodes sits at VnodeID(addr, i)
+// for some i below positions (how many derived positions the host may
+// use, at least vnodes), vnode 0 always first (Place chooses the others
+// for a new host, and SeedIDs saves them). Saved peers whose IDs are not
+// derived are dropped. A saved ID that is not such a position (a random
+// ID of a host that ran before IDs were derived, or one beyond positions)
+// is replaced by the lowest position the host does not use, and listed in
+// moved, so the caller can say once that the host moved; moved is empty
+// for a new host or one already derived. The state file is rewritten when
+// anything changed.
+func LoadDerivedState(d node.Disk, r *rand.Rand, addr node.Addr, vnodes, positions int) (st State, moved []id.ID, err error) {
+	if vnodes < 1 || positions < vnodes || positions > MaxVnodes {
+		return State{}, nil, fmt.Errorf("ring: %d vnodes among %d positions: want 1 <= vnodes <= positions <= %d (derived IDs)", vnodes, positions, MaxVnodes)
 	}
-	_, rerr := d.ReadFile(StateFile)
-	existed := rerr == nil
-	if rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+	saved := 0
+	switch b, rerr := d.ReadFile(StateFile); {
+	case rerr == nil:
+		if s, err := UnmarshalState(b); err == nil {
+			saved = len(s.IDs)
+		}
+	case !errors.Is(rerr, fs.ErrNotExist):
 		return State{}, nil, rerr
 	}
 	if st, err = LoadState(d, r, vnodes); err != nil {
 		return State{}, nil, err
 	}
-	changed := false
+	used := make([]bool, positions)
+	keep := make([]bool, len(st.IDs))
 	for i, x := range st.IDs {
-		if want := VnodeID(addr, i); x != want {
-			if existed {
-				moved = append(moved, x)
-			}
-			st.IDs[i] = want
-			changed = true
+		j, ok := VnodeIndex(wire.NodeRef{ID: x, Addr: addr})
+		if ok && j < positions && !used[j] && (i == 0) == (j == 0) {
+			used[j], keep[i] = true, true
 		}
+	}
+	changed, next := false, 1
+	for i, x := range st.IDs {
+		if keep[i] {
+			continue
+		}
+		if i < saved {
+			moved = append(moved, x)
+		}
+		j := 0
+		if i > 0 {
+			for used[next] {
+				next++
+			}
+			j = next
+		}
+		used[j], st.IDs[i], changed = true, VnodeID(addr, j), true
 	}
 	if kept := slices.DeleteFunc(st.Peers, func(p wire.NodeRef) bool { return !derived(p) }); len(kept) != len(st.Peers) {
 		st.Peers, changed = kept, true

@@ -80,7 +80,7 @@ func TestLoadDerivedStateMovesSavedIDs(t *testing.T) {
 	if err := st.WriteFile(ring.StateFile, b); err != nil {
 		t.Fatal(err)
 	}
-	s, moved, err := ring.LoadDerivedState(st, r, addr, 2)
+	s, moved, err := ring.LoadDerivedState(st, r, addr, 2, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,15 +88,15 @@ func TestLoadDerivedStateMovesSavedIDs(t *testing.T) {
 	if !slices.Equal(s.IDs, want) || !slices.Equal(moved, old) || s.Machine != 7 || !slices.Equal(s.Peers, []wire.NodeRef{good}) {
 		t.Fatalf("got ids %v moved %v machine %d peers %v; want ids %v moved %v machine 7 peers [%v]", s.IDs, moved, s.Machine, s.Peers, want, old, good)
 	}
-	s, moved, err = ring.LoadDerivedState(st, r, addr, 2)
+	s, moved, err = ring.LoadDerivedState(st, r, addr, 2, 2)
 	if err != nil || len(moved) != 0 || !slices.Equal(s.IDs, want) {
 		t.Fatalf("second load: ids %v moved %v err %v; want %v, none moved", s.IDs, moved, err, want)
 	}
 	fresh := sim.NewStorage(func() time.Time { return time.Unix(0, 0) })
-	if s, moved, err = ring.LoadDerivedState(fresh, r, addr, 3); err != nil || len(moved) != 0 || s.IDs[2] != ring.VnodeID(addr, 2) {
+	if s, moved, err = ring.LoadDerivedState(fresh, r, addr, 3, 3); err != nil || len(moved) != 0 || s.IDs[2] != ring.VnodeID(addr, 2) {
 		t.Fatalf("new host: ids %v moved %v err %v", s.IDs, moved, err)
 	}
-	if _, _, err := ring.LoadDerivedState(fresh, r, addr, ring.MaxVnodes+1); err == nil {
+	if _, _, err := ring.LoadDerivedState(fresh, r, addr, ring.MaxVnodes+1, ring.MaxVnodes+1); err == nil {
 		t.Fatal("65 derived vnodes loaded")
 	}
 }

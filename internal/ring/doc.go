@@ -28,9 +28,11 @@
 // already holds that many successors of the key (DHash++ "integration").
 //
 // A real node's vnode IDs are derived from its address (VnodeID: a hash of
-// the address and the vnode's index), so it cannot choose where it sits,
-// and with Config.VerifyIDs any reference {ID, Addr} it receives is checked
-// with one hash (VnodeIndex); a Leave takes off only its sender's own
+// the address and the vnode's index), so it cannot make a position of its
+// own, and with Config.VerifyIDs any reference {ID, Addr} it receives is
+// checked with one hash (VnodeIndex). A new host that may use more
+// positions than it runs vnodes takes those that even out the hosts'
+// shares of the ring it joins (Place); a Leave takes off only its sender's own
 // vnode. The simulator places its hosts at random or chosen IDs instead.
 //
 // A host persists its ring IDs and the peers it knows (ring-state.json in its
