@@ -16,7 +16,7 @@ import (
 const defaultCallTimeout = 30 * time.Second
 
 // Call sends one request to the node at addr on a connection of its own,
-// as a client with no listen address, and returns the reply; the
+// as a client with no listen address (or as opt.From), and returns the reply; the
 // connection is closed before Call returns. It suits a command that asks
 // one question (triad ring, triad maint, a benchmark's probe); a Client is
 // for many calls. An error reply comes back as *wire.Error. Without a
@@ -43,7 +43,7 @@ func Call(ctx context.Context, addr string, m wire.Msg, opt Options) (wire.Msg, 
 		c = tc
 	}
 	const reqID = 1
-	if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: reqID, Msg: m}); err != nil {
+	if err := wire.WriteFrame(c, wire.Envelope{Kind: wire.Request, ReqID: reqID, From: opt.From, Msg: m}); err != nil {
 		return nil, err
 	}
 	frame, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes)

@@ -51,6 +51,11 @@ type Options struct {
 	// Local, if set, is a node in this process: calls to its address go
 	// through the Link it makes, not a socket.
 	Local *Local
+	// From is the vnode a node's own call speaks for, made before its
+	// driver runs (Call only): with TLS and a node's certificate, the
+	// other node takes only frames that claim the certificate's address
+	// and one of its vnodes. Zero for a client.
+	From wire.NodeRef
 }
 
 // Local is a node in the client's own process (a news site's front-end

@@ -146,7 +146,7 @@ func (n *Node) build(a assembly, o Options, rec *status.Recorder, log *slog.Logg
 	}
 	n.Host = h
 	if len(h.Moved) > 0 {
-		log.Warn("this node's vnode IDs now derive from its listen address: it left the IDs it had saved, and its neighbours hand it what it now holds", "left", fmt.Sprint(h.Moved), "now", fmt.Sprint(h.State.IDs))
+		log.Warn("this node's saved vnode IDs are not positions it may use (derived from its listen address, below --positions or its certificate's vnode count, vnode 0 first): it left them, and its neighbours hand it what it now holds", "left", fmt.Sprint(h.Moved), "now", fmt.Sprint(h.State.IDs))
 	}
 	if o.HTTP == "" {
 		return nil

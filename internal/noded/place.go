@@ -42,19 +42,28 @@ func place(ctx context.Context, drv *tcp.Driver, a assembly, log *slog.Logger) e
 		return err
 	}
 	d := a.deploy
-	if d.Positions <= d.Vnodes {
-		return nil // no choice: LoadDerivedState takes the first positions
+	if d.Positions <= d.Vnodes || d.Vnodes == 1 {
+		return nil // no choice (vnode 0 is always one): LoadDerivedState takes the first positions
 	}
+	self := drv.Addr()
 	var others []wire.NodeRef
 	if d.Bootstrap != "" {
+		opt := client.Options{TLS: a.driver.TLS}
+		if opt.TLS != nil {
+			// A node's certificate speaks for its address and vnodes only.
+			opt.From = wire.NodeRef{ID: ring.VnodeID(self, 0), Addr: self, Machine: opt.TLS.Self.MachineID()}
+		}
 		var err error
-		others, err = survey(ctx, drv.Addr(), d.Bootstrap, client.Options{TLS: a.driver.TLS})
-		if err != nil {
+		if others, err = survey(ctx, self, d.Bootstrap, opt); err != nil {
 			log.Warn("could not see the whole ring to choose this node's positions by; it spreads its vnodes evenly by themselves", "err", err)
 			others = nil
 		}
 	}
-	ids, err := ring.Place(drv.Addr(), d.Vnodes, d.Positions, d.Blocks.Replicas, others)
+	span := d.Blocks.Replicas
+	if d.Blocks.Redundancy == wire.RedundancyFragments {
+		span = d.Blocks.TotalFrags
+	}
+	ids, err := ring.Place(self, d.Vnodes, d.Positions, span, others)
 	if err != nil {
 		return err
 	}
@@ -66,15 +75,16 @@ func place(ctx context.Context, drv *tcp.Driver, a assembly, log *slog.Logger) e
 // self (the new node) sees it: it asks each host it hears of for its ring
 // state (its vnodes, their successor and predecessor lists), from
 // bootstrap on, until none is new. Only references whose IDs derive from
-// their addresses count (a host lists where it likes, but cannot place
-// others). A host that does not answer is still counted where others list
-// it. survey fails if bootstrap does not answer, or if the ring has more
-// than surveyHosts hosts or is not seen whole within surveyTime.
+// their addresses count, at most ring.MaxVnodes an address, and only of
+// hosts that answered: anyone can list a made-up host, but not make it
+// answer. survey fails if bootstrap does not answer, or if the ring has
+// more than surveyHosts hosts or is not seen whole within surveyTime.
 func survey(ctx context.Context, self, bootstrap string, opt client.Options) ([]wire.NodeRef, error) {
 	ctx, cancel := context.WithTimeout(ctx, surveyTime)
 	defer cancel()
-	queue, asked := []string{bootstrap}, map[string]bool{bootstrap: true, self: true}
-	var vnodes []wire.NodeRef
+	queue := []string{bootstrap}
+	listed := map[string]map[wire.NodeRef]bool{bootstrap: {}} // an address's vnodes, as listed by anyone
+	answered := map[string]bool{}
 	for len(queue) > 0 {
 		addr := queue[0]
 		queue = queue[1:]
@@ -85,24 +95,38 @@ func survey(ctx context.Context, self, bootstrap string, opt client.Options) ([]
 			}
 			continue
 		}
+		answered[addr] = true
 		for _, v := range info.Vnodes {
 			for _, r := range append(append([]wire.NodeRef{v.Self}, v.Succs...), v.Preds...) {
-				if _, ok := ring.VnodeIndex(r); !ok {
+				if _, ok := ring.VnodeIndex(r); !ok || r.Addr == self {
 					continue
 				}
-				vnodes = append(vnodes, r)
-				if !asked[r.Addr] {
-					if len(asked) > surveyHosts {
+				r = wire.NodeRef{ID: r.ID, Addr: r.Addr}
+				vs, known := listed[r.Addr]
+				if !known {
+					if len(listed) == surveyHosts {
 						return nil, fmt.Errorf("the ring has more than %d hosts", surveyHosts)
 					}
-					asked[r.Addr] = true
+					vs = map[wire.NodeRef]bool{}
+					listed[r.Addr] = vs
 					queue = append(queue, r.Addr)
+				}
+				if len(vs) < ring.MaxVnodes {
+					vs[r] = true
 				}
 			}
 		}
 	}
+	var vnodes []wire.NodeRef
+	for addr, vs := range listed {
+		if answered[addr] {
+			for r := range vs {
+				vnodes = append(vnodes, r)
+			}
+		}
+	}
 	slices.SortFunc(vnodes, func(a, b wire.NodeRef) int { return a.ID.Cmp(b.ID) })
-	return slices.CompactFunc(vnodes, func(a, b wire.NodeRef) bool { return a.ID == b.ID }), nil
+	return vnodes, nil
 }
 
 // ringInfo asks the host at addr for its ring state.
@@ -110,9 +134,12 @@ func ringInfo(ctx context.Context, addr string, opt client.Options) (*wire.RingI
 	ctx, cancel := context.WithTimeout(ctx, surveyCallTime)
 	defer cancel()
 	m, err := client.Call(ctx, addr, &wire.GetRingInfo{}, opt)
+	if err != nil {
+		return nil, fmt.Errorf("ring state from %s: %w", addr, err)
+	}
 	info, ok := m.(*wire.RingInfo)
-	if err != nil || !ok {
-		return nil, fmt.Errorf("ring state from %s: %v", addr, errors.Join(err, ctx.Err()))
+	if !ok {
+		return nil, fmt.Errorf("ring state from %s: a %v in reply", addr, m.Type())
 	}
 	return info, nil
 }

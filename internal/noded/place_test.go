@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -12,7 +11,9 @@ import (
 
 	"triad/internal/id"
 	"triad/internal/noded"
+	"triad/internal/pki"
 	"triad/internal/ring"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -21,12 +22,7 @@ import (
 func startNode(t *testing.T, dir, listen, join string, positions int) *noded.Node {
 	t.Helper()
 	if listen == "" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listen = ln.Addr().String()
-		ln.Close()
+		listen = testutil.FreeAddr(t)
 	}
 	o := noded.DefaultOptions()
 	o.Listen, o.Data, o.Join, o.Vnodes, o.Positions = listen, dir, join, 8, positions
@@ -52,10 +48,8 @@ func refs(n *noded.Node) []wire.NodeRef {
 // surveys through n shows them.
 func waitLists(t *testing.T, n *noded.Node, others ...*noded.Node) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		info, err := n.RingInfo(ctx)
+	testutil.WaitFor(t, time.Minute, n.Addr+" to list every other node", func() bool {
+		info, err := n.RingInfo(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,15 +59,8 @@ func waitLists(t *testing.T, n *noded.Node, others ...*noded.Node) {
 				seen[r.Addr] = true
 			}
 		}
-		if !slices.ContainsFunc(others, func(o *noded.Node) bool { return !seen[o.Addr] }) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s does not list all of the ring after a minute: %v", n.Addr, seen)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return !slices.ContainsFunc(others, func(o *noded.Node) bool { return !seen[o.Addr] })
+	})
 }
 
 // A new node chooses its positions from the ring it surveys through its
@@ -112,5 +99,43 @@ func TestNewNodeChoosesItsPositions(t *testing.T) {
 	}
 	if !slices.Equal(d.Host.State.IDs, firstEight) {
 		t.Fatalf("--positions 8: at %v, want the first 8 positions", d.Host.State.IDs)
+	}
+}
+
+// With TLS a node surveys the ring with its own certificate, speaking for
+// its address (a node's certificate is refused on a frame that claims
+// none), and chooses among the positions the certificate allows.
+func TestNewNodeChoosesItsPositionsWithTLS(t *testing.T) {
+	base := t.TempDir()
+	if err := pki.InitCA(filepath.Join(base, "ca"), "test", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.LoadCA(filepath.Join(base, "ca"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(name, join string) *noded.Node {
+		addr := testutil.FreeAddr(t)
+		bundle := filepath.Join(base, name+"-tls")
+		if err := ca.Issue(pki.Identity{Name: name, Site: name, Addr: addr, Vnodes: 16}, time.Hour, bundle); err != nil {
+			t.Fatal(err)
+		}
+		o := noded.DefaultOptions()
+		o.Listen, o.Data, o.Join, o.Vnodes, o.TLS = addr, filepath.Join(base, name), join, 8, bundle
+		n, err := noded.Start(context.Background(), o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+	a := start("a", "")
+	b := start("b", a.Addr)
+	waitLists(t, a, b)
+	c := start("c", a.Addr)
+	want, _ := ring.Place(c.Addr, 8, 16, 2, append(refs(a), refs(b)...))
+	if !slices.Equal(c.Host.State.IDs, want) {
+		alone, _ := ring.Place(c.Addr, 8, 16, 2, nil)
+		t.Fatalf("third node at %v, want %v (placed on the ring of the first two; alone it would be at %v)", c.Host.State.IDs, want, alone)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"triad/internal/pki"
 	"triad/internal/ring"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -78,13 +79,13 @@ func sendThenPing(t *testing.T, c net.Conn, e wire.Envelope) {
 // does. (Before roles, all of these reached it.)
 func TestTLSCertificatesGrantOnlyTheirRoles(t *testing.T) {
 	r := newRingCA(t)
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	n, rec := startHost(t, Config{Listen: addr, TLS: r.bundle("n", addr, time.Hour), HandshakeTimeout: time.Second, CheckVnodes: true})
 
 	client := r.issue(pki.Identity{Name: "prog"})
 	site := r.issue(pki.Identity{Name: "news.site1.example", Role: pki.RoleSite})
 	operator := r.issue(pki.Identity{Name: "alice", Role: pki.RoleOperator})
-	peerAddr := freeAddr(t) // nothing listens: the certificate proves it
+	peerAddr := testutil.FreeAddr(t) // nothing listens: the certificate proves it
 	peer := r.issue(pki.Identity{Name: "p", Addr: peerAddr, Vnodes: 2})
 
 	vnode := func(i int, machine uint64) wire.NodeRef {

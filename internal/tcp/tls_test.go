@@ -4,14 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
-
-	"net"
 
 	"triad/internal/client"
 	"triad/internal/pki"
@@ -60,21 +59,10 @@ func (r *testCA) bundle(name, addr string, validity time.Duration) *pki.Bundle {
 	return b
 }
 
-// freeAddr is a port on 127.0.0.1 that is free now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // startTLSHost runs a TLS node named name at a free address.
 func startTLSHost(t *testing.T, r *testCA, name string) (*Driver, *recorder) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	return startHost(t, Config{Listen: addr, TLS: r.bundle(name, addr, time.Hour), HandshakeTimeout: time.Second})
 }
 
@@ -115,7 +103,7 @@ func TestTLSRefusesOutsiders(t *testing.T) {
 	}
 	a, ra := startTLSHost(t, r, "a") // issued after the revocation: its bundle has the CRL
 	other := newRingCA(t)
-	insider := freeAddr(t)
+	insider := testutil.FreeAddr(t)
 	ping := wire.Envelope{Kind: wire.Request, ReqID: 1, Msg: &wire.Ping{}}
 
 	try := func(name string, conf *tls.Config, claim string) (refusedBefore uint64) {
@@ -179,7 +167,7 @@ func TestTLSRefusesOutsiders(t *testing.T) {
 
 	// A node's certificate, claiming its own address, still cannot send an
 	// operator's command: operators are clients.
-	peerAddr := freeAddr(t)
+	peerAddr := testutil.FreeAddr(t)
 	nodeConn := tls.Client(dial(t, a.Addr()), r.bundle("peer", peerAddr, time.Hour).ClientConfig(a.Addr()))
 	forgedBefore := a.Stats.Forged.Load()
 	ctl := wire.Envelope{Kind: wire.Request, ReqID: 2, From: wire.NodeRef{Addr: peerAddr}, Msg: &wire.MaintControl{Pause: true}}
@@ -195,8 +183,8 @@ func TestTLSRefusesOutsiders(t *testing.T) {
 
 	// A dials a TLS node whose certificate is for another address: the
 	// call fails, and nothing is sent to it.
-	imposter := freeAddr(t) // the address the certificate names
-	bad := freeAddr(t)      // where it is served
+	imposter := testutil.FreeAddr(t) // the address the certificate names
+	bad := testutil.FreeAddr(t)      // where it is served
 	ln, err := tls.Listen("tcp", bad, r.bundle("liar", imposter, time.Hour).ServerConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +211,7 @@ func TestTLSRefusesOutsiders(t *testing.T) {
 // A node cannot listen with a certificate for another address.
 func TestTLSListenNeedsItsOwnCertificate(t *testing.T) {
 	r := newRingCA(t)
-	_, err := Listen(Config{Listen: freeAddr(t), DataDir: t.TempDir(), TLS: r.bundle("n", "127.0.0.1:1", time.Hour)})
+	_, err := Listen(Config{Listen: testutil.FreeAddr(t), DataDir: t.TempDir(), TLS: r.bundle("n", "127.0.0.1:1", time.Hour)})
 	if err == nil || !strings.Contains(err.Error(), "is for the node at") {
 		t.Fatalf("Listen with another address's certificate: %v", err)
 	}
@@ -266,7 +254,7 @@ func TestTLSSilentStrangersAreBounded(t *testing.T) {
 // certificate from another address gets in while they are held.
 func TestTLSHandshakesPerAddressAreBounded(t *testing.T) {
 	r := newRingCA(t)
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	a, _ := startHost(t, Config{Listen: addr, TLS: r.bundle("a", addr, time.Hour), HandshakeTimeout: maxHandshakeTime})
 	good := r.bundle("good", "", time.Hour)
 	start := time.Now()
