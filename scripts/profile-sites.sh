@@ -19,7 +19,10 @@
 # BIN DIR/cpu0.prof`), STRACE=1 (strace -c of site 1 during the feed),
 # EXTRA (more `triad site` flags, as "--cache-mb 0"), BIN (a triad binary;
 # default: built from this tree into DIR), KEEP=1 (keep DIR; by default
-# only its logs and profiles are kept). Needs root (cgroups). Uses the
+# only its logs and profiles are kept), ROUNDS (default 1: feeds of N
+# articles one after another on the same sites, each measured, to see
+# whether a site's cost grows with what it stores), WARM_MEMORY=0 (skip
+# scripts/warm-memory.py, which compare-inn.sh runs too). Needs root (cgroups). Uses the
 # cgroup v1 cpu controller at /sys/fs/cgroup/cpu, or v2's cpu.max.
 set -euo pipefail
 case ${1:-} in
@@ -33,8 +36,8 @@ case ${1:-} in
 esac
 [ "$(id -u)" = 0 ] || { echo "profile-sites: run as root (CPU cgroups)" >&2; exit 1; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-N=${N:-30000} SIZE=${SIZE:-2450} PHASES=${PHASES:-takethis} VNODES=${VNODES:-8} CPU=${CPU:-0.6}
-for v in N SIZE VNODES; do
+N=${N:-30000} SIZE=${SIZE:-2450} PHASES=${PHASES:-takethis} VNODES=${VNODES:-8} CPU=${CPU:-0.6} ROUNDS=${ROUNDS:-1}
+for v in N SIZE VNODES ROUNDS; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "profile-sites: $v wants a positive integer, got ${!v}" >&2; exit 2; }
 done
 quota=$(python3 -c 'import os, sys; c = float(sys.argv[1]); assert 0.05 <= c <= os.cpu_count(); print(round(c * 100000))' "$CPU" 2>/dev/null) ||
@@ -66,8 +69,12 @@ cleanup() {
         rmdir "$CG/profile-sites-$$-$i" 2>/dev/null || true
     done
     [ "${KEEP:-0}" = 1 ] || rm -rf "$DIR"/node* "$DIR"/site[0-9]
+    [ -z "$REPORTING" ] || python3 "$ROOT/scripts/warm-memory.py" --restore "$REPORTING"
 }
+REPORTING=""
 trap cleanup EXIT
+# a VM's memory as a real machine's, as compare-inn.sh does
+[ "${WARM_MEMORY:-1}" != 1 ] || REPORTING=$(python3 "$ROOT/scripts/warm-memory.py")
 wait_port() {
     local _
     for _ in $(seq 100); do
@@ -125,6 +132,8 @@ throttled() {
         awk '/nr_throttled/ {print $2}' "$CG/profile-sites-$$-$i/cpu.stat"
     done | tr '\n' ' '
 }
+for round in $(seq "$ROUNDS"); do
+[ "$ROUNDS" = 1 ] || echo "round $round of $ROUNDS"
 t0=$(stat_of) f0=$(stat_of 10) th0=$(throttled)
 if [ "${STRACE:-0}" = 1 ]; then
     strace -c -f -p "${pids[0]}" -o "$DIR/strace.txt" &
@@ -150,4 +159,5 @@ print("CPU ticks per site:", d, " minor faults:", [b - a for a, b in zip(f0, f1)
       " throttled periods:", [b - a for a, b in zip(h0, h1)])
 print(f"CPU per article: site 1 {d[0] * 10000 / n:.0f} µs, all sites {sum(d) * 10000 / n:.0f} µs")
 PY
+done
 echo "profile-sites: logs${PROF:+ and profiles} in $DIR"
