@@ -49,7 +49,9 @@ type Options struct {
 	// naming the address dialled.
 	TLS *pki.Bundle
 	// Local, if set, is a node in this process: calls to its address go
-	// through the Link it makes, not a socket.
+	// through the Link it makes, not a socket. A put through it hands
+	// the node its blocks' bytes rather than a copy (tcp.Local): the
+	// caller must not change them once the put is sent.
 	Local *Local
 	// From is the vnode a node's own call speaks for, made before its
 	// driver runs (Call only): with TLS and a node's certificate, the

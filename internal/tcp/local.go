@@ -25,7 +25,9 @@ import (
 // at its handshake); and what it sends holds the driver's inbound budget
 // until the loop has handled it. Messages cross
 // as copies (wire.Clone), as the codec would make them, so neither side
-// shares a buffer with the other.
+// shares a buffer with the other, but for the blocks a put carries: their
+// bytes are handed over (wire.Hand), so the sender must neither change
+// nor reuse them once sent, and the node only reads them.
 type Local struct {
 	d       *Driver
 	route   node.Addr
@@ -77,7 +79,7 @@ func (l *Local) Send(ctx context.Context, e wire.Envelope) error {
 	case err != nil:
 		return err
 	}
-	e.Msg = wire.Clone(e.Msg)
+	e.Msg = wire.Hand(e.Msg)
 	select {
 	case l.d.msgs <- inboundMsg{node.MsgIn{From: l.route, Env: e, Local: true}, ch}:
 		return nil

@@ -187,6 +187,11 @@ func (m *ClientPut) clone() Msg {
 	return &c
 }
 
+func (m *ClientPut) hand() Msg {
+	c := *m
+	return &c
+}
+
 func (*PutDone) Type() Type { return TypePutDone }
 func (m *PutDone) encode(b []byte) []byte {
 	b = putID(b, 1, m.Key)
@@ -428,6 +433,12 @@ func (m *ClientPutBatch) clone() Msg {
 		c.Items = append(c.Items, PutItem{Data: bytes.Clone(it.Data), Expiry: it.Expiry, Key: it.Key})
 	}
 	return c
+}
+
+func (m *ClientPutBatch) hand() Msg {
+	c := *m
+	c.Items = slices.Clone(m.Items)
+	return &c
 }
 
 func (*PutBatchDone) Type() Type { return TypePutBatchDone }

@@ -139,3 +139,41 @@ func TestCloneIsTheCodec(t *testing.T) {
 		}
 	}
 }
+
+// Hand copies a message as Clone does, but for the blocks a put carries,
+// whose bytes it shares: every other field of a put, and every other
+// message, is the copy's own.
+func TestHandSharesOnlyBlockBytes(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 9))
+	sameBytes := func(a, b []byte) bool { return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) }
+	for _, ti := range types {
+		for range 5 {
+			m := newMsg(ti.typ)
+			fill(t, r, reflect.ValueOf(m).Elem())
+			want, h := Clone(m), Hand(m)
+			if !reflect.DeepEqual(h, want) {
+				t.Fatalf("%s: Hand differs from Clone:\nhand  %+v\nclone %+v", ti.typ, h, want)
+			}
+			switch x := m.(type) {
+			case *ClientPut:
+				if !sameBytes(h.(*ClientPut).Data, x.Data) {
+					t.Fatalf("ClientPut: Hand copied the block's bytes")
+				}
+				x.Expiry, x.Redundancy = x.Expiry+1, x.Redundancy+1
+			case *ClientPutBatch:
+				for i := range x.Items {
+					if !sameBytes(h.(*ClientPutBatch).Items[i].Data, x.Items[i].Data) {
+						t.Fatalf("ClientPutBatch: Hand copied item %d's bytes", i)
+					}
+					x.Items[i] = PutItem{Expiry: -1}
+				}
+				x.Fresh = !x.Fresh
+			default:
+				scramble(reflect.ValueOf(m))
+			}
+			if !reflect.DeepEqual(h, want) {
+				t.Fatalf("%s: Hand shares more than the blocks' bytes with the original:\nhand  %+v\nclone %+v", ti.typ, h, want)
+			}
+		}
+	}
+}

@@ -303,6 +303,22 @@ func ReadFrame(r io.Reader, buf []byte, max int) ([]byte, error) {
 // compares Clone with Decode(Encode(m)).
 func Clone(m Msg) Msg { return m.clone() }
 
+// Hand is Clone for a message whose sender hands over the blocks it
+// carries: the copy shares their bytes (ClientPut's Data, ClientPutBatch's
+// items' Data) and copies the rest; any other message is cloned. It is for
+// a sender in the receiver's own process that neither changes nor reuses
+// those bytes once sent (tcp.Local), where a copy of each block would cost
+// a memmove and a new allocation of its size.
+func Hand(m Msg) Msg {
+	if h, ok := m.(handOver); ok {
+		return h.hand()
+	}
+	return m.clone()
+}
+
+// handOver is a message whose block bytes Hand shares.
+type handOver interface{ hand() Msg }
+
 // cloneNodes copies a node list, keeping nil nil as the codec does.
 func cloneNodes(l []NodeRef) []NodeRef {
 	if l == nil {
