@@ -294,18 +294,21 @@ start_sites() {
 # shellcheck source=/dev/null
 source "$ANCHOR/run.sh"
 BOUND=${PHASE_SECONDS:-15} # after run.sh, which sets its own MAXS
-STEP="INN setup (log: $OUT/inn-setup.log)"
 # A virtual machine's memory as a real machine's, for both servers alike:
 # the host keeps what the guest frees, and every page was touched once
 # (scripts/warm-memory.py: a page cache growing into pages the host took
 # back cost 9x the CPU per 240 KB write, and more to triad's two copies
 # than to INN's one).
+# The trap is set first: a warm-up that fails or is killed still restores
+# the setting it printed.
 REPORTING=""
+# shellcheck disable=SC2154 # rc is set inside the trap
+trap 'rc=$?; [ -z "$REPORTING" ] || python3 "$ROOT/scripts/warm-memory.py" --restore "$REPORTING" || true; [ $rc = 0 ] || echo "compare-inn: failed (exit $rc) in $STEP" >&2; stop_sites; [ "${KEEP_INN:-0}" = 1 ] || stop_innd; cg_remove_all' EXIT
 if [ "$(id -u)" = 0 ] && [ "${WARM_MEMORY:-1}" = 1 ]; then
+    STEP="warming the memory (scripts/warm-memory.py)"
     REPORTING=$(python3 "$ROOT/scripts/warm-memory.py")
 fi
-# shellcheck disable=SC2154 # rc is set inside the trap
-trap 'rc=$?; [ $rc = 0 ] || echo "compare-inn: failed (exit $rc) in $STEP" >&2; stop_sites; [ "${KEEP_INN:-0}" = 1 ] || stop_innd; cg_remove_all; [ -z "$REPORTING" ] || python3 "$ROOT/scripts/warm-memory.py" --restore "$REPORTING"' EXIT
+STEP="INN setup (log: $OUT/inn-setup.log)"
 install_inn >"$OUT/inn-setup.log" 2>&1
 write_confs >>"$OUT/inn-setup.log" 2>&1
 

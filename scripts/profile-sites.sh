@@ -68,8 +68,8 @@ cleanup() {
         while read -r p; do echo "$p" >"$CG/cgroup.procs" 2>/dev/null || true; done <"$CG/profile-sites-$$-$i/cgroup.procs"
         rmdir "$CG/profile-sites-$$-$i" 2>/dev/null || true
     done
+    [ -z "$REPORTING" ] || python3 "$ROOT/scripts/warm-memory.py" --restore "$REPORTING" || true
     [ "${KEEP:-0}" = 1 ] || rm -rf "$DIR"/node* "$DIR"/site[0-9]
-    [ -z "$REPORTING" ] || python3 "$ROOT/scripts/warm-memory.py" --restore "$REPORTING"
 }
 REPORTING=""
 trap cleanup EXIT

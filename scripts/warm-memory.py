@@ -22,8 +22,10 @@ parameter page_reporting_order, 9 here, and a first touch again after
 that), so touching memory once is not enough: this raises the reporting
 order past the largest block (11), which stops it, and prints the old
 setting (`page_reporting_order=9`) for --restore; a machine without the
-parameter prints nothing. It then touches all of MemAvailable but
---keep-mb (default 1536) once, in 64 MB pieces, and frees it. With both,
+parameter, or where another run has stopped it already (that run
+restores it), prints nothing. It then touches the free memory (MemFree,
+read again before each 64 MB piece: no page cache is evicted, nothing
+swapped out) but --keep-mb (default 1536) once, and frees it. With both,
 the same program ran every round at 65-74 µs a write. Needs root.
 """
 import mmap
@@ -36,23 +38,32 @@ NO_REPORTING = "11"  # past the buddy allocator's largest order (10)
 
 
 def stop_reporting():
-    """Stops free page reporting; returns the old order, or None."""
+    """Stops free page reporting; returns the old order, or None if there
+    is none to restore (no such parameter, one it may not change, or one
+    another run has already stopped)."""
     try:
         with open(REPORTING) as f:
             old = f.read().strip()
+        if old == NO_REPORTING:
+            return None  # another run stopped it, and restores it
         with open(REPORTING, "w") as f:
             f.write(NO_REPORTING)
         return old
     except FileNotFoundError:
         return None
+    except OSError as e:
+        print(f"warm-memory: free page reporting left as it is: {e}", file=sys.stderr)
+        return None
 
 
-def available_bytes():
+def free_bytes():
+    """MemFree: what can be touched without evicting the page cache or
+    swapping anything out."""
     with open("/proc/meminfo") as f:
         for line in f:
-            if line.startswith("MemAvailable:"):
+            if line.startswith("MemFree:"):
                 return int(line.split()[1]) * 1024
-    raise RuntimeError("no MemAvailable in /proc/meminfo")
+    raise RuntimeError("no MemFree in /proc/meminfo")
 
 
 def main(argv):
@@ -62,9 +73,13 @@ def main(argv):
         return 0
     if argv[:1] == ["--restore"] and len(argv) == 2:
         key, _, order = argv[1].partition("=")
-        if key == "page_reporting_order" and order.isdigit():
-            with open(REPORTING, "w") as f:
-                f.write(order)
+        if key == "page_reporting_order" and order.isdigit() and order != NO_REPORTING:
+            try:
+                with open(REPORTING, "w") as f:
+                    f.write(order)
+            except OSError as e:
+                print(f"warm-memory: could not restore {argv[1]}: {e}", file=sys.stderr)
+                return 1
         return 0
     if argv[:1] == ["--keep-mb"] and len(argv) == 2 and argv[1].isdigit():
         keep_mb = int(argv[1])
@@ -73,17 +88,20 @@ def main(argv):
         return 2
     old = stop_reporting()
     if old is not None:
-        print(f"page_reporting_order={old}")
-    total = available_bytes() - keep_mb * (1 << 20)
-    if total < PIECE:
-        print(f"warm-memory: less than {keep_mb} MB available beyond what is kept: nothing touched", file=sys.stderr)
-        return 0
+        # At once: a caller that is killed during the touching below must
+        # still have the setting to restore.
+        print(f"page_reporting_order={old}", flush=True)
     start, pieces, ones = time.time(), [], b"\x01" * PIECE
     try:
-        for _ in range(total // PIECE):
+        # Free memory only, read again before each piece: nothing else's
+        # pages are pushed out, and a process growing meanwhile keeps the
+        # margin.
+        while free_bytes() - PIECE > keep_mb * (1 << 20):
             m = mmap.mmap(-1, PIECE)
             m.write(ones)
             pieces.append(m)
+    except (OSError, MemoryError) as e:
+        print(f"warm-memory: stopped touching: {e}", file=sys.stderr)
     finally:
         for m in pieces:
             m.close()

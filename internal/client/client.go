@@ -51,7 +51,8 @@ type Options struct {
 	// Local, if set, is a node in this process: calls to its address go
 	// through the Link it makes, not a socket. A put through it hands
 	// the node its blocks' bytes rather than a copy (tcp.Local): the
-	// caller must not change them once the put is sent.
+	// caller must not change them once the put is sent, even if the call
+	// fails or times out (the node may still be using them).
 	Local *Local
 	// From is the vnode a node's own call speaks for, made before its
 	// driver runs (Call only): with TLS and a node's certificate, the

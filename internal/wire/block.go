@@ -189,8 +189,14 @@ func (m *ClientPut) clone() Msg {
 
 func (m *ClientPut) hand() Msg {
 	c := *m
+	c.Data = handed(m.Data)
 	return &c
 }
+
+// handed is a block's bytes as Hand shares them: without the spare
+// capacity past them, so that neither side can append into the other's
+// memory (Reed-Solomon's Split, for one, lays its shards out there).
+func handed(b []byte) []byte { return b[:len(b):len(b)] }
 
 func (*PutDone) Type() Type { return TypePutDone }
 func (m *PutDone) encode(b []byte) []byte {
@@ -438,6 +444,9 @@ func (m *ClientPutBatch) clone() Msg {
 func (m *ClientPutBatch) hand() Msg {
 	c := *m
 	c.Items = slices.Clone(m.Items)
+	for i := range c.Items {
+		c.Items[i].Data = handed(c.Items[i].Data)
+	}
 	return &c
 }
 
