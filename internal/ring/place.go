@@ -18,14 +18,15 @@ import (
 // the blocks, and 1 ring in 10 gives one host 1.33 times. Place makes the
 // draw a choice: a host that may use more positions than it runs (its
 // certificate's vnode count, or MaxVnodes without TLS) takes the ones that
-// even out the hosts' shares of the ring it joins. Its peers check each position with one hash as before; what the
-// host gains is a choice among positions it was granted, never a position
-// of its own making.
+// even out the hosts' shares of the ring it joins. Its peers check each
+// position with one hash as before; what the host gains is a choice among
+// positions it was granted, never a position of its own making.
 
-// placePasses bounds Place's local search, which settles in two or
-// three, and placeWork the vnodes its weighings visit in all (about a
-// second of CPU): on a ring of 64 hosts of 64 vnodes, a host of 32 stops
-// after a pass or two.
+// placePasses bounds Place's local search, which settles in two or three
+// passes on the rings of the tests, and placeWork the vnodes its weighings
+// visit in all (each weighing visits every vnode of the ring once), so
+// that a host of many vnodes joining a large ring stops early rather than
+// search for seconds.
 const (
 	placePasses = 16
 	placeWork   = 50_000_000
