@@ -22,11 +22,11 @@ import (
 // position with one hash as before; what the host gains is a choice among
 // positions it was granted, never a position of its own making.
 
-// placePasses bounds Place's local search, which settles in two or three
-// passes on the rings of the tests, and placeWork the vnodes its weighings
-// visit in all (each weighing visits every vnode of the ring once), so
-// that a host of many vnodes joining a large ring stops early rather than
-// search for seconds.
+// placePasses bounds Place's local search (a pass tries every free
+// position in every slot; the search ends at the first pass that improves
+// nothing), and placeWork the vnodes its weighings visit in all (each
+// weighing visits every vnode of the ring once), so that a host of many
+// vnodes joining a large ring stops early rather than search for seconds.
 const (
 	placePasses = 16
 	placeWork   = 50_000_000
