@@ -101,6 +101,19 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Span is how many successors of a key hold its copies under r (the
+// deployment's default for wire.RedundancyDefault): Replicas whole
+// copies, or TotalFrags fragments.
+func (c Config) Span(r wire.Redundancy) int {
+	if r == wire.RedundancyDefault {
+		r = c.Redundancy
+	}
+	if r == wire.RedundancyFragments {
+		return c.TotalFrags
+	}
+	return c.Replicas
+}
+
 func (c Config) quorum() int {
 	if c.WriteQuorum > 0 {
 		return c.WriteQuorum

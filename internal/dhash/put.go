@@ -27,12 +27,7 @@ func (n *Node) redundancy(r wire.Redundancy) wire.Redundancy {
 }
 
 // span is how many successors of a key hold its copies.
-func (n *Node) span(r wire.Redundancy) int {
-	if r == wire.RedundancyFragments {
-		return n.cfg.TotalFrags
-	}
-	return n.cfg.Replicas
-}
+func (n *Node) span(r wire.Redundancy) int { return n.cfg.Span(r) }
 
 // candidates looks up key and returns its successors on distinct live
 // hosts, nearest first. With integration the lookup may stop at a node

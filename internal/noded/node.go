@@ -61,9 +61,7 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (*Node, error) {
 	if err := checkCertificate(a.driver.TLS, &a.deploy, o.DeriveIDs); err != nil {
 		return nil, err
 	}
-	if a.deploy.Positions == 0 {
-		a.deploy.Positions = ring.MaxVnodes
-	}
+	a.deploy.Positions = positions(a.driver.TLS, a.deploy.Positions)
 	if a.lie != 0 {
 		a.driver.WrapEngine = func(e store.Engine) store.Engine { return sim.LyingEngine(e, a.lie) }
 	}
@@ -125,10 +123,19 @@ func checkCertificate(b *pki.Bundle, d *deploy.Options, derived bool) error {
 	if derived && d.Positions > self.Vnodes {
 		return fmt.Errorf("--positions %d, but the certificate (%s) allows the first %d: issue it with 'triad ca issue --vnodes'", d.Positions, self.Name, self.Vnodes)
 	}
-	if d.Positions == 0 {
-		d.Positions = self.Vnodes
-	}
 	return nil
+}
+
+// positions is --positions as the node uses it: 0 means all it may use,
+// its certificate's vnode count, or ring.MaxVnodes without TLS.
+func positions(b *pki.Bundle, p int) int {
+	switch {
+	case p != 0:
+		return p
+	case b != nil:
+		return b.Self.Vnodes
+	}
+	return ring.MaxVnodes
 }
 
 // build seeds the IDs of a new node, builds the host from the driver's

@@ -59,11 +59,7 @@ func place(ctx context.Context, drv *tcp.Driver, a assembly, log *slog.Logger) e
 			others = nil
 		}
 	}
-	span := d.Blocks.Replicas
-	if d.Blocks.Redundancy == wire.RedundancyFragments {
-		span = d.Blocks.TotalFrags
-	}
-	ids, err := ring.Place(self, d.Vnodes, d.Positions, span, others)
+	ids, err := ring.Place(self, d.Vnodes, d.Positions, d.Blocks.Span(wire.RedundancyDefault), others)
 	if err != nil {
 		return err
 	}

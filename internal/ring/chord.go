@@ -92,8 +92,8 @@ func New(cfg Config, rt *host.Host, st State, bootstrap node.Addr) (*Chord, erro
 		}
 		seen := map[int]bool{}
 		for i, x := range st.IDs {
-			j, ok := VnodeIndex(wire.NodeRef{ID: x, Addr: addr})
-			if !ok || seen[j] || (i == 0) != (j == 0) {
+			j, ok := slotPosition(addr, i, x)
+			if !ok || seen[j] {
 				return nil, fmt.Errorf("ring: vnode %d of %s is at %s, not at a derived position of its own with vnode 0 first (load the state with LoadDerivedState)", i, addr, x.Short())
 			}
 			seen[j] = true

@@ -63,6 +63,15 @@ func VnodeIndex(n wire.NodeRef) (int, bool) {
 	return int(i), true
 }
 
+// slotPosition is the derived position (vnode index) of x as the slot-th
+// ID of the host at addr, or false if x is not derived from addr or
+// breaks the rule that vnode 0, and only vnode 0, sits in slot 0 (where
+// Tapestry and D2 run).
+func slotPosition(addr node.Addr, slot int, x id.ID) (int, bool) {
+	j, ok := VnodeIndex(wire.NodeRef{ID: x, Addr: addr})
+	return j, ok && (slot == 0) == (j == 0)
+}
+
 // derived reports whether n's ID is derived from its address.
 func derived(n wire.NodeRef) bool {
 	_, ok := VnodeIndex(n)
@@ -99,8 +108,7 @@ func LoadDerivedState(d node.Disk, r *rand.Rand, addr node.Addr, vnodes, positio
 	used := make([]bool, positions)
 	keep := make([]bool, len(st.IDs))
 	for i, x := range st.IDs {
-		j, ok := VnodeIndex(wire.NodeRef{ID: x, Addr: addr})
-		if ok && j < positions && !used[j] && (i == 0) == (j == 0) {
+		if j, ok := slotPosition(addr, i, x); ok && j < positions && !used[j] {
 			used[j], keep[i] = true, true
 		}
 	}
