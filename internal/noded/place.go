@@ -71,8 +71,8 @@ func place(ctx context.Context, drv *tcp.Driver, a assembly, log *slog.Logger) e
 // self (the new node) sees it: it asks each host it hears of for its ring
 // state (its vnodes, their successor and predecessor lists), from
 // bootstrap on, until none is new. Only references whose IDs derive from
-// their addresses count, at most ring.MaxVnodes an address, and only of
-// hosts that answered: anyone can list a made-up host, but not make it
+// their addresses count (so at most ring.MaxVnodes an address), and only
+// of hosts that answered: anyone can list a made-up host, but not make it
 // answer. survey fails if bootstrap does not answer, or if the ring has
 // more than surveyHosts hosts or is not seen whole within surveyTime.
 func survey(ctx context.Context, self, bootstrap string, opt client.Options) ([]wire.NodeRef, error) {
@@ -107,9 +107,7 @@ func survey(ctx context.Context, self, bootstrap string, opt client.Options) ([]
 					listed[r.Addr] = vs
 					queue = append(queue, r.Addr)
 				}
-				if len(vs) < ring.MaxVnodes {
-					vs[r] = true
-				}
+				vs[r] = true
 			}
 		}
 	}
