@@ -153,6 +153,13 @@ func (b *blockStore) handle(req wire.Envelope, reply func(wire.Msg)) {
 		k := id.Key(m.Data)
 		b.blocks[k] = m.Data
 		reply(&wire.PutDone{Key: k, Holders: []wire.NodeRef{b.self.ref}})
+	case *wire.ClientPutBatch:
+		res := make([]wire.PutResult, len(m.Items))
+		for i, it := range m.Items {
+			res[i].Key = id.Key(it.Data)
+			b.blocks[res[i].Key] = it.Data
+		}
+		reply(&wire.PutBatchDone{Results: res})
 	case *wire.ClientGet:
 		data, ok := b.blocks[m.Key]
 		if !ok {

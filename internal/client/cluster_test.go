@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -96,6 +97,92 @@ func TestClusterGoesToTheHolder(t *testing.T) {
 		if p, g := count(n, wire.TypeClientPut), count(n, wire.TypeClientGet); p != 1 || g != 1 {
 			t.Errorf("%s got %d puts and %d gets, want one of each", n.ref.ID.Short(), p, g)
 		}
+	}
+}
+
+// stubLink carries a client's calls to a stub as if the stub were a node
+// in the client's own process (Options.Local): no socket.
+type stubLink struct {
+	s       *stubNode
+	handle  func(req wire.Envelope, reply func(wire.Msg))
+	deliver func(wire.Envelope)
+	done    chan struct{}
+}
+
+func (l *stubLink) Send(_ context.Context, e wire.Envelope) error {
+	select {
+	case <-l.done:
+		return errors.New("stub link: stopped")
+	default:
+	}
+	l.s.mu.Lock()
+	l.s.got = append(l.s.got, e.Msg)
+	l.s.mu.Unlock()
+	l.handle(e, func(m wire.Msg) {
+		l.deliver(wire.Envelope{Kind: wire.Reply, ReqID: e.ReqID, From: l.s.ref, Msg: m})
+	})
+	return nil
+}
+
+func (l *stubLink) Done() <-chan struct{} { return l.done }
+func (l *stubLink) Close()                {}
+
+// A cluster with a node in its own process puts every block through that
+// node, which sends each remote copy straight to its holder, rather than
+// to the key's first holder, which would send a copy back to this node
+// when it holds the second. Gets still go to the holder. Once the node in
+// the process has stopped, puts go to the holders.
+func TestClusterPutsThroughItsOwnNode(t *testing.T) {
+	nodes, stores, remote := ring3(t)
+	done := make(chan struct{})
+	local := &Local{Addr: nodes[0].ref.Addr, Attach: func(deliver func(wire.Envelope)) Link {
+		return &stubLink{s: nodes[0], handle: stores[0].handle, deliver: deliver, done: done}
+	}}
+	cl, err := DialClusterOptions(ctx(t), Options{Local: local}, nodes[0].ref.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if n := len(cl.route(nodes[0].ref.ID)); n != 3 {
+		t.Fatalf("the cluster learnt %d nodes through its own, want 3", n)
+	}
+	held1, held2 := dataHeldBy(t, nodes[0], nodes[1]), dataHeldBy(t, nodes[1], nodes[2])
+	items := []wire.PutItem{{Data: held1}, {Data: held2}}
+	putAll := func(c *Cluster) {
+		t.Helper()
+		if _, errs := c.PutBatch(ctx(t), items, wire.RedundancyDefault); errs[0] != nil || errs[1] != nil {
+			t.Fatalf("batch put: %v", errs)
+		}
+		if _, _, err := c.Put(ctx(t), held1, PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putsAt := func() []int {
+		var out []int
+		for _, n := range nodes {
+			out = append(out, count(n, wire.TypeClientPutBatch)+count(n, wire.TypeClientPut))
+		}
+		return out
+	}
+
+	putAll(cl)
+	if got := putsAt(); !slices.Equal(got, []int{2, 0, 0}) {
+		t.Fatalf("puts received by the three nodes: %v, want all at the node in the process", got)
+	}
+	cl.Get(ctx(t), id.Key(held2)) // the stubs keep no copies for each other: not found
+	if g := count(nodes[2], wire.TypeClientGet); g != 1 {
+		t.Errorf("the holder got %d gets, want 1", g)
+	}
+
+	putAll(remote) // a network client goes to the holders, as before
+	if got := putsAt(); !slices.Equal(got, []int{2, 2, 1}) {
+		t.Fatalf("puts received after a network client's: %v, want one batch at each holder and the put at its holder", got)
+	}
+
+	close(done)
+	putAll(cl)
+	if got := putsAt(); got[0] != 2 || got[1]+got[2] != 3+2 {
+		t.Fatalf("puts received once the node in the process stopped: %v, want the batch and the put at holders", got)
 	}
 }
 
