@@ -21,9 +21,15 @@
 # default: built from this tree into DIR), KEEP=1 (keep DIR; by default
 # only its logs and profiles are kept), ROUNDS (default 1: feeds of N
 # articles one after another on the same sites, each measured, to see
-# whether a site's cost grows with what it stores), WARM_MEMORY=0 (skip
-# scripts/warm-memory.py, which compare-inn.sh runs too). Needs root (cgroups). Uses the
-# cgroup v1 cpu controller at /sys/fs/cgroup/cpu, or v2's cpu.max.
+# whether a site's cost grows with what it stores), PRE (a number: feed
+# and read back that many 2,450 B articles at site 1 first, unmeasured,
+# as compare-inn.sh's text turn comes before its 240 KB one: the sites
+# then run as they do after minutes of service, their maps of the ring
+# learnt), PERF=1 (perf record -g of site 1 during the feed, kernel time
+# included, which --cpuprofile misses in part; read it with `perf report
+# -i DIR/perf.data`), WARM_MEMORY=0 (skip scripts/warm-memory.py, which
+# compare-inn.sh runs too). Needs root (cgroups). Uses the cgroup v1 cpu
+# controller at /sys/fs/cgroup/cpu, or v2's cpu.max.
 set -euo pipefail
 case ${1:-} in
 -h | --help)
@@ -37,6 +43,12 @@ esac
 [ "$(id -u)" = 0 ] || { echo "profile-sites: run as root (CPU cgroups)" >&2; exit 1; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 N=${N:-30000} SIZE=${SIZE:-2450} PHASES=${PHASES:-takethis} VNODES=${VNODES:-8} CPU=${CPU:-0.6} ROUNDS=${ROUNDS:-1}
+PRE=${PRE:-0}
+[[ $PRE =~ ^[0-9]+$ ]] || { echo "profile-sites: PRE wants a number of articles, got $PRE" >&2; exit 2; }
+if [ "${PERF:-0}" = 1 ] && ! command -v perf >/dev/null; then
+    echo "profile-sites: PERF=1 needs perf (apt-get install linux-perf)" >&2
+    exit 2
+fi
 for v in N SIZE VNODES ROUNDS; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "profile-sites: $v wants a positive integer, got ${!v}" >&2; exit 2; }
 done
@@ -132,6 +144,12 @@ throttled() {
         awk '/nr_throttled/ {print $2}' "$CG/profile-sites-$$-$i/cpu.stat"
     done | tr '\n' ' '
 }
+if [ "$PRE" -gt 0 ]; then
+    echo "feeding and reading back $PRE articles of 2,450 bytes first (PRE)..." >&2
+    "$BIN" bench nntp --addr 127.0.0.1:$news0 --size 2450 --group triad.bench --articles "$PRE" \
+        --phases takethis,article --max-seconds 120 >"$DIR/pre.out" 2>"$DIR/pre.log" ||
+        { echo "profile-sites: the PRE feed failed:" >&2; tail -3 "$DIR/pre.log" >&2; exit 1; }
+fi
 for round in $(seq "$ROUNDS"); do
 [ "$ROUNDS" = 1 ] || echo "round $round of $ROUNDS"
 t0=$(stat_of) f0=$(stat_of 10) th0=$(throttled)
@@ -140,10 +158,19 @@ if [ "${STRACE:-0}" = 1 ]; then
     spid=$!
     sleep 1
 fi
+if [ "${PERF:-0}" = 1 ]; then
+    perf record -q -F 999 -g -p "${pids[0]}" -o "$DIR/perf.data" 2>"$DIR/perf.log" &
+    perfpid=$!
+    sleep 1
+fi
 group=triad.bench
 [ "$SIZE" -gt 16384 ] && group=triad.bench.large
 "$BIN" bench nntp --addr 127.0.0.1:$news0 --size "$SIZE" --group $group --articles "$N" --phases "$PHASES" \
     --max-seconds 60 2>"$DIR/bench.log" | tee "$DIR/bench.out"
+if [ "${PERF:-0}" = 1 ]; then
+    kill -INT "$perfpid"
+    wait "$perfpid" || true
+fi
 if [ "${STRACE:-0}" = 1 ]; then
     kill -INT "$spid"
     wait "$spid" || true
