@@ -17,7 +17,8 @@
 # Settings (environment): N, SIZE, PHASES, CPU, VNODES (8), PROF=1 (each
 # site writes --cpuprofile DIR/cpuI.prof; read it with `go tool pprof
 # BIN DIR/cpu0.prof`), STRACE=1 (strace -c of site 1 during the feed),
-# EXTRA (more `triad site` flags, as "--cache-mb 0"), BIN (a triad binary;
+# EXTRA (more `triad site` flags, as "--cache-mb 0"), BENCH (more `triad
+# bench nntp` flags, as "--post-conns 8"), BIN (a triad binary;
 # default: built from this tree into DIR), KEEP=1 (keep DIR; by default
 # only its logs and profiles are kept), ROUNDS (default 1: feeds of N
 # articles one after another on the same sites, each measured, to see
@@ -165,8 +166,9 @@ if [ "${PERF:-0}" = 1 ]; then
 fi
 group=triad.bench
 [ "$SIZE" -gt 16384 ] && group=triad.bench.large
+# shellcheck disable=SC2086 # BENCH is a list of flags
 "$BIN" bench nntp --addr 127.0.0.1:$news0 --size "$SIZE" --group $group --articles "$N" --phases "$PHASES" \
-    --max-seconds 60 2>"$DIR/bench.log" | tee "$DIR/bench.out"
+    --max-seconds 60 ${BENCH:-} 2>"$DIR/bench.log" | tee "$DIR/bench.out"
 if [ "${PERF:-0}" = 1 ]; then
     kill -INT "$perfpid"
     wait "$perfpid" || true
