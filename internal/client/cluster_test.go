@@ -129,11 +129,40 @@ func (l *stubLink) Close()                {}
 
 // A cluster with a node in its own process puts every block through that
 // node, which sends each remote copy straight to its holder, rather than
-// to the key's first holder, which would send a copy back to this node
-// when it holds the second. Gets still go to the holder. Once the node in
-// the process has stopped, puts go to the holders.
+// to the key's first holder, which would send this host's copy back to it
+// when this host holds the second. Gets still go to the first holder.
+// Once the node in the process has stopped, puts go to the holders.
 func TestClusterPutsThroughItsOwnNode(t *testing.T) {
 	nodes, stores, remote := ring3(t)
+	// Keys held by nodes[1] then nodes[2]; by nodes[2] then this host
+	// (nodes[0]); by this host then nodes[1].
+	notHere, second, first := dataHeldBy(t, nodes[0], nodes[1]), dataHeldBy(t, nodes[1], nodes[2]), dataHeldBy(t, nodes[2], nodes[0])
+	batch := []wire.PutItem{{Data: notHere}, {Data: second}, {Data: first}}
+	putsAt := func() []int {
+		var out []int
+		for _, n := range nodes {
+			out = append(out, count(n, wire.TypeClientPutBatch)+count(n, wire.TypeClientPut))
+		}
+		return out
+	}
+	put := func(c *Cluster, items []wire.PutItem, want []int, why string) {
+		t.Helper()
+		before := putsAt()
+		if len(items) == 1 {
+			if _, _, err := c.Put(ctx(t), items[0].Data, PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, errs := c.PutBatch(ctx(t), items, wire.RedundancyDefault); slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+			t.Fatalf("batch put: %v", errs)
+		}
+		after := putsAt()
+		for i := range after {
+			after[i] -= before[i]
+		}
+		if !slices.Equal(after, want) {
+			t.Errorf("%s: requests at the three nodes %v, want %v", why, after, want)
+		}
+	}
 	done := make(chan struct{})
 	local := &Local{Addr: nodes[0].ref.Addr, Attach: func(deliver func(wire.Envelope)) Link {
 		return &stubLink{s: nodes[0], handle: stores[0].handle, deliver: deliver, done: done}
@@ -146,44 +175,19 @@ func TestClusterPutsThroughItsOwnNode(t *testing.T) {
 	if n := len(cl.route(nodes[0].ref.ID)); n != 3 {
 		t.Fatalf("the cluster learnt %d nodes through its own, want 3", n)
 	}
-	held1, held2 := dataHeldBy(t, nodes[0], nodes[1]), dataHeldBy(t, nodes[1], nodes[2])
-	items := []wire.PutItem{{Data: held1}, {Data: held2}}
-	putAll := func(c *Cluster) {
-		t.Helper()
-		if _, errs := c.PutBatch(ctx(t), items, wire.RedundancyDefault); errs[0] != nil || errs[1] != nil {
-			t.Fatalf("batch put: %v", errs)
-		}
-		if _, _, err := c.Put(ctx(t), held1, PutOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	putsAt := func() []int {
-		var out []int
-		for _, n := range nodes {
-			out = append(out, count(n, wire.TypeClientPutBatch)+count(n, wire.TypeClientPut))
-		}
-		return out
-	}
 
-	putAll(cl)
-	if got := putsAt(); !slices.Equal(got, []int{2, 0, 0}) {
-		t.Fatalf("puts received by the three nodes: %v, want all at the node in the process", got)
-	}
-	cl.Get(ctx(t), id.Key(held2)) // the stubs keep no copies for each other: not found
+	put(cl, batch, []int{1, 0, 0}, "a batch")
+	put(cl, batch[:1], []int{1, 0, 0}, "a put of a key this host holds no copy of")
+	put(cl, batch[1:2], []int{1, 0, 0}, "a put of this host's second copy")
+	cl.Get(ctx(t), id.Key(second)) // the stubs keep no copies for each other: not found
 	if g := count(nodes[2], wire.TypeClientGet); g != 1 {
-		t.Errorf("the holder got %d gets, want 1", g)
+		t.Errorf("the first holder got %d gets, want 1", g)
 	}
 
-	putAll(remote) // a network client goes to the holders, as before
-	if got := putsAt(); !slices.Equal(got, []int{2, 2, 1}) {
-		t.Fatalf("puts received after a network client's: %v, want one batch at each holder and the put at its holder", got)
-	}
+	put(remote, batch, []int{1, 1, 1}, "a network client's batch") // to the first holders, as before
 
 	close(done)
-	putAll(cl)
-	if got := putsAt(); got[0] != 2 || got[1]+got[2] != 3+2 {
-		t.Fatalf("puts received once the node in the process stopped: %v, want the batch and the put at holders", got)
-	}
+	put(cl, batch[1:2], []int{0, 0, 1}, "a put once the node in the process stopped")
 }
 
 // A holder that is down is skipped: the call goes to the next node in ring
