@@ -21,9 +21,9 @@ import (
 // longer; a node that cannot be reached is skipped and the map refreshed,
 // and a map older than MapAge is refreshed in the background by the next
 // call (a cluster dialled while the ring was forming would otherwise send
-// every call to the few nodes it knew then, for good). Puts are the
-// exception where the client shares a process with a node (Options.Local):
-// they go to that node (putRoute).
+// every call to the few nodes it knew then, for good). Puts and gets are
+// the exception where the client shares a process with a node
+// (Options.Local): they go to that node (localRoute).
 type Cluster struct {
 	seeds []string
 	opt   Options
@@ -194,14 +194,17 @@ func (c *Cluster) route(key id.ID) []string {
 	return out
 }
 
-// putRoute lists the nodes to try for a put of key. A node in this
-// process (Options.Local) comes first: it takes the block by a function
-// call and sends each remote copy once, straight to its holder. Sent to
-// the key's first holder instead, a block whose second copy is this
-// node's would cross the network twice, there and back, and be hashed
-// again on its return; a site that had learnt the ring spent about a
-// fifth more CPU a 240 KB article that way (docs/usenet.md).
-func (c *Cluster) putRoute(key id.ID) []string {
+// localRoute lists the nodes to try for a put or a get of key. A node in
+// this process (Options.Local) comes first. A put hands it the block by a
+// function call, and it sends each remote copy once, straight to its
+// holder: sent to the key's first holder instead, a block whose second
+// copy is this node's would cross the network twice, there and back, and
+// be hashed again on its return (a site that had learnt the ring spent
+// about a fifth more CPU a 240 KB article that way, docs/usenet.md). A
+// get reads the node's own copy where it holds one, checked by its
+// engine's CRCs, where the first holder would send a copy over the
+// network to be hashed here.
+func (c *Cluster) localRoute(key id.ID) []string {
 	route := c.route(key)
 	if c.opt.Local == nil {
 		return route
@@ -243,18 +246,19 @@ func (c *Cluster) try(ctx context.Context, route []string, call func(*Client) er
 }
 
 // Put stores data through the node that holds its first copy, or through
-// the node in this process if there is one (putRoute).
+// the node in this process if there is one (localRoute).
 func (c *Cluster) Put(ctx context.Context, data []byte, opt PutOptions) (key id.ID, holders []wire.NodeRef, err error) {
-	err = c.try(ctx, c.putRoute(id.Key(data)), func(cl *Client) error {
+	err = c.try(ctx, c.localRoute(id.Key(data)), func(cl *Client) error {
 		key, holders, err = cl.Put(ctx, data, opt)
 		return err
 	})
 	return key, holders, err
 }
 
-// Get fetches key's block through the node that holds its first copy.
+// Get fetches key's block through the node that holds its first copy, or
+// through the node in this process if there is one (localRoute).
 func (c *Cluster) Get(ctx context.Context, key id.ID) (data []byte, expiry time.Time, err error) {
-	err = c.do(ctx, key, func(cl *Client) error {
+	err = c.try(ctx, c.localRoute(key), func(cl *Client) error {
 		data, expiry, err = cl.Get(ctx, key)
 		return err
 	})
@@ -308,7 +312,7 @@ func (c *Cluster) Holding(ctx context.Context, key id.ID) (size uint64, expiry i
 }
 
 // PutBatch stores blocks through the nodes that hold their first copies,
-// or all through the node in this process if there is one (putRoute):
+// or all through the node in this process if there is one (localRoute):
 // one ClientPutBatch per node, sent at once. It returns each block's key
 // or error, as Client.PutBatch does; a node that cannot be reached has
 // its blocks tried at the next one, as Put does.
@@ -345,7 +349,7 @@ func (c *Cluster) PutBatchWith(ctx context.Context, items []wire.PutItem, opt Pu
 		}
 		first := ""
 		if c.opt.Local != nil {
-			first = c.opt.Local.Addr // putRoute's first, without the map
+			first = c.opt.Local.Addr // localRoute's first, without the map
 		} else if route := c.route(want[i]); len(route) > 0 {
 			first = route[0]
 		}
@@ -368,7 +372,7 @@ func (c *Cluster) PutBatchWith(ctx context.Context, items []wire.PutItem, opt Pu
 			}
 			var ks []id.ID
 			var es []error
-			err := c.try(ctx, c.putRoute(batch[0].Key), func(cl *Client) error {
+			err := c.try(ctx, c.localRoute(batch[0].Key), func(cl *Client) error {
 				var err error
 				ks, es, err = cl.PutBatch(ctx, batch, r, opt.Fresh)
 				return err

@@ -130,8 +130,9 @@ func (l *stubLink) Close()                {}
 // A cluster with a node in its own process puts every block through that
 // node, which sends each remote copy straight to its holder, rather than
 // to the key's first holder, which would send this host's copy back to it
-// when this host holds the second. Gets still go to the first holder.
-// Once the node in the process has stopped, puts go to the holders.
+// when this host holds the second; gets go through it too, and a whole
+// block it answers is not hashed again. Once the node in the process has
+// stopped, puts go to the holders.
 func TestClusterPutsThroughItsOwnNode(t *testing.T) {
 	nodes, stores, remote := ring3(t)
 	// Keys held by nodes[1] then nodes[2]; by nodes[2] then this host
@@ -179,9 +180,19 @@ func TestClusterPutsThroughItsOwnNode(t *testing.T) {
 	put(cl, batch, []int{1, 0, 0}, "a batch")
 	put(cl, batch[:1], []int{1, 0, 0}, "a put of a key this host holds no copy of")
 	put(cl, batch[1:2], []int{1, 0, 0}, "a put of this host's second copy")
-	cl.Get(ctx(t), id.Key(second)) // the stubs keep no copies for each other: not found
-	if g := count(nodes[2], wire.TypeClientGet); g != 1 {
-		t.Errorf("the first holder got %d gets, want 1", g)
+	if got, _, err := cl.Get(ctx(t), id.Key(second)); err != nil || !bytes.Equal(got, second) {
+		t.Fatalf("get through the node in the process: %q, %v", got, err)
+	}
+	if g := []int{count(nodes[0], wire.TypeClientGet), count(nodes[1], wire.TypeClientGet), count(nodes[2], wire.TypeClientGet)}; !slices.Equal(g, []int{1, 0, 0}) {
+		t.Errorf("gets at the three nodes %v, want [1 0 0]", g)
+	}
+	// The node in the process checked what it answers: its block is not
+	// hashed again here (a network client's would be; TestWrongAnswersAreRefused).
+	stores[0].mu.Lock()
+	stores[0].blocks[id.Key(first)] = []byte("not the block: the node's own check is trusted")
+	stores[0].mu.Unlock()
+	if got, _, err := cl.Get(ctx(t), id.Key(first)); err != nil || !bytes.HasPrefix(got, []byte("not the block")) {
+		t.Fatalf("get of the node's answer: %q, %v; want it as answered", got, err)
 	}
 
 	put(remote, batch, []int{1, 1, 1}, "a network client's batch") // to the first holders, as before
