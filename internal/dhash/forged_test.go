@@ -241,3 +241,53 @@ func (c *cluster) putBatchAt(i int, m *wire.ClientPutBatch) *wire.PutBatchDone {
 	}
 	return done
 }
+
+// A node checks every whole copy it fetches from another holder before it
+// answers a get: a copy that does not hash to its key is refused and the
+// next holder asked, and with no honest copy left the get fails rather
+// than answer forged bytes. A news site's front-end takes its own node's
+// answers without hashing them again, so this check is the only one.
+func TestGetRefusesForgedCopies(t *testing.T) {
+	c := newCluster(t, 16, dhash.DefaultConfig())
+	r := rand.New(rand.NewPCG(31, 31))
+	data := randomBlock(r, 20000)
+	key, holders, err := c.put(0, data, wire.RedundancyReplicas)
+	if err != nil || len(holders) != 2 {
+		t.Fatalf("put: %v holders, %v", holders, err)
+	}
+	getter := -1
+	for i, h := range c.s.Hosts() {
+		if h.Addr != holders[0].Addr && h.Addr != holders[1].Addr {
+			getter = i
+			break
+		}
+	}
+	forge := func(h *sim.Host, b []byte) {
+		t.Helper()
+		e := h.Storage().Engine()
+		if err := e.Delete(key); err != nil {
+			t.Fatal(err)
+		}
+		// Written as its holder's own engine would keep it: the CRCs are
+		// sound, only the hash says the bytes are not the key's.
+		if err := e.Put(key, b, c.s.Epoch().Add(c.s.Now()+time.Hour), store.PutOptions{KeyChecked: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forged := randomBlock(r, len(data))
+	for _, n := range holders {
+		forge(c.hostOf(n), forged)
+	}
+	got, err := c.get(getter, key)
+	if err == nil || bytes.Equal(got, forged) {
+		t.Fatalf("get with every copy forged: %d bytes, %v; want an error", len(got), err)
+	}
+	bad := c.node(c.s.Hosts()[getter]).Stats.BadCopies
+	if bad == 0 {
+		t.Error("no copy counted as bad")
+	}
+	forge(c.hostOf(holders[1]), data)
+	if got, err := c.get(getter, key); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get with one honest copy: %d bytes, %v; want the block", len(got), err)
+	}
+}
