@@ -10,6 +10,7 @@ import (
 
 	"triad/internal/client"
 	"triad/internal/ring"
+	"triad/internal/testutil"
 	"triad/internal/wire"
 )
 
@@ -17,33 +18,19 @@ import (
 // a hostile ring member could, until the test ends; it returns its address.
 func fakeHost(t *testing.T, info func(addr string) *wire.RingInfo) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	addr := ln.Addr().String()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				frame, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes)
-				if err != nil {
-					return
-				}
-				e, err := wire.Decode(frame)
-				if err != nil {
-					return
-				}
-				wire.WriteFrame(c, wire.Envelope{Kind: wire.Reply, ReqID: e.ReqID, Msg: info(addr)})
-			}()
+	return testutil.Serve(t, func(c net.Conn) {
+		defer c.Close()
+		frame, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes)
+		if err != nil {
+			return
 		}
-	}()
-	return addr
+		e, err := wire.Decode(frame)
+		if err != nil {
+			return
+		}
+		// The connection's own end is the address the host listens on.
+		wire.WriteFrame(c, wire.Envelope{Kind: wire.Reply, ReqID: e.ReqID, Msg: info(c.LocalAddr().String())})
+	})
 }
 
 // A surveyed host lists what it likes: forged IDs, hosts that never

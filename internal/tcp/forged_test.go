@@ -122,33 +122,19 @@ func TestForgedRepliesAndSendersChangeNothing(t *testing.T) {
 	a, ra := startHost(t, Config{HandshakeTimeout: 300 * time.Millisecond})
 
 	// The callee listens, reads the request and never answers.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	callee := ln.Addr().String()
 	seen := make(chan wire.Envelope, 16)
-	go func() {
+	callee := testutil.Serve(t, func(c net.Conn) {
+		defer c.Close()
 		for {
-			c, err := ln.Accept()
+			frame, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				for {
-					frame, err := wire.ReadFrame(c, nil, wire.MaxFrameBytes)
-					if err != nil {
-						return
-					}
-					if e, err := wire.Decode(frame); err == nil {
-						seen <- e
-					}
-				}
-			}()
+			if e, err := wire.Decode(frame); err == nil {
+				seen <- e
+			}
 		}
-	}()
+	})
 
 	res := make(chan error, 1)
 	go func() { res <- call(t, a, ra, callee) }()
