@@ -81,6 +81,7 @@ func runFS(args []string, stdout, stderr io.Writer) error {
 		"rm":    runFSRm,
 		"stat":  runFSStat,
 		"fsck":  runFSFsck,
+		"sync":  runFSSync,
 	}, args, stdout, stderr)
 }
 
@@ -398,8 +399,14 @@ func signalContext(d time.Duration) (context.Context, context.CancelFunc) {
 const mountAbout = `
 Mounts VOLUME (a name from 'triad fs mkvol', or a volume ID) on DIR with FUSE
 and serves it in the foreground until SIGINT or SIGTERM, then commits what is
-left and unmounts. Changes are committed every --writeback (and at fsync), as
-a whole: after a crash the volume shows the last commit. One writable mount
+left and unmounts. By default a close of a changed file (and a rename or a
+symlink) returns once the file's data and its directory entry are durable on
+the volume's replicas: close-to-open, as NFS. Linux does not pass sync(2) to a
+FUSE server, so 'cp -r SRC DIR' is durable when cp returns, with no sync.
+Directories made, files removed and attributes changed are committed with the
+next close of a changed file, at fsync, by 'triad fs sync DIR', or at most 30 s
+later. --writeback D turns close-to-open off: changes then wait up to D (or an
+fsync). A commit is whole: after a crash the volume shows the last commit. One writable mount
 per volume holds its lease (a second is refused; a dead mount's lease lapses
 --lease, a minute, later); read-only mounts (--ro) follow the writer's commits every 5
 seconds. Requests go to the first --addr node; when it fails they move to the
@@ -412,7 +419,7 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("fs mount", "fs mount VOLUME DIR [--addr A,B] [--ro | --key FILE] [--writeback DURATION] [--lease DURATION]", mountAbout, stderr)
 	ff := addFSWriteFlags(fs)
 	ro := fs.Bool("ro", false, "mount read-only (no lease: any number of them)")
-	writeback := fs.Duration("writeback", d2fs.DefaultConfig().WriteBack, "commit changes at most this long after they are made (§3: 30 s)")
+	writeback := fs.Duration("writeback", d2fs.DefaultConfig().WriteBack, "lazy mode: a close commits nothing, and changes wait at most this long (§3: 30 s); without it, every close of a changed file commits")
 	lease := fs.Duration("lease", d2fs.DefaultConfig().LeaseTerm, "how long the writer's lease outlives a writable mount that dies (renewed every third of it; at least 3s)")
 	pos, err := parseMixed(fs, args)
 	if err != nil {
@@ -445,6 +452,7 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	cfg.WriteBack, cfg.LeaseTerm = *writeback, *lease
+	fs.Visit(func(f *flag.Flag) { cfg.Lazy = cfg.Lazy || f.Name == "writeback" })
 	f, err := d2fs.Open(ctx, b, vol, *ro, cfg)
 	if err != nil {
 		return ff.explain(fmt.Errorf("volume %s: %w", pos[0], err))

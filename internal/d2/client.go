@@ -233,14 +233,14 @@ func (n *Node) getFrom(env node.Env, k id.ID, hash []byte, holders, missed []wir
 	}
 	owner := len(missed) == 0
 	next := func(env node.Env) { n.getFrom(env, k, hash, holders[1:], append(missed, holders[0]), attempt, done) }
-	found := func(env node.Env, data []byte) {
-		n.repair(env, k, data, missed)
-		done(env, data, nil)
+	found := func(env node.Env, c blockCopy) {
+		n.repair(env, k, c, missed)
+		done(env, c.data, nil)
 	}
 	if holders[0].Node.Addr == n.self.Addr {
-		n.fetchHere(env, k, hash, true, func(env node.Env, data []byte, ok bool) {
+		n.fetchHere(env, k, hash, true, func(env node.Env, c blockCopy, ok bool) {
 			if ok {
-				found(env, data)
+				found(env, c)
 				return
 			}
 			next(env)
@@ -265,7 +265,7 @@ func (n *Node) getFrom(env node.Env, k id.ID, hash []byte, holders, missed []wir
 				n.getFrom(env, k, hash, r.Holders(n.cfg.Replicas), nil, attempt+1, done)
 			})
 		case err == nil && ok && b.Found && bytes.Equal(Sum(b.Data), hash):
-			found(env, b.Data)
+			found(env, blockCopy{data: b.Data, version: b.Version})
 		default:
 			if err == nil && ok && b.Found {
 				n.Stats.Mismatches++
@@ -282,18 +282,19 @@ func (n *Node) getFrom(env node.Env, k id.ID, hash []byte, holders, missed []wir
 // it: a replica store that does not replace, so a holder with other bytes
 // under k keeps them (they may be newer than the get's pointer), and a
 // holder that lost its copy (a damaged record, a disk replaced) has it
-// again at once rather than at the owner's next sync.
-func (n *Node) repair(env node.Env, k id.ID, data []byte, missed []wire.D2Ref) {
+// again at once rather than at the owner's next sync. The copy keeps the
+// version it was read with.
+func (n *Node) repair(env node.Env, k id.ID, c blockCopy, missed []wire.D2Ref) {
 	for _, h := range missed {
 		if h.Node.Addr == n.self.Addr {
-			n.writeLocal(env, k, data, false, func(env node.Env, err error) {
+			n.writeLocal(env, k, c.data, false, c.version, func(env node.Env, err error) {
 				if err == nil {
 					n.Stats.Repaired++
 				}
 			})
 			continue
 		}
-		n.call(env, h.Node.Addr, &wire.D2Store{Key: k, Data: data}, func(env node.Env, reply wire.Msg, err error) {
+		n.call(env, h.Node.Addr, &wire.D2Store{Key: k, Data: c.data, Version: c.version}, func(env node.Env, reply wire.Msg, err error) {
 			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
 				n.Stats.Repaired++
 			}
@@ -403,7 +404,7 @@ func (n *Node) checkHolders(env node.Env, k id.ID, hash []byte, holders []wire.D
 	for i, h := range holders {
 		out[i].Node = h
 		if h.Node.Addr == n.self.Addr {
-			n.fetchHere(env, k, hash, false, func(env node.Env, _ []byte, ok bool) {
+			n.fetchHere(env, k, hash, false, func(env node.Env, _ blockCopy, ok bool) {
 				out[i].State = has(ok)
 				finish(env)
 			})
@@ -533,36 +534,37 @@ func (n *Node) lastKeys(env node.Env, holders []wire.D2Ref, below, hi id.ID, don
 	}
 }
 
-// latestBytes reads k's bytes for a Latest: from the owner (which may
-// follow a pointer), else from the holders that named k.
+// latestBytes reads k's bytes for a Latest: the newest copy (by
+// version) among the holders that named k, so that a holder that missed a
+// replace (it was down) is outvoted; else, when those hold only pointers,
+// through the owner.
 func (n *Node) latestBytes(env node.Env, k id.ID, owner wire.NodeRef, from []wire.NodeRef, done LatestDone) {
-	answer := func(env node.Env, data []byte, ok bool) {
+	answer := func(env node.Env, c blockCopy, ok bool) {
 		if !ok {
 			done(env, id.ID{}, nil, false, fmt.Errorf("%w: no holder gave the bytes of %s", ErrUnavailable, k.Short()))
 			return
 		}
-		done(env, k, data, true, nil)
+		done(env, k, c.data, true, nil)
 	}
-	others := func(env node.Env, data []byte, ok bool) {
-		if ok {
-			answer(env, data, true)
-			return
+	n.newest(env, k, from, func(env node.Env, c blockCopy, ok bool) {
+		switch {
+		case ok:
+			answer(env, c, true)
+		case owner.Addr == n.self.Addr:
+			n.fetchHere(env, k, nil, true, answer)
+		default:
+			if !n.callFor(env, owner.Addr, &wire.D2Fetch{Key: k}, relayTimeout, func(env node.Env, reply wire.Msg, err error) {
+				b, ok := reply.(*wire.D2Block)
+				if err == nil && ok && b.Found {
+					answer(env, blockCopy{data: b.Data, version: b.Version}, true)
+					return
+				}
+				answer(env, blockCopy{}, false)
+			}) {
+				answer(env, blockCopy{}, false)
+			}
 		}
-		n.fetchFrom(env, k, nil, from, answer)
-	}
-	if owner.Addr == n.self.Addr {
-		n.fetchHere(env, k, nil, true, others)
-		return
-	}
-	if !n.callFor(env, owner.Addr, &wire.D2Fetch{Key: k}, relayTimeout, func(env node.Env, reply wire.Msg, err error) {
-		if b, ok := reply.(*wire.D2Block); err == nil && ok && b.Found {
-			others(env, b.Data, true)
-			return
-		}
-		others(env, nil, false)
-	}) {
-		others(env, nil, false)
-	}
+	})
 }
 
 // clientRequest serves the client API's messages.

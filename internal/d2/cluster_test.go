@@ -88,6 +88,15 @@ func (c *cluster) add(pos id.ID) *sim.Host {
 		}
 		if _, ok := c.pos[addr]; !ok {
 			c.pos[addr] = pos
+		} else {
+			// A restart: the peers a deployment saved, which the first
+			// host, booted alone, did not have.
+			boot = nil
+			for _, h := range c.hosts {
+				if h.Addr != addr && len(boot) < 3 {
+					boot = append(boot, h.Addr)
+				}
+			}
 		}
 		self := wire.NodeRef{ID: id.Key([]byte(addr)), Addr: addr}
 		d, err := d2.New(c.cfg, h, self, c.pos[addr], e, boot)

@@ -52,6 +52,7 @@ type Stats struct {
 	Conflicts                    uint64 // puts whose condition did not hold at this owner: nothing stored
 	PutsQueued                   uint64 // puts that waited at this owner for an earlier put of their key
 
+	Founded          uint64 // rings founded again after a cold start: every reachable saved peer waited to join (ring.go)
 	Moves            uint64 // load-balancing moves this node made
 	Probes           uint64
 	PointersReceived uint64
@@ -59,6 +60,7 @@ type Stats struct {
 	MigratedBytes    uint64 // block bytes fetched for pointers or pushed to replicas
 	PointerBytes     uint64 // of those, the bytes fetched for pointers
 	ReplicasPushed   uint64
+	ReplicasPulled   uint64 // newer copies taken from a successor at sync: a replace this node missed
 	Dropped          uint64 // blocks and pointers dropped: no longer this node's to keep
 	DeletesRepeated  uint64 // copies a replica still held of a key deleted here, dropped at sync
 
@@ -199,14 +201,19 @@ type (
 	linksTimer     struct{}
 	probeTimer     struct{}
 	syncTimer      struct{}
-	joinTimer      struct{ seq int }
+	// restartSyncTimer is one sync round soon after a restart with blocks
+	// kept: the node compares them with its successors' and takes the
+	// replaces it missed while down.
+	restartSyncTimer struct{}
+	joinTimer        struct{ seq int }
 )
 
-func (stabilizeTimer) String() string { return "d2-stabilize" }
-func (linksTimer) String() string     { return "d2-links" }
-func (probeTimer) String() string     { return "d2-probe" }
-func (syncTimer) String() string      { return "d2-sync" }
-func (t joinTimer) String() string    { return fmt.Sprintf("d2-join(%d)", t.seq) }
+func (stabilizeTimer) String() string   { return "d2-stabilize" }
+func (linksTimer) String() string       { return "d2-links" }
+func (probeTimer) String() string       { return "d2-probe" }
+func (syncTimer) String() string        { return "d2-sync" }
+func (restartSyncTimer) String() string { return "d2-restart-sync" }
+func (t joinTimer) String() string      { return fmt.Sprintf("d2-join(%d)", t.seq) }
 
 // jitter is d times a random factor in [0.5, 1.5), so that nodes started
 // together do not beat in step.
@@ -218,6 +225,8 @@ func jitter(env node.Env, d time.Duration) time.Duration {
 func (n *Node) Start(env node.Env) {
 	env.After(jitter(env, n.cfg.Stabilize), stabilizeTimer{})
 	env.After(jitter(env, n.cfg.FixLinks), linksTimer{})
+	// The first sync round comes soon: a restarted node compares what it
+	// kept with its successors, and takes the replaces it missed.
 	env.After(jitter(env, n.cfg.Sync), syncTimer{})
 	if n.cfg.Threshold > 0 {
 		env.After(jitter(env, n.cfg.Probe), probeTimer{})
@@ -253,6 +262,12 @@ func (n *Node) Timer(env node.Env, t node.Timer) bool {
 	case syncTimer:
 		n.sync(env)
 		env.After(jitter(env, n.cfg.Sync), syncTimer{})
+	case restartSyncTimer:
+		if !n.joined {
+			env.After(n.cfg.Stabilize, restartSyncTimer{}) // once it is back on the ring
+			break
+		}
+		n.sync(env)
 	case joinTimer:
 		if !n.joined && t.seq == n.joinSeq && !n.stopped {
 			boot := append(slices.Clone(n.bootstraps), n.rejoin...)
@@ -260,7 +275,7 @@ func (n *Node) Timer(env node.Env, t node.Timer) bool {
 				n.joined = true // alone again: found the ring afresh
 				return true
 			}
-			n.join(env, boot[env.Rand().IntN(len(boot))])
+			n.survey(env, boot)
 		}
 	default:
 		return false

@@ -16,6 +16,8 @@ type entry struct {
 	size   uint32
 	holder wire.NodeRef // zero: the bytes are in this node's engine
 	since  time.Time    // when the pointer came
+	// version is the block's (blockCopy.version); zero for a pointer.
+	version uint64
 }
 
 func (e entry) pointer() bool { return !e.holder.IsZero() }

@@ -146,11 +146,15 @@ func (n *Node) decidePut(env node.Env, p putReq, done putDone) {
 		return
 	}
 	if p.mode == wire.D2PutReplace {
-		n.storeAsOwner(env, p, true, done)
+		var known uint64
+		if e, ok := n.idx.get(p.key); ok {
+			known = e.version
+		}
+		n.storeAsOwner(env, p, true, known, done)
 		return
 	}
 	conditional := p.mode == wire.D2PutIfAbsent || p.mode == wire.D2PutIfHash
-	n.current(env, p.key, conditional, func(env node.Env, sum []byte, held bool, err error) {
+	n.current(env, p.key, conditional, func(env node.Env, cur current, err error) {
 		if err != nil {
 			done(env, 0, err)
 			return
@@ -158,81 +162,84 @@ func (n *Node) decidePut(env node.Env, p putReq, done putDone) {
 		ok, replace := true, true
 		switch p.mode {
 		case wire.D2PutKeep:
-			ok, replace = !held || bytes.Equal(sum, Sum(p.data)), false
+			ok, replace = !cur.held || bytes.Equal(cur.sum, Sum(p.data)), false
 		case wire.D2PutIfAbsent:
-			ok = !held
+			ok = !cur.held
 		case wire.D2PutIfHash:
-			ok = held && bytes.Equal(sum, p.prev)
+			ok = cur.held && bytes.Equal(cur.sum, p.prev)
 		}
 		if !ok {
 			n.Stats.Conflicts++
 			done(env, 0, ErrConflict)
 			return
 		}
-		n.storeAsOwner(env, p, replace, done)
+		n.storeAsOwner(env, p, replace, cur.version, done)
 	})
 }
 
-// current is the SHA-256 of what this node holds under k: its engine's
-// copy, else (a pointer, or a copy it cannot read) the copy of the
-// pointer's holder or of a successor. held is false when it holds
-// nothing; an error when it holds k but no copy could be read. With
-// askSuccs, a key held nothing of (and not deleted here) is asked of the
-// successors, which hold what a joiner has no pointer to yet.
-func (n *Node) current(env node.Env, k id.ID, askSuccs bool, done func(env node.Env, sum []byte, held bool, err error)) {
+// current is what the key holds, as the owner decides a put against it.
+type current struct {
+	held    bool
+	sum     []byte // SHA-256 of the newest copy
+	version uint64 // its version
+}
+
+// current finds what k holds: this node's copy, else (a pointer, or a
+// copy it cannot read) the copy of the pointer's holder or of a
+// successor. With conditional, the successors' copies are read too and
+// the newest counts: this node may have been down while the key was
+// replaced, and its own copy is then older than theirs (a restarted owner
+// must not refuse the put that follows the replace it missed), and a key
+// held nothing of (and not deleted here) is asked of the successors,
+// which hold what a joiner has no pointer to yet. An error when the key
+// is held but no copy could be read.
+func (n *Node) current(env node.Env, k id.ID, conditional bool, done func(env node.Env, cur current, err error)) {
 	e, ok := n.idx.get(k)
-	if !ok && (!askSuccs || n.deleted(env, k)) {
-		done(env, nil, false, nil)
-		return
-	}
-	if !ok {
-		var succs []wire.NodeRef
-		for _, s := range n.replicaTargets() {
-			succs = append(succs, s.Node)
-		}
-		n.fetchFrom(env, k, nil, succs, func(env node.Env, data []byte, ok bool) {
-			if ok {
-				done(env, Sum(data), true, nil)
-				return
-			}
-			done(env, nil, false, nil)
-		})
+	if !ok && (!conditional || n.deleted(env, k)) {
+		done(env, current{}, nil)
 		return
 	}
 	var from []wire.NodeRef
-	if e.pointer() {
+	if ok && e.pointer() {
 		from = append(from, e.holder)
 	}
 	for _, s := range n.replicaTargets() {
 		from = append(from, s.Node)
 	}
-	remote := func(env node.Env) {
-		n.fetchFrom(env, k, nil, from, func(env node.Env, data []byte, ok bool) {
-			if !ok {
-				done(env, nil, true, fmt.Errorf("d2: %w: the key's block could not be read to check a put", fault.ErrUnavailable))
-				return
-			}
-			done(env, Sum(data), true, nil)
-		})
+	found := func(env node.Env, c blockCopy, found bool) {
+		switch {
+		case found:
+			done(env, current{held: true, sum: Sum(c.data), version: c.version}, nil)
+		case ok:
+			done(env, current{held: true}, fmt.Errorf("d2: %w: the key's block could not be read to check a put", fault.ErrUnavailable))
+		default:
+			done(env, current{}, nil)
+		}
 	}
-	if e.pointer() {
-		remote(env)
+	if conditional {
+		n.newest(env, k, from, found)
 		return
 	}
-	n.readLocal(env, k, nil, func(env node.Env, data []byte, ok bool) {
+	if e.pointer() {
+		n.fetchFrom(env, k, nil, from, found)
+		return
+	}
+	n.readLocal(env, k, nil, func(env node.Env, c blockCopy, ok bool) {
 		if !ok {
-			remote(env)
+			n.fetchFrom(env, k, nil, from, found)
 			return
 		}
-		done(env, Sum(data), true, nil)
+		found(env, c, true)
 	})
 }
 
 // storeAsOwner stores p here and on the successors, ending any record of
 // a delete of the key.
-func (n *Node) storeAsOwner(env node.Env, p putReq, replace bool, done putDone) {
+// The block's version is past every version known of the key.
+func (n *Node) storeAsOwner(env node.Env, p putReq, replace bool, known uint64, done putDone) {
 	n.tombs.clear(p.key)
-	n.writeLocal(env, p.key, p.data, replace, func(env node.Env, err error) {
+	version := n.stamp(env, known)
+	n.writeLocal(env, p.key, p.data, replace, version, func(env node.Env, err error) {
 		switch {
 		case errors.Is(err, store.ErrConflict):
 			n.Stats.Conflicts++
@@ -242,6 +249,6 @@ func (n *Node) storeAsOwner(env node.Env, p putReq, replace bool, done putDone) 
 			done(env, 0, err)
 			return
 		}
-		n.replicate(env, p.key, p.data, func(env node.Env, copies int) { done(env, 1+copies, nil) })
+		n.replicate(env, p.key, p.data, version, func(env node.Env, copies int) { done(env, 1+copies, nil) })
 	})
 }

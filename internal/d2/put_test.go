@@ -13,6 +13,8 @@ import (
 	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/node"
+	"triad/internal/rpc"
+	"triad/internal/sim"
 	"triad/internal/wire"
 )
 
@@ -407,4 +409,59 @@ func TestClientPutModes(t *testing.T) {
 		t.Errorf("a relay to a node that does not own the key: %+v", relayed)
 	}
 	c.checkCopies(b.key, v2)
+}
+
+// TestReplaceSurvivesOwnersRestart (issue 43): a key's owner goes down, the
+// key is replaced (IfHash) through its successor, and the owner comes back
+// with its old copy. Its old copy must not outvote the replace: Latest
+// answers the new bytes, the next IfHash against them lands (before
+// versions, the owner refused it as a conflict, which turned a D2-FS
+// mount read-only when the lease block's owner restarted), and within
+// the restarted node's first sync rounds every replica holds the newest
+// bytes again.
+func TestReplaceSurvivesOwnersRestart(t *testing.T) {
+	for seed := uint64(41); seed < 44; seed++ {
+		c := newCluster(t, seed, 8, still(), uniform)
+		r := rand.New(rand.NewPCG(seed, 43))
+		k := uniform(r)
+		v1, v2, v3 := randomBlock(r, k).data, randomBlock(r, k).data, randomBlock(r, k).data
+		from := c.gateways(k, 1)[0]
+		if copies, err := c.putMode(from, k, v1, wire.D2PutIfAbsent, nil); err != nil || copies != 3 {
+			t.Fatalf("seed %d: put v1: %d copies, %v", seed, copies, err)
+		}
+		var owner *sim.Host
+		for _, h := range c.hosts {
+			if h.Addr == c.replicas(k)[0] {
+				owner = h
+			}
+		}
+		c.s.Crash(owner)
+		c.s.RunFor(3 * time.Minute) // the ring closes the gap
+		copies, err := c.putMode(from, k, v2, wire.D2PutIfHash, d2.Sum(v1))
+		if errors.Is(err, rpc.ErrTimeout) { // the gateway's cached owner is the crashed one
+			copies, err = c.putMode(from, k, v2, wire.D2PutIfHash, d2.Sum(v1))
+		}
+		if err != nil || copies < 2 {
+			t.Fatalf("seed %d: v2 with the owner down: %d copies, %v", seed, copies, err)
+		}
+		if err := c.s.Restart(owner); err != nil {
+			t.Fatal(err)
+		}
+		c.s.RunFor(time.Minute)
+		if c.replicas(k)[0] != owner.Addr || !c.node(owner).Joined() {
+			t.Fatalf("seed %d: the restarted node does not own the key again", seed)
+		}
+		if got, data, found, err := c.latest(from, k.Bytes()); err != nil || !found || got != k || !bytes.Equal(data, v2) {
+			t.Errorf("seed %d: latest after the restart: found %v, v2 %v, %v", seed, found, bytes.Equal(data, v2), err)
+		}
+		c.s.RunFor(3 * time.Minute) // the restarted node's first sync round
+		c.checkCopies(k, v2)
+		if copies, err := c.putMode(from, k, v3, wire.D2PutIfHash, d2.Sum(v2)); err != nil || copies != 3 {
+			t.Errorf("seed %d: v3 after the restart: %d copies, %v", seed, copies, err)
+		}
+		c.checkCopies(k, v3)
+		if p := c.node(owner).Stats.ReplicasPulled; p == 0 {
+			t.Errorf("seed %d: the restarted owner pulled nothing at sync", seed)
+		}
+	}
 }

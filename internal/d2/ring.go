@@ -128,6 +128,77 @@ func (n *Node) joinAt(env node.Env, owner wire.D2Ref, seq, tries int) {
 	})
 }
 
+// Cold start. A node that restarts with saved peers joins through them,
+// and a joined node answers; but after every node stopped at once (a
+// power cut, a deployment restarted), none has joined and each answers
+// the others "joining": without a rule, none ever joins (issue 43). So a
+// join that has not completed by its timer surveys the saved peers: one
+// that is on the ring is joined through; if none is, but some answer
+// "joining" (up, and waiting as this node is), the one with the lowest
+// address among them and this node founds the ring again, and the others
+// join it at their next survey. Every node applies the rule to the same
+// addresses, so among peers that reach each other exactly one founds.
+// A node that reaches no peer at all keeps trying them rather than found
+// a ring of its own, which would split the ring when the network heals.
+// (Peers that never saved each other, in separate groups each with its
+// own lowest address, could still each found one: a deployment's saved
+// peers name every node of a small ring, and the ring layer's peers on a
+// larger one.)
+
+// maxSurvey bounds the saved peers one survey asks.
+const maxSurvey = 16
+
+// survey asks the saved peers boot whether they are on the ring, then
+// joins through one that is, founds the ring by the rule above, or tries
+// a join through a random one.
+func (n *Node) survey(env node.Env, boot []node.Addr) {
+	n.joinSeq++
+	seq := n.joinSeq
+	env.After(n.cfg.Stabilize, joinTimer{seq: seq}) // if the survey goes unanswered
+	var asked []node.Addr
+	for _, a := range boot {
+		if a != n.self.Addr && !slices.Contains(asked, a) && len(asked) < maxSurvey {
+			asked = append(asked, a)
+		}
+	}
+	var joined []node.Addr
+	waiting := 0
+	lowest := true
+	left := len(asked)
+	decide := func(env node.Env) {
+		if left--; left > 0 || n.joined || seq != n.joinSeq || n.stopped {
+			return
+		}
+		switch {
+		case len(joined) > 0:
+			n.join(env, joined[env.Rand().IntN(len(joined))])
+		case waiting > 0 && lowest:
+			n.joined = true // every reachable peer waits, and this node is the lowest
+			n.Stats.Founded++
+		default:
+			n.join(env, asked[env.Rand().IntN(len(asked))])
+		}
+	}
+	left++ // held until every call is sent
+	for _, a := range asked {
+		if !n.call(env, a, &wire.D2GetNeighbors{}, func(env node.Env, reply wire.Msg, err error) {
+			switch nb, ok := reply.(*wire.D2Neighbors); {
+			case err == nil && ok && !nb.Self.IsZero():
+				joined = append(joined, a)
+			case notOnRing(err):
+				waiting++
+				if a < n.self.Addr {
+					lowest = false
+				}
+			}
+			decide(env)
+		}) {
+			left--
+		}
+	}
+	decide(env)
+}
+
 // maxJoinHops bounds the neighbours a join walks along after a stale
 // lookup.
 const maxJoinHops = 8

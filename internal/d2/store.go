@@ -52,22 +52,64 @@ type engineWork struct {
 	done    func(env node.Env, res any, err error)
 }
 
-// getResult is a read block and its content hash.
+// getResult is a read block, its content hash and its version.
 type getResult struct {
-	data []byte
-	sum  [hashBytes]byte
+	data    []byte
+	sum     [hashBytes]byte
+	version uint64
 }
+
+// blockCopy is a copy of a block as some holder keeps it: its bytes and
+// its version (wire.D2Store.Version; zero when the holder did not say).
+type blockCopy struct {
+	data    []byte
+	version uint64
+}
+
+// copyDone receives a copy read here or fetched from a holder.
+type copyDone func(env node.Env, c blockCopy, ok bool)
+
+// Versions order the copies of a key that was replaced (wire.D2Store's
+// Version): a block's version is its engine record's expiry, in Unix
+// nanoseconds, so it needs no record of its own and survives a restart
+// with the block. The key's owner stamps what it decides to store
+// (stamp), and every copy made of a block (replicas, sync's pushes, a
+// get's repairs) keeps the version it was read with.
+
+// stamp is the version the owner gives a block it stores: its retention
+// from now, and past every version known of the key.
+func (n *Node) stamp(env node.Env, known uint64) uint64 {
+	v := uint64(env.Now().Add(n.cfg.Retention).UnixNano())
+	if v <= known {
+		v = known + 1
+	}
+	return v
+}
+
+// expiryOf is the engine expiry that stores version v; zero asks for a
+// fresh one, as a block stored for the first time gets.
+func (n *Node) expiryOf(env node.Env, v uint64) time.Time {
+	if v == 0 {
+		return env.Now().Add(n.cfg.Retention)
+	}
+	return time.Unix(0, int64(v))
+}
+
+// versionSkew bounds how far past its own stamp a node takes a version
+// another node sends: clocks that disagree by more are refused rather
+// than let a copy outlive every later replace.
+const versionSkew = time.Hour
 
 func (w *engineWork) Run(node.Storage) (any, error) {
 	switch w.op {
 	case opPut:
 		return nil, w.put()
 	case opGet:
-		data, _, err := w.e.Get(w.key)
+		data, meta, err := w.e.Get(w.key)
 		if err != nil {
 			return nil, err
 		}
-		return getResult{data: data, sum: sha256.Sum256(data)}, nil
+		return getResult{data: data, sum: sha256.Sum256(data), version: uint64(meta.Expiry.UnixNano())}, nil
 	case opDelete:
 		return nil, w.e.Delete(w.key)
 	case opScan:
@@ -110,7 +152,7 @@ func scan(e store.Engine, max int) ([]entry, error) {
 		if err != nil {
 			continue // expired or quarantined since
 		}
-		out = append(out, entry{key: k, size: uint32(meta.Size)})
+		out = append(out, entry{key: k, size: uint32(meta.Size), version: uint64(meta.Expiry.UnixNano())})
 	}
 	slices.SortFunc(out, func(a, b entry) int { return a.key.Cmp(b.key) })
 	return out, nil
@@ -130,28 +172,46 @@ func (n *Node) loadIndex(env node.Env) {
 				n.idx.put(e)
 			}
 		}
+		if len(l) > 0 {
+			env.After(jitter(env, min(n.cfg.Sync, 2*n.cfg.Stabilize)), restartSyncTimer{})
+		}
 	}})
 }
 
-// writeLocal stores a block in this node's engine and index: in place of
-// what the key holds if replace, else only if it holds nothing or the same
-// bytes (store.ErrConflict otherwise).
-func (n *Node) writeLocal(env node.Env, k id.ID, data []byte, replace bool, done func(env node.Env, err error)) {
+// errStale refuses a replace older than the copy held: a copy of a key
+// made before its last replace, which the replace's version outranks.
+var errStale = fmt.Errorf("d2: %w: an older version than the copy held", store.ErrConflict)
+
+// writeLocal stores a block in this node's engine and index, at version
+// (zero: a fresh one): in place of what the key holds if replace and the
+// version is not older than the held copy's, else only if it holds
+// nothing or the same bytes (store.ErrConflict otherwise).
+func (n *Node) writeLocal(env node.Env, k id.ID, data []byte, replace bool, version uint64, done func(env node.Env, err error)) {
 	if !replace && n.deleted(env, k) {
 		done(env, errDeleted) // a pushed copy of a deleted key
+		return
+	}
+	held, ok := n.idx.get(k)
+	if ok && !held.pointer() && replace && version != 0 && held.version > version {
+		done(env, errStale)
 		return
 	}
 	if replace {
 		n.tombs.clear(k) // the owner's put: the key lives again
 	}
-	if _, held := n.idx.get(k); !held && n.idx.len() >= n.cfg.MaxBlocks {
+	if !ok && n.idx.len() >= n.cfg.MaxBlocks {
 		done(env, fmt.Errorf("d2: %w: %d keys held", fault.ErrFull, n.idx.len()))
 		return
 	}
 	data = bytes.Clone(data)
-	n.offload(env, &engineWork{op: opPut, key: k, data: data, expiry: env.Now().Add(n.cfg.Retention), replace: replace, done: func(env node.Env, _ any, err error) {
+	expiry := n.expiryOf(env, version)
+	n.offload(env, &engineWork{op: opPut, key: k, data: data, expiry: expiry, replace: replace, done: func(env node.Env, _ any, err error) {
 		if err == nil {
-			n.idx.put(entry{key: k, size: uint32(len(data))})
+			v := uint64(expiry.UnixNano())
+			if cur, ok := n.idx.get(k); ok && !cur.pointer() && !replace && cur.version > v {
+				v = cur.version // the same bytes again: the engine kept the later expiry
+			}
+			n.idx.put(entry{key: k, size: uint32(len(data)), version: v})
 			n.Stats.BytesWritten += uint64(len(data))
 		}
 		done(env, err)
@@ -159,7 +219,7 @@ func (n *Node) writeLocal(env node.Env, k id.ID, data []byte, replace bool, done
 }
 
 // readLocal reads a block from this node's engine; a hash given must match.
-func (n *Node) readLocal(env node.Env, k id.ID, hash []byte, done func(env node.Env, data []byte, ok bool)) {
+func (n *Node) readLocal(env node.Env, k id.ID, hash []byte, done copyDone) {
 	n.offload(env, &engineWork{op: opGet, key: k, done: func(env node.Env, res any, err error) {
 		r, isRes := res.(getResult)
 		switch {
@@ -170,14 +230,14 @@ func (n *Node) readLocal(env node.Env, k id.ID, hash []byte, done func(env node.
 				n.idx.remove(k)
 				n.Stats.LostLocal++
 			}
-			done(env, nil, false)
+			done(env, blockCopy{}, false)
 		case err != nil || !isRes:
-			done(env, nil, false)
+			done(env, blockCopy{}, false)
 		case len(hash) > 0 && !bytes.Equal(r.sum[:], hash):
 			n.Stats.Mismatches++
-			done(env, nil, false)
+			done(env, blockCopy{}, false)
 		default:
-			done(env, r.data, true)
+			done(env, blockCopy{data: r.data, version: r.version}, true)
 		}
 	}})
 }
@@ -204,7 +264,11 @@ func (n *Node) handleStore(env node.Env, in node.MsgIn, m *wire.D2Store) {
 		n.answerPut(env, in, putReq{key: m.Key, data: m.Data, mode: m.Mode, prev: m.Prev})
 		return
 	}
-	n.writeLocal(env, m.Key, m.Data, m.Replace, func(env node.Env, err error) {
+	if m.Version > n.stamp(env, 0)+uint64(versionSkew) {
+		rpc.RespondError(env, in, n.self, fault.CodeBadRequest, "d2: a version past this node's clock")
+		return
+	}
+	n.writeLocal(env, m.Key, m.Data, m.Replace, m.Version, func(env node.Env, err error) {
 		switch {
 		case errors.Is(err, store.ErrConflict):
 			rpc.Respond(env, in, n.self, &wire.D2Stored{Conflict: true})
@@ -224,7 +288,7 @@ func (n *Node) replicaTargets() []wire.D2Ref {
 // replicate stores a block the owner decided to store on the r-1
 // successors, in place of what they hold (a stale copy, or the record of
 // a delete: the owner's word wins), and counts the copies.
-func (n *Node) replicate(env node.Env, k id.ID, data []byte, done func(env node.Env, copies int)) {
+func (n *Node) replicate(env node.Env, k id.ID, data []byte, version uint64, done func(env node.Env, copies int)) {
 	targets := n.replicaTargets()
 	if len(targets) == 0 {
 		done(env, 0)
@@ -232,7 +296,7 @@ func (n *Node) replicate(env node.Env, k id.ID, data []byte, done func(env node.
 	}
 	left, copies := len(targets), 0
 	for _, t := range targets {
-		ok := n.call(env, t.Node.Addr, &wire.D2Store{Key: k, Data: data, Replace: true}, func(env node.Env, reply wire.Msg, err error) {
+		ok := n.call(env, t.Node.Addr, &wire.D2Store{Key: k, Data: data, Replace: true, Version: version}, func(env node.Env, reply wire.Msg, err error) {
 			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
 				copies++
 			}
@@ -256,26 +320,26 @@ func (n *Node) handleFetch(env node.Env, in node.MsgIn, m *wire.D2Fetch) {
 		rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, NotMine: true})
 		return
 	}
-	n.fetchHere(env, m.Key, m.Hash, !m.Local, func(env node.Env, data []byte, ok bool) {
+	n.fetchHere(env, m.Key, m.Hash, !m.Local, func(env node.Env, c blockCopy, ok bool) {
 		if m.NoData {
-			data = nil
+			c.data = nil
 		}
-		rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, Data: data, Found: ok})
+		rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, Data: c.data, Found: ok, Version: c.version})
 	})
 }
 
 // fetchHere reads a block this node holds; a pointer is followed to its
 // holder, then to this node's successors, when follow is set.
-func (n *Node) fetchHere(env node.Env, k id.ID, hash []byte, follow bool, done func(env node.Env, data []byte, ok bool)) {
+func (n *Node) fetchHere(env node.Env, k id.ID, hash []byte, follow bool, done copyDone) {
 	e, ok := n.idx.get(k)
 	switch {
 	case !ok:
 		n.Stats.NotFound++
-		done(env, nil, false)
+		done(env, blockCopy{}, false)
 	case !e.pointer():
 		n.readLocal(env, k, hash, done)
 	case !follow:
-		done(env, nil, false)
+		done(env, blockCopy{}, false)
 	default:
 		from := []wire.NodeRef{e.holder}
 		for _, s := range n.replicaTargets() {
@@ -286,18 +350,18 @@ func (n *Node) fetchHere(env node.Env, k id.ID, hash []byte, follow bool, done f
 }
 
 // fetchFrom asks each node in turn for a block in its own engine.
-func (n *Node) fetchFrom(env node.Env, k id.ID, hash []byte, from []wire.NodeRef, done func(env node.Env, data []byte, ok bool)) {
+func (n *Node) fetchFrom(env node.Env, k id.ID, hash []byte, from []wire.NodeRef, done copyDone) {
 	for len(from) > 0 && from[0].Addr == n.self.Addr {
 		from = from[1:]
 	}
 	if len(from) == 0 {
-		done(env, nil, false)
+		done(env, blockCopy{}, false)
 		return
 	}
 	ok := n.call(env, from[0].Addr, &wire.D2Fetch{Key: k, Hash: hash, Local: true}, func(env node.Env, reply wire.Msg, err error) {
 		b, ok := reply.(*wire.D2Block)
 		if err == nil && ok && b.Found && (len(hash) == 0 || bytes.Equal(Sum(b.Data), hash)) {
-			done(env, b.Data, true)
+			done(env, blockCopy{data: b.Data, version: b.Version}, true)
 			return
 		}
 		if err == nil && ok && b.Found {
@@ -306,8 +370,50 @@ func (n *Node) fetchFrom(env node.Env, k id.ID, hash []byte, from []wire.NodeRef
 		n.fetchFrom(env, k, hash, from[1:], done)
 	})
 	if !ok {
-		done(env, nil, false)
+		done(env, blockCopy{}, false)
 	}
+}
+
+// newest reads k's copy here (if this node holds its block) and asks each
+// node of from for its own, all at once, and answers the copy of the
+// greatest version; ok is false when none was found. A copy of an older
+// version is what a holder keeps when a replace missed it (it was down):
+// the owner decides conditional puts against the newest copy, and Latest
+// answers it.
+func (n *Node) newest(env node.Env, k id.ID, from []wire.NodeRef, done copyDone) {
+	var best blockCopy
+	found := false
+	left := 1
+	take := func(env node.Env, c blockCopy, ok bool) {
+		if ok && (!found || c.version > best.version) {
+			best, found = c, true
+		}
+		if left--; left == 0 {
+			done(env, best, found)
+		}
+	}
+	asked := map[node.Addr]bool{n.self.Addr: true}
+	for _, f := range from {
+		if asked[f.Addr] {
+			continue
+		}
+		asked[f.Addr] = true
+		left++
+		if !n.call(env, f.Addr, &wire.D2Fetch{Key: k, Local: true}, func(env node.Env, reply wire.Msg, err error) {
+			if b, ok := reply.(*wire.D2Block); err == nil && ok && b.Found {
+				take(env, blockCopy{data: b.Data, version: b.Version}, true)
+				return
+			}
+			take(env, blockCopy{}, false)
+		}) {
+			left--
+		}
+	}
+	if e, ok := n.idx.get(k); ok && !e.pointer() {
+		n.readLocal(env, k, nil, take)
+		return
+	}
+	take(env, blockCopy{}, false)
 }
 
 // handleDrop deletes a replica, and remembers the delete (tombs.go).
@@ -352,6 +458,7 @@ func (n *Node) keys(m *wire.D2Keys) *wire.D2KeyList {
 			break
 		}
 		l.Keys = append(l.Keys, e.key)
+		l.Versions = append(l.Versions, e.version)
 	}
 	return l
 }

@@ -164,7 +164,7 @@ func (n *Node) settleStrays(env node.Env, keys []id.ID, holders []wire.D2Ref, ha
 			if !have[i][k] {
 				all = false
 				if b.take() {
-					n.push(env, h, e)
+					n.push(env, h, e, false)
 				}
 			}
 		}
@@ -197,16 +197,16 @@ func (n *Node) fetchPointers(env node.Env, b *budget) {
 			from = append(from, s.Node)
 		}
 		k := e.key
-		n.fetchFrom(env, k, nil, from, func(env node.Env, data []byte, ok bool) {
+		n.fetchFrom(env, k, nil, from, func(env node.Env, c blockCopy, ok bool) {
 			cur, held := n.idx.get(k)
 			if !ok || !held || !cur.pointer() {
 				return
 			}
-			n.writeLocal(env, k, data, false, func(env node.Env, err error) {
+			n.writeLocal(env, k, c.data, false, c.version, func(env node.Env, err error) {
 				if err == nil {
 					n.Stats.PointersFetched++
-					n.Stats.MigratedBytes += uint64(len(data))
-					n.Stats.PointerBytes += uint64(len(data))
+					n.Stats.MigratedBytes += uint64(len(c.data))
+					n.Stats.PointerBytes += uint64(len(c.data))
 				}
 			})
 		})
@@ -215,7 +215,9 @@ func (n *Node) fetchPointers(env node.Env, b *budget) {
 
 // syncWith compares this node's primary keys from lo on with what the
 // replica t holds: t gets the blocks it lacks, and this node pointers to
-// those only t has.
+// those only t has. Where both hold a key at different versions, the
+// newer copy replaces the older: a replace that missed one of them (it
+// was down) is repaired, whichever side missed it.
 func (n *Node) syncWith(env node.Env, t wire.D2Ref, lo id.ID, page int, b *budget) {
 	hi := n.pos
 	n.call(env, t.Node.Addr, &wire.D2Keys{Lo: lo, Hi: hi, Max: wire.MaxD2Keys}, func(env node.Env, reply wire.Msg, err error) {
@@ -228,15 +230,27 @@ func (n *Node) syncWith(env node.Env, t wire.D2Ref, lo id.ID, page int, b *budge
 			upTo = l.Keys[len(l.Keys)-1]
 		}
 		theirs := l.Keys
+		versions := l.Versions
+		if len(versions) != len(theirs) {
+			versions = nil // a node that does not send them: keys only
+		}
 		now := env.Now()
 		for _, e := range n.idx.arc(lo, upTo) {
-			if _, found := slices.BinarySearchFunc(theirs, e.key, ringCmp(lo)); !found && b.take() {
-				n.push(env, t, e)
+			i, found := slices.BinarySearchFunc(theirs, e.key, ringCmp(lo))
+			switch {
+			case !found:
+				if b.take() {
+					n.push(env, t, e, false)
+				}
+			case versions != nil && !e.pointer() && e.version > versions[i] && b.take():
+				n.push(env, t, e, true) // t missed a replace
 			}
 		}
-		for _, k := range theirs {
-			_, held := n.idx.get(k)
+		for i, k := range theirs {
+			e, held := n.idx.get(k)
 			switch {
+			case held && versions != nil && !e.pointer() && versions[i] > e.version && b.take():
+				n.pull(env, t, k, versions[i]) // this node missed a replace
 			case held || !n.owns(k):
 			case n.deleted(env, k):
 				if b.take() {
@@ -270,18 +284,20 @@ func ringCmp(lo id.ID) func(a, b id.ID) int {
 	}
 }
 
-// push sends the replica t lacks: from this node's engine, or, for a key
-// this node holds a pointer to, from the pointer's holder (a replica
-// fetches at once; only the owner defers its own copy, §6).
-func (n *Node) push(env node.Env, t wire.D2Ref, e entry) {
-	send := func(env node.Env, data []byte, ok bool) {
+// push sends the replica t lacks (or, with replace, holds an older
+// version of): from this node's engine, or, for a key this node holds a
+// pointer to, from the pointer's holder (a replica fetches at once; only
+// the owner defers its own copy, §6). The copy keeps its version.
+func (n *Node) push(env node.Env, t wire.D2Ref, e entry, replace bool) {
+	send := func(env node.Env, c blockCopy, ok bool) {
 		if !ok {
 			return
 		}
-		n.call(env, t.Node.Addr, &wire.D2Store{Key: e.key, Data: data}, func(env node.Env, reply wire.Msg, err error) {
-			if err == nil {
+		m := &wire.D2Store{Key: e.key, Data: c.data, Replace: replace, Version: c.version}
+		n.call(env, t.Node.Addr, m, func(env node.Env, reply wire.Msg, err error) {
+			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
 				n.Stats.ReplicasPushed++
-				n.Stats.MigratedBytes += uint64(len(data))
+				n.Stats.MigratedBytes += uint64(len(c.data))
 			}
 		})
 	}
@@ -296,4 +312,19 @@ func (n *Node) push(env node.Env, t wire.D2Ref, e entry) {
 		}
 	}
 	n.fetchFrom(env, e.key, nil, from, send)
+}
+
+// pull replaces this node's copy of k with t's newer one, of version v.
+func (n *Node) pull(env node.Env, t wire.D2Ref, k id.ID, v uint64) {
+	n.fetchFrom(env, k, nil, []wire.NodeRef{t.Node}, func(env node.Env, c blockCopy, ok bool) {
+		if !ok || c.version < v {
+			return
+		}
+		n.writeLocal(env, k, c.data, true, c.version, func(env node.Env, err error) {
+			if err == nil {
+				n.Stats.ReplicasPulled++
+				n.Stats.MigratedBytes += uint64(len(c.data))
+			}
+		})
+	})
 }

@@ -509,3 +509,55 @@ func TestForgedSuper(t *testing.T) {
 		})
 	}
 }
+
+// A renewal that finds an older copy of the mount's own lease (a node
+// that holds the lease block was down while it was renewed, and came back
+// with its old copy) or bytes it cannot read as a lease takes the lease
+// again and the mount stays writable (issue 43: before, it turned
+// read-only for good); a lease that names another mount and has not
+// expired is lost, and the mount says whose it is.
+func TestLeaseRetakenOverAStaleCopy(t *testing.T) {
+	ctx := context.Background()
+	f, b, vol, c := newVolume(t)
+	lk := leaseKey(vol)
+	_, stale, err := b.Latest(ctx, lk, lk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round, old := range [][]byte{stale, []byte("not a lease")} {
+		c.Advance(25 * time.Second) // past the renewal time: the lease is renewed
+		if err := f.Tick(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Put(ctx, lk, old); err != nil { // the store answers an older copy
+			t.Fatal(err)
+		}
+		c.Advance(25 * time.Second)
+		if err := f.Tick(ctx); err != nil {
+			t.Fatalf("round %d: renewal over a stale lease: %v", round, err)
+		}
+		name := fmt.Sprintf("after-%d", round)
+		writeFile(t, f, name, []byte(name))
+		if err := f.Sync(ctx); err != nil {
+			t.Fatalf("round %d: commit after the retake: %v", round, err)
+		}
+		if got := f.Stats().LeaseRetakes; got != round+1 {
+			t.Errorf("round %d: %d retakes counted", round, got)
+		}
+	}
+	// Another mount's live lease: lost, and said.
+	other := encodeLease(leaseRec{holder: [16]byte{1, 2, 3}, expiry: c.Now().Add(time.Minute).UnixNano()})
+	if err := b.Put(ctx, lk, other); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(25 * time.Second)
+	if err := f.Tick(ctx); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("renewal over another mount's lease: %v, want ErrLeaseLost", err)
+	}
+	if s := f.Stats().LeaseLost; !strings.Contains(s, "held until") {
+		t.Errorf("the lost lease is explained as %q", s)
+	}
+	if _, err := f.Create(ctx, f.Root(), "refused", 0o644, 0, 0); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("create after the lease was lost: %v, want EROFS", err)
+	}
+}

@@ -502,3 +502,10 @@ func superKey(v key.Volume, gen uint32) key.Key { return key.Root(v).WithBlock(0
 
 // leaseKey is the key of the volume's writer lease.
 func leaseKey(v key.Volume) key.Key { return key.Root(v).WithBlock(1, 0) }
+
+// LeaseKey is the key of volume v's writer lease: what `triad fs status`
+// asks the holders of, and what a chaos run aims its kills at.
+func LeaseKey(v key.Volume) key.Key { return leaseKey(v) }
+
+// SuperKey is the key of volume v's superblock of commit gen.
+func SuperKey(v key.Volume, gen uint32) key.Key { return superKey(v, gen) }

@@ -37,6 +37,12 @@ type Config struct {
 	// WriteBack is how long a change may stay only in memory before a
 	// commit writes it (§3: 30 s). Zero commits at every Tick.
 	WriteBack time.Duration
+	// Lazy turns off close-to-open commits: a close (Flushed) of a
+	// changed file commits nothing, and changes wait for WriteBack, an
+	// fsync or the unmount, as in §3. The default (false) is NFS's
+	// close-to-open rule: Flushed returns once the file's data and its
+	// directory entry are durable.
+	Lazy bool
 	// MaxDirtyBytes is how many bytes of changed blocks may wait for a
 	// commit; a write past it commits first (the writer waits). Default 256 MiB.
 	MaxDirtyBytes int64
@@ -101,6 +107,16 @@ type Stats struct {
 	Hashed    int    // entries created whose key is placed by hash (deep path or full directory)
 	BadBlocks int    // reads that failed or did not match their pointer (answered EIO)
 	Deleted   int    // replaced blocks deleted
+	// CloseCommits counts closes that committed (Flushed): the commits
+	// close-to-open asked for, included in Commits.
+	CloseCommits int
+	// LeaseRetakes counts renewals that found the lease block changed
+	// and read it again: a stale copy, or the mount's own write of a try
+	// that seemed to fail, is taken over; another mount's lease is lost.
+	LeaseRetakes int
+	// LeaseLost, once the lease is lost, says who holds it and until
+	// when; the mount is then read-only.
+	LeaseLost string
 }
 
 // FS is one mounted volume: an in-memory tree of the inodes it has read,
@@ -140,9 +156,12 @@ type garbage struct {
 // Inode is a file, directory or symlink of a mounted volume. Its fields
 // are guarded by its FS's mutex.
 type Inode struct {
-	e        Entry  // attributes; e.Meta is the last committed record
-	parent   *Inode // nil for the root and for unlinked inodes
-	changed  bool   // its record, or one below it, differs from the last commit
+	e       Entry  // attributes; e.Meta is the last committed record
+	parent  *Inode // nil for the root and for unlinked inodes
+	changed bool   // its record, or one below it, differs from the last commit
+	// unsynced is the commit that makes n's own data and entry durable:
+	// past the FS's gen, a close of n commits (Flushed).
+	unsynced uint32
 	unlinked bool
 	opens    int       // open file descriptors (FUSE opens not yet released)
 	pinned   []key.Key // an unlinked file's blocks, kept while it is open
@@ -282,6 +301,7 @@ func (f *FS) Stats() Stats {
 	defer f.mu.Unlock()
 	s := f.stats
 	s.Gen = f.gen
+	s.LeaseLost = f.lease.lostWhy
 	return s
 }
 
@@ -310,6 +330,36 @@ func (f *FS) Tick(ctx context.Context) error {
 		}
 	}
 	return f.collect(ctx, now, false)
+}
+
+// Flushed is a close of n (FUSE's FLUSH). Unless the mount is Lazy, a
+// close of a file with changes not yet committed commits them, with
+// every other change of the volume, and returns once they are durable:
+// close-to-open. Linux does not forward sync(2) or syncfs(2) to a FUSE
+// server, so a close is where a user's "cp && sync" can be kept.
+// Closes that wait for the same commit share it: a commit holds the
+// volume's lock, and a close whose file it wrote finds nothing left to do.
+func (f *FS) Flushed(ctx context.Context, n *Inode) error {
+	if f.cfg.Lazy || f.ro {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n.unsynced <= f.gen {
+		return nil // committed already, by another close, fsync or the write-back
+	}
+	f.stats.CloseCommits++
+	return f.commitLocked(ctx)
+}
+
+// Durable commits every change now unless the mount is Lazy: for the
+// operations that a user expects durable on return and that no close
+// follows (a symlink made, a file renamed), under close-to-open.
+func (f *FS) Durable(ctx context.Context) error {
+	if f.cfg.Lazy || f.ro {
+		return nil
+	}
+	return f.Sync(ctx)
 }
 
 // Sync commits every change now (fsync, unmount).
@@ -499,6 +549,7 @@ func blocksOf(size uint64) uint64 { return (size + BlockBytes - 1) / BlockBytes 
 // changed notes that n's record must be rewritten, and so its
 // ancestors' (each holds the pointer to the one below).
 func (f *FS) changed(n *Inode) {
+	f.pending(n)
 	for ; n != nil && !n.changed; n = n.parent {
 		n.changed = true
 	}
@@ -507,9 +558,17 @@ func (f *FS) changed(n *Inode) {
 	}
 }
 
+// pending notes that n's data or entry waits for the next commit.
+func (f *FS) pending(n *Inode) {
+	if n != nil {
+		n.unsynced = f.gen + 1
+	}
+}
+
 // touched notes that n's attributes changed: they live in its parent's
 // record (the root's in the superblock, written at every commit).
 func (f *FS) touched(n *Inode) {
+	f.pending(n)
 	switch {
 	case n == f.root:
 		f.changed(n)

@@ -217,9 +217,11 @@ func (x *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 	return uint32(n), 0
 }
 
-// Flush implements fs.NodeFlusher: close does not commit (the write-back
-// cache does, within WriteBack; fsync commits at once).
-func (x *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno { return 0 }
+// Flush implements fs.NodeFlusher: the close of a changed file commits
+// (close-to-open; FS.Flushed), unless the mount is Lazy.
+func (x *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
+	return errno(x.d.Flushed(ctx, x.n))
+}
 
 // Fsync implements fs.NodeFsyncer: it commits every change of the volume.
 func (x *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
@@ -249,7 +251,10 @@ func (x *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if !ok {
 		return syscall.EXDEV
 	}
-	return errno(x.d.Rename(ctx, x.n, name, np.n, newName, flags&noReplace != 0))
+	if err := x.d.Rename(ctx, x.n, name, np.n, newName, flags&noReplace != 0); err != nil {
+		return errno(err)
+	}
+	return errno(x.d.Durable(ctx)) // no close follows a rename (an editor's save)
 }
 
 // Symlink implements fs.NodeSymlinker.
@@ -257,6 +262,9 @@ func (x *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	uid, gid := owner(ctx)
 	c, err := x.d.Symlink(ctx, x.n, name, target, uid, gid)
 	if err != nil {
+		return nil, errno(err)
+	}
+	if err := x.d.Durable(ctx); err != nil { // no close follows a symlink
 		return nil, errno(err)
 	}
 	return x.child(ctx, c, out), 0

@@ -34,6 +34,8 @@ type leaseState struct {
 	sum    [32]byte  // SHA-256 of the lease block as last written
 	expiry time.Time // zero: not held
 	lost   bool
+	// lostWhy says who holds the lease that was lost, and until when.
+	lostWhy string
 }
 
 // leaseRenewAt is when the lease is renewed: a third of its term after
@@ -98,23 +100,35 @@ func (f *FS) writeLease(ctx context.Context, prev [32]byte, expiry time.Time) er
 	return nil
 }
 
-// renewLease extends the lease; losing it is final.
+// renewLease extends the lease. A renewal whose conditional put finds
+// other bytes than this mount last wrote reads the lease again before it
+// gives up: a copy of the lease block older than this mount's last
+// renewal (a node that holds it was down while it was renewed) or one it
+// wrote itself in a try that seemed to fail is not another writer, and
+// the mount takes the lease again over it (acquireLease). Only a lease
+// that names another mount and has not expired is lost, and losing it is
+// final: the mount turns read-only (ErrLeaseLost) and says whose it is.
 func (f *FS) renewLease(ctx context.Context, now time.Time) error {
 	if now.After(f.lease.expiry) {
 		// It lapsed (the mount stalled): take it again only if no
 		// one else did.
-		if err := f.acquireLease(ctx, now); err != nil {
-			if errors.Is(err, ErrLeased) {
-				f.lease.lost = true
-				return fmt.Errorf("%w: %w", ErrLeaseLost, err)
-			}
-			return err
-		}
-		return nil
+		return f.retakeLease(ctx, now)
 	}
 	err := f.writeLease(ctx, f.lease.sum, now.Add(f.cfg.LeaseTerm))
 	if errors.Is(err, ErrConflict) {
+		f.stats.LeaseRetakes++
+		return f.retakeLease(ctx, now)
+	}
+	return err
+}
+
+// retakeLease takes the lease again unless another mount holds it, in
+// which case the lease is lost for good.
+func (f *FS) retakeLease(ctx context.Context, now time.Time) error {
+	err := f.acquireLease(ctx, now)
+	if errors.Is(err, ErrLeased) {
 		f.lease.lost = true
+		f.lease.lostWhy = err.Error()
 		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
 	}
 	return err

@@ -221,6 +221,7 @@ func (f *FS) link(d, n *Inode) {
 		d.slots[n.e.Slot] = true
 	}
 	n.parent = d
+	f.pending(n)
 	f.changed(d)
 }
 

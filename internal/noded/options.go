@@ -157,6 +157,11 @@ type Options struct {
 	// D2Stabilize is how often D2 checks its successor and predecessor,
 	// and rebuilds its long links. Key d2-stabilize. Default 5s.
 	D2Stabilize time.Duration
+	// D2Sync is how often D2 compares each node's range with its
+	// successors' copies (pushes what they lack, takes the newer version
+	// of a replaced block, drops what it no longer keeps). Key d2-sync.
+	// Default 5m.
+	D2Sync time.Duration
 
 	// IDs are the ring positions of a new node (a restart keeps its own);
 	// nil derives them from Listen. Only with DeriveIDs false: peers
@@ -180,6 +185,7 @@ func DefaultOptions() Options {
 		Listen:        "127.0.0.1:4001",
 		JoinTimeout:   time.Minute,
 		D2Stabilize:   5 * time.Second,
+		D2Sync:        d2.DefaultConfig().Sync,
 		Vnodes:        1,
 		MaxConns:      1024,
 		Stabilize:     ring.DefaultConfig().StabilizeInterval,
@@ -237,6 +243,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.TapBeacon, "tapestry-beacon", o.TapBeacon, "with --tapestry: how often every link of the routing table is probed")
 	fs.BoolVar(&o.D2, "d2", o.D2, "also run D2, the store of triad fs volumes: 8 KB blocks under 64-byte keys that keep a directory's files on a few neighbours, balanced by moving nodes (a second storage engine under the data folder's d2/), joining through --join")
 	fs.DurationVar(&o.D2Stabilize, "d2-stabilize", o.D2Stabilize, "with --d2: how often D2 checks its neighbours and rebuilds its long links (a new node is on D2's ring after a few rounds)")
+	fs.DurationVar(&o.D2Sync, "d2-sync", o.D2Sync, "with --d2: how often each node compares its blocks with its replicas' and repairs them (a replica lost with a disk is back within about this)")
 	fs.StringVar(&o.TapExtra, "tapestry-extra", o.TapExtra, "with --tapestry: extra pointers `k,l,m`: on the first m hops of a publish path, pointers also go to k backups of the next hop (0-2) and its l nearest neighbours (0-16)")
 }
 
@@ -322,7 +329,10 @@ func (o *Options) assembly() (assembly, error) {
 		if o.D2Stabilize <= 0 {
 			return a, fmt.Errorf("--d2-stabilize %v: want a positive duration", o.D2Stabilize)
 		}
-		c.Stabilize, c.FixLinks = o.D2Stabilize, o.D2Stabilize
+		if o.D2Sync <= 0 {
+			return a, fmt.Errorf("--d2-sync %v: want a positive duration", o.D2Sync)
+		}
+		c.Stabilize, c.FixLinks, c.Sync = o.D2Stabilize, o.D2Stabilize, o.D2Sync
 		a.deploy.D2 = &c
 		a.driver.D2Store = &store.Options{Capacity: o.CapacityMB << 20, MaxObject: c.BlockBytes + 64, SyncInterval: sync}
 	}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -121,6 +122,13 @@ type D2Store struct {
 	// client cannot reach the owner's decision without that check.
 	Mode D2PutMode
 	Prev []byte
+	// Version orders the copies of a key that was replaced: the owner
+	// stamps each block it decides to store with a version greater than
+	// any it knows of the key (Unix nanoseconds, the stored copy's engine
+	// expiry), and a replica keeps the greater of its own and this one.
+	// Zero: the receiver stamps the block itself (a block never
+	// replaced).
+	Version uint64
 }
 
 // D2Stored answers a store or a delete: the copies stored (or removed),
@@ -154,6 +162,8 @@ type D2Block struct {
 	Data    []byte
 	Found   bool
 	NotMine bool
+	// Version is the found copy's (D2Store.Version); zero when unknown.
+	Version uint64
 }
 
 // D2Pointer is a block pointer (§6): Key is held by Holder, Size bytes.
@@ -182,6 +192,10 @@ type D2Keys struct {
 type D2KeyList struct {
 	Keys []id.ID
 	More bool
+	// Versions, when set, has one entry per key: the version of the
+	// block the sender holds (D2Store.Version; zero for a pointer). Sync
+	// compares them, so that a replace that missed a replica is repaired.
+	Versions []uint64
 }
 
 // D2Put asks a node to store Data under Key on the key's r successors; the
@@ -492,7 +506,8 @@ func (m *D2Store) encode(b []byte) []byte {
 	b = putBool(b, 3, m.Primary)
 	b = putBool(b, 4, m.Replace)
 	b = putUint(b, 5, uint64(m.Mode))
-	return putBytes(b, 6, m.Prev)
+	b = putBytes(b, 6, m.Prev)
+	return putUint(b, 7, m.Version)
 }
 func (m *D2Store) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -508,6 +523,8 @@ func (m *D2Store) decodeField(d *decoder, f field) {
 		m.Mode = D2PutMode(d.uint32(f)) // d2's Validate refuses an unknown mode
 	case 6:
 		m.Prev = d.boundedData(f, MaxD2Hash, "a hash")
+	case 7:
+		m.Version = d.uint(f)
 	}
 }
 func (m *D2Store) clone() Msg {
@@ -615,7 +632,8 @@ func (m *D2Block) encode(b []byte) []byte {
 	b = putID(b, 1, m.Key)
 	b = putBytes(b, 2, m.Data)
 	b = putBool(b, 3, m.Found)
-	return putBool(b, 4, m.NotMine)
+	b = putBool(b, 4, m.NotMine)
+	return putUint(b, 5, m.Version)
 }
 func (m *D2Block) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -627,6 +645,8 @@ func (m *D2Block) decodeField(d *decoder, f field) {
 		m.Found = d.bool(f)
 	case 4:
 		m.NotMine = d.bool(f)
+	case 5:
+		m.Version = d.uint(f)
 	}
 }
 func (m *D2Block) clone() Msg {
@@ -696,7 +716,15 @@ func (m *D2Keys) clone() Msg { return new(*m) }
 
 func (*D2KeyList) Type() Type { return TypeD2KeyList }
 func (m *D2KeyList) encode(b []byte) []byte {
-	return putBool(putD2Keys(b, 1, m.Keys), 2, m.More)
+	b = putBool(putD2Keys(b, 1, m.Keys), 2, m.More)
+	if len(m.Versions) == 0 {
+		return b
+	}
+	v := make([]byte, 0, 8*len(m.Versions))
+	for _, x := range m.Versions {
+		v = binary.BigEndian.AppendUint64(v, x)
+	}
+	return putBytes(b, 3, v)
 }
 func (m *D2KeyList) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -704,9 +732,21 @@ func (m *D2KeyList) decodeField(d *decoder, f field) {
 		m.Keys = d.d2Key(f, m.Keys)
 	case 2:
 		m.More = d.bool(f)
+	case 3:
+		v := d.boundedData(f, 8*MaxD2Keys, "versions")
+		if len(v)%8 != 0 {
+			d.fail("versions of %d bytes", len(v))
+			return
+		}
+		m.Versions = make([]uint64, 0, len(v)/8)
+		for ; len(v) > 0; v = v[8:] {
+			m.Versions = append(m.Versions, binary.BigEndian.Uint64(v))
+		}
 	}
 }
-func (m *D2KeyList) clone() Msg { return &D2KeyList{Keys: slices.Clone(m.Keys), More: m.More} }
+func (m *D2KeyList) clone() Msg {
+	return &D2KeyList{Keys: slices.Clone(m.Keys), More: m.More, Versions: slices.Clone(m.Versions)}
+}
 
 func (*D2Put) Type() Type { return TypeD2Put }
 func (m *D2Put) encode(b []byte) []byte {
