@@ -12,11 +12,15 @@ func runChaos(args []string, stdout, stderr io.Writer) error {
 	if slices.ContainsFunc(args, isTapestryFlag) {
 		return runChaosTapestry(args, stdout, stderr)
 	}
-	fs := newFlags("chaos", "chaos [--nodes 6] [--duration 1h] [--seed S] [--ack-and-drop N] [--json]\n       triad chaos --tapestry [--nodes 16] [--servers 4] [--objects 200] [--duration 2m] [--rate 20] [--seed S] [--json]",
+	if slices.ContainsFunc(args, isD2Flag) {
+		return runChaosD2(args, stdout, stderr)
+	}
+	fs := newFlags("chaos", "chaos [--nodes 6] [--duration 1h] [--seed S] [--ack-and-drop N] [--json]\n       triad chaos --d2 [--nodes 8] [--duration 10m] [--wipe-every 4] [--cold-restarts 2] [--seed S] [--json]\n       triad chaos --tapestry [--nodes 16] [--servers 4] [--objects 200] [--duration 2m] [--rate 20] [--seed S] [--json]",
 		bench.ChaosHelp, stderr)
 	cfg := bench.DefaultChaosConfig()
 	cfg.RegisterFlags(fs)
 	fs.Bool("tapestry", false, "churn Tapestry nodes under locates instead (Fig. 23; see below)")
+	fs.Bool("d2", false, "kill D2 nodes under a D2-FS writer instead (see 'triad chaos --d2 --help')")
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
 	if err := parseConfig(fs, args, &cfg); err != nil {
 		return err
@@ -41,6 +45,36 @@ func isTapestryFlag(arg string) bool {
 		return true
 	}
 	return false
+}
+
+// isD2Flag reports whether arg turns --d2 on.
+func isD2Flag(arg string) bool {
+	switch arg {
+	case "--d2", "-d2", "--d2=true", "-d2=true", "--d2=1", "-d2=1":
+		return true
+	}
+	return false
+}
+
+func runChaosD2(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("chaos", "chaos --d2 [--nodes 8] [--duration 10m] [--wipe-every 4] [--cold-restarts 2] [--seed S] [--json]", bench.ChaosD2Help, stderr)
+	cfg := bench.DefaultChaosD2Config()
+	cfg.RegisterFlags(fs)
+	fs.Bool("d2", true, "kill D2 nodes under a D2-FS writer (this loop)")
+	asJSON := fs.Bool("json", false, "end with one JSON line of results")
+	if err := parseConfig(fs, args, &cfg); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Binary, err = os.Executable(); err != nil {
+		return err
+	}
+	cfg.Log = logTo(stderr)
+	res, err := bench.ChaosD2(cfg)
+	if err != nil {
+		return err
+	}
+	return report(stdout, *asJSON, res)
 }
 
 func runChaosTapestry(args []string, stdout, stderr io.Writer) error {

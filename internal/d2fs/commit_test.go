@@ -545,6 +545,30 @@ func TestLeaseRetakenOverAStaleCopy(t *testing.T) {
 			t.Errorf("round %d: %d retakes counted", round, got)
 		}
 	}
+	// A node decides the retake against another copy than the one read
+	// (a ring re-forming after a cold start): the renewal fails, the
+	// mount stays writable, and the next one takes the lease.
+	conflicts := 0
+	b.FailPut = func(k key.Key) error {
+		if k == lk && conflicts < 2 {
+			conflicts++
+			return fmt.Errorf("%w: injected", ErrConflict)
+		}
+		return nil
+	}
+	c.Advance(25 * time.Second)
+	if err := f.Tick(ctx); err == nil || errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("a retake that met another copy: %v, want a failed renewal that is not a loss", err)
+	}
+	b.FailPut = nil
+	c.Advance(2 * time.Second)
+	if err := f.Tick(ctx); err != nil {
+		t.Fatalf("the renewal after a contended retake: %v", err)
+	}
+	writeFile(t, f, "after-contention", []byte("x"))
+	if err := f.Sync(ctx); err != nil {
+		t.Fatalf("commit after a contended retake: %v", err)
+	}
 	// Another mount's live lease: lost, and said.
 	other := encodeLease(leaseRec{holder: [16]byte{1, 2, 3}, expiry: c.Now().Add(time.Minute).UnixNano()})
 	if err := b.Put(ctx, lk, other); err != nil {

@@ -123,15 +123,36 @@ func (f *FS) renewLease(ctx context.Context, now time.Time) error {
 }
 
 // retakeLease takes the lease again unless another mount holds it, in
-// which case the lease is lost for good.
+// which case the lease is lost for good. A retake whose conditional put
+// conflicts although the lease read before it was this mount's own (or
+// lapsed) is not a loss: the node that decided the put held another
+// copy than the one read (a ring re-forming after a cold start, whose
+// first node owns every key until the others join), and the next renewal
+// tries again. Only a lease read back naming another mount, unexpired, is
+// lost; meanwhile the mount commits nothing (holdLease fails).
 func (f *FS) retakeLease(ctx context.Context, now time.Time) error {
 	err := f.acquireLease(ctx, now)
-	if errors.Is(err, ErrLeased) {
-		f.lease.lost = true
-		f.lease.lostWhy = err.Error()
-		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+	if !errors.Is(err, ErrLeased) {
+		return err
 	}
-	return err
+	if other, rerr := f.leaseHeldByOther(ctx, now); rerr != nil || !other {
+		return fmt.Errorf("%w: lease: taking it again met another copy than the one read; retrying: %w", errIO, errors.Join(err, rerr))
+	}
+	f.lease.lost = true
+	f.lease.lostWhy = err.Error()
+	return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+}
+
+// leaseHeldByOther reads the lease and reports whether it names another
+// mount and has not expired.
+func (f *FS) leaseHeldByOther(ctx context.Context, now time.Time) (bool, error) {
+	k := leaseKey(f.vol)
+	_, data, err := f.blocks.Latest(ctx, k, k)
+	if err != nil {
+		return false, err
+	}
+	r, err := decodeLease(data)
+	return err == nil && r.holder != f.lease.holder && now.UnixNano() < r.expiry, nil
 }
 
 // holdLease makes sure the lease holds before a commit.
