@@ -633,6 +633,9 @@ func (w *d2Writer) finish(limit time.Duration) bool {
 		}
 		cancel()
 		if err == nil {
+			w.mu.Lock()
+			w.durable = maps.Clone(w.model)
+			w.mu.Unlock()
 			return true
 		}
 		if time.Now().After(deadline) {
