@@ -55,6 +55,9 @@ VOLUME:/path/in/it.
                         the nodes that hold it
   fsck VOLUME           read every block of the newest commit back and check
                         it against its pointer; non-zero exit if one is bad
+  status VOLUME         the writer lease, the last commit and its age, the
+                        bytes used, who holds the superblock and the lease,
+                        and whether D2 on each --addr node is on the ring
 
 put, mkdir, mv and rm take the volume's writer lease for the time of the
 command and commit before they return; while a writable mount holds the
@@ -70,18 +73,19 @@ mount --ro, ls, cat, get, stat and fsck need no key.`
 
 func runFS(args []string, stdout, stderr io.Writer) error {
 	return runGroup("fs", fsAbout, map[string]func([]string, io.Writer, io.Writer) error{
-		"mkvol": runFSMkvol,
-		"mount": runFSMount,
-		"ls":    runFSLs,
-		"cat":   func(a []string, o, e io.Writer) error { return runFSGet("cat", a, o, e) },
-		"get":   func(a []string, o, e io.Writer) error { return runFSGet("get", a, o, e) },
-		"put":   runFSPut,
-		"mkdir": runFSMkdir,
-		"mv":    runFSMv,
-		"rm":    runFSRm,
-		"stat":  runFSStat,
-		"fsck":  runFSFsck,
-		"sync":  runFSSync,
+		"mkvol":  runFSMkvol,
+		"mount":  runFSMount,
+		"ls":     runFSLs,
+		"cat":    func(a []string, o, e io.Writer) error { return runFSGet("cat", a, o, e) },
+		"get":    func(a []string, o, e io.Writer) error { return runFSGet("get", a, o, e) },
+		"put":    runFSPut,
+		"mkdir":  runFSMkdir,
+		"mv":     runFSMv,
+		"rm":     runFSRm,
+		"stat":   runFSStat,
+		"fsck":   runFSFsck,
+		"sync":   runFSSync,
+		"status": runFSStatus,
 	}, args, stdout, stderr)
 }
 
@@ -134,11 +138,15 @@ func (f fsFlags) blocksWith(p d2client.Placement) (*d2client.Blocks, error) {
 
 // explain adds what to do to the errors a user meets most.
 func (f fsFlags) explain(err error) error {
+	var joining *d2client.JoiningError
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, d2client.ErrNoD2):
 		return fmt.Errorf("%w\n  the nodes at --addr %s answer but run no D2: give nodes started with --d2", err, *f.addrs)
+	case errors.As(err, &joining):
+		return fmt.Errorf("%w\n  D2 runs on %s but is still joining the ring: %s; try again shortly, or see that node's log",
+			err, strings.Join(joining.Addrs, ", "), fsJoiningHint)
 	case errors.Is(err, d2client.ErrNoNode):
 		first := strings.Split(*f.addrs, ",")[0]
 		return tlsHint(first, *f.tls.tls, fmt.Errorf("%w\n  is a node that runs --d2 listening at --addr %s?", err, *f.addrs))

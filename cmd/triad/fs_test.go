@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,7 +40,8 @@ func TestFS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 9 node processes and mounts")
 	}
-	d := startDHash(t, 8, "--d2", "--d2-stabilize", "1s")
+	// A capacity, so that df on a mount shows a real size (fsStatfs).
+	d := startDHash(t, 8, "--d2", "--d2-stabilize", "1s", "--capacity-mb", "4096")
 	waitD2Ring(t, d, 150*time.Second)
 	// The commands keep volume keys under $XDG_CONFIG_HOME: this
 	// machine's, and another's that holds none.
@@ -70,6 +72,7 @@ func TestFS(t *testing.T) {
 	fsCommands(t, d, vol, fs, must)
 	fsKeys(t, d, bare, keyFile, fs)
 	fsErrors(t, d, fs)
+	fsJoining(t, d, fs)
 	if fsNoFUSE(t) {
 		return
 	}
@@ -220,6 +223,7 @@ func fsCommands(t *testing.T, d *dhashCluster, vol string, fs func(string, ...st
 	})
 	t.Logf("triad fs stat home:/b (every copy there after %v):\n%s", time.Since(start).Round(time.Millisecond), stat)
 	checkBlockKeys(t, stat, vol, 4) // a record and 3 data blocks
+	fsStatusCommand(t, d, vol, len(data), fs)
 	fsForgedDeletes(t, d, vol, "home:/b", data, fs)
 	must("rm", "home:/b")
 	if _, err := fs(d.nodes[4].addr, "cat", "home:/b"); err == nil || !strings.Contains(err.Error(), "home:/b: no such file or directory") {
@@ -285,6 +289,72 @@ func fsErrors(t *testing.T, d *dhashCluster, fs func(string, ...string) (string,
 		t.Errorf("ls through a node without D2, then one with: %v", err)
 	}
 	plain.kill(t)
+}
+
+// fsJoining: a node that runs D2 but cannot join the ring (it was told to
+// join through an address where nothing listens, and has no saved peer)
+// answers D2's block requests "not on the ring yet": a command through it
+// names it and says it is still joining, rather than ask whether it runs
+// --d2, and triad fs status says which --addr node is joining and which
+// is on the ring.
+func fsJoining(t *testing.T, d *dhashCluster, fs func(string, ...string) (string, error)) {
+	n0 := d.nodes[0].addr
+	ports := freePorts(t, 2)
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	joiner := d.startWith("joiner", addr, filepath.Join(d.dir, "joiner"), fmt.Sprintf("127.0.0.1:%d", ports[1]), 1,
+		"--d2", "--d2-stabilize", "1s", "--join-timeout", "0")
+	defer joiner.kill(t)
+	_, err := fs(addr, "ls", "home:/")
+	if err == nil || !strings.Contains(err.Error(), "D2 runs on "+addr+" but is still joining the ring: it waits for a saved peer that is on the ring") ||
+		strings.Contains(err.Error(), "--d2") {
+		t.Errorf("ls through a node whose D2 is joining: %v", err)
+	}
+	out, err := fs(addr+","+n0, "status", "home")
+	if err != nil || !strings.Contains(out, "node "+addr+": D2 still joining the ring") || !strings.Contains(out, "node "+n0+": D2 on the ring") ||
+		!regexp.MustCompile(`(?m)^commit \d+, `).MatchString(out) {
+		t.Errorf("status through a joining node, then one on the ring: %v\n%s", err, out)
+	}
+	t.Logf("triad fs status home --addr %s,%s:\n%s", addr, n0, out)
+}
+
+// fsStatusCommand: triad fs status of a volume no mount holds: its last
+// commit, its bytes (one file of size bytes), a released lease, the
+// superblock's and the lease's three holders, each ok, and every --addr
+// node on the ring with its capacity; --json says the same.
+func fsStatusCommand(t *testing.T, d *dhashCluster, vol string, size int, fs func(string, ...string) (string, error)) {
+	addrs := d.nodes[3].addr + "," + d.nodes[4].addr
+	var out string
+	var err error
+	three := `(\S+) ok, (\S+) ok, (\S+) ok\n`
+	// A node that moved into the range since lists a copy as missing
+	// until its sync has made it (as stat's check).
+	testutil.Poll(30*time.Second, func() bool {
+		out, err = fs(addrs, "status", "home")
+		return err == nil && regexp.MustCompile(`superblock \d+ held by: `+three+`lease held by: `+three).MatchString(out)
+	})
+	t.Logf("triad fs status home:\n%s", out)
+	for _, want := range []string{
+		`(?m)^volume home \(` + vol + `\)$`,
+		`(?m)^commit \d+, \S+ ago \(\S+ by the writer's clock\)$`,
+		fmt.Sprintf(`(?m)^used %d bytes \(.*\) in files$`, size),
+		`(?m)^lease released by mount [0-9a-f]{32} \(a clean unmount\): no writer$`,
+		`superblock \d+ held by: ` + three + `lease held by: ` + three,
+		`(?m)^node ` + d.nodes[3].addr + `: D2 on the ring; its D2 store holds .* of 4294967296 bytes \(4\.0 GiB\) \(r = 3\)$`,
+		`\(changes a mount has not committed are in no block yet: see the mount's log\)`,
+	} {
+		if err != nil || !regexp.MustCompile(want).MatchString(out) {
+			t.Fatalf("triad fs status home: %v, no match for %s:\n%s", err, want, out)
+		}
+	}
+	js, err := fs(addrs, "status", "home", "--json")
+	var st fsStatus
+	if err == nil {
+		err = json.Unmarshal([]byte(js), &st)
+	}
+	if err != nil || st.Volume != vol || st.Name != "home" || st.UsedBytes == nil || *st.UsedBytes != uint64(size) || st.Lease == nil ||
+		st.Lease.State != "released" || len(st.SuperHolders) != 3 || len(st.Nodes) != 2 || st.Nodes[1].D2 != "joined" || st.Nodes[1].CapacityBytes != 4<<30 {
+		t.Fatalf("triad fs status --json: %v\n%s", err, js)
+	}
 }
 
 // waitD2Ring waits until each node, as a gateway, stores blocks on 3
@@ -466,6 +536,7 @@ func fsMountTests(t *testing.T, d *dhashCluster, vol string, cfg, bare []string,
 	t.Logf("cp -r %s (%d files, %.1f MB) and fsync: %v, %.2f MB/s, %.0f files/s",
 		src, files, float64(size)/1e6, took.Round(time.Millisecond), float64(size)/1e6/took.Seconds(), float64(files)/took.Seconds())
 	runCmd(t, "diff", "-r", src, filepath.Join(rw.dir, base))
+	fsStatfs(t, d, rw, size, fs)
 
 	// A tar round trip: into the mount, and out of it.
 	tmp := t.TempDir()
@@ -492,6 +563,35 @@ func fsMountTests(t *testing.T, d *dhashCluster, vol string, cfg, bare []string,
 
 	fsForgedSuper(t, d, vol, rw, base, fs)
 	fsKillMount(t, d, bare, fs, rw, src)
+}
+
+// fsStatfs: df on the writable mount, whose volume holds only the copied
+// tree (size bytes), shows that many bytes used (in 8 KB blocks) and, as
+// available, the free bytes of its gateway's D2 store (4 GiB, less what it
+// holds, which is far less than half) over r = 3; triad fs status shows
+// the mount's live lease.
+func fsStatfs(t *testing.T, d *dhashCluster, rw *fsMount, size int64, fs func(string, ...string) (string, error)) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(rw.dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	const r, capacity = 3, 4 << 30
+	used := (st.Blocks - st.Bfree) * uint64(st.Bsize)
+	avail := st.Bavail * uint64(st.Bsize)
+	if st.Bsize != d2fs.BlockBytes || used != (uint64(size)+d2fs.BlockBytes-1)/d2fs.BlockBytes*d2fs.BlockBytes ||
+		st.Bavail != st.Bfree || avail > capacity/r || avail < capacity/r/2 {
+		t.Fatalf("statfs of the mount holding %d bytes: block %d, %d blocks, %d free, %d available", size, st.Bsize, st.Blocks, st.Bfree, st.Bavail)
+	}
+	out, err := exec.Command("df", "-B1", rw.dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("df: %v\n%s", err, out)
+	}
+	t.Logf("df -B1 on the mount holding %d bytes:\n%s", size, out)
+	status, err := fs(d.nodes[2].addr, "status", "home")
+	if err != nil || !regexp.MustCompile(`(?m)^lease live: held by mount [0-9a-f]{32} until \S+ \(\d+s left\)$`).MatchString(status) ||
+		!strings.Contains(status, fmt.Sprintf("used %d bytes", size)) {
+		t.Fatalf("status while a mount writes: %v\n%s", err, status)
+	}
 }
 
 // fsForgedSuper (RELIABILITY E3): a client without the volume's key sends

@@ -10,6 +10,7 @@ import (
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/rpc"
+	"triad/internal/store"
 	"triad/internal/wire"
 )
 
@@ -629,7 +630,37 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 				rpc.Respond(env, in, n.self, &wire.D2Block{Key: k, Data: data, Found: found})
 			}
 		})
+	case *wire.D2GetSpace:
+		n.Space(env, func(env node.Env, s wire.D2Space, err error) {
+			if err != nil {
+				fail(env, err)
+				return
+			}
+			rpc.Respond(env, in, n.self, &s)
+		})
 	}
+}
+
+// Space reports this node's D2 store, for a client's D2GetSpace: its
+// engine's capacity and usage (read off the event loop: a disk engine
+// counts its index), the ring's r, and whether the node is on the ring.
+// It asks no other node, and answers whether joined or not, so a client
+// learns from it that D2 runs here and is still joining.
+func (n *Node) Space(env node.Env, done func(env node.Env, s wire.D2Space, err error)) {
+	if !n.begin() {
+		done(env, wire.D2Space{}, ErrBusy)
+		return
+	}
+	n.offload(env, &engineWork{op: opStats, done: func(env node.Env, res any, err error) {
+		n.pending--
+		st, ok := res.(store.Stats)
+		if err != nil || !ok {
+			done(env, wire.D2Space{}, fmt.Errorf("%w: the engine's stats: %v", fault.ErrInternal, err))
+			return
+		}
+		done(env, wire.D2Space{Joined: n.joined, Capacity: uint64(max(st.Capacity, 0)), Usage: uint64(max(st.Usage, 0)),
+			Replicas: uint32(n.cfg.Replicas)}, nil)
+	}})
 }
 
 // ListDone receives a List's outcome: keys in key order, and the after of

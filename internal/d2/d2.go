@@ -335,7 +335,7 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		n.handleDrop(env, in, m)
 	case *wire.D2Invite:
 		n.invited(env, from)
-	case *wire.D2Put, *wire.D2Get, *wire.D2Delete, *wire.D2Latest, *wire.D2Stat, *wire.D2List:
+	case *wire.D2Put, *wire.D2Get, *wire.D2Delete, *wire.D2Latest, *wire.D2Stat, *wire.D2List, *wire.D2GetSpace:
 		n.clientRequest(env, in)
 	default:
 		if in.Env.Kind == wire.Request {

@@ -34,6 +34,7 @@ const (
 	opGet
 	opDelete
 	opScan
+	opStats // the engine's Stats (a D2GetSpace)
 )
 
 // engineWork is one read or write of the node's engine, run off the event
@@ -114,6 +115,8 @@ func (w *engineWork) Run(node.Storage) (any, error) {
 		return nil, w.e.Delete(w.key)
 	case opScan:
 		return scan(w.e, w.max)
+	case opStats:
+		return w.e.Stats(), nil
 	}
 	panic(fmt.Sprintf("d2: engine op %d", w.op))
 }

@@ -27,6 +27,11 @@ var (
 	ErrRange = errors.New("d2client: Latest serves prefix ranges only")
 	// ErrNoNode: no node of the list answered.
 	ErrNoNode = errors.New("d2client: no node answered")
+	// ErrJoining: a node runs D2 but D2 there is not on the ring yet (it
+	// answered d2.ErrNotJoined): it is joining through a saved peer that
+	// is on the ring, or, after a cold start, waits to found the ring
+	// again. A *JoiningError names the nodes.
+	ErrJoining = errors.New("d2client: D2 is still joining the ring there")
 	// ErrNoKey: a put or a delete of a volume whose writer's private key
 	// this Blocks was not given (AddKey), or a registry write other than
 	// a put if absent: the nodes would refuse it, so it is not sent.
@@ -360,27 +365,62 @@ func (b *Blocks) callOne(ctx context.Context, addr string, m wire.Msg) answer {
 	return answer{addr: addr, msg: reply, err: err}
 }
 
+// notJoinedText is what a node that runs D2 but is not on the ring yet
+// answers a client's request with (d2.ErrNotJoined's text, which a d2
+// test pins).
+const notJoinedText = "not on the ring yet"
+
+// notJoined says whether a node refused a request because D2 there is
+// still joining the ring.
+func notJoined(we *wire.Error) bool {
+	return we.Code == fault.CodeUnavailable && strings.Contains(we.Text, notJoinedText)
+}
+
+// JoiningError is the error when no node served a request and some
+// answered that D2 there is still joining the ring (ErrJoining): they run
+// D2, so the fix is to wait for their join, not to restart them with
+// other flags. It wraps ErrJoining and ErrNoNode (every node's failure).
+type JoiningError struct {
+	Addrs []string // the nodes still joining
+	Err   error    // ErrNoNode with every node's failure
+}
+
+func (e *JoiningError) Error() string {
+	return fmt.Sprintf("d2client: D2 on %s is still joining the ring; %v", strings.Join(e.Addrs, ", "), e.Err)
+}
+
+// Unwrap gives ErrJoining and Err.
+func (e *JoiningError) Unwrap() []error { return []error{ErrJoining, e.Err} }
+
 // noNode is the error when every node failed: ErrNoD2 if every node
-// said it runs no D2, errMismatch if every node returned bad bytes, else
+// said it runs no D2, errMismatch if every node returned bad bytes, a
+// *JoiningError if some said D2 there is still joining the ring, else
 // ErrNoNode with each node's failure.
 func (b *Blocks) noNode(last []error) error {
-	var parts []string
+	var parts, joining []string
 	allNoD2, allMismatch := true, true
 	for i, err := range last {
 		parts = append(parts, fmt.Sprintf("%s: %v", b.cfg.Addrs[i], err))
 		var we *wire.Error
-		if !errors.As(err, &we) || !noD2(we) {
+		isWire := errors.As(err, &we)
+		if !isWire || !noD2(we) {
 			allNoD2 = false
+		}
+		if isWire && notJoined(we) {
+			joining = append(joining, b.cfg.Addrs[i])
 		}
 		allMismatch = allMismatch && errors.Is(err, errMismatch)
 	}
+	all := fmt.Errorf("%w (%s)", ErrNoNode, strings.Join(parts, "; "))
 	switch {
 	case allNoD2:
 		return fmt.Errorf("%w: %s", ErrNoD2, strings.Join(b.cfg.Addrs, ", "))
 	case allMismatch:
 		return errMismatch
+	case len(joining) > 0:
+		return &JoiningError{Addrs: joining, Err: all}
 	}
-	return fmt.Errorf("%w (%s)", ErrNoNode, strings.Join(parts, "; "))
+	return all
 }
 
 // blockErr maps a node's error about a block to d2fs's sentinels.
@@ -573,6 +613,42 @@ func (b *Blocks) Holders(ctx context.Context, k key.Key, sum [32]byte) ([]wire.D
 		return nil, blockErr(a.err, k)
 	}
 	return a.msg.(*wire.D2Holders).Holders, nil
+}
+
+// Space asks the node at addr about its D2 store (D2GetSpace): its
+// engine's capacity (0: no bound set) and usage, the ring's r, and whether
+// D2 there is on the ring; it answers that even while joining, so it is
+// the cheapest way to learn a node's join (triad fs status). One try,
+// within CallTimeout. A node without D2 gives ErrNoD2.
+func (b *Blocks) Space(ctx context.Context, addr string) (wire.D2Space, error) {
+	a := b.callOne(ctx, addr, &wire.D2GetSpace{})
+	var we *wire.Error
+	switch s, ok := a.msg.(*wire.D2Space); {
+	case a.err != nil && errors.As(a.err, &we) && noD2(we):
+		return wire.D2Space{}, fmt.Errorf("%w: %s", ErrNoD2, addr)
+	case a.err != nil:
+		return wire.D2Space{}, fmt.Errorf("d2client: %s: %w", addr, a.err)
+	case !ok:
+		return wire.D2Space{}, fmt.Errorf("d2client: %s answered a space request with %T", addr, a.msg)
+	default:
+		return *s, nil
+	}
+}
+
+// Room implements d2fs.RoomTeller: the D2 store of the first node that
+// answers (the nodes in turn, as every call), for a mount's statfs.
+func (b *Blocks) Room(ctx context.Context) (d2fs.Room, error) {
+	a := b.call(ctx, &wire.D2GetSpace{}, func(m wire.Msg) error {
+		if _, ok := m.(*wire.D2Space); !ok {
+			return fmt.Errorf("d2client: a space request answered with %T", m)
+		}
+		return nil
+	})
+	if a.err != nil {
+		return d2fs.Room{}, a.err
+	}
+	s := a.msg.(*wire.D2Space)
+	return d2fs.Room{Node: a.addr, Capacity: s.Capacity, Usage: s.Usage, Replicas: int(s.Replicas)}, nil
 }
 
 // prefixOf is the prefix whose keys [lo, hi] covers from lo up: the

@@ -76,7 +76,7 @@ func (f *FS) commitLocked(ctx context.Context) error {
 	if err := f.putAll(ctx, p.puts); err != nil {
 		return err
 	}
-	s := &super{Gen: p.gen, NextIno: f.nextIno, Root: root}
+	s := &super{Gen: p.gen, NextIno: f.nextIno, Used: f.used, Time: now.UnixNano(), Root: root}
 	signSuper(s, f.vol, f.cfg.Writer)
 	sb := encodeSuper(s)
 	if err := f.blocks.PutIf(ctx, superKey(f.vol, p.gen), [32]byte{}, sb); err != nil {

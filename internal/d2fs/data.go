@@ -99,7 +99,7 @@ func (f *FS) WriteAt(ctx context.Context, n *Inode, p []byte, off int64) (int, e
 		f.setDirty(n, blk, data)
 		pos = next
 	}
-	n.e.Size = max(n.e.Size, end)
+	f.setSize(n, max(n.e.Size, end))
 	n.e.Mtime = f.cfg.Now().UnixNano()
 	f.changed(n)
 	if f.dirtyBytes > f.cfg.MaxDirtyBytes {
@@ -161,7 +161,7 @@ func (f *FS) truncate(ctx context.Context, n *Inode, size uint64) error {
 			}
 		}
 	}
-	n.e.Size = size
+	f.setSize(n, size)
 	n.e.Mtime = f.cfg.Now().UnixNano()
 	f.changed(n)
 	return nil

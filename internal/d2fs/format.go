@@ -37,8 +37,11 @@ var (
 	magicDir   = [4]byte{'d', '2', 'D', 1}
 	magicFile  = [4]byte{'d', '2', 'F', 1}
 	magicBlob  = [4]byte{'d', '2', 'B', 1}
-	magicSuper = [4]byte{'d', '2', 'S', 2}
-	magicLease = [4]byte{'d', '2', 'L', 1}
+	magicSuper = [4]byte{'d', '2', 'S', 3}
+	// magicSuper2 is the superblock before it recorded the bytes used
+	// and the commit's time; it still decodes (super.v2).
+	magicSuper2 = [4]byte{'d', '2', 'S', 2}
+	magicLease  = [4]byte{'d', '2', 'L', 1}
 )
 
 // ErrFormat reports a block that does not decode: a format error, not an
@@ -400,12 +403,23 @@ func blobKeys(base key.Key, p Ptr, n uint64) []key.Key {
 // against the public key it carries, the one the volume ID is derived
 // from: a block that D2's nodes should have refused (a put under the
 // volume without the writer's key) still cannot pass as a commit.
+//
+// Format 3 added Used and Time, after NextIno and signed with the rest;
+// a format-2 superblock (v2) decodes with both zero.
 type super struct {
 	Gen     uint32 // the commit's number, also its key's version
 	NextIno uint32 // the next inode number to hand out
-	Root    Entry  // the root directory (name "/", no slot)
-	Pub     []byte // the writer's ed25519 public key: key.VolumeOfKey(Pub) is the volume
-	Sig     []byte // Pub's signature of superMessage
+	// Used is the bytes of the volume's files as of this commit: the sum
+	// of their sizes (holes included; symlinks and directories count
+	// nothing), as Check's Report.Bytes adds them up. The store spends
+	// more: r copies of each block, the records, and the blocks of the
+	// previous commit for KeepOld.
+	Used uint64
+	Time int64  // when the writer committed, Unix nanoseconds by its clock
+	Root Entry  // the root directory (name "/", no slot)
+	Pub  []byte // the writer's ed25519 public key: key.VolumeOfKey(Pub) is the volume
+	Sig  []byte // Pub's signature of superMessage
+	v2   bool   // of format 2: no Used or Time (kept so it encodes as it was read)
 }
 
 // superDomain starts every signed superblock message, so a signature made
@@ -414,9 +428,17 @@ const superDomain = "triad-d2fs-superblock 1\x00"
 
 // superBody is the superblock's fields before the signature.
 func superBody(s *super) []byte {
-	b := append([]byte{}, magicSuper[:]...)
+	magic := magicSuper
+	if s.v2 {
+		magic = magicSuper2
+	}
+	b := append([]byte{}, magic[:]...)
 	b = binary.BigEndian.AppendUint32(b, s.Gen)
 	b = binary.BigEndian.AppendUint32(b, s.NextIno)
+	if !s.v2 {
+		b = binary.BigEndian.AppendUint64(b, s.Used)
+		b = binary.BigEndian.AppendUint64(b, uint64(s.Time))
+	}
 	return appendEntry(b, &s.Root)
 }
 
@@ -451,10 +473,19 @@ func decodeSuper(b []byte, vol key.Volume, gen uint32) (*super, error) {
 		return nil, fmt.Errorf("%w: superblock %d fails its checksum", ErrFormat, gen)
 	}
 	r := reader{b: b[:len(b)-32]}
-	if [4]byte(r.take(4)) != magicSuper {
-		return nil, fmt.Errorf("%w: not a superblock (or one of an older format)", ErrFormat)
+	s := &super{}
+	switch [4]byte(r.take(4)) {
+	case magicSuper:
+	case magicSuper2:
+		s.v2 = true
+	default:
+		return nil, fmt.Errorf("%w: not a superblock (or one of another format)", ErrFormat)
 	}
-	s := &super{Gen: r.u32(), NextIno: r.u32(), Root: r.entry()}
+	s.Gen, s.NextIno = r.u32(), r.u32()
+	if !s.v2 {
+		s.Used, s.Time = r.u64(), int64(r.u64())
+	}
+	s.Root = r.entry()
 	bodyLen := len(b) - 32 - len(r.b)
 	s.Pub = bytes.Clone(r.take(ed25519.PublicKeySize))
 	s.Sig = bytes.Clone(r.take(ed25519.SignatureSize))

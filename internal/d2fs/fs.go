@@ -145,6 +145,8 @@ type FS struct {
 	closed     bool
 	refreshed  time.Time // when a read-only mount last looked for a newer commit
 	maxSlot    key.Slot  // slots above it count as taken (tests fill directories with it)
+	used       uint64    // bytes of the volume's files (status.go)
+	room       roomCache // the store's room, for statfs (status.go)
 }
 
 // garbage is blocks a commit replaced, deleted from the store after at.
@@ -189,7 +191,7 @@ func Mkvol(ctx context.Context, b Blocks, priv ed25519.PrivateKey, now time.Time
 		return key.Volume{}, fmt.Errorf("d2fs: mkvol: a private key of %d bytes", len(priv))
 	}
 	vol := key.VolumeOfKey(priv.Public().(ed25519.PublicKey))
-	s := &super{Gen: 1, NextIno: firstInode, Root: Entry{
+	s := &super{Gen: 1, NextIno: firstInode, Time: now.UnixNano(), Root: Entry{
 		Name: "/", Type: TypeDir, Mode: 0o755, Mtime: now.UnixNano(), Base: rootDir(vol),
 	}}
 	signSuper(s, vol, priv)
@@ -242,7 +244,7 @@ func (f *FS) loadNewest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.gen, f.nextIno = s.Gen, s.NextIno
+	f.gen, f.nextIno, f.used = s.Gen, s.NextIno, s.Used
 	f.root = &Inode{e: s.Root}
 	return nil
 }

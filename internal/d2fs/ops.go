@@ -237,6 +237,7 @@ func (f *FS) unlink(d, n *Inode) {
 // remove unlinks n for good: its blocks are deleted after the next commit.
 func (f *FS) remove(d, n *Inode) {
 	f.unlink(d, n)
+	f.dropSize(n)
 	n.unlinked = true
 	f.unlinked = append(f.unlinked, n)
 	f.dirtyBytes -= int64(len(n.dirty)) * BlockBytes

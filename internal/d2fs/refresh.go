@@ -40,7 +40,7 @@ func (f *FS) refresh(ctx context.Context) error {
 		return err // the old tree stays; the next Tick tries again
 	}
 	update(f.root, s.Root, recs)
-	f.gen, f.nextIno = s.Gen, s.NextIno
+	f.gen, f.nextIno, f.used = s.Gen, s.NextIno, s.Used
 	return nil
 }
 

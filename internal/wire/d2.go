@@ -36,6 +36,8 @@ const (
 	TypeD2Holders      Type = 404
 	TypeD2List         Type = 405
 	TypeD2Listing      Type = 406
+	TypeD2GetSpace     Type = 407
+	TypeD2Space        Type = 408
 )
 
 // Bounds of D2's messages.
@@ -351,6 +353,24 @@ type D2Holder struct {
 type D2Holders struct {
 	Key     id.ID
 	Holders []D2Holder
+}
+
+// D2GetSpace asks a node about its D2 store: its engine's room and whether
+// it is on the ring. The reply is a D2Space. It is the client API's view of
+// the free space under a volume (df on a D2-FS mount) and of a node's join
+// (triad fs status); the node answers it from its own engine, joined or not.
+type D2GetSpace struct{}
+
+// D2Space answers a D2GetSpace: the node's D2 engine's Capacity (bytes its
+// segment files may take; 0: no bound set, as a node started without
+// --capacity-mb, which only its disk limits) and Usage (bytes they take),
+// the ring's Replicas (r, the copies of each block), and Joined: D2 there
+// is on the ring (false: still joining, d2.ErrNotJoined).
+type D2Space struct {
+	Joined   bool
+	Capacity uint64
+	Usage    uint64
+	Replicas uint32
 }
 
 func putD2Ref(b []byte, num protowire.Number, r D2Ref) []byte {
@@ -912,3 +932,29 @@ func (m *D2Holders) decodeField(d *decoder, f field) {
 	}
 }
 func (m *D2Holders) clone() Msg { return &D2Holders{Key: m.Key, Holders: slices.Clone(m.Holders)} }
+
+func (*D2GetSpace) Type() Type                  { return TypeD2GetSpace }
+func (*D2GetSpace) encode(b []byte) []byte      { return b }
+func (*D2GetSpace) decodeField(*decoder, field) {}
+func (m *D2GetSpace) clone() Msg                { return new(*m) }
+
+func (*D2Space) Type() Type { return TypeD2Space }
+func (m *D2Space) encode(b []byte) []byte {
+	b = putBool(b, 1, m.Joined)
+	b = putUint(b, 2, m.Capacity)
+	b = putUint(b, 3, m.Usage)
+	return putUint(b, 4, uint64(m.Replicas))
+}
+func (m *D2Space) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Joined = d.bool(f)
+	case 2:
+		m.Capacity = d.uint(f)
+	case 3:
+		m.Usage = d.uint(f)
+	case 4:
+		m.Replicas = d.uint32(f)
+	}
+}
+func (m *D2Space) clone() Msg { return new(*m) }

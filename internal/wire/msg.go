@@ -230,6 +230,8 @@ var types = [...]typeInfo{
 	{TypeD2Holders, "D2Holders", RoleNode, false, newOf[D2Holders]},
 	{TypeD2List, "D2List", RoleClient, false, newOf[D2List]}, // a volume's keys
 	{TypeD2Listing, "D2Listing", RoleNode, false, newOf[D2Listing]},
+	{TypeD2GetSpace, "D2GetSpace", RoleClient, false, newOf[D2GetSpace]}, // a node's D2 engine's room, and whether it joined
+	{TypeD2Space, "D2Space", RoleNode, false, newOf[D2Space]},
 }
 
 // newOf makes the zero message of type T, for the types table.

@@ -94,6 +94,7 @@ func samples() []Msg {
 		&D2Stat{Key: id.Random(r, 64), Hash: make([]byte, 32)},
 		&D2Holders{Key: id.Random(r, 64), Holders: []D2Holder{{Node: D2Ref{Node: sampleNode(r), Pos: id.Random(r, 64)}, State: D2HolderOK},
 			{Node: D2Ref{Node: sampleNode(r), Pos: id.Random(r, 64)}, State: D2HolderMissing}, {Node: D2Ref{Node: sampleNode(r), Pos: id.Random(r, 64)}}}},
+		&D2GetSpace{}, &D2Space{Joined: true, Capacity: 1 << 40, Usage: 3 << 30, Replicas: 3}, &D2Space{Usage: 9},
 	}
 }
 
