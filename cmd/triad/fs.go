@@ -475,16 +475,33 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "triad fs: mounted %s (volume %s, commit %d) on %s, %s, through %s; SIGINT or SIGTERM unmounts\n",
 		pos[0], vol, f.Stats().Gen, pos[1], mode, b.Good())
-	return serveMount(unmount, pos[1], stdout, stderr)
+	return serveMount(unmount, f, pos[1], stdout, stderr)
 }
 
 // serveMount waits for SIGINT or SIGTERM and unmounts; a busy mount point
 // stays mounted until the next signal.
-func serveMount(unmount func() error, dir string, stdout, stderr io.Writer) error {
+func serveMount(unmount func() error, f *d2fs.FS, dir string, stdout, stderr io.Writer) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
+	warned := false
 	for range sig {
+		if lost := f.Stats().LeaseLost; lost != "" && !warned {
+			if pending := f.Pending(); len(pending) > 0 {
+				// Unmounted now, these changes would be dropped: say
+				// which, and unmount at the next signal.
+				warned = true
+				fmt.Fprintf(stderr, "triad fs: not unmounting %s yet: the writer lease was lost (%s), so these %d changed paths cannot be committed:\n", dir, lost, len(pending))
+				for _, p := range pending[:min(len(pending), 50)] {
+					fmt.Fprintf(stderr, "  %s\n", filepath.Join(dir, p))
+				}
+				if len(pending) > 50 {
+					fmt.Fprintf(stderr, "  ... and %d more\n", len(pending)-50)
+				}
+				fmt.Fprintf(stderr, "triad fs: they still read from %s: copy them out (to write them again through the mount that holds the lease), then send SIGINT again to unmount and drop them\n", dir)
+				continue
+			}
+		}
 		err := unmount()
 		if err == nil {
 			fmt.Fprintf(stdout, "triad fs: unmounted %s\n", dir)

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -569,7 +570,9 @@ func TestLeaseRetakenOverAStaleCopy(t *testing.T) {
 	if err := f.Sync(ctx); err != nil {
 		t.Fatalf("commit after a contended retake: %v", err)
 	}
-	// Another mount's live lease: lost, and said.
+	// Another mount's live lease: lost, and said; the changes not yet
+	// committed are listed, for the unmount to refuse to drop silently.
+	writeFile(t, f, "unsaved", []byte("not committed"))
 	other := encodeLease(leaseRec{holder: [16]byte{1, 2, 3}, expiry: c.Now().Add(time.Minute).UnixNano()})
 	if err := b.Put(ctx, lk, other); err != nil {
 		t.Fatal(err)
@@ -583,5 +586,8 @@ func TestLeaseRetakenOverAStaleCopy(t *testing.T) {
 	}
 	if _, err := f.Create(ctx, f.Root(), "refused", 0o644, 0, 0); !errors.Is(err, syscall.EROFS) {
 		t.Errorf("create after the lease was lost: %v, want EROFS", err)
+	}
+	if p := f.Pending(); !slices.Equal(p, []string{"/unsaved"}) {
+		t.Errorf("pending after the lease was lost: %q, want [/unsaved]", p)
 	}
 }

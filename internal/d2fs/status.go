@@ -235,3 +235,27 @@ func ReadStatus(ctx context.Context, b Blocks, vol key.Volume, now time.Time) (S
 	st.Lease.Live = now.UnixNano() < r.expiry
 	return st, nil
 }
+
+// Pending lists the paths (from the volume's root, sorted) whose data or
+// entry has changed since the last commit: what an unmount now would
+// drop if no commit can land (the lease was lost). Only the part of the
+// tree the mount has loaded can hold such changes.
+func (f *FS) Pending() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	var walk func(n *Inode, path string)
+	walk = func(n *Inode, path string) {
+		if n.unsynced > f.gen && path != "" {
+			out = append(out, path)
+		}
+		if !n.changed {
+			return // nothing below it differs from the commit
+		}
+		for _, c := range entriesOf(n) {
+			walk(c, path+"/"+c.e.Name)
+		}
+	}
+	walk(f.root, "")
+	return out
+}
