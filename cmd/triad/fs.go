@@ -478,28 +478,57 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 	return serveMount(unmount, f, pos[1], stdout, stderr)
 }
 
+// lastCommit commits a writable mount's changes before it unmounts, and
+// says why they cannot be committed ("" if they were, or there are
+// none): the lease was lost, or no node took the commit within a minute.
+func lastCommit(f *d2fs.FS) string {
+	if f.ReadOnly() {
+		return ""
+	}
+	if lost := f.Stats().LeaseLost; lost != "" {
+		return "the writer lease was lost (" + lost + ")"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := f.Sync(ctx); err != nil {
+		return "the last commit failed (" + err.Error() + ")"
+	}
+	return ""
+}
+
+// warnPending tells the operator which changed paths an unmount now
+// would drop, and how to keep them.
+func warnPending(stderr io.Writer, dir, why string, pending []string) {
+	fmt.Fprintf(stderr, "triad fs: not unmounting %s yet: %s, so these %d changed paths are not committed:\n", dir, why, len(pending))
+	for _, p := range pending[:min(len(pending), 50)] {
+		fmt.Fprintf(stderr, "  %s\n", filepath.Join(dir, p))
+	}
+	if len(pending) > 50 {
+		fmt.Fprintf(stderr, "  ... and %d more\n", len(pending)-50)
+	}
+	fmt.Fprintf(stderr, "triad fs: they still read from %s: copy them out (or wait for the nodes and signal again: the unmount commits first), then send SIGINT again to unmount and drop what is left\n", dir)
+}
+
 // serveMount waits for SIGINT or SIGTERM and unmounts; a busy mount point
-// stays mounted until the next signal.
+// stays mounted until the next signal. A writable mount commits first; if
+// it cannot (the lease was lost, or no node takes the commit within a
+// minute) and holds changes, the first signal lists them and leaves the
+// mount up, so that nothing is dropped without a word.
 func serveMount(unmount func() error, f *d2fs.FS, dir string, stdout, stderr io.Writer) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	warned := false
 	for range sig {
-		if lost := f.Stats().LeaseLost; lost != "" && !warned {
-			if pending := f.Pending(); len(pending) > 0 {
-				// Unmounted now, these changes would be dropped: say
-				// which, and unmount at the next signal.
-				warned = true
-				fmt.Fprintf(stderr, "triad fs: not unmounting %s yet: the writer lease was lost (%s), so these %d changed paths cannot be committed:\n", dir, lost, len(pending))
-				for _, p := range pending[:min(len(pending), 50)] {
-					fmt.Fprintf(stderr, "  %s\n", filepath.Join(dir, p))
+		if !warned {
+			if why := lastCommit(f); why != "" {
+				if pending := f.Pending(); len(pending) > 0 {
+					// Unmounted now, these changes would be dropped: say
+					// which, and unmount at the next signal.
+					warned = true
+					warnPending(stderr, dir, why, pending)
+					continue
 				}
-				if len(pending) > 50 {
-					fmt.Fprintf(stderr, "  ... and %d more\n", len(pending)-50)
-				}
-				fmt.Fprintf(stderr, "triad fs: they still read from %s: copy them out (to write them again through the mount that holds the lease), then send SIGINT again to unmount and drop them\n", dir)
-				continue
 			}
 		}
 		err := unmount()

@@ -371,6 +371,10 @@ func Mount(dir string, vol key.Volume, b Blocks, writer ed25519.PrivateKey) (unm
 // until unmount, which unmounts, commits, and closes f. If the kernel
 // refuses to unmount (busy), unmount returns the error and the volume
 // stays mounted and running.
+// closeTimeout bounds the last commit and lease release of an unmount:
+// with every node gone, an unmount must still end.
+const closeTimeout = time.Minute
+
 func MountFS(dir string, f *FS) (unmount func() error, err error) {
 	sec := time.Second
 	opts := &fs.Options{
@@ -418,6 +422,8 @@ func MountFS(dir string, f *FS) (unmount func() error, err error) {
 		server.Wait()
 		cancel()
 		<-done
-		return f.Close(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		return f.Close(ctx)
 	}, nil
 }
