@@ -105,9 +105,9 @@ type Node struct {
 	strays map[id.ID]bool
 	// suspects are peers that missed a call's timeout, being probed.
 	suspects map[node.Addr]bool
-	// putting holds the keys with a put in progress at this owner, and
-	// the puts of each waiting for it (put.go).
-	putting map[id.ID][]queuedPut
+	// putting holds the state of each key with a put in progress at this
+	// owner, and the puts waiting for it (put.go).
+	putting map[id.ID]*keyPut
 	// tombs are the keys deleted here recently (tombs.go).
 	tombs tombs
 	// primary is the primary load and median last counted (balance.go).
@@ -144,7 +144,7 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, pos id.ID, engine store.En
 		return nil, errors.New("d2: no engine")
 	}
 	n := &Node{cfg: cfg, h: h, engine: engine, self: self, pos: pos, idx: newIndex(), seen: map[node.Addr]seenPos{}, suspects: map[node.Addr]bool{},
-		putting: map[id.ID][]queuedPut{}}
+		putting: map[id.ID]*keyPut{}}
 	n.cache.max = cfg.MaxCache
 	for _, b := range bootstraps {
 		if b != "" && b != h.Addr() && !slices.Contains(n.bootstraps, b) {

@@ -26,6 +26,23 @@ import (
 // left behind by a delete that missed them, or a put that missed them,
 // must not refuse the owner's choice).
 //
+// Each key being decided has an explicit state at its owner, a keyPut in
+// Node.putting (as etcd raft keeps a Progress per peer): the put in
+// progress, the puts queued behind it, and a phase. Each phase waits for
+// one answer (a read, an engine write, the replicas'), which a named
+// method takes to move the key on:
+//
+//	phase           entered by            left by, on its answer
+//	keyWaiting      ownerPut, finishPut   beginPut: not mine (finishPut), Replace (storePut), else readCurrent
+//	keyReading      readCurrent           localRead, copyRead, currentRead: a conflict or error (finishPut), else storePut
+//	keyStoring      storePut              putStored: a conflict or error (finishPut), else replicate
+//	keyReplicating  putStored             putReplicated: finishPut, with the copies counted
+//
+// finishPut answers the put, in keyWaiting (a put of the key that arrives
+// meanwhile is queued), then begins the next queued put or forgets the
+// key. An answer that comes twice, or in another phase, is a broken
+// invariant (expect panics).
+//
 // When the owner changes (a node joins in front of it, or it fails), the
 // puts queued at the old owner are answered "not mine" once it no longer
 // owns the key, and their gateways send them to the new owner, which
@@ -62,10 +79,75 @@ type putReq struct {
 // putDone receives a put's outcome: the copies stored.
 type putDone func(env node.Env, copies int, err error)
 
+// conditional reports whether p is decided against the key's newest
+// copy, its successors' included (IfAbsent, IfHash).
+func (p putReq) conditional() bool {
+	return p.mode == wire.D2PutIfAbsent || p.mode == wire.D2PutIfHash
+}
+
 // queuedPut is a put waiting for the one before it on the same key.
 type queuedPut struct {
 	p    putReq
 	done putDone
+}
+
+// keyPhase is where the put in progress of a key stands at its owner.
+type keyPhase uint8
+
+const (
+	// keyWaiting: no put is being decided; the last one is being
+	// answered, and the next queued one begins once it is.
+	keyWaiting keyPhase = iota
+	// keyReading: what the key holds is being read (this node's copy,
+	// a pointer's holder's, the successors'), to check the put against.
+	keyReading
+	// keyStoring: the block is being written to this node's engine.
+	keyStoring
+	// keyReplicating: the block is being stored on the successors.
+	keyReplicating
+)
+
+// String names the phase, for expect's panic.
+func (ph keyPhase) String() string {
+	switch ph {
+	case keyWaiting:
+		return "waiting"
+	case keyReading:
+		return "reading"
+	case keyStoring:
+		return "storing"
+	case keyReplicating:
+		return "replicating"
+	}
+	return fmt.Sprintf("keyPhase(%d)", uint8(ph))
+}
+
+// keyPut is the state of a key at its owner from its first put until
+// the last one queued behind it is answered: the put in progress, its
+// phase, what the steps so far found, and the puts waiting.
+type keyPut struct {
+	key   id.ID
+	phase keyPhase
+	p     putReq  // the put in progress
+	done  putDone // its answer
+	queue []queuedPut
+
+	// Reading: whether this node holds the key (a block or a pointer),
+	// and the nodes asked for a copy when its own cannot be read.
+	held bool
+	from []wire.NodeRef
+	// Storing and replicating: the version stamped on the block, and
+	// the copies stored so far (this node's, then the successors').
+	version uint64
+	copies  int
+}
+
+// expect panics unless kp is n's state of its key, in phase ph: each
+// step's answer comes once, in the phase that asked for it.
+func (n *Node) expect(kp *keyPut, ph keyPhase) {
+	if n.putting[kp.key] != kp || kp.phase != ph {
+		panic(fmt.Sprintf("d2: a put of %s answered while %s, want %s", kp.key.Short(), kp.phase, ph))
+	}
 }
 
 // checkPut refuses a put no owner could decide: an unknown mode, IfHash
@@ -102,15 +184,16 @@ func (n *Node) answerPut(env node.Env, in node.MsgIn, p putReq) {
 }
 
 // ownerPut decides p as the key's owner once the puts of the key before it
-// are done.
+// are done: at once if none is in progress, else after them, from the
+// key's queue.
 func (n *Node) ownerPut(env node.Env, p putReq, done putDone) {
-	if q, busy := n.putting[p.key]; busy {
-		if len(q) >= maxQueuedPuts {
+	if kp, busy := n.putting[p.key]; busy {
+		if len(kp.queue) >= maxQueuedPuts {
 			n.Stats.Busy++
 			done(env, 0, ErrBusy)
 			return
 		}
-		n.putting[p.key] = append(q, queuedPut{p, done})
+		kp.queue = append(kp.queue, queuedPut{p, done})
 		n.Stats.PutsQueued++
 		return
 	}
@@ -119,62 +202,30 @@ func (n *Node) ownerPut(env node.Env, p putReq, done putDone) {
 		done(env, 0, ErrBusy)
 		return
 	}
-	n.putting[p.key] = nil
-	n.decidePut(env, p, n.thenNext(p.key, done))
+	kp := &keyPut{key: p.key}
+	n.putting[p.key] = kp
+	n.beginPut(env, kp, queuedPut{p, done})
 }
 
-// thenNext is done, then the next queued put of k.
-func (n *Node) thenNext(k id.ID, done putDone) putDone {
-	return func(env node.Env, copies int, err error) {
-		done(env, copies, err)
-		q := n.putting[k]
-		if len(q) == 0 {
-			delete(n.putting, k)
-			return
-		}
-		next := q[0]
-		n.putting[k] = q[1:]
-		n.decidePut(env, next.p, n.thenNext(k, next.done))
-	}
-}
-
-// decidePut checks p's condition against what this node holds and stores
-// p if it holds.
-func (n *Node) decidePut(env node.Env, p putReq, done putDone) {
-	if !n.mayOwn(p.key) {
-		done(env, 0, errNotMine) // the ring changed while p waited
-		return
-	}
-	if p.mode == wire.D2PutReplace {
+// beginPut takes q as kp's put in progress: not mine if the ring changed
+// while it waited; a Replace is stored at once, past the version this
+// node knows; another mode reads what the key holds first.
+func (n *Node) beginPut(env node.Env, kp *keyPut, q queuedPut) {
+	n.expect(kp, keyWaiting)
+	kp.p, kp.done = q.p, q.done
+	kp.held, kp.from, kp.version, kp.copies = false, nil, 0, 0
+	switch {
+	case !n.mayOwn(kp.key):
+		n.finishPut(env, kp, errNotMine)
+	case kp.p.mode == wire.D2PutReplace:
 		var known uint64
-		if e, ok := n.idx.get(p.key); ok {
+		if e, ok := n.idx.get(kp.key); ok {
 			known = e.version
 		}
-		n.storeAsOwner(env, p, true, known, done)
-		return
+		n.storePut(env, kp, true, known)
+	default:
+		n.readCurrent(env, kp)
 	}
-	conditional := p.mode == wire.D2PutIfAbsent || p.mode == wire.D2PutIfHash
-	n.current(env, p.key, conditional, func(env node.Env, cur current, err error) {
-		if err != nil {
-			done(env, 0, err)
-			return
-		}
-		ok, replace := true, true
-		switch p.mode {
-		case wire.D2PutKeep:
-			ok, replace = !cur.held || bytes.Equal(cur.sum, Sum(p.data)), false
-		case wire.D2PutIfAbsent:
-			ok = !cur.held
-		case wire.D2PutIfHash:
-			ok = cur.held && bytes.Equal(cur.sum, p.prev)
-		}
-		if !ok {
-			n.Stats.Conflicts++
-			done(env, 0, ErrConflict)
-			return
-		}
-		n.storeAsOwner(env, p, replace, cur.version, done)
-	})
 }
 
 // current is what the key holds, as the owner decides a put against it.
@@ -184,71 +235,147 @@ type current struct {
 	version uint64 // its version
 }
 
-// current finds what k holds: this node's copy, else (a pointer, or a
-// copy it cannot read) the copy of the pointer's holder or of a
-// successor. With conditional, the successors' copies are read too and
+// readCurrent reads what kp's key holds: this node's copy, else (a
+// pointer, or a copy it cannot read) the copy of the pointer's holder or
+// of a successor. A conditional put reads the successors' copies too, and
 // the newest counts: this node may have been down while the key was
 // replaced, and its own copy is then older than theirs (a restarted owner
 // must not refuse the put that follows the replace it missed), and a key
 // held nothing of (and not deleted here) is asked of the successors,
-// which hold what a joiner has no pointer to yet. An error when the key
-// is held but no copy could be read.
-func (n *Node) current(env node.Env, k id.ID, conditional bool, done func(env node.Env, cur current, err error)) {
-	e, ok := n.idx.get(k)
-	if !ok && (!conditional || n.deleted(env, k)) {
-		done(env, current{}, nil)
+// which hold what a joiner has no pointer to yet.
+func (n *Node) readCurrent(env node.Env, kp *keyPut) {
+	kp.phase = keyReading
+	e, ok := n.idx.get(kp.key)
+	conditional := kp.p.conditional()
+	if !ok && (!conditional || n.deleted(env, kp.key)) {
+		n.currentRead(env, kp, current{}, nil)
 		return
 	}
-	var from []wire.NodeRef
+	kp.held = ok
 	if ok && e.pointer() {
-		from = append(from, e.holder)
+		kp.from = append(kp.from, e.holder)
 	}
 	for _, s := range n.replicaTargets() {
-		from = append(from, s.Node)
+		kp.from = append(kp.from, s.Node)
 	}
-	found := func(env node.Env, c blockCopy, found bool) {
-		switch {
-		case found:
-			done(env, current{held: true, sum: Sum(c.data), version: c.version}, nil)
-		case ok:
-			done(env, current{held: true}, fmt.Errorf("d2: %w: the key's block could not be read to check a put", fault.ErrUnavailable))
-		default:
-			done(env, current{}, nil)
-		}
+	read := func(env node.Env, c blockCopy, found bool) { n.copyRead(env, kp, c, found) }
+	switch {
+	case conditional:
+		n.newest(env, kp.key, kp.from, read)
+	case e.pointer():
+		n.fetchFrom(env, kp.key, nil, kp.from, read)
+	default:
+		n.readLocal(env, kp.key, nil, func(env node.Env, c blockCopy, found bool) { n.localRead(env, kp, c, found) })
 	}
-	if conditional {
-		n.newest(env, k, from, found)
-		return
-	}
-	if e.pointer() {
-		n.fetchFrom(env, k, nil, from, found)
-		return
-	}
-	n.readLocal(env, k, nil, func(env node.Env, c blockCopy, ok bool) {
-		if !ok {
-			n.fetchFrom(env, k, nil, from, found)
-			return
-		}
-		found(env, c, true)
-	})
 }
 
-// storeAsOwner stores p here and on the successors, ending any record of
-// a delete of the key.
-// The block's version is past every version known of the key.
-func (n *Node) storeAsOwner(env node.Env, p putReq, replace bool, known uint64, done putDone) {
-	n.tombs.clear(p.key)
-	version := n.stamp(env, known)
-	n.writeLocal(env, p.key, p.data, replace, version, func(env node.Env, err error) {
-		switch {
-		case errors.Is(err, store.ErrConflict):
-			n.Stats.Conflicts++
-			done(env, 0, ErrConflict)
-			return
-		case err != nil:
-			done(env, 0, err)
-			return
-		}
-		n.replicate(env, p.key, p.data, version, func(env node.Env, copies int) { done(env, 1+copies, nil) })
-	})
+// localRead takes this node's own copy of an unconditional put's key;
+// one it cannot read is fetched from the successors.
+func (n *Node) localRead(env node.Env, kp *keyPut, c blockCopy, found bool) {
+	n.expect(kp, keyReading)
+	if !found {
+		n.fetchFrom(env, kp.key, nil, kp.from, func(env node.Env, c blockCopy, found bool) { n.copyRead(env, kp, c, found) })
+		return
+	}
+	n.copyRead(env, kp, c, true)
+}
+
+// copyRead takes the copy read of kp's key: an error when this node
+// holds the key but no copy could be read.
+func (n *Node) copyRead(env node.Env, kp *keyPut, c blockCopy, found bool) {
+	n.expect(kp, keyReading)
+	switch {
+	case found:
+		n.currentRead(env, kp, current{held: true, sum: Sum(c.data), version: c.version}, nil)
+	case kp.held:
+		n.currentRead(env, kp, current{held: true}, fmt.Errorf("d2: %w: the key's block could not be read to check a put", fault.ErrUnavailable))
+	default:
+		n.currentRead(env, kp, current{}, nil)
+	}
+}
+
+// currentRead checks kp's put against what the key holds, and stores it
+// if its condition holds.
+func (n *Node) currentRead(env node.Env, kp *keyPut, cur current, err error) {
+	n.expect(kp, keyReading)
+	if err != nil {
+		n.finishPut(env, kp, err)
+		return
+	}
+	ok, replace := kp.p.holds(cur)
+	if !ok {
+		n.Stats.Conflicts++
+		n.finishPut(env, kp, ErrConflict)
+		return
+	}
+	n.storePut(env, kp, replace, cur.version)
+}
+
+// holds reports whether p's condition holds against what the key holds,
+// and whether the block then replaces what is there (Keep stores only
+// the same bytes again).
+func (p putReq) holds(cur current) (ok, replace bool) {
+	switch p.mode {
+	case wire.D2PutKeep:
+		return !cur.held || bytes.Equal(cur.sum, Sum(p.data)), false
+	case wire.D2PutIfAbsent:
+		return !cur.held, true
+	case wire.D2PutIfHash:
+		return cur.held && bytes.Equal(cur.sum, p.prev), true
+	}
+	return true, true
+}
+
+// storePut stores kp's block in this node's engine, ending any record of
+// a delete of the key, with a version past every version known of the
+// key.
+func (n *Node) storePut(env node.Env, kp *keyPut, replace bool, known uint64) {
+	kp.phase = keyStoring
+	n.tombs.clear(kp.key)
+	kp.version = n.stamp(env, known)
+	n.writeLocal(env, kp.key, kp.p.data, replace, kp.version, func(env node.Env, err error) { n.putStored(env, kp, err) })
+}
+
+// putStored takes the engine's answer and, once the block is stored
+// here, stores it on the successors.
+func (n *Node) putStored(env node.Env, kp *keyPut, err error) {
+	n.expect(kp, keyStoring)
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		n.Stats.Conflicts++
+		n.finishPut(env, kp, ErrConflict)
+		return
+	case err != nil:
+		n.finishPut(env, kp, err)
+		return
+	}
+	kp.phase, kp.copies = keyReplicating, 1
+	n.replicate(env, kp.key, kp.p.data, kp.version, func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
+}
+
+// putReplicated counts the successors' copies and answers the put.
+func (n *Node) putReplicated(env node.Env, kp *keyPut, copies int) {
+	n.expect(kp, keyReplicating)
+	kp.copies += copies
+	n.finishPut(env, kp, nil)
+}
+
+// finishPut answers kp's put, with the copies stored unless err, then
+// begins the next put queued behind it (one that arrived while the answer
+// ran included) or, with none, forgets the key.
+func (n *Node) finishPut(env node.Env, kp *keyPut, err error) {
+	done, copies := kp.done, kp.copies
+	if err != nil {
+		copies = 0
+	}
+	kp.phase, kp.p, kp.done = keyWaiting, putReq{}, nil
+	done(env, copies, err)
+	if len(kp.queue) == 0 {
+		delete(n.putting, kp.key)
+		return
+	}
+	next := kp.queue[0]
+	kp.queue[0] = queuedPut{}
+	kp.queue = kp.queue[1:]
+	n.beginPut(env, kp, next)
 }

@@ -37,7 +37,8 @@ type Cluster struct {
 	flight []Msg
 	timers []*timer
 	seq    uint64
-	labels map[id.ID]string // vnode IDs as the script wrote them
+	labels map[id.ID]string  // vnode IDs (and D2 keys) as the script wrote them
+	sums   map[string]string // the texts a script named, by SHA-256 (D2's hashes)
 
 	directives Directives      // what Run runs, by name
 	out        strings.Builder // the trace of the directive under way
@@ -93,11 +94,13 @@ func New(opts deploy.Options, seed uint64) *Cluster {
 		seed:       seed,
 		byName:     make(map[string]*Host),
 		labels:     make(map[id.ID]string),
+		sums:       make(map[string]string),
 		directives: make(Directives),
 		verbose:    true,
 	}
 	c.Register(ringDirectives)
 	c.Register(blockDirectives)
+	c.Register(d2Directives)
 	return c
 }
 
@@ -128,6 +131,16 @@ func (c *Cluster) ParseID(prefix string) (id.ID, error) {
 // AddHost adds a host called name (also its address) with vnodes at ids,
 // joining through boot (empty: it starts a ring), and starts it.
 func (c *Cluster) AddHost(name string, ids []id.ID, boot node.Addr) (*Host, error) {
+	h, err := c.newHost(name, ids, boot)
+	if err != nil {
+		return nil, err
+	}
+	return h, c.boot(h)
+}
+
+// newHost adds a host that has not started yet, its storage seeded with
+// its ring IDs.
+func (c *Cluster) newHost(name string, ids []id.ID, boot node.Addr) (*Host, error) {
 	if name == "" || c.byName[name] != nil {
 		return nil, fmt.Errorf("deploytest: host name %q empty or taken", name)
 	}
@@ -141,7 +154,7 @@ func (c *Cluster) AddHost(name string, ids []id.ID, boot node.Addr) (*Host, erro
 	}
 	c.hosts = append(c.hosts, h)
 	c.byName[name] = h
-	return h, c.boot(h)
+	return h, nil
 }
 
 func (c *Cluster) boot(h *Host) error {
@@ -218,14 +231,20 @@ func (c *Cluster) step(h *Host, ev node.Event, label string) {
 	}
 }
 
-// lists describes each vnode of h: its predecessor and successor lists.
+// lists describes each vnode of h: its predecessor and successor lists;
+// and its D2 node's, if it runs D2.
 func (c *Cluster) lists(h *Host) []string {
 	if !c.verbose || !h.Up() {
 		return nil
 	}
 	var out []string
-	for _, v := range h.Node.Ring.Vnodes() {
-		out = append(out, c.vnodeLine(v))
+	if h.Node.Ring != nil {
+		for _, v := range h.Node.Ring.Vnodes() {
+			out = append(out, c.vnodeLine(v))
+		}
+	}
+	if h.Node.D2 != nil {
+		out = append(out, c.d2Line(h))
 	}
 	return out
 }
@@ -407,7 +426,8 @@ func (c *Cluster) Stabilize(max int, every time.Duration) (int, bool, error) {
 // Check compares every running vnode's lists with the ring the running
 // hosts form (ring.Check) and returns what is wrong, one line per list:
 // each successor list must hold the next min(Succs, n-1) running vnodes
-// clockwise, each predecessor list the previous min(Preds, n-1).
+// clockwise, each predecessor list the previous min(Preds, n-1). Hosts
+// that run D2 are checked on D2's ring too (d2Check).
 func (c *Cluster) Check() []string {
 	var views []wire.VnodeInfo
 	for _, v := range c.Vnodes() {
@@ -417,14 +437,14 @@ func (c *Cluster) Check() []string {
 	for _, p := range ring.Check(views, ring.Want{Succs: c.Options.Ring.Succs, Preds: c.Options.Ring.Preds}) {
 		bad = append(bad, fmt.Sprintf("%s: %s=%s, want %s", c.Ref(p.Self), p.List, c.Refs(p.Got), c.Refs(p.Want)))
 	}
-	return bad
+	return append(bad, c.d2Check()...)
 }
 
 // Vnodes lists the vnodes of running hosts in ring order.
 func (c *Cluster) Vnodes() []*ring.Vnode {
 	var vs []*ring.Vnode
 	for _, h := range c.hosts {
-		if h.Up() {
+		if h.Up() && h.Node.Ring != nil {
 			vs = append(vs, h.Node.Ring.Vnodes()...)
 		}
 	}
@@ -432,12 +452,16 @@ func (c *Cluster) Vnodes() []*ring.Vnode {
 	return vs
 }
 
-// Ring describes every running vnode in ring order, then the hosts that
-// are down, then what Check finds wrong (or "ring ok").
+// Ring describes every running vnode in ring order, then every running
+// D2 node in D2's ring order, then the hosts that are down, then what
+// Check finds wrong (or "ring ok").
 func (c *Cluster) Ring() string {
 	var b strings.Builder
 	for _, v := range c.Vnodes() {
 		b.WriteString(c.vnodeLine(v) + "\n")
+	}
+	for _, l := range c.d2Lines() {
+		b.WriteString(l + "\n")
 	}
 	for _, h := range c.hosts {
 		if !h.Up() {

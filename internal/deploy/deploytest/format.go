@@ -85,6 +85,9 @@ func (c *Cluster) FormatEnvelope(m Msg) string {
 // FormatMsg prints a message's type and the fields that matter in a
 // trace. Messages of protocols it does not know print as their type.
 func (c *Cluster) FormatMsg(m wire.Msg) string {
+	if s, ok := c.formatD2(m); ok {
+		return s
+	}
 	t := m.Type().String()
 	switch m := m.(type) {
 	case *wire.Neighbors:

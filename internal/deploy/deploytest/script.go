@@ -30,7 +30,7 @@ type Directives map[string]Directive
 // blockDirectives (blocks.go) drive the block store; a protocol's test
 // adds its own with Cluster.Register.
 var ringDirectives = Directives{
-	"add-host":    {"add-host NAME id=PREFIX[,PREFIX...] [boot=NAME]", (*Cluster).doAddHost},
+	"add-host":    {"add-host NAME (id=PREFIX[,PREFIX...] | d2=PREFIX [id=PREFIX]) [boot=NAME]", (*Cluster).doAddHost},
 	"crash":       {"crash NAME", (*Cluster).doCrash},
 	"restart":     {"restart NAME", (*Cluster).doRestart},
 	"tick":        {"tick DURATION [quiet]", (*Cluster).doTick},
@@ -78,20 +78,36 @@ func (c *Cluster) Run(t testing.TB, d *datadriven.TestData) string {
 }
 
 // doAddHost adds a host with a vnode at each ID (hex prefixes), joining
-// through boot, and starts it.
+// through boot, and starts it. With d2=PREFIX its D2 node starts at that
+// position, and its ring ID, unless given, is the same prefix.
 func (c *Cluster) doAddHost(t testing.TB, d *datadriven.TestData) {
 	name := c.bareArg(t, d)
-	var ids []id.ID
-	for _, p := range c.listArg(t, d, "id") {
+	var pos string
+	atD2 := d.MaybeScanArgs(t, "d2", &pos)
+	ids := []string{pos}
+	if !atD2 || d.HasArg("id") {
+		ids = c.listArg(t, d, "id")
+	}
+	var xs []id.ID
+	for _, p := range ids {
 		x, err := c.ParseID(p)
 		if err != nil {
 			d.Fatalf(t, "%v", err)
 		}
-		ids = append(ids, x)
+		xs = append(xs, x)
 	}
 	var boot string
 	d.MaybeScanArgs(t, "boot", &boot)
-	if _, err := c.AddHost(name, ids, boot); err != nil {
+	var err error
+	if atD2 {
+		var at id.ID
+		if at, err = c.ParseD2Key(pos); err == nil {
+			_, err = c.AddD2Host(name, xs, at, boot)
+		}
+	} else {
+		_, err = c.AddHost(name, xs, boot)
+	}
+	if err != nil {
 		d.Fatalf(t, "%v", err)
 	}
 }

@@ -1,0 +1,39 @@
+package d2_test
+
+import (
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"triad/internal/d2"
+	"triad/internal/deploy"
+	"triad/internal/deploy/deploytest"
+)
+
+// TestTrace replays the scripts in testdata/trace (directives: see
+// deploytest.Cluster.Run, and its d2-* ones) on hosts running D2 alone,
+// driven by hand, one fresh cluster per script. D2 runs with its defaults
+// (r = 3, stabilization every 30 s, sync every 5 minutes) but no load
+// balancing, so that nodes stay at the positions the script gives them.
+// Regenerate the expectations with
+//
+//	go test ./internal/d2 -run TestTrace -rewrite
+//
+// and read the diff: a changed trace is a changed protocol.
+func TestTrace(t *testing.T) {
+	datadriven.Walk(t, "testdata/trace", func(t *testing.T, path string) {
+		c := deploytest.New(traceOptions(), 1)
+		datadriven.RunTestAny(t, path, c.Run)
+	})
+}
+
+// traceOptions are hosts that run D2 alone, without the ring, the block
+// store or load balancing.
+func traceOptions() deploy.Options {
+	o := deploy.DefaultOptions()
+	o.NoRing, o.Blocks = true, nil
+	cfg := d2.DefaultConfig()
+	cfg.Threshold = 0
+	o.D2 = &cfg
+	return o
+}
