@@ -388,12 +388,20 @@ func (n *Node) stabilized(env node.Env, s wire.D2Ref, nb *wire.D2Neighbors) bool
 	if len(nb.Preds) > 0 {
 		p := nb.Preds[0]
 		if p.Node.Addr != n.self.Addr && p.Pos.Between(n.pos, s.Pos) && !n.h.IsDead(env, p.Node.Addr) {
-			n.succs = dedupe(append([]wire.D2Ref{p, s}, nb.Succs...), n.self.Addr, n.cfg.succsLen())
+			n.succs = dedupe(append([]wire.D2Ref{p, s}, n.live(env, nb.Succs)...), n.self.Addr, n.cfg.succsLen())
 			return true
 		}
 	}
-	n.succs = dedupe(append([]wire.D2Ref{s}, nb.Succs...), n.self.Addr, n.cfg.succsLen())
+	n.succs = dedupe(append([]wire.D2Ref{s}, n.live(env, nb.Succs)...), n.self.Addr, n.cfg.succsLen())
 	return false
+}
+
+// live is l without the peers this node's host has declared dead: a
+// successor's list may still name one (on a ring of r+3 nodes or fewer
+// the lists wrap around), and copied back at the tail, where nothing
+// calls it, a dead peer would stay there for good.
+func (n *Node) live(env node.Env, l []wire.D2Ref) []wire.D2Ref {
+	return slices.DeleteFunc(slices.Clone(l), func(r wire.D2Ref) bool { return n.h.IsDead(env, r.Node.Addr) })
 }
 
 // fillSuccs makes sure a joined node with neighbours has a successor.

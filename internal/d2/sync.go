@@ -90,9 +90,13 @@ const maxHandOffRanges = 8
 // successors of a mover's old and new positions fetch or drop replicas).
 // The first stray key's owner is looked up and the key's r holders asked
 // what they hold of the owner's range: the blocks they lack are pushed to
-// them, and the keys every one of them holds (the owner: as a block or a
-// pointer) are dropped here. A block is never dropped before its r
-// holders are known to have it.
+// them (but for an owner that holds a pointer: it fetches the block at
+// its own time), and the keys every one of them holds as a block are
+// dropped here. A block is never dropped before its r holders are known
+// to have its bytes: an owner's pointer is not a copy. (Counted as one,
+// every move left a key's bytes on r-1 nodes for the pointer
+// stabilization time, an hour, and `triad chaos --d2` lost blocks when
+// two of them failed in that hour.)
 func (n *Node) handOff(env node.Env, due []id.ID, ranges int, b *budget) {
 	if len(due) == 0 || ranges >= maxHandOffRanges || !n.joined {
 		return
@@ -114,17 +118,28 @@ func (n *Node) handOff(env node.Env, due []id.ID, ranges int, b *budget) {
 			n.handOff(env, rest, ranges+1, b) // still this node's after all
 			return
 		}
-		n.askHolders(env, r, holders, func(env node.Env, have []map[id.ID]bool) {
+		n.askHolders(env, r, holders, func(env node.Env, have []map[id.ID]held) {
 			n.settleStrays(env, mine, holders, have, b)
 			n.handOff(env, rest, ranges+1, b)
 		})
 	})
 }
 
+// held is what a holder said it holds of a key: its block, or (the owner
+// only) a pointer.
+type held uint8
+
+const (
+	heldNothing held = iota
+	heldPointer
+	heldBlock
+)
+
 // askHolders asks each holder which keys of r's range it holds (the owner:
-// pointers too); a holder that does not answer has a nil set.
-func (n *Node) askHolders(env node.Env, r Route, holders []wire.D2Ref, done func(env node.Env, have []map[id.ID]bool)) {
-	have := make([]map[id.ID]bool, len(holders))
+// pointers too, told apart by their zero version); a holder that does not
+// answer has a nil set.
+func (n *Node) askHolders(env node.Env, r Route, holders []wire.D2Ref, done func(env node.Env, have []map[id.ID]held)) {
+	have := make([]map[id.ID]held, len(holders))
 	left := len(holders)
 	answered := func(env node.Env) {
 		if left--; left == 0 {
@@ -135,9 +150,12 @@ func (n *Node) askHolders(env node.Env, r Route, holders []wire.D2Ref, done func
 		q := &wire.D2Keys{Lo: r.Lo, Hi: r.Owner.Pos, Max: wire.MaxD2Keys, Pointers: i == 0}
 		if !n.call(env, h.Node.Addr, q, func(env node.Env, reply wire.Msg, err error) {
 			if l, ok := reply.(*wire.D2KeyList); err == nil && ok {
-				have[i] = make(map[id.ID]bool, len(l.Keys))
-				for _, k := range l.Keys {
-					have[i][k] = true
+				have[i] = make(map[id.ID]held, len(l.Keys))
+				for j, k := range l.Keys {
+					have[i][k] = heldBlock
+					if len(l.Versions) == len(l.Keys) && l.Versions[j] == 0 {
+						have[i][k] = heldPointer
+					}
 				}
 			}
 			answered(env)
@@ -148,8 +166,8 @@ func (n *Node) askHolders(env node.Env, r Route, holders []wire.D2Ref, done func
 }
 
 // settleStrays pushes the stray keys' blocks to the holders that lack
-// them and drops the keys all r hold.
-func (n *Node) settleStrays(env node.Env, keys []id.ID, holders []wire.D2Ref, have []map[id.ID]bool, b *budget) {
+// them and drops the keys whose blocks all r hold.
+func (n *Node) settleStrays(env node.Env, keys []id.ID, holders []wire.D2Ref, have []map[id.ID]held, b *budget) {
 	for _, k := range keys {
 		e, held := n.idx.get(k)
 		if !held {
@@ -157,11 +175,12 @@ func (n *Node) settleStrays(env node.Env, keys []id.ID, holders []wire.D2Ref, ha
 		}
 		all := len(holders) == n.cfg.Replicas
 		for i, h := range holders {
-			if have[i] == nil {
+			switch {
+			case have[i] == nil:
 				all = false
-				continue
-			}
-			if !have[i][k] {
+			case have[i][k] == heldPointer:
+				all = false // the owner fetches when its pointer is due
+			case have[i][k] == heldNothing:
 				all = false
 				if b.take() {
 					n.push(env, h, e, false)
