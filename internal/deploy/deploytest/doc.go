@@ -23,7 +23,10 @@
 // synopsis: the hosts, the clock, the network and the ring in script.go
 // (add-host, crash, restart, tick, run, deliver, drop, deliver-all,
 // in-flight, stabilize, ring), the block store in blocks.go (put, get,
-// damage: a host's copy of a block, which its next read quarantines).
+// damage: a host's copy of a block, which its next read quarantines), and
+// D2 in d2.go when the options run it (add-host d2=POSITION, d2-put with
+// a mode and prev, d2-get, d2-latest, d2-holds: every host's copy and
+// its version, d2-sync, d2-stats, d2-peers).
 // tick and deliver step by hand; run delivers each message as soon as
 // the event that sent it is over, and stabilize runs rounds of it until
 // the ring is right, printing a summary. A protocol's test adds its own
