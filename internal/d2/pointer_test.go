@@ -34,7 +34,7 @@ func TestPointerIsNotACopy(t *testing.T) {
 	if _, pointer := c.node(joiner).Holds(b.key); !pointer || c.replicas(b.key)[0] != joiner.Addr {
 		t.Skipf("the new node does not own the block through a pointer (joined %v)", c.node(joiner).Joined())
 	}
-	pushed := before[2] // the third holder before the join: no longer one of the r
+	pushed := before[2]        // the third holder before the join: no longer one of the r
 	c.s.RunFor(3 * c.cfg.Sync) // its sync rounds hand the stray key off
 	bytesOn := func() (n int) {
 		for _, h := range c.hosts {

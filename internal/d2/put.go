@@ -21,10 +21,13 @@ import (
 // waits in the key's queue (at most maxQueuedPuts, past which it is
 // answered busy), so a conditional put's check and store are atomic with
 // respect to every other put of the key that reaches this owner. A put
-// the owner decides to store goes to its engine and then to its r-1
-// successors, which replace what they hold (D2Store.Replace: a stale copy
-// left behind by a delete that missed them, or a put that missed them,
-// must not refuse the owner's choice).
+// the owner decides to store goes to its engine and to its r-1
+// successors at once, which replace what they hold (D2Store.Replace: a
+// stale copy left behind by a delete that missed them, or a put that
+// missed them, must not refuse the owner's choice); it is answered once
+// all have answered, so a put costs one durable write's time, not two
+// (a keep put, which the engine may refuse as a conflict, goes to the
+// engine first and to the successors only once it is stored).
 //
 // Each key being decided has an explicit state at its owner, a keyPut in
 // Node.putting (as etcd raft keeps a Progress per peer): the put in
@@ -35,8 +38,9 @@ import (
 //	phase           entered by            left by, on its answer
 //	keyWaiting      ownerPut, finishPut   beginPut: not mine (finishPut), Replace (storePut), else readCurrent
 //	keyReading      readCurrent           localRead, copyRead, currentRead: a conflict or error (finishPut), else storePut
-//	keyStoring      storePut              putStored: a conflict or error (finishPut), else replicate
-//	keyReplicating  putStored             putReplicated: finishPut, with the copies counted
+//	keyStoring      storePut              putStored and putReplicated (a replace: both, in any order; then storeDone), or
+//	                                      putStored (a keep): a conflict or error (finishPut), else replicate
+//	keyReplicating  putStored (a keep)    putReplicated: finishPut, with the copies counted
 //
 // finishPut answers the put, in keyWaiting (a put of the key that arrives
 // meanwhile is queued), then begins the next queued put or forgets the
@@ -140,6 +144,10 @@ type keyPut struct {
 	// the copies stored so far (this node's, then the successors').
 	version uint64
 	copies  int
+	// A replace stores here and on the successors at once: the answers
+	// still to come (2, then 1, then 0) and this node's engine's error.
+	left     int
+	localErr error
 }
 
 // expect panics unless kp is n's state of its key, in phase ph: each
@@ -333,31 +341,65 @@ func (n *Node) storePut(env node.Env, kp *keyPut, replace bool, known uint64) {
 	kp.phase = keyStoring
 	n.tombs.clear(kp.key)
 	kp.version = n.stamp(env, known)
+	kp.left, kp.localErr = 0, nil
+	if replace {
+		kp.left = 2
+		n.replicate(env, kp.key, kp.p.data, kp.version, func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
+	}
 	n.writeLocal(env, kp.key, kp.p.data, replace, kp.version, func(env node.Env, err error) { n.putStored(env, kp, err) })
 }
 
-// putStored takes the engine's answer and, once the block is stored
-// here, stores it on the successors.
+// putStored takes the engine's answer: for a replace, one of the two the
+// put waits for; for a keep, once the block is stored here, it is stored
+// on the successors.
 func (n *Node) putStored(env node.Env, kp *keyPut, err error) {
 	n.expect(kp, keyStoring)
-	switch {
-	case errors.Is(err, store.ErrConflict):
-		n.Stats.Conflicts++
-		n.finishPut(env, kp, ErrConflict)
+	if kp.left > 0 {
+		kp.localErr = err
+		if err == nil {
+			kp.copies++
+		}
+		n.storeAnswered(env, kp)
 		return
-	case err != nil:
-		n.finishPut(env, kp, err)
+	}
+	if err != nil {
+		n.finishStore(env, kp, err)
 		return
 	}
 	kp.phase, kp.copies = keyReplicating, 1
 	n.replicate(env, kp.key, kp.p.data, kp.version, func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
 }
 
-// putReplicated counts the successors' copies and answers the put.
+// putReplicated counts the successors' copies: for a replace, one of the
+// two answers the put waits for; for a keep, the last.
 func (n *Node) putReplicated(env node.Env, kp *keyPut, copies int) {
-	n.expect(kp, keyReplicating)
 	kp.copies += copies
+	if kp.left > 0 {
+		n.expect(kp, keyStoring)
+		n.storeAnswered(env, kp)
+		return
+	}
+	n.expect(kp, keyReplicating)
 	n.finishPut(env, kp, nil)
+}
+
+// storeAnswered notes one of a replace's two answers, and answers the put
+// once both have come: failed if this node's engine failed (the
+// successors' copies then wait for the put's retry, which replaces them).
+func (n *Node) storeAnswered(env node.Env, kp *keyPut) {
+	if kp.left--; kp.left == 0 {
+		n.finishStore(env, kp, kp.localErr)
+	}
+}
+
+// finishStore answers a put whose block is stored (err nil) or was
+// refused by this node's engine.
+func (n *Node) finishStore(env node.Env, kp *keyPut, err error) {
+	if errors.Is(err, store.ErrConflict) {
+		n.Stats.Conflicts++
+		err = ErrConflict
+	}
+	n.finishPut(env, kp, err)
 }
 
 // finishPut answers kp's put, with the copies stored unless err, then
