@@ -53,6 +53,7 @@ type Stats struct {
 	PutsQueued                   uint64 // puts that waited at this owner for an earlier put of their key
 
 	Founded          uint64 // rings founded again after a cold start: every reachable saved peer waited to join (ring.go)
+	RingsJoined      uint64 // successors found on another ring through a lost or saved peer: rings split by a partition merging (ring.go)
 	Moves            uint64 // load-balancing moves this node made
 	Probes           uint64
 	PointersReceived uint64
@@ -95,6 +96,10 @@ type Node struct {
 	// rejoin are nodes near the last move's target, to rejoin through
 	// if that join fails (a first node has no bootstraps).
 	rejoin []node.Addr
+	// lost are the peers dropped from the lists, newest last: where a
+	// ring split off by a partition is looked for (probeOtherRing).
+	lost    []node.Addr
+	merging bool // a probeOtherRing lookup is in flight
 
 	idx     index
 	cache   cache
@@ -255,6 +260,7 @@ func (n *Node) Timer(env node.Env, t node.Timer) bool {
 		env.After(jitter(env, n.cfg.Stabilize), stabilizeTimer{})
 	case linksTimer:
 		n.fixLinks(env)
+		n.probeOtherRing(env)
 		env.After(jitter(env, n.cfg.FixLinks), linksTimer{})
 	case probeTimer:
 		n.probe(env)

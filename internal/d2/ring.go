@@ -511,6 +511,9 @@ func (n *Node) forget(env node.Env, addr node.Addr) {
 // dropRef takes addr out of the successors, predecessors and links.
 func (n *Node) dropRef(addr node.Addr) {
 	gone := func(r wire.D2Ref) bool { return r.Node.Addr == addr }
+	if slices.ContainsFunc(n.known(), gone) {
+		n.noteLost(addr)
+	}
 	n.succs = slices.DeleteFunc(n.succs, gone)
 	if slices.ContainsFunc(n.preds, gone) {
 		n.setPreds(slices.DeleteFunc(slices.Clone(n.preds), gone))
@@ -519,6 +522,61 @@ func (n *Node) dropRef(addr node.Addr) {
 	if slices.ContainsFunc(n.building, gone) {
 		n.building, n.fixing = nil, false
 	}
+}
+
+// Merging rings. A partition splits D2's ring: each side finds the other
+// dead, drops it from its lists and closes its ring without it, and when
+// the network heals nothing made the two one again (stabilization looks
+// only at a successor's predecessor): two rings, each answering for every
+// key. So once per link round a node looks up its own position through a
+// peer it lost (or a saved peer) that its lists do not name: on the same
+// ring the lookup ends at the node itself; on another ring it ends at the
+// node that follows its position there, and if that one lies between this
+// node and its successor it becomes the successor, which stabilization
+// tells and from which the two rings are woven into one, a node at a time.
+
+// maxLost bounds the peers a node remembers losing.
+const maxLost = 64
+
+// noteLost remembers a peer dropped from the lists, newest last.
+func (n *Node) noteLost(addr node.Addr) {
+	n.lost = slices.DeleteFunc(n.lost, func(a node.Addr) bool { return a == addr })
+	if len(n.lost) == maxLost {
+		n.lost = n.lost[1:]
+	}
+	n.lost = append(n.lost, addr)
+}
+
+// probeOtherRing looks for another ring through a lost or saved peer that
+// the node's lists do not name.
+func (n *Node) probeOtherRing(env node.Env) {
+	if !n.joined || n.merging {
+		return
+	}
+	known := n.known()
+	var cands []node.Addr
+	for _, a := range append(slices.Clone(n.lost), n.bootstraps...) {
+		if a != n.self.Addr && !slices.Contains(cands, a) && !slices.ContainsFunc(known, func(r wire.D2Ref) bool { return r.Node.Addr == a }) {
+			cands = append(cands, a)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	n.merging = true
+	n.lookupFrom(env, cands[env.Rand().IntN(len(cands))], n.pos, func(env node.Env, r Route, err error) {
+		n.merging = false
+		o := r.Owner
+		if err != nil || !n.joined || o.IsZero() || o.Node.Addr == n.self.Addr || o.Pos == n.pos {
+			return
+		}
+		if len(n.succs) > 0 && !o.Pos.Between(n.pos, n.succs[0].Pos) {
+			return // not nearer than the successor: the same ring, or no gain
+		}
+		n.succs = dedupe(append([]wire.D2Ref{o}, n.succs...), n.self.Addr, n.cfg.succsLen())
+		n.Stats.RingsJoined++
+		n.notifySucc(env, 0)
+	})
 }
 
 // fixLinks rebuilds the long links, one round trip per level: link i is
