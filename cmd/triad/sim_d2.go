@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"triad/internal/d2/workload"
 	"triad/internal/exp"
@@ -11,13 +12,14 @@ import (
 )
 
 func runSimD2(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim d2", "sim d2 --seed S [--experiment locality|avail|balance|perf|all] [--tree DIR | --manifest FILE] [--trace FILE] [--quick] [--check] [--json] [--plot FILE]  |  sim d2 --tree DIR --write-manifest FILE", exp.D2Help, stderr)
+	fs := newFlags("sim d2", "sim d2 --seed S [--experiment locality|avail|balance|perf|all|chaos] [--tree DIR | --manifest FILE] [--trace FILE] [--quick] [--check] [--json] [--plot FILE]  |  sim d2 --tree DIR --write-manifest FILE", exp.D2Help+"\n"+exp.D2ChaosHelp, stderr)
 	cfg := exp.DefaultD2Config()
 	cfg.RegisterFlags(fs)
-	check := fs.Bool("check", false, "exit non-zero if a threshold of issue 30 fails (the failures are printed)")
+	fs.Lookup("experiment").Usage = "locality, avail, balance, perf, all, or chaos (invariants under failures; not part of all)"
+	check := fs.Bool("check", false, "exit non-zero if a threshold of issue 30 fails, or with chaos if an invariant is violated (the failures are printed)")
 	writeManifest := fs.String("write-manifest", "", "write the manifest of --tree to this `file` (gzipped) and stop")
 	sf := addSimFlags(fs, "end with one JSON line of every figure", "draw the paper's figures of the experiments that ran (Figs. 2, 6, 7-9, 11, Table 2) to this `file` (.png, .svg or .pdf)", true)
-	stopProfile, err := sf.parse(fs, args, &cfg)
+	stopProfile, err := sf.parse(fs, args, simD2Config{&cfg})
 	if err != nil {
 		return err
 	}
@@ -27,6 +29,9 @@ func runSimD2(args []string, stdout, stderr io.Writer) error {
 	}
 	if sf.progress(stderr) {
 		cfg.Log = stderr
+	}
+	if cfg.Experiment == exp.D2Chaos {
+		return runSimD2Chaos(cfg, sf, *check, stdout)
 	}
 	res, err := exp.RunD2(cfg)
 	if err != nil {
@@ -41,6 +46,42 @@ func runSimD2(args []string, stdout, stderr io.Writer) error {
 	}
 	if failed := res.Failed(); *check && len(failed) > 0 {
 		return fmt.Errorf("sim d2: %d thresholds of issue 30 missed (FAIL above)", len(failed))
+	}
+	return nil
+}
+
+// simD2Config validates `sim d2`'s flags: chaos, which RunD2 does not
+// run, takes no workload, trace or figure.
+type simD2Config struct{ *exp.D2Config }
+
+func (c simD2Config) Validate() error {
+	if c.Experiment != exp.D2Chaos && c.Experiment != "all" && !slices.Contains(exp.D2Experiments, c.Experiment) {
+		return fmt.Errorf("--experiment %q: want one of %v, all or %s", c.Experiment, exp.D2Experiments, exp.D2Chaos)
+	}
+	if c.Experiment != exp.D2Chaos {
+		return c.D2Config.Validate()
+	}
+	if c.Tree != "" || c.Manifest != "" || c.TraceFile != "" {
+		return fmt.Errorf("--experiment chaos takes no --tree, --manifest or --trace: its writer puts blocks of its own")
+	}
+	return nil
+}
+
+// runSimD2Chaos runs the chaos experiment (exp.RunD2Chaos).
+func runSimD2Chaos(cfg exp.D2Config, sf simFlags, check bool, stdout io.Writer) error {
+	if *sf.plotTo != "" {
+		return fmt.Errorf("sim d2: --experiment chaos draws no figure (--plot)")
+	}
+	res, err := exp.RunD2Chaos(exp.D2ChaosConfig{Seed: cfg.Seed, Quick: cfg.Quick, Log: cfg.Log})
+	if err != nil {
+		return err
+	}
+	res.WriteText(stdout)
+	if err := sf.json(stdout, res); err != nil {
+		return err
+	}
+	if check && res.Violations > 0 {
+		return fmt.Errorf("sim d2 chaos: %d invariant violations (above)", res.Violations)
 	}
 	return nil
 }
