@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"io"
 	"os"
 	"slices"
@@ -21,20 +22,7 @@ func runChaos(args []string, stdout, stderr io.Writer) error {
 	cfg.RegisterFlags(fs)
 	fs.Bool("tapestry", false, "churn Tapestry nodes under locates instead (Fig. 23; see below)")
 	fs.Bool("d2", false, "kill D2 nodes under a D2-FS writer instead (see 'triad chaos --d2 --help')")
-	asJSON := fs.Bool("json", false, "end with one JSON line of results")
-	if err := parseConfig(fs, args, &cfg); err != nil {
-		return err
-	}
-	var err error
-	if cfg.Binary, err = os.Executable(); err != nil {
-		return err
-	}
-	cfg.Log = logTo(stderr)
-	res, err := bench.Chaos(cfg)
-	if err != nil {
-		return err
-	}
-	return report(stdout, *asJSON, res)
+	return runLoop(fs, args, &cfg, &cfg.Binary, &cfg.Log, stdout, stderr, func() (outcome, error) { return bench.Chaos(cfg) })
 }
 
 // isTapestryFlag reports whether arg turns --tapestry on, which selects
@@ -61,20 +49,7 @@ func runChaosD2(args []string, stdout, stderr io.Writer) error {
 	cfg := bench.DefaultChaosD2Config()
 	cfg.RegisterFlags(fs)
 	fs.Bool("d2", true, "kill D2 nodes under a D2-FS writer (this loop)")
-	asJSON := fs.Bool("json", false, "end with one JSON line of results")
-	if err := parseConfig(fs, args, &cfg); err != nil {
-		return err
-	}
-	var err error
-	if cfg.Binary, err = os.Executable(); err != nil {
-		return err
-	}
-	cfg.Log = logTo(stderr)
-	res, err := bench.ChaosD2(cfg)
-	if err != nil {
-		return err
-	}
-	return report(stdout, *asJSON, res)
+	return runLoop(fs, args, &cfg, &cfg.Binary, &cfg.Log, stdout, stderr, func() (outcome, error) { return bench.ChaosD2(cfg) })
 }
 
 func runChaosTapestry(args []string, stdout, stderr io.Writer) error {
@@ -82,16 +57,24 @@ func runChaosTapestry(args []string, stdout, stderr io.Writer) error {
 	cfg := bench.DefaultChaosTapestryConfig()
 	cfg.RegisterFlags(fs)
 	fs.Bool("tapestry", true, "churn Tapestry nodes under locates (this loop)")
+	return runLoop(fs, args, &cfg, &cfg.Binary, &cfg.Log, stdout, stderr, func() (outcome, error) { return bench.ChaosTapestry(cfg) })
+}
+
+// runLoop is the rest of a real-process loop's command once its flags
+// are on fs: --json, the flags parsed into cfg and checked, this binary
+// as the one the loop starts (bin) and stderr as its log, then the run
+// and its report.
+func runLoop(fs *flag.FlagSet, args []string, cfg validator, bin *string, log *func(string, ...any), stdout, stderr io.Writer, run func() (outcome, error)) error {
 	asJSON := fs.Bool("json", false, "end with one JSON line of results")
-	if err := parseConfig(fs, args, &cfg); err != nil {
+	if err := parseConfig(fs, args, cfg); err != nil {
 		return err
 	}
 	var err error
-	if cfg.Binary, err = os.Executable(); err != nil {
+	if *bin, err = os.Executable(); err != nil {
 		return err
 	}
-	cfg.Log = logTo(stderr)
-	res, err := bench.ChaosTapestry(cfg)
+	*log = logTo(stderr)
+	res, err := run()
 	if err != nil {
 		return err
 	}

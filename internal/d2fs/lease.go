@@ -64,22 +64,31 @@ func decodeLease(b []byte) (leaseRec, error) {
 	return r, nil
 }
 
-// acquireLease takes the volume's lease, or returns ErrLeased.
-func (f *FS) acquireLease(ctx context.Context, now time.Time) error {
+// readLease reads the volume's lease: the SHA-256 of its bytes (zero
+// when there is none), or ErrLeased when it names another mount and has
+// not expired. A lease block that does not decode is free to take over:
+// nothing this code wrote looks like it.
+func (f *FS) readLease(ctx context.Context, now time.Time) (prev [32]byte, err error) {
 	k := leaseKey(f.vol)
-	var prev [32]byte
 	_, data, err := f.blocks.Latest(ctx, k, k)
 	switch {
 	case errors.Is(err, ErrNotFound):
+		return prev, nil
 	case err != nil:
-		return fmt.Errorf("%w: lease: %w", errIO, err)
-	default:
-		prev = sha256.Sum256(data)
-		// A lease block that does not decode is taken over: nothing
-		// this code wrote looks like it.
-		if r, err := decodeLease(data); err == nil && r.holder != f.lease.holder && now.UnixNano() < r.expiry {
-			return fmt.Errorf("%w: lease held until %v", ErrLeased, time.Unix(0, r.expiry).UTC())
-		}
+		return prev, fmt.Errorf("%w: lease: %w", errIO, err)
+	}
+	prev = sha256.Sum256(data)
+	if r, err := decodeLease(data); err == nil && r.holder != f.lease.holder && now.UnixNano() < r.expiry {
+		return prev, fmt.Errorf("%w: lease held until %v", ErrLeased, time.Unix(0, r.expiry).UTC())
+	}
+	return prev, nil
+}
+
+// acquireLease takes the volume's lease, or returns ErrLeased.
+func (f *FS) acquireLease(ctx context.Context, now time.Time) error {
+	prev, err := f.readLease(ctx, now)
+	if err != nil {
+		return err
 	}
 	if err := f.writeLease(ctx, prev, now.Add(f.cfg.LeaseTerm)); err != nil {
 		if errors.Is(err, ErrConflict) {
@@ -146,13 +155,11 @@ func (f *FS) retakeLease(ctx context.Context, now time.Time) error {
 // leaseHeldByOther reads the lease and reports whether it names another
 // mount and has not expired.
 func (f *FS) leaseHeldByOther(ctx context.Context, now time.Time) (bool, error) {
-	k := leaseKey(f.vol)
-	_, data, err := f.blocks.Latest(ctx, k, k)
-	if err != nil {
-		return false, err
+	_, err := f.readLease(ctx, now)
+	if errors.Is(err, ErrLeased) {
+		return true, nil
 	}
-	r, err := decodeLease(data)
-	return err == nil && r.holder != f.lease.holder && now.UnixNano() < r.expiry, nil
+	return false, err
 }
 
 // holdLease makes sure the lease holds before a commit.
