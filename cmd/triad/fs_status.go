@@ -53,7 +53,11 @@ type fsLease struct {
 	State  string     `json:"state"` // live, lapsed, released, none or malformed
 	Holder string     `json:"holder,omitempty"`
 	Expiry *time.Time `json:"expiry,omitempty"`
-	Why    string     `json:"why,omitempty"` // a malformed lease's error
+	// Left is how long the lease had to run when it was read (negative:
+	// lapsed that long ago); the holders and nodes asked after it may
+	// take seconds, so it is not measured at printing.
+	Left *float64 `json:"left_seconds,omitempty"`
+	Why  string   `json:"why,omitempty"` // a malformed lease's error
 }
 
 // fsHolder is one holder of a block and what it answered.
@@ -145,7 +149,7 @@ func (st *fsStatus) read(ctx context.Context, b *d2client.Blocks, arg string) er
 		age := now.Sub(s.Committed).Seconds()
 		st.Committed, st.AgeSeconds, st.UsedBytes = &s.Committed, &age, &s.Used
 	}
-	l := leaseOf(s.Lease)
+	l := leaseOf(s.Lease, now)
 	st.Lease = &l
 	st.HoldersError = map[string]string{}
 	st.SuperHolders = holdersOf(ctx, b, s.SuperKey, s.SuperSum, "superblock", st.HoldersError)
@@ -158,7 +162,7 @@ func (st *fsStatus) read(ctx context.Context, b *d2client.Blocks, arg string) er
 	return nil
 }
 
-func leaseOf(l d2fs.LeaseStatus) fsLease {
+func leaseOf(l d2fs.LeaseStatus, now time.Time) fsLease {
 	switch {
 	case !l.Found:
 		return fsLease{State: "none"}
@@ -167,7 +171,8 @@ func leaseOf(l d2fs.LeaseStatus) fsLease {
 	case l.Expiry.IsZero():
 		return fsLease{State: "released", Holder: hex.EncodeToString(l.Holder[:])}
 	}
-	out := fsLease{State: "lapsed", Holder: hex.EncodeToString(l.Holder[:]), Expiry: &l.Expiry}
+	left := l.Expiry.Sub(now).Seconds()
+	out := fsLease{State: "lapsed", Holder: hex.EncodeToString(l.Holder[:]), Expiry: &l.Expiry, Left: &left}
 	if l.Live {
 		out.State = "live"
 	}
@@ -246,9 +251,9 @@ func (st *fsStatus) printVolume(w io.Writer) {
 	l := *st.Lease
 	switch l.State {
 	case "live", "lapsed":
-		left := time.Until(*l.Expiry).Round(time.Second)
+		left := time.Duration(*l.Left * float64(time.Second)).Round(time.Second)
 		when := fmt.Sprintf("%v left", left)
-		if left <= 0 {
+		if *l.Left < 0 {
 			when = fmt.Sprintf("%v ago", -left)
 		}
 		fmt.Fprintf(w, "lease %s: held by mount %s until %s (%s)\n", l.State, l.Holder, l.Expiry.UTC().Format(time.RFC3339), when)
