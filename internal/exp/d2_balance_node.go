@@ -79,6 +79,11 @@ type d2NodeBalance struct {
 	// warm-up.
 	MaxMinPrimary    []float64 `json:"max_min_primary"`
 	MaxMinPrimaryP95 float64   `json:"max_min_primary_p95"`
+	// MaxMinPrimarySteady is d2's max ÷ min primary load in steady state,
+	// the paper's claim (§6: "node loads differ by at most a factor of 4
+	// in steady state"): the greatest of the samples, every 10 minutes,
+	// of the last hour of steadyHours run on after the last write.
+	MaxMinPrimarySteady float64 `json:"max_min_primary_steady"`
 	// Moves are d2's balancing moves (Node.Stats.Moves) after warm-up, and
 	// in it; LBBytes the block bytes balancing migrated (pointers fetched
 	// and replicas pushed, Stats.MigratedBytes) and WrittenBytes the bytes
@@ -154,7 +159,7 @@ func (r *D2Result) nodeBalance(cfg D2Config, m *workload.Manifest) error {
 			}
 		}
 		if run.name == "d2" {
-			nb.MaxMinPrimary = nr.ratios
+			nb.MaxMinPrimary, nb.MaxMinPrimarySteady = nr.ratios, nr.steady
 			nb.MaxMinPrimaryP95 = finite(percentile(slices.Clone(nr.ratios[sz.Warmup:]), 0.95))
 			nb.WarmupMoves, nb.Moves = nr.warmup.Moves, nr.end.Moves-nr.warmup.Moves
 			nb.LBBytes = nr.end.MigratedBytes - nr.warmup.MigratedBytes
@@ -182,14 +187,15 @@ func (r *D2Result) nodeBalanceChecks() {
 	d2, block, off := nb.Imbalance["d2"], nb.Imbalance["block"], nb.Imbalance["d2-no-balancing"]
 	r.check("node imbalance.d2/block", d2/block, "<= 1", d2 <= block)
 	r.check("node imbalance.d2/d2-no-balancing", d2/off, "< 1", d2 < off)
-	r.check("node max_min_primary_p95", nb.MaxMinPrimaryP95, "<= 4", nb.MaxMinPrimaryP95 <= 4)
+	r.check("node max_min_primary_steady", nb.MaxMinPrimarySteady, "<= 4", nb.MaxMinPrimarySteady <= 4)
 	r.check("node lb_over_written", nb.LBOverWritten, "<= 0.6", nb.LBOverWritten <= 0.6)
 }
 
 // nodeRunResult is one ring's samples.
 type nodeRunResult struct {
 	hourly, ratios  []float64
-	written         uint64 // bytes the puts stored, every copy
+	steady          float64 // max/min primary load, the greatest in the last steady hour
+	written         uint64  // bytes the puts stored, every copy
 	writtenWarmup   uint64
 	warmup, end     d2.Stats // the nodes' counters summed
 	short, lost     int
@@ -251,6 +257,14 @@ func runNodeBalance(seed uint64, sz d2NodeBalanceSizes, run d2NodeRun, vols [][]
 		ring.s.RunFor(time.Second)
 	}
 	res.end = sumStats(ring)
+	if run.balance {
+		// Steady state: no more writes; balancing goes on.
+		ring.s.RunFor(time.Duration(steadyHours-1) * time.Hour)
+		for range 6 {
+			ring.s.RunFor(10 * time.Minute)
+			res.steady = max(res.steady, loadRatio(ring))
+		}
+	}
 	res.short = res.failed + res.pending
 	res.lost, res.violated = lostBlocks(ring, run.place, vols, res.stored, cfg.Replicas)
 	return res, nil
@@ -278,13 +292,10 @@ func (res *nodeRunResult) put(ring *perfRing, gw *sim.Host, at time.Duration, p 
 // sample records the hour's storage imbalance and max/min primary load.
 func (res *nodeRunResult) sample(ring *perfRing) {
 	var sum, sq float64
-	lo, hi := math.MaxInt, 0
 	st := make([]float64, len(ring.nodes))
 	for i, d := range ring.nodes {
 		st[i] = float64(d.StoredBytes())
 		sum += st[i]
-		l := d.Load()
-		lo, hi = min(lo, max(l, 1)), max(hi, l)
 	}
 	m := sum / float64(len(st))
 	for _, v := range st {
@@ -295,7 +306,23 @@ func (res *nodeRunResult) sample(ring *perfRing) {
 		imb = math.Sqrt(sq/float64(len(st))) / m
 	}
 	res.hourly = append(res.hourly, imb)
-	res.ratios = append(res.ratios, float64(hi)/float64(lo))
+	res.ratios = append(res.ratios, loadRatio(ring))
+}
+
+// steadyHours is how long a balancing ring runs on after its last write
+// before its steady-state max/min primary load is taken (in its last
+// hour): 12 probe intervals.
+const steadyHours = 2
+
+// loadRatio is the ring's max/min primary load now (min floored at one
+// block).
+func loadRatio(ring *perfRing) float64 {
+	lo, hi := math.MaxInt, 0
+	for _, d := range ring.nodes {
+		l := d.Load()
+		lo, hi = min(lo, max(l, 1)), max(hi, l)
+	}
+	return float64(hi) / float64(lo)
 }
 
 // sumStats adds the ring's nodes' counters that the run reports.
@@ -356,7 +383,8 @@ func (r D2Result) writeNodeBalance(w io.Writer) {
 	for _, v := range nb.MaxMinPrimary {
 		fmt.Fprintf(w, " %.1f", v)
 	}
-	fmt.Fprintf(w, "; p95 after warm-up %.2f\n", nb.MaxMinPrimaryP95)
+	fmt.Fprintf(w, "; p95 after warm-up %.2f while data arrives (not checked: docs/d2.md); %.2f at most in steady state (hour %d after the last write)\n",
+		nb.MaxMinPrimaryP95, nb.MaxMinPrimarySteady, steadyHours)
 	fmt.Fprintf(w, "balance on the node code: d2 moves %d in warm-up, %d after; after warm-up balancing migrated %.1f MB, users wrote %.1f MB (every copy): %.3f; puts short of 3 copies %d; %.0fs of wall time\n",
 		nb.WarmupMoves, nb.Moves, float64(nb.LBBytes)/1e6, float64(nb.WrittenBytes)/1e6, nb.LBOverWritten, nb.PutsShort, nb.WallSeconds)
 }
