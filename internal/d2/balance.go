@@ -119,6 +119,7 @@ func (n *Node) move(env node.Env, target wire.D2Ref, nb *wire.D2Neighbors) {
 	n.pred, n.preds, n.succs, n.links = wire.D2Ref{}, nil, nil, nil
 	n.building, n.fixing = nil, false
 	n.pos = nb.Median
+	n.heldKnown, n.doubts, n.heldLoaded = false, nil, true // a new range, joined into from its holders (doubt.go)
 	n.savePosition(env)
 	n.joinSeq++
 	seq := n.joinSeq

@@ -457,23 +457,39 @@ func (n *Node) Latest(env node.Env, prefix []byte, done LatestDone) {
 	n.Stats.Latests++
 	first, last := prefixArc(prefix)
 	below := first.Sub(id.Min(KeyBytes).AddPow2(0)) // the arc (below, last] is the prefix's keys
-	n.latest(env, below, last, 0, func(env node.Env, k id.ID, data []byte, found bool, err error) {
+	n.latest(env, below, last, 0, 0, func(env node.Env, k id.ID, data []byte, found bool, err error) {
 		n.pending--
 		done(env, k, data, found, err)
 	})
 }
 
-func (n *Node) latest(env node.Env, below, hi id.ID, steps int, done LatestDone) {
-	n.resolve(env, hi, func(env node.Env, r Route, err error) {
+func (n *Node) latest(env node.Env, below, hi id.ID, steps, attempt int, done LatestDone) {
+	n.resolveFresh(env, hi, attempt, func(env node.Env, r Route, err error) {
 		if err != nil {
 			done(env, id.ID{}, nil, false, err)
 			return
 		}
 		holders := r.Holders(n.cfg.Replicas)
-		n.lastKeys(env, holders, below, hi, func(env node.Env, last []id.ID, answered []bool) {
+		lo := below // the owner's part of the arc: what its holders vouch for
+		if r.Lo != r.Owner.Pos && r.Lo.Between(below, hi) {
+			lo = r.Lo
+		}
+		n.lastKeys(env, holders, lo, hi, func(env node.Env, last []id.ID, answered []bool, vouches int) {
 			if !answered[0] {
 				n.cache.drop(hi)
 				done(env, id.ID{}, nil, false, fmt.Errorf("%w: the owner of %s did not answer", ErrUnavailable, hi.Short()))
+				return
+			}
+			if vouches < quorum(len(holders)) && attempt == 0 {
+				// A cached route may name holders the ring has moved on
+				// from (a partition healed): ask a fresh lookup's.
+				n.cache.drop(hi)
+				n.latest(env, below, hi, steps, attempt+1, done)
+				return
+			}
+			if vouches < quorum(len(holders)) {
+				n.Stats.Unvouched++
+				done(env, id.ID{}, nil, false, errUnvouched(hi))
 				return
 			}
 			var best id.ID
@@ -493,7 +509,7 @@ func (n *Node) latest(env node.Env, below, hi id.ID, steps int, done LatestDone)
 			case !best.IsZero():
 				n.latestBytes(env, best, r.Owner.Node, from, done)
 			case r.Lo != r.Owner.Pos && r.Lo.Between(below, hi) && steps < maxLatestSteps:
-				n.latest(env, below, r.Lo, steps+1, done) // the owner before holds the rest
+				n.latest(env, below, r.Lo, steps+1, 0, done) // the owner before holds the rest
 			default:
 				done(env, id.ID{}, nil, false, nil)
 			}
@@ -502,25 +518,30 @@ func (n *Node) latest(env node.Env, below, hi id.ID, steps int, done LatestDone)
 }
 
 // lastKeys asks each holder for its greatest key of (below, hi]: last[i]
-// is holders[i]'s (zero: none), answered[i] whether it answered.
-func (n *Node) lastKeys(env node.Env, holders []wire.D2Ref, below, hi id.ID, done func(env node.Env, last []id.ID, answered []bool)) {
+// is holders[i]'s (zero: none), answered[i] whether it answered, vouches
+// how many that answered vouched for the arc (doubt.go).
+func (n *Node) lastKeys(env node.Env, holders []wire.D2Ref, below, hi id.ID, done func(env node.Env, last []id.ID, answered []bool, vouches int)) {
 	last, answered := make([]id.ID, len(holders)), make([]bool, len(holders))
+	vouches := 0
 	left := len(holders)
 	finish := func(env node.Env) {
 		if left--; left == 0 {
-			done(env, last, answered)
+			done(env, last, answered, vouches)
 		}
 	}
 	q := &wire.D2Keys{Lo: below, Hi: hi, Last: true}
 	take := func(i int, l *wire.D2KeyList) {
 		answered[i] = true
+		if !l.Unsure {
+			vouches++
+		}
 		if len(l.Keys) == 1 {
 			last[i] = l.Keys[0]
 		}
 	}
 	for i, h := range holders {
 		if h.Node.Addr == n.self.Addr {
-			take(i, n.keys(q))
+			take(i, n.keys(env, q))
 			finish(env)
 			continue
 		}
@@ -723,7 +744,7 @@ func (n *Node) List(env node.Env, prefix []byte, after id.ID, max int, done List
 			finish(env, l.Keys, next, nil)
 		}
 		if r.Owner.Node.Addr == n.self.Addr {
-			answer(env, n.keys(q))
+			answer(env, n.keys(env, q))
 			return
 		}
 		if !n.call(env, r.Owner.Node.Addr, q, func(env node.Env, reply wire.Msg, err error) {

@@ -92,8 +92,11 @@ func (c *cluster) add(pos id.ID) *sim.Host {
 			// A restart: the peers a deployment saved, which the first
 			// host, booted alone, did not have.
 			boot = nil
+			if c.cfg.Seed != "" && c.cfg.Seed != addr {
+				boot = append(boot, c.cfg.Seed) // a deployment's --join comes first
+			}
 			for _, h := range c.hosts {
-				if h.Addr != addr && len(boot) < 3 {
+				if h.Addr != addr && h.Addr != c.cfg.Seed && len(boot) < 3 {
 					boot = append(boot, h.Addr)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/node"
 )
 
 // KeyBytes is the width of D2's keys and positions: 64 bytes (§4, Fig. 3).
@@ -68,6 +69,20 @@ type Config struct {
 	// MaxTombstones bounds the deleted keys a node remembers (1 << 18);
 	// past it, the oldest are forgotten first.
 	MaxTombstones int
+	// Seed is the address the deployment's nodes are told to join through
+	// (a deployment's --join, deploy.Options.Bootstrap; the first node's
+	// own address on the first node). After a cold start the seed founds
+	// the ring again, and the others wait for it while it answers
+	// (ring.go); a seed down for seedWait surveys, or none named, leaves
+	// it to the lowest address.
+	Seed node.Addr
+	// Doubt is how long a node does not vouch for keys that came into its
+	// replica range through failures rather than from their holders (5
+	// minutes): while no holder of a key vouches for it, Latest and
+	// conditional puts of it answer unavailable rather than risk a stale
+	// copy (doubt.go). A partition longer than this may let a stale copy
+	// answer once it ends. Zero doubts nothing.
+	Doubt time.Duration
 }
 
 // DefaultConfig is the paper's: r = 3, 8 KB blocks, a 10-minute probe, t =
@@ -79,6 +94,7 @@ func DefaultConfig() Config {
 		Stabilize: 30 * time.Second, FixLinks: 30 * time.Second, Sync: 5 * time.Minute,
 		MaxBlocks: 1_000_000, MaxPending: 4096, MaxHops: 64, Retention: 365 * 24 * time.Hour,
 		MaxFetchesPerSync: 512, Tombstone: time.Hour, MaxTombstones: 1 << 18,
+		Doubt: 5 * time.Minute,
 	}
 }
 
@@ -97,6 +113,8 @@ func (c Config) Validate() error {
 		return errors.New("d2: the cache TTL must not be negative and the cache must hold an entry")
 	case c.MaxBlocks < 1 || c.MaxPending < 1 || c.MaxHops < 1 || c.MaxFetchesPerSync < 1:
 		return errors.New("d2: block, pending, hop and fetch bounds must be positive")
+	case c.Doubt < 0:
+		return errors.New("d2: the doubt time must not be negative")
 	case c.Tombstone < 0 || c.MaxTombstones < 1:
 		return errors.New("d2: the tombstone time must not be negative and at least one must be kept")
 	case c.Retention < time.Hour:

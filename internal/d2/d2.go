@@ -54,6 +54,9 @@ type Stats struct {
 
 	Founded          uint64 // rings founded again after a cold start: every reachable saved peer waited to join (ring.go)
 	RingsJoined      uint64 // successors found on another ring through a lost or saved peer: rings split by a partition merging (ring.go)
+	Doubts           uint64 // arcs that came into the replica range through failures, doubted for Config.Doubt (doubt.go)
+	Unvouched        uint64 // Latests and conditional puts answered unavailable: no holder vouched for the key (doubt.go)
+	RingProbeMsgs    uint64 // D2FindSucc requests sent looking for another ring (ring.go): maintenance, not counted in LookupHops
 	Moves            uint64 // load-balancing moves this node made
 	Probes           uint64
 	PointersReceived uint64
@@ -100,6 +103,18 @@ type Node struct {
 	// ring split off by a partition is looked for (probeOtherRing).
 	lost    []node.Addr
 	merging bool // a probeOtherRing lookup is in flight
+	surveys int  // cold-start surveys made (ring.go's founds)
+	// heldLo is the low end of the replica range last recorded (kept in
+	// the position file), heldKnown whether there is one; doubts are the
+	// arcs of it not vouched for yet (doubt.go).
+	heldLo     id.ID
+	heldKnown  bool
+	heldLoaded bool // the position file was read for a saved range
+	doubts     []doubt
+	// sameRing are lost or saved peers a probe found on this node's own
+	// ring: not probed again until lost again, so a settled ring sends
+	// no probes.
+	sameRing []node.Addr
 
 	idx     index
 	cache   cache
@@ -237,9 +252,10 @@ func (n *Node) Start(env node.Env) {
 		env.After(jitter(env, n.cfg.Probe), probeTimer{})
 	}
 	n.loadIndex(env)
-	n.savePosition(env)
+	env.Offload(&loadHeldWork{pos: n.pos})
 	if len(n.bootstraps) == 0 {
 		n.joined = true
+		n.noteRange(env)
 		return
 	}
 	n.join(env, n.bootstraps[0])
@@ -249,7 +265,11 @@ func (n *Node) Start(env node.Env) {
 // a position is the node's place in the balance, not derived from its
 // address.
 func (n *Node) savePosition(env node.Env) {
-	env.Offload(&savePositionWork{data: encodePosition(n.pos)})
+	var held *id.ID
+	if n.heldKnown {
+		held = &n.heldLo
+	}
+	env.Offload(&savePositionWork{data: encodePosition(n.pos, held)})
 }
 
 // Timer handles the protocol's timers.
@@ -279,6 +299,7 @@ func (n *Node) Timer(env node.Env, t node.Timer) bool {
 			boot := append(slices.Clone(n.bootstraps), n.rejoin...)
 			if len(boot) == 0 {
 				n.joined = true // alone again: found the ring afresh
+				n.noteRange(env)
 				return true
 			}
 			n.survey(env, boot)
@@ -291,6 +312,12 @@ func (n *Node) Timer(env node.Env, t node.Timer) bool {
 
 // Work handles the results of the protocol's offloaded work.
 func (n *Node) Work(env node.Env, done node.WorkDone) bool {
+	if _, ok := done.W.(*loadHeldWork); ok {
+		h, _ := done.Result.(heldLoaded)
+		n.tookHeld(env, h)
+		n.savePosition(env)
+		return true
+	}
 	if _, ok := done.W.(*savePositionWork); ok {
 		return true // a failed save is made again at the next move or start
 	}
@@ -336,7 +363,7 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		n.handlePointers(env, m)
 		rpc.Respond(env, in, n.self, &wire.Ack{})
 	case *wire.D2Keys:
-		rpc.Respond(env, in, n.self, n.keys(m))
+		rpc.Respond(env, in, n.self, n.keys(env, m))
 	case *wire.D2Drop:
 		n.handleDrop(env, in, m)
 	case *wire.D2Invite:

@@ -34,6 +34,9 @@ type lookupStep struct {
 	hops    int
 	retries int
 	done    Done
+	// probe marks a maintenance lookup (probeOtherRing): its steps count
+	// in RingProbeMsgs, not among the lookups clients cause.
+	probe bool
 }
 
 const lookupRetries = 3
@@ -71,7 +74,11 @@ func (n *Node) step(env node.Env, l *lookupStep, at wire.D2Ref, checkProgress bo
 		return
 	}
 	l.hops++
-	n.Stats.LookupHops++
+	if l.probe {
+		n.Stats.RingProbeMsgs++
+	} else {
+		n.Stats.LookupHops++
+	}
 	ok := n.call(env, at.Node.Addr, &wire.D2FindSucc{Key: l.key}, func(env node.Env, reply wire.Msg, err error) {
 		next, isNext := reply.(*wire.D2Next)
 		switch {
@@ -94,8 +101,12 @@ func (n *Node) step(env node.Env, l *lookupStep, at wire.D2Ref, checkProgress bo
 
 // retry goes on from this node's best choice after a step failed.
 func (n *Node) retry(env node.Env, l *lookupStep) {
-	if l.retries++; l.retries > lookupRetries || !n.joined {
-		n.Stats.LookupFailures++
+	// A probe goes on from no other node: from this node's own lists it
+	// would end on this node's own ring and prove nothing about the peer.
+	if l.retries++; l.retries > lookupRetries || !n.joined || l.probe {
+		if !l.probe {
+			n.Stats.LookupFailures++
+		}
 		l.done(env, Route{}, ErrNoRoute)
 		return
 	}

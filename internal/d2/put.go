@@ -269,7 +269,15 @@ func (n *Node) readCurrent(env node.Env, kp *keyPut) {
 	read := func(env node.Env, c blockCopy, found bool) { n.copyRead(env, kp, c, found) }
 	switch {
 	case conditional:
-		n.newest(env, kp.key, kp.from, read)
+		n.newest(env, kp.key, kp.from, func(env node.Env, c blockCopy, found bool) {
+			if c.vouches < n.vouchQuorum() {
+				n.expect(kp, keyReading)
+				n.Stats.Unvouched++
+				n.finishPut(env, kp, errUnvouched(kp.key))
+				return
+			}
+			read(env, c, found)
+		})
 	case e.pointer():
 		n.fetchFrom(env, kp.key, nil, kp.from, read)
 	default:

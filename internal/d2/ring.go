@@ -109,6 +109,12 @@ func (n *Node) joinAt(env node.Env, owner wire.D2Ref, seq, tries int) {
 				n.joinAt(env, next.Owner, seq, tries+1)
 				return
 			}
+			if next, found := toward(n.pos, nb); found && next.Node.Addr != n.self.Addr {
+				// A lookup through a node whose successor is stale ends
+				// here again and again: walk the lists instead.
+				n.joinAt(env, next, seq, tries+1)
+				return
+			}
 			n.lookupFrom(env, owner.Node.Addr, n.pos, func(env node.Env, r Route, err error) {
 				if err == nil && !n.joined && seq == n.joinSeq && r.Owner.Node.Addr != n.self.Addr {
 					n.joinAt(env, r.Owner, seq, tries+1)
@@ -116,7 +122,7 @@ func (n *Node) joinAt(env node.Env, owner wire.D2Ref, seq, tries int) {
 			})
 			return
 		}
-		n.joined = true
+		n.joined, n.surveys = true, 0
 		n.succs = dedupe(append([]wire.D2Ref{nb.Self}, nb.Succs...), n.self.Addr, n.cfg.succsLen())
 		var preds []wire.D2Ref
 		for _, p := range nb.Preds {
@@ -124,7 +130,7 @@ func (n *Node) joinAt(env node.Env, owner wire.D2Ref, seq, tries int) {
 				preds = append(preds, p)
 			}
 		}
-		n.setPreds(preds)
+		n.setPreds(env, preds)
 	})
 }
 
@@ -145,6 +151,32 @@ func (n *Node) joinAt(env node.Env, owner wire.D2Ref, seq, tries int) {
 // peers name every node of a small ring, and the ring layer's peers on a
 // larger one.)
 
+// The rule that picks the founder: every node is told the same seed (a
+// deployment's first node, which the others --join), so the seed founds
+// once every peer it reaches waits, and the others wait for it while it
+// is up; lowest addresses alone would let two nodes found whenever the
+// lowest was not up yet, each the lowest of the peers it reached (4
+// founders in a 48-node chaos run). A seed that does not answer for
+// seedWait surveys leaves it to the lowest address among the reachable.
+
+// seedWait is the surveys a node waits for a silent seed.
+const seedWait = 6
+
+// founds reports whether this node founds the ring again, after a survey
+// in which every peer that answered was waiting: lowest says no waiting
+// peer had a lower address, seedSeen that the seed answered, waiting.
+func (n *Node) founds(lowest, seedSeen bool) bool {
+	switch {
+	case n.cfg.Seed == "":
+		return lowest // no seed named: the lowest address alone
+	case n.cfg.Seed == n.self.Addr:
+		return true // the seed
+	case seedSeen:
+		return false // the seed is up: it founds
+	}
+	return lowest && n.surveys > seedWait
+}
+
 // maxSurvey bounds the saved peers one survey asks.
 const maxSurvey = 16
 
@@ -163,18 +195,20 @@ func (n *Node) survey(env node.Env, boot []node.Addr) {
 	}
 	var joined []node.Addr
 	waiting := 0
-	lowest := true
+	lowest, seedSeen := true, false
 	left := len(asked)
 	decide := func(env node.Env) {
 		if left--; left > 0 || n.joined || seq != n.joinSeq || n.stopped {
 			return
 		}
+		n.surveys++
 		switch {
 		case len(joined) > 0:
 			n.join(env, joined[env.Rand().IntN(len(joined))])
-		case waiting > 0 && lowest:
-			n.joined = true // every reachable peer waits, and this node is the lowest
+		case waiting > 0 && n.founds(lowest, seedSeen):
+			n.joined = true // every reachable peer waits, and the rule picks this node
 			n.Stats.Founded++
+			n.noteRange(env)
 		default:
 			n.join(env, asked[env.Rand().IntN(len(asked))])
 		}
@@ -190,6 +224,7 @@ func (n *Node) survey(env node.Env, boot []node.Addr) {
 				if a < n.self.Addr {
 					lowest = false
 				}
+				seedSeen = seedSeen || a == n.cfg.Seed
 			}
 			decide(env)
 		}) {
@@ -217,6 +252,23 @@ func routeAmong(pos id.ID, nb *wire.D2Neighbors) (Route, bool) {
 	return Route{}, false
 }
 
+// toward is the end of a neighbour's lists nearest pos, when pos lies
+// outside them: its farthest predecessor if pos comes before it, else its
+// last successor; each has lists of its own that reach further.
+func toward(pos id.ID, nb *wire.D2Neighbors) (wire.D2Ref, bool) {
+	if len(nb.Preds) == 0 || len(nb.Succs) == 0 {
+		return wire.D2Ref{}, false
+	}
+	first, last := nb.Preds[len(nb.Preds)-1], nb.Succs[len(nb.Succs)-1]
+	if !pos.Between(last.Pos, first.Pos) {
+		return wire.D2Ref{}, false
+	}
+	if pos.Distance(first.Pos).Cmp(last.Pos.Distance(pos)) <= 0 {
+		return first, true
+	}
+	return last, true
+}
+
 // predOf is the predecessor a neighbour list names first other than this
 // node, or the neighbour's own position when it names none.
 func (n *Node) predOf(nb *wire.D2Neighbors) id.ID {
@@ -229,14 +281,15 @@ func (n *Node) predOf(nb *wire.D2Neighbors) id.ID {
 }
 
 // setPreds sets the predecessor list, nearest first.
-func (n *Node) setPreds(l []wire.D2Ref) {
+// and records the replica range they give (doubt.go).
+func (n *Node) setPreds(env node.Env, l []wire.D2Ref) {
 	l = dedupe(l, n.self.Addr, n.cfg.Replicas)
 	n.preds = l
-	if len(l) == 0 {
-		n.pred = wire.D2Ref{}
-		return
+	n.pred = wire.D2Ref{}
+	if len(l) > 0 {
+		n.pred = l[0]
 	}
-	n.pred = l[0]
+	n.noteRange(env)
 }
 
 // handleJoin is a join or a stabilization: the sender believes it is
@@ -262,7 +315,7 @@ func (n *Node) handleJoin(env node.Env, in node.MsgIn, m *wire.D2Join) {
 	}
 	if j != n.pred && j.Pos != n.pos && (n.pred.IsZero() || j.Pos.Between(n.pred.Pos, n.pos)) {
 		old := n.pred
-		n.setPreds(append([]wire.D2Ref{j}, n.preds...))
+		n.setPreds(env, append([]wire.D2Ref{j}, n.preds...))
 		if len(n.succs) == 0 {
 			n.succs = []wire.D2Ref{j}
 		}
@@ -326,17 +379,17 @@ func (n *Node) stabilize(env node.Env) {
 		n.call(env, p.Node.Addr, &wire.D2GetNeighbors{}, func(env node.Env, reply wire.Msg, err error) {
 			nb, ok := reply.(*wire.D2Neighbors)
 			if notOnRing(err) && n.pred == p {
-				n.dropRef(p.Node.Addr)
+				n.dropRef(env, p.Node.Addr)
 				return
 			}
 			if err != nil || !ok || n.pred != p {
 				return
 			}
 			if nb.Self.Pos != p.Pos {
-				n.setPreds(n.preds[1:]) // it moved away
+				n.setPreds(env, n.preds[1:]) // it moved away
 				return
 			}
-			n.setPreds(append([]wire.D2Ref{p}, nb.Preds...))
+			n.setPreds(env, append([]wire.D2Ref{p}, nb.Preds...))
 		})
 	}
 }
@@ -353,7 +406,7 @@ func (n *Node) notifySucc(env node.Env, round int) {
 	n.call(env, s.Node.Addr, &wire.D2Join{Self: n.Me()}, func(env node.Env, reply wire.Msg, err error) {
 		nb, ok := reply.(*wire.D2Neighbors)
 		if notOnRing(err) {
-			n.dropRef(s.Node.Addr) // it restarted and is joining again
+			n.dropRef(env, s.Node.Addr) // it restarted and is joining again
 			n.fillSuccs()
 			return
 		}
@@ -387,9 +440,17 @@ func (n *Node) stabilized(env node.Env, s wire.D2Ref, nb *wire.D2Neighbors) bool
 	}
 	if len(nb.Preds) > 0 {
 		p := nb.Preds[0]
-		if p.Node.Addr != n.self.Addr && p.Pos.Between(n.pos, s.Pos) && !n.h.IsDead(env, p.Node.Addr) {
-			n.succs = dedupe(append([]wire.D2Ref{p, s}, n.live(env, nb.Succs)...), n.self.Addr, n.cfg.succsLen())
-			return true
+		if p.Node.Addr != n.self.Addr && p.Pos.Between(n.pos, s.Pos) {
+			if !n.h.IsDead(env, p.Node.Addr) {
+				n.succs = dedupe(append([]wire.D2Ref{p, s}, n.live(env, nb.Succs)...), n.self.Addr, n.cfg.succsLen())
+				return true
+			}
+			// The successor heard from p since this host declared it dead
+			// (after a cold start, every peer timed out once): ask p, whose
+			// answer clears the mark, and the next round takes it. Taken
+			// on the successor's word alone, a dead p would come back each
+			// round until the successor's own timeout.
+			n.call(env, p.Node.Addr, &wire.D2GetNeighbors{}, func(node.Env, wire.Msg, error) {})
 		}
 	}
 	n.succs = dedupe(append([]wire.D2Ref{s}, n.live(env, nb.Succs)...), n.self.Addr, n.cfg.succsLen())
@@ -482,9 +543,9 @@ func (n *Node) handleLeave(env node.Env, from wire.NodeRef, m *wire.D2Leave) {
 		n.succs = dedupe(append(slices.Clone(m.Succs), n.succs[1:]...), n.self.Addr, n.cfg.succsLen())
 	}
 	if n.pred.Node.Addr == from.Addr {
-		n.setPreds(append(slices.Clone(m.Preds), n.preds[1:]...))
+		n.setPreds(env, append(slices.Clone(m.Preds), n.preds[1:]...))
 	}
-	n.dropRef(from.Addr)
+	n.dropRef(env, from.Addr)
 }
 
 // leave tells the neighbours that the node leaves its position.
@@ -503,20 +564,20 @@ func (n *Node) leave(env node.Env) {
 
 // forget drops a dead peer.
 func (n *Node) forget(env node.Env, addr node.Addr) {
-	n.dropRef(addr)
+	n.dropRef(env, addr)
 	n.cache.dropNode(addr)
 	n.fillSuccs()
 }
 
 // dropRef takes addr out of the successors, predecessors and links.
-func (n *Node) dropRef(addr node.Addr) {
+func (n *Node) dropRef(env node.Env, addr node.Addr) {
 	gone := func(r wire.D2Ref) bool { return r.Node.Addr == addr }
 	if slices.ContainsFunc(n.known(), gone) {
 		n.noteLost(addr)
 	}
 	n.succs = slices.DeleteFunc(n.succs, gone)
 	if slices.ContainsFunc(n.preds, gone) {
-		n.setPreds(slices.DeleteFunc(slices.Clone(n.preds), gone))
+		n.setPreds(env, slices.DeleteFunc(slices.Clone(n.preds), gone))
 	}
 	n.links = slices.DeleteFunc(n.links, gone)
 	if slices.ContainsFunc(n.building, gone) {
@@ -541,6 +602,7 @@ const maxLost = 64
 // noteLost remembers a peer dropped from the lists, newest last.
 func (n *Node) noteLost(addr node.Addr) {
 	n.lost = slices.DeleteFunc(n.lost, func(a node.Addr) bool { return a == addr })
+	n.sameRing = slices.DeleteFunc(n.sameRing, func(a node.Addr) bool { return a == addr })
 	if len(n.lost) == maxLost {
 		n.lost = n.lost[1:]
 	}
@@ -548,7 +610,7 @@ func (n *Node) noteLost(addr node.Addr) {
 }
 
 // probeOtherRing looks for another ring through a lost or saved peer that
-// the node's lists do not name.
+// the node's lists do not name and no probe has found on this ring yet.
 func (n *Node) probeOtherRing(env node.Env) {
 	if !n.joined || n.merging {
 		return
@@ -556,7 +618,8 @@ func (n *Node) probeOtherRing(env node.Env) {
 	known := n.known()
 	var cands []node.Addr
 	for _, a := range append(slices.Clone(n.lost), n.bootstraps...) {
-		if a != n.self.Addr && !slices.Contains(cands, a) && !slices.ContainsFunc(known, func(r wire.D2Ref) bool { return r.Node.Addr == a }) {
+		if a != n.self.Addr && !slices.Contains(cands, a) && !slices.Contains(n.sameRing, a) &&
+			!slices.ContainsFunc(known, func(r wire.D2Ref) bool { return r.Node.Addr == a }) {
 			cands = append(cands, a)
 		}
 	}
@@ -564,19 +627,38 @@ func (n *Node) probeOtherRing(env node.Env) {
 		return
 	}
 	n.merging = true
-	n.lookupFrom(env, cands[env.Rand().IntN(len(cands))], n.pos, func(env node.Env, r Route, err error) {
+	via := cands[env.Rand().IntN(len(cands))]
+	l := &lookupStep{key: n.pos, probe: true, done: func(env node.Env, r Route, err error) {
 		n.merging = false
 		o := r.Owner
-		if err != nil || !n.joined || o.IsZero() || o.Node.Addr == n.self.Addr || o.Pos == n.pos {
+		if err != nil || !n.joined || o.IsZero() {
+			return // via is down or lost its way: asked again next round
+		}
+		if o.Node.Addr == n.self.Addr || o.Pos == n.pos {
+			n.confirmSameRing(via) // the lookup ended here: the same ring
 			return
 		}
 		if len(n.succs) > 0 && !o.Pos.Between(n.pos, n.succs[0].Pos) {
-			return // not nearer than the successor: the same ring, or no gain
+			return // another ring, but not nearer than the successor: asked again
 		}
 		n.succs = dedupe(append([]wire.D2Ref{o}, n.succs...), n.self.Addr, n.cfg.succsLen())
 		n.Stats.RingsJoined++
 		n.notifySucc(env, 0)
-	})
+	}}
+	n.step(env, l, wire.D2Ref{Node: wire.NodeRef{Addr: via}}, false)
+}
+
+// confirmSameRing records that a probe through addr found this node's own
+// ring: addr is no longer looked through until it is lost again.
+func (n *Node) confirmSameRing(addr node.Addr) {
+	n.lost = slices.DeleteFunc(n.lost, func(a node.Addr) bool { return a == addr })
+	if slices.Contains(n.sameRing, addr) {
+		return
+	}
+	if len(n.sameRing) == maxLost {
+		n.sameRing = n.sameRing[1:]
+	}
+	n.sameRing = append(n.sameRing, addr)
 }
 
 // fixLinks rebuilds the long links, one round trip per level: link i is

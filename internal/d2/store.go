@@ -65,6 +65,9 @@ type getResult struct {
 type blockCopy struct {
 	data    []byte
 	version uint64
+	// vouches, in newest's answer: the nodes asked (this one included)
+	// that vouched for the key, found or not (doubt.go).
+	vouches int
 }
 
 // copyDone receives a copy read here or fetched from a holder.
@@ -327,7 +330,7 @@ func (n *Node) handleFetch(env node.Env, in node.MsgIn, m *wire.D2Fetch) {
 		if m.NoData {
 			c.data = nil
 		}
-		rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, Data: c.data, Found: ok, Version: c.version})
+		rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, Data: c.data, Found: ok, Version: c.version, Unsure: !n.vouchesFor(env, m.Key)})
 	})
 }
 
@@ -386,12 +389,17 @@ func (n *Node) fetchFrom(env node.Env, k id.ID, hash []byte, from []wire.NodeRef
 func (n *Node) newest(env node.Env, k id.ID, from []wire.NodeRef, done copyDone) {
 	var best blockCopy
 	found := false
+	vouches := 0
+	if n.vouchesFor(env, k) {
+		vouches++
+	}
 	left := 1
 	take := func(env node.Env, c blockCopy, ok bool) {
 		if ok && (!found || c.version > best.version) {
 			best, found = c, true
 		}
 		if left--; left == 0 {
+			best.vouches = vouches
 			done(env, best, found)
 		}
 	}
@@ -403,11 +411,15 @@ func (n *Node) newest(env node.Env, k id.ID, from []wire.NodeRef, done copyDone)
 		asked[f.Addr] = true
 		left++
 		if !n.call(env, f.Addr, &wire.D2Fetch{Key: k, Local: true}, func(env node.Env, reply wire.Msg, err error) {
-			if b, ok := reply.(*wire.D2Block); err == nil && ok && b.Found {
-				take(env, blockCopy{data: b.Data, version: b.Version}, true)
+			b, ok := reply.(*wire.D2Block)
+			if err != nil || !ok {
+				take(env, blockCopy{}, false)
 				return
 			}
-			take(env, blockCopy{}, false)
+			if !b.Unsure && !b.NotMine {
+				vouches++
+			}
+			take(env, blockCopy{data: b.Data, version: b.Version}, b.Found)
 		}) {
 			left--
 		}
@@ -443,12 +455,13 @@ func (n *Node) handlePointers(env node.Env, m *wire.D2Pointers) {
 }
 
 // keys answers a D2Keys from the index.
-func (n *Node) keys(m *wire.D2Keys) *wire.D2KeyList {
+func (n *Node) keys(env node.Env, m *wire.D2Keys) *wire.D2KeyList {
 	if m.Last {
+		l := &wire.D2KeyList{Unsure: !n.vouches(env, m.Lo, m.Hi)}
 		if k, ok := n.idx.last(m.Lo, m.Hi); ok {
-			return &wire.D2KeyList{Keys: []id.ID{k}}
+			l.Keys = []id.ID{k}
 		}
-		return &wire.D2KeyList{}
+		return l
 	}
 	max := int(min(m.Max, wire.MaxD2Keys))
 	l := &wire.D2KeyList{}

@@ -178,7 +178,12 @@ func (n *Node) addD2(o Options, st node.Storage, r *rand.Rand) error {
 		return fmt.Errorf("deploy: %w", err)
 	}
 	self := wire.NodeRef{ID: n.State.IDs[0], Addr: n.Host.Addr(), Machine: n.State.Machine}
-	if n.D2, err = d2.New(*o.D2, n.Host, self, pos, engine, n.bootstraps(o)); err != nil {
+	cfg := *o.D2
+	cfg.Seed = o.Bootstrap // after a cold start, the node every other joins founds again
+	if cfg.Seed == "" {
+		cfg.Seed = n.Host.Addr() // the first node: the seed
+	}
+	if n.D2, err = d2.New(cfg, n.Host, self, pos, engine, n.bootstraps(o)); err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}
 	return nil

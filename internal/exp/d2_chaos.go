@@ -369,7 +369,12 @@ func (c *d2Chaos) factory(i int) sim.Factory {
 			return nil, err
 		}
 		self := wire.NodeRef{ID: id.Key([]byte(addr)), Addr: addr}
-		d, err := d2.New(c.cfg, h, self, pos, st.D2Engine(), c.bootstraps(i))
+		cfg := c.cfg
+		cfg.Seed = addr // the first node: every other is told to join through it
+		if i > 0 {
+			cfg.Seed = c.hosts[0].Addr
+		}
+		d, err := d2.New(cfg, h, self, pos, st.D2Engine(), c.bootstraps(i))
 		if err != nil {
 			return nil, err
 		}

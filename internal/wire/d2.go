@@ -166,6 +166,10 @@ type D2Block struct {
 	NotMine bool
 	// Version is the found copy's (D2Store.Version); zero when unknown.
 	Version uint64
+	// Unsure says the sender cannot vouch for its answer: the key came
+	// into its replicas through failures, not from its holders, and its
+	// earlier holders may hold a newer copy (internal/d2's doubt.go).
+	Unsure bool
 }
 
 // D2Pointer is a block pointer (§6): Key is held by Holder, Size bytes.
@@ -198,6 +202,9 @@ type D2KeyList struct {
 	// block the sender holds (D2Store.Version; zero for a pointer). Sync
 	// compares them, so that a replace that missed a replica is repaired.
 	Versions []uint64
+	// Unsure says the sender cannot vouch for the arc asked (D2Block's
+	// Unsure).
+	Unsure bool
 }
 
 // D2Put asks a node to store Data under Key on the key's r successors; the
@@ -653,7 +660,8 @@ func (m *D2Block) encode(b []byte) []byte {
 	b = putBytes(b, 2, m.Data)
 	b = putBool(b, 3, m.Found)
 	b = putBool(b, 4, m.NotMine)
-	return putUint(b, 5, m.Version)
+	b = putUint(b, 5, m.Version)
+	return putBool(b, 6, m.Unsure)
 }
 func (m *D2Block) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -667,6 +675,8 @@ func (m *D2Block) decodeField(d *decoder, f field) {
 		m.NotMine = d.bool(f)
 	case 5:
 		m.Version = d.uint(f)
+	case 6:
+		m.Unsure = d.bool(f)
 	}
 }
 func (m *D2Block) clone() Msg {
@@ -737,6 +747,7 @@ func (m *D2Keys) clone() Msg { return new(*m) }
 func (*D2KeyList) Type() Type { return TypeD2KeyList }
 func (m *D2KeyList) encode(b []byte) []byte {
 	b = putBool(putD2Keys(b, 1, m.Keys), 2, m.More)
+	b = putBool(b, 4, m.Unsure)
 	if len(m.Versions) == 0 {
 		return b
 	}
@@ -762,10 +773,12 @@ func (m *D2KeyList) decodeField(d *decoder, f field) {
 		for ; len(v) > 0; v = v[8:] {
 			m.Versions = append(m.Versions, binary.BigEndian.Uint64(v))
 		}
+	case 4:
+		m.Unsure = d.bool(f)
 	}
 }
 func (m *D2KeyList) clone() Msg {
-	return &D2KeyList{Keys: slices.Clone(m.Keys), More: m.More, Versions: slices.Clone(m.Versions)}
+	return &D2KeyList{Keys: slices.Clone(m.Keys), More: m.More, Versions: slices.Clone(m.Versions), Unsure: m.Unsure}
 }
 
 func (*D2Put) Type() Type { return TypeD2Put }

@@ -1,0 +1,93 @@
+package d2_test
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"triad/internal/d2"
+	"triad/internal/fault"
+	"triad/internal/wire"
+)
+
+// TestPartitionOfEveryHolder (issue 43, found by sim d2's chaos
+// experiment): a partition cuts a key's r holders off from the rest of the
+// ring. The rest closes its ring without them, and the key's new holders
+// there have no copy of it, or an old one: before doubt.go they answered
+// from it, so a put "if absent" succeeded beside the real block (two D2-FS
+// writers would both take a lease) and Latest answered nothing or an old
+// record. Now they do not vouch for the key, and both answer unavailable
+// until the holders are back; once the partition heals, the block is read
+// again and the conditional put that follows it succeeds.
+func TestPartitionOfEveryHolder(t *testing.T) {
+	for _, seed := range []uint64{81, 82, 83} {
+		c := newCluster(t, seed, 12, still(), uniform)
+		r := rand.New(rand.NewPCG(seed, 81))
+		k := uniform(r)
+		v1 := []byte("lease v1")
+		if n, err := c.putMode(0, k, v1, wire.D2PutIfAbsent, nil); err != nil || n < 3 {
+			t.Fatalf("seed %d: first put: %d copies, %v", seed, n, err)
+		}
+		holders := c.replicas(k)
+		var cut, rest []int
+		for i, h := range c.hosts {
+			if slices.Contains(holders, h.Addr) {
+				cut = append(cut, i)
+			} else {
+				rest = append(rest, i)
+			}
+		}
+		c.s.Partition(cut, rest)
+		c.s.RunFor(5 * time.Minute) // each side drops the other and closes its ring
+		gw := rest[0]
+		if _, err := c.putMode(gw, k, []byte("a second writer"), wire.D2PutIfAbsent, nil); !errors.Is(err, fault.ErrUnavailable) {
+			t.Errorf("seed %d: a put if absent of a key whose holders are all cut off answered %v, want unavailable", seed, err)
+		}
+		if _, _, found, err := c.latest(gw, k.Bytes()); !errors.Is(err, fault.ErrUnavailable) {
+			t.Errorf("seed %d: Latest of a key whose holders are all cut off answered found=%v, %v; want unavailable", seed, found, err)
+		}
+		c.s.Heal()
+		c.s.RunFor(20 * c.cfg.Stabilize)
+		c.checkRing()
+		if _, data, found, err := c.latest(gw, k.Bytes()); err != nil || !found || !bytes.Equal(data, v1) {
+			t.Errorf("seed %d: Latest after the heal: %q, found=%v, %v; want %q", seed, data, found, err, v1)
+		}
+		if n, err := c.putMode(gw, k, []byte("lease v2"), wire.D2PutIfHash, d2.Sum(v1)); err != nil || n < 2 {
+			t.Errorf("seed %d: the conditional put after the heal: %d copies, %v", seed, n, err)
+		}
+	}
+}
+
+// TestDoubtEnds: a key whose every holder was lost for good (disks gone,
+// not cut off) is doubted for Config.Doubt only; then its new holders
+// answer for it again, and a writer can put it afresh.
+func TestDoubtEnds(t *testing.T) {
+	cfg := still()
+	cfg.Doubt = 10 * time.Minute
+	c := newCluster(t, 84, 12, cfg, uniform)
+	r := rand.New(rand.NewPCG(84, 84))
+	k := uniform(r)
+	if n, err := c.putMode(0, k, []byte("v1"), wire.D2PutIfAbsent, nil); err != nil || n < 3 {
+		t.Fatalf("first put: %d copies, %v", n, err)
+	}
+	holders := c.replicas(k)
+	gw := -1 // a gateway with no route to k cached: host 0 made the put
+	for i, h := range c.hosts {
+		if slices.Contains(holders, h.Addr) {
+			c.s.Crash(h)
+		} else if gw < 0 && i > 0 {
+			gw = i
+		}
+	}
+	c.s.RunFor(3 * time.Minute) // the ring drops them
+	if _, err := c.putMode(gw, k, []byte("v2"), wire.D2PutIfAbsent, nil); !errors.Is(err, fault.ErrUnavailable) {
+		t.Fatalf("a put if absent 3 minutes after every holder crashed: %v, want unavailable", err)
+	}
+	c.s.RunFor(cfg.Doubt) // from the last doubt, taken as the ring repaired
+	if n, err := c.putMode(gw, k, []byte("v2"), wire.D2PutIfAbsent, nil); err != nil || n < 3 {
+		t.Errorf("a put if absent past the doubt time: %d copies, %v", n, err)
+	}
+}
