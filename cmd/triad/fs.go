@@ -147,6 +147,8 @@ func (f fsFlags) explain(err error) error {
 	case errors.As(err, &joining):
 		return fmt.Errorf("%w\n  D2 runs on %s but is still joining the ring: %s; try again shortly, or see that node's log",
 			err, strings.Join(joining.Addrs, ", "), fsJoiningHint)
+	case errors.Is(err, d2client.ErrSettling):
+		return fmt.Errorf("%w\n  the nodes at --addr %s run D2 and answered, but could not serve it yet: a node started or failed moments ago and D2's ring is settling (after a partition or the loss of a key's holders, up to 5 minutes); try again in a few seconds; 'triad fs status VOLUME' shows the holders", err, *f.addrs)
 	case errors.Is(err, d2client.ErrNoNode):
 		first := strings.Split(*f.addrs, ",")[0]
 		return tlsHint(first, *f.tls.tls, fmt.Errorf("%w\n  is a node that runs --d2 listening at --addr %s?", err, *f.addrs))

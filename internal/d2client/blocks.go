@@ -27,6 +27,11 @@ var (
 	ErrRange = errors.New("d2client: Latest serves prefix ranges only")
 	// ErrNoNode: no node of the list answered.
 	ErrNoNode = errors.New("d2client: no node answered")
+	// ErrSettling: every node answered, but none could serve the request
+	// yet (no route, unavailable, busy): D2's ring is settling after a
+	// node started or failed, or a key waits for its holders (d2's
+	// doubt). It wraps ErrNoNode; trying again shortly is the remedy.
+	ErrSettling = errors.New("d2client: the nodes answered but cannot serve it yet (D2's ring is settling)")
 	// ErrJoining: a node runs D2 but D2 there is not on the ring yet (it
 	// answered d2.ErrNotJoined): it is joining through a saved peer that
 	// is on the ring, or, after a cold start, waits to found the ring
@@ -398,13 +403,16 @@ func (e *JoiningError) Unwrap() []error { return []error{ErrJoining, e.Err} }
 // ErrNoNode with each node's failure.
 func (b *Blocks) noNode(last []error) error {
 	var parts, joining []string
-	allNoD2, allMismatch := true, true
+	allNoD2, allMismatch, allSettling := true, true, true
 	for i, err := range last {
 		parts = append(parts, fmt.Sprintf("%s: %v", b.cfg.Addrs[i], err))
 		var we *wire.Error
 		isWire := errors.As(err, &we)
 		if !isWire || !noD2(we) {
 			allNoD2 = false
+		}
+		if !isWire || (we.Code != fault.CodeNoRoute && we.Code != fault.CodeUnavailable && we.Code != fault.CodeBusy) {
+			allSettling = false
 		}
 		if isWire && notJoined(we) {
 			joining = append(joining, b.cfg.Addrs[i])
@@ -419,6 +427,8 @@ func (b *Blocks) noNode(last []error) error {
 		return errMismatch
 	case len(joining) > 0:
 		return &JoiningError{Addrs: joining, Err: all}
+	case allSettling && len(last) > 0:
+		return fmt.Errorf("%w: %w", ErrSettling, all)
 	}
 	return all
 }

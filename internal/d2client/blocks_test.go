@@ -407,8 +407,8 @@ func TestNoD2(t *testing.T) {
 	}
 	busy := startFake(t, func(wire.Msg) (wire.Msg, error) { return nil, fault.ErrUnavailable })
 	b = newBlocks(t, busy.addr())
-	if err := b.Put(context.Background(), testKey("n", 0, 0), nil); !errors.Is(err, ErrNoNode) {
-		t.Fatalf("%v, want ErrNoNode", err)
+	if err := b.Put(context.Background(), testKey("n", 0, 0), nil); !errors.Is(err, ErrNoNode) || !errors.Is(err, ErrSettling) {
+		t.Fatalf("%v, want ErrNoNode and ErrSettling (every node answered unavailable)", err)
 	}
 	if busy.count() != DefaultConfig().Passes {
 		t.Fatalf("%d tries, want %d passes", busy.count(), DefaultConfig().Passes)
