@@ -55,6 +55,13 @@ func (n *Node) resolveFresh(env node.Env, k id.ID, attempt int, done Done) {
 // (a second try could find its own first one and conflict): its error
 // leaves its outcome unknown, to be read back.
 func (n *Node) Put(env node.Env, k id.ID, data []byte, mode wire.D2PutMode, prev []byte, done func(env node.Env, copies int, err error)) {
+	n.putSigned(env, putReq{key: k, data: data, mode: mode, prev: prev}, done)
+}
+
+// putSigned is Put of a client's put, relayed to the owner with its
+// consent p.auth, which the owner checks again.
+func (n *Node) putSigned(env node.Env, p putReq, done func(env node.Env, copies int, err error)) {
+	k, data, mode, prev := p.key, p.data, p.mode, p.prev
 	if err := errors.Join(key(k), checkPut(mode, prev)); err != nil {
 		done(env, 0, err)
 		return
@@ -68,7 +75,6 @@ func (n *Node) Put(env node.Env, k id.ID, data []byte, mode wire.D2PutMode, prev
 		return
 	}
 	n.Stats.Puts++
-	p := putReq{key: k, data: data, mode: mode, prev: prev}
 	n.put(env, p, 0, func(env node.Env, copies int, err error) {
 		n.pending--
 		done(env, copies, err)
@@ -89,7 +95,7 @@ func (n *Node) put(env node.Env, p putReq, attempt int, done putDone) {
 // Primary, with the put's mode, a node-to-node message (the gateway has
 // checked a client's put: auth.go).
 func relayPut(p putReq) wire.Msg {
-	return &wire.D2Store{Key: p.key, Data: p.data, Primary: true, Mode: p.mode, Prev: p.prev}
+	return &wire.D2Store{Key: p.key, Data: p.data, Primary: true, Mode: p.mode, Prev: p.prev, Auth: p.auth}
 }
 
 // putAt sends a put to the owner r names. An owner that answers "not
@@ -306,6 +312,12 @@ func (n *Node) repair(env node.Env, k id.ID, c blockCopy, missed []wire.D2Ref) {
 // Delete removes k from its owner and successors and reports the copies
 // removed.
 func (n *Node) Delete(env node.Env, k id.ID, done func(env node.Env, copies int, err error)) {
+	n.deleteSigned(env, k, wire.D2Auth{}, done)
+}
+
+// deleteSigned is Delete of a client's delete: each holder is shown its
+// consent auth, without which it drops nothing.
+func (n *Node) deleteSigned(env node.Env, k id.ID, auth wire.D2Auth, done func(env node.Env, copies int, err error)) {
 	if err := key(k); err != nil {
 		done(env, 0, err)
 		return
@@ -331,13 +343,13 @@ func (n *Node) Delete(env node.Env, k id.ID, done func(env node.Env, copies int,
 		}
 		for _, h := range holders {
 			if h.Node.Addr == n.self.Addr {
-				if n.deleteHere(env, k) {
+				if n.deleteHere(env, k, auth) {
 					copies++
 				}
 				finish(env)
 				continue
 			}
-			if !n.call(env, h.Node.Addr, &wire.D2Drop{Key: k}, func(env node.Env, reply wire.Msg, err error) {
+			if !n.call(env, h.Node.Addr, &wire.D2Drop{Key: k, Auth: auth}, func(env node.Env, reply wire.Msg, err error) {
 				if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
 					copies++
 				}
@@ -600,7 +612,7 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 	}
 	switch m := in.Env.Msg.(type) {
 	case *wire.D2Put:
-		n.Put(env, m.Key, m.Data, m.Mode, m.Prev, func(env node.Env, copies int, err error) {
+		n.putSigned(env, putReq{key: m.Key, data: m.Data, mode: m.Mode, prev: m.Prev, auth: cloneAuth(m.Auth)}, func(env node.Env, copies int, err error) {
 			switch {
 			case errors.Is(err, ErrConflict):
 				rpc.Respond(env, in, n.self, &wire.D2Stored{Conflict: true})
@@ -619,7 +631,7 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 			rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, Data: data, Found: true})
 		})
 	case *wire.D2Delete:
-		n.Delete(env, m.Key, func(env node.Env, copies int, err error) {
+		n.deleteSigned(env, m.Key, cloneAuth(m.Auth), func(env node.Env, copies int, err error) {
 			if err != nil {
 				fail(env, err)
 				return

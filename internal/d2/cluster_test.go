@@ -32,7 +32,25 @@ type cluster struct {
 
 // newCluster boots n hosts one after another, at the positions place
 // gives, each joining through the first, and lets the ring settle.
+//
+// The tests write through the hosts' own API, unsigned, so the owners do
+// not check the relayed puts' consent (Config.CheckPeers), unless a test
+// sets checkPeers first (newCheckedCluster).
 func newCluster(t *testing.T, seed uint64, n int, cfg d2.Config, place func(r *rand.Rand) id.ID) *cluster {
+	t.Helper()
+	cfg.CheckPeers = false
+	return bootCluster(t, seed, n, cfg, place)
+}
+
+// newCheckedCluster is newCluster with the owners checking every relayed
+// write's consent, as real nodes do.
+func newCheckedCluster(t *testing.T, seed uint64, n int, cfg d2.Config, place func(r *rand.Rand) id.ID) *cluster {
+	t.Helper()
+	cfg.CheckPeers = true
+	return bootCluster(t, seed, n, cfg, place)
+}
+
+func bootCluster(t *testing.T, seed uint64, n int, cfg d2.Config, place func(r *rand.Rand) id.ID) *cluster {
 	t.Helper()
 	c := &cluster{t: t, s: sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(n, seed)), cfg: cfg,
 		nodes: map[string]*d2.Node{}, engines: map[string]store.Engine{}, pos: map[string]id.ID{}}

@@ -76,6 +76,12 @@ type Config struct {
 	// (ring.go); a seed down for seedWait surveys, or none named, leaves
 	// it to the lowest address.
 	Seed node.Addr
+	// CheckPeers makes a node check the volume writer's consent on the
+	// writes other nodes relay, not only on a client's (auth.go): a put
+	// decided at this owner, a dropped copy (on in DefaultConfig). Off
+	// only where writers use the host's own API, unsigned (the
+	// simulator's experiments).
+	CheckPeers bool
 	// Doubt is how long a node does not vouch for keys that came into its
 	// replica range through failures rather than from their holders (5
 	// minutes): while no holder of a key vouches for it, Latest and
@@ -94,7 +100,7 @@ func DefaultConfig() Config {
 		Stabilize: 30 * time.Second, FixLinks: 30 * time.Second, Sync: 5 * time.Minute,
 		MaxBlocks: 1_000_000, MaxPending: 4096, MaxHops: 64, Retention: 365 * 24 * time.Hour,
 		MaxFetchesPerSync: 512, Tombstone: time.Hour, MaxTombstones: 1 << 18,
-		Doubt: 5 * time.Minute,
+		Doubt: 5 * time.Minute, CheckPeers: true,
 	}
 }
 

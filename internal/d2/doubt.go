@@ -2,6 +2,7 @@ package d2
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"triad/internal/id"
@@ -43,9 +44,13 @@ type doubt struct {
 	until  time.Time
 }
 
-// maxDoubts bounds the arcs a node keeps; past it, the oldest two merge
-// into one arc that covers both.
-const maxDoubts = 16
+// maxDoubts bounds the arcs a node keeps. An arc already doubted is
+// doubted again, not added (the same neighbours fail again and again);
+// past the bound the two arcs whose cover is smallest merge into it: one
+// arc over both, which may doubt keys between them. Merging the oldest
+// two instead let 10 minutes of real churn (a kill every 3-6 s on 8
+// nodes) grow arcs over every node's own range, and no holder vouched.
+const maxDoubts = 64
 
 // rangeFrom is the low end of the node's replica range as far as it
 // knows: its r-th predecessor's position, its own (the whole ring) while
@@ -120,15 +125,56 @@ func (n *Node) addDoubt(env node.Env, lo, hi id.ID) {
 		return
 	}
 	now := env.Now()
+	until := now.Add(n.cfg.Doubt)
 	n.doubts = dropExpired(n.doubts, now)
-	if len(n.doubts) == maxDoubts {
-		h := hull(n.doubts[0], n.doubts[1])
-		h.until = n.doubts[1].until
-		n.doubts = append(n.doubts[:1:1], n.doubts[2:]...)
-		n.doubts[0] = h
-	}
-	n.doubts = append(n.doubts, doubt{lo: lo, hi: hi, until: now.Add(n.cfg.Doubt)})
 	n.Stats.Doubts++
+	for i, d := range n.doubts {
+		if arcWithin(lo, hi, d.lo, d.hi) {
+			n.doubts[i].until = until
+			return
+		}
+	}
+	n.doubts = slices.DeleteFunc(n.doubts, func(d doubt) bool { return arcWithin(d.lo, d.hi, lo, hi) })
+	n.doubts = append(n.doubts, doubt{lo: lo, hi: hi, until: until})
+	if len(n.doubts) > maxDoubts {
+		n.doubts = mergeClosest(n.doubts)
+	}
+}
+
+// arcWithin reports whether the arc (a, b] lies within (c, d]; c == d is
+// the whole ring.
+func arcWithin(a, b, c, d id.ID) bool {
+	if c == d {
+		return true
+	}
+	if a == b {
+		return false // the whole ring, in less than it
+	}
+	span := c.Distance(d)
+	da, db := c.Distance(a), c.Distance(b)
+	return da.Cmp(db) < 0 && db.Cmp(span) <= 0
+}
+
+// mergeClosest replaces the two arcs of l, neighbours around the ring,
+// whose hull is shortest by that hull, kept until the later of their ends.
+func mergeClosest(l []doubt) []doubt {
+	slices.SortFunc(l, func(a, b doubt) int { return a.lo.Cmp(b.lo) })
+	bi, bj := 0, 1
+	var best id.ID
+	for i := range l {
+		j := (i + 1) % len(l)
+		h := hull(l[i], l[j])
+		if w := h.lo.Distance(h.hi); h.lo != h.hi && (best.IsZero() || w.Cmp(best) < 0) {
+			best, bi, bj = w, i, j
+		}
+	}
+	h := hull(l[bi], l[bj])
+	h.until = l[bi].until
+	if l[bj].until.After(h.until) {
+		h.until = l[bj].until
+	}
+	l[bi] = h
+	return slices.Delete(l, bj, bj+1)
 }
 
 // dropExpired removes the doubts that ended by now.
@@ -142,14 +188,24 @@ func dropExpired(l []doubt, now time.Time) []doubt {
 	return out
 }
 
-// hull is an arc that covers a and b: from a's low end to b's high end,
-// or the other way round, whichever is shorter.
+// hull is the shortest arc that covers a and b: one of them if it holds
+// the other, else from one's low end to the other's high end, whichever
+// way round is shorter and covers both; the whole ring if none does.
 func hull(a, b doubt) doubt {
-	ab, ba := a.lo.Distance(b.hi), b.lo.Distance(a.hi)
-	if ab.Cmp(ba) <= 0 {
-		return doubt{lo: a.lo, hi: b.hi}
+	var best doubt
+	var width id.ID
+	for _, c := range []doubt{{lo: a.lo, hi: a.hi}, {lo: b.lo, hi: b.hi}, {lo: a.lo, hi: b.hi}, {lo: b.lo, hi: a.hi}} {
+		if c.lo == c.hi || !arcWithin(a.lo, a.hi, c.lo, c.hi) || !arcWithin(b.lo, b.hi, c.lo, c.hi) {
+			continue
+		}
+		if w := c.lo.Distance(c.hi); width.IsZero() || w.Cmp(width) < 0 {
+			best, width = c, w
+		}
 	}
-	return doubt{lo: b.lo, hi: a.hi}
+	if width.IsZero() {
+		return doubt{lo: a.lo, hi: a.lo} // the whole ring
+	}
+	return best
 }
 
 // vouches reports whether the node vouches for its answers about the arc

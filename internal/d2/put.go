@@ -78,6 +78,9 @@ type putReq struct {
 	data []byte
 	mode wire.D2PutMode
 	prev []byte // the SHA-256 IfHash expects
+	// auth is a client's consent, relayed to the owner with the put
+	// (D2Store.Auth); zero for the host's own puts.
+	auth wire.D2Auth
 }
 
 // putDone receives a put's outcome: the copies stored.

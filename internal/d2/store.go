@@ -267,14 +267,23 @@ func (n *Node) dropLocal(env node.Env, k id.ID) bool {
 // node, the key's owner, to decide (ownerPut).
 func (n *Node) handleStore(env node.Env, in node.MsgIn, m *wire.D2Store) {
 	if m.Primary {
-		n.answerPut(env, in, putReq{key: m.Key, data: m.Data, mode: m.Mode, prev: m.Prev})
+		if err := n.checkRelayedPut(env, m); err != nil {
+			rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
+			return
+		}
+		n.answerPut(env, in, putReq{key: m.Key, data: m.Data, mode: m.Mode, prev: m.Prev, auth: m.Auth})
 		return
 	}
 	if m.Version > n.stamp(env, 0)+uint64(versionSkew) {
 		rpc.RespondError(env, in, n.self, fault.CodeBadRequest, "d2: a version past this node's clock")
 		return
 	}
-	n.writeLocal(env, m.Key, m.Data, m.Replace, m.Version, func(env node.Env, err error) {
+	replace, err := n.checkReplica(env, m)
+	if err != nil {
+		rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
+		return
+	}
+	n.writeLocal(env, m.Key, m.Data, replace, m.Version, func(env node.Env, err error) {
 		switch {
 		case errors.Is(err, store.ErrConflict):
 			rpc.Respond(env, in, n.self, &wire.D2Stored{Conflict: true})
@@ -433,8 +442,12 @@ func (n *Node) newest(env node.Env, k id.ID, from []wire.NodeRef, done copyDone)
 
 // handleDrop deletes a replica, and remembers the delete (tombs.go).
 func (n *Node) handleDrop(env node.Env, in node.MsgIn, m *wire.D2Drop) {
+	if err := n.checkDrop(env, m); err != nil {
+		rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
+		return
+	}
 	var c uint32
-	if n.deleteHere(env, m.Key) {
+	if n.deleteHere(env, m.Key, m.Auth) {
 		c = 1
 	}
 	rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: c})

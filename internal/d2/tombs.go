@@ -39,18 +39,26 @@ type tomb struct {
 
 // tombs are the keys deleted here recently: a map for lookups and a list
 // in the order of deletion for forgetting (entries whose key was deleted
-// again or put since are skipped there).
+// again or put since are skipped there). The map keeps each delete's
+// signed consent, which a replica that missed the delete is shown
+// (dropDeleted): it drops nothing on a node's word alone.
 type tombs struct {
 	at    map[id.ID]time.Time
+	auth  map[id.ID]wire.D2Auth
 	order []tomb
 }
 
 // add remembers k as deleted at now, forgetting the oldest past max.
-func (t *tombs) add(k id.ID, now time.Time, max int) {
+func (t *tombs) add(k id.ID, now time.Time, auth wire.D2Auth, max int) {
 	if t.at == nil {
-		t.at = map[id.ID]time.Time{}
+		t.at, t.auth = map[id.ID]time.Time{}, map[id.ID]wire.D2Auth{}
 	}
 	t.at[k] = now
+	if auth.IsZero() {
+		delete(t.auth, k)
+	} else {
+		t.auth[k] = cloneAuth(auth)
+	}
 	t.order = append(t.order, tomb{k, now})
 	for len(t.at) > max {
 		t.pop()
@@ -67,6 +75,7 @@ func (t *tombs) pop() {
 	t.order = t.order[1:]
 	if at, ok := t.at[e.key]; ok && at.Equal(e.at) {
 		delete(t.at, e.key)
+		delete(t.auth, e.key)
 	}
 }
 
@@ -88,7 +97,7 @@ func (t *tombs) has(k id.ID, now time.Time, ttl time.Duration) bool {
 }
 
 // clear forgets k's delete: it was put again.
-func (t *tombs) clear(k id.ID) { delete(t.at, k) }
+func (t *tombs) clear(k id.ID) { delete(t.at, k); delete(t.auth, k) }
 
 // prune forgets the deletes older than ttl.
 func (t *tombs) prune(now time.Time, ttl time.Duration) {
@@ -109,17 +118,17 @@ func (n *Node) deleted(env node.Env, k id.ID) bool {
 }
 
 // deleteHere deletes k as a client's delete asks: the copy goes and the
-// delete is remembered.
-func (n *Node) deleteHere(env node.Env, k id.ID) bool {
+// delete is remembered, with its consent auth.
+func (n *Node) deleteHere(env node.Env, k id.ID, auth wire.D2Auth) bool {
 	if n.cfg.Tombstone > 0 {
-		n.tombs.add(k, env.Now(), n.cfg.MaxTombstones)
+		n.tombs.add(k, env.Now(), auth, n.cfg.MaxTombstones)
 	}
 	return n.dropLocal(env, k)
 }
 
 // dropDeleted tells t, a replica that listed k, that k was deleted here.
 func (n *Node) dropDeleted(env node.Env, t wire.D2Ref, k id.ID) {
-	n.call(env, t.Node.Addr, &wire.D2Drop{Key: k}, func(env node.Env, reply wire.Msg, err error) {
+	n.call(env, t.Node.Addr, &wire.D2Drop{Key: k, Auth: n.tombs.auth[k]}, func(env node.Env, reply wire.Msg, err error) {
 		if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
 			n.Stats.DeletesRepeated++
 		}

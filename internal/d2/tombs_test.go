@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/wire"
 )
 
 // TestTombsBounded: the deleted keys remembered are at most max, the
@@ -20,7 +21,7 @@ func TestTombsBounded(t *testing.T) {
 	keys := make([]id.ID, 12)
 	for i := range keys {
 		keys[i] = id.Random(r, KeyBytes)
-		ts.add(keys[i], t0.Add(time.Duration(i)*time.Minute), max)
+		ts.add(keys[i], t0.Add(time.Duration(i)*time.Minute), wire.D2Auth{Sig: []byte{byte(i)}}, max)
 	}
 	now := t0.Add(20 * time.Minute)
 	for i, k := range keys {
@@ -36,9 +37,12 @@ func TestTombsBounded(t *testing.T) {
 	if len(ts.at) != 5 || ts.has(keys[5], now, ttl) || !ts.has(keys[6], now, ttl) {
 		t.Errorf("after the prune: %d remembered", len(ts.at))
 	}
+	if len(ts.auth) != len(ts.at) || ts.auth[keys[6]].Sig[0] != 6 {
+		t.Errorf("after the prune: %d consents kept for %d deletes", len(ts.auth), len(ts.at))
+	}
 	for i := 0; i < 1000; i++ {
 		k := keys[i%3]
-		ts.add(k, now, max)
+		ts.add(k, now, wire.D2Auth{}, max)
 		ts.clear(k)
 	}
 	if len(ts.order) > 2*max+16 || len(ts.at) > max {

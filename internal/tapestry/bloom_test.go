@@ -16,7 +16,7 @@ import (
 // rebuilds they cause.
 func TestBloomFalsePositives(t *testing.T) {
 	r := rand.New(rand.NewPCG(29, 1))
-	p := newPointers(1_000_000, true)
+	p := newPointers(1_000_000, 1<<30, true)
 	server := wire.NodeRef{ID: id.Random(r, id.Bytes), Addr: "h1"}
 	expires := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	var held []id.ID
@@ -90,7 +90,7 @@ func TestBloomFalsePositives(t *testing.T) {
 // level alone; a path pointer replaces an extra one.
 func TestExtraPointerKeepsThePathPointer(t *testing.T) {
 	r := rand.New(rand.NewPCG(29, 2))
-	p := newPointers(100, true)
+	p := newPointers(100, 1<<30, true)
 	key := id.Random(r, id.Bytes)
 	server := wire.NodeRef{ID: id.Random(r, id.Bytes), Addr: "h1"}
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)

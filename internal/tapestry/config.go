@@ -26,9 +26,15 @@ type Config struct {
 	// Repair is how often a node asks a neighbour of each level for its
 	// entries of that level, to fill holes (60 s).
 	Repair time.Duration
-	// MaxPointers bounds the pointers a node holds (1,000,000); past it
-	// the soonest to expire are dropped, and counted.
+	// MaxPointers bounds the pointers a node holds (200,000, about 220 MB
+	// at the table's cost per pointer); past it the soonest to expire are
+	// dropped, and counted.
 	MaxPointers int
+	// MaxPointersPerServer bounds the pointers a node holds that name one
+	// server (20,000): one publisher, or one forged name, fills no more
+	// of the table (issue 44). Past it, new ones naming that server are
+	// refused and not sent on.
+	MaxPointersPerServer int
 	// ExtraBackups, ExtraNearest and ExtraHops are the optimization of
 	// §V-B3 (k, l, m): on the first m hops of a publish path, pointers
 	// also go to k backups of the next hop and the l nearest neighbours
@@ -63,7 +69,7 @@ type Config struct {
 // pointers.
 func DefaultConfig() Config {
 	return Config{DigitBits: 4, Links: 3, NearestK: 16, Republish: 10 * time.Minute, Beacon: 20 * time.Second, Repair: time.Minute,
-		MaxPointers: 1_000_000, PublishRate: 20_000, RouteTimeout: 10 * time.Second, MaxFanout: 256,
+		MaxPointers: 200_000, MaxPointersPerServer: 20_000, PublishRate: 20_000, RouteTimeout: 10 * time.Second, MaxFanout: 256,
 		ConfirmTimeout: 5 * time.Second}
 }
 
@@ -82,7 +88,7 @@ func (c Config) Validate() error {
 		return errors.New("tapestry: k must be at least 1")
 	case c.Republish <= 0 || c.Beacon <= 0 || c.Repair <= 0 || c.RouteTimeout <= 0 || c.ConfirmTimeout <= 0:
 		return errors.New("tapestry: republish, beacon, repair, route and confirm timeouts must be positive")
-	case c.MaxPointers < 1 || c.MaxFanout < 1 || c.PublishRate <= 0:
+	case c.MaxPointers < 1 || c.MaxPointersPerServer < 1 || c.MaxFanout < 1 || c.PublishRate <= 0:
 		return errors.New("tapestry: pointer bound, fan-out and publish rate must be positive")
 	case c.ExtraBackups < 0 || c.ExtraBackups > 2 || c.ExtraNearest < 0 || c.ExtraNearest > 16 || c.ExtraHops < 0 || c.ExtraHops > 40:
 		return errors.New("tapestry: extra pointers (k, l, m) want 0 <= k <= 2, 0 <= l <= 16, 0 <= m <= 40")

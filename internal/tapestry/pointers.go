@@ -18,6 +18,7 @@ type pointer struct {
 	rtt     time.Duration // from this node to the server, to sort by
 	level   uint32        // digits the publish path had resolved here
 	next    string        // where this node forwarded it; "" at the root or for an extra pointer
+	from    string        // the peer it came from; "" when this node made it (its own publish, a repath)
 	root    bool          // this node is the key's root for it
 	extra   bool          // an extra pointer of §V-B3: kept here, never forwarded
 }
@@ -28,7 +29,11 @@ type pointers struct {
 	byKey map[id.ID][]pointer
 	count int
 	max   int
-	bloom *bloom // nil when off
+	// perServer counts the pointers naming each server, at most
+	// maxPerServer.
+	perServer    map[string]int
+	maxPerServer int
+	bloom        *bloom // nil when off
 
 	Evicted, Expired uint64
 	// Bloom counters: lookups the filter answered "absent", and lookups it
@@ -36,8 +41,8 @@ type pointers struct {
 	BloomNegative, BloomFalsePositive, BloomLookups uint64
 }
 
-func newPointers(max int, useBloom bool) pointers {
-	p := pointers{byKey: map[id.ID][]pointer{}, max: max}
+func newPointers(max, maxPerServer int, useBloom bool) pointers {
+	p := pointers{byKey: map[id.ID][]pointer{}, max: max, perServer: map[string]int{}, maxPerServer: maxPerServer}
 	if useBloom {
 		p.bloom = newBloom(1024)
 	}
@@ -73,7 +78,7 @@ func (p *pointers) put(key id.ID, ptr pointer) bool {
 		case !ptr.extra:
 			// Sent on again along a changed path (its TTL rounded down):
 			// the expiry stays, but where it goes from here is the new one.
-			l[i].root, l[i].next, l[i].level = ptr.root, ptr.next, ptr.level
+			l[i].root, l[i].next, l[i].level, l[i].from = ptr.root, ptr.next, ptr.level, ptr.from
 		}
 		sortPointers(l)
 		return false
@@ -81,7 +86,9 @@ func (p *pointers) put(key id.ID, ptr pointer) bool {
 	if p.count >= p.max {
 		p.evict()
 	}
+	l = p.byKey[key] // evict may have dropped some of key's
 	l = append(l, ptr)
+	p.perServer[ptr.server.Addr]++
 	sortPointers(l)
 	p.byKey[key] = l
 	p.count++
@@ -103,6 +110,25 @@ func sortPointers(l []pointer) {
 	})
 }
 
+// admits reports whether a pointer naming server may be added for key:
+// it is held already, or the server names fewer than maxPerServer here.
+func (p *pointers) admits(key id.ID, server string) bool {
+	return p.perServer[server] < p.maxPerServer ||
+		slices.ContainsFunc(p.byKey[key], func(x pointer) bool { return x.server.Addr == server })
+}
+
+// mayRemove reports whether a removal of (key, server) sent by from is
+// taken: from this node itself, from the server, or from the peer that
+// gave the pointer (the server's publish path); a pointer not held is
+// sent on by nobody here, so the answer is no.
+func (p *pointers) mayRemove(key id.ID, server, from string) bool {
+	if from == "" || from == server {
+		return true
+	}
+	i := slices.IndexFunc(p.byKey[key], func(x pointer) bool { return x.server.Addr == server })
+	return i >= 0 && p.byKey[key][i].from == from
+}
+
 // remove drops the pointer of (key, server) and returns it.
 func (p *pointers) remove(key id.ID, server string) (pointer, bool) {
 	l := p.byKey[key]
@@ -116,6 +142,11 @@ func (p *pointers) remove(key id.ID, server string) (pointer, bool) {
 }
 
 func (p *pointers) drop(key id.ID, i int) {
+	if s := p.byKey[key][i].server.Addr; p.perServer[s] > 1 {
+		p.perServer[s]--
+	} else {
+		delete(p.perServer, s)
+	}
 	l := slices.Delete(p.byKey[key], i, i+1)
 	if len(l) == 0 {
 		delete(p.byKey, key)

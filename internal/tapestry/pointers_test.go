@@ -103,6 +103,7 @@ func counter(n *tapestry.Node, name string) uint64 {
 func TestPointerBoundDropsSoonestExpiring(t *testing.T) {
 	cfg := tapestry.DefaultConfig()
 	cfg.MaxPointers = 100
+	cfg.Republish = 2 * time.Hour // pointers live up to 4 hours here: the lifetimes below stand
 	m := newMesh(t, 5, 8, cfg)
 	target, peer := tap(m.hosts[3]), tap(m.hosts[6]).Self()
 	if target.PointersHeld() != 0 {

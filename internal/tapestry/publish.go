@@ -18,7 +18,7 @@ func (n *Node) Publish(env node.Env, key id.ID, app uint32, expires time.Time) {
 	n.published[key] = object{app: app, expires: expires}
 	n.changed(env)
 	if n.joined {
-		n.handlePointers(env, []wire.TapPointer{n.pointerOf(key, app, false)})
+		n.handlePointers(env, "", []wire.TapPointer{n.pointerOf(key, app, false)})
 	}
 }
 
@@ -31,7 +31,7 @@ func (n *Node) Unpublish(env node.Env, key id.ID) {
 	}
 	delete(n.published, key)
 	n.changed(env)
-	n.handlePointers(env, []wire.TapPointer{n.pointerOf(key, o.app, true)})
+	n.handlePointers(env, "", []wire.TapPointer{n.pointerOf(key, o.app, true)})
 }
 
 // Published is the number of objects this node serves.
@@ -102,22 +102,29 @@ func (b *batches) add(to wire.NodeRef, p wire.TapPointer) {
 
 // handlePointers stores a batch of pointers (or removes them) here and
 // sends each on towards its root, one batch per next hop (Fig. 4).
-func (n *Node) handlePointers(env node.Env, list []wire.TapPointer) {
+func (n *Node) handlePointers(env node.Env, from string, list []wire.TapPointer) {
 	var out batches
 	now := env.Now()
 	for _, p := range list {
 		if p.Remove {
+			if !n.ptrs.mayRemove(p.Key, p.Server.Addr, from) {
+				n.Stats.RemovesRefused++
+				continue // not sent on either: this hop's path does not carry it
+			}
 			n.ptrs.remove(p.Key, p.Server.Addr)
+		} else if !n.ptrs.admits(p.Key, p.Server.Addr) {
+			n.Stats.PointersRefused++
+			continue
 		}
 		if p.Extra {
 			if !p.Remove {
-				n.ptrs.put(p.Key, pointer{server: p.Server, app: p.App, expires: now.Add(ttlOf(p)), rtt: n.rttTo(p.Server), level: p.Level, extra: true})
+				n.ptrs.put(p.Key, pointer{server: p.Server, app: p.App, expires: now.Add(n.ttlOf(p)), rtt: n.rttTo(p.Server), level: p.Level, extra: true, from: from})
 			}
 			continue
 		}
 		next, level, root := n.table.nextHop(int(p.Level), p.Key, false, nil)
 		if !p.Remove {
-			ptr := pointer{server: p.Server, app: p.App, expires: now.Add(ttlOf(p)), rtt: n.rttTo(p.Server), level: p.Level, root: root}
+			ptr := pointer{server: p.Server, app: p.App, expires: now.Add(n.ttlOf(p)), rtt: n.rttTo(p.Server), level: p.Level, root: root, from: from}
 			if !root {
 				ptr.next = next.Addr
 			}
@@ -184,8 +191,12 @@ func (n *Node) extraPointers(out *batches, p wire.TapPointer, next wire.NodeRef,
 	}
 }
 
-func ttlOf(p wire.TapPointer) time.Duration {
-	return time.Duration(min(p.TTLMillis, wire.MaxTapTTLMillis)) * time.Millisecond
+// ttlOf is how long a pointer received lives here: as long as it asks, but
+// no longer than this node's own pointers live unrepublished
+// (Config.PointerTTL): a publisher that wants it longer republishes, and
+// a 30-day pointer no one renews pins the table (issue 44).
+func (n *Node) ttlOf(p wire.TapPointer) time.Duration {
+	return min(time.Duration(min(p.TTLMillis, wire.MaxTapTTLMillis))*time.Millisecond, n.cfg.PointerTTL())
 }
 
 // Pointer batches go out through a window: a server that publishes
@@ -296,7 +307,7 @@ func (n *Node) republishAll(env node.Env) {
 		list = append(list, n.pointerOf(k, n.published[k].app, false))
 	}
 	n.Stats.Republished += uint64(len(list))
-	n.handlePointers(env, list)
+	n.handlePointers(env, "", list)
 }
 
 // sortedObjects are the keys served here, in order.
@@ -334,7 +345,7 @@ func (n *Node) handOverRoots(env node.Env) {
 	if len(moved) > 0 {
 		n.rootsChanged(env)
 		n.Stats.RootHandovers += uint64(len(moved))
-		n.handlePointers(env, moved)
+		n.handlePointers(env, "", moved)
 	}
 }
 
@@ -366,6 +377,6 @@ func (n *Node) repathPointers(env node.Env, addr string) {
 	}
 	if len(again) > 0 {
 		n.Stats.PathRepublished += uint64(len(again))
-		n.handlePointers(env, again)
+		n.handlePointers(env, "", again)
 	}
 }

@@ -90,6 +90,11 @@ type Stats struct {
 	Suspected         uint64 // links that missed a timeout and were probed
 	FalseSuspects     uint64 // of those, links that answered the probe
 	PointersDropped   uint64 // pointers not sent on: the outbox was full
+	// PointersRefused are new pointers refused because their server
+	// already names MaxPointersPerServer here; RemovesRefused are
+	// unpublishes from a peer that neither is the pointer's server nor
+	// gave it (issue 44).
+	PointersRefused, RemovesRefused uint64
 }
 
 // object is one object this node publishes.
@@ -191,7 +196,7 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, bootstraps []node.Addr, ob
 		self:       self,
 		table:      newTable(self.ID, cfg.Links, cfg.DigitBits),
 		back:       map[string]backpointer{},
-		ptrs:       newPointers(cfg.MaxPointers, !cfg.NoBloom),
+		ptrs:       newPointers(cfg.MaxPointers, cfg.MaxPointersPerServer, !cfg.NoBloom),
 		published:  map[id.ID]object{},
 		apps:       map[uint32]App{},
 		routes:     map[uint64]*origin{},
@@ -377,7 +382,7 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 			return
 		}
 		rpc.Respond(env, in, n.self, &wire.Ack{})
-		n.handlePointers(env, m.Pointers)
+		n.handlePointers(env, from.Addr, m.Pointers)
 	case *wire.TapMulticast:
 		n.receiveMulticast(env, in, m)
 	case *wire.TapNearby:

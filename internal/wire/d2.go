@@ -131,6 +131,10 @@ type D2Store struct {
 	// Zero: the receiver stamps the block itself (a block never
 	// replaced).
 	Version uint64
+	// Auth, with Primary, is the client's D2Put's consent: the owner
+	// checks it again (a node certificate does not stand for the volume's
+	// writer), and refuses the decision without it.
+	Auth D2Auth
 }
 
 // D2Stored answers a store or a delete: the copies stored (or removed),
@@ -300,7 +304,12 @@ type D2Listing struct {
 
 // D2Drop asks the receiver, a replica of Key, to delete its copy; the
 // reply is a D2Stored.
-type D2Drop struct{ Key id.ID }
+type D2Drop struct {
+	Key id.ID
+	// Auth is the volume writer's signed delete of Key (the client's
+	// D2Delete's): a holder drops a copy only with it.
+	Auth D2Auth
+}
 
 // D2Invite tells a node that the sender, which sampled it, carries more
 // than t times its load: the receiver checks for itself and may move to
@@ -534,7 +543,8 @@ func (m *D2Store) encode(b []byte) []byte {
 	b = putBool(b, 4, m.Replace)
 	b = putUint(b, 5, uint64(m.Mode))
 	b = putBytes(b, 6, m.Prev)
-	return putUint(b, 7, m.Version)
+	b = putUint(b, 7, m.Version)
+	return putD2Auth(b, 8, m.Auth)
 }
 func (m *D2Store) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -552,11 +562,13 @@ func (m *D2Store) decodeField(d *decoder, f field) {
 		m.Prev = d.boundedData(f, MaxD2Hash, "a hash")
 	case 7:
 		m.Version = d.uint(f)
+	case 8:
+		m.Auth = d.d2Auth(f)
 	}
 }
 func (m *D2Store) clone() Msg {
 	c := *m
-	c.Data, c.Prev = bytes.Clone(m.Data), bytes.Clone(m.Prev)
+	c.Data, c.Prev, c.Auth = bytes.Clone(m.Data), bytes.Clone(m.Prev), m.Auth.clone()
 	return &c
 }
 
@@ -883,13 +895,20 @@ func (m *D2Listing) decodeField(d *decoder, f field) {
 func (m *D2Listing) clone() Msg { return &D2Listing{Keys: slices.Clone(m.Keys), Next: m.Next} }
 
 func (*D2Drop) Type() Type               { return TypeD2Drop }
-func (m *D2Drop) encode(b []byte) []byte { return putID(b, 1, m.Key) }
+func (m *D2Drop) encode(b []byte) []byte { return putD2Auth(putID(b, 1, m.Key), 2, m.Auth) }
 func (m *D2Drop) decodeField(d *decoder, f field) {
-	if f.num == 1 {
+	switch f.num {
+	case 1:
 		m.Key = d.id(f)
+	case 2:
+		m.Auth = d.d2Auth(f)
 	}
 }
-func (m *D2Drop) clone() Msg { return new(*m) }
+func (m *D2Drop) clone() Msg {
+	c := *m
+	c.Auth = m.Auth.clone()
+	return &c
+}
 
 func (*D2Invite) Type() Type                  { return TypeD2Invite }
 func (*D2Invite) encode(b []byte) []byte      { return b }

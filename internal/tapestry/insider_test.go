@@ -1,0 +1,116 @@
+package tapestry_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"triad/internal/id"
+	"triad/internal/node"
+	"triad/internal/sim"
+	"triad/internal/tapestry"
+	"triad/internal/wire"
+)
+
+// sendPointers sends a TapPointers from one host to another, as a node of
+// the mesh may, and runs until it is answered.
+func (m *mesh) sendPointers(from, to *sim.Host, ps []wire.TapPointer) {
+	m.t.Helper()
+	answered := false
+	m.s.Do(from, func(env node.Env) {
+		tap(from).Host().Call(env, to.Addr, tap(from).Self(), tap(to).Self().ID, &wire.TapPointers{Pointers: ps}, 0,
+			func(node.Env, wire.Msg, error) { answered = true })
+	})
+	m.s.RunFor(2 * time.Second)
+	if !answered {
+		m.t.Fatalf("%s never answered the pointers", to.Addr)
+	}
+}
+
+// TestUnpublishIsTheServers (issue 44, row 6): a node of the mesh sends
+// every holder of another server's pointer a removal of it. A removal is
+// taken only from the server or from the peer the pointer came from (its
+// publish path), so each holder keeps the pointer and locates still find
+// the server (before, they said "not found" until the next republish).
+// The server's own unpublish still removes it everywhere.
+func TestUnpublishIsTheServers(t *testing.T) {
+	m := newMesh(t, 21, 16, tapestry.DefaultConfig())
+	server := m.hosts[3]
+	keys := m.publish(server, 5)
+	m.s.RunFor(10 * time.Second)
+	var insider *sim.Host
+	for _, h := range m.hosts {
+		if h != server && !slices.Contains(m.holders(keys[0]), h.Addr) {
+			insider = h
+			break
+		}
+	}
+	for _, k := range keys {
+		for _, a := range m.holders(k) {
+			if a == server.Addr {
+				continue
+			}
+			to := m.hosts[slices.IndexFunc(m.hosts, func(h *sim.Host) bool { return h.Addr == a })]
+			m.sendPointers(insider, to, []wire.TapPointer{{Key: k, App: tapestry.AppDOLR, Server: tap(server).Self(), Remove: true}})
+		}
+	}
+	refused := uint64(0)
+	for _, h := range m.up() {
+		refused += tap(h).Stats.RemovesRefused
+	}
+	if refused == 0 {
+		t.Error("no removal was refused")
+	}
+	for _, l := range m.locate(keys, m.up()) {
+		if l.o.Err != nil || l.o.Status != wire.TapDelivered || l.o.Node.Addr != server.Addr {
+			t.Errorf("locate of %s from %s after the forged removals: %+v", l.key.Short(), l.from, l.o)
+		}
+	}
+	m.s.Do(server, func(env node.Env) { tap(server).Unpublish(env, keys[0]) })
+	m.s.RunFor(10 * time.Second)
+	if h := m.holders(keys[0]); len(h) > 0 {
+		t.Errorf("after the server's unpublish, %v still hold its pointer", h)
+	}
+}
+
+// TestPointerFloodIsBounded (issue 44, row 8): a node of the mesh sends
+// another pointers naming one server, with 30-day lifetimes, past the
+// per-server bound: the node holds MaxPointersPerServer of them, each
+// for no longer than its own pointers live unrepublished.
+func TestPointerFloodIsBounded(t *testing.T) {
+	cfg := tapestry.DefaultConfig()
+	cfg.MaxPointersPerServer = 50
+	m := newMesh(t, 22, 8, cfg)
+	from, to := m.hosts[2], m.hosts[5]
+	r := m.s.Rand()
+	const month = 30 * 24 * 3600 * 1000
+	var keys []id.ID
+	for range 3 {
+		var ps []wire.TapPointer
+		for range 40 {
+			k := id.Random(r, id.Bytes)
+			keys = append(keys, k)
+			ps = append(ps, wire.TapPointer{Key: k, App: tapestry.AppDOLR, Server: tap(from).Self(), TTLMillis: month})
+		}
+		m.sendPointers(from, to, ps)
+	}
+	held := 0
+	for _, k := range keys {
+		if servers, _ := tap(to).Pointers(k); len(servers) > 0 {
+			held++
+		}
+	}
+	if held > cfg.MaxPointersPerServer {
+		t.Errorf("%d pointers naming one server held, want at most %d", held, cfg.MaxPointersPerServer)
+	}
+	if tap(to).Stats.PointersRefused == 0 {
+		t.Error("no pointer refused")
+	}
+	wait := cfg.PointerTTL() + cfg.PointerTTL()/4 + time.Minute // the expiry timer runs every quarter TTL
+	m.s.RunFor(wait)
+	for _, k := range keys {
+		if servers, _ := tap(to).Pointers(k); len(servers) > 0 {
+			t.Fatalf("a 30-day pointer is still held %v after it was sent, past the node's pointer TTL %v", wait, cfg.PointerTTL())
+		}
+	}
+}
