@@ -227,6 +227,24 @@ func (n *Node) vouches(env node.Env, lo, hi id.ID) bool {
 	return true
 }
 
+// ownerVouched takes an owner's copy of a conditional put it decided with
+// a majority of its holders vouching: this node is among those holders,
+// on the owner's side of any partition, so it stops doubting the range
+// it took over from that owner (the arc a doubt ends at its position).
+// Without it, two failures among a key's holders within the doubt time
+// left one vouching holder of three, and a D2-FS mount could renew its
+// lease nowhere until the doubt ran out (TestFS: a node killed, and a
+// minute later the mount's own).
+func (n *Node) ownerVouched(from string) {
+	for _, p := range n.preds {
+		if string(p.Node.Addr) != from {
+			continue
+		}
+		n.doubts = slices.DeleteFunc(n.doubts, func(d doubt) bool { return d.hi == p.Pos })
+		return
+	}
+}
+
 // quorum is the vouches a Latest or a conditional put needs among a key's
 // holders: a majority of them (the ring may have fewer than r nodes).
 func quorum(holders int) int { return holders/2 + 1 }

@@ -290,6 +290,9 @@ func (n *Node) handleStore(env node.Env, in node.MsgIn, m *wire.D2Store) {
 		case err != nil:
 			rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
 		default:
+			if m.Vouched {
+				n.ownerVouched(in.Env.From.Addr)
+			}
 			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: 1})
 		}
 	})
@@ -303,7 +306,9 @@ func (n *Node) replicaTargets() []wire.D2Ref {
 // replicate stores a block the owner decided to store on the r-1
 // successors, in place of what they hold (a stale copy, or the record of
 // a delete: the owner's word wins), and counts the copies.
-func (n *Node) replicate(env node.Env, k id.ID, data []byte, version uint64, done func(env node.Env, copies int)) {
+// vouched says the owner decided it with a majority of the holders
+// vouching (a conditional put): the replicas learn so (doubt.go).
+func (n *Node) replicate(env node.Env, k id.ID, data []byte, version uint64, vouched bool, done func(env node.Env, copies int)) {
 	targets := n.replicaTargets()
 	if len(targets) == 0 {
 		done(env, 0)
@@ -311,7 +316,7 @@ func (n *Node) replicate(env node.Env, k id.ID, data []byte, version uint64, don
 	}
 	left, copies := len(targets), 0
 	for _, t := range targets {
-		ok := n.call(env, t.Node.Addr, &wire.D2Store{Key: k, Data: data, Replace: true, Version: version}, func(env node.Env, reply wire.Msg, err error) {
+		ok := n.call(env, t.Node.Addr, &wire.D2Store{Key: k, Data: data, Replace: true, Version: version, Vouched: vouched}, func(env node.Env, reply wire.Msg, err error) {
 			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
 				copies++
 			}

@@ -62,7 +62,7 @@ type Config struct {
 	// 8 MiB.
 	MaxQueuedBytes int
 	// MaxQueuedBytesTotal bounds the same across all connections.
-	// Default 128 MiB.
+	// Default 64 MiB.
 	MaxQueuedBytesTotal int
 	// IdleTimeout closes a connection with no traffic for this long.
 	// Default 2m.
@@ -91,7 +91,10 @@ type Config struct {
 	// body arrives, not when its length does; a reader waits for room
 	// before it grows a frame's buffer. Frames over 64 KiB may not take
 	// the last eighth, which small ones keep. At least MaxFrameBytes.
-	// Default 256 MiB.
+	// Default 64 MiB: with MaxQueuedBytesTotal's 64, a node holds at most
+	// 128 MiB of frames whoever sends them, its own machine included
+	// (issue 44: 80 connections from 127.0.0.1, each all but the last
+	// byte of a 4 MiB frame, took a node from 26 to 951 MB at 256).
 	MaxInflightBytes int
 	// MaxStrangerBytes bounds the part of MaxInflightBytes that frames
 	// from connections not yet known (see Driver) may hold, together:
@@ -149,7 +152,7 @@ func (c *Config) fill() error {
 		c.MaxConnsPerAddr = 64
 	}
 	if c.MaxInflightBytes <= 0 {
-		c.MaxInflightBytes = 256 << 20
+		c.MaxInflightBytes = 64 << 20
 	}
 	if c.MaxInflightBytes < c.MaxFrameBytes {
 		return fmt.Errorf("tcp: in-flight bound %d bytes is below the largest frame, %d", c.MaxInflightBytes, c.MaxFrameBytes)
@@ -164,7 +167,7 @@ func (c *Config) fill() error {
 		c.MaxQueuedBytes = max(8<<20, c.MaxFrameBytes+4)
 	}
 	if c.MaxQueuedBytesTotal <= 0 {
-		c.MaxQueuedBytesTotal = max(128<<20, c.MaxQueuedBytes)
+		c.MaxQueuedBytesTotal = max(64<<20, c.MaxQueuedBytes)
 	}
 	if c.MaxQueuedBytes < c.MaxFrameBytes+4 || c.MaxQueuedBytesTotal < c.MaxQueuedBytes {
 		return fmt.Errorf("tcp: queue bounds %d bytes per connection, %d in total, below the largest frame (%d) or each other", c.MaxQueuedBytes, c.MaxQueuedBytesTotal, c.MaxFrameBytes+4)

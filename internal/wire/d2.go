@@ -135,6 +135,11 @@ type D2Store struct {
 	// checks it again (a node certificate does not stand for the volume's
 	// writer), and refuses the decision without it.
 	Auth D2Auth
+	// Vouched marks an owner's copy of a conditional put it decided with
+	// a majority of the key's holders vouching (internal/d2's doubt.go):
+	// a replica that doubted the owner's range learns it is among the
+	// holders the owner answers with.
+	Vouched bool
 }
 
 // D2Stored answers a store or a delete: the copies stored (or removed),
@@ -544,7 +549,8 @@ func (m *D2Store) encode(b []byte) []byte {
 	b = putUint(b, 5, uint64(m.Mode))
 	b = putBytes(b, 6, m.Prev)
 	b = putUint(b, 7, m.Version)
-	return putD2Auth(b, 8, m.Auth)
+	b = putD2Auth(b, 8, m.Auth)
+	return putBool(b, 9, m.Vouched)
 }
 func (m *D2Store) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -564,6 +570,8 @@ func (m *D2Store) decodeField(d *decoder, f field) {
 		m.Version = d.uint(f)
 	case 8:
 		m.Auth = d.d2Auth(f)
+	case 9:
+		m.Vouched = d.bool(f)
 	}
 }
 func (m *D2Store) clone() Msg {
