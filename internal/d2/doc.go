@@ -55,8 +55,20 @@
 // exception: its records are put if absent, unsigned, and never replaced
 // or deleted. The gateway relays puts to the owner as D2Store, a
 // node-to-node message, so no client reaches the owner's decision
-// unchecked. A captured signed request can only be replayed on its key,
-// with its bytes, until it expires (MaxGrantAhead at most).
+// unchecked, and the owner checks the consent it relays again, as every
+// holder checks a drop's (Config.CheckPeers, issue 44): a node
+// certificate does not stand for a writer. A captured signed request can
+// only be replayed on its key, with its bytes, until it expires
+// (MaxGrantAhead at most).
+//
+// Consistency under failures (issue 43, not in the paper). Replaced
+// blocks carry a version, and the owner decides a conditional put against
+// the newest copy among its holders (store.go). A node does not vouch for
+// keys that came into its replica range through failures rather than from
+// their holders, for Config.Doubt; a conditional put or a Latest needs a
+// majority of the key's holders to vouch, else it answers unavailable
+// rather than risk a stale copy (doubt.go). After every node stops, the
+// deployment's seed founds the ring again (ring.go's cold start).
 //
 // Lookup cache (§5). A gateway keeps the lookups it made: key range to
 // owner and successors, for 1.25 hours. A request in a cached range skips
