@@ -16,9 +16,7 @@ import (
 	"time"
 
 	"triad/internal/nntp"
-	"triad/internal/node"
 	"triad/internal/proc"
-	"triad/internal/ring"
 )
 
 // consecutiveFreePorts finds n consecutive ports on 127.0.0.1 that are free
@@ -195,33 +193,6 @@ func TestUpQuickStart(t *testing.T) {
 	}
 	if !bytes.Equal(get(), data) {
 		t.Fatal("triad get returned other bytes than were put")
-	}
-	// Its nodes sit at IDs derived from their addresses, as a
-	// deployment's do (issue 44): the certificates' vnode check is on.
-	for i := range 3 {
-		addr := fmt.Sprintf("127.0.0.1:%d", port+i)
-		var ringOut bytes.Buffer
-		if err := runRing([]string{"--addr", addr, "--tls", operator}, &ringOut, io.Discard); err != nil {
-			t.Fatalf("triad ring --addr %s: %v", addr, err)
-		}
-		vnodes := 0
-		for _, line := range strings.Split(ringOut.String(), "\n") {
-			var vid, at string
-			if _, err := fmt.Sscanf(line, "vnode %s at %s", &vid, &at); err != nil {
-				continue
-			}
-			vnodes++
-			derived := false
-			for j := range 16 {
-				derived = derived || ring.VnodeID(node.Addr(addr), j).String() == vid
-			}
-			if !derived {
-				t.Errorf("node %s runs vnode %s, not one derived from its address", addr, vid)
-			}
-		}
-		if vnodes == 0 {
-			t.Errorf("triad ring --addr %s listed no vnode:\n%s", addr, ringOut.String())
-		}
 	}
 
 	c := postArticle(t, fmt.Sprintf("127.0.0.1:%d", newsPort),

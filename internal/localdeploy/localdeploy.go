@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"triad/internal/config"
+	"triad/internal/id"
 	"triad/internal/newsd"
 	"triad/internal/noded"
 	"triad/internal/pki"
@@ -151,16 +152,14 @@ func (d *Deployment) startNodes(context.Context) error {
 		if i > 0 {
 			o.Join = d.Nodes[0].Addr
 		}
-		// IDs derived from the address, as a deployment's (issue 44): the
-		// certificate's vnode check is on, and a node takes its vnodes
-		// among upPositions derived positions, those that even out the
-		// nodes' shares (ring.Place), rather than anywhere it likes.
-		o.DeriveIDs, o.Positions = true, max(upPositions, d.o.Vnodes)
+		// Evenly spaced IDs, not derived ones: the nodes of one operator on
+		// one machine, where balance matters more than placement checks.
+		o.IDs, o.DeriveIDs = spacedIDs(i, total, d.o.Vnodes), false
 		// D2 too, so that triad fs volumes can be tried on the local ring.
 		o.D2 = true
 		if d.ca != nil {
 			var err error
-			if o.Bundle, err = d.ca.bundle(pki.Identity{Name: fmt.Sprintf("node%d-%s", i, o.Listen), Site: "node", Addr: o.Listen, Vnodes: o.Positions}); err != nil {
+			if o.Bundle, err = d.ca.bundle(pki.Identity{Name: fmt.Sprintf("node%d-%s", i, o.Listen), Site: "node", Addr: o.Listen, Vnodes: d.o.Vnodes}); err != nil {
 				return err
 			}
 		}
@@ -327,10 +326,17 @@ func (d *Deployment) Close() error {
 	return errors.Join(errs...)
 }
 
-// upPositions is how many derived positions each of triad up's nodes may
-// choose its vnodes among (its certificate's vnode count): enough choice
-// for a few nodes on one machine to share the ring evenly.
-const upPositions = 16
+// spacedIDs are the ring positions of node i of n with v vnodes each: the
+// n*v positions spaced evenly, the nodes taking turns around the ring, so
+// that with k replicas each node holds k/n of what is stored (random
+// positions on so few nodes leave one holding all of it, another little).
+func spacedIDs(i, n, v int) []id.ID {
+	var ids []id.ID
+	for j := range v {
+		ids = append(ids, id.Spaced(j*n+i, n*v))
+	}
+	return ids
+}
 
 // SiteName is the Path name of triad up's site i.
 func SiteName(i int) string { return fmt.Sprintf("site%d", i+1) }
