@@ -58,11 +58,11 @@ const maxDoubts = 64
 // list being refilled after a failure): then it knows only that the range
 // reaches past the farthest it knows, which is given.
 func (n *Node) rangeFrom() (lo id.ID, ok bool) {
-	switch {
-	case len(n.preds) == 0:
+	if lo, ok := n.replicaLo(); ok {
+		return lo, true
+	}
+	if len(n.preds) == 0 {
 		return n.pos, true
-	case len(n.preds) >= n.cfg.Replicas:
-		return n.preds[n.cfg.Replicas-1].Pos, true
 	}
 	return n.preds[len(n.preds)-1].Pos, false
 }
@@ -267,15 +267,10 @@ func (n *Node) inHeld(lo, hi id.ID) bool {
 		// its keys and answer beside it.
 		from = n.pos
 	}
-	if from == n.pos {
-		return true
-	}
-	if lo == hi {
+	if lo == hi && from != n.pos {
 		return hi.In(from, n.pos)
 	}
-	span := from.Distance(n.pos)
-	dl, dh := from.Distance(lo), from.Distance(hi)
-	return dl.Cmp(dh) < 0 && dh.Cmp(span) <= 0
+	return arcWithin(lo, hi, from, n.pos)
 }
 
 // arcsMeet reports whether the arcs (a, b] and (c, d] share a key; a
