@@ -3,6 +3,7 @@ package d2_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"triad/internal/d2"
 	"triad/internal/fault"
+	"triad/internal/rpc"
 	"triad/internal/wire"
 )
 
@@ -89,5 +91,60 @@ func TestDoubtEnds(t *testing.T) {
 	c.s.RunFor(cfg.Doubt) // from the last doubt, taken as the ring repaired
 	if n, err := c.putMode(gw, k, []byte("v2"), wire.D2PutIfAbsent, nil); err != nil || n < 3 {
 		t.Errorf("a put if absent past the doubt time: %d copies, %v", n, err)
+	}
+}
+
+// TestTwoHolderFailuresKeepLeaseWritable (TestFS's case on the
+// simulator): the owner of a lease key fails, the writer renews the lease
+// through the new owner, and a minute later a second of the key's
+// original holders fails. The holder that took the first one's place
+// doubted the key, until the new owner's vouched renewal reached it; so
+// two of the three holders still vouch and the renewals go on. Before,
+// its doubt ended only at the new owner's own position, the dead owner's
+// range stayed doubted, and the writer met "unavailable" for minutes.
+func TestTwoHolderFailuresKeepLeaseWritable(t *testing.T) {
+	for _, seed := range []uint64{91, 92, 93} {
+		c := newCluster(t, seed, 10, still(), uniform)
+		r := rand.New(rand.NewPCG(seed, 91))
+		k := uniform(r)
+		v := []byte("lease 0")
+		if n, err := c.putMode(0, k, v, wire.D2PutIfAbsent, nil); err != nil || n < 3 {
+			t.Fatalf("seed %d: first put: %d copies, %v", seed, n, err)
+		}
+		holders := c.hostsOf(c.replicas(k))
+		gw := -1
+		for i := range c.hosts {
+			if !slices.Contains(holders, i) {
+				gw = i
+				break
+			}
+		}
+		renew := func(i int) error {
+			next := []byte(fmt.Sprintf("lease %d", i))
+			_, err := c.putMode(gw, k, next, wire.D2PutIfHash, d2.Sum(v))
+			if errors.Is(err, rpc.ErrTimeout) {
+				// The gateway's cached owner died: a conditional put is not
+				// sent again by the node (d2client tries the next node); the
+				// dead owner stored nothing, so this one may.
+				_, err = c.putMode(gw, k, next, wire.D2PutIfHash, d2.Sum(v))
+			}
+			if err == nil {
+				v = next
+			}
+			return err
+		}
+		c.s.Crash(c.hosts[holders[0]]) // the owner
+		c.s.RunFor(time.Minute)
+		for i := 1; i <= 3; i++ {
+			if err := renew(i); err != nil {
+				t.Fatalf("seed %d: renewal %d after the owner failed: %v", seed, i, err)
+			}
+			c.s.RunFor(10 * time.Second)
+		}
+		c.s.Crash(c.hosts[holders[1]])
+		c.s.RunFor(time.Minute)
+		if err := renew(4); err != nil {
+			t.Errorf("seed %d: renewal after a second holder failed: %v", seed, err)
+		}
 	}
 }
