@@ -137,11 +137,10 @@ func cloneAuth(a wire.D2Auth) wire.D2Auth {
 // replica that missed the delete (tombs.go): a signature of a delete is
 // taken up to Config.Tombstone after it expired, since a replica down
 // during the delete is told later. Registry records are never dropped and
-// never replaced by other bytes, whoever asks. Not covered yet: a copy
-// pushed by sync or repair (a store that is not the owner's decision)
-// carries no signature, so an insider can still push bytes for a key a
-// holder lacks, or replace one by a newer version; readers refuse such
-// bytes against their pointer (D2-FS hashes every block it reads).
+// never replaced by other bytes, whoever asks. Every other copy a node
+// takes from another (a replica's store, a sync's push or pull, a
+// pointer's fetch, a get's repair) carries the writer's consent it was
+// put with, and is checked against it (proof.go).
 
 // checkRelayedPut checks the consent of a put a gateway relayed to this
 // owner (D2Store Primary).
@@ -176,22 +175,6 @@ func (n *Node) checkDrop(env node.Env, m *wire.D2Drop) error {
 		n.Stats.Unauthorized++
 	}
 	return err
-}
-
-// checkReplica checks a copy another node stores here that is not an
-// owner's decision of a client's put: a registry record must verify, and
-// never replaces other bytes (first claim wins); replace reports whether
-// the copy may replace what is held.
-func (n *Node) checkReplica(env node.Env, m *wire.D2Store) (replace bool, err error) {
-	kk, err := d2key.FromID(m.Key)
-	if err != nil || kk.Volume() != d2key.Registry() {
-		return m.Replace, nil
-	}
-	if err := authorize(d2key.OpIfAbsent, m.Key, m.Data, nil, wire.D2Auth{}, env.Now()); err != nil {
-		n.Stats.Unauthorized++
-		return false, err
-	}
-	return false, nil
 }
 
 // putOp is the grant op of a put mode, false for an unknown mode.

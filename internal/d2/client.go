@@ -294,14 +294,14 @@ func (n *Node) getFrom(env node.Env, k id.ID, hash []byte, holders, missed []wir
 func (n *Node) repair(env node.Env, k id.ID, c blockCopy, missed []wire.D2Ref) {
 	for _, h := range missed {
 		if h.Node.Addr == n.self.Addr {
-			n.writeLocal(env, k, c.data, false, c.version, func(env node.Env, err error) {
+			n.keepCopy(env, k, c, false, func(env node.Env, err error) {
 				if err == nil {
 					n.Stats.Repaired++
 				}
 			})
 			continue
 		}
-		n.call(env, h.Node.Addr, &wire.D2Store{Key: k, Data: c.data, Version: c.version}, func(env node.Env, reply wire.Msg, err error) {
+		n.call(env, h.Node.Addr, copyMsg(k, c, false), func(env node.Env, reply wire.Msg, err error) {
 			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
 				n.Stats.Repaired++
 			}

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/d2"
 	"triad/internal/d2/key"
 	"triad/internal/fault"
+	"triad/internal/id"
 	"triad/internal/wire"
 )
 
@@ -106,4 +108,95 @@ func (c *cluster) hostsOf(addrs []string) []int {
 		}
 	}
 	return out
+}
+
+// TestCopiesCarryTheirProof (issue 44, row 3): every copy a node takes
+// from another carries the writer's signed consent it was put with. A
+// replica down while a superblock-like key was replaced twice catches up
+// by sync, and nodes that join take their keys' blocks by pointer
+// fetches and pushes, all checked, with nothing refused. An insider's
+// copies are refused at every holder: other bytes unsigned, other bytes
+// with the block's real proof, and the writer's own earlier version of
+// the replaced key at a version its grant allows (a replay to roll it
+// back); the holders keep the writer's newest bytes.
+func TestCopiesCarryTheirProof(t *testing.T) {
+	c := newCheckedCluster(t, 43, 10, still(), skewed)
+	r := rand.New(rand.NewPCG(43, 43))
+	w := newWriter(r)
+	soon := func() time.Time { return c.now().Add(5 * time.Minute) }
+	put := func(k id.ID, data []byte, mode wire.D2PutMode, prev []byte) {
+		t.Helper()
+		op := map[wire.D2PutMode]key.Op{wire.D2PutIfAbsent: key.OpIfAbsent, wire.D2PutIfHash: key.OpIfHash}[mode]
+		m := &wire.D2Put{Key: k, Data: data, Mode: mode, Prev: prev, Auth: w.auth(op, k, data, prev, soon())}
+		gw := c.gateways(k, 2)
+		reply, err := c.send(gw[0], gw[1], m)
+		if s, ok := reply.(*wire.D2Stored); err != nil || !ok || s.Copies < 2 {
+			t.Fatalf("the writer's put of %s: %v, %v", k.Short(), reply, err)
+		}
+	}
+	blocks := make([]block, 12)
+	for i := range blocks {
+		blocks[i] = randomBlock(r, w.in(skewed(r)))
+		put(blocks[i].key, blocks[i].data, wire.D2PutIfAbsent, nil)
+	}
+
+	// The superblock: v1, then v2 and v3 while its last replica is down.
+	sb := w.in(skewed(r))
+	v1, v2, v3 := []byte("superblock v1"), []byte("superblock v2"), []byte("superblock v3")
+	put(sb, v1, wire.D2PutIfAbsent, nil)
+	v1Auth := w.auth(key.OpIfAbsent, sb, v1, nil, soon())
+	holders := c.hostsOf(c.replicas(sb))
+	down := c.hosts[holders[2]]
+	c.s.Crash(down)
+	c.s.RunFor(2 * time.Minute) // v1's grant expires more than GrantSkew before v2's
+	put(sb, v2, wire.D2PutIfHash, d2.Sum(v1))
+	v2Auth := w.auth(key.OpIfHash, sb, v2, d2.Sum(v1), soon())
+	put(sb, v3, wire.D2PutIfHash, d2.Sum(v2))
+	if err := c.s.Restart(down); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		c.add(skewed(r))
+	}
+	c.s.RunFor(10 * time.Minute)
+	c.checkCopies(sb, v3)
+	for _, b := range blocks {
+		c.checkCopies(b.key, b.data)
+	}
+	for a, n := range c.nodes {
+		if n.Stats.Unauthorized != 0 {
+			t.Errorf("%s refused %d honest copies", a, n.Stats.Unauthorized)
+		}
+	}
+
+	insider := c.gateways(sb, 1)[0]
+	b := blocks[0]
+	evil := []byte("an insider's bytes")
+	version := uint64(c.now().Add(d2.DefaultConfig().Retention).UnixNano())
+	within := func(a wire.D2Auth) uint64 { return a.Expires + uint64(d2.DefaultConfig().Retention+d2.GrantSkew) }
+	refused := func(what string, to int, m wire.Msg) {
+		t.Helper()
+		reply, err := c.send(insider, to, m)
+		if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
+			t.Errorf("%s to %s: stored", what, c.hosts[to].Addr)
+		}
+	}
+	for _, h := range c.hostsOf(c.replicas(b.key)) {
+		refused("other bytes, unsigned", h, &wire.D2Store{Key: b.key, Data: evil, Replace: true, Version: version})
+		refused("other bytes with the block's proof", h, &wire.D2Store{Key: b.key, Data: evil, Replace: true, Version: version,
+			Mode: wire.D2PutIfAbsent, Auth: w.auth(key.OpIfAbsent, b.key, b.data, nil, soon())})
+	}
+	for _, h := range c.hostsOf(c.replicas(sb)) {
+		// At the greatest version each grant allows, past v3's: v2 is
+		// the predecessor v3's proof names, v1's grant is older than v3's.
+		refused("the superblock's v2 again", h, &wire.D2Store{Key: sb, Data: v2, Replace: true, Version: within(v2Auth),
+			Mode: wire.D2PutIfHash, Prev: d2.Sum(v1), Auth: v2Auth})
+		refused("the superblock's v1 again", h, &wire.D2Store{Key: sb, Data: v1, Replace: true, Version: within(v1Auth),
+			Mode: wire.D2PutIfAbsent, Auth: v1Auth})
+		refused("v2 at a version past its grant", h, &wire.D2Store{Key: sb, Data: v2, Replace: true, Version: within(v2Auth) + uint64(time.Hour),
+			Mode: wire.D2PutIfHash, Prev: d2.Sum(v1), Auth: v2Auth})
+	}
+	c.s.RunFor(5 * time.Minute)
+	c.checkCopies(b.key, b.data)
+	c.checkCopies(sb, v3)
 }

@@ -153,6 +153,12 @@ type keyPut struct {
 	localErr error
 }
 
+// copy is the block kp stores: the put's bytes at its version, with the
+// writer's consent (proof.go).
+func (kp *keyPut) copy() blockCopy {
+	return blockCopy{data: kp.p.data, version: kp.version, proof: kp.p.proof()}
+}
+
 // expect panics unless kp is n's state of its key, in phase ph: each
 // step's answer comes once, in the phase that asked for it.
 func (n *Node) expect(kp *keyPut, ph keyPhase) {
@@ -355,9 +361,9 @@ func (n *Node) storePut(env node.Env, kp *keyPut, replace bool, known uint64) {
 	kp.left, kp.localErr = 0, nil
 	if replace {
 		kp.left = 2
-		n.replicate(env, kp.key, kp.p.data, kp.version, kp.p.conditional(), func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
+		n.replicate(env, kp.key, kp.copy(), kp.p.conditional(), func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
 	}
-	n.writeLocal(env, kp.key, kp.p.data, replace, kp.version, func(env node.Env, err error) { n.putStored(env, kp, err) })
+	n.writeLocal(env, kp.key, kp.copy(), replace, false, func(env node.Env, err error) { n.putStored(env, kp, err) })
 }
 
 // putStored takes the engine's answer: for a replace, one of the two the
@@ -378,7 +384,7 @@ func (n *Node) putStored(env node.Env, kp *keyPut, err error) {
 		return
 	}
 	kp.phase, kp.copies = keyReplicating, 1
-	n.replicate(env, kp.key, kp.p.data, kp.version, kp.p.conditional(), func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
+	n.replicate(env, kp.key, kp.copy(), kp.p.conditional(), func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
 }
 
 // putReplicated counts the successors' copies: for a replace, one of the

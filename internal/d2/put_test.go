@@ -66,7 +66,7 @@ func (c *cluster) checkCopies(k id.ID, want []byte) {
 	c.t.Helper()
 	for _, a := range c.replicas(k) {
 		got, _, err := c.engines[a].Get(k)
-		if err != nil || !bytes.Equal(got, want) {
+		if got = d2.BlockOf(got); err != nil || !bytes.Equal(got, want) {
 			c.t.Errorf("%s holds %d bytes of %s (%v), want %d", a, len(got), k.Short(), err, len(want))
 		}
 	}

@@ -43,10 +43,10 @@ func TestGetRepairsALostCopy(t *testing.T) {
 		t.Fatalf("get: %d bytes, %v", len(data), err)
 	}
 	c.s.RunFor(time.Second)
-	if got, _, err := owner.Get(b.key); err != nil || !bytes.Equal(got, b.data) {
+	if got, _, err := owner.Get(b.key); err != nil || !bytes.Equal(d2.BlockOf(got), b.data) {
 		t.Errorf("the owner after the get: %d bytes, %v; want the block back", len(got), err)
 	}
-	if got, _, err := second.Get(b.key); err != nil || !bytes.Equal(got, other) {
+	if got, _, err := second.Get(b.key); err != nil || !bytes.Equal(d2.BlockOf(got), other) {
 		t.Errorf("the replica with other bytes after the get: %q, %v; want them kept", got, err)
 	}
 	if n := c.node(c.hosts[gw]).Stats.Repaired; n != 1 {

@@ -50,14 +50,20 @@ type engineWork struct {
 	// replace: a put deletes what the key holds first (the engine's Put
 	// never replaces); otherwise other bytes under the key are a conflict.
 	replace bool
-	done    func(env node.Env, res any, err error)
+	// proof is kept with the bytes put (proof.go); guard refuses a
+	// replace of a held copy it does not supersede (a copy another node
+	// gave, not this owner's decision).
+	proof wire.D2Proof
+	guard bool
+	done  func(env node.Env, res any, err error)
 }
 
-// getResult is a read block, its content hash and its version.
+// getResult is a read block, its content hash, its version and its proof.
 type getResult struct {
 	data    []byte
 	sum     [hashBytes]byte
 	version uint64
+	proof   wire.D2Proof
 }
 
 // blockCopy is a copy of a block as some holder keeps it: its bytes and
@@ -65,6 +71,7 @@ type getResult struct {
 type blockCopy struct {
 	data    []byte
 	version uint64
+	proof   wire.D2Proof // the writer's consent (proof.go)
 	// vouches, in newest's answer: the nodes asked (this one included)
 	// that vouched for the key, found or not (doubt.go).
 	vouches int
@@ -109,11 +116,12 @@ func (w *engineWork) Run(node.Storage) (any, error) {
 	case opPut:
 		return nil, w.put()
 	case opGet:
-		data, meta, err := w.e.Get(w.key)
+		rec, meta, err := w.e.Get(w.key)
 		if err != nil {
 			return nil, err
 		}
-		return getResult{data: data, sum: sha256.Sum256(data), version: uint64(meta.Expiry.UnixNano())}, nil
+		proof, data := decodeStored(rec)
+		return getResult{data: data, sum: sha256.Sum256(data), version: uint64(meta.Expiry.UnixNano()), proof: proof}, nil
 	case opDelete:
 		return nil, w.e.Delete(w.key)
 	case opScan:
@@ -124,19 +132,34 @@ func (w *engineWork) Run(node.Storage) (any, error) {
 	panic(fmt.Sprintf("d2: engine op %d", w.op))
 }
 
-// put stores the block; a replace deletes the key's other bytes first. A
-// reader between the two finds nothing, never bytes of neither version.
+// put stores the block with its proof; a replace deletes the key's other
+// bytes first. A reader between the two finds nothing, never bytes of
+// neither version. The same bytes held with another proof are the same
+// block: kept as held.
 func (w *engineWork) put() error {
 	opt := store.PutOptions{Opaque: true}
-	err := w.e.Put(w.key, w.data, w.expiry, opt)
-	if !w.replace || !errors.Is(err, store.ErrConflict) {
+	rec := encodeStored(w.proof, w.data)
+	err := w.e.Put(w.key, rec, w.expiry, opt)
+	if !errors.Is(err, store.ErrConflict) {
 		return err
 	}
 	for range 2 { // a second time if another put slipped in between
+		if held, _, gerr := w.e.Get(w.key); gerr == nil {
+			heldProof, heldData := decodeStored(held)
+			switch {
+			case bytes.Equal(heldData, w.data):
+				// The same block: its record as held, to the later expiry.
+				return w.e.Put(w.key, held, w.expiry, opt)
+			case !w.replace:
+				return err
+			case w.guard && !supersedes(w.proof, sha256.Sum256(w.data), heldProof, sha256.Sum256(heldData)):
+				return errStale
+			}
+		}
 		if err := w.e.Delete(w.key); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		if err = w.e.Put(w.key, w.data, w.expiry, opt); !errors.Is(err, store.ErrConflict) {
+		if err = w.e.Put(w.key, rec, w.expiry, opt); !errors.Is(err, store.ErrConflict) {
 			return err
 		}
 	}
@@ -188,11 +211,27 @@ func (n *Node) loadIndex(env node.Env) {
 // made before its last replace, which the replace's version outranks.
 var errStale = fmt.Errorf("d2: %w: an older version than the copy held", store.ErrConflict)
 
-// writeLocal stores a block in this node's engine and index, at version
-// (zero: a fresh one): in place of what the key holds if replace and the
-// version is not older than the held copy's, else only if it holds
-// nothing or the same bytes (store.ErrConflict otherwise).
-func (n *Node) writeLocal(env node.Env, k id.ID, data []byte, replace bool, version uint64, done func(env node.Env, err error)) {
+// keepCopy stores a copy of block k another node gave this one (a
+// replica's store, a push, a pull, a pointer's fetch, a get's repair),
+// once its proof verifies (proof.go): writeLocal's rules, and a replace
+// only of a held copy it supersedes.
+func (n *Node) keepCopy(env node.Env, k id.ID, c blockCopy, replace bool, done func(env node.Env, err error)) {
+	replace, err := n.checkCopy(env, k, c, replace)
+	if err != nil {
+		done(env, err)
+		return
+	}
+	n.writeLocal(env, k, c, replace, n.cfg.CheckPeers, done)
+}
+
+// writeLocal stores a block, with its proof, in this node's engine and
+// index, at c's version (zero: a fresh one): in place of what the key
+// holds if replace and the version is not older than the held copy's
+// (and, with guard, the held copy's proof does not outrank c's), else
+// only if it holds nothing or the same bytes (store.ErrConflict
+// otherwise).
+func (n *Node) writeLocal(env node.Env, k id.ID, c blockCopy, replace, guard bool, done func(env node.Env, err error)) {
+	data, version := c.data, c.version
 	if !replace && n.deleted(env, k) {
 		done(env, errDeleted) // a pushed copy of a deleted key
 		return
@@ -211,7 +250,7 @@ func (n *Node) writeLocal(env node.Env, k id.ID, data []byte, replace bool, vers
 	}
 	data = bytes.Clone(data)
 	expiry := n.expiryOf(env, version)
-	n.offload(env, &engineWork{op: opPut, key: k, data: data, expiry: expiry, replace: replace, done: func(env node.Env, _ any, err error) {
+	n.offload(env, &engineWork{op: opPut, key: k, data: data, expiry: expiry, replace: replace, proof: c.proof, guard: guard, done: func(env node.Env, _ any, err error) {
 		if err == nil {
 			v := uint64(expiry.UnixNano())
 			if cur, ok := n.idx.get(k); ok && !cur.pointer() && !replace && cur.version > v {
@@ -243,7 +282,7 @@ func (n *Node) readLocal(env node.Env, k id.ID, hash []byte, done copyDone) {
 			n.Stats.Mismatches++
 			done(env, blockCopy{}, false)
 		default:
-			done(env, blockCopy{data: r.data, version: r.version}, true)
+			done(env, blockCopy{data: r.data, version: r.version, proof: r.proof}, true)
 		}
 	}})
 }
@@ -278,12 +317,7 @@ func (n *Node) handleStore(env node.Env, in node.MsgIn, m *wire.D2Store) {
 		rpc.RespondError(env, in, n.self, fault.CodeBadRequest, "d2: a version past this node's clock")
 		return
 	}
-	replace, err := n.checkReplica(env, m)
-	if err != nil {
-		rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
-		return
-	}
-	n.writeLocal(env, m.Key, m.Data, replace, m.Version, func(env node.Env, err error) {
+	n.keepCopy(env, m.Key, copyOf(m), m.Replace, func(env node.Env, err error) {
 		switch {
 		case errors.Is(err, store.ErrConflict):
 			rpc.Respond(env, in, n.self, &wire.D2Stored{Conflict: true})
@@ -308,7 +342,7 @@ func (n *Node) replicaTargets() []wire.D2Ref {
 // a delete: the owner's word wins), and counts the copies.
 // vouched says the owner decided it with a majority of the holders
 // vouching (a conditional put): the replicas learn so (doubt.go).
-func (n *Node) replicate(env node.Env, k id.ID, data []byte, version uint64, vouched bool, done func(env node.Env, copies int)) {
+func (n *Node) replicate(env node.Env, k id.ID, c blockCopy, vouched bool, done func(env node.Env, copies int)) {
 	targets := n.replicaTargets()
 	if len(targets) == 0 {
 		done(env, 0)
@@ -316,7 +350,9 @@ func (n *Node) replicate(env node.Env, k id.ID, data []byte, version uint64, vou
 	}
 	left, copies := len(targets), 0
 	for _, t := range targets {
-		ok := n.call(env, t.Node.Addr, &wire.D2Store{Key: k, Data: data, Replace: true, Version: version, Vouched: vouched}, func(env node.Env, reply wire.Msg, err error) {
+		m := copyMsg(k, c, true)
+		m.Vouched = vouched
+		ok := n.call(env, t.Node.Addr, m, func(env node.Env, reply wire.Msg, err error) {
 			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
 				copies++
 			}
@@ -344,7 +380,10 @@ func (n *Node) handleFetch(env node.Env, in node.MsgIn, m *wire.D2Fetch) {
 		if m.NoData {
 			c.data = nil
 		}
-		rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, Data: c.data, Found: ok, Version: c.version, Unsure: !n.vouchesFor(env, m.Key)})
+		if m.NoData {
+			c.proof = wire.D2Proof{}
+		}
+		rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, Data: c.data, Found: ok, Version: c.version, Unsure: !n.vouchesFor(env, m.Key), Proof: c.proof})
 	})
 }
 
@@ -381,7 +420,7 @@ func (n *Node) fetchFrom(env node.Env, k id.ID, hash []byte, from []wire.NodeRef
 	ok := n.call(env, from[0].Addr, &wire.D2Fetch{Key: k, Hash: hash, Local: true}, func(env node.Env, reply wire.Msg, err error) {
 		b, ok := reply.(*wire.D2Block)
 		if err == nil && ok && b.Found && (len(hash) == 0 || bytes.Equal(Sum(b.Data), hash)) {
-			done(env, blockCopy{data: b.Data, version: b.Version}, true)
+			done(env, blockCopy{data: b.Data, version: b.Version, proof: b.Proof}, true)
 			return
 		}
 		if err == nil && ok && b.Found {
@@ -433,7 +472,7 @@ func (n *Node) newest(env node.Env, k id.ID, from []wire.NodeRef, done copyDone)
 			if !b.Unsure && !b.NotMine {
 				vouches++
 			}
-			take(env, blockCopy{data: b.Data, version: b.Version}, b.Found)
+			take(env, blockCopy{data: b.Data, version: b.Version, proof: b.Proof}, b.Found)
 		}) {
 			left--
 		}

@@ -221,7 +221,7 @@ func (n *Node) fetchPointers(env node.Env, b *budget) {
 			if !ok || !held || !cur.pointer() {
 				return
 			}
-			n.writeLocal(env, k, c.data, false, c.version, func(env node.Env, err error) {
+			n.keepCopy(env, k, c, false, func(env node.Env, err error) {
 				if err == nil {
 					n.Stats.PointersFetched++
 					n.Stats.MigratedBytes += uint64(len(c.data))
@@ -312,8 +312,7 @@ func (n *Node) push(env node.Env, t wire.D2Ref, e entry, replace bool) {
 		if !ok {
 			return
 		}
-		m := &wire.D2Store{Key: e.key, Data: c.data, Replace: replace, Version: c.version}
-		n.call(env, t.Node.Addr, m, func(env node.Env, reply wire.Msg, err error) {
+		n.call(env, t.Node.Addr, copyMsg(e.key, c, replace), func(env node.Env, reply wire.Msg, err error) {
 			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
 				n.Stats.ReplicasPushed++
 				n.Stats.MigratedBytes += uint64(len(c.data))
@@ -339,7 +338,7 @@ func (n *Node) pull(env node.Env, t wire.D2Ref, k id.ID, v uint64) {
 		if !ok || c.version < v {
 			return
 		}
-		n.writeLocal(env, k, c.data, true, c.version, func(env node.Env, err error) {
+		n.keepCopy(env, k, c, true, func(env node.Env, err error) {
 			if err == nil {
 				n.Stats.ReplicasPulled++
 				n.Stats.MigratedBytes += uint64(len(c.data))

@@ -476,7 +476,7 @@ func holders(ring []chaosMember, k id.ID, r int) []int {
 // engineHas reports whether host i's disk holds data under k.
 func (c *d2Chaos) engineHas(i int, b chaosBlock) bool {
 	got, _, err := c.hosts[i].Storage().D2Engine().Get(b.k)
-	return err == nil && bytes.Equal(got, b.data)
+	return err == nil && bytes.Equal(d2.BlockOf(got), b.data)
 }
 
 // WriteText prints the run for people.
@@ -1007,6 +1007,7 @@ func (c *d2Chaos) leaseView() string {
 	var out []string
 	for i, h := range c.hosts {
 		got, _, err := h.Storage().D2Engine().Get(c.lease.k)
+		got = d2.BlockOf(got)
 		j := slices.Index(hs, i)
 		if err != nil && j < 0 {
 			continue

@@ -334,7 +334,7 @@ func (o *Options) assembly() (assembly, error) {
 		}
 		c.Stabilize, c.FixLinks, c.Sync = o.D2Stabilize, o.D2Stabilize, o.D2Sync
 		a.deploy.D2 = &c
-		a.driver.D2Store = &store.Options{Capacity: o.CapacityMB << 20, MaxObject: c.BlockBytes + 64, SyncInterval: sync}
+		a.driver.D2Store = &store.Options{Capacity: o.CapacityMB << 20, MaxObject: c.BlockBytes + d2.RecordOverhead, SyncInterval: sync}
 	}
 	return a, nil
 }

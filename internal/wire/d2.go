@@ -119,7 +119,8 @@ type D2Store struct {
 	// (the owner decided a D2Put's mode; replicas follow it).
 	Replace bool
 	// Mode and Prev, with Primary, are the client's D2Put's: the owner
-	// decides the put by them. A gateway relays a client's put this way,
+	// decides the put by them. Without Primary, they and Auth are the
+	// copy's D2Proof: the writer's consent the receiver checks. A gateway relays a client's put this way,
 	// a node-to-node message, once it has checked the put's D2Auth: a
 	// client cannot reach the owner's decision without that check.
 	Mode D2PutMode
@@ -179,6 +180,61 @@ type D2Block struct {
 	// into its replicas through failures, not from its holders, and its
 	// earlier holders may hold a newer copy (internal/d2's doubt.go).
 	Unsure bool
+	// Proof is the volume writer's consent the sender holds the copy
+	// with (a node-to-node fetch's answer): the node that takes the copy
+	// checks it, so that a copy moves between nodes without a node being
+	// able to forge one.
+	Proof D2Proof
+}
+
+// D2Proof is the volume writer's consent to a block's bytes, as the
+// owner took it with the client's put: the put's mode, the hash it
+// expected (D2PutIfHash) and the signature. A block keeps it with its
+// bytes, and every copy of the block carries it (a replica's, a sync's
+// push, a pointer's fetch), so that each node checks the writer's
+// signature over the bytes it is asked to keep.
+type D2Proof struct {
+	Mode D2PutMode
+	Prev []byte
+	Auth D2Auth
+}
+
+// IsZero reports whether p carries no signature.
+func (p D2Proof) IsZero() bool { return p.Auth.IsZero() }
+
+// AppendD2Proof appends p's encoding to b (a node's engine keeps it with
+// the block's bytes).
+func AppendD2Proof(b []byte, p D2Proof) []byte {
+	b = putUint(b, 1, uint64(p.Mode))
+	b = putBytes(b, 2, p.Prev)
+	return putD2Auth(b, 3, p.Auth)
+}
+
+// ParseD2Proof decodes a proof AppendD2Proof encoded, bounded as a
+// message's; the proof shares no bytes with b.
+func ParseD2Proof(b []byte) (D2Proof, error) {
+	var p D2Proof
+	d := decoder{} // not owned: data fields are copies
+	d.each(b, func(f field) { p.decodeField(&d, f) })
+	if d.err != nil {
+		return D2Proof{}, d.err
+	}
+	return p, nil
+}
+
+func (p *D2Proof) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		p.Mode = D2PutMode(d.uint32(f))
+	case 2:
+		p.Prev = d.boundedData(f, MaxD2Hash, "a hash")
+	case 3:
+		p.Auth = d.d2Auth(f)
+	}
+}
+
+func (p D2Proof) clone() D2Proof {
+	return D2Proof{Mode: p.Mode, Prev: bytes.Clone(p.Prev), Auth: p.Auth.clone()}
 }
 
 // D2Pointer is a block pointer (§6): Key is held by Holder, Size bytes.
@@ -681,7 +737,12 @@ func (m *D2Block) encode(b []byte) []byte {
 	b = putBool(b, 3, m.Found)
 	b = putBool(b, 4, m.NotMine)
 	b = putUint(b, 5, m.Version)
-	return putBool(b, 6, m.Unsure)
+	b = putBool(b, 6, m.Unsure)
+	if !m.Proof.IsZero() {
+		b = appendTagBytes(b, 7)
+		b = appendNested(b, func(b []byte) []byte { return AppendD2Proof(b, m.Proof) })
+	}
+	return b
 }
 func (m *D2Block) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -697,11 +758,13 @@ func (m *D2Block) decodeField(d *decoder, f field) {
 		m.Version = d.uint(f)
 	case 6:
 		m.Unsure = d.bool(f)
+	case 7:
+		d.nested(f, func(g field) { m.Proof.decodeField(d, g) })
 	}
 }
 func (m *D2Block) clone() Msg {
 	c := *m
-	c.Data = bytes.Clone(m.Data)
+	c.Data, c.Proof = bytes.Clone(m.Data), m.Proof.clone()
 	return &c
 }
 

@@ -197,7 +197,7 @@ func (c *Cluster) doD2Holds(t testing.TB, d *datadriven.TestData) {
 	var newest uint64
 	for i, h := range c.hosts {
 		if data, meta, err := h.storage.D2Engine().Get(k); err == nil {
-			versions[i], datas[i] = uint64(meta.Expiry.UnixNano()), data
+			versions[i], datas[i] = uint64(meta.Expiry.UnixNano()), d2.BlockOf(data)
 			newest = max(newest, versions[i])
 		}
 	}
