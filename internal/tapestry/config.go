@@ -42,6 +42,10 @@ type Config struct {
 	ExtraBackups, ExtraNearest, ExtraHops int
 	// NoBloom turns the pointer table's Bloom filter off.
 	NoBloom bool
+	// NoServerCheck takes every pointer as its sender states it: a
+	// pointer relayed by another node is routed to and listed without
+	// its server's word that it serves the key (confirm.go).
+	NoServerCheck bool
 	// PublishRate bounds the pointers a peer may send a node per second,
 	// with a burst of twice that (20,000).
 	PublishRate float64

@@ -114,3 +114,73 @@ func TestPointerFloodIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestForgedServerPointers (issue 44, row 7): a node of the mesh sends
+// every other node pointers that name a server which does not serve the
+// key: a live node of the mesh (which receives its own share), for keys
+// another server serves and for a key nobody serves, and an address where
+// nothing runs. A pointer counts only once its server says it serves the
+// key (one that came straight from its server needs no asking), and a
+// node sends on no pointer naming itself for a key it does not serve:
+// routes to the objects end at the real server, or not found, never
+// unreachable, and the root's list of servers (triad locate --all) names
+// the real server only. Before: the lists named the forged servers too,
+// and every route to the key nobody serves timed out.
+func TestForgedServerPointers(t *testing.T) {
+	m := newMesh(t, 23, 16, tapestry.DefaultConfig())
+	server, other, insider := m.hosts[3], m.hosts[7], m.hosts[11]
+	keys := m.publish(server, 3)
+	m.s.RunFor(10 * time.Second)
+	nobodys := id.Random(m.s.Rand(), id.Bytes)
+	nowhere := wire.NodeRef{ID: id.Random(m.s.Rand(), id.Bytes), Addr: "h-nowhere"}
+	var forged []wire.TapPointer
+	for _, k := range append(slices.Clone(keys), nobodys) {
+		for _, s := range []wire.NodeRef{tap(other).Self(), nowhere} {
+			forged = append(forged, wire.TapPointer{Key: k, App: tapestry.AppDOLR, Server: s, TTLMillis: 600_000})
+		}
+	}
+	for _, h := range m.up() {
+		if h != insider {
+			m.sendPointers(insider, h, forged)
+		}
+	}
+	m.s.RunFor(10 * time.Second)
+
+	for _, l := range m.locate(keys, m.up()) {
+		if l.o.Err != nil || l.o.Status != wire.TapDelivered || l.o.Node.Addr != server.Addr {
+			t.Errorf("route to %s from %s: %v at %s, want delivered at the server %s", l.key.Short(), l.from, l.o.Status, l.o.Node.Addr, server.Addr)
+		}
+	}
+	for _, l := range m.locate([]id.ID{nobodys}, m.up()) {
+		if l.o.Err != nil || l.o.Status != wire.TapNotFound {
+			t.Errorf("route to the key nobody serves from %s: %v at %s (%v), want not found", l.from, l.o.Status, l.o.Node.Addr, l.o.Err)
+		}
+	}
+	for _, k := range append(slices.Clone(keys), nobodys) {
+		for _, h := range []*sim.Host{m.hosts[0], insider, other} {
+			var got tapestry.Outcome
+			m.s.Do(h, func(env node.Env) {
+				tap(h).LocateAll(env, k, func(env node.Env, o tapestry.Outcome) { got = o })
+			})
+			m.s.RunFor(m.cfg.RouteTimeout + 5*time.Second)
+			var names []string
+			for _, s := range got.Servers {
+				names = append(names, s.Addr)
+			}
+			want := []string{server.Addr}
+			if k == nobodys {
+				want = nil
+			}
+			if !slices.Equal(names, want) {
+				t.Errorf("locate --all of %s from %s: servers %v, want %v", k.Short(), h.Addr, names, want)
+			}
+		}
+	}
+	forgedSeen := uint64(0)
+	for _, h := range m.up() {
+		forgedSeen += tap(h).Stats.PointersForged
+	}
+	if forgedSeen == 0 {
+		t.Error("no node counted a forged pointer")
+	}
+}

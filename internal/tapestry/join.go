@@ -485,6 +485,8 @@ func (n *Node) Counters() []Counter {
 		{"timed_out", s.TimedOut}, {"leaves_received", s.LeavesReceived},
 		{"suspected", s.Suspected}, {"false_suspects", s.FalseSuspects},
 		{"pointers_dropped", s.PointersDropped},
+		{"pointers_refused", s.PointersRefused}, {"removes_refused", s.RemovesRefused},
+		{"server_checks", s.ServerChecks}, {"pointers_forged", s.PointersForged},
 		{"bloom_lookups", lookups}, {"bloom_negative", neg}, {"bloom_false_positive", fp},
 	}
 }

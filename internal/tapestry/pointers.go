@@ -21,6 +21,9 @@ type pointer struct {
 	from    string        // the peer it came from; "" when this node made it (its own publish, a repath)
 	root    bool          // this node is the key's root for it
 	extra   bool          // an extra pointer of §V-B3: kept here, never forwarded
+	// confirmed: the server said it serves the key, or the pointer came
+	// from the server itself (confirm.go).
+	confirmed bool
 }
 
 // pointers is a node's pointer table, bounded, with a Bloom filter in
@@ -74,6 +77,7 @@ func (p *pointers) put(key id.ID, ptr pointer) bool {
 		switch old := l[i]; {
 		case ptr.extra && !old.extra:
 		case old.extra && !ptr.extra || !ptr.expires.Before(old.expires):
+			ptr.confirmed = ptr.confirmed || old.confirmed
 			l[i] = ptr
 		case !ptr.extra:
 			// Sent on again along a changed path (its TTL rounded down):
@@ -127,6 +131,22 @@ func (p *pointers) mayRemove(key id.ID, server, from string) bool {
 	}
 	i := slices.IndexFunc(p.byKey[key], func(x pointer) bool { return x.server.Addr == server })
 	return i >= 0 && p.byKey[key][i].from == from
+}
+
+// confirm marks the pointer of (key, server) confirmed.
+func (p *pointers) confirm(key id.ID, server string) {
+	l := p.byKey[key]
+	if i := slices.IndexFunc(l, func(x pointer) bool { return x.server.Addr == server }); i >= 0 {
+		l[i].confirmed = true
+	}
+}
+
+// confirmed reports whether the pointer of (key, server) is held and
+// confirmed.
+func (p *pointers) confirmed(key id.ID, server string) bool {
+	l := p.byKey[key]
+	i := slices.IndexFunc(l, func(x pointer) bool { return x.server.Addr == server })
+	return i >= 0 && l[i].confirmed
 }
 
 // remove drops the pointer of (key, server) and returns it.

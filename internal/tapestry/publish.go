@@ -115,22 +115,30 @@ func (n *Node) handlePointers(env node.Env, from string, list []wire.TapPointer)
 		} else if !n.ptrs.admits(p.Key, p.Server.Addr) {
 			n.Stats.PointersRefused++
 			continue
+		} else if !n.cfg.NoServerCheck && p.Server.Addr == n.self.Addr && !n.holds(env, p.Key) {
+			// Names this node for a key it does not serve: sent on from
+			// here, it would look as if it came from its server.
+			n.Stats.PointersForged++
+			continue
 		}
+		confirmed := n.confirmedOnArrival(p.Server, from)
 		if p.Extra {
 			if !p.Remove {
-				n.ptrs.put(p.Key, pointer{server: p.Server, app: p.App, expires: now.Add(n.ttlOf(p)), rtt: n.rttTo(p.Server), level: p.Level, extra: true, from: from})
+				n.ptrs.put(p.Key, pointer{server: p.Server, app: p.App, expires: now.Add(n.ttlOf(p)), rtt: n.rttTo(p.Server), level: p.Level, extra: true, from: from, confirmed: confirmed})
+				n.checkUnconfirmed(p.Key, p.Server)
 			}
 			continue
 		}
 		next, level, root := n.table.nextHop(int(p.Level), p.Key, false, nil)
 		if !p.Remove {
-			ptr := pointer{server: p.Server, app: p.App, expires: now.Add(n.ttlOf(p)), rtt: n.rttTo(p.Server), level: p.Level, root: root, from: from}
+			ptr := pointer{server: p.Server, app: p.App, expires: now.Add(n.ttlOf(p)), rtt: n.rttTo(p.Server), level: p.Level, root: root, from: from, confirmed: confirmed}
 			if !root {
 				ptr.next = next.Addr
 			}
 			if n.ptrs.put(p.Key, ptr) {
 				n.Stats.PointersStored++
 			}
+			n.checkUnconfirmed(p.Key, p.Server)
 		}
 		if root {
 			n.rootsChanged(env)
@@ -145,6 +153,7 @@ func (n *Node) handlePointers(env node.Env, from string, list []wire.TapPointer)
 		}
 	}
 	n.sendBatches(env, out)
+	n.sendChecks(env)
 }
 
 // backupRoot sends the root's pointer (or its removal), as an extra one,

@@ -120,10 +120,13 @@ func (n *Node) restoreRoots(env node.Env) {
 	now := env.Now()
 	for _, p := range n.savedRoots {
 		if p.Expires.After(now) && int(p.Level) < n.table.levels && n.ptrs.count < n.cfg.MaxPointers {
-			n.ptrs.put(p.Key, pointer{server: p.Server, app: p.App, expires: p.Expires, rtt: n.rttTo(p.Server), level: p.Level, root: true})
+			n.ptrs.put(p.Key, pointer{server: p.Server, app: p.App, expires: p.Expires, rtt: n.rttTo(p.Server), level: p.Level, root: true,
+				confirmed: n.confirmedOnArrival(p.Server, "")})
+			n.checkUnconfirmed(p.Key, p.Server)
 		}
 	}
 	n.savedRoots = nil
+	n.sendChecks(env)
 }
 
 // rootsChanged schedules a save of the root pointers.

@@ -186,7 +186,7 @@ func (n *Node) atRoot(env node.Env, m *wire.TapRoute) {
 	case wire.TapToRoot:
 		var servers []wire.NodeRef
 		for _, p := range n.ptrs.lookup(m.Key) {
-			if !p.extra && p.expires.After(env.Now()) && !n.h.IsDead(env, p.server.Addr) && len(servers) < wire.MaxListLen {
+			if !p.extra && p.confirmed && p.expires.After(env.Now()) && !n.h.IsDead(env, p.server.Addr) && len(servers) < wire.MaxListLen {
 				servers = append(servers, p.server)
 			}
 		}
@@ -234,7 +234,7 @@ func (n *Node) delivered(env node.Env, d *wire.TapDeliver) {
 func (n *Node) nearestServer(env node.Env, key id.ID, exclude []wire.NodeRef) (pointer, bool) {
 	now := env.Now()
 	for _, p := range n.ptrs.lookup(key) {
-		if p.expires.After(now) && !excluded(exclude, p.server.Addr) && !n.h.IsDead(env, p.server.Addr) && !n.avoid(p.server.Addr) {
+		if p.confirmed && p.expires.After(now) && !excluded(exclude, p.server.Addr) && !n.h.IsDead(env, p.server.Addr) && !n.avoid(p.server.Addr) {
 			return p, true
 		}
 	}

@@ -95,6 +95,10 @@ type Stats struct {
 	// unpublishes from a peer that neither is the pointer's server nor
 	// gave it (issue 44).
 	PointersRefused, RemovesRefused uint64
+	// ServerChecks are the TapCheckServed this node sent; PointersForged
+	// the pointers it dropped because their server said it does not
+	// serve the key (confirm.go).
+	ServerChecks, PointersForged uint64
 }
 
 // object is one object this node publishes.
@@ -175,6 +179,11 @@ type Node struct {
 	rootsDue   bool
 	// benchRunning is set while a TapBench runs.
 	benchRunning bool
+	// checking are the pointers whose server is being asked, toCheck
+	// those to ask at the next sendChecks, by server (confirm.go).
+	checking    map[checkKey]bool
+	toCheck     map[string][]id.ID
+	checkServer map[string]wire.NodeRef
 
 	Stats Stats
 }
@@ -191,21 +200,24 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, bootstraps []node.Addr, ob
 		return nil, fmt.Errorf("tapestry: node %v must have a %d-byte ID and the host's address %s", self, id.Bytes, h.Addr())
 	}
 	n := &Node{
-		cfg:        cfg,
-		h:          h,
-		self:       self,
-		table:      newTable(self.ID, cfg.Links, cfg.DigitBits),
-		back:       map[string]backpointer{},
-		ptrs:       newPointers(cfg.MaxPointers, cfg.MaxPointersPerServer, !cfg.NoBloom),
-		published:  map[id.ID]object{},
-		apps:       map[uint32]App{},
-		routes:     map[uint64]*origin{},
-		joiners:    map[string]wire.NodeRef{},
-		measuring:  map[string][]func(node.Env, time.Duration, bool){},
-		suspects:   map[string]bool{},
-		open:       map[string]*outBatch{},
-		savedRoots: roots,
-		buckets:    map[string]*bucket{},
+		cfg:         cfg,
+		h:           h,
+		self:        self,
+		table:       newTable(self.ID, cfg.Links, cfg.DigitBits),
+		back:        map[string]backpointer{},
+		ptrs:        newPointers(cfg.MaxPointers, cfg.MaxPointersPerServer, !cfg.NoBloom),
+		published:   map[id.ID]object{},
+		apps:        map[uint32]App{},
+		routes:      map[uint64]*origin{},
+		joiners:     map[string]wire.NodeRef{},
+		measuring:   map[string][]func(node.Env, time.Duration, bool){},
+		suspects:    map[string]bool{},
+		open:        map[string]*outBatch{},
+		savedRoots:  roots,
+		buckets:     map[string]*bucket{},
+		checking:    map[checkKey]bool{},
+		toCheck:     map[string][]id.ID{},
+		checkServer: map[string]wire.NodeRef{},
 	}
 	for k, o := range objects {
 		n.published[k] = object{app: o.App, expires: o.Expires}
@@ -403,6 +415,8 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 	case *wire.TapUnpublish:
 		n.Unpublish(env, m.Key)
 		rpc.Respond(env, in, n.self, &wire.Ack{})
+	case *wire.TapCheckServed:
+		rpc.Respond(env, in, n.self, n.served(env, m))
 	case *wire.TapLocate:
 		n.clientLocate(env, in, m)
 	case *wire.TapBench:
@@ -732,6 +746,18 @@ func (n *Node) validate(m wire.Msg) error {
 		}
 	case *wire.TapUnpublish:
 		return key(m.Key)
+	case *wire.TapCheckServed:
+		for _, k := range m.Keys {
+			if err := key(k); err != nil {
+				return err
+			}
+		}
+	case *wire.TapServed:
+		for _, k := range m.Keys {
+			if err := key(k); err != nil {
+				return err
+			}
+		}
 	case *wire.TapLocate:
 		if m.App != AppSystem && !n.knownApp(m.App, wire.TapToObject) { // 0: location
 			return fmt.Errorf("tapestry: unknown application %d", m.App)

@@ -206,6 +206,8 @@ var types = [...]typeInfo{
 	{TypeTapLocated, "TapLocated", RoleNode, false, newOf[TapLocated]},
 	{TypeTapBench, "TapBench", RoleOperator, false, newOf[TapBench]}, // the routing microbenchmark's load
 	{TypeTapBenchDone, "TapBenchDone", RoleNode, false, newOf[TapBenchDone]},
+	{TypeTapCheckServed, "TapCheckServed", RoleNode, false, newOf[TapCheckServed]},
+	{TypeTapServed, "TapServed", RoleNode, false, newOf[TapServed]},
 
 	{TypeD2Join, "D2Join", RoleNode, false, newOf[D2Join]},
 	{TypeD2GetNeighbors, "D2GetNeighbors", RoleNode, false, newOf[D2GetNeighbors]},

@@ -11,24 +11,26 @@ import (
 
 // Message types of Tapestry (prefix routing and object location), 320-383.
 const (
-	TypeTapRoute     Type = 320
-	TypeTapDeliver   Type = 321
-	TypeTapPointers  Type = 322
-	TypeTapMulticast Type = 323
-	TypeTapNodes     Type = 324
-	TypeTapNearby    Type = 325
-	TypeTapNotify    Type = 326
-	TypeTapJoined    Type = 327
-	TypeTapLeave     Type = 328
-	TypeTapGetTable  Type = 329
-	TypeTapTable     Type = 330
-	TypeTapPublish   Type = 331
-	TypeTapPublished Type = 332
-	TypeTapUnpublish Type = 333
-	TypeTapLocate    Type = 334
-	TypeTapLocated   Type = 335
-	TypeTapBench     Type = 336
-	TypeTapBenchDone Type = 337
+	TypeTapRoute       Type = 320
+	TypeTapDeliver     Type = 321
+	TypeTapPointers    Type = 322
+	TypeTapMulticast   Type = 323
+	TypeTapNodes       Type = 324
+	TypeTapNearby      Type = 325
+	TypeTapNotify      Type = 326
+	TypeTapJoined      Type = 327
+	TypeTapLeave       Type = 328
+	TypeTapGetTable    Type = 329
+	TypeTapTable       Type = 330
+	TypeTapPublish     Type = 331
+	TypeTapPublished   Type = 332
+	TypeTapUnpublish   Type = 333
+	TypeTapLocate      Type = 334
+	TypeTapLocated     Type = 335
+	TypeTapBench       Type = 336
+	TypeTapBenchDone   Type = 337
+	TypeTapCheckServed Type = 338
+	TypeTapServed      Type = 339
 )
 
 // Bounds of Tapestry's messages. Levels and digits are those of 160-bit
@@ -205,6 +207,15 @@ type TapPublish struct {
 	TTLMillis uint64
 	App       uint32
 }
+
+// TapCheckServed asks a server which of Keys it serves: a node holding
+// pointers to it that came from another node checks them before it
+// routes to them or lists them (internal/tapestry's confirm.go). The reply
+// is a TapServed.
+type TapCheckServed struct{ Keys []id.ID }
+
+// TapServed lists the keys of a TapCheckServed the sender serves.
+type TapServed struct{ Keys []id.ID }
 
 // TapPublished is the key TapPublish published.
 type TapPublished struct{ Key id.ID }
@@ -713,4 +724,39 @@ func (m *TapLocated) clone() Msg {
 	c := *m
 	c.Servers, c.Path, c.Data = cloneNodes(m.Servers), cloneNodes(m.Path), bytes.Clone(m.Data)
 	return &c
+}
+
+func (*TapCheckServed) Type() Type               { return TypeTapCheckServed }
+func (m *TapCheckServed) encode(b []byte) []byte { return putTapKeys(b, 1, m.Keys) }
+func (m *TapCheckServed) decodeField(d *decoder, f field) {
+	if f.num == 1 {
+		m.Keys = d.tapKey(f, m.Keys)
+	}
+}
+func (m *TapCheckServed) clone() Msg { return &TapCheckServed{Keys: slices.Clone(m.Keys)} }
+
+func (*TapServed) Type() Type               { return TypeTapServed }
+func (m *TapServed) encode(b []byte) []byte { return putTapKeys(b, 1, m.Keys) }
+func (m *TapServed) decodeField(d *decoder, f field) {
+	if f.num == 1 {
+		m.Keys = d.tapKey(f, m.Keys)
+	}
+}
+func (m *TapServed) clone() Msg { return &TapServed{Keys: slices.Clone(m.Keys)} }
+
+// putTapKeys writes keys as repeated field num.
+func putTapKeys(b []byte, num protowire.Number, keys []id.ID) []byte {
+	for _, k := range keys {
+		b = putID(b, num, k)
+	}
+	return b
+}
+
+// tapKey appends the key in f to keys, at most MaxTapPointers of them.
+func (d *decoder) tapKey(f field, keys []id.ID) []id.ID {
+	if len(keys) >= MaxTapPointers {
+		d.fail("more than %d keys", MaxTapPointers)
+		return keys
+	}
+	return append(keys, d.id(f))
 }

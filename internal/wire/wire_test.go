@@ -74,7 +74,7 @@ func samples() []Msg {
 		&TapJoined{Prefix: 1, Nodes: sampleNodes(r, 3)}, &TapLeave{Replacements: sampleNodes(r, 3)}, &TapGetTable{},
 		&TapTable{Self: sampleNode(r), Joined: true, Entries: []TapEntry{{Level: 0, Digit: 15, Links: sampleNodes(r, 3), RTTMicros: []uint64{0, 1200, 99000}}},
 			Backpointers: sampleNodes(r, 2), Counters: []Counter{{"pointers", 12}}},
-		&TapPublish{Data: []byte("object"), TTLMillis: 3600000, App: 1}, &TapPublished{Key: k}, &TapUnpublish{Key: k},
+		&TapPublish{Data: []byte("object"), TTLMillis: 3600000, App: 1}, &TapPublished{Key: k}, &TapUnpublish{Key: k}, &TapCheckServed{Keys: []id.ID{k, k}}, &TapServed{Keys: []id.ID{k}},
 		&TapLocate{Key: k, All: true, Fetch: true, App: 1},
 		&TapBench{Key: k, Count: 10000, Size: 4096, Window: 64}, &TapBenchDone{Acked: 9, Failed: 1, Micros: 5, P50Micros: 2, P90Micros: 3},
 		&TapLocated{Found: true, Servers: sampleNodes(r, 2), Root: sampleNode(r), Hops: 3, Path: sampleNodes(r, 3), Micros: 1234, Data: []byte("object")},
