@@ -213,7 +213,7 @@ func runSimCongestion(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSimTapestry(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim tapestry", "sim tapestry [--seed S] [--experiment rdp|optim|insert|parallel|massive|churn|vs-chord|all] [--nodes N] [--quick] [--check] [--json] [--plot FILE]", exp.TapestryHelp, stderr)
+	fs := newFlags("sim tapestry", "sim tapestry [--seed S] [--experiment rdp|optim|insert|parallel|massive|churn|vs-chord|rogue|all] [--nodes N] [--quick] [--check] [--json] [--plot FILE]", exp.TapestryHelp, stderr)
 	cfg := exp.DefaultTapestryConfig()
 	cfg.RegisterFlags(fs)
 	check := fs.Bool("check", false, "exit non-zero if a threshold of issue 29 fails (the failures are printed)")

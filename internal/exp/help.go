@@ -149,6 +149,14 @@ topology:
             fetch) and through Tapestry (route to the object, which answers
             with the bytes): median and p90 latency, nodes reached. Printed
             only; no threshold.
+  rogue     insiders (5% of --nodes, default 830) lie while honest nodes
+            locate 100 objects of 20 servers: each round every insider sends
+            16 random nodes pointers naming an honest node, which serves
+            none of it, or an address where nothing runs, as server of real
+            objects and of keys nobody serves, and removals of the real
+            servers' pointers (issue 44). At least 99% of locates must end
+            at the object's real server, no locate of a key nobody serves
+            may end found, and no locate --all may name another server.
 
 --quick runs all of them smaller (256 nodes, fewer runs) in a few minutes.
 The invariant checker runs over every live node where a mesh is claimed

@@ -201,6 +201,7 @@ func (r TapestryResult) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "churn: success churn1 node %.4f object %.4f, churn2 node %.4f object %.4f\n", r.ChurnDetail[0], r.ChurnDetail[1], r.ChurnDetail[2], r.ChurnDetail[3])
 	}
 	r.TapestryVsChord.writeText(w)
+	r.TapestryRogue.writeText(w)
 	if r.BloomNegativeLookups > 0 {
 		fmt.Fprintf(w, "bloom: %.4f false positives over %d lookups of absent keys\n", r.BloomFalsePositive, r.BloomNegativeLookups)
 	}

@@ -133,6 +133,7 @@ type TapestryResult struct {
 	ChurnDetail             []float64 `json:"churn_detail,omitempty"` // churn1 node, object; churn2 node, object
 	ChurnJoins, ChurnDeaths int       `json:"-"`
 	TapestryVsChord
+	TapestryRogue
 
 	Violations  int             `json:"violations"`
 	Violated    []string        `json:"violated,omitempty"`

@@ -40,3 +40,25 @@ func TestTapestryConfigValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestTapestryRogue: insiders that forge pointers and removals mislead no
+// locate on a small mesh: every locate of a real object ends at its
+// server, none of a key nobody serves ends found, no list names a forged
+// server, and the honest nodes counted the forged pointers they dropped.
+func TestTapestryRogue(t *testing.T) {
+	res, err := RunTapestry(TapestryConfig{Seed: 2, Experiment: "rogue", Nodes: 64, Quick: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.TapestryRogue
+	if r.RogueLocates == 0 || r.RogueFound != r.RogueLocates || r.RogueNobodyFound != 0 || r.RogueListedForged != 0 || r.RogueLists == 0 {
+		t.Errorf("found %d of %d, %d of %d of nobody's keys found, %d of %d lists with forged servers", r.RogueFound, r.RogueLocates,
+			r.RogueNobodyFound, r.RogueNobodyLocates, r.RogueListedForged, r.RogueLists)
+	}
+	if r.RoguePointersForged == 0 || r.RogueRemovesRefused == 0 {
+		t.Errorf("the honest nodes dropped %d forged pointers and refused %d removals", r.RoguePointersForged, r.RogueRemovesRefused)
+	}
+	if failed := res.Failed(); len(failed) > 0 {
+		t.Errorf("checks failed: %+v", failed)
+	}
+}
