@@ -29,6 +29,8 @@ Benchmarks:
   limits  the news server's bounded totals: 5,000 idle connections, a stalled
           reader and a long OVER at once; peak memory and a normal client's
           latency.
+  pin     a node's memory under clients of its own machine that stall 4 MiB
+          frames or never read replies; an operator's triad ring meanwhile.
   sync    what one maintenance synchronization costs between two stores of
           1,000,000 equal keys: tree queries and bytes.
   flood   congestion control of routed requests on real node processes: every
@@ -43,7 +45,7 @@ Benchmarks:
 Run 'triad bench <name> --help' for its flags.`
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits, "sync": runBenchSync, "flood": runBenchFlood, "tapestry": runBenchTapestry, "fs": runBenchFS}, args, stdout, stderr)
+	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits, "pin": runBenchPin, "sync": runBenchSync, "flood": runBenchFlood, "tapestry": runBenchTapestry, "fs": runBenchFS}, args, stdout, stderr)
 }
 
 // minProcs is the least GOMAXPROCS bench store runs with.

@@ -96,8 +96,9 @@ func runSite(args []string, stdout, stderr io.Writer) error {
 }
 
 // nodeMemoryMB is the node's part of a site's soft memory limit: its
-// driver's inbound and outbound byte budgets (256 and 128 MiB by
-// default) and the entries its engine has not yet checkpointed.
+// driver's inbound and outbound byte budgets (64 MiB each by default),
+// the entries its engine has not yet checkpointed, and room for the
+// collector (a node alone: nodeLimitMB).
 const nodeMemoryMB = 512
 
 // siteMemoryLimitMB is the soft limit of a site process's Go memory: the

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+
+	"triad/internal/bench"
+)
+
+const benchPinAbout = `
+Attacks a real 'triad node' process from its own machine (127.0.0.1) the
+ways issue 44 found to pin its memory, each on a freshly started node for
+--hold:
+
+  stalled frames  --frames connections each send all but the last byte of a
+                  4 MiB frame (the largest) and wait;
+  unread replies  --readers connections each ask --gets times for a block of
+                  --block-bytes (1 MiB) and never read an answer.
+
+Meanwhile it samples the node's resident memory, runs an operator's
+'triad ring' every second and one 'triad get' of the block. It passes (exit
+0) when the anonymous memory's peak (heap and stacks: what an attacker can
+pin) stays under --max-anon-mb and every ring answers within --ring-limit.
+The node bounds frames in flight and queued replies in bytes whatever the
+address (64 MiB each), and its collector by its soft memory limit
+('triad node --memory-limit-mb', 256 MiB).`
+
+func runBenchPin(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench pin", "bench pin [--frames 80] [--readers 20] [--gets 500] [--hold 15s] [--max-anon-mb 320] [--json]", benchPinAbout, stderr)
+	cfg := bench.DefaultPinConfig()
+	fs.IntVar(&cfg.Frames, "frames", cfg.Frames, "connections that each stall a 4 MiB frame one byte short")
+	fs.IntVar(&cfg.Readers, "readers", cfg.Readers, "connections that each ask --gets times for the block and read nothing")
+	fs.IntVar(&cfg.Gets, "gets", cfg.Gets, "gets each reader sends")
+	fs.IntVar(&cfg.BlockBytes, "block-bytes", cfg.BlockBytes, "the block's size")
+	fs.DurationVar(&cfg.Hold, "hold", cfg.Hold, "how long each attack holds")
+	fs.Float64Var(&cfg.MaxAnonMB, "max-anon-mb", cfg.MaxAnonMB, "the anonymous resident memory (heap and stacks) the node must stay under, in MiB")
+	fs.DurationVar(&cfg.RingLimit, "ring-limit", cfg.RingLimit, "the slowest an operator's triad ring may answer")
+	asJSON := fs.Bool("json", false, "end with one JSON line of results")
+	if err := parseConfig(fs, args, &cfg); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Binary, err = os.Executable(); err != nil {
+		return err
+	}
+	cfg.Dir = os.TempDir()
+	cfg.Log = logTo(stderr)
+	res, err := bench.Pin(cfg)
+	if err != nil {
+		return err
+	}
+	res.WriteText(stdout)
+	if err := maybeJSON(stdout, *asJSON, res); err != nil {
+		return err
+	}
+	if !res.Pass {
+		return errors.New("bench pin: the node's memory or the operator's ring missed its bound")
+	}
+	return nil
+}
