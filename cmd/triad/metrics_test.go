@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"triad/internal/localdeploy"
 	"triad/internal/nntp"
 	"triad/internal/testutil"
 )
@@ -93,8 +94,8 @@ func TestUpServesMetrics(t *testing.T) {
 				t.Errorf("%s has no %s", url, f)
 			}
 		}
-		if v := value(got, "triad_ring_vnodes", nil); v != 2 {
-			t.Errorf("%s: triad_ring_vnodes %v, want 2", url, v)
+		if v, want := value(got, "triad_ring_vnodes", nil), float64(localdeploy.DefaultOptions().Vnodes); v != want {
+			t.Errorf("%s: triad_ring_vnodes %v, want triad up's %v", url, v, want)
 		}
 		if h := got["triad_rpc_latency_seconds"]; h == nil || len(h.Metric) == 0 || h.Metric[0].GetHistogram().GetSampleCount() == 0 {
 			t.Errorf("%s: no RPC latencies observed", url)

@@ -114,8 +114,13 @@ print("slowest: %.3f s" % worst)
 	if len(stored) != 3 || float64(sum) < 1.9*float64(total) || float64(sum) > 2.4*float64(total) {
 		t.Fatalf("the nodes store %d bytes together for %d fed, want about twice", sum, total)
 	}
+	// A fair share is 2/3. The nodes' ranges are even to a few percent
+	// (ring.Place, 8 vnodes each), but 100 articles land on them as a
+	// draw: a node's share has a standard deviation of 0.047, so 0.8 (a
+	// run here saw 0.77) would fail one run in a hundred; a full copy is
+	// 1.
 	for i, b := range stored {
-		if float64(b) > 0.8*float64(total) {
+		if float64(b) > 0.9*float64(total) {
 			t.Fatalf("site %d's node stores %d bytes of %d fed: a full copy, not its share; triad up said:\n%s", i+1, b, total, up.output())
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"triad/internal/config"
-	"triad/internal/id"
+	"triad/internal/dhash"
 	"triad/internal/newsd"
 	"triad/internal/noded"
 	"triad/internal/pki"
@@ -28,7 +28,7 @@ import (
 type Options struct {
 	Sites    int    // news sites, each a news server with its own nodes (1 to 16); key sites; default 3
 	Nodes    int    // nodes per site (1 to 64 in all); key nodes; default 1
-	Vnodes   int    // virtual servers per node (1 to 64); key vnodes; default 2
+	Vnodes   int    // virtual servers per node (1 to 64); key vnodes; default 8
 	Port     int    // first TCP port: node i listens on Port+i; key port; default 4001
 	Data     string // data folder of every node and site; key data; default triad-data/up
 	NNTPPort int    // news port of the first site (site i on NNTPPort+i); 0: no news servers; key nntp-port; default 1119
@@ -41,7 +41,7 @@ type Options struct {
 // DefaultOptions are three sites of one node each, two vnodes a node, with
 // TLS and status pages.
 func DefaultOptions() Options {
-	return Options{Sites: 3, Nodes: 1, Vnodes: 2, Port: 4001, Data: "triad-data/up", NNTPPort: 1119, CacheMB: 64, TLS: true, HTTPPort: 9101, Groups: newsd.DefaultGroups}
+	return Options{Sites: 3, Nodes: 1, Vnodes: 8, Port: 4001, Data: "triad-data/up", NNTPPort: 1119, CacheMB: 64, TLS: true, HTTPPort: 9101, Groups: newsd.DefaultGroups}
 }
 
 // RegisterFlags defines the flags on fs, bound to o's fields.
@@ -146,20 +146,33 @@ func (d *Deployment) openCA(context.Context) error {
 // startNodes starts every node, each joining through the first.
 func (d *Deployment) startNodes(context.Context) error {
 	total := d.o.Sites * d.o.Nodes
+	var placed []wire.NodeRef // the vnodes of the nodes placed so far
 	for i := range total {
 		o := noded.DefaultOptions()
 		o.Listen, o.Data, o.Vnodes = fmt.Sprintf("127.0.0.1:%d", d.o.Port+i), filepath.Join(d.o.Data, fmt.Sprintf("node%d", i)), d.o.Vnodes
 		if i > 0 {
 			o.Join = d.Nodes[0].Addr
 		}
-		// Evenly spaced IDs, not derived ones: the nodes of one operator on
-		// one machine, where balance matters more than placement checks.
-		o.IDs, o.DeriveIDs = spacedIDs(i, total, d.o.Vnodes), false
+		// IDs derived from the address, as a deployment's are, checked
+		// by every peer against the certificate: each node takes the
+		// vnodes that even out the shares (ring.Place) among the
+		// positions its certificate allows (pki.MaxVnodes), weighed here
+		// against the nodes before it, which a node starting a moment
+		// after them could not yet see whole. A restart keeps what the
+		// node saved.
+		ids, err := ring.Place(o.Listen, d.o.Vnodes, pki.MaxVnodes, dhash.DefaultConfig().Span(wire.RedundancyDefault), placed)
+		if err != nil {
+			return err
+		}
+		for _, x := range ids {
+			placed = append(placed, wire.NodeRef{ID: x, Addr: o.Listen})
+		}
+		o.IDs, o.DeriveIDs = ids, true
 		// D2 too, so that triad fs volumes can be tried on the local ring.
 		o.D2 = true
 		if d.ca != nil {
 			var err error
-			if o.Bundle, err = d.ca.bundle(pki.Identity{Name: fmt.Sprintf("node%d-%s", i, o.Listen), Site: "node", Addr: o.Listen, Vnodes: d.o.Vnodes}); err != nil {
+			if o.Bundle, err = d.ca.bundle(pki.Identity{Name: fmt.Sprintf("node%d-%s", i, o.Listen), Site: "node", Addr: o.Listen, Vnodes: pki.MaxVnodes}); err != nil {
 				return err
 			}
 		}
@@ -326,18 +339,6 @@ func (d *Deployment) Close() error {
 	return errors.Join(errs...)
 }
 
-// spacedIDs are the ring positions of node i of n with v vnodes each: the
-// n*v positions spaced evenly, the nodes taking turns around the ring, so
-// that with k replicas each node holds k/n of what is stored (random
-// positions on so few nodes leave one holding all of it, another little).
-func spacedIDs(i, n, v int) []id.ID {
-	var ids []id.ID
-	for j := range v {
-		ids = append(ids, id.Spaced(j*n+i, n*v))
-	}
-	return ids
-}
-
 // SiteName is the Path name of triad up's site i.
 func SiteName(i int) string { return fmt.Sprintf("site%d", i+1) }
 
@@ -382,6 +383,12 @@ func openCA(dir string) (*authority, error) {
 // bundle loads name's bundle, issuing it first if it has none.
 func (u *authority) bundle(id pki.Identity) (*pki.Bundle, error) {
 	out := filepath.Join(u.dir, "bundles", id.Name)
+	if b, err := pki.LoadBundle(out); err == nil && b.Self.Vnodes != id.Vnodes && id.Vnodes != 0 {
+		// Issued by an earlier triad up for fewer positions: again.
+		if err := os.RemoveAll(out); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := os.Stat(filepath.Join(out, pki.Cert)); errors.Is(err, os.ErrNotExist) {
 		if err := u.ca.Issue(id, 10*365*24*time.Hour, out); err != nil {
 			return nil, err

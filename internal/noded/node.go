@@ -70,7 +70,7 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{Addr: drv.Addr(), Data: a.driver.DataDir, Driver: drv, done: make(chan error, 1)}
-	if o.DeriveIDs {
+	if o.DeriveIDs && o.IDs == nil {
 		if err := place(ctx, drv, a, log); err != nil {
 			return nil, errors.Join(err, drv.Close())
 		}

@@ -1,7 +1,6 @@
 package noded
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -164,12 +163,14 @@ type Options struct {
 	D2Sync time.Duration
 
 	// IDs are the ring positions of a new node (a restart keeps its own);
-	// nil derives them from Listen. Only with DeriveIDs false: peers
-	// refuse IDs that are not derived.
+	// nil derives them from Listen. With DeriveIDs they must be positions
+	// derived from Listen, vnode 0 first (a deployment that places its
+	// nodes itself, as triad up does: ring.Place), since peers refuse IDs
+	// that are not derived.
 	IDs []id.ID
 	// DeriveIDs makes the node's IDs derive from its address and its peers'
 	// be checked to (issue 27: no choosing where one sits on the ring).
-	// Default true; triad up turns it off to space its own nodes evenly.
+	// Default true.
 	DeriveIDs bool
 	// Name is the status page's title. Empty: "node LISTEN".
 	Name string
@@ -290,7 +291,11 @@ func (o *Options) assembly() (assembly, error) {
 	rc := ring.DefaultConfig()
 	rc.StabilizeInterval, rc.VerifyIDs = o.Stabilize, o.DeriveIDs
 	if o.IDs != nil && o.DeriveIDs {
-		return a, errors.New("noded: IDs are given but DeriveIDs is on: a node's IDs derive from its address")
+		for i, x := range o.IDs {
+			if j, ok := ring.VnodeIndex(wire.NodeRef{ID: x, Addr: o.Listen}); !ok || (i == 0) != (j == 0) {
+				return a, fmt.Errorf("noded: ID %d (%s) is not a position derived from %s (vnode 0 first): with DeriveIDs a node's IDs derive from its address", i, x.Short(), o.Listen)
+			}
+		}
 	}
 	a.deploy = deploy.Options{Vnodes: o.Vnodes, Positions: o.Positions, Bootstrap: o.Join, Host: host.DefaultConfig(), Ring: rc, Blocks: &blocks, Machine: MachineID(o.Machine)}
 	if a.deploy.CC, err = o.cc(); err != nil {

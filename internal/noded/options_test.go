@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"triad/internal/deploy"
+	"triad/internal/id"
 	"triad/internal/pki"
+	"triad/internal/ring"
 )
 
 // The defaults are a node that runs; the flags set the fields they are
@@ -134,5 +136,31 @@ func TestCertificateBoundsPositions(t *testing.T) {
 	d = deploy.Options{Vnodes: 8}
 	if err := checkCertificate(b, &d, true); err != nil || positions(b, d.Positions) != 16 {
 		t.Errorf("positions 0 on a certificate of 16 vnodes: %d, %v; want 16", positions(b, d.Positions), err)
+	}
+}
+
+// TestGivenIDsMustDerive: a node told its IDs (as triad up places its
+// nodes) with derived IDs on takes positions derived from its address,
+// vnode 0 first, and refuses any other: its peers would refuse them.
+func TestGivenIDsMustDerive(t *testing.T) {
+	o := DefaultOptions()
+	o.Listen, o.Vnodes = "127.0.0.1:4100", 2
+	o.IDs = []id.ID{ring.VnodeID(o.Listen, 0), ring.VnodeID(o.Listen, 9)}
+	if _, err := o.assembly(); err != nil {
+		t.Fatalf("derived positions refused: %v", err)
+	}
+	for _, ids := range [][]id.ID{
+		{ring.VnodeID(o.Listen, 0), ring.VnodeID("127.0.0.1:4101", 1)}, // another address's
+		{ring.VnodeID(o.Listen, 3), ring.VnodeID(o.Listen, 0)},         // vnode 0 not first
+		{ring.VnodeID(o.Listen, 0), id.Spaced(1, 6)},                   // spaced, not derived
+	} {
+		o.IDs = ids
+		if _, err := o.assembly(); err == nil || !strings.Contains(err.Error(), "not a position derived") {
+			t.Errorf("IDs %v: %v, want refused", ids, err)
+		}
+	}
+	o.IDs, o.DeriveIDs = []id.ID{id.Spaced(1, 6), id.Spaced(3, 6)}, false
+	if _, err := o.assembly(); err != nil {
+		t.Errorf("spaced IDs without derived IDs: %v", err)
 	}
 }
