@@ -63,13 +63,14 @@ func TestInsiderCertificate(t *testing.T) {
 	}
 	insiderAddr := fmt.Sprintf("127.0.0.1:%d", ports[4])
 	c.tlsDir = issue("operator", "")
+	var procs []*nodeProc
 	for i, a := range addrs {
 		join := ""
 		if i > 0 {
 			join = addrs[0]
 		}
-		c.startWith(fmt.Sprintf("node%d", i), a, filepath.Join(c.dir, fmt.Sprintf("data%d", i)), join, 1,
-			"--tls", issue(fmt.Sprintf("node%d", i), a), "--d2", "--d2-stabilize", "1s", "--tapestry")
+		procs = append(procs, c.startWith(fmt.Sprintf("node%d", i), a, filepath.Join(c.dir, fmt.Sprintf("data%d", i)), join, 1,
+			"--tls", issue(fmt.Sprintf("node%d", i), a), "--d2", "--d2-stabilize", "1s", "--tapestry", "--d2-max-names", "4"))
 	}
 	c.waitConsistent("TLS ring", 30*time.Second)
 
@@ -198,6 +199,39 @@ func TestInsiderCertificate(t *testing.T) {
 	}
 	if out, err := run("fs", "fsck", "home", "--addr", addrs[0]); err != nil {
 		t.Errorf("fsck after the insider: %s, %v", out, err)
+	}
+
+	// Row 5: a client certificate claims names through node 0 up to the
+	// nodes' quota (--d2-max-names 4), and no further, even after node 0
+	// is killed and started again; another client still can, and the
+	// quota is per node (docs/d2.md).
+	claimer, another := issue("claimer", ""), issue("another", "")
+	mkvol := func(bundle, name, addr string) error {
+		cmd := exec.Command(c.bin, "fs", "mkvol", name, "--addr", addr)
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "TRIAD_TLS="+bundle)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+	for i := range 4 {
+		if err := mkvol(claimer, fmt.Sprintf("claimed%d", i), addrs[0]); err != nil {
+			t.Fatalf("claim %d of the quota's 4: %v", i+1, err)
+		}
+	}
+	if err := mkvol(claimer, "claimed4", addrs[0]); err == nil || !strings.Contains(err.Error(), "name quota") {
+		t.Errorf("a fifth claim through the same node: %v, want the name quota", err)
+	}
+	procs[0].kill(t)
+	c.restart(procs[0])
+	if !testutil.Poll(30*time.Second, func() bool { return mkvol(another, fmt.Sprintf("another%d", time.Now().UnixNano()), addrs[0]) == nil }) {
+		t.Fatal("another client's claim through the restarted node never succeeded")
+	}
+	if err := mkvol(claimer, "claimed5", addrs[0]); err == nil || !strings.Contains(err.Error(), "name quota") {
+		t.Errorf("a claim past the quota after the node's restart: %v, want the name quota", err)
+	}
+	if err := mkvol(claimer, "claimed6", addrs[1]); err != nil {
+		t.Errorf("a claim through another node: %v", err)
 	}
 }
 

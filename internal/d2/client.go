@@ -612,6 +612,10 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 	}
 	switch m := in.Env.Msg.(type) {
 	case *wire.D2Put:
+		if err := n.claimAllowed(in.Client, m.Key); err != nil {
+			fail(env, err)
+			return
+		}
 		n.putSigned(env, putReq{key: m.Key, data: m.Data, mode: m.Mode, prev: m.Prev, auth: cloneAuth(m.Auth)}, func(env node.Env, copies int, err error) {
 			switch {
 			case errors.Is(err, ErrConflict):
@@ -619,6 +623,9 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 			case err != nil:
 				fail(env, err)
 			default:
+				if copies > 0 {
+					n.claimed(env, in.Client, m.Key)
+				}
 				rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(copies)})
 			}
 		})

@@ -89,6 +89,11 @@ type Config struct {
 	// copy (doubt.go). A partition longer than this may let a stale copy
 	// answer once it ends. Zero doubts nothing.
 	Doubt time.Duration
+	// MaxNames bounds the volume names one client may claim through this
+	// node (registry records put by a client's D2Put): its certificate
+	// with TLS, its IP address without (quota.go). Zero: no bound.
+	// Default 100.
+	MaxNames int
 }
 
 // DefaultConfig is the paper's: r = 3, 8 KB blocks, a 10-minute probe, t =
@@ -100,7 +105,7 @@ func DefaultConfig() Config {
 		Stabilize: 30 * time.Second, FixLinks: 30 * time.Second, Sync: 5 * time.Minute,
 		MaxBlocks: 1_000_000, MaxPending: 4096, MaxHops: 64, Retention: 365 * 24 * time.Hour,
 		MaxFetchesPerSync: 512, Tombstone: time.Hour, MaxTombstones: 1 << 18,
-		Doubt: 5 * time.Minute, CheckPeers: true,
+		Doubt: 5 * time.Minute, CheckPeers: true, MaxNames: 100,
 	}
 }
 
@@ -119,8 +124,8 @@ func (c Config) Validate() error {
 		return errors.New("d2: the cache TTL must not be negative and the cache must hold an entry")
 	case c.MaxBlocks < 1 || c.MaxPending < 1 || c.MaxHops < 1 || c.MaxFetchesPerSync < 1:
 		return errors.New("d2: block, pending, hop and fetch bounds must be positive")
-	case c.Doubt < 0:
-		return errors.New("d2: the doubt time must not be negative")
+	case c.Doubt < 0 || c.MaxNames < 0:
+		return errors.New("d2: the doubt time and the name quota must not be negative")
 	case c.Tombstone < 0 || c.MaxTombstones < 1:
 		return errors.New("d2: the tombstone time must not be negative and at least one must be kept")
 	case c.Retention < time.Hour:

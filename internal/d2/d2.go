@@ -69,6 +69,7 @@ type Stats struct {
 	DeletesRepeated  uint64 // copies a replica still held of a key deleted here, dropped at sync
 
 	BadRequests      uint64 // messages refused by Validate
+	QuotaRefused     uint64 // name claims past a client's quota (quota.go)
 	Unauthorized     uint64 // client puts and deletes without the volume writer's valid signature, and registry writes other than put if absent: refused, nothing changed (auth.go)
 	RefusedPositions uint64 // positions claimed for another sender, refused
 	MovesDropped     uint64 // joins refused: their node moved within the probe interval
@@ -128,6 +129,10 @@ type Node struct {
 	// putting holds the state of each key with a put in progress at this
 	// owner, and the puts waiting for it (put.go).
 	putting map[id.ID]*keyPut
+	// claims counts the names each client claimed through this node,
+	// claimsLoaded whether ClaimsFile has been read (quota.go).
+	claims       map[string]int
+	claimsLoaded bool
 	// tombs are the keys deleted here recently (tombs.go).
 	tombs tombs
 	// primary is the primary load and median last counted (balance.go).
@@ -164,7 +169,7 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, pos id.ID, engine store.En
 		return nil, errors.New("d2: no engine")
 	}
 	n := &Node{cfg: cfg, h: h, engine: engine, self: self, pos: pos, idx: newIndex(), seen: map[node.Addr]seenPos{}, suspects: map[node.Addr]bool{},
-		putting: map[id.ID]*keyPut{}}
+		putting: map[id.ID]*keyPut{}, claims: map[string]int{}}
 	n.cache.max = cfg.MaxCache
 	for _, b := range bootstraps {
 		if b != "" && b != h.Addr() && !slices.Contains(n.bootstraps, b) {
@@ -253,6 +258,7 @@ func (n *Node) Start(env node.Env) {
 	}
 	n.loadIndex(env)
 	env.Offload(&loadHeldWork{pos: n.pos})
+	env.Offload(&loadClaimsWork{})
 	if len(n.bootstraps) == 0 {
 		n.joined = true
 		n.noteRange(env)
@@ -320,6 +326,14 @@ func (n *Node) Work(env node.Env, done node.WorkDone) bool {
 	}
 	if _, ok := done.W.(*savePositionWork); ok {
 		return true // a failed save is made again at the next move or start
+	}
+	switch done.W.(type) {
+	case *loadClaimsWork:
+		counts, _ := done.Result.(map[string]int)
+		n.tookClaims(env, counts)
+		return true
+	case *saveClaimsWork:
+		return true // a failed save is made again at the next claim
 	}
 	w, ok := done.W.(*engineWork)
 	if !ok || w.owner != n {

@@ -32,3 +32,17 @@ func TestStoredRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimsFile: the name counts round trip through ClaimsFile; a line
+// that does not read is skipped, and a client's lines add.
+func TestClaimsFile(t *testing.T) {
+	counts := map[string]int{"cert alice@site1": 4, "ip 10.0.0.7": 1}
+	got := decodeClaims(encodeClaims(counts))
+	if len(got) != 2 || got["cert alice@site1"] != 4 || got["ip 10.0.0.7"] != 1 {
+		t.Errorf("round trip: %v", got)
+	}
+	got = decodeClaims([]byte("2 ip 1.2.3.4\nnonsense\n-3 ip 5.6.7.8\n0 ip 9.9.9.9\n3 ip 1.2.3.4\n7\n"))
+	if len(got) != 1 || got["ip 1.2.3.4"] != 5 {
+		t.Errorf("with bad lines: %v", got)
+	}
+}

@@ -56,6 +56,12 @@ type MsgIn struct {
 	// (tcp.Local: a news front-end embedding its node), not from the
 	// network. Only the driver sets it; nothing a sender writes does.
 	Local bool
+	// Client names the client a request on an accepted connection came
+	// from, as the driver knows it: "cert NAME@SITE" for a certificate
+	// (TLS), else "ip ADDRESS". Empty for a node's message, a link in the
+	// process and the simulator's. A protocol that counts what a client
+	// may do (D2's name quota) counts by it.
+	Client string
 }
 
 // Timer is a typed timer value: drivers hand it back in TimerFired. Being a

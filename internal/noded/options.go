@@ -161,6 +161,10 @@ type Options struct {
 	// of a replaced block, drops what it no longer keeps). Key d2-sync.
 	// Default 5m.
 	D2Sync time.Duration
+	// D2MaxNames bounds the volume names one client (its certificate, or
+	// its IP address without TLS) may claim through this node. Key
+	// d2-max-names. Default 100; 0: no bound.
+	D2MaxNames int
 
 	// IDs are the ring positions of a new node (a restart keeps its own);
 	// nil derives them from Listen. With DeriveIDs they must be positions
@@ -187,6 +191,7 @@ func DefaultOptions() Options {
 		JoinTimeout:   time.Minute,
 		D2Stabilize:   5 * time.Second,
 		D2Sync:        d2.DefaultConfig().Sync,
+		D2MaxNames:    d2.DefaultConfig().MaxNames,
 		Vnodes:        1,
 		MaxConns:      1024,
 		Stabilize:     ring.DefaultConfig().StabilizeInterval,
@@ -245,6 +250,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.D2, "d2", o.D2, "also run D2, the store of triad fs volumes: 8 KB blocks under 64-byte keys that keep a directory's files on a few neighbours, balanced by moving nodes (a second storage engine under the data folder's d2/), joining through --join")
 	fs.DurationVar(&o.D2Stabilize, "d2-stabilize", o.D2Stabilize, "with --d2: how often D2 checks its neighbours and rebuilds its long links (a new node is on D2's ring after a few rounds)")
 	fs.DurationVar(&o.D2Sync, "d2-sync", o.D2Sync, "with --d2: how often each node compares its blocks with its replicas' and repairs them (a replica lost with a disk is back within about this)")
+	fs.IntVar(&o.D2MaxNames, "d2-max-names", o.D2MaxNames, "with --d2: the volume names one client (its certificate, or its IP address without --tls) may claim through this node; names never lapse (0: no bound)")
 	fs.StringVar(&o.TapExtra, "tapestry-extra", o.TapExtra, "with --tapestry: extra pointers `k,l,m`: on the first m hops of a publish path, pointers also go to k backups of the next hop (0-2) and its l nearest neighbours (0-16)")
 }
 
@@ -337,7 +343,10 @@ func (o *Options) assembly() (assembly, error) {
 		if o.D2Sync <= 0 {
 			return a, fmt.Errorf("--d2-sync %v: want a positive duration", o.D2Sync)
 		}
-		c.Stabilize, c.FixLinks, c.Sync = o.D2Stabilize, o.D2Stabilize, o.D2Sync
+		if o.D2MaxNames < 0 {
+			return a, fmt.Errorf("--d2-max-names %d: want 0 (no bound) or more", o.D2MaxNames)
+		}
+		c.Stabilize, c.FixLinks, c.Sync, c.MaxNames = o.D2Stabilize, o.D2Stabilize, o.D2Sync, o.D2MaxNames
 		a.deploy.D2 = &c
 		a.driver.D2Store = &store.Options{Capacity: o.CapacityMB << 20, MaxObject: c.BlockBytes + d2.RecordOverhead, SyncInterval: sync}
 	}

@@ -729,12 +729,12 @@ func (a *accepted) run(acts []action, e wire.Envelope, ch charge) bool {
 			}
 			a.held = nil
 		case deliver:
-			from := act.addr
-			if from == "" {
-				from = a.route.addr // a client's
+			in := node.MsgIn{From: act.addr, Env: e}
+			if in.From == "" {
+				in.From, in.Client = a.route.addr, clientName(a.h.cert, a.nc) // a client's
 			}
 			a.serve(e)
-			d.postMsg(node.MsgIn{From: from, Env: e}, ch)
+			d.postMsg(in, ch)
 		case hold:
 			a.serve(e)
 			a.held = append(a.held, inboundMsg{node.MsgIn{From: act.addr, Env: e}, ch})
@@ -855,6 +855,18 @@ func handshakeBucket(addr net.Addr) string {
 }
 
 // isLoopback reports whether nc comes from a loopback address.
+// clientName is how a client is known to the protocols (node.MsgIn's
+// Client): by its certificate, else by its IP address.
+func clientName(cert *pki.Identity, nc net.Conn) string {
+	if cert != nil {
+		return "cert " + cert.Name + "@" + cert.Site
+	}
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return "ip " + a.IP.String()
+	}
+	return "ip " + nc.RemoteAddr().String()
+}
+
 func isLoopback(nc net.Conn) bool {
 	a, ok := nc.RemoteAddr().(*net.TCPAddr)
 	return ok && a.IP.IsLoopback()
