@@ -28,6 +28,8 @@ type cluster struct {
 	nodes   map[string]*d2.Node
 	engines map[string]store.Engine
 	pos     map[string]id.ID
+	// rogues run with Config.AckAndDrop from their next start.
+	rogues map[string]bool
 }
 
 // newCluster boots n hosts one after another, at the positions place
@@ -53,7 +55,7 @@ func newCheckedCluster(t *testing.T, seed uint64, n int, cfg d2.Config, place fu
 func bootCluster(t *testing.T, seed uint64, n int, cfg d2.Config, place func(r *rand.Rand) id.ID) *cluster {
 	t.Helper()
 	c := &cluster{t: t, s: sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(n, seed)), cfg: cfg,
-		nodes: map[string]*d2.Node{}, engines: map[string]store.Engine{}, pos: map[string]id.ID{}}
+		nodes: map[string]*d2.Node{}, engines: map[string]store.Engine{}, pos: map[string]id.ID{}, rogues: map[string]bool{}}
 	r := rand.New(rand.NewPCG(seed, 99))
 	for i := 0; i < n; i++ {
 		c.add(place(r))
@@ -120,7 +122,9 @@ func (c *cluster) add(pos id.ID) *sim.Host {
 			}
 		}
 		self := wire.NodeRef{ID: id.Key([]byte(addr)), Addr: addr}
-		d, err := d2.New(c.cfg, h, self, c.pos[addr], e, boot)
+		cfg := c.cfg
+		cfg.AckAndDrop = c.rogues[addr]
+		d, err := d2.New(cfg, h, self, c.pos[addr], e, boot)
 		if err != nil {
 			return nil, err
 		}

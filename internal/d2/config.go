@@ -82,6 +82,11 @@ type Config struct {
 	// only where writers use the host's own API, unsigned (the
 	// simulator's experiments).
 	CheckPeers bool
+	// AckAndDrop, for tests and the simulator's rogue scenario only,
+	// makes the node lie as a key's owner: it answers every relayed put
+	// with r copies on itself and its successors, and stores and
+	// replicates nothing (verify.go is what catches it).
+	AckAndDrop bool
 	// Doubt is how long a node does not vouch for keys that came into its
 	// replica range through failures rather than from their holders (5
 	// minutes): while no holder of a key vouches for it, Latest and

@@ -70,6 +70,7 @@ type Stats struct {
 
 	BadRequests      uint64 // messages refused by Validate
 	QuotaRefused     uint64 // name claims past a client's quota (quota.go)
+	CopiesUnverified uint64 // copies an owner claimed that its holders did not confirm (verify.go)
 	Unauthorized     uint64 // client puts and deletes without the volume writer's valid signature, and registry writes other than put if absent: refused, nothing changed (auth.go)
 	RefusedPositions uint64 // positions claimed for another sender, refused
 	MovesDropped     uint64 // joins refused: their node moved within the probe interval

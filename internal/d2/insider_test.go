@@ -200,3 +200,56 @@ func TestCopiesCarryTheirProof(t *testing.T) {
 	c.checkCopies(b.key, b.data)
 	c.checkCopies(sb, v3)
 }
+
+// TestOwnerCannotAckWhatItDropped (issue 44, row 4): a node that owns a
+// key (as one that aimed its position at a volume would) answers the
+// writer's put through a gateway with three copies on itself and its
+// successors, and stores and replicates nothing. The gateway asks each
+// named holder for the block and acknowledges the copies they confirm:
+// none, so the client's put fails rather than be acknowledged and lost
+// (before: Copies 3). With the owner honest again the same put lands on
+// three confirmed copies.
+func TestOwnerCannotAckWhatItDropped(t *testing.T) {
+	c := newCheckedCluster(t, 44, 10, still(), skewed)
+	r := rand.New(rand.NewPCG(44, 44))
+	w := newWriter(r)
+	b := randomBlock(r, w.in(skewed(r)))
+	owner := c.hostsOf(c.replicas(b.key))[0]
+	rogue := c.hosts[owner]
+	c.s.Crash(rogue)
+	c.rogues[rogue.Addr] = true
+	if err := c.s.Restart(rogue); err != nil {
+		t.Fatal(err)
+	}
+	c.s.RunFor(time.Minute)
+	if got := c.hostsOf(c.replicas(b.key))[0]; got != owner {
+		t.Fatalf("the key's owner is %s after the restart, want the rogue %s", c.hosts[got].Addr, rogue.Addr)
+	}
+	gw := c.gateways(b.key, 2)
+	put := func() *wire.D2Stored {
+		t.Helper()
+		m := &wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutKeep, Auth: w.auth(key.OpKeep, b.key, b.data, nil, c.now().Add(5*time.Minute))}
+		reply, err := c.send(gw[0], gw[1], m)
+		s, ok := reply.(*wire.D2Stored)
+		if err != nil || !ok {
+			t.Fatalf("the put: %v, %v", reply, err)
+		}
+		return s
+	}
+	if s := put(); s.Copies != 0 {
+		t.Errorf("the rogue owner's put was acknowledged with %d copies, want 0 (it kept none)", s.Copies)
+	}
+	if n := c.node(c.hosts[gw[1]]).Stats.CopiesUnverified; n != 3 {
+		t.Errorf("the gateway counted %d unverified copies, want 3", n)
+	}
+	c.s.Crash(rogue)
+	c.rogues[rogue.Addr] = false
+	if err := c.s.Restart(rogue); err != nil {
+		t.Fatal(err)
+	}
+	c.s.RunFor(time.Minute)
+	if s := put(); s.Copies != 3 {
+		t.Errorf("the honest owner's put: %d copies confirmed, want 3", s.Copies)
+	}
+	c.checkCopies(b.key, b.data)
+}

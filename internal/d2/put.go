@@ -186,6 +186,10 @@ func (n *Node) answerPut(env node.Env, in node.MsgIn, p putReq) {
 		rpc.Respond(env, in, n.self, &wire.D2Stored{NotMine: true})
 		return
 	}
+	if n.cfg.AckAndDrop {
+		rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(n.cfg.Replicas), Holders: n.holderRefs()})
+		return
+	}
 	n.ownerPut(env, p, func(env node.Env, copies int, err error) {
 		switch {
 		case errors.Is(err, errNotMine):
@@ -195,9 +199,19 @@ func (n *Node) answerPut(env node.Env, in node.MsgIn, p putReq) {
 		case err != nil:
 			rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
 		default:
-			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(copies)})
+			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(copies), Holders: n.holderRefs()})
 		}
 	})
+}
+
+// holderRefs are the nodes this owner stores its keys on: itself, then
+// the successors that keep their replicas.
+func (n *Node) holderRefs() []wire.NodeRef {
+	holders := []wire.NodeRef{n.self}
+	for _, t := range n.replicaTargets() {
+		holders = append(holders, t.Node)
+	}
+	return holders
 }
 
 // ownerPut decides p as the key's owner once the puts of the key before it

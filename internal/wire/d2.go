@@ -153,6 +153,11 @@ type D2Stored struct {
 	// owner, or the key holds other bytes and the put may not replace
 	// them; nothing was stored.
 	Conflict bool
+	// Holders, in an owner's answer to a relayed put, are the nodes it
+	// stored the block on (itself, then its successors): the gateway asks
+	// each for the block and counts only the distinct machines that have
+	// it (internal/d2's verify.go).
+	Holders []NodeRef
 }
 
 // D2Fetch asks the receiver for the block Key. Local: only from its own
@@ -691,7 +696,8 @@ func (*D2Stored) Type() Type { return TypeD2Stored }
 func (m *D2Stored) encode(b []byte) []byte {
 	b = putUint(b, 1, uint64(m.Copies))
 	b = putBool(b, 2, m.NotMine)
-	return putBool(b, 3, m.Conflict)
+	b = putBool(b, 3, m.Conflict)
+	return putNodes(b, 4, m.Holders)
 }
 func (m *D2Stored) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -701,9 +707,15 @@ func (m *D2Stored) decodeField(d *decoder, f field) {
 		m.NotMine = d.bool(f)
 	case 3:
 		m.Conflict = d.bool(f)
+	case 4:
+		m.Holders = d.nodes(m.Holders, f)
 	}
 }
-func (m *D2Stored) clone() Msg { return new(*m) }
+func (m *D2Stored) clone() Msg {
+	c := *m
+	c.Holders = slices.Clone(m.Holders)
+	return &c
+}
 
 func (*D2Fetch) Type() Type { return TypeD2Fetch }
 func (m *D2Fetch) encode(b []byte) []byte {
