@@ -17,6 +17,7 @@ func runSimD2(args []string, stdout, stderr io.Writer) error {
 	cfg.RegisterFlags(fs)
 	fs.Lookup("experiment").Usage = "locality, avail, balance, perf, all, or chaos (invariants under failures; not part of all)"
 	check := fs.Bool("check", false, "exit non-zero if a threshold of issue 30 fails, or with chaos if an invariant is violated (the failures are printed)")
+	scenario := fs.String("scenario", "", "`rogue`: the chaos experiment with an insider that aims its position at a volume and acknowledges puts it neither stores nor replicates (issue 44); implies --experiment chaos")
 	writeManifest := fs.String("write-manifest", "", "write the manifest of --tree to this `file` (gzipped) and stop")
 	sf := addSimFlags(fs, "end with one JSON line of every figure", "draw the paper's figures of the experiments that ran (Figs. 2, 6, 7-9, 11, Table 2) to this `file` (.png, .svg or .pdf)", true)
 	stopProfile, err := sf.parse(fs, args, simD2Config{&cfg})
@@ -30,8 +31,15 @@ func runSimD2(args []string, stdout, stderr io.Writer) error {
 	if sf.progress(stderr) {
 		cfg.Log = stderr
 	}
+	switch *scenario {
+	case "":
+	case "rogue":
+		return runSimD2Chaos(cfg, sf, *check, true, stdout)
+	default:
+		return usageErr(fs, "--scenario %q: want rogue", *scenario)
+	}
 	if cfg.Experiment == exp.D2Chaos {
-		return runSimD2Chaos(cfg, sf, *check, stdout)
+		return runSimD2Chaos(cfg, sf, *check, false, stdout)
 	}
 	res, err := exp.RunD2(cfg)
 	if err != nil {
@@ -68,11 +76,11 @@ func (c simD2Config) Validate() error {
 }
 
 // runSimD2Chaos runs the chaos experiment (exp.RunD2Chaos).
-func runSimD2Chaos(cfg exp.D2Config, sf simFlags, check bool, stdout io.Writer) error {
+func runSimD2Chaos(cfg exp.D2Config, sf simFlags, check, rogue bool, stdout io.Writer) error {
 	if *sf.plotTo != "" {
 		return fmt.Errorf("sim d2: --experiment chaos draws no figure (--plot)")
 	}
-	res, err := exp.RunD2Chaos(exp.D2ChaosConfig{Seed: cfg.Seed, Quick: cfg.Quick, Log: cfg.Log})
+	res, err := exp.RunD2Chaos(exp.D2ChaosConfig{Seed: cfg.Seed, Quick: cfg.Quick, Log: cfg.Log, Rogue: rogue})
 	if err != nil {
 		return err
 	}

@@ -134,7 +134,7 @@ func (n *Node) putAt(env node.Env, p putReq, r Route, attempt int, done putDone)
 			done(env, 0, ErrNoRoute)
 		case s.Conflict:
 			done(env, 0, ErrConflict)
-		case n.cfg.CheckPeers && s.Copies > 0:
+		case n.cfg.VerifyCopies && s.Copies > 0:
 			n.verifyCopies(env, p, s, done)
 		default:
 			done(env, int(s.Copies), nil)

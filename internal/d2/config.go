@@ -82,6 +82,10 @@ type Config struct {
 	// only where writers use the host's own API, unsigned (the
 	// simulator's experiments).
 	CheckPeers bool
+	// VerifyCopies makes a gateway acknowledge a relayed put only for the
+	// copies the owner's named holders confirm (verify.go; on in
+	// DefaultConfig).
+	VerifyCopies bool
 	// AckAndDrop, for tests and the simulator's rogue scenario only,
 	// makes the node lie as a key's owner: it answers every relayed put
 	// with r copies on itself and its successors, and stores and
@@ -110,7 +114,7 @@ func DefaultConfig() Config {
 		Stabilize: 30 * time.Second, FixLinks: 30 * time.Second, Sync: 5 * time.Minute,
 		MaxBlocks: 1_000_000, MaxPending: 4096, MaxHops: 64, Retention: 365 * 24 * time.Hour,
 		MaxFetchesPerSync: 512, Tombstone: time.Hour, MaxTombstones: 1 << 18,
-		Doubt: 5 * time.Minute, CheckPeers: true, MaxNames: 100,
+		Doubt: 5 * time.Minute, CheckPeers: true, VerifyCopies: true, MaxNames: 100,
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 // 44). The owner answers a relayed put with the copies it counted and the
 // nodes it stored on (D2Stored.Holders: itself and its successors); a
 // node that placed itself as a key's owner could count copies it never
-// made, or keep none. With Config.CheckPeers the gateway asks each named
+// made, or keep none. With Config.VerifyCopies the gateway asks each named
 // holder for the block by its hash (a D2Fetch without the bytes, from
 // the holder's own engine: a pointer is not a copy) and acknowledges the
 // copies of distinct machines that have it, at most what the owner

@@ -160,6 +160,12 @@ type D2ChaosConfig struct {
 	Seed  uint64
 	Quick bool
 	Log   io.Writer
+	// Rogue runs the last node as an insider (issue 44, `sim d2
+	// --scenario rogue`): at a position aimed at the end of the writer's
+	// last volume, so that it owns the volume's blocks, it answers every
+	// put it owns with three copies and keeps none (d2.Config.AckAndDrop),
+	// and it never moves to balance load.
+	Rogue bool
 
 	// Set by tests: sizes in place of Quick's or the full run's; node
 	// changes the nodes' configuration; tamper runs just before the final
@@ -222,6 +228,14 @@ type D2ChaosResult struct {
 	Founders        []int     `json:"founders"`
 	Partitions      int       `json:"partitions"`
 
+	// With Rogue: the writer's puts to the volume the rogue aims at,
+	// those acknowledged, and the copies gateways found an owner claimed
+	// without holding (d2.Stats.CopiesUnverified, every node).
+	RogueHost        int `json:"rogue_host,omitempty"`
+	RoguePuts        int `json:"rogue_volume_puts,omitempty"`
+	RogueAcked       int `json:"rogue_volume_acked,omitempty"`
+	CopiesUnverified int `json:"copies_unverified,omitempty"`
+
 	Violations  int            `json:"violations"`
 	ByInvariant map[string]int `json:"violations_by_invariant,omitempty"`
 	Violated    []string       `json:"violated,omitempty"` // the first few
@@ -254,6 +268,7 @@ type chaosEvent struct {
 // d2Chaos is one run in progress.
 type d2Chaos struct {
 	cfg   d2.Config
+	rogue int // the rogue host's index, -1 for none (D2ChaosConfig.Rogue)
 	sz    d2ChaosSizes
 	s     *sim.Sim
 	hosts []*sim.Host
@@ -307,6 +322,11 @@ func RunD2Chaos(cfg D2ChaosConfig) (D2ChaosResult, error) {
 		cfg.tamper(c)
 	}
 	c.finalChecks()
+	for _, n := range c.nodes {
+		if n != nil {
+			c.res.CopiesUnverified += int(n.Stats.CopiesUnverified)
+		}
+	}
 	c.res.TraceHash = c.s.TraceHash()
 	c.res.WallSeconds = time.Since(wall).Seconds()
 	return *c.res, nil
@@ -320,7 +340,7 @@ func newD2Chaos(cfg D2ChaosConfig) (*d2Chaos, error) {
 	if cfg.node != nil {
 		cfg.node(&nc)
 	}
-	c := &d2Chaos{cfg: nc, sz: sz, s: sim.New(sim.Config{Seed: cfg.Seed}, sim.NewTopology(sz.Nodes, cfg.Seed)),
+	c := &d2Chaos{cfg: nc, sz: sz, s: sim.New(sim.Config{Seed: cfg.Seed}, sim.NewTopology(sz.Nodes, cfg.Seed)), rogue: -1,
 		nodes: make([]*d2.Node, sz.Nodes), saved: make([]bool, sz.Nodes),
 		fail: rand.New(rand.NewPCG(cfg.Seed, 0xfa11)), write: rand.New(rand.NewPCG(cfg.Seed, 0x5717e)),
 		down: -1, stopAt: math.MaxInt64, lost: map[int]bool{}, log: cfg.Log, trace: cfg.trace,
@@ -333,6 +353,12 @@ func newD2Chaos(cfg D2ChaosConfig) (*d2Chaos, error) {
 	c.gens = make([]uint32, len(c.vols))
 	c.lease = chaosLease{k: key.Root(c.vols[0]).WithBlock(1, 0).ID(), holder: fmt.Sprintf("chaos lease of writer %d", cfg.Seed),
 		prevs: map[string]int{}}
+	if cfg.Rogue {
+		if len(c.vols) < 2 {
+			return nil, errors.New("sim d2 chaos: a rogue needs two volumes (it aims at the last; the lease is the first's)")
+		}
+		c.rogue, c.res.RogueHost = sz.Nodes-1, sz.Nodes-1
+	}
 	for i := range sz.Nodes {
 		h, err := c.s.AddHost(c.factory(i))
 		if err != nil {
@@ -365,12 +391,19 @@ func (c *d2Chaos) factory(i int) sim.Factory {
 		if err != nil {
 			return nil, err
 		}
+		_, saved := st.ReadFile(d2.PositionFile)
 		pos, err := d2.LoadPosition(st, r)
 		if err != nil {
 			return nil, err
 		}
 		self := wire.NodeRef{ID: id.Key([]byte(addr)), Addr: addr}
 		cfg := c.cfg
+		if c.rogue == i {
+			cfg.AckAndDrop, cfg.Threshold = true, 0
+			if saved != nil { // a first start, or a wiped disk: aim again
+				pos = c.rogueAim()
+			}
+		}
 		cfg.Seed = addr // the first node: every other is told to join through it
 		if i > 0 {
 			cfg.Seed = c.hosts[0].Addr
@@ -382,6 +415,16 @@ func (c *d2Chaos) factory(i int) sim.Factory {
 		c.nodes[i] = d
 		return h, nil
 	}
+}
+
+// rogueAim is the position the rogue takes: the last key of the writer's
+// last volume, so that it owns the volume's blocks.
+func (c *d2Chaos) rogueAim() id.ID {
+	v := c.vols[len(c.vols)-1]
+	b := bytes.Repeat([]byte{0xff}, d2.KeyBytes)
+	copy(b, v[:])
+	x, _ := id.FromBytes(b)
+	return x
 }
 
 // ringID is host i's ring ID, which its address gives (the ring layer's
@@ -489,6 +532,10 @@ func (r D2ChaosResult) WriteText(w io.Writer) {
 		r.LeasePuts, r.LeaseAcked, r.LeaseConflicts, r.LeaseRetakes, r.LeaseFailed, r.Reads, r.ReadsFailed)
 	fmt.Fprintf(w, "failures: %d crashes (%d of the lease key's owner), %d wipes, %d cold restarts (every node joined after %v s; founders %v), %d partitions\n",
 		r.Crashes, r.OwnerCrashes, r.Wipes, r.ColdRestarts, r.ColdJoinSeconds, r.Founders, r.Partitions)
+	if r.RogueHost > 0 {
+		fmt.Fprintf(w, "rogue: host %d aimed at the last volume, acknowledging what it owns without keeping it: %d puts to that volume, %d acknowledged (on copies gateways confirmed); %d copies claimed and not held\n",
+			r.RogueHost, r.RoguePuts, r.RogueAcked, r.CopiesUnverified)
+	}
 	fmt.Fprintf(w, "violations: %d", r.Violations)
 	for _, k := range []string{"placement", "read", "lease-fork", "lease-latest", "cold-start", "lost", "ring", "joined"} {
 		if n := r.ByInvariant[k]; n > 0 {
@@ -766,6 +813,10 @@ func (c *d2Chaos) putTick() {
 	}
 	b := chaosBlock{k: key.Root(c.vols[v]).WithBlock(0, c.gens[v]).ID(), data: data, v: uint32(v), gen: c.gens[v]}
 	c.res.Puts++
+	rogueVol := c.rogue >= 0 && v == len(c.vols)-1
+	if rogueVol {
+		c.res.RoguePuts++
+	}
 	gw, ok := c.gateway()
 	if !ok {
 		c.res.Failed++
@@ -781,6 +832,9 @@ func (c *d2Chaos) putTick() {
 			case copies >= chaosMinCopies:
 				c.res.Acked++
 				c.blocks = append(c.blocks, b)
+				if rogueVol {
+					c.res.RogueAcked++
+				}
 			default:
 				c.res.AckedShort++
 			}
