@@ -16,7 +16,7 @@ func runChaos(args []string, stdout, stderr io.Writer) error {
 	if slices.ContainsFunc(args, isD2Flag) {
 		return runChaosD2(args, stdout, stderr)
 	}
-	fs := newFlags("chaos", "chaos [--nodes 6] [--duration 1h] [--seed S] [--ack-and-drop N] [--json]\n       triad chaos --d2 [--nodes 8] [--duration 10m] [--wipe-every 4] [--cold-restarts 2] [--seed S] [--json]\n       triad chaos --tapestry [--nodes 16] [--servers 4] [--objects 200] [--duration 2m] [--rate 20] [--seed S] [--json]",
+	fs := newFlags("chaos", "chaos [--nodes 6] [--duration 1h] [--seed S] [--ack-and-drop N] [--json]\n       triad chaos --d2 [--nodes 8] [--duration 10m] [--wipe-every 4] [--cold-restarts 2] [--ack-and-drop N] [--seed S] [--json]\n       triad chaos --tapestry [--nodes 16] [--servers 4] [--objects 200] [--duration 2m] [--rate 20] [--seed S] [--json]",
 		bench.ChaosHelp, stderr)
 	cfg := bench.DefaultChaosConfig()
 	cfg.RegisterFlags(fs)
@@ -45,7 +45,7 @@ func isD2Flag(arg string) bool {
 }
 
 func runChaosD2(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("chaos", "chaos --d2 [--nodes 8] [--duration 10m] [--wipe-every 4] [--cold-restarts 2] [--seed S] [--json]", bench.ChaosD2Help, stderr)
+	fs := newFlags("chaos", "chaos --d2 [--nodes 8] [--duration 10m] [--wipe-every 4] [--cold-restarts 2] [--ack-and-drop N] [--seed S] [--json]", bench.ChaosD2Help, stderr)
 	cfg := bench.DefaultChaosD2Config()
 	cfg.RegisterFlags(fs)
 	fs.Bool("d2", true, "kill D2 nodes under a D2-FS writer (this loop)")

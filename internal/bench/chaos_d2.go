@@ -41,7 +41,11 @@ type ChaosD2Config struct {
 	Seed         uint64
 	WipeEvery    int // every WipeEvery-th kill wipes the node's data folder (0: never)
 	ColdRestarts int // times every node is killed at once and restarted
-	Log          func(format string, args ...any)
+	// AckAndDrop runs the last AckAndDrop nodes with storage that lies to
+	// their code (triad node --test-lie ack-and-drop): every block they
+	// store, as owner or replica, is acknowledged and dropped (issue 44).
+	AckAndDrop int
+	Log        func(format string, args ...any)
 }
 
 // DefaultChaosD2Config is `triad chaos --d2`'s: 8 nodes for 10 minutes,
@@ -58,6 +62,7 @@ func (c *ChaosD2Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Dir, "dir", c.Dir, "folder for the nodes' data")
 	fs.IntVar(&c.WipeEvery, "wipe-every", c.WipeEvery, "wipe the data folder of every `N`th node killed before its restart (0: never)")
 	fs.IntVar(&c.ColdRestarts, "cold-restarts", c.ColdRestarts, "times every node is killed at once and started again")
+	fs.IntVar(&c.AckAndDrop, "ack-and-drop", c.AckAndDrop, "for tests: run the last `N` nodes with storage that acknowledges every block and keeps none")
 }
 
 // Validate checks c's counts and duration.
@@ -67,6 +72,8 @@ func (c ChaosD2Config) Validate() error {
 		return errors.New("want 4-32 nodes and a duration up to 24h")
 	case c.WipeEvery < 0 || c.WipeEvery == 1 || c.ColdRestarts < 0 || c.ColdRestarts > 10:
 		return errors.New("want --wipe-every 0 or at least 2, and 0-10 cold restarts")
+	case c.AckAndDrop < 0 || c.AckAndDrop > (c.Nodes-1)/3:
+		return fmt.Errorf("--ack-and-drop %d: want 0 to %d of %d nodes (no replica set of three may hold two)", c.AckAndDrop, (c.Nodes-1)/3, c.Nodes)
 	}
 	return nil
 }
@@ -155,6 +162,9 @@ func (run *chaosD2Run) startNodes(dir string) error {
 		}
 		n := &chaosNode{addr: addr, data: filepath.Join(dir, fmt.Sprintf("node%d", i))}
 		args := append([]string{"node", "--listen", addr, "--data", n.data}, d2NodeArgs...)
+		if i >= run.cfg.Nodes-run.cfg.AckAndDrop {
+			args = append(args, "--test-lie", "ack-and-drop")
+		}
 		if i > 0 {
 			args = append(args, "--join", first)
 		} else {

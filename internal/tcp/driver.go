@@ -40,9 +40,9 @@ type Config struct {
 	// 64-byte keys (internal/d2), under DataDir/d2 (its Dir and KeyWidth
 	// are set by the driver). Nil: none.
 	D2Store *store.Options
-	// WrapEngine, for tests only, replaces the engine the node code sees
-	// (and its offloaded work reads) with what it returns around the one
-	// the driver opened: `triad node --test-lie` runs a node whose storage
+	// WrapEngine, for tests only, replaces the engines the node code sees
+	// (and its offloaded work reads; D2's too) with what it returns around
+	// the ones the driver opened: `triad node --test-lie` runs a node whose storage
 	// lies (sim.LyingEngine). Nil: none.
 	WrapEngine func(store.Engine) store.Engine
 	// MaxFrameBytes bounds an inbound frame. Default wire.MaxFrameBytes.
@@ -348,6 +348,9 @@ func Listen(cfg Config) (*Driver, error) {
 		if d2, err = disk.Open(o); err != nil {
 			ln.Close()
 			return nil, errors.Join(fmt.Errorf("tcp: D2's store: %w", err), opened.Close())
+		}
+		if cfg.WrapEngine != nil {
+			d2 = cfg.WrapEngine(d2) // closing the view closes the engine
 		}
 	}
 	return &Driver{
