@@ -59,7 +59,11 @@
 // holder checks a drop's (Config.CheckPeers, issue 44): a node
 // certificate does not stand for a writer. A captured signed request can
 // only be replayed on its key, with its bytes, until it expires
-// (MaxGrantAhead at most).
+// (MaxGrantAhead at most). A block keeps the writer's consent it was put
+// with, and every copy of it carries the consent, checked by the node
+// that takes it (proof.go); a gateway acknowledges only the copies the
+// owner's named holders confirm (verify.go); a node counts the names each
+// client claims through it against a quota (quota.go).
 //
 // Consistency under failures (issue 43, not in the paper). Replaced
 // blocks carry a version, and the owner decides a conditional put against

@@ -26,7 +26,10 @@
 // whose next hop was lost; a graceful stop unpublishes. Extra pointers go
 // to k backups and l nearest neighbours on the first m hops of the path
 // (§V-B3), and a Bloom filter of 10 bits per pointer answers most
-// negative pointer lookups (§IV-D).
+// negative pointer lookups (§IV-D). Not in the paper (issue 44): a
+// pointer counts only once its server says it serves the key, unless it
+// came straight from the server (confirm.go), and an unpublish is taken
+// only from the server or the peer the pointer came from.
 //
 // Membership (§III-C): a joiner routes to its surrogate, which sends an
 // acknowledged multicast to every node sharing their longest prefix; each
