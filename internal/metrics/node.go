@@ -304,7 +304,9 @@ func emitD2(e emitter, s *D2Snapshot) {
 		{"migrated_bytes", "Block bytes fetched for pointers or pushed to replicas.", st.MigratedBytes},
 		{"dropped", "Blocks and pointers dropped: no longer this node's to keep.", st.Dropped},
 		{"bad_requests", "Messages refused as malformed.", st.BadRequests},
-		{"unauthorized", "Client writes refused: no valid signature of the volume's writer.", st.Unauthorized},
+		{"unauthorized", "Writes refused: no valid signature of the volume's writer (a client's, or a copy another node gave).", st.Unauthorized},
+		{"copies_unverified", "Copies an owner claimed for a put that its named holders did not confirm: a node acknowledging what it does not keep.", st.CopiesUnverified},
+		{"quota_refused", "Volume-name claims refused: past the client's quota at this node.", st.QuotaRefused},
 		{"refused_positions", "Positions claimed for another sender, refused.", st.RefusedPositions},
 		{"busy", "Requests refused: too many in flight.", st.Busy},
 	} {
