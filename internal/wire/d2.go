@@ -671,18 +671,18 @@ func (d *decoder) d2Auth(f field) D2Auth {
 	return a
 }
 
-// putD2Keys writes keys as repeated field num.
-func putD2Keys(b []byte, num protowire.Number, keys []id.ID) []byte {
+// putKeys writes keys as repeated field num.
+func putKeys(b []byte, num protowire.Number, keys []id.ID) []byte {
 	for _, k := range keys {
 		b = putID(b, num, k)
 	}
 	return b
 }
 
-// d2Key appends the key in f to keys, at most MaxD2Keys of them.
-func (d *decoder) d2Key(f field, keys []id.ID) []id.ID {
-	if len(keys) >= MaxD2Keys {
-		d.fail("more than %d keys", MaxD2Keys)
+// keyOf appends the key in f to keys, at most max of them.
+func (d *decoder) keyOf(f field, keys []id.ID, max int) []id.ID {
+	if len(keys) >= max {
+		d.fail("more than %d keys", max)
 		return keys
 	}
 	return append(keys, d.id(f))
@@ -841,7 +841,7 @@ func (m *D2Keys) clone() Msg { return new(*m) }
 
 func (*D2KeyList) Type() Type { return TypeD2KeyList }
 func (m *D2KeyList) encode(b []byte) []byte {
-	b = putBool(putD2Keys(b, 1, m.Keys), 2, m.More)
+	b = putBool(putKeys(b, 1, m.Keys), 2, m.More)
 	b = putBool(b, 4, m.Unsure)
 	if len(m.Versions) == 0 {
 		return b
@@ -855,7 +855,7 @@ func (m *D2KeyList) encode(b []byte) []byte {
 func (m *D2KeyList) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
-		m.Keys = d.d2Key(f, m.Keys)
+		m.Keys = d.keyOf(f, m.Keys, MaxD2Keys)
 	case 2:
 		m.More = d.bool(f)
 	case 3:
@@ -965,12 +965,12 @@ func (m *D2List) clone() Msg {
 
 func (*D2Listing) Type() Type { return TypeD2Listing }
 func (m *D2Listing) encode(b []byte) []byte {
-	return putID(putD2Keys(b, 1, m.Keys), 2, m.Next)
+	return putID(putKeys(b, 1, m.Keys), 2, m.Next)
 }
 func (m *D2Listing) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
-		m.Keys = d.d2Key(f, m.Keys)
+		m.Keys = d.keyOf(f, m.Keys, MaxD2Keys)
 	case 2:
 		m.Next = d.id(f)
 	}

@@ -727,36 +727,19 @@ func (m *TapLocated) clone() Msg {
 }
 
 func (*TapCheckServed) Type() Type               { return TypeTapCheckServed }
-func (m *TapCheckServed) encode(b []byte) []byte { return putTapKeys(b, 1, m.Keys) }
+func (m *TapCheckServed) encode(b []byte) []byte { return putKeys(b, 1, m.Keys) }
 func (m *TapCheckServed) decodeField(d *decoder, f field) {
 	if f.num == 1 {
-		m.Keys = d.tapKey(f, m.Keys)
+		m.Keys = d.keyOf(f, m.Keys, MaxTapPointers)
 	}
 }
 func (m *TapCheckServed) clone() Msg { return &TapCheckServed{Keys: slices.Clone(m.Keys)} }
 
 func (*TapServed) Type() Type               { return TypeTapServed }
-func (m *TapServed) encode(b []byte) []byte { return putTapKeys(b, 1, m.Keys) }
+func (m *TapServed) encode(b []byte) []byte { return putKeys(b, 1, m.Keys) }
 func (m *TapServed) decodeField(d *decoder, f field) {
 	if f.num == 1 {
-		m.Keys = d.tapKey(f, m.Keys)
+		m.Keys = d.keyOf(f, m.Keys, MaxTapPointers)
 	}
 }
 func (m *TapServed) clone() Msg { return &TapServed{Keys: slices.Clone(m.Keys)} }
-
-// putTapKeys writes keys as repeated field num.
-func putTapKeys(b []byte, num protowire.Number, keys []id.ID) []byte {
-	for _, k := range keys {
-		b = putID(b, num, k)
-	}
-	return b
-}
-
-// tapKey appends the key in f to keys, at most MaxTapPointers of them.
-func (d *decoder) tapKey(f field, keys []id.ID) []id.ID {
-	if len(keys) >= MaxTapPointers {
-		d.fail("more than %d keys", MaxTapPointers)
-		return keys
-	}
-	return append(keys, d.id(f))
-}
