@@ -24,10 +24,10 @@ Meanwhile it samples the node's resident memory, runs an operator's
 pin) stays under --max-anon-mb and every ring answers within --ring-limit.
 The node bounds frames in flight and queued replies in bytes whatever the
 address (64 MiB each), and its collector by its soft memory limit
-('triad node --memory-limit-mb', 256 MiB).`
+('triad node --memory-limit-mb', 512 MiB).`
 
 func runBenchPin(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench pin", "bench pin [--frames 80] [--readers 20] [--gets 500] [--hold 15s] [--max-anon-mb 320] [--json]", benchPinAbout, stderr)
+	fs := newFlags("bench pin", "bench pin [--frames 80] [--readers 20] [--gets 500] [--hold 15s] [--max-anon-mb 576] [--json]", benchPinAbout, stderr)
 	cfg := bench.DefaultPinConfig()
 	fs.IntVar(&cfg.Frames, "frames", cfg.Frames, "connections that each stall a 4 MiB frame one byte short")
 	fs.IntVar(&cfg.Readers, "readers", cfg.Readers, "connections that each ask --gets times for the block and read nothing")

@@ -49,10 +49,9 @@ type PinConfig struct {
 
 // DefaultPinConfig is the attack: 80 stalled 4 MiB frames; 20
 // readers of 500 gets of a 1 MiB block; a node's default soft memory
-// limit (256 MiB) and 64 MiB for the collector's lag (a soft limit: runs
-// here peaked at 225-300 MiB); 1 s.
+// limit (512 MiB) and 64 MiB for the collector's lag (a soft limit); 1 s.
 func DefaultPinConfig() PinConfig {
-	return PinConfig{Frames: 80, Readers: 20, Gets: 500, BlockBytes: 1 << 20, Hold: 15 * time.Second, MaxAnonMB: 320, RingLimit: time.Second}
+	return PinConfig{Frames: 80, Readers: 20, Gets: 500, BlockBytes: 1 << 20, Hold: 15 * time.Second, MaxAnonMB: 576, RingLimit: time.Second}
 }
 
 // Validate checks the flags' values, naming a bad one.
