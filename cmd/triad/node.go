@@ -47,7 +47,7 @@ Example:
 // MB and more (issue 44, triad bench pin); past this limit it collects as
 // often as it must. 256 held those attacks to about 270 MB, but slowed
 // D2-FS's copy of Go's src through 8 nodes from 18 to 26 s (the nodes'
-// heaps pass 256 MB under that load); 512 showed no cost of its own (26.4 s with verified copies, which cost about 8 s without a limit).
+// heaps pass 256 MB under that load); 512 showed no cost of its own.
 const nodeLimitMB = 512
 
 func runNode(args []string, stdout, stderr io.Writer) error {
