@@ -45,17 +45,7 @@ func TestInsiderCertificate(t *testing.T) {
 	}
 	c := newCluster(t)
 	ca := newTestCA(t, filepath.Join(c.dir, "ca"))
-	issue := func(name, addr string) string {
-		out := filepath.Join(c.dir, "bundles", name)
-		who := pki.Identity{Name: name, Site: "site1", Addr: addr}
-		if addr != "" {
-			who.Vnodes = 1
-		}
-		if err := ca.Issue(who, time.Hour, out); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	issue := func(name, addr string) string { return issueBundle(t, ca, c.dir, name, addr, 1, time.Hour) }
 	ports := freePorts(t, 5)
 	addrs := make([]string, 4)
 	for i := range addrs {

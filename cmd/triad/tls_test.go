@@ -34,15 +34,7 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 	c := newCluster(t)
 	ca := newTestCA(t, filepath.Join(c.dir, "ca"))
 	issue := func(name, addr string, validity time.Duration) string {
-		out := filepath.Join(c.dir, "bundles", name)
-		who := pki.Identity{Name: name, Site: "site1", Addr: addr}
-		if addr != "" {
-			who.Vnodes = 2 // the nodes below run two each; a certificate allows what it names
-		}
-		if err := ca.Issue(who, validity, out); err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return issueBundle(t, ca, c.dir, name, addr, 2, validity) // the nodes below run two vnodes each
 	}
 	ports := freePorts(t, 5)
 	addrs := make([]string, 3)
@@ -146,6 +138,21 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 	if stored, _ := objects(); stored != storedBefore {
 		t.Errorf("node 0 holds %v objects after the outsiders, %v before", stored, storedBefore)
 	}
+}
+
+// issueBundle issues name a bundle under dir/bundles from ca, for site1:
+// a node's for addr allowing vnodes, or a client's without an address.
+func issueBundle(t *testing.T, ca *pki.CA, dir, name, addr string, vnodes int, validity time.Duration) string {
+	t.Helper()
+	out := filepath.Join(dir, "bundles", name)
+	who := pki.Identity{Name: name, Site: "site1", Addr: addr}
+	if addr != "" {
+		who.Vnodes = vnodes // a certificate allows what it names
+	}
+	if err := ca.Issue(who, validity, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // newTestCA makes a CA in dir, valid for an hour.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -169,22 +170,13 @@ func (p *pinRun) stop() {
 
 // triad runs the triad command with args and returns its output.
 func (p *pinRun) triad(timeout time.Duration, args ...string) (string, error) {
-	cmd := exec.Command(p.cfg.Binary, args...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return "", err
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, p.cfg.Binary, args...).CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("triad %s: no answer in %v", args[0], timeout)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return out.String(), err
-	case <-time.After(timeout):
-		cmd.Process.Kill()
-		<-done
-		return out.String(), fmt.Errorf("triad %s: no answer in %v", args[0], timeout)
-	}
+	return string(out), err
 }
 
 // putBlock stores the block the readers ask for, once the ring takes it.

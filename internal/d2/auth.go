@@ -124,6 +124,12 @@ func authorizeLate(op d2key.Op, k id.ID, data, prev []byte, a wire.D2Auth, now t
 	return nil
 }
 
+// isRegistryKey reports whether k is a name record's key.
+func isRegistryKey(k id.ID) bool {
+	kk, err := d2key.FromID(k)
+	return err == nil && kk.Volume() == d2key.Registry()
+}
+
 // cloneAuth is a copy of a that shares no bytes with a message.
 func cloneAuth(a wire.D2Auth) wire.D2Auth {
 	return wire.D2Auth{Pub: bytes.Clone(a.Pub), Expires: a.Expires, Sig: bytes.Clone(a.Sig), Signed: bytes.Clone(a.Signed)}

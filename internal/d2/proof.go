@@ -109,8 +109,8 @@ func copyOf(m *wire.D2Store) blockCopy {
 // replace reports whether the copy may replace what is held.
 func (n *Node) checkCopy(env node.Env, k id.ID, c blockCopy, replace bool) (bool, error) {
 	var err error
-	switch kk, kerr := d2key.FromID(k); {
-	case kerr == nil && kk.Volume() == d2key.Registry():
+	switch {
+	case isRegistryKey(k):
 		err = authorize(d2key.OpIfAbsent, k, c.data, nil, wire.D2Auth{}, env.Now())
 		replace = false
 	case n.cfg.CheckPeers:

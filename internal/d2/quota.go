@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	d2key "triad/internal/d2/key"
 	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/node"
@@ -40,15 +39,15 @@ const maxClaimants = 100_000
 // ErrQuota refuses a name claim past the client's quota at this node.
 var ErrQuota = fmt.Errorf("d2: %w: name quota", fault.ErrBadRequest)
 
-// isRegistryKey reports whether k is a name record's key.
-func isRegistryKey(k id.ID) bool {
-	kk, err := d2key.FromID(k)
-	return err == nil && kk.Volume() == d2key.Registry()
+// counted reports whether a client's put of k counts against its quota:
+// a name record's, from a client the driver named, with a quota set.
+func (n *Node) counted(client string, k id.ID) bool {
+	return n.cfg.MaxNames > 0 && client != "" && isRegistryKey(k)
 }
 
 // claimAllowed checks a client's put of k against its quota.
 func (n *Node) claimAllowed(client string, k id.ID) error {
-	if n.cfg.MaxNames == 0 || client == "" || !isRegistryKey(k) {
+	if !n.counted(client, k) {
 		return nil
 	}
 	c, known := n.claims[client]
@@ -65,7 +64,7 @@ func (n *Node) claimAllowed(client string, k id.ID) error {
 
 // claimed counts a name the client claimed, and saves the counts.
 func (n *Node) claimed(env node.Env, client string, k id.ID) {
-	if n.cfg.MaxNames == 0 || client == "" || !isRegistryKey(k) {
+	if !n.counted(client, k) {
 		return
 	}
 	n.claims[client]++

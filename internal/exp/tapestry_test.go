@@ -61,4 +61,13 @@ func TestTapestryRogue(t *testing.T) {
 	if failed := res.Failed(); len(failed) > 0 {
 		t.Errorf("checks failed: %+v", failed)
 	}
+	// The same seed, the same run: the pointer checks go out in an
+	// order of their own, not a map's.
+	again, err := RunTapestry(TapestryConfig{Seed: 2, Experiment: "rogue", Nodes: 64, Quick: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.TapestryRogue != r {
+		t.Errorf("seed 2 twice gave two runs:\n%+v\n%+v", r, again.TapestryRogue)
+	}
 }

@@ -1,6 +1,9 @@
 package tapestry
 
 import (
+	"maps"
+	"slices"
+
 	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/wire"
@@ -60,15 +63,27 @@ func (n *Node) check(key id.ID, server wire.NodeRef) {
 		return
 	}
 	n.checking[ck] = true
-	n.toCheck[server.Addr] = append(n.toCheck[server.Addr], key)
-	n.checkServer[server.Addr] = server
+	q := n.toCheck[server.Addr]
+	if q == nil {
+		q = &serverCheck{server: server}
+		n.toCheck[server.Addr] = q
+	}
+	q.keys = append(q.keys, key)
+}
+
+// serverCheck is the keys to ask one server about.
+type serverCheck struct {
+	server wire.NodeRef
+	keys   []id.ID
 }
 
 // sendChecks sends the queued checks, one TapCheckServed per server and
 // batch.
 func (n *Node) sendChecks(env node.Env) {
-	for addr, keys := range n.toCheck {
-		server := n.checkServer[addr]
+	// In address order, not the map's: the simulator replays a seed's
+	// run exactly.
+	for _, addr := range slices.Sorted(maps.Keys(n.toCheck)) {
+		server, keys := n.toCheck[addr].server, n.toCheck[addr].keys
 		for len(keys) > 0 {
 			batch := keys[:min(len(keys), wire.MaxTapPointers)]
 			keys = keys[len(batch):]
@@ -81,7 +96,6 @@ func (n *Node) sendChecks(env node.Env) {
 		}
 	}
 	clear(n.toCheck)
-	clear(n.checkServer)
 }
 
 // checked takes a server's answer: the pointers to the keys it serves are

@@ -181,9 +181,8 @@ type Node struct {
 	benchRunning bool
 	// checking are the pointers whose server is being asked, toCheck
 	// those to ask at the next sendChecks, by server (confirm.go).
-	checking    map[checkKey]bool
-	toCheck     map[string][]id.ID
-	checkServer map[string]wire.NodeRef
+	checking map[checkKey]bool
+	toCheck  map[string]*serverCheck
 
 	Stats Stats
 }
@@ -200,24 +199,23 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, bootstraps []node.Addr, ob
 		return nil, fmt.Errorf("tapestry: node %v must have a %d-byte ID and the host's address %s", self, id.Bytes, h.Addr())
 	}
 	n := &Node{
-		cfg:         cfg,
-		h:           h,
-		self:        self,
-		table:       newTable(self.ID, cfg.Links, cfg.DigitBits),
-		back:        map[string]backpointer{},
-		ptrs:        newPointers(cfg.MaxPointers, cfg.MaxPointersPerServer, !cfg.NoBloom),
-		published:   map[id.ID]object{},
-		apps:        map[uint32]App{},
-		routes:      map[uint64]*origin{},
-		joiners:     map[string]wire.NodeRef{},
-		measuring:   map[string][]func(node.Env, time.Duration, bool){},
-		suspects:    map[string]bool{},
-		open:        map[string]*outBatch{},
-		savedRoots:  roots,
-		buckets:     map[string]*bucket{},
-		checking:    map[checkKey]bool{},
-		toCheck:     map[string][]id.ID{},
-		checkServer: map[string]wire.NodeRef{},
+		cfg:        cfg,
+		h:          h,
+		self:       self,
+		table:      newTable(self.ID, cfg.Links, cfg.DigitBits),
+		back:       map[string]backpointer{},
+		ptrs:       newPointers(cfg.MaxPointers, cfg.MaxPointersPerServer, !cfg.NoBloom),
+		published:  map[id.ID]object{},
+		apps:       map[uint32]App{},
+		routes:     map[uint64]*origin{},
+		joiners:    map[string]wire.NodeRef{},
+		measuring:  map[string][]func(node.Env, time.Duration, bool){},
+		suspects:   map[string]bool{},
+		open:       map[string]*outBatch{},
+		savedRoots: roots,
+		buckets:    map[string]*bucket{},
+		checking:   map[checkKey]bool{},
+		toCheck:    map[string]*serverCheck{},
 	}
 	for k, o := range objects {
 		n.published[k] = object{app: o.App, expires: o.Expires}
