@@ -43,7 +43,7 @@ Example:
 // the bytes of frames in flight and of replies queued (64 MiB each), but
 // the collector, relaxed to let the heap grow to five times the live data
 // (relaxGC), lets the garbage of clients that stall frames or never read
-// their replies grow a node whose live heap stays under 50 MB to 300-450
+// their replies grow a node whose live heap stays near 60 MB to 300-450
 // MB and more (issue 44, triad bench pin); past this limit it collects as
 // often as it must. 256 held those attacks to about 270 MB, but slowed
 // D2-FS's copy of Go's src through 8 nodes from 18 to 26 s (the nodes'
