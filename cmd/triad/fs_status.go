@@ -73,7 +73,10 @@ type fsNode struct {
 	UsageBytes    uint64 `json:"usage_bytes,omitempty"`
 	CapacityBytes uint64 `json:"capacity_bytes,omitempty"` // 0: no bound
 	Replicas      uint32 `json:"replicas,omitempty"`
-	Error         string `json:"error,omitempty"`
+	// Distrusted are the replica partners this node found lacking blocks
+	// they had acknowledged (issue 44's possession audits).
+	Distrusted []string `json:"distrusted,omitempty"`
+	Error      string   `json:"error,omitempty"`
 }
 
 // fsJoiningHint says what a node whose D2 is not on the ring waits for
@@ -210,7 +213,7 @@ func nodeStates(ctx context.Context, b *d2client.Blocks, addrs []string) []fsNod
 
 func nodeState(ctx context.Context, b *d2client.Blocks, addr string) fsNode {
 	s, err := b.Space(ctx, addr)
-	n := fsNode{Addr: addr, D2: "joined", UsageBytes: s.Usage, CapacityBytes: s.Capacity, Replicas: s.Replicas}
+	n := fsNode{Addr: addr, D2: "joined", UsageBytes: s.Usage, CapacityBytes: s.Capacity, Replicas: s.Replicas, Distrusted: s.Distrusted}
 	switch {
 	case errors.Is(err, d2client.ErrNoD2):
 		return fsNode{Addr: addr, D2: "no d2", Error: err.Error()}
@@ -274,6 +277,9 @@ func nodeText(n fsNode) string {
 	store := fmt.Sprintf("its D2 store holds %s of %s (r = %d)", bytesText(n.UsageBytes), bytesText(n.CapacityBytes), n.Replicas)
 	if n.CapacityBytes == 0 {
 		store = fmt.Sprintf("its D2 store holds %s, with no capacity set (--capacity-mb: only its disk limits it) (r = %d)", bytesText(n.UsageBytes), n.Replicas)
+	}
+	if len(n.Distrusted) > 0 {
+		store += fmt.Sprintf("; it distrusts %s: replica partners that acknowledged blocks and did not keep them (possession audits; see docs/d2.md)", strings.Join(n.Distrusted, ", "))
 	}
 	switch n.D2 {
 	case "joined":

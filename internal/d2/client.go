@@ -135,7 +135,7 @@ func (n *Node) putAt(env node.Env, p putReq, r Route, attempt int, done putDone)
 		case s.Conflict:
 			done(env, 0, ErrConflict)
 		case n.cfg.VerifyCopies && s.Copies > 0:
-			n.verifyCopies(env, p, s, done)
+			n.verifyCopies(env, p, r, s, done)
 		default:
 			done(env, int(s.Copies), nil)
 		}
@@ -701,7 +701,7 @@ func (n *Node) Space(env node.Env, done func(env node.Env, s wire.D2Space, err e
 			return
 		}
 		done(env, wire.D2Space{Joined: n.joined, Capacity: uint64(max(st.Capacity, 0)), Usage: uint64(max(st.Usage, 0)),
-			Replicas: uint32(n.cfg.Replicas)}, nil)
+			Replicas: uint32(n.cfg.Replicas), Distrusted: n.distrustedNames()}, nil)
 	}})
 }
 

@@ -83,14 +83,18 @@ type Config struct {
 	// simulator's experiments).
 	CheckPeers bool
 	// VerifyCopies makes a gateway acknowledge a relayed put only for the
-	// copies the owner's named holders confirm (verify.go; on in
-	// DefaultConfig).
+	// copies the holders confirm, and place the copies an owner's claim
+	// lacks itself (verify.go; on in DefaultConfig).
 	VerifyCopies bool
 	// AckAndDrop, for tests and the simulator's rogue scenario only,
-	// makes the node lie as a key's owner: it answers every relayed put
-	// with r copies on itself and its successors, and stores and
-	// replicates nothing (verify.go is what catches it).
+	// makes the node lie as a key's owner and as a replica: it answers
+	// every relayed put with r copies on itself and its successors, and
+	// every copy given to it with one, and stores and replicates nothing
+	// (verify.go and audit.go are what catch it).
 	AckAndDrop bool
+	// Audits is how many keys a node challenges each replica partner for
+	// at each sync round (1; audit.go). Zero turns audits off.
+	Audits int
 	// Doubt is how long a node does not vouch for keys that came into its
 	// replica range through failures rather than from their holders (5
 	// minutes): while no holder of a key vouches for it, Latest and
@@ -114,7 +118,7 @@ func DefaultConfig() Config {
 		Stabilize: 30 * time.Second, FixLinks: 30 * time.Second, Sync: 5 * time.Minute,
 		MaxBlocks: 1_000_000, MaxPending: 4096, MaxHops: 64, Retention: 365 * 24 * time.Hour,
 		MaxFetchesPerSync: 512, Tombstone: time.Hour, MaxTombstones: 1 << 18,
-		Doubt: 5 * time.Minute, CheckPeers: true, VerifyCopies: true, MaxNames: 100,
+		Doubt: 5 * time.Minute, CheckPeers: true, VerifyCopies: true, MaxNames: 100, Audits: 1,
 	}
 }
 
@@ -135,6 +139,8 @@ func (c Config) Validate() error {
 		return errors.New("d2: block, pending, hop and fetch bounds must be positive")
 	case c.Doubt < 0 || c.MaxNames < 0:
 		return errors.New("d2: the doubt time and the name quota must not be negative")
+	case c.Audits < 0 || c.Audits > maxAudits:
+		return errors.New("d2: audits per partner and sync round must be 0 to 16")
 	case c.Tombstone < 0 || c.MaxTombstones < 1:
 		return errors.New("d2: the tombstone time must not be negative and at least one must be kept")
 	case c.Retention < time.Hour:

@@ -71,6 +71,9 @@ type Stats struct {
 	BadRequests      uint64 // messages refused by Validate
 	QuotaRefused     uint64 // name claims past a client's quota (quota.go)
 	CopiesUnverified uint64 // copies an owner claimed that its holders did not confirm (verify.go)
+	GatewayCopies    uint64 // copies a gateway placed itself after the owner's claim fell short (verify.go)
+	Audits           uint64 // possession challenges sent to replica partners (audit.go)
+	AuditsFailed     uint64 // partners found lacking a key they had acknowledged: distrusted (audit.go)
 	Unauthorized     uint64 // client puts and deletes without the volume writer's valid signature, and registry writes other than put if absent: refused, nothing changed (auth.go)
 	RefusedPositions uint64 // positions claimed for another sender, refused
 	MovesDropped     uint64 // joins refused: their node moved within the probe interval
@@ -127,6 +130,11 @@ type Node struct {
 	strays map[id.ID]bool
 	// suspects are peers that missed a call's timeout, being probed.
 	suspects map[node.Addr]bool
+	// lacking are the keys audited partners lacked, by when they
+	// acknowledged the copy given then; distrusted the partners that
+	// failed an audit, until when (audit.go).
+	lacking    map[auditKey]time.Time
+	distrusted map[node.Addr]time.Time
 	// putting holds the state of each key with a put in progress at this
 	// owner, and the puts waiting for it (put.go).
 	putting map[id.ID]*keyPut

@@ -44,7 +44,14 @@ func TestPartitionOfEveryHolder(t *testing.T) {
 		}
 		c.s.Partition(cut, rest)
 		c.s.RunFor(5 * time.Minute) // each side drops the other and closes its ring
+		// A gateway with no route to k cached (host 0 made the put): a
+		// conditional put sent to a cached owner that is cut off times
+		// out, its outcome unknown (Put's doc), which is safe but not
+		// this test's case.
 		gw := rest[0]
+		if gw == 0 {
+			gw = rest[1]
+		}
 		if _, err := c.putMode(gw, k, []byte("a second writer"), wire.D2PutIfAbsent, nil); !errors.Is(err, fault.ErrUnavailable) {
 			t.Errorf("seed %d: a put if absent of a key whose holders are all cut off answered %v, want unavailable", seed, err)
 		}

@@ -1,6 +1,7 @@
 package d2_test
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -204,11 +205,14 @@ func TestCopiesCarryTheirProof(t *testing.T) {
 // TestOwnerCannotAckWhatItDropped (issue 44, row 4): a node that owns a
 // key (as one that aimed its position at a volume would) answers the
 // writer's put through a gateway with three copies on itself and its
-// successors, and stores and replicates nothing. The gateway asks each
-// named holder for the block and acknowledges the copies they confirm:
-// none, so the client's put fails rather than be acknowledged and lost
-// (before: Copies 3). With the owner honest again the same put lands on
-// three confirmed copies.
+// successors, and keeps nothing it is given. The gateway asks each holder
+// for the block and finds none, gives it to the holders of its own route
+// itself, and acknowledges the two copies the honest successors then
+// confirm (before: Copies 3 and no copy anywhere; without the gateway's
+// copies: the put failed, and the volume could not be written while the
+// rogue owned its keys). A get through another gateway reads it past the
+// rogue. With the owner honest again the same put lands on three
+// confirmed copies.
 func TestOwnerCannotAckWhatItDropped(t *testing.T) {
 	c := newCheckedCluster(t, 44, 10, still(), skewed)
 	r := rand.New(rand.NewPCG(44, 44))
@@ -236,18 +240,33 @@ func TestOwnerCannotAckWhatItDropped(t *testing.T) {
 		}
 		return s
 	}
-	if s := put(); s.Copies != 0 {
-		t.Errorf("the rogue owner's put was acknowledged with %d copies, want 0 (it kept none)", s.Copies)
+	if s := put(); s.Copies != 2 {
+		t.Errorf("the rogue owner's put was acknowledged with %d copies, want the 2 honest successors'", s.Copies)
 	}
-	if n := c.node(c.hosts[gw[1]]).Stats.CopiesUnverified; n != 3 {
-		t.Errorf("the gateway counted %d unverified copies, want 3", n)
+	st := c.node(c.hosts[gw[1]]).Stats
+	if st.CopiesUnverified != 3 || st.GatewayCopies != 3 {
+		t.Errorf("the gateway counted %d unverified copies and placed %d (the rogue acknowledges its own), want 3 and 3", st.CopiesUnverified, st.GatewayCopies)
+	}
+	if got, _, err := c.engines[rogue.Addr].Get(b.key); err == nil {
+		t.Errorf("the rogue holds %d bytes of the block; it was to keep none", len(got))
+	}
+	if n := c.holders(b.key); n != 2 {
+		t.Errorf("%d nodes hold the block, want the rogue's 2 successors", n)
+	}
+	if got, err := c.get(gw[0], b.key, d2.Sum(b.data)); err != nil || !bytes.Equal(got, b.data) {
+		t.Errorf("a get past the rogue owner: %d bytes, %v", len(got), err)
 	}
 	c.s.Crash(rogue)
 	c.rogues[rogue.Addr] = false
 	if err := c.s.Restart(rogue); err != nil {
 		t.Fatal(err)
 	}
-	c.s.RunFor(time.Minute)
+	// Its successor takes it for its predecessor again before the put,
+	// else that successor decides the put and the rogue holds a pointer.
+	succ := c.node(c.hosts[c.hostsOf(c.replicas(b.key))[1]])
+	for i := 0; i < 300 && (!c.node(rogue).Joined() || succ.Pred().Node.Addr != rogue.Addr); i++ {
+		c.s.RunFor(time.Second)
+	}
 	if s := put(); s.Copies != 3 {
 		t.Errorf("the honest owner's put: %d copies confirmed, want 3", s.Copies)
 	}

@@ -232,6 +232,10 @@ func (n *Node) keepCopy(env node.Env, k id.ID, c blockCopy, replace bool, done f
 // otherwise).
 func (n *Node) writeLocal(env node.Env, k id.ID, c blockCopy, replace, guard bool, done func(env node.Env, err error)) {
 	data, version := c.data, c.version
+	if n.cfg.AckAndDrop {
+		done(env, nil) // the rogue's lie: nothing kept
+		return
+	}
 	if !replace && n.deleted(env, k) {
 		done(env, errDeleted) // a pushed copy of a deleted key
 		return
@@ -333,8 +337,13 @@ func (n *Node) handleStore(env node.Env, in node.MsgIn, m *wire.D2Store) {
 }
 
 // replicaTargets are the successors that keep this node's keys' replicas.
+// A successor that failed an audit is passed over (audit.go).
 func (n *Node) replicaTargets() []wire.D2Ref {
-	return dedupe(slices.Clone(n.succs), n.self.Addr, n.cfg.Replicas-1)
+	l := slices.Clone(n.succs)
+	if len(n.distrusted) > 0 {
+		l = slices.DeleteFunc(l, func(s wire.D2Ref) bool { _, d := n.distrusted[s.Node.Addr]; return d })
+	}
+	return dedupe(l, n.self.Addr, n.cfg.Replicas-1)
 }
 
 // replicate stores a block the owner decided to store on the r-1
@@ -378,10 +387,7 @@ func (n *Node) handleFetch(env node.Env, in node.MsgIn, m *wire.D2Fetch) {
 	}
 	n.fetchHere(env, m.Key, m.Hash, !m.Local, func(env node.Env, c blockCopy, ok bool) {
 		if m.NoData {
-			c.data = nil
-		}
-		if m.NoData {
-			c.proof = wire.D2Proof{}
+			c.data, c.proof = nil, wire.D2Proof{}
 		}
 		rpc.Respond(env, in, n.self, &wire.D2Block{Key: m.Key, Data: c.data, Found: ok, Version: c.version, Unsure: !n.vouchesFor(env, m.Key), Proof: c.proof})
 	})

@@ -37,6 +37,11 @@ func (n *Node) replicaLo() (id.ID, bool) {
 	if len(n.preds) < n.cfg.Replicas {
 		return id.ID{}, false
 	}
+	for _, p := range n.preds[:n.cfg.Replicas] {
+		if _, distrusted := n.distrusted[p.Node.Addr]; distrusted {
+			return id.ID{}, false // its keys may be on no honest holder before this one (audit.go)
+		}
+	}
 	return n.preds[n.cfg.Replicas-1].Pos, true
 }
 
@@ -52,13 +57,15 @@ func (n *Node) sync(env node.Env) {
 	}
 	b := &budget{left: n.cfg.MaxFetchesPerSync}
 	n.tombs.prune(env.Now(), n.cfg.Tombstone)
+	n.pruneDistrust(env.Now())
 	n.handOff(env, n.strayKeys(), 0, b)
 	n.fetchPointers(env, b)
 	if !n.pred.IsZero() {
 		for _, t := range n.replicaTargets() {
-			n.syncWith(env, t, n.rangeLo(), 0, b)
+			n.syncWith(env, t, n.syncLo(), 0, b)
 		}
 	}
+	n.audits(env)
 }
 
 // strays returns the keys this node holds outside the keys it

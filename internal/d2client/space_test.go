@@ -3,6 +3,7 @@ package d2client
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 // TestSpace: Space asks one node (D2GetSpace) and tells a node without D2
 // (ErrNoD2); Room asks the nodes in turn, past one that is down.
 func TestSpace(t *testing.T) {
-	space := &wire.D2Space{Joined: true, Capacity: 1 << 30, Usage: 1 << 20, Replicas: 3}
+	space := &wire.D2Space{Joined: true, Capacity: 1 << 30, Usage: 1 << 20, Replicas: 3, Distrusted: []string{"127.0.0.1:9"}}
 	good := startFake(t, func(m wire.Msg) (wire.Msg, error) {
 		if _, ok := m.(*wire.D2GetSpace); !ok {
 			return nil, fault.ErrBadRequest
@@ -29,7 +30,7 @@ func TestSpace(t *testing.T) {
 	dead.stop()
 	b := newBlocks(t, deadAddr, noD2.addr(), good.addr())
 	ctx := context.Background()
-	if s, err := b.Space(ctx, good.addr()); err != nil || s != *space {
+	if s, err := b.Space(ctx, good.addr()); err != nil || !reflect.DeepEqual(s, *space) {
 		t.Fatalf("space of a node: %+v, %v", s, err)
 	}
 	if _, err := b.Space(ctx, noD2.addr()); !errors.Is(err, ErrNoD2) {

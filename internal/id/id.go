@@ -1,6 +1,7 @@
 package id
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -226,4 +227,27 @@ func (x ID) SharedDigits(y ID, bits int) int {
 		}
 	}
 	return 8 * len(x.b) / bits
+}
+
+// RandomIn is a random point of the arc [lo, hi): lo plus an offset
+// below the arc's length (a random number masked to the length's bits,
+// and one bit fewer when that is not below it).
+func RandomIn(r *rand.Rand, lo, hi ID) ID {
+	span := hi.Sub(lo).Bytes()
+	off := Random(r, len(span)).Bytes()
+	lead := 0 // leading zero bits of span
+	for lead < 8*len(span) && span[lead/8]&(0x80>>(lead%8)) == 0 {
+		lead++
+	}
+	for i := range lead {
+		off[i/8] &^= 0x80 >> (i % 8)
+	}
+	if bytes.Compare(off, span) >= 0 && lead < 8*len(span) {
+		off[lead/8] &^= 0x80 >> (lead % 8)
+	}
+	o, err := FromBytes(off)
+	if err != nil {
+		return lo
+	}
+	return lo.Add(o)
 }

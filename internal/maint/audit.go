@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -137,7 +136,7 @@ func (m *Maint) audit(env node.Env, t auditTarget) {
 			recheck = k.key
 		}
 	}
-	start := randomIn(env.Rand(), t.lo, t.hi)
+	start := id.RandomIn(env.Rand(), t.lo, t.hi)
 	nonce := make([]byte, wire.AuditNonceBytes)
 	for i := range nonce {
 		nonce[i] = byte(env.Rand().Uint32())
@@ -240,29 +239,6 @@ func (m *Maint) auditFragment(env node.Env, t auditTarget, key id.ID) {
 	if !ok {
 		m.Stats.Audits--
 	}
-}
-
-// randomIn is a random point of the arc [lo, hi): lo plus an offset
-// below the arc's length (a random number masked to the length's bits,
-// and one bit fewer when that is not below it).
-func randomIn(r *rand.Rand, lo, hi id.ID) id.ID {
-	span := hi.Sub(lo).Bytes()
-	off := id.Random(r, len(span)).Bytes()
-	lead := 0 // leading zero bits of span
-	for lead < 8*len(span) && span[lead/8]&(0x80>>(lead%8)) == 0 {
-		lead++
-	}
-	for i := range lead {
-		off[i/8] &^= 0x80 >> (i % 8)
-	}
-	if bytes.Compare(off, span) >= 0 && lead < 8*len(span) {
-		off[lead/8] &^= 0x80 >> (lead % 8)
-	}
-	o, err := id.FromBytes(off)
-	if err != nil {
-		return lo
-	}
-	return lo.Add(o)
 }
 
 // proofOf is what a holder of data answers to nonce.

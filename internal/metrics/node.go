@@ -65,6 +65,7 @@ type D2Snapshot struct {
 	Links      int
 	Cache      int // lookup cache entries
 	Estimate   int // its estimate of the ring's node count
+	Distrusted int // replica partners that failed a possession audit
 }
 
 // VnodeSnapshot is one virtual server's neighbourhood.
@@ -116,7 +117,7 @@ func TakeNodeSnapshot(n *deploy.Node) NodeSnapshot {
 	}
 	if d := n.D2; d != nil {
 		s.D2 = &D2Snapshot{Stats: d.Stats, Joined: d.Joined(), Load: d.Load(), Held: d.Held(), Pointers: d.Pointers(),
-			Successors: len(d.Succs()), Links: len(d.Links()), Cache: d.CacheLen(), Estimate: d.Estimate()}
+			Successors: len(d.Succs()), Links: len(d.Links()), Cache: d.CacheLen(), Estimate: d.Estimate(), Distrusted: len(d.Distrusted())}
 	}
 	return s
 }
@@ -280,6 +281,7 @@ func emitD2(e emitter, s *D2Snapshot) {
 	e.gauge("triad_d2_links", "Long links known.", float64(s.Links))
 	e.gauge("triad_d2_cache_entries", "Lookup cache entries (§5).", float64(s.Cache))
 	e.gauge("triad_d2_nodes_estimate", "This node's estimate of the ring's node count.", float64(s.Estimate))
+	e.gauge("triad_d2_distrusted_peers", "Replica partners this node distrusts now: found lacking blocks they had acknowledged (possession audits).", float64(s.Distrusted))
 	st := s.Stats
 	for _, c := range []struct {
 		name, help string
@@ -306,6 +308,9 @@ func emitD2(e emitter, s *D2Snapshot) {
 		{"bad_requests", "Messages refused as malformed.", st.BadRequests},
 		{"unauthorized", "Writes refused: no valid signature of the volume's writer (a client's, or a copy another node gave).", st.Unauthorized},
 		{"copies_unverified", "Copies an owner claimed for a put that its named holders did not confirm: a node acknowledging what it does not keep.", st.CopiesUnverified},
+		{"gateway_copies", "Copies a gateway placed itself because the owner's claimed copies were not there.", st.GatewayCopies},
+		{"audits", "Possession audits sent to replica partners.", st.Audits},
+		{"audits_failed", "Replica partners found lacking a block they had acknowledged: distrusted.", st.AuditsFailed},
 		{"quota_refused", "Volume-name claims refused: past the client's quota at this node.", st.QuotaRefused},
 		{"refused_positions", "Positions claimed for another sender, refused.", st.RefusedPositions},
 		{"busy", "Requests refused: too many in flight.", st.Busy},

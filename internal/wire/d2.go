@@ -447,13 +447,19 @@ type D2GetSpace struct{}
 // segment files may take; 0: no bound set, as a node started without
 // --capacity-mb, which only its disk limits) and Usage (bytes they take),
 // the ring's Replicas (r, the copies of each block), and Joined: D2 there
-// is on the ring (false: still joining, d2.ErrNotJoined).
+// is on the ring (false: still joining, d2.ErrNotJoined). Distrusted are
+// the replica partners the node found lacking blocks they had
+// acknowledged (internal/d2's audit.go), at most MaxD2Distrusted.
 type D2Space struct {
-	Joined   bool
-	Capacity uint64
-	Usage    uint64
-	Replicas uint32
+	Joined     bool
+	Capacity   uint64
+	Usage      uint64
+	Replicas   uint32
+	Distrusted []string
 }
+
+// MaxD2Distrusted bounds D2Space.Distrusted.
+const MaxD2Distrusted = 16
 
 func putD2Ref(b []byte, num protowire.Number, r D2Ref) []byte {
 	if r.IsZero() {
@@ -1058,7 +1064,11 @@ func (m *D2Space) encode(b []byte) []byte {
 	b = putBool(b, 1, m.Joined)
 	b = putUint(b, 2, m.Capacity)
 	b = putUint(b, 3, m.Usage)
-	return putUint(b, 4, uint64(m.Replicas))
+	b = putUint(b, 4, uint64(m.Replicas))
+	for _, a := range m.Distrusted {
+		b = putString(b, 5, a)
+	}
+	return b
 }
 func (m *D2Space) decodeField(d *decoder, f field) {
 	switch f.num {
@@ -1070,6 +1080,16 @@ func (m *D2Space) decodeField(d *decoder, f field) {
 		m.Usage = d.uint(f)
 	case 4:
 		m.Replicas = d.uint32(f)
+	case 5:
+		if len(m.Distrusted) >= MaxD2Distrusted {
+			d.fail("more than %d distrusted partners", MaxD2Distrusted)
+			return
+		}
+		m.Distrusted = append(m.Distrusted, d.str(f, MaxAddrBytes))
 	}
 }
-func (m *D2Space) clone() Msg { return new(*m) }
+func (m *D2Space) clone() Msg {
+	c := *m
+	c.Distrusted = slices.Clone(m.Distrusted)
+	return &c
+}

@@ -1,4 +1,4 @@
-package maint
+package id_test
 
 import (
 	"math/rand/v2"
@@ -7,7 +7,7 @@ import (
 	"triad/internal/id"
 )
 
-// randomIn stays in its arc, wrapping or not, and spreads over it.
+// RandomIn stays in its arc, wrapping or not, and spreads over it.
 func TestRandomInStaysInItsArc(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 200 {
@@ -18,7 +18,7 @@ func TestRandomInStaysInItsArc(t *testing.T) {
 		span := lo.Distance(hi).Float()
 		var low, high int
 		for range 50 {
-			x := randomIn(r, lo, hi)
+			x := id.RandomIn(r, lo, hi)
 			if x != lo && !x.In(lo, hi) || x == hi {
 				t.Fatalf("%s not in [%s, %s)", x, lo, hi)
 			}
