@@ -22,11 +22,15 @@ import (
 // a copy, short of fetching it from another holder, which keeps the copy
 // alive elsewhere (relaying is what a pointer does, §6).
 //
-// A partner that answers "not found" for a key is given the block then
+// A replica that answers "not found" for a key is given the block then
 // and there, a copy with the writer's proof (as a sync push is); an
-// honest partner stores what it acknowledges. If it acknowledged the copy
-// and lacks the key again two sync rounds later, it fails, and is
-// distrusted for six rounds, renewed while it keeps failing:
+// honest replica stores what it acknowledges. If it acknowledged the copy
+// and lacks the key again two sync rounds later, it fails. An owner is
+// given nothing (its replica's copy may be older than its own last
+// decision): sync gives it a pointer to the key, which an honest owner
+// fetches within the pointer stabilization time (§6); lacking the key
+// six rounds past that, it fails. A partner that fails is distrusted for
+// twice the owner's period, renewed while it keeps failing:
 //   - as a replica target it is passed over: this node's keys go to its
 //     next honest successor instead (replicaTargets);
 //   - as a predecessor, this node keeps its whole replica range (drops no
@@ -35,8 +39,11 @@ import (
 //     successors after it (syncLo);
 //   - it is reported: Stats.AuditsFailed, Distrusted() (the status page
 //     and the metric triad_d2_distrusted_peers).
-// A partner still filling its range (a new node, a replaced disk) is
+// A replica still filling its range (a new node, a replaced disk) is
 // never failed for what it was not yet given, however long that takes.
+// An owner still fetching more pointers than its budget allows in that
+// time (MaxFetchesPerSync a round) can be failed by a successor: the cost
+// is extra copies past it and a false report, never a lost block.
 //
 // A partner whose copy has another version, or one that does not answer,
 // fails nothing: sync repairs versions, and the ring handles the dead.
@@ -51,16 +58,40 @@ type auditKey struct {
 	key  id.ID
 }
 
+// lack is what is known of a key a partner lacked: since when (when it
+// acknowledged the copy given, for a replica), and the rechecks it has
+// failed since.
+type lack struct {
+	at      time.Time
+	strikes int
+}
+
 // Bounds of the audit state: cleared when full.
 const (
 	maxLacking    = 4096
 	maxDistrusted = 1024
 )
 
-// auditRecheck is how long after a partner acknowledged the copy of a key
-// it lacked an audit of the key may fail it; distrust lasts three times
-// as long.
-func (n *Node) auditRecheck() time.Duration { return 2 * n.cfg.Sync }
+// auditRecheck is how long after a replica acknowledged the copy of a
+// key it lacked an audit of the key may fail it; an owner, which is
+// given no copy, is failed six rounds past the pointer stabilization time
+// after it first lacked the key.
+func (n *Node) auditRecheck(owner bool) time.Duration {
+	d := 2 * n.cfg.Sync
+	if owner {
+		d = n.cfg.PointerStabilization + 6*n.cfg.Sync
+	}
+	return d
+}
+
+// due reports whether l is due for a recheck at now: a recheck period
+// after it was noted, two sync rounds after a strike.
+func (n *Node) due(now time.Time, l lack, owner bool) bool {
+	if l.strikes > 0 {
+		owner = false
+	}
+	return now.Sub(l.at) >= n.auditRecheck(owner)
+}
 
 // Distrusted lists the partners that failed an audit and are distrusted
 // now, in address order.
@@ -96,29 +127,29 @@ func (n *Node) audits(env node.Env) {
 	}
 	for _, s := range dedupe(slices.Clone(n.succs), n.self.Addr, n.cfg.Replicas-1) {
 		for range n.cfg.Audits {
-			n.audit(env, s.Node, n.pred.Pos, n.pos)
+			n.audit(env, s.Node, n.pred.Pos, n.pos, false)
 		}
 	}
 	for j := 0; j+1 < len(n.preds) && j < n.cfg.Replicas-1; j++ {
 		for range n.cfg.Audits {
-			n.audit(env, n.preds[j].Node, n.preds[j+1].Pos, n.preds[j].Pos)
+			n.audit(env, n.preds[j].Node, n.preds[j+1].Pos, n.preds[j].Pos, true)
 		}
 	}
 }
 
 // audit challenges peer for a block of the arc (lo, hi] this node holds:
 // one peer lacked a recheck period ago, else the first after a random
-// point.
-func (n *Node) audit(env node.Env, peer wire.NodeRef, lo, hi id.ID) {
+// point. owner says peer owns the arc.
+func (n *Node) audit(env node.Env, peer wire.NodeRef, lo, hi id.ID, owner bool) {
 	if peer.Addr == n.self.Addr {
 		return
 	}
 	now := env.Now()
 	k, found := id.ID{}, false
-	for ak, at := range n.lacking {
+	for ak, l := range n.lacking {
 		// The smallest due key: any is as sound, and the choice must not
 		// depend on the map's order.
-		if ak.peer == peer.Addr && now.Sub(at) >= n.auditRecheck() && ak.key.In(lo, hi) && (!found || ak.key.Cmp(k) < 0) {
+		if ak.peer == peer.Addr && n.due(now, l, owner) && ak.key.In(lo, hi) && (!found || ak.key.Cmp(k) < 0) {
 			k, found = ak.key, true
 		}
 	}
@@ -140,7 +171,7 @@ func (n *Node) audit(env node.Env, peer wire.NodeRef, lo, hi id.ID) {
 			case err != nil || !isBlock:
 				// Silent or busy: the ring finds the dead; no verdict.
 			case !b.Found:
-				n.lacks(env, peer, k, mine)
+				n.lacks(env, peer, k, mine, owner)
 			case bytes.Equal(b.Data, mine.data) || b.Version != mine.version:
 				// Held (another version: sync repairs whichever is older).
 				delete(n.lacking, auditKey{peer.Addr, k})
@@ -173,35 +204,104 @@ func (n *Node) auditPick(start, lo, hi id.ID) (id.ID, bool) {
 }
 
 // lacks handles peer's "not found" for k, of which this node holds
-// mine: the first time, peer is given mine, and noted if it acknowledges
-// it; a recheck period after that, it fails.
-func (n *Node) lacks(env node.Env, peer wire.NodeRef, k id.ID, mine blockCopy) {
+// mine. A replica is given mine, and noted if it acknowledges it; an
+// owner is noted (a replica's copy may be older than what the owner
+// decided last: planted at an owner that lost its own, it would decide
+// the next conditional put against it, and the simulator's chaos run
+// forked a lease that way). A recheck period after it was noted, still
+// lacking k, it takes a strike, and is given k again (a replica) and
+// rechecked after two sync rounds: an honest node can drop a key as a
+// stray while the ring changes, and find it its own again a round later,
+// but not twice running. At the second strike it fails, and again at
+// each audit while it lacks k.
+func (n *Node) lacks(env node.Env, peer wire.NodeRef, k id.ID, mine blockCopy, owner bool) {
 	ak := auditKey{peer.Addr, k}
-	if at, ok := n.lacking[ak]; ok {
-		if env.Now().Sub(at) >= n.auditRecheck() {
-			delete(n.lacking, ak)
-			n.failAudit(env, peer)
+	l, noted := n.lacking[ak]
+	switch {
+	case noted && !n.due(env.Now(), l, owner):
+		return
+	case noted:
+		n.failIfItsOwn(env, peer, k, owner, l.strikes+1)
+		if l.strikes > 0 {
+			return
 		}
+	}
+	note := func(env node.Env) {
+		if n.lacking == nil || len(n.lacking) >= maxLacking {
+			n.lacking = make(map[auditKey]lack)
+		}
+		if _, ok := n.lacking[ak]; !ok || noted {
+			n.lacking[ak] = lack{at: env.Now(), strikes: n.lacking[ak].strikes}
+		}
+	}
+	if owner {
+		note(env) // it fetches the block through the pointer sync gives it (§6)
 		return
 	}
 	n.call(env, peer.Addr, copyMsg(k, mine, false), func(env node.Env, reply wire.Msg, err error) {
-		if s, ok := reply.(*wire.D2Stored); err != nil || !ok || s.Copies == 0 {
-			return // refused (a conflict, full, a delete it knows of): no verdict
+		if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
+			note(env) // else refused (a conflict, full, a delete it knows of): no verdict
 		}
-		if n.lacking == nil || len(n.lacking) >= maxLacking {
-			n.lacking = make(map[auditKey]time.Time)
-		}
-		n.lacking[ak] = env.Now()
 	})
 }
 
-// failAudit distrusts peer for three recheck periods.
+// failIfItsOwn gives peer its strikes-th strike for lacking k if its own
+// neighbour list says k is its to hold: of its range if owner, else of
+// its replica range; at the second it fails. Else the note is forgotten:
+// a ring in change (a node joining between, a cold start re-forming it)
+// can have an honest partner hand k on while this node's view still
+// names it. (A liar that lies about its neighbours too escapes the
+// verdict, not the gateways' copies and reads, which pass it by.)
+func (n *Node) failIfItsOwn(env node.Env, peer wire.NodeRef, k id.ID, owner bool, strikes int) {
+	ak := auditKey{peer.Addr, k}
+	n.call(env, peer.Addr, &wire.D2GetNeighbors{}, func(env node.Env, reply wire.Msg, err error) {
+		nb, ok := reply.(*wire.D2Neighbors)
+		if err != nil || !ok || nb.Self.Node.Addr != peer.Addr {
+			return // no verdict
+		}
+		preds := dedupe(slices.Clone(nb.Preds), peer.Addr, n.cfg.Replicas)
+		var holds bool
+		switch {
+		case owner:
+			holds = len(preds) > 0 && k.In(preds[0].Pos, nb.Self.Pos)
+		case len(preds) < n.cfg.Replicas:
+			holds = true // a node that knows fewer than r predecessors drops nothing (replicaLo)
+		default:
+			holds = k.In(preds[n.cfg.Replicas-1].Pos, nb.Self.Pos)
+		}
+		l, noted := n.lacking[ak]
+		switch {
+		case !noted:
+		case !holds:
+			delete(n.lacking, ak)
+		case strikes >= 2:
+			n.failAudit(env, peer)
+		default:
+			n.lacking[ak] = lack{at: env.Now(), strikes: max(l.strikes, strikes)}
+		}
+	})
+}
+
+// forgive forgets the keys addr was found lacking: it went down, and a
+// crash may take what a node acknowledged moments before (a write not
+// yet on its disk). Its distrust, if any, runs its course.
+func (n *Node) forgive(addr node.Addr) {
+	for ak := range n.lacking {
+		if ak.peer == addr {
+			delete(n.lacking, ak)
+		}
+	}
+}
+
+// failAudit distrusts peer for two recheck periods of an owner: it fails
+// again at each audit while it lacks the key, but a partner down or busy
+// at an audit gives no verdict, so distrust outlasts a few of those.
 func (n *Node) failAudit(env node.Env, peer wire.NodeRef) {
 	n.Stats.AuditsFailed++
 	if n.distrusted == nil || len(n.distrusted) >= maxDistrusted {
 		n.distrusted = make(map[node.Addr]time.Time)
 	}
-	n.distrusted[peer.Addr] = env.Now().Add(3 * n.auditRecheck())
+	n.distrusted[peer.Addr] = env.Now().Add(2 * n.auditRecheck(true))
 }
 
 // syncLo is the exclusive start of the keys this node syncs to its

@@ -133,7 +133,7 @@ type Node struct {
 	// lacking are the keys audited partners lacked, by when they
 	// acknowledged the copy given then; distrusted the partners that
 	// failed an audit, until when (audit.go).
-	lacking    map[auditKey]time.Time
+	lacking    map[auditKey]lack
 	distrusted map[node.Addr]time.Time
 	// putting holds the state of each key with a put in progress at this
 	// owner, and the puts waiting for it (put.go).
@@ -400,9 +400,11 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 	}
 }
 
-// PeerDown drops a dead peer from the node's lists and cache.
+// PeerDown drops a dead peer from the node's lists and cache, and the
+// keys its audits found it lacking (audit.go).
 func (n *Node) PeerDown(env node.Env, addr node.Addr) {
 	n.forget(env, addr)
+	n.forgive(addr)
 }
 
 // Stop leaves the ring gracefully: the neighbours close the gap at once.

@@ -235,6 +235,11 @@ type D2ChaosResult struct {
 	RoguePuts        int `json:"rogue_volume_puts,omitempty"`
 	RogueAcked       int `json:"rogue_volume_acked,omitempty"`
 	CopiesUnverified int `json:"copies_unverified,omitempty"`
+	// Reads of the rogue's volume during the failures, and those failed;
+	// the nodes that distrust the rogue at the end (d2's audit.go).
+	RogueReads        int `json:"rogue_volume_reads,omitempty"`
+	RogueReadsFailed  int `json:"rogue_volume_reads_failed,omitempty"`
+	RogueDistrustedBy int `json:"rogue_distrusted_by,omitempty"`
 
 	Violations  int            `json:"violations"`
 	ByInvariant map[string]int `json:"violations_by_invariant,omitempty"`
@@ -533,11 +538,11 @@ func (r D2ChaosResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "failures: %d crashes (%d of the lease key's owner), %d wipes, %d cold restarts (every node joined after %v s; founders %v), %d partitions\n",
 		r.Crashes, r.OwnerCrashes, r.Wipes, r.ColdRestarts, r.ColdJoinSeconds, r.Founders, r.Partitions)
 	if r.RogueHost > 0 {
-		fmt.Fprintf(w, "rogue: host %d aimed at the last volume, acknowledging what it owns without keeping it: %d puts to that volume, %d acknowledged (on copies gateways confirmed); %d copies claimed and not held\n",
-			r.RogueHost, r.RoguePuts, r.RogueAcked, r.CopiesUnverified)
+		fmt.Fprintf(w, "rogue: host %d aimed at the last volume, acknowledging what it owns or is given without keeping it: %d puts to that volume, %d acknowledged (on copies gateways confirmed); %d copies claimed and not held; reads of that volume during the failures %d, %d failed; distrusted at the end by %d nodes\n",
+			r.RogueHost, r.RoguePuts, r.RogueAcked, r.CopiesUnverified, r.RogueReads, r.RogueReadsFailed, r.RogueDistrustedBy)
 	}
 	fmt.Fprintf(w, "violations: %d", r.Violations)
-	for _, k := range []string{"placement", "read", "lease-fork", "lease-latest", "cold-start", "lost", "ring", "joined"} {
+	for _, k := range []string{"placement", "read", "lease-fork", "lease-latest", "cold-start", "lost", "ring", "joined", "distrust", "rogue"} {
 		if n := r.ByInvariant[k]; n > 0 {
 			fmt.Fprintf(w, "  %s %d", k, n)
 		}
@@ -857,11 +862,18 @@ func (c *d2Chaos) readTick() {
 	}
 	b := c.blocks[c.write.IntN(len(c.blocks))]
 	c.res.Reads++
+	rogueVol := c.rogue >= 0 && int(b.v) == len(c.vols)-1
+	if rogueVol {
+		c.res.RogueReads++
+	}
 	c.s.Do(c.hosts[gw], func(env node.Env) {
 		c.nodes[gw].Get(env, b.k, d2.Sum(b.data), func(env node.Env, data []byte, err error) {
 			switch {
 			case err != nil:
 				c.res.ReadsFailed++
+				if rogueVol {
+					c.res.RogueReadsFailed++
+				}
 			case !bytes.Equal(data, b.data):
 				c.violate("read", "%v read through %s: other bytes than were put", b, c.hosts[gw].Addr)
 			}
@@ -1096,7 +1108,15 @@ func (c *d2Chaos) quiesce() {
 		c.minority = nil
 		c.lastFault = c.s.Now()
 	}
-	settled := max(c.lastFault, c.s.Now()) + chaosSettle
+	settle := chaosSettle
+	if c.rogue >= 0 {
+		// The rogue's partners must find it out again after their own
+		// failures: an owner's audit period (d2's audit.go), six rounds
+		// past the pointer stabilization time, and a second strike two
+		// rounds after.
+		settle += c.cfg.PointerStabilization + 8*c.cfg.Sync
+	}
+	settled := max(c.lastFault, c.s.Now()) + settle
 	c.stopAt = settled - 2*c.cfg.Sync
 	c.s.RunUntil(settled)
 	for i := 0; i < 120 && !c.lease.stopped && c.err == nil; i++ {
@@ -1118,6 +1138,7 @@ func (c *d2Chaos) finalChecks() {
 	}
 	c.checkRing(ring, "at the end")
 	c.checkPlacement(ring)
+	c.checkDistrust()
 	c.checkReads()
 	c.checkLatest()
 }
@@ -1185,7 +1206,15 @@ func (c *d2Chaos) rings(ring []chaosMember) (cycles, off int) {
 
 // checkPlacement: each acknowledged block is held, bytes and all, by its
 // key's r holders on the oracle's ring.
+//
+// With a rogue, which keeps nothing, the oracle's ring leaves it out: its
+// partners' audits must have found it (the rogue invariant), its owners
+// must push past it and its successor must sync its range (audit.go), so
+// that every key it should hold is on r honest nodes.
 func (c *d2Chaos) checkPlacement(ring []chaosMember) {
+	if c.rogue >= 0 {
+		ring = slices.DeleteFunc(slices.Clone(ring), func(m chaosMember) bool { return m.host == c.rogue })
+	}
 	for _, b := range c.blocks {
 		var missing []string
 		for _, i := range holders(ring, b.k, c.cfg.Replicas) {
@@ -1200,6 +1229,26 @@ func (c *d2Chaos) checkPlacement(ring []chaosMember) {
 		if len(ring) < c.cfg.Replicas || len(missing) > 0 {
 			c.violate("placement", "%v not held by %v of its %d successors", b, missing, c.cfg.Replicas)
 		}
+	}
+}
+
+// checkDistrust: no node distrusts an honest one (a crash or a wiped
+// disk is no lie), and with a rogue, some node distrusts it.
+func (c *d2Chaos) checkDistrust() {
+	for i, n := range c.nodes {
+		if n == nil || !c.hosts[i].Up() {
+			continue
+		}
+		for _, a := range n.Distrusted() {
+			if c.rogue >= 0 && a == c.hosts[c.rogue].Addr {
+				c.res.RogueDistrustedBy++
+				continue
+			}
+			c.violate("distrust", "%s distrusts %s, an honest node", c.hosts[i].Addr, a)
+		}
+	}
+	if c.rogue >= 0 && c.res.RogueDistrustedBy == 0 {
+		c.violate("rogue", "no node distrusts the rogue %s", c.hosts[c.rogue].Addr)
 	}
 }
 

@@ -159,10 +159,15 @@ func rollBackLease(c *d2Chaos) {
 func forkLease(c *d2Chaos) { c.leaseAcked([]byte("forged"), nil, -1) }
 
 // TestD2ChaosRogue: with an insider aimed at the last volume, which
-// acknowledges the puts it owns and keeps nothing, among the chaos run's
-// failures, no acknowledged block is lost: the gateways acknowledged only
-// copies they confirmed, so the rogue's claims bought it nothing but
-// failed puts.
+// acknowledges the puts it owns and the copies it is given and keeps
+// nothing, among the chaos run's failures: no acknowledged block is lost
+// and every one is on r honest nodes at the end (the placement invariant
+// leaves the rogue out: its partners' audits found it, d2's audit.go);
+// the gateways acknowledged only copies they confirmed, and placed the
+// copies the rogue claimed and did not make, so that the volume stayed
+// writable (most puts acknowledged; before, most failed) and readable
+// (reads of it fail no more than the chaos makes others fail); no honest
+// node is distrusted.
 func TestD2ChaosRogue(t *testing.T) {
 	res, err := RunD2Chaos(D2ChaosConfig{Seed: 1, Quick: true, Rogue: true})
 	if err != nil {
@@ -171,8 +176,11 @@ func TestD2ChaosRogue(t *testing.T) {
 	if res.Violations != 0 {
 		t.Errorf("%d violations: %v", res.Violations, res.Violated)
 	}
-	if res.RoguePuts == 0 || res.CopiesUnverified == 0 || res.RogueAcked*2 > res.RoguePuts {
-		t.Errorf("the rogue's volume: %d puts, %d acknowledged, %d copies claimed and not held; want most puts refused and claims caught",
+	if res.RoguePuts == 0 || res.CopiesUnverified == 0 || res.RogueAcked*10 < res.RoguePuts*7 {
+		t.Errorf("the rogue's volume: %d puts, %d acknowledged, %d copies claimed and not held; want most acknowledged and claims caught",
 			res.RoguePuts, res.RogueAcked, res.CopiesUnverified)
+	}
+	if res.RogueReads == 0 || res.RogueReadsFailed*10 > res.RogueReads || res.RogueDistrustedBy == 0 {
+		t.Errorf("the rogue's volume: %d reads, %d failed; the rogue distrusted by %d nodes", res.RogueReads, res.RogueReadsFailed, res.RogueDistrustedBy)
 	}
 }
