@@ -101,6 +101,12 @@ type ChaosD2Result struct {
 	LeaseRetakes     int     `json:"lease_retakes"`
 	LeaseLost        string  `json:"lease_lost,omitempty"`
 	Commits          int     `json:"commits"`
+	// With AckAndDrop: the nodes that distrust a liar at the end, and
+	// those that distrust an honest node (d2's possession audits; a
+	// figure: a liar killed late may not be found again yet).
+	Liars            int      `json:"liars"`
+	LiarDistrustedBy int      `json:"liar_distrusted_by"`
+	HonestDistrusted []string `json:"honest_distrusted,omitempty"`
 }
 
 // chaosD2Run is one run: startNodes, then the writer and the killer, then
@@ -437,6 +443,7 @@ func (run *chaosD2Run) finish() {
 		}
 	}
 	res.BadBlocks = run.fsck()
+	run.surveyDistrust()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := run.w.f.Close(ctx); err != nil {
@@ -490,6 +497,36 @@ func readAll(ctx context.Context, f *d2fs.FS, path string) ([]byte, error) {
 		off += k
 	}
 	return buf, nil
+}
+
+// surveyDistrust asks every node which replica partners it distrusts.
+func (run *chaosD2Run) surveyDistrust() {
+	b, err := d2client.New(d2client.DefaultConfig(run.addrs()...))
+	if err != nil {
+		return
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addrs := run.addrs()
+	run.res.Liars = run.cfg.AckAndDrop
+	liars := map[string]bool{}
+	for _, a := range addrs[len(addrs)-run.cfg.AckAndDrop:] {
+		liars[a] = true
+	}
+	for _, a := range addrs {
+		sp, err := b.Space(ctx, a)
+		if err != nil {
+			continue
+		}
+		for _, d := range sp.Distrusted {
+			if liars[d] {
+				run.res.LiarDistrustedBy++
+			} else {
+				run.res.HonestDistrusted = append(run.res.HonestDistrusted, a+" distrusts "+d)
+			}
+		}
+	}
 }
 
 // fsck counts the bad blocks of the volume's last commit.
@@ -697,6 +734,10 @@ func (r ChaosD2Result) WriteText(w io.Writer) {
 		r.Fsyncs, r.FsyncsFailed, r.Renames, r.Commits, r.LeaseRetakes, r.Writable)
 	if r.LeaseLost != "" {
 		fmt.Fprintf(w, "writer lease lost: %s\n", r.LeaseLost)
+	}
+	if r.Liars > 0 || len(r.HonestDistrusted) > 0 {
+		fmt.Fprintf(w, "possession audits: the lying nodes distrusted by %d nodes at the end; honest nodes distrusted: %d %v\n",
+			r.LiarDistrustedBy, len(r.HonestDistrusted), r.HonestDistrusted)
 	}
 	fmt.Fprintf(w, "read back: %d of %d files with their hash; lost: %d; fsck: %d bad blocks\n", r.Read, r.Files, r.Lost, r.BadBlocks)
 }

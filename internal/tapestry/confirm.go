@@ -3,6 +3,7 @@ package tapestry
 import (
 	"maps"
 	"slices"
+	"time"
 
 	"triad/internal/id"
 	"triad/internal/node"
@@ -34,6 +35,26 @@ import (
 // maxChecking bounds the pointers a node is checking at once; past it a
 // new pointer waits, unconfirmed, for its next refresh.
 const maxChecking = 16 << 10
+
+// Checks are bounded per server too: a node asks one server about at
+// most maxChecksPerServer keys per checkWindow, and the pointers past
+// that wait, unconfirmed, for their next refresh. Else an insider could
+// send every node pointers naming a victim, and have the whole mesh ask
+// the victim about up to maxChecking keys each (an amplification, not a
+// forgery). An honest server's pointers mostly come from it on their
+// first hop (no check); a node further along its paths confirms a
+// publish of many objects over a few windows.
+const (
+	maxChecksPerServer = 4 * wire.MaxTapPointers
+	checkWindow        = time.Minute
+)
+
+// checkBudget is what a node has asked one server about in the current
+// window.
+type checkBudget struct {
+	since time.Time
+	keys  int
+}
 
 // checkKey is one pointer being checked: its key and server.
 type checkKey struct {
@@ -82,8 +103,22 @@ type serverCheck struct {
 func (n *Node) sendChecks(env node.Env) {
 	// In address order, not the map's: the simulator replays a seed's
 	// run exactly.
+	now := env.Now()
 	for _, addr := range slices.Sorted(maps.Keys(n.toCheck)) {
 		server, keys := n.toCheck[addr].server, n.toCheck[addr].keys
+		b := n.checkBudgets[addr]
+		if now.Sub(b.since) >= checkWindow {
+			b = checkBudget{since: now}
+		}
+		if over := len(keys) - (maxChecksPerServer - b.keys); over > 0 {
+			for _, k := range keys[len(keys)-over:] {
+				delete(n.checking, checkKey{k, addr}) // asked at a later refresh
+			}
+			n.Stats.ChecksDeferred += uint64(over)
+			keys = keys[:len(keys)-over]
+		}
+		b.keys += len(keys)
+		n.setCheckBudget(now, addr, b)
 		for len(keys) > 0 {
 			batch := keys[:min(len(keys), wire.MaxTapPointers)]
 			keys = keys[len(batch):]
@@ -96,6 +131,20 @@ func (n *Node) sendChecks(env node.Env) {
 		}
 	}
 	clear(n.toCheck)
+}
+
+// maxBudgets bounds the servers a node keeps a check budget for; past it
+// the lapsed ones are forgotten, and if none has, all are.
+const maxBudgets = 4096
+
+func (n *Node) setCheckBudget(now time.Time, addr string, b checkBudget) {
+	if _, ok := n.checkBudgets[addr]; !ok && len(n.checkBudgets) >= maxBudgets {
+		maps.DeleteFunc(n.checkBudgets, func(_ string, b checkBudget) bool { return now.Sub(b.since) >= checkWindow })
+		if len(n.checkBudgets) >= maxBudgets {
+			clear(n.checkBudgets)
+		}
+	}
+	n.checkBudgets[addr] = b
 }
 
 // checked takes a server's answer: the pointers to the keys it serves are

@@ -184,3 +184,30 @@ func TestForgedServerPointers(t *testing.T) {
 		t.Error("no node counted a forged pointer")
 	}
 }
+
+// TestServerChecksBounded (issue 44): an insider sends one node 16,384
+// pointers naming another node as the server of keys nobody serves. The
+// node asks that server about at most 4,096 of them in the minute
+// (4 TapCheckServed), defers the rest unconfirmed, and drops the ones it
+// asked about; before, it asked about all 16,384 at once, and every node
+// the insider reached would have done the same to the one victim.
+func TestServerChecksBounded(t *testing.T) {
+	m := newMesh(t, 29, 12, tapestry.DefaultConfig())
+	victim, target, insider := m.hosts[2], m.hosts[5], m.hosts[9]
+	const sent = 16 * wire.MaxTapPointers
+	for range sent / wire.MaxTapPointers {
+		ps := make([]wire.TapPointer, wire.MaxTapPointers)
+		for i := range ps {
+			k := id.Random(m.s.Rand(), id.Bytes)
+			ps[i] = wire.TapPointer{Key: k, App: tapestry.AppDOLR, Server: tap(victim).Self(), TTLMillis: 600_000}
+		}
+		m.sendPointers(insider, target, ps)
+	}
+	st := tap(target).Stats
+	if st.ServerChecks == 0 || st.ServerChecks > 4 || st.ChecksDeferred < sent-4*wire.MaxTapPointers {
+		t.Errorf("the target sent %d TapCheckServed and deferred %d checks; want 1 to 4 and at least %d", st.ServerChecks, st.ChecksDeferred, sent-4*wire.MaxTapPointers)
+	}
+	if st.PointersForged == 0 || st.PointersForged > 4*wire.MaxTapPointers {
+		t.Errorf("the target dropped %d forged pointers; want those it asked about, 1 to %d", st.PointersForged, 4*wire.MaxTapPointers)
+	}
+}

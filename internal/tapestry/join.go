@@ -486,7 +486,7 @@ func (n *Node) Counters() []Counter {
 		{"suspected", s.Suspected}, {"false_suspects", s.FalseSuspects},
 		{"pointers_dropped", s.PointersDropped},
 		{"pointers_refused", s.PointersRefused}, {"removes_refused", s.RemovesRefused},
-		{"server_checks", s.ServerChecks}, {"pointers_forged", s.PointersForged},
+		{"server_checks", s.ServerChecks}, {"pointers_forged", s.PointersForged}, {"checks_deferred", s.ChecksDeferred},
 		{"bloom_lookups", lookups}, {"bloom_negative", neg}, {"bloom_false_positive", fp},
 	}
 }

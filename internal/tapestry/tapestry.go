@@ -99,6 +99,9 @@ type Stats struct {
 	// the pointers it dropped because their server said it does not
 	// serve the key (confirm.go).
 	ServerChecks, PointersForged uint64
+	// ChecksDeferred are pointers left unconfirmed for now: their server
+	// was asked its window's share already (confirm.go).
+	ChecksDeferred uint64
 }
 
 // object is one object this node publishes.
@@ -183,6 +186,9 @@ type Node struct {
 	// those to ask at the next sendChecks, by server (confirm.go).
 	checking map[checkKey]bool
 	toCheck  map[string]*serverCheck
+	// checkBudgets are the keys asked of each server in the current
+	// window (confirm.go).
+	checkBudgets map[string]checkBudget
 
 	Stats Stats
 }
@@ -199,23 +205,24 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, bootstraps []node.Addr, ob
 		return nil, fmt.Errorf("tapestry: node %v must have a %d-byte ID and the host's address %s", self, id.Bytes, h.Addr())
 	}
 	n := &Node{
-		cfg:        cfg,
-		h:          h,
-		self:       self,
-		table:      newTable(self.ID, cfg.Links, cfg.DigitBits),
-		back:       map[string]backpointer{},
-		ptrs:       newPointers(cfg.MaxPointers, cfg.MaxPointersPerServer, !cfg.NoBloom),
-		published:  map[id.ID]object{},
-		apps:       map[uint32]App{},
-		routes:     map[uint64]*origin{},
-		joiners:    map[string]wire.NodeRef{},
-		measuring:  map[string][]func(node.Env, time.Duration, bool){},
-		suspects:   map[string]bool{},
-		open:       map[string]*outBatch{},
-		savedRoots: roots,
-		buckets:    map[string]*bucket{},
-		checking:   map[checkKey]bool{},
-		toCheck:    map[string]*serverCheck{},
+		cfg:          cfg,
+		h:            h,
+		self:         self,
+		table:        newTable(self.ID, cfg.Links, cfg.DigitBits),
+		back:         map[string]backpointer{},
+		ptrs:         newPointers(cfg.MaxPointers, cfg.MaxPointersPerServer, !cfg.NoBloom),
+		published:    map[id.ID]object{},
+		apps:         map[uint32]App{},
+		routes:       map[uint64]*origin{},
+		joiners:      map[string]wire.NodeRef{},
+		measuring:    map[string][]func(node.Env, time.Duration, bool){},
+		suspects:     map[string]bool{},
+		open:         map[string]*outBatch{},
+		savedRoots:   roots,
+		buckets:      map[string]*bucket{},
+		checking:     map[checkKey]bool{},
+		toCheck:      map[string]*serverCheck{},
+		checkBudgets: map[string]checkBudget{},
 	}
 	for k, o := range objects {
 		n.published[k] = object{app: o.App, expires: o.Expires}
