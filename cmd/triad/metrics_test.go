@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"triad/internal/localdeploy"
+	"triad/internal/newsd"
 	"triad/internal/nntp"
 	"triad/internal/testutil"
 )
@@ -64,7 +65,7 @@ func TestUpServesMetrics(t *testing.T) {
 		"triad_nntp_peer_backlog_articles", "triad_nntp_forged_announcements_total", "go_goroutines", "process_resident_memory_bytes",
 		"triad_net_stalled_frames_total", "triad_net_read_pauses_total",
 		"triad_d2_joined", "triad_d2_primary_blocks", "triad_d2_held", "triad_d2_lookups_total", "triad_d2_cache_misses_total",
-		"triad_d2_moves_total", "triad_d2_unauthorized_total",
+		"triad_d2_moves_total", "triad_d2_unauthorized_total", "triad_d2_distrusted_peers", "triad_d2_audits_total", "triad_d2_gateway_copies_total",
 	}
 	seen := map[string]bool{} // families served by any daemon
 	for i := 0; i < 3; i++ {
@@ -96,6 +97,11 @@ func TestUpServesMetrics(t *testing.T) {
 		}
 		if v, want := value(got, "triad_ring_vnodes", nil), float64(localdeploy.DefaultOptions().Vnodes); v != want {
 			t.Errorf("%s: triad_ring_vnodes %v, want triad up's %v", url, v, want)
+		}
+		// Issue 44: triad up's one process has the soft memory limit its
+		// 3 nodes and 3 sites would each have alone, summed.
+		if v, want := value(got, "go_gc_gomemlimit_bytes", nil), float64((3*nodeLimitMB+3*newsd.DefaultOptions().MemoryLimitMB)<<20); v != want {
+			t.Errorf("%s: go_gc_gomemlimit_bytes %v, want %v", url, v, want)
 		}
 		if h := got["triad_rpc_latency_seconds"]; h == nil || len(h.Metric) == 0 || h.Metric[0].GetHistogram().GetSampleCount() == 0 {
 			t.Errorf("%s: no RPC latencies observed", url)

@@ -29,14 +29,28 @@ is consistent, and runs until Ctrl-C, when every node leaves the ring
 gracefully. Started again with the same --data, the nodes come back at the
 same ring positions and the sites with their groups and articles.`
 
+// upLimitMB is triad up's soft memory limit: mb, or with -1 what its
+// nodes and sites would each have alone, summed (issue 44: the totals
+// that bound one node's memory hold in one process too).
+func upLimitMB(mb int, o localdeploy.Options, site newsd.Options) int {
+	if mb >= 0 {
+		return mb
+	}
+	return o.Sites*o.Nodes*nodeLimitMB + o.Sites*site.MemoryLimitMB
+}
+
 func runUp(args []string, stdout, stderr io.Writer) error {
 	o := localdeploy.DefaultOptions()
 	fs := newFlags("up", "up [--sites N] [--nodes N] [--vnodes N] [--port P] [--nntp-port P] [--data DIR]", upAbout, stderr)
 	o.RegisterFlags(fs)
 	profile := addProfileFlag(fs, "every node and site until Ctrl-C")
+	memoryMB := fs.Int("memory-limit-mb", -1, "soft limit of the whole deployment's Go memory (its nodes and sites share one process) in MiB, past which it collects garbage as often as it must; -1: 512 for each node and 256 for each site, as each would have alone; 0: none; GOMEMLIMIT overrides")
 	cf, err := parseCommand(fs, args, "up", &o)
 	if err != nil {
 		return err
+	}
+	if *memoryMB < -1 {
+		return usageErr(fs, "--memory-limit-mb %d: want -1 (by the nodes and sites), 0 (none) or a positive size", *memoryMB)
 	}
 	// The sites' options: the [nntp] table of the file, then what up sets
 	// for each site. Checked now, before anything starts.
@@ -55,6 +69,7 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	}
 	defer stopProfile()
 	relaxGC()
+	limitMemory(upLimitMB(*memoryMB, o, site))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
