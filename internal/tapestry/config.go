@@ -49,6 +49,10 @@ type Config struct {
 	// PublishRate bounds the pointers a peer may send a node per second,
 	// with a burst of twice that (20,000).
 	PublishRate float64
+	// MaxQueuedPerPeer is one peer's share of the pointers a node holds
+	// to send on (131,072 of 1,048,576): past it that peer's are dropped,
+	// counted (pointers_shed), and the others' still fit (publish.go).
+	MaxQueuedPerPeer int
 	// RouteTimeout is how long an originated route waits for its outcome
 	// (10 s).
 	RouteTimeout time.Duration
@@ -73,7 +77,7 @@ type Config struct {
 // pointers.
 func DefaultConfig() Config {
 	return Config{DigitBits: 4, Links: 3, NearestK: 16, Republish: 10 * time.Minute, Beacon: 20 * time.Second, Repair: time.Minute,
-		MaxPointers: 200_000, MaxPointersPerServer: 20_000, PublishRate: 20_000, RouteTimeout: 10 * time.Second, MaxFanout: 256,
+		MaxPointers: 200_000, MaxPointersPerServer: 20_000, PublishRate: 20_000, MaxQueuedPerPeer: maxQueued / 8, RouteTimeout: 10 * time.Second, MaxFanout: 256,
 		ConfirmTimeout: 5 * time.Second}
 }
 
@@ -92,8 +96,8 @@ func (c Config) Validate() error {
 		return errors.New("tapestry: k must be at least 1")
 	case c.Republish <= 0 || c.Beacon <= 0 || c.Repair <= 0 || c.RouteTimeout <= 0 || c.ConfirmTimeout <= 0:
 		return errors.New("tapestry: republish, beacon, repair, route and confirm timeouts must be positive")
-	case c.MaxPointers < 1 || c.MaxPointersPerServer < 1 || c.MaxFanout < 1 || c.PublishRate <= 0:
-		return errors.New("tapestry: pointer bound, fan-out and publish rate must be positive")
+	case c.MaxPointers < 1 || c.MaxPointersPerServer < 1 || c.MaxFanout < 1 || c.PublishRate <= 0 || c.MaxQueuedPerPeer < 1:
+		return errors.New("tapestry: pointer bounds, fan-out and publish rate must be positive")
 	case c.ExtraBackups < 0 || c.ExtraBackups > 2 || c.ExtraNearest < 0 || c.ExtraNearest > 16 || c.ExtraHops < 0 || c.ExtraHops > 40:
 		return errors.New("tapestry: extra pointers (k, l, m) want 0 <= k <= 2, 0 <= l <= 16, 0 <= m <= 40")
 	}

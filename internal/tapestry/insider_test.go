@@ -211,3 +211,52 @@ func TestServerChecksBounded(t *testing.T) {
 		t.Errorf("the target dropped %d forged pointers; want those it asked about, 1 to %d", st.PointersForged, 4*wire.MaxTapPointers)
 	}
 }
+
+// TestOutboxSharedBetweenPeers (issue 44): an insider sends a node 8,192
+// pointers to send on at once, past the node's 2,048-pointer share per
+// peer of what it holds to send on (the queue drains two batches a round
+// trip); the pointers past its share are dropped, counted, and an honest
+// peer's pointers that arrive after still go on: every one of them
+// reaches its root within the minute. Before, one queue served all in arrival order, and a
+// flood filled it for everyone.
+func TestOutboxSharedBetweenPeers(t *testing.T) {
+	cfg := tapestry.DefaultConfig()
+	cfg.MaxQueuedPerPeer = 2048
+	cfg.NoServerCheck = true // the pointers name a server of no object: this test is about the queue
+	m := newMesh(t, 31, 12, cfg)
+	target, insider, honest := m.hosts[4], m.hosts[8], m.hosts[10]
+	pointers := func(n int) []wire.TapPointer {
+		ps := make([]wire.TapPointer, n)
+		for i := range ps {
+			ps[i] = wire.TapPointer{Key: id.Random(m.s.Rand(), id.Bytes), App: tapestry.AppDOLR, Server: tap(m.hosts[0]).Self(), TTLMillis: 600_000}
+		}
+		return ps
+	}
+	flood := pointers(8 * wire.MaxTapPointers)
+	mine := pointers(256)
+	m.s.Do(insider, func(env node.Env) {
+		for i := 0; i < len(flood); i += wire.MaxTapPointers {
+			tap(insider).Host().Call(env, target.Addr, tap(insider).Self(), tap(target).Self().ID, &wire.TapPointers{Pointers: flood[i : i+wire.MaxTapPointers]}, 0, nil)
+		}
+	})
+	m.s.Do(honest, func(env node.Env) {
+		tap(honest).Host().Call(env, target.Addr, tap(honest).Self(), tap(target).Self().ID, &wire.TapPointers{Pointers: mine}, 0, nil)
+	})
+	m.s.RunFor(time.Minute)
+	st := tap(target).Stats
+	if st.PointersShed < uint64(len(flood)-2048-wire.MaxTapPointers) {
+		t.Errorf("the target shed %d of the insider's %d pointers; want all but its share of 2048 (and a batch)", st.PointersShed, len(flood))
+	}
+	atRoot := 0
+	for _, p := range mine {
+		for _, h := range m.up() {
+			if servers, root := tap(h).Pointers(p.Key); root && len(servers) > 0 {
+				atRoot++
+				break
+			}
+		}
+	}
+	if atRoot < len(mine) {
+		t.Errorf("%d of the honest peer's %d pointers reached their root", atRoot, len(mine))
+	}
+}

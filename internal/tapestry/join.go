@@ -484,7 +484,7 @@ func (n *Node) Counters() []Counter {
 		{"beacons", s.Beacons}, {"links_added", s.LinksAdded}, {"links_lost", s.LinksLost}, {"holes_repaired", s.HolesRepaired},
 		{"timed_out", s.TimedOut}, {"leaves_received", s.LeavesReceived},
 		{"suspected", s.Suspected}, {"false_suspects", s.FalseSuspects},
-		{"pointers_dropped", s.PointersDropped},
+		{"pointers_dropped", s.PointersDropped}, {"pointers_shed", s.PointersShed},
 		{"pointers_refused", s.PointersRefused}, {"removes_refused", s.RemovesRefused},
 		{"server_checks", s.ServerChecks}, {"pointers_forged", s.PointersForged}, {"checks_deferred", s.ChecksDeferred},
 		{"bloom_lookups", lookups}, {"bloom_negative", neg}, {"bloom_false_positive", fp},

@@ -86,10 +86,12 @@ func (n *Node) serve(env node.Env, m *wire.TapRoute) {
 	n.finish(env, m, wire.TapDelivered, n.self, nil, nil)
 }
 
-// batches groups pointers by the next hop they go to.
+// batches groups pointers by the next hop they go to. from is the peer
+// whose pointers they are, sent on ("": this node's own).
 type batches struct {
 	to    map[string]wire.NodeRef
 	items map[string][]wire.TapPointer
+	from  string
 }
 
 func (b *batches) add(to wire.NodeRef, p wire.TapPointer) {
@@ -103,7 +105,7 @@ func (b *batches) add(to wire.NodeRef, p wire.TapPointer) {
 // handlePointers stores a batch of pointers (or removes them) here and
 // sends each on towards its root, one batch per next hop (Fig. 4).
 func (n *Node) handlePointers(env node.Env, from string, list []wire.TapPointer) {
-	var out batches
+	out := batches{from: from}
 	now := env.Now()
 	for _, p := range list {
 		if p.Remove {
@@ -220,11 +222,47 @@ const (
 	maxQueued       = 1 << 20 // pointers waiting; past it they are dropped, counted
 )
 
-// outBatch is one TapPointers waiting in the outbox.
+// outBatch is one TapPointers waiting in the outbox, with how many of
+// its pointers each peer sent (from).
 type outBatch struct {
 	to      wire.NodeRef
 	items   []wire.TapPointer
+	from    map[string]int
 	attempt int
+}
+
+// enqueue counts k more pointers of peer from in batch ob, or, with k
+// negative, fewer.
+func (n *Node) enqueue(ob *outBatch, from string, k int) {
+	n.queued += k
+	if from == "" {
+		return
+	}
+	if ob.from == nil {
+		ob.from = map[string]int{}
+	}
+	ob.from[from] += k
+	if n.queuedFrom[from] += k; n.queuedFrom[from] <= 0 {
+		delete(n.queuedFrom, from)
+	}
+}
+
+// dequeue uncounts batch ob's pointers, sent (or dropped).
+func (n *Node) dequeue(ob *outBatch) {
+	n.queued -= len(ob.items)
+	for from, k := range ob.from {
+		if n.queuedFrom[from] -= k; n.queuedFrom[from] <= 0 {
+			delete(n.queuedFrom, from)
+		}
+	}
+}
+
+// requeue counts batch ob's pointers again (a retry).
+func (n *Node) requeue(ob *outBatch) {
+	n.queued += len(ob.items)
+	for from, k := range ob.from {
+		n.queuedFrom[from] += k
+	}
 }
 
 // sendBatches queues each next hop its pointers, in address order, and
@@ -254,12 +292,20 @@ func (n *Node) sendBatches(env node.Env, b batches) {
 				n.call(env, b.to[a], &wire.TapPointers{Pointers: chunk}, 0, nil)
 			case n.queued+len(chunk) > maxQueued:
 				n.Stats.PointersDropped += uint64(len(chunk))
+			case b.from != "" && n.queuedFrom[b.from]+len(chunk) > n.cfg.MaxQueuedPerPeer:
+				// A peer past its share (Config.MaxQueuedPerPeer): one
+				// flooding the node with pointers to send on (at its
+				// PublishRate) cannot fill the queue this node's own and
+				// every other peer's wait in (issue 44). Own pointers
+				// have the whole queue.
+				n.Stats.PointersDropped += uint64(len(chunk))
+				n.Stats.PointersShed += uint64(len(chunk))
 			case open != nil:
-				n.queued += len(chunk)
+				n.enqueue(open, b.from, len(chunk))
 				open.items = append(open.items, chunk...)
 			default:
-				n.queued += len(chunk)
 				ob := &outBatch{to: b.to[a], items: slices.Clone(chunk)}
+				n.enqueue(ob, b.from, len(chunk))
 				n.outbox = append(n.outbox, ob)
 				n.open[a] = ob
 			}
@@ -279,7 +325,7 @@ func (n *Node) pump(env node.Env) {
 	for n.inFlight < batchesInFlight && len(n.outbox) > 0 && !n.stopped {
 		b := n.outbox[0]
 		n.outbox = n.outbox[1:]
-		n.queued -= len(b.items)
+		n.dequeue(b)
 		if n.open[b.to.Addr] == b {
 			delete(n.open, b.to.Addr)
 		}
@@ -292,7 +338,7 @@ func (n *Node) pump(env node.Env) {
 			n.inFlight--
 			if errors.Is(err, rpc.ErrTimeout) && b.attempt+1 < batchAttempts && !n.h.IsDead(env, b.to.Addr) {
 				b.attempt++
-				n.queued += len(b.items)
+				n.requeue(b)
 				n.outbox = append(n.outbox, b)
 			}
 			n.pump(env)

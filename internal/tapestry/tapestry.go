@@ -90,6 +90,7 @@ type Stats struct {
 	Suspected         uint64 // links that missed a timeout and were probed
 	FalseSuspects     uint64 // of those, links that answered the probe
 	PointersDropped   uint64 // pointers not sent on: the outbox was full
+	PointersShed      uint64 // of those, a peer's past its share of the outbox (publish.go)
 	// PointersRefused are new pointers refused because their server
 	// already names MaxPointersPerServer here; RemovesRefused are
 	// unpublishes from a peer that neither is the pointer's server nor
@@ -168,14 +169,17 @@ type Node struct {
 	suspects map[string]bool
 	// outbox holds pointer batches for the window (pump); queued counts
 	// their pointers.
-	outbox   []*outBatch
-	open     map[string]*outBatch // the batch queued last for a next hop
-	queued   int
-	inFlight int
-	leaving  bool
-	buckets  map[string]*bucket
-	stopped  bool
-	saveDue  bool
+	outbox []*outBatch
+	open   map[string]*outBatch // the batch queued last for a next hop
+	queued int
+	// queuedFrom counts the queued pointers each peer sent
+	// (Config.MaxQueuedPerPeer).
+	queuedFrom map[string]int
+	inFlight   int
+	leaving    bool
+	buckets    map[string]*bucket
+	stopped    bool
+	saveDue    bool
 	// savedRoots are the root pointers an earlier run saved (LoadRoots),
 	// put back at Start; rootsDue is set while a save of them is due.
 	savedRoots []RootPointer
@@ -223,6 +227,7 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, bootstraps []node.Addr, ob
 		checking:     map[checkKey]bool{},
 		toCheck:      map[string]*serverCheck{},
 		checkBudgets: map[string]checkBudget{},
+		queuedFrom:   map[string]int{},
 	}
 	for k, o := range objects {
 		n.published[k] = object{app: o.App, expires: o.Expires}
