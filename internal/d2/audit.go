@@ -24,20 +24,27 @@ import (
 //
 // A replica that answers "not found" for a key is given the block then
 // and there, a copy with the writer's proof (as a sync push is); an
-// honest replica stores what it acknowledges. If it acknowledged the copy
-// and lacks the key again two sync rounds later, it fails. An owner is
-// given nothing (its replica's copy may be older than its own last
-// decision): sync gives it a pointer to the key, which an honest owner
-// fetches within the pointer stabilization time (§6); lacking the key
-// six rounds past that, it fails. A partner that fails is distrusted for
-// twice the owner's period, renewed while it keeps failing:
+// honest replica stores what it acknowledges. An owner is given nothing
+// (its replica's copy may be older than its own last decision): sync
+// gives it a pointer to the key, which an honest owner fetches within the
+// pointer stabilization time (§6). A partner that still lacks the key a
+// recheck period later (two sync rounds after the copy for a replica; the
+// pointer stabilization time and six rounds for an owner) takes a strike
+// and, a replica, is given the key again; lacking it two rounds after
+// that, it fails, and fails again at each audit while it lacks it. At
+// each strike the partner's own neighbour list must say the key is its
+// own (an honest node can hand a key on while the ring changes), and a
+// partner that went down is forgiven what it lacked (a crash can take
+// what it acknowledged and had not yet synced). A partner that fails is
+// distrusted for twice the owner's period, renewed while it keeps
+// failing:
 //   - as a replica target it is passed over: this node's keys go to its
 //     next honest successor instead (replicaTargets);
 //   - as a predecessor, this node keeps its whole replica range (drops no
 //     stray: replicaLo) and, if it is the nearest one, syncs the keys of
 //     the distrusted owner's range as its own, so that they reach the
 //     successors after it (syncLo);
-//   - it is reported: Stats.AuditsFailed, Distrusted() (the status page
+//   - it is reported: Stats.AuditsFailed, Distrusted() (triad fs status
 //     and the metric triad_d2_distrusted_peers).
 // A replica still filling its range (a new node, a replaced disk) is
 // never failed for what it was not yet given, however long that takes.
