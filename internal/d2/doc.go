@@ -62,8 +62,11 @@
 // (MaxGrantAhead at most). A block keeps the writer's consent it was put
 // with, and every copy of it carries the consent, checked by the node
 // that takes it (proof.go); a gateway acknowledges only the copies the
-// owner's named holders confirm (verify.go); a node counts the names each
-// client claims through it against a quota (quota.go).
+// holders confirm, and places those a lying owner did not make
+// (verify.go); replica partners audit each other's possession and route
+// copies past one that keeps nothing, so a position aimed at a volume
+// buys its node nothing (audit.go); a node counts the names each client
+// claims through it against a quota (quota.go).
 //
 // Consistency under failures (issue 43, not in the paper). Replaced
 // blocks carry a version, and the owner decides a conditional put against
