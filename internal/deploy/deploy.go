@@ -13,7 +13,6 @@ import (
 	"triad/internal/maint"
 	"triad/internal/node"
 	"triad/internal/ring"
-	"triad/internal/sim"
 	"triad/internal/tapestry"
 	"triad/internal/wire"
 )
@@ -237,10 +236,12 @@ func firstVnodeOnly(r wire.NodeRef) error {
 	return nil
 }
 
-// Factory is a simulator factory building hosts from o; bootstrap picks
-// the address each new host joins through (called once per boot; it may
-// return "" to start a ring or rejoin from saved peers).
-func Factory(o Options, bootstrap func() node.Addr) sim.Factory {
+// Factory builds hosts from o, as the simulator's hosts are built (a
+// sim.Factory; deploy does not import the simulator, which the real
+// daemons must not link); bootstrap picks the address each new host
+// joins through (called once per boot; it may return "" to start a ring
+// or rejoin from saved peers).
+func Factory(o Options, bootstrap func() node.Addr) func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, error) {
 	return func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, error) {
 		o := o
 		if bootstrap != nil {
@@ -252,7 +253,7 @@ func Factory(o Options, bootstrap func() node.Addr) sim.Factory {
 
 // FactoryAt is Factory for a host placed at the ring positions ids (the
 // first boot only: a restart keeps what the host saved).
-func FactoryAt(o Options, ids []id.ID, bootstrap func() node.Addr) sim.Factory {
+func FactoryAt(o Options, ids []id.ID, bootstrap func() node.Addr) func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, error) {
 	f := Factory(o, bootstrap)
 	return func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, error) {
 		if err := ring.SeedIDs(st, ids); err != nil {
@@ -262,9 +263,9 @@ func FactoryAt(o Options, ids []id.ID, bootstrap func() node.Addr) sim.Factory {
 	}
 }
 
-// Of returns the Node a simulated host runs, or nil while it is down or
-// when it runs something else.
-func Of(h *sim.Host) *Node {
+// Of returns the Node a simulated host (a *sim.Host) runs, or nil while
+// it is down or when it runs something else.
+func Of(h interface{ Handler() node.Handler }) *Node {
 	n, _ := h.Handler().(*Node)
 	return n
 }

@@ -9,6 +9,8 @@
 //
 //	s.AddHost(deploy.Factory(opts, func() node.Addr { return boot })) // in the simulator
 //
-// Layer: assembly. It imports the protocols, host and sim (for Factory);
-// node-logic packages never import it.
+// Layer: assembly. It imports the protocols and host; it must not import
+// the simulator (Factory's type is the simulator's without naming it, so
+// that the real daemons do not link the simulator, issue 45); node-logic
+// packages never import it.
 package deploy

@@ -117,6 +117,12 @@ var layers = []layer{
 	{pkg: "proc", says: "only internal/bench and the tests may import it",
 		from: []string{internalGroup, module + "/cmd/triad"}, forbid: []string{in("proc")},
 		except: []string{in("bench")}, via: []string{in("bench")}},
+	{pkg: "deploy", says: "it must not import the simulator",
+		forbid: []string{in("sim")}},
+	{pkg: "noded", says: "it must not import the simulator",
+		forbid: []string{in("sim")}},
+	{pkg: "newsd", says: "it must not import the simulator",
+		forbid: []string{in("sim")}},
 	{pkg: "store/disk", says: "Node logic must not import it",
 		from: []string{nodeLogicGroup}, forbid: []string{in("store/disk")}},
 }

@@ -14,5 +14,6 @@
 //	defer n.Close()
 //
 // Layer: assembly, beside internal/deploy; only commands and tests import
-// it.
+// it. A real daemon: it must not import the simulator (issue 45; a test
+// lie for its storage comes from internal/store/lie).
 package noded

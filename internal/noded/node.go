@@ -14,9 +14,9 @@ import (
 	"triad/internal/node"
 	"triad/internal/pki"
 	"triad/internal/ring"
-	"triad/internal/sim"
 	"triad/internal/status"
 	"triad/internal/store"
+	"triad/internal/store/lie"
 	"triad/internal/tcp"
 	"triad/internal/wire"
 )
@@ -63,7 +63,7 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (*Node, error) {
 	}
 	a.deploy.Positions = positions(a.driver.TLS, a.deploy.Positions)
 	if a.lie != 0 {
-		a.driver.WrapEngine = func(e store.Engine) store.Engine { return sim.LyingEngine(e, a.lie) }
+		a.driver.WrapEngine = func(e store.Engine) store.Engine { return lie.Engine(e, a.lie) }
 	}
 	drv, err := tcp.Listen(a.driver)
 	if err != nil {

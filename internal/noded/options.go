@@ -17,8 +17,8 @@ import (
 	"triad/internal/maint"
 	"triad/internal/pki"
 	"triad/internal/ring"
-	"triad/internal/sim"
 	"triad/internal/store"
+	"triad/internal/store/lie"
 	"triad/internal/tapestry"
 	"triad/internal/tcp"
 	"triad/internal/wire"
@@ -81,7 +81,7 @@ type Options struct {
 	HTTP string
 	// TestLie makes the node's storage lie to its own code, for tests only
 	// (triad chaos --ack-and-drop): lying-tree, ack-and-drop or forged
-	// (sim.ParseLie). Empty: it does not. Key test-lie.
+	// (lie.Parse). Empty: it does not. Key test-lie.
 	TestLie string
 	// CCScheme is the congestion control of requests routed through the
 	// ring: marking, loss, backpressure, none, or off (not run). Key
@@ -266,7 +266,7 @@ func (o *Options) Validate() error {
 type assembly struct {
 	deploy deploy.Options
 	driver tcp.Config
-	lie    sim.Lie
+	lie    lie.Lie
 }
 
 // assembly checks o and turns it into the settings of the parts.
@@ -314,7 +314,7 @@ func (o *Options) assembly() (assembly, error) {
 		return a, err
 	}
 	if o.TestLie != "" {
-		if a.lie, err = sim.ParseLie(o.TestLie); err != nil {
+		if a.lie, err = lie.Parse(o.TestLie); err != nil {
 			return a, fmt.Errorf("--test-lie: %v", err)
 		}
 	}

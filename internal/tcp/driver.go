@@ -43,7 +43,7 @@ type Config struct {
 	// WrapEngine, for tests only, replaces the engines the node code sees
 	// (and its offloaded work reads; D2's too) with what it returns around
 	// the ones the driver opened: `triad node --test-lie` runs a node whose storage
-	// lies (sim.LyingEngine). Nil: none.
+	// lies (package lie). Nil: none.
 	WrapEngine func(store.Engine) store.Engine
 	// MaxFrameBytes bounds an inbound frame. Default wire.MaxFrameBytes.
 	MaxFrameBytes int
