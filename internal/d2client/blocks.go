@@ -296,19 +296,15 @@ func failOver(err error) bool {
 		return true // a transport error or a timeout
 	}
 	switch we.Code {
-	case fault.CodeBusy, fault.CodeUnavailable, fault.CodeNoRoute, fault.CodeInternal, fault.CodeNoVnode:
+	case fault.CodeBusy, fault.CodeUnavailable, fault.CodeNoRoute, fault.CodeInternal, fault.CodeNoVnode, fault.CodeNoProtocol:
 		return true
-	case fault.CodeBadRequest:
-		return noD2(we)
 	}
 	return false
 }
 
 // noD2 says whether a node refused a message because it runs no D2 (the
 // host has no protocol for D2's message types).
-func noD2(we *wire.Error) bool {
-	return we.Code == fault.CodeBadRequest && strings.Contains(we.Text, "no protocol for")
-}
+func noD2(we *wire.Error) bool { return we.Code == fault.CodeNoProtocol }
 
 // call sends m to the node that last answered, and on to the others when
 // one fails (failOver), for at most cfg.Passes passes; check may turn a

@@ -364,7 +364,7 @@ func TestFailover(t *testing.T) {
 	silent := startFake(t, func(wire.Msg) (wire.Msg, error) { return nil, nil })
 	busy := startFake(t, func(wire.Msg) (wire.Msg, error) { return nil, fault.ErrBusy })
 	noD2 := startFake(t, func(m wire.Msg) (wire.Msg, error) {
-		return nil, &wire.Error{Code: fault.CodeBadRequest, Text: "no protocol for " + m.Type().String() + " at x"}
+		return nil, &wire.Error{Code: fault.CodeNoProtocol, Text: "no protocol for " + m.Type().String() + " at x"}
 	})
 	good := startFake(t, mem.handle)
 	b := newBlocks(t, deadAddr, silent.addr(), busy.addr(), noD2.addr(), good.addr())
@@ -397,7 +397,7 @@ func TestFailover(t *testing.T) {
 // give ErrNoNode naming each, after Passes passes.
 func TestNoD2(t *testing.T) {
 	noD2 := func(m wire.Msg) (wire.Msg, error) {
-		return nil, &wire.Error{Code: fault.CodeBadRequest, Text: "no protocol for " + m.Type().String() + " at x"}
+		return nil, &wire.Error{Code: fault.CodeNoProtocol, Text: "no protocol for " + m.Type().String() + " at x"}
 	}
 	a, c := startFake(t, noD2), startFake(t, noD2)
 	b := newBlocks(t, a.addr(), c.addr())

@@ -23,7 +23,7 @@ func TestSpace(t *testing.T) {
 		return space, nil
 	})
 	noD2 := startFake(t, func(m wire.Msg) (wire.Msg, error) {
-		return nil, &wire.Error{Code: fault.CodeBadRequest, Text: "no protocol for " + m.Type().String() + " at x"}
+		return nil, &wire.Error{Code: fault.CodeNoProtocol, Text: "no protocol for " + m.Type().String() + " at x"}
 	})
 	dead := startFake(t, nil)
 	deadAddr := dead.addr()

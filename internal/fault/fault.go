@@ -21,6 +21,7 @@ const (
 	CodeFull        Code = 8  // the node's disk is full
 	CodeCorrupt     Code = 9  // the stored copy is damaged (and now quarantined)
 	CodeUnavailable Code = 10 // too few live hosts to store or fetch the block
+	CodeNoProtocol  Code = 11 // the node runs no protocol for the message (started without it)
 )
 
 // The sentinels, one per code. errors.Is matches each against an error
@@ -36,6 +37,7 @@ var (
 	ErrFull        = sentinel(CodeFull, "disk full")
 	ErrCorrupt     = sentinel(CodeCorrupt, "stored copy damaged")
 	ErrUnavailable = sentinel(CodeUnavailable, "too few live hosts")
+	ErrNoProtocol  = sentinel(CodeNoProtocol, "no such protocol here")
 )
 
 // codes lists every code with its name and sentinel, in number order.
@@ -54,6 +56,7 @@ var codes = [...]struct {
 	{CodeFull, "full", ErrFull},
 	{CodeCorrupt, "corrupt", ErrCorrupt},
 	{CodeUnavailable, "unavailable", ErrUnavailable},
+	{CodeNoProtocol, "no-protocol", ErrNoProtocol},
 }
 
 // Codes lists every code this build knows, in number order.

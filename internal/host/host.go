@@ -276,7 +276,7 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 	}
 	h.Stats.BadMessages++
 	if e.Kind == wire.Request {
-		rpc.RespondError(env, in, h.self(), fault.CodeBadRequest, fmt.Sprintf("no protocol for %v at %s", t, h.addr))
+		rpc.RespondError(env, in, h.self(), fault.CodeNoProtocol, fmt.Sprintf("no protocol for %v at %s", t, h.addr))
 	}
 }
 

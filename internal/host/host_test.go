@@ -136,10 +136,13 @@ func TestDispatchAndValidation(t *testing.T) {
 	if len(env.sent) != 2 {
 		t.Fatalf("sent %d replies, want 2 refusals", len(env.sent))
 	}
-	for i, s := range env.sent {
-		e, ok := s.e.Msg.(*wire.Error)
-		if !ok || e.Code != fault.CodeBadRequest {
-			t.Fatalf("reply %d is %v, want a bad-request error", i, s.e.Msg)
+	// An unregistered range is answered no-protocol (a client tells "this
+	// node does not run it" by the code, not the text); a bad field,
+	// bad-request.
+	for i, want := range []fault.Code{fault.CodeNoProtocol, fault.CodeBadRequest} {
+		e, ok := env.sent[i].e.Msg.(*wire.Error)
+		if !ok || e.Code != want {
+			t.Fatalf("reply %d is %v, want a %v error", i, env.sent[i].e.Msg, want)
 		}
 	}
 	if !strings.Contains(env.sent[0].e.Msg.(*wire.Error).Text, "no protocol") {
