@@ -387,8 +387,9 @@ func (n *Node) beacon(env node.Env) {
 // that level, so their rows above it are this node's. (One asked link a
 // level, and none for an empty level, left 41 of 300 simulated meshes of
 // 16 nodes that joined at once with a hole 25 s on, and 2 with a whole
-// empty first level for good: routes there ended at the node itself as
-// the root, which is how TestTapestryCluster failed in CI, issue 45.)
+// empty first level for good: its routes stayed among the nodes of its
+// own first digit, often ending at itself as the root, which is how
+// TestTapestryCluster failed in CI, issue 45.)
 func (n *Node) repairRound(env node.Env) {
 	if !n.joined {
 		return
