@@ -4,24 +4,28 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/google/btree"
 
 	"triad/internal/d2/key"
+	"triad/internal/fault"
 )
 
-// Errors a Blocks implementation returns (wrapped with %w as it likes).
+// Errors a Blocks implementation returns (wrapped with %w as it likes):
+// refinements of the one error vocabulary (internal/fault), so that
+// errors.Is(err, fault.ErrNotFound) holds for ErrNotFound too, and a
+// command or a reply maps them as it maps any other.
 var (
 	// ErrNotFound: no replica holds the key (Get, Latest).
-	ErrNotFound = errors.New("d2fs: block not found")
+	ErrNotFound = fault.New(fault.ErrNotFound, "d2fs: block not found")
 	// ErrCorrupt: replicas answered, but none with bytes whose SHA-256 is
 	// the pointer's sum (Get).
-	ErrCorrupt = errors.New("d2fs: block does not match its hash")
-	// ErrConflict: PutIf found another block than the one expected.
-	ErrConflict = errors.New("d2fs: block changed under a conditional put")
+	ErrCorrupt = fault.New(fault.ErrCorrupt, "d2fs: block does not match its hash")
+	// ErrConflict: PutIf found another block than the one expected (a
+	// bad request, as store.ErrConflict is).
+	ErrConflict = fault.New(fault.ErrBadRequest, "d2fs: block changed under a conditional put")
 )
 
 // Blocks is the block store D2-FS runs on: D2-Store (§3) over the
