@@ -92,7 +92,7 @@ func TestMaintClusterKilledNodesBlocksBackToTwo(t *testing.T) {
 	}
 	t.Logf("every block back at 2 copies %v after the SIGKILL", time.Since(killed).Round(time.Second))
 	checkMaintStatus(t, d.liveNodes())
-	restartAfterAMinute(t, d, 3)
+	restartAfterRounds(t, d, 3)
 }
 
 // checkMaintStatus reads `triad maint status --json` from every node: the
@@ -138,28 +138,57 @@ func checkMaintStatus(t *testing.T, nodes []*nodeProc) {
 	t.Logf("maint status: %d objects repaired across the live nodes", repaired)
 }
 
-// restartAfterAMinute kills node i, restarts it a minute later on its data
-// and checks that maintenance does not send it again what it had: with no
-// writes meanwhile, it fetches nothing over its first rounds back.
-func restartAfterAMinute(t *testing.T, d *dhashCluster, i int) {
+// restartAfterRounds kills node i, restarts it once every other live
+// node has run two maintenance rounds without it (about 40 s at 20 s
+// rounds; a fixed minute before, issue 45) and checks that maintenance
+// does not send it again what it had: with no writes meanwhile, it
+// fetches nothing over its first rounds back.
+func restartAfterRounds(t *testing.T, d *dhashCluster, i int) {
 	t.Helper()
-	d.nodes[i].kill(t)
-	time.Sleep(time.Minute)
-	d.restart(i)
 	bin := buildTriad(t)
-	var st struct {
-		Counters map[string]uint64 `json:"counters"`
+	counters := func(p *nodeProc) (map[string]uint64, error) {
+		out, err := exec.Command(bin, "maint", "status", "--addr", p.addr, "--json").Output()
+		if err != nil {
+			return nil, err
+		}
+		var st struct {
+			Counters map[string]uint64 `json:"counters"`
+		}
+		return st.Counters, json.Unmarshal(out, &st)
 	}
+	d.nodes[i].kill(t)
+	killed := time.Now()
+	others := d.liveNodes()
+	start := make([]uint64, len(others))
+	for j, p := range others {
+		c, err := counters(p)
+		if err != nil {
+			t.Fatalf("maint status of %s: %v", p.name, err)
+		}
+		start[j] = c["rounds"]
+	}
+	if !testutil.Poll(2*time.Minute, func() bool {
+		for j, p := range others {
+			if c, err := counters(p); err != nil || c["rounds"] < start[j]+2 {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("the live nodes ran no 2 maintenance rounds within 2 minutes of %s's SIGKILL", d.nodes[i].name)
+	}
+	down := time.Since(killed).Round(time.Second)
+	d.restart(i)
+	var c map[string]uint64
 	var err error
 	if !testutil.Poll(2*time.Minute, func() bool {
-		var out []byte
-		out, err = exec.Command(bin, "maint", "status", "--addr", d.nodes[i].addr, "--json").Output()
-		return err == nil && json.Unmarshal(out, &st) == nil && st.Counters["rounds"] >= 2
+		c, err = counters(d.nodes[i])
+		return err == nil && c["rounds"] >= 2
 	}) {
 		t.Fatalf("%s ran no 2 maintenance rounds within 2 minutes of its restart (%v)", d.nodes[i].name, err)
 	}
-	if got := st.Counters["objects_repaired"]; got != 0 {
-		t.Errorf("%s, back after a minute down with its data, fetched %d objects in its first %d rounds", d.nodes[i].name, got, st.Counters["rounds"])
+	if got := c["objects_repaired"]; got != 0 {
+		t.Errorf("%s, back after %v down with its data, fetched %d objects in its first %d rounds", d.nodes[i].name, down, got, c["rounds"])
 	}
-	t.Logf("%s back after a minute: %d rounds, %d objects fetched", d.nodes[i].name, st.Counters["rounds"], st.Counters["objects_repaired"])
+	t.Logf("%s back after %v down (two rounds of the others): %d rounds, %d objects fetched", d.nodes[i].name, down, c["rounds"], c["objects_repaired"])
 }
