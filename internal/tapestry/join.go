@@ -195,6 +195,14 @@ func (n *Node) fillLevel(env node.Env) {
 		n.measure(env, r, func(env node.Env, rtt time.Duration, ok bool) {
 			if ok {
 				n.addLink(env, r, rtt)
+				// Every node the join heard of considers the joiner too,
+				// not only those it links to: a node whose entry for the
+				// joiner's digit lost its only link (the joiner itself,
+				// killed and now back) learns of it now, not at its next
+				// repair round, up to 90 s on (issue 45: triad chaos
+				// --tapestry took 80 s to locate every object after its
+				// churn, a node taking itself for the root meanwhile).
+				n.send(env, r, &wire.TapNotify{Kind: wire.TapHello, Level: uint32(js.level)})
 			}
 			if js.waiting--; js.waiting == 0 && n.join == js {
 				n.nextLevel(env)
