@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"triad/internal/bench"
 )
 
 // TestBenchFSTasks: `triad bench fs --no-copy` on 6 real `triad node --d2`
@@ -36,7 +38,7 @@ func TestBenchFSTasks(t *testing.T) {
 	}
 	t.Logf("triad bench fs:\n%s", stdout.String())
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	var res fsBenchResult
+	var res bench.FSResult
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 		t.Fatalf("the last line is not the JSON result: %v", err)
 	}

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/x509"
-	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -25,6 +20,7 @@ import (
 	"triad/internal/d2/key"
 	"triad/internal/d2client"
 	"triad/internal/d2fs"
+	"triad/internal/d2fs/fsadmin"
 )
 
 const fsAbout = `
@@ -125,13 +121,7 @@ func (f fsFlags) blocksWith(p d2client.Placement) (*d2client.Blocks, error) {
 	if err != nil {
 		return nil, err
 	}
-	var addrs []string
-	for _, a := range strings.Split(*f.addrs, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	cfg := d2client.DefaultConfig(addrs...)
+	cfg := d2client.DefaultConfig(splitList(*f.addrs)...)
 	cfg.Options, cfg.Placement = opt, p
 	return d2client.New(cfg)
 }
@@ -146,7 +136,7 @@ func (f fsFlags) explain(err error) error {
 		return fmt.Errorf("%w\n  the nodes at --addr %s answer but run no D2: give nodes started with --d2", err, *f.addrs)
 	case errors.As(err, &joining):
 		return fmt.Errorf("%w\n  D2 runs on %s but is still joining the ring: %s; try again shortly, or see that node's log",
-			err, strings.Join(joining.Addrs, ", "), fsJoiningHint)
+			err, strings.Join(joining.Addrs, ", "), fsadmin.JoiningHint)
 	case errors.Is(err, d2client.ErrSettling):
 		return fmt.Errorf("%w\n  the nodes at --addr %s run D2 and answered, but could not serve it yet: a node started or failed moments ago and D2's ring is settling (after a partition or the loss of a key's holders, up to 5 minutes); try again in a few seconds; 'triad fs status VOLUME' shows the holders", err, *f.addrs)
 	case errors.Is(err, d2client.ErrNoNode):
@@ -156,76 +146,6 @@ func (f fsFlags) explain(err error) error {
 		return fmt.Errorf("%w\n  a writable mount holds the volume (or held it until it died: the lease lapses a minute later): write through the mount, or mount --ro", err)
 	}
 	return err
-}
-
-// The volume registry: a name's record sits under a key derived from the
-// name in a volume of its own (key.RegistryKey), which has no writer:
-// the nodes take its records unsigned, put only if absent, and never
-// replace or delete them, so a name maps to one volume ID for every
-// machine, for good. A record is key.SignName's: the name, the volume ID,
-// the writer's public key and its signature, which the nodes verify
-// before they store it.
-
-// legacyRegistryMagic starts the records mkvol wrote before they were
-// signed; they are still read.
-const legacyRegistryMagic = "triad-fs-volume 2\n"
-
-// decodeName reads the registry's record of name.
-func decodeName(b []byte, name string) (key.Volume, error) {
-	if bytes.HasPrefix(b, []byte(legacyRegistryMagic)) {
-		return decodeLegacyName(b, name)
-	}
-	rec, err := key.ParseName(b)
-	switch {
-	case err != nil:
-		return key.Volume{}, fmt.Errorf("the registry's record of %q: %w", name, err)
-	case rec.Name != name:
-		return key.Volume{}, fmt.Errorf("the registry's record of %q names %q", name, rec.Name)
-	}
-	return rec.Volume, nil
-}
-
-func decodeLegacyName(b []byte, name string) (key.Volume, error) {
-	lines := strings.Split(string(b[len(legacyRegistryMagic):]), "\n")
-	if len(lines) != 4 || lines[0] != name {
-		return key.Volume{}, fmt.Errorf("the registry's record of %q is malformed", name)
-	}
-	v, err := parseVolumeID(lines[1])
-	if err != nil {
-		return key.Volume{}, err
-	}
-	if pub, err := hex.DecodeString(lines[2]); err != nil || len(pub) != ed25519.PublicKeySize || key.VolumeOfKey(pub) != v {
-		return key.Volume{}, fmt.Errorf("the registry's record of %q names a public key that is not volume %s's", name, v)
-	}
-	return v, nil
-}
-
-func parseVolumeID(s string) (key.Volume, error) {
-	var v key.Volume
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != key.VolumeBytes {
-		return v, fmt.Errorf("%q is not a volume ID (%d hex digits)", s, 2*key.VolumeBytes)
-	}
-	copy(v[:], b)
-	return v, nil
-}
-
-// resolveVolume reads VOLUME: a volume ID, or a name from the registry.
-func resolveVolume(ctx context.Context, b *d2client.Blocks, arg string) (key.Volume, error) {
-	if len(arg) == 2*key.VolumeBytes {
-		if v, err := parseVolumeID(arg); err == nil {
-			return v, nil
-		}
-	}
-	k := key.RegistryKey(arg)
-	_, data, err := b.Latest(ctx, k, k)
-	if errors.Is(err, d2fs.ErrNotFound) {
-		return key.Volume{}, fmt.Errorf("no volume named %q (make one with 'triad fs mkvol %s')", arg, arg)
-	}
-	if err != nil {
-		return key.Volume{}, err
-	}
-	return decodeName(data, arg)
 }
 
 const mkvolAbout = `
@@ -261,11 +181,11 @@ func runFSMkvol(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.Close()
-	path, err := keyPath(*ff.key, name)
+	path, err := fsadmin.KeyPath(*ff.key, name)
 	if err != nil {
 		return err
 	}
-	vol, err := mkvol(ctx, b, name, path)
+	vol, err := fsadmin.Mkvol(ctx, b, name, path)
 	if err != nil {
 		return ff.explain(err)
 	}
@@ -274,129 +194,10 @@ func runFSMkvol(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// mkvol makes the volume with a fresh key pair, writing the private key
-// to keyFile, then claims the name; a name taken in between leaves the
-// new volume's one superblock, which it deletes, and the key file, which
-// it removes.
-func mkvol(ctx context.Context, b *d2client.Blocks, name, keyFile string) (key.Volume, error) {
-	k := key.RegistryKey(name)
-	if _, data, err := b.Latest(ctx, k, k); err == nil {
-		v, derr := decodeName(data, name)
-		return key.Volume{}, fmt.Errorf("volume name %q is taken (volume %s): %w", name, v, derr)
-	} else if !errors.Is(err, d2fs.ErrNotFound) {
-		return key.Volume{}, err
-	}
-	_, priv, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		return key.Volume{}, err
-	}
-	if err := writeKeyFile(keyFile, priv); err != nil {
-		return key.Volume{}, err
-	}
-	b.AddKey(priv)
-	vol, err := d2fs.Mkvol(ctx, b, priv, time.Now())
-	if err != nil {
-		return key.Volume{}, errors.Join(err, os.Remove(keyFile))
-	}
-	rec, err := key.SignName(name, priv)
-	if err != nil {
-		return key.Volume{}, errors.Join(err, os.Remove(keyFile))
-	}
-	if err := b.PutIf(ctx, k, [32]byte{}, rec); err != nil {
-		// The first superblock (doc.go's layout: root key, block 0, version 1).
-		derr := b.Delete(ctx, key.Root(vol).WithBlock(0, 1))
-		if errors.Is(err, d2fs.ErrConflict) {
-			err = fmt.Errorf("volume name %q was taken meanwhile", name)
-		}
-		return key.Volume{}, errors.Join(err, derr, os.Remove(keyFile))
-	}
-	return vol, nil
-}
-
-// Volume keys: a volume's writer holds its ed25519 private key, in a file
-// (PKCS #8 in PEM) that mkvol writes and the commands that write read.
-
-// keyPath is the key file: flag if set, else VOLUME.key under the user's
-// config directory.
-func keyPath(flag, vol string) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return "", fmt.Errorf("no config directory for volume keys (%w): pass --key FILE", err)
-	}
-	return filepath.Join(dir, "triad", "volumes", vol+".key"), nil
-}
-
-// writeKeyFile writes priv to path, mode 0600, making its directory
-// (0700); it never overwrites a file.
-func writeKeyFile(path string, priv ed25519.PrivateKey) error {
-	der, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("%s exists: not overwriting a volume key (pass --key with another file)", path)
-	}
-	if err != nil {
-		return err
-	}
-	err = pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der})
-	if err == nil {
-		err = f.Sync()
-	}
-	if err = errors.Join(err, f.Close()); err != nil {
-		return errors.Join(err, os.Remove(path))
-	}
-	return nil
-}
-
-// readKeyFile reads an ed25519 private key written by writeKeyFile.
-func readKeyFile(path string) (ed25519.PrivateKey, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "PRIVATE KEY" {
-		return nil, fmt.Errorf("%s: not a PEM private key", path)
-	}
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	priv, ok := k.(ed25519.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("%s: not an ed25519 key", path)
-	}
-	return priv, nil
-}
-
 // loadKey gives b the private key of volume vol (arg, as the user named
-// it) from --key or the default file; without one, an error that says
-// what to do.
+// it) from --key or the default file.
 func (f fsFlags) loadKey(b *d2client.Blocks, arg string, vol key.Volume) (ed25519.PrivateKey, error) {
-	path, err := keyPath(*f.key, arg)
-	if err != nil {
-		return nil, err
-	}
-	priv, err := readKeyFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("this machine holds no key for volume %s: pass --key, or mount --ro (%s does not exist)", arg, path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if got := key.VolumeOfKey(priv.Public().(ed25519.PublicKey)); got != vol {
-		return nil, fmt.Errorf("the key in %s is volume %s's, not %s's (%s)", path, got, arg, vol)
-	}
-	b.AddKey(priv)
-	return priv, nil
+	return fsadmin.LoadKey(b, *f.key, arg, vol)
 }
 
 // signalContext is a context cancelled by SIGINT or SIGTERM, or after d.
@@ -451,7 +252,7 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	vol, err := resolveVolume(ctx, b, pos[0])
+	vol, err := fsadmin.Resolve(ctx, b, pos[0])
 	if err != nil {
 		return ff.explain(err)
 	}
@@ -543,17 +344,6 @@ func serveMount(unmount func() error, f *d2fs.FS, dir string, stdout, stderr io.
 	return nil
 }
 
-// fsPath is VOLUME:/path split.
-type fsPath struct{ vol, path string }
-
-func parseFSPath(arg string) (fsPath, error) {
-	vol, p, ok := strings.Cut(arg, ":")
-	if !ok || vol == "" || !strings.HasPrefix(p, "/") {
-		return fsPath{}, fmt.Errorf("%q is not VOLUME:/path", arg)
-	}
-	return fsPath{vol, path.Clean(p)}, nil
-}
-
 // fsCommand is what the commands on a PATH share: the flags, the open
 // volume, and the context.
 type fsCommand struct {
@@ -591,7 +381,7 @@ func openParsed(ff fsFlags, arg string, write bool) (c *fsCommand, closeFn func(
 		return nil, nil, err
 	}
 	c = &fsCommand{ff: ff, b: b, ctx: ctx}
-	v, err := resolveVolume(ctx, b, vol)
+	v, err := fsadmin.Resolve(ctx, b, vol)
 	cfg := d2fs.DefaultConfig()
 	if err == nil && write {
 		cfg.Writer, err = ff.loadKey(b, vol, v)
@@ -617,11 +407,11 @@ func openParsed(ff fsFlags, arg string, write bool) (c *fsCommand, closeFn func(
 
 // walk finds PATH's inode, saying which path is missing.
 func (c *fsCommand) walk(arg string) (*d2fs.Inode, error) {
-	p, err := parseFSPath(arg)
+	p, err := fsadmin.ParsePath(arg)
 	if err != nil {
 		return nil, err
 	}
-	n, err := c.f.Walk(c.ctx, p.path)
+	n, err := c.f.Walk(c.ctx, p.Path)
 	if errors.Is(err, syscall.ENOENT) {
 		return nil, fmt.Errorf("%s: no such file or directory", arg)
 	}
@@ -630,15 +420,15 @@ func (c *fsCommand) walk(arg string) (*d2fs.Inode, error) {
 
 // parent finds the directory of PATH and its last name.
 func (c *fsCommand) parent(arg string) (*d2fs.Inode, string, error) {
-	p, err := parseFSPath(arg)
+	p, err := fsadmin.ParsePath(arg)
 	if err != nil {
 		return nil, "", err
 	}
-	dir, name := path.Split(p.path)
-	if name == "" {
-		return nil, "", fmt.Errorf("%s: the root has no name", arg)
+	dir, name, err := p.Parent()
+	if err != nil {
+		return nil, "", err
 	}
-	d, err := c.walk(p.vol + ":" + path.Clean(dir))
+	d, err := c.walk(dir.String())
 	return d, name, err
 }
 
@@ -708,32 +498,11 @@ func runFSGet(name string, args []string, stdout, stderr io.Writer) error {
 		}
 		out, finish = f, f.Close
 	}
-	if err := copyOut(c, n, out); err != nil {
+	if err := fsadmin.CopyOut(c.ctx, c.f, n, out); err != nil {
 		finish()
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	return finish()
-}
-
-// copyOut writes file n to w.
-func copyOut(c *fsCommand, n *d2fs.Inode, w io.Writer) error {
-	if a := c.f.Attr(n); a.Type != d2fs.TypeFile {
-		return syscall.EISDIR
-	}
-	buf := make([]byte, 1<<20)
-	for off := int64(0); ; {
-		k, err := c.f.ReadAt(c.ctx, n, buf, off)
-		if err != nil {
-			return err
-		}
-		if k == 0 {
-			return nil
-		}
-		if _, err := w.Write(buf[:k]); err != nil {
-			return err
-		}
-		off += int64(k)
-	}
 }
 
 func runFSPut(args []string, stdout, stderr io.Writer) error {
@@ -761,33 +530,10 @@ func putFile(c *fsCommand, arg string, in io.Reader) error {
 	if err != nil {
 		return err
 	}
-	n, err := c.f.Lookup(c.ctx, d, name)
-	switch {
-	case errors.Is(err, syscall.ENOENT):
-		n, err = c.f.Create(c.ctx, d, name, 0o644, uint32(os.Getuid()), uint32(os.Getgid()))
-	case err == nil:
-		var zero uint64
-		err = c.f.Setattr(c.ctx, n, d2fs.SetAttr{Size: &zero})
-	}
-	if err != nil {
+	if err := fsadmin.WriteFile(c.ctx, c.f, d, name, in); err != nil {
 		return fmt.Errorf("%s: %w", arg, err)
 	}
-	buf := make([]byte, 1<<20)
-	for off := int64(0); ; {
-		k, rerr := io.ReadFull(in, buf)
-		if k > 0 {
-			if _, err := c.f.WriteAt(c.ctx, n, buf[:k], off); err != nil {
-				return fmt.Errorf("%s: %w", arg, err)
-			}
-			off += int64(k)
-		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			return nil
-		}
-		if rerr != nil {
-			return rerr
-		}
-	}
+	return nil
 }
 
 func runFSMkdir(args []string, stdout, stderr io.Writer) error {
@@ -818,13 +564,13 @@ func runFSWrite(name, usage, about string, args []string, stderr io.Writer, npos
 
 func runFSMv(args []string, stdout, stderr io.Writer) error {
 	return runFSWrite("fs mv", "fs mv VOLUME:/path NEWPATH [--key FILE] [--addr A,B]", "Renames a file or directory of a volume (NEWPATH is /path or VOLUME:/path in the same volume; a file there is replaced) and commits. The moved blocks stay where they are: the new entry points at them.", args, stderr, 2, func(c *fsCommand, pos []string) error {
-		from, _ := parseFSPath(pos[0])
+		from, _ := fsadmin.ParsePath(pos[0])
 		to := pos[1]
 		if strings.HasPrefix(to, "/") {
-			to = from.vol + ":" + to
+			to = from.Volume + ":" + to
 		}
-		if p, err := parseFSPath(to); err != nil || p.vol != from.vol {
-			return fmt.Errorf("%s: not a path in volume %s", pos[1], from.vol)
+		if p, err := fsadmin.ParsePath(to); err != nil || p.Volume != from.Volume {
+			return fmt.Errorf("%s: not a path in volume %s", pos[1], from.Volume)
 		}
 		od, oname, err := c.parent(pos[0])
 		if err != nil {
@@ -872,9 +618,6 @@ the bytes the block's pointer names), "missing" (it keeps none, or other
 bytes) or "no answer" (it did not answer the node at --addr in time). The exit
 status is non-zero if a block's holders could not be asked.`
 
-// statWorkers bounds the blocks whose holders fs stat asks at once.
-const statWorkers = 16
-
 func runFSStat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("fs stat", "fs stat VOLUME:/path [--addr A,B]", statFSAbout, stderr)
 	c, pos, closeFn, err := openFS(fs, addFSFlags(fs), args, []int{1}, false)
@@ -893,7 +636,7 @@ func runFSStat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return c.ff.explain(err)
 	}
-	lines, failed := c.holderLines(refs)
+	lines, failed := fsadmin.HolderLines(c.ctx, c.b, refs)
 	fmt.Fprintf(stdout, "  %d blocks (volume/slots/deep/inode/block/version, then its holders, the owner first)\n", len(refs))
 	for _, l := range lines {
 		fmt.Fprintf(stdout, "  %s\n", l)
@@ -902,41 +645,6 @@ func runFSStat(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: the holders of %d of %d blocks could not be asked", pos[0], failed, len(refs))
 	}
 	return nil
-}
-
-// holderLines asks the nodes which hold each block, statWorkers blocks at
-// a time, and returns a line per block in refs' order: its key and its
-// holders, or why they are unknown; failed counts the latter.
-func (c *fsCommand) holderLines(refs []d2fs.BlockRef) (lines []string, failed int) {
-	lines = make([]string, len(refs))
-	errs := make([]error, len(refs))
-	sem := make(chan struct{}, statWorkers)
-	var wg sync.WaitGroup
-	for i, r := range refs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			hs, err := c.b.Holders(c.ctx, r.Key, r.Sum)
-			if err != nil {
-				lines[i], errs[i] = fmt.Sprintf("%v  holders unknown: %v", r.Key, err), err
-				return
-			}
-			parts := make([]string, len(hs))
-			for j, h := range hs {
-				parts[j] = fmt.Sprintf("%s %v", h.Node.Node.Addr, h.State)
-			}
-			lines[i] = fmt.Sprintf("%v  %s", r.Key, strings.Join(parts, ", "))
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			failed++
-		}
-	}
-	return lines, failed
 }
 
 func typeName(t d2fs.Type) string {
@@ -1000,42 +708,27 @@ func runFSFsck(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// orphans lists the volume's keys, counts those reachable does not hold
-// and, with del, deletes those not of commit gen-1 (which a read-only
-// mount may still be reading).
+// orphans counts, and with del deletes, the volume's orphaned blocks.
 func (c *fsCommand) orphans(stdout io.Writer, gen uint32, reachable map[key.Key]bool, del bool) error {
-	var found, kept, deleted int
-	var failed []error
-	err := c.b.List(c.ctx, c.vol[:], func(k key.Key) error {
-		if reachable[k] {
-			return nil
-		}
-		found++
-		if !del {
-			return nil
-		}
-		if k.Version() == gen-1 {
-			kept++
-			return nil
-		}
-		if err := c.b.Delete(c.ctx, k); err != nil {
-			failed = append(failed, fmt.Errorf("%v: %w", k, err))
-			return nil
-		}
-		deleted++
-		return nil
-	})
+	r, err := fsadmin.Orphans(c.ctx, c.b, c.vol, gen, reachable, del)
 	if err != nil {
 		return c.ff.explain(err)
 	}
-	switch {
-	case !del:
-		fmt.Fprintf(stdout, "%d orphaned blocks (not in commit %d; --delete-orphans deletes them)\n", found, gen)
-	default:
-		fmt.Fprintf(stdout, "%d orphaned blocks: %d deleted, %d of commit %d kept for readers, %d failed\n", found, deleted, kept, gen-1, len(failed))
+	if !del {
+		fmt.Fprintf(stdout, "%d orphaned blocks (not in commit %d; --delete-orphans deletes them)\n", r.Found, gen)
+		return nil
 	}
-	if len(failed) > 0 {
-		return errors.Join(append([]error{fmt.Errorf("%d orphaned blocks not deleted", len(failed))}, failed[:min(len(failed), 5)]...)...)
+	fmt.Fprintf(stdout, "%d orphaned blocks: %d deleted, %d of commit %d kept for readers, %d failed\n", r.Found, r.Deleted, r.Kept, gen-1, len(r.Failed))
+	return r.Err()
+}
+
+// splitList splits a comma-separated flag, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
 	}
-	return nil
+	return out
 }

@@ -24,6 +24,7 @@ import (
 	"triad/internal/d2/key"
 	"triad/internal/d2client"
 	"triad/internal/d2fs"
+	"triad/internal/d2fs/fsadmin"
 	"triad/internal/proc"
 	"triad/internal/testutil"
 	"triad/internal/wire"
@@ -347,7 +348,7 @@ func fsStatusCommand(t *testing.T, d *dhashCluster, vol string, size int, fs fun
 		}
 	}
 	js, err := fs(addrs, "status", "home", "--json")
-	var st fsStatus
+	var st fsadmin.Status
 	if err == nil {
 		err = json.Unmarshal([]byte(js), &st)
 	}

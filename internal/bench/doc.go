@@ -12,6 +12,10 @@
 //     INN, with the shapes of INN's own benchmark, so both fit one table
 //     (UsenetDHT §6.3). It talks through internal/nntp's Client, the same
 //     framing code the server uses.
+//   - FS copies a tree into a D2-FS mount on running nodes and reads it
+//     back cold, beside the local disk, then reads directories as tasks
+//     under D2's placement and a traditional DHT's (the D2 paper's §9,
+//     "nodes and lookups per task").
 //
 // Each returns a result for the table and the final JSON line:
 //

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -36,8 +36,8 @@ import (
 // lookup caches are warm from the writes, as a long-running gateway's
 // are: on a ring of a few nodes they know most ranges.
 
-// fsTaskResult is one placement's tasks.
-type fsTaskResult struct {
+// FSTaskResult is one placement's tasks.
+type FSTaskResult struct {
 	Placement    string  `json:"placement"`
 	Tasks        int     `json:"tasks"`
 	Blocks       int     `json:"blocks"`
@@ -79,10 +79,10 @@ func pickTasks(sums []fileSum, n int) []fsTask {
 }
 
 // benchTasks runs the tasks under both placements.
-func benchTasks(ff fsFlags, tree string, tasks []fsTask, metrics []string, stderr io.Writer) ([]fsTaskResult, error) {
-	var out []fsTaskResult
+func benchTasks(open func(d2client.Placement) (*d2client.Blocks, error), tree string, tasks []fsTask, metrics []string, stderr io.Writer) ([]FSTaskResult, error) {
+	var out []FSTaskResult
 	for _, p := range []d2client.Placement{d2client.PlaceD2, d2client.PlaceBlock} {
-		b, err := ff.blocksWith(p)
+		b, err := open(p)
 		if err != nil {
 			return nil, err
 		}
@@ -100,9 +100,9 @@ func benchTasks(ff fsFlags, tree string, tasks []fsTask, metrics []string, stder
 // runTasks writes the tasks' files into a fresh volume placed by p, reads
 // each task back through a fresh read-only handle and counts, then
 // removes the files.
-func runTasks(b *d2client.Blocks, p d2client.Placement, tree string, tasks []fsTask, metrics []string) (fsTaskResult, error) {
+func runTasks(b *d2client.Blocks, p d2client.Placement, tree string, tasks []fsTask, metrics []string) (FSTaskResult, error) {
 	ctx := context.Background()
-	res := fsTaskResult{Placement: p.String(), Tasks: len(tasks), LookupMsgsPerTask: -1}
+	res := FSTaskResult{Placement: p.String(), Tasks: len(tasks), LookupMsgsPerTask: -1}
 	_, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		return res, err
