@@ -47,23 +47,39 @@ func Root(live []id.ID, key id.ID, bits int) id.ID {
 // prefix, and no entry names a node that is not live. It returns the
 // violations, up to max.
 func Check(n *Node, live map[string]wire.NodeRef, max int) []string {
+	return CheckTable(n.Table(), n.table.bits, live, max)
+}
+
+// CheckTable is Check on a table as TapGetTable answers it, digits of
+// bits bits: the same rule held on real processes, whose tables are read
+// over the wire.
+func CheckTable(t *wire.TapTable, bits int, live map[string]wire.NodeRef, max int) []string {
 	var out []string
-	t := &n.table
 	report := func(format string, args ...any) {
 		if len(out) < max {
-			out = append(out, fmt.Sprintf("%s: ", n.self)+fmt.Sprintf(format, args...))
+			out = append(out, fmt.Sprintf("%s: ", t.Self)+fmt.Sprintf(format, args...))
 		}
 	}
-	t.all(func(level, digit int, l link) {
-		if _, ok := live[l.ref.Addr]; !ok {
-			report("entry (%d, %x) names %s, not live", level, digit, l.ref)
+	filled := map[[2]int]bool{}
+	for _, e := range t.Entries {
+		for _, l := range e.Links {
+			if _, ok := live[l.Addr]; !ok {
+				report("entry (%d, %x) names %s, not live", e.Level, e.Digit, l)
+			}
 		}
-	})
-	// Which entries some live node fills: its place in n's table.
+		if len(e.Links) > 0 {
+			filled[[2]int{int(e.Level), int(e.Digit)}] = true
+		}
+	}
+	// Which entries some live node fills: its place in t's table.
+	levels := 8 * t.Self.ID.Width() / bits
 	want := map[[2]int]bool{}
 	for _, r := range live {
-		if level, digit, ok := t.place(r); ok && r.Addr != n.self.Addr {
-			want[[2]int{level, digit}] = true
+		if r.Addr == t.Self.Addr || r.ID.Width() != t.Self.ID.Width() {
+			continue
+		}
+		if level := t.Self.ID.SharedDigits(r.ID, bits); level < levels {
+			want[[2]int{level, r.ID.Digit(level, bits)}] = true
 		}
 	}
 	keys := make([][2]int, 0, len(want))
@@ -77,7 +93,7 @@ func Check(n *Node, live map[string]wire.NodeRef, max int) []string {
 		return a[1] - b[1]
 	})
 	for _, k := range keys {
-		if len(t.entry(k[0], k[1])) == 0 {
+		if !filled[k] {
 			report("entry (%d, %x) is empty, but a live node has its prefix", k[0], k[1])
 		}
 	}
