@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"triad/internal/bench"
 )
 
@@ -16,8 +18,8 @@ func TestBenchPin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	c := newCluster(t)
-	res, err := bench.Pin(bench.PinConfig{Binary: c.bin, Dir: t.TempDir(), Frames: 20, Readers: 5, Gets: 100, BlockBytes: 1 << 20,
+	c := e2e.NewCluster(t)
+	res, err := bench.Pin(bench.PinConfig{Binary: c.Bin, Dir: t.TempDir(), Frames: 20, Readers: 5, Gets: 100, BlockBytes: 1 << 20,
 		Hold: 3 * time.Second, MaxAnonMB: 320, RingLimit: 5 * time.Second, Log: t.Logf})
 	if err != nil {
 		t.Fatal(err)

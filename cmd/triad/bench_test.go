@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"triad/internal/bench"
 	"triad/internal/testutil"
 )
@@ -24,7 +26,7 @@ func TestBenchDHashRoutes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	bin := buildTriad(t)
+	bin := e2e.Build(t)
 	for _, tc := range []struct {
 		flags []string
 		route string
@@ -64,7 +66,7 @@ func TestBenchDHashTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	out, err := exec.Command(buildTriad(t), "bench", "dhash", "--nodes", "3", "--ops", "200", "--size", "1000", "--dir", t.TempDir(), "--tls", "--rounds", "2", "--json").Output()
+	out, err := exec.Command(e2e.Build(t), "bench", "dhash", "--nodes", "3", "--ops", "200", "--size", "1000", "--dir", t.TempDir(), "--tls", "--rounds", "2", "--json").Output()
 	if err != nil {
 		t.Fatalf("bench dhash --tls: %v\n%s", err, out)
 	}
@@ -102,7 +104,7 @@ func TestBenchNNTPCountsServerCPU(t *testing.T) {
 		t.Skip("starts a news server process")
 	}
 	news := startNews(t, t.TempDir(), "--groups", "triad.bench")
-	out, err := exec.Command(buildTriad(t), "bench", "nntp", "--addr", news.addr, "--articles", "2000",
+	out, err := exec.Command(e2e.Build(t), "bench", "nntp", "--addr", news.Addr, "--articles", "2000",
 		"--phases", "takethis,post", "--cpu-pids", strconv.Itoa(news.Pid()), "--json").Output()
 	if err != nil {
 		t.Fatalf("bench nntp: %v\n%s", err, out)
@@ -139,7 +141,7 @@ func TestBenchFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	bin := buildTriad(t)
+	bin := e2e.Build(t)
 	run := func(scheme string) (map[string]any, error) {
 		out, err := exec.Command(bin, "bench", "flood", "--nodes", "4", "--ramp", "40,160", "--measure", "3s", "--duration", "10s",
 			"--scheme", scheme, "--dir", t.TempDir(), "--json").Output()
@@ -170,37 +172,11 @@ func TestBenchFlood(t *testing.T) {
 
 // A benchmark killed outright (SIGKILL: no chance to stop its nodes) leaves
 // none of its node processes running: the kernel kills them with it.
-// TestBenchTapestry: two real nodes route and acknowledge every message
-// of a short run, and the figures the README quotes are printed.
-func TestBenchTapestry(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts node processes")
-	}
-	bin := buildTriad(t)
-	out, err := exec.Command(bin, "bench", "tapestry", "--count", "20000", "--rounds", "1", "--target", "1", "--dir", t.TempDir(), "--json").Output()
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	var res struct {
-		Rounds []struct {
-			PerSecond float64 `json:"messages_per_s"`
-			Failed    uint64  `json:"failed"`
-		} `json:"rounds"`
-		Idle float64 `json:"idle_hop_rtt_p50_ms"`
-		Pass bool    `json:"pass"`
-	}
-	if jerr := json.Unmarshal([]byte(lines[len(lines)-1]), &res); jerr != nil {
-		t.Fatalf("last line is not JSON (%v): %s", jerr, out)
-	}
-	if err != nil || !res.Pass || len(res.Rounds) != 1 || res.Rounds[0].Failed != 0 || res.Rounds[0].PerSecond <= 0 || res.Idle <= 0 {
-		t.Errorf("bench tapestry: %v\n%s", err, out)
-	}
-	t.Logf("%.0f messages/s, idle hop round trip %.3f ms", res.Rounds[0].PerSecond, res.Idle)
-}
-
 func TestBenchKilledLeavesNoNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes")
 	}
-	cmd := exec.Command(buildTriad(t), "bench", "dhash", "--nodes", "3", "--ops", "1000000", "--size", "1000", "--dir", t.TempDir())
+	cmd := exec.Command(e2e.Build(t), "bench", "dhash", "--nodes", "3", "--ops", "1000000", "--size", "1000", "--dir", t.TempDir())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +254,7 @@ func TestBenchDHashScaling(t *testing.T) {
 		}
 		cg.RemoveAll()
 	}
-	cmd := exec.Command(buildTriad(t), args...)
+	cmd := exec.Command(e2e.Build(t), args...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("triad %s: %v\n%s", strings.Join(args, " "), err, out)

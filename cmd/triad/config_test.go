@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"triad/internal/config"
 	"triad/internal/nntp"
 )
@@ -18,7 +20,7 @@ import (
 // table sets the sites, ports and groups (and its [nntp] table is checked
 // for every site), and a flag on the command line overrides the file.
 func TestUpRunsFromTheExampleConfig(t *testing.T) {
-	bin := buildTriad(t)
+	bin := e2e.Build(t)
 	dir := t.TempDir()
 	example, err := exec.Command(bin, "config", "example").Output()
 	if err != nil {
@@ -90,7 +92,7 @@ func setKey(t *testing.T, text, section, key, value string) string {
 // config check names the line of each problem, and a command given a bad
 // file says the same and starts nothing.
 func TestConfigCheckNamesTheLine(t *testing.T) {
-	bin := buildTriad(t)
+	bin := e2e.Build(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bad.toml")
 	bad := `[node]

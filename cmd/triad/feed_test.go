@@ -64,11 +64,11 @@ func TestFeedOutlivesItsDial(t *testing.T) {
 	arts := fedArticles{text: map[string]string{}}
 	for i := range 384 {
 		id := fmt.Sprintf("<slow%d@e2e.test>", i)
-		arts.ids = append(arts.ids, id)
+		arts.IDs = append(arts.IDs, id)
 		arts.text[id] = "Message-ID: " + id + "\r\n\r\n" + strings.Repeat(strings.Repeat("x", 1000)+"\r\n", 64)
 	}
 	out := feed(t, ln.Addr().String(), arts, time.Now().Add(10*time.Second), nil)
-	if len(out.acked) != len(arts.ids) {
-		t.Fatalf("%d of %d articles acknowledged in %d rounds", len(out.acked), len(arts.ids), out.rounds)
+	if len(out.acked) != len(arts.IDs) {
+		t.Fatalf("%d of %d articles acknowledged in %d rounds", len(out.acked), len(arts.IDs), out.rounds)
 	}
 }

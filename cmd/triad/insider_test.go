@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"triad/internal/d2"
 	"triad/internal/host"
 	"triad/internal/id"
@@ -43,32 +45,32 @@ func TestInsiderCertificate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	c := newCluster(t)
-	ca := newTestCA(t, filepath.Join(c.dir, "ca"))
-	issue := func(name, addr string) string { return issueBundle(t, ca, c.dir, name, addr, 1, time.Hour) }
-	ports := freePorts(t, 5)
+	c := e2e.NewCluster(t)
+	ca := newTestCA(t, filepath.Join(c.Dir, "ca"))
+	issue := func(name, addr string) string { return issueBundle(t, ca, c.Dir, name, addr, 1, time.Hour) }
+	ports := e2e.FreePorts(t, 5)
 	addrs := make([]string, 4)
 	for i := range addrs {
 		addrs[i] = fmt.Sprintf("127.0.0.1:%d", ports[i])
 	}
 	insiderAddr := fmt.Sprintf("127.0.0.1:%d", ports[4])
-	c.tlsDir = issue("operator", "")
-	var procs []*nodeProc
+	c.TLSDir = issue("operator", "")
+	var procs []*e2e.Node
 	for i, a := range addrs {
 		join := ""
 		if i > 0 {
 			join = addrs[0]
 		}
-		procs = append(procs, c.startWith(fmt.Sprintf("node%d", i), a, filepath.Join(c.dir, fmt.Sprintf("data%d", i)), join, 1,
+		procs = append(procs, c.StartWith(fmt.Sprintf("node%d", i), a, filepath.Join(c.Dir, fmt.Sprintf("data%d", i)), join, 1,
 			"--tls", issue(fmt.Sprintf("node%d", i), a), "--d2", "--d2-stabilize", "1s", "--tapestry", "--d2-max-names", "4"))
 	}
-	c.waitConsistent("TLS ring", 30*time.Second)
+	c.WaitConsistent("TLS ring", 30*time.Second)
 
-	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "TRIAD_TLS="+c.tlsDir)
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "TRIAD_TLS="+c.TLSDir)
 	run := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, c.bin, args...)
+		cmd := exec.CommandContext(ctx, c.Bin, args...)
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -84,12 +86,12 @@ func TestInsiderCertificate(t *testing.T) {
 		_, err := run("fs", "mkvol", fmt.Sprintf("probe%d", try), "--addr", addrs[0])
 		return err == nil
 	}) {
-		t.Fatalf("D2 never took a volume: %s", c.logs())
+		t.Fatalf("D2 never took a volume: %s", c.Logs())
 	}
 	if _, err := run("fs", "mkvol", "home", "--addr", addrs[0]); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(c.dir, "payroll.txt")
+	file := filepath.Join(c.Dir, "payroll.txt")
 	data := bytes.Repeat([]byte("salaries, in confidence\n"), 2000) // several blocks
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -143,8 +145,8 @@ func TestInsiderCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := nodeRef(t, addrs[2], filepath.Join(c.dir, "bundles", "node2"))
-	other := nodeRef(t, addrs[3], filepath.Join(c.dir, "bundles", "node3"))
+	server := nodeRef(t, addrs[2], filepath.Join(c.Dir, "bundles", "node2"))
+	other := nodeRef(t, addrs[3], filepath.Join(c.Dir, "bundles", "node3"))
 	nobodys := id.Key([]byte("nobody serves this"))
 	pointers := []wire.TapPointer{
 		{Key: objectID, App: tapestry.AppDOLR, Server: other, TTLMillis: 600_000},
@@ -197,7 +199,7 @@ func TestInsiderCertificate(t *testing.T) {
 	// quota is per node (docs/d2.md).
 	claimer, another := issue("claimer", ""), issue("another", "")
 	mkvol := func(bundle, name, addr string) error {
-		cmd := exec.Command(c.bin, "fs", "mkvol", name, "--addr", addr)
+		cmd := exec.Command(c.Bin, "fs", "mkvol", name, "--addr", addr)
 		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "TRIAD_TLS="+bundle)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%v: %s", err, out)
@@ -212,8 +214,8 @@ func TestInsiderCertificate(t *testing.T) {
 	if err := mkvol(claimer, "claimed4", addrs[0]); err == nil || !strings.Contains(err.Error(), "name quota") {
 		t.Errorf("a fifth claim through the same node: %v, want the name quota", err)
 	}
-	procs[0].kill(t)
-	c.restart(procs[0])
+	procs[0].Crash(t)
+	c.Restart(procs[0])
 	if !testutil.Poll(30*time.Second, func() bool { return mkvol(another, fmt.Sprintf("another%d", time.Now().UnixNano()), addrs[0]) == nil }) {
 		t.Fatal("another client's claim through the restarted node never succeeded")
 	}
@@ -228,7 +230,7 @@ func TestInsiderCertificate(t *testing.T) {
 // insider is a node certificate's holder speaking to the ring as a node:
 // a TCP driver with the certificate and a bare host runtime.
 type insider struct {
-	t    *testing.T
+	T    *testing.T
 	d    *tcp.Driver
 	h    *host.Host
 	self wire.NodeRef
@@ -253,7 +255,7 @@ func startInsider(t *testing.T, dir, addr string) *insider {
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx, h) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return &insider{t: t, d: d, h: h, self: wire.NodeRef{ID: ring.VnodeID(addr, 0), Addr: addr, Machine: b.Self.MachineID()}}
+	return &insider{T: t, d: d, h: h, self: wire.NodeRef{ID: ring.VnodeID(addr, 0), Addr: addr, Machine: b.Self.MachineID()}}
 }
 
 // call sends m to addr and waits for the reply.

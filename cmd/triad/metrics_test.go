@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -29,7 +31,7 @@ import (
 // is counted there, its reads at site 2, and the nodes' RPCs have latency
 // histograms by message type.
 func TestUpServesMetrics(t *testing.T) {
-	bin := buildTriad(t)
+	bin := e2e.Build(t)
 	port, newsPort, httpPort := consecutiveFreePorts(t, 3), consecutiveFreePorts(t, 3), consecutiveFreePorts(t, 3)
 	up := startUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort),
 		"--http-port", fmt.Sprint(httpPort), "--data", filepath.Join(t.TempDir(), "data"))

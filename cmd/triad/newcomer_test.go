@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"triad/internal/noded"
 )
 
@@ -77,7 +79,7 @@ func TestJoinDeadAddressExits(t *testing.T) {
 	old := noded.JoinReportEvery
 	noded.JoinReportEvery = 300 * time.Millisecond
 	defer func() { noded.JoinReportEvery = old }()
-	ports := freePorts(t, 2)
+	ports := e2e.FreePorts(t, 2)
 	dead := fmt.Sprintf("127.0.0.1:%d", ports[1])
 	var out, errb bytes.Buffer
 	rc := run([]string{"node", "--listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--data", t.TempDir(), "--join", dead,

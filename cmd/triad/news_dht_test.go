@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"triad/internal/id"
 	"triad/internal/localdeploy"
 	"triad/internal/nntp"
@@ -22,7 +24,7 @@ import (
 
 // fedArticles are the articles a test feeds, by message-id, in order.
 type fedArticles struct {
-	ids      []string
+	IDs      []string
 	text     map[string]string // as sent, CRLF lines, not dot-stuffed
 	pathHost string            // the news server's name in Path
 }
@@ -39,7 +41,7 @@ func newsArticles(prefix string, n int, pathHost string) fedArticles {
 		for j := range 10 + i%7*20 {
 			fmt.Fprintf(&body, "%s line %d: %s\r\n", id, j, strings.Repeat("news ", 10))
 		}
-		f.ids = append(f.ids, id)
+		f.IDs = append(f.IDs, id)
 		f.text[id] = "Path: feeder.e2e!not-for-mail\r\nFrom: feeder@e2e.test\r\nNewsgroups: local.test\r\n" +
 			"Subject: " + prefix + " " + id + "\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\nMessage-ID: " + id + "\r\n\r\n" + body.String()
 	}
@@ -84,7 +86,7 @@ type feedOutcome struct {
 func feed(t *testing.T, addr string, arts fedArticles, deadline time.Time, onAck func(acked int)) feedOutcome {
 	t.Helper()
 	out := feedOutcome{acked: map[string]bool{}, refused: map[string]bool{}}
-	left := arts.ids
+	left := arts.IDs
 	backoff := 50 * time.Millisecond
 	// A loop of its own, not testutil.Poll: each pass is a feeder's
 	// session, and the pause after a session with no answer is innfeed's
@@ -209,7 +211,7 @@ func checkNews(t *testing.T, addr string, arts fedArticles, fed feedOutcome) {
 		t.Fatalf("OVER: %q", l)
 	}
 	absent := 0
-	for _, id := range arts.ids {
+	for _, id := range arts.IDs {
 		l := cmd("ARTICLE " + id)
 		switch {
 		case strings.HasPrefix(l, "220 "):
@@ -236,7 +238,7 @@ func checkNews(t *testing.T, addr string, arts fedArticles, fed feedOutcome) {
 			t.Fatalf("ARTICLE %s (%s): %d bytes that are not the %d stored", num, id, len(got), len(arts.stored(id)))
 		}
 	}
-	t.Logf("%d of %d articles acknowledged, %d refused as duplicates; %d listed, all whole; %d absent", len(fed.acked), len(arts.ids), len(fed.refused), len(listed), absent)
+	t.Logf("%d of %d articles acknowledged, %d refused as duplicates; %d listed, all whole; %d absent", len(fed.acked), len(arts.IDs), len(fed.refused), len(listed), absent)
 }
 
 // TestNNTPOnDHTReplicaKilled runs `triad nntp --node` on a ring of four
@@ -251,38 +253,38 @@ func TestNNTPOnDHTReplicaKilled(t *testing.T) {
 		t.Skip("starts 5 processes; skipped in -short mode")
 	}
 	start := time.Now()
-	d := startDHash(t, 4, "--redundancy", "replicas", "--replicas", "2")
-	news := startNews(t, filepath.Join(d.dir, "news"), "--node", d.nodes[0].addr, "--groups", "local.test")
+	d := e2e.StartDHash(t, 4, "--redundancy", "replicas", "--replicas", "2")
+	news := startNews(t, filepath.Join(d.Dir, "news"), "--node", d.Nodes[0].Addr, "--groups", "local.test")
 	arts := newsArticles("dht", 400, "e2e.test") // startNews's --pathhost
-	victim := d.nodes[2]
-	fed := feed(t, news.addr, arts, time.Now().Add(3*time.Minute), func(acked int) {
+	victim := d.Nodes[2]
+	fed := feed(t, news.Addr, arts, time.Now().Add(3*time.Minute), func(acked int) {
 		if acked != 100 {
 			return
 		}
 		held := 0
-		for _, msgid := range arts.ids[:acked] {
-			for _, h := range holding(d.stat(d.nodes[1], arts.key(msgid))) {
-				if h.Node.Addr == victim.addr {
+		for _, msgid := range arts.IDs[:acked] {
+			for _, h := range e2e.Holding(d.Stat(d.Nodes[1], arts.key(msgid))) {
+				if h.Node.Addr == victim.Addr {
 					held++
 				}
 			}
 		}
 		if held == 0 {
-			t.Fatalf("%s holds none of the %d articles acknowledged: killing it tests nothing", victim.name, acked)
+			t.Fatalf("%s holds none of the %d articles acknowledged: killing it tests nothing", victim.Name, acked)
 		}
-		victim.kill(t)
-		t.Logf("SIGKILLed %s, a replica of %d of the %d articles acknowledged", victim.name, held, acked)
+		victim.Crash(t)
+		t.Logf("SIGKILLed %s, a replica of %d of the %d articles acknowledged", victim.Name, held, acked)
 	})
-	if victim.alive() {
+	if victim.Running() {
 		t.Fatalf("the feed ended after %d acknowledgements, before the kill", len(fed.acked))
 	}
-	if n := len(fed.acked) + len(fed.refused); n != len(arts.ids) {
-		t.Fatalf("%d of %d articles answered after %d connections: the feed did not get through after one node died\n%s", n, len(arts.ids), fed.rounds, d.logs())
+	if n := len(fed.acked) + len(fed.refused); n != len(arts.IDs) {
+		t.Fatalf("%d of %d articles answered after %d connections: the feed did not get through after one node died\n%s", n, len(arts.IDs), fed.rounds, d.Logs())
 	}
 	t.Logf("feed done over %d connection(s) after %v", fed.rounds, time.Since(start).Round(time.Millisecond))
-	checkNews(t, news.addr, arts, fed)
-	d.waitLists("after the SIGKILL", 60*time.Second)
-	checkNews(t, news.addr, arts, fed)
+	checkNews(t, news.Addr, arts, fed)
+	d.WaitLists("after the SIGKILL", 60*time.Second)
+	checkNews(t, news.Addr, arts, fed)
 	t.Logf("whole test took %v", time.Since(start).Round(time.Millisecond))
 }
 
@@ -296,7 +298,7 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 		t.Skip("runs triad up twice; skipped in -short mode")
 	}
 	start := time.Now()
-	bin := buildTriad(t)
+	bin := e2e.Build(t)
 	port := consecutiveFreePorts(t, 3)
 	newsPort := consecutiveFreePorts(t, 3)
 	args := []string{"--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(t.TempDir(), "data")}
@@ -321,7 +323,7 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 	if err := up.Kill(); err != nil { // waits for the exit
 		t.Fatal(err)
 	}
-	if len(fed.acked) >= len(arts.ids) {
+	if len(fed.acked) >= len(arts.IDs) {
 		t.Fatal("every article went in before the kill: nothing was tested")
 	}
 	t.Logf("%d articles acknowledged before SIGKILL", len(fed.acked))
@@ -331,8 +333,8 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 	checkNews(t, addr, arts, fed)
 	checkListed(t, addr, "local.general", posted)
 	again := feed(t, addr, arts, time.Now().Add(2*time.Minute), nil)
-	if n := len(again.acked) + len(again.refused); n != len(arts.ids) {
-		t.Fatalf("fed again after the restart: %d of %d answered", n, len(arts.ids))
+	if n := len(again.acked) + len(again.refused); n != len(arts.IDs) {
+		t.Fatalf("fed again after the restart: %d of %d answered", n, len(arts.IDs))
 	}
 	for id := range fed.acked {
 		if again.acked[id] {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"triad/internal/newsd"
 	"triad/internal/nntp"
 	"triad/internal/proc"
@@ -19,7 +21,7 @@ import (
 // newsProc is a `triad nntp` process (internal/proc runs it).
 type newsProc struct {
 	*proc.Proc
-	addr string
+	Addr string
 }
 
 // newsAddr is where `triad nntp` says it serves, on its first line.
@@ -29,7 +31,7 @@ var newsAddr = regexp.MustCompile(`on (127\.0\.0\.1:\d+)`)
 // waits for it to say where it serves.
 func startNews(t *testing.T, dir string, args ...string) *newsProc {
 	t.Helper()
-	p, err := proc.Start(proc.Config{Binary: buildTriad(t), Log: dir + ".log",
+	p, err := proc.Start(proc.Config{Binary: e2e.Build(t), Log: dir + ".log",
 		Args: append([]string{"nntp", "--listen", "127.0.0.1:0", "--data", dir, "--pathhost", "e2e.test"}, args...)})
 	t.Cleanup(func() {
 		if err := p.Kill(); err != nil {
@@ -47,7 +49,7 @@ func startNews(t *testing.T, dir string, args ...string) *newsProc {
 	if m == nil {
 		t.Fatalf("triad nntp said %q", lines[0])
 	}
-	return &newsProc{Proc: p, addr: m[1]}
+	return &newsProc{Proc: p, Addr: m[1]}
 }
 
 // TestNNTPWithNntplib has Python's nntplib, a client we did not write,
@@ -99,7 +101,7 @@ resp, info = s.body("12")
 assert info.lines == [b"line one of 12", b".starts with a dot"], info.lines
 resp, subjects = s.xhdr("subject", "18-20")
 assert [x[1] for x in subjects] == ["article 18", "article 19", "article 20"], subjects
-assert s.stat()[1] == 12
+assert s.Stat()[1] == 12
 assert s.next()[1] == 13
 try:
     s.article("<not-there@example.com>")
@@ -114,7 +116,7 @@ except nntplib.NNTPTemporaryError as e:
 s.quit()
 print("nntplib ok")
 `
-	out, err := exec.Command("python3", "-W", "ignore", "-c", script, p.addr).CombinedOutput()
+	out, err := exec.Command("python3", "-W", "ignore", "-c", script, p.Addr).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "nntplib ok") {
 		t.Fatalf("nntplib: %v\n%s", err, out)
 	}
@@ -126,7 +128,7 @@ print("nntplib ok")
 func TestNNTPCrashDuringIngest(t *testing.T) {
 	dir := t.TempDir()
 	p := startNews(t, dir, "--groups", "local.test")
-	feed, err := nntp.Dial(p.addr, time.Now().Add(30*time.Second))
+	feed, err := nntp.Dial(p.Addr, time.Now().Add(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,7 @@ func TestNNTPCrashDuringIngest(t *testing.T) {
 	t.Logf("%d of %d articles acknowledged before SIGKILL", len(acked), offered)
 
 	p = startNews(t, dir, "--groups", "local.test")
-	c, err := nntp.Dial(p.addr, time.Now().Add(30*time.Second))
+	c, err := nntp.Dial(p.Addr, time.Now().Add(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

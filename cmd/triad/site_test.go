@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"triad/internal/newsd"
 	"triad/internal/nntp"
 	"triad/internal/noded"
@@ -23,14 +25,14 @@ import (
 // addresses.
 func startSites(t *testing.T, n int) ([]*proc.Proc, []string) {
 	t.Helper()
-	bin, dir := buildTriad(t), t.TempDir()
+	bin, dir := e2e.Build(t), t.TempDir()
 	nodePort, newsPort := consecutiveFreePorts(t, n), consecutiveFreePorts(t, n)
 	var addrs []string
 	for i := range n {
 		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", newsPort+i))
 	}
 	var sites []*proc.Proc
-	ring := &cluster{t: t, bin: bin, dir: dir} // its checks, over the sites' nodes
+	ring := &e2e.Cluster{T: t, Bin: bin, Dir: dir} // its checks, over the sites' nodes
 	for i := range n {
 		var peers strings.Builder
 		for j := range n {
@@ -56,11 +58,11 @@ func startSites(t *testing.T, n int) ([]*proc.Proc, []string) {
 		})
 		startSite(t, p)
 		sites = append(sites, p)
-		ring.procs = append(ring.procs, &nodeProc{Proc: p, name: fmt.Sprintf("site%d", i+1), addr: fmt.Sprintf("127.0.0.1:%d", nodePort+i), ids: parseIDs(p.Lines())})
+		ring.Procs = append(ring.Procs, &e2e.Node{Proc: p, Name: fmt.Sprintf("site%d", i+1), Addr: fmt.Sprintf("127.0.0.1:%d", nodePort+i), IDs: e2e.ParseIDs(p.Lines())})
 	}
 	// The feed starts once every successor list is whole: a put needs
 	// two live hosts for its key.
-	ring.waitConsistent("three sites started", time.Minute)
+	ring.WaitConsistent("three sites started", time.Minute)
 	return sites, addrs
 }
 
@@ -99,15 +101,15 @@ func TestSiteProcessCrashDuringFeed(t *testing.T) {
 	if err := sites[0].Kill(); err != nil { // waits for the exit
 		t.Fatal(err)
 	}
-	if len(fed.acked) >= len(arts.ids) {
+	if len(fed.acked) >= len(arts.IDs) {
 		t.Fatal("every article went in before the kill: nothing was tested")
 	}
 	t.Logf("%d articles acknowledged before SIGKILL", len(fed.acked))
 	startSite(t, sites[0])
 	checkNews(t, addrs[0], arts, fed)
 	again := feed(t, addrs[0], arts, time.Now().Add(2*time.Minute), nil)
-	if n := len(again.acked) + len(again.refused); n != len(arts.ids) {
-		t.Fatalf("fed again after the restart: %d of %d answered", n, len(arts.ids))
+	if n := len(again.acked) + len(again.refused); n != len(arts.IDs) {
+		t.Fatalf("fed again after the restart: %d of %d answered", n, len(arts.IDs))
 	}
 	for id := range fed.acked {
 		if again.acked[id] {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"triad/internal/localdeploy"
 	"triad/internal/nntp"
 	"triad/internal/pki"
@@ -29,7 +31,7 @@ func TestUpSitesShareArticles(t *testing.T) {
 	if err := exec.Command("python3", "-W", "ignore", "-c", "import nntplib").Run(); err != nil {
 		t.Skip("python3 with nntplib (Python 3.12 or older) is not installed")
 	}
-	bin := buildTriad(t)
+	bin := e2e.Build(t)
 	port := consecutiveFreePorts(t, 3)
 	newsPort := consecutiveFreePorts(t, 3)
 	data := filepath.Join(t.TempDir(), "data")
@@ -88,11 +90,11 @@ print("slowest: %.3f s" % worst)
 	// 24 MB of 240 KB articles into site 1; each node stores about 2/3.
 	arts := bigArticles("share", 100, 240_000)
 	fed := feed(t, fmt.Sprintf("127.0.0.1:%d", newsPort), arts, time.Now().Add(2*time.Minute), nil)
-	if len(fed.acked) != len(arts.ids) {
-		t.Fatalf("%d of %d large articles taken", len(fed.acked), len(arts.ids))
+	if len(fed.acked) != len(arts.IDs) {
+		t.Fatalf("%d of %d large articles taken", len(fed.acked), len(arts.IDs))
 	}
 	total := 0
-	for _, id := range arts.ids {
+	for _, id := range arts.IDs {
 		total += len(arts.text[id])
 	}
 	var stored []uint64
@@ -136,7 +138,7 @@ func bigArticles(prefix string, n, size int) fedArticles {
 		for body.Len() < size {
 			fmt.Fprintf(&body, "%s %d %s\r\n", id, body.Len(), strings.Repeat("Zm9vYmFy", 8))
 		}
-		f.ids = append(f.ids, id)
+		f.IDs = append(f.IDs, id)
 		f.text[id] = "Path: feeder.e2e!not-for-mail\r\nFrom: feeder@e2e.test\r\nNewsgroups: local.test\r\n" +
 			"Subject: " + id + "\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\nMessage-ID: " + id + "\r\n\r\n" + body.String()
 	}
@@ -155,8 +157,8 @@ func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
 		t.Skip("keeps a site down for a minute; skipped in -short mode")
 	}
 	start := time.Now()
-	d := startDHash(t, 3, "--redundancy", "replicas", "--replicas", "2")
-	ports := freePorts(t, 3)
+	d := e2e.StartDHash(t, 3, "--redundancy", "replicas", "--replicas", "2")
+	ports := e2e.FreePorts(t, 3)
 	names := []string{"sitea", "siteb", "sitec"}
 	startSite := func(i int) *newsProc {
 		var peers strings.Builder
@@ -165,15 +167,15 @@ func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
 				fmt.Fprintf(&peers, "[[peer]]\nname = %q\naddr = \"127.0.0.1:%d\"\nmode = \"announce\"\nsecret = \"secret-%d%d\"\n\n", names[j], ports[j], min(i, j), max(i, j))
 			}
 		}
-		dir := filepath.Join(d.dir, names[i])
+		dir := filepath.Join(d.Dir, names[i])
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		file := filepath.Join(d.dir, names[i]+".peers")
+		file := filepath.Join(d.Dir, names[i]+".peers")
 		if err := os.WriteFile(file, []byte(peers.String()), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		return startNews(t, dir, "--node", d.nodes[i].addr, "--groups", "local.test", "--peers", file,
+		return startNews(t, dir, "--node", d.Nodes[i].Addr, "--groups", "local.test", "--peers", file,
 			"--listen", fmt.Sprintf("127.0.0.1:%d", ports[i]), "--pathhost", names[i])
 	}
 	sites := make([]*newsProc, 3)
@@ -182,12 +184,12 @@ func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
 	}
 	arts := newsArticles("catchup", 1000, names[0])
 	var killedAt time.Time
-	fed := feed(t, sites[0].addr, arts, time.Now().Add(3*time.Minute), func(acked int) {
+	fed := feed(t, sites[0].Addr, arts, time.Now().Add(3*time.Minute), func(acked int) {
 		if acked == 200 {
 			if err := sites[1].Kill(); err != nil {
 				t.Error(err)
 			}
-			d.nodes[1].kill(t)
+			d.Nodes[1].Crash(t)
 			killedAt = time.Now()
 			t.Logf("SIGKILLed site B (news server and node) after %d articles were acknowledged", acked)
 		}
@@ -195,17 +197,17 @@ func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
 	if killedAt.IsZero() {
 		t.Fatal("the feed ended before site B was stopped")
 	}
-	if n := len(fed.acked) + len(fed.refused); n != len(arts.ids) {
-		t.Fatalf("%d of %d articles answered with site B down", n, len(arts.ids))
+	if n := len(fed.acked) + len(fed.refused); n != len(arts.IDs) {
+		t.Fatalf("%d of %d articles answered with site B down", n, len(arts.IDs))
 	}
 	t.Logf("feed done (%d acknowledged) %v after the kill; site B stays down a minute", len(fed.acked), time.Since(killedAt).Round(time.Millisecond))
 	time.Sleep(time.Until(killedAt.Add(time.Minute)))
-	d.restart(1)
+	d.Restart(1)
 	sites[1] = startSite(1)
 	back := time.Now()
 	// Wait until B lists every acknowledged article (bounded), then
 	// check every site whole.
-	c, err := nntp.Dial(sites[1].addr, time.Now().Add(10*time.Second))
+	c, err := nntp.Dial(sites[1].Addr, time.Now().Add(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,8 +226,8 @@ func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
 	t.Logf("site B caught up %v after it came back", time.Since(back).Round(time.Millisecond))
 	for i, s := range sites {
 		arts.pathHost = names[0] // stored as site A took it, wherever it is read
-		checkNews(t, s.addr, arts, fed)
-		c, err := nntp.Dial(s.addr, time.Now().Add(10*time.Second))
+		checkNews(t, s.Addr, arts, fed)
+		c, err := nntp.Dial(s.Addr, time.Now().Add(10*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

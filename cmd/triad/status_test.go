@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"triad/internal/e2e"
 )
 
 // chromium finds headless Chromium: skipped without it, unless
@@ -55,7 +57,7 @@ func runChromium(t *testing.T, bin, url string, args ...string) []byte {
 // $TRIAD_ARTIFACTS (CI sets it) for a person to look at.
 func TestStatusPageInChromium(t *testing.T) {
 	browser := chromium(t)
-	bin := buildTriad(t)
+	bin := e2e.Build(t)
 	port, newsPort, httpPort := consecutiveFreePorts(t, 3), consecutiveFreePorts(t, 3), consecutiveFreePorts(t, 3)
 	up := startUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort),
 		"--http-port", fmt.Sprint(httpPort), "--data", filepath.Join(t.TempDir(), "data"))

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"triad/internal/bench"
 )
 
@@ -36,9 +38,9 @@ func TestNodeAnswersRingUnderStrangers(t *testing.T) {
 	if lim.Cur < idle+declaring+500 {
 		t.Skipf("open files limited to %d", lim.Cur)
 	}
-	c := newCluster(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
-	p := c.start("node0", addr, filepath.Join(c.dir, "data0"), "")
+	c := e2e.NewCluster(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", e2e.FreePorts(t, 1)[0])
+	p := c.Start("node0", addr, filepath.Join(c.Dir, "data0"), "")
 
 	dialFrom := func(i int) net.Conn {
 		d := net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(2+i%40))}}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -31,18 +33,18 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	c := newCluster(t)
-	ca := newTestCA(t, filepath.Join(c.dir, "ca"))
+	c := e2e.NewCluster(t)
+	ca := newTestCA(t, filepath.Join(c.Dir, "ca"))
 	issue := func(name, addr string, validity time.Duration) string {
-		return issueBundle(t, ca, c.dir, name, addr, 2, validity) // the nodes below run two vnodes each
+		return issueBundle(t, ca, c.Dir, name, addr, 2, validity) // the nodes below run two vnodes each
 	}
-	ports := freePorts(t, 5)
+	ports := e2e.FreePorts(t, 5)
 	addrs := make([]string, 3)
 	for i := range addrs {
 		addrs[i] = fmt.Sprintf("127.0.0.1:%d", ports[i])
 	}
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[3])
-	c.tlsDir = issue("operator", "", time.Hour)
+	c.TLSDir = issue("operator", "", time.Hour)
 	for i, a := range addrs {
 		extra := []string{"--tls", issue(fmt.Sprintf("node%d", i), a, time.Hour)}
 		join := ""
@@ -51,27 +53,27 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 		} else {
 			join = addrs[0]
 		}
-		c.startWith(fmt.Sprintf("node%d", i), a, filepath.Join(c.dir, fmt.Sprintf("data%d", i)), join, 2, extra...)
+		c.StartWith(fmt.Sprintf("node%d", i), a, filepath.Join(c.Dir, fmt.Sprintf("data%d", i)), join, 2, extra...)
 	}
-	c.waitConsistent("TLS ring", 30*time.Second)
+	c.WaitConsistent("TLS ring", 30*time.Second)
 
 	// Insiders: a put through one node reads back through another, and a
 	// news front-end with a certificate posts into the ring.
-	file := filepath.Join(c.dir, "file")
+	file := filepath.Join(c.Dir, "file")
 	data := bytes.Repeat([]byte("over TLS\n"), 5000)
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.triad("put", file, "--addr", addrs[0])
+	out, err := c.Triad("put", file, "--addr", addrs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := strings.TrimSpace(string(out))
-	if got, err := c.triad("get", key, "--addr", addrs[2]); err != nil || !bytes.Equal(got, data) {
+	if got, err := c.Triad("get", key, "--addr", addrs[2]); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("get over TLS: %d bytes, %v", len(got), err)
 	}
-	news := startNews(t, filepath.Join(c.dir, "news"), "--node", addrs[1], "--tls", issue("front", "", time.Hour), "--groups", "local.test", "--cache-mb", "0")
-	nc := postArticle(t, news.addr, "From: t@test\r\nNewsgroups: local.test\r\nSubject: tls\r\nMessage-ID: <tls1@test>\r\n\r\nthrough TLS\r\n")
+	news := startNews(t, filepath.Join(c.Dir, "news"), "--node", addrs[1], "--tls", issue("front", "", time.Hour), "--groups", "local.test", "--cache-mb", "0")
+	nc := postArticle(t, news.Addr, "From: t@test\r\nNewsgroups: local.test\r\nSubject: tls\r\nMessage-ID: <tls1@test>\r\n\r\nthrough TLS\r\n")
 	if reply, err := nc.Cmd("BODY <tls1@test>"); err != nil || !strings.HasPrefix(string(reply), "222") {
 		t.Fatalf("BODY from the ring: %q %v", reply, err)
 	}
@@ -95,8 +97,8 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 	storedBefore, refusedBefore := objects()
 
 	// Outsiders.
-	oca := newTestCA(t, filepath.Join(c.dir, "other-ca"))
-	foreign := filepath.Join(c.dir, "bundles", "foreign")
+	oca := newTestCA(t, filepath.Join(c.Dir, "other-ca"))
+	foreign := filepath.Join(c.Dir, "bundles", "foreign")
 	if err := oca.Issue(pki.Identity{Name: "foreign", Site: "elsewhere"}, time.Hour, foreign); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 		// started) is stopped, and fails the test, rather than hanging it.
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, c.bin, args...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, c.Bin, args...).CombinedOutput()
 		return string(out), err
 	}
 	// Without one, the command says what to set, not only that the
@@ -120,11 +122,11 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 	if out, err := run("get", key, "--addr", addrs[0], "--tls", expired); err == nil || !strings.Contains(out, "expired") {
 		t.Errorf("get with an expired certificate: %v %s", err, out)
 	}
-	if out, err := run("nntp", "--listen", "127.0.0.1:0", "--data", filepath.Join(c.dir, "outsider-news"), "--node", addrs[0]); err == nil {
+	if out, err := run("nntp", "--listen", "127.0.0.1:0", "--data", filepath.Join(c.Dir, "outsider-news"), "--node", addrs[0]); err == nil {
 		t.Errorf("a news front-end without a certificate started: %s", out)
 	}
 	// A node without TLS tries to join through node 0 for a few rounds.
-	intruder := exec.Command(c.bin, "node", "--listen", fmt.Sprintf("127.0.0.1:%d", ports[4]), "--data", filepath.Join(c.dir, "intruder"),
+	intruder := exec.Command(c.Bin, "node", "--listen", fmt.Sprintf("127.0.0.1:%d", ports[4]), "--data", filepath.Join(c.Dir, "intruder"),
 		"--join", addrs[0], "--stabilize", "200ms")
 	if err := intruder.Start(); err != nil {
 		t.Fatal(err)
@@ -134,7 +136,7 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 	if !testutil.Poll(10*time.Second, func() bool { _, refused = objects(); return refused >= refusedBefore+3 }) {
 		t.Fatalf("node 0 counted %v TLS refusals, want at least %v", refused, refusedBefore+3)
 	}
-	c.waitConsistent("TLS ring after the intruder", 10*time.Second) // no view names it
+	c.WaitConsistent("TLS ring after the intruder", 10*time.Second) // no view names it
 	if stored, _ := objects(); stored != storedBefore {
 		t.Errorf("node 0 holds %v objects after the outsiders, %v before", stored, storedBefore)
 	}

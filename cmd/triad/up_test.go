@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/e2e"
+
 	"triad/internal/nntp"
 	"triad/internal/proc"
 )
@@ -100,7 +102,7 @@ func postArticle(t *testing.T, addr, article string) *nntp.Client {
 // upProc is a running `triad up` process (internal/proc runs it).
 type upProc struct {
 	*proc.Proc
-	t    *testing.T
+	T    *testing.T
 	seen string // the stdout lines printed by the time waitFor returned
 }
 
@@ -120,7 +122,7 @@ func startUp(t *testing.T, bin string, args ...string) *upProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &upProc{Proc: p, t: t}
+	return &upProc{Proc: p, T: t}
 }
 
 // output is everything the process printed, stdout and stderr.
@@ -135,18 +137,18 @@ func (u *upProc) output() string {
 // waitFor waits until stdout has a line that starts with prefix, for at
 // most 60 s.
 func (u *upProc) waitFor(prefix string) {
-	u.t.Helper()
+	u.T.Helper()
 	if _, err := u.WaitLine(prefix, 60*time.Second); err != nil {
-		u.t.Fatalf("triad up: %v", err)
+		u.T.Fatalf("triad up: %v", err)
 	}
 	u.seen = strings.Join(u.Lines(), "\n") + "\n"
 }
 
 // stop sends SIGINT and waits for a clean exit.
 func (u *upProc) stop() {
-	u.t.Helper()
+	u.T.Helper()
 	if err := u.Stop(syscall.SIGINT, 60*time.Second); err != nil {
-		u.t.Fatalf("triad up after SIGINT: %v; output:\n%s", err, u.output())
+		u.T.Fatalf("triad up after SIGINT: %v; output:\n%s", err, u.output())
 	}
 	u.waitFor("stopped")
 }
@@ -157,7 +159,7 @@ func (u *upProc) stop() {
 // stops everything cleanly. Started again on the same data, the file is
 // still there.
 func TestUpQuickStart(t *testing.T) {
-	bin := buildTriad(t)
+	bin := e2e.Build(t)
 	dir := t.TempDir()
 	port := consecutiveFreePorts(t, 3)
 	newsPort := consecutiveFreePorts(t, 3)

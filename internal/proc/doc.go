@@ -27,5 +27,6 @@
 //
 // Layer: a harness above the whole system; it uses the standard library
 // only, and the system under test only as a binary. It imports no other
-// package of triad, and only internal/bench and the tests may import it.
+// package of triad, and only internal/bench, the tests and their harness
+// (e2e) may import it.
 package proc

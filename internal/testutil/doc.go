@@ -11,5 +11,5 @@
 //		return drv.Stats().PeersDead.Load() > 0
 //	})
 //
-// Only tests and test-helper packages (deploytest, storetest) may import it.
+// Only tests and test-helper packages (deploytest, storetest, e2e) may import it.
 package testutil

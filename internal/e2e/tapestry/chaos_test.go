@@ -1,10 +1,12 @@
-package main
+package tapestry_test
 
 import (
 	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"triad/internal/e2e"
 )
 
 // TestChaosTapestry runs `triad chaos --tapestry` for 30 s of churn (a
@@ -18,7 +20,7 @@ func TestChaosTapestry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 16 processes and churns them for 30 s; skipped in -short mode")
 	}
-	cmd := exec.Command(buildTriad(t), "chaos", "--tapestry", "--duration", "30s", "--dir", t.TempDir(), "--json")
+	cmd := exec.Command(e2e.Build(t), "chaos", "--tapestry", "--duration", "30s", "--dir", t.TempDir(), "--json")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

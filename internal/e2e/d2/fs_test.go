@@ -1,4 +1,4 @@
-package main
+package d2_test
 
 import (
 	"bytes"
@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"triad/internal/e2e"
 
 	"triad/internal/client"
 	"triad/internal/d2/key"
@@ -42,7 +44,7 @@ func TestFS(t *testing.T) {
 		t.Skip("starts 9 node processes and mounts")
 	}
 	// A capacity, so that df on a mount shows a real size (fsStatfs).
-	d := startDHash(t, 8, "--d2", "--d2-stabilize", "1s", "--capacity-mb", "4096")
+	d := e2e.StartDHash(t, 8, "--d2", "--d2-stabilize", "1s", "--capacity-mb", "4096")
 	waitD2Ring(t, d, 150*time.Second)
 	// The commands keep volume keys under $XDG_CONFIG_HOME: this
 	// machine's, and another's that holds none.
@@ -50,7 +52,7 @@ func TestFS(t *testing.T) {
 	fs := func(addr string, args ...string) (string, error) {
 		return fsTriad(d, cfg, append(args, "--addr", addr)...)
 	}
-	n0 := d.nodes[0].addr
+	n0 := d.Nodes[0].Addr
 	must := func(args ...string) string {
 		t.Helper()
 		out, err := fs(n0, args...)
@@ -63,10 +65,10 @@ func TestFS(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(vol) {
 		t.Fatalf("mkvol printed %q, want a volume ID", vol)
 	}
-	if _, err := fs(d.nodes[3].addr, "mkvol", "home"); err == nil || !strings.Contains(err.Error(), `"home" is taken`) {
+	if _, err := fs(d.Nodes[3].Addr, "mkvol", "home"); err == nil || !strings.Contains(err.Error(), `"home" is taken`) {
 		t.Fatalf("a second mkvol home: %v", err)
 	}
-	keyFile := filepath.Join(strings.TrimPrefix(cfg[0], "XDG_CONFIG_HOME="), "triad", "volumes", "home.key")
+	keyFile := filepath.Join(strings.TrimPrefix(cfg[0], "XDG_CONFIG_HOME="), "triad", "volumes", "home.Key")
 	if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mkvol's key file %s: %v, %v; want mode 0600", keyFile, fi, err)
 	}
@@ -88,9 +90,9 @@ func fsEnv(t *testing.T) []string {
 
 // fsTriad runs triad fs args with env added to the environment, and
 // returns its output or an error with its standard error.
-func fsTriad(d *dhashCluster, env []string, args ...string) (string, error) {
+func fsTriad(d *e2e.DHash, env []string, args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(d.bin, append([]string{"fs"}, args...)...)
+	cmd := exec.Command(d.Bin, append([]string{"fs"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -102,8 +104,8 @@ func fsTriad(d *dhashCluster, env []string, args ...string) (string, error) {
 // fsKeys (RELIABILITY E3): on a machine without the volume's key, the
 // commands that write fail and say why, and --key gives it; read-only
 // commands need none.
-func fsKeys(t *testing.T, d *dhashCluster, bare []string, keyFile string, fs func(string, ...string) (string, error)) {
-	n1 := d.nodes[1].addr
+func fsKeys(t *testing.T, d *e2e.DHash, bare []string, keyFile string, fs func(string, ...string) (string, error)) {
+	n1 := d.Nodes[1].Addr
 	for _, args := range [][]string{{"mkdir", "home:/k"}, {"put", "home:/k", "/dev/null"}} {
 		_, err := fsTriad(d, bare, append(args, "--addr", n1)...)
 		if err == nil || !strings.Contains(err.Error(), "this machine holds no key for volume home") {
@@ -129,10 +131,10 @@ func fsKeys(t *testing.T, d *dhashCluster, bare []string, keyFile string, fs fun
 // node D2's client requests that delete or replace each of file arg's
 // blocks: each is refused ("permission denied"), and the file reads back
 // whole and fsck finds no bad block.
-func fsForgedDeletes(t *testing.T, d *dhashCluster, vol, arg string, want []byte, fs func(string, ...string) (string, error)) {
+func fsForgedDeletes(t *testing.T, d *e2e.DHash, vol, arg string, want []byte, fs func(string, ...string) (string, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b, err := d2client.New(d2client.DefaultConfig(d.nodes[2].addr))
+	b, err := d2client.New(d2client.DefaultConfig(d.Nodes[2].Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func fsForgedDeletes(t *testing.T, d *dhashCluster, vol, arg string, want []byte
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.Dial(ctx, d.nodes[3].addr)
+	c, err := client.Dial(ctx, d.Nodes[3].Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,17 +177,17 @@ func fsForgedDeletes(t *testing.T, d *dhashCluster, vol, arg string, want []byte
 		}
 	}
 	t.Logf("%d forged deletes and replaces of %s's %d blocks refused", refused, arg, len(refs))
-	if got, err := fs(d.nodes[4].addr, "cat", arg); err != nil || got != string(want) {
+	if got, err := fs(d.Nodes[4].Addr, "cat", arg); err != nil || got != string(want) {
 		t.Fatalf("cat %s after forged deletes: %d bytes, %v", arg, len(got), err)
 	}
-	if out, err := fs(d.nodes[5].addr, "fsck", "home"); err != nil || !strings.Contains(out, ", 0 bad") {
+	if out, err := fs(d.Nodes[5].Addr, "fsck", "home"); err != nil || !strings.Contains(out, ", 0 bad") {
 		t.Fatalf("fsck after forged deletes: %v\n%s", err, out)
 	}
 }
 
 // fsCommands: mkdir, put, cat, get, ls, mv, stat, rm and fsck round trip,
 // each through another node.
-func fsCommands(t *testing.T, d *dhashCluster, vol string, fs func(string, ...string) (string, error), must func(...string) string) {
+func fsCommands(t *testing.T, d *e2e.DHash, vol string, fs func(string, ...string) (string, error), must func(...string) string) {
 	data := make([]byte, 20<<10+123) // 3 blocks
 	rand.Read(data)
 	local := filepath.Join(t.TempDir(), "a")
@@ -194,7 +196,7 @@ func fsCommands(t *testing.T, d *dhashCluster, vol string, fs func(string, ...st
 	}
 	must("mkdir", "home:/d")
 	must("put", "home:/d/a", local)
-	if got, err := fs(d.nodes[1].addr, "cat", "home:/d/a"); err != nil || got != string(data) {
+	if got, err := fs(d.Nodes[1].Addr, "cat", "home:/d/a"); err != nil || got != string(data) {
 		t.Fatalf("cat: %d bytes (want %d), %v", len(got), len(data), err)
 	}
 	ls := must("ls", "home:/d")
@@ -207,7 +209,7 @@ func fsCommands(t *testing.T, d *dhashCluster, vol string, fs func(string, ...st
 		t.Fatalf("ls home:/ after mv /d/a /b:\n%s", ls)
 	}
 	out := filepath.Join(t.TempDir(), "b")
-	if _, err := fs(d.nodes[2].addr, "get", "home:/b", out); err != nil {
+	if _, err := fs(d.Nodes[2].Addr, "get", "home:/b", out); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, data) {
@@ -227,7 +229,7 @@ func fsCommands(t *testing.T, d *dhashCluster, vol string, fs func(string, ...st
 	fsStatusCommand(t, d, vol, len(data), fs)
 	fsForgedDeletes(t, d, vol, "home:/b", data, fs)
 	must("rm", "home:/b")
-	if _, err := fs(d.nodes[4].addr, "cat", "home:/b"); err == nil || !strings.Contains(err.Error(), "home:/b: no such file or directory") {
+	if _, err := fs(d.Nodes[4].Addr, "cat", "home:/b"); err == nil || !strings.Contains(err.Error(), "home:/b: no such file or directory") {
 		t.Fatalf("cat of a removed file: %v", err)
 	}
 	must("rm", "home:/d")
@@ -262,8 +264,8 @@ func checkBlockKeys(t *testing.T, stat, vol string, blocks int) {
 
 // fsErrors: an unknown volume, a missing path, a node without D2 and a
 // dead node are errors that say so.
-func fsErrors(t *testing.T, d *dhashCluster, fs func(string, ...string) (string, error)) {
-	n0 := d.nodes[0].addr
+func fsErrors(t *testing.T, d *e2e.DHash, fs func(string, ...string) (string, error)) {
+	n0 := d.Nodes[0].Addr
 	for _, tc := range []struct {
 		addr string
 		args []string
@@ -279,17 +281,17 @@ func fsErrors(t *testing.T, d *dhashCluster, fs func(string, ...string) (string,
 			t.Errorf("triad fs %s --addr %s: %v, want an error with %q", strings.Join(tc.args, " "), tc.addr, err, tc.want)
 		}
 	}
-	ports := freePorts(t, 1)
-	plain := d.startWith("plain", fmt.Sprintf("127.0.0.1:%d", ports[0]), filepath.Join(d.dir, "plain"), n0, 1)
-	_, err := fs(plain.addr, "ls", "home:/")
+	ports := e2e.FreePorts(t, 1)
+	plain := d.StartWith("plain", fmt.Sprintf("127.0.0.1:%d", ports[0]), filepath.Join(d.Dir, "plain"), n0, 1)
+	_, err := fs(plain.Addr, "ls", "home:/")
 	if err == nil || !strings.Contains(err.Error(), "start it with --d2") {
 		t.Errorf("ls through a node without D2: %v", err)
 	}
 	// Failover: the first --addr is that node, the second runs D2.
-	if _, err := fs(plain.addr+","+n0, "ls", "home:/"); err != nil {
+	if _, err := fs(plain.Addr+","+n0, "ls", "home:/"); err != nil {
 		t.Errorf("ls through a node without D2, then one with: %v", err)
 	}
-	plain.kill(t)
+	plain.Crash(t)
 }
 
 // fsJoining: a node that runs D2 but cannot join the ring (it was told to
@@ -298,13 +300,13 @@ func fsErrors(t *testing.T, d *dhashCluster, fs func(string, ...string) (string,
 // names it and says it is still joining, rather than ask whether it runs
 // --d2, and triad fs status says which --addr node is joining and which
 // is on the ring.
-func fsJoining(t *testing.T, d *dhashCluster, fs func(string, ...string) (string, error)) {
-	n0 := d.nodes[0].addr
-	ports := freePorts(t, 2)
+func fsJoining(t *testing.T, d *e2e.DHash, fs func(string, ...string) (string, error)) {
+	n0 := d.Nodes[0].Addr
+	ports := e2e.FreePorts(t, 2)
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	joiner := d.startWith("joiner", addr, filepath.Join(d.dir, "joiner"), fmt.Sprintf("127.0.0.1:%d", ports[1]), 1,
+	joiner := d.StartWith("joiner", addr, filepath.Join(d.Dir, "joiner"), fmt.Sprintf("127.0.0.1:%d", ports[1]), 1,
 		"--d2", "--d2-stabilize", "1s", "--join-timeout", "0")
-	defer joiner.kill(t)
+	defer joiner.Crash(t)
 	_, err := fs(addr, "ls", "home:/")
 	if err == nil || !strings.Contains(err.Error(), "D2 runs on "+addr+" but is still joining the ring: it waits for a saved peer that is on the ring") ||
 		strings.Contains(err.Error(), "--d2") {
@@ -322,8 +324,8 @@ func fsJoining(t *testing.T, d *dhashCluster, fs func(string, ...string) (string
 // commit, its bytes (one file of size bytes), a released lease, the
 // superblock's and the lease's three holders, each ok, and every --addr
 // node on the ring with its capacity; --json says the same.
-func fsStatusCommand(t *testing.T, d *dhashCluster, vol string, size int, fs func(string, ...string) (string, error)) {
-	addrs := d.nodes[3].addr + "," + d.nodes[4].addr
+func fsStatusCommand(t *testing.T, d *e2e.DHash, vol string, size int, fs func(string, ...string) (string, error)) {
+	addrs := d.Nodes[3].Addr + "," + d.Nodes[4].Addr
 	var out string
 	var err error
 	three := `(\S+) ok, (\S+) ok, (\S+) ok\n`
@@ -340,7 +342,7 @@ func fsStatusCommand(t *testing.T, d *dhashCluster, vol string, size int, fs fun
 		fmt.Sprintf(`(?m)^used %d bytes \(.*\) in files$`, size),
 		`(?m)^lease released by mount [0-9a-f]{32} \(a clean unmount\): no writer$`,
 		`superblock \d+ held by: ` + three + `lease held by: ` + three,
-		`(?m)^node ` + d.nodes[3].addr + `: D2 on the ring; its D2 store holds .* of 4294967296 bytes \(4\.0 GiB\) \(r = 3\)$`,
+		`(?m)^node ` + d.Nodes[3].Addr + `: D2 on the ring; its D2 store holds .* of 4294967296 bytes \(4\.0 GiB\) \(r = 3\)$`,
 		`\(changes a mount has not committed are in no block yet: see the mount's log\)`,
 	} {
 		if err != nil || !regexp.MustCompile(want).MatchString(out) {
@@ -362,24 +364,24 @@ func fsStatusCommand(t *testing.T, d *dhashCluster, vol string, size int, fs fun
 // replicas (D2's r) and reads them back: D2's ring has formed. (Its
 // neighbour lists are not for clients to ask.) D2 stabilizes every 30 s
 // (triad node's --stabilize is Chord's), so this takes one or two rounds.
-func waitD2Ring(t *testing.T, d *dhashCluster, within time.Duration) {
+func waitD2Ring(t *testing.T, d *e2e.DHash, within time.Duration) {
 	t.Helper()
 	var problem error
 	start := time.Now()
 	round := 0
 	if !testutil.Poll(within, func() bool {
 		round++
-		problem = d2Probe(d.liveNodes(), round)
+		problem = d2Probe(d.LiveNodes(), round)
 		return problem == nil
 	}) {
-		t.Fatalf("D2 does not store blocks on 3 replicas after %v: %v\n%s", within, problem, d.logs())
+		t.Fatalf("D2 does not store blocks on 3 replicas after %v: %v\n%s", within, problem, d.Logs())
 	}
-	t.Logf("D2 ring of %d nodes stores on 3 replicas after %v", len(d.liveNodes()), time.Since(start).Round(time.Millisecond))
+	t.Logf("D2 ring of %d nodes stores on 3 replicas after %v", len(d.LiveNodes()), time.Since(start).Round(time.Millisecond))
 }
 
 // d2Probe puts 4 blocks at random keys through each node, each on 3
 // replicas, and reads each back through the next node.
-func d2Probe(nodes []*nodeProc, round int) error {
+func d2Probe(nodes []*e2e.Node, round int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_, priv, err := ed25519.GenerateKey(nil) // a probe volume's: its puts replace
@@ -387,11 +389,11 @@ func d2Probe(nodes []*nodeProc, round int) error {
 		return err
 	}
 	for i, p := range nodes {
-		put, err := d2client.New(d2client.Config{Addrs: []string{p.addr}, MinCopies: 3, Passes: 1, CallTimeout: 5 * time.Second})
+		put, err := d2client.New(d2client.Config{Addrs: []string{p.Addr}, MinCopies: 3, Passes: 1, CallTimeout: 5 * time.Second})
 		if err != nil {
 			return err
 		}
-		get, err := d2client.New(d2client.Config{Addrs: []string{nodes[(i+1)%len(nodes)].addr}, Passes: 1, CallTimeout: 5 * time.Second})
+		get, err := d2client.New(d2client.Config{Addrs: []string{nodes[(i+1)%len(nodes)].Addr}, Passes: 1, CallTimeout: 5 * time.Second})
 		if err != nil {
 			return err
 		}
@@ -402,12 +404,12 @@ func d2Probe(nodes []*nodeProc, round int) error {
 			var k key.Key
 			rand.Read(k[:])
 			copy(k[:], vol[:])
-			data := []byte(fmt.Sprintf("probe %d of %s, round %d", j, p.name, round))
+			data := []byte(fmt.Sprintf("probe %d of %s, round %d", j, p.Name, round))
 			if err := put.Put(ctx, k, data); err != nil {
-				return fmt.Errorf("put through %s: %w", p.name, err)
+				return fmt.Errorf("put through %s: %w", p.Name, err)
 			}
 			if _, err := get.Get(ctx, k, sha256.Sum256(data)); err != nil {
-				return fmt.Errorf("get through the node after %s: %w", p.name, err)
+				return fmt.Errorf("get through the node after %s: %w", p.Name, err)
 			}
 		}
 	}
@@ -436,20 +438,20 @@ func fsNoFUSE(t *testing.T) bool {
 // fsMount is a `triad fs mount` process.
 type fsMount struct {
 	*proc.Proc
-	dir string
+	Dir string
 }
 
 // mount starts `triad fs mount` of home on a new directory, with env
 // added to its environment, and waits until it has mounted.
-func mountProc(t *testing.T, d *dhashCluster, name string, env []string, args ...string) *fsMount {
+func mountProc(t *testing.T, d *e2e.DHash, name string, env []string, args ...string) *fsMount {
 	t.Helper()
-	dir := filepath.Join(d.dir, name)
+	dir := filepath.Join(d.Dir, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := proc.New(proc.Config{Binary: d.bin, Args: append([]string{"fs", "mount", "home", dir}, args...),
-		Log: filepath.Join(d.dir, name+".log"), Name: name, Env: env})
-	m := &fsMount{Proc: p, dir: dir}
+	p := proc.New(proc.Config{Binary: d.Bin, Args: append([]string{"fs", "mount", "home", dir}, args...),
+		Log: filepath.Join(d.Dir, name+".log"), Name: name, Env: env})
+	m := &fsMount{Proc: p, Dir: dir}
 	t.Cleanup(func() {
 		if p.Running() {
 			if err := p.Stop(syscall.SIGTERM, 30*time.Second); err != nil {
@@ -500,7 +502,7 @@ func fsync(t *testing.T, path string) {
 // last commit, and fsck.
 // The writable mount reads the volume's key from cfg's config directory;
 // the read-only ones run where bare's holds none.
-func fsMountTests(t *testing.T, d *dhashCluster, vol string, cfg, bare []string, fs func(string, ...string) (string, error)) {
+func fsMountTests(t *testing.T, d *e2e.DHash, vol string, cfg, bare []string, fs func(string, ...string) (string, error)) {
 	// Go's src/encoding (167 files, 3 MB) by default, so that cmd/triad's
 	// tests stay inside go test's 10 minutes; CI runs it again with
 	// TRIAD_FS_TREE set to all of Go's src (11,478 files, 128 MB; about
@@ -510,9 +512,9 @@ func fsMountTests(t *testing.T, d *dhashCluster, vol string, cfg, bare []string,
 		src = filepath.Join(goroot(t), "src", "encoding")
 	}
 	base := filepath.Base(src)
-	rw := mountProc(t, d, "rw", cfg, "--addr", d.nodes[0].addr+","+d.nodes[1].addr, "--writeback", "2s", "--lease", "5s")
+	rw := mountProc(t, d, "rw", cfg, "--addr", d.Nodes[0].Addr+","+d.Nodes[1].Addr, "--writeback", "2s", "--lease", "5s")
 
-	cp := exec.Command("cp", "-r", src, rw.dir+"/")
+	cp := exec.Command("cp", "-r", src, rw.Dir+"/")
 	var cpOut bytes.Buffer
 	cp.Stdout, cp.Stderr = &cpOut, &cpOut
 	start := time.Now()
@@ -521,40 +523,40 @@ func fsMountTests(t *testing.T, d *dhashCluster, vol string, cfg, bare []string,
 	}
 	// Kill a node (not the mount's) once the copy has begun.
 	if !testutil.Poll(30*time.Second, func() bool {
-		ents, _ := os.ReadDir(filepath.Join(rw.dir, base))
+		ents, _ := os.ReadDir(filepath.Join(rw.Dir, base))
 		return len(ents) > 0
 	}) {
 		t.Fatal("the copy wrote nothing in 30 s")
 	}
-	d.nodes[5].kill(t)
-	t.Logf("killed %s (kill -9) %v into the copy", d.nodes[5].name, time.Since(start).Round(time.Millisecond))
+	d.Nodes[5].Crash(t)
+	t.Logf("killed %s (kill -9) %v into the copy", d.Nodes[5].Name, time.Since(start).Round(time.Millisecond))
 	if err := cp.Wait(); err != nil {
 		t.Fatalf("cp -r: %v\n%s\n%s", err, cpOut.String(), rw.Tail(20))
 	}
-	fsync(t, filepath.Join(rw.dir, base))
+	fsync(t, filepath.Join(rw.Dir, base))
 	took := time.Since(start)
 	size, files := treeSize(t, src)
 	t.Logf("cp -r %s (%d files, %.1f MB) and fsync: %v, %.2f MB/s, %.0f files/s",
 		src, files, float64(size)/1e6, took.Round(time.Millisecond), float64(size)/1e6/took.Seconds(), float64(files)/took.Seconds())
-	runCmd(t, "diff", "-r", src, filepath.Join(rw.dir, base))
+	runCmd(t, "diff", "-r", src, filepath.Join(rw.Dir, base))
 	fsStatfs(t, d, rw, size, fs)
 
 	// A tar round trip: into the mount, and out of it.
 	tmp := t.TempDir()
 	runCmd(t, "tar", "-cf", filepath.Join(tmp, "in.tar"), "-C", filepath.Dir(src), base)
-	runCmd(t, "mkdir", filepath.Join(rw.dir, "tar"))
-	runCmd(t, "tar", "-xf", filepath.Join(tmp, "in.tar"), "-C", filepath.Join(rw.dir, "tar"))
-	runCmd(t, "tar", "-cf", filepath.Join(tmp, "out.tar"), "-C", filepath.Join(rw.dir, "tar"), base)
+	runCmd(t, "mkdir", filepath.Join(rw.Dir, "tar"))
+	runCmd(t, "tar", "-xf", filepath.Join(tmp, "in.tar"), "-C", filepath.Join(rw.Dir, "tar"))
+	runCmd(t, "tar", "-cf", filepath.Join(tmp, "out.tar"), "-C", filepath.Join(rw.Dir, "tar"), base)
 	runCmd(t, "mkdir", filepath.Join(tmp, "out"))
 	runCmd(t, "tar", "-xf", filepath.Join(tmp, "out.tar"), "-C", filepath.Join(tmp, "out"))
 	runCmd(t, "diff", "-r", src, filepath.Join(tmp, "out", base))
-	fsBuilds(t, rw.dir)
-	fsync(t, filepath.Join(rw.dir, "tar"))
+	fsBuilds(t, rw.Dir)
+	fsync(t, filepath.Join(rw.Dir, "tar"))
 
 	// The same tree through another node, read-only.
-	ro := mountProc(t, d, "ro", bare, "--ro", "--addr", d.nodes[2].addr)
-	runCmd(t, "diff", "-r", src, filepath.Join(ro.dir, base))
-	runCmd(t, "diff", "-r", src, filepath.Join(ro.dir, "tar", base))
+	ro := mountProc(t, d, "ro", bare, "--ro", "--addr", d.Nodes[2].Addr)
+	runCmd(t, "diff", "-r", src, filepath.Join(ro.Dir, base))
+	runCmd(t, "diff", "-r", src, filepath.Join(ro.Dir, "tar", base))
 	if err := ro.Stop(syscall.SIGTERM, 30*time.Second); err != nil {
 		t.Fatalf("read-only mount on SIGTERM: %v\n%s", err, ro.Tail(20))
 	}
@@ -571,9 +573,9 @@ func fsMountTests(t *testing.T, d *dhashCluster, vol string, cfg, bare []string,
 // available, the free bytes of its gateway's D2 store (4 GiB, less what it
 // holds, which is far less than half) over r = 3; triad fs status shows
 // the mount's live lease.
-func fsStatfs(t *testing.T, d *dhashCluster, rw *fsMount, size int64, fs func(string, ...string) (string, error)) {
+func fsStatfs(t *testing.T, d *e2e.DHash, rw *fsMount, size int64, fs func(string, ...string) (string, error)) {
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(rw.dir, &st); err != nil {
+	if err := syscall.Statfs(rw.Dir, &st); err != nil {
 		t.Fatal(err)
 	}
 	const r, capacity = 3, 4 << 30
@@ -583,12 +585,12 @@ func fsStatfs(t *testing.T, d *dhashCluster, rw *fsMount, size int64, fs func(st
 		st.Bavail != st.Bfree || avail > capacity/r || avail < capacity/r/2 {
 		t.Fatalf("statfs of the mount holding %d bytes: block %d, %d blocks, %d free, %d available", size, st.Bsize, st.Blocks, st.Bfree, st.Bavail)
 	}
-	out, err := exec.Command("df", "-B1", rw.dir).CombinedOutput()
+	out, err := exec.Command("df", "-B1", rw.Dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("df: %v\n%s", err, out)
 	}
 	t.Logf("df -B1 on the mount holding %d bytes:\n%s", size, out)
-	status, err := fs(d.nodes[2].addr, "status", "home")
+	status, err := fs(d.Nodes[2].Addr, "status", "home")
 	if err != nil || !regexp.MustCompile(`(?m)^lease live: held by mount [0-9a-f]{32} until \S+ \(\d+s left\)$`).MatchString(status) ||
 		!strings.Contains(status, fmt.Sprintf("used %d bytes", size)) {
 		t.Fatalf("status while a mount writes: %v\n%s", err, status)
@@ -602,14 +604,14 @@ func fsStatfs(t *testing.T, d *dhashCluster, rw *fsMount, size int64, fs func(st
 // writer's, the mount and triad fs ls show the real tree, and the
 // writer's next commit lands (a forged next superblock would have made it
 // collide).
-func fsForgedSuper(t *testing.T, d *dhashCluster, vol string, rw *fsMount, base string, fs func(string, ...string) (string, error)) {
+func fsForgedSuper(t *testing.T, d *e2e.DHash, vol string, rw *fsMount, base string, fs func(string, ...string) (string, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var v key.Volume
 	if raw, err := hex.DecodeString(vol); err != nil || copy(v[:], raw) != key.VolumeBytes {
 		t.Fatalf("volume ID %q: %v", vol, err)
 	}
-	b, err := d2client.New(d2client.DefaultConfig(d.nodes[2].addr))
+	b, err := d2client.New(d2client.DefaultConfig(d.Nodes[2].Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -624,7 +626,7 @@ func fsForgedSuper(t *testing.T, d *dhashCluster, vol string, rw *fsMount, base 
 		return k, data
 	}
 	sk, sb := newest()
-	c, err := client.Dial(ctx, d.nodes[3].addr)
+	c, err := client.Dial(ctx, d.Nodes[3].Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -641,18 +643,18 @@ func fsForgedSuper(t *testing.T, d *dhashCluster, vol string, rw *fsMount, base 
 	if k, _ := newest(); k != sk {
 		t.Fatalf("the newest superblock is %v after forged puts, want the writer's %v", k, sk)
 	}
-	ents, err := os.ReadDir(rw.dir)
+	ents, err := os.ReadDir(rw.Dir)
 	if err != nil || !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.Name() == base }) {
 		t.Fatalf("the mount after forged superblocks: %v, %v", ents, err)
 	}
-	if out, err := fs(d.nodes[4].addr, "ls", "home:/"); err != nil || !strings.Contains(out, " "+base+"\n") || !strings.Contains(out, " tar\n") {
+	if out, err := fs(d.Nodes[4].Addr, "ls", "home:/"); err != nil || !strings.Contains(out, " "+base+"\n") || !strings.Contains(out, " tar\n") {
 		t.Fatalf("triad fs ls after forged superblocks: %v\n%s", err, out)
 	}
-	if err := os.WriteFile(filepath.Join(rw.dir, "after-forgery"), []byte("the writer's"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(rw.Dir, "after-forgery"), []byte("the writer's"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fsync(t, rw.dir)
-	if got, err := fs(d.nodes[4].addr, "cat", "home:/after-forgery"); err != nil || got != "the writer's" {
+	fsync(t, rw.Dir)
+	if got, err := fs(d.Nodes[4].Addr, "cat", "home:/after-forgery"); err != nil || got != "the writer's" {
 		t.Fatalf("the writer's commit after forged superblocks: %q, %v", got, err)
 	}
 	if k, _ := newest(); k.Version() <= sk.Version() {
@@ -681,12 +683,12 @@ func fsBuilds(t *testing.T, dir string) {
 	runCmd(t, "cp", filepath.Join(clone, "go.mod"), mod)
 	runCmd(t, "cp", filepath.Join(clone, "go.sum"), strings.TrimSuffix(mod, ".mod")+".sum")
 	start = time.Now()
-	build := exec.Command("go", "build", "-trimpath", "-modfile", mod, "-o", filepath.Join(dir, "triad.bin"), "./cmd/triad")
+	build := exec.Command("go", "build", "-trimpath", "-modfile", mod, "-o", filepath.Join(dir, "triad.Bin"), "./cmd/triad")
 	build.Dir = clone
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/triad in the mount: %v\n%s", err, tail(string(out), 40))
 	}
-	if out, err := exec.Command(filepath.Join(dir, "triad.bin"), "version").CombinedOutput(); err != nil {
+	if out, err := exec.Command(filepath.Join(dir, "triad.Bin"), "version").CombinedOutput(); err != nil {
 		t.Fatalf("the triad built in the mount: %v\n%s", err, out)
 	}
 	t.Logf("go build ./cmd/triad in the mount, and the binary runs: %v", time.Since(start).Round(time.Millisecond))
@@ -714,16 +716,16 @@ func fsBuilds(t *testing.T, dir string) {
 // by the write-back (2 s here) and seen through the CLI; then the mount
 // is killed with SIGKILL; a read-only remount shows the last commit, and
 // fsck finds every block.
-func fsKillMount(t *testing.T, d *dhashCluster, bare []string, fs func(string, ...string) (string, error), rw *fsMount, src string) {
-	d.nodes[0].kill(t)
-	t.Logf("killed %s (kill -9), the writable mount's first --addr", d.nodes[0].name)
+func fsKillMount(t *testing.T, d *e2e.DHash, bare []string, fs func(string, ...string) (string, error), rw *fsMount, src string) {
+	d.Nodes[0].Crash(t)
+	t.Logf("killed %s (kill -9), the writable mount's first --addr", d.Nodes[0].Name)
 	last := fmt.Sprintf("written at %v\n", time.Now().UnixNano())
-	if err := os.WriteFile(filepath.Join(rw.dir, "last"), []byte(last), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(rw.Dir, "last"), []byte(last), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	wrote := time.Now()
 	if !testutil.Poll(30*time.Second, func() bool {
-		got, err := fs(d.nodes[3].addr, "cat", "home:/last")
+		got, err := fs(d.Nodes[3].Addr, "cat", "home:/last")
 		return err == nil && got == last
 	}) {
 		t.Fatalf("a write not committed within 30 s (write-back 2 s)\n%s", rw.Tail(20))
@@ -732,13 +734,13 @@ func fsKillMount(t *testing.T, d *dhashCluster, bare []string, fs func(string, .
 	if err := rw.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	syscall.Unmount(rw.dir, syscall.MNT_DETACH)
-	re := mountProc(t, d, "remount", bare, "--ro", "--addr", d.nodes[4].addr+","+d.nodes[6].addr)
-	if got, err := os.ReadFile(filepath.Join(re.dir, "last")); err != nil || string(got) != last {
+	syscall.Unmount(rw.Dir, syscall.MNT_DETACH)
+	re := mountProc(t, d, "remount", bare, "--ro", "--addr", d.Nodes[4].Addr+","+d.Nodes[6].Addr)
+	if got, err := os.ReadFile(filepath.Join(re.Dir, "last")); err != nil || string(got) != last {
 		t.Fatalf("the remount shows last = %q, %v; want %q", got, err, last)
 	}
-	runCmd(t, "diff", "-r", src, filepath.Join(re.dir, filepath.Base(src)))
-	out, err := fs(d.nodes[7].addr, "fsck", "home")
+	runCmd(t, "diff", "-r", src, filepath.Join(re.Dir, filepath.Base(src)))
+	out, err := fs(d.Nodes[7].Addr, "fsck", "home")
 	if err != nil || !strings.Contains(out, ", 0 bad") {
 		t.Fatalf("fsck after the mount was killed: %v\n%s", err, out)
 	}
@@ -750,7 +752,7 @@ func fsKillMount(t *testing.T, d *dhashCluster, bare []string, fs func(string, .
 // blocks that commit replaced; fsck --orphans counts them, and
 // --delete-orphans, once the dead mount's lease (5 s here) has lapsed,
 // deletes all but the previous commit's; the tree is whole after.
-func fsOrphans(t *testing.T, d *dhashCluster, fs func(string, ...string) (string, error), re *fsMount, src string) {
+func fsOrphans(t *testing.T, d *e2e.DHash, fs func(string, ...string) (string, error), re *fsMount, src string) {
 	count := func(out string) int {
 		m := regexp.MustCompile(`(\d+) orphaned blocks`).FindStringSubmatch(out)
 		if m == nil {
@@ -759,7 +761,7 @@ func fsOrphans(t *testing.T, d *dhashCluster, fs func(string, ...string) (string
 		n, _ := strconv.Atoi(m[1])
 		return n
 	}
-	out, err := fs(d.nodes[7].addr, "fsck", "home", "--orphans")
+	out, err := fs(d.Nodes[7].Addr, "fsck", "home", "--orphans")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -768,7 +770,7 @@ func fsOrphans(t *testing.T, d *dhashCluster, fs func(string, ...string) (string
 	}
 	var deleted string
 	if !testutil.Poll(30*time.Second, func() bool {
-		deleted, err = fs(d.nodes[7].addr, "fsck", "home", "--delete-orphans")
+		deleted, err = fs(d.Nodes[7].Addr, "fsck", "home", "--delete-orphans")
 		return err == nil
 	}) {
 		t.Fatalf("fsck --delete-orphans: %v", err)
@@ -778,11 +780,11 @@ func fsOrphans(t *testing.T, d *dhashCluster, fs func(string, ...string) (string
 		t.Fatalf("fsck --delete-orphans printed:\n%s", deleted)
 	}
 	t.Logf("after the killed mount: %s; fsck --delete-orphans: %s", strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]), strings.TrimSpace(deleted[strings.LastIndex(strings.TrimSpace(deleted), "\n")+1:]))
-	after, err := fs(d.nodes[7].addr, "fsck", "home", "--orphans")
+	after, err := fs(d.Nodes[7].Addr, "fsck", "home", "--orphans")
 	if err != nil || !strings.Contains(after, ", 0 bad") || fmt.Sprint(count(after)) != kept[1] {
 		t.Fatalf("fsck --orphans after the deletes (%s kept): %v\n%s", kept[1], err, after)
 	}
-	runCmd(t, "diff", "-r", src, filepath.Join(re.dir, filepath.Base(src)))
+	runCmd(t, "diff", "-r", src, filepath.Join(re.Dir, filepath.Base(src)))
 }
 
 func goroot(t *testing.T) string {

@@ -1,4 +1,4 @@
-package main
+package tapestry_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"triad/internal/e2e"
 
 	"triad/internal/client"
 	"triad/internal/id"
@@ -34,14 +36,14 @@ const (
 
 // tapObject is an object published in the test.
 type tapObject struct {
-	key    id.ID
-	data   []byte
+	Key    id.ID
+	Data   []byte
 	server string // address of the node that published it
 }
 
-// tapCluster is a dhashCluster whose nodes run Tapestry.
+// tapCluster is a e2e.DHash whose nodes run Tapestry.
 type tapCluster struct {
-	*dhashCluster
+	*e2e.DHash
 	objects []tapObject
 }
 
@@ -61,13 +63,13 @@ func (c *tapCluster) locate(cl *client.Client, key id.ID, all bool) (*wire.TapLo
 }
 
 // table asks p for its Tapestry table and counters.
-func (c *tapCluster) table(p *nodeProc) (*wire.TapTable, map[string]uint64) {
-	c.t.Helper()
+func (c *tapCluster) table(p *e2e.Node) (*wire.TapTable, map[string]uint64) {
+	c.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	m, err := c.client(p).Call(ctx, &wire.TapGetTable{})
+	m, err := c.Client(p).Call(ctx, &wire.TapGetTable{})
 	if err != nil {
-		c.t.Fatalf("table of %s: %v", p.name, err)
+		c.T.Fatalf("table of %s: %v", p.Name, err)
 	}
 	t := m.(*wire.TapTable)
 	counters := map[string]uint64{}
@@ -80,10 +82,10 @@ func (c *tapCluster) table(p *nodeProc) (*wire.TapTable, map[string]uint64) {
 // locateAll locates every object from every node of via, tapWorkers at a
 // time, and returns what went wrong for each object that was not found at
 // its server (want(o) false: that it was found at all).
-func (c *tapCluster) locateAll(via []*nodeProc, objs []tapObject, want func(tapObject) bool) (problems []string) {
+func (c *tapCluster) locateAll(via []*e2e.Node, objs []tapObject, want func(tapObject) bool) (problems []string) {
 	clients := make([]*client.Client, len(via))
 	for i, p := range via {
-		clients[i] = c.client(p)
+		clients[i] = c.Client(p)
 	}
 	type job struct {
 		from int
@@ -97,7 +99,7 @@ func (c *tapCluster) locateAll(via []*nodeProc, objs []tapObject, want func(tapO
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				l, err := c.locate(clients[j.from], j.o.key, false)
+				l, err := c.locate(clients[j.from], j.o.Key, false)
 				var problem string
 				switch {
 				case err != nil:
@@ -111,7 +113,7 @@ func (c *tapCluster) locateAll(via []*nodeProc, objs []tapObject, want func(tapO
 				}
 				if problem != "" {
 					mu.Lock()
-					problems = append(problems, fmt.Sprintf("%s from %s: %s", j.o.key.Short(), via[j.from].name, problem))
+					problems = append(problems, fmt.Sprintf("%s from %s: %s", j.o.Key.Short(), via[j.from].Name, problem))
 					mu.Unlock()
 				}
 			}
@@ -132,12 +134,12 @@ func found(tapObject) bool { return true }
 // checkTables holds every node of via's table to the live set, via itself
 // (tapestry.CheckTable: no entry names a dead node, no entry is empty that
 // a live node could fill), and returns the violations, a few per node.
-func (c *tapCluster) checkTables(via []*nodeProc) []string {
+func (c *tapCluster) checkTables(via []*e2e.Node) []string {
 	tables := make([]*wire.TapTable, len(via))
 	live := map[string]wire.NodeRef{}
 	for i, p := range via {
 		tables[i], _ = c.table(p)
-		live[p.addr] = tables[i].Self
+		live[p.Addr] = tables[i].Self
 	}
 	var out []string
 	for _, t := range tables {
@@ -146,9 +148,9 @@ func (c *tapCluster) checkTables(via []*nodeProc) []string {
 	return out
 }
 
-// waitConsistent waits until every table of via is consistent with via
+// waitTablesAndLocates waits until every table of via is consistent with via
 // (checkTables) and every node of via locates every one of objs.
-func (c *tapCluster) waitConsistent(t *testing.T, via []*nodeProc, objs []tapObject, within time.Duration, what string) {
+func (c *tapCluster) waitTablesAndLocates(t *testing.T, via []*e2e.Node, objs []tapObject, within time.Duration, what string) {
 	t.Helper()
 	start := time.Now()
 	var tables, problems []string
@@ -160,7 +162,7 @@ func (c *tapCluster) waitConsistent(t *testing.T, via []*nodeProc, objs []tapObj
 		return len(problems) == 0
 	}) {
 		t.Fatalf("%s: not consistent %v later: %d table violations:\n  %s\n%d locates failed:\n  %s\n%s",
-			what, within, len(tables), firstFew(tables), len(problems), firstFew(problems), c.logs())
+			what, within, len(tables), firstFew(tables), len(problems), firstFew(problems), c.Logs())
 	}
 	t.Logf("%s: every table consistent and every node locates all %d objects %v later", what, len(objs), time.Since(start).Round(time.Millisecond))
 }
@@ -182,11 +184,11 @@ func TestTapestryCluster(t *testing.T) {
 		t.Skip("starts 16 processes; skipped in -short mode")
 	}
 	start := time.Now()
-	d := startDHash(t, tapNodes, "--tapestry", "--tapestry-republish", tapRepublish.String(), "--tapestry-beacon", "5s",
+	d := e2e.StartDHash(t, tapNodes, "--tapestry", "--tapestry-republish", tapRepublish.String(), "--tapestry-beacon", "5s",
 		"--maint-interval", "0", "--cc-scheme", "off")
-	c := &tapCluster{dhashCluster: d}
+	c := &tapCluster{DHash: d}
 	testutil.WaitFor(t, 30*time.Second, "every node to join the Tapestry mesh", func() bool {
-		for _, p := range d.nodes {
+		for _, p := range d.Nodes {
 			if tt, _ := c.table(p); !tt.Joined {
 				return false
 			}
@@ -196,8 +198,8 @@ func TestTapestryCluster(t *testing.T) {
 	t.Logf("%d nodes up and joined in %v", tapNodes, time.Since(start).Round(time.Millisecond))
 	// 16 nodes joined at once: no table keeps a hole a live node could
 	// fill (issue 45: a hole made a node take itself for a key's root).
-	if !testutil.Poll(30*time.Second, func() bool { return len(c.checkTables(d.nodes)) == 0 }) {
-		t.Fatalf("tables after the mass join:\n  %s", firstFew(c.checkTables(d.nodes)))
+	if !testutil.Poll(30*time.Second, func() bool { return len(c.checkTables(d.Nodes)) == 0 }) {
+		t.Fatalf("tables after the mass join:\n  %s", firstFew(c.checkTables(d.Nodes)))
 	}
 
 	c.publish(t)
@@ -205,13 +207,13 @@ func TestTapestryCluster(t *testing.T) {
 	// are on their way to the root.
 	var problems []string
 	if !testutil.Poll(20*time.Second, func() bool {
-		problems = c.locateAll(d.nodes[tapNodes-1:], c.objects, found)
+		problems = c.locateAll(d.Nodes[tapNodes-1:], c.objects, found)
 		return len(problems) == 0
 	}) {
-		t.Fatalf("%d of %d objects not located 20 s after publishing:\n  %s\n%s", len(problems), tapObjects, firstFew(problems), d.logs())
+		t.Fatalf("%d of %d objects not located 20 s after publishing:\n  %s\n%s", len(problems), tapObjects, firstFew(problems), d.Logs())
 	}
 	located := time.Now()
-	if problems = c.locateAll(d.nodes, c.objects, found); len(problems) > 0 {
+	if problems = c.locateAll(d.Nodes, c.objects, found); len(problems) > 0 {
 		t.Fatalf("%d of %d locates failed:\n  %s", len(problems), tapNodes*tapObjects, firstFew(problems))
 	}
 	t.Logf("every node located every object: %d locates in %v", tapNodes*tapObjects, time.Since(located).Round(time.Millisecond))
@@ -220,75 +222,75 @@ func TestTapestryCluster(t *testing.T) {
 	// The roots, by --all from one node.
 	roots := map[string][]tapObject{}
 	for _, o := range c.objects {
-		l, err := c.locate(c.client(d.nodes[tapNodes-1]), o.key, true)
+		l, err := c.locate(c.Client(d.Nodes[tapNodes-1]), o.Key, true)
 		if err != nil || !l.Found {
-			t.Fatalf("locate --all of %s: %v %+v", o.key.Short(), err, l)
+			t.Fatalf("locate --all of %s: %v %+v", o.Key.Short(), err, l)
 		}
 		roots[l.Root.Addr] = append(roots[l.Root.Addr], o)
 	}
 	servers := map[string]bool{}
-	for _, p := range d.nodes[:tapServers] {
-		servers[p.addr] = true
+	for _, p := range d.Nodes[:tapServers] {
+		servers[p.Addr] = true
 	}
 	var rootAddr string
 	for addr, objs := range roots {
-		if !servers[addr] && addr != d.nodes[tapNodes-1].addr && (rootAddr == "" || len(objs) > len(roots[rootAddr])) {
+		if !servers[addr] && addr != d.Nodes[tapNodes-1].Addr && (rootAddr == "" || len(objs) > len(roots[rootAddr])) {
 			rootAddr = addr
 		}
 	}
-	_, root := d.byAddr(rootAddr)
+	_, root := d.ByAddr(rootAddr)
 	rooted := roots[rootAddr]
-	root.kill(t)
+	root.Crash(t)
 	// Found again within 30 s from every live node: each node's table
 	// drops the dead link and fills its entry from a live node with the
 	// prefix (beacons every 5 s), and the pointers reach the new roots.
-	c.waitConsistent(t, d.liveNodes(), rooted, 30*time.Second, fmt.Sprintf("after SIGKILL of %s, the root of %d objects", root.name, len(rooted)))
+	c.waitTablesAndLocates(t, d.LiveNodes(), rooted, 30*time.Second, fmt.Sprintf("after SIGKILL of %s, the root of %d objects", root.Name, len(rooted)))
 
 	// A server dies: its objects' pointers go, the others' stay.
-	server := d.nodes[1]
+	server := d.Nodes[1]
 	var lost, kept []tapObject
 	for _, o := range c.objects {
-		if o.server == server.addr {
+		if o.server == server.Addr {
 			lost = append(lost, o)
 		} else {
 			kept = append(kept, o)
 		}
 	}
-	server.kill(t)
+	server.Crash(t)
 	killed := time.Now()
-	live := d.liveNodes()
+	live := d.LiveNodes()
 	if !testutil.Poll(tapTTL, func() bool {
 		problems = c.locateAll(live[len(live)-4:], lost, func(tapObject) bool { return false })
 		return len(problems) == 0
 	}) {
 		t.Fatalf("the objects of the killed server %s still answer other than not-found %v after the SIGKILL (pointer TTL %v):\n  %s\n%s",
-			server.name, tapTTL, tapTTL, firstFew(problems), d.logs())
+			server.Name, tapTTL, tapTTL, firstFew(problems), d.Logs())
 	}
 	t.Logf("killed server %s: its %d objects answer not-found %v after the SIGKILL (pointer TTL %v)",
-		server.name, len(lost), time.Since(killed).Round(time.Millisecond), tapTTL)
+		server.Name, len(lost), time.Since(killed).Round(time.Millisecond), tapTTL)
 	if problems = c.locateAll(live, kept, found); len(problems) > 0 {
-		t.Fatalf("after server %s died, %d locates of the other servers' objects failed:\n  %s", server.name, len(problems), firstFew(problems))
+		t.Fatalf("after server %s died, %d locates of the other servers' objects failed:\n  %s", server.Name, len(problems), firstFew(problems))
 	}
 
 	// A graceful stop of a node that serves nothing: no locate fails,
 	// while it leaves or after.
-	var leaver *nodeProc
-	for _, p := range d.liveNodes() {
-		if servers[p.addr] {
+	var leaver *e2e.Node
+	for _, p := range d.LiveNodes() {
+		if servers[p.Addr] {
 			continue
 		}
-		if leaver == nil || len(roots[p.addr]) > len(roots[leaver.addr]) {
+		if leaver == nil || len(roots[p.Addr]) > len(roots[leaver.Addr]) {
 			leaver = p
 		}
 	}
-	var others []*nodeProc
-	for _, p := range d.liveNodes() {
+	var others []*e2e.Node
+	for _, p := range d.LiveNodes() {
 		if p != leaver {
 			others = append(others, p)
 		}
 	}
 	for _, p := range others[:4] {
-		c.client(p) // dialled here: the goroutine below must not fail t
+		c.Client(p) // dialled here: the goroutine below must not fail t
 	}
 	stopped, during := make(chan struct{}), make(chan []string, 1)
 	go func() { // locates go on until the leaver has exited
@@ -306,16 +308,16 @@ func TestTapestryCluster(t *testing.T) {
 	err := leaver.Stop(syscall.SIGTERM, 20*time.Second)
 	close(stopped)
 	if err != nil {
-		t.Fatalf("graceful stop of %s: %v", leaver.name, err)
+		t.Fatalf("graceful stop of %s: %v", leaver.Name, err)
 	}
 	problems = append(<-during, c.locateAll(others, kept, found)...)
 	if len(problems) > 0 {
-		t.Fatalf("%d locates failed around the graceful stop of %s (root of %d objects):\n  %s", len(problems), leaver.name, len(roots[leaver.addr]), firstFew(problems))
+		t.Fatalf("%d locates failed around the graceful stop of %s (root of %d objects):\n  %s", len(problems), leaver.Name, len(roots[leaver.Addr]), firstFew(problems))
 	}
-	t.Logf("graceful stop of %s (root of %d objects): no locate failed while it left or after", leaver.name, len(roots[leaver.addr]))
+	t.Logf("graceful stop of %s (root of %d objects): no locate failed while it left or after", leaver.Name, len(roots[leaver.Addr]))
 
 	var loops, unreachable uint64
-	for _, p := range d.liveNodes() {
+	for _, p := range d.LiveNodes() {
 		_, counters := c.table(p)
 		loops += counters["loops"]
 		unreachable += counters["unreachable"]
@@ -328,14 +330,14 @@ func TestTapestryCluster(t *testing.T) {
 
 // publish publishes tapObjects objects from the first tapServers nodes.
 func (c *tapCluster) publish(t *testing.T) {
-	r := newRand(t)
+	r := e2e.NewRand(t)
 	c.objects = make([]tapObject, tapObjects)
 	for i := range c.objects {
-		c.objects[i].data = randomBytes(r, 200)
+		c.objects[i].Data = e2e.RandomBytes(r, 200)
 	}
 	clients := make([]*client.Client, tapServers)
 	for i := range clients {
-		clients[i] = c.client(c.nodes[i])
+		clients[i] = c.Client(c.Nodes[i])
 	}
 	began := time.Now()
 	var wg sync.WaitGroup
@@ -345,15 +347,15 @@ func (c *tapCluster) publish(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < tapObjects; i += tapWorkers {
-				data := c.objects[i].data
+				data := c.objects[i].Data
 				ctx, cancel := context.WithTimeout(context.Background(), tapTimeout)
 				m, err := clients[i%tapServers].Call(ctx, &wire.TapPublish{Data: data, App: tapestry.AppDOLR})
 				cancel()
 				if err != nil {
-					errs <- fmt.Errorf("publish through %s: %w", c.nodes[i%tapServers].name, err)
+					errs <- fmt.Errorf("publish through %s: %w", c.Nodes[i%tapServers].Name, err)
 					return
 				}
-				c.objects[i] = tapObject{key: m.(*wire.TapPublished).Key, data: data, server: c.nodes[i%tapServers].addr}
+				c.objects[i] = tapObject{Key: m.(*wire.TapPublished).Key, Data: data, server: c.Nodes[i%tapServers].Addr}
 			}
 		}()
 	}
@@ -363,8 +365,8 @@ func (c *tapCluster) publish(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range c.objects {
-		if o.key != id.Key(o.data) {
-			t.Fatalf("published %s for an object whose key is %s", o.key, id.Key(o.data))
+		if o.Key != id.Key(o.Data) {
+			t.Fatalf("published %s for an object whose key is %s", o.Key, id.Key(o.Data))
 		}
 	}
 	t.Logf("published %d objects from %d nodes in %v", tapObjects, tapServers, time.Since(began).Round(time.Millisecond))
@@ -375,7 +377,7 @@ func (c *tapCluster) publish(t *testing.T) {
 // table.
 func (c *tapCluster) checkCommands(t *testing.T) {
 	t.Helper()
-	bin := buildTriad(t)
+	bin := e2e.Build(t)
 	run := func(args ...string) (string, int) {
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		code := 0
@@ -386,54 +388,58 @@ func (c *tapCluster) checkCommands(t *testing.T) {
 		}
 		return string(out), code
 	}
-	file := filepath.Join(c.dir, "published.txt")
+	file := filepath.Join(c.Dir, "published.txt")
 	content := []byte("an object kept where it was published\n")
 	if err := os.WriteFile(file, content, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	server, from := c.nodes[2], c.nodes[7]
-	out, code := run("publish", file, "--addr", server.addr)
+	server, from := c.Nodes[2], c.Nodes[7]
+	out, code := run("publish", file, "--addr", server.Addr)
 	key := strings.TrimSpace(out)
 	if code != 0 || key != id.Key(content).String() {
 		t.Fatalf("triad publish: exit %d, %q; want the key %s", code, out, id.Key(content))
 	}
-	var l locatedJSON
+	var l struct { // triad locate --json
+		Found   bool     `json:"found"`
+		Servers []string `json:"servers"`
+		Path    []string `json:"path"`
+	}
 	if !testutil.Poll(10*time.Second, func() bool {
-		out, code = run("locate", key, "--json", "--addr", from.addr)
+		out, code = run("locate", key, "--json", "--addr", from.Addr)
 		return code == 0 && json.Unmarshal([]byte(out), &l) == nil && l.Found
 	}) {
 		t.Fatalf("triad locate --json: exit %d, %s", code, out)
 	}
-	if len(l.Servers) != 1 || l.Servers[0] != server.addr || len(l.Path) == 0 {
-		t.Errorf("triad locate --json: %+v; want server %s and a path", l, server.addr)
+	if len(l.Servers) != 1 || l.Servers[0] != server.Addr || len(l.Path) == 0 {
+		t.Errorf("triad locate --json: %+v; want server %s and a path", l, server.Addr)
 	}
-	if out, code = run("locate", key, "--all", "--addr", from.addr); code != 0 || !strings.Contains(out, "root") || !strings.Contains(out, server.addr) {
+	if out, code = run("locate", key, "--all", "--addr", from.Addr); code != 0 || !strings.Contains(out, "root") || !strings.Contains(out, server.Addr) {
 		t.Errorf("triad locate --all: exit %d\n%s", code, out)
 	}
-	fetched := filepath.Join(c.dir, "fetched.txt")
-	if out, code = run("fetch", key, "-o", fetched, "--addr", from.addr); code != 0 {
+	fetched := filepath.Join(c.Dir, "fetched.txt")
+	if out, code = run("fetch", key, "-o", fetched, "--addr", from.Addr); code != 0 {
 		t.Fatalf("triad fetch: exit %d\n%s", code, out)
 	}
 	if got, err := os.ReadFile(fetched); err != nil || string(got) != string(content) {
 		t.Errorf("triad fetch wrote %q (%v), want %q", got, err, content)
 	}
 	unknown := id.Key([]byte("published by nobody")).String()
-	if out, code = run("locate", unknown, "--addr", from.addr); code != 1 || !strings.Contains(out, "not found at root") {
+	if out, code = run("locate", unknown, "--addr", from.Addr); code != 1 || !strings.Contains(out, "not found at root") {
 		t.Errorf("triad locate of an unknown key: exit %d, %q; want 1 and not found at root", code, out)
 	}
-	if out, code = run("fetch", "abc", "--addr", from.addr); code != 2 {
+	if out, code = run("fetch", "abc", "--addr", from.Addr); code != 2 {
 		t.Errorf("triad fetch abc: exit %d, want 2\n%s", code, out)
 	}
-	if out, code = run("unpublish", key, "--addr", server.addr); code != 0 {
+	if out, code = run("unpublish", key, "--addr", server.Addr); code != 0 {
 		t.Errorf("triad unpublish: exit %d\n%s", code, out)
 	}
 	if !testutil.Poll(10*time.Second, func() bool {
-		out, code = run("locate", key, "--addr", from.addr)
+		out, code = run("locate", key, "--addr", from.Addr)
 		return code == 1
 	}) {
 		t.Errorf("triad locate after unpublish: exit %d\n%s", code, out)
 	}
-	out, code = run("tapestry", "status", "--json", "--addr", server.addr)
+	out, code = run("tapestry", "status", "--json", "--addr", server.Addr)
 	var st struct {
 		Joined   bool              `json:"joined"`
 		Counters map[string]uint64 `json:"counters"`
@@ -441,7 +447,19 @@ func (c *tapCluster) checkCommands(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || !st.Joined || st.Counters["objects_published"] != tapObjects/tapServers {
 		t.Errorf("triad tapestry status --json: exit %d, %+v; want joined and %d objects published\n%s", code, st, tapObjects/tapServers, out)
 	}
-	if out, code = run("tapestry", "table", "--addr", server.addr); code != 0 || !strings.Contains(out, "backpointers (") {
+	if out, code = run("tapestry", "table", "--addr", server.Addr); code != 0 || !strings.Contains(out, "backpointers (") {
 		t.Errorf("triad tapestry table: exit %d\n%s", code, out)
 	}
+}
+
+// TestMain removes the binary the tests built (e2e.Build).
+func TestMain(m *testing.M) { os.Exit(e2e.Main(m)) }
+
+// addrs is the addresses of refs, for messages.
+func addrs(refs []wire.NodeRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.Addr
+	}
+	return out
 }

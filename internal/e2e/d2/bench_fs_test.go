@@ -1,4 +1,4 @@
-package main
+package d2_test
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"triad/internal/e2e"
 
 	"triad/internal/bench"
 )
@@ -22,15 +24,15 @@ func TestBenchFSTasks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 6 node processes")
 	}
-	d := startDHash(t, 5, "--d2", "--d2-stabilize", "1s")
-	ports := freePorts(t, 2)
-	gw := d.startWith("node5", fmt.Sprintf("127.0.0.1:%d", ports[0]), filepath.Join(d.dir, "data5"), d.nodes[0].addr, 1,
+	d := e2e.StartDHash(t, 5, "--d2", "--d2-stabilize", "1s")
+	ports := e2e.FreePorts(t, 2)
+	gw := d.StartWith("node5", fmt.Sprintf("127.0.0.1:%d", ports[0]), filepath.Join(d.Dir, "data5"), d.Nodes[0].Addr, 1,
 		"--d2", "--d2-stabilize", "1s", "--http", fmt.Sprintf("127.0.0.1:%d", ports[1]))
-	d.nodes = append(d.nodes, gw)
+	d.Nodes = append(d.Nodes, gw)
 	waitD2Ring(t, d, 150*time.Second)
 
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(d.bin, "bench", "fs", "--no-copy", "--addr", gw.addr, "--tasks", "6", "--json",
+	cmd := exec.Command(d.Bin, "bench", "fs", "--no-copy", "--addr", gw.Addr, "--tasks", "6", "--json",
 		"--tree", filepath.Join(goroot(t), "src", "encoding"), "--metrics", fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1]))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
