@@ -82,18 +82,18 @@ const multicastTimeout = 20 * time.Second
 // and passes the multicast on to one node of every other entry of the
 // levels from mc.Level down the table: together they reach every node
 // with the joiner's prefix once, if tables are consistent. Joiners
-// multicasting through this node meanwhile go along as Others, so that
-// simultaneous joiners learn of each other.
+// that passed through this node in the last joinWindow go along as
+// Others, so that simultaneous joiners learn of each other.
 func (n *Node) multicast(env node.Env, mc *wire.TapMulticast, done func(node.Env, []wire.NodeRef, bool)) {
 	n.Stats.Multicasts++
 	n.mcasts++
 	joiner := mc.Joiner
-	n.joiners[joiner.Addr] = joiner
+	n.noteJoiner(env, joiner)
 	n.consider(env, joiner)
 	for _, o := range mc.Others {
 		n.consider(env, o)
 	}
-	others := n.otherJoiners(joiner.Addr)
+	others := n.otherJoiners(env, joiner.Addr)
 	reached := []wire.NodeRef{n.self}
 	reached = append(reached, others...)
 	truncated := false
@@ -113,7 +113,6 @@ func (n *Node) multicast(env node.Env, mc *wire.TapMulticast, done func(node.Env
 	pending := len(children)
 	finish := func(env node.Env) {
 		n.mcasts--
-		delete(n.joiners, joiner.Addr)
 		done(env, reached, truncated)
 	}
 	if pending == 0 {
@@ -148,20 +147,66 @@ func (n *Node) multicast(env node.Env, mc *wire.TapMulticast, done func(node.Env
 	}
 }
 
-// otherJoiners are up to 8 joiners multicasting through this node, but
-// the one named.
-func (n *Node) otherJoiners(but string) []wire.NodeRef {
-	var out []wire.NodeRef
+// A joiner is remembered for joinWindow after its multicast passed
+// through this node, not only while the multicast runs: a surrogate with
+// an empty table finishes a multicast at once, and the joins that reached
+// it just after would otherwise never hear of the one before (a trace,
+// testdata/trace/massjoin.txt, left three such tables with a hole each
+// until the next repair round). A join that takes longer than joinWindow
+// starts again (joinRetry). maxJoiners bounds what is remembered.
+const (
+	joinWindow = joinRetry
+	maxJoiners = 64
+)
+
+// recentJoiner is a joiner and when it is forgotten.
+type recentJoiner struct {
+	ref   wire.NodeRef
+	until time.Time
+}
+
+// noteJoiner remembers joiner for joinWindow, dropping the expired and,
+// past maxJoiners, the one forgotten soonest.
+func (n *Node) noteJoiner(env node.Env, joiner wire.NodeRef) {
+	now := env.Now()
 	for a, j := range n.joiners {
-		if a != but {
+		if !now.Before(j.until) {
+			delete(n.joiners, a)
+		}
+	}
+	if _, ok := n.joiners[joiner.Addr]; !ok && len(n.joiners) >= maxJoiners {
+		var soonest string
+		for a, j := range n.joiners {
+			if soonest == "" || j.until.Before(n.joiners[soonest].until) || j.until.Equal(n.joiners[soonest].until) && a < soonest {
+				soonest = a
+			}
+		}
+		delete(n.joiners, soonest)
+	}
+	n.joiners[joiner.Addr] = recentJoiner{joiner, now.Add(joinWindow)}
+}
+
+// otherJoiners are up to 8 joiners of the last joinWindow, but the one
+// named, the most recent first.
+func (n *Node) otherJoiners(env node.Env, but string) []wire.NodeRef {
+	now := env.Now()
+	var out []recentJoiner
+	for a, j := range n.joiners {
+		if a != but && now.Before(j.until) {
 			out = append(out, j)
 		}
 	}
-	slices.SortFunc(out, func(a, b wire.NodeRef) int { return strings.Compare(a.Addr, b.Addr) })
-	if len(out) > 8 {
-		out = out[:8]
+	slices.SortFunc(out, func(a, b recentJoiner) int {
+		if c := b.until.Compare(a.until); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ref.Addr, b.ref.Addr)
+	})
+	refs := make([]wire.NodeRef, 0, min(len(out), 8))
+	for _, j := range out[:min(len(out), 8)] {
+		refs = append(refs, j.ref)
 	}
-	return out
+	return refs
 }
 
 // joinedBy starts the nearest-neighbour search when the surrogate says

@@ -41,6 +41,7 @@ type Cluster struct {
 	sums   map[string]string // the texts a script named, by SHA-256 (D2's hashes)
 
 	directives Directives      // what Run runs, by name
+	formats    []Format        // RegisterFormat's, tried in order before FormatMsg's own
 	out        strings.Builder // the trace of the directive under way
 	verbose    bool            // print each event, message and change
 	enc        []byte

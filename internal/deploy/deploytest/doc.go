@@ -30,8 +30,8 @@
 // tick and deliver step by hand; run delivers each message as soon as
 // the event that sent it is over, and stabilize runs rounds of it until
 // the ring is right, printing a summary. A protocol's test adds its own
-// directives with Register (internal/maint's trace test does), and its
-// messages' fields to FormatMsg:
+// directives with Register (internal/maint's and internal/tapestry's trace
+// tests do), and how its messages print with RegisterFormat:
 //
 //	c.Register(deploytest.Directives{
 //		"stats": {Usage: "stats NAME", Run: func(c *deploytest.Cluster, t testing.TB, d *datadriven.TestData) {

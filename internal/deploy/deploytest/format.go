@@ -85,6 +85,11 @@ func (c *Cluster) FormatEnvelope(m Msg) string {
 // FormatMsg prints a message's type and the fields that matter in a
 // trace. Messages of protocols it does not know print as their type.
 func (c *Cluster) FormatMsg(m wire.Msg) string {
+	for _, f := range c.formats {
+		if s, ok := f(c, m); ok {
+			return s
+		}
+	}
 	if s, ok := c.formatD2(m); ok {
 		return s
 	}
@@ -169,6 +174,20 @@ func (c *Cluster) FormatMsg(m wire.Msg) string {
 	}
 	return t
 }
+
+// Format prints the messages of a protocol that a test registers with
+// RegisterFormat: the type's name, then its key fields (ok false: not one
+// of its messages).
+type Format func(c *Cluster, m wire.Msg) (s string, ok bool)
+
+// RegisterFormat adds f to the formats FormatMsg tries, so that a
+// protocol's trace test prints its messages' fields without deploytest
+// knowing them (internal/tapestry's does).
+func (c *Cluster) RegisterFormat(f Format) { c.formats = append(c.formats, f) }
+
+// Data prints a block's or a payload's bytes: short text as it is, else
+// its size.
+func (c *Cluster) Data(b []byte) string { return c.data(b, false) }
 
 // data prints a block's payload: short text as it is, else its size.
 func (c *Cluster) data(b []byte, fragment bool) string {
