@@ -112,7 +112,7 @@ func TestHostsRunD2(t *testing.T) {
 	}
 	held := 0
 	for _, h := range hosts {
-		if _, _, err := h.Storage().D2Engine().Get(k); err == nil {
+		if _, _, err := d2.EngineOf(h.Storage()).Get(k); err == nil {
 			held++
 		}
 		if _, _, err := h.Storage().Engine().Get(k); err == nil {

@@ -46,8 +46,8 @@ type Options struct {
 	// Bootstrap.
 	Tapestry *tapestry.Config
 	// D2 configures D2's store and load-balancing ring (internal/d2) on
-	// the host's D2 engine (node.Storage.D2Engine, which the driver must
-	// keep); nil runs none. It joins through Bootstrap and the peers an
+	// the host's store d2.StoreName (node.Storage.Store, which the driver
+	// must keep: tcp.Config.Stores); nil runs none. It joins through Bootstrap and the peers an
 	// earlier run knew.
 	D2 *d2.Config
 	// NoRing leaves the ring (and so the block store, maintenance and
@@ -168,9 +168,9 @@ func (n *Node) addD2(o Options, st node.Storage, r *rand.Rand) error {
 	if o.D2 == nil {
 		return nil
 	}
-	engine := st.D2Engine()
+	engine := d2.EngineOf(st)
 	if engine == nil {
-		return errors.New("deploy: D2 needs the driver to keep a D2 engine (tcp.Config.D2Store)")
+		return fmt.Errorf("deploy: D2 needs the driver to keep its store %q (tcp.Config.Stores)", d2.StoreName)
 	}
 	pos, err := d2.LoadPosition(st, r)
 	if err != nil {

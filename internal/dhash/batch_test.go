@@ -2,6 +2,7 @@ package dhash
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -65,8 +66,10 @@ type engineOnly struct {
 	e store.Engine
 }
 
-func (s engineOnly) Engine() store.Engine   { return s.e }
-func (s engineOnly) D2Engine() store.Engine { return nil }
+func (s engineOnly) Engine() store.Engine { return s.e }
+func (s engineOnly) Store(name string, _ int) (store.Engine, error) {
+	return nil, fmt.Errorf("no store %q", name)
+}
 
 // A StatBlocks answer says "not held" only of keys not held: an engine
 // that fails to read one fails the answer, where it used to be reported as

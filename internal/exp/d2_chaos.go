@@ -413,7 +413,7 @@ func (c *d2Chaos) factory(i int) sim.Factory {
 		if i > 0 {
 			cfg.Seed = c.hosts[0].Addr
 		}
-		d, err := d2.New(cfg, h, self, pos, st.D2Engine(), c.bootstraps(i))
+		d, err := d2.New(cfg, h, self, pos, d2.EngineOf(st), c.bootstraps(i))
 		if err != nil {
 			return nil, err
 		}
@@ -523,7 +523,7 @@ func holders(ring []chaosMember, k id.ID, r int) []int {
 
 // engineHas reports whether host i's disk holds data under k.
 func (c *d2Chaos) engineHas(i int, b chaosBlock) bool {
-	got, _, err := c.hosts[i].Storage().D2Engine().Get(b.k)
+	got, _, err := d2.EngineOf(c.hosts[i].Storage()).Get(b.k)
 	return err == nil && bytes.Equal(d2.BlockOf(got), b.data)
 }
 
@@ -1072,7 +1072,7 @@ func (c *d2Chaos) leaseView() string {
 	hs := holders(c.ring(), c.lease.k, c.cfg.Replicas)
 	var out []string
 	for i, h := range c.hosts {
-		got, _, err := h.Storage().D2Engine().Get(c.lease.k)
+		got, _, err := d2.EngineOf(h.Storage()).Get(c.lease.k)
 		got = d2.BlockOf(got)
 		j := slices.Index(hs, i)
 		if err != nil && j < 0 {

@@ -129,7 +129,7 @@ func TestD2ChaosCatches(t *testing.T) {
 func loseBlock(c *d2Chaos) {
 	b := c.blocks[0]
 	for _, h := range c.hosts {
-		if err := h.Storage().D2Engine().Delete(b.k); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := d2.EngineOf(h.Storage()).Delete(b.k); err != nil && !errors.Is(err, store.ErrNotFound) {
 			panic(err)
 		}
 	}
@@ -140,7 +140,7 @@ func loseBlock(c *d2Chaos) {
 func rollBackLease(c *d2Chaos) {
 	first := fmt.Appendf(nil, "%s seq %d", c.lease.holder, 1)
 	for _, h := range c.hosts {
-		e := h.Storage().D2Engine()
+		e := d2.EngineOf(h.Storage())
 		_, meta, err := e.Get(c.lease.k)
 		if err != nil {
 			continue

@@ -79,7 +79,7 @@ func newPerfRing(seed uint64, pos []id.ID, cfg d2.Config) (*perfRing, error) {
 				return nil, err
 			}
 			self := wire.NodeRef{ID: id.Key([]byte(addr)), Addr: addr}
-			d, err := d2.New(cfg, h, self, pos[order[i]], st.D2Engine(), boot)
+			d, err := d2.New(cfg, h, self, pos[order[i]], d2.EngineOf(st), boot)
 			if err != nil {
 				return nil, err
 			}

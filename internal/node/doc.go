@@ -18,5 +18,7 @@
 // import a driver, os, net, sync, syscall, the wall clock or global
 // randomness, nor start goroutines. TestNodePackagesStaySansIO, in this
 // package, holds every node-logic package and all it imports from this
-// module and from third parties to that rule.
+// module and from third parties to that rule. The contract imports no
+// protocol (ring, dhash, maint, d2, tapestry, usenet): a protocol's own
+// storage is a store it names (Storage.Store).
 package node

@@ -49,6 +49,22 @@ const (
 // in is the import path of a package under internal/.
 func in(name string) string { return module + "/internal/" + name }
 
+// protocols is the packages of the named protocols, each with the
+// packages under it (usenet/nntpd, d2/key...): the folders under
+// internal/ (this test runs in internal/node).
+func protocols(names ...string) []string {
+	var out []string
+	for _, name := range names {
+		filepath.WalkDir(filepath.Join("..", name), func(p string, e fs.DirEntry, err error) error {
+			if err == nil && e.IsDir() && e.Name() != "testdata" {
+				out = append(out, in(filepath.ToSlash(strings.TrimPrefix(p, ".."+string(filepath.Separator)))))
+			}
+			return nil
+		})
+	}
+	return out
+}
+
 // layers is every doc.go's import rule. TestLayers checks that each clause
 // is still in its doc.go and that every doc.go stating such a rule has an
 // entry here.
@@ -83,6 +99,14 @@ var layers = []layer{
 		from: []string{nodeLogicGroup}, forbid: []string{in("sim")}},
 	{pkg: "tcp", says: "node logic must never import it",
 		from: []string{nodeLogicGroup}, forbid: []string{in("tcp")}},
+	// Issue 45: the drivers and the contract name no protocol, so that a
+	// new one plugs in without editing them.
+	{pkg: "tcp", says: "It imports no other protocol (dhash, maint, d2, tapestry, usenet)",
+		forbid: protocols("dhash", "maint", "d2", "tapestry", "usenet")},
+	{pkg: "sim", says: "It imports no protocol (ring, dhash, maint, d2, tapestry, usenet)",
+		forbid: protocols("ring", "dhash", "maint", "d2", "tapestry", "usenet")},
+	{pkg: "node", says: "The contract imports no protocol (ring, dhash, maint, d2, tapestry, usenet)",
+		forbid: protocols("ring", "dhash", "maint", "d2", "tapestry", "usenet")},
 	{pkg: "host", says: "never os, net, sync, the wall clock or goroutines",
 		sansIO: true},
 	{pkg: "d2", says: "It must not import os, net, sync, syscall, the wall clock, global randomness or a driver",

@@ -60,7 +60,7 @@ type MsgIn struct {
 	// from, as the driver knows it: "cert NAME@SITE" for a certificate
 	// (TLS), else "ip ADDRESS". Empty for a node's message, a link in the
 	// process and the simulator's. A protocol that counts what a client
-	// may do (D2's name quota) counts by it.
+	// may do (a name quota) counts by it.
 	Client string
 }
 
@@ -121,7 +121,11 @@ type Storage interface {
 	Disk
 	// Engine is the host's object store, shared by its virtual servers.
 	Engine() store.Engine
-	// D2Engine is the store of D2's blocks (64-byte keys; internal/d2),
-	// beside Engine; nil when the driver keeps none.
-	D2Engine() store.Engine
+	// Store is the engine called name, beside Engine, that a protocol
+	// keeps its own records in (internal/d2's blocks, 64-byte keys), with
+	// keys of keyWidth bytes. The driver keeps the ones it was configured
+	// with (tcp.Config.Stores) and the simulator makes them on first use;
+	// a store the driver does not keep, or of another key width, is an
+	// error. The driver, not the protocol, closes it.
+	Store(name string, keyWidth int) (store.Engine, error)
 }

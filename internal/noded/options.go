@@ -348,7 +348,7 @@ func (o *Options) assembly() (assembly, error) {
 		}
 		c.Stabilize, c.FixLinks, c.Sync, c.MaxNames = o.D2Stabilize, o.D2Stabilize, o.D2Sync, o.D2MaxNames
 		a.deploy.D2 = &c
-		a.driver.D2Store = &store.Options{Capacity: o.CapacityMB << 20, MaxObject: c.BlockBytes + d2.RecordOverhead, SyncInterval: sync}
+		a.driver.Stores = map[string]store.Options{d2.StoreName: {KeyWidth: d2.KeyBytes, Capacity: o.CapacityMB << 20, MaxObject: c.BlockBytes + d2.RecordOverhead, SyncInterval: sync}}
 	}
 	return a, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"triad/internal/d2"
 	"triad/internal/deploy"
 	"triad/internal/id"
 	"triad/internal/pki"
@@ -93,8 +94,8 @@ func TestOptionsTapestry(t *testing.T) {
 // --d2 runs D2 on a second engine the driver opens; without it, neither.
 func TestOptionsD2(t *testing.T) {
 	o := DefaultOptions()
-	if a, err := o.assembly(); err != nil || a.deploy.D2 != nil || a.driver.D2Store != nil {
-		t.Fatalf("defaults: D2 %v, its store %v, %v; want none", a.deploy.D2, a.driver.D2Store, err)
+	if a, err := o.assembly(); err != nil || a.deploy.D2 != nil || len(a.driver.Stores) != 0 {
+		t.Fatalf("defaults: D2 %v, stores %v, %v; want none", a.deploy.D2, a.driver.Stores, err)
 	}
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	o.RegisterFlags(fs)
@@ -105,8 +106,9 @@ func TestOptionsD2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.deploy.D2 == nil || a.deploy.D2.Replicas != 3 || a.driver.D2Store == nil || a.driver.D2Store.MaxObject < a.deploy.D2.BlockBytes {
-		t.Errorf("--d2: D2 %+v, its store %+v", a.deploy.D2, a.driver.D2Store)
+	st, ok := a.driver.Stores[d2.StoreName]
+	if a.deploy.D2 == nil || a.deploy.D2.Replicas != 3 || !ok || st.MaxObject < a.deploy.D2.BlockBytes || st.KeyWidth != d2.KeyBytes {
+		t.Errorf("--d2: D2 %+v, its store %+v", a.deploy.D2, st)
 	}
 	if a.deploy.D2.Stabilize != 2*time.Second || a.deploy.D2.FixLinks != 2*time.Second {
 		t.Errorf("--d2-stabilize 2s: stabilize %v, links %v", a.deploy.D2.Stabilize, a.deploy.D2.FixLinks)

@@ -22,5 +22,7 @@
 // Layer: a driver, beside tcp and below cmd/triad and exp. It may import
 // node and wire; it must not import the tcp driver or do network I/O, and
 // node logic must never import it. It reads no wall clock either: virtual
-// time is the only time, so that a seed replays exactly.
+// time is the only time, so that a seed replays exactly. It imports no
+// protocol (ring, dhash, maint, d2, tapestry, usenet): a host's stores are
+// made by name on first use (Storage.Store).
 package sim

@@ -698,18 +698,15 @@ func (e *hostEnv) Offload(w node.Work) {
 type Storage struct {
 	files  map[string][]byte
 	engine store.Engine
-	d2     store.Engine // made on first use: most hosts run no D2
+	stores map[string]keptStore // Store's, made on first use: most hosts run only Engine
 	clock  func() time.Time
 }
 
 // NewStorage makes empty storage whose engines read the time from clock:
-// the host's object store and D2's (64-byte keys).
+// the host's object store, and the stores its protocols ask for.
 func NewStorage(clock func() time.Time) *Storage {
-	return &Storage{files: make(map[string][]byte), engine: mem.New(store.Options{Now: clock}), clock: clock}
+	return &Storage{files: make(map[string][]byte), engine: mem.New(store.Options{Now: clock}), stores: map[string]keptStore{}, clock: clock}
 }
-
-// d2KeyBytes is the width of D2's keys (internal/d2/key.Size).
-const d2KeyBytes = 64
 
 // newStorage makes empty storage whose engine reads h's clock.
 func (h *Host) newStorage() *Storage {
@@ -719,12 +716,24 @@ func (h *Host) newStorage() *Storage {
 // Engine is the storage engine.
 func (st *Storage) Engine() store.Engine { return st.engine }
 
-// D2Engine is D2's store, kept across crashes like Engine.
-func (st *Storage) D2Engine() store.Engine {
-	if st.d2 == nil {
-		st.d2 = mem.New(store.Options{Now: st.clock, KeyWidth: d2KeyBytes})
+// Store is the engine called name with keyWidth-byte keys, made on first
+// use and kept across crashes like Engine (node.Storage).
+func (st *Storage) Store(name string, keyWidth int) (store.Engine, error) {
+	k, ok := st.stores[name]
+	if !ok {
+		k = keptStore{mem.New(store.Options{Now: st.clock, KeyWidth: keyWidth}), keyWidth}
+		st.stores[name] = k
 	}
-	return st.d2
+	if k.keyWidth != keyWidth {
+		return nil, fmt.Errorf("sim: store %q has %d-byte keys, not %d", name, k.keyWidth, keyWidth)
+	}
+	return k.engine, nil
+}
+
+// keptStore is one of Storage.Store's engines and its key width.
+type keptStore struct {
+	engine   store.Engine
+	keyWidth int
 }
 
 // WriteFile replaces the file called name.

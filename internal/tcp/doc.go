@@ -62,4 +62,6 @@
 // everything node logic must not (sockets, goroutines, real time) and
 // imports node, wire, pki, the storage engine and ring (only to check a
 // certificate's vnodes, ring.VnodeIndex); node logic must never import it.
+// It imports no other protocol (dhash, maint, d2, tapestry, usenet): what a
+// protocol keeps of its own it asks for by name (Config.Stores).
 package tcp

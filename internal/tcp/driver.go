@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,12 +38,12 @@ type Config struct {
 	// Store configures the storage engine the driver opens under
 	// DataDir/store (its Dir is set by the driver).
 	Store store.Options
-	// D2Store, if not nil, configures a second engine, D2's store of
-	// 64-byte keys (internal/d2), under DataDir/d2 (its Dir and KeyWidth
-	// are set by the driver). Nil: none.
-	D2Store *store.Options
+	// Stores configures the engines protocols keep beside Store, by name
+	// (node.Storage.Store): each is opened under DataDir/NAME (its Dir is
+	// set by the driver; its KeyWidth is the protocol's). Nil: none.
+	Stores map[string]store.Options
 	// WrapEngine, for tests only, replaces the engines the node code sees
-	// (and its offloaded work reads; D2's too) with what it returns around
+	// (and its offloaded work reads; Stores' too) with what it returns around
 	// the ones the driver opened: `triad node --test-lie` runs a node whose storage
 	// lies (package lie). Nil: none.
 	WrapEngine func(store.Engine) store.Engine
@@ -298,7 +300,7 @@ type Driver struct {
 	rng     *rand.Rand
 	disk    FileDisk
 	engine  store.Engine
-	d2      store.Engine // nil without Config.D2Store
+	stores  map[string]store.Engine // Config.Stores, opened
 	workWG  sync.WaitGroup
 	done    chan struct{} // closed when the loop has stopped
 
@@ -341,17 +343,10 @@ func Listen(cfg Config) (*Driver, error) {
 	if cfg.WrapEngine != nil {
 		engine = cfg.WrapEngine(opened)
 	}
-	var d2 store.Engine
-	if cfg.D2Store != nil {
-		o := *cfg.D2Store
-		o.Dir, o.KeyWidth = filepath.Join(cfg.DataDir, "d2"), d2KeyBytes
-		if d2, err = disk.Open(o); err != nil {
-			ln.Close()
-			return nil, errors.Join(fmt.Errorf("tcp: D2's store: %w", err), opened.Close())
-		}
-		if cfg.WrapEngine != nil {
-			d2 = cfg.WrapEngine(d2) // closing the view closes the engine
-		}
+	stores, err := openStores(cfg)
+	if err != nil {
+		ln.Close()
+		return nil, errors.Join(err, opened.Close())
 	}
 	return &Driver{
 		cfg:         cfg,
@@ -366,7 +361,7 @@ func Listen(cfg Config) (*Driver, error) {
 		rng:         rand.New(rand.NewPCG(cfg.Seed, 0x7c9)),
 		disk:        FileDisk{Dir: cfg.DataDir},
 		engine:      engine,
-		d2:          d2,
+		stores:      stores,
 		done:        make(chan struct{}),
 		conns:       make(map[node.Addr]*conn),
 		inbound:     make(map[node.Addr]*conn),
@@ -385,22 +380,60 @@ func Listen(cfg Config) (*Driver, error) {
 // its storage engine.
 func (d *Driver) Close() error {
 	err := d.ln.Close()
-	return errors.Join(err, d.engine.Close(), d.closeD2())
+	return errors.Join(err, d.engine.Close(), d.closeStores())
 }
 
-// d2KeyBytes is the width of D2's keys (internal/d2/key.Size).
-const d2KeyBytes = 64
-
-// closeD2 closes D2's engine, if the driver opened one.
-func (d *Driver) closeD2() error {
-	if d.d2 == nil {
-		return nil
+// openStores opens cfg.Stores, each under DataDir/NAME, in name order; on
+// an error it closes those it opened.
+func openStores(cfg Config) (map[string]store.Engine, error) {
+	names := slices.Sorted(maps.Keys(cfg.Stores))
+	stores := make(map[string]store.Engine, len(names))
+	for _, name := range names {
+		o := cfg.Stores[name]
+		if !validStoreName(name) {
+			return nil, errors.Join(fmt.Errorf("tcp: store name %q: want letters and digits", name), closeAll(stores))
+		}
+		o.Dir = filepath.Join(cfg.DataDir, name)
+		opened, err := disk.Open(o)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("tcp: store %s: %w", name, err), closeAll(stores))
+		}
+		var e store.Engine = opened
+		if cfg.WrapEngine != nil {
+			e = cfg.WrapEngine(e) // closing the view closes the engine
+		}
+		stores[name] = e
 	}
-	if err := d.d2.Close(); err != nil {
-		return fmt.Errorf("tcp: closing D2's store: %w", err)
-	}
-	return nil
+	return stores, nil
 }
+
+// validStoreName keeps a store's folder inside DataDir and off the
+// engine's own ("store").
+func validStoreName(name string) bool {
+	if name == "" || name == "store" {
+		return false
+	}
+	for _, r := range name {
+		if !('a' <= r && r <= 'z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// closeAll closes every engine of stores.
+func closeAll(stores map[string]store.Engine) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(stores)) {
+		if err := stores[name].Close(); err != nil {
+			errs = append(errs, fmt.Errorf("tcp: closing store %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// closeStores closes the engines of Config.Stores.
+func (d *Driver) closeStores() error { return closeAll(d.stores) }
 
 // Addr is the address the driver listens on.
 func (d *Driver) Addr() node.Addr { return d.addr }
@@ -409,18 +442,28 @@ func (d *Driver) Addr() node.Addr { return d.addr }
 func (d *Driver) Disk() node.Disk { return d.disk }
 
 // Storage is the host's storage: its state files and storage engine.
-func (d *Driver) Storage() node.Storage { return storage{d.disk, d.engine, d.d2} }
+func (d *Driver) Storage() node.Storage { return storage{d.disk, d.engine, d.stores, d.cfg.Stores} }
 
 // storage is the node.Storage the driver owns.
 type storage struct {
 	FileDisk
 	engine store.Engine
-	d2     store.Engine
+	stores map[string]store.Engine
+	opts   map[string]store.Options
 }
 
 func (s storage) Engine() store.Engine { return s.engine }
 
-func (s storage) D2Engine() store.Engine { return s.d2 }
+func (s storage) Store(name string, keyWidth int) (store.Engine, error) {
+	e, ok := s.stores[name]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("tcp: the driver keeps no store %q (tcp.Config.Stores)", name)
+	case s.opts[name].KeyWidth != keyWidth:
+		return nil, fmt.Errorf("tcp: store %q has %d-byte keys, not %d", name, s.opts[name].KeyWidth, keyWidth)
+	}
+	return e, nil
+}
 
 // Rand is the node's random source; use it only before Run.
 func (d *Driver) Rand() *rand.Rand { return d.rng }
@@ -509,9 +552,9 @@ func (d *Driver) shutdown(grace time.Duration) error {
 		return errors.New("tcp: offloaded work still running after shutdown; storage engine left open")
 	}
 	if err := d.engine.Close(); err != nil {
-		return errors.Join(fmt.Errorf("tcp: closing the storage engine: %w", err), d.closeD2())
+		return errors.Join(fmt.Errorf("tcp: closing the storage engine: %w", err), d.closeStores())
 	}
-	return d.closeD2()
+	return d.closeStores()
 }
 
 // waitTimeout waits for wg for at most d and reports whether it finished.

@@ -196,7 +196,7 @@ func (c *Cluster) doD2Holds(t testing.TB, d *datadriven.TestData) {
 	datas := make([][]byte, len(c.hosts))
 	var newest uint64
 	for i, h := range c.hosts {
-		if data, meta, err := h.storage.D2Engine().Get(k); err == nil {
+		if data, meta, err := d2.EngineOf(h.storage).Get(k); err == nil {
 			versions[i], datas[i] = uint64(meta.Expiry.UnixNano()), d2.BlockOf(data)
 			newest = max(newest, versions[i])
 		}
