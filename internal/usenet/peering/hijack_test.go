@@ -67,7 +67,7 @@ func TestForgedAnnouncementIsRefused(t *testing.T) {
 	nntptest.Code(t, c.Status("IHAVE <victim@x>"), "335")
 	c.SendText(genuine)
 	nntptest.Code(t, c.Line(), "235")
-	waitListed(t, sites, "<victim@x>", 5*time.Second)
+	waitListed(t, sites, "<victim@x>", relayWithin)
 	r := a.dial(t)
 	nntptest.Code(t, r.Status("HEAD <victim@x>"), "221")
 	if h := r.Block(); !slices.Contains(h, "X-Genuine: yes") || slices.Contains(h, "X-Forged: yes") {
@@ -192,5 +192,5 @@ func TestLargestHeadersAreAnnounced(t *testing.T) {
 	nntptest.Code(t, c.Status("IHAVE <big-head@x>"), "335")
 	c.SendText(big)
 	nntptest.Code(t, c.Line(), "235")
-	waitListed(t, sites, "<big-head@x>", 5*time.Second)
+	waitListed(t, sites, "<big-head@x>", relayWithin)
 }

@@ -233,6 +233,17 @@ func listedWithin(sites []*testSite, msgid string, d time.Duration) bool {
 	})
 }
 
+// relayWithin bounds how long an article takes to be listed at every
+// site of a test. It is what these tests can promise, not a latency
+// claim: a feeder sends as soon as a record is listed, but a hop may have
+// to dial its peer first and, if the peer fails or says later, waits
+// FeedConfig.Retry (1 s) before the next try; two hops under the race
+// detector on a loaded 2-core machine took over the 1 s the tests once
+// allowed (TestAnnouncementsAreRelayed failed so in a CI run, issue 45).
+// The relay's speed is measured where it is claimed, in bench nntp
+// (docs/usenet.md: listed within a millisecond).
+const relayWithin = 5 * time.Second
+
 // waitListed waits until every site lists msgid, or fails after d.
 func waitListed(t *testing.T, sites []*testSite, msgid string, d time.Duration) {
 	t.Helper()
@@ -250,7 +261,7 @@ func TestPostedAtOneSiteIsReadableAtEvery(t *testing.T) {
 	nntptest.Code(t, reply, "240")
 	msgid := strings.Fields(reply)[3]
 	start := time.Now()
-	waitListed(t, sites, msgid, time.Second)
+	waitListed(t, sites, msgid, relayWithin)
 	t.Logf("listed at all 3 sites %s after the 240", time.Since(start).Round(time.Millisecond))
 	var bodies []string
 	for _, s := range sites {
@@ -313,7 +324,7 @@ func TestAnnouncementsAreRelayed(t *testing.T) {
 		c.SendText(article("<line@x>", "local.test", "x\r\n"))
 		nntptest.Code(t, c.Line(), "235")
 		if mesh {
-			waitListed(t, sites[:2], "<line@x>", time.Second)
+			waitListed(t, sites[:2], "<line@x>", relayWithin)
 			// b's feeder to c passes over the record without offering it.
 			var bl usenet.PeerBacklog
 			if !testutil.Poll(5*time.Second, func() bool { bl, _ = sites[1].site.List().Backlog("sitec"); return bl.Records == 0 }) {
@@ -332,7 +343,7 @@ func TestAnnouncementsAreRelayed(t *testing.T) {
 			}
 			continue
 		}
-		waitListed(t, sites, "<line@x>", time.Second)
+		waitListed(t, sites, "<line@x>", relayWithin)
 		for _, st := range sites[1].feeds.Status() {
 			if st.Peer == "sitea" && st.Offered != 0 {
 				t.Fatalf("b offered a its own article back: %+v", st)
