@@ -86,6 +86,32 @@ type Node struct {
 	Moved []id.ID
 }
 
+// Report is what one protocol of a host reports about itself
+// (node.Metric): the metrics page shows each as triad_PROTOCOL_NAME.
+type Report struct {
+	Protocol string
+	Metrics  []node.Metric
+}
+
+// reporter is a protocol with figures of its own.
+type reporter interface{ Metrics() []node.Metric }
+
+// Reports are the figures of the host's protocols that report their own
+// (Tapestry, D2), in a fixed order. It must run on the host's event loop.
+func (n *Node) Reports() []Report {
+	var out []Report
+	for _, p := range []struct {
+		name string
+		r    reporter
+		on   bool
+	}{{"tapestry", n.Tap, n.Tap != nil}, {"d2", n.D2, n.D2 != nil}} {
+		if p.on {
+			out = append(out, Report{p.name, p.r.Metrics()})
+		}
+	}
+	return out
+}
+
 // Handle runs the host's runtime, so a Node can be handed to a driver.
 func (n *Node) Handle(env node.Env, ev node.Event) { n.Host.Handle(env, ev) }
 

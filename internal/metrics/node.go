@@ -5,19 +5,16 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"triad/internal/cc"
-	"triad/internal/d2"
 	"triad/internal/deploy"
 	"triad/internal/node"
 	"triad/internal/ring"
 	"triad/internal/rpc"
 	"triad/internal/store"
-	"triad/internal/tapestry"
 	"triad/internal/tcp"
 	"triad/internal/wire"
 )
@@ -48,24 +45,11 @@ type NodeSnapshot struct {
 	CopiesRefused uint64
 	CopiesServed  uint64
 	BadCopies     uint64
-	Maint         *wire.MaintStatus  // nil without maintenance
-	CC            *cc.Stats          // nil without congestion control
-	Tapestry      []tapestry.Counter // nil without Tapestry
-	D2            *D2Snapshot        // nil without D2
-}
-
-// D2Snapshot is D2's state on this node (internal/d2).
-type D2Snapshot struct {
-	Stats      d2.Stats
-	Joined     bool
-	Load       int // blocks of its primary range
-	Held       int // blocks and pointers it holds
-	Pointers   int
-	Successors int
-	Links      int
-	Cache      int // lookup cache entries
-	Estimate   int // its estimate of the ring's node count
-	Distrusted int // replica partners that failed a possession audit
+	Maint         *wire.MaintStatus // nil without maintenance
+	CC            *cc.Stats         // nil without congestion control
+	// Protocols are the figures the protocols that report their own
+	// (Tapestry, D2) gave (deploy.Node.Reports).
+	Protocols []deploy.Report
 }
 
 // VnodeSnapshot is one virtual server's neighbourhood.
@@ -112,13 +96,7 @@ func TakeNodeSnapshot(n *deploy.Node) NodeSnapshot {
 		st := n.CC.Snapshot()
 		s.CC = &st
 	}
-	if n.Tap != nil {
-		s.Tapestry = n.Tap.Counters()
-	}
-	if d := n.D2; d != nil {
-		s.D2 = &D2Snapshot{Stats: d.Stats, Joined: d.Joined(), Load: d.Load(), Held: d.Held(), Pointers: d.Pointers(),
-			Successors: len(d.Succs()), Links: len(d.Links()), Cache: d.CacheLen(), Estimate: d.Estimate(), Distrusted: len(d.Distrusted())}
-	}
+	s.Protocols = n.Reports()
 	return s
 }
 
@@ -261,78 +239,20 @@ func emitNode(ch chan<- prometheus.Metric, s NodeSnapshot) {
 	if s.CC != nil {
 		emitCC(e, s.CC)
 	}
-	emitTapestry(e, s.Tapestry)
-	if s.D2 != nil {
-		emitD2(e, s.D2)
+	for _, r := range s.Protocols {
+		emitReport(e, r)
 	}
 }
 
-// emitD2 writes D2's state and counters as triad_d2_*.
-func emitD2(e emitter, s *D2Snapshot) {
-	joined := 0.0
-	if s.Joined {
-		joined = 1
-	}
-	e.gauge("triad_d2_joined", "1 once this node holds its position on D2's ring.", joined)
-	e.gauge("triad_d2_primary_blocks", "Blocks of the key range this node is the primary of (its load, §6).", float64(s.Load))
-	e.gauge("triad_d2_held", "Blocks and pointers this node holds (primary and replica).", float64(s.Held))
-	e.gauge("triad_d2_pointers", "Pointers held for blocks not yet fetched (§6).", float64(s.Pointers))
-	e.gauge("triad_d2_successors", "Successors known.", float64(s.Successors))
-	e.gauge("triad_d2_links", "Long links known.", float64(s.Links))
-	e.gauge("triad_d2_cache_entries", "Lookup cache entries (§5).", float64(s.Cache))
-	e.gauge("triad_d2_nodes_estimate", "This node's estimate of the ring's node count.", float64(s.Estimate))
-	e.gauge("triad_d2_distrusted_peers", "Replica partners this node distrusts now: found lacking blocks they had acknowledged (possession audits).", float64(s.Distrusted))
-	st := s.Stats
-	for _, c := range []struct {
-		name, help string
-		v          uint64
-	}{
-		{"lookups", "Lookups started here.", st.Lookups},
-		{"lookup_hops", "Steps of those lookups.", st.LookupHops},
-		{"lookup_failures", "Lookups that failed.", st.LookupFailures},
-		{"lookup_messages", "Lookup steps sent and answered here.", st.LookupMsgs},
-		{"cache_hits", "Client requests sent straight to a cached owner.", st.CacheHits},
-		{"cache_misses", "Client requests that needed a lookup.", st.CacheMisses},
-		{"cache_wrong", "Cached owners that said the key was not theirs.", st.CacheWrong},
-		{"puts", "Client puts served as the gateway.", st.Puts},
-		{"gets", "Client gets served as the gateway.", st.Gets},
-		{"deletes", "Client deletes served as the gateway.", st.Deletes},
-		{"latests", "Client Latest requests served as the gateway.", st.Latests},
-		{"bytes_written", "Block bytes stored here.", st.BytesWritten},
-		{"mismatches", "Blocks whose content hash did not match their pointer: skipped.", st.Mismatches},
-		{"conflicts", "Conditional puts whose condition did not hold: nothing stored.", st.Conflicts},
-		{"moves", "Load-balancing moves this node made.", st.Moves},
-		{"probes", "Load-balancing probes.", st.Probes},
-		{"migrated_bytes", "Block bytes fetched for pointers or pushed to replicas.", st.MigratedBytes},
-		{"dropped", "Blocks and pointers dropped: no longer this node's to keep.", st.Dropped},
-		{"bad_requests", "Messages refused as malformed.", st.BadRequests},
-		{"unauthorized", "Writes refused: no valid signature of the volume's writer (a client's, or a copy another node gave).", st.Unauthorized},
-		{"copies_unverified", "Copies an owner claimed for a put that its named holders did not confirm: a node acknowledging what it does not keep.", st.CopiesUnverified},
-		{"gateway_copies", "Copies a gateway placed itself because the owner's claimed copies were not there.", st.GatewayCopies},
-		{"audits", "Possession audits sent to replica partners.", st.Audits},
-		{"audits_failed", "Replica partners found lacking a block they had acknowledged: distrusted.", st.AuditsFailed},
-		{"quota_refused", "Volume-name claims refused: past the client's quota at this node.", st.QuotaRefused},
-		{"refused_positions", "Positions claimed for another sender, refused.", st.RefusedPositions},
-		{"busy", "Requests refused: too many in flight.", st.Busy},
-	} {
-		e.counter("triad_d2_"+c.name+"_total", "D2: "+c.help, c.v)
-	}
-}
-
-// tapestryGauges are the Tapestry counters that say what the node holds
-// now rather than count events.
-var tapestryGauges = map[string]bool{"links": true, "backpointers": true, "pointers_held": true,
-	"objects_published": true, "republish_queue": true, "routes_in_flight": true}
-
-// emitTapestry writes the Tapestry node's counters (tapestry.Node.Counters)
-// as triad_tapestry_NAME: a gauge for what it holds now, a counter
-// (NAME_total) for the rest.
-func emitTapestry(e emitter, cs []tapestry.Counter) {
-	for _, c := range cs {
-		if tapestryGauges[c.Name] {
-			e.gauge("triad_tapestry_"+c.Name, "Tapestry: "+strings.ReplaceAll(c.Name, "_", " ")+" now (triad tapestry status).", float64(c.Value))
+// emitReport writes a protocol's own figures as triad_PROTOCOL_NAME: a
+// gauge as it is, a counter as NAME_total.
+func emitReport(e emitter, r deploy.Report) {
+	for _, m := range r.Metrics {
+		name := "triad_" + r.Protocol + "_" + m.Name
+		if m.Gauge {
+			e.gauge(name, m.Help, m.Value)
 		} else {
-			e.counter("triad_tapestry_"+c.Name+"_total", "Tapestry: "+strings.ReplaceAll(c.Name, "_", " ")+" (triad tapestry status).", c.Value)
+			e.metric(prometheus.CounterValue, name+"_total", m.Help, m.Value)
 		}
 	}
 }

@@ -112,6 +112,19 @@ type Disk interface {
 	ReadFile(name string) ([]byte, error)
 }
 
+// Metric is one figure a protocol reports about itself, for the metrics
+// page (triad_PROTOCOL_NAME, and NAME_total for a counter): a counter
+// counts events since the process started, a gauge is a value now. A
+// protocol with figures of its own has a method Metrics() []Metric, which
+// the daemon's metrics call on its event loop; so the metrics name no
+// protocol's fields.
+type Metric struct {
+	Name  string // lower case with underscores, without the protocol's prefix
+	Help  string
+	Gauge bool
+	Value float64
+}
+
 // Storage is what a driver keeps for a host across restarts and hands to
 // offloaded work: its small state files and its storage engine. The driver
 // owns it: the tcp driver opens it under the data folder, the simulator

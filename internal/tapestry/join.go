@@ -555,6 +555,28 @@ type Counter struct {
 	Value uint64
 }
 
+// tapestryGauges are the counters that say what the node holds now
+// rather than count events.
+var tapestryGauges = map[string]bool{"links": true, "backpointers": true, "pointers_held": true,
+	"objects_published": true, "republish_queue": true, "routes_in_flight": true}
+
+// Metrics are the node's Counters for the metrics page
+// (triad_tapestry_*): a gauge for what it holds now, a counter for the
+// rest.
+func (n *Node) Metrics() []node.Metric {
+	cs := n.Counters()
+	out := make([]node.Metric, len(cs))
+	for i, c := range cs {
+		what := strings.ReplaceAll(c.Name, "_", " ")
+		if tapestryGauges[c.Name] {
+			out[i] = node.Metric{Name: c.Name, Help: "Tapestry: " + what + " now (triad tapestry status).", Gauge: true, Value: float64(c.Value)}
+		} else {
+			out[i] = node.Metric{Name: c.Name, Help: "Tapestry: " + what + " (triad tapestry status).", Value: float64(c.Value)}
+		}
+	}
+	return out
+}
+
 // Counters are the node's figures by name: what it holds now, then its
 // counters; `triad tapestry status` and /metrics show them.
 func (n *Node) Counters() []Counter {
