@@ -115,6 +115,16 @@ func (r FloodResult) WriteText(w io.Writer) {
 		r.Seconds, 100*r.Retransmitted, r.QueueDrops, r.MaxRSSMB, r.MemCapMB, r.Lookups, r.LookupsFailed, r.LookupP99Ms, r.LookupMaxMs, verdict)
 }
 
+// Err is the flood's verdict: nil if it passed (goodput at least 80% of
+// the unflooded peak, memory under the cap, no lookup failed or took
+// over 1 s).
+func (r FloodResult) Err() error {
+	if !r.Pass {
+		return fmt.Errorf("bench flood: the flood's goodput, memory or lookups missed their bounds")
+	}
+	return nil
+}
+
 // WriteText writes what the scenario measured.
 func (r LimitsResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "server: %s\n", r.ServerVersion)
@@ -123,6 +133,9 @@ func (r LimitsResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "normal client:      %d answers, %d failed; p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", r.NormalOps, r.NormalFailed, r.NormalP50Ms, r.NormalP99Ms, r.NormalMaxMs)
 	fmt.Fprintf(w, "server memory:      %.0f MB resident with the idle connections, %.0f MB peak (VmHWM) in the scenario; the feed before it peaked at %.0f MB in its own process\n", r.IdleRSSMB, r.PeakRSSMB, r.FeedRSSMB)
 	fmt.Fprintf(w, "  of which, sampled: up to %.0f MB anonymous (heap, stacks), up to %.0f MB of mapped files (the overview database)\n", r.PeakAnonMB, r.PeakFileMB)
+	if r.Err() == nil {
+		fmt.Fprintln(w, "PASS: peak under 512 MB, every normal answer under 100 ms")
+	}
 }
 
 // Err is the scenario's verdict: nil if the peak memory stayed under 512

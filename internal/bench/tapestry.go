@@ -187,6 +187,15 @@ round, the median, and its ratio to the paper's 7,100 messages/s of 4 KB
 (Fig. 12); it fails below --target or if any message failed.
 `
 
+// Err is the run's verdict: nil if no message failed and the median
+// rate met the target.
+func (r TapestryResult) Err() error {
+	if !r.Pass {
+		return fmt.Errorf("bench tapestry: the median rate %.0f/s missed the target %.0f/s (or a message failed)", r.Median, r.Target)
+	}
+	return nil
+}
+
 // WriteText prints the result.
 func (r TapestryResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "2 node processes on 127.0.0.1, one routing %d-byte messages to the other's ID, %d in flight, each acknowledged by the hop that takes it\n", r.Size, r.Window)
