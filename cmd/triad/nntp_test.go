@@ -101,7 +101,7 @@ resp, info = s.body("12")
 assert info.lines == [b"line one of 12", b".starts with a dot"], info.lines
 resp, subjects = s.xhdr("subject", "18-20")
 assert [x[1] for x in subjects] == ["article 18", "article 19", "article 20"], subjects
-assert s.Stat()[1] == 12
+assert s.stat()[1] == 12
 assert s.next()[1] == 13
 try:
     s.article("<not-there@example.com>")

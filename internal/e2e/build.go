@@ -46,3 +46,21 @@ func Build(t testing.TB) string {
 	}
 	return triadBin
 }
+
+// RepoRoot is the folder of the module under test (where its go.mod is),
+// found from the test's working folder upwards.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			t.Fatalf("no go.mod above %s", dir)
+		}
+	}
+}

@@ -68,7 +68,7 @@ func TestFS(t *testing.T) {
 	if _, err := fs(d.Nodes[3].Addr, "mkvol", "home"); err == nil || !strings.Contains(err.Error(), `"home" is taken`) {
 		t.Fatalf("a second mkvol home: %v", err)
 	}
-	keyFile := filepath.Join(strings.TrimPrefix(cfg[0], "XDG_CONFIG_HOME="), "triad", "volumes", "home.Key")
+	keyFile := filepath.Join(strings.TrimPrefix(cfg[0], "XDG_CONFIG_HOME="), "triad", "volumes", "home.key")
 	if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mkvol's key file %s: %v, %v; want mode 0600", keyFile, fi, err)
 	}
@@ -666,10 +666,7 @@ func fsForgedSuper(t *testing.T, d *e2e.DHash, vol string, rw *fsMount, base str
 // fsBuilds: in the mount, a git clone of this repository passes git fsck
 // and builds triad, and a C program builds with make and runs.
 func fsBuilds(t *testing.T, dir string) {
-	repo, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := e2e.RepoRoot(t)
 	start := time.Now()
 	clone := filepath.Join(dir, "triad")
 	runCmd(t, "git", "clone", "--quiet", "file://"+repo, clone)
@@ -683,12 +680,12 @@ func fsBuilds(t *testing.T, dir string) {
 	runCmd(t, "cp", filepath.Join(clone, "go.mod"), mod)
 	runCmd(t, "cp", filepath.Join(clone, "go.sum"), strings.TrimSuffix(mod, ".mod")+".sum")
 	start = time.Now()
-	build := exec.Command("go", "build", "-trimpath", "-modfile", mod, "-o", filepath.Join(dir, "triad.Bin"), "./cmd/triad")
+	build := exec.Command("go", "build", "-trimpath", "-modfile", mod, "-o", filepath.Join(dir, "triad.bin"), "./cmd/triad")
 	build.Dir = clone
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/triad in the mount: %v\n%s", err, tail(string(out), 40))
 	}
-	if out, err := exec.Command(filepath.Join(dir, "triad.Bin"), "version").CombinedOutput(); err != nil {
+	if out, err := exec.Command(filepath.Join(dir, "triad.bin"), "version").CombinedOutput(); err != nil {
 		t.Fatalf("the triad built in the mount: %v\n%s", err, out)
 	}
 	t.Logf("go build ./cmd/triad in the mount, and the binary runs: %v", time.Since(start).Round(time.Millisecond))
