@@ -1,4 +1,4 @@
-package main
+package dhash_test
 
 import (
 	"fmt"
