@@ -25,6 +25,7 @@ func congestionPoint(t *testing.T, r CongestionRun) CongestionPoint {
 // with marking it stays near the peak past the capacity, with next to no
 // retransmissions; back-pressure drops nothing.
 func TestCongestionCollapseAndMarking(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	if testing.Short() {
 		t.Skip("simulates 128 peers for 12 s per point")
 	}

@@ -24,6 +24,7 @@ import (
 // after a partition cut off every holder of the lease key, two lease puts
 // both acknowledged, and nodes still joining 30 s after a cold start.
 func TestD2Chaos(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	var seeds []uint64
 	for s := uint64(1); s <= 20; s++ {
 		seeds = append(seeds, s)
@@ -169,6 +170,7 @@ func forkLease(c *d2Chaos) { c.leaseAcked([]byte("forged"), nil, -1) }
 // (reads of it fail no more than the chaos makes others fail); no honest
 // node is distrusted.
 func TestD2ChaosRogue(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	res, err := RunD2Chaos(D2ChaosConfig{Seed: 1, Quick: true, Rogue: true})
 	if err != nil {
 		t.Fatal(err)

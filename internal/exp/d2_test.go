@@ -32,6 +32,7 @@ func smallD2(t *testing.T, seed uint64) D2Result {
 // model measures holds on a small seeded run, and the checker finds the
 // kept loads right.
 func TestD2SmallRunMeetsThresholds(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	if testing.Short() {
 		t.Skip("runs the simulator for a few seconds")
 	}
@@ -55,6 +56,7 @@ func TestD2SmallRunMeetsThresholds(t *testing.T) {
 
 // TestD2SameSeedSameRun: a run is a function of its seed.
 func TestD2SameSeedSameRun(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	if testing.Short() {
 		t.Skip("runs the simulator three times")
 	}

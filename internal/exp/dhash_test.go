@@ -14,6 +14,7 @@ import (
 // to the run's trace, and at 300 nodes it sits close to the bound, so a
 // single seed would test the trace rather than the design.
 func TestDHashLatencyShape(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	var recIter, pnsCut, intDirect []float64
 	for seed := uint64(1); seed <= 3; seed++ {
 		cfg := DefaultDHashConfig()

@@ -9,6 +9,7 @@ import "testing"
 // budget allows (plus the time to notice and settle), and after a partition every
 // object is back at 2 copies on its replica set.
 func TestPassingToneScenarios(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	if testing.Short() {
 		t.Skip("about 10 s")
 	}
@@ -30,6 +31,7 @@ func TestPassingToneScenarios(t *testing.T) {
 // their trees, the objects they acknowledged stay at one honest copy, and
 // the disk failure beside the first liar loses some (issue 27).
 func TestLiarsScenarioNeedsAudits(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	if testing.Short() {
 		t.Skip("about 10 s")
 	}

@@ -27,6 +27,7 @@ func runRing(t *testing.T, mod func(*RingConfig)) RingResult {
 // TestRingStable is the main check at full size: 1,000 nodes,
 // 10,000 lookups, all correct, ½·log2 N hops.
 func TestRingStable(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	if testing.Short() {
 		t.Skip("1,000-node simulation")
 	}
@@ -42,6 +43,7 @@ func TestRingStable(t *testing.T) {
 // TestRingMassFailure crashes 20% of the hosts at once; once the ring has
 // healed, at least 99.9% of lookups must be right.
 func TestRingMassFailure(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	nodes := 1000
 	if testing.Short() {
 		nodes = 300
@@ -55,6 +57,7 @@ func TestRingMassFailure(t *testing.T) {
 // TestRingChurn measures lookups issued during Tapestry's "churn 1" (a
 // join every 20 s, lifetimes of 4 minutes on average): at least 99% right.
 func TestRingChurn(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	nodes, dur := 1000, 10*time.Minute
 	if testing.Short() {
 		nodes, dur = 300, 4*time.Minute
@@ -72,6 +75,7 @@ func TestRingChurn(t *testing.T) {
 // with faults and churn in the mix. One fixed seed plus one random seed,
 // printed so that a failure can be replayed.
 func TestDeterminism(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	seeds := []uint64{7, rand.Uint64()}
 	if s := os.Getenv("TRIAD_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)

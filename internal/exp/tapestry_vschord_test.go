@@ -12,6 +12,7 @@ import (
 // nearer copy, each reaches at least the holder, and each set has its
 // ratio. The same seed twice gives the same figures.
 func TestTapestryVsChordQuick(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
 	cfg := TapestryConfig{Seed: 1, Experiment: "vs-chord", Quick: true}
 	if testing.Verbose() {
 		cfg.Log = os.Stderr
