@@ -168,9 +168,12 @@ func (p *Node) Crash(t *testing.T) {
 }
 
 // Live is the processes started that are running.
-func (c *Cluster) Live() []*Node {
+func (c *Cluster) Live() []*Node { return running(c.Procs) }
+
+// running is the nodes of ns whose process runs, in order.
+func running(ns []*Node) []*Node {
 	var out []*Node
-	for _, p := range c.Procs {
+	for _, p := range ns {
 		if p.Running() {
 			out = append(out, p)
 		}

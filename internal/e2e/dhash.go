@@ -136,15 +136,7 @@ func (d *DHash) ByAddr(addr string) (int, *Node) {
 }
 
 // LiveNodes is the nodes running, by index.
-func (d *DHash) LiveNodes() []*Node {
-	var out []*Node
-	for _, p := range d.Nodes {
-		if p.Running() {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func (d *DHash) LiveNodes() []*Node { return running(d.Nodes) }
 
 // Block is a block put in a test.
 type Block struct {
