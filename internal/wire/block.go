@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -33,158 +32,99 @@ const (
 // StoreBlock asks a node to keep a whole block (Fragment false: Key must be
 // the content hash of Data) or one erasure-coded fragment of it. The reply
 // is an Ack once the copy is durable.
+//
+//wire:msg 64 node
 type StoreBlock struct {
-	Key      id.ID
-	Data     []byte
-	Expiry   int64 // Unix nanoseconds
-	Fragment bool
+	Key      id.ID  `wire:"1"`
+	Data     []byte `wire:"2"`
+	Expiry   int64  `wire:"3"` // Unix nanoseconds
+	Fragment bool   `wire:"4"`
 }
 
 // FetchBlock asks a node for its copy of Key; the reply is a Block.
-type FetchBlock struct{ Key id.ID }
+//
+//wire:msg 65 node big
+type FetchBlock struct {
+	Key id.ID `wire:"1"`
+}
 
 // Block is a stored copy: a whole block or a fragment.
+//
+//wire:msg 66 node
 type Block struct {
-	Key      id.ID
-	Data     []byte
-	Expiry   int64
-	Fragment bool
+	Key      id.ID  `wire:"1"`
+	Data     []byte `wire:"2"`
+	Expiry   int64  `wire:"3"`
+	Fragment bool   `wire:"4"`
 }
 
 // StatBlock asks a node what it holds under Key; the reply is a BlockInfo.
-type StatBlock struct{ Key id.ID }
+//
+//wire:msg 67 client
+type StatBlock struct {
+	Key id.ID `wire:"1"`
+}
 
 // BlockInfo describes one stored copy.
+//
+//wire:msg 68 node
 type BlockInfo struct {
-	Key      id.ID
-	Size     uint64
-	Expiry   int64
-	Fragment bool
+	Key      id.ID  `wire:"1"`
+	Size     uint64 `wire:"2"`
+	Expiry   int64  `wire:"3"`
+	Fragment bool   `wire:"4"`
 }
 
 // ClientPut asks a node to store Data in the DHT; the reply is a PutDone.
+//
+//wire:msg 69 client
 type ClientPut struct {
-	Data       []byte
-	Expiry     int64
-	Redundancy Redundancy
+	Data       []byte     `wire:"1"`
+	Expiry     int64      `wire:"2"`
+	Redundancy Redundancy `wire:"3"`
 }
 
 // PutDone answers ClientPut: the block's key and the nodes that hold its
 // copies durably.
+//
+//wire:msg 70 node
 type PutDone struct {
-	Key     id.ID
-	Holders []NodeRef
+	Key     id.ID     `wire:"1"`
+	Holders []NodeRef `wire:"2"`
 }
 
 // ClientGet asks a node to fetch a block from the DHT; the reply is a
 // Block holding the whole, verified block.
-type ClientGet struct{ Key id.ID }
+//
+//wire:msg 71 client big
+type ClientGet struct {
+	Key id.ID `wire:"1"`
+}
 
 // ClientStat asks a node which nodes hold Key; the reply is a StatDone.
-type ClientStat struct{ Key id.ID }
+//
+//wire:msg 72 client
+type ClientStat struct {
+	Key id.ID `wire:"1"`
+}
 
 // Holder is one node's answer to a StatBlock.
+//
+//wire:struct
 type Holder struct {
-	Node     NodeRef
-	Size     uint64
-	Expiry   int64
-	Fragment bool
-	Err      string // why the node has no usable copy
+	Node     NodeRef `wire:"1"`
+	Size     uint64  `wire:"2"`
+	Expiry   int64   `wire:"3"`
+	Fragment bool    `wire:"4"`
+	Err      string  `wire:"5"` // why the node has no usable copy
 }
 
 // StatDone answers ClientStat, nearest successor of the key first.
+//
+//wire:msg 73 node
 type StatDone struct {
-	Key     id.ID
-	Holders []Holder
-}
-
-func (*StoreBlock) Type() Type { return TypeStoreBlock }
-
-// A StoreBlock has a Block's fields, numbered alike.
-func (m *StoreBlock) encode(b []byte) []byte          { return (*Block)(m).encode(b) }
-func (m *StoreBlock) decodeField(d *decoder, f field) { (*Block)(m).decodeField(d, f) }
-func (m *StoreBlock) clone() Msg {
-	c := *m
-	c.Data = bytes.Clone(m.Data)
-	return &c
-}
-
-func (*FetchBlock) Type() Type                        { return TypeFetchBlock }
-func (m *FetchBlock) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
-func (m *FetchBlock) decodeField(d *decoder, f field) { m.Key = keyField(d, f, m.Key) }
-func (m *FetchBlock) clone() Msg                      { return new(*m) }
-
-func (*Block) Type() Type { return TypeBlock }
-func (m *Block) encode(b []byte) []byte {
-	b = putID(b, 1, m.Key)
-	b = putBytes(b, 2, m.Data)
-	b = putInt(b, 3, m.Expiry)
-	return putBool(b, 4, m.Fragment)
-}
-func (m *Block) decodeField(d *decoder, f field) {
-	switch f.num {
-	case 1:
-		m.Key = d.id(f)
-	case 2:
-		m.Data = d.data(f)
-	case 3:
-		m.Expiry = d.int(f)
-	case 4:
-		m.Fragment = d.bool(f)
-	}
-}
-func (m *Block) clone() Msg {
-	c := *m
-	c.Data = bytes.Clone(m.Data)
-	return &c
-}
-
-func (*StatBlock) Type() Type                        { return TypeStatBlock }
-func (m *StatBlock) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
-func (m *StatBlock) decodeField(d *decoder, f field) { m.Key = keyField(d, f, m.Key) }
-func (m *StatBlock) clone() Msg                      { return new(*m) }
-
-func (*BlockInfo) Type() Type { return TypeBlockInfo }
-func (m *BlockInfo) encode(b []byte) []byte {
-	b = putID(b, 1, m.Key)
-	b = putUint(b, 2, m.Size)
-	b = putInt(b, 3, m.Expiry)
-	return putBool(b, 4, m.Fragment)
-}
-func (m *BlockInfo) decodeField(d *decoder, f field) {
-	switch f.num {
-	case 1:
-		m.Key = d.id(f)
-	case 2:
-		m.Size = d.uint(f)
-	case 3:
-		m.Expiry = d.int(f)
-	case 4:
-		m.Fragment = d.bool(f)
-	}
-}
-func (m *BlockInfo) clone() Msg { return new(*m) }
-
-func (*ClientPut) Type() Type { return TypeClientPut }
-func (m *ClientPut) encode(b []byte) []byte {
-	b = putBytes(b, 1, m.Data)
-	b = putInt(b, 2, m.Expiry)
-	return putUint(b, 3, uint64(m.Redundancy))
-}
-func (m *ClientPut) decodeField(d *decoder, f field) {
-	switch f.num {
-	case 1:
-		m.Data = d.data(f)
-	case 2:
-		m.Expiry = d.int(f)
-	case 3:
-		m.Redundancy = Redundancy(d.uint32(f))
-	}
-}
-func (m *ClientPut) clone() Msg {
-	c := *m
-	c.Data = bytes.Clone(m.Data)
-	return &c
+	Key     id.ID    `wire:"1"`
+	Holders []Holder `wire:"2,max=MaxHolders"`
 }
 
 func (m *ClientPut) hand() Msg {
@@ -197,84 +137,6 @@ func (m *ClientPut) hand() Msg {
 // capacity past them, so that neither side can append into the other's
 // memory (Reed-Solomon's Split, for one, lays its shards out there).
 func handed(b []byte) []byte { return b[:len(b):len(b)] }
-
-func (*PutDone) Type() Type { return TypePutDone }
-func (m *PutDone) encode(b []byte) []byte {
-	b = putID(b, 1, m.Key)
-	return putNodes(b, 2, m.Holders)
-}
-func (m *PutDone) decodeField(d *decoder, f field) {
-	switch f.num {
-	case 1:
-		m.Key = d.id(f)
-	case 2:
-		m.Holders = d.nodes(m.Holders, f)
-	}
-}
-func (m *PutDone) clone() Msg { return &PutDone{Key: m.Key, Holders: cloneNodes(m.Holders)} }
-
-func (*ClientGet) Type() Type                        { return TypeClientGet }
-func (m *ClientGet) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
-func (m *ClientGet) decodeField(d *decoder, f field) { m.Key = keyField(d, f, m.Key) }
-func (m *ClientGet) clone() Msg                      { return new(*m) }
-
-func (*ClientStat) Type() Type                        { return TypeClientStat }
-func (m *ClientStat) encode(b []byte) []byte          { return putID(b, 1, m.Key) }
-func (m *ClientStat) decodeField(d *decoder, f field) { m.Key = keyField(d, f, m.Key) }
-func (m *ClientStat) clone() Msg                      { return new(*m) }
-
-func (*StatDone) Type() Type { return TypeStatDone }
-func (m *StatDone) encode(b []byte) []byte {
-	b = putID(b, 1, m.Key)
-	for _, h := range m.Holders {
-		b = appendTagBytes(b, 2)
-		b = appendNested(b, func(b []byte) []byte {
-			b = putNode(b, 1, h.Node)
-			b = putUint(b, 2, h.Size)
-			b = putInt(b, 3, h.Expiry)
-			b = putBool(b, 4, h.Fragment)
-			return putString(b, 5, h.Err)
-		})
-	}
-	return b
-}
-func (m *StatDone) decodeField(d *decoder, f field) {
-	switch f.num {
-	case 1:
-		m.Key = d.id(f)
-	case 2:
-		if len(m.Holders) >= MaxHolders {
-			d.fail("more than %d holders", MaxHolders)
-			return
-		}
-		var h Holder
-		d.nested(f, func(g field) {
-			switch g.num {
-			case 1:
-				h.Node = d.node(g)
-			case 2:
-				h.Size = d.uint(g)
-			case 3:
-				h.Expiry = d.int(g)
-			case 4:
-				h.Fragment = d.bool(g)
-			case 5:
-				h.Err = d.str(g, MaxTextBytes)
-			}
-		})
-		m.Holders = append(m.Holders, h)
-	}
-}
-func (m *StatDone) clone() Msg {
-	return &StatDone{Key: m.Key, Holders: append([]Holder(nil), m.Holders...)}
-}
-
-func keyField(d *decoder, f field, cur id.ID) id.ID {
-	if f.num == 1 {
-		return d.id(f)
-	}
-	return cur
-}
 
 // putInt encodes a signed value (times) with zig-zag, as protobuf's sint64.
 func putInt(b []byte, num protowire.Number, v int64) []byte {
@@ -353,16 +215,18 @@ func (d *decoder) coord(f field) Coord {
 const MaxPutBatch = 1024
 
 // PutItem is one block of a ClientPutBatch.
+//
+//wire:struct
 type PutItem struct {
-	Data   []byte
-	Expiry int64 // Unix nanoseconds; 0 takes the node's default
+	Data   []byte `wire:"1"`
+	Expiry int64  `wire:"2"` // Unix nanoseconds; 0 takes the node's default
 	// Key, if not zero, is the data's content hash as the sender computed
 	// it (the client routes by it). A node hashes the data itself and
 	// fails the item if the two differ, unless the sender is in the
 	// node's own process (node.MsgIn.Local), whose hash it takes as it
 	// is. A block the node stores as fragments is keyed by their
 	// descriptor instead, and Key goes unused.
-	Key id.ID
+	Key id.ID `wire:"3"`
 }
 
 // ClientPutBatch asks a node to store many blocks in the DHT at once, as
@@ -370,9 +234,11 @@ type PutItem struct {
 // would a ClientPut, and their copies reach each replica host together,
 // so they share its syncs. The reply is a PutBatchDone once every put has
 // ended.
+//
+//wire:msg 74 client
 type ClientPutBatch struct {
-	Items      []PutItem
-	Redundancy Redundancy
+	Items      []PutItem  `wire:"1,max=MaxPutBatch"`
+	Redundancy Redundancy `wire:"2"`
 	// Fresh says the sender believes no host stores any of the blocks
 	// yet (a news site's history has never seen the articles), so their
 	// holders may write them without looking each key up first
@@ -381,64 +247,24 @@ type ClientPutBatch struct {
 	// and the stored object keeps the later of the two expiries. Copies
 	// that leave one by one (a retry at another successor) do not carry
 	// it.
-	Fresh bool
+	Fresh bool `wire:"3"`
 }
 
 // PutResult is one block's outcome in a PutBatchDone: its key, or the
 // error code and text a ClientPut would have been answered with.
+//
+//wire:struct
 type PutResult struct {
-	Key  id.ID
-	Code fault.Code
-	Err  string
+	Key  id.ID      `wire:"1"`
+	Code fault.Code `wire:"2"`
+	Err  string     `wire:"3"`
 }
 
 // PutBatchDone answers ClientPutBatch, one result per item, in order.
-type PutBatchDone struct{ Results []PutResult }
-
-func (*ClientPutBatch) Type() Type { return TypeClientPutBatch }
-func (m *ClientPutBatch) encode(b []byte) []byte {
-	for _, it := range m.Items {
-		b = appendTagBytes(b, 1)
-		b = appendNested(b, func(b []byte) []byte {
-			b = putBytes(b, 1, it.Data)
-			b = putInt(b, 2, it.Expiry)
-			return putID(b, 3, it.Key)
-		})
-	}
-	b = putUint(b, 2, uint64(m.Redundancy))
-	return putBool(b, 3, m.Fresh)
-}
-func (m *ClientPutBatch) decodeField(d *decoder, f field) {
-	switch f.num {
-	case 1:
-		if len(m.Items) >= MaxPutBatch {
-			d.fail("more than %d blocks in a batch", MaxPutBatch)
-			return
-		}
-		var it PutItem
-		d.nested(f, func(g field) {
-			switch g.num {
-			case 1:
-				it.Data = d.data(g)
-			case 2:
-				it.Expiry = d.int(g)
-			case 3:
-				it.Key = d.id(g)
-			}
-		})
-		m.Items = append(m.Items, it)
-	case 2:
-		m.Redundancy = Redundancy(d.uint32(f))
-	case 3:
-		m.Fresh = d.bool(f)
-	}
-}
-func (m *ClientPutBatch) clone() Msg {
-	c := &ClientPutBatch{Redundancy: m.Redundancy, Fresh: m.Fresh}
-	for _, it := range m.Items {
-		c.Items = append(c.Items, PutItem{Data: bytes.Clone(it.Data), Expiry: it.Expiry, Key: it.Key})
-	}
-	return c
+//
+//wire:msg 75 node
+type PutBatchDone struct {
+	Results []PutResult `wire:"1,max=MaxPutBatch"`
 }
 
 func (m *ClientPutBatch) hand() Msg {
@@ -450,43 +276,6 @@ func (m *ClientPutBatch) hand() Msg {
 	return &c
 }
 
-func (*PutBatchDone) Type() Type { return TypePutBatchDone }
-func (m *PutBatchDone) encode(b []byte) []byte {
-	for _, r := range m.Results {
-		b = appendTagBytes(b, 1)
-		b = appendNested(b, func(b []byte) []byte {
-			b = putID(b, 1, r.Key)
-			b = putUint(b, 2, uint64(r.Code))
-			return putString(b, 3, r.Err)
-		})
-	}
-	return b
-}
-func (m *PutBatchDone) decodeField(d *decoder, f field) {
-	if f.num != 1 {
-		return
-	}
-	if len(m.Results) >= MaxPutBatch {
-		d.fail("more than %d results in a batch", MaxPutBatch)
-		return
-	}
-	var r PutResult
-	d.nested(f, func(g field) {
-		switch g.num {
-		case 1:
-			r.Key = d.id(g)
-		case 2:
-			r.Code = fault.Code(d.uint32(g))
-		case 3:
-			r.Err = d.str(g, MaxTextBytes)
-		}
-	})
-	m.Results = append(m.Results, r)
-}
-func (m *PutBatchDone) clone() Msg {
-	return &PutBatchDone{Results: append([]PutResult(nil), m.Results...)}
-}
-
 // MaxStatBatch bounds the keys of one StatBlocks (and the answers of its
 // BlockInfos).
 const MaxStatBatch = 1024
@@ -494,108 +283,40 @@ const MaxStatBatch = 1024
 // StatBlocks asks a node what it holds under each of Keys, as StatBlock
 // does for one: a news site checking a batch of announced articles asks
 // each holder once for all of its keys. The reply is a BlockInfos.
-type StatBlocks struct{ Keys []id.ID }
+//
+//wire:msg 76 client
+type StatBlocks struct {
+	Keys []id.ID `wire:"1,max=MaxStatBatch"`
+}
 
 // BlockInfos answers StatBlocks, one BlockInfo per key, in order. A key
 // the node holds no readable copy of has Size 0.
-type BlockInfos struct{ Infos []BlockInfo }
-
-func (*StatBlocks) Type() Type { return TypeStatBlocks }
-func (m *StatBlocks) encode(b []byte) []byte {
-	for _, k := range m.Keys {
-		b = putID(b, 1, k)
-	}
-	return b
+//
+//wire:msg 77 node
+type BlockInfos struct {
+	Infos []BlockInfo `wire:"1,max=MaxStatBatch"`
 }
-func (m *StatBlocks) decodeField(d *decoder, f field) {
-	if f.num != 1 {
-		return
-	}
-	if len(m.Keys) >= MaxStatBatch {
-		d.fail("more than %d keys in a batch", MaxStatBatch)
-		return
-	}
-	m.Keys = append(m.Keys, d.id(f))
-}
-func (m *StatBlocks) clone() Msg { return &StatBlocks{Keys: slices.Clone(m.Keys)} }
-
-func (*BlockInfos) Type() Type { return TypeBlockInfos }
-func (m *BlockInfos) encode(b []byte) []byte {
-	for i := range m.Infos {
-		b = appendTagBytes(b, 1)
-		b = appendNested(b, m.Infos[i].encode)
-	}
-	return b
-}
-func (m *BlockInfos) decodeField(d *decoder, f field) {
-	if f.num != 1 {
-		return
-	}
-	if len(m.Infos) >= MaxStatBatch {
-		d.fail("more than %d answers in a batch", MaxStatBatch)
-		return
-	}
-	var bi BlockInfo
-	d.nested(f, func(g field) { bi.decodeField(d, g) })
-	m.Infos = append(m.Infos, bi)
-}
-func (m *BlockInfos) clone() Msg { return &BlockInfos{Infos: slices.Clone(m.Infos)} }
 
 // StoreBlocks asks a node to keep many copies at once, as StoreBlock does
 // for one (at most MaxPutBatch of them, within the frame): the copies a
 // batch of puts sends one host leave in one message, and the host writes
 // them in one group commit. The reply is a StoresDone.
+//
+//wire:msg 78 node
 type StoreBlocks struct {
-	Blocks []StoreBlock
+	Blocks []StoreBlock `wire:"1,max=MaxPutBatch"`
 	// Fresh: the batch of puts they come from was sent as
 	// ClientPutBatch.Fresh, so the host may write them without looking
 	// each key up first. A wrong belief costs a duplicate record, never
 	// data (ClientPutBatch.Fresh).
-	Fresh bool
+	Fresh bool `wire:"2"`
 }
 
 // StoresDone answers StoreBlocks, one result per copy, in order: Code 0
 // for a copy stored durably (Key is not used), or the error a StoreBlock
 // would have been answered with.
-type StoresDone struct{ Results []PutResult }
-
-func (*StoreBlocks) Type() Type { return TypeStoreBlocks }
-func (m *StoreBlocks) encode(b []byte) []byte {
-	for i := range m.Blocks {
-		b = appendTagBytes(b, 1)
-		b = appendNested(b, m.Blocks[i].encode)
-	}
-	return putBool(b, 2, m.Fresh)
+//
+//wire:msg 79 node
+type StoresDone struct {
+	Results []PutResult `wire:"1,max=MaxPutBatch"`
 }
-func (m *StoreBlocks) decodeField(d *decoder, f field) {
-	switch f.num {
-	case 1:
-		if len(m.Blocks) >= MaxPutBatch {
-			d.fail("more than %d blocks in a batch", MaxPutBatch)
-			return
-		}
-		var sb StoreBlock
-		d.nested(f, func(g field) { sb.decodeField(d, g) })
-		m.Blocks = append(m.Blocks, sb)
-	case 2:
-		m.Fresh = d.bool(f)
-	}
-}
-func (m *StoreBlocks) clone() Msg {
-	c := &StoreBlocks{Blocks: slices.Clone(m.Blocks), Fresh: m.Fresh}
-	for i := range c.Blocks {
-		c.Blocks[i].Data = bytes.Clone(c.Blocks[i].Data)
-	}
-	return c
-}
-
-func (*StoresDone) Type() Type { return TypeStoresDone }
-func (m *StoresDone) encode(b []byte) []byte {
-	return (&PutBatchDone{Results: m.Results}).encode(b)
-}
-func (m *StoresDone) decodeField(d *decoder, f field) {
-	p := PutBatchDone{Results: m.Results}
-	p.decodeField(d, f)
-	m.Results = p.Results
-}
-func (m *StoresDone) clone() Msg { return &StoresDone{Results: slices.Clone(m.Results)} }

@@ -15,7 +15,7 @@ var idType = reflect.TypeFor[id.ID]()
 // bytes, 32-bit integers stay under every bound the codec puts on them
 // (MaxCCHops). It works by reflection, so that a field added to a message
 // is filled, and compared, without anyone remembering to.
-func fill(t *testing.T, r *rand.Rand, v reflect.Value) {
+func fill(t testing.TB, r *rand.Rand, v reflect.Value) {
 	if v.Type() == idType {
 		v.Set(reflect.ValueOf(id.Random(r, id.Bytes)))
 		return

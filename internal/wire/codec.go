@@ -135,15 +135,6 @@ func (d *decoder) sender(f field) NodeRef {
 	return n
 }
 
-// nodes appends one repeated NodeRef element, bounding the list length.
-func (d *decoder) nodes(list []NodeRef, f field) []NodeRef {
-	if len(list) >= MaxListLen {
-		d.fail("field %d: more than %d nodes", f.num, MaxListLen)
-		return list
-	}
-	return append(list, d.node(f))
-}
-
 // nested decodes a length-delimited sub-message with fn.
 func (d *decoder) nested(f field, fn func(field)) {
 	d.each(d.bytes(f), fn)
@@ -243,13 +234,6 @@ func putNode(b []byte, num protowire.Number, n NodeRef) []byte {
 	return putUint(b, 3, n.Machine)
 }
 
-func putNodes(b []byte, num protowire.Number, list []NodeRef) []byte {
-	for _, n := range list {
-		b = putNode(b, num, n)
-	}
-	return b
-}
-
 // appendNested appends a length-delimited value written by fn. The length
 // prefix is reserved at its largest size and the body moved back if the real
 // prefix is shorter, so nothing is encoded twice.
@@ -274,4 +258,48 @@ func appendNested(b []byte, fn func([]byte) []byte) []byte {
 
 func appendTagBytes(b []byte, num protowire.Number) []byte {
 	return protowire.AppendTag(b, num, protowire.BytesType)
+}
+
+// fieldDecoder is a pointer to a //wire:struct value: it decodes its own
+// fields.
+type fieldDecoder[T any] interface {
+	*T
+	decodeField(d *decoder, f field)
+}
+
+// decodeNested decodes the nested value in f.
+func decodeNested[T any, P fieldDecoder[T]](d *decoder, f field) T {
+	var v T
+	d.nested(f, func(g field) { P(&v).decodeField(d, g) })
+	return v
+}
+
+// putNested appends field num holding the nested value encode writes, or
+// nothing when the value has no field to write.
+func putNested(b []byte, num protowire.Number, encode func([]byte) []byte) []byte {
+	start := len(b)
+	b = appendTagBytes(b, num)
+	mark := len(b)
+	b = appendNested(b, encode)
+	if len(b) == mark+1 { // a zero length and no body
+		return b[:start]
+	}
+	return b
+}
+
+// appendVarintField appends field num holding v, zero too: a list's
+// elements pair with another list's by position.
+func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, v)
+}
+
+// dataUpTo is data for a field of at most max bytes.
+func (d *decoder) dataUpTo(f field, max int) []byte {
+	b := d.data(f)
+	if len(b) > max {
+		d.fail("field %d: %d bytes > %d", f.num, len(b), max)
+		return nil
+	}
+	return b
 }

@@ -3,28 +3,47 @@
 //
 // A frame on a connection is a 4-byte big-endian length followed by one
 // encoded Envelope. Envelopes and messages use the protobuf wire format
-// (google.golang.org/protobuf/encoding/protowire), written by hand from the
-// schema in schema.proto rather than generated: the simulator passes message
-// values between nodes, so they are plain Go structs, and the format still
-// gets protobuf's rules for evolution (unknown fields are skipped, new fields
-// take new numbers). Every length is bounded before anything is allocated;
-// see the Max constants. FuzzDecode holds the decoder to that.
+// (google.golang.org/protobuf/encoding/protowire): the simulator passes
+// message values between nodes, so they are plain Go structs, and the
+// format still gets protobuf's rules for evolution (unknown fields are
+// skipped, new fields take new numbers). Every length is bounded before
+// anything is allocated; see the Max constants. FuzzDecode holds the
+// decoder to that.
 //
 // Message type numbers are fixed, one range per protocol (Ranges: runtime
-// 1-15, ring 16-63, dhash 64-127, maint 128-191, cc 256-319, and ranges
-// reserved for usenet, tapestry and d2, which have no messages yet).
-// testdata/types.txt is their append-only registry, and TestTypeRegistry
-// fails when a number changes meaning or is reused, or when the code, the
-// registry and schema.proto disagree.
+// 1-15, ring 16-63, dhash 64-127, maint 128-191, usenet 192-255, cc
+// 256-319, tapestry 320-383, d2 384-447). testdata/types.txt is their
+// append-only registry, and TestTypeRegistry fails when a number changes
+// meaning or is reused, or when the code, the registry and schema.proto
+// disagree.
 //
-// A message is added in one table, types in msg.go, from which the decoder
-// makes messages, Type.String names them and RoleOf says who may send them.
-// To add one: take the next free number in its protocol's range and add
-// its constant (TypeFoo Type = N); add its line to types ({TypeFoo, "Foo",
-// RoleNode, newOf[Foo]}); write its struct and its methods Type, encode,
-// decodeField and clone (new(*m) when it holds no slices); add TYPE_FOO = N
-// and the message to schema.proto; append "N protocol Foo" to
-// testdata/types.txt; and add a sample to samples() in wire_test.go.
+// A message is declared once: its struct, with a //wire:msg line giving
+// its number and who may send it (node, client or operator; "big" when
+// its reply may hold a block), and a `wire:"N"` tag on every field giving
+// its field number and, for a list, a byte string or a bounded integer, a
+// bound (max=CONST; lists default to MaxListLen). A value nested in a
+// message is a struct marked //wire:struct. wiregen (go generate) writes
+// the rest from the declarations: the type constant, the line in the types
+// table (which gives the decoder, Type.String and RoleOf), encode,
+// decodeField and clone (msgs_gen.go), the message in schema.proto and its
+// line in testdata/types.txt. The tests make a round-trip sample and a
+// fuzz corpus entry of every entry in the table. CI fails when msgs_gen.go
+// is not what wiregen writes. For example:
+//
+//	// D2Stat asks which nodes hold Key; the reply is a D2Holders.
+//	//
+//	//wire:msg 403 client
+//	type D2Stat struct {
+//		Key  id.ID  `wire:"1"`
+//		Hash []byte `wire:"2,max=MaxD2Hash"`
+//	}
+//
+// The kinds a field may have: bool, uint32, uint64, int64 (zig-zag),
+// string, []byte, id.ID, NodeRef (noid: one that may lack an ID), a named
+// integer type, a //wire:struct, and a list of any of these. A list of
+// integers writes every element, zero too, so that lists pair by position.
+// Envelope, NodeRef and Coord keep their hand-written codec (wire.go,
+// codec.go): they are the frame itself and its hot path.
 //
 // Names follow one convention: a request is named for what it does or
 // asks (StoreBlock, FetchBlock, GetNeighbors, GetRingInfo, NextHop,
@@ -50,3 +69,5 @@
 // the wall clock, global randomness or any package above it; its only
 // third-party import is protowire (TestNodePackagesStaySansIO).
 package wire
+
+//go:generate go run ./wiregen

@@ -8,9 +8,11 @@ import "triad/internal/fault"
 // description; Code is what a caller acts on: errors.Is(reply,
 // fault.ErrNotFound) holds for a reply of code fault.CodeNotFound, and
 // likewise for every code.
+//
+//wire:msg 3 node
 type Error struct {
-	Code fault.Code
-	Text string
+	Code fault.Code `wire:"1"`
+	Text string     `wire:"2"`
 }
 
 // Error makes *Error usable as a Go error.

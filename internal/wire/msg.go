@@ -12,65 +12,6 @@ import (
 // TestTypeRegistry holds this list and schema.proto to.
 type Type uint16
 
-// Message types of the runtime (the RPC layer), 1-15.
-const (
-	TypePing  Type = 1
-	TypeAck   Type = 2
-	TypeError Type = 3
-	// The drivers' connection handshake (never seen by a node): a node
-	// that accepts a connection claiming a sender address sends a
-	// Challenge to that address over a connection it dials itself, and
-	// the claim holds once the Proof comes back on the accepted one.
-	TypeChallenge Type = 4
-	TypeProof     Type = 5
-)
-
-// Message types of the ring (Chord), 16-63.
-const (
-	TypeStabilize    Type = 16
-	TypeGetNeighbors Type = 17
-	TypeNeighbors    Type = 18
-	TypeLookup       Type = 19
-	TypeLookupDone   Type = 20
-	TypeNextHop      Type = 21
-	TypeNextHopInfo  Type = 22
-	TypeLeave        Type = 23
-	TypeGetRingInfo  Type = 24
-	TypeRingInfo     Type = 25
-	TypeClientLookup Type = 26
-)
-
-// Message types of the block store (DHash), 64-127.
-const (
-	TypeStoreBlock     Type = 64
-	TypeFetchBlock     Type = 65
-	TypeBlock          Type = 66
-	TypeStatBlock      Type = 67
-	TypeBlockInfo      Type = 68
-	TypeClientPut      Type = 69
-	TypePutDone        Type = 70
-	TypeClientGet      Type = 71
-	TypeClientStat     Type = 72
-	TypeStatDone       Type = 73
-	TypeClientPutBatch Type = 74
-	TypePutBatchDone   Type = 75
-	TypeStatBlocks     Type = 76
-	TypeBlockInfos     Type = 77
-	TypeStoreBlocks    Type = 78
-	TypeStoresDone     Type = 79
-)
-
-// Message types of maintenance (Passing Tone), 128-191.
-const (
-	TypeTreeQuery      Type = 128
-	TypeTreeInfo       Type = 129
-	TypeGetMaintStatus Type = 130
-	TypeMaintStatus    Type = 131
-	TypeMaintControl   Type = 132
-	TypeAudit          Type = 133
-	TypeAuditProof     Type = 134
-)
-
 // Role says who may send a message of a type: what a driver checks
 // against the connection a frame arrives on (see tcp.Driver), so that the
 // driver names no protocol's messages.
@@ -134,108 +75,6 @@ type typeInfo struct {
 	new      func() Msg
 }
 
-// types is every message type the codec knows, one line each, in number
-// order: adding a message is a line here, its constant, its struct and
-// its methods (Type, encode, decodeField, clone), its number in
-// testdata/types.txt and its schema in schema.proto. newMsg, Type.String
-// and RoleOf read it; TestTypeRegistry holds it to the registry.
-var types = [...]typeInfo{
-	{TypePing, "Ping", RoleClient, false, newOf[Ping]},
-	{TypeAck, "Ack", RoleNode, false, newOf[Ack]},
-	{TypeError, "Error", RoleNode, false, newOf[Error]},
-	{TypeChallenge, "Challenge", RoleNode, false, newOf[Challenge]},
-	{TypeProof, "Proof", RoleNode, false, newOf[Proof]},
-
-	{TypeStabilize, "Stabilize", RoleNode, false, newOf[Stabilize]},
-	{TypeGetNeighbors, "GetNeighbors", RoleNode, false, newOf[GetNeighbors]},
-	{TypeNeighbors, "Neighbors", RoleNode, false, newOf[Neighbors]},
-	{TypeLookup, "Lookup", RoleNode, false, newOf[Lookup]},
-	{TypeLookupDone, "LookupDone", RoleNode, false, newOf[LookupDone]},
-	{TypeNextHop, "NextHop", RoleNode, false, newOf[NextHop]},
-	{TypeNextHopInfo, "NextHopInfo", RoleNode, false, newOf[NextHopInfo]},
-	{TypeLeave, "Leave", RoleNode, false, newOf[Leave]},
-	{TypeGetRingInfo, "GetRingInfo", RoleClient, false, newOf[GetRingInfo]},
-	{TypeRingInfo, "RingInfo", RoleNode, false, newOf[RingInfo]},
-	{TypeClientLookup, "ClientLookup", RoleClient, false, newOf[ClientLookup]},
-
-	{TypeStoreBlock, "StoreBlock", RoleNode, false, newOf[StoreBlock]},
-	{TypeFetchBlock, "FetchBlock", RoleNode, true, newOf[FetchBlock]},
-	{TypeBlock, "Block", RoleNode, false, newOf[Block]},
-	{TypeStatBlock, "StatBlock", RoleClient, false, newOf[StatBlock]},
-	{TypeBlockInfo, "BlockInfo", RoleNode, false, newOf[BlockInfo]},
-	{TypeClientPut, "ClientPut", RoleClient, false, newOf[ClientPut]},
-	{TypePutDone, "PutDone", RoleNode, false, newOf[PutDone]},
-	{TypeClientGet, "ClientGet", RoleClient, true, newOf[ClientGet]},
-	{TypeClientStat, "ClientStat", RoleClient, false, newOf[ClientStat]},
-	{TypeStatDone, "StatDone", RoleNode, false, newOf[StatDone]},
-	{TypeClientPutBatch, "ClientPutBatch", RoleClient, false, newOf[ClientPutBatch]},
-	{TypePutBatchDone, "PutBatchDone", RoleNode, false, newOf[PutBatchDone]},
-	{TypeStatBlocks, "StatBlocks", RoleClient, false, newOf[StatBlocks]},
-	{TypeBlockInfos, "BlockInfos", RoleNode, false, newOf[BlockInfos]},
-	{TypeStoreBlocks, "StoreBlocks", RoleNode, false, newOf[StoreBlocks]},
-	{TypeStoresDone, "StoresDone", RoleNode, false, newOf[StoresDone]},
-
-	{TypeTreeQuery, "TreeQuery", RoleNode, false, newOf[TreeQuery]},
-	{TypeTreeInfo, "TreeInfo", RoleNode, false, newOf[TreeInfo]},
-	{TypeGetMaintStatus, "GetMaintStatus", RoleClient, false, newOf[GetMaintStatus]},
-	{TypeMaintStatus, "MaintStatus", RoleNode, false, newOf[MaintStatus]},
-	{TypeMaintControl, "MaintControl", RoleOperator, false, newOf[MaintControl]}, // pausing maintenance
-	{TypeAudit, "Audit", RoleNode, false, newOf[Audit]},
-	{TypeAuditProof, "AuditProof", RoleNode, false, newOf[AuditProof]},
-
-	{TypeCCRequest, "CCRequest", RoleNode, false, newOf[CCRequest]},
-	{TypeCCAck, "CCAck", RoleNode, false, newOf[CCAck]},
-	{TypeCCPause, "CCPause", RoleNode, false, newOf[CCPause]},
-	{TypeCCFlood, "CCFlood", RoleOperator, false, newOf[CCFlood]}, // setting the routed-request load generator
-
-	{TypeTapRoute, "TapRoute", RoleNode, false, newOf[TapRoute]},
-	{TypeTapDeliver, "TapDeliver", RoleNode, false, newOf[TapDeliver]},
-	{TypeTapPointers, "TapPointers", RoleNode, false, newOf[TapPointers]},
-	{TypeTapMulticast, "TapMulticast", RoleNode, false, newOf[TapMulticast]},
-	{TypeTapNodes, "TapNodes", RoleNode, false, newOf[TapNodes]},
-	{TypeTapNearby, "TapNearby", RoleNode, false, newOf[TapNearby]},
-	{TypeTapNotify, "TapNotify", RoleNode, false, newOf[TapNotify]},
-	{TypeTapJoined, "TapJoined", RoleNode, false, newOf[TapJoined]},
-	{TypeTapLeave, "TapLeave", RoleNode, false, newOf[TapLeave]},
-	{TypeTapGetTable, "TapGetTable", RoleClient, false, newOf[TapGetTable]},
-	{TypeTapTable, "TapTable", RoleNode, false, newOf[TapTable]},
-	{TypeTapPublish, "TapPublish", RoleClient, false, newOf[TapPublish]}, // stores the object on the node's disk, as ClientPut
-	{TypeTapPublished, "TapPublished", RoleNode, false, newOf[TapPublished]},
-	{TypeTapUnpublish, "TapUnpublish", RoleClient, false, newOf[TapUnpublish]},
-	{TypeTapLocate, "TapLocate", RoleClient, true, newOf[TapLocate]}, // a fetch is answered with the object
-	{TypeTapLocated, "TapLocated", RoleNode, false, newOf[TapLocated]},
-	{TypeTapBench, "TapBench", RoleOperator, false, newOf[TapBench]}, // the routing microbenchmark's load
-	{TypeTapBenchDone, "TapBenchDone", RoleNode, false, newOf[TapBenchDone]},
-	{TypeTapCheckServed, "TapCheckServed", RoleNode, false, newOf[TapCheckServed]},
-	{TypeTapServed, "TapServed", RoleNode, false, newOf[TapServed]},
-
-	{TypeD2Join, "D2Join", RoleNode, false, newOf[D2Join]},
-	{TypeD2GetNeighbors, "D2GetNeighbors", RoleNode, false, newOf[D2GetNeighbors]},
-	{TypeD2Neighbors, "D2Neighbors", RoleNode, false, newOf[D2Neighbors]},
-	{TypeD2FindSucc, "D2FindSucc", RoleNode, false, newOf[D2FindSucc]},
-	{TypeD2Next, "D2Next", RoleNode, false, newOf[D2Next]},
-	{TypeD2Leave, "D2Leave", RoleNode, false, newOf[D2Leave]},
-	{TypeD2Store, "D2Store", RoleNode, false, newOf[D2Store]},
-	{TypeD2Stored, "D2Stored", RoleNode, false, newOf[D2Stored]},
-	{TypeD2Fetch, "D2Fetch", RoleNode, true, newOf[D2Fetch]},
-	{TypeD2Block, "D2Block", RoleNode, false, newOf[D2Block]},
-	{TypeD2Pointers, "D2Pointers", RoleNode, false, newOf[D2Pointers]},
-	{TypeD2Keys, "D2Keys", RoleNode, false, newOf[D2Keys]},
-	{TypeD2KeyList, "D2KeyList", RoleNode, false, newOf[D2KeyList]},
-	{TypeD2Put, "D2Put", RoleClient, false, newOf[D2Put]},
-	{TypeD2Get, "D2Get", RoleClient, true, newOf[D2Get]}, // answered with the block
-	{TypeD2Delete, "D2Delete", RoleClient, false, newOf[D2Delete]},
-	{TypeD2Latest, "D2Latest", RoleClient, false, newOf[D2Latest]},
-	{TypeD2Drop, "D2Drop", RoleNode, false, newOf[D2Drop]},
-	{TypeD2Invite, "D2Invite", RoleNode, false, newOf[D2Invite]},
-	{TypeD2Stat, "D2Stat", RoleClient, false, newOf[D2Stat]}, // which nodes hold a key
-	{TypeD2Holders, "D2Holders", RoleNode, false, newOf[D2Holders]},
-	{TypeD2List, "D2List", RoleClient, false, newOf[D2List]}, // a volume's keys
-	{TypeD2Listing, "D2Listing", RoleNode, false, newOf[D2Listing]},
-	{TypeD2GetSpace, "D2GetSpace", RoleClient, false, newOf[D2GetSpace]}, // a node's D2 engine's room, and whether it joined
-	{TypeD2Space, "D2Space", RoleNode, false, newOf[D2Space]},
-}
-
 // newOf makes the zero message of type T, for the types table.
 func newOf[T any, P interface {
 	*T
@@ -295,105 +134,143 @@ func (t Type) String() string {
 }
 
 // Ping asks whether a node is alive; the answer is an Ack.
+//
+//wire:msg 1 client
 type Ping struct{}
 
 // Ack is the empty reply.
+//
+//wire:msg 2 node
 type Ack struct{}
 
 // Challenge asks the process at the sender's claimed address to prove that
 // a connection claiming that address is its own, by sending Nonce back on
 // it as a Proof. Drivers exchange it; nodes never see it.
-type Challenge struct{ Nonce uint64 }
+//
+//wire:msg 4 node
+type Challenge struct {
+	Nonce uint64 `wire:"1"`
+}
 
 // Proof answers a Challenge on the connection whose claim it proves.
-type Proof struct{ Nonce uint64 }
+//
+//wire:msg 5 node
+type Proof struct {
+	Nonce uint64 `wire:"1"`
+}
 
 // Stabilize is Chord's stabilize and notify in one round trip: the sender
 // believes it is the receiver's predecessor. The reply is the receiver's
 // Neighbors.
+//
+//wire:msg 16 node
 type Stabilize struct{}
 
 // GetNeighbors asks for the receiver's predecessor and successor lists.
+//
+//wire:msg 17 node
 type GetNeighbors struct{}
 
 // Neighbors carries a node's predecessor list (nearest first) and successor
 // list (nearest first).
+//
+//wire:msg 18 node
 type Neighbors struct {
-	Preds []NodeRef
-	Succs []NodeRef
+	Preds []NodeRef `wire:"1"`
+	Succs []NodeRef `wire:"2"`
 }
 
 // Lookup is a recursive lookup in flight. Each hop acknowledges it (Ack) and
 // forwards it; the node that can answer sends LookupDone to Origin.
+//
+//wire:msg 19 node
 type Lookup struct {
-	LookupID uint64
-	Key      id.ID
-	Origin   NodeRef
+	LookupID uint64  `wire:"1"`
+	Key      id.ID   `wire:"2"`
+	Origin   NodeRef `wire:"3"`
 	// MinSuccs selects where the lookup stops. Zero routes to the key's
 	// immediate predecessor (classic Chord). m > 0 lets the first node whose
 	// successor list already holds m successors of Key answer (DHash++
 	// "integration"), saving the last hops.
-	MinSuccs uint32
-	Hops     uint32
+	MinSuccs uint32 `wire:"4"`
+	Hops     uint32 `wire:"5"`
 }
 
 // LookupDone ends a lookup: the answering node's view of Key's successors,
 // nearest first. Failed is set when no route was found.
+//
+//wire:msg 20 node
 type LookupDone struct {
-	LookupID uint64
-	Key      id.ID
-	Hops     uint32
-	Pred     NodeRef
-	Succs    []NodeRef
-	Failed   string
+	LookupID uint64    `wire:"1"`
+	Key      id.ID     `wire:"2"`
+	Hops     uint32    `wire:"3"`
+	Pred     NodeRef   `wire:"4"`
+	Succs    []NodeRef `wire:"5"`
+	Failed   string    `wire:"6"`
 }
 
 // NextHop asks one step of an iterative lookup.
+//
+//wire:msg 21 node
 type NextHop struct {
-	Key      id.ID
-	MinSuccs uint32
+	Key      id.ID  `wire:"1"`
+	MinSuccs uint32 `wire:"2"`
 }
 
 // NextHopInfo answers NextHop: either Done with the key's successors, or the
 // next candidates to ask, best first.
+//
+//wire:msg 22 node
 type NextHopInfo struct {
-	Done  bool
-	Succs []NodeRef
-	Next  []NodeRef
+	Done  bool      `wire:"1"`
+	Succs []NodeRef `wire:"2"`
+	Next  []NodeRef `wire:"3"`
 }
 
 // Leave tells a neighbour that the sender is leaving gracefully, with its
 // lists so the neighbour can close the gap at once.
+//
+//wire:msg 23 node
 type Leave struct {
-	Preds []NodeRef
-	Succs []NodeRef
+	Preds []NodeRef `wire:"1"`
+	Succs []NodeRef `wire:"2"`
 }
 
 // GetRingInfo asks a process for the routing state of all its virtual
 // servers (for `triad ring`).
+//
+//wire:msg 24 client
 type GetRingInfo struct{}
 
 // Finger is one finger-table entry: the successor of self + 2^Bit.
+//
+//wire:struct
 type Finger struct {
-	Bit  uint32
-	Node NodeRef
+	Bit  uint32  `wire:"1"`
+	Node NodeRef `wire:"2"`
 }
 
 // VnodeInfo is one virtual server's routing state.
+//
+//wire:struct
 type VnodeInfo struct {
-	Self    NodeRef
-	Preds   []NodeRef
-	Succs   []NodeRef
-	Fingers []Finger
+	Self    NodeRef   `wire:"1"`
+	Preds   []NodeRef `wire:"2"`
+	Succs   []NodeRef `wire:"3"`
+	Fingers []Finger  `wire:"4,max=MaxFingers"`
 }
 
 // RingInfo answers GetRingInfo.
+//
+//wire:msg 25 node
 type RingInfo struct {
-	Vnodes []VnodeInfo
+	Vnodes []VnodeInfo `wire:"1,max=MaxVnodes"`
 }
 
 // ClientLookup asks a process to look up Key from one of its virtual
 // servers; the reply is a LookupDone.
+//
+//wire:msg 26 client
 type ClientLookup struct {
-	Key id.ID
+	Key id.ID `wire:"1"`
 }

@@ -50,14 +50,14 @@ const (
 // NodeRef names one virtual server: its ring ID, the listen address of
 // the process that hosts it, and the machine that process runs on.
 type NodeRef struct {
-	ID   id.ID
-	Addr string
+	ID   id.ID  `wire:"1"`
+	Addr string `wire:"2,max=MaxAddrBytes"`
 	// Machine identifies the machine (the disk) the process stores on: a
 	// random number made once and kept in its data folder, or one an
 	// operator gives processes that share a machine. Replicas go on
 	// distinct machines. Zero means unknown: only the address tells hosts
 	// apart.
-	Machine uint64
+	Machine uint64 `wire:"3"`
 }
 
 // SameMachine reports whether n and m are known to store on one machine:
@@ -318,11 +318,3 @@ func Hand(m Msg) Msg {
 
 // handOver is a message whose block bytes Hand shares.
 type handOver interface{ hand() Msg }
-
-// cloneNodes copies a node list, keeping nil nil as the codec does.
-func cloneNodes(l []NodeRef) []NodeRef {
-	if l == nil {
-		return nil
-	}
-	return append([]NodeRef(nil), l...)
-}
