@@ -108,6 +108,19 @@ func (n *Node) handlePointers(env node.Env, from string, list []wire.TapPointer)
 	out := batches{from: from}
 	now := env.Now()
 	for _, p := range list {
+		if p.Backup && p.Extra {
+			// On its way to the root's backup: kept only there. The
+			// first hop from the root is not it when the route past the
+			// root resolves more than one digit, and a locate that
+			// reached the backup when the root left found nothing
+			// (TestNoLocateFailsWhileARootLeaves, issue 45).
+			if next, level, root := n.table.nextHop(int(p.Level), p.Key, false, nil); !root {
+				q := p
+				q.Level, q.Hops = uint32(level), p.Hops+1
+				out.add(next, q)
+				continue
+			}
+		}
 		if p.Remove {
 			if !n.ptrs.mayRemove(p.Key, p.Server.Addr, from) {
 				n.Stats.RemovesRefused++
@@ -159,7 +172,8 @@ func (n *Node) handlePointers(env node.Env, from string, list []wire.TapPointer)
 }
 
 // backupRoot sends the root's pointer (or its removal), as an extra one,
-// to the node that would be the key's root without this one. A route that
+// to the node that would be the key's root without this one, by way of
+// the hops that lead there (TapPointer.Backup). A route that
 // goes around this root when it dies, before its death is confirmed and
 // the paths republished to the new root, ends there and still finds the
 // server, where it would answer not-found (real processes under churn:
@@ -170,7 +184,7 @@ func (n *Node) backupRoot(out *batches, p wire.TapPointer) {
 		return
 	}
 	q := p
-	q.Extra, q.Level, q.Hops = true, uint32(level), p.Hops+1
+	q.Extra, q.Backup, q.Level, q.Hops = true, true, uint32(level), p.Hops+1
 	out.add(next, q)
 }
 

@@ -2665,6 +2665,7 @@ func (m *TapPointer) encode(b []byte) []byte {
 	b = putUint(b, 6, m.TTLMillis)
 	b = putBool(b, 7, m.Remove)
 	b = putBool(b, 8, m.Extra)
+	b = putBool(b, 9, m.Backup)
 	return b
 }
 func (m *TapPointer) decodeField(d *decoder, f field) {
@@ -2685,6 +2686,8 @@ func (m *TapPointer) decodeField(d *decoder, f field) {
 		m.Remove = d.bool(f)
 	case 8:
 		m.Extra = d.bool(f)
+	case 9:
+		m.Backup = d.bool(f)
 	}
 }
 

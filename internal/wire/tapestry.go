@@ -94,6 +94,10 @@ type TapPointer struct {
 	TTLMillis uint64  `wire:"6"` // soft state: how long the pointer lives unless republished
 	Remove    bool    `wire:"7"` // unpublish: drop it here and on the way to the root
 	Extra     bool    `wire:"8"` // an extra pointer (§V-B3) kept where it lands, not forwarded
+	// Backup marks an extra pointer for the node that would be the key's
+	// root without its sender, the root: it is routed on, hop by hop as a
+	// publish is, and kept (as an extra pointer) only where it ends.
+	Backup bool `wire:"9"`
 }
 
 // TapPointers carries a batch of pointers for one next hop: publishes
