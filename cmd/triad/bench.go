@@ -15,34 +15,7 @@ import (
 	"triad/internal/bench"
 )
 
-const benchAbout = `
-Measures a part of triad on this machine, next to the machine's own limits
-measured in the same run.
-
-Benchmarks:
-  store   the storage engine: write and random-read throughput against the
-          disk's raw sequential bandwidth, and reopening time.
-  dhash   the block store: put and get throughput and latency of real node
-          processes on 127.0.0.1.
-  nntp    an NNTP server on loopback (triad's or INN): TAKETHIS and POST
-          ingest, ARTICLE, BODY and OVER reads.
-  limits  the news server's bounded totals: 5,000 idle connections, a stalled
-          reader and a long OVER at once; peak memory and a normal client's
-          latency.
-  pin     a node's memory under clients of its own machine that stall 4 MiB
-          frames or never read replies; an operator's triad ring meanwhile.
-  sync    what one maintenance synchronization costs between two stores of
-          1,000,000 equal keys: tree queries and bytes.
-  flood   congestion control of routed requests on real node processes: every
-          node floods the ring; goodput against the unflooded peak, memory,
-          and a normal client's lookup latency.
-  tapestry  Tapestry's router: two real node processes, 4 KB messages routed
-          and acknowledged per second, and a hop's round trip.
-  fs      D2-FS on running triad node --d2 processes: a tree copied into a
-          FUSE-mounted volume and read back, in MB/s and files/s, beside the
-          local disk.
-
-Run 'triad bench <name> --help' for its flags.`
+var benchAbout = help("bench")
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits, "pin": runBenchPin, "sync": runBenchSync, "flood": runBenchFlood, "tapestry": runBenchTapestry, "fs": runBenchFS}, args, stdout, stderr)

@@ -11,25 +11,7 @@ import (
 	"triad/internal/bench"
 )
 
-const benchFSAbout = `
-Measures D2-FS on running nodes (triad node --d2, at --addr) beside the local
-disk, in the same run. A fresh volume is mounted here with FUSE; --tree (Go's
-src by default) is copied in and the volume unmounted, which commits it: the
-copy's MB/s and files/s count until every block is stored. A fresh read-only
-mount then reads every file back (its cache empty: the blocks come from the
-nodes), each checked against the source's SHA-256. The same copy to a folder
-under --local-dir, with sync(2), and its read-back (from the page cache: the
-disk is not asked again) are the comparison. The copies are removed at the
-end (the volume stays, empty). Needs FUSE: root with /dev/fuse, or
-fusermount3.
-
-Then --tasks directories of the tree (spread over it) are written into two
-fresh volumes, one with D2's placement (blocks at their keys) and one with
-a traditional DHT's (blocks at a hash of their keys; §9's baseline), on the
-same nodes, and each directory is read back as one task: the output gives
-per task the nodes its reads went to, the replica groups holding its
-blocks and, with --metrics (the gateways' metrics pages), the lookup
-messages the gateways sent. --tasks 0 skips this part; --no-copy skips the copy.`
+var benchFSAbout = help("bench-fs")
 
 func runBenchFS(args []string, stdout, stderr io.Writer) error {
 	flags := newFlags("bench fs", "bench fs [--addr A,B] [--tree DIR] [--local-dir DIR] [--tasks N] [--metrics URLS] [--no-copy] [--json]", benchFSAbout, stderr)

@@ -8,23 +8,7 @@ import (
 	"triad/internal/bench"
 )
 
-const benchPinAbout = `
-Attacks a real 'triad node' process from its own machine (127.0.0.1) the
-ways issue 44 found to pin its memory, each on a freshly started node for
---hold:
-
-  stalled frames  --frames connections each send all but the last byte of a
-                  4 MiB frame (the largest) and wait;
-  unread replies  --readers connections each ask --gets times for a block of
-                  --block-bytes (1 MiB) and never read an answer.
-
-Meanwhile it samples the node's resident memory, runs an operator's
-'triad ring' every second and one 'triad get' of the block. It passes (exit
-0) when the anonymous memory's peak (heap and stacks: what an attacker can
-pin) stays under --max-anon-mb and every ring answers within --ring-limit.
-The node bounds frames in flight and queued replies in bytes whatever the
-address (64 MiB each), and its collector by its soft memory limit
-('triad node --memory-limit-mb', 512 MiB).`
+var benchPinAbout = help("bench-pin")
 
 func runBenchPin(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench pin", "bench pin [--frames 80] [--readers 20] [--gets 500] [--hold 15s] [--max-anon-mb 576] [--json]", benchPinAbout, stderr)

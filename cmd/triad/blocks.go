@@ -20,18 +20,7 @@ import (
 	"triad/internal/wire"
 )
 
-const putAbout = `
-Stores FILE (or standard input, for "-") in the DHT through the node at --addr
-and prints its key: the first 160 bits of the SHA-256 of its content, in hex.
-The put returns once every copy is durable on its own host (2 replicas by
-default, or a write quorum of 7-of-14 fragments with --redundancy fragments).
-
-A file larger than --chunk is stored as chunks, each a block of its own, and a
-manifest block listing them; the key printed is the manifest's, and 'triad get'
-reassembles the file from it. A progress bar shows on a terminal.
-
-A node whose write window is full defers the put; it is retried for up to a
-minute.`
+var putAbout = help("put")
 
 func runPut(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("put", "put FILE [--addr ADDR] [--expire DURATION] [--redundancy replicas|fragments]", putAbout, stderr)
@@ -97,11 +86,7 @@ func fileProgress(w io.Writer) func(op string, total int64) files.Progress {
 	return func(op string, total int64) files.Progress { return bar(op, total) }
 }
 
-const getAbout = `
-Fetches the block or file stored under KEY (as printed by 'triad put') through
-the node at --addr, checks it against its key, and writes it to standard output
-or to -o FILE. A manifest is followed: the chunks it lists are fetched, checked
-and joined (--raw prints the manifest itself instead).`
+var getAbout = help("get")
 
 func runGet(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("get", "get KEY [--addr ADDR] [-o FILE] [--raw]", getAbout, stderr)
@@ -176,11 +161,7 @@ func writeFileAtomic(path string, data []byte) error {
 	return os.Rename(tmp, path)
 }
 
-const statAbout = `
-Asks the successors of KEY, through the node at --addr, what each holds: a
-whole copy or a fragment, its size and expiry, or why it has none. The first
-hosts listed are the key's home (2 for replicas, 14 for fragments); copies
-placed past a host that was down sit further on.`
+var statAbout = help("stat")
 
 func runStat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("stat", "stat KEY [--addr ADDR]", statAbout, stderr)

@@ -18,36 +18,7 @@ import (
 	"triad/internal/wire"
 )
 
-const caAbout = `
-A deployment's certificate authority: the sites of one ring share one CA,
-and every node, news front-end and operator gets a certificate from it.
-A node's certificate names the address it listens on: its identity on the
-ring. 'triad node --tls BUNDLE' makes every connection to and from the node
-mutual TLS 1.3 and refuses anyone without a certificate from the CA (in
-date, not revoked); 'triad nntp --tls BUNDLE' and the commands that talk to
-nodes (put, get, stat, ring, lookup, maint) take --tls too.
-
-  triad ca init DIR [--name NAME] [--days 3650]
-        make a CA in DIR (keep DIR/ca-key.pem secret: it signs everything)
-  triad ca issue NAME --site SITE [--role ROLE] [--addr HOST:PORT] [--vnodes N]
-                 [--machine NAME] [--ca DIR] [--out DIR] [--days 365]
-        issue a certificate to NAME of SITE and write its bundle (ca.pem,
-        cert.pem, key.pem) to --out (default DIR/bundles/NAME). The role
-        says what its holder may do: node (a node listening at --addr, with
-        at most --vnodes vnodes, on --machine), site (a news front-end,
-        named by its Path name), operator (the client API and operators'
-        commands: maint pause, the load generator) or client (the client
-        API: put, get, stat, lookup, ring). Default: node with --addr,
-        client without
-  triad ca revoke NAME [--ca DIR]
-        revoke NAME's certificate: DIR/crl.pem lists it; copy it into every
-        bundle
-
-Example:
-  triad ca init /etc/triad/ca --name "our ring"
-  triad ca issue node1 --site site1 --addr 10.0.0.1:4001 --vnodes 4 --ca /etc/triad/ca
-  triad ca issue news.site1.example --site site1 --role site --ca /etc/triad/ca
-  triad ca issue alice --site site1 --role operator --ca /etc/triad/ca`
+var caAbout = help("ca")
 
 func runCA(args []string, stdout, stderr io.Writer) error {
 	return runGroup("ca", caAbout, map[string]func([]string, io.Writer, io.Writer) error{

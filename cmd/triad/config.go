@@ -14,25 +14,7 @@ import (
 	"triad/internal/noded"
 )
 
-const configAbout = `
-One configuration file (TOML) can hold what the flags of 'triad node',
-'triad nntp' and 'triad up' say, a table for each: [node], [nntp], [up]. The
-keys are the flag names (listen, data, cache-mb, expire, ...); a news site's
-peers and feeds are [[nntp.peer]] tables (name, addr, mode, secret, groups),
-the same tables as a --peers file's [[peer]]. Each command reads its own
-table when given --config FILE; a flag on the command line overrides the
-file.
-
-  triad config example           print a file with every key, its default and its help
-  triad config check FILE        check a file: unknown keys, values a flag refuses,
-                                 addresses that are not host:port, negative numbers
-                                 and the commands' own checks, each named by its line
-
-Example:
-  triad config example > triad.toml
-  triad config check triad.toml
-  triad node --config triad.toml
-  triad nntp --config triad.toml --listen 127.0.0.1:1120`
+var configAbout = help("config")
 
 // options is what a table of the file sets: a command's Options.
 type options interface {

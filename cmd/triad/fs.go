@@ -23,49 +23,7 @@ import (
 	"triad/internal/d2fs/fsadmin"
 )
 
-const fsAbout = `
-D2-FS volumes (docs/d2.md): file systems whose 8 KB blocks live on the nodes
-that run D2 (triad node --d2), under keys that keep a directory's files on a
-few neighbouring nodes. Every command talks to the nodes at --addr (a
-comma-separated list, tried in turn when one fails; default 127.0.0.1:4001).
-A VOLUME is the name given to mkvol or a volume ID (40 hex digits); a PATH is
-VOLUME:/path/in/it.
-
-  mkvol NAME            create a volume and record NAME for it in the cluster,
-                        so that any machine can mount it by name; a name can
-                        be taken once; writes the volume's private key (see
-                        below)
-  mount VOLUME DIR      mount the volume on DIR with FUSE, in the foreground,
-                        until SIGINT or SIGTERM (then commit and unmount); one
-                        writer per volume, any number of read-only mounts
-                        (--ro); calls move to the next --addr when a node dies
-  ls PATH               list a directory (or show one file)
-  cat PATH              write a file to standard output
-  put PATH [FILE]       store FILE (default: standard input) as PATH,
-                        replacing a file there; the directory must exist
-  get PATH [FILE]       copy a file out to FILE (default: standard output)
-  mkdir PATH            make a directory
-  mv PATH NEWPATH       rename (NEWPATH: /path or VOLUME:/path, same volume)
-  rm PATH               remove a file, symlink or empty directory
-  stat PATH             attributes, then each of its blocks: its key and
-                        the nodes that hold it
-  fsck VOLUME           read every block of the newest commit back and check
-                        it against its pointer; non-zero exit if one is bad
-  status VOLUME         the writer lease, the last commit and its age, the
-                        bytes used, who holds the superblock and the lease,
-                        and whether D2 on each --addr node is on the ring
-
-put, mkdir, mv and rm take the volume's writer lease for the time of the
-command and commit before they return; while a writable mount holds the
-lease they fail: write through the mount.
-
-Only the holder of a volume's private key can change it: the nodes refuse
-every put and delete of its blocks not signed with it, and a mount refuses a
-commit (superblock) not signed with it. mkvol writes the key to --key
-FILE, by default ` + "`$XDG_CONFIG_HOME/triad/volumes/NAME.key`" + ` (or
-~/.config/...), mode 0600; mount (writable), put, mkdir, mv and rm read it
-from there or from --key. Copy it to the machines that write the volume.
-mount --ro, ls, cat, get, stat and fsck need no key.`
+var fsAbout = help("fs")
 
 func runFS(args []string, stdout, stderr io.Writer) error {
 	return runGroup("fs", fsAbout, map[string]func([]string, io.Writer, io.Writer) error{
@@ -148,17 +106,7 @@ func (f fsFlags) explain(err error) error {
 	return err
 }
 
-const mkvolAbout = `
-Creates a volume: a fresh volume ID and a first commit holding an empty root
-directory, then records NAME for it in the cluster (a block under a key
-derived from NAME, stored only if absent), so 'triad fs mount NAME' works
-from any machine. A name already taken is an error. Prints the volume ID.
-
-The volume ID is derived from a fresh ed25519 public key; its private key,
-which the nodes require for every write of the volume's blocks, is written
-to --key FILE (default $XDG_CONFIG_HOME/triad/volumes/NAME.key, or
-~/.config/triad/volumes/NAME.key), mode 0600; an existing file is not
-overwritten. Where it went is printed on standard error.`
+var mkvolAbout = help("mkvol")
 
 func runFSMkvol(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("fs mkvol", "fs mkvol NAME [--key FILE] [--addr A,B]", mkvolAbout, stderr)
@@ -207,24 +155,7 @@ func signalContext(d time.Duration) (context.Context, context.CancelFunc) {
 	return ctx, func() { cancel(); stop() }
 }
 
-const mountAbout = `
-Mounts VOLUME (a name from 'triad fs mkvol', or a volume ID) on DIR with FUSE
-and serves it in the foreground until SIGINT or SIGTERM, then commits what is
-left and unmounts. By default a close of a changed file (and a rename or a
-symlink) returns once the file's data and its directory entry are durable on
-the volume's replicas: close-to-open, as NFS. Linux does not pass sync(2) to a
-FUSE server, so 'cp -r SRC DIR' is durable when cp returns, with no sync.
-Directories made, files removed and attributes changed are committed with the
-next close of a changed file, at fsync, by 'triad fs sync DIR', or at most 30 s
-later. --writeback D turns close-to-open off: changes then wait up to D (or an
-fsync). A commit is whole: after a crash the volume shows the last commit. One writable mount
-per volume holds its lease (a second is refused; a dead mount's lease lapses
---lease, a minute, later); read-only mounts (--ro) follow the writer's commits every 5
-seconds. Requests go to the first --addr node; when it fails they move to the
-next. As root, mount(2) is called directly; otherwise fusermount3 must be
-installed. A writable mount needs the volume's private key (--key FILE, by
-default the one mkvol wrote under $XDG_CONFIG_HOME/triad/volumes); --ro needs
-none.`
+var mountAbout = help("mount")
 
 func runFSMount(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("fs mount", "fs mount VOLUME DIR [--addr A,B] [--ro | --key FILE] [--writeback DURATION] [--lease DURATION]", mountAbout, stderr)
@@ -609,14 +540,7 @@ func runFSRm(args []string, stdout, stderr io.Writer) error {
 	})
 }
 
-const statFSAbout = `
-Shows a file's or directory's attributes and base key, then its committed
-blocks: its record (and the record's parts), then its data blocks in order.
-Each block's line gives its key and its holders, the nodes that should keep
-it (the key's owner first, then the owner's successors), each "ok" (it keeps
-the bytes the block's pointer names), "missing" (it keeps none, or other
-bytes) or "no answer" (it did not answer the node at --addr in time). The exit
-status is non-zero if a block's holders could not be asked.`
+var statFSAbout = help("stat-fs")
 
 func runFSStat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("fs stat", "fs stat VOLUME:/path [--addr A,B]", statFSAbout, stderr)
@@ -657,21 +581,7 @@ func typeName(t d2fs.Type) string {
 	return "file"
 }
 
-const fsckAbout = `
-Reads every block of VOLUME's newest commit back from the nodes (not from a
-cache), checks each against the SHA-256 its pointer carries and each record's
-format, and reports directories, files, blocks and bytes; a bad block is
-listed with its path, and the exit status is then non-zero.
-
---orphans also lists the volume's stored keys (from owner to owner) and
-counts the orphans: blocks no part of the newest commit points at. A mount
-deletes the blocks a commit replaced 30 s after it; one killed before that,
-or before its commit's superblock was stored, leaves them behind.
---delete-orphans deletes them. It needs the volume's key and takes the
-writer's lease (so no mount writes meanwhile; a writable mount makes it
-fail), and it keeps the blocks of the commit before the newest, which a
-read-only mount may still be reading. It deletes nothing if any block of
-the newest commit is bad: what a bad record points at is unknown.`
+var fsckAbout = help("fsck")
 
 func runFSFsck(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("fs fsck", "fs fsck VOLUME [--orphans] [--delete-orphans [--key FILE]] [--addr A,B]", fsckAbout, stderr)

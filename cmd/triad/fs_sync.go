@@ -7,14 +7,7 @@ import (
 	"time"
 )
 
-const syncAbout = `
-Commits every change of the volume mounted on DIR now, and returns once the
-commit is durable on the volume's replicas (it opens DIR and calls fsync on
-it, which the mount answers with a commit). Linux does not pass sync(2) or
-syncfs(2) to a FUSE file system, so 'sync' alone commits nothing; under the
-default close-to-open mode a closed file is durable already, and this is for
-what no close covers: directories made, files removed, attributes changed,
-and every change of a mount with --writeback.`
+var syncAbout = help("sync")
 
 func runFSSync(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("fs sync", "fs sync DIR", syncAbout, stderr)

@@ -11,10 +11,7 @@ import (
 	"triad/internal/wire"
 )
 
-const ringAbout = `
-Shows the ring as the node at --addr sees it: for each of its virtual servers,
-the predecessor list and successor list (nearest first) and the finger table
-(the successor of self + 2^bit, highest bit first).`
+var ringAbout = help("ring")
 
 func runRing(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ring", "ring --addr ADDR [--json]", ringAbout, stderr)
@@ -97,14 +94,7 @@ func ringJSON(info *wire.RingInfo) map[string]any {
 	return map[string]any{"vnodes": vs}
 }
 
-const lookupAbout = `
-Asks the node at --addr to look KEY up on the ring and prints the key's
-successors (nearest first: the first is the node responsible for KEY) and the
-number of hops the lookup took.
-
-KEY is a ring ID in hexadecimal (up to 40 digits; fewer are leading digits,
-so "8" is half way round the ring). With --text, KEY is any text and its
-content key (the first 160 bits of SHA-256) is looked up.`
+var lookupAbout = help("lookup")
 
 func runLookup(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lookup", "lookup [--addr ADDR] [--text] [--json] KEY", lookupAbout, stderr)

@@ -11,18 +11,7 @@ import (
 	"triad/internal/wire"
 )
 
-const maintAbout = `
-Passing Tone maintenance on one node (docs/maint.md): each of its virtual
-servers pulls what its replica range lacks from its successor and predecessor,
-and hands keys it holds outside its range to their successor.
-
-  status   counters (rounds, tree nodes and keys compared, objects and bytes
-           repaired and handed over, expired objects not repaired, failures,
-           the keys and bytes queued to fetch and to hand over now) and, per
-           virtual server, its neighbours at the last round, when that
-           round ended and what the round in progress has yet to fetch
-  pause    start no new round or sweep (what runs, finishes)
-  resume   start them again`
+var maintAbout = help("maint")
 
 func runMaint(args []string, stdout, stderr io.Writer) error {
 	return runGroup("maint", maintAbout, map[string]func([]string, io.Writer, io.Writer) error{

@@ -17,61 +17,7 @@ import (
 	"triad/internal/usenet/nntpd"
 )
 
-const nntpAbout = `
-Runs a news server (NNTP: RFC 3977 reading and posting, RFC 4644 streaming
-feeds, RFC 4643 AUTHINFO) on --listen.
-
-Articles are kept whole, each as one content-hash object: standalone in a
-local storage engine under --data (one site, like INN), or in the DHT through
-the node at --node. Newsgroups, their article numbers, the overview and the
-history of message-ids live in an embedded database under --data.
-
-Out of the box, clients on 127.0.0.1 may read, post and feed without a
-password, and nobody else may do anything. --users FILE lets others in with
-AUTHINFO USER/PASS; make its lines with 'triad nntp passwd NAME'.
-
-Groups named by --groups are created at start (existing ones keep their
-articles). A name may end in :y (posting allowed, the default), :n (no
-posting; feeds still arrive) or :m (moderated: only articles with an
-Approved header), as in INN's active file. Expiry keeps binaries (groups matching *.binaries.*) 15 days and
-everything else 90 days unless --expire says otherwise.
-
-Sites of one ring (UsenetDHT): with --node, several news servers share the
-articles in the DHT, each storing about k/n of them, and pass each other only
-headers. --peers FILE names the other sites, a [[peer]] table each (the
-keys of a configuration file's [[nntp.peer]]; a feed may have no secret):
-
-  [[peer]]
-  name = "siteb"
-  addr = "10.0.0.2:119"
-  mode = "announce"
-  secret = "s3cret"
-
-  [[peer]]
-  name = "upstream"
-  addr = "news.example:119"
-  mode = "feed"
-  groups = "comp.*,!comp.binaries.*"
-
-A site announces every article listed here (posted, fed, or announced by
-another peer) to its announce peers with CHECK and TAKEDHT (headers and the
-article's key), except to sites already in its Path; a mesh peer (every site
-peers with every other) gets only the articles that entered the ring here;
-a feed peer (INN, say) gets whole articles with CHECK and TAKETHIS. An announce peer logs in here as
-its name with the secret of the link. With the secret 'tls' the link is
-mutual TLS with the deployment's certificates (--tls, from 'triad ca issue
-NAME' where NAME is the site's --pathhost): the peer is dialled at the
-address given, its --peer-listen, and must present a certificate issued to
-its name; it announces to this site's --peer-listen, known by its own. What a peer has not taken waits in
-news.db (--max-backlog) and goes when it is back; each peer's state is in
-DATA/feeds.status. Articles read from the DHT are kept in a memory cache
-(--cache-mb, --cache-policy).
-
-Point a newsreader at it, or try:
-  python3 -c "import nntplib; s = nntplib.NNTP('127.0.0.1', 1119); print(s.list()[1][:5])"
-
-'triad nntp passwd NAME [--perm read,post,feed]' reads a password on stdin and
-prints a --users line.`
+var nntpAbout = help("nntp")
 
 func runNNTP(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "passwd" {

@@ -13,31 +13,7 @@ import (
 	"triad/internal/noded"
 )
 
-const nodeAbout = `
-Runs one triad node: a process with one or more virtual servers on the Chord
-ring, serving peers and clients on --listen.
-
-The first node of a ring is started without --join. Every other node joins
-through any running node. A node keeps its ring IDs and the peers it last knew
-in --data, so after a crash or reboot the same command (even without --join)
-brings it back at the same ring positions, as a transient failure rather than a
-new node. SIGINT or SIGTERM makes it leave the ring gracefully.
-
-A node's ring IDs derive from its listen address (vnode i sits at a hash of
-the address and i), and it refuses peers whose IDs do not. A new node takes
---vnodes of the first --positions such positions (default: all it may use),
-those that even out the nodes' shares of the ring it joins, and keeps them. With --tls every
-connection is mutual TLS and a certificate grants only what it names: a
-node's certificate its address, machine and vnode count (--vnodes must not
-exceed it; --machine is the certificate's), a client's, a news front-end's
-or an operator's the client API, and only an operator's the operators'
-commands (maint pause). Without --tls the node trusts its network: any
-process that can reach the port and proves the address it listens on can
-join the ring, and maint pause is taken from this machine only.
-
-Example:
-  triad node --listen 127.0.0.1:4001 --data /var/lib/triad
-  triad node --listen 127.0.0.1:4002 --join 127.0.0.1:4001 --vnodes 4`
+var nodeAbout = help("node")
 
 // nodeLimitMB is a node's default soft memory limit. Its driver bounds
 // the bytes of frames in flight and of replies queued (64 MiB each), but

@@ -13,37 +13,7 @@ import (
 	"triad/internal/figure"
 )
 
-const simAbout = `
-Runs a simulation experiment: many instances of the real node code under
-virtual time on a synthetic wide-area topology, reproducible from --seed.
-
-Experiments:
-  ring   Chord: join N nodes, stabilize, measure 10,000 random lookups against
-         the true ring; optionally after a mass failure (--fail) or during
-         churn (--churn).
-  dhash  DHash++: recursive vs iterative lookups, proximity neighbour
-         selection with 1/4/16/64 samples, replicas vs 7-of-14 fragments,
-         with and without integration, on 2,048 nodes.
-  passingtone
-         Passing Tone (UsenetDHT): a year of PlanetLab-like failures on 632
-         hosts with the real maintenance code (objects lost, the CDF of
-         durable copies), or --scenario transient|addition|wipe|partition
-         on a small ring (bytes moved against bytes needed).
-  congestion
-         Congestion control for routed requests on 128 peers: collapse without
-         control and the loss, back-pressure and marking schemes against
-         offered load (Figure 4), cross-load (Figure 5) and fairness.
-  tapestry
-         Tapestry: route-to-node and route-to-object stretch (RDP), the extra
-         pointers, insertion cost, parallel joins, massive failure and churn
-         on meshes of hosts that run Tapestry alone; and the same gets
-         through Tapestry and DHash++ (vs-chord).
-  d2     D2 (defragmented file system): nodes per user-hour, task
-         unavailability and storage balance with ordered, block and file
-         placement, on a workload made from a real tree (a model of D2's
-         balancing with idealized routing).
-
-Run 'triad sim <name> --help' for an experiment's flags.`
+var simAbout = help("sim")
 
 func runSim(args []string, stdout, stderr io.Writer) error {
 	// A simulation's live heap is small next to what it allocates per

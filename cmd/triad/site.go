@@ -18,29 +18,7 @@ import (
 	"triad/internal/noded"
 )
 
-const siteAbout = `
-Runs a whole news site of a UsenetDHT deployment in one process: a triad node
-on --node-listen, and on it the news server of 'triad nntp' on --listen. The
-news server hands articles to its node by a call, not over a socket, as a
-site on a machine of its own would run them; the node serves the other
-sites' nodes and clients as 'triad node' does.
-
-Every flag of 'triad nntp' is here as it is there. Every flag of 'triad
-node' is here with node- in front: --node-listen, --node-join, --node-vnodes,
---node-data (default: DATA/node, DATA being --data), --node-tls, ... A
---config file's [node] table sets the node and its [nntp] table (with its
-[[nntp.peer]] tables) the news server; flags override both. The news
-server's node is the site's own: --node (or [nntp] node) may only name
---node-listen.
-
-SIGINT or SIGTERM stops the news server first (what it has acknowledged is
-in its journal and on the node) and then the node, which leaves the ring
-gracefully.
-
-Example (three sites on one machine, one ring):
-  triad site --listen 127.0.0.1:1119 --data s1 --node-listen 127.0.0.1:4001
-  triad site --listen 127.0.0.1:1120 --data s2 --node-listen 127.0.0.1:4002 --node-join 127.0.0.1:4001
-  triad site --listen 127.0.0.1:1121 --data s3 --node-listen 127.0.0.1:4003 --node-join 127.0.0.1:4001`
+var siteAbout = help("site")
 
 // nodePrefix starts the name of each of the node's flags on triad site.
 const nodePrefix = "node-"

@@ -30,18 +30,7 @@ func tapestryCall(node nodeFlags, m wire.Msg) (wire.Msg, error) {
 	return node.call(ctx, m)
 }
 
-const publishAbout = `
-Stores FILE (or standard input, for "-") in the storage engine of the node at
---addr, which must run with --tapestry, and publishes it in Tapestry: the node
-becomes the object's server and leaves location pointers on the path to the
-root of its key. Prints the key: the first 160 bits of the SHA-256 of the
-content, in hex, as 'triad put' does.
-
-Unlike 'triad put', the object stays where it was published (one copy, on
-that node); 'triad locate' and 'triad fetch' find it from any node of the
-mesh. The node republishes it every --tapestry-republish, and again after a
-restart, until --expire passes or 'triad unpublish'; a pointer not
-republished lives two republish intervals.`
+var publishAbout = help("publish")
 
 func runPublish(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("publish", "publish FILE [--addr ADDR] [--expire DURATION]", publishAbout, stderr)
@@ -76,11 +65,7 @@ func runPublish(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-const unpublishAbout = `
-Makes the node at --addr stop serving KEY (as printed by 'triad publish'): it
-no longer republishes it, and the location pointers on the path to the key's
-root are removed. Locates that still meet a stale pointer find that the node no
-longer holds the object and go on to the root.`
+var unpublishAbout = help("unpublish")
 
 func runUnpublish(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("unpublish", "unpublish KEY [--addr ADDR]", unpublishAbout, stderr)
@@ -96,15 +81,7 @@ func runUnpublish(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-const locateAbout = `
-Routes to the object KEY through the Tapestry mesh from the node at --addr
-(RouteToObject): digit by digit towards the key's root, turning towards the
-nearest server at the first location pointer met. Prints the server found,
-the hops taken, the path and the latency the node measured.
-
-With --all the route goes on to the key's root and lists every server the root
-knows. An object no server publishes is not found: the command says at which
-root after how many hops, and exits 1.`
+var locateAbout = help("locate")
 
 // locatedJSON is what locate --json prints: one line.
 type locatedJSON struct {
@@ -187,12 +164,7 @@ func addrs(refs []wire.NodeRef) []string {
 	return out
 }
 
-const fetchAbout = `
-Routes to the object KEY from the node at --addr, as 'triad locate' does, and
-has the server it reaches answer with the object's bytes. They are checked
-against KEY (the first 160 bits of their SHA-256) and written to standard
-output or to -o FILE; bytes that do not match are an error and are not
-written.`
+var fetchAbout = help("fetch")
 
 func runFetch(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("fetch", "fetch KEY [--addr ADDR] [-o FILE]", fetchAbout, stderr)
@@ -228,16 +200,7 @@ func runFetch(args []string, stdout, stderr io.Writer) error {
 	return writeFileAtomic(*out, l.Data)
 }
 
-const tapestryAbout = `
-Shows one node's Tapestry (it runs with --tapestry).
-
-  table    the routing table: for each level and digit, the links (primary
-           first, then the backups) with their measured round-trip times;
-           then the backpointers, the nodes whose tables hold this one
-  status   the node's counters: links, backpointers, pointers held, objects
-           published and the republish queue, routes in flight, then the
-           routes, hops, redirections, loops, republishes, joins and beacons
-           counted since it started`
+var tapestryAbout = help("tapestry")
 
 func runTapestry(args []string, stdout, stderr io.Writer) error {
 	return runGroup("tapestry", tapestryAbout, map[string]func([]string, io.Writer, io.Writer) error{

@@ -16,18 +16,7 @@ import (
 	"triad/internal/newsd"
 )
 
-const upAbout = `
-Starts a small local UsenetDHT deployment on 127.0.0.1: --sites news sites,
-each a news server (NNTP) and --nodes triad nodes, all in this one process.
-The nodes of every site join one ring and keep the articles of all of them
-(each article stored once in the ring, with its replicas); the sites peer
-with each other and pass on only headers (TAKEDHT), so an article posted or
-fed at one site is readable at every site. Site i serves news on
---nntp-port+i; node j listens on --port+j; data for all of them goes under
---data. It prints what it started and how to look at it, waits until the ring
-is consistent, and runs until Ctrl-C, when every node leaves the ring
-gracefully. Started again with the same --data, the nodes come back at the
-same ring positions and the sites with their groups and articles.`
+var upAbout = help("up")
 
 // upLimitMB is triad up's soft memory limit: mb, or with -1 what its
 // nodes and sites would each have alone, summed (issue 44: the totals

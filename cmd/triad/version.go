@@ -6,12 +6,7 @@ import (
 	"runtime/debug"
 )
 
-const versionAbout = `
-Prints triad's module version, the commit it was built from (with
-"modified" when the working tree had uncommitted changes) and the Go
-version that built it. 'go run' and 'go test' builds carry no commit; build
-with 'go build -buildvcs=true ./cmd/triad' in a git checkout to have one
-(GOFLAGS=-buildvcs=false, set on some machines, turns it off).`
+var versionAbout = help("version")
 
 func runVersion(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("version", "version", versionAbout, stderr)
