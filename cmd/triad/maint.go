@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
+	"triad/internal/maint"
 	"triad/internal/wire"
 )
 
@@ -40,42 +39,9 @@ func runMaintStatus(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s answered %T", *node.addr, m)
 	}
 	if *asJSON {
-		out := map[string]any{"paused": st.Paused}
-		counters := map[string]uint64{}
-		for _, c := range st.Counters {
-			counters[c.Name] = c.Value
-		}
-		out["counters"] = counters
-		var vnodes []map[string]any
-		for _, v := range st.Vnodes {
-			vnodes = append(vnodes, map[string]any{"self": v.Self.ID.String(), "successor": v.Succ.Addr, "predecessor": v.Pred.Addr,
-				"last_round_unix_ns": v.LastRound, "running": v.Running, "queued": v.Queued, "queued_bytes": v.QueuedSize})
-		}
-		out["vnodes"] = vnodes
-		return json.NewEncoder(stdout).Encode(out)
+		return printJSON(stdout, maint.StatusJSON(st))
 	}
-	state := "running"
-	if st.Paused {
-		state = "paused"
-	}
-	fmt.Fprintf(stdout, "maintenance on %s: %s\n", *node.addr, state)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	for _, c := range st.Counters {
-		fmt.Fprintf(tw, "  %s\t%d\n", c.Name, c.Value)
-	}
-	tw.Flush()
-	for _, v := range st.Vnodes {
-		last := "no round yet"
-		if v.LastRound != 0 {
-			last = "last round ended " + time.Since(time.Unix(0, v.LastRound)).Round(time.Second).String() + " ago"
-		}
-		fmt.Fprintf(stdout, "vnode %s: successor %s, predecessor %s; %s", v.Self.ID.Short(), v.Succ.Addr, v.Pred.Addr, last)
-		if v.Running {
-			fmt.Fprintf(stdout, "; a round is running, %d keys (%d bytes) to fetch", v.Queued, v.QueuedSize)
-		}
-		fmt.Fprintln(stdout)
-	}
-	return nil
+	return maint.WriteStatus(stdout, *node.addr, st, time.Now())
 }
 
 func runMaintControl(name string, pause bool, args []string, stdout, stderr io.Writer) error {
