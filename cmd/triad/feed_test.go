@@ -14,7 +14,7 @@ import (
 // does while its replies wait on the DHT) holds the feeder's writes
 // longer than the dial's timeout; the feed must go on writing then, not
 // leave the server waiting for the rest of an article and itself for the
-// replies (a TestSiteStoppedAMinuteCatchesUp failure: "850 of 1000
+// replies (a TestSiteStoppedCatchesUp failure: "850 of 1000
 // articles answered" after 3 minutes).
 func TestFeedOutlivesItsDial(t *testing.T) {
 	defer func(d time.Duration) { feedDialTimeout = d }(feedDialTimeout)

@@ -145,14 +145,15 @@ func bigArticles(prefix string, n, size int) fedArticles {
 	return f
 }
 
-// TestSiteStoppedAMinuteCatchesUp runs three sites as separate processes
+// TestSiteStoppedCatchesUp runs three sites as separate processes
 // (a `triad node` and a `triad nntp --node --peers` each) and feeds site
 // A with streaming TAKETHIS. Site B (its news server and its node) is
-// SIGKILLed during the feed and kept down for a minute; when it is back
+// SIGKILLed during the feed and kept down until the other sites' feeds to
+// it have backed off to their longest wait (half a minute); when it is back
 // it catches up from A's and C's backlogs: every article acknowledged is
 // listed once at every site and reads back whole, and the group counts
 // are the same everywhere.
-func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
+func TestSiteStoppedCatchesUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("keeps a site down for a minute; skipped in -short mode")
 	}
@@ -200,8 +201,16 @@ func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
 	if n := len(fed.acked) + len(fed.refused); n != len(arts.IDs) {
 		t.Fatalf("%d of %d articles answered with site B down", n, len(arts.IDs))
 	}
-	t.Logf("feed done (%d acknowledged) %v after the kill; site B stays down a minute", len(fed.acked), time.Since(killedAt).Round(time.Millisecond))
-	time.Sleep(time.Until(killedAt.Add(time.Minute)))
+	t.Logf("feed done (%d acknowledged) %v after the kill", len(fed.acked), time.Since(killedAt).Round(time.Millisecond))
+	// B stays down until A's and C's feeds to it have backed off to their
+	// longest wait: six failed tries each (1, 2, 4, 8 and 16 s apart, then
+	// 30 s), about half a minute.
+	if !testutil.Poll(2*time.Minute, func() bool {
+		return unreachableWarnings(t, sites[0], "siteb") >= 6 && unreachableWarnings(t, sites[2], "siteb") >= 6
+	}) {
+		t.Fatalf("A and C tried site B %d and %d times in 2 minutes, want 6 each", unreachableWarnings(t, sites[0], "siteb"), unreachableWarnings(t, sites[2], "siteb"))
+	}
+	t.Logf("site B down %v: A's and C's feeds to it backed off to their longest wait", time.Since(killedAt).Round(time.Second))
 	d.Restart(1)
 	sites[1] = startSite(1)
 	back := time.Now()
@@ -238,6 +247,23 @@ func TestSiteStoppedAMinuteCatchesUp(t *testing.T) {
 		}
 	}
 	t.Logf("whole test took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// unreachableWarnings counts the times site's log says its feed to peer
+// failed.
+func unreachableWarnings(t *testing.T, site *newsProc, peer string) int {
+	t.Helper()
+	b, err := os.ReadFile(site.Log())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "feed: peer unreachable") && strings.Contains(l, "peer="+peer) {
+			n++
+		}
+	}
+	return n
 }
 
 // checkPeerLinkRefusesStrangers finds site 1's peers' TLS listener in what
