@@ -52,6 +52,9 @@ type Options struct {
 	// Data is the data folder. Empty means triad-data/PORT, PORT being
 	// Listen's. Key data.
 	Data string
+	// WriteTimeout bounds one write to a peer or client: a connection whose
+	// writes stall longer is closed (0: tcp's default, 8 s).
+	WriteTimeout time.Duration
 	// MaxConns is how many connections from peers and clients are accepted
 	// at once; more are closed on arrival. Key max-conns. Default 1024.
 	MaxConns int
@@ -222,6 +225,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Vnodes, "vnodes", o.Vnodes, "virtual servers (ring positions) in this process")
 	fs.IntVar(&o.Positions, "positions", o.Positions, "a new node takes its vnodes among this many positions derived from --listen, those that even out the nodes' shares of the ring it joins (0: all it may use, its certificate's vnode count with --tls, 64 without; equal to --vnodes: the first ones)")
 	fs.StringVar(&o.Data, "data", o.Data, "data `directory` (default ./triad-data/<port>)")
+	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "the longest one write to a peer or client may stall before its connection is closed (0: 8s)")
 	fs.IntVar(&o.MaxConns, "max-conns", o.MaxConns, "connections from peers and clients accepted at once; more are closed on arrival")
 	fs.StringVar(&o.Machine, "machine", o.Machine, "machine `name` shared by the processes that store on one machine (one disk): no two of them get replicas of one block (default: an identity made once and kept under --data)")
 	fs.DurationVar(&o.Stabilize, "stabilize", o.Stabilize, "mean time between stabilization rounds")
@@ -277,6 +281,9 @@ func (o *Options) assembly() (assembly, error) {
 	}
 	if o.Positions != 0 && (o.Positions < o.Vnodes || o.Positions > ring.MaxVnodes) {
 		return a, fmt.Errorf("--positions %d: want 0 (all the node may use) or %d (--vnodes) to %d", o.Positions, o.Vnodes, ring.MaxVnodes)
+	}
+	if o.WriteTimeout < 0 {
+		return a, fmt.Errorf("--write-timeout %v: want 0 or more", o.WriteTimeout)
 	}
 	if o.MaxConns < 1 {
 		return a, fmt.Errorf("--max-conns %d: want at least 1", o.MaxConns)
@@ -334,7 +341,7 @@ func (o *Options) assembly() (assembly, error) {
 	// behind the puts spares the feed a checkpoint for each node read.
 	so := store.Options{Capacity: o.CapacityMB << 20, MaxObject: blocks.MaxBlock + 64, SyncInterval: sync, MaxRetention: blocks.MaxRetention,
 		TreeLag: maintTreeLag}
-	a.driver = tcp.Config{Listen: o.Listen, DataDir: data, Store: so, Workers: o.Workers, MaxConns: o.MaxConns, CheckVnodes: o.DeriveIDs}
+	a.driver = tcp.Config{Listen: o.Listen, DataDir: data, Store: so, Workers: o.Workers, WriteTimeout: o.WriteTimeout, MaxConns: o.MaxConns, CheckVnodes: o.DeriveIDs}
 	if o.D2 {
 		c := d2.DefaultConfig()
 		if o.D2Stabilize <= 0 {

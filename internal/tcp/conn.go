@@ -322,7 +322,7 @@ func (c *conn) write() {
 			c.nc.Close() // the client's reads fail too, rather than hang
 		}
 	}()
-	bw := bufio.NewWriterSize(deadlineWriter{c.nc, d.cfg.DialTimeout + 5*time.Second}, 64<<10)
+	bw := bufio.NewWriterSize(deadlineWriter{c.nc, d.cfg.WriteTimeout}, 64<<10)
 	// A dialled connection closes when idle; a route back on an accepted
 	// connection lives as long as its reader, which has its own idle limit.
 	idle := time.NewTimer(d.cfg.IdleTimeout)

@@ -71,6 +71,10 @@ type Config struct {
 	IdleTimeout time.Duration
 	// DialTimeout bounds connection setup. Default 3s.
 	DialTimeout time.Duration
+	// WriteTimeout bounds one write on a connection: one that stalls
+	// longer (a peer that stopped reading) is closed. Default DialTimeout
+	// + 5s.
+	WriteTimeout time.Duration
 	// HandshakeTimeout bounds how long an accepted connection that claims
 	// a peer's address may take to prove it (see Driver) before it is
 	// closed. Default 5s.
@@ -140,6 +144,9 @@ func (c *Config) fill() error {
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 3 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = c.DialTimeout + 5*time.Second
 	}
 	if c.HandshakeTimeout <= 0 {
 		c.HandshakeTimeout = 5 * time.Second
