@@ -25,7 +25,7 @@ var (
 	ErrNoRoute   = fmt.Errorf("d2: %w", fault.ErrNoRoute)
 	ErrBadKey    = fmt.Errorf("d2: %w: a key must be %d bytes", fault.ErrBadRequest, KeyBytes)
 	ErrTooLarge  = fmt.Errorf("d2: %w", fault.ErrTooLarge)
-	ErrNotJoined = fmt.Errorf("d2: %w: not on the ring yet", fault.ErrUnavailable)
+	ErrNotJoined = fmt.Errorf("d2: %w", fault.ErrJoining)
 	// ErrUnavailable answers a Latest whose owner did not answer, or
 	// whose key's bytes no holder could give.
 	ErrUnavailable = fmt.Errorf("d2: %w", fault.ErrUnavailable)
@@ -365,14 +365,14 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		n.handleJoin(env, in, m)
 	case *wire.D2GetNeighbors:
 		if !n.joined {
-			rpc.RespondError(env, in, n.self, fault.CodeUnavailable, "d2: joining")
+			rpc.RespondError(env, in, n.self, fault.CodeJoining, "d2: joining")
 			return
 		}
 		rpc.Respond(env, in, n.self, n.neighbors())
 	case *wire.D2FindSucc:
 		n.Stats.LookupMsgs++
 		if !n.joined {
-			rpc.RespondError(env, in, n.self, fault.CodeUnavailable, "d2: joining")
+			rpc.RespondError(env, in, n.self, fault.CodeJoining, "d2: joining")
 			return
 		}
 		rpc.Respond(env, in, n.self, n.findSucc(m.Key))

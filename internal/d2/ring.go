@@ -310,7 +310,7 @@ func (n *Node) handleJoin(env node.Env, in node.MsgIn, m *wire.D2Join) {
 		return
 	}
 	if !n.joined {
-		rpc.RespondError(env, in, n.self, fault.CodeUnavailable, "d2: joining")
+		rpc.RespondError(env, in, n.self, fault.CodeJoining, "d2: joining")
 		return
 	}
 	if j != n.pred && j.Pos != n.pos && (n.pred.IsZero() || j.Pos.Between(n.pred.Pos, n.pos)) {
@@ -423,7 +423,7 @@ func (n *Node) notifySucc(env node.Env, round int) {
 // ring (it restarted and is joining again).
 func notOnRing(err error) bool {
 	var e *wire.Error
-	return errors.As(err, &e) && e.Code == fault.CodeUnavailable
+	return errors.As(err, &e) && e.Code == fault.CodeJoining
 }
 
 // stabilized takes a successor's answer: a node between us becomes the

@@ -296,7 +296,7 @@ func failOver(err error) bool {
 		return true // a transport error or a timeout
 	}
 	switch we.Code {
-	case fault.CodeBusy, fault.CodeUnavailable, fault.CodeNoRoute, fault.CodeInternal, fault.CodeNoVnode, fault.CodeNoProtocol:
+	case fault.CodeBusy, fault.CodeUnavailable, fault.CodeNoRoute, fault.CodeInternal, fault.CodeNoVnode, fault.CodeNoProtocol, fault.CodeJoining:
 		return true
 	}
 	return false
@@ -366,16 +366,9 @@ func (b *Blocks) callOne(ctx context.Context, addr string, m wire.Msg) answer {
 	return answer{addr: addr, msg: reply, err: err}
 }
 
-// notJoinedText is what a node that runs D2 but is not on the ring yet
-// answers a client's request with (d2.ErrNotJoined's text, which a d2
-// test pins).
-const notJoinedText = "not on the ring yet"
-
 // notJoined says whether a node refused a request because D2 there is
-// still joining the ring.
-func notJoined(we *wire.Error) bool {
-	return we.Code == fault.CodeUnavailable && strings.Contains(we.Text, notJoinedText)
-}
+// still joining the ring (d2.ErrNotJoined, fault.CodeJoining).
+func notJoined(we *wire.Error) bool { return we.Code == fault.CodeJoining }
 
 // JoiningError is the error when no node served a request and some
 // answered that D2 there is still joining the ring (ErrJoining): they run
@@ -407,7 +400,7 @@ func (b *Blocks) noNode(last []error) error {
 		if !isWire || !noD2(we) {
 			allNoD2 = false
 		}
-		if !isWire || (we.Code != fault.CodeNoRoute && we.Code != fault.CodeUnavailable && we.Code != fault.CodeBusy) {
+		if !isWire || (we.Code != fault.CodeNoRoute && we.Code != fault.CodeUnavailable && we.Code != fault.CodeBusy && we.Code != fault.CodeJoining) {
 			allSettling = false
 		}
 		if isWire && notJoined(we) {

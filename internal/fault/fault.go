@@ -22,6 +22,7 @@ const (
 	CodeCorrupt     Code = 9  // the stored copy is damaged (and now quarantined)
 	CodeUnavailable Code = 10 // too few live hosts to store or fetch the block
 	CodeNoProtocol  Code = 11 // the node runs no protocol for the message (started without it)
+	CodeJoining     Code = 12 // the protocol there is still joining its ring; ask another node or later
 )
 
 // The sentinels, one per code. errors.Is matches each against an error
@@ -38,6 +39,7 @@ var (
 	ErrCorrupt     = sentinel(CodeCorrupt, "stored copy damaged")
 	ErrUnavailable = sentinel(CodeUnavailable, "too few live hosts")
 	ErrNoProtocol  = sentinel(CodeNoProtocol, "no such protocol here")
+	ErrJoining     = sentinel(CodeJoining, "not on the ring yet")
 )
 
 // codes lists every code with its name and sentinel, in number order.
@@ -57,6 +59,7 @@ var codes = [...]struct {
 	{CodeCorrupt, "corrupt", ErrCorrupt},
 	{CodeUnavailable, "unavailable", ErrUnavailable},
 	{CodeNoProtocol, "no-protocol", ErrNoProtocol},
+	{CodeJoining, "joining", ErrJoining},
 }
 
 // Codes lists every code this build knows, in number order.
