@@ -127,7 +127,7 @@ func TestInsiderCertificate(t *testing.T) {
 				&wire.D2Store{Key: k, Data: []byte("an insider's bytes"), Primary: true, Mode: wire.D2PutReplace},
 			} {
 				reply, err := in.call(a, m)
-				if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
+				if s, ok := reply.(*wire.D2StoreDone); err == nil && ok && s.Copies > 0 {
 					took++
 					t.Errorf("%T of %s at %s: %+v", m, k.Short(), a, s)
 				} else {

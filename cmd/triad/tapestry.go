@@ -57,7 +57,7 @@ func runPublish(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
-	p, ok := m.(*wire.TapPublished)
+	p, ok := m.(*wire.TapPublishDone)
 	if !ok {
 		return fmt.Errorf("%s answered %T", *node.addr, m)
 	}
@@ -138,12 +138,12 @@ func runLocate(args []string, stdout, stderr io.Writer) error {
 }
 
 // locate sends a TapLocate and checks the reply's type.
-func locate(node nodeFlags, m *wire.TapLocate) (*wire.TapLocated, error) {
+func locate(node nodeFlags, m *wire.TapLocate) (*wire.TapLocateDone, error) {
 	r, err := tapestryCall(node, m)
 	if err != nil {
 		return nil, err
 	}
-	l, ok := r.(*wire.TapLocated)
+	l, ok := r.(*wire.TapLocateDone)
 	if !ok {
 		return nil, fmt.Errorf("%s answered %T", *node.addr, r)
 	}
@@ -152,7 +152,7 @@ func locate(node nodeFlags, m *wire.TapLocate) (*wire.TapLocated, error) {
 
 // notFound is the error of a route that reached the key's root and no
 // server.
-func notFound(l *wire.TapLocated) error {
+func notFound(l *wire.TapLocateDone) error {
 	return fmt.Errorf("not found at root %s (%s) after %d hops", l.Root.Addr, l.Root.ID.Short(), l.Hops)
 }
 

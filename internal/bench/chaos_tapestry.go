@@ -366,7 +366,7 @@ func (run *tapChaos) publishOne(addr string, data []byte) (tapObject, error) {
 	if err != nil {
 		return tapObject{}, fmt.Errorf("chaos --tapestry: publish through %s: %w", addr, err)
 	}
-	p, ok := m.(*wire.TapPublished)
+	p, ok := m.(*wire.TapPublishDone)
 	if !ok || p.Key != id.Key(data) {
 		return tapObject{}, fmt.Errorf("chaos --tapestry: publish through %s answered %v, want the key %s", addr, m, id.Key(data))
 	}
@@ -811,7 +811,7 @@ func (cc tapClients) locateWhy(addr string, epoch int, o tapObject) (kind, detai
 		cc.conns.drop(addr)
 		return failNodeGone, ""
 	}
-	l, ok := m.(*wire.TapLocated)
+	l, ok := m.(*wire.TapLocateDone)
 	switch {
 	case !ok:
 		return fmt.Sprintf("answered %T", m), ""

@@ -246,7 +246,7 @@ func (n *Node) lacks(env node.Env, peer wire.NodeRef, k id.ID, mine blockCopy, o
 		return
 	}
 	n.call(env, peer.Addr, copyMsg(k, mine, false), func(env node.Env, reply wire.Msg, err error) {
-		if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
+		if s, ok := reply.(*wire.D2StoreDone); err == nil && ok && s.Copies > 0 {
 			note(env) // else refused (a conflict, full, a delete it knows of): no verdict
 		}
 	})

@@ -66,13 +66,13 @@ func TestForgedDeletes(t *testing.T) {
 	w, mallory := newWriter(r), newWriter(r)
 	b := randomBlock(r, w.in(skewed(r)))
 	gw := c.gateways(b.key, 2)
-	send := func(m wire.Msg) (*wire.D2Stored, error) {
+	send := func(m wire.Msg) (*wire.D2StoreDone, error) {
 		t.Helper()
 		reply, err := c.send(gw[0], gw[1], m)
 		if err != nil {
 			return nil, err
 		}
-		s, ok := reply.(*wire.D2Stored)
+		s, ok := reply.(*wire.D2StoreDone)
 		if !ok {
 			t.Fatalf("%v answered with %T", m.Type(), reply)
 		}
@@ -203,7 +203,7 @@ func TestForgedCreates(t *testing.T) {
 	if at := held(b.key); len(at) != 0 {
 		t.Fatalf("refused creating puts stored the key on %v", at)
 	}
-	if reply, err := send(&wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutKeep, Auth: w.auth(key.OpKeep, b.key, b.data, nil, soon())}); err != nil || reply.(*wire.D2Stored).Copies != 3 {
+	if reply, err := send(&wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutKeep, Auth: w.auth(key.OpKeep, b.key, b.data, nil, soon())}); err != nil || reply.(*wire.D2StoreDone).Copies != 3 {
 		t.Fatalf("the writer's keep put: %+v, %v", reply, err)
 	}
 	c.checkCopies(b.key, b.data)
@@ -233,7 +233,7 @@ func TestForgedCreates(t *testing.T) {
 		t.Fatalf("refused registry puts stored a record on %v", at)
 	}
 	before := gateway.Stats.Unauthorized
-	if reply, err := send(&wire.D2Put{Key: rk, Data: rec, Mode: wire.D2PutIfAbsent}); err != nil || reply.(*wire.D2Stored).Copies != 3 {
+	if reply, err := send(&wire.D2Put{Key: rk, Data: rec, Mode: wire.D2PutIfAbsent}); err != nil || reply.(*wire.D2StoreDone).Copies != 3 {
 		t.Fatalf("an unsigned registry put if absent: %+v, %v", reply, err)
 	}
 	if gateway.Stats.Unauthorized != before {
@@ -293,7 +293,7 @@ func TestPlacedWrites(t *testing.T) {
 		}
 	}
 	m := &wire.D2Put{Key: placed, Data: b.data, Mode: wire.D2PutKeep, Auth: placedAuth(w, key.OpKeep, b.data)}
-	if reply, err := c.send(gw[0], gw[1], m); err != nil || reply.(*wire.D2Stored).Copies != 3 {
+	if reply, err := c.send(gw[0], gw[1], m); err != nil || reply.(*wire.D2StoreDone).Copies != 3 {
 		t.Fatalf("the writer's placed put: %+v, %v", reply, err)
 	}
 	c.checkCopies(placed, b.data)

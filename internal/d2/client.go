@@ -109,7 +109,7 @@ func (n *Node) putAt(env node.Env, p putReq, r Route, attempt int, done putDone)
 	conditional := p.mode == wire.D2PutIfAbsent || p.mode == wire.D2PutIfHash
 	owner := r.Owner.Node
 	ok := n.callTo(env, owner.Addr, owner.ID, relayPut(p), relayTimeout, func(env node.Env, reply wire.Msg, err error) {
-		s, ok := reply.(*wire.D2Stored)
+		s, ok := reply.(*wire.D2StoreDone)
 		switch {
 		case err != nil && attempt == 0 && !conditional:
 			n.cache.drop(p.key)
@@ -304,7 +304,7 @@ func (n *Node) repair(env node.Env, k id.ID, c blockCopy, missed []wire.D2Ref) {
 			continue
 		}
 		n.call(env, h.Node.Addr, copyMsg(k, c, false), func(env node.Env, reply wire.Msg, err error) {
-			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
+			if s, ok := reply.(*wire.D2StoreDone); err == nil && ok && s.Copies > 0 {
 				n.Stats.Repaired++
 			}
 		})
@@ -352,7 +352,7 @@ func (n *Node) deleteSigned(env node.Env, k id.ID, auth wire.D2Auth, done func(e
 				continue
 			}
 			if !n.call(env, h.Node.Addr, &wire.D2Drop{Key: k, Auth: auth}, func(env node.Env, reply wire.Msg, err error) {
-				if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
+				if s, ok := reply.(*wire.D2StoreDone); err == nil && ok && s.Copies > 0 {
 					copies++
 				}
 				finish(env)
@@ -621,14 +621,14 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 		n.putSigned(env, putReq{key: m.Key, data: m.Data, mode: m.Mode, prev: m.Prev, auth: cloneAuth(m.Auth)}, func(env node.Env, copies int, err error) {
 			switch {
 			case errors.Is(err, ErrConflict):
-				rpc.Respond(env, in, n.self, &wire.D2Stored{Conflict: true})
+				rpc.Respond(env, in, n.self, &wire.D2StoreDone{Conflict: true})
 			case err != nil:
 				fail(env, err)
 			default:
 				if copies > 0 {
 					n.claimed(env, in.Client, m.Key)
 				}
-				rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(copies)})
+				rpc.Respond(env, in, n.self, &wire.D2StoreDone{Copies: uint32(copies)})
 			}
 		})
 	case *wire.D2Get:
@@ -645,7 +645,7 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 				fail(env, err)
 				return
 			}
-			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(copies)})
+			rpc.Respond(env, in, n.self, &wire.D2StoreDone{Copies: uint32(copies)})
 		})
 	case *wire.D2Stat:
 		n.Stat(env, m.Key, m.Hash, func(env node.Env, holders []wire.D2Holder, err error) {

@@ -31,7 +31,7 @@ func TestInsiderRelaysAreChecked(t *testing.T) {
 	gw := c.gateways(b.key, 2)
 	soon := func() time.Time { return c.now().Add(5 * time.Minute) }
 	reply, err := c.send(gw[0], gw[1], &wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutIfAbsent, Auth: w.auth(key.OpIfAbsent, b.key, b.data, nil, soon())})
-	if s, ok := reply.(*wire.D2Stored); err != nil || !ok || s.Copies != 3 {
+	if s, ok := reply.(*wire.D2StoreDone); err != nil || !ok || s.Copies != 3 {
 		t.Fatalf("the writer's put through a gateway: %v, %v", reply, err)
 	}
 	holders := c.hostsOf(c.replicas(b.key))
@@ -77,7 +77,7 @@ func TestInsiderRelaysAreChecked(t *testing.T) {
 	}
 	for _, h := range regHolders {
 		if reply, err := c.send(from, h, &wire.D2Store{Key: rk, Data: theirs, Replace: true}); err == nil {
-			if s, ok := reply.(*wire.D2Stored); !ok || !s.Conflict {
+			if s, ok := reply.(*wire.D2StoreDone); !ok || !s.Conflict {
 				t.Errorf("another writer's record over a taken name at %s: %v", c.hosts[h].Addr, reply)
 			}
 		}
@@ -88,7 +88,7 @@ func TestInsiderRelaysAreChecked(t *testing.T) {
 	// The writer's signed delete, through a gateway, reaches every holder.
 	if reply, err := c.send(gw[0], gw[1], &wire.D2Delete{Key: b.key, Auth: w.auth(key.OpDelete, b.key, nil, nil, soon())}); err != nil {
 		t.Fatalf("the writer's delete: %v, %v", reply, err)
-	} else if s, ok := reply.(*wire.D2Stored); !ok || s.Copies != 3 {
+	} else if s, ok := reply.(*wire.D2StoreDone); !ok || s.Copies != 3 {
 		t.Errorf("the writer's delete removed %v copies, want 3", reply)
 	}
 	for _, h := range holders {
@@ -131,7 +131,7 @@ func TestCopiesCarryTheirProof(t *testing.T) {
 		m := &wire.D2Put{Key: k, Data: data, Mode: mode, Prev: prev, Auth: w.auth(op, k, data, prev, soon())}
 		gw := c.gateways(k, 2)
 		reply, err := c.send(gw[0], gw[1], m)
-		if s, ok := reply.(*wire.D2Stored); err != nil || !ok || s.Copies < 2 {
+		if s, ok := reply.(*wire.D2StoreDone); err != nil || !ok || s.Copies < 2 {
 			t.Fatalf("the writer's put of %s: %v, %v", k.Short(), reply, err)
 		}
 	}
@@ -178,7 +178,7 @@ func TestCopiesCarryTheirProof(t *testing.T) {
 	refused := func(what string, to int, m wire.Msg) {
 		t.Helper()
 		reply, err := c.send(insider, to, m)
-		if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
+		if s, ok := reply.(*wire.D2StoreDone); err == nil && ok && s.Copies > 0 {
 			t.Errorf("%s to %s: stored", what, c.hosts[to].Addr)
 		}
 	}
@@ -230,11 +230,11 @@ func TestOwnerCannotAckWhatItDropped(t *testing.T) {
 		t.Fatalf("the key's owner is %s after the restart, want the rogue %s", c.hosts[got].Addr, rogue.Addr)
 	}
 	gw := c.gateways(b.key, 2)
-	put := func() *wire.D2Stored {
+	put := func() *wire.D2StoreDone {
 		t.Helper()
 		m := &wire.D2Put{Key: b.key, Data: b.data, Mode: wire.D2PutKeep, Auth: w.auth(key.OpKeep, b.key, b.data, nil, c.now().Add(5*time.Minute))}
 		reply, err := c.send(gw[0], gw[1], m)
-		s, ok := reply.(*wire.D2Stored)
+		s, ok := reply.(*wire.D2StoreDone)
 		if err != nil || !ok {
 			t.Fatalf("the put: %v, %v", reply, err)
 		}

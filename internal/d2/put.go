@@ -183,23 +183,23 @@ func checkPut(mode wire.D2PutMode, prev []byte) error {
 // key's owner, or "not mine".
 func (n *Node) answerPut(env node.Env, in node.MsgIn, p putReq) {
 	if !n.mayOwn(p.key) {
-		rpc.Respond(env, in, n.self, &wire.D2Stored{NotMine: true})
+		rpc.Respond(env, in, n.self, &wire.D2StoreDone{NotMine: true})
 		return
 	}
 	if n.cfg.AckAndDrop {
-		rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(n.cfg.Replicas), Holders: n.holderRefs()})
+		rpc.Respond(env, in, n.self, &wire.D2StoreDone{Copies: uint32(n.cfg.Replicas), Holders: n.holderRefs()})
 		return
 	}
 	n.ownerPut(env, p, func(env node.Env, copies int, err error) {
 		switch {
 		case errors.Is(err, errNotMine):
-			rpc.Respond(env, in, n.self, &wire.D2Stored{NotMine: true})
+			rpc.Respond(env, in, n.self, &wire.D2StoreDone{NotMine: true})
 		case errors.Is(err, ErrConflict):
-			rpc.Respond(env, in, n.self, &wire.D2Stored{Conflict: true})
+			rpc.Respond(env, in, n.self, &wire.D2StoreDone{Conflict: true})
 		case err != nil:
 			rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
 		default:
-			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: uint32(copies), Holders: n.holderRefs()})
+			rpc.Respond(env, in, n.self, &wire.D2StoreDone{Copies: uint32(copies), Holders: n.holderRefs()})
 		}
 	})
 }

@@ -356,7 +356,7 @@ func TestDeleteStaysDeleted(t *testing.T) {
 
 // TestClientPutModes: the put modes over the wire, as D2-FS's client
 // sends them to a gateway: a conditional put that fails is answered
-// D2Stored{Conflict}, one that holds with three copies, and D2Latest
+// D2StoreDone{Conflict}, one that holds with three copies, and D2Latest
 // answers the block's bytes. A gateway relays a put to the key's owner as
 // a D2Store marked Primary: a node that does not own the key answers "not
 // mine".
@@ -367,10 +367,10 @@ func TestClientPutModes(t *testing.T) {
 	b := randomBlock(r, w.in(skewed(r)))
 	gw := c.gateways(b.key, 2)
 	v2 := randomBlock(r, b.key).data
-	stored := func(m wire.Msg) *wire.D2Stored {
+	stored := func(m wire.Msg) *wire.D2StoreDone {
 		t.Helper()
 		reply, err := c.send(gw[0], gw[1], m)
-		s, ok := reply.(*wire.D2Stored)
+		s, ok := reply.(*wire.D2StoreDone)
 		if err != nil || !ok {
 			t.Fatalf("%+v: %v, %v", m, reply, err)
 		}
@@ -405,7 +405,7 @@ func TestClientPutModes(t *testing.T) {
 		})
 	})
 	c.s.RunFor(6 * time.Second)
-	if s, ok := relayed.(*wire.D2Stored); !ok || !s.NotMine {
+	if s, ok := relayed.(*wire.D2StoreDone); !ok || !s.NotMine {
 		t.Errorf("a relay to a node that does not own the key: %+v", relayed)
 	}
 	c.checkCopies(b.key, v2)

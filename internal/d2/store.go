@@ -324,14 +324,14 @@ func (n *Node) handleStore(env node.Env, in node.MsgIn, m *wire.D2Store) {
 	n.keepCopy(env, m.Key, copyOf(m), m.Replace, func(env node.Env, err error) {
 		switch {
 		case errors.Is(err, store.ErrConflict):
-			rpc.Respond(env, in, n.self, &wire.D2Stored{Conflict: true})
+			rpc.Respond(env, in, n.self, &wire.D2StoreDone{Conflict: true})
 		case err != nil:
 			rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
 		default:
 			if m.Vouched {
 				n.ownerVouched(in.Env.From.Addr)
 			}
-			rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: 1})
+			rpc.Respond(env, in, n.self, &wire.D2StoreDone{Copies: 1})
 		}
 	})
 }
@@ -362,7 +362,7 @@ func (n *Node) replicate(env node.Env, k id.ID, c blockCopy, vouched bool, done 
 		m := copyMsg(k, c, true)
 		m.Vouched = vouched
 		ok := n.call(env, t.Node.Addr, m, func(env node.Env, reply wire.Msg, err error) {
-			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
+			if s, ok := reply.(*wire.D2StoreDone); err == nil && ok && s.Copies > 0 {
 				copies++
 			}
 			if left--; left == 0 {
@@ -500,7 +500,7 @@ func (n *Node) handleDrop(env node.Env, in node.MsgIn, m *wire.D2Drop) {
 	if n.deleteHere(env, m.Key, m.Auth) {
 		c = 1
 	}
-	rpc.Respond(env, in, n.self, &wire.D2Stored{Copies: c})
+	rpc.Respond(env, in, n.self, &wire.D2StoreDone{Copies: c})
 }
 
 // handlePointers takes block pointers for keys this node now owns (§6): it

@@ -294,7 +294,7 @@ func TestClientMessages(t *testing.T) {
 	if len(replies) != 4 {
 		t.Fatalf("%d replies", len(replies))
 	}
-	if s, ok := replies[0].(*wire.D2Stored); !ok || s.Copies != 3 {
+	if s, ok := replies[0].(*wire.D2StoreDone); !ok || s.Copies != 3 {
 		t.Errorf("put: %+v", replies[0])
 	}
 	if g, ok := replies[1].(*wire.D2Block); !ok || !bytes.Equal(g.Data, b.data) {

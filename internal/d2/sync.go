@@ -320,7 +320,7 @@ func (n *Node) push(env node.Env, t wire.D2Ref, e entry, replace bool) {
 			return
 		}
 		n.call(env, t.Node.Addr, copyMsg(e.key, c, replace), func(env node.Env, reply wire.Msg, err error) {
-			if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
+			if s, ok := reply.(*wire.D2StoreDone); err == nil && ok && s.Copies > 0 {
 				n.Stats.ReplicasPushed++
 				n.Stats.MigratedBytes += uint64(len(c.data))
 			}

@@ -129,7 +129,7 @@ func (n *Node) deleteHere(env node.Env, k id.ID, auth wire.D2Auth) bool {
 // dropDeleted tells t, a replica that listed k, that k was deleted here.
 func (n *Node) dropDeleted(env node.Env, t wire.D2Ref, k id.ID) {
 	n.call(env, t.Node.Addr, &wire.D2Drop{Key: k, Auth: n.tombs.auth[k]}, func(env node.Env, reply wire.Msg, err error) {
-		if s, ok := reply.(*wire.D2Stored); err == nil && ok && s.Copies > 0 {
+		if s, ok := reply.(*wire.D2StoreDone); err == nil && ok && s.Copies > 0 {
 			n.Stats.DeletesRepeated++
 		}
 	})

@@ -10,7 +10,7 @@ import (
 
 // A put is acknowledged only for the copies the gateway has seen (issue
 // 44). The owner answers a relayed put with the copies it counted and the
-// nodes it stored on (D2Stored.Holders: itself and its successors); a
+// nodes it stored on (D2StoreDone.Holders: itself and its successors); a
 // node that placed itself as a key's owner could count copies it never
 // made, or keep none. With Config.VerifyCopies the gateway asks each named
 // holder for the block by its hash
@@ -32,7 +32,7 @@ import (
 
 // verifyCopies counts the copies of p on the holders the owner's answer
 // s and the route r name, and answers done with them.
-func (n *Node) verifyCopies(env node.Env, p putReq, r Route, s *wire.D2Stored, done putDone) {
+func (n *Node) verifyCopies(env node.Env, p putReq, r Route, s *wire.D2StoreDone, done putDone) {
 	claimed := int(s.Copies)
 	n.confirmCopies(env, p, s.Holders, func(env node.Env, found []wire.NodeRef, version uint64) {
 		copies := machines(found)
@@ -83,7 +83,7 @@ func (n *Node) placeCopies(env node.Env, p putReq, r Route, found []wire.NodeRef
 			continue
 		}
 		if !n.call(env, h.Addr, copyMsg(p.key, c, replace), func(env node.Env, reply wire.Msg, err error) {
-			s, ok := reply.(*wire.D2Stored)
+			s, ok := reply.(*wire.D2StoreDone)
 			stored(err == nil && ok && s.Copies > 0)
 		}) {
 			left--

@@ -435,9 +435,9 @@ func blockErr(err error, k key.Key) error {
 	return fmt.Errorf("d2client: %v: %w", k, err)
 }
 
-// stored checks a D2Stored answer to a put: durable on MinCopies.
+// stored checks a D2StoreDone answer to a put: durable on MinCopies.
 func (b *Blocks) stored(m wire.Msg) error {
-	s, ok := m.(*wire.D2Stored)
+	s, ok := m.(*wire.D2StoreDone)
 	switch {
 	case !ok:
 		return fmt.Errorf("d2client: a put answered with %T", m)
@@ -462,7 +462,7 @@ func (b *Blocks) Put(ctx context.Context, k key.Key, data []byte) error {
 	if a.err != nil {
 		return blockErr(a.err, k)
 	}
-	if a.msg.(*wire.D2Stored).Conflict {
+	if a.msg.(*wire.D2StoreDone).Conflict {
 		return fmt.Errorf("d2client: %s refused to replace %v (a node without put modes?)", a.addr, k)
 	}
 	return nil
@@ -489,7 +489,7 @@ func (b *Blocks) PutIf(ctx context.Context, k key.Key, prev [32]byte, data []byt
 	if a.err != nil {
 		return blockErr(a.err, k)
 	}
-	if !a.msg.(*wire.D2Stored).Conflict {
+	if !a.msg.(*wire.D2StoreDone).Conflict {
 		return nil
 	}
 	if got, now, err := b.Latest(ctx, k, k); err == nil && got == k && bytes.Equal(now, data) {
@@ -530,7 +530,7 @@ func (b *Blocks) Delete(ctx context.Context, k key.Key) error {
 		return err
 	}
 	a := b.call(ctx, &wire.D2Delete{Key: b.pos(k).ID(), Auth: auth}, func(m wire.Msg) error {
-		if _, ok := m.(*wire.D2Stored); !ok {
+		if _, ok := m.(*wire.D2StoreDone); !ok {
 			return fmt.Errorf("d2client: a delete answered with %T", m)
 		}
 		return nil

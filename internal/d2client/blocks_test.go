@@ -129,10 +129,10 @@ func (s *memNode) handle(m wire.Msg) (wire.Msg, error) {
 		switch {
 		case m.Mode == wire.D2PutIfAbsent && ok,
 			m.Mode == wire.D2PutIfHash && (!ok || !bytes.Equal(sum[:], m.Prev)):
-			return &wire.D2Stored{Conflict: true}, nil
+			return &wire.D2StoreDone{Conflict: true}, nil
 		}
 		s.m[k] = bytes.Clone(m.Data)
-		return &wire.D2Stored{Copies: 3}, nil
+		return &wire.D2StoreDone{Copies: 3}, nil
 	case *wire.D2Get:
 		k, _ := key.FromID(m.Key)
 		d, ok := s.m[k]
@@ -146,7 +146,7 @@ func (s *memNode) handle(m wire.Msg) (wire.Msg, error) {
 			return nil, err
 		}
 		delete(s.m, k)
-		return &wire.D2Stored{Copies: 3}, nil
+		return &wire.D2StoreDone{Copies: 3}, nil
 	case *wire.D2Latest:
 		var best *key.Key
 		for k := range s.m {
@@ -434,7 +434,7 @@ func TestPutIfRetried(t *testing.T) {
 	if err := b.PutIf(context.Background(), k, [32]byte{}, []byte("other")); !errors.Is(err, d2fs.ErrConflict) {
 		t.Fatalf("a real conflict: %v", err)
 	}
-	few := startFake(t, func(m wire.Msg) (wire.Msg, error) { return &wire.D2Stored{Copies: 1}, nil })
+	few := startFake(t, func(m wire.Msg) (wire.Msg, error) { return &wire.D2StoreDone{Copies: 1}, nil })
 	b = newBlocks(t, few.addr(), good.addr())
 	if err := b.Put(context.Background(), testKey("p", 1, 1), []byte("x")); err != nil {
 		t.Fatal(err)

@@ -216,7 +216,7 @@ func TestRouteAtTheHopBoundIsDropped(t *testing.T) {
 		switch msg := s.e.Msg.(type) {
 		case *wire.TapRoute:
 			t.Errorf("at the bound the route was forwarded to %s with %d hops", s.to, msg.Hops)
-		case *wire.TapDeliver:
+		case *wire.TapRouteDone:
 			looped = looped || s.to == peer.Addr && msg.Seq == 42 && msg.Status == wire.TapLooped
 		}
 	}

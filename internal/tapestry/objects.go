@@ -166,7 +166,7 @@ func (n *Node) clientPublish(env node.Env, in node.MsgIn, m *wire.TapPublish) {
 			return
 		}
 		n.Publish(env, key, app, expires)
-		rpc.Respond(env, in, n.self, &wire.TapPublished{Key: key})
+		rpc.Respond(env, in, n.self, &wire.TapPublishDone{Key: key})
 	}})
 }
 
@@ -178,7 +178,7 @@ func (n *Node) clientLocate(env node.Env, in node.MsgIn, m *wire.TapLocate) {
 			rpc.RespondError(env, in, n.self, fault.CodeNoRoute, o.Err.Error())
 			return
 		}
-		r := &wire.TapLocated{Found: o.Status == wire.TapDelivered, Root: o.Root, Hops: uint32(o.Hops), Path: o.Path,
+		r := &wire.TapLocateDone{Found: o.Status == wire.TapDelivered, Root: o.Root, Hops: uint32(o.Hops), Path: o.Path,
 			Micros: uint64(o.Latency / time.Microsecond), Data: o.Payload}
 		switch {
 		case m.All:

@@ -205,7 +205,7 @@ func (n *Node) finish(env node.Env, m *wire.TapRoute, status wire.TapStatus, at 
 	if m.Seq == 0 {
 		return // nobody waits on it
 	}
-	d := &wire.TapDeliver{Seq: m.Seq, Key: m.Key, Status: status, Node: at, Servers: servers, Hops: m.Hops, Path: m.Path, Payload: payload}
+	d := &wire.TapRouteDone{Seq: m.Seq, Key: m.Key, Status: status, Node: at, Servers: servers, Hops: m.Hops, Path: m.Path, Payload: payload}
 	if status != wire.TapDelivered || m.Op == wire.TapToRoot || m.Op == wire.TapToNode {
 		d.Root = at
 	}
@@ -217,7 +217,7 @@ func (n *Node) finish(env node.Env, m *wire.TapRoute, status wire.TapStatus, at 
 }
 
 // delivered runs the continuation of a route this node started.
-func (n *Node) delivered(env node.Env, d *wire.TapDeliver) {
+func (n *Node) delivered(env node.Env, d *wire.TapRouteDone) {
 	o := n.routes[d.Seq]
 	if o == nil {
 		n.Stats.UnknownDeliveries++

@@ -398,7 +398,7 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		}
 		rpc.Respond(env, in, n.self, &wire.Ack{})
 		n.arrive(env, m)
-	case *wire.TapDeliver:
+	case *wire.TapRouteDone:
 		n.delivered(env, m)
 	case *wire.TapPointers:
 		if !n.allow(env, from.Addr, len(m.Pointers)) {
@@ -709,7 +709,7 @@ func (n *Node) validate(m wire.Msg) error {
 			return err
 		}
 		return errors.Join(ref(m.Origin), refs(m.Exclude), refs(m.Path))
-	case *wire.TapDeliver:
+	case *wire.TapRouteDone:
 		return errors.Join(ref(m.Node), ref(m.Root), refs(m.Servers), refs(m.Path))
 	case *wire.TapPointers:
 		for _, p := range m.Pointers {

@@ -234,7 +234,7 @@ func formatTap(c *deploytest.Cluster, m wire.Msg) (string, bool) {
 	switch m := m.(type) {
 	case *wire.TapRoute:
 		return fmt.Sprintf("%s %s key=%s level=%d hops=%d origin=%s", t, tapOps[m.Op], c.ID(m.Key), m.Level, m.Hops, c.Ref(m.Origin)), true
-	case *wire.TapDeliver:
+	case *wire.TapRouteDone:
 		s := fmt.Sprintf("%s key=%s %s at=%s hops=%d", t, c.ID(m.Key), tapStatus(m.Status), c.Ref(m.Node), m.Hops)
 		if !m.Root.IsZero() {
 			s += fmt.Sprintf(" root=%s servers=%s", c.Ref(m.Root), c.Refs(m.Servers))

@@ -96,7 +96,7 @@ type D2Leave struct {
 
 // D2Store stores a block at the receiver. Primary asks the receiver, the
 // key's owner, to store it on its successors too (the reply counts the
-// copies); otherwise it is one replica. The reply is a D2Stored.
+// copies); otherwise it is one replica. The reply is a D2StoreDone.
 //
 //wire:msg 390 node
 type D2Store struct {
@@ -131,12 +131,12 @@ type D2Store struct {
 	Vouched bool `wire:"9"`
 }
 
-// D2Stored answers a store or a delete: the copies stored (or removed),
+// D2StoreDone answers a store or a delete: the copies stored (or removed),
 // or NotMine when the receiver does not own the key (its cached owner was
 // stale).
 //
 //wire:msg 391 node
-type D2Stored struct {
+type D2StoreDone struct {
 	Copies  uint32 `wire:"1"`
 	NotMine bool   `wire:"2"`
 	// Conflict: the put's condition (D2Put.Mode) did not hold at the
@@ -270,7 +270,7 @@ type D2KeyList struct {
 }
 
 // D2Put asks a node to store Data under Key on the key's r successors; the
-// reply is a D2Stored once they have. Mode says what may be replaced; the
+// reply is a D2StoreDone once they have. Mode says what may be replaced; the
 // key's owner decides it, one put at a time per key, so a conditional put
 // is atomic with respect to every other put of the key that reaches the
 // same owner.
@@ -337,7 +337,7 @@ type D2Get struct {
 }
 
 // D2Delete asks a node to delete Key from its successors; the reply is a
-// D2Stored counting the copies removed. Auth is the volume writer's
+// D2StoreDone counting the copies removed. Auth is the volume writer's
 // consent.
 //
 //wire:msg 399 client
@@ -377,7 +377,7 @@ type D2Listing struct {
 }
 
 // D2Drop asks the receiver, a replica of Key, to delete its copy; the
-// reply is a D2Stored.
+// reply is a D2StoreDone.
 //
 //wire:msg 401 node
 type D2Drop struct {

@@ -45,13 +45,14 @@
 // Envelope, NodeRef and Coord keep their hand-written codec (wire.go,
 // codec.go): they are the frame itself and its hot path.
 //
-// Names follow one convention: a request is named for what it does or
-// asks (StoreBlock, FetchBlock, GetNeighbors, GetRingInfo, NextHop,
-// TreeQuery, Audit); a reply for what it carries (Block, BlockInfo,
-// Neighbors, RingInfo, NextHopInfo, TreeInfo, AuditProof), XDone for the
-// outcome of a client's operation (PutDone, StatDone, LookupDone), or Ack
-// and Error. A rename keeps the number: append "N protocol NEW renames
-// OLD" to testdata/types.txt.
+// Names follow one convention in every protocol: a request is named for
+// what it does or asks (StoreBlock, FetchBlock, GetNeighbors, TreeQuery,
+// TapLocate, D2FindSucc); a reply for what it carries (Block, Neighbors,
+// NextHopInfo, TreeInfo, TapTable, D2Holders, D2Space), XDone for the
+// outcome of an operation (PutDone, LookupDone, TapLocateDone,
+// TapRouteDone, D2StoreDone), or Ack and Error. A rename keeps the number:
+// wiregen appends "N protocol NEW renames OLD" to testdata/types.txt (issue
+// 45 renamed TapDeliver, TapPublished, TapLocated and D2Stored so).
 //
 // Clone copies a message as the codec would (the simulator's hot path uses
 // it in place of an encode and a decode); TestCloneIsTheCodec fills every

@@ -75,7 +75,7 @@ const (
 // Message types of tapestry, 320-383.
 const (
 	TypeTapRoute       Type = 320
-	TypeTapDeliver     Type = 321
+	TypeTapRouteDone   Type = 321
 	TypeTapPointers    Type = 322
 	TypeTapMulticast   Type = 323
 	TypeTapNodes       Type = 324
@@ -86,10 +86,10 @@ const (
 	TypeTapGetTable    Type = 329
 	TypeTapTable       Type = 330
 	TypeTapPublish     Type = 331
-	TypeTapPublished   Type = 332
+	TypeTapPublishDone Type = 332
 	TypeTapUnpublish   Type = 333
 	TypeTapLocate      Type = 334
-	TypeTapLocated     Type = 335
+	TypeTapLocateDone  Type = 335
 	TypeTapBench       Type = 336
 	TypeTapBenchDone   Type = 337
 	TypeTapCheckServed Type = 338
@@ -105,7 +105,7 @@ const (
 	TypeD2Next         Type = 388
 	TypeD2Leave        Type = 389
 	TypeD2Store        Type = 390
-	TypeD2Stored       Type = 391
+	TypeD2StoreDone    Type = 391
 	TypeD2Fetch        Type = 392
 	TypeD2Block        Type = 393
 	TypeD2Pointers     Type = 394
@@ -171,7 +171,7 @@ var types = [...]typeInfo{
 	{TypeCCPause, "CCPause", RoleNode, false, newOf[CCPause]},
 	{TypeCCFlood, "CCFlood", RoleOperator, false, newOf[CCFlood]},
 	{TypeTapRoute, "TapRoute", RoleNode, false, newOf[TapRoute]},
-	{TypeTapDeliver, "TapDeliver", RoleNode, false, newOf[TapDeliver]},
+	{TypeTapRouteDone, "TapRouteDone", RoleNode, false, newOf[TapRouteDone]},
 	{TypeTapPointers, "TapPointers", RoleNode, false, newOf[TapPointers]},
 	{TypeTapMulticast, "TapMulticast", RoleNode, false, newOf[TapMulticast]},
 	{TypeTapNodes, "TapNodes", RoleNode, false, newOf[TapNodes]},
@@ -182,10 +182,10 @@ var types = [...]typeInfo{
 	{TypeTapGetTable, "TapGetTable", RoleClient, false, newOf[TapGetTable]},
 	{TypeTapTable, "TapTable", RoleNode, false, newOf[TapTable]},
 	{TypeTapPublish, "TapPublish", RoleClient, false, newOf[TapPublish]},
-	{TypeTapPublished, "TapPublished", RoleNode, false, newOf[TapPublished]},
+	{TypeTapPublishDone, "TapPublishDone", RoleNode, false, newOf[TapPublishDone]},
 	{TypeTapUnpublish, "TapUnpublish", RoleClient, false, newOf[TapUnpublish]},
 	{TypeTapLocate, "TapLocate", RoleClient, true, newOf[TapLocate]},
-	{TypeTapLocated, "TapLocated", RoleNode, false, newOf[TapLocated]},
+	{TypeTapLocateDone, "TapLocateDone", RoleNode, false, newOf[TapLocateDone]},
 	{TypeTapBench, "TapBench", RoleOperator, false, newOf[TapBench]},
 	{TypeTapBenchDone, "TapBenchDone", RoleNode, false, newOf[TapBenchDone]},
 	{TypeTapCheckServed, "TapCheckServed", RoleNode, false, newOf[TapCheckServed]},
@@ -197,7 +197,7 @@ var types = [...]typeInfo{
 	{TypeD2Next, "D2Next", RoleNode, false, newOf[D2Next]},
 	{TypeD2Leave, "D2Leave", RoleNode, false, newOf[D2Leave]},
 	{TypeD2Store, "D2Store", RoleNode, false, newOf[D2Store]},
-	{TypeD2Stored, "D2Stored", RoleNode, false, newOf[D2Stored]},
+	{TypeD2StoreDone, "D2StoreDone", RoleNode, false, newOf[D2StoreDone]},
 	{TypeD2Fetch, "D2Fetch", RoleNode, true, newOf[D2Fetch]},
 	{TypeD2Block, "D2Block", RoleNode, false, newOf[D2Block]},
 	{TypeD2Pointers, "D2Pointers", RoleNode, false, newOf[D2Pointers]},
@@ -1266,8 +1266,8 @@ func (m *TapRoute) clone() Msg {
 	return &c
 }
 
-func (*TapDeliver) Type() Type { return TypeTapDeliver }
-func (m *TapDeliver) encode(b []byte) []byte {
+func (*TapRouteDone) Type() Type { return TypeTapRouteDone }
+func (m *TapRouteDone) encode(b []byte) []byte {
 	b = putUint(b, 1, m.Seq)
 	b = putID(b, 2, m.Key)
 	b = putUint(b, 3, uint64(m.Status))
@@ -1283,7 +1283,7 @@ func (m *TapDeliver) encode(b []byte) []byte {
 	b = putBytes(b, 9, m.Payload)
 	return b
 }
-func (m *TapDeliver) decodeField(d *decoder, f field) {
+func (m *TapRouteDone) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
 		m.Seq = d.uint(f)
@@ -1313,7 +1313,7 @@ func (m *TapDeliver) decodeField(d *decoder, f field) {
 		m.Payload = d.dataUpTo(f, MaxTapPayload)
 	}
 }
-func (m *TapDeliver) clone() Msg {
+func (m *TapRouteDone) clone() Msg {
 	c := *m
 	c.Servers = slices.Clone(m.Servers)
 	c.Path = slices.Clone(m.Path)
@@ -1574,18 +1574,18 @@ func (m *TapPublish) clone() Msg {
 	return &c
 }
 
-func (*TapPublished) Type() Type { return TypeTapPublished }
-func (m *TapPublished) encode(b []byte) []byte {
+func (*TapPublishDone) Type() Type { return TypeTapPublishDone }
+func (m *TapPublishDone) encode(b []byte) []byte {
 	b = putID(b, 1, m.Key)
 	return b
 }
-func (m *TapPublished) decodeField(d *decoder, f field) {
+func (m *TapPublishDone) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
 		m.Key = d.id(f)
 	}
 }
-func (m *TapPublished) clone() Msg {
+func (m *TapPublishDone) clone() Msg {
 	c := *m
 	return &c
 }
@@ -1631,8 +1631,8 @@ func (m *TapLocate) clone() Msg {
 	return &c
 }
 
-func (*TapLocated) Type() Type { return TypeTapLocated }
-func (m *TapLocated) encode(b []byte) []byte {
+func (*TapLocateDone) Type() Type { return TypeTapLocateDone }
+func (m *TapLocateDone) encode(b []byte) []byte {
 	b = putBool(b, 1, m.Found)
 	for _, x := range m.Servers {
 		b = putNode(b, 2, x)
@@ -1646,7 +1646,7 @@ func (m *TapLocated) encode(b []byte) []byte {
 	b = putBytes(b, 7, m.Data)
 	return b
 }
-func (m *TapLocated) decodeField(d *decoder, f field) {
+func (m *TapLocateDone) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
 		m.Found = d.bool(f)
@@ -1672,7 +1672,7 @@ func (m *TapLocated) decodeField(d *decoder, f field) {
 		m.Data = d.dataUpTo(f, MaxTapPayload)
 	}
 }
-func (m *TapLocated) clone() Msg {
+func (m *TapLocateDone) clone() Msg {
 	c := *m
 	c.Servers = slices.Clone(m.Servers)
 	c.Path = slices.Clone(m.Path)
@@ -1988,8 +1988,8 @@ func (m *D2Store) clone() Msg {
 	return &c
 }
 
-func (*D2Stored) Type() Type { return TypeD2Stored }
-func (m *D2Stored) encode(b []byte) []byte {
+func (*D2StoreDone) Type() Type { return TypeD2StoreDone }
+func (m *D2StoreDone) encode(b []byte) []byte {
 	b = putUint(b, 1, uint64(m.Copies))
 	b = putBool(b, 2, m.NotMine)
 	b = putBool(b, 3, m.Conflict)
@@ -1998,7 +1998,7 @@ func (m *D2Stored) encode(b []byte) []byte {
 	}
 	return b
 }
-func (m *D2Stored) decodeField(d *decoder, f field) {
+func (m *D2StoreDone) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
 		m.Copies = d.uint32(f)
@@ -2014,7 +2014,7 @@ func (m *D2Stored) decodeField(d *decoder, f field) {
 		m.Holders = append(m.Holders, d.node(f))
 	}
 }
-func (m *D2Stored) clone() Msg {
+func (m *D2StoreDone) clone() Msg {
 	c := *m
 	c.Holders = slices.Clone(m.Holders)
 	return &c

@@ -33,7 +33,7 @@ const (
 	TapToServer TapOp = 5 // redirected by a pointer to the server that published the object
 )
 
-// TapStatus is the outcome a TapDeliver reports.
+// TapStatus is the outcome a TapRouteDone reports.
 type TapStatus uint32
 
 // Outcomes.
@@ -47,7 +47,7 @@ const (
 
 // TapRoute is one hop of a message routed through the mesh, digit by
 // digit (Tapestry Fig. 3). Level is how many digits of Key the route has
-// resolved, which NEXTHOP continues from; Origin gets a TapDeliver with
+// resolved, which NEXTHOP continues from; Origin gets a TapRouteDone with
 // the outcome. The reply is an Ack as soon as the hop has taken it.
 //
 //wire:msg 320 node
@@ -66,10 +66,10 @@ type TapRoute struct {
 	Payload []byte    `wire:"12,max=MaxTapPayload"`
 }
 
-// TapDeliver tells a routed message's origin where it ended.
+// TapRouteDone tells a routed message's origin where it ended.
 //
 //wire:msg 321 node
-type TapDeliver struct {
+type TapRouteDone struct {
 	Seq     uint64    `wire:"1"`
 	Key     id.ID     `wire:"2"`
 	Status  TapStatus `wire:"3"`
@@ -205,7 +205,7 @@ type TapTable struct {
 
 // TapPublish asks a node to store Data in its engine under its content
 // hash and publish the key (TTLMillis: the object's expiry; 0: the node's
-// default; App 0: plain location). The reply is a TapPublished.
+// default; App 0: plain location). The reply is a TapPublishDone.
 //
 //wire:msg 331 client
 type TapPublish struct {
@@ -231,10 +231,10 @@ type TapServed struct {
 	Keys []id.ID `wire:"1,max=MaxTapPointers"`
 }
 
-// TapPublished is the key TapPublish published.
+// TapPublishDone is the key TapPublish published.
 //
 //wire:msg 332 node
-type TapPublished struct {
+type TapPublishDone struct {
 	Key id.ID `wire:"1"`
 }
 
@@ -247,7 +247,7 @@ type TapUnpublish struct {
 
 // TapLocate asks a node to route to the object Key: its server
 // (RouteToObject), every server its root knows (All), or its bytes
-// (Fetch). The reply is a TapLocated.
+// (Fetch). The reply is a TapLocateDone.
 //
 //wire:msg 334 client big
 type TapLocate struct {
@@ -257,10 +257,10 @@ type TapLocate struct {
 	App   uint32 `wire:"4"`
 }
 
-// TapLocated is where a TapLocate ended.
+// TapLocateDone is where a TapLocate ended.
 //
 //wire:msg 335 node
-type TapLocated struct {
+type TapLocateDone struct {
 	Found   bool      `wire:"1"`
 	Servers []NodeRef `wire:"2"`
 	Root    NodeRef   `wire:"3"`

@@ -418,7 +418,7 @@ func (c *Cluster) formatD2(m wire.Msg) (s string, ok bool) {
 		return fmt.Sprintf("%s preds=%s succs=%s", t, c.d2Refs(m.Preds), c.d2Refs(m.Succs)), true
 	case *wire.D2Store:
 		return c.formatD2Store(m), true
-	case *wire.D2Stored:
+	case *wire.D2StoreDone:
 		return fmt.Sprintf("%s copies=%d", t, m.Copies) + flag(m.NotMine, " not-mine") + flag(m.Conflict, " conflict"), true
 	case *wire.D2Fetch:
 		s = fmt.Sprintf("%s key=%s", t, c.ID(m.Key))

@@ -48,14 +48,14 @@ type tapCluster struct {
 }
 
 // locate routes to key from p (All: on to the root).
-func (c *tapCluster) locate(cl *client.Client, key id.ID, all bool) (*wire.TapLocated, error) {
+func (c *tapCluster) locate(cl *client.Client, key id.ID, all bool) (*wire.TapLocateDone, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), tapTimeout)
 	defer cancel()
 	m, err := cl.Call(ctx, &wire.TapLocate{Key: key, All: all, App: tapestry.AppDOLR})
 	if err != nil {
 		return nil, err
 	}
-	l, ok := m.(*wire.TapLocated)
+	l, ok := m.(*wire.TapLocateDone)
 	if !ok {
 		return nil, fmt.Errorf("answered %T", m)
 	}
@@ -355,7 +355,7 @@ func (c *tapCluster) publish(t *testing.T) {
 					errs <- fmt.Errorf("publish through %s: %w", c.Nodes[i%tapServers].Name, err)
 					return
 				}
-				c.objects[i] = tapObject{Key: m.(*wire.TapPublished).Key, Data: data, server: c.Nodes[i%tapServers].Addr}
+				c.objects[i] = tapObject{Key: m.(*wire.TapPublishDone).Key, Data: data, server: c.Nodes[i%tapServers].Addr}
 			}
 		}()
 	}

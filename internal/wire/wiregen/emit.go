@@ -349,19 +349,23 @@ func (p *pkg) protoMessage(w *writer, d *decl) {
 }
 
 // appendRegistry appends "NUMBER PROTOCOL NAME" to the registry for each
-// message number it lacks; it never changes a line there (TestTypeRegistry
-// holds the registry and the code to each other).
+// message number it lacks, and "NUMBER PROTOCOL NAME renames OLD" for a
+// number whose message the code now names otherwise; it never changes a
+// line there (TestTypeRegistry holds the registry and the code to each
+// other).
 func (p *pkg) appendRegistry(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	known := map[string]bool{}
+	names := map[string]string{} // number -> its name as of the last line
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if w := strings.Fields(sc.Text()); len(w) >= 1 && !strings.HasPrefix(w[0], "#") {
-			known[w[0]] = true
+		w := strings.Fields(sc.Text())
+		if len(w) < 3 || strings.HasPrefix(w[0], "#") {
+			continue
 		}
+		names[w[0]] = w[2]
 	}
 	f.Close()
 	if err := sc.Err(); err != nil {
@@ -369,9 +373,12 @@ func (p *pkg) appendRegistry(path string) error {
 	}
 	var add []string
 	for _, d := range p.msgs {
-		if !known[fmt.Sprint(d.num)] {
-			r, _ := p.rangeOf(d.num)
+		r, _ := p.rangeOf(d.num)
+		switch old, known := names[fmt.Sprint(d.num)]; {
+		case !known:
 			add = append(add, fmt.Sprintf("%d %s %s\n", d.num, r.protocol, d.name))
+		case old != d.name:
+			add = append(add, fmt.Sprintf("%d %s %s renames %s\n", d.num, r.protocol, d.name, old))
 		}
 	}
 	if len(add) == 0 {
