@@ -53,7 +53,7 @@ func TestCommittedCodeIsGenerated(t *testing.T) {
 // line.
 func TestNewMessageIsOneDeclaration(t *testing.T) {
 	dir := copyWire(t)
-	decl := "package wire\n\n// TapHello greets.\n//\n//wire:msg 383 node\ntype TapHello struct {\n\tName  string `wire:\"1,max=MaxTextBytes\"`\n\tLevel uint32 `wire:\"2\"`\n}\n"
+	decl := "package wire\n\n// TapGreet greets a node.\n//\n//wire:msg 383 node\ntype TapGreet struct {\n\tName  string `wire:\"1,max=MaxTextBytes\"`\n\tLevel uint32 `wire:\"2\"`\n}\n"
 	if err := os.WriteFile(filepath.Join(dir, "hello.go"), []byte(decl), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +62,10 @@ func TestNewMessageIsOneDeclaration(t *testing.T) {
 	}
 	read := func(f string) string { b, _ := os.ReadFile(filepath.Join(dir, f)); return string(b) }
 	for f, want := range map[string][]string{
-		genFile: {"TypeTapHello", `{TypeTapHello, "TapHello", RoleNode, false, newOf[TapHello]}`,
-			"func (m *TapHello) encode(", "func (m *TapHello) decodeField(", "func (m *TapHello) clone() Msg"},
-		"schema.proto":       {"TYPE_TAP_HELLO = 383;", "message TapHello { string name = 1; uint32 level = 2; }"},
-		"testdata/types.txt": {"\n383 tapestry TapHello\n"},
+		genFile: {"TypeTapGreet", `{TypeTapGreet, "TapGreet", RoleNode, false, newOf[TapGreet]}`,
+			"func (m *TapGreet) encode(", "func (m *TapGreet) decodeField(", "func (m *TapGreet) clone() Msg"},
+		"schema.proto":       {"TYPE_TAP_GREET = 383;", "message TapGreet { string name = 1; uint32 level = 2; }"},
+		"testdata/types.txt": {"\n383 tapestry TapGreet\n"},
 	} {
 		for _, w := range want {
 			if !strings.Contains(read(f), w) {
