@@ -725,7 +725,7 @@ func fsKillMount(t *testing.T, d *e2e.DHash, bare []string, fs func(string, ...s
 		got, err := fs(d.Nodes[3].Addr, "cat", "home:/last")
 		return err == nil && got == last
 	}) {
-		t.Fatalf("a write not committed within 30 s (write-back 2 s)\n%s", rw.Tail(20))
+		t.Fatalf("a write not committed within 30 s (write-back 2 s)\n%s\nwhere the mount's goroutines were:\n%s", rw.Tail(20), stacks(t, rw.Proc))
 	}
 	t.Logf("a write through the mount, its first node dead, seen by triad fs cat after %v", time.Since(wrote).Round(time.Millisecond))
 	if err := rw.Kill(); err != nil {
@@ -743,6 +743,28 @@ func fsKillMount(t *testing.T, d *e2e.DHash, bare []string, fs func(string, ...s
 	}
 	t.Logf("triad fs fsck home: %s", strings.TrimSpace(out))
 	fsOrphans(t, d, fs, re, src)
+}
+
+// stacks ends p with SIGQUIT, which makes a Go program print its
+// goroutines, and returns those that run triad's code: what a stuck
+// process was waiting on.
+func stacks(t *testing.T, p *proc.Proc) string {
+	t.Helper()
+	if err := p.Signal(syscall.SIGQUIT); err != nil {
+		return fmt.Sprintf("(no stacks: %v)", err)
+	}
+	p.Wait(10 * time.Second)
+	b, err := os.ReadFile(p.Log())
+	if err != nil {
+		return fmt.Sprintf("(no stacks: %v)", err)
+	}
+	var out []string
+	for _, g := range strings.Split(string(b), "\n\n") {
+		if strings.HasPrefix(g, "goroutine ") && strings.Contains(g, "triad/internal/") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // fsOrphans: the mount killed within 30 s of its last commit left the
