@@ -260,20 +260,6 @@ func appendTagBytes(b []byte, num protowire.Number) []byte {
 	return protowire.AppendTag(b, num, protowire.BytesType)
 }
 
-// fieldDecoder is a pointer to a //wire:struct value: it decodes its own
-// fields.
-type fieldDecoder[T any] interface {
-	*T
-	decodeField(d *decoder, f field)
-}
-
-// decodeNested decodes the nested value in f.
-func decodeNested[T any, P fieldDecoder[T]](d *decoder, f field) T {
-	var v T
-	d.nested(f, func(g field) { P(&v).decodeField(d, g) })
-	return v
-}
-
 // putNested appends field num holding the nested value encode writes, or
 // nothing when the value has no field to write.
 func putNested(b []byte, num protowire.Number, encode func([]byte) []byte) []byte {

@@ -510,7 +510,7 @@ func (m *RingInfo) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxVnodes)
 			return
 		}
-		m.Vnodes = append(m.Vnodes, decodeNested[VnodeInfo](d, f))
+		m.Vnodes = append(m.Vnodes, d.decodeVnodeInfo(f))
 	}
 }
 func (m *RingInfo) clone() Msg {
@@ -748,7 +748,7 @@ func (m *StatDone) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxHolders)
 			return
 		}
-		m.Holders = append(m.Holders, decodeNested[Holder](d, f))
+		m.Holders = append(m.Holders, d.decodeHolder(f))
 	}
 }
 func (m *StatDone) clone() Msg {
@@ -774,7 +774,7 @@ func (m *ClientPutBatch) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxPutBatch)
 			return
 		}
-		m.Items = append(m.Items, decodeNested[PutItem](d, f))
+		m.Items = append(m.Items, d.decodePutItem(f))
 	case 2:
 		m.Redundancy = Redundancy(d.uint32(f))
 	case 3:
@@ -807,7 +807,7 @@ func (m *PutBatchDone) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxPutBatch)
 			return
 		}
-		m.Results = append(m.Results, decodeNested[PutResult](d, f))
+		m.Results = append(m.Results, d.decodePutResult(f))
 	}
 }
 func (m *PutBatchDone) clone() Msg {
@@ -854,7 +854,7 @@ func (m *BlockInfos) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxStatBatch)
 			return
 		}
-		m.Infos = append(m.Infos, decodeNested[BlockInfo](d, f))
+		m.Infos = append(m.Infos, d.decodeBlockInfo(f))
 	}
 }
 func (m *BlockInfos) clone() Msg {
@@ -879,7 +879,7 @@ func (m *StoreBlocks) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxPutBatch)
 			return
 		}
-		m.Blocks = append(m.Blocks, decodeNested[StoreBlock](d, f))
+		m.Blocks = append(m.Blocks, d.decodeStoreBlock(f))
 	case 2:
 		m.Fresh = d.bool(f)
 	}
@@ -910,7 +910,7 @@ func (m *StoresDone) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxPutBatch)
 			return
 		}
-		m.Results = append(m.Results, decodeNested[PutResult](d, f))
+		m.Results = append(m.Results, d.decodePutResult(f))
 	}
 }
 func (m *StoresDone) clone() Msg {
@@ -990,7 +990,7 @@ func (m *TreeInfo) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxTreeKids)
 			return
 		}
-		m.Children = append(m.Children, decodeNested[TreeChild](d, f))
+		m.Children = append(m.Children, d.decodeTreeChild(f))
 	}
 }
 func (m *TreeInfo) clone() Msg {
@@ -1038,13 +1038,13 @@ func (m *MaintStatus) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxCounters)
 			return
 		}
-		m.Counters = append(m.Counters, decodeNested[Counter](d, f))
+		m.Counters = append(m.Counters, d.decodeCounter(f))
 	case 3:
 		if len(m.Vnodes) >= MaxVnodes {
 			d.fail("field %d: more than %d", f.num, MaxVnodes)
 			return
 		}
-		m.Vnodes = append(m.Vnodes, decodeNested[MaintVnode](d, f))
+		m.Vnodes = append(m.Vnodes, d.decodeMaintVnode(f))
 	}
 }
 func (m *MaintStatus) clone() Msg {
@@ -1336,7 +1336,7 @@ func (m *TapPointers) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxTapPointers)
 			return
 		}
-		m.Pointers = append(m.Pointers, decodeNested[TapPointer](d, f))
+		m.Pointers = append(m.Pointers, d.decodeTapPointer(f))
 	}
 }
 func (m *TapPointers) clone() Msg {
@@ -1523,7 +1523,7 @@ func (m *TapTable) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxTapEntries)
 			return
 		}
-		m.Entries = append(m.Entries, decodeNested[TapEntry](d, f))
+		m.Entries = append(m.Entries, d.decodeTapEntry(f))
 	case 4:
 		if len(m.Backpointers) >= MaxListLen {
 			d.fail("field %d: more than %d", f.num, MaxListLen)
@@ -1535,7 +1535,7 @@ func (m *TapTable) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxCounters)
 			return
 		}
-		m.Counters = append(m.Counters, decodeNested[Counter](d, f))
+		m.Counters = append(m.Counters, d.decodeCounter(f))
 	}
 }
 func (m *TapTable) clone() Msg {
@@ -1787,7 +1787,7 @@ func (m *D2Join) encode(b []byte) []byte {
 func (m *D2Join) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
-		m.Self = decodeNested[D2Ref](d, f)
+		m.Self = d.decodeD2Ref(f)
 	}
 }
 func (m *D2Join) clone() Msg {
@@ -1825,25 +1825,25 @@ func (m *D2Neighbors) encode(b []byte) []byte {
 func (m *D2Neighbors) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
-		m.Self = decodeNested[D2Ref](d, f)
+		m.Self = d.decodeD2Ref(f)
 	case 2:
 		if len(m.Preds) >= MaxListLen {
 			d.fail("field %d: more than %d", f.num, MaxListLen)
 			return
 		}
-		m.Preds = append(m.Preds, decodeNested[D2Ref](d, f))
+		m.Preds = append(m.Preds, d.decodeD2Ref(f))
 	case 3:
 		if len(m.Succs) >= MaxListLen {
 			d.fail("field %d: more than %d", f.num, MaxListLen)
 			return
 		}
-		m.Succs = append(m.Succs, decodeNested[D2Ref](d, f))
+		m.Succs = append(m.Succs, d.decodeD2Ref(f))
 	case 4:
 		if len(m.Links) >= MaxListLen {
 			d.fail("field %d: more than %d", f.num, MaxListLen)
 			return
 		}
-		m.Links = append(m.Links, decodeNested[D2Ref](d, f))
+		m.Links = append(m.Links, d.decodeD2Ref(f))
 	case 5:
 		m.Load = d.uint(f)
 	case 6:
@@ -1891,7 +1891,7 @@ func (m *D2Next) decodeField(d *decoder, f field) {
 	case 1:
 		m.Done = d.bool(f)
 	case 2:
-		m.Owner = decodeNested[D2Ref](d, f)
+		m.Owner = d.decodeD2Ref(f)
 	case 3:
 		m.Lo = d.id(f)
 	case 4:
@@ -1899,9 +1899,9 @@ func (m *D2Next) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxListLen)
 			return
 		}
-		m.Succs = append(m.Succs, decodeNested[D2Ref](d, f))
+		m.Succs = append(m.Succs, d.decodeD2Ref(f))
 	case 5:
-		m.Next = decodeNested[D2Ref](d, f)
+		m.Next = d.decodeD2Ref(f)
 	}
 }
 func (m *D2Next) clone() Msg {
@@ -1929,13 +1929,13 @@ func (m *D2Leave) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxListLen)
 			return
 		}
-		m.Preds = append(m.Preds, decodeNested[D2Ref](d, f))
+		m.Preds = append(m.Preds, d.decodeD2Ref(f))
 	case 2:
 		if len(m.Succs) >= MaxListLen {
 			d.fail("field %d: more than %d", f.num, MaxListLen)
 			return
 		}
-		m.Succs = append(m.Succs, decodeNested[D2Ref](d, f))
+		m.Succs = append(m.Succs, d.decodeD2Ref(f))
 	}
 }
 func (m *D2Leave) clone() Msg {
@@ -1975,7 +1975,7 @@ func (m *D2Store) decodeField(d *decoder, f field) {
 	case 7:
 		m.Version = d.uint(f)
 	case 8:
-		m.Auth = decodeNested[D2Auth](d, f)
+		m.Auth = d.decodeD2Auth(f)
 	case 9:
 		m.Vouched = d.bool(f)
 	}
@@ -2072,7 +2072,7 @@ func (m *D2Block) decodeField(d *decoder, f field) {
 	case 6:
 		m.Unsure = d.bool(f)
 	case 7:
-		m.Proof = decodeNested[D2Proof](d, f)
+		m.Proof = d.decodeD2Proof(f)
 	}
 }
 func (m *D2Block) clone() Msg {
@@ -2097,7 +2097,7 @@ func (m *D2Pointers) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxD2Pointers)
 			return
 		}
-		m.Pointers = append(m.Pointers, decodeNested[D2Pointer](d, f))
+		m.Pointers = append(m.Pointers, d.decodeD2Pointer(f))
 	}
 }
 func (m *D2Pointers) clone() Msg {
@@ -2193,7 +2193,7 @@ func (m *D2Put) decodeField(d *decoder, f field) {
 	case 4:
 		m.Prev = d.dataUpTo(f, MaxD2Hash)
 	case 5:
-		m.Auth = decodeNested[D2Auth](d, f)
+		m.Auth = d.decodeD2Auth(f)
 	}
 }
 func (m *D2Put) clone() Msg {
@@ -2235,7 +2235,7 @@ func (m *D2Delete) decodeField(d *decoder, f field) {
 	case 1:
 		m.Key = d.id(f)
 	case 2:
-		m.Auth = decodeNested[D2Auth](d, f)
+		m.Auth = d.decodeD2Auth(f)
 	}
 }
 func (m *D2Delete) clone() Msg {
@@ -2272,7 +2272,7 @@ func (m *D2Drop) decodeField(d *decoder, f field) {
 	case 1:
 		m.Key = d.id(f)
 	case 2:
-		m.Auth = decodeNested[D2Auth](d, f)
+		m.Auth = d.decodeD2Auth(f)
 	}
 }
 func (m *D2Drop) clone() Msg {
@@ -2327,7 +2327,7 @@ func (m *D2Holders) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxListLen)
 			return
 		}
-		m.Holders = append(m.Holders, decodeNested[D2Holder](d, f))
+		m.Holders = append(m.Holders, d.decodeD2Holder(f))
 	}
 }
 func (m *D2Holders) clone() Msg {
@@ -2470,7 +2470,7 @@ func (m *D2Holder) encode(b []byte) []byte {
 func (m *D2Holder) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
-		m.Node = decodeNested[D2Ref](d, f)
+		m.Node = d.decodeD2Ref(f)
 	case 2:
 		m.State = D2HolderState(d.uint32(f))
 	}
@@ -2506,7 +2506,7 @@ func (m *D2Proof) decodeField(d *decoder, f field) {
 	case 2:
 		m.Prev = d.dataUpTo(f, MaxD2Hash)
 	case 3:
-		m.Auth = decodeNested[D2Auth](d, f)
+		m.Auth = d.decodeD2Auth(f)
 	}
 }
 
@@ -2743,8 +2743,110 @@ func (m *VnodeInfo) decodeField(d *decoder, f field) {
 			d.fail("field %d: more than %d", f.num, MaxFingers)
 			return
 		}
-		m.Fingers = append(m.Fingers, decodeNested[Finger](d, f))
+		m.Fingers = append(m.Fingers, d.decodeFinger(f))
 	}
+}
+
+func (d *decoder) decodeBlockInfo(f field) BlockInfo {
+	var v BlockInfo
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeCounter(f field) Counter {
+	var v Counter
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeD2Auth(f field) D2Auth {
+	var v D2Auth
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeD2Holder(f field) D2Holder {
+	var v D2Holder
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeD2Pointer(f field) D2Pointer {
+	var v D2Pointer
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeD2Proof(f field) D2Proof {
+	var v D2Proof
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeD2Ref(f field) D2Ref {
+	var v D2Ref
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeFinger(f field) Finger {
+	var v Finger
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeHolder(f field) Holder {
+	var v Holder
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeMaintVnode(f field) MaintVnode {
+	var v MaintVnode
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodePutItem(f field) PutItem {
+	var v PutItem
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodePutResult(f field) PutResult {
+	var v PutResult
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeStoreBlock(f field) StoreBlock {
+	var v StoreBlock
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeTapEntry(f field) TapEntry {
+	var v TapEntry
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeTapPointer(f field) TapPointer {
+	var v TapPointer
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeTreeChild(f field) TreeChild {
+	var v TreeChild
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
+}
+
+func (d *decoder) decodeVnodeInfo(f field) VnodeInfo {
+	var v VnodeInfo
+	d.nested(f, func(g field) { v.decodeField(d, g) })
+	return v
 }
 
 func cloneD2Auth(v D2Auth) D2Auth {
