@@ -11,6 +11,17 @@ import (
 	"unicode"
 )
 
+// inRange is the messages numbered in r, in number order.
+func (p *pkg) inRange(r rangeDecl) []*decl {
+	var in []*decl
+	for _, d := range p.msgs {
+		if r.lo <= d.num && d.num <= r.hi {
+			in = append(in, d)
+		}
+	}
+	return in
+}
+
 // importsMark stands for the imports until the code that uses them is written.
 const importsMark = "\t// imports"
 
@@ -39,12 +50,7 @@ func (p *pkg) goCode() ([]byte, error) {
 	w.p("%s", importsMark)
 	w.p(")")
 	for _, r := range p.ranges {
-		var in []*decl
-		for _, d := range p.msgs {
-			if r.lo <= d.num && d.num <= r.hi {
-				in = append(in, d)
-			}
-		}
+		in := p.inRange(r)
 		if len(in) == 0 {
 			continue
 		}
@@ -306,30 +312,20 @@ func (p *pkg) writeSchema(path string) error {
 	w.p("enum Type {")
 	w.p("  TYPE_UNSPECIFIED = 0;")
 	for _, r := range p.ranges {
-		first := true
-		for _, d := range p.msgs {
-			if d.num < r.lo || d.num > r.hi {
-				continue
-			}
-			if first {
+		for i, d := range p.inRange(r) {
+			if i == 0 {
 				w.p("")
 				w.p("  // %s %d-%d.", r.protocol, r.lo, r.hi)
-				first = false
 			}
 			w.p("  TYPE_%s = %d;", upperSnake(d.name), d.num)
 		}
 	}
 	w.p("}")
 	for _, r := range p.ranges {
-		first := true
-		for _, d := range p.msgs {
-			if d.num < r.lo || d.num > r.hi {
-				continue
-			}
-			if first {
+		for i, d := range p.inRange(r) {
+			if i == 0 {
 				w.p("")
 				w.p("// %s", r.protocol)
-				first = false
 			}
 			p.protoMessage(&w, d)
 		}
