@@ -24,7 +24,9 @@ import (
 //
 // The in-memory tree changes only once the superblock is stored: the
 // first phase collects the updates, the second applies them, so a
-// commit that fails leaves every change dirty and the next one retries.
+// commit that fails leaves every change dirty and the next one retries,
+// at a number of its own when the failed one's superblock may have been
+// stored (FS.burnt): its blocks are the state a reader may see then.
 type commitPlan struct {
 	gen     uint32
 	puts    []put // every block of the commit but the superblock, stored before it
@@ -51,7 +53,7 @@ func (f *FS) commitLocked(ctx context.Context) error {
 	if err := f.holdLease(ctx, now); err != nil {
 		return err
 	}
-	p := &commitPlan{gen: f.gen + 1}
+	p := &commitPlan{gen: max(f.gen, f.burnt) + 1}
 	if p.gen == 0 {
 		return fmt.Errorf("%w: volume has used every commit number", errFileTooBig)
 	}
@@ -84,6 +86,10 @@ func (f *FS) commitLocked(ctx context.Context) error {
 			f.lease.lost = true
 			return fmt.Errorf("%w: commit %d exists: %w", ErrLeaseLost, p.gen, err)
 		}
+		// It may have been stored all the same (a node killed before its
+		// reply): commit p.gen may be the volume's state for a reader,
+		// and its blocks must stay as they are.
+		f.burnt = p.gen
 		return fmt.Errorf("%w: superblock %d: %w", errIO, p.gen, err)
 	}
 	for _, a := range p.apply {

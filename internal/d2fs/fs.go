@@ -129,8 +129,12 @@ type FS struct {
 	vol    key.Volume
 	ro     bool
 
-	mu         sync.Mutex
-	gen        uint32
+	mu  sync.Mutex
+	gen uint32
+	// burnt is the highest commit number whose superblock put failed
+	// without saying whether it was stored: no later commit takes it or a
+	// lower one, so no block of a commit a reader may see is written again.
+	burnt      uint32
 	nextIno    uint32
 	root       *Inode
 	unlinked   []*Inode // unlinked since the last commit: their blocks go at the next
