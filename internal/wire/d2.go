@@ -477,7 +477,7 @@ type D2Space struct {
 	Capacity   uint64   `wire:"2"`
 	Usage      uint64   `wire:"3"`
 	Replicas   uint32   `wire:"4"`
-	Distrusted []string `wire:"5,max=MaxAddrBytes"`
+	Distrusted []string `wire:"5,max=MaxD2Distrusted,each=MaxAddrBytes"`
 }
 
 // MaxD2Distrusted bounds D2Space.Distrusted.

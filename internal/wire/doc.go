@@ -21,7 +21,8 @@
 // its number and who may send it (node, client or operator; "big" when
 // its reply may hold a block), and a `wire:"N"` tag on every field giving
 // its field number and, for a list, a byte string or a bounded integer, a
-// bound (max=CONST; lists default to MaxListLen). A value nested in a
+// bound (max=CONST; lists default to MaxListLen; a list of strings bounds
+// each string with each=CONST, default MaxTextBytes). A value nested in a
 // message is a struct marked //wire:struct. wiregen (go generate) writes
 // the rest from the declarations: the type constant, the line in the types
 // table (which gives the decoder, Type.String and RoleOf), encode,

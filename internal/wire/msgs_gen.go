@@ -2415,11 +2415,11 @@ func (m *D2Space) decodeField(d *decoder, f field) {
 	case 4:
 		m.Replicas = d.uint32(f)
 	case 5:
-		if len(m.Distrusted) >= MaxAddrBytes {
-			d.fail("field %d: more than %d", f.num, MaxAddrBytes)
+		if len(m.Distrusted) >= MaxD2Distrusted {
+			d.fail("field %d: more than %d", f.num, MaxD2Distrusted)
 			return
 		}
-		m.Distrusted = append(m.Distrusted, d.str(f, MaxTextBytes))
+		m.Distrusted = append(m.Distrusted, d.str(f, MaxAddrBytes))
 	}
 }
 func (m *D2Space) clone() Msg {

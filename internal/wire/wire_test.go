@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	"triad/internal/fault"
@@ -322,5 +323,32 @@ func TestFullKeyListRoundTrips(t *testing.T) {
 	}
 	if !reflect.DeepEqual(e.Msg, m) {
 		t.Fatal("a full D2KeyList changed in the codec")
+	}
+}
+
+// TestDistrustedListIsBounded: a D2Space names at most MaxD2Distrusted
+// partners, each an address of at most MaxAddrBytes. The first generated
+// decoder bounded the list by MaxAddrBytes and each address by
+// MaxTextBytes, both looser than the hand-written one's (issue 45).
+func TestDistrustedListIsBounded(t *testing.T) {
+	for name, m := range map[string]*D2Space{
+		"one partner too many": {Distrusted: make([]string, MaxD2Distrusted+1)},
+		"an address too long":  {Distrusted: []string{strings.Repeat("a", MaxAddrBytes+1)}},
+	} {
+		for i := range m.Distrusted {
+			if m.Distrusted[i] == "" {
+				m.Distrusted[i] = "127.0.0.1:1"
+			}
+		}
+		if _, err := Decode(Encode(nil, Envelope{Kind: Reply, Msg: m})); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	ok := &D2Space{Distrusted: make([]string, MaxD2Distrusted)}
+	for i := range ok.Distrusted {
+		ok.Distrusted[i] = strings.Repeat("b", MaxAddrBytes)
+	}
+	if _, err := Decode(Encode(nil, Envelope{Kind: Reply, Msg: ok})); err != nil {
+		t.Errorf("a full list of the longest addresses: %v", err)
 	}
 }

@@ -219,11 +219,11 @@ func scalarGet(f field, g string) string {
 	case kInt64:
 		e = "d.int(" + g + ")"
 	case kString:
-		max := "MaxTextBytes"
-		if f.max != "" && !f.repeated {
-			max = f.max
-		}
+		max := f.max
 		if f.repeated {
+			max = f.each
+		}
+		if max == "" {
 			max = "MaxTextBytes"
 		}
 		return fmt.Sprintf("d.str(%s, %s)", g, max)
@@ -259,10 +259,8 @@ func (p *pkg) emitGet(w *writer, f field, v string) {
 		return
 	}
 	max := f.max
-	if max == "" || f.kind == kString {
-		if f.kind != kString || max == "" {
-			max = "MaxListLen"
-		}
+	if max == "" {
+		max = "MaxListLen"
 	}
 	w.p("\t\tif len(%s) >= %s {", v, max)
 	w.p("\t\t\td.fail(\"field %%d: more than %%d\", f.num, %s)", max)

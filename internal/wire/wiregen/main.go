@@ -75,6 +75,7 @@ type field struct {
 	goType   string // the element's Go type, for conversions and nested structs
 	conv     bool   // goType is a named integer type: convert to and from its kind
 	max      string // a bound: bytes or characters, elements of a list, or an integer's value
+	each     string // a list of strings: each one's bound in bytes (default MaxTextBytes)
 	noID     bool   // a NodeRef that may lack an ID
 }
 
@@ -315,7 +316,9 @@ func (p *pkg) rangeOf(num int) (rangeDecl, bool) {
 	return rangeDecl{}, false
 }
 
-// field reads one struct field and its `wire:"NUM[,max=CONST][,noid]"` tag.
+// field reads one struct field and its `wire:"NUM[,max=CONST][,each=CONST][,noid]"`
+// tag: max bounds a list's length, a byte string's or a string's bytes, or
+// an integer; each bounds every string of a list of strings.
 func (p *pkg) field(fl *ast.Field) (field, error) {
 	f := field{name: fl.Names[0].Name}
 	if fl.Tag == nil {
@@ -336,6 +339,8 @@ func (p *pkg) field(fl *ast.Field) (field, error) {
 		switch {
 		case strings.HasPrefix(o, "max="):
 			f.max = strings.TrimPrefix(o, "max=")
+		case strings.HasPrefix(o, "each="):
+			f.each = strings.TrimPrefix(o, "each=")
 		case o == "noid":
 			f.noID = true
 		default:
@@ -356,6 +361,9 @@ func (p *pkg) field(fl *ast.Field) (field, error) {
 	}
 	if f.noID && f.kind != kNode {
 		return f, fmt.Errorf("noid is for a NodeRef")
+	}
+	if f.each != "" && !(f.repeated && f.kind == kString) {
+		return f, fmt.Errorf("each is for a list of strings")
 	}
 	return f, nil
 }
