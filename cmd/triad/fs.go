@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -86,22 +83,9 @@ func (f fsFlags) blocksWith(p d2client.Placement) (*d2client.Blocks, error) {
 
 // explain adds what to do to the errors a user meets most.
 func (f fsFlags) explain(err error) error {
-	var joining *d2client.JoiningError
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, d2client.ErrNoD2):
-		return fmt.Errorf("%w\n  the nodes at --addr %s answer but run no D2: give nodes started with --d2", err, *f.addrs)
-	case errors.As(err, &joining):
-		return fmt.Errorf("%w\n  D2 runs on %s but is still joining the ring: %s; try again shortly, or see that node's log",
-			err, strings.Join(joining.Addrs, ", "), fsadmin.JoiningHint)
-	case errors.Is(err, d2client.ErrSettling):
-		return fmt.Errorf("%w\n  the nodes at --addr %s run D2 and answered, but could not serve it yet: a node started or failed moments ago and D2's ring is settling (after a partition or the loss of a key's holders, up to 5 minutes); try again in a few seconds; 'triad fs status VOLUME' shows the holders", err, *f.addrs)
-	case errors.Is(err, d2client.ErrNoNode):
-		first := strings.Split(*f.addrs, ",")[0]
-		return tlsHint(first, *f.tls.tls, fmt.Errorf("%w\n  is a node that runs --d2 listening at --addr %s?", err, *f.addrs))
-	case errors.Is(err, d2fs.ErrLeased):
-		return fmt.Errorf("%w\n  a writable mount holds the volume (or held it until it died: the lease lapses a minute later): write through the mount, or mount --ro", err)
+	err = fsadmin.Explain(err, *f.addrs)
+	if errors.Is(err, d2client.ErrNoNode) {
+		return tlsHint(strings.Split(*f.addrs, ",")[0], *f.tls.tls, err)
 	}
 	return err
 }
@@ -140,12 +124,6 @@ func runFSMkvol(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s\n", vol)
 	fmt.Fprintf(stderr, "triad fs: the private key of volume %s is in %s: keep it; copy it to the machines that write the volume\n", name, path)
 	return nil
-}
-
-// loadKey gives b the private key of volume vol (arg, as the user named
-// it) from --key or the default file.
-func (f fsFlags) loadKey(b *d2client.Blocks, arg string, vol key.Volume) (ed25519.PrivateKey, error) {
-	return fsadmin.LoadKey(b, *f.key, arg, vol)
 }
 
 // signalContext is a context cancelled by SIGINT or SIGTERM, or after d.
@@ -189,7 +167,7 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := d2fs.DefaultConfig()
 	if !*ro {
-		if cfg.Writer, err = ff.loadKey(b, pos[0], vol); err != nil {
+		if cfg.Writer, err = fsadmin.LoadKey(b, *ff.key, pos[0], vol); err != nil {
 			return err
 		}
 	}
@@ -212,37 +190,6 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 	return serveMount(unmount, f, pos[1], stdout, stderr)
 }
 
-// lastCommit commits a writable mount's changes before it unmounts, and
-// says why they cannot be committed ("" if they were, or there are
-// none): the lease was lost, or no node took the commit within a minute.
-func lastCommit(f *d2fs.FS) string {
-	if f.ReadOnly() {
-		return ""
-	}
-	if lost := f.Stats().LeaseLost; lost != "" {
-		return "the writer lease was lost (" + lost + ")"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := f.Sync(ctx); err != nil {
-		return "the last commit failed (" + err.Error() + ")"
-	}
-	return ""
-}
-
-// warnPending tells the operator which changed paths an unmount now
-// would drop, and how to keep them.
-func warnPending(stderr io.Writer, dir, why string, pending []string) {
-	fmt.Fprintf(stderr, "triad fs: not unmounting %s yet: %s, so these %d changed paths are not committed:\n", dir, why, len(pending))
-	for _, p := range pending[:min(len(pending), 50)] {
-		fmt.Fprintf(stderr, "  %s\n", filepath.Join(dir, p))
-	}
-	if len(pending) > 50 {
-		fmt.Fprintf(stderr, "  ... and %d more\n", len(pending)-50)
-	}
-	fmt.Fprintf(stderr, "triad fs: they still read from %s: copy them out (or wait for the nodes and signal again: the unmount commits first), then send SIGINT again to unmount and drop what is left\n", dir)
-}
-
 // serveMount waits for SIGINT or SIGTERM and unmounts; a busy mount point
 // stays mounted until the next signal. A writable mount commits first; if
 // it cannot (the lease was lost, or no node takes the commit within a
@@ -255,12 +202,12 @@ func serveMount(unmount func() error, f *d2fs.FS, dir string, stdout, stderr io.
 	warned := false
 	for range sig {
 		if !warned {
-			if why := lastCommit(f); why != "" {
+			if why := fsadmin.LastCommit(f, time.Minute); why != "" {
 				if pending := f.Pending(); len(pending) > 0 {
 					// Unmounted now, these changes would be dropped: say
 					// which, and unmount at the next signal.
 					warned = true
-					warnPending(stderr, dir, why, pending)
+					fmt.Fprint(stderr, fsadmin.PendingWarning(dir, why, pending))
 					continue
 				}
 			}
@@ -275,14 +222,13 @@ func serveMount(unmount func() error, f *d2fs.FS, dir string, stdout, stderr io.
 	return nil
 }
 
-// fsCommand is what the commands on a PATH share: the flags, the open
-// volume, and the context.
+// fsCommand is what the commands on a PATH share: the flags, the store
+// and the open volume.
 type fsCommand struct {
 	ff  fsFlags
 	b   *d2client.Blocks
-	f   *d2fs.FS
 	ctx context.Context
-	vol key.Volume
+	*fsadmin.Volume
 }
 
 // openFS parses a command's flags, wants a count of positionals in npos
@@ -303,64 +249,28 @@ func openFS(fs *flag.FlagSet, ff fsFlags, args []string, npos []int, write bool)
 // openParsed is openFS once the arguments are parsed: arg is a PATH, or a
 // bare VOLUME (fsck).
 func openParsed(ff fsFlags, arg string, write bool) (c *fsCommand, closeFn func() error, err error) {
-	// c.walk checks the path.
-	vol, _, _ := strings.Cut(arg, ":")
 	ctx, cancel := signalContext(fsTimeout)
 	b, err := ff.blocks()
+	if err == nil {
+		c = &fsCommand{ff: ff, b: b, ctx: ctx}
+		keyFile := ""
+		if ff.key != nil {
+			keyFile = *ff.key
+		}
+		if c.Volume, err = fsadmin.OpenVolume(ctx, b, arg, keyFile, write); err != nil {
+			b.Close()
+			err = ff.explain(err)
+		}
+	}
 	if err != nil {
 		cancel()
 		return nil, nil, err
 	}
-	c = &fsCommand{ff: ff, b: b, ctx: ctx}
-	v, err := fsadmin.Resolve(ctx, b, vol)
-	cfg := d2fs.DefaultConfig()
-	if err == nil && write {
-		cfg.Writer, err = ff.loadKey(b, vol, v)
-	}
-	if err == nil {
-		c.f, err = d2fs.Open(ctx, b, v, !write, cfg)
-		if errors.Is(err, d2fs.ErrNoVolume) {
-			err = fmt.Errorf("volume %s: %w (the registry names it, but its root is gone)", vol, err)
-		}
-	}
-	if err != nil {
-		b.Close()
-		cancel()
-		return nil, nil, ff.explain(err)
-	}
-	c.vol = v
 	return c, func() error {
 		defer cancel()
 		defer b.Close()
-		return ff.explain(c.f.Close(ctx))
+		return ff.explain(c.Close())
 	}, nil
-}
-
-// walk finds PATH's inode, saying which path is missing.
-func (c *fsCommand) walk(arg string) (*d2fs.Inode, error) {
-	p, err := fsadmin.ParsePath(arg)
-	if err != nil {
-		return nil, err
-	}
-	n, err := c.f.Walk(c.ctx, p.Path)
-	if errors.Is(err, syscall.ENOENT) {
-		return nil, fmt.Errorf("%s: no such file or directory", arg)
-	}
-	return n, c.ff.explain(err)
-}
-
-// parent finds the directory of PATH and its last name.
-func (c *fsCommand) parent(arg string) (*d2fs.Inode, string, error) {
-	p, err := fsadmin.ParsePath(arg)
-	if err != nil {
-		return nil, "", err
-	}
-	dir, name, err := p.Parent()
-	if err != nil {
-		return nil, "", err
-	}
-	d, err := c.walk(dir.String())
-	return d, name, err
 }
 
 func runFSLs(args []string, stdout, stderr io.Writer) error {
@@ -370,39 +280,15 @@ func runFSLs(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeFn()
-	n, err := c.walk(pos[0])
+	ents, err := c.List(pos[0])
 	if err != nil {
-		return err
+		return c.ff.explain(err)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 8, 1, ' ', tabwriter.AlignRight)
-	a := c.f.Attr(n)
-	if a.Type != d2fs.TypeDir {
-		printEntry(tw, path.Base(pos[0]), a)
-		return tw.Flush()
-	}
-	ents, err := c.f.ReadDir(c.ctx, n)
-	if err != nil {
-		return err
-	}
 	for _, e := range ents {
-		cn, err := c.f.Lookup(c.ctx, n, e.Name)
-		if err != nil {
-			return fmt.Errorf("%s/%s: %w", pos[0], e.Name, err)
-		}
-		printEntry(tw, e.Name, c.f.Attr(cn))
+		fmt.Fprintf(tw, "%v\t%d\t %s\t %s\t\n", fsadmin.FileMode(e.Attr), e.Size, e.Mtime.UTC().Format("2006-01-02 15:04:05"), e.Name)
 	}
 	return tw.Flush()
-}
-
-func printEntry(w io.Writer, name string, a d2fs.Attr) {
-	m := os.FileMode(a.Mode & 0o777)
-	switch a.Type {
-	case d2fs.TypeDir:
-		m |= os.ModeDir
-	case d2fs.TypeSymlink:
-		m |= os.ModeSymlink
-	}
-	fmt.Fprintf(w, "%v\t%d\t %s\t %s\t\n", m, a.Size, a.Mtime.UTC().Format("2006-01-02 15:04:05"), name)
 }
 
 func runFSGet(name string, args []string, stdout, stderr io.Writer) error {
@@ -417,9 +303,8 @@ func runFSGet(name string, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeFn()
-	n, err := c.walk(pos[0])
-	if err != nil {
-		return err
+	if _, err := c.Walk(pos[0]); err != nil {
+		return c.ff.explain(err)
 	}
 	out, finish := stdout, func() error { return nil }
 	if len(pos) == 2 && pos[1] != "-" {
@@ -429,9 +314,9 @@ func runFSGet(name string, args []string, stdout, stderr io.Writer) error {
 		}
 		out, finish = f, f.Close
 	}
-	if err := fsadmin.CopyOut(c.ctx, c.f, n, out); err != nil {
+	if err := c.Get(pos[0], out); err != nil {
 		finish()
-		return fmt.Errorf("%s: %w", pos[0], err)
+		return err
 	}
 	return finish()
 }
@@ -452,33 +337,7 @@ func runFSPut(args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		in = f
 	}
-	return errors.Join(putFile(c, pos[0], in), closeFn())
-}
-
-// putFile creates or empties the file at arg and writes in to it.
-func putFile(c *fsCommand, arg string, in io.Reader) error {
-	d, name, err := c.parent(arg)
-	if err != nil {
-		return err
-	}
-	if err := fsadmin.WriteFile(c.ctx, c.f, d, name, in); err != nil {
-		return fmt.Errorf("%s: %w", arg, err)
-	}
-	return nil
-}
-
-func runFSMkdir(args []string, stdout, stderr io.Writer) error {
-	return runFSWrite("fs mkdir", "fs mkdir VOLUME:/path [--key FILE] [--addr A,B]", "Makes a directory in a volume and commits.", args, stderr, 1,
-		func(c *fsCommand, pos []string) error {
-			d, name, err := c.parent(pos[0])
-			if err != nil {
-				return err
-			}
-			if _, err := c.f.Mkdir(c.ctx, d, name, 0o755, uint32(os.Getuid()), uint32(os.Getgid())); err != nil {
-				return fmt.Errorf("%s: %w", pos[0], err)
-			}
-			return nil
-		})
+	return errors.Join(c.ff.explain(c.Put(pos[0], in)), closeFn())
 }
 
 // runFSWrite runs a command that changes a volume: it parses args (npos
@@ -490,54 +349,22 @@ func runFSWrite(name, usage, about string, args []string, stderr io.Writer, npos
 	if err != nil {
 		return err
 	}
-	return errors.Join(do(c, pos), closeFn())
+	return errors.Join(c.ff.explain(do(c, pos)), closeFn())
+}
+
+func runFSMkdir(args []string, stdout, stderr io.Writer) error {
+	return runFSWrite("fs mkdir", "fs mkdir VOLUME:/path [--key FILE] [--addr A,B]", "Makes a directory in a volume and commits.", args, stderr, 1,
+		func(c *fsCommand, pos []string) error { return c.Mkdir(pos[0]) })
 }
 
 func runFSMv(args []string, stdout, stderr io.Writer) error {
-	return runFSWrite("fs mv", "fs mv VOLUME:/path NEWPATH [--key FILE] [--addr A,B]", "Renames a file or directory of a volume (NEWPATH is /path or VOLUME:/path in the same volume; a file there is replaced) and commits. The moved blocks stay where they are: the new entry points at them.", args, stderr, 2, func(c *fsCommand, pos []string) error {
-		from, _ := fsadmin.ParsePath(pos[0])
-		to := pos[1]
-		if strings.HasPrefix(to, "/") {
-			to = from.Volume + ":" + to
-		}
-		if p, err := fsadmin.ParsePath(to); err != nil || p.Volume != from.Volume {
-			return fmt.Errorf("%s: not a path in volume %s", pos[1], from.Volume)
-		}
-		od, oname, err := c.parent(pos[0])
-		if err != nil {
-			return err
-		}
-		nd, nname, err := c.parent(to)
-		if err != nil {
-			return err
-		}
-		if err := c.f.Rename(c.ctx, od, oname, nd, nname, false); err != nil {
-			return fmt.Errorf("mv %s %s: %w", pos[0], to, err)
-		}
-		return nil
-	})
+	return runFSWrite("fs mv", "fs mv VOLUME:/path NEWPATH [--key FILE] [--addr A,B]", "Renames a file or directory of a volume (NEWPATH is /path or VOLUME:/path in the same volume; a file there is replaced) and commits. The moved blocks stay where they are: the new entry points at them.", args, stderr, 2,
+		func(c *fsCommand, pos []string) error { return c.Move(pos[0], pos[1]) })
 }
 
 func runFSRm(args []string, stdout, stderr io.Writer) error {
-	return runFSWrite("fs rm", "fs rm VOLUME:/path [--key FILE] [--addr A,B]", "Removes a file, symlink or empty directory of a volume and commits; its blocks are deleted.", args, stderr, 1, func(c *fsCommand, pos []string) error {
-		n, err := c.walk(pos[0])
-		if err != nil {
-			return err
-		}
-		d, name, err := c.parent(pos[0])
-		if err != nil {
-			return err
-		}
-		if c.f.Attr(n).Type == d2fs.TypeDir {
-			err = c.f.Rmdir(c.ctx, d, name)
-		} else {
-			err = c.f.Unlink(c.ctx, d, name)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", pos[0], err)
-		}
-		return nil
-	})
+	return runFSWrite("fs rm", "fs rm VOLUME:/path [--key FILE] [--addr A,B]", "Removes a file, symlink or empty directory of a volume and commits; its blocks are deleted.", args, stderr, 1,
+		func(c *fsCommand, pos []string) error { return c.Remove(pos[0]) })
 }
 
 var statFSAbout = help("stat-fs")
@@ -549,14 +376,14 @@ func runFSStat(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeFn()
-	n, err := c.walk(pos[0])
+	n, err := c.Walk(pos[0])
 	if err != nil {
-		return err
+		return c.ff.explain(err)
 	}
-	a := c.f.Attr(n)
+	a := c.FS.Attr(n)
 	fmt.Fprintf(stdout, "%s\n  type %s, mode %04o, size %d, uid %d, gid %d, mtime %s, inode %d\n  key %v\n",
-		pos[0], typeName(a.Type), a.Mode, a.Size, a.Uid, a.Gid, a.Mtime.UTC().Format(time.RFC3339), a.Ino, n.Key())
-	refs, err := c.f.BlockRefs(c.ctx, n)
+		pos[0], fsadmin.TypeName(a.Type), a.Mode, a.Size, a.Uid, a.Gid, a.Mtime.UTC().Format(time.RFC3339), a.Ino, n.Key())
+	refs, err := c.FS.BlockRefs(c.ctx, n)
 	if err != nil {
 		return c.ff.explain(err)
 	}
@@ -569,16 +396,6 @@ func runFSStat(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: the holders of %d of %d blocks could not be asked", pos[0], failed, len(refs))
 	}
 	return nil
-}
-
-func typeName(t d2fs.Type) string {
-	switch t {
-	case d2fs.TypeDir:
-		return "directory"
-	case d2fs.TypeSymlink:
-		return "symlink"
-	}
-	return "file"
 }
 
 var fsckAbout = help("fsck")
@@ -600,7 +417,7 @@ func runFSFsck(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeFn()
-	r, reachable, err := c.f.Reachable(c.ctx)
+	r, reachable, err := c.FS.Reachable(c.ctx)
 	if err != nil {
 		return c.ff.explain(err)
 	}
@@ -620,7 +437,7 @@ func runFSFsck(args []string, stdout, stderr io.Writer) error {
 
 // orphans counts, and with del deletes, the volume's orphaned blocks.
 func (c *fsCommand) orphans(stdout io.Writer, gen uint32, reachable map[key.Key]bool, del bool) error {
-	r, err := fsadmin.Orphans(c.ctx, c.b, c.vol, gen, reachable, del)
+	r, err := fsadmin.Orphans(c.ctx, c.b, c.ID, gen, reachable, del)
 	if err != nil {
 		return c.ff.explain(err)
 	}
