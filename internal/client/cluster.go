@@ -28,8 +28,9 @@ type Cluster struct {
 	seeds []string
 	opt   Options
 
+	pool *Pool
+
 	mu         sync.Mutex
-	conns      map[string]*Client
 	ring       []wire.NodeRef // sorted by ID
 	learned    time.Time      // when ring was last asked for
 	refreshing bool           // a background refresh runs (at most one)
@@ -53,7 +54,7 @@ func DialClusterOptions(ctx context.Context, opt Options, seeds ...string) (*Clu
 	if len(seeds) == 0 {
 		return nil, errors.New("client: no seed addresses")
 	}
-	c := &Cluster{seeds: seeds, opt: opt, conns: make(map[string]*Client), maxAge: MapAge}
+	c := &Cluster{seeds: seeds, opt: opt, pool: NewPool(opt), maxAge: MapAge}
 	if err := c.Refresh(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -64,12 +65,9 @@ func DialClusterOptions(ctx context.Context, opt Options, seeds ...string) (*Clu
 // Close closes every connection, once a background refresh of the map
 // has ended (what it dials then is closed too).
 func (c *Cluster) Close() error {
+	c.pool.Close()
 	c.mu.Lock()
 	c.closed = true
-	for a, cl := range c.conns {
-		cl.Close()
-		delete(c.conns, a)
-	}
 	if c.stopBG != nil {
 		c.stopBG()
 	}
@@ -78,32 +76,12 @@ func (c *Cluster) Close() error {
 	return nil
 }
 
-// conn returns a live connection to addr, dialling if needed.
+// conn returns a live connection to addr, dialling if needed (for at
+// most two seconds).
 func (c *Cluster) conn(ctx context.Context, addr string) (*Client, error) {
-	c.mu.Lock()
-	cl := c.conns[addr]
-	c.mu.Unlock()
-	if cl != nil && cl.closedErr() == nil {
-		return cl, nil
-	}
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	cl, err := DialOptions(dctx, addr, c.opt)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		cl.Close()
-		return nil, fmt.Errorf("%w: the cluster is closed", ErrClosed)
-	}
-	if old := c.conns[addr]; old != nil && old.closedErr() == nil {
-		cl.Close()
-		return old, nil
-	}
-	c.conns[addr] = cl
-	return cl, nil
+	return c.pool.Conn(dctx, addr)
 }
 
 // Refresh relearns the ring from the seeds and the nodes already known.
@@ -220,30 +198,37 @@ func (c *Cluster) do(ctx context.Context, key id.ID, call func(*Client) error) e
 }
 
 // try runs call on the first node of route that can be reached, at most
-// three of them.
+// three of them; a node that cannot be reached has the map relearned.
 func (c *Cluster) try(ctx context.Context, route []string, call func(*Client) error) error {
-	var lastErr error
-	for i, a := range route {
-		if i == 3 {
-			break
+	unreachable := func(err error) bool {
+		if errors.Is(err, errDial) || errors.Is(err, ErrClosed) {
+			c.mu.Lock()
+			c.refreshLocked()
+			c.mu.Unlock()
+			return true
 		}
-		cl, err := c.conn(ctx, a)
-		if err == nil {
-			err = call(cl)
-			if !errors.Is(err, ErrClosed) {
-				return err
-			}
-		}
-		lastErr = err
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		c.mu.Lock()
-		c.refreshLocked()
-		c.mu.Unlock()
+		return false
 	}
-	return fmt.Errorf("%w: %v", fault.ErrUnavailable, lastErr)
+	i, errs, err := Failover{Passes: 1, Limit: 3, Retry: unreachable}.Run(ctx, len(route), 0, func(i int) error {
+		cl, err := c.conn(ctx, route[i])
+		if err != nil {
+			return fmt.Errorf("%w: %w", errDial, err)
+		}
+		return call(cl)
+	})
+	switch {
+	case err != nil:
+		return err
+	case i >= 0:
+		return errs[i]
+	case len(route) == 0:
+		return fmt.Errorf("%w: no node known", fault.ErrUnavailable)
+	}
+	return fmt.Errorf("%w: %v", fault.ErrUnavailable, errs[min(len(route), 3)-1])
 }
+
+// errDial marks a failure to reach a node, which try takes to the next.
+var errDial = errors.New("client: cannot reach the node")
 
 // Put stores data through the node that holds its first copy, or through
 // the node in this process if there is one (localRoute).

@@ -136,10 +136,10 @@ func (c *Config) Validate() error {
 type Blocks struct {
 	cfg Config
 
-	mu     sync.Mutex
-	conns  map[string]*client.Client // pooled, one per address
-	good   int                       // index of the node that last answered
-	closed bool
+	pool *client.Pool // one connection per gateway
+
+	mu   sync.Mutex
+	good int // index of the node that last answered
 	keys   map[key.Volume]ed25519.PrivateKey
 }
 
@@ -217,18 +217,12 @@ func New(cfg Config) (*Blocks, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Blocks{cfg: cfg, conns: map[string]*client.Client{}}, nil
+	return &Blocks{cfg: cfg, pool: client.NewPool(cfg.Options)}, nil
 }
 
 // Close closes the pooled connections; calls after it fail.
 func (b *Blocks) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closed = true
-	for a, c := range b.conns {
-		c.Close()
-		delete(b.conns, a)
-	}
+	b.pool.Close()
 	return nil
 }
 
@@ -238,45 +232,6 @@ func (b *Blocks) Good() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.cfg.Addrs[b.good]
-}
-
-// conn returns the pooled connection to addr, dialling it if there is none.
-func (b *Blocks) conn(ctx context.Context, addr string) (*client.Client, error) {
-	b.mu.Lock()
-	c, closed := b.conns[addr], b.closed
-	b.mu.Unlock()
-	if closed {
-		return nil, client.ErrClosed
-	}
-	if c != nil {
-		return c, nil
-	}
-	c, err := client.DialOptions(ctx, addr, b.cfg.Options)
-	if err != nil {
-		return nil, err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		c.Close()
-		return nil, client.ErrClosed
-	}
-	if old := b.conns[addr]; old != nil {
-		c.Close() // another call dialled first
-		return old, nil
-	}
-	b.conns[addr] = c
-	return c, nil
-}
-
-// drop forgets c, a broken connection to addr.
-func (b *Blocks) drop(addr string, c *client.Client) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.conns[addr] == c {
-		delete(b.conns, addr)
-	}
-	c.Close()
 }
 
 // answer is one node's reply to a request, or why it gave none.
@@ -307,52 +262,41 @@ func failOver(err error) bool {
 func noD2(we *wire.Error) bool { return we.Code == fault.CodeNoProtocol }
 
 // call sends m to the node that last answered, and on to the others when
-// one fails (failOver), for at most cfg.Passes passes; check may turn a
-// reply into a failure worth another node (a put short of copies). It
-// returns the first answer that is not such a failure, or every node's
-// last failure.
+// one fails (failOver), for at most cfg.Passes passes (client.Failover);
+// check may turn a reply into a failure worth another node (a put short
+// of copies). It returns the first answer that is not such a failure, or
+// every node's last failure.
 func (b *Blocks) call(ctx context.Context, m wire.Msg, check func(wire.Msg) error) answer {
 	b.mu.Lock()
 	start := b.good
 	b.mu.Unlock()
-	n := len(b.cfg.Addrs)
-	last := make([]error, n)
-	backoff := b.cfg.Backoff
-	for pass := range b.cfg.Passes {
-		if pass > 0 {
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
-				return answer{err: ctx.Err()}
-			}
-			backoff *= 2
+	answers := make([]answer, len(b.cfg.Addrs))
+	policy := client.Failover{Passes: b.cfg.Passes, Backoff: b.cfg.Backoff, Retry: failOver}
+	i, last, err := policy.Run(ctx, len(b.cfg.Addrs), start, func(i int) error {
+		a := b.callOne(ctx, b.cfg.Addrs[i], m)
+		if a.err == nil && check != nil {
+			a.err = check(a.msg)
 		}
-		for j := range n {
-			i := (start + j) % n
-			a := b.callOne(ctx, b.cfg.Addrs[i], m)
-			if a.err == nil && check != nil {
-				a.err = check(a.msg)
-			}
-			if ctx.Err() != nil {
-				return answer{addr: a.addr, err: ctx.Err()}
-			}
-			if a.err == nil || !failOver(a.err) {
-				b.mu.Lock()
-				b.good = i
-				b.mu.Unlock()
-				return a
-			}
-			last[i] = a.err
-		}
+		answers[i] = a
+		return a.err
+	})
+	switch {
+	case err != nil:
+		return answer{err: err}
+	case i < 0:
+		return answer{err: b.noNode(last)}
 	}
-	return answer{err: b.noNode(last)}
+	b.mu.Lock()
+	b.good = i
+	b.mu.Unlock()
+	return answers[i]
 }
 
 // callOne sends m to the node at addr, within CallTimeout.
 func (b *Blocks) callOne(ctx context.Context, addr string, m wire.Msg) answer {
 	cctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 	defer cancel()
-	c, err := b.conn(cctx, addr)
+	c, err := b.pool.Conn(cctx, addr)
 	if err != nil {
 		return answer{addr: addr, err: err}
 	}
@@ -361,7 +305,7 @@ func (b *Blocks) callOne(ctx context.Context, addr string, m wire.Msg) answer {
 	if err != nil && !errors.As(err, &we) {
 		// The connection broke or the node is slow: a fresh one next
 		// time (a reply that comes late must not be read as another's).
-		b.drop(addr, c)
+		b.pool.Drop(addr, c)
 	}
 	return answer{addr: addr, msg: reply, err: err}
 }
