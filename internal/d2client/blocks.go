@@ -140,7 +140,7 @@ type Blocks struct {
 
 	mu   sync.Mutex
 	good int // index of the node that last answered
-	keys   map[key.Volume]ed25519.PrivateKey
+	keys map[key.Volume]ed25519.PrivateKey
 }
 
 // GrantLife is how long the signature of one put or delete is good for: its expiry is this far ahead of the clock when it is made (a
