@@ -58,6 +58,18 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Groups, "groups", o.Groups, "comma-separated `newsgroups` every site carries (name or name:y|n|m)")
 }
 
+// MemoryLimitMB is the deployment's soft limit of its Go memory (its
+// nodes and sites share one process): mb, or with -1 what its nodes
+// (nodeMB each) and its sites (site.MemoryLimitMB each) would each have
+// alone, summed (issue 44: the totals that bound one node's memory hold in
+// one process too).
+func (o Options) MemoryLimitMB(mb, nodeMB int, site newsd.Options) int {
+	if mb >= 0 {
+		return mb
+	}
+	return o.Sites*o.Nodes*nodeMB + o.Sites*site.MemoryLimitMB
+}
+
 // Validate checks o, naming the flag of a bad value.
 func (o *Options) Validate() error {
 	total := o.Sites * o.Nodes
@@ -169,7 +181,7 @@ func (d *Deployment) startNodes(context.Context) error {
 		}
 		o.IDs, o.DeriveIDs = ids, true
 		// D2 too, so that triad fs volumes can be tried on the local ring.
-		o.D2 = true
+		o.Enable("d2")
 		if d.ca != nil {
 			var err error
 			if o.Bundle, err = d.ca.bundle(pki.Identity{Name: fmt.Sprintf("node%d-%s", i, o.Listen), Site: "node", Addr: o.Listen, Vnodes: pki.MaxVnodes}); err != nil {

@@ -147,6 +147,8 @@ var layers = []layer{
 		forbid: []string{in("sim")}},
 	{pkg: "noded", says: "it must not import the simulator",
 		forbid: []string{in("sim")}},
+	{pkg: "noded", says: "it must not import d2 or tapestry",
+		forbid: protocols("d2", "tapestry"), via: []string{in("deploy")}},
 	{pkg: "newsd", says: "it must not import the simulator",
 		forbid: []string{in("sim")}},
 	{pkg: "store/disk", says: "Node logic must not import it",

@@ -15,5 +15,8 @@
 //
 // Layer: assembly, beside internal/deploy; only commands and tests import
 // it. A real daemon: it must not import the simulator (issue 45; a test
-// lie for its storage comes from internal/store/lie).
+// lie for its storage comes from internal/store/lie). It names no protocol
+// beyond the ring and the block store: it must not import d2 or tapestry,
+// whose flags (--tapestry, --d2 and their tables) it offers from
+// deploy.Extensions, where each protocol declares its settings.
 package noded

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"triad/internal/cc"
-	"triad/internal/d2"
 	"triad/internal/deploy"
 	"triad/internal/dhash"
 	"triad/internal/host"
@@ -19,7 +18,6 @@ import (
 	"triad/internal/ring"
 	"triad/internal/store"
 	"triad/internal/store/lie"
-	"triad/internal/tapestry"
 	"triad/internal/tcp"
 	"triad/internal/wire"
 )
@@ -136,38 +134,12 @@ type Options struct {
 	// while concurrent puts still share it, where a timed interval adds a
 	// timer's granularity to every put. Key sync-interval. Default zero.
 	SyncInterval time.Duration
-	// Tapestry runs Tapestry's mesh and object location (triad publish,
-	// locate, fetch) beside the ring: its node ID is the node's first ring
-	// ID, and it joins through Join. Key tapestry. Default false.
-	Tapestry bool
-	// TapRepublish is how often the node republishes the objects it
-	// serves; a location pointer lives twice that unless refreshed. Key
-	// tapestry-republish. Default tapestry.DefaultConfig's (10m).
-	TapRepublish time.Duration
-	// TapBeacon is how often the node probes every link of its Tapestry
-	// table. Key tapestry-beacon. Default tapestry.DefaultConfig's (20s).
-	TapBeacon time.Duration
-	// TapExtra is the extra pointers of Tapestry's §V-B3, "k,l,m": on the
-	// first m hops of a publish path, pointers also go to k backups of the
-	// next hop and the l nearest neighbours. Key tapestry-extra. Default
-	// 0,0,0 (none).
-	TapExtra string
-	// D2 runs D2's store and load-balancing ring (internal/d2: the blocks
-	// of triad fs volumes) on a second storage engine under the data
-	// folder's d2/, joining through Join. Key d2. Default false.
-	D2 bool
-	// D2Stabilize is how often D2 checks its successor and predecessor,
-	// and rebuilds its long links. Key d2-stabilize. Default 5s.
-	D2Stabilize time.Duration
-	// D2Sync is how often D2 compares each node's range with its
-	// successors' copies (pushes what they lack, takes the newer version
-	// of a replaced block, drops what it no longer keeps). Key d2-sync.
-	// Default 5m.
-	D2Sync time.Duration
-	// D2MaxNames bounds the volume names one client (its certificate, or
-	// its IP address without TLS) may claim through this node. Key
-	// d2-max-names. Default 100; 0: no bound.
-	D2MaxNames int
+	// Protocols are the protocols beyond the ring and the block store
+	// this node may run (deploy.Extensions: Tapestry, D2), each turned on
+	// by its flag (--tapestry, --d2; keys tapestry and d2) and set by its
+	// own table (--tapestry-*, --d2-*). Default: all off. A copy of
+	// Options shares them: Enable on a copy enables on the original too.
+	Protocols []*deploy.Extension
 
 	// IDs are the ring positions of a new node (a restart keeps its own);
 	// nil derives them from Listen. With DeriveIDs they must be positions
@@ -188,13 +160,10 @@ type Options struct {
 // DefaultOptions is one vnode on 127.0.0.1:4001 with every protocol's
 // defaults.
 func DefaultOptions() Options {
-	d, t := dhash.DefaultConfig(), tapestry.DefaultConfig()
+	d := dhash.DefaultConfig()
 	return Options{
 		Listen:        "127.0.0.1:4001",
 		JoinTimeout:   time.Minute,
-		D2Stabilize:   5 * time.Second,
-		D2Sync:        d2.DefaultConfig().Sync,
-		D2MaxNames:    d2.DefaultConfig().MaxNames,
 		Vnodes:        1,
 		MaxConns:      1024,
 		Stabilize:     ring.DefaultConfig().StabilizeInterval,
@@ -210,9 +179,7 @@ func DefaultOptions() Options {
 		MaxRetention:  d.MaxRetention,
 		Workers:       256,
 		DeriveIDs:     true,
-		TapRepublish:  t.Republish,
-		TapBeacon:     t.Beacon,
-		TapExtra:      "0,0,0",
+		Protocols:     deploy.Extensions(),
 	}
 }
 
@@ -248,14 +215,12 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.MaxRetention, "max-retention", o.MaxRetention, "the longest a block may be kept: puts asking for more are refused, and copies from other nodes are kept no longer")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "goroutines that run the node's blocking work (disk reads and writes) at once")
 	fs.DurationVar(&o.SyncInterval, "sync-interval", o.SyncInterval, "the storage engine's group-commit interval; 0: commit back to back, so a put waits about one fdatasync while concurrent puts share it")
-	fs.BoolVar(&o.Tapestry, "tapestry", o.Tapestry, "also run Tapestry's mesh and object location (triad publish, locate, fetch), with the node's first ring ID, joining through --join")
-	fs.DurationVar(&o.TapRepublish, "tapestry-republish", o.TapRepublish, "with --tapestry: how often the objects this node serves are republished; a location pointer lives twice that unless refreshed")
-	fs.DurationVar(&o.TapBeacon, "tapestry-beacon", o.TapBeacon, "with --tapestry: how often every link of the routing table is probed")
-	fs.BoolVar(&o.D2, "d2", o.D2, "also run D2, the store of triad fs volumes: 8 KB blocks under 64-byte keys that keep a directory's files on a few neighbours, balanced by moving nodes (a second storage engine under the data folder's d2/), joining through --join")
-	fs.DurationVar(&o.D2Stabilize, "d2-stabilize", o.D2Stabilize, "with --d2: how often D2 checks its neighbours and rebuilds its long links (a new node is on D2's ring after a few rounds)")
-	fs.DurationVar(&o.D2Sync, "d2-sync", o.D2Sync, "with --d2: how often each node compares its blocks with its replicas' and repairs them (a replica lost with a disk is back within about this)")
-	fs.IntVar(&o.D2MaxNames, "d2-max-names", o.D2MaxNames, "with --d2: the volume names one client (its certificate, or its IP address without --tls) may claim through this node; names never lapse (0: no bound)")
-	fs.StringVar(&o.TapExtra, "tapestry-extra", o.TapExtra, "with --tapestry: extra pointers `k,l,m`: on the first m hops of a publish path, pointers also go to k backups of the next hop (0-2) and its l nearest neighbours (0-16)")
+	for _, e := range o.Protocols {
+		fs.BoolVar(&e.On, e.Name, e.On, e.Usage)
+		for _, st := range e.Settings {
+			addSetting(fs, st)
+		}
+	}
 }
 
 // Validate checks o, naming the flag (and configuration key) of a bad
@@ -317,9 +282,6 @@ func (o *Options) assembly() (assembly, error) {
 	if a.deploy.Maint, err = o.maint(); err != nil {
 		return a, err
 	}
-	if a.deploy.Tapestry, err = o.tapestry(); err != nil {
-		return a, err
-	}
 	if o.TestLie != "" {
 		if a.lie, err = lie.Parse(o.TestLie); err != nil {
 			return a, fmt.Errorf("--test-lie: %v", err)
@@ -342,20 +304,17 @@ func (o *Options) assembly() (assembly, error) {
 	so := store.Options{Capacity: o.CapacityMB << 20, MaxObject: blocks.MaxBlock + 64, SyncInterval: sync, MaxRetention: blocks.MaxRetention,
 		TreeLag: maintTreeLag}
 	a.driver = tcp.Config{Listen: o.Listen, DataDir: data, Store: so, Workers: o.Workers, WriteTimeout: o.WriteTimeout, MaxConns: o.MaxConns, CheckVnodes: o.DeriveIDs}
-	if o.D2 {
-		c := d2.DefaultConfig()
-		if o.D2Stabilize <= 0 {
-			return a, fmt.Errorf("--d2-stabilize %v: want a positive duration", o.D2Stabilize)
+	for _, e := range o.Protocols {
+		stores, err := e.Apply(&a.deploy, o.CapacityMB<<20, sync)
+		if err != nil {
+			return a, err
 		}
-		if o.D2Sync <= 0 {
-			return a, fmt.Errorf("--d2-sync %v: want a positive duration", o.D2Sync)
+		for name, so := range stores {
+			if a.driver.Stores == nil {
+				a.driver.Stores = map[string]store.Options{}
+			}
+			a.driver.Stores[name] = so
 		}
-		if o.D2MaxNames < 0 {
-			return a, fmt.Errorf("--d2-max-names %d: want 0 (no bound) or more", o.D2MaxNames)
-		}
-		c.Stabilize, c.FixLinks, c.Sync, c.MaxNames = o.D2Stabilize, o.D2Stabilize, o.D2Sync, o.D2MaxNames
-		a.deploy.D2 = &c
-		a.driver.Stores = map[string]store.Options{d2.StoreName: {KeyWidth: d2.KeyBytes, Capacity: o.CapacityMB << 20, MaxObject: c.BlockBytes + d2.RecordOverhead, SyncInterval: sync}}
 	}
 	return a, nil
 }
@@ -416,26 +375,34 @@ func (o *Options) maint() (*maint.Config, error) {
 	return &m, nil
 }
 
-// tapestry is Tapestry's configuration; nil without --tapestry.
-func (o *Options) tapestry() (*tapestry.Config, error) {
-	if !o.Tapestry {
-		return nil, nil
+// Enable turns on the protocol named name (deploy.Extension.Name), as
+// its flag would.
+func (o *Options) Enable(name string) error {
+	for _, e := range o.Protocols {
+		if e.Name == name {
+			e.On = true
+			return nil
+		}
 	}
-	t := tapestry.DefaultConfig()
-	t.Republish, t.Beacon = o.TapRepublish, o.TapBeacon
-	if o.TapRepublish <= 0 {
-		return nil, fmt.Errorf("--tapestry-republish %v: want a positive duration", o.TapRepublish)
+	return fmt.Errorf("noded: no protocol %q to enable", name)
+}
+
+// addSetting offers a protocol's setting as a flag of its type.
+func addSetting(fs *flag.FlagSet, st host.Setting) {
+	switch v := st.Value.(type) {
+	case *bool:
+		fs.BoolVar(v, st.Key, *v, st.Usage)
+	case *int:
+		fs.IntVar(v, st.Key, *v, st.Usage)
+	case *string:
+		fs.StringVar(v, st.Key, *v, st.Usage)
+	case *time.Duration:
+		fs.DurationVar(v, st.Key, *v, st.Usage)
+	case flag.Value:
+		fs.Var(v, st.Key, st.Usage)
+	default:
+		panic(fmt.Sprintf("noded: setting %s has a value of type %T", st.Key, st.Value))
 	}
-	if o.TapBeacon <= 0 {
-		return nil, fmt.Errorf("--tapestry-beacon %v: want a positive duration", o.TapBeacon)
-	}
-	if _, err := fmt.Sscanf(o.TapExtra, "%d,%d,%d", &t.ExtraBackups, &t.ExtraNearest, &t.ExtraHops); err != nil {
-		return nil, fmt.Errorf("--tapestry-extra %q: want k,l,m, like 1,1,1", o.TapExtra)
-	}
-	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("--tapestry-extra %s: %v", o.TapExtra, err)
-	}
-	return &t, nil
 }
 
 // MachineID turns a machine name into a machine identity (0 for none).

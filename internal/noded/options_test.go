@@ -2,6 +2,7 @@ package noded
 
 import (
 	"flag"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -55,10 +56,6 @@ func TestOptions(t *testing.T) {
 		{func(o *Options) { o.SyncInterval = -time.Second }, "--sync-interval"},
 		{func(o *Options) { o.Workers = 0 }, "--workers"},
 		{func(o *Options) { o.Replicas = 0 }, "--replicas"},
-		{func(o *Options) { o.Tapestry, o.TapRepublish = true, 0 }, "--tapestry-republish"},
-		{func(o *Options) { o.Tapestry, o.TapBeacon = true, -time.Second }, "--tapestry-beacon"},
-		{func(o *Options) { o.Tapestry, o.TapExtra = true, "1/1/1" }, "--tapestry-extra"},
-		{func(o *Options) { o.Tapestry, o.TapExtra = true, "3,1,1" }, "--tapestry-extra"},
 	} {
 		o := DefaultOptions()
 		tc.set(&o)
@@ -113,9 +110,50 @@ func TestOptionsD2(t *testing.T) {
 	if a.deploy.D2.Stabilize != 2*time.Second || a.deploy.D2.FixLinks != 2*time.Second {
 		t.Errorf("--d2-stabilize 2s: stabilize %v, links %v", a.deploy.D2.Stabilize, a.deploy.D2.FixLinks)
 	}
-	o.D2Stabilize = 0
-	if _, err := o.assembly(); err == nil || !strings.Contains(err.Error(), "--d2-stabilize") {
+	if err := fs.Parse([]string{"--d2-stabilize", "0s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.assembly(); err == nil || !strings.Contains(err.Error(), "--d2-stabilize 0s: want a positive duration") {
 		t.Errorf("--d2-stabilize 0: %v", err)
+	}
+}
+
+// A protocol's settings are checked where they are given: a value that
+// cannot be parsed at the flag, one that cannot work when the node is
+// assembled, each naming its flag; a protocol that is off is not checked.
+func TestProtocolSettingsAreChecked(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // in the flag's error, or else the assembly's
+	}{
+		{[]string{"--tapestry", "--tapestry-republish", "0s"}, "--tapestry-republish 0s: want a positive duration"},
+		{[]string{"--tapestry", "--tapestry-beacon", "-1s"}, "--tapestry-beacon -1s: want a positive duration"},
+		{[]string{"--tapestry-extra", "1/1/1"}, "-tapestry-extra: want k,l,m, like 1,1,1"},
+		{[]string{"--tapestry-extra", "3,1,1"}, "-tapestry-extra: tapestry: extra pointers"},
+		{[]string{"--d2", "--d2-sync", "0s"}, "--d2-sync 0s: want a positive duration"},
+		{[]string{"--d2", "--d2-max-names", "-1"}, "--d2-max-names -1: want 0 (no bound) or more"},
+		{[]string{"--d2-stabilize", "soon"}, "-d2-stabilize"},
+	} {
+		o := DefaultOptions()
+		fs := flag.NewFlagSet("node", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.RegisterFlags(fs)
+		err := fs.Parse(tc.args)
+		if err == nil {
+			_, err = o.assembly()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want an error saying %q", tc.args, err, tc.want)
+		}
+	}
+	o := DefaultOptions()
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	o.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--d2-sync", "0s"}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := o.assembly(); err != nil || a.deploy.D2 != nil {
+		t.Errorf("--d2-sync 0s without --d2: D2 %v, %v; want neither", a.deploy.D2, err)
 	}
 }
 
