@@ -13,7 +13,7 @@ import (
 func (c *Config) Settings() []host.Setting {
 	return []host.Setting{
 		{Key: "d2-stabilize", Value: stabilizeEvery{c}, Check: host.Positive(&c.Stabilize),
-			Usage: "with --d2: how often D2 checks its neighbours and rebuilds its long links (a new node is on D2's ring after a few rounds)"},
+			Usage: "with --d2: the `duration` between D2's checks of its neighbours and rebuilds of its long links (a new node is on D2's ring after a few rounds)"},
 		{Key: "d2-sync", Value: &c.Sync, Check: host.Positive(&c.Sync),
 			Usage: "with --d2: how often each node compares its blocks with its replicas' and repairs them (a replica lost with a disk is back within about this)"},
 		{Key: "d2-max-names", Value: &c.MaxNames, Check: func() error {
