@@ -125,7 +125,8 @@ func TestPointerFloodIsBounded(t *testing.T) {
 // routes to the objects end at the real server, or not found, never
 // unreachable, and the root's list of servers (triad locate --all) names
 // the real server only. Before: the lists named the forged servers too,
-// and every route to the key nobody serves timed out.
+// and every route to the key nobody serves timed out. The same holds for
+// forged backup pointers, which travel to the root's stand-in first.
 func TestForgedServerPointers(t *testing.T) {
 	m := newMesh(t, 23, 16, tapestry.DefaultConfig())
 	server, other, insider := m.hosts[3], m.hosts[7], m.hosts[11]
@@ -136,7 +137,13 @@ func TestForgedServerPointers(t *testing.T) {
 	var forged []wire.TapPointer
 	for _, k := range append(slices.Clone(keys), nobodys) {
 		for _, s := range []wire.NodeRef{tap(other).Self(), nowhere} {
-			forged = append(forged, wire.TapPointer{Key: k, App: tapestry.AppDOLR, Server: s, TTLMillis: 600_000})
+			p := wire.TapPointer{Key: k, App: tapestry.AppDOLR, Server: s, TTLMillis: 600_000}
+			// And as a root's backup pointer (Extra, Backup), which a
+			// node sends on along the route and keeps only where the
+			// route ends (issue 45).
+			backup := p
+			backup.Extra, backup.Backup = true, true
+			forged = append(forged, p, backup)
 		}
 	}
 	for _, h := range m.up() {

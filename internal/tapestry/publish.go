@@ -115,6 +115,9 @@ func (n *Node) handlePointers(env node.Env, from string, list []wire.TapPointer)
 			// reached the backup when the root left found nothing
 			// (TestNoLocateFailsWhileARootLeaves, issue 45).
 			if next, level, root := n.table.nextHop(int(p.Level), p.Key, false, nil); !root {
+				if n.forgedHere(env, p) {
+					continue
+				}
 				q := p
 				q.Level, q.Hops = uint32(level), p.Hops+1
 				out.add(next, q)
@@ -130,10 +133,7 @@ func (n *Node) handlePointers(env node.Env, from string, list []wire.TapPointer)
 		} else if !n.ptrs.admits(p.Key, p.Server.Addr) {
 			n.Stats.PointersRefused++
 			continue
-		} else if !n.cfg.NoServerCheck && p.Server.Addr == n.self.Addr && !n.holds(env, p.Key) {
-			// Names this node for a key it does not serve: sent on from
-			// here, it would look as if it came from its server.
-			n.Stats.PointersForged++
+		} else if n.forgedHere(env, p) {
 			continue
 		}
 		confirmed := n.confirmedOnArrival(p.Server, from)
@@ -169,6 +169,17 @@ func (n *Node) handlePointers(env node.Env, from string, list []wire.TapPointer)
 	}
 	n.sendBatches(env, out)
 	n.sendChecks(env)
+}
+
+// forgedHere reports (and counts) a pointer that names this node as the
+// server of a key it does not serve: sent on from here, it would look as
+// if it came from its server, which needs no asking.
+func (n *Node) forgedHere(env node.Env, p wire.TapPointer) bool {
+	if n.cfg.NoServerCheck || p.Remove || p.Server.Addr != n.self.Addr || n.holds(env, p.Key) {
+		return false
+	}
+	n.Stats.PointersForged++
+	return true
 }
 
 // backupRoot sends the root's pointer (or its removal), as an extra one,
