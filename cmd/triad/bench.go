@@ -2,81 +2,107 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"runtime"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"triad/internal/bench"
 )
 
 var benchAbout = help("bench")
 
-func runBench(args []string, stdout, stderr io.Writer) error {
-	return runGroup("bench", benchAbout, map[string]func([]string, io.Writer, io.Writer) error{"store": runBenchStore, "dhash": runBenchDHash, "nntp": runBenchNNTP, "limits": runBenchLimits, "pin": runBenchPin, "sync": runBenchSync, "flood": runBenchFlood, "tapestry": runBenchTapestry, "fs": runBenchFS}, args, stdout, stderr)
+// benchCommand is one command of `triad bench` or `triad chaos`: its name
+// ("bench store"), usage line and help, what --json and --cpuprofile say ("": a final
+// JSON line of results; no profile), whether it relaxes the collector
+// (relaxGC), and its flags (bench.Command) with their defaults, given the
+// flag set for flags of the command's own.
+type benchCommand struct {
+	name, usage, about, json, profile string
+	relaxGC                           bool
+	cmd                               func(fs *flag.FlagSet) bench.Command
 }
 
-// minProcs is the least GOMAXPROCS bench store runs with.
-const minProcs = 4
+// just is a table entry's bench.Command that takes no flags of the
+// command's.
+func just(c bench.Command) func(*flag.FlagSet) bench.Command {
+	return func(*flag.FlagSet) bench.Command { return c }
+}
 
-func runBenchStore(args []string, stdout, stderr io.Writer) error {
-	// Reads of cold objects block an OS thread each, holding a P until the
-	// scheduler takes it back; on small machines that leaves cores idle that
-	// checksums could use. A few more Ps than cores keep them busy.
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set && runtime.GOMAXPROCS(0) < minProcs {
-		runtime.GOMAXPROCS(minProcs)
+const finalJSON = "print a final JSON line"
+
+// benchCommands are `triad bench`'s commands.
+func benchCommands() []benchCommand {
+	return []benchCommand{
+		{"bench store", "bench store [--dir D] [--size BYTES] [--objects N] [--reopen N] [--json]", bench.StoreHelp, finalJSON, "the run", false, just(new(bench.DefaultStoreConfig()))},
+		{"bench dhash", "bench dhash [--nodes N | --nodes N,N,...] [--cpu-per-node CORES] [--size BYTES] [--concurrency C] [--ops N] [--json]", bench.DHashHelp, "", "", true, just(new(bench.DefaultDHashCommand()))},
+		{"bench nntp", "bench nntp --addr HOST:PORT [--size BYTES] [--conns C] [--articles N] [--phases LIST] [--json]", bench.NNTPHelp + bench.NNTPSpreadHelp, "", "the load generator", true, just(new(bench.DefaultNNTPCommand()))},
+		{"bench limits", "bench limits [--idle 5000] [--articles 200000] [--json]", bench.LimitsHelp, "", "", false, just(new(bench.DefaultLimitsConfig()))},
+		{"bench pin", "bench pin [--frames 80] [--readers 20] [--gets 500] [--hold 15s] [--max-anon-mb 576] [--json]", help("bench-pin"), "", "", false, just(new(bench.DefaultPinConfig()))},
+		{"bench sync", "bench sync [--keys 1000000] [--outside 100000] [--dir D] [--json]", bench.SyncHelp, finalJSON, "", false, just(new(bench.DefaultSyncConfig()))},
+		{"bench flood", "bench flood [--nodes N] [--uplink-kbps K] [--flood R] [--duration D] [--json]", bench.FloodHelp, "", "", true, just(new(bench.DefaultFloodConfig()))},
+		{"bench tapestry", "bench tapestry [--size B] [--count N] [--window W] [--rounds R] [--json]", bench.TapestryHelp, "", "", true, just(new(bench.DefaultTapestryConfig()))},
+		{"bench fs", "bench fs [--addr A,B] [--tree DIR] [--local-dir DIR] [--tasks N] [--metrics URLS] [--no-copy] [--json]", help("bench-fs"), "", "", false, func(fs *flag.FlagSet) bench.Command {
+			ff, c := addFSFlags(fs), bench.DefaultFSCommand()
+			c.Open, c.Addrs, c.Explain = ff.blocksWith, ff.addrs, ff.explain
+			return &c
+		}},
 	}
-	fs := newFlags("bench store", "bench store [--dir D] [--size BYTES] [--objects N] [--reopen N] [--json]", bench.StoreHelp, stderr)
-	cfg := bench.DefaultStoreConfig()
-	cfg.RegisterFlags(fs)
-	asJSON := fs.Bool("json", false, "print a final JSON line")
-	cpuProfile := addProfileFlag(fs, "the run")
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	subs := map[string]func([]string, io.Writer, io.Writer) error{}
+	for _, c := range benchCommands() {
+		subs[strings.TrimPrefix(c.name, "bench ")] = c.run
+	}
+	return runGroup("bench", benchAbout, subs, args, stdout, stderr)
+}
+
+// run parses the command's flags, --json and --cpuprofile, and runs it
+// with this executable as the one its processes run.
+func (c benchCommand) run(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags(c.name, c.usage, c.about, stderr)
+	cmd := c.cmd(fs)
+	cmd.RegisterFlags(fs)
+	if c.json == "" {
+		c.json = "end with one JSON line of results"
+	}
+	asJSON := fs.Bool("json", false, c.json)
+	profile := profileFlag{new("")}
+	if c.profile != "" {
+		profile = addProfileFlag(fs, c.profile)
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	stopProfile, err := cpuProfile.start()
+	if err := checkConfig(fs, cmd); err != nil {
+		return err
+	}
+	stopProfile, err := profile.start()
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	if cfg.Reopen > 0 && !flagGiven(fs, "size") {
-		cfg.Size = 100
-	}
-	if err := checkConfig(fs, &cfg); err != nil {
-		return err
-	}
-	tmp, err := bench.ScratchDir(cfg.Dir, "bench-store-")
+	bin, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	cfg.Dir, cfg.Progress = tmp, progressTo(stderr)
-	abs, _ := filepath.Abs(tmp)
-	fmt.Fprintf(stderr, "benchmarking the storage engine in %s\n", abs)
-	res, err := bench.Store(cfg)
-	if err != nil {
-		return err
+	if c.relaxGC {
+		relaxGC()
 	}
-	res.WriteText(stdout)
-	return maybeJSON(stdout, *asJSON, res)
-}
-
-// flagGiven reports whether the flag name was set on the command line.
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
+	out := bench.Output{Text: stdout, Log: stderr, Progress: progressTo(stderr), Binary: bin, Profile: startCPUProfile,
+		Given: func(name string) bool { return flagGiven(fs, name) }}
+	if *asJSON {
+		out.JSON = func(v any) error { return printJSON(stdout, v) }
+	}
+	return cmd.Run(out)
 }
 
 // progressTo returns progress bars on w when it is a terminal, else none.
 func progressTo(w io.Writer) func(string, int64) bench.Progress {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	if !isTerminal(w) {
 		return nil
 	}
 	return func(phase string, total int64) bench.Progress {
@@ -94,86 +120,3 @@ type bar struct{ *progressbar.ProgressBar }
 
 func (b bar) Add(n int) { b.ProgressBar.Add(n) }
 func (b bar) Finish()   { b.ProgressBar.Finish() }
-
-func runBenchDHash(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench dhash", "bench dhash [--nodes N | --nodes N,N,...] [--cpu-per-node CORES] [--size BYTES] [--concurrency C] [--ops N] [--json]", bench.DHashHelp, stderr)
-	cfg := bench.DefaultDHashConfig()
-	cfg.RegisterFlags(fs)
-	withTLS := fs.Bool("tls", false, "run again with every connection mutual TLS 1.3 (a CA made for the run) and print what TLS costs")
-	rounds := fs.Int("rounds", 3, "with --tls or --compare-stp: runs of each way, in turns; the result is the ratio of their medians")
-	compareSTP := fs.Bool("compare-stp", false, "run with every block copy sent at once (the nodes' --stp=false) and with STP's window, in turns, and print the difference")
-	asJSON := fs.Bool("json", false, "end with one JSON line of results")
-	if err := parseConfig(fs, args, &cfg); err != nil {
-		return err
-	}
-	if *rounds < 1 || *rounds > 50 {
-		return usageErr(fs, "--rounds %d: want 1 to 50", *rounds)
-	}
-	if *withTLS && *compareSTP {
-		return usageErr(fs, "--tls and --compare-stp: compare one thing at a time")
-	}
-	if len(cfg.Scale) > 1 {
-		if *withTLS || *compareSTP {
-			return usageErr(fs, "--nodes %s with --tls or --compare-stp: compare one thing at a time", fs.Lookup("nodes").Value)
-		}
-		if !flagGiven(fs, "concurrency") {
-			cfg.Concurrency = 0 // bench.DHashScale's, growing with the nodes
-		}
-	}
-	if cfg.Ops == 0 {
-		cfg.Ops = 20000
-		if cfg.Size > 16<<10 {
-			cfg.Ops = 2000
-		}
-	}
-	bin, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return err
-	}
-	relaxGC()
-	stopProfile := func() {}
-	if cfg.ProfileDir != "" {
-		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
-			return err
-		}
-		if stopProfile, err = startCPUProfile(filepath.Join(cfg.ProfileDir, "client.cpu")); err != nil {
-			return err
-		}
-	}
-	defer stopProfile()
-	cfg.Binary, cfg.Log, cfg.Progress = bin, logTo(stderr), progressTo(stderr)
-	if len(cfg.Scale) > 1 {
-		s, err := bench.DHashScale(cfg, func(res bench.DHashResult) { res.WriteText(stdout) })
-		if err != nil {
-			return err
-		}
-		s.WriteText(stdout)
-		return maybeJSON(stdout, *asJSON, s)
-	}
-	if !*withTLS && !*compareSTP {
-		res, err := bench.DHash(cfg)
-		if err != nil {
-			return err
-		}
-		res.WriteText(stdout)
-		return maybeJSON(stdout, *asJSON, res)
-	}
-	variant := bench.VariantTLS
-	if *compareSTP {
-		variant = bench.VariantSTP
-	}
-	cmp, err := bench.CompareDHash(cfg, variant, *rounds, func(res bench.DHashResult) { res.WriteText(stdout) })
-	if err != nil {
-		return err
-	}
-	cmp.WriteText(stdout)
-	return maybeJSON(stdout, *asJSON, cmp.JSON())
-}
-
-// logTo is a benchmark's log: lines on w.
-func logTo(w io.Writer) func(format string, args ...any) {
-	return func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-}

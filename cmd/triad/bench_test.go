@@ -295,3 +295,20 @@ func TestBenchDHashScaling(t *testing.T) {
 		}
 	}
 }
+
+// chaos picks its loop by --d2 or --tapestry before parsing the flags,
+// whose sets differ; each loop's --help is its own.
+func TestChaosPicksTheLoop(t *testing.T) {
+	for arg, on := range map[string]bool{"--d2": true, "-d2": true, "--d2=true": true, "-d2=1": true,
+		"d2": false, "--d2=false": false, "---d2": false, "--d2x": false} {
+		if turnsOn("d2")(arg) != on {
+			t.Errorf("%q turns --d2 on: %v, want %v", arg, !on, on)
+		}
+	}
+	for args, want := range map[string]string{"--help": "Usage: triad chaos [--nodes 6]", "--d2 --help": "Usage: triad chaos --d2", "--help --tapestry=true": "Usage: triad chaos --tapestry"} {
+		var out, errb strings.Builder
+		if code := run(append([]string{"chaos"}, strings.Fields(args)...), &out, &errb); code != 0 || !strings.HasPrefix(errb.String(), want) {
+			t.Errorf("chaos %s: exit %d, help %.80q, want %q", args, code, errb.String(), want)
+		}
+	}
+}

@@ -7,9 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -48,7 +46,7 @@ func runPut(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageErr(fs, "--redundancy %q: want replicas or fragments", *red)
 	}
-	data, err := readInput(pos[0])
+	data, err := files.ReadInput(pos[0], os.Stdin)
 	if err != nil {
 		return err
 	}
@@ -57,7 +55,7 @@ func runPut(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	c, err := node.cluster(ctx)
+	c, err := node.target().Cluster(ctx)
 	if err != nil {
 		return err
 	}
@@ -68,13 +66,6 @@ func runPut(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, key)
 	return nil
-}
-
-func readInput(name string) ([]byte, error) {
-	if name == "-" {
-		return io.ReadAll(io.LimitReader(os.Stdin, int64(files.MaxChunks)*dhash.MaxBlockLimit))
-	}
-	return os.ReadFile(name)
 }
 
 // fileProgress draws a bar for a chunked file on a terminal.
@@ -98,13 +89,13 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *out != "" {
-		if err := checkOutputPath(*out); err != nil {
+		if err := files.CheckOutput(*out); err != nil {
 			return usageErr(fs, "-o: %v", err)
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	c, err := node.cluster(ctx)
+	c, err := node.target().Cluster(ctx)
 	if err != nil {
 		return err
 	}
@@ -122,43 +113,7 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 		_, err = stdout.Write(data)
 		return err
 	}
-	return writeFileAtomic(*out, data)
-}
-
-// checkOutputPath reports, before the work whose result goes to path,
-// whether a file could be written there: the folder exists and takes a new
-// file, or the file, if it exists, opens for writing. Nothing at path is
-// created or changed.
-func checkOutputPath(path string) error {
-	if fi, err := os.Stat(path); err == nil {
-		if fi.IsDir() {
-			return fmt.Errorf("%s is a folder", path)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	}
-	dir := filepath.Dir(path)
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("cannot write %s: no folder %s", path, dir)
-	}
-	probe, err := os.CreateTemp(dir, ".triad-check-*")
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	name := probe.Name()
-	probe.Close()
-	return os.Remove(name)
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".partial"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return files.WriteAtomic(*out, data)
 }
 
 var statAbout = help("stat")
@@ -172,7 +127,7 @@ func runStat(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := node.node(ctx)
+	c, err := node.target().Dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -211,16 +166,9 @@ func keyArg(fs *flag.FlagSet, args []string) (id.ID, error) {
 	if len(pos) != 1 {
 		return id.ID{}, usageErr(fs, "want one KEY")
 	}
-	// A block's key is a content hash: every digit matters. id.Parse would
-	// take a short string as the leading digits of a ring position and pad
-	// it with zeros, which names another key (and answers "not found").
-	digits := strings.TrimPrefix(strings.ToLower(pos[0]), "0x")
-	if len(digits) != 2*id.Bytes {
-		return id.ID{}, usageErr(fs, "bad key %q: want all %d hex digits of the key (triad put prints it; a short form such as stat's 8-digit one names no block)", pos[0], 2*id.Bytes)
-	}
-	key, err := id.Parse(digits, id.Bytes)
+	key, err := client.ParseKey(pos[0])
 	if err != nil {
-		return id.ID{}, usageErr(fs, "bad key %q: want %d hex digits", pos[0], 2*id.Bytes)
+		return id.ID{}, usageErr(fs, "%v", err)
 	}
 	return key, nil
 }

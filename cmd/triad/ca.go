@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
-	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,7 +11,6 @@ import (
 	"triad/internal/client"
 	"triad/internal/noded"
 	"triad/internal/pki"
-	"triad/internal/wire"
 )
 
 var caAbout = help("ca")
@@ -89,11 +84,7 @@ func runCAIssue(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	what := "a " + string(b.Self.Role)
-	if b.Self.Role == pki.RoleNode {
-		what = fmt.Sprintf("the node at %s, %d vnode(s)", *addr, b.Self.Vnodes)
-	}
-	fmt.Fprintf(stdout, "issued %s of %s (%s); bundle in %s\n", pos[0], *site, what, *out)
+	fmt.Fprintf(stdout, "issued %s of %s (%s); bundle in %s\n", pos[0], *site, b.Self.Describe(), *out)
 	return nil
 }
 
@@ -127,67 +118,12 @@ func addNodeFlags(fs *flag.FlagSet, addrUsage string) nodeFlags {
 		fs.String("tls", os.Getenv("TRIAD_TLS"), "talk to the nodes over mutual TLS with the bundle in this `directory` (from 'triad ca issue'; needed when they run with --tls; default $TRIAD_TLS)")}
 }
 
+// target is the node --addr names, talked to with the bundle --tls names.
+func (n nodeFlags) target() client.Target { return client.Target{Addr: *n.addr, TLSDir: *n.tls} }
+
 // options are the client's: TLS with the bundle --tls names, if any.
-func (n nodeFlags) options() (client.Options, error) {
-	if *n.tls == "" {
-		return client.Options{}, nil
-	}
-	b, err := pki.LoadBundle(*n.tls)
-	return client.Options{TLS: b}, err
-}
-
-// cluster connects to the ring through --addr.
-func (n nodeFlags) cluster(ctx context.Context) (*client.Cluster, error) {
-	opt, err := n.options()
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.DialClusterOptions(ctx, opt, *n.addr)
-	return c, tlsHint(*n.addr, *n.tls, err)
-}
-
-// node connects to the node at --addr.
-func (n nodeFlags) node(ctx context.Context) (*client.Client, error) {
-	opt, err := n.options()
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.DialOptions(ctx, *n.addr, opt)
-	return c, tlsHint(*n.addr, *n.tls, err)
-}
-
-// call sends one request to the node at --addr.
-func (n nodeFlags) call(ctx context.Context, m wire.Msg) (wire.Msg, error) {
-	opt, err := n.options()
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Call(ctx, *n.addr, m, opt)
-	return resp, tlsHint(*n.addr, *n.tls, err)
-}
+func (n nodeFlags) options() (client.Options, error) { return n.target().Options() }
 
 // tlsHint explains a failure to talk to a node without TLS when the node
-// speaks TLS: plain frames sent to a TLS listener end in a closed
-// connection ("EOF"), which says nothing of the cause. It offers a TLS
-// handshake (trusting no certificate, sending none) and, if the node
-// answers it, says what to set.
-func tlsHint(addr, tlsDir string, err error) error {
-	if err == nil || tlsDir != "" || !speaksTLS(addr) {
-		return err
-	}
-	return fmt.Errorf("%w\n  the node at %s speaks TLS: set TRIAD_TLS or --tls to a certificate bundle from 'triad ca issue' (triad up prints the one it made)", err, addr)
-}
-
-// speaksTLS reports whether the listener at addr answers a TLS handshake.
-func speaksTLS(addr string) bool {
-	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return false
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(2 * time.Second))
-	tc := tls.Client(nc, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}) // a probe: nothing is sent over it
-	err = tc.Handshake()
-	var alert tls.AlertError
-	return err == nil || errors.As(err, &alert)
-}
+// speaks TLS (client.TLSHint).
+var tlsHint = client.TLSHint

@@ -7,8 +7,8 @@ import (
 	"io"
 	"time"
 
+	"triad/internal/client"
 	"triad/internal/id"
-	"triad/internal/wire"
 )
 
 var ringAbout = help("ring")
@@ -26,72 +26,14 @@ func runRing(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	m, err := node.call(ctx, &wire.GetRingInfo{})
+	info, err := client.Ring(ctx, node.target())
 	if err != nil {
 		return err
 	}
-	info, ok := m.(*wire.RingInfo)
-	if !ok {
-		return fmt.Errorf("%s answered %T", *node.addr, m)
-	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(ringJSON(info))
+		return json.NewEncoder(stdout).Encode(client.RingJSON(info))
 	}
-	for _, v := range info.Vnodes {
-		fmt.Fprintf(stdout, "vnode %s at %s\n", v.Self.ID, v.Self.Addr)
-		printList(stdout, "predecessors", v.Preds)
-		printList(stdout, "successors", v.Succs)
-		fmt.Fprintf(stdout, "  fingers (%d):\n", len(v.Fingers))
-		for _, f := range v.Fingers {
-			fmt.Fprintf(stdout, "    2^%-3d %s  %s\n", f.Bit, f.Node.ID, f.Node.Addr)
-		}
-	}
-	return nil
-}
-
-func printList(w io.Writer, name string, list []wire.NodeRef) {
-	fmt.Fprintf(w, "  %s (%d):\n", name, len(list))
-	for i, n := range list {
-		fmt.Fprintf(w, "    %-3d %s  %s\n", i, n.ID, n.Addr)
-	}
-}
-
-// JSON forms for scripts and tests.
-type nodeJSON struct {
-	ID   string `json:"id"`
-	Addr string `json:"addr"`
-}
-
-type fingerJSON struct {
-	Bit  uint32   `json:"bit"`
-	Node nodeJSON `json:"node"`
-}
-
-type vnodeJSON struct {
-	Self    nodeJSON     `json:"self"`
-	Preds   []nodeJSON   `json:"predecessors"`
-	Succs   []nodeJSON   `json:"successors"`
-	Fingers []fingerJSON `json:"fingers"`
-}
-
-func toJSON(list []wire.NodeRef) []nodeJSON {
-	out := []nodeJSON{}
-	for _, n := range list {
-		out = append(out, nodeJSON{n.ID.String(), n.Addr})
-	}
-	return out
-}
-
-func ringJSON(info *wire.RingInfo) map[string]any {
-	var vs []vnodeJSON
-	for _, v := range info.Vnodes {
-		vj := vnodeJSON{Self: nodeJSON{v.Self.ID.String(), v.Self.Addr}, Preds: toJSON(v.Preds), Succs: toJSON(v.Succs), Fingers: []fingerJSON{}}
-		for _, f := range v.Fingers {
-			vj.Fingers = append(vj.Fingers, fingerJSON{f.Bit, nodeJSON{f.Node.ID.String(), f.Node.Addr}})
-		}
-		vs = append(vs, vj)
-	}
-	return map[string]any{"vnodes": vs}
+	return client.WriteRing(stdout, info)
 }
 
 var lookupAbout = help("lookup")
@@ -120,20 +62,13 @@ func runLookup(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	start := time.Now()
-	m, err := node.call(ctx, &wire.ClientLookup{Key: key})
+	done, err := client.Lookup(ctx, node.target(), key)
 	if err != nil {
 		return err
 	}
-	done, ok := m.(*wire.LookupDone)
-	if !ok {
-		return fmt.Errorf("%s answered %T", *node.addr, m)
-	}
-	if done.Failed != "" {
-		return fmt.Errorf("lookup of %s failed: %s", key, done.Failed)
-	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(map[string]any{
-			"key": key.String(), "hops": done.Hops, "successors": toJSON(done.Succs),
+			"key": key.String(), "hops": done.Hops, "successors": client.RefsJSON(done.Succs),
 			"ms": float64(time.Since(start).Microseconds()) / 1000,
 		})
 	}

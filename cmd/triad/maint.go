@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"triad/internal/client"
 	"triad/internal/maint"
 	"triad/internal/wire"
 )
@@ -30,13 +31,9 @@ func runMaintStatus(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	m, err := maintCall(node, &wire.GetMaintStatus{})
+	st, err := maintCall[*wire.MaintStatus](node, &wire.GetMaintStatus{})
 	if err != nil {
 		return err
-	}
-	st, ok := m.(*wire.MaintStatus)
-	if !ok {
-		return fmt.Errorf("%s answered %T", *node.addr, m)
 	}
 	if *asJSON {
 		return printJSON(stdout, maint.StatusJSON(st))
@@ -53,15 +50,16 @@ func runMaintControl(name string, pause bool, args []string, stdout, stderr io.W
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	if _, err := maintCall(node, &wire.MaintControl{Pause: pause}); err != nil {
+	if _, err := maintCall[wire.Msg](node, &wire.MaintControl{Pause: pause}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "maintenance on %s: %sd\n", *node.addr, name)
 	return nil
 }
 
-func maintCall(node nodeFlags, m wire.Msg) (wire.Msg, error) {
+// maintCall sends one request to the node at --addr, and takes an R back.
+func maintCall[R wire.Msg](node nodeFlags, m wire.Msg) (R, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return node.call(ctx, m)
+	return client.Ask[R](ctx, node.target(), m)
 }

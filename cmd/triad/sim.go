@@ -1,307 +1,146 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"golang.org/x/term"
 
 	"triad/internal/exp"
 	"triad/internal/figure"
+	"triad/internal/files"
 )
 
 var simAbout = help("sim")
+
+// simCommand is one `triad sim` experiment: its usage line and help, what
+// its --json and --plot write, whether --cpuprofile profiles it, and its
+// flags (exp.Sim) with their defaults.
+type simCommand struct {
+	name, usage, about, json, plot string
+	profiled                       bool
+	sim                            exp.Sim
+}
+
+const jsonResults = "end with one JSON line of results"
+
+// sims are `triad sim`'s experiments.
+func sims() []simCommand {
+	return []simCommand{
+		{"ring", "sim ring --nodes N --seed S [--fail FRACTION] [--churn] [--check] [--json]", exp.RingHelp, jsonResults,
+			"draw the lookups' path lengths (the paper's figure) to this `file` (.png, .svg or .pdf)", true, new(exp.DefaultRingConfig())},
+		{"dhash", "sim dhash --nodes N --seed S [--check] [--json] [--plot FILE]", exp.DHashHelp, jsonResults,
+			"draw the latency comparisons (median and 90th percentile of each) to this `file` (.png, .svg or .pdf)", true, new(exp.DefaultDHashConfig())},
+		{"passingtone", "sim passingtone [--trace FILE] [--seed S] [--json]  |  sim passingtone --scenario restart|transient|addition|wipe|partition|liars|all", exp.PassingToneHelp, "one JSON line per run",
+			"draw the figure to this `file` (.png, .svg or .pdf): the trace's copies per object at the end (Figure 5), or the scenarios' bytes moved and needed", false, new(exp.DefaultPassingToneFlags())},
+		{"congestion", "sim congestion [--seed S] [--scheme none|loss|backpressure|marking] [--crossload P] [--gamma G] [--threshold T] [--min-rto D] [--json] [--plot FILE]", exp.CongestionHelp, "end with one JSON line: the summary, and the points",
+			"draw Figures 4 and 5 to this `file` (.png, .svg or .pdf)", false, new(exp.DefaultCongestionFlags())},
+		{"tapestry", "sim tapestry [--seed S] [--experiment rdp|optim|insert|parallel|massive|churn|vs-chord|rogue|all] [--nodes N] [--quick] [--check] [--json] [--plot FILE]", exp.TapestryHelp, jsonResults,
+			"draw the paper's figures of the experiments that ran (Figs. 13-15, 19-22) to this `file` (.png, .svg or .pdf)", true, &exp.TapestryFlags{TapestryConfig: exp.DefaultTapestryConfig()}},
+		{"d2", "sim d2 --seed S [--experiment locality|avail|balance|perf|all|chaos] [--tree DIR | --manifest FILE] [--trace FILE] [--quick] [--check] [--json] [--plot FILE]  |  sim d2 --tree DIR --write-manifest FILE", exp.D2Help + "\n" + exp.D2ChaosHelp, "end with one JSON line of every figure",
+			"draw the paper's figures of the experiments that ran (Figs. 2, 6, 7-9, 11, Table 2) to this `file` (.png, .svg or .pdf)", true, &exp.D2Flags{D2Config: exp.DefaultD2Config()}},
+	}
+}
 
 func runSim(args []string, stdout, stderr io.Writer) error {
 	// A simulation's live heap is small next to what it allocates per
 	// event; collecting less often leaves both cores to the hosts.
 	relaxGC()
-	return runGroup("sim", simAbout, map[string]func([]string, io.Writer, io.Writer) error{"ring": runSimRing, "dhash": runSimDHash, "passingtone": runSimPassingTone, "congestion": runSimCongestion, "tapestry": runSimTapestry, "d2": runSimD2}, args, stdout, stderr)
+	subs := map[string]func([]string, io.Writer, io.Writer) error{}
+	for _, c := range sims() {
+		subs[c.name] = c.run
+	}
+	return runGroup("sim", simAbout, subs, args, stdout, stderr)
 }
 
-func runSimRing(args []string, stdout, stderr io.Writer) error {
-	cfg := exp.DefaultRingConfig()
-	fs := newFlags("sim ring", "sim ring --nodes N --seed S [--fail FRACTION] [--churn] [--check] [--json]", exp.RingHelp, stderr)
-	cfg.RegisterFlags(fs)
-	sf := addSimFlags(fs, "end with one JSON line of results", "draw the lookups' path lengths (the paper's figure) to this `file` (.png, .svg or .pdf)", true)
-	stopProfile, err := sf.parse(fs, args, &cfg)
-	if err != nil {
-		return err
+// runSimNamed runs `triad sim NAME`, as the tests call it.
+func runSimNamed(name string, args []string, stdout, stderr io.Writer) error {
+	for _, c := range sims() {
+		if c.name == name {
+			return c.run(args, stdout, stderr)
+		}
 	}
-	defer stopProfile()
-	if sf.progress(stderr) {
-		cfg.Log = stderr
-	}
-	res, err := exp.RunRing(cfg)
-	if err != nil {
-		return err
-	}
-	if err := sf.plot(stdout, func(path string) error { return figure.RingHops(res, path) }); err != nil {
-		return err
-	}
-	res.WriteText(stdout)
-	if err := sf.json(stdout, res); err != nil {
-		return err
-	}
-	return res.Checked.Err()
+	panic("triad: no sim " + name)
 }
 
-func runSimDHash(args []string, stdout, stderr io.Writer) error {
-	cfg := exp.DefaultDHashConfig()
-	fs := newFlags("sim dhash", "sim dhash --nodes N --seed S [--check] [--json] [--plot FILE]", exp.DHashHelp, stderr)
-	cfg.RegisterFlags(fs)
-	sf := addSimFlags(fs, "end with one JSON line of results", "draw the latency comparisons (median and 90th percentile of each) to this `file` (.png, .svg or .pdf)", true)
-	stopProfile, err := sf.parse(fs, args, &cfg)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	if sf.progress(stderr) {
-		cfg.Log = stderr
-	}
-	res, err := exp.RunDHash(cfg)
-	if err != nil {
-		return err
-	}
-	res.WriteText(stdout)
-	if err := sf.plot(stdout, func(path string) error { return figure.DHashLatency(res, path) }); err != nil {
-		return err
-	}
-	if err := sf.json(stdout, res); err != nil {
-		return err
-	}
-	if err := res.Checked.Err(); err != nil {
-		return err
-	}
-	if !res.Pass {
-		return fmt.Errorf("the DHash++ claims do not hold on this run (see the table)")
-	}
-	return nil
-}
-
-func runSimPassingTone(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim passingtone", "sim passingtone [--trace FILE] [--seed S] [--json]  |  sim passingtone --scenario restart|transient|addition|wipe|partition|liars|all", exp.PassingToneHelp, stderr)
-	flags := exp.DefaultPassingToneFlags()
-	flags.RegisterFlags(fs)
-	sf := addSimFlags(fs, "one JSON line per run", "draw the figure to this `file` (.png, .svg or .pdf): the trace's copies per object at the end (Figure 5), or the scenarios' bytes moved and needed", false)
-	if _, err := sf.parse(fs, args, &flags); err != nil {
-		return err
-	}
-	flags.BudgetGiven = flagGiven(fs, "repair-budget")
-	if flags.Scenario == "" {
-		return runTrace(flags, sf, stdout, stderr)
-	}
-	failed := 0
-	var results []exp.ScenarioResult
-	list := flags.Scenarios()
-	for _, cfg := range list {
-		if sf.progress(stderr) {
-			cfg.Log = stderr
-		}
-		res, err := exp.RunPassingTone(cfg)
-		if err != nil {
-			return usageErr(fs, "%v", err)
-		}
-		results = append(results, res)
-		if !res.Pass {
-			failed++
-		}
-		res.WriteText(stdout)
-		if err := sf.json(stdout, res); err != nil {
-			return err
-		}
-	}
-	if err := sf.plot(stdout, func(path string) error { return figure.Scenarios(results, path) }); err != nil {
-		return err
-	}
-	if failed > 0 {
-		return fmt.Errorf("sim passingtone: %d of %d scenarios failed", failed, len(list))
-	}
-	return nil
-}
-
-// runTrace is `triad sim passingtone` without a scenario: the durability
-// experiment over a failure trace.
-func runTrace(flags exp.PassingToneFlags, sf simFlags, stdout, stderr io.Writer) error {
-	cfg, source, err := flags.Trace()
-	if err != nil {
-		return err
-	}
-	cfg.Trace.Stats().WriteText(stdout, source)
-	if sf.progress(stderr) {
-		cfg.Progress = func(p exp.TraceProgress) {
-			fmt.Fprintf(stderr, "sim passingtone: day %.0f of %.0f, %s wall, %d objects repaired so far, %d lost\n",
-				p.Virtual.Hours()/24, p.Total.Hours()/24, p.Wall.Round(time.Second), p.Repaired, p.Lost)
-		}
-	}
-	res, err := exp.RunTrace(cfg)
-	if err != nil {
-		return err
-	}
-	if err := sf.plot(stdout, func(path string) error { return figure.ReplicaCDF(res, path) }); err != nil {
-		return err
-	}
-	res.WriteText(stdout)
-	if err := sf.json(stdout, res); err != nil {
-		return err
-	}
-	if res.ObjectsLost > 0 || res.ExpiredRepairs > 0 {
-		return fmt.Errorf("sim passingtone: %d objects lost, %d expired objects repaired", res.ObjectsLost, res.ExpiredRepairs)
-	}
-	return nil
-}
-
-func runSimCongestion(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim congestion", "sim congestion [--seed S] [--scheme none|loss|backpressure|marking] [--crossload P] [--gamma G] [--threshold T] [--min-rto D] [--json] [--plot FILE]", exp.CongestionHelp, stderr)
-	cfg := exp.DefaultCongestionFlags()
-	cfg.RegisterFlags(fs)
-	sf := addSimFlags(fs, "end with one JSON line: the summary, and the points", "draw Figures 4 and 5 to this `file` (.png, .svg or .pdf)", false)
-	if _, err := sf.parse(fs, args, &cfg); err != nil {
-		return err
-	}
-	if sf.progress(stderr) {
-		cfg.Log = stderr
-	}
-	res, err := cfg.Run()
-	if err != nil {
-		return err
-	}
-	res.WriteText(stdout)
-	if cfg.Scheme == "" {
-		res.Summary.WriteText(stdout)
-	}
-	if err := sf.plot(stdout, func(path string) error { return figure.Congestion(res, path) }); err != nil {
-		return err
-	}
-	if cfg.Scheme == "" {
-		return sf.json(stdout, res.SummaryJSON())
-	}
-	return sf.json(stdout, res)
+func runSimD2(args []string, stdout, stderr io.Writer) error {
+	return runSimNamed("d2", args, stdout, stderr)
 }
 
 func runSimTapestry(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim tapestry", "sim tapestry [--seed S] [--experiment rdp|optim|insert|parallel|massive|churn|vs-chord|rogue|all] [--nodes N] [--quick] [--check] [--json] [--plot FILE]", exp.TapestryHelp, stderr)
-	cfg := exp.DefaultTapestryConfig()
-	cfg.RegisterFlags(fs)
-	check := fs.Bool("check", false, "exit non-zero if a threshold of issue 29 fails (the failures are printed)")
-	sf := addSimFlags(fs, "end with one JSON line of results", "draw the paper's figures of the experiments that ran (Figs. 13-15, 19-22) to this `file` (.png, .svg or .pdf)", true)
-	stopProfile, err := sf.parse(fs, args, &cfg)
+	return runSimNamed("tapestry", args, stdout, stderr)
+}
+
+func runSimCongestion(args []string, stdout, stderr io.Writer) error {
+	return runSimNamed("congestion", args, stdout, stderr)
+}
+
+// run parses the experiment's flags and those every experiment takes,
+// refuses a --plot path the figure could not be written to (before a long
+// run, not at its end), and runs it.
+func (c simCommand) run(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("sim "+c.name, c.usage, c.about, stderr)
+	c.sim.RegisterFlags(fs)
+	asJSON := fs.Bool("json", false, c.json)
+	quiet := fs.Bool("q", false, "no progress on stderr (there is none when stderr is not a terminal)")
+	plotTo := fs.String("plot", "", c.plot)
+	profile := profileFlag{new("")}
+	if c.profiled {
+		profile = addProfileFlag(fs, "the simulation")
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if path := *plotTo; path != "" {
+		if err := figure.CheckFormat(path); err != nil {
+			return usageErr(fs, "--plot: %v", err)
+		}
+		if err := files.CheckOutput(path); err != nil {
+			return usageErr(fs, "--plot: %v", err)
+		}
+	}
+	if err := checkConfig(fs, c.sim); err != nil {
+		return err
+	}
+	stopProfile, err := profile.start()
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	if *sf.plotTo != "" && !exp.TapestryDraws(cfg.Experiment) {
-		return usageErr(fs, "--plot: --experiment %s draws no figure (rdp, optim, massive and churn do)", cfg.Experiment)
+	out := exp.Output{Text: stdout, Given: func(name string) bool { return flagGiven(fs, name) }}
+	if !*quiet && isTerminal(stderr) {
+		out.Log = stderr
 	}
-	if sf.progress(stderr) {
-		cfg.Log = stderr
+	if *asJSON {
+		out.JSON = func(v any) error { return printJSON(stdout, v) }
 	}
-	res, err := exp.RunTapestry(cfg)
-	if err != nil {
-		return err
-	}
-	res.WriteText(stdout)
-	if err := sf.plot(stdout, func(path string) error { return figure.Tapestry(res, path) }); err != nil {
-		return err
-	}
-	if err := sf.json(stdout, res); err != nil {
-		return err
-	}
-	if failed := res.Failed(); *check && len(failed) > 0 {
-		return fmt.Errorf("sim tapestry: %d thresholds of issue 29 missed (FAIL above)", len(failed))
-	}
-	return nil
-}
-
-// simFlags are the flags every experiment takes beside its
-// configuration's: --json, -q, --plot and (where profiled) --cpuprofile.
-type simFlags struct {
-	asJSON, quiet *bool
-	plotTo        *string
-	profile       *profileFlag
-}
-
-// addSimFlags defines the flags on fs, --cpuprofile if profiled.
-func addSimFlags(fs *flag.FlagSet, jsonUsage, plotUsage string, profiled bool) simFlags {
-	sf := simFlags{
-		asJSON: fs.Bool("json", false, jsonUsage),
-		quiet:  fs.Bool("q", false, "no progress on stderr (there is none when stderr is not a terminal)"),
-		plotTo: fs.String("plot", "", plotUsage),
-	}
-	if profiled {
-		p := addProfileFlag(fs, "the simulation")
-		sf.profile = &p
-	}
-	return sf
-}
-
-// parse parses args, refuses a --plot path the figure could not be
-// written to (before a long run, not at its end) and validates cfg; then
-// it starts the profile, if one was asked for.
-func (sf simFlags) parse(fs *flag.FlagSet, args []string, cfg validator) (stopProfile func(), err error) {
-	if err := parse(fs, args); err != nil {
-		return nil, err
-	}
-	if path := *sf.plotTo; path != "" {
-		if err := figure.CheckFormat(path); err != nil {
-			return nil, usageErr(fs, "--plot: %v", err)
-		}
-		if err := checkOutputPath(path); err != nil {
-			return nil, usageErr(fs, "--plot: %v", err)
+	if path := *plotTo; path != "" {
+		out.Plot = func(res any) error {
+			if err := figure.Draw(res, path); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "figure written to %s\n", path)
+			return nil
 		}
 	}
-	if err := checkConfig(fs, cfg); err != nil {
-		return nil, err
+	err = c.sim.Run(out)
+	if ue := (exp.UsageError{}); errors.As(err, &ue) {
+		return usageErr(fs, "%v", ue.Err)
 	}
-	if sf.profile == nil {
-		return func() {}, nil
-	}
-	return sf.profile.start()
+	return err
 }
 
-// progress reports whether the run shows progress on stderr: on a
-// terminal, unless -q.
-func (sf simFlags) progress(stderr io.Writer) bool {
-	f, ok := stderr.(*os.File)
-	return !*sf.quiet && ok && term.IsTerminal(int(f.Fd()))
-}
-
-// plot draws the figure with draw if --plot was given, and says so.
-func (sf simFlags) plot(stdout io.Writer, draw func(path string) error) error {
-	if *sf.plotTo == "" {
-		return nil
-	}
-	if err := draw(*sf.plotTo); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "figure written to %s\n", *sf.plotTo)
-	return nil
-}
-
-// json writes v as the final JSON line, with --json.
-func (sf simFlags) json(stdout io.Writer, v any) error { return maybeJSON(stdout, *sf.asJSON, v) }
-
-// maybeJSON writes v as the final JSON line if asked to.
-func maybeJSON(stdout io.Writer, asked bool, v any) error {
-	if !asked {
-		return nil
-	}
-	return printJSON(stdout, v)
+// isTerminal reports whether w is a terminal, where progress may go.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // validator is a command's configuration, which checks its flags' values.
 type validator interface{ Validate() error }
-
-// parseConfig parses args and checks them as checkConfig does.
-func parseConfig(fs *flag.FlagSet, args []string, cfg validator) error {
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	return checkConfig(fs, cfg)
-}
 
 // checkConfig refuses positional arguments and a configuration that does
 // not validate, with the usage.
@@ -313,4 +152,11 @@ func checkConfig(fs *flag.FlagSet, cfg validator) error {
 		return usageErr(fs, "%v", err)
 	}
 	return nil
+}
+
+// flagGiven reports whether the flag name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

@@ -6,28 +6,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
-	"text/tabwriter"
-	"time"
 
-	"triad/internal/id"
+	"triad/internal/files"
 	"triad/internal/tapestry"
-	"triad/internal/wire"
+	"triad/internal/tapestry/tapclient"
 )
 
-// tapestryCallTimeout bounds a call to a Tapestry node: a route waits up to
-// the node's route timeout (10 s by default) for its outcome, and a publish
-// for the object's write to the node's disk.
-const tapestryCallTimeout = 30 * time.Second
-
-// tapestryCall sends one request to the Tapestry node at --addr, stopped by
-// an interrupt or the call timeout.
-func tapestryCall(node nodeFlags, m wire.Msg) (wire.Msg, error) {
+// tapestryContext bounds a call to a Tapestry node: stopped by an
+// interrupt or after tapclient.CallTimeout.
+func tapestryContext() (context.Context, context.CancelFunc) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, tapestryCallTimeout)
-	defer cancel()
-	return node.call(ctx, m)
+	ctx, cancel := context.WithTimeout(ctx, tapclient.CallTimeout)
+	return ctx, func() { cancel(); stop() }
 }
 
 var publishAbout = help("publish")
@@ -46,22 +36,17 @@ func runPublish(args []string, stdout, stderr io.Writer) error {
 	if *expire < 0 {
 		return usageErr(fs, "--expire %v: want 0 (until unpublished) or a positive duration", *expire)
 	}
-	data, err := readInput(pos[0])
+	data, err := files.ReadInput(pos[0], os.Stdin)
 	if err != nil {
 		return err
 	}
-	if len(data) == 0 {
-		return fmt.Errorf("%s is empty: there is nothing to publish", pos[0])
-	}
-	m, err := tapestryCall(node, &wire.TapPublish{Data: data, TTLMillis: uint64(*expire / time.Millisecond), App: tapestry.AppDOLR})
+	ctx, cancel := tapestryContext()
+	defer cancel()
+	key, err := tapclient.Publish(ctx, node.target(), pos[0], data, *expire)
 	if err != nil {
-		return fmt.Errorf("%s: %w", pos[0], err)
+		return err
 	}
-	p, ok := m.(*wire.TapPublishDone)
-	if !ok {
-		return fmt.Errorf("%s answered %T", *node.addr, m)
-	}
-	fmt.Fprintln(stdout, p.Key)
+	fmt.Fprintln(stdout, key)
 	return nil
 }
 
@@ -74,7 +59,9 @@ func runUnpublish(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tapestryCall(node, &wire.TapUnpublish{Key: key}); err != nil {
+	ctx, cancel := tapestryContext()
+	defer cancel()
+	if err := tapclient.Unpublish(ctx, node.target(), key); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: unpublished from %s\n", key, *node.addr)
@@ -82,18 +69,6 @@ func runUnpublish(args []string, stdout, stderr io.Writer) error {
 }
 
 var locateAbout = help("locate")
-
-// locatedJSON is what locate --json prints: one line.
-type locatedJSON struct {
-	Key       string   `json:"key"`
-	Found     bool     `json:"found"`
-	Servers   []string `json:"servers"`
-	Root      string   `json:"root"`
-	RootID    string   `json:"root_id"`
-	Hops      int      `json:"hops"`
-	Path      []string `json:"path"`
-	LatencyMS float64  `json:"latency_ms"`
-}
 
 func runLocate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("locate", "locate KEY [--addr ADDR] [--all] [--json]", locateAbout, stderr)
@@ -104,64 +79,18 @@ func runLocate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	l, err := locate(node, &wire.TapLocate{Key: key, All: *all, App: tapestry.AppDOLR})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		out := locatedJSON{Key: key.String(), Found: l.Found, Servers: addrs(l.Servers), Root: l.Root.Addr, RootID: l.Root.ID.String(),
-			Hops: int(l.Hops), Path: addrs(l.Path), LatencyMS: float64(l.Micros) / 1000}
-		if err := printJSON(stdout, out); err != nil {
+	ctx, cancel := tapestryContext()
+	defer cancel()
+	l, err := tapclient.Locate(ctx, node.target(), key, *all)
+	if l != nil && *asJSON {
+		if err := printJSON(stdout, tapclient.LocatedJSON(key, l)); err != nil {
 			return err
 		}
 	}
-	if !l.Found {
-		return notFound(l)
+	if err != nil || *asJSON {
+		return err
 	}
-	if *asJSON {
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	for i, s := range l.Servers {
-		fmt.Fprintf(tw, "server\t%s\t%s\n", s.Addr, s.ID.Short())
-		if !*all && i == 0 {
-			break
-		}
-	}
-	if *all { // a route that met a pointer on the way knows no root
-		fmt.Fprintf(tw, "root\t%s\t%s\n", l.Root.Addr, l.Root.ID.Short())
-	}
-	fmt.Fprintf(tw, "hops\t%d\n", l.Hops)
-	fmt.Fprintf(tw, "path\t%s\n", strings.Join(addrs(l.Path), " -> "))
-	fmt.Fprintf(tw, "latency\t%v\n", time.Duration(l.Micros)*time.Microsecond)
-	return tw.Flush()
-}
-
-// locate sends a TapLocate and checks the reply's type.
-func locate(node nodeFlags, m *wire.TapLocate) (*wire.TapLocateDone, error) {
-	r, err := tapestryCall(node, m)
-	if err != nil {
-		return nil, err
-	}
-	l, ok := r.(*wire.TapLocateDone)
-	if !ok {
-		return nil, fmt.Errorf("%s answered %T", *node.addr, r)
-	}
-	return l, nil
-}
-
-// notFound is the error of a route that reached the key's root and no
-// server.
-func notFound(l *wire.TapLocateDone) error {
-	return fmt.Errorf("not found at root %s (%s) after %d hops", l.Root.Addr, l.Root.ID.Short(), l.Hops)
-}
-
-func addrs(refs []wire.NodeRef) []string {
-	out := make([]string, len(refs))
-	for i, r := range refs {
-		out[i] = r.Addr
-	}
-	return out
+	return tapclient.WriteLocated(stdout, l, *all)
 }
 
 var fetchAbout = help("fetch")
@@ -175,29 +104,21 @@ func runFetch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *out != "" {
-		if err := checkOutputPath(*out); err != nil {
+		if err := files.CheckOutput(*out); err != nil {
 			return usageErr(fs, "-o: %v", err)
 		}
 	}
-	l, err := locate(node, &wire.TapLocate{Key: key, Fetch: true, App: tapestry.AppDOLR})
+	ctx, cancel := tapestryContext()
+	defer cancel()
+	data, err := tapclient.Fetch(ctx, node.target(), key)
 	if err != nil {
 		return err
 	}
-	if !l.Found {
-		return notFound(l)
-	}
-	server := "?"
-	if len(l.Servers) > 0 {
-		server = l.Servers[0].Addr
-	}
-	if got := id.Key(l.Data); got != key {
-		return fmt.Errorf("%s answered %d bytes whose key is %s, not %s", server, len(l.Data), got, key)
-	}
 	if *out == "" {
-		_, err = stdout.Write(l.Data)
+		_, err = stdout.Write(data)
 		return err
 	}
-	return writeFileAtomic(*out, l.Data)
+	return files.WriteAtomic(*out, data)
 }
 
 var tapestryAbout = help("tapestry")
@@ -219,43 +140,18 @@ func runTapestryShow(name string, args []string, stdout, stderr io.Writer) error
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	m, err := tapestryCall(node, &wire.TapGetTable{})
-	if err != nil {
+	ctx, cancel := tapestryContext()
+	defer cancel()
+	t, err := tapclient.Table(ctx, node.target())
+	switch {
+	case err != nil:
 		return err
+	case name == "status" && *asJSON:
+		return printJSON(stdout, tapclient.StatusJSON(t))
+	case name == "status":
+		return tapclient.WriteStatus(stdout, t)
+	case *asJSON:
+		return printJSON(stdout, tapestry.TableJSON(t))
 	}
-	t, ok := m.(*wire.TapTable)
-	if !ok {
-		return fmt.Errorf("%s answered %T", *node.addr, m)
-	}
-	if name == "status" {
-		return printTapestryStatus(stdout, t, *asJSON)
-	}
-	return printTapestryTable(stdout, t, *asJSON)
-}
-
-func printTapestryStatus(w io.Writer, t *wire.TapTable, asJSON bool) error {
-	if asJSON {
-		counters := map[string]uint64{}
-		for _, c := range t.Counters {
-			counters[c.Name] = c.Value
-		}
-		return printJSON(w, map[string]any{"self": t.Self.Addr, "id": t.Self.ID.String(), "joined": t.Joined, "counters": counters})
-	}
-	state := "joined"
-	if !t.Joined {
-		state = "joining"
-	}
-	fmt.Fprintf(w, "tapestry on %s (%s): %s\n", t.Self.Addr, t.Self.ID, state)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, c := range t.Counters {
-		fmt.Fprintf(tw, "  %s\t%d\n", c.Name, c.Value)
-	}
-	return tw.Flush()
-}
-
-func printTapestryTable(w io.Writer, t *wire.TapTable, asJSON bool) error {
-	if asJSON {
-		return printJSON(w, tapestry.TableJSON(t))
-	}
-	return tapestry.WriteTable(w, t)
+	return tapestry.WriteTable(stdout, t)
 }

@@ -18,16 +18,6 @@ import (
 
 var upAbout = help("up")
 
-// upLimitMB is triad up's soft memory limit: mb, or with -1 what its
-// nodes and sites would each have alone, summed (issue 44: the totals
-// that bound one node's memory hold in one process too).
-func upLimitMB(mb int, o localdeploy.Options, site newsd.Options) int {
-	if mb >= 0 {
-		return mb
-	}
-	return o.Sites*o.Nodes*nodeLimitMB + o.Sites*site.MemoryLimitMB
-}
-
 func runUp(args []string, stdout, stderr io.Writer) error {
 	o := localdeploy.DefaultOptions()
 	fs := newFlags("up", "up [--sites N] [--nodes N] [--vnodes N] [--port P] [--nntp-port P] [--data DIR]", upAbout, stderr)
@@ -58,7 +48,7 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	}
 	defer stopProfile()
 	relaxGC()
-	limitMemory(upLimitMB(*memoryMB, o, site))
+	limitMemory(o.MemoryLimitMB(*memoryMB, nodeLimitMB, site))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -21,6 +21,11 @@
 //
 //	res, err := bench.Store(bench.StoreConfig{Dir: dir, Size: 64 << 10, Objects: 10000, Writers: 16})
 //
+// Each command's configuration (StoreConfig, DHashCommand, NNTPCommand,
+// ChaosConfig, ...) implements Command: it registers and checks its
+// flags, and runs to an Output that takes its table and JSON line, so
+// that `triad bench` and `triad chaos` are one table in cmd/triad.
+//
 // Layer: a tool above the whole system, used by cmd/triad only. It may
 // import the storage engine, the client, the drivers and the node
 // packages; no package under internal/ may import it.

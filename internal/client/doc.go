@@ -4,7 +4,9 @@
 // calls over one TCP connection; requests are batched into as few writes as
 // the load allows. A Cluster keeps a client per node and sends each block
 // operation straight to a holder of its key. Call asks one node one question
-// on a connection of its own, as the CLI's commands do.
+// on a connection of its own, as the CLI's commands do; a Target is the
+// node a command names (its address and TLS bundle), and Ask types the
+// reply it expects.
 //
 // It is the "DHT get / put call" a UsenetDHT front-end makes (UsenetDHT
 // §3.1-3.2); the DHash operations it calls are those of package dhash.

@@ -12,5 +12,7 @@
 //
 // The schema is the flags themselves: a flag added to a command is a key
 // of its table at once, and `triad config example` prints every key with
-// its default and its help.
+// its default and its help. The commands' Options are the tables' schema
+// (Tables): ApplyOptions sets them from a table, Check validates a whole
+// file (triad config check) and WriteExample writes one.
 package config

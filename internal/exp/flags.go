@@ -117,7 +117,7 @@ func DefaultPassingToneFlags() PassingToneFlags {
 }
 
 // RegisterFlags defines the flags on fs, bound to f's fields and with f's
-// values as their defaults. BudgetGiven is the caller's to set.
+// values as their defaults. Run sets BudgetGiven from Output.Given.
 func (f *PassingToneFlags) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.Scenario, "scenario", f.Scenario, "run one scenario on a small ring instead of the trace: restart, transient, addition, wipe, partition, liars or all")
 	fs.Uint64Var(&f.Seed, "seed", f.Seed, "random seed; fixes the whole run (and the synthetic trace)")
@@ -265,9 +265,9 @@ func (f CongestionFlags) Validate() error {
 	return nil
 }
 
-// Run runs what the flags ask for: the whole experiment, or one scheme's
+// run runs what the flags ask for: the whole experiment, or one scheme's
 // Figure 4 curve or Figure 5 point.
-func (f CongestionFlags) Run() (Congestion, error) {
+func (f CongestionFlags) run() (Congestion, error) {
 	if f.Scheme == "" {
 		return RunCongestionExperiment(f.CongestionConfig)
 	}

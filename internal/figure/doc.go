@@ -18,4 +18,7 @@
 //     those whose experiments ran.
 //   - Scenarios: the bytes Passing Tone's maintenance moved against the
 //     bytes that had to move, per scenario (UsenetDHT §6.1).
+//
+// Draw picks one of them by the result's type: it is what the commands
+// hand to an experiment as exp.Output's Plot.
 package figure

@@ -63,3 +63,24 @@ func TestFiguresDraw(t *testing.T) {
 		t.Error("drew copies of no objects")
 	}
 }
+
+// Draw picks the figure by the result's type, and has none for a type it
+// does not know.
+func TestDrawPicksTheFigure(t *testing.T) {
+	dir := t.TempDir()
+	if err := Draw(exp.Congestion{Figure4: []exp.CongestionPoint{{Scheme: "none", Offered: 20, Throughput: 20}}}, filepath.Join(dir, "c.svg")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "c.svg")); err != nil || !strings.Contains(string(b), "<svg") {
+		t.Errorf("no congestion figure: %v", err)
+	}
+	// An empty result is the figure's own error, not Draw's.
+	for _, res := range []any{exp.RingResult{}, exp.TraceResult{}, exp.Congestion{}} {
+		if err := Draw(res, filepath.Join(dir, "x.png")); err == nil || strings.Contains(err.Error(), "no figure of") {
+			t.Errorf("%T: %v", res, err)
+		}
+	}
+	if err := Draw(exp.D2ChaosResult{}, filepath.Join(dir, "y.png")); err == nil || !strings.Contains(err.Error(), "no figure of a exp.D2ChaosResult") {
+		t.Errorf("a result without a figure: %v", err)
+	}
+}

@@ -102,6 +102,15 @@ func (id Identity) MachineID() uint64 {
 	return max(m, 1)
 }
 
+// Describe says whom a certificate of id is for, as triad ca issue
+// reports it: "the node at ADDR, N vnode(s)" for a node, else "a ROLE".
+func (id Identity) Describe() string {
+	if id.Role == RoleNode {
+		return fmt.Sprintf("the node at %s, %d vnode(s)", id.Addr, id.Vnodes)
+	}
+	return "a " + string(id.Role)
+}
+
 // IdentityOf reads the identity in a certificate.
 func IdentityOf(c *x509.Certificate) (Identity, error) {
 	id := Identity{Name: c.Subject.CommonName, Serial: c.SerialNumber}

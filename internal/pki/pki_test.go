@@ -393,3 +393,22 @@ func TestRoles(t *testing.T) {
 		t.Error("a node certificate without an address was read")
 	}
 }
+
+// TestDescribe says whom a certificate is for, as triad ca issue prints
+// it (the identity read back from the bundle: TestRoles checks that it
+// is what was issued).
+func TestDescribe(t *testing.T) {
+	for _, c := range []struct {
+		id   Identity
+		want string
+	}{
+		{Identity{Role: RoleNode, Addr: "127.0.0.1:4001", Vnodes: 4}, "the node at 127.0.0.1:4001, 4 vnode(s)"},
+		{Identity{Role: RoleSite}, "a site"},
+		{Identity{Role: RoleOperator}, "a operator"},
+		{Identity{Role: RoleClient}, "a client"},
+	} {
+		if got := c.id.Describe(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.id, got, c.want)
+		}
+	}
+}
