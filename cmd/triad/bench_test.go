@@ -103,7 +103,7 @@ func TestBenchNNTPCountsServerCPU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a news server process")
 	}
-	news := startNews(t, t.TempDir(), "--groups", "triad.bench")
+	news := e2e.StartNews(t, t.TempDir(), "--groups", "triad.bench")
 	out, err := exec.Command(e2e.Build(t), "bench", "nntp", "--addr", news.Addr, "--articles", "2000",
 		"--phases", "takethis,post", "--cpu-pids", strconv.Itoa(news.Pid()), "--json").Output()
 	if err != nil {

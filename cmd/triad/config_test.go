@@ -35,7 +35,7 @@ func TestUpRunsFromTheExampleConfig(t *testing.T) {
 	}
 
 	// The example, edited as an operator would: two sites on free ports.
-	port, newsPort := consecutiveFreePorts(t, 2), consecutiveFreePorts(t, 2)
+	port, newsPort := e2e.ConsecutiveFreePorts(t, 2), e2e.ConsecutiveFreePorts(t, 2)
 	text := string(example)
 	for key, value := range map[string]string{
 		"sites": "2", "port": fmt.Sprint(port), "nntp-port": fmt.Sprint(newsPort),
@@ -48,8 +48,8 @@ func TestUpRunsFromTheExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The command line wins over the file (--vnodes 1; the file says 2).
-	up := startUp(t, bin, "--config", path, "--vnodes", "1")
-	up.waitFor("ring consistent")
+	up := e2e.StartUp(t, bin, "--config", path, "--vnodes", "1")
+	up.WaitFor("ring consistent")
 	c, err := nntp.Dial(fmt.Sprintf("127.0.0.1:%d", newsPort+1), time.Now().Add(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -59,9 +59,9 @@ func TestUpRunsFromTheExampleConfig(t *testing.T) {
 		t.Fatalf("GROUP local.config at the second site: %q %v", reply, err)
 	}
 	c.Close()
-	up.stop()
+	up.Interrupt()
 	// --vnodes 1 from the command line: each node printed one vnode.
-	logs := up.seen
+	logs := up.Seen
 	if !strings.Contains(logs, "(1 vnodes,") || strings.Contains(logs, "(2 vnodes,") {
 		t.Errorf("the command line's --vnodes 1 did not win over the file's 2:\n%s", logs)
 	}

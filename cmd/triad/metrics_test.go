@@ -32,12 +32,12 @@ import (
 // histograms by message type.
 func TestUpServesMetrics(t *testing.T) {
 	bin := e2e.Build(t)
-	port, newsPort, httpPort := consecutiveFreePorts(t, 3), consecutiveFreePorts(t, 3), consecutiveFreePorts(t, 3)
-	up := startUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort),
+	port, newsPort, httpPort := e2e.ConsecutiveFreePorts(t, 3), e2e.ConsecutiveFreePorts(t, 3), e2e.ConsecutiveFreePorts(t, 3)
+	up := e2e.StartUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort),
 		"--http-port", fmt.Sprint(httpPort), "--data", filepath.Join(t.TempDir(), "data"))
-	up.waitFor("ring consistent")
+	up.WaitFor("ring consistent")
 
-	postArticle(t, fmt.Sprintf("127.0.0.1:%d", newsPort), "From: m@test\r\nNewsgroups: local.test\r\nSubject: metrics\r\nMessage-ID: <metrics1@test>\r\n\r\nbody\r\n")
+	e2e.PostArticle(t, fmt.Sprintf("127.0.0.1:%d", newsPort), "From: m@test\r\nNewsgroups: local.test\r\nSubject: metrics\r\nMessage-ID: <metrics1@test>\r\n\r\nbody\r\n")
 	c2, err := nntp.Dial(fmt.Sprintf("127.0.0.1:%d", newsPort+1), time.Now().Add(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestUpServesMetrics(t *testing.T) {
 			}
 		}
 	}
-	up.stop()
+	up.Interrupt()
 
 	// The example Grafana dashboard asks only for what is served.
 	dash, err := os.ReadFile("../../docs/grafana-dashboard.json")

@@ -58,10 +58,10 @@ func runChromium(t *testing.T, bin, url string, args ...string) []byte {
 func TestStatusPageInChromium(t *testing.T) {
 	browser := chromium(t)
 	bin := e2e.Build(t)
-	port, newsPort, httpPort := consecutiveFreePorts(t, 3), consecutiveFreePorts(t, 3), consecutiveFreePorts(t, 3)
-	up := startUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort),
+	port, newsPort, httpPort := e2e.ConsecutiveFreePorts(t, 3), e2e.ConsecutiveFreePorts(t, 3), e2e.ConsecutiveFreePorts(t, 3)
+	up := e2e.StartUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort),
 		"--http-port", fmt.Sprint(httpPort), "--data", filepath.Join(t.TempDir(), "data"))
-	up.waitFor("ring consistent")
+	up.WaitFor("ring consistent")
 	url := fmt.Sprintf("http://127.0.0.1:%d/", httpPort)
 
 	dom := string(runChromium(t, browser, url, "--dump-dom"))
@@ -115,5 +115,5 @@ func TestStatusPageInChromium(t *testing.T) {
 			t.Errorf("keeping the screenshot: %v", err)
 		}
 	}
-	up.stop()
+	up.Interrupt()
 }

@@ -72,8 +72,8 @@ func TestTLSRingRefusesOutsiders(t *testing.T) {
 	if got, err := c.Triad("get", key, "--addr", addrs[2]); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("get over TLS: %d bytes, %v", len(got), err)
 	}
-	news := startNews(t, filepath.Join(c.Dir, "news"), "--node", addrs[1], "--tls", issue("front", "", time.Hour), "--groups", "local.test", "--cache-mb", "0")
-	nc := postArticle(t, news.Addr, "From: t@test\r\nNewsgroups: local.test\r\nSubject: tls\r\nMessage-ID: <tls1@test>\r\n\r\nthrough TLS\r\n")
+	news := e2e.StartNews(t, filepath.Join(c.Dir, "news"), "--node", addrs[1], "--tls", issue("front", "", time.Hour), "--groups", "local.test", "--cache-mb", "0")
+	nc := e2e.PostArticle(t, news.Addr, "From: t@test\r\nNewsgroups: local.test\r\nSubject: tls\r\nMessage-ID: <tls1@test>\r\n\r\nthrough TLS\r\n")
 	if reply, err := nc.Cmd("BODY <tls1@test>"); err != nil || !strings.HasPrefix(string(reply), "222") {
 		t.Fatalf("BODY from the ring: %q %v", reply, err)
 	}

@@ -1,7 +1,6 @@
-package main
+package news_test
 
 import (
-	"bytes"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -32,11 +31,11 @@ func TestUpSitesShareArticles(t *testing.T) {
 		t.Skip("python3 with nntplib (Python 3.12 or older) is not installed")
 	}
 	bin := e2e.Build(t)
-	port := consecutiveFreePorts(t, 3)
-	newsPort := consecutiveFreePorts(t, 3)
+	port := e2e.ConsecutiveFreePorts(t, 3)
+	newsPort := e2e.ConsecutiveFreePorts(t, 3)
 	data := filepath.Join(t.TempDir(), "data")
-	up := startUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", data)
-	up.waitFor("ring consistent")
+	up := e2e.StartUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", data)
+	up.WaitFor("ring consistent")
 
 	script := `
 import io, sys, time, nntplib
@@ -82,7 +81,7 @@ print("slowest: %.3f s" % worst)
 	}
 	out, err := exec.Command("python3", args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("nntplib: %v\n%s\ntriad up stderr:\n%s", err, out, up.output())
+		t.Fatalf("nntplib: %v\n%s\ntriad up stderr:\n%s", err, out, up.Output())
 	}
 	t.Logf("10 posts at site1, each readable at site2 and site3: %s", strings.TrimSpace(string(out)))
 	checkPeerLinkRefusesStrangers(t, up, data)
@@ -99,13 +98,14 @@ print("slowest: %.3f s" % worst)
 	}
 	var stored []uint64
 	var sum uint64
+	operator := &e2e.Cluster{T: t, Bin: bin, TLSDir: filepath.Join(data, "ca", "bundles", "operator")} // its Triad, as the operator
 	for i := range 3 {
-		var buf bytes.Buffer
-		if err := runMaint([]string{"status", "--addr", fmt.Sprintf("127.0.0.1:%d", port+i), "--json", "--tls", filepath.Join(data, "ca", "bundles", "operator")}, &buf, os.Stderr); err != nil {
+		status, err := operator.Triad("maint", "status", "--addr", fmt.Sprintf("127.0.0.1:%d", port+i), "--json")
+		if err != nil {
 			t.Fatal(err)
 		}
 		var st struct{ Counters map[string]uint64 }
-		if err := json.Unmarshal(buf.Bytes(), &st); err != nil {
+		if err := json.Unmarshal(status, &st); err != nil {
 			t.Fatal(err)
 		}
 		stored = append(stored, st.Counters["stored_bytes"])
@@ -123,10 +123,10 @@ print("slowest: %.3f s" % worst)
 	// 1.
 	for i, b := range stored {
 		if float64(b) > 0.9*float64(total) {
-			t.Fatalf("site %d's node stores %d bytes of %d fed: a full copy, not its share; triad up said:\n%s", i+1, b, total, up.output())
+			t.Fatalf("site %d's node stores %d bytes of %d fed: a full copy, not its share; triad up said:\n%s", i+1, b, total, up.Output())
 		}
 	}
-	up.stop()
+	up.Interrupt()
 }
 
 // bigArticles are n articles of about size bytes each (binaries-like).
@@ -161,7 +161,7 @@ func TestSiteStoppedCatchesUp(t *testing.T) {
 	d := e2e.StartDHash(t, 3, "--redundancy", "replicas", "--replicas", "2")
 	ports := e2e.FreePorts(t, 3)
 	names := []string{"sitea", "siteb", "sitec"}
-	startSite := func(i int) *newsProc {
+	startSite := func(i int) *e2e.News {
 		var peers strings.Builder
 		for j := range 3 {
 			if j != i {
@@ -176,10 +176,10 @@ func TestSiteStoppedCatchesUp(t *testing.T) {
 		if err := os.WriteFile(file, []byte(peers.String()), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		return startNews(t, dir, "--node", d.Nodes[i].Addr, "--groups", "local.test", "--peers", file,
+		return e2e.StartNews(t, dir, "--node", d.Nodes[i].Addr, "--groups", "local.test", "--peers", file,
 			"--listen", fmt.Sprintf("127.0.0.1:%d", ports[i]), "--pathhost", names[i])
 	}
-	sites := make([]*newsProc, 3)
+	sites := make([]*e2e.News, 3)
 	for i := range sites {
 		sites[i] = startSite(i)
 	}
@@ -251,7 +251,7 @@ func TestSiteStoppedCatchesUp(t *testing.T) {
 
 // unreachableWarnings counts the times site's log says its feed to peer
 // failed.
-func unreachableWarnings(t *testing.T, site *newsProc, peer string) int {
+func unreachableWarnings(t *testing.T, site *e2e.News, peer string) int {
 	t.Helper()
 	b, err := os.ReadFile(site.Log())
 	if err != nil {
@@ -270,11 +270,11 @@ func unreachableWarnings(t *testing.T, site *newsProc, peer string) int {
 // triad up printed and checks that only the other sites are taken there:
 // a client with no certificate, or with the operator's (the ring's CA,
 // but no peer site's), is refused, and nothing else is said to it.
-func checkPeerLinkRefusesStrangers(t *testing.T, up *upProc, data string) {
+func checkPeerLinkRefusesStrangers(t *testing.T, up *e2e.Up, data string) {
 	t.Helper()
-	m := regexp.MustCompile(`started news site ` + localdeploy.SiteName(0) + ` .*peers over TLS on (\S+);`).FindStringSubmatch(up.seen)
+	m := regexp.MustCompile(`started news site ` + localdeploy.SiteName(0) + ` .*peers over TLS on (\S+);`).FindStringSubmatch(up.Seen)
 	if m == nil {
-		t.Fatalf("triad up printed no TLS peer address for %s:\n%s", localdeploy.SiteName(0), up.seen)
+		t.Fatalf("triad up printed no TLS peer address for %s:\n%s", localdeploy.SiteName(0), up.Seen)
 	}
 	operator, err := pki.LoadBundle(filepath.Join(data, "ca", "bundles", "operator"))
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package news_test
 
 import (
 	"bufio"
@@ -254,8 +254,8 @@ func TestNNTPOnDHTReplicaKilled(t *testing.T) {
 	}
 	start := time.Now()
 	d := e2e.StartDHash(t, 4, "--redundancy", "replicas", "--replicas", "2")
-	news := startNews(t, filepath.Join(d.Dir, "news"), "--node", d.Nodes[0].Addr, "--groups", "local.test")
-	arts := newsArticles("dht", 400, "e2e.test") // startNews's --pathhost
+	news := e2e.StartNews(t, filepath.Join(d.Dir, "news"), "--node", d.Nodes[0].Addr, "--groups", "local.test")
+	arts := newsArticles("dht", 400, "e2e.test") // e2e.StartNews's --pathhost
 	victim := d.Nodes[2]
 	fed := feed(t, news.Addr, arts, time.Now().Add(3*time.Minute), func(acked int) {
 		if acked != 100 {
@@ -299,21 +299,21 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 	}
 	start := time.Now()
 	bin := e2e.Build(t)
-	port := consecutiveFreePorts(t, 3)
-	newsPort := consecutiveFreePorts(t, 3)
+	port := e2e.ConsecutiveFreePorts(t, 3)
+	newsPort := e2e.ConsecutiveFreePorts(t, 3)
 	args := []string{"--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(t.TempDir(), "data")}
 	addr := fmt.Sprintf("127.0.0.1:%d", newsPort)
 	arts := newsArticles("up", 400, localdeploy.SiteName(0))
 
-	up := startUp(t, bin, args...)
-	up.waitFor("ring consistent")
+	up := e2e.StartUp(t, bin, args...)
+	up.WaitFor("ring consistent")
 	// A POST answered 240 a moment before the kill: its listing was in the
 	// journal, and news.db's checkpoint (every 50 ms) most likely had not
 	// run yet.
 	const posted = "<posted-before-the-kill@e2e.test>"
 	fed := feed(t, addr, arts, time.Now().Add(2*time.Minute), func(acked int) {
 		if acked == 150 {
-			postArticle(t, addr, "From: poster@e2e.test\r\nNewsgroups: local.general\r\nSubject: posted, then SIGKILL\r\n"+
+			e2e.PostArticle(t, addr, "From: poster@e2e.test\r\nNewsgroups: local.general\r\nSubject: posted, then SIGKILL\r\n"+
 				"Message-ID: "+posted+"\r\n\r\nacknowledged a moment before the kill\r\n")
 			if err := up.Signal(syscall.SIGKILL); err != nil {
 				t.Error(err)
@@ -328,8 +328,8 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 	}
 	t.Logf("%d articles acknowledged before SIGKILL", len(fed.acked))
 
-	up = startUp(t, bin, args...)
-	up.waitFor("ring consistent")
+	up = e2e.StartUp(t, bin, args...)
+	up.WaitFor("ring consistent")
 	checkNews(t, addr, arts, fed)
 	checkListed(t, addr, "local.general", posted)
 	again := feed(t, addr, arts, time.Now().Add(2*time.Minute), nil)
@@ -342,7 +342,7 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 		}
 	}
 	checkNews(t, addr, arts, feedOutcome{acked: union(fed.acked, again.acked), refused: again.refused})
-	up.stop()
+	up.Interrupt()
 	t.Logf("whole test took %v", time.Since(start).Round(time.Millisecond))
 }
 
