@@ -135,7 +135,7 @@ type Storage interface {
 	// Engine is the host's object store, shared by its virtual servers.
 	Engine() store.Engine
 	// Store is the engine called name, beside Engine, that a protocol
-	// keeps its own records in (internal/d2's blocks, 64-byte keys), with
+	// keeps its own records in (a protocol whose keys are not 20 bytes), with
 	// keys of keyWidth bytes. The driver keeps the ones it was configured
 	// with (tcp.Config.Stores) and the simulator makes them on first use;
 	// a store the driver does not keep, or of another key width, is an

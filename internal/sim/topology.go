@@ -213,8 +213,8 @@ func (t *Topology) DownBps(h int) float64 { return t.hosts[h].downBps }
 
 // SetAccess gives host h an access link of upBps and downBps bits per
 // second, keeping its latencies: an experiment that fixes the links' class
-// (1,500 or 384 kbps in the D2 paper) on the wide-area topology. It takes effect for
-// the messages sent after it.
+// (1,500 or 384 kbps in one of the papers' experiments) on the wide-area
+// topology. It takes effect for the messages sent after it.
 func (t *Topology) SetAccess(h int, upBps, downBps float64) {
 	if upBps <= 0 || downBps <= 0 {
 		panic("sim: an access link needs a positive bandwidth")
