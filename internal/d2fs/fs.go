@@ -313,29 +313,83 @@ func (f *FS) Stats() Stats {
 
 // Tick does the periodic work: renew the lease, commit changes older
 // than WriteBack, delete replaced blocks older than KeepOld. Mount calls
-// it every second; tests call it with a fake clock.
+// it every second; tests call it with a fake clock. The deletes run
+// without the file system's lock and for at most collectBudget a Tick:
+// a delete whose owner died moments ago waits on the ring, and a commit
+// (the next Tick's, or a close's) must not wait behind it (a write
+// through a mount whose node was killed was once not committed in 30 s,
+// its Tick deleting the garbage of the commit before).
 func (f *FS) Tick(ctx context.Context) error {
+	due, err := f.tickLocked(ctx)
+	if err != nil {
+		return err
+	}
+	return f.deleteGarbage(ctx, due)
+}
+
+// tickLocked is Tick's part under the lock; it takes the garbage that is
+// due out of the list and returns its keys.
+func (f *FS) tickLocked(ctx context.Context) ([]key.Key, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return nil
+		return nil, nil
 	}
 	now := f.cfg.Now()
 	if f.ro && now.Sub(f.refreshed) >= f.cfg.Refresh {
 		f.refreshed = now
-		return f.refresh(ctx)
+		return nil, f.refresh(ctx)
 	}
 	if !f.ro && !f.lease.lost && !now.Before(f.leaseRenewAt()) {
 		if err := f.renewLease(ctx, now); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if !f.dirtySince.IsZero() && now.Sub(f.dirtySince) >= f.cfg.WriteBack {
 		if err := f.commitLocked(ctx); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return f.collect(ctx, now, false)
+	var due []key.Key
+	for len(f.garbage) > 0 && !now.Before(f.garbage[0].at) {
+		due = append(due, f.garbage[0].keys...)
+		f.garbage = f.garbage[1:]
+	}
+	return due, nil
+}
+
+// collectBudget bounds the time a Tick spends deleting garbage; what is
+// left is deleted by the next ones.
+const collectBudget = 2 * time.Second
+
+// deleteGarbage deletes keys, for at most collectBudget, without the
+// lock; the keys it did not delete go back to the front of the garbage,
+// due at once.
+func (f *FS) deleteGarbage(ctx context.Context, keys []key.Key) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, collectBudget)
+	defer cancel()
+	done := 0
+	var err error
+	for _, k := range keys {
+		if err = f.blocks.Delete(dctx, k); err != nil {
+			err = fmt.Errorf("d2fs: delete %v: %w", k, err)
+			break
+		}
+		done++
+	}
+	f.mu.Lock()
+	f.stats.Deleted += done
+	if left := keys[done:]; len(left) > 0 {
+		f.garbage = append([]garbage{{keys: left}}, f.garbage...)
+	}
+	f.mu.Unlock()
+	if err != nil && dctx.Err() != nil && ctx.Err() == nil {
+		return nil // out of this Tick's time: the next one goes on
+	}
+	return err
 }
 
 // Flushed is a close of n (FUSE's FLUSH). Unless the mount is Lazy, a
