@@ -99,9 +99,15 @@ const NoBoundBytes = 1 << 50
 // roomTimeout, and never two at once (a statfs meanwhile takes the last
 // answer), so df on a mount whose nodes are down costs roomTimeout once
 // per roomTTL, not a hang.
+//
+// Until the first answer comes, a statfs waits for the ask in flight, and
+// the ask has firstRoomTimeout: the first df after a mount, on a loaded
+// machine, showed the stand-in (1 PiB) where a second more would have
+// given the figure (TestFS, issue 45).
 const (
-	roomTTL     = 5 * time.Second
-	roomTimeout = 2 * time.Second
+	roomTTL          = 5 * time.Second
+	roomTimeout      = 2 * time.Second
+	firstRoomTimeout = 10 * time.Second
 )
 
 // roomCache is the last answer about the store's room.
@@ -132,8 +138,18 @@ func (f *FS) Space(ctx context.Context) Space {
 func (f *FS) askRoom(ctx context.Context) {
 	rc := &f.room
 	rt, ok := f.blocks.(RoomTeller)
-	if !ok || !rc.asking.TryLock() {
+	if !ok {
 		return
+	}
+	rc.mu.Lock()
+	answered := !rc.at.IsZero()
+	rc.mu.Unlock()
+	if answered {
+		if !rc.asking.TryLock() {
+			return // the last answer serves
+		}
+	} else {
+		rc.asking.Lock() // none yet: wait for the ask in flight
 	}
 	defer rc.asking.Unlock()
 	now := f.cfg.Now()
@@ -142,11 +158,15 @@ func (f *FS) askRoom(ctx context.Context) {
 	if due {
 		rc.tried = now
 	}
+	timeout := roomTimeout
+	if rc.at.IsZero() {
+		timeout = firstRoomTimeout
+	}
 	rc.mu.Unlock()
 	if !due {
 		return
 	}
-	actx, cancel := context.WithTimeout(ctx, roomTimeout)
+	actx, cancel := context.WithTimeout(ctx, timeout)
 	room, err := rt.Room(actx)
 	cancel()
 	rc.mu.Lock()

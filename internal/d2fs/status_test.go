@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // checkUsed fails unless the mount's count of the volume's bytes is want,
@@ -225,5 +226,55 @@ func TestFUSEStatfs(t *testing.T) {
 	avail := uint64(3<<30-3<<20) / 3 / BlockBytes
 	if st.Bsize != BlockBytes || st.Blocks-st.Bfree != 4 || st.Bfree != avail || st.Bavail != avail {
 		t.Fatalf("statfs: block %d, %d blocks, %d free, %d available; want 4 used and %d available", st.Bsize, st.Blocks, st.Bfree, st.Bavail, avail)
+	}
+}
+
+// slowRoom is a store whose first Room answers once released, as a
+// loaded gateway does; entered is told when an ask begins.
+type slowRoom struct {
+	*MemBlocks
+	entered, release chan struct{}
+}
+
+func (r *slowRoom) Room(ctx context.Context) (Room, error) {
+	r.entered <- struct{}{}
+	select {
+	case <-r.release:
+		return Room{Node: "n1", Capacity: 1 << 30, Replicas: 3}, nil
+	case <-ctx.Done():
+		return Room{}, ctx.Err()
+	}
+}
+
+// Until the gateway's first answer, a statfs waits for the ask in flight
+// instead of giving the stand-in: df right after a mount, while the first
+// ask was slow, showed 1 PiB free (TestFS, issue 45).
+func TestFirstSpaceWaitsForTheAnswer(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	b := &slowRoom{MemBlocks: NewMemBlocks(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	vol, err := Mkvol(ctx, b, testWriter(), c.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := mustOpen(t, b, vol, false, c)
+	first := make(chan Space, 1)
+	go func() { first <- f.Space(ctx) }()
+	<-b.entered // the first ask is in flight
+	second := make(chan Space, 1)
+	go func() { second <- f.Space(ctx) }()
+	// The second must wait for the ask. (Given 100 ms to return early,
+	// as it did: a slower scheduler only makes this check miss, never
+	// fail wrongly.)
+	select {
+	case s := <-second:
+		t.Fatalf("a statfs while the first ask was in flight returned at once: %+v", s)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(b.release)
+	for _, ch := range []chan Space{first, second} {
+		if s := <-ch; !s.Bounded || s.Avail != (1<<30)/3 {
+			t.Fatalf("a statfs while the first ask was in flight: %+v, want the gateway's figure", s)
+		}
 	}
 }
