@@ -721,11 +721,14 @@ func fsKillMount(t *testing.T, d *e2e.DHash, bare []string, fs func(string, ...s
 		t.Fatal(err)
 	}
 	wrote := time.Now()
+	var seen string // what the last cat saw, or why it failed
 	if !testutil.Poll(30*time.Second, func() bool {
 		got, err := fs(d.Nodes[3].Addr, "cat", "home:/last")
+		seen = fmt.Sprintf("%q, %v", got, err)
 		return err == nil && got == last
 	}) {
-		t.Fatalf("a write not committed within 30 s (write-back 2 s)\n%s\nwhere the mount's goroutines were:\n%s", rw.Tail(20), stacks(t, rw.Proc))
+		t.Fatalf("a write not committed within 30 s (write-back 2 s); the last triad fs cat through %s: %s\n%s\nwhere the mount's goroutines were:\n%s",
+			d.Nodes[3].Addr, seen, rw.Tail(20), stacks(t, rw.Proc))
 	}
 	t.Logf("a write through the mount, its first node dead, seen by triad fs cat after %v", time.Since(wrote).Round(time.Millisecond))
 	if err := rw.Kill(); err != nil {
