@@ -49,6 +49,23 @@ func (o Output) plot(res any) error {
 	return o.Plot(res)
 }
 
+// writeChecked writes res's table, figure and JSON line, in that order;
+// with check, a run that missed failed thresholds fails with the message
+// format (given the count).
+func (o Output) writeChecked(res interface{ WriteText(io.Writer) }, check bool, failed int, format string) error {
+	res.WriteText(o.Text)
+	if err := o.plot(res); err != nil {
+		return err
+	}
+	if err := o.json(res); err != nil {
+		return err
+	}
+	if check && failed > 0 {
+		return fmt.Errorf(format, failed)
+	}
+	return nil
+}
+
 func (o Output) json(v any) error {
 	if o.JSON == nil {
 		return nil
@@ -215,17 +232,7 @@ func (f *TapestryFlags) Run(o Output) error {
 	if err != nil {
 		return err
 	}
-	res.WriteText(o.Text)
-	if err := o.plot(res); err != nil {
-		return err
-	}
-	if err := o.json(res); err != nil {
-		return err
-	}
-	if failed := res.Failed(); f.Check && len(failed) > 0 {
-		return fmt.Errorf("sim tapestry: %d thresholds of issue 29 missed (FAIL above)", len(failed))
-	}
-	return nil
+	return o.writeChecked(res, f.Check, len(res.Failed()), "sim tapestry: %d thresholds of issue 29 missed (FAIL above)")
 }
 
 // D2Flags are `triad sim d2`'s flags: the experiments (RunD2), or the
@@ -287,17 +294,7 @@ func (f *D2Flags) Run(o Output) error {
 	if err != nil {
 		return err
 	}
-	res.WriteText(o.Text)
-	if err := o.plot(res); err != nil {
-		return err
-	}
-	if err := o.json(res); err != nil {
-		return err
-	}
-	if failed := res.Failed(); f.Check && len(failed) > 0 {
-		return fmt.Errorf("sim d2: %d thresholds of issue 30 missed (FAIL above)", len(failed))
-	}
-	return nil
+	return o.writeChecked(res, f.Check, len(res.Failed()), "sim d2: %d thresholds of issue 30 missed (FAIL above)")
 }
 
 // runChaos runs the chaos experiment, which draws no figure.
