@@ -55,6 +55,7 @@ type Stats struct {
 	Founded          uint64 // rings founded again after a cold start: every reachable saved peer waited to join (ring.go)
 	RingsJoined      uint64 // successors found on another ring through a lost or saved peer: rings split by a partition merging (ring.go)
 	Doubts           uint64 // arcs that came into the replica range through failures, doubted for Config.Doubt (doubt.go)
+	DoubtsSettled    uint64 // doubts ended before Config.Doubt: a majority of the arc's holders vouched and this node caught up with them (settle.go)
 	Unvouched        uint64 // Latests and conditional puts answered unavailable: no holder vouched for the key (doubt.go)
 	RingProbeMsgs    uint64 // D2FindSucc requests sent looking for another ring (ring.go): maintenance, not counted in LookupHops
 	Moves            uint64 // load-balancing moves this node made
@@ -116,6 +117,9 @@ type Node struct {
 	heldKnown  bool
 	heldLoaded bool // the position file was read for a saved range
 	doubts     []doubt
+	doubtGen   uint64 // addDoubt's count: a settle that saw an older one is dropped
+	settleNext int    // the doubt the next settle round tries (settle.go)
+	settling   bool   // a settle round is in flight
 	// sameRing are lost or saved peers a probe found on this node's own
 	// ring: not probed again until lost again, so a settled ring sends
 	// no probes.
@@ -292,6 +296,7 @@ func (n *Node) Timer(env node.Env, t node.Timer) bool {
 	switch t := t.(type) {
 	case stabilizeTimer:
 		n.stabilize(env)
+		n.settleDoubts(env)
 		env.After(jitter(env, n.cfg.Stabilize), stabilizeTimer{})
 	case linksTimer:
 		n.fixLinks(env)

@@ -23,8 +23,9 @@ import (
 // experiment).
 //
 // So a node doubts the part of its range that grew, for Config.Doubt
-// (long enough for a partition to heal or a restarted node to come back),
-// and says so in its answers (wire.D2Block.Unsure, D2KeyList.Unsure); an
+// (long enough for a partition to heal or a restarted node to come back)
+// or until it has caught up with a vouching majority of the part's
+// holders (settle.go), and says so in its answers (wire.D2Block.Unsure, D2KeyList.Unsure); an
 // owner answers a Latest or a conditional put only if a majority of the
 // key's holders vouch for it, and otherwise answers unavailable. A
 // majority, not one: a partition that cuts a key's holders in two leaves
@@ -87,6 +88,7 @@ func (n *Node) noteRange(env node.Env) {
 		// Grew: (lo, heldLo] came in (lo == pos: the whole ring did).
 		n.addDoubt(env, lo, n.heldLo)
 		n.heldLo = lo
+		defer n.settleDoubts(env) // once the range is saved
 	default:
 		n.heldLo = lo // shrank: nothing came in
 	}
@@ -128,6 +130,7 @@ func (n *Node) addDoubt(env node.Env, lo, hi id.ID) {
 	until := now.Add(n.cfg.Doubt)
 	n.doubts = dropExpired(n.doubts, now)
 	n.Stats.Doubts++
+	n.doubtGen++
 	for i, d := range n.doubts {
 		if arcWithin(lo, hi, d.lo, d.hi) {
 			n.doubts[i].until = until
@@ -225,33 +228,6 @@ func (n *Node) vouches(env node.Env, lo, hi id.ID) bool {
 		}
 	}
 	return true
-}
-
-// ownerVouched takes an owner's copy of a conditional put it decided with
-// a majority of its holders vouching: this node is among those holders,
-// on the owner's side of any partition, so it stops doubting the range
-// it took over from that owner (the arc a doubt ends at its position).
-// Without it, two failures among a key's holders within the doubt time
-// left one vouching holder of three, and a D2-FS mount could renew its
-// lease nowhere until the doubt ran out (TestFS: a node killed, and a
-// minute later the mount's own).
-//
-// The owner's range here is (its predecessor in this node's list, its
-// position]: a doubt within it ends, as does one that ends at the owner.
-// (A doubt that ended at the owner alone missed the common case: the
-// holder that failed was the key's owner, so the doubt ends at the dead
-// node's position, inside the new owner's range; TestFS failed so in a
-// clean-clone run.)
-func (n *Node) ownerVouched(from string) {
-	for i, p := range n.preds {
-		if string(p.Node.Addr) != from {
-			continue
-		}
-		n.doubts = slices.DeleteFunc(n.doubts, func(d doubt) bool {
-			return d.hi == p.Pos || i+1 < len(n.preds) && arcWithin(d.lo, d.hi, n.preds[i+1].Pos, p.Pos)
-		})
-		return
-	}
 }
 
 // quorum is the vouches a Latest or a conditional put needs among a key's

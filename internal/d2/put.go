@@ -375,7 +375,7 @@ func (n *Node) storePut(env node.Env, kp *keyPut, replace bool, known uint64) {
 	kp.left, kp.localErr = 0, nil
 	if replace {
 		kp.left = 2
-		n.replicate(env, kp.key, kp.copy(), kp.p.conditional(), func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
+		n.replicate(env, kp.key, kp.copy(), func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
 	}
 	n.writeLocal(env, kp.key, kp.copy(), replace, false, func(env node.Env, err error) { n.putStored(env, kp, err) })
 }
@@ -398,7 +398,7 @@ func (n *Node) putStored(env node.Env, kp *keyPut, err error) {
 		return
 	}
 	kp.phase, kp.copies = keyReplicating, 1
-	n.replicate(env, kp.key, kp.copy(), kp.p.conditional(), func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
+	n.replicate(env, kp.key, kp.copy(), func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
 }
 
 // putReplicated counts the successors' copies: for a replace, one of the

@@ -328,9 +328,6 @@ func (n *Node) handleStore(env node.Env, in node.MsgIn, m *wire.D2Store) {
 		case err != nil:
 			rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
 		default:
-			if m.Vouched {
-				n.ownerVouched(in.Env.From.Addr)
-			}
 			rpc.Respond(env, in, n.self, &wire.D2StoreDone{Copies: 1})
 		}
 	})
@@ -349,9 +346,7 @@ func (n *Node) replicaTargets() []wire.D2Ref {
 // replicate stores a block the owner decided to store on the r-1
 // successors, in place of what they hold (a stale copy, or the record of
 // a delete: the owner's word wins), and counts the copies.
-// vouched says the owner decided it with a majority of the holders
-// vouching (a conditional put): the replicas learn so (doubt.go).
-func (n *Node) replicate(env node.Env, k id.ID, c blockCopy, vouched bool, done func(env node.Env, copies int)) {
+func (n *Node) replicate(env node.Env, k id.ID, c blockCopy, done func(env node.Env, copies int)) {
 	targets := n.replicaTargets()
 	if len(targets) == 0 {
 		done(env, 0)
@@ -359,9 +354,7 @@ func (n *Node) replicate(env node.Env, k id.ID, c blockCopy, vouched bool, done 
 	}
 	left, copies := len(targets), 0
 	for _, t := range targets {
-		m := copyMsg(k, c, true)
-		m.Vouched = vouched
-		ok := n.call(env, t.Node.Addr, m, func(env node.Env, reply wire.Msg, err error) {
+		ok := n.call(env, t.Node.Addr, copyMsg(k, c, true), func(env node.Env, reply wire.Msg, err error) {
 			if s, ok := reply.(*wire.D2StoreDone); err == nil && ok && s.Copies > 0 {
 				copies++
 			}
@@ -527,7 +520,7 @@ func (n *Node) keys(env node.Env, m *wire.D2Keys) *wire.D2KeyList {
 		return l
 	}
 	max := int(min(m.Max, wire.MaxD2Keys))
-	l := &wire.D2KeyList{}
+	l := &wire.D2KeyList{Unsure: !n.vouches(env, m.Lo, m.Hi)}
 	for _, e := range n.idx.arc(m.Lo, m.Hi) {
 		if e.pointer() && !m.Pointers {
 			continue // a replica that holds a pointer lacks the block

@@ -276,7 +276,7 @@ func (n *Node) syncWith(env node.Env, t wire.D2Ref, lo id.ID, page int, b *budge
 			e, held := n.idx.get(k)
 			switch {
 			case held && versions != nil && !e.pointer() && versions[i] > e.version && b.take():
-				n.pull(env, t, k, versions[i]) // this node missed a replace
+				n.pull(env, t, k, versions[i], nil) // this node missed a replace
 			case held || !n.owns(k):
 			case n.deleted(env, k):
 				if b.take() {
@@ -339,16 +339,23 @@ func (n *Node) push(env node.Env, t wire.D2Ref, e entry, replace bool) {
 	n.fetchFrom(env, e.key, nil, from, send)
 }
 
-// pull replaces this node's copy of k with t's newer one, of version v.
-func (n *Node) pull(env node.Env, t wire.D2Ref, k id.ID, v uint64) {
+// pull replaces this node's copy of k with t's newer one, of version v;
+// done, if set, is told whether it was kept.
+func (n *Node) pull(env node.Env, t wire.D2Ref, k id.ID, v uint64, done func(env node.Env, kept bool)) {
 	n.fetchFrom(env, k, nil, []wire.NodeRef{t.Node}, func(env node.Env, c blockCopy, ok bool) {
 		if !ok || c.version < v {
+			if done != nil {
+				done(env, false)
+			}
 			return
 		}
 		n.keepCopy(env, k, c, true, func(env node.Env, err error) {
 			if err == nil {
 				n.Stats.ReplicasPulled++
 				n.Stats.MigratedBytes += uint64(len(c.data))
+			}
+			if done != nil {
+				done(env, err == nil)
 			}
 		})
 	})

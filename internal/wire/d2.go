@@ -124,11 +124,10 @@ type D2Store struct {
 	// checks it again (a node certificate does not stand for the volume's
 	// writer), and refuses the decision without it.
 	Auth D2Auth `wire:"8"`
-	// Vouched marks an owner's copy of a conditional put it decided with
-	// a majority of the key's holders vouching (internal/d2's doubt.go):
-	// a replica that doubted the owner's range learns it is among the
-	// holders the owner answers with.
-	Vouched bool `wire:"9"`
+	// Field 9 was Vouched (an owner's word that a replica could stop
+	// doubting the owner's whole range): retired, not to be reused. A
+	// majority vouching for one key says nothing of the range's other keys
+	// (internal/d2's settle.go).
 }
 
 // D2StoreDone answers a store or a delete: the copies stored (or removed),

@@ -1955,7 +1955,6 @@ func (m *D2Store) encode(b []byte) []byte {
 	b = putBytes(b, 6, m.Prev)
 	b = putUint(b, 7, m.Version)
 	b = putNested(b, 8, m.Auth.encode)
-	b = putBool(b, 9, m.Vouched)
 	return b
 }
 func (m *D2Store) decodeField(d *decoder, f field) {
@@ -1976,8 +1975,6 @@ func (m *D2Store) decodeField(d *decoder, f field) {
 		m.Version = d.uint(f)
 	case 8:
 		m.Auth = d.decodeD2Auth(f)
-	case 9:
-		m.Vouched = d.bool(f)
 	}
 }
 func (m *D2Store) clone() Msg {
