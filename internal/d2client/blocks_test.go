@@ -415,6 +415,39 @@ func TestNoD2(t *testing.T) {
 	}
 }
 
+// TestRetriesOutlastRingRepair: a gateway that answers "unavailable" for
+// 3 s (a key's owner was just killed, and D2's ring drops it within a few
+// stabilization rounds) is answered within the default passes. With 3
+// passes (1.5 s of pauses) 'triad fs status' failed a second after a node
+// was killed (TestFS, issue 45).
+func TestRetriesOutlastRingRepair(t *testing.T) {
+	mem := newMemNode()
+	var mu sync.Mutex
+	var first time.Time
+	settling := startFake(t, func(m wire.Msg) (wire.Msg, error) {
+		mu.Lock()
+		if first.IsZero() {
+			first = time.Now()
+		}
+		since := time.Since(first)
+		mu.Unlock()
+		if since < 3*time.Second {
+			return nil, fmt.Errorf("%w: the owner of the key did not answer", fault.ErrUnavailable)
+		}
+		return mem.handle(m)
+	})
+	cfg := DefaultConfig(settling.addr())
+	cfg.CallTimeout = time.Second
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Get(context.Background(), testKey("r", 0, 1), sha256.Sum256(nil)); !errors.Is(err, d2fs.ErrNotFound) {
+		t.Fatalf("a get while the ring settles for 3 s: %v, want the answer (not found) once it has", err)
+	}
+}
+
 // TestPutIfRetried: an if-absent put that landed but whose answer was
 // lost (the node times out) is retried elsewhere, meets a conflict, and
 // is found to have landed: success, not ErrConflict. A put short of

@@ -269,48 +269,12 @@ func TestRestartRepublishes(t *testing.T) {
 // its own objects (not found at once) and hands its root pointers on, so
 // that every other object is found from every node with no failure.
 func TestGracefulStopLosesNothing(t *testing.T) {
-	m := newMesh(t, 10, 32, tapestry.DefaultConfig())
-	var keys []id.ID
-	for _, i := range []int{3, 9, 15, 21} {
-		keys = append(keys, m.publish(m.hosts[i], 25)...)
-	}
-	// The leaver: the root of the most of those objects.
-	_, ids := m.live()
-	roots := map[id.ID]int{}
-	for _, k := range keys {
-		roots[tapestry.Root(ids, k, 4)]++
-	}
-	var leaver *sim.Host
-	for _, h := range m.hosts[1:] {
-		if n := roots[tap(h).Self().ID]; n > 0 && (leaver == nil || n > roots[tap(leaver).Self().ID]) && !slices.Contains([]int{3, 9, 15, 21}, h.Index) {
-			leaver = h
-		}
-	}
-	if leaver == nil {
-		t.Fatal("no node is the root of an object")
-	}
+	m, keys, leaver, rooted := rootToLeave(t, 10)
 	own := m.publish(leaver, 5)
 	m.s.RunFor(10 * time.Second)
-	rooted := 0
-	for _, k := range keys {
-		if _, root := tap(leaver).Pointers(k); root {
-			rooted++
-		}
-	}
-	if rooted == 0 {
-		t.Fatalf("%s holds no root pointers", leaver.Addr)
-	}
 	m.s.Leave(leaver)
 	m.s.RunFor(5 * time.Second)
-	failed := 0
-	for _, l := range m.locate(keys, m.hosts) {
-		if l.o.Status != wire.TapDelivered {
-			if failed++; failed <= 10 {
-				t.Errorf("after %s left, locate %s from %s: %v (%v)", leaver.Addr, l.key.Short(), l.from, l.o.Status, l.o.Err)
-			}
-		}
-	}
-	if failed > 0 {
+	if failed := failedLocates(t, m, keys, leaver); failed > 0 {
 		t.Errorf("%d locates failed after a graceful stop of the root of %d objects", failed, rooted)
 	}
 	for _, l := range m.locate(own, m.hosts) {
@@ -319,13 +283,78 @@ func TestGracefulStopLosesNothing(t *testing.T) {
 		}
 	}
 	// The new roots hold the pointers as roots.
-	_, ids = m.live()
+	_, ids := m.live()
 	for _, k := range keys {
 		root := addrOf(m, tapestry.Root(ids, k, 4))
 		if _, isRoot := tap(m.s.HostAt(root)).Pointers(k); !isRoot {
 			t.Errorf("%s's root %s holds no root pointer for it", k.Short(), root)
 		}
 	}
+}
+
+// TestLocatesDuringGracefulStop: locates that start as the root of their
+// objects leaves, not after it settled, are found too: the leaver hands
+// its root pointers on before it tells its neighbours it goes. (A
+// TestTapestryCluster run beside a loaded machine once saw one locate
+// answer "not found at root" during a graceful stop, issue 45; this
+// simulator's latencies have not shown it.)
+func TestLocatesDuringGracefulStop(t *testing.T) {
+	for _, seed := range []uint64{10, 12, 13} {
+		m, keys, leaver, rooted := rootToLeave(t, seed)
+		m.s.Leave(leaver)
+		if failed := failedLocates(t, m, keys, leaver); failed > 0 {
+			t.Errorf("seed %d: %d locates failed as the root of %d objects left", seed, failed, rooted)
+		}
+	}
+}
+
+// rootToLeave makes a mesh of 32 nodes where four publish 25 objects each,
+// and picks the root of the most of them among the others.
+func rootToLeave(t *testing.T, seed uint64) (m *mesh, keys []id.ID, leaver *sim.Host, rooted int) {
+	t.Helper()
+	m = newMesh(t, seed, 32, tapestry.DefaultConfig())
+	servers := []int{3, 9, 15, 21}
+	for _, i := range servers {
+		keys = append(keys, m.publish(m.hosts[i], 25)...)
+	}
+	_, ids := m.live()
+	roots := map[id.ID]int{}
+	for _, k := range keys {
+		roots[tapestry.Root(ids, k, 4)]++
+	}
+	for _, h := range m.hosts[1:] {
+		if n := roots[tap(h).Self().ID]; n > 0 && (leaver == nil || n > roots[tap(leaver).Self().ID]) && !slices.Contains(servers, h.Index) {
+			leaver = h
+		}
+	}
+	if leaver == nil {
+		t.Fatal("no node is the root of an object")
+	}
+	m.s.RunFor(10 * time.Second) // the pointers reach their roots
+	for _, k := range keys {
+		if _, root := tap(leaver).Pointers(k); root {
+			rooted++
+		}
+	}
+	if rooted == 0 {
+		t.Fatalf("%s holds no root pointers", leaver.Addr)
+	}
+	return m, keys, leaver, rooted
+}
+
+// failedLocates locates keys from every node and counts those not found,
+// reporting the first ten.
+func failedLocates(t *testing.T, m *mesh, keys []id.ID, leaver *sim.Host) int {
+	t.Helper()
+	failed := 0
+	for _, l := range m.locate(keys, m.hosts) {
+		if l.o.Status != wire.TapDelivered {
+			if failed++; failed <= 10 {
+				t.Errorf("as %s left or after, locate %s from %s: %v (%v)", leaver.Addr, l.key.Short(), l.from, l.o.Status, l.o.Err)
+			}
+		}
+	}
+	return failed
 }
 
 // TestPublishRateLimitPerPeer: pointers past a peer's allowance (twice
