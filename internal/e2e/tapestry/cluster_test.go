@@ -105,7 +105,11 @@ func (c *tapCluster) locateAll(via []*e2e.Node, objs []tapObject, want func(tapO
 				case err != nil:
 					problem = err.Error()
 				case want(j.o) && !l.Found:
-					problem = fmt.Sprintf("not found at root %s after %d hops", l.Root.Addr, l.Hops)
+					root := l.Root.Addr
+					if _, p := c.ByAddr(root); p != nil {
+						root = p.Name + " " + root // which node, for the logs
+					}
+					problem = fmt.Sprintf("not found at root %s after %d hops", root, l.Hops)
 				case want(j.o) && (len(l.Servers) == 0 || l.Servers[0].Addr != j.o.server):
 					problem = fmt.Sprintf("found at %v, published at %s", addrs(l.Servers), j.o.server)
 				case !want(j.o) && l.Found:
