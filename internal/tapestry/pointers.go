@@ -18,9 +18,14 @@ type pointer struct {
 	rtt     time.Duration // from this node to the server, to sort by
 	level   uint32        // digits the publish path had resolved here
 	next    string        // where this node forwarded it; "" at the root or for an extra pointer
-	from    string        // the peer it came from; "" when this node made it (its own publish, a repath)
-	root    bool          // this node is the key's root for it
-	extra   bool          // an extra pointer of §V-B3: kept here, never forwarded
+	// backup is where the root's backup of this pointer went from here
+	// (backupRoot, or on its way there: handlePointers), backupLevel the
+	// digits it had resolved on arriving here; "" for none.
+	backup      string
+	backupLevel uint32
+	from        string // the peer it came from; "" when this node made it (its own publish, a repath)
+	root        bool   // this node is the key's root for it
+	extra       bool   // an extra pointer of §V-B3: kept here, never forwarded
 	// confirmed: the server said it serves the key, or the pointer came
 	// from the server itself (confirm.go).
 	confirmed bool
@@ -83,6 +88,7 @@ func (p *pointers) put(key id.ID, ptr pointer) bool {
 			// Sent on again along a changed path (its TTL rounded down):
 			// the expiry stays, but where it goes from here is the new one.
 			l[i].root, l[i].next, l[i].level, l[i].from = ptr.root, ptr.next, ptr.level, ptr.from
+			l[i].backup = ptr.backup
 		}
 		sortPointers(l)
 		return false
@@ -159,6 +165,24 @@ func (p *pointers) remove(key id.ID, server string) (pointer, bool) {
 	old := l[i]
 	p.drop(key, i)
 	return old, true
+}
+
+// setBackup records where the backup of (key, server)'s pointer went
+// from here, on the pointer held for it.
+func (p *pointers) setBackup(key id.ID, server, next string, level uint32) {
+	l := p.byKey[key]
+	if i := slices.IndexFunc(l, func(x pointer) bool { return x.server.Addr == server }); i >= 0 {
+		l[i].backup, l[i].backupLevel = next, level
+	}
+}
+
+// removeExtra removes the pointer of (key, server) if it is an extra
+// one: the removal of a backup on its way leaves a path pointer be.
+func (p *pointers) removeExtra(key id.ID, server string) {
+	l := p.byKey[key]
+	if i := slices.IndexFunc(l, func(x pointer) bool { return x.server.Addr == server }); i >= 0 && l[i].extra {
+		p.drop(key, i)
+	}
 }
 
 func (p *pointers) drop(key id.ID, i int) {

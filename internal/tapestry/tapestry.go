@@ -86,6 +86,7 @@ type Stats struct {
 	MeasureFailures   uint64
 	RepairQueries     uint64
 	LeavesReceived    uint64
+	BackupsResent     uint64 // root backups sent again because the hop they went to died (publish.go)
 	UnknownDeliveries uint64
 	Suspected         uint64 // links that missed a timeout and were probed
 	FalseSuspects     uint64 // of those, links that answered the probe
