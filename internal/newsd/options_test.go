@@ -81,7 +81,6 @@ func TestPeers(t *testing.T) {
 	}
 }
 
-
 // TestMemoryLimitIsOnTopOfTheCache: a site on the DHT holds its article
 // cache on purpose, so the soft memory limit leaves room for it (a limit
 // under a full cache had the collector run without end).
