@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/posixtest"
+	"golang.org/x/sys/unix"
 
 	"triad/internal/d2/key"
 )
@@ -74,7 +75,7 @@ func TestFUSEPosix(t *testing.T) {
 	}
 }
 
-// Links, xattrs, locks and fallocate answer ENOTSUP; a long name
+// Links, xattrs and fallocate answer ENOTSUP; a long name
 // ENAMETOOLONG.
 func TestFUSEUnsupported(t *testing.T) {
 	dir, _, unmount := mountNew(t, NewMemBlocks())
@@ -92,12 +93,10 @@ func TestFUSEUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Close(fd)
-	lk := syscall.Flock_t{Type: syscall.F_WRLCK}
 	for what, err := range map[string]error{
 		"link":      syscall.Link(fn, fn+"2"),
 		"setxattr":  syscall.Setxattr(fn, "user.a", []byte("b"), 0),
 		"fallocate": syscall.Fallocate(fd, 0, 0, 100),
-		"lock":      syscall.FcntlFlock(uintptr(fd), syscall.F_SETLK, &lk),
 	} {
 		if !errors.Is(err, syscall.ENOTSUP) {
 			t.Errorf("%s: %v, want ENOTSUP", what, err)
@@ -289,5 +288,76 @@ func TestFUSECloseToOpen(t *testing.T) {
 		if err := errors.Join(runmount(), unmount()); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Locks work on a writable mount as on a local disk (issue 46: go build
+// took an fcntl read lock on go.mod and failed with ENOTSUP): two open
+// files of one file conflict on a write lock, fcntl's (open file
+// description locks, so that one process can show the conflict) and
+// flock's; a byte range elsewhere does not; an unlock or a close frees
+// it.
+func TestFUSELocks(t *testing.T) {
+	dir, _, unmount := mountNew(t, NewMemBlocks())
+	defer func() {
+		if err := unmount(); err != nil {
+			t.Error(err)
+		}
+	}()
+	fn := filepath.Join(dir, "go.mod")
+	if err := os.WriteFile(fn, []byte("module x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := map[int]*os.File{}
+	defer func() { // before the unmount
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	open := func() int {
+		f, err := os.OpenFile(fn, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[int(f.Fd())] = f
+		return int(f.Fd())
+	}
+	ofd := func(fd int, typ int16, start, n int64) error {
+		lk := syscall.Flock_t{Type: typ, Whence: 0, Start: start, Len: n}
+		return syscall.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
+	}
+	a, b := open(), open()
+	if err := ofd(a, syscall.F_RDLCK, 0, 0); err != nil {
+		t.Fatalf("read lock: %v", err)
+	}
+	if err := ofd(b, syscall.F_RDLCK, 0, 10); err != nil {
+		t.Fatalf("second read lock: %v", err)
+	}
+	if err := ofd(b, syscall.F_WRLCK, 0, 10); !errors.Is(err, syscall.EAGAIN) {
+		t.Fatalf("write lock over another's read lock: %v, want EAGAIN", err)
+	}
+	if err := ofd(a, syscall.F_UNLCK, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := ofd(b, syscall.F_WRLCK, 0, 10); err != nil {
+		t.Fatalf("write lock once the other unlocked: %v", err)
+	}
+	if err := ofd(a, syscall.F_WRLCK, 10, 10); err != nil {
+		t.Fatalf("write lock of another range: %v", err)
+	}
+	if err := ofd(a, syscall.F_RDLCK, 5, 1); !errors.Is(err, syscall.EAGAIN) {
+		t.Fatalf("read lock inside another's write lock: %v, want EAGAIN", err)
+	}
+
+	c, d := open(), open()
+	if err := syscall.Flock(c, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("flock: %v", err)
+	}
+	if err := syscall.Flock(d, syscall.LOCK_SH|syscall.LOCK_NB); !errors.Is(err, syscall.EWOULDBLOCK) {
+		t.Fatalf("flock over another's: %v, want EWOULDBLOCK", err)
+	}
+	files[c].Close()
+	if err := syscall.Flock(d, syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		t.Fatalf("flock once the other closed: %v", err)
 	}
 }
