@@ -19,6 +19,9 @@ type Report struct {
 	Bad      []string
 
 	keys map[key.Key]bool // with Reachable: every key the commit needs
+	// deltas are the commit's directory deltas (delta.go), applied to
+	// each directory's record as the walk reads it.
+	deltas map[key.Key][]deltaOp
 }
 
 // maxBad bounds the problems a Report lists.
@@ -42,7 +45,7 @@ func (f *FS) Check(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := Report{Gen: s.Gen}
+	r := Report{Gen: s.Gen, deltas: deltasByDir(s.Deltas)}
 	r.Blocks++ // the superblock
 	f.check(ctx, &r, "", s.Root)
 	return r, nil
@@ -61,7 +64,7 @@ func (f *FS) Reachable(ctx context.Context) (Report, map[key.Key]bool, error) {
 	if err != nil {
 		return Report{}, nil, err
 	}
-	r := Report{Gen: s.Gen, keys: map[key.Key]bool{superKey(f.vol, s.Gen): true, leaseKey(f.vol): true}}
+	r := Report{Gen: s.Gen, deltas: deltasByDir(s.Deltas), keys: map[key.Key]bool{superKey(f.vol, s.Gen): true, leaseKey(f.vol): true}}
 	r.Blocks++
 	f.check(ctx, &r, "", s.Root)
 	return r, r.keys, nil
@@ -78,29 +81,43 @@ func (f *FS) check(ctx context.Context, r *Report, path string, e Entry) {
 		r.Files++
 		r.Bytes += e.Size
 	}
-	if e.Meta.IsZero() {
+	ops := r.deltas[e.Base]
+	if e.Meta.IsZero() && (e.Type != TypeDir || len(ops) == 0) {
 		return
 	}
-	rec, err := f.readBlob(ctx, e.Base, e.Meta, false)
-	if err != nil {
-		r.bad(path+"/", err)
-		return
-	}
-	bk := blobKeys(e.Base, e.Meta, uint64(len(rec)))
-	r.Blocks += len(bk)
-	if r.keys != nil {
-		for _, k := range bk {
-			r.keys[k] = true
+	var rec []byte
+	if !e.Meta.IsZero() {
+		var err error
+		if rec, err = f.readBlob(ctx, e.Base, e.Meta, false); err != nil {
+			r.bad(path+"/", err)
+			return
+		}
+		bk := blobKeys(e.Base, e.Meta, uint64(len(rec)))
+		r.Blocks += len(bk)
+		if r.keys != nil {
+			for _, k := range bk {
+				r.keys[k] = true
+			}
 		}
 	}
 	if e.Type == TypeFile {
 		f.checkFile(ctx, r, path, e, rec)
 		return
 	}
-	entries, err := DecodeDir(rec, e.Base)
-	if err != nil {
-		r.bad(path+"/", err)
-		return
+	var entries []Entry
+	if rec != nil {
+		var err error
+		if entries, err = DecodeDir(rec, e.Base); err != nil {
+			r.bad(path+"/", err)
+			return
+		}
+	}
+	if len(ops) > 0 {
+		entries = applyDelta(entries, ops)
+		if err := checkApplied(entries, e.Base); err != nil {
+			r.bad(path+"/", err)
+			return
+		}
 	}
 	for _, ce := range entries {
 		if ce.Base.Hashed() {

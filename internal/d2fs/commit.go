@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -40,12 +41,22 @@ type put struct {
 	data []byte
 }
 
-// commitLocked commits every change; f.mu is held.
+// commitLocked commits every change; f.mu is held. It is a small
+// commit (delta.go) when the deltas fit in the superblock, else a full
+// one.
 func (f *FS) commitLocked(ctx context.Context) error {
+	return f.commitAs(ctx, false)
+}
+
+// commitAs commits every change, a full commit if full; f.mu is held.
+func (f *FS) commitAs(ctx context.Context, full bool) error {
 	if f.closed {
 		return fmt.Errorf("%w: closed", errIO)
 	}
-	if f.ro || !f.root.changed && len(f.unlinked) == 0 {
+	// After a small commit the changed directories stay changed (their
+	// records are not written) until a full one: only a full commit has
+	// work then.
+	if f.ro || !f.root.changed && len(f.unlinked) == 0 || !full && f.dirtySince.IsZero() && len(f.unlinked) == 0 {
 		f.dirtySince = time.Time{}
 		return nil
 	}
@@ -53,34 +64,38 @@ func (f *FS) commitLocked(ctx context.Context) error {
 	if err := f.holdLease(ctx, now); err != nil {
 		return err
 	}
-	p := &commitPlan{gen: max(f.gen, f.burnt) + 1}
-	if p.gen == 0 {
+	gen := max(f.gen, f.burnt) + 1
+	if gen == 0 {
 		return fmt.Errorf("%w: volume has used every commit number", errFileTooBig)
 	}
-	root, err := f.storeNode(ctx, p, f.root)
-	if err != nil {
-		return err
+	var p *commitPlan
+	s := &super{Gen: gen, Time: now.UnixNano()}
+	if !full {
+		var err error
+		if p, err = f.planSmall(ctx, s); err != nil {
+			return err
+		}
 	}
-	for _, n := range f.unlinked {
-		ks, err := f.blocksOfUnlinked(ctx, n)
+	if p == nil {
+		p = &commitPlan{gen: gen}
+		root, err := f.storeNode(ctx, p, f.root)
 		if err != nil {
 			return err
 		}
-		if n.opens == 0 || len(ks) == 0 {
-			p.garbage = append(p.garbage, ks...)
-			continue
-		}
-		p.apply = append(p.apply, func() {
-			n.pinned = ks
-			f.pinned = append(f.pinned, n)
-		})
+		s.Root, s.Full, s.Deltas = root, gen, nil
+	}
+	if err := f.planUnlinked(ctx, p); err != nil {
+		return err
 	}
 	if err := f.putAll(ctx, p.puts); err != nil {
 		return err
 	}
-	s := &super{Gen: p.gen, NextIno: f.nextIno, Used: f.used, Time: now.UnixNano(), Root: root}
+	s.NextIno, s.Used = f.nextIno, f.used
 	signSuper(s, f.vol, f.cfg.Writer)
 	sb := encodeSuper(s)
+	if len(sb) != superBytes(&s.Root, s.Deltas) || len(sb) > BlockBytes {
+		return fmt.Errorf("%w: superblock %d of %d bytes (%d planned)", errIO, p.gen, len(sb), superBytes(&s.Root, s.Deltas))
+	}
 	if err := f.blocks.PutIf(ctx, superKey(f.vol, p.gen), [32]byte{}, sb); err != nil {
 		if errors.Is(err, ErrConflict) {
 			f.lease.lost = true
@@ -95,15 +110,109 @@ func (f *FS) commitLocked(ctx context.Context) error {
 	for _, a := range p.apply {
 		a()
 	}
-	f.root.e = root
+	f.root.e = s.Root
 	p.garbage = append(p.garbage, superKey(f.vol, f.gen))
-	f.gen = p.gen
+	f.gen, f.full = p.gen, s.Full
 	f.unlinked = nil
 	f.dirtyBytes = 0
 	f.dirtySince = time.Time{}
 	f.stats.Commits++
+	if s.Full != s.Gen {
+		f.stats.SmallCommits++
+	}
 	f.garbage = append(f.garbage, garbage{at: now.Add(f.cfg.KeepOld), keys: p.garbage})
 	return nil
+}
+
+// planUnlinked adds the blocks of the files unlinked since the last
+// commit to p's garbage, or pins them while the files are open.
+func (f *FS) planUnlinked(ctx context.Context, p *commitPlan) error {
+	for _, n := range f.unlinked {
+		ks, err := f.blocksOfUnlinked(ctx, n)
+		if err != nil {
+			return err
+		}
+		if n.opens == 0 || len(ks) == 0 {
+			p.garbage = append(p.garbage, ks...)
+			continue
+		}
+		p.apply = append(p.apply, func() {
+			n.pinned = ks
+			f.pinned = append(f.pinned, n)
+		})
+	}
+	return nil
+}
+
+// planSmall plans a small commit (delta.go) into s: the changed files'
+// blocks and records, and the deltas of every directory changed since
+// the last full commit. It returns nil if the deltas do not fit in a
+// superblock: the commit must be a full one.
+func (f *FS) planSmall(ctx context.Context, s *super) (*commitPlan, error) {
+	p := &commitPlan{gen: s.Gen}
+	stored := map[*Inode]Entry{}
+	if err := f.storeFiles(ctx, p, f.root, stored); err != nil {
+		return nil, err
+	}
+	deltas := f.collectDeltas(f.root, stored, nil)
+	if superBytes(&f.root.e, deltas) > BlockBytes {
+		return nil, nil
+	}
+	s.Root, s.Full, s.Deltas = f.root.e, f.full, deltas
+	return p, nil
+}
+
+// storeFiles plans the blocks and records of the changed files under the
+// changed directory d, their new entries into stored; directories'
+// records are not written.
+func (f *FS) storeFiles(ctx context.Context, p *commitPlan, d *Inode, stored map[*Inode]Entry) error {
+	for _, c := range d.children {
+		if !c.changed {
+			continue
+		}
+		if c.e.Type == TypeDir {
+			if err := f.storeFiles(ctx, p, c, stored); err != nil {
+				return err
+			}
+			continue
+		}
+		e, err := f.storeNode(ctx, p, c)
+		if err != nil {
+			return err
+		}
+		stored[c] = e
+	}
+	return nil
+}
+
+// collectDeltas lists the deltas of the changed directory d and of those
+// below it: each name of d.delta set to its entry as this commit stores
+// it, or removed.
+func (f *FS) collectDeltas(d *Inode, stored map[*Inode]Entry, path []uint32) []dirDelta {
+	var ds []dirDelta
+	if len(d.delta) > 0 {
+		dd := dirDelta{Dir: d.e.Base, Path: slices.Clone(path)}
+		names := slices.Sorted(maps.Keys(d.delta))
+		for _, name := range names {
+			c, ok := d.children[name]
+			if !ok {
+				dd.Ops = append(dd.Ops, deltaOp{Remove: true, Entry: Entry{Name: name}})
+				continue
+			}
+			e, ok := stored[c]
+			if !ok {
+				e = c.e
+			}
+			dd.Ops = append(dd.Ops, deltaOp{Entry: e})
+		}
+		ds = append(ds, dd)
+	}
+	for _, c := range d.children {
+		if c.changed && c.e.Type == TypeDir && len(path) < maxDeltaPath {
+			ds = append(ds, f.collectDeltas(c, stored, append(path, c.e.Base.Inode()))...)
+		}
+	}
+	return ds
 }
 
 // storeNode writes n's changed blocks and record (and those below it)
@@ -155,6 +264,7 @@ func (f *FS) storeNode(ctx context.Context, p *commitPlan, n *Inode) (Entry, err
 	e.Meta = meta
 	p.apply = append(p.apply, func() {
 		n.e.Meta, n.metaLen, n.changed = meta, uint64(len(record)), false
+		n.delta = nil // a directory's record now holds every change
 		if n.e.Type == TypeFile {
 			for blk, data := range n.dirty {
 				if int(blk) < len(ptrs) {

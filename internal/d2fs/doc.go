@@ -16,9 +16,10 @@
 //
 //	key.Root(vol) block 0 version g   superblock of commit g: the root
 //	                                   directory's entry, the next inode,
-//	                                   the writer's public key and
-//	                                   signature; the newest is found
-//	                                   with Latest
+//	                                   the directory deltas since the last
+//	                                   full commit, the writer's public
+//	                                   key and signature; the newest is
+//	                                   found with Latest
 //	key.Root(vol) block 1 version 0   the writer lease
 //	base block 0 version g            a record: a directory's entries or a
 //	                                   file's block pointers (blob, format.go)
@@ -29,7 +30,11 @@
 // Config.WriteBack), and are committed copy-on-write (commit.go): data
 // blocks, then records bottom up, each at the commit's version, then the
 // superblock; a reader sees the old tree or the new one, never a mix, and
-// a mount that dies mid-commit leaves the last commit. Blocks a commit
+// a mount that dies mid-commit leaves the last commit. A small commit
+// (delta.go) writes no directory record: the superblock carries the
+// entries changed since the last full commit, which readers apply to the
+// records as they load them; a full commit folds them in once they
+// outgrow the superblock, and at unmount. Blocks a commit
 // replaced are deleted Config.KeepOld (30 s) later, so slightly stale
 // readers still find them. Past Config.MaxDirtyBytes (256 MiB) of changes,
 // a writer waits for a commit. One writer per volume (§3): a lease with a
@@ -61,8 +66,10 @@
 // (truncate, chmod, chown, utimens), readdir, mkdir, rmdir, create, open,
 // read, write, flush, fsync, release, unlink, rename (replacing a
 // destination; RENAME_NOREPLACE; not RENAME_EXCHANGE), symlink, readlink,
-// statfs. Hard links, extended attributes, POSIX and BSD locks, and
-// fallocate answer ENOTSUP, as do mknod and RENAME_EXCHANGE. Atime is not
+// statfs. POSIX (fcntl) and BSD (flock) locks are the kernel's own, kept
+// in the mount: exact, since one writable mount per volume is the only
+// way to change it. Hard links, extended attributes and fallocate answer
+// ENOTSUP, as do mknod and RENAME_EXCHANGE. Atime is not
 // kept (it reads as mtime). A name over 255 bytes is ENAMETOOLONG; a file
 // past 2^31-1 blocks (16 TiB) is EFBIG.
 //

@@ -37,7 +37,10 @@ var (
 	magicDir   = [4]byte{'d', '2', 'D', 1}
 	magicFile  = [4]byte{'d', '2', 'F', 1}
 	magicBlob  = [4]byte{'d', '2', 'B', 1}
-	magicSuper = [4]byte{'d', '2', 'S', 3}
+	magicSuper = [4]byte{'d', '2', 'S', 4}
+	// magicSuper3 is the superblock before small commits (no Full, no
+	// Deltas); it still decodes (super.v3).
+	magicSuper3 = [4]byte{'d', '2', 'S', 3}
 	// magicSuper2 is the superblock before it recorded the bytes used
 	// and the commit's time; it still decodes (super.v2).
 	magicSuper2 = [4]byte{'d', '2', 'S', 2}
@@ -405,7 +408,9 @@ func blobKeys(base key.Key, p Ptr, n uint64) []key.Key {
 // volume without the writer's key) still cannot pass as a commit.
 //
 // Format 3 added Used and Time, after NextIno and signed with the rest;
-// a format-2 superblock (v2) decodes with both zero.
+// a format-2 superblock (v2) decodes with both zero. Format 4 added Full
+// and Deltas (delta.go), after Root; a format-3 one (v3) decodes as a
+// full commit.
 type super struct {
 	Gen     uint32 // the commit's number, also its key's version
 	NextIno uint32 // the next inode number to hand out
@@ -415,11 +420,16 @@ type super struct {
 	// more: r copies of each block, the records, and the blocks of the
 	// previous commit for KeepOld.
 	Used uint64
-	Time int64  // when the writer committed, Unix nanoseconds by its clock
-	Root Entry  // the root directory (name "/", no slot)
-	Pub  []byte // the writer's ed25519 public key: key.VolumeOfKey(Pub) is the volume
-	Sig  []byte // Pub's signature of superMessage
-	v2   bool   // of format 2: no Used or Time (kept so it encodes as it was read)
+	Time int64 // when the writer committed, Unix nanoseconds by its clock
+	Root Entry // the root directory (name "/", no slot)
+	// Full is the last full commit, at most Gen: the directories' records
+	// are as it wrote them, changed since by Deltas (delta.go).
+	Full   uint32
+	Deltas []dirDelta
+	Pub    []byte // the writer's ed25519 public key: key.VolumeOfKey(Pub) is the volume
+	Sig    []byte // Pub's signature of superMessage
+	v2     bool   // of format 2: no Used or Time (kept so it encodes as it was read)
+	v3     bool   // of format 3: no Full or Deltas
 }
 
 // superDomain starts every signed superblock message, so a signature made
@@ -429,8 +439,11 @@ const superDomain = "triad-d2fs-superblock 1\x00"
 // superBody is the superblock's fields before the signature.
 func superBody(s *super) []byte {
 	magic := magicSuper
-	if s.v2 {
+	switch {
+	case s.v2:
 		magic = magicSuper2
+	case s.v3:
+		magic = magicSuper3
 	}
 	b := append([]byte{}, magic[:]...)
 	b = binary.BigEndian.AppendUint32(b, s.Gen)
@@ -439,7 +452,19 @@ func superBody(s *super) []byte {
 		b = binary.BigEndian.AppendUint64(b, s.Used)
 		b = binary.BigEndian.AppendUint64(b, uint64(s.Time))
 	}
-	return appendEntry(b, &s.Root)
+	b = appendEntry(b, &s.Root)
+	if s.v2 || s.v3 {
+		return b
+	}
+	b = binary.BigEndian.AppendUint32(b, s.Full)
+	return appendDeltas(b, s.Deltas)
+}
+
+// superBytes is the encoded size of a superblock of format 4 with root
+// and deltas.
+func superBytes(root *Entry, ds []dirDelta) int {
+	return 4 + 4 + 4 + 8 + 8 + entryFixed + len(root.Name) + len(root.Target) + 4 + deltaBytes(ds) +
+		ed25519.PublicKeySize + ed25519.SignatureSize + sha256.Size
 }
 
 // superMessage is what the writer signs: the domain, the superblock's own
@@ -476,6 +501,8 @@ func decodeSuper(b []byte, vol key.Volume, gen uint32) (*super, error) {
 	s := &super{}
 	switch [4]byte(r.take(4)) {
 	case magicSuper:
+	case magicSuper3:
+		s.v3 = true
 	case magicSuper2:
 		s.v2 = true
 	default:
@@ -486,6 +513,15 @@ func decodeSuper(b []byte, vol key.Volume, gen uint32) (*super, error) {
 		s.Used, s.Time = r.u64(), int64(r.u64())
 	}
 	s.Root = r.entry()
+	s.Full = s.Gen
+	if !s.v2 && !s.v3 {
+		s.Full = r.u32()
+		ds, err := r.deltas(vol)
+		if err != nil {
+			return nil, fmt.Errorf("superblock %d: %w", gen, err)
+		}
+		s.Deltas = ds
+	}
 	bodyLen := len(b) - 32 - len(r.b)
 	s.Pub = bytes.Clone(r.take(ed25519.PublicKeySize))
 	s.Sig = bytes.Clone(r.take(ed25519.SignatureSize))
@@ -505,6 +541,8 @@ func decodeSuper(b []byte, vol key.Volume, gen uint32) (*super, error) {
 		return nil, fmt.Errorf("%w: superblock %d (%v) carries another volume's public key", ErrForged, gen, superKey(vol, gen))
 	case !ed25519.Verify(s.Pub, superMessage(vol, b[:bodyLen]), s.Sig):
 		return nil, fmt.Errorf("%w: superblock %d (%v) has a bad signature", ErrForged, gen, superKey(vol, gen))
+	case s.Full > s.Gen || s.Full == 0:
+		return nil, fmt.Errorf("%w: superblock %d names full commit %d", ErrFormat, gen, s.Full)
 	}
 	return s, nil
 }

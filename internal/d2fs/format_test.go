@@ -121,7 +121,10 @@ func FuzzDecodeBlocks(f *testing.F) {
 	f.Add(encodeFile([]Ptr{{Version: 1}}), uint8(1))
 	f.Add(encodeLease(leaseRec{expiry: 5}), uint8(2))
 	vol := key.VolumeOfKey(testWriter().Public().(ed25519.PublicKey))
-	sb := &super{Gen: 1, NextIno: 2, Root: Entry{Name: "/", Type: TypeDir, Base: rootDir(vol)}}
+	sb := &super{Gen: 1, Full: 1, NextIno: 2, Root: Entry{Name: "/", Type: TypeDir, Base: rootDir(vol)}}
+	signSuper(sb, vol, testWriter())
+	f.Add(encodeSuper(sb), uint8(3))
+	sb = &super{Gen: 2, Full: 1, NextIno: 3, Root: sb.Root, Deltas: sampleDeltas(vol)}
 	signSuper(sb, vol, testWriter())
 	f.Add(encodeSuper(sb), uint8(3))
 	f.Fuzz(func(t *testing.T, b []byte, which uint8) {
@@ -142,6 +145,41 @@ func FuzzDecodeBlocks(f *testing.F) {
 			if s, err := decodeSuper(b, vol, 1); err == nil && !bytes.Equal(encodeSuper(s), b) {
 				t.Fatal("superblock does not re-encode")
 			}
+		}
+	})
+}
+
+// sampleDeltas is a superblock's deltas: the root's (a set and a
+// remove) and a subdirectory's.
+func sampleDeltas(vol key.Volume) []dirDelta {
+	root := rootDir(vol)
+	sub := key.Child(root, 1, "sub", 2)
+	return []dirDelta{
+		{Dir: root, Ops: []deltaOp{
+			{Remove: true, Entry: Entry{Name: "old"}},
+			{Entry: Entry{Name: "sub", Slot: 1, Type: TypeDir, Mode: 0o755, Base: sub}},
+		}},
+		{Dir: sub, Path: []uint32{2}, Ops: []deltaOp{
+			{Entry: Entry{Name: "f", Slot: 1, Type: TypeFile, Mode: 0o644, Size: 3, Base: key.Child(sub, 1, "f", 3), Meta: Ptr{Version: 2, Sum: [32]byte{1}}}},
+		}},
+	}
+}
+
+func FuzzDecodeDeltas(f *testing.F) {
+	vol := key.VolumeOfKey(testWriter().Public().(ed25519.PublicKey))
+	f.Add(appendDeltas(nil, sampleDeltas(vol)))
+	f.Add(appendDeltas(nil, nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := reader{b: b}
+		ds, err := r.deltas(vol)
+		if err != nil || r.err != nil {
+			return
+		}
+		// What decodes re-encodes to the bytes it took, and its size is
+		// what deltaBytes says.
+		used := b[:len(b)-len(r.b)]
+		if again := appendDeltas(nil, ds); !bytes.Equal(again, used) || len(again) != deltaBytes(ds) {
+			t.Fatalf("%d deltas re-encode to other bytes", len(ds))
 		}
 	})
 }

@@ -110,6 +110,9 @@ type Stats struct {
 	// CloseCommits counts closes that committed (Flushed): the commits
 	// close-to-open asked for, included in Commits.
 	CloseCommits int
+	// SmallCommits counts commits that wrote no directory record, only
+	// deltas in the superblock (delta.go), included in Commits.
+	SmallCommits int
 	// LeaseRetakes counts renewals that found the lease block changed
 	// and read it again: a stale copy, or the mount's own write of a try
 	// that seemed to fail, is taken over; another mount's lease is lost.
@@ -134,8 +137,12 @@ type FS struct {
 	// burnt is the highest commit number whose superblock put failed
 	// without saying whether it was stored: no later commit takes it or a
 	// lower one, so no block of a commit a reader may see is written again.
-	burnt      uint32
-	nextIno    uint32
+	burnt   uint32
+	nextIno uint32
+	full    uint32 // the last full commit (delta.go)
+	// deltas are the newest superblock's directory deltas, applied to a
+	// directory's record when it is loaded (delta.go).
+	deltas     map[key.Key][]deltaOp
 	root       *Inode
 	unlinked   []*Inode // unlinked since the last commit: their blocks go at the next
 	pinned     []*Inode // unlinked and committed, but still open: their blocks wait
@@ -176,6 +183,9 @@ type Inode struct {
 	children map[string]*Inode
 	slots    map[key.Slot]bool
 	hint     key.Slot
+	// delta is the names whose entries may have changed since the last
+	// full commit wrote the directory's record (delta.go).
+	delta map[string]bool
 
 	// Files, once loaded:
 	loaded  bool
@@ -195,7 +205,7 @@ func Mkvol(ctx context.Context, b Blocks, priv ed25519.PrivateKey, now time.Time
 		return key.Volume{}, fmt.Errorf("d2fs: mkvol: a private key of %d bytes", len(priv))
 	}
 	vol := key.VolumeOfKey(priv.Public().(ed25519.PublicKey))
-	s := &super{Gen: 1, NextIno: firstInode, Time: now.UnixNano(), Root: Entry{
+	s := &super{Gen: 1, Full: 1, NextIno: firstInode, Time: now.UnixNano(), Root: Entry{
 		Name: "/", Type: TypeDir, Mode: 0o755, Mtime: now.UnixNano(), Base: rootDir(vol),
 	}}
 	signSuper(s, vol, priv)
@@ -248,8 +258,46 @@ func (f *FS) loadNewest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.gen, f.nextIno, f.used = s.Gen, s.NextIno, s.Used
+	f.gen, f.nextIno, f.used, f.full = s.Gen, s.NextIno, s.Used, s.Full
+	f.deltas = deltasByDir(s.Deltas)
 	f.root = &Inode{e: s.Root}
+	if f.ro || len(s.Deltas) == 0 {
+		return nil
+	}
+	return f.takeDeltas(ctx, s.Deltas)
+}
+
+// takeDeltas makes a writer's tree carry the deltas of the superblock it
+// mounted, as if it had made those small commits itself: it loads each
+// directory that has one (applying it) and marks it changed, so that the
+// next commit carries them on and the next full one folds them in.
+func (f *FS) takeDeltas(ctx context.Context, ds []dirDelta) error {
+	for _, d := range ds {
+		n := f.root
+		for _, ino := range d.Path {
+			if err := f.loadDir(ctx, n); err != nil {
+				return err
+			}
+			var next *Inode
+			for _, c := range n.children {
+				if c.e.Type == TypeDir && c.e.Base.Inode() == ino {
+					next = c
+					break
+				}
+			}
+			if next == nil {
+				return fmt.Errorf("%w: superblock %d: the delta of %v names no directory %d under %v", errIO, f.gen, d.Dir, ino, n.e.Base)
+			}
+			n = next
+		}
+		if n.e.Base != d.Dir {
+			return fmt.Errorf("%w: superblock %d: the delta of %v leads to %v", errIO, f.gen, d.Dir, n.e.Base)
+		}
+		if err := f.loadDir(ctx, n); err != nil {
+			return err
+		}
+	}
+	f.deltas = nil
 	return nil
 }
 
@@ -437,7 +485,7 @@ func (f *FS) Close(ctx context.Context) error {
 	if f.closed {
 		return nil
 	}
-	err := f.commitLocked(ctx)
+	err := f.commitAs(ctx, true) // a clean unmount leaves the deltas folded in
 	if err == nil {
 		for _, n := range f.pinned {
 			f.garbage = append(f.garbage, garbage{keys: n.pinned})
@@ -573,6 +621,20 @@ func (f *FS) loadDir(ctx context.Context, d *Inode) error {
 		}
 		d.metaLen = uint64(len(rec))
 	}
+	if ops := f.deltas[d.e.Base]; len(ops) > 0 {
+		entries = applyDelta(entries, ops)
+		if err := checkApplied(entries, d.e.Base); err != nil {
+			f.stats.BadBlocks++
+			return fmt.Errorf("%w: %w", errIO, err)
+		}
+		if !f.ro {
+			d.delta = make(map[string]bool, len(ops))
+			for _, op := range ops {
+				d.delta[op.Entry.Name] = true
+			}
+			defer f.changed(d)
+		}
+	}
 	d.children = make(map[string]*Inode, len(entries))
 	d.slots = make(map[key.Slot]bool, len(entries))
 	for _, e := range entries {
@@ -610,6 +672,7 @@ func blocksOf(size uint64) uint64 { return (size + BlockBytes - 1) / BlockBytes 
 // ancestors' (each holds the pointer to the one below).
 func (f *FS) changed(n *Inode) {
 	f.pending(n)
+	inDelta(n)
 	for ; n != nil && !n.changed; n = n.parent {
 		n.changed = true
 	}
@@ -629,12 +692,26 @@ func (f *FS) pending(n *Inode) {
 // record (the root's in the superblock, written at every commit).
 func (f *FS) touched(n *Inode) {
 	f.pending(n)
+	inDelta(n)
 	switch {
 	case n == f.root:
 		f.changed(n)
 	case n.parent != nil:
 		f.changed(n.parent)
 	}
+}
+
+// inDelta notes that n's entry in its directory may have changed since
+// the directory's record was written.
+func inDelta(n *Inode) {
+	if n == nil || n.parent == nil {
+		return
+	}
+	d := n.parent
+	if d.delta == nil {
+		d.delta = map[string]bool{}
+	}
+	d.delta[n.e.Name] = true
 }
 
 // entriesOf is a loaded directory's entries sorted by name.

@@ -391,8 +391,8 @@ func MountFS(dir string, f *FS) (unmount func() error, err error) {
 			// The largest requests the kernel sends (1 MiB, against
 			// 128 KiB by default): a big file moves in an eighth of
 			// the round trips through /dev/fuse.
-			MaxWrite:     1 << 20,
-			MaxReadAhead: 1 << 20,
+			MaxWrite:          1 << 20,
+			MaxReadAhead:      1 << 20,
 			FsName:            "d2:" + f.vol.String()[:16],
 			Name:              "d2fs",
 			DirectMountStrict: os.Geteuid() == 0,

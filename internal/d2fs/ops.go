@@ -221,11 +221,13 @@ func (f *FS) link(d, n *Inode) {
 		d.slots[n.e.Slot] = true
 	}
 	n.parent = d
+	inDelta(n)
 	f.pending(n)
 	f.changed(d)
 }
 
 func (f *FS) unlink(d, n *Inode) {
+	inDelta(n)
 	delete(d.children, n.e.Name)
 	if n.e.Slot != key.Overflow {
 		delete(d.slots, n.e.Slot)

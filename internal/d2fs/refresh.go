@@ -36,19 +36,33 @@ func (f *FS) refresh(ctx context.Context) error {
 		return nil
 	}
 	recs := map[*Inode][]Entry{}
-	if err := f.readChanged(ctx, f.root, s.Root, recs); err != nil {
+	deltas := deltasByDir(s.Deltas)
+	if err := f.readChanged(ctx, f.root, s.Root, deltas, recs); err != nil {
 		return err // the old tree stays; the next Tick tries again
 	}
 	update(f.root, s.Root, recs)
-	f.gen, f.nextIno, f.used = s.Gen, s.NextIno, s.Used
+	f.gen, f.nextIno, f.used, f.full, f.deltas = s.Gen, s.NextIno, s.Used, s.Full, deltas
 	return nil
 }
 
-// readChanged reads the new records of the loaded directories under n
-// whose record changed (n's new entry is e), into recs. It changes
-// nothing, so that a failed read leaves the whole tree as it was.
-func (f *FS) readChanged(ctx context.Context, n *Inode, e Entry, recs map[*Inode][]Entry) error {
-	if n.e.Type != TypeDir || e.Type != TypeDir || n.e.Meta == e.Meta || n.children == nil {
+// readChanged reads the new entries of the loaded directories under n
+// whose record or delta changed (n's new entry is e; deltas are the new
+// commit's), into recs. It changes nothing, so that a failed read leaves
+// the whole tree as it was. A directory whose record and delta are the
+// same may still have changes below it, in a delta of its own.
+func (f *FS) readChanged(ctx context.Context, n *Inode, e Entry, deltas map[key.Key][]deltaOp, recs map[*Inode][]Entry) error {
+	if n.e.Type != TypeDir || e.Type != TypeDir || n.children == nil {
+		return nil
+	}
+	if n.e.Meta == e.Meta && sameOps(f.deltas[e.Base], deltas[e.Base]) {
+		if len(f.deltas) == 0 && len(deltas) == 0 {
+			return nil // full commits both: nothing changed below
+		}
+		for _, c := range n.children {
+			if err := f.readChanged(ctx, c, c.e, deltas, recs); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	var entries []Entry
@@ -62,6 +76,13 @@ func (f *FS) readChanged(ctx context.Context, n *Inode, e Entry, recs map[*Inode
 			return fmt.Errorf("%w: directory %v: %w", errIO, e.Base, err)
 		}
 	}
+	if ops := deltas[e.Base]; len(ops) > 0 {
+		entries = applyDelta(entries, ops)
+		if err := checkApplied(entries, e.Base); err != nil {
+			f.stats.BadBlocks++
+			return fmt.Errorf("%w: %w", errIO, err)
+		}
+	}
 	recs[n] = entries
 	byKey := make(map[key.Key]*Inode, len(n.children))
 	for _, c := range n.children {
@@ -69,7 +90,7 @@ func (f *FS) readChanged(ctx context.Context, n *Inode, e Entry, recs map[*Inode
 	}
 	for _, ce := range entries {
 		if c := byKey[ce.Base]; c != nil {
-			if err := f.readChanged(ctx, c, ce, recs); err != nil {
+			if err := f.readChanged(ctx, c, ce, deltas, recs); err != nil {
 				return err
 			}
 		}
@@ -87,6 +108,10 @@ func update(n *Inode, e Entry, recs map[*Inode][]Entry) {
 		if changed {
 			// Not loaded, or a file: read again on demand.
 			n.loaded, n.ptrs, n.children, n.slots = false, nil, nil, nil
+			return
+		}
+		for _, c := range n.children { // a delta below may have changed
+			update(c, c.e, recs)
 		}
 		return
 	}
