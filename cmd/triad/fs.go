@@ -141,6 +141,7 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 	ro := fs.Bool("ro", false, "mount read-only (no lease: any number of them)")
 	writeback := fs.Duration("writeback", d2fs.DefaultConfig().WriteBack, "lazy mode: a close commits nothing, and changes wait at most this long (§3: 30 s); without it, every close of a changed file commits")
 	lease := fs.Duration("lease", d2fs.DefaultConfig().LeaseTerm, "how long the writer's lease outlives a writable mount that dies (renewed every third of it; at least 3s)")
+	prof := addProfileFlag(fs, "the mount until it unmounts")
 	pos, err := parseMixed(fs, args)
 	if err != nil {
 		return err
@@ -159,6 +160,11 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.Close()
+	stopProfile, err := prof.start()
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	vol, err := fsadmin.Resolve(ctx, b, pos[0])
