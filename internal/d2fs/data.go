@@ -2,11 +2,7 @@ package d2fs
 
 import (
 	"context"
-	"crypto/sha256"
-	"sync"
 	"syscall"
-
-	"triad/internal/d2/key"
 )
 
 // ReadAt reads file n from off into p, from the write-back cache when
@@ -25,6 +21,9 @@ func (f *FS) ReadAt(ctx context.Context, n *Inode, p []byte, off int64) (int, er
 	}
 	if uint64(off) >= n.e.Size {
 		return 0, nil
+	}
+	if !n.loaded && n.parent != nil {
+		f.warm(ctx, n.parent)
 	}
 	if err := f.loadFile(ctx, n); err != nil {
 		return 0, err
@@ -63,50 +62,6 @@ func (f *FS) block(ctx context.Context, n *Inode, blk uint32) ([]byte, error) {
 		return nil, nil
 	}
 	return f.get(ctx, n.e.Base.WithBlock(blk+1, n.ptrs[blk].Version), n.ptrs[blk].Sum)
-}
-
-// prefetch brings blocks first to last of file n into the clean cache,
-// MaxPuts at a time, so that a large read (the kernel asks for up to
-// 1 MiB, 128 blocks) waits for about one round trip, not one per block.
-// A block that fails is left for ReadAt's own read, which reports it.
-func (f *FS) prefetch(ctx context.Context, n *Inode, first, last uint32) error {
-	type want struct {
-		k   key.Key
-		sum [32]byte
-	}
-	var ws []want
-	for blk := first; blk <= last && int(blk) < len(n.ptrs); blk++ {
-		if _, ok := n.dirty[blk]; ok || n.ptrs[blk].IsZero() {
-			continue
-		}
-		k := n.e.Base.WithBlock(blk+1, n.ptrs[blk].Version)
-		if _, ok := f.cache[k]; !ok {
-			ws = append(ws, want{k, n.ptrs[blk].Sum})
-		}
-	}
-	if len(ws) < 2 {
-		return nil
-	}
-	got := make([][]byte, len(ws))
-	sem := make(chan struct{}, f.cfg.MaxPuts)
-	var wg sync.WaitGroup
-	for i, w := range ws {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if b, err := f.blocks.Get(ctx, w.k, w.sum); err == nil && sha256.Sum256(b) == w.sum {
-				got[i] = b
-			}
-		}()
-	}
-	wg.Wait()
-	for i, b := range got {
-		if b != nil {
-			f.remember(ws[i].k, b)
-		}
-	}
-	return ctx.Err()
 }
 
 // WriteAt writes p into file n at off. Past MaxDirtyBytes of changes it

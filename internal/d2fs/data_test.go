@@ -3,6 +3,7 @@ package d2fs
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -10,18 +11,19 @@ import (
 	"triad/internal/d2/key"
 )
 
-// gatedGets holds each Get until four are in flight at once.
+// gatedGets holds each Get until four have started: a caller that asks
+// for one block at a time waits until its context ends.
 type gatedGets struct {
 	*MemBlocks
-	mu       sync.Mutex
-	inflight int
-	open     chan struct{}
+	mu      sync.Mutex
+	started int
+	open    chan struct{}
 }
 
 func (g *gatedGets) Get(ctx context.Context, k key.Key, sum [32]byte) ([]byte, error) {
 	g.mu.Lock()
-	g.inflight++
-	if g.inflight == 4 {
+	g.started++
+	if g.started == 4 {
 		close(g.open)
 	}
 	g.mu.Unlock()
@@ -66,5 +68,49 @@ func TestLargeReadFetchesInParallel(t *testing.T) {
 	got := make([]byte, len(want))
 	if m, err := r.ReadAt(rctx, n, got, 0); err != nil || m != len(want) || !bytes.Equal(got, want) {
 		t.Fatalf("read %d bytes, %v; want %d, the same bytes (blocks fetched one at a time never reach 4 in flight)", m, err, len(want))
+	}
+}
+
+// The first read of a file in a directory fetches its other files'
+// records and first blocks at once (issue 46: a diff -r or tar of a
+// tree read each small file in two round trips, one after the other),
+// and the reads of those files then ask the store for nothing.
+func TestFirstReadWarmsTheDirectory(t *testing.T) {
+	ctx := context.Background()
+	w, mem, vol, c := newVolume(t)
+	for i := range 10 {
+		writeFile(t, w, fmt.Sprintf("d/f%d", i), pattern(BlockBytes+i, i))
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpen(t, mem, vol, true, c)
+	if _, err := r.Walk(ctx, "d/f0"); err != nil { // loads the directory
+		t.Fatal(err)
+	}
+	g := &gatedGets{MemBlocks: mem, open: make(chan struct{})}
+	r.mu.Lock()
+	r.blocks = g
+	r.mu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := r.Walk(rctx, "d/f0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, BlockBytes)
+	if _, err := r.ReadAt(rctx, n, got, 0); err != nil {
+		t.Fatalf("first read: %v (records fetched one at a time never reach 4 in flight)", err)
+	}
+	g.mu.Lock()
+	asked := g.started
+	g.mu.Unlock()
+	for i := range 10 {
+		mustRead(t, r, fmt.Sprintf("d/f%d", i), pattern(BlockBytes+i, i))
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.started != asked {
+		t.Fatalf("the other files' reads asked the store for %d blocks more, want 0", g.started-asked)
 	}
 }

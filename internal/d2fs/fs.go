@@ -186,6 +186,8 @@ type Inode struct {
 	// delta is the names whose entries may have changed since the last
 	// full commit wrote the directory's record (delta.go).
 	delta map[string]bool
+	// warmed says the first blocks of its files were fetched (prefetch.go).
+	warmed bool
 
 	// Files, once loaded:
 	loaded  bool

@@ -121,6 +121,7 @@ func update(n *Inode, e Entry, recs map[*Inode][]Entry) {
 	}
 	n.children = make(map[string]*Inode, len(entries))
 	n.slots = make(map[key.Slot]bool, len(entries))
+	n.warmed = false
 	for _, ce := range entries {
 		c, ok := byKey[ce.Base]
 		if ok && c.e.Type == ce.Type {
