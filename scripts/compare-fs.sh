@@ -41,7 +41,8 @@
 # shares this machine's cores: D2's 6 nodes and its mount, GlusterFS's
 # glusterd, 3 bricks and client, and loopback's one process alike; none
 # has a CPU cgroup of its own. Prints a table and a JSON line last.
-# Needs root (mount(2), glusterd). Results go in $OUT.
+# Needs root (mount(2), glusterd). Results go in $OUT. TRIAD_BIN names a
+# triad binary to run instead of building this tree's (to compare builds).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QUICK=0
@@ -163,7 +164,11 @@ teardown_gluster() {
 setup_d2() {
     MNT_d2=$OUT/d2-mnt
     mkdir -p "$MNT_d2"
-    (cd "$ROOT" && go build -o "$OUT/triad" ./cmd/triad) || return 1
+    if [ -n "${TRIAD_BIN:-}" ]; then
+        cp "$TRIAD_BIN" "$OUT/triad" || return 1
+    else
+        (cd "$ROOT" && go build -o "$OUT/triad" ./cmd/triad) || return 1
+    fi
     local port i
     port=$(python3 "$ROOT/scripts/free-ports.py" 6) || return 1
     D2_ADDRS=$(for i in 0 1 2 3 4 5; do printf '127.0.0.1:%d,' $((port + i)); done)
@@ -212,6 +217,12 @@ record() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$RESULTS"; 
 timed() {
     local t=$1 w=$2 turn=$3 start end ok=1
     shift 3
+    if ! alive "$t"; then
+        record "$t" "$w" "$turn" 0 0
+        say "$t: $w not run in turn $turn: the file system is not mounted"
+        FAILED=1
+        return 1
+    fi
     start=$(now)
     "$@" >>"$LOG.$t" 2>&1 || ok=0
     end=$(now)
@@ -222,6 +233,9 @@ timed() {
     return $((1 - ok))
 }
 remount() { "unmount_$1" && "mount_$1"; }
+# alive target: the target's file system is there (a FUSE mount that died
+# leaves an empty folder, where a workload would measure the local disk).
+alive() { [ "$1" = local ] || mountpoint -q "$(eval echo "\$MNT_$1")"; }
 
 w_cp() { cp -r "$TREE" "$1/src" && sync && { [ "$T" != d2 ] || "$OUT/triad" fs sync "$MNT_d2"; }; }
 w_diff() { diff -r "$TREE" "$1/src" >/dev/null; }
@@ -233,7 +247,7 @@ w_tar() {
 w_lsR() {
     local n
     n=$(ls -lR "$1/src" | grep -c '^-')
-    [ "$n" = "$TREE_FILES" ] || { echo "ls -lR listed $n files, the tree has $TREE_FILES"; return 1; }
+    [ "$n" = "$TREE_LS" ] || { echo "ls -lR listed $n files, $TREE_LS in the tree's own listing"; return 1; }
 }
 w_create() { mkdir "$1/empty" && seq -f "$1/empty/f%g" "$NCREATE" | xargs touch && sync; }
 w_write() { dd if="$OUT/big$2" of="$1/big$2" bs=1M conv=fsync status=none; }
@@ -248,10 +262,18 @@ w_clone() {
 }
 w_build() { (cd "$1/repo" && go build "$BUILD_PKG"); }
 
+remount_or_fail() {
+    remount "$1" && return 0
+    say "$1: remount failed in turn $turn (see $LOG.$1)"
+    FAILED=1
+    return 1
+}
+
 # --- the run
 
 TREE_FILES=$(find "$TREE" -type f | wc -l)
 TREE_BYTES=$(du -sb "$TREE" | cut -f1)
+TREE_LS=$(ls -lR "$TREE" | grep -c '^-') # ls shows some odd names on two lines
 say "tree $TREE: $TREE_FILES files, $TREE_BYTES bytes; $TURNS turn(s); targets $TARGETS"
 for mb in $BIGS; do
     head -c $((mb << 20)) /dev/urandom >"$OUT/big$mb"
@@ -273,19 +295,18 @@ for turn in $(seq "$TURNS"); do
         dir=${!mv}/turn$turn
         say "turn $turn: $T"
         mkdir -p "$dir" || { FAILED=1; continue; }
+        # A remount that fails ends the target's turn: what follows would
+        # not run on it (alive, in timed, says so for each).
         if timed "$T" cp "$turn" w_cp "$dir"; then
-            remount "$T" || { say "$T: remount failed"; FAILED=1; continue; }
-            timed "$T" diff "$turn" w_diff "$dir"
-            remount "$T" || { say "$T: remount failed"; FAILED=1; continue; }
-            timed "$T" tar "$turn" w_tar "$dir"
+            remount_or_fail "$T" && timed "$T" diff "$turn" w_diff "$dir"
+            remount_or_fail "$T" && timed "$T" tar "$turn" w_tar "$dir"
             timed "$T" lsR "$turn" w_lsR "$dir"
         fi
         timed "$T" create "$turn" w_create "$dir"
         for mb in $BIGS; do
             w=$([ "$mb" = 1024 ] && echo 1g || echo "$mb")
             if timed "$T" "w$w" "$turn" w_write "$dir" "$mb"; then
-                remount "$T" || { say "$T: remount failed"; FAILED=1; continue; }
-                timed "$T" "r$w" "$turn" w_read "$dir" "$mb"
+                remount_or_fail "$T" && timed "$T" "r$w" "$turn" w_read "$dir" "$mb"
             fi
         done
         timed "$T" clone "$turn" w_clone "$dir" && timed "$T" build "$turn" w_build "$dir"
