@@ -45,8 +45,12 @@ func (f *FS) Check(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := Report{Gen: s.Gen, deltas: deltasByDir(s.Deltas)}
-	r.Blocks++ // the superblock
+	c, err := f.readChain(ctx, s)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{Gen: s.Gen, deltas: c.deltas}
+	r.Blocks += max(1, len(c.gens)) // the superblock, or those of the small commits up to it
 	f.check(ctx, &r, "", s.Root)
 	return r, nil
 }
@@ -64,8 +68,15 @@ func (f *FS) Reachable(ctx context.Context) (Report, map[key.Key]bool, error) {
 	if err != nil {
 		return Report{}, nil, err
 	}
-	r := Report{Gen: s.Gen, deltas: deltasByDir(s.Deltas), keys: map[key.Key]bool{superKey(f.vol, s.Gen): true, leaseKey(f.vol): true}}
-	r.Blocks++
+	c, err := f.readChain(ctx, s)
+	if err != nil {
+		return Report{}, nil, err
+	}
+	r := Report{Gen: s.Gen, deltas: c.deltas, keys: map[key.Key]bool{superKey(f.vol, s.Gen): true, leaseKey(f.vol): true}}
+	for _, g := range c.gens {
+		r.keys[superKey(f.vol, g)] = true
+	}
+	r.Blocks += len(r.keys) - 1 // the superblocks
 	f.check(ctx, &r, "", s.Root)
 	return r, r.keys, nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -77,12 +76,15 @@ func (f *FS) commitAs(ctx context.Context, full bool) error {
 		}
 	}
 	if p == nil {
+		if err := f.foldAll(ctx); err != nil {
+			return err
+		}
 		p = &commitPlan{gen: gen}
 		root, err := f.storeNode(ctx, p, f.root)
 		if err != nil {
 			return err
 		}
-		s.Root, s.Full, s.Deltas = root, gen, nil
+		s.Root, s.Full, s.Prev, s.Deltas = root, gen, Ptr{}, nil
 	}
 	if err := f.planUnlinked(ctx, p); err != nil {
 		return err
@@ -111,7 +113,7 @@ func (f *FS) commitAs(ctx context.Context, full bool) error {
 		a()
 	}
 	f.root.e = s.Root
-	p.garbage = append(p.garbage, superKey(f.vol, f.gen))
+	p.garbage = append(p.garbage, f.supersReplaced(s)...)
 	f.gen, f.full = p.gen, s.Full
 	f.unlinked = nil
 	f.dirtyBytes = 0
@@ -119,9 +121,33 @@ func (f *FS) commitAs(ctx context.Context, full bool) error {
 	f.stats.Commits++
 	if s.Full != s.Gen {
 		f.stats.SmallCommits++
+		f.chain = append(f.chain, s.Gen)
+		f.prev = Ptr{Version: s.Gen, Sum: sha256.Sum256(sb)}
+	} else {
+		f.chain, f.prev = nil, Ptr{}
 	}
 	f.garbage = append(f.garbage, garbage{at: now.Add(f.cfg.KeepOld), keys: p.garbage})
 	return nil
+}
+
+// supersReplaced is the superblocks commit s makes garbage: after a
+// small commit, the full commit's before it (small ones stay: readers
+// follow Prev through them); after a full one, the small commits' since
+// the last full one and the commit before.
+func (f *FS) supersReplaced(s *super) []key.Key {
+	if s.Full != s.Gen {
+		if len(f.chain) > 0 {
+			return nil
+		}
+		return []key.Key{superKey(f.vol, f.gen)}
+	}
+	ks := []key.Key{superKey(f.vol, f.gen)}
+	for _, g := range f.chain {
+		if g != f.gen {
+			ks = append(ks, superKey(f.vol, g))
+		}
+	}
+	return ks
 }
 
 // planUnlinked adds the blocks of the files unlinked since the last
@@ -145,21 +171,37 @@ func (f *FS) planUnlinked(ctx context.Context, p *commitPlan) error {
 }
 
 // planSmall plans a small commit (delta.go) into s: the changed files'
-// blocks and records, and the deltas of every directory changed since
-// the last full commit. It returns nil if the deltas do not fit in a
-// superblock: the commit must be a full one.
+// blocks and records, and the deltas of the directories changed since
+// the last commit. It returns nil when the commit must be a full one:
+// maxChain small commits since the last, or deltas that do not fit in a
+// superblock.
 func (f *FS) planSmall(ctx context.Context, s *super) (*commitPlan, error) {
+	if len(f.chain) >= maxChain {
+		return nil, nil
+	}
 	p := &commitPlan{gen: s.Gen}
 	stored := map[*Inode]Entry{}
 	if err := f.storeFiles(ctx, p, f.root, stored); err != nil {
 		return nil, err
 	}
-	deltas := f.collectDeltas(f.root, stored, nil)
+	deltas := f.deltasOf(f.root, stored)
 	if superBytes(&f.root.e, deltas) > BlockBytes {
 		return nil, nil
 	}
-	s.Root, s.Full, s.Deltas = f.root.e, f.full, deltas
+	s.Root, s.Full, s.Prev, s.Deltas = f.root.e, f.full, f.prev, deltas
+	p.apply = append(p.apply, func() { clearDeltas(f.root) })
 	return p, nil
+}
+
+// clearDeltas forgets the changes a small commit stored, in the changed
+// directory d and below.
+func clearDeltas(d *Inode) {
+	d.delta = nil
+	for _, c := range d.children {
+		if c.changed && c.e.Type == TypeDir {
+			clearDeltas(c)
+		}
+	}
 }
 
 // storeFiles plans the blocks and records of the changed files under the
@@ -183,36 +225,6 @@ func (f *FS) storeFiles(ctx context.Context, p *commitPlan, d *Inode, stored map
 		stored[c] = e
 	}
 	return nil
-}
-
-// collectDeltas lists the deltas of the changed directory d and of those
-// below it: each name of d.delta set to its entry as this commit stores
-// it, or removed.
-func (f *FS) collectDeltas(d *Inode, stored map[*Inode]Entry, path []uint32) []dirDelta {
-	var ds []dirDelta
-	if len(d.delta) > 0 {
-		dd := dirDelta{Dir: d.e.Base, Path: slices.Clone(path)}
-		names := slices.Sorted(maps.Keys(d.delta))
-		for _, name := range names {
-			c, ok := d.children[name]
-			if !ok {
-				dd.Ops = append(dd.Ops, deltaOp{Remove: true, Entry: Entry{Name: name}})
-				continue
-			}
-			e, ok := stored[c]
-			if !ok {
-				e = c.e
-			}
-			dd.Ops = append(dd.Ops, deltaOp{Entry: e})
-		}
-		ds = append(ds, dd)
-	}
-	for _, c := range d.children {
-		if c.changed && c.e.Type == TypeDir && len(path) < maxDeltaPath {
-			ds = append(ds, f.collectDeltas(c, stored, append(path, c.e.Base.Inode()))...)
-		}
-	}
-	return ds
 }
 
 // storeNode writes n's changed blocks and record (and those below it)

@@ -3,6 +3,7 @@ package d2fs
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -125,12 +126,12 @@ func TestSmallCommits(t *testing.T) {
 	}
 	checkClean(t, w, mem)
 
-	// Past a superblock's worth of deltas, a full commit.
-	for i := range 80 {
-		closeFile(t, w, fmt.Sprintf("a/big/more%02d", i), pattern(10, i))
+	// Past maxChain small commits, a full one.
+	for i := range maxChain {
+		closeFile(t, w, fmt.Sprintf("a/big/more%03d", i), pattern(10, i))
 	}
 	if st := w.Stats(); st.Commits == st.SmallCommits+before.Commits-before.SmallCommits {
-		t.Fatal("80 more closes and no full commit: the deltas outgrew a superblock?")
+		t.Fatalf("%d more closes and no full commit", maxChain)
 	}
 	want = tree(t, w)
 	if got := tree(t, mustOpen(t, b, vol, true, c)); got != want {
@@ -225,5 +226,34 @@ func TestSmallCommitsAfterACrash(t *testing.T) {
 	defer r.mu.Unlock()
 	if len(r.deltas) != 0 || r.full != r.gen {
 		t.Fatalf("after a clean unmount commit %d has deltas %v (full %d)", r.gen, r.deltas, r.full)
+	}
+}
+
+// A writer that takes over after a crash and commits in full before it
+// has loaded the directories the chain changes finds them (foldAll): the
+// full commit keeps every change of the dead writer's small commits.
+func TestFullCommitFoldsUnloadedDeltas(t *testing.T) {
+	ctx := context.Background()
+	w, b, vol, c := newVolume(t)
+	closeFile(t, w, "a/b/c/one", []byte("1"))
+	closeFile(t, w, "x/two", []byte("2"))
+	if err := w.Rename(ctx, mustWalk(t, w, "a/b"), "c", mustWalk(t, w, "x"), "moved", false); err != nil {
+		t.Fatal(err)
+	}
+	closeFile(t, w, "x/moved/three", []byte("3"))
+	want := tree(t, w)
+	c.Advance(2 * time.Minute) // the writer died; its lease lapsed
+	w2 := mustOpen(t, b, vol, false, c)
+	closeFile(t, w2, "top", []byte("4"))  // loads the root only
+	if err := w2.Close(ctx); err != nil { // a full commit
+		t.Fatal(err)
+	}
+	r := mustOpen(t, b, vol, true, c)
+	got := tree(t, r)
+	if want = strings.Replace(want, "/x dir\n", "/top 34\n/x dir\n", 1); got != want {
+		t.Fatalf("after the new writer's full commit a reader sees\n%s\nwant\n%s", got, want)
+	}
+	if r.full != r.gen || len(r.deltas) != 0 {
+		t.Fatalf("commit %d is not full (full %d, %d deltas)", r.gen, r.full, len(r.deltas))
 	}
 }

@@ -423,8 +423,10 @@ type super struct {
 	Time int64 // when the writer committed, Unix nanoseconds by its clock
 	Root Entry // the root directory (name "/", no slot)
 	// Full is the last full commit, at most Gen: the directories' records
-	// are as it wrote them, changed since by Deltas (delta.go).
+	// are as it wrote them, changed since by the Deltas of this
+	// superblock and of those Prev leads to (delta.go).
 	Full   uint32
+	Prev   Ptr // the small commit before this one; zero after a full one
 	Deltas []dirDelta
 	Pub    []byte // the writer's ed25519 public key: key.VolumeOfKey(Pub) is the volume
 	Sig    []byte // Pub's signature of superMessage
@@ -457,13 +459,14 @@ func superBody(s *super) []byte {
 		return b
 	}
 	b = binary.BigEndian.AppendUint32(b, s.Full)
+	b = appendPtr(b, s.Prev)
 	return appendDeltas(b, s.Deltas)
 }
 
 // superBytes is the encoded size of a superblock of format 4 with root
 // and deltas.
 func superBytes(root *Entry, ds []dirDelta) int {
-	return 4 + 4 + 4 + 8 + 8 + entryFixed + len(root.Name) + len(root.Target) + 4 + deltaBytes(ds) +
+	return 4 + 4 + 4 + 8 + 8 + entryFixed + len(root.Name) + len(root.Target) + 4 + 36 + deltaBytes(ds) +
 		ed25519.PublicKeySize + ed25519.SignatureSize + sha256.Size
 }
 
@@ -516,6 +519,7 @@ func decodeSuper(b []byte, vol key.Volume, gen uint32) (*super, error) {
 	s.Full = s.Gen
 	if !s.v2 && !s.v3 {
 		s.Full = r.u32()
+		s.Prev = r.ptr()
 		ds, err := r.deltas(vol)
 		if err != nil {
 			return nil, fmt.Errorf("superblock %d: %w", gen, err)
@@ -543,6 +547,8 @@ func decodeSuper(b []byte, vol key.Volume, gen uint32) (*super, error) {
 		return nil, fmt.Errorf("%w: superblock %d (%v) has a bad signature", ErrForged, gen, superKey(vol, gen))
 	case s.Full > s.Gen || s.Full == 0:
 		return nil, fmt.Errorf("%w: superblock %d names full commit %d", ErrFormat, gen, s.Full)
+	case !s.Prev.IsZero() && (s.Prev.Version >= s.Gen || s.Prev.Version <= s.Full) || s.Full == s.Gen && (!s.Prev.IsZero() || len(s.Deltas) > 0):
+		return nil, fmt.Errorf("%w: superblock %d (full commit %d) follows %d", ErrFormat, gen, s.Full, s.Prev.Version)
 	}
 	return s, nil
 }

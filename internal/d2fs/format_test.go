@@ -159,7 +159,7 @@ func sampleDeltas(vol key.Volume) []dirDelta {
 			{Remove: true, Entry: Entry{Name: "old"}},
 			{Entry: Entry{Name: "sub", Slot: 1, Type: TypeDir, Mode: 0o755, Base: sub}},
 		}},
-		{Dir: sub, Path: []uint32{2}, Ops: []deltaOp{
+		{Dir: sub, Ops: []deltaOp{
 			{Entry: Entry{Name: "f", Slot: 1, Type: TypeFile, Mode: 0o644, Size: 3, Base: key.Child(sub, 1, "f", 3), Meta: Ptr{Version: 2, Sum: [32]byte{1}}}},
 		}},
 	}

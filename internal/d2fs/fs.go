@@ -140,9 +140,13 @@ type FS struct {
 	burnt   uint32
 	nextIno uint32
 	full    uint32 // the last full commit (delta.go)
-	// deltas are the newest superblock's directory deltas, applied to a
-	// directory's record when it is loaded (delta.go).
+	// deltas are the merged directory deltas of the small commits since
+	// the last full one, applied to a directory's record when it is
+	// loaded (delta.go); a writer drops each as it loads its directory,
+	// whose next full commit then folds it in.
 	deltas     map[key.Key][]deltaOp
+	chain      []uint32 // the writer's small commits since the last full one
+	prev       Ptr      // the newest small commit's superblock, for the next to name
 	root       *Inode
 	unlinked   []*Inode // unlinked since the last commit: their blocks go at the next
 	pinned     []*Inode // unlinked and committed, but still open: their blocks wait
@@ -184,7 +188,7 @@ type Inode struct {
 	slots    map[key.Slot]bool
 	hint     key.Slot
 	// delta is the names whose entries may have changed since the last
-	// full commit wrote the directory's record (delta.go).
+	// commit (delta.go): the next small commit's ops.
 	delta map[string]bool
 	// warmed says the first blocks of its files were fetched (prefetch.go).
 	warmed bool
@@ -260,46 +264,13 @@ func (f *FS) loadNewest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c, err := f.readChain(ctx, s)
+	if err != nil {
+		return err
+	}
 	f.gen, f.nextIno, f.used, f.full = s.Gen, s.NextIno, s.Used, s.Full
-	f.deltas = deltasByDir(s.Deltas)
+	f.deltas, f.chain, f.prev = c.deltas, c.gens, c.prev
 	f.root = &Inode{e: s.Root}
-	if f.ro || len(s.Deltas) == 0 {
-		return nil
-	}
-	return f.takeDeltas(ctx, s.Deltas)
-}
-
-// takeDeltas makes a writer's tree carry the deltas of the superblock it
-// mounted, as if it had made those small commits itself: it loads each
-// directory that has one (applying it) and marks it changed, so that the
-// next commit carries them on and the next full one folds them in.
-func (f *FS) takeDeltas(ctx context.Context, ds []dirDelta) error {
-	for _, d := range ds {
-		n := f.root
-		for _, ino := range d.Path {
-			if err := f.loadDir(ctx, n); err != nil {
-				return err
-			}
-			var next *Inode
-			for _, c := range n.children {
-				if c.e.Type == TypeDir && c.e.Base.Inode() == ino {
-					next = c
-					break
-				}
-			}
-			if next == nil {
-				return fmt.Errorf("%w: superblock %d: the delta of %v names no directory %d under %v", errIO, f.gen, d.Dir, ino, n.e.Base)
-			}
-			n = next
-		}
-		if n.e.Base != d.Dir {
-			return fmt.Errorf("%w: superblock %d: the delta of %v leads to %v", errIO, f.gen, d.Dir, n.e.Base)
-		}
-		if err := f.loadDir(ctx, n); err != nil {
-			return err
-		}
-	}
-	f.deltas = nil
 	return nil
 }
 
@@ -630,11 +601,12 @@ func (f *FS) loadDir(ctx context.Context, d *Inode) error {
 			return fmt.Errorf("%w: %w", errIO, err)
 		}
 		if !f.ro {
-			d.delta = make(map[string]bool, len(ops))
-			for _, op := range ops {
-				d.delta[op.Entry.Name] = true
+			// The chain keeps these changes until the next full commit,
+			// which must rewrite the record: changed, nothing to send.
+			delete(f.deltas, d.e.Base)
+			for n := d; n != nil && !n.changed; n = n.parent {
+				n.changed = true
 			}
-			defer f.changed(d)
 		}
 	}
 	d.children = make(map[string]*Inode, len(entries))

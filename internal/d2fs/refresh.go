@@ -35,8 +35,12 @@ func (f *FS) refresh(ctx context.Context) error {
 	if s.Gen == f.gen {
 		return nil
 	}
+	c, err := f.readChain(ctx, s)
+	if err != nil {
+		return err
+	}
 	recs := map[*Inode][]Entry{}
-	deltas := deltasByDir(s.Deltas)
+	deltas := c.deltas
 	if err := f.readChanged(ctx, f.root, s.Root, deltas, recs); err != nil {
 		return err // the old tree stays; the next Tick tries again
 	}
