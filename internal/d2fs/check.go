@@ -3,6 +3,7 @@ package d2fs
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"triad/internal/d2/key"
 )
@@ -41,6 +42,25 @@ func (r *Report) bad(path string, err error) {
 func (f *FS) Check(ctx context.Context) (Report, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.walkNewest(ctx, false)
+}
+
+// Reachable is Check, and the keys the newest commit needs: its
+// superblock (and those of the small commits before it), the lease, and
+// every record, part and data block its tree points at. Any other key of
+// the volume is an orphan: a block a commit replaced (deleted KeepOld
+// after it, unless its mount died first), or one written by a commit that
+// never stored its superblock (triad fs fsck --orphans).
+func (f *FS) Reachable(ctx context.Context) (Report, map[key.Key]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, err := f.walkNewest(ctx, true)
+	return r, r.keys, err
+}
+
+// walkNewest checks the newest commit (Check), listing the keys it needs
+// if withKeys; f.mu is held.
+func (f *FS) walkNewest(ctx context.Context, withKeys bool) (Report, error) {
 	s, err := f.newestSuper(ctx)
 	if err != nil {
 		return Report{}, err
@@ -50,35 +70,18 @@ func (f *FS) Check(ctx context.Context) (Report, error) {
 		return Report{}, err
 	}
 	r := Report{Gen: s.Gen, deltas: c.deltas}
-	r.Blocks += max(1, len(c.gens)) // the superblock, or those of the small commits up to it
+	supers := append([]uint32{s.Gen}, c.gens...) // c.gens holds s.Gen when s is a small commit's
+	slices.Sort(supers)
+	supers = slices.Compact(supers)
+	r.Blocks += len(supers)
+	if withKeys {
+		r.keys = map[key.Key]bool{leaseKey(f.vol): true}
+		for _, g := range supers {
+			r.keys[superKey(f.vol, g)] = true
+		}
+	}
 	f.check(ctx, &r, "", s.Root)
 	return r, nil
-}
-
-// Reachable is Check, and the keys the newest commit needs: its
-// superblock, the lease, and every record, part and data block its tree
-// points at. Any other key of the volume is an orphan: a block a commit
-// replaced (deleted KeepOld after it, unless its mount died first), or one
-// written by a commit that never stored its superblock (triad fs fsck
-// --orphans).
-func (f *FS) Reachable(ctx context.Context) (Report, map[key.Key]bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s, err := f.newestSuper(ctx)
-	if err != nil {
-		return Report{}, nil, err
-	}
-	c, err := f.readChain(ctx, s)
-	if err != nil {
-		return Report{}, nil, err
-	}
-	r := Report{Gen: s.Gen, deltas: c.deltas, keys: map[key.Key]bool{superKey(f.vol, s.Gen): true, leaseKey(f.vol): true}}
-	for _, g := range c.gens {
-		r.keys[superKey(f.vol, g)] = true
-	}
-	r.Blocks += len(r.keys) - 1 // the superblocks
-	f.check(ctx, &r, "", s.Root)
-	return r, r.keys, nil
 }
 
 func (f *FS) check(ctx context.Context, r *Report, path string, e Entry) {

@@ -35,6 +35,18 @@ func (g *gatedGets) Get(ctx context.Context, k key.Key, sum [32]byte) ([]byte, e
 	return g.MemBlocks.Get(ctx, k, sum)
 }
 
+// gate puts r on mem behind a gatedGets, and returns it with a context
+// that ends the test's wait for the gate.
+func gate(t *testing.T, r *FS, mem *MemBlocks) (*gatedGets, context.Context) {
+	g := &gatedGets{MemBlocks: mem, open: make(chan struct{})}
+	r.mu.Lock()
+	r.blocks = g
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return g, ctx
+}
+
 // A read of many blocks asks the store for them at once (issue 46: a
 // 64 MiB file read back at 15 MB/s, one round trip per 8 KB block).
 func TestLargeReadFetchesInParallel(t *testing.T) {
@@ -45,7 +57,6 @@ func TestLargeReadFetchesInParallel(t *testing.T) {
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	g := &gatedGets{MemBlocks: mem, open: make(chan struct{})}
 	r, err := Open(ctx, mem, vol, true, testConfig(c)) // loads through the ungated store
 	if err != nil {
 		t.Fatal(err)
@@ -57,10 +68,8 @@ func TestLargeReadFetchesInParallel(t *testing.T) {
 	r.mu.Lock()
 	clear(r.cache)
 	r.cacheBytes = 0
-	r.blocks = g
 	r.mu.Unlock()
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
+	_, rctx := gate(t, r, mem)
 	n, err := r.Walk(rctx, "big")
 	if err != nil {
 		t.Fatal(err)
@@ -88,12 +97,7 @@ func TestFirstReadWarmsTheDirectory(t *testing.T) {
 	if _, err := r.Walk(ctx, "d/f0"); err != nil { // loads the directory
 		t.Fatal(err)
 	}
-	g := &gatedGets{MemBlocks: mem, open: make(chan struct{})}
-	r.mu.Lock()
-	r.blocks = g
-	r.mu.Unlock()
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
+	g, rctx := gate(t, r, mem)
 	n, err := r.Walk(rctx, "d/f0")
 	if err != nil {
 		t.Fatal(err)
