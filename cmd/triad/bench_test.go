@@ -143,7 +143,7 @@ func TestBenchFlood(t *testing.T) {
 	}
 	bin := e2e.Build(t)
 	run := func(scheme string) (map[string]any, error) {
-		out, err := exec.Command(bin, "bench", "flood", "--nodes", "4", "--ramp", "40,160", "--measure", "3s", "--duration", "10s",
+		out, err := exec.Command(bin, "bench", "flood", "--nodes", "4", "--ramp", "40,160", "--measure", "3s", "--duration", "20s",
 			"--scheme", scheme, "--dir", t.TempDir(), "--json").Output()
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		var res map[string]any
