@@ -95,7 +95,7 @@ func (n *Node) put(env node.Env, p putReq, attempt int, done putDone) {
 // Primary, with the put's mode, a node-to-node message (the gateway has
 // checked a client's put: auth.go).
 func relayPut(p putReq) wire.Msg {
-	return &wire.D2Store{Key: p.key, Data: p.data, Primary: true, Mode: p.mode, Prev: p.prev, Auth: p.auth}
+	return &wire.D2Store{Key: p.key, Data: p.data, Primary: true, Mode: p.mode, Prev: p.prev, Auth: p.auth, ConfirmTo: p.confirmTo, Tag: p.tag}
 }
 
 // putAt sends a put to the owner r names. An owner that answers "not
@@ -108,7 +108,9 @@ func (n *Node) putAt(env node.Env, p putReq, r Route, attempt int, done putDone)
 	}
 	conditional := p.mode == wire.D2PutIfAbsent || p.mode == wire.D2PutIfHash
 	owner := r.Owner.Node
+	n.expectConfirms(&p)
 	ok := n.callTo(env, owner.Addr, owner.ID, relayPut(p), relayTimeout, func(env node.Env, reply wire.Msg, err error) {
+		confirms := n.takeConfirms(p)
 		s, ok := reply.(*wire.D2StoreDone)
 		switch {
 		case err != nil && attempt == 0 && !conditional:
@@ -135,12 +137,13 @@ func (n *Node) putAt(env node.Env, p putReq, r Route, attempt int, done putDone)
 		case s.Conflict:
 			done(env, 0, ErrConflict)
 		case n.cfg.VerifyCopies && s.Copies > 0:
-			n.verifyCopies(env, p, r, s, done)
+			n.verifyCopies(env, p, r, owner.Addr, s, confirms, done)
 		default:
 			done(env, int(s.Copies), nil)
 		}
 	})
 	if !ok {
+		n.takeConfirms(p)
 		done(env, 0, ErrBusy)
 	}
 }

@@ -73,6 +73,7 @@ type Stats struct {
 	QuotaRefused     uint64 // name claims past a client's quota (quota.go)
 	CopiesUnverified uint64 // copies an owner claimed that its holders did not confirm (verify.go)
 	GatewayCopies    uint64 // copies a gateway placed itself after the owner's claim fell short (verify.go)
+	CopiesConfirmed  uint64 // relayed puts whose replicas told the gateway of their copies themselves: no holder asked (verify.go)
 	Audits           uint64 // possession challenges sent to replica partners (audit.go)
 	AuditsFailed     uint64 // partners found lacking a key they had acknowledged: distrusted (audit.go)
 	Unauthorized     uint64 // client puts and deletes without the volume writer's valid signature, and registry writes other than put if absent: refused, nothing changed (auth.go)
@@ -142,6 +143,11 @@ type Node struct {
 	// putting holds the state of each key with a put in progress at this
 	// owner, and the puts waiting for it (put.go).
 	putting map[id.ID]*keyPut
+	// confirming holds, as a gateway, the replicas' D2Kept of each
+	// relayed put still waiting for its owner's answer, by tag; lastTag
+	// is the last tag given (verify.go).
+	confirming map[uint64]*confirmWait
+	lastTag    uint64
 	// claims counts the names each client claimed through this node,
 	// claimsLoaded whether ClaimsFile has been read (quota.go).
 	claims       map[string]int
@@ -182,7 +188,7 @@ func New(cfg Config, h *host.Host, self wire.NodeRef, pos id.ID, engine store.En
 		return nil, errors.New("d2: no engine")
 	}
 	n := &Node{cfg: cfg, h: h, engine: engine, self: self, pos: pos, idx: newIndex(), seen: map[node.Addr]seenPos{}, suspects: map[node.Addr]bool{},
-		putting: map[id.ID]*keyPut{}, claims: map[string]int{}}
+		putting: map[id.ID]*keyPut{}, confirming: map[uint64]*confirmWait{}, claims: map[string]int{}}
 	n.cache.max = cfg.MaxCache
 	for _, b := range bootstraps {
 		if b != "" && b != h.Addr() && !slices.Contains(n.bootstraps, b) {
@@ -396,6 +402,8 @@ func (n *Node) Receive(env node.Env, in node.MsgIn) {
 		n.handleDrop(env, in, m)
 	case *wire.D2Invite:
 		n.invited(env, from)
+	case *wire.D2Kept:
+		n.stored(from.Addr, m)
 	case *wire.D2Put, *wire.D2Get, *wire.D2Delete, *wire.D2Latest, *wire.D2Stat, *wire.D2List, *wire.D2GetSpace:
 		n.clientRequest(env, in)
 	default:
@@ -554,6 +562,8 @@ func (n *Node) validate(m wire.Msg) error {
 	case *wire.D2Store:
 		return errors.Join(key(m.Key), block(m.Data), checkPut(m.Mode, m.Prev))
 	case *wire.D2Fetch:
+		return errors.Join(key(m.Key), hash(m.Hash, false))
+	case *wire.D2Kept:
 		return errors.Join(key(m.Key), hash(m.Hash, false))
 	case *wire.D2Block:
 		return errors.Join(optKey(m.Key), block(m.Data))

@@ -244,6 +244,9 @@ func TestOwnerCannotAckWhatItDropped(t *testing.T) {
 		t.Errorf("the rogue owner's put was acknowledged with %d copies, want the 2 honest successors'", s.Copies)
 	}
 	st := c.node(c.hosts[gw[1]]).Stats
+	if st.CopiesConfirmed != 0 {
+		t.Errorf("the rogue's put was taken on its replicas' word (%d), which they never gave", st.CopiesConfirmed)
+	}
 	if st.CopiesUnverified != 3 || st.GatewayCopies != 3 {
 		t.Errorf("the gateway counted %d unverified copies and placed %d (the rogue acknowledges its own), want 3 and 3", st.CopiesUnverified, st.GatewayCopies)
 	}
@@ -269,6 +272,9 @@ func TestOwnerCannotAckWhatItDropped(t *testing.T) {
 	}
 	if s := put(); s.Copies != 3 {
 		t.Errorf("the honest owner's put: %d copies confirmed, want 3", s.Copies)
+	}
+	if got := c.node(c.hosts[gw[1]]).Stats.CopiesConfirmed; got != 1 {
+		t.Errorf("the honest owner's put: %d puts taken on the replicas' own word, want 1 (no holder asked)", got)
 	}
 	c.checkCopies(b.key, b.data)
 }

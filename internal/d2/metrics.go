@@ -46,6 +46,7 @@ func (n *Node) Metrics() []node.Metric {
 		{"bad_requests", "Messages refused as malformed.", st.BadRequests},
 		{"unauthorized", "Writes refused: no valid signature of the volume's writer (a client's, or a copy another node gave).", st.Unauthorized},
 		{"copies_unverified", "Copies an owner claimed for a put that its named holders did not confirm: a node acknowledging what it does not keep.", st.CopiesUnverified},
+		{"copies_confirmed", "Relayed puts whose replicas told the gateway of their copies themselves, so it asked no holder.", st.CopiesConfirmed},
 		{"gateway_copies", "Copies a gateway placed itself because the owner's claimed copies were not there.", st.GatewayCopies},
 		{"audits", "Possession audits sent to replica partners.", st.Audits},
 		{"audits_failed", "Replica partners found lacking a block they had acknowledged: distrusted.", st.AuditsFailed},

@@ -2,8 +2,11 @@ package d2
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"testing"
 
+	"triad/internal/id"
 	"triad/internal/wire"
 )
 
@@ -45,4 +48,46 @@ func TestClaimsFile(t *testing.T) {
 	if len(got) != 1 || got["ip 1.2.3.4"] != 5 {
 		t.Errorf("with bad lines: %v", got)
 	}
+}
+
+// TestStoredCountsOnlyWhatItWaitsFor: a gateway counts a replica's
+// D2Kept only for a put it relayed and is still waiting on, with that
+// put's key and hash, once per sender, and at most maxConfirms senders.
+func TestStoredCountsOnlyWhatItWaitsFor(t *testing.T) {
+	n := &Node{confirming: map[uint64]*confirmWait{}, cfg: Config{VerifyCopies: true}}
+	n.self.Addr = "gateway:1"
+	p := putReq{key: mustKey(t, 1), data: []byte("block")}
+	n.expectConfirms(&p)
+	if p.confirmTo != "gateway:1" || p.tag == 0 {
+		t.Fatalf("the relayed put names %q and tag %d", p.confirmTo, p.tag)
+	}
+	sum := Sum(p.data)
+	n.stored("a:1", &wire.D2Kept{Key: p.key, Hash: sum, Tag: p.tag})
+	n.stored("a:1", &wire.D2Kept{Key: p.key, Hash: sum, Tag: p.tag})        // again
+	n.stored("b:1", &wire.D2Kept{Key: mustKey(t, 2), Hash: sum, Tag: p.tag}) // another key
+	n.stored("c:1", &wire.D2Kept{Key: p.key, Hash: Sum([]byte("other")), Tag: p.tag})
+	n.stored("d:1", &wire.D2Kept{Key: p.key, Hash: sum, Tag: p.tag + 1}) // no such put
+	for i := range 2 * maxConfirms {
+		n.stored(fmt.Sprintf("e%d:1", i), &wire.D2Kept{Key: p.key, Hash: sum, Tag: p.tag})
+	}
+	w := n.takeConfirms(p)
+	if w == nil || len(w.from) != maxConfirms || w.from[0] != "a:1" || slices.Contains(w.from, "b:1") || slices.Contains(w.from, "c:1") {
+		t.Fatalf("counted %v", w)
+	}
+	n.stored("f:1", &wire.D2Kept{Key: p.key, Hash: sum, Tag: p.tag})
+	if len(n.confirming) != 0 {
+		t.Errorf("a D2Kept after the put ended kept %d waits", len(n.confirming))
+	}
+}
+
+// mustKey is a valid D2 key whose first byte is b.
+func mustKey(t *testing.T, b byte) id.ID {
+	t.Helper()
+	raw := make([]byte, KeyBytes)
+	raw[0] = b
+	k, err := id.FromBytes(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

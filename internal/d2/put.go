@@ -81,6 +81,10 @@ type putReq struct {
 	// auth is a client's consent, relayed to the owner with the put
 	// (D2Store.Auth); zero for the host's own puts.
 	auth wire.D2Auth
+	// confirmTo and tag name the gateway that relayed the put and its
+	// tag: each replica tells it of its copy (D2Store.ConfirmTo).
+	confirmTo node.Addr
+	tag       uint64
 }
 
 // putDone receives a put's outcome: the copies stored.
@@ -375,7 +379,7 @@ func (n *Node) storePut(env node.Env, kp *keyPut, replace bool, known uint64) {
 	kp.left, kp.localErr = 0, nil
 	if replace {
 		kp.left = 2
-		n.replicate(env, kp.key, kp.copy(), func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
+		n.replicate(env, kp.key, kp.copy(), kp.p.confirmTo, kp.p.tag, func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
 	}
 	n.writeLocal(env, kp.key, kp.copy(), replace, false, func(env node.Env, err error) { n.putStored(env, kp, err) })
 }
@@ -398,7 +402,7 @@ func (n *Node) putStored(env node.Env, kp *keyPut, err error) {
 		return
 	}
 	kp.phase, kp.copies = keyReplicating, 1
-	n.replicate(env, kp.key, kp.copy(), func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
+	n.replicate(env, kp.key, kp.copy(), kp.p.confirmTo, kp.p.tag, func(env node.Env, copies int) { n.putReplicated(env, kp, copies) })
 }
 
 // putReplicated counts the successors' copies: for a replace, one of the

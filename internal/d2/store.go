@@ -314,7 +314,13 @@ func (n *Node) handleStore(env node.Env, in node.MsgIn, m *wire.D2Store) {
 			rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
 			return
 		}
-		n.answerPut(env, in, putReq{key: m.Key, data: m.Data, mode: m.Mode, prev: m.Prev, auth: m.Auth})
+		p := putReq{key: m.Key, data: m.Data, mode: m.Mode, prev: m.Prev, auth: m.Auth}
+		if m.ConfirmTo == in.Env.From.Addr {
+			// A gateway names only itself: its replicas' word goes
+			// nowhere else.
+			p.confirmTo, p.tag = m.ConfirmTo, m.Tag
+		}
+		n.answerPut(env, in, p)
 		return
 	}
 	if m.Version > n.stamp(env, 0)+uint64(versionSkew) {
@@ -329,6 +335,7 @@ func (n *Node) handleStore(env node.Env, in node.MsgIn, m *wire.D2Store) {
 			rpc.RespondError(env, in, n.self, fault.CodeOf(err), err.Error())
 		default:
 			rpc.Respond(env, in, n.self, &wire.D2StoreDone{Copies: 1})
+			n.confirmStored(env, m)
 		}
 	})
 }
@@ -345,8 +352,9 @@ func (n *Node) replicaTargets() []wire.D2Ref {
 
 // replicate stores a block the owner decided to store on the r-1
 // successors, in place of what they hold (a stale copy, or the record of
-// a delete: the owner's word wins), and counts the copies.
-func (n *Node) replicate(env node.Env, k id.ID, c blockCopy, done func(env node.Env, copies int)) {
+// a delete: the owner's word wins), and counts the copies. Each successor
+// also tells the gateway confirmTo, if any, of its copy, for its tag.
+func (n *Node) replicate(env node.Env, k id.ID, c blockCopy, confirmTo node.Addr, tag uint64, done func(env node.Env, copies int)) {
 	targets := n.replicaTargets()
 	if len(targets) == 0 {
 		done(env, 0)
@@ -354,7 +362,9 @@ func (n *Node) replicate(env node.Env, k id.ID, c blockCopy, done func(env node.
 	}
 	left, copies := len(targets), 0
 	for _, t := range targets {
-		ok := n.call(env, t.Node.Addr, copyMsg(k, c, true), func(env node.Env, reply wire.Msg, err error) {
+		m := copyMsg(k, c, true)
+		m.ConfirmTo, m.Tag = confirmTo, tag
+		ok := n.call(env, t.Node.Addr, m, func(env node.Env, reply wire.Msg, err error) {
 			if s, ok := reply.(*wire.D2StoreDone); err == nil && ok && s.Copies > 0 {
 				copies++
 			}

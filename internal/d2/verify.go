@@ -1,9 +1,11 @@
 package d2
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 
+	"triad/internal/id"
 	"triad/internal/node"
 	"triad/internal/wire"
 )
@@ -29,11 +31,94 @@ import (
 // (getFrom), and their audits find the owner out (audit.go).
 // Stats.CopiesUnverified counts the copies claimed and not found;
 // Stats.GatewayCopies the copies the gateway placed itself.
+//
+// Asking the holders afterwards is a round trip more on every put. So a
+// gateway names itself and a tag in the put it relays (D2Store.ConfirmTo,
+// Tag), the owner passes both on with its copies, and each replica, once
+// its copy is stored, tells the gateway itself (D2Kept, one-way). The
+// gateway counts a D2Kept for the node its connection names, and only
+// for the put of its tag with the block's key and hash; the owner's own
+// answer stands for the owner's copy, as its answer to the question
+// would. When these cover the copies the owner claimed, the put is
+// acknowledged at once (Stats.CopiesConfirmed); when not (a D2Kept
+// lost, late, or never sent by a liar), the gateway asks the holders as
+// above. A replica's word is worth what its answer to the gateway's
+// question was: neither is proof that it keeps the block, which the
+// audits test (audit.go).
+
+// confirmWait is a relayed put's D2Kept received so far, at its
+// gateway.
+type confirmWait struct {
+	key  id.ID
+	sum  []byte
+	from []node.Addr // the senders, at most maxConfirms
+}
+
+// maxConfirms bounds the D2Kept a gateway keeps per put: the replicas
+// of the r holders, and a spare for a ring that just changed.
+const maxConfirms = 8
+
+// expectConfirms readies n, as p's gateway, for its replicas' D2Kept,
+// and names n and the tag in p.
+func (n *Node) expectConfirms(p *putReq) {
+	if !n.cfg.VerifyCopies {
+		return
+	}
+	n.lastTag++
+	p.confirmTo, p.tag = n.self.Addr, n.lastTag
+	n.confirming[p.tag] = &confirmWait{key: p.key, sum: Sum(p.data)}
+}
+
+// takeConfirms ends the wait for p's D2Kept and returns those received.
+func (n *Node) takeConfirms(p putReq) *confirmWait {
+	w := n.confirming[p.tag]
+	delete(n.confirming, p.tag)
+	return w
+}
+
+// stored takes a replica's D2Kept, from the node at addr (its
+// connection's), for a put this gateway is waiting on.
+func (n *Node) stored(from node.Addr, m *wire.D2Kept) {
+	w := n.confirming[m.Tag]
+	if w == nil || w.key != m.Key || !bytes.Equal(w.sum, m.Hash) || len(w.from) >= maxConfirms || slices.Contains(w.from, from) {
+		return
+	}
+	w.from = append(w.from, from)
+}
+
+// confirmStored tells the gateway a replica's D2Store names that the
+// copy is stored.
+func (n *Node) confirmStored(env node.Env, m *wire.D2Store) {
+	if m.ConfirmTo == "" {
+		return
+	}
+	c := &wire.D2Kept{Key: m.Key, Hash: Sum(m.Data), Tag: m.Tag}
+	if m.ConfirmTo == n.self.Addr {
+		n.stored(n.self.Addr, c)
+		return
+	}
+	n.send(env, m.ConfirmTo, c)
+}
 
 // verifyCopies counts the copies of p on the holders the owner's answer
-// s and the route r name, and answers done with them.
-func (n *Node) verifyCopies(env node.Env, p putReq, r Route, s *wire.D2StoreDone, done putDone) {
+// s (from owner) and the route r name, and answers done with them: at
+// once if the replicas' D2Kept in w cover the copies claimed, else
+// after asking the holders.
+func (n *Node) verifyCopies(env node.Env, p putReq, r Route, owner node.Addr, s *wire.D2StoreDone, w *confirmWait, done putDone) {
 	claimed := int(s.Copies)
+	if w != nil {
+		var told []wire.NodeRef
+		for _, h := range s.Holders {
+			if (h.Addr == owner || slices.Contains(w.from, h.Addr)) && !slices.ContainsFunc(told, func(t wire.NodeRef) bool { return t.Addr == h.Addr }) {
+				told = append(told, h)
+			}
+		}
+		if copies := machines(told); copies >= min(claimed, n.cfg.Replicas) {
+			n.Stats.CopiesConfirmed++
+			done(env, min(copies, claimed), nil)
+			return
+		}
+	}
 	n.confirmCopies(env, p, s.Holders, func(env node.Env, found []wire.NodeRef, version uint64) {
 		copies := machines(found)
 		if copies < claimed {

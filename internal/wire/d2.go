@@ -128,6 +128,27 @@ type D2Store struct {
 	// doubting the owner's whole range): retired, not to be reused. A
 	// majority vouching for one key says nothing of the range's other keys
 	// (internal/d2's settle.go).
+
+	// ConfirmTo and Tag, on an owner's copy to a replica, name the
+	// gateway that relayed the put and its tag for it: the replica, once
+	// the copy is stored, tells that gateway itself (D2Kept), so the
+	// gateway need not ask it afterwards (internal/d2's verify.go). A
+	// gateway's relayed put carries its own address and tag here for the
+	// owner to pass on.
+	ConfirmTo string `wire:"10,max=MaxAddrBytes"`
+	Tag       uint64 `wire:"11"`
+}
+
+// D2Kept is a replica's word to the gateway a D2Store named
+// (ConfirmTo): it stored the block Key whose SHA-256 is Hash, for the
+// gateway's put Tag. The gateway counts it for the sender its connection
+// names, never for a node the message names. One-way.
+//
+//wire:msg 409 node
+type D2Kept struct {
+	Key  id.ID  `wire:"1"`
+	Hash []byte `wire:"2,max=MaxD2Hash"`
+	Tag  uint64 `wire:"3"`
 }
 
 // D2StoreDone answers a store or a delete: the copies stored (or removed),

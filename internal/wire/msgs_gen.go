@@ -123,6 +123,7 @@ const (
 	TypeD2Listing      Type = 406
 	TypeD2GetSpace     Type = 407
 	TypeD2Space        Type = 408
+	TypeD2Kept         Type = 409
 )
 
 // types is every message type the codec knows, in number order.
@@ -215,6 +216,7 @@ var types = [...]typeInfo{
 	{TypeD2Listing, "D2Listing", RoleNode, false, newOf[D2Listing]},
 	{TypeD2GetSpace, "D2GetSpace", RoleClient, false, newOf[D2GetSpace]},
 	{TypeD2Space, "D2Space", RoleNode, false, newOf[D2Space]},
+	{TypeD2Kept, "D2Kept", RoleNode, false, newOf[D2Kept]},
 }
 
 func (*Ping) Type() Type                  { return TypePing }
@@ -1955,6 +1957,8 @@ func (m *D2Store) encode(b []byte) []byte {
 	b = putBytes(b, 6, m.Prev)
 	b = putUint(b, 7, m.Version)
 	b = putNested(b, 8, m.Auth.encode)
+	b = putString(b, 10, m.ConfirmTo)
+	b = putUint(b, 11, m.Tag)
 	return b
 }
 func (m *D2Store) decodeField(d *decoder, f field) {
@@ -1975,6 +1979,10 @@ func (m *D2Store) decodeField(d *decoder, f field) {
 		m.Version = d.uint(f)
 	case 8:
 		m.Auth = d.decodeD2Auth(f)
+	case 10:
+		m.ConfirmTo = d.str(f, MaxAddrBytes)
+	case 11:
+		m.Tag = d.uint(f)
 	}
 }
 func (m *D2Store) clone() Msg {
@@ -2422,6 +2430,29 @@ func (m *D2Space) decodeField(d *decoder, f field) {
 func (m *D2Space) clone() Msg {
 	c := *m
 	c.Distrusted = slices.Clone(m.Distrusted)
+	return &c
+}
+
+func (*D2Kept) Type() Type { return TypeD2Kept }
+func (m *D2Kept) encode(b []byte) []byte {
+	b = putID(b, 1, m.Key)
+	b = putBytes(b, 2, m.Hash)
+	b = putUint(b, 3, m.Tag)
+	return b
+}
+func (m *D2Kept) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Key = d.id(f)
+	case 2:
+		m.Hash = d.dataUpTo(f, MaxD2Hash)
+	case 3:
+		m.Tag = d.uint(f)
+	}
+}
+func (m *D2Kept) clone() Msg {
+	c := *m
+	c.Hash = bytes.Clone(m.Hash)
 	return &c
 }
 

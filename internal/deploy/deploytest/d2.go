@@ -420,6 +420,8 @@ func (c *Cluster) formatD2(m wire.Msg) (s string, ok bool) {
 		return c.formatD2Store(m), true
 	case *wire.D2StoreDone:
 		return fmt.Sprintf("%s copies=%d", t, m.Copies) + flag(m.NotMine, " not-mine") + flag(m.Conflict, " conflict"), true
+	case *wire.D2Kept:
+		return fmt.Sprintf("%s key=%s hash=%s tag=%d", t, c.ID(m.Key), c.hash(m.Hash), m.Tag), true
 	case *wire.D2Fetch:
 		s = fmt.Sprintf("%s key=%s", t, c.ID(m.Key))
 		if len(m.Hash) > 0 {
@@ -471,11 +473,15 @@ func (c *Cluster) formatD2(m wire.Msg) (s string, ok bool) {
 // (primary, with its mode), or a replica.
 func (c *Cluster) formatD2Store(m *wire.D2Store) string {
 	t := m.Type().String()
+	tag := ""
+	if m.ConfirmTo != "" {
+		tag = fmt.Sprintf(" tag=%d", m.Tag) // the gateway waits for its D2Kept
+	}
 	if m.Primary {
-		return c.formatPut(t+" primary", m.Key, m.Data, m.Mode, m.Prev)
+		return c.formatPut(t+" primary", m.Key, m.Data, m.Mode, m.Prev) + tag
 	}
 	s := fmt.Sprintf("%s key=%s %s", t, c.ID(m.Key), c.data(m.Data, false))
-	return s + flag(m.Replace, " replace") + " version=" + c.version(m.Version)
+	return s + flag(m.Replace, " replace") + " version=" + c.version(m.Version) + tag
 }
 
 // formatPut prints a put: key, bytes, mode and the hash it expects.
