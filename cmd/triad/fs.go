@@ -93,8 +93,9 @@ func (f fsFlags) explain(err error) error {
 var mkvolAbout = help("mkvol")
 
 func runFSMkvol(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fs mkvol", "fs mkvol NAME [--key FILE] [--addr A,B]", mkvolAbout, stderr)
+	fs := newFlags("fs mkvol", "fs mkvol NAME [--key FILE] [--addr A,B] [--block-kb N]", mkvolAbout, stderr)
 	ff := addFSWriteFlags(fs)
+	blockKB := fs.Int("block-kb", d2fs.DataBlockBytes>>10, fmt.Sprintf("the size of the volume's data blocks, in KiB: a power of two from %d (the paper's) to %d; larger blocks write and read large files faster, with fewer keys per file", d2fs.BlockBytes>>10, d2fs.MaxDataBlockBytes>>10))
 	pos, err := parseMixed(fs, args)
 	if err != nil {
 		return err
@@ -106,6 +107,9 @@ func runFSMkvol(args []string, stdout, stderr io.Writer) error {
 		return usageErr(fs, "want one NAME, without ':', '/' or a newline, at most %d bytes", key.MaxNameBytes)
 	}
 	name := pos[0]
+	if kb := *blockKB; kb < d2fs.BlockBytes>>10 || kb > d2fs.MaxDataBlockBytes>>10 || kb&(kb-1) != 0 {
+		return usageErr(fs, "--block-kb %d: want a power of two from %d to %d", kb, d2fs.BlockBytes>>10, d2fs.MaxDataBlockBytes>>10)
+	}
 	ctx, cancel := signalContext(fsTimeout)
 	defer cancel()
 	b, err := ff.blocks()
@@ -117,7 +121,7 @@ func runFSMkvol(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	vol, err := fsadmin.Mkvol(ctx, b, name, path)
+	vol, err := fsadmin.Mkvol(ctx, b, name, path, *blockKB<<10)
 	if err != nil {
 		return ff.explain(err)
 	}

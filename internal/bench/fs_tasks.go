@@ -108,7 +108,8 @@ func runTasks(b *d2client.Blocks, p d2client.Placement, tree string, tasks []fsT
 		return res, err
 	}
 	b.AddKey(priv)
-	vol, err := d2fs.Mkvol(ctx, b, priv, time.Now())
+	// The paper's 8 KB blocks (§9): the task figures count its blocks.
+	vol, err := d2fs.MkvolSized(ctx, b, priv, time.Now(), d2fs.BlockBytes)
 	if err != nil {
 		return res, err
 	}

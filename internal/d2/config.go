@@ -17,7 +17,10 @@ type Config struct {
 	// Replicas is r, the successors of a key that store its block (3;
 	// §3). The successor list holds Replicas+3 nodes.
 	Replicas int
-	// BlockBytes bounds a block (8 KB; §3). Up to wire.MaxD2Block.
+	// BlockBytes bounds a block: 64 KB, the data blocks of a D2-FS
+	// volume made now (d2fs.DataBlockBytes); the paper's blocks are 8 KB
+	// (§3), as D2-FS's metadata and older volumes' data are. Up to
+	// wire.MaxD2Block.
 	BlockBytes int
 	// Probe is the load-balancing probe interval (10 minutes; §8.1): a
 	// node samples one random node per interval, and moves at most once
@@ -113,7 +116,7 @@ type Config struct {
 // 4, a 1-hour pointer stabilization time and a 1.25-hour cache TTL.
 func DefaultConfig() Config {
 	return Config{
-		Replicas: 3, BlockBytes: 8 << 10, Probe: 10 * time.Minute, Threshold: 4,
+		Replicas: 3, BlockBytes: 64 << 10, Probe: 10 * time.Minute, Threshold: 4,
 		PointerStabilization: time.Hour, CacheTTL: 75 * time.Minute, MaxCache: 4096,
 		Stabilize: 30 * time.Second, FixLinks: 30 * time.Second, Sync: 5 * time.Minute,
 		MaxBlocks: 1_000_000, MaxPending: 4096, MaxHops: 64, Retention: 365 * 24 * time.Hour,

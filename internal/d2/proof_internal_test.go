@@ -63,7 +63,7 @@ func TestStoredCountsOnlyWhatItWaitsFor(t *testing.T) {
 	}
 	sum := Sum(p.data)
 	n.stored("a:1", &wire.D2Kept{Key: p.key, Hash: sum, Tag: p.tag})
-	n.stored("a:1", &wire.D2Kept{Key: p.key, Hash: sum, Tag: p.tag})        // again
+	n.stored("a:1", &wire.D2Kept{Key: p.key, Hash: sum, Tag: p.tag})         // again
 	n.stored("b:1", &wire.D2Kept{Key: mustKey(t, 2), Hash: sum, Tag: p.tag}) // another key
 	n.stored("c:1", &wire.D2Kept{Key: p.key, Hash: Sum([]byte("other")), Tag: p.tag})
 	n.stored("d:1", &wire.D2Kept{Key: p.key, Hash: sum, Tag: p.tag + 1}) // no such put

@@ -143,7 +143,7 @@ func (f *FS) check(ctx context.Context, r *Report, path string, e Entry) {
 
 func (f *FS) checkFile(ctx context.Context, r *Report, path string, e Entry, rec []byte) {
 	ptrs, err := decodeFile(rec)
-	if err == nil && uint64(len(ptrs)) != blocksOf(e.Size) {
+	if err == nil && uint64(len(ptrs)) != f.blocksOf(e.Size) {
 		err = fmt.Errorf("%w: %d blocks for %d bytes", ErrFormat, len(ptrs), e.Size)
 	}
 	if err != nil {

@@ -68,7 +68,7 @@ func (f *FS) commitAs(ctx context.Context, full bool) error {
 		return fmt.Errorf("%w: volume has used every commit number", errFileTooBig)
 	}
 	var p *commitPlan
-	s := &super{Gen: gen, Time: now.UnixNano()}
+	s := &super{Gen: gen, Time: now.UnixNano(), DataBytes: uint32(f.dataBytes)}
 	if !full {
 		var err error
 		if p, err = f.planSmall(ctx, s); err != nil {
@@ -292,7 +292,7 @@ func (f *FS) storeNode(ctx context.Context, p *commitPlan, n *Inode) (Entry, err
 // storeData plans a file's changed blocks and returns its new block
 // pointers; the blocks replaced or cut off by a truncate are garbage.
 func (f *FS) storeData(ctx context.Context, p *commitPlan, n *Inode) ([]Ptr, error) {
-	nb := blocksOf(n.e.Size)
+	nb := f.blocksOf(n.e.Size)
 	ptrs := make([]Ptr, nb)
 	copy(ptrs, n.ptrs)
 	p.garbage = append(p.garbage, n.cut...)

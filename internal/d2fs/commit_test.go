@@ -231,7 +231,7 @@ func TestDirtyLimit(t *testing.T) {
 	ctx := context.Background()
 	b := NewMemBlocks()
 	c := newClock()
-	vol, err := Mkvol(ctx, b, testWriter(), c.Now())
+	vol, err := MkvolSized(ctx, b, testWriter(), c.Now(), BlockBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func TestForgedSuper(t *testing.T) {
 			ro := mustOpen(t, b, vol, true, c)
 			want := tree(t, ro)
 			gen := ro.Stats().Gen + 1
-			s := &super{Gen: gen, NextIno: firstInode, Root: Entry{Name: "/", Type: TypeDir, Mode: 0o755, Base: rootDir(vol)}}
+			s := &super{Gen: gen, NextIno: firstInode, DataBytes: BlockBytes, Root: Entry{Name: "/", Type: TypeDir, Mode: 0o755, Base: rootDir(vol)}}
 			tc.forge(s, vol)
 			if err := b.Put(ctx, superKey(vol, gen), encodeSuper(s)); err != nil {
 				t.Fatal(err)
@@ -624,7 +624,7 @@ func TestCommitAfterALostReply(t *testing.T) {
 	ctx := context.Background()
 	b := &lostReply{MemBlocks: NewMemBlocks()}
 	c := newClock()
-	vol, err := Mkvol(ctx, b, testWriter(), c.Now())
+	vol, err := MkvolSized(ctx, b, testWriter(), c.Now(), BlockBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

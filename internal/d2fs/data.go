@@ -29,17 +29,17 @@ func (f *FS) ReadAt(ctx context.Context, n *Inode, p []byte, off int64) (int, er
 		return 0, err
 	}
 	end := min(uint64(off)+uint64(len(p)), n.e.Size)
-	if err := f.prefetch(ctx, n, uint32(uint64(off)/BlockBytes), uint32((end-1)/BlockBytes)); err != nil {
+	if err := f.prefetch(ctx, n, uint32(uint64(off)/f.dataBytes), uint32((end-1)/f.dataBytes)); err != nil {
 		return 0, err
 	}
 	for pos := uint64(off); pos < end; {
-		blk := uint32(pos / BlockBytes)
+		blk := uint32(pos / f.dataBytes)
 		data, err := f.block(ctx, n, blk)
 		if err != nil {
 			return 0, err
 		}
-		in := pos % BlockBytes
-		next := min(end, (pos/BlockBytes+1)*BlockBytes)
+		in := pos % f.dataBytes
+		next := min(end, (pos/f.dataBytes+1)*f.dataBytes)
 		dst := p[pos-uint64(off) : next-uint64(off)]
 		c := 0
 		if in < uint64(len(data)) {
@@ -85,20 +85,20 @@ func (f *FS) WriteAt(ctx context.Context, n *Inode, p []byte, off int64) (int, e
 		return 0, err
 	}
 	for pos := uint64(off); pos < end; {
-		blk := uint32(pos / BlockBytes)
+		blk := uint32(pos / f.dataBytes)
 		old, err := f.block(ctx, n, blk)
 		if err != nil {
 			return 0, err
 		}
-		in := pos % BlockBytes
-		next := min(end, (pos/BlockBytes+1)*BlockBytes)
+		in := pos % f.dataBytes
+		next := min(end, (pos/f.dataBytes+1)*f.dataBytes)
 		// The block's length: what it held (within the file) or up to
 		// the end of this write, whichever is longer.
-		blockEnd := min(n.e.Size, (pos/BlockBytes+1)*BlockBytes) - pos/BlockBytes*BlockBytes
-		if n.e.Size <= pos/BlockBytes*BlockBytes {
+		blockEnd := min(n.e.Size, (pos/f.dataBytes+1)*f.dataBytes) - pos/f.dataBytes*f.dataBytes
+		if n.e.Size <= pos/f.dataBytes*f.dataBytes {
 			blockEnd = 0
 		}
-		size := max(blockEnd, next-pos/BlockBytes*BlockBytes)
+		size := max(blockEnd, next-pos/f.dataBytes*f.dataBytes)
 		data := make([]byte, size)
 		copy(data, old[:min(uint64(len(old)), size)])
 		copy(data[in:], p[pos-uint64(off):next-uint64(off)])
@@ -122,7 +122,7 @@ func (f *FS) setDirty(n *Inode, blk uint32, data []byte) {
 		n.dirty = map[uint32][]byte{}
 	}
 	if _, ok := n.dirty[blk]; !ok && !n.unlinked {
-		f.dirtyBytes += BlockBytes
+		f.dirtyBytes += int64(f.dataBytes)
 	}
 	n.dirty[blk] = data
 }
@@ -144,7 +144,7 @@ func (f *FS) truncate(ctx context.Context, n *Inode, size uint64) error {
 		return err
 	}
 	if size < n.e.Size {
-		nb := blocksOf(size)
+		nb := f.blocksOf(size)
 		for i := nb; i < uint64(len(n.ptrs)); i++ {
 			if !n.ptrs[i].IsZero() {
 				n.cut = append(n.cut, n.e.Base.WithBlock(uint32(i)+1, n.ptrs[i].Version))
@@ -156,8 +156,8 @@ func (f *FS) truncate(ctx context.Context, n *Inode, size uint64) error {
 				delete(n.dirty, blk)
 			}
 		}
-		if in := size % BlockBytes; in != 0 {
-			blk := uint32(size / BlockBytes)
+		if in := size % f.dataBytes; in != 0 {
+			blk := uint32(size / f.dataBytes)
 			old, err := f.block(ctx, n, blk)
 			if err != nil {
 				return err

@@ -48,7 +48,7 @@ func TestSmallCommits(t *testing.T) {
 	mem := NewMemBlocks()
 	b := &countingBlocks{MemBlocks: mem}
 	c := newClock()
-	vol, err := Mkvol(ctx, b, testWriter(), c.Now())
+	vol, err := MkvolSized(ctx, b, testWriter(), c.Now(), BlockBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

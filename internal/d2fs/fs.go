@@ -140,6 +140,8 @@ type FS struct {
 	burnt   uint32
 	nextIno uint32
 	full    uint32 // the last full commit (delta.go)
+	// dataBytes is the volume's data block size (super.DataBytes).
+	dataBytes uint64
 	// deltas are the merged directory deltas of the small commits since
 	// the last full one, applied to a directory's record when it is
 	// loaded (delta.go); a writer drops each as it loads its directory,
@@ -207,11 +209,21 @@ type Inode struct {
 // first commit holding an empty root directory, its superblock signed
 // with priv.
 func Mkvol(ctx context.Context, b Blocks, priv ed25519.PrivateKey, now time.Time) (key.Volume, error) {
+	return MkvolSized(ctx, b, priv, now, DataBlockBytes)
+}
+
+// MkvolSized is Mkvol of a volume whose files are cut in data blocks of
+// dataBytes (a power of two from BlockBytes, the paper's 8 KB, to
+// MaxDataBlockBytes).
+func MkvolSized(ctx context.Context, b Blocks, priv ed25519.PrivateKey, now time.Time, dataBytes int) (key.Volume, error) {
 	if len(priv) != ed25519.PrivateKeySize {
 		return key.Volume{}, fmt.Errorf("d2fs: mkvol: a private key of %d bytes", len(priv))
 	}
+	if dataBytes < 0 || dataBytes > MaxDataBlockBytes || !validDataBytes(uint32(dataBytes)) {
+		return key.Volume{}, fmt.Errorf("d2fs: mkvol: data blocks of %d bytes; want a power of two from %d to %d", dataBytes, BlockBytes, MaxDataBlockBytes)
+	}
 	vol := key.VolumeOfKey(priv.Public().(ed25519.PublicKey))
-	s := &super{Gen: 1, Full: 1, NextIno: firstInode, Time: now.UnixNano(), Root: Entry{
+	s := &super{Gen: 1, Full: 1, NextIno: firstInode, Time: now.UnixNano(), DataBytes: uint32(dataBytes), Root: Entry{
 		Name: "/", Type: TypeDir, Mode: 0o755, Mtime: now.UnixNano(), Base: rootDir(vol),
 	}}
 	signSuper(s, vol, priv)
@@ -268,7 +280,7 @@ func (f *FS) loadNewest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.gen, f.nextIno, f.used, f.full = s.Gen, s.NextIno, s.Used, s.Full
+	f.gen, f.nextIno, f.used, f.full, f.dataBytes = s.Gen, s.NextIno, s.Used, s.Full, uint64(s.DataBytes)
 	f.deltas, f.chain, f.prev = c.deltas, c.gens, c.prev
 	f.root = &Inode{e: s.Root}
 	return nil
@@ -629,7 +641,7 @@ func (f *FS) loadFile(ctx context.Context, n *Inode) error {
 		if err != nil {
 			return err
 		}
-		if ptrs, err = decodeFile(rec); err != nil || uint64(len(ptrs)) != blocksOf(n.e.Size) {
+		if ptrs, err = decodeFile(rec); err != nil || uint64(len(ptrs)) != f.blocksOf(n.e.Size) {
 			f.stats.BadBlocks++
 			return fmt.Errorf("%w: file %v: %d pointers for %d bytes: %v", errIO, n.e.Base, len(ptrs), n.e.Size, err)
 		}
@@ -640,7 +652,7 @@ func (f *FS) loadFile(ctx context.Context, n *Inode) error {
 }
 
 // blocksOf is the number of blocks of a file of size bytes.
-func blocksOf(size uint64) uint64 { return (size + BlockBytes - 1) / BlockBytes }
+func (f *FS) blocksOf(size uint64) uint64 { return (size + f.dataBytes - 1) / f.dataBytes }
 
 // changed notes that n's record must be rewritten, and so its
 // ancestors' (each holds the pointer to the one below).

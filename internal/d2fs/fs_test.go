@@ -55,7 +55,7 @@ func newVolume(t *testing.T) (*FS, *MemBlocks, key.Volume, *clock) {
 	ctx := context.Background()
 	b := NewMemBlocks()
 	c := newClock()
-	vol, err := Mkvol(ctx, b, testWriter(), c.Now())
+	vol, err := MkvolSized(ctx, b, testWriter(), c.Now(), BlockBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

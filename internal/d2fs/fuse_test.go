@@ -43,7 +43,7 @@ func needFUSE(t *testing.T) {
 func mountNew(t *testing.T, b Blocks) (dir string, vol key.Volume, unmount func() error) {
 	t.Helper()
 	needFUSE(t)
-	vol, err := Mkvol(context.Background(), b, testWriter(), time.Now())
+	vol, err := MkvolSized(context.Background(), b, testWriter(), time.Now(), BlockBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestFUSECloseToOpen(t *testing.T) {
 	smallTree(t, src)
 	for _, lazy := range []bool{false, true} {
 		b := NewMemBlocks()
-		vol, err := Mkvol(ctx, b, testWriter(), time.Now())
+		vol, err := MkvolSized(ctx, b, testWriter(), time.Now(), BlockBytes)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -242,7 +242,7 @@ func (f *FS) remove(d, n *Inode) {
 	f.dropSize(n)
 	n.unlinked = true
 	f.unlinked = append(f.unlinked, n)
-	f.dirtyBytes -= int64(len(n.dirty)) * BlockBytes
+	f.dirtyBytes -= int64(len(n.dirty)) * int64(f.dataBytes)
 }
 
 // Unlink removes a file or symlink from d.

@@ -113,7 +113,7 @@ func (f *FS) warm(ctx context.Context, d *Inode) {
 		if _, ok := f.cache[c.e.Base.WithBlock(0, c.e.Meta.Version)]; !ok || f.loadFile(ctx, c) != nil {
 			continue
 		}
-		for blk := uint32(0); blk < warmBlocks && len(bs) < warmBytes/BlockBytes; blk++ {
+		for blk := uint32(0); blk < warmBlocks && len(bs) < warmBytes/int(f.dataBytes); blk++ {
 			bs = f.missing(bs, c, blk)
 		}
 	}

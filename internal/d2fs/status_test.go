@@ -172,7 +172,7 @@ func TestSpace(t *testing.T) {
 	ctx := context.Background()
 	c := newClock()
 	b := &roomBlocks{MemBlocks: NewMemBlocks(), room: Room{Node: "n1", Capacity: 1 << 30, Usage: 1 << 20, Replicas: 3}}
-	vol, err := Mkvol(ctx, b, testWriter(), c.Now())
+	vol, err := MkvolSized(ctx, b, testWriter(), c.Now(), BlockBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestSpace(t *testing.T) {
 		t.Fatalf("a gateway without a bound: %+v", s)
 	}
 	m := NewMemBlocks()
-	vol2, err := Mkvol(ctx, m, testWriter(), c.Now())
+	vol2, err := MkvolSized(ctx, m, testWriter(), c.Now(), BlockBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestFirstSpaceWaitsForTheAnswer(t *testing.T) {
 	ctx := context.Background()
 	c := newClock()
 	b := &slowRoom{MemBlocks: NewMemBlocks(), entered: make(chan struct{}, 1), release: make(chan struct{})}
-	vol, err := Mkvol(ctx, b, testWriter(), c.Now())
+	vol, err := MkvolSized(ctx, b, testWriter(), c.Now(), BlockBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

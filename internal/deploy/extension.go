@@ -44,7 +44,7 @@ func Extensions() []*Extension {
 			Usage: "also run Tapestry's mesh and object location (triad publish, locate, fetch), with the node's first ring ID, joining through --join",
 			apply: func(o *Options) { c := t; o.Tapestry = &c }},
 		{Name: "d2", Settings: d.Settings(),
-			Usage: "also run D2, the store of triad fs volumes: 8 KB blocks under 64-byte keys that keep a directory's files on a few neighbours, balanced by moving nodes (a second storage engine under the data folder's d2/), joining through --join",
+			Usage: "also run D2, the store of triad fs volumes: blocks of up to 64 KB under 64-byte keys that keep a directory's files on a few neighbours, balanced by moving nodes (a second storage engine under the data folder's d2/), joining through --join",
 			apply: func(o *Options) { c := d; o.D2 = &c },
 			stores: func(capacity int64, sync time.Duration) map[string]store.Options {
 				return map[string]store.Options{d2.StoreName: {KeyWidth: d2.KeyBytes, Capacity: capacity, MaxObject: d.BlockBytes + d2.RecordOverhead, SyncInterval: sync}}

@@ -51,7 +51,7 @@ func TestMkvolAndResolve(t *testing.T) {
 	b := newStore()
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "sub", "home.key")
-	vol, err := Mkvol(ctx, b, "home", keyFile)
+	vol, err := Mkvol(ctx, b, "home", keyFile, d2fs.DataBlockBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestMkvolAndResolve(t *testing.T) {
 		t.Fatalf("Resolve of an unknown name: %v", err)
 	}
 	other := filepath.Join(dir, "other.key")
-	if _, err := Mkvol(ctx, b, "home", other); err == nil || !strings.Contains(err.Error(), "is taken (volume "+vol.String()) {
+	if _, err := Mkvol(ctx, b, "home", other, d2fs.DataBlockBytes); err == nil || !strings.Contains(err.Error(), "is taken (volume "+vol.String()) || strings.Contains(err.Error(), "%!") {
 		t.Fatalf("second mkvol of a name: %v", err)
 	}
 	if _, err := os.Stat(other); !errors.Is(err, os.ErrNotExist) {
@@ -162,7 +162,7 @@ func TestParsePath(t *testing.T) {
 func TestFilesAndOrphans(t *testing.T) {
 	ctx := context.Background()
 	b := newStore()
-	vol, err := Mkvol(ctx, b, "v", filepath.Join(t.TempDir(), "v.key"))
+	vol, err := Mkvol(ctx, b, "v", filepath.Join(t.TempDir(), "v.key"), d2fs.DataBlockBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

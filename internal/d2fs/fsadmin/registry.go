@@ -95,14 +95,18 @@ func Resolve(ctx context.Context, b d2fs.Blocks, arg string) (key.Volume, error)
 }
 
 // Mkvol makes a volume named name with a fresh key pair, writing the
-// private key to keyFile (WriteKeyFile), then claims the name. A name
-// taken in between leaves the new volume's one superblock, which Mkvol
-// deletes, and the key file, which it removes.
-func Mkvol(ctx context.Context, b Store, name, keyFile string) (key.Volume, error) {
+// private key to keyFile (WriteKeyFile), then claims the name. Its files
+// are cut in data blocks of dataBytes (d2fs.MkvolSized). A name taken in
+// between leaves the new volume's one superblock, which Mkvol deletes,
+// and the key file, which it removes.
+func Mkvol(ctx context.Context, b Store, name, keyFile string, dataBytes int) (key.Volume, error) {
 	k := key.RegistryKey(name)
 	if _, data, err := b.Latest(ctx, k, k); err == nil {
 		v, derr := decodeName(data, name)
-		return key.Volume{}, fmt.Errorf("volume name %q is taken (volume %s): %w", name, v, derr)
+		if derr != nil {
+			return key.Volume{}, fmt.Errorf("volume name %q is taken, by a record that does not read: %w", name, derr)
+		}
+		return key.Volume{}, fmt.Errorf("volume name %q is taken (volume %s)", name, v)
 	} else if !errors.Is(err, d2fs.ErrNotFound) {
 		return key.Volume{}, err
 	}
@@ -114,7 +118,7 @@ func Mkvol(ctx context.Context, b Store, name, keyFile string) (key.Volume, erro
 		return key.Volume{}, err
 	}
 	b.AddKey(priv)
-	vol, err := d2fs.Mkvol(ctx, b, priv, time.Now())
+	vol, err := d2fs.MkvolSized(ctx, b, priv, time.Now(), dataBytes)
 	if err != nil {
 		return key.Volume{}, errors.Join(err, os.Remove(keyFile))
 	}

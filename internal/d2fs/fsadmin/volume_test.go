@@ -22,7 +22,7 @@ func TestVolumeCommands(t *testing.T) {
 	ctx := context.Background()
 	b := newStore()
 	keyFile := filepath.Join(t.TempDir(), "v.key")
-	if _, err := Mkvol(ctx, b, "v", keyFile); err != nil {
+	if _, err := Mkvol(ctx, b, "v", keyFile, d2fs.DataBlockBytes); err != nil {
 		t.Fatal(err)
 	}
 	write := func(do func(v *Volume) error) {

@@ -188,7 +188,7 @@ func fsForgedDeletes(t *testing.T, d *e2e.DHash, vol, arg string, want []byte, f
 // fsCommands: mkdir, put, cat, get, ls, mv, stat, rm and fsck round trip,
 // each through another node.
 func fsCommands(t *testing.T, d *e2e.DHash, vol string, fs func(string, ...string) (string, error), must func(...string) string) {
-	data := make([]byte, 20<<10+123) // 3 blocks
+	data := make([]byte, 2*d2fs.DataBlockBytes+123) // 3 data blocks
 	rand.Read(data)
 	local := filepath.Join(t.TempDir(), "a")
 	if err := os.WriteFile(local, data, 0o644); err != nil {
