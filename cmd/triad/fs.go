@@ -183,7 +183,9 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.WriteBack, cfg.LeaseTerm = *writeback, *lease
 	fs.Visit(func(f *flag.Flag) { cfg.Lazy = cfg.Lazy || f.Name == "writeback" })
-	f, err := d2fs.Open(ctx, b, vol, *ro, cfg)
+	f, err := fsadmin.OpenNamed(ctx, b, pos[0], vol, *ro, cfg, fsadmin.SettleWait, func() {
+		fmt.Fprintf(stderr, "triad fs: volume %s: its superblock is not listed yet (the ring may still be settling); trying for up to %v\n", pos[0], fsadmin.SettleWait)
+	})
 	if err != nil {
 		return ff.explain(fmt.Errorf("volume %s: %w", pos[0], err))
 	}

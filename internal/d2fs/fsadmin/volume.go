@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"triad/internal/d2/key"
 	"triad/internal/d2client"
@@ -39,14 +40,44 @@ func OpenVolume(ctx context.Context, b Store, arg, keyFlag string, write bool) (
 			return nil, err
 		}
 	}
-	f, err := d2fs.Open(ctx, b, vol, !write, cfg)
-	if errors.Is(err, d2fs.ErrNoVolume) {
-		return nil, fmt.Errorf("volume %s: %w (the registry names it, but its root is gone)", name, err)
-	}
+	f, err := OpenNamed(ctx, b, name, vol, !write, cfg, SettleWait, nil)
 	if err != nil {
 		return nil, err
 	}
 	return &Volume{FS: f, ID: vol, ctx: ctx}, nil
+}
+
+// SettleWait is how long OpenNamed waits for a named volume's
+// superblock to be found.
+const SettleWait = 30 * time.Second
+
+// OpenNamed opens volume vol, which the registry names name. Mkvol
+// stores a volume's first superblock before it claims the name, so a
+// named volume whose superblocks no holder lists (d2fs.ErrNoVolume) is
+// one whose holders have not settled yet (a ring still forming, or
+// moving nodes to balance load): OpenNamed tries again every second, up
+// to wait, telling waiting (if not nil) once, before the error is
+// final.
+func OpenNamed(ctx context.Context, b Store, name string, vol key.Volume, ro bool, cfg d2fs.Config, wait time.Duration, waiting func()) (*d2fs.FS, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		f, err := d2fs.Open(ctx, b, vol, ro, cfg)
+		if !errors.Is(err, d2fs.ErrNoVolume) {
+			return f, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("volume %s: %w (the registry names it, but no holder has listed its superblock in %v)", name, err, wait)
+		}
+		if waiting != nil {
+			waiting()
+			waiting = nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("volume %s: %w (the registry names it; %w while waiting for its superblock)", name, err, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // Close commits a writer's changes and gives back its lease.

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"triad/internal/d2/key"
 	"triad/internal/d2client"
 	"triad/internal/d2fs"
 )
@@ -104,5 +106,43 @@ func TestExplainAndPendingWarning(t *testing.T) {
 	w := PendingWarning("/mnt", "the lease was lost", pending)
 	if !strings.Contains(w, "these 60 changed paths") || !strings.Contains(w, "/mnt/f49\n") || strings.Contains(w, "/mnt/f50\n") || !strings.Contains(w, "and 10 more") {
 		t.Fatalf("PendingWarning:\n%s", w)
+	}
+}
+
+// hidingStore lists none of a range's keys for its first hide Latest
+// calls: holders that have not settled.
+type hidingStore struct {
+	*memStore
+	hide int
+}
+
+func (h *hidingStore) Latest(ctx context.Context, lo, hi key.Key) (key.Key, []byte, error) {
+	if lo != hi && h.hide > 0 {
+		h.hide--
+		return key.Key{}, nil, d2fs.ErrNotFound
+	}
+	return h.memStore.Latest(ctx, lo, hi)
+}
+
+// A named volume whose superblock is not listed yet (a ring settling
+// after mkvol) is opened once it is, after one notice; one never listed
+// is an error naming the wait.
+func TestOpenNamedWaitsForTheSuperblock(t *testing.T) {
+	ctx := context.Background()
+	m := newStore()
+	vol, err := Mkvol(ctx, m, "v", filepath.Join(t.TempDir(), "v.key"), d2fs.DataBlockBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &hidingStore{memStore: m, hide: 2}
+	notices := 0
+	f, err := OpenNamed(ctx, b, "v", vol, true, d2fs.DefaultConfig(), 10*time.Second, func() { notices++ })
+	if err != nil || notices != 1 || b.hide != 0 {
+		t.Fatalf("open while the superblock was hidden twice: %v, %d notices, %d hides left", err, notices, b.hide)
+	}
+	f.Close(ctx)
+	b.hide = 1 << 30
+	if _, err := OpenNamed(ctx, b, "v", vol, true, d2fs.DefaultConfig(), time.Second, nil); !errors.Is(err, d2fs.ErrNoVolume) || !strings.Contains(err.Error(), "no holder has listed its superblock in 1s") {
+		t.Fatalf("a superblock never listed: %v", err)
 	}
 }
