@@ -17,11 +17,13 @@ import (
 // reads find them; D2 keeps a directory's files next to each other on
 // the ring (§4), so they come from a few nodes.
 
-// warmBlocks bounds the data blocks warm asks for per file, and
-// warmBytes in all per directory.
+// warm asks for the blocks of each file's first warmFileBytes (its first
+// block at least), and for warmBytes of blocks in all per directory,
+// counted by the bytes the blocks hold (a small file's one block is its
+// size, not a data block's).
 const (
-	warmBlocks = 4
-	warmBytes  = 8 << 20
+	warmFileBytes = 32 << 10
+	warmBytes     = 8 << 20
 )
 
 // block is a block to fetch: its key and the SHA-256 its pointer names.
@@ -109,12 +111,14 @@ func (f *FS) warm(ctx context.Context, d *Inode) {
 	}
 	f.fetchAll(ctx, recs)
 	var bs []block
+	budget := uint64(warmBytes)
 	for _, c := range files {
 		if _, ok := f.cache[c.e.Base.WithBlock(0, c.e.Meta.Version)]; !ok || f.loadFile(ctx, c) != nil {
 			continue
 		}
-		for blk := uint32(0); blk < warmBlocks && len(bs) < warmBytes/int(f.dataBytes); blk++ {
-			bs = f.missing(bs, c, blk)
+		for pos := uint64(0); pos < c.e.Size && (pos == 0 || pos < warmFileBytes) && budget > 0; pos += f.dataBytes {
+			bs = f.missing(bs, c, uint32(pos/f.dataBytes))
+			budget -= min(budget, c.e.Size-pos, f.dataBytes)
 		}
 	}
 	f.fetchAll(ctx, bs)
