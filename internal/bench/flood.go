@@ -96,10 +96,8 @@ func Flood(cfg FloodConfig) (res FloodResult, err error) {
 	// One ring for the ramp and the flood: its capacity depends on where
 	// its random IDs fell.
 	err = withFloodCluster(cfg, dir, func(c *floodCluster) error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
 		measure := func(x float64) (float64, error) {
-			if err := c.setFlood(ctx, x); err != nil {
+			if err := c.setFlood(x); err != nil {
 				return 0, err
 			}
 			time.Sleep(cfg.Measure / 3)
@@ -141,7 +139,7 @@ func Flood(cfg FloodConfig) (res FloodResult, err error) {
 		}
 		res.Peak = stats.Median(peaks)
 		cfg.Log("bench flood: the peak, %.0f requests/s offered per node, again: %.0f acknowledged/s in all (median of %.0f)", best.Offered, res.Peak, peaks)
-		if err := c.setFlood(ctx, cfg.Flood); err != nil {
+		if err := c.setFlood(cfg.Flood); err != nil {
 			return err
 		}
 		return c.flood(cfg, &res)
@@ -193,8 +191,12 @@ func withFloodCluster(cfg FloodConfig, dir string, fn func(*floodCluster) error)
 	return fn(fc)
 }
 
-// setFlood starts every node's load generator.
-func (c *floodCluster) setFlood(ctx context.Context, rate float64) error {
+// setFlood sets every node's load generator to rate, each call with a
+// time bound of its own (one bound for the whole ramp ran out once the
+// ramp took more than a minute).
+func (c *floodCluster) setFlood(rate float64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	for _, a := range c.addrs {
 		m, err := client.Call(ctx, a, &wire.CCFlood{MilliRate: uint64(1000 * rate)}, client.Options{TLS: c.tls})
 		if err != nil {
