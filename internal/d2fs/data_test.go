@@ -85,10 +85,20 @@ func TestLargeReadFetchesInParallel(t *testing.T) {
 // tree read each small file in two round trips, one after the other),
 // and the reads of those files then ask the store for nothing.
 func TestFirstReadWarmsTheDirectory(t *testing.T) {
-	ctx := context.Background()
 	w, mem, vol, c := newVolume(t)
-	for i := range 10 {
-		writeFile(t, w, fmt.Sprintf("d/f%d", i), pattern(BlockBytes+i, i))
+	checkFirstReadWarms(t, w, mem, vol, c, 10, func(i int) []byte { return pattern(BlockBytes+i, i) })
+}
+
+// checkFirstReadWarms writes files d/f0... (content(i)) with w and
+// commits; on a read-only mount, the first read of d/f0, through a store
+// that holds each Get until four have started, must fetch the others'
+// records and first blocks at once, and reading every file after it must
+// ask the store for nothing more.
+func checkFirstReadWarms(t *testing.T, w *FS, mem *MemBlocks, vol key.Volume, c *clock, files int, content func(i int) []byte) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range files {
+		writeFile(t, w, fmt.Sprintf("d/f%d", i), content(i))
 	}
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -102,15 +112,14 @@ func TestFirstReadWarmsTheDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make([]byte, BlockBytes)
-	if _, err := r.ReadAt(rctx, n, got, 0); err != nil {
+	if _, err := r.ReadAt(rctx, n, make([]byte, BlockBytes), 0); err != nil {
 		t.Fatalf("first read: %v (records fetched one at a time never reach 4 in flight)", err)
 	}
 	g.mu.Lock()
 	asked := g.started
 	g.mu.Unlock()
-	for i := range 10 {
-		mustRead(t, r, fmt.Sprintf("d/f%d", i), pattern(BlockBytes+i, i))
+	for i := range files {
+		mustRead(t, r, fmt.Sprintf("d/f%d", i), content(i))
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

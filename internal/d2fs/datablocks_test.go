@@ -3,7 +3,6 @@ package d2fs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 )
 
@@ -132,42 +131,6 @@ func dataBlocks(t *testing.T, f *FS, path string) int {
 // these 300 files were warmed, and a cold tar c of Go's src took twice
 // as long as on 8 KB blocks).
 func TestWarmCountsBytesNotBlocks(t *testing.T) {
-	ctx := context.Background()
-	mem := NewMemBlocks()
-	c := newClock()
-	vol, err := Mkvol(ctx, mem, testWriter(), c.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := mustOpen(t, mem, vol, false, c)
-	const files = 300
-	for i := range files {
-		writeFile(t, w, fmt.Sprintf("d/f%d", i), pattern(3000+i, i))
-	}
-	if err := w.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r := mustOpen(t, mem, vol, true, c)
-	if _, err := r.Walk(ctx, "d/f0"); err != nil { // loads the directory
-		t.Fatal(err)
-	}
-	g, rctx := gate(t, r, mem)
-	n, err := r.Walk(rctx, "d/f0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.ReadAt(rctx, n, make([]byte, 100), 0); err != nil {
-		t.Fatal(err)
-	}
-	g.mu.Lock()
-	asked := g.started
-	g.mu.Unlock()
-	for i := range files {
-		mustRead(t, r, fmt.Sprintf("d/f%d", i), pattern(3000+i, i))
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.started != asked {
-		t.Fatalf("the other files' reads asked the store for %d blocks more, want 0", g.started-asked)
-	}
+	w, mem, vol, c := newVolumeSized(t, DataBlockBytes)
+	checkFirstReadWarms(t, w, mem, vol, c, 300, func(i int) []byte { return pattern(3000+i, i) })
 }

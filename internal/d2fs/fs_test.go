@@ -49,13 +49,20 @@ func testConfig(c *clock) Config {
 	return cfg
 }
 
-// newVolume makes a volume on a fresh MemBlocks and opens it writable.
+// newVolume makes a volume of the paper's 8 KB data blocks on a fresh
+// MemBlocks and opens it writable.
 func newVolume(t *testing.T) (*FS, *MemBlocks, key.Volume, *clock) {
+	t.Helper()
+	return newVolumeSized(t, BlockBytes)
+}
+
+// newVolumeSized is newVolume with data blocks of dataBytes.
+func newVolumeSized(t *testing.T, dataBytes int) (*FS, *MemBlocks, key.Volume, *clock) {
 	t.Helper()
 	ctx := context.Background()
 	b := NewMemBlocks()
 	c := newClock()
-	vol, err := MkvolSized(ctx, b, testWriter(), c.Now(), BlockBytes)
+	vol, err := MkvolSized(ctx, b, testWriter(), c.Now(), dataBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
