@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ import (
 // stored (FS.burnt): its blocks are the state a reader may see then.
 type commitPlan struct {
 	gen     uint32
+	inline  bool  // small files go in their entries (InlineBytes)
 	puts    []put // every block of the commit but the superblock, stored before it
 	apply   []func()
 	garbage []key.Key
@@ -79,7 +81,7 @@ func (f *FS) commitAs(ctx context.Context, full bool) error {
 		if err := f.foldAll(ctx); err != nil {
 			return err
 		}
-		p = &commitPlan{gen: gen}
+		p = &commitPlan{gen: gen, inline: true}
 		root, err := f.storeNode(ctx, p, f.root)
 		if err != nil {
 			return err
@@ -172,25 +174,29 @@ func (f *FS) planUnlinked(ctx context.Context, p *commitPlan) error {
 
 // planSmall plans a small commit (delta.go) into s: the changed files'
 // blocks and records, and the deltas of the directories changed since
-// the last commit. It returns nil when the commit must be a full one:
-// maxChain small commits since the last, or deltas that do not fit in a
-// superblock.
+// the last commit. Small files go in their entries unless that makes
+// the deltas outgrow the superblock; then in blocks. It returns nil when
+// the commit must be a full one: maxChain small commits since the last,
+// or deltas that do not fit in a superblock even so.
 func (f *FS) planSmall(ctx context.Context, s *super) (*commitPlan, error) {
 	if len(f.chain) >= maxChain {
 		return nil, nil
 	}
-	p := &commitPlan{gen: s.Gen}
-	stored := map[*Inode]Entry{}
-	if err := f.storeFiles(ctx, p, f.root, stored); err != nil {
-		return nil, err
+	for _, inline := range []bool{true, false} {
+		p := &commitPlan{gen: s.Gen, inline: inline}
+		stored := map[*Inode]Entry{}
+		if err := f.storeFiles(ctx, p, f.root, stored); err != nil {
+			return nil, err
+		}
+		deltas := f.deltasOf(f.root, stored)
+		if superBytes(&f.root.e, deltas) > BlockBytes {
+			continue
+		}
+		s.Root, s.Full, s.Prev, s.Deltas = f.root.e, f.full, f.prev, deltas
+		p.apply = append(p.apply, func() { clearDeltas(f.root) })
+		return p, nil
 	}
-	deltas := f.deltasOf(f.root, stored)
-	if superBytes(&f.root.e, deltas) > BlockBytes {
-		return nil, nil
-	}
-	s.Root, s.Full, s.Prev, s.Deltas = f.root.e, f.full, f.prev, deltas
-	p.apply = append(p.apply, func() { clearDeltas(f.root) })
-	return p, nil
+	return nil, nil
 }
 
 // clearDeltas forgets the changes a small commit stored, in the changed
@@ -255,6 +261,17 @@ func (f *FS) storeNode(ctx context.Context, p *commitPlan, n *Inode) (Entry, err
 			record = EncodeDir(entries)
 		}
 	case TypeFile:
+		if data, ok := f.inlineData(p, n); ok {
+			e.Target = string(data)
+			p.garbage = append(p.garbage, n.cut...)
+			for i, q := range n.ptrs {
+				if !q.IsZero() {
+					p.garbage = append(p.garbage, n.e.Base.WithBlock(uint32(i)+1, q.Version))
+				}
+			}
+			break
+		}
+		e.Target = ""
 		var err error
 		if ptrs, err = f.storeData(ctx, p, n); err != nil {
 			return e, err
@@ -278,6 +295,10 @@ func (f *FS) storeNode(ctx context.Context, p *commitPlan, n *Inode) (Entry, err
 		n.e.Meta, n.metaLen, n.changed = meta, uint64(len(record)), false
 		n.delta = nil // a directory's record now holds every change
 		if n.e.Type == TypeFile {
+			n.e.Target = e.Target
+			if e.Target != "" {
+				f.stats.Inlined++
+			}
 			for blk, data := range n.dirty {
 				if int(blk) < len(ptrs) {
 					f.remember(n.e.Base.WithBlock(blk+1, ptrs[blk].Version), data)
@@ -296,15 +317,24 @@ func (f *FS) storeData(ctx context.Context, p *commitPlan, n *Inode) ([]Ptr, err
 	ptrs := make([]Ptr, nb)
 	copy(ptrs, n.ptrs)
 	p.garbage = append(p.garbage, n.cut...)
-	blks := make([]uint32, 0, len(n.dirty))
-	for blk := range n.dirty {
+	dirty := n.dirty
+	if _, ok := dirty[0]; !ok && n.e.Target != "" && nb > 0 {
+		// Held in its entry until now: its bytes become block 0.
+		dirty = maps.Clone(dirty)
+		if dirty == nil {
+			dirty = map[uint32][]byte{}
+		}
+		dirty[0] = []byte(n.e.Target)
+	}
+	blks := make([]uint32, 0, len(dirty))
+	for blk := range dirty {
 		if uint64(blk) < nb {
 			blks = append(blks, blk)
 		}
 	}
 	slices.Sort(blks)
 	for _, blk := range blks {
-		data := n.dirty[blk]
+		data := dirty[blk]
 		p.puts = append(p.puts, put{n.e.Base.WithBlock(blk+1, p.gen), data})
 		if int(blk) < len(n.ptrs) && !n.ptrs[blk].IsZero() {
 			p.garbage = append(p.garbage, n.e.Base.WithBlock(blk+1, n.ptrs[blk].Version))
@@ -312,6 +342,27 @@ func (f *FS) storeData(ctx context.Context, p *commitPlan, n *Inode) ([]Ptr, err
 		ptrs[blk] = Ptr{Version: p.gen, Sum: sha256.Sum256(data)}
 	}
 	return ptrs, nil
+}
+
+// inlineData is the bytes of file n to keep in its entry, if the plan
+// allows it, n is at most InlineBytes and its bytes are at hand: changed
+// since the last commit, or in its entry already. A small file committed
+// in a block stays there until it changes.
+func (f *FS) inlineData(p *commitPlan, n *Inode) ([]byte, bool) {
+	if !p.inline || n.e.Size == 0 || n.e.Size > InlineBytes {
+		return nil, false
+	}
+	data, ok := n.dirty[0]
+	if !ok {
+		if n.e.Target == "" {
+			return nil, false
+		}
+		data = []byte(n.e.Target)
+	}
+	// A short block reads as zeros past its bytes; the entry holds all.
+	out := make([]byte, n.e.Size)
+	copy(out, data)
+	return out, true
 }
 
 // storeBlob plans the blocks of a record at block 0 of base (and its

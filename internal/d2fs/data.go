@@ -53,10 +53,13 @@ func (f *FS) ReadAt(ctx context.Context, n *Inode, p []byte, off int64) (int, er
 
 // block is the content of block blk of file n as the mount sees it; nil
 // is a hole. Blocks are stored only as long as their data, so the end of
-// a short block reads as zeros.
+// a short block reads as zeros. A file held in its entry is block 0.
 func (f *FS) block(ctx context.Context, n *Inode, blk uint32) ([]byte, error) {
 	if d, ok := n.dirty[blk]; ok {
 		return d, nil
+	}
+	if blk == 0 && n.e.Target != "" {
+		return []byte(n.e.Target), nil
 	}
 	if int(blk) >= len(n.ptrs) || n.ptrs[blk].IsZero() {
 		return nil, nil
@@ -142,6 +145,12 @@ func (f *FS) truncate(ctx context.Context, n *Inode, size uint64) error {
 	}
 	if err := f.loadFile(ctx, n); err != nil {
 		return err
+	}
+	if n.e.Target != "" {
+		// Held in its entry: block 0 for the cut below, and zeros past
+		// it if the file grows again.
+		f.setDirty(n, 0, []byte(n.e.Target))
+		n.e.Target = ""
 	}
 	if size < n.e.Size {
 		nb := f.blocksOf(size)

@@ -31,6 +31,12 @@ const (
 	MaxNameBytes = 255
 	// MaxTargetBytes is the longest symlink target.
 	MaxTargetBytes = 4095
+	// InlineBytes is the largest file a commit keeps in its entry
+	// (format 6) rather than in a data block and a record: a small
+	// file's close then stores one block, the superblock with its
+	// entry, in one round. Two thirds of Go's source files are this
+	// small (docs/d2.md, "Small files in their entries").
+	InlineBytes = 4096
 	// MaxDataBlocks is the most data blocks a file has: data block n is
 	// block number n+1 of its key, and block numbers from 2^31 up hold
 	// the parts of large metadata records (partBlock), so a file is at
@@ -48,7 +54,11 @@ var (
 	magicDir   = [4]byte{'d', '2', 'D', 1}
 	magicFile  = [4]byte{'d', '2', 'F', 1}
 	magicBlob  = [4]byte{'d', '2', 'B', 1}
-	magicSuper = [4]byte{'d', '2', 'S', 5}
+	magicSuper = [4]byte{'d', '2', 'S', 6}
+	// magicSuper5 is the superblock before files could be held in their
+	// entries (InlineBytes); it decodes as format 6 (super.v5), whose
+	// fields are the same.
+	magicSuper5 = [4]byte{'d', '2', 'S', 5}
 	// magicSuper4 is the superblock before it named the volume's data
 	// block size (8 KB then); it still decodes (super.v4).
 	magicSuper4 = [4]byte{'d', '2', 'S', 4}
@@ -106,7 +116,7 @@ type Entry struct {
 	Mtime  int64  // nanoseconds since 1970
 	Base   key.Key
 	Meta   Ptr    // block 0 of Base: the file's block list or the directory's entries
-	Target string // a symlink's target
+	Target string // a symlink's target, or a small file's bytes (InlineBytes)
 }
 
 // entryFixed is the bytes of an entry besides its name and target.
@@ -220,8 +230,8 @@ func checkEntry(e *Entry, dir key.Key) error {
 			return fmt.Errorf("%w: directory %q", ErrFormat, e.Name)
 		}
 	case TypeFile:
-		if e.Target != "" {
-			return fmt.Errorf("%w: file %q has a target", ErrFormat, e.Name)
+		if e.Target != "" && (!e.Meta.IsZero() || e.Size != uint64(len(e.Target)) || len(e.Target) > InlineBytes) {
+			return fmt.Errorf("%w: file %q has %d bytes in its entry (size %d)", ErrFormat, e.Name, len(e.Target), e.Size)
 		}
 	}
 	return nil
@@ -424,7 +434,9 @@ func blobKeys(base key.Key, p Ptr, n uint64) []key.Key {
 // Format 3 added Used and Time, after NextIno and signed with the rest;
 // a format-2 superblock (v2) decodes with both zero. Format 4 added Full
 // and Deltas (delta.go), after Root; a format-3 one (v3) decodes as a
-// full commit.
+// full commit. Format 5 added DataBytes; format 6 changed no field but
+// lets a file's entry hold its bytes (InlineBytes), which a reader of
+// format 5 refuses.
 type super struct {
 	Gen     uint32 // the commit's number, also its key's version
 	NextIno uint32 // the next inode number to hand out
@@ -450,6 +462,7 @@ type super struct {
 	v2        bool   // of format 2: no Used or Time (kept so it encodes as it was read)
 	v3        bool   // of format 3: no Full or Deltas
 	v4        bool   // of format 4: no DataBytes
+	v5        bool   // of format 5: no file held in its entry
 }
 
 // superDomain starts every signed superblock message, so a signature made
@@ -466,6 +479,8 @@ func superBody(s *super) []byte {
 		magic = magicSuper3
 	case s.v4:
 		magic = magicSuper4
+	case s.v5:
+		magic = magicSuper5
 	}
 	b := append([]byte{}, magic[:]...)
 	b = binary.BigEndian.AppendUint32(b, s.Gen)
@@ -487,7 +502,7 @@ func superBody(s *super) []byte {
 	return binary.BigEndian.AppendUint32(b, s.DataBytes)
 }
 
-// superBytes is the encoded size of a superblock of format 5 with root
+// superBytes is the encoded size of a superblock of format 6 with root
 // and deltas.
 func superBytes(root *Entry, ds []dirDelta) int {
 	return 4 + 4 + 4 + 8 + 8 + entryFixed + len(root.Name) + len(root.Target) + 4 + 36 + deltaBytes(ds) + 4 +
@@ -528,6 +543,8 @@ func decodeSuper(b []byte, vol key.Volume, gen uint32) (*super, error) {
 	s := &super{}
 	switch [4]byte(r.take(4)) {
 	case magicSuper:
+	case magicSuper5:
+		s.v5 = true
 	case magicSuper4:
 		s.v4 = true
 	case magicSuper3:

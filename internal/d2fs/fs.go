@@ -113,6 +113,8 @@ type Stats struct {
 	// SmallCommits counts commits that wrote no directory record, only
 	// deltas in the superblock (delta.go), included in Commits.
 	SmallCommits int
+	// Inlined counts files committed in their entries (InlineBytes).
+	Inlined int
 	// LeaseRetakes counts renewals that found the lease block changed
 	// and read it again: a stale copy, or the mount's own write of a try
 	// that seemed to fail, is taken over; another mount's lease is lost.

@@ -266,8 +266,10 @@ func TestTruncate(t *testing.T) {
 func TestRenameKeepsKeys(t *testing.T) {
 	ctx := context.Background()
 	f, b, vol, c := newVolume(t)
-	writeFile(t, f, "src/file", []byte("moving"))
-	writeFile(t, f, "dst/file", []byte("replaced"))
+	// Past InlineBytes, so that both files have blocks.
+	moving, replacedData := pattern(InlineBytes+1, 1), pattern(InlineBytes+1, 2)
+	writeFile(t, f, "src/file", moving)
+	writeFile(t, f, "dst/file", replacedData)
 	if err := f.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +298,7 @@ func TestRenameKeepsKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := mustOpen(t, b, vol, true, c)
-	mustRead(t, g, "dst/file", []byte("moving"))
+	mustRead(t, g, "dst/file", moving)
 	if _, err := g.Walk(ctx, "src/file"); !errors.Is(err, syscall.ENOENT) {
 		t.Fatalf("old name: %v, want ENOENT", err)
 	}

@@ -47,20 +47,23 @@ type Backend interface {
 }
 
 // Update adds and removes keys and brings every node hash up to date. Work
-// is proportional to the nodes on the changed keys' paths, and the hashes of
-// shared ancestors are computed once per call, so callers should batch.
+// is proportional to the nodes on the changed keys' paths, and each shared
+// ancestor is written, and its hash computed, once per call (batch.go), so
+// callers should batch.
 func Update(b Backend, add, remove [][]byte) {
 	dirty := make(map[Prefix]struct{})
+	nb := newBatch(b)
 	for _, k := range add {
-		if b.AddKey(k) {
-			insertPath(b, k, dirty)
+		if nb.AddKey(k) {
+			insertPath(nb, k, dirty)
 		}
 	}
 	for _, k := range remove {
-		if b.RemoveKey(k) {
-			removePath(b, k, dirty)
+		if nb.RemoveKey(k) {
+			removePath(nb, k, dirty)
 		}
 	}
+	nb.flush()
 	rehash(b, dirty)
 }
 

@@ -263,3 +263,38 @@ func TestKeysInRangeMatchesAScan(t *testing.T) {
 		}
 	}
 }
+
+// countingBackend counts the writes an Update makes to its backend.
+type countingBackend struct {
+	*Mem
+	puts     int
+	distinct map[Prefix]bool
+}
+
+func (c *countingBackend) PutNode(n Node) {
+	c.puts++
+	c.distinct[n.Prefix] = true
+	c.Mem.PutNode(n)
+}
+
+// TestUpdateWritesEachNodeOnce: a batch writes each node it changes at
+// most twice (its count, then its hash), however many of the batch's keys
+// lie under it. A store's checkpoint of n keys once rewrote the root n
+// times.
+func TestUpdateWritesEachNodeOnce(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	c := &countingBackend{Mem: NewMem(), distinct: map[Prefix]bool{}}
+	keys := append(randKeys(r, 2000, 20), clustered(r, 300, 20, 3)...)
+	Update(c, keys, nil)
+	if c.puts > 2*len(c.distinct) {
+		t.Fatalf("adding %d keys wrote nodes %d times, %d distinct nodes", len(keys), c.puts, len(c.distinct))
+	}
+	c.puts, c.distinct = 0, map[Prefix]bool{}
+	Update(c, randKeys(r, 200, 20), keys[:1500])
+	if c.puts > 2*len(c.distinct) {
+		t.Fatalf("a mixed batch wrote nodes %d times, %d distinct nodes", c.puts, len(c.distinct))
+	}
+	if got, want := Lookup(c, Root()), Recompute(append(keys[1500:], nil...)); got.Count != want.Count+200 {
+		t.Fatalf("root counts %d keys, want %d", got.Count, want.Count+200)
+	}
+}
