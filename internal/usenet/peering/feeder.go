@@ -76,7 +76,13 @@ type FeedConfig struct {
 	MaxBacklogBytes uint64
 	Batch           int           // articles per CHECK round (256)
 	Retry           time.Duration // first wait after a failed connection, doubled up to 30 s (1 s)
-	Log             *slog.Logger
+	// Keepalive is how long a feed's connection may sit idle before the
+	// feeder sends MODE STREAM on it again (1 min): a peer drops a silent client
+	// after its idle timeout (RFC 3977 asks for at least 3 minutes; 10 in
+	// triad and INN), and the first article after a quiet hour would
+	// otherwise find the connection gone.
+	Keepalive time.Duration
+	Log       *slog.Logger
 	// StatusFile, if set, is rewritten every few seconds with each
 	// peer's state, as innfeed.status is.
 	StatusFile string
@@ -100,6 +106,9 @@ type PeerStatus struct {
 	Offered   uint64 // CHECKs sent
 	Sent      uint64 // articles or announcements taken (239)
 	Refused   uint64 // not wanted (438) or refused (439)
+	// Connects counts the connections made: one for a feed kept alive,
+	// one more for each the peer or the network ended.
+	Connects  uint64
 	LastError string
 }
 
@@ -119,6 +128,9 @@ func StartFeeds(cfg FeedConfig) (*Feeds, error) {
 	}
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
+	}
+	if cfg.Keepalive <= 0 {
+		cfg.Keepalive = time.Minute
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -249,6 +261,8 @@ type feeder struct {
 	// peer sends batch after batch.
 	out []byte
 
+	used time.Time // when conn last carried a command
+
 	mu   sync.Mutex
 	st   PeerStatus
 	live *nntp.Client // fd.conn, for Close to cut a transfer short
@@ -263,7 +277,16 @@ func (fd *feeder) run() {
 		recs, err := site.List().ReadLog(fd.peer.Name, fd.feeds.cfg.Batch, 4<<20)
 		if err == nil && len(recs) > 0 {
 			var done uint64
+			reused := fd.conn != nil
 			done, err = fd.send(recs)
+			if err != nil && reused && done == 0 {
+				// The connection was made before, and may have been
+				// closed under us (the peer's idle timeout, a restart):
+				// a fresh one, once, before this counts as a failure.
+				fd.feeds.cfg.Log.Debug("feed: connection lost, reconnecting", "peer", fd.peer.Name, "err", err)
+				fd.disconnect()
+				done, err = fd.send(recs)
+			}
 			if done > 0 {
 				site.List().Advance(fd.peer.Name, done)
 			}
@@ -283,6 +306,10 @@ func (fd *feeder) run() {
 			wake, pause = nil, wait
 			wait = min(2*wait, 30*time.Second)
 		}
+		if err == nil && len(recs) == 0 {
+			fd.keepAlive()
+			pause = min(pause, fd.feeds.cfg.Keepalive)
+		}
 		select {
 		case <-fd.feeds.stop:
 			return
@@ -290,6 +317,26 @@ func (fd *feeder) run() {
 		case <-time.After(pause):
 		}
 	}
+}
+
+// keepAlive sends MODE STREAM again on a connection idle for Keepalive,
+// so the peer does not drop it (a feeder's server, innd, answers few
+// commands besides the streaming ones, and this one every peer took
+// already); one that fails is closed quietly, and the next article
+// connects afresh.
+func (fd *feeder) keepAlive() {
+	if fd.conn == nil || time.Since(fd.used) < fd.feeds.cfg.Keepalive {
+		return
+	}
+	c := fd.conn
+	c.Conn().SetDeadline(time.Now().Add(10 * time.Second))
+	line, err := c.Cmd("MODE STREAM")
+	if code, _ := nntp.ParseStatus(line); err != nil || code != nntp.CodeStreamingPermitted {
+		fd.feeds.cfg.Log.Debug("feed: keepalive failed, closing the connection", "peer", fd.peer.Name, "reply", string(line), "err", err)
+		fd.disconnect()
+		return
+	}
+	fd.used = time.Now()
 }
 
 func (fd *feeder) fail(err error) {
@@ -353,9 +400,10 @@ func (fd *feeder) connect() error {
 		c.Close()
 		return err
 	}
-	fd.conn = c
+	fd.conn, fd.used = c, time.Now()
 	fd.mu.Lock()
 	fd.st.Connected, fd.st.LastError, fd.live = true, "", c
+	fd.st.Connects++
 	closing := fd.feeds.closing()
 	fd.mu.Unlock()
 	if closing {
@@ -411,6 +459,7 @@ func (fd *feeder) send(recs []usenet.LogRecord) (uint64, error) {
 	}
 	c := fd.conn
 	c.Conn().SetDeadline(time.Now().Add(2 * time.Minute))
+	fd.used = time.Now()
 	var cmds []byte
 	for _, r := range offer {
 		cmds = append(cmds, "CHECK "...)

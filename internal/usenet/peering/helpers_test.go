@@ -31,7 +31,7 @@ type standalone struct {
 	addr string
 }
 
-func startStandalone(t *testing.T) *standalone {
+func startStandalone(t *testing.T, tweak ...func(*nntpd.Config)) *standalone {
 	t.Helper()
 	dir := t.TempDir()
 	spool, err := usenet.OpenLocalSpool(filepath.Join(dir, "spool"), 2<<20)
@@ -49,7 +49,11 @@ func startStandalone(t *testing.T) *standalone {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := nntpd.NewServer(nntpd.Config{Site: site})
+	cfg := nntpd.Config{Site: site}
+	for _, fn := range tweak {
+		fn(&cfg)
+	}
+	srv := nntpd.NewServer(cfg)
 	go srv.Serve(ln)
 	t.Cleanup(func() {
 		srv.Close()
