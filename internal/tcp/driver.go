@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"triad/internal/fault"
 	"triad/internal/node"
 	"triad/internal/pki"
 	"triad/internal/store"
@@ -796,6 +797,15 @@ func (a *accepted) run(acts []action, e wire.Envelope, ch charge) bool {
 		case drop, closeForged:
 			d.release(ch)
 			d.forged(a.nc, e, act.why)
+		case refuse:
+			d.release(ch)
+			d.forged(a.nc, e, act.why)
+			if a.route == nil {
+				break
+			}
+			a.serve(e)
+			d.send(a.route.addr, wire.Envelope{Kind: wire.Reply, ReqID: e.ReqID, From: wire.NodeRef{Addr: d.addr},
+				Msg: &wire.Error{Code: fault.CodeBadRequest, Text: "refused: " + act.why}})
 		case closeUnproven:
 			d.release(ch)
 			d.Stats.Unproven.Add(1)

@@ -79,6 +79,11 @@ const (
 	consume
 	// drop releases the frame and counts it as forged (why).
 	drop
+	// refuse is drop of a client's request it may not send, answered
+	// with an error that says why, so the client need not wait out its
+	// timeout to learn it (a writer's certificate sending an operator's
+	// command).
+	refuse
 	// closeForged drops the frame as forged (why) and closes the connection.
 	closeForged
 	// closeUnproven releases the frame, if any, counts the connection as
@@ -91,7 +96,7 @@ type action struct {
 	verb  verb
 	addr  node.Addr // makeRoute, sendChallenge, sendProof, acceptPeer, deliver, hold
 	nonce uint64    // sendChallenge, sendProof
-	why   string    // drop, closeForged, closeUnproven
+	why   string    // drop, refuse, closeForged, closeUnproven
 	held  int       // acceptPeer: how many frames were held, to deliver
 }
 
@@ -122,6 +127,8 @@ func (a action) String() string {
 		return "consume"
 	case drop:
 		return "drop as forged: " + a.why
+	case refuse:
+		return "refuse: " + a.why
 	case closeForged:
 		return "close as forged: " + a.why
 	case closeUnproven:
@@ -212,6 +219,9 @@ func (h *handshake) check(out []action, e wire.Envelope) []action {
 		return append(out, action{verb: drop, why: "reply on an accepted connection"})
 	case h.state == isClient:
 		if why := h.refuseClient(e.Msg.Type()); why != "" {
+			if e.Kind == wire.Request {
+				return append(out, action{verb: refuse, why: why})
+			}
 			return append(out, action{verb: drop, why: why})
 		}
 		return append(out, action{verb: deliver})
@@ -257,7 +267,7 @@ func (h *handshake) refuseClient(t wire.Type) string {
 	case role != wire.RoleOperator:
 		return ""
 	case h.cert != nil && h.cert.Role != pki.RoleOperator:
-		return fmt.Sprintf("an operator's command from a %s certificate", h.cert.Role)
+		return fmt.Sprintf("an operator's command from a %s certificate (it needs the operator role)", h.cert.Role)
 	case h.cert == nil && !h.loopback:
 		return "an operator's command from another machine"
 	}

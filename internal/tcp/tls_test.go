@@ -165,6 +165,23 @@ func TestTLSRefusesOutsiders(t *testing.T) {
 		t.Fatalf("reply %+v %v", e, err)
 	}
 
+	// Its operator's command is refused with a reply that says why, not
+	// left to time out (issue 47: maint pause waited 5 s for an i/o
+	// timeout).
+	pause := ping
+	pause.ReqID, pause.Msg = 3, &wire.MaintControl{Pause: true}
+	if err := wire.WriteFrame(c, pause); err != nil {
+		t.Fatal(err)
+	}
+	if frame, err = wire.ReadFrame(c, nil, wire.MaxFrameBytes); err != nil {
+		t.Fatalf("an operator's command from a client's certificate: no reply: %v", err)
+	}
+	if e, err := wire.Decode(frame); err != nil || e.Kind != wire.Reply || e.ReqID != 3 {
+		t.Fatalf("reply %+v %v", e, err)
+	} else if we, ok := e.Msg.(*wire.Error); !ok || !strings.Contains(we.Text, "refused: an operator's command from a client certificate (it needs the operator role)") {
+		t.Fatalf("an operator's command from a client's certificate answered %+v", e.Msg)
+	}
+
 	// A node's certificate, claiming its own address, still cannot send an
 	// operator's command: operators are clients.
 	peerAddr := testutil.FreeAddr(t)
