@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -91,5 +92,58 @@ func TestJoinDeadAddressExits(t *testing.T) {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
 		}
+	}
+}
+
+// A bad flag, or a bad value, prints the problem and where the usage is:
+// a few lines, not the command's whole help (about 100 lines for node).
+// --help still prints it all.
+func TestFlagErrorsAreShort(t *testing.T) {
+	for _, args := range [][]string{{"node", "--bogus"}, {"node", "--vnodes", "x"}, {"up", "--memory-limit-mb", "-5"}} {
+		var out, errb bytes.Buffer
+		if rc := run(args, &out, &errb); rc != 2 {
+			t.Errorf("%v: exit %d, want 2", args, rc)
+		}
+		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+		if len(lines) > 3 || !strings.Contains(errb.String(), "triad "+args[0]+" --help") {
+			t.Errorf("%v: %d lines of stderr, want at most 3 ending in a hint to --help:\n%s", args, len(lines), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if rc := run([]string{"node", "--help"}, &out, &errb); rc != 0 || !strings.Contains(errb.String(), "Flags:") || strings.Count(errb.String(), "\n") < 30 {
+		t.Errorf("node --help: exit %d, %d lines, want the whole usage", rc, strings.Count(errb.String(), "\n"))
+	}
+}
+
+// --expire takes days, and a bad value says which flag and which units.
+func TestExpireTakesDays(t *testing.T) {
+	for s, want := range map[string]time.Duration{"30d": 30 * 24 * time.Hour, "1d12h": 36 * time.Hour, "90m": 90 * time.Minute, "-2d": -48 * time.Hour} {
+		if got, err := parseDays(s); err != nil || got != want {
+			t.Errorf("parseDays(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, bad := range []string{"30x", "d", "1d-3h", "99999999d", ""} {
+		if got, err := parseDays(bad); err == nil {
+			t.Errorf("parseDays(%q) = %v, want an error", bad, got)
+		}
+	}
+	for expire, want := range map[string]string{"-5m": "--expire -5m0s: want a positive duration", "30x": "units: ms, s, m, h, d"} {
+		var out, errb bytes.Buffer
+		if rc := run([]string{"put", "/dev/null", "--expire", expire, "--addr", "127.0.0.1:1"}, &out, &errb); rc != 2 || !strings.Contains(errb.String(), want) || strings.Contains(errb.String(), "--chunk") {
+			t.Errorf("put --expire %s: exit %d, stderr %q; want 2 and %q", expire, rc, errb.String(), want)
+		}
+	}
+}
+
+// publish of a file past Tapestry's 1 MiB says the limit and what stores
+// larger files, before it dials (it used to end in a hint about TLS).
+func TestPublishTooLarge(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(big, make([]byte, 1<<20+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if rc := run([]string{"publish", big, "--addr", "127.0.0.1:1"}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "at most 1048576 (1 MiB); 'triad put' stores larger files") {
+		t.Errorf("publish of 1 MiB + 1: exit %d, %q", rc, errb.String())
 	}
 }

@@ -186,7 +186,10 @@ func (n *Node) clientLocate(env node.Env, in node.MsgIn, m *wire.TapLocate) {
 		case r.Found:
 			r.Servers = []wire.NodeRef{o.Node}
 		}
-		if r.Root.IsZero() {
+		if !r.Found && r.Root.IsZero() {
+			// Not found: the route ended at the root. A route that met a
+			// pointer on the way knows no root, and names none (the
+			// server is not the root).
 			r.Root = o.Node
 		}
 		rpc.Respond(env, in, n.self, r)

@@ -407,6 +407,7 @@ func (c *tapCluster) checkCommands(t *testing.T) {
 		Found   bool     `json:"found"`
 		Servers []string `json:"servers"`
 		Path    []string `json:"path"`
+		Root    string   `json:"root"`
 	}
 	if !testutil.Poll(10*time.Second, func() bool {
 		out, code = run("locate", key, "--json", "--addr", from.Addr)
@@ -416,6 +417,17 @@ func (c *tapCluster) checkCommands(t *testing.T) {
 	}
 	if len(l.Servers) != 1 || l.Servers[0] != server.Addr || len(l.Path) == 0 {
 		t.Errorf("triad locate --json: %+v; want server %s and a path", l, server.Addr)
+	}
+	// Its root is the key's root, or none when a pointer on the way
+	// answered: never the server in the root's place (issue 47).
+	var all struct {
+		Root string `json:"root"`
+	}
+	if out, code = run("locate", key, "--all", "--json", "--addr", from.Addr); code != 0 || json.Unmarshal([]byte(out), &all) != nil || all.Root == "" {
+		t.Fatalf("triad locate --all --json: exit %d, %s", code, out)
+	}
+	if l.Root != "" && l.Root != all.Root {
+		t.Errorf("triad locate --json names root %s; the key's root is %s", l.Root, all.Root)
 	}
 	if out, code = run("locate", key, "--all", "--addr", from.Addr); code != 0 || !strings.Contains(out, "root") || !strings.Contains(out, server.Addr) {
 		t.Errorf("triad locate --all: exit %d\n%s", code, out)

@@ -2,6 +2,7 @@ package tapclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"triad/internal/client"
+	"triad/internal/fault"
 	"triad/internal/id"
 	"triad/internal/tapestry"
 	"triad/internal/wire"
@@ -26,9 +28,12 @@ func Publish(ctx context.Context, t client.Target, name string, data []byte, ttl
 	if len(data) == 0 {
 		return id.ID{}, fmt.Errorf("%s is empty: there is nothing to publish", name)
 	}
+	if len(data) > wire.MaxTapPayload {
+		return id.ID{}, fmt.Errorf("%s is %d bytes: a Tapestry object is at most %d (1 MiB); 'triad put' stores larger files in the DHT, in chunks", name, len(data), wire.MaxTapPayload)
+	}
 	reply, err := t.Call(ctx, &wire.TapPublish{Data: data, TTLMillis: uint64(ttl / time.Millisecond), App: tapestry.AppDOLR})
 	if err != nil {
-		return id.ID{}, fmt.Errorf("%s: %w", name, err)
+		return id.ID{}, fmt.Errorf("%s: %w", name, explain(t, err))
 	}
 	p, err := client.As[*wire.TapPublishDone](t.Addr, reply)
 	if err != nil {
@@ -40,6 +45,14 @@ func Publish(ctx context.Context, t client.Target, name string, data []byte, ttl
 // Unpublish has the node t stop publishing key.
 func Unpublish(ctx context.Context, t client.Target, key id.ID) error {
 	_, err := t.Call(ctx, &wire.TapUnpublish{Key: key})
+	return explain(t, err)
+}
+
+// explain adds to a node's refusal for want of Tapestry how to run it.
+func explain(t client.Target, err error) error {
+	if errors.Is(err, fault.ErrNoProtocol) {
+		return fmt.Errorf("%s runs no Tapestry (start its node with --tapestry): %w", t.Addr, err)
+	}
 	return err
 }
 
@@ -50,7 +63,7 @@ func Unpublish(ctx context.Context, t client.Target, key id.ID) error {
 func Locate(ctx context.Context, t client.Target, key id.ID, all bool) (*wire.TapLocateDone, error) {
 	l, err := client.Ask[*wire.TapLocateDone](ctx, t, &wire.TapLocate{Key: key, All: all, App: tapestry.AppDOLR})
 	if err != nil {
-		return nil, err
+		return nil, explain(t, err)
 	}
 	if !l.Found {
 		return l, NotFound(l)
@@ -63,7 +76,7 @@ func Locate(ctx context.Context, t client.Target, key id.ID, all bool) (*wire.Ta
 func Fetch(ctx context.Context, t client.Target, key id.ID) ([]byte, error) {
 	l, err := client.Ask[*wire.TapLocateDone](ctx, t, &wire.TapLocate{Key: key, Fetch: true, App: tapestry.AppDOLR})
 	if err != nil {
-		return nil, err
+		return nil, explain(t, err)
 	}
 	return fetched(key, l)
 }
@@ -102,10 +115,16 @@ type Located struct {
 	LatencyMS float64  `json:"latency_ms"`
 }
 
-// LocatedJSON is the JSON form of l, the outcome of locating key.
+// LocatedJSON is the JSON form of l, the outcome of locating key: root
+// and root_id are empty when the route met a pointer before the root, so
+// knows none (--all always reaches it).
 func LocatedJSON(key id.ID, l *wire.TapLocateDone) Located {
-	return Located{Key: key.String(), Found: l.Found, Servers: addrs(l.Servers), Root: l.Root.Addr, RootID: l.Root.ID.String(),
+	j := Located{Key: key.String(), Found: l.Found, Servers: addrs(l.Servers),
 		Hops: int(l.Hops), Path: addrs(l.Path), LatencyMS: float64(l.Micros) / 1000}
+	if !l.Root.IsZero() {
+		j.Root, j.RootID = l.Root.Addr, l.Root.ID.String()
+	}
+	return j
 }
 
 // WriteLocated writes a found object's outcome l as a table: its nearest
@@ -140,7 +159,8 @@ func addrs(refs []wire.NodeRef) []string {
 
 // Table asks the node t for its routing table and counters.
 func Table(ctx context.Context, t client.Target) (*wire.TapTable, error) {
-	return client.Ask[*wire.TapTable](ctx, t, &wire.TapGetTable{})
+	tab, err := client.Ask[*wire.TapTable](ctx, t, &wire.TapGetTable{})
+	return tab, explain(t, err)
 }
 
 // StatusJSON is the JSON form of a node's status (triad tapestry status
