@@ -23,7 +23,7 @@ var putAbout = help("put")
 func runPut(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("put", "put FILE [--addr ADDR] [--expire DURATION] [--redundancy replicas|fragments]", putAbout, stderr)
 	node := addNodeFlags(fs, "`address` of any node")
-	expire := fs.Duration("expire", 30*24*time.Hour, "how long the DHT must keep the file")
+	expire := addDurationFlag(fs, "expire", 30*24*time.Hour, "how long the DHT must keep the file (90m, 12h, 30d)")
 	red := fs.String("redundancy", "", "replicas or fragments (default: the node's setting)")
 	chunk := fs.Int("chunk", 1<<20, "largest block, in `bytes`; bigger files are chunked")
 	pos, err := parseMixed(fs, args)
@@ -33,8 +33,11 @@ func runPut(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usageErr(fs, "want one FILE (or - for standard input)")
 	}
-	if *expire <= 0 || *chunk < 1024 || *chunk > dhash.MaxBlockLimit {
-		return usageErr(fs, "--expire must be positive and --chunk from 1 KiB to %d bytes", dhash.MaxBlockLimit)
+	if *expire <= 0 {
+		return usageErr(fs, "--expire %v: want a positive duration", *expire)
+	}
+	if *chunk < 1024 || *chunk > dhash.MaxBlockLimit {
+		return usageErr(fs, "--chunk %d: want 1 KiB to %d bytes", *chunk, dhash.MaxBlockLimit)
 	}
 	opt := client.PutOptions{Expire: *expire}
 	switch *red {

@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +52,7 @@ func TestUpRunsFromTheExampleConfig(t *testing.T) {
 	}
 	// The command line wins over the file (--vnodes 1; the file says 2).
 	up := e2e.StartUp(t, bin, "--config", path, "--vnodes", "1")
-	up.WaitFor("ring consistent")
+	up.WaitFor("Press Ctrl-C") // started, the ring consistent before the sites
 	c, err := nntp.Dial(fmt.Sprintf("127.0.0.1:%d", newsPort+1), time.Now().Add(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -100,9 +103,11 @@ listen = "127.0.0.1:4001"
 vnode = 3
 capacity-mb = -5
 join = "nohost"
+workers = 0
 
 [nntp]
 max-article = 10
+idle-timeout = "1m"
 
 [up]
 sites = 40
@@ -124,12 +129,23 @@ secret = "s"
 		`bad.toml:3: unknown key "vnode" in [node] (did you mean vnodes?)`,
 		"bad.toml:4: capacity-mb: -5 is negative",
 		`bad.toml:5: join: address "nohost" is not host:port`,
-		"bad.toml:8: --max-article 10: want 1000 bytes to 64 MiB",
-		"bad.toml:11: --sites 40,",
+		// Said although the table has problems above: every one is.
+		"bad.toml:6: --workers 0: want at least 1",
+		"bad.toml:9: --max-article 10: want 1000 bytes to 64 MiB",
+		"bad.toml:10: --idle-timeout 1m0s: RFC 3977 asks for at least 3 minutes",
+		"bad.toml:13: --sites 40,",
 	} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("config check did not say %q:\n%s", want, out)
 		}
+	}
+	// In the file's order.
+	if lines := regexp.MustCompile(`bad\.toml:(\d+):`).FindAllSubmatch(out, -1); !slices.IsSortedFunc(lines, func(a, b [][]byte) int {
+		x, _ := strconv.Atoi(string(a[1]))
+		y, _ := strconv.Atoi(string(b[1]))
+		return x - y
+	}) {
+		t.Errorf("config check's problems are not in the file's order:\n%s", out)
 	}
 	if n := bytes.Count(out, []byte("--max-article 10")); n != 1 {
 		t.Errorf("the [nntp] problem was said %d times, want once:\n%s", n, out)

@@ -139,6 +139,24 @@ func signalContext(d time.Duration) (context.Context, context.CancelFunc) {
 
 var mountAbout = help("mount")
 
+// checkMountpoint says why dir cannot be mounted on: not there, not a
+// directory, or a FUSE mount whose process died, which stays until
+// unmounted and answers ENOTCONN to everything.
+func checkMountpoint(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, syscall.ENOTCONN):
+		return fmt.Errorf("%s is a mount whose file system process is gone (transport endpoint is not connected): unmount it first (umount %s, or fusermount -u %s)", dir, dir, dir)
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s does not exist: make the directory first", dir)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
+}
+
 func runFSMount(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("fs mount", "fs mount VOLUME DIR [--addr A,B] [--ro | --key FILE] [--writeback DURATION] [--lease DURATION]", mountAbout, stderr)
 	ff := addFSWriteFlags(fs)
@@ -156,8 +174,8 @@ func runFSMount(args []string, stdout, stderr io.Writer) error {
 	if *lease < 3*time.Second {
 		return usageErr(fs, "--lease %v: at least 3s", *lease)
 	}
-	if fi, err := os.Stat(pos[1]); err != nil || !fi.IsDir() {
-		return usageErr(fs, "%s is not a directory", pos[1])
+	if err := checkMountpoint(pos[1]); err != nil {
+		return usageErr(fs, "%v", err)
 	}
 	b, err := ff.blocks()
 	if err != nil {

@@ -139,15 +139,28 @@ func hasFlags(fs *flag.FlagSet) bool {
 	return n > 0
 }
 
-// parse parses flags and maps errors to errUsage.
+// parse parses flags and maps errors to errUsage. A bad flag prints the
+// flag package's one-line error and a hint, not the whole usage (a
+// command's flags fill a screen); --help prints it all.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
+	full := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Usage = full
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		full()
+		return err
 	}
-	return nil
+	printHint(fs)
+	return errUsage
+}
+
+// printHint is the line after a usage error that says where the flags are.
+func printHint(fs *flag.FlagSet) {
+	fmt.Fprintf(fs.Output(), "Run 'triad %s --help' for its usage and flags.\n", fs.Name())
 }
 
 // parseMixed parses flags that may come before or after the positional
@@ -166,10 +179,11 @@ func parseMixed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// usageErr prints a usage problem and the usage, and returns errUsage.
+// usageErr prints a usage problem and a hint to --help, and returns
+// errUsage.
 func usageErr(fs *flag.FlagSet, format string, args ...any) error {
-	fmt.Fprintf(fs.Output(), "triad %s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
-	fs.Usage()
+	fmt.Fprintf(fs.Output(), "triad %s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
+	printHint(fs)
 	return errUsage
 }
 

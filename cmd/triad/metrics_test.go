@@ -35,7 +35,7 @@ func TestUpServesMetrics(t *testing.T) {
 	port, newsPort, httpPort := e2e.ConsecutiveFreePorts(t, 3), e2e.ConsecutiveFreePorts(t, 3), e2e.ConsecutiveFreePorts(t, 3)
 	up := e2e.StartUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort),
 		"--http-port", fmt.Sprint(httpPort), "--data", filepath.Join(t.TempDir(), "data"))
-	up.WaitFor("ring consistent")
+	up.WaitFor("Press Ctrl-C") // started, the ring consistent before the sites
 
 	e2e.PostArticle(t, fmt.Sprintf("127.0.0.1:%d", newsPort), "From: m@test\r\nNewsgroups: local.test\r\nSubject: metrics\r\nMessage-ID: <metrics1@test>\r\n\r\nbody\r\n")
 	c2, err := nntp.Dial(fmt.Sprintf("127.0.0.1:%d", newsPort+1), time.Now().Add(10*time.Second))

@@ -61,7 +61,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	port, newsPort, httpPort := e2e.ConsecutiveFreePorts(t, 3), e2e.ConsecutiveFreePorts(t, 3), e2e.ConsecutiveFreePorts(t, 3)
 	up := e2e.StartUp(t, bin, "--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort),
 		"--http-port", fmt.Sprint(httpPort), "--data", filepath.Join(t.TempDir(), "data"))
-	up.WaitFor("ring consistent")
+	up.WaitFor("Press Ctrl-C") // started, the ring consistent before the sites
 	url := fmt.Sprintf("http://127.0.0.1:%d/", httpPort)
 
 	dom := string(runChromium(t, browser, url, "--dump-dom"))

@@ -25,7 +25,7 @@ var publishAbout = help("publish")
 func runPublish(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("publish", "publish FILE [--addr ADDR] [--expire DURATION]", publishAbout, stderr)
 	node := addNodeFlags(fs, "`address` of the Tapestry node that serves the object")
-	expire := fs.Duration("expire", 0, "stop serving and publishing the object after this long (0: until unpublished)")
+	expire := addDurationFlag(fs, "expire", 0, "stop serving and publishing the object after this long (90m, 12h, 30d; 0: until unpublished)")
 	pos, err := parseMixed(fs, args)
 	if err != nil {
 		return err

@@ -9,8 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
-	"time"
 
 	"triad/internal/localdeploy"
 	"triad/internal/newsd"
@@ -53,17 +53,17 @@ func runUp(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	say := func(format string, args ...any) { fmt.Fprintf(stdout, format+"\n", args...) }
-	// The nodes stop after the sites, which use them until closed: Close
-	// stops them, not the signal.
-	d, err := localdeploy.Start(context.Background(), o, site, log, say)
+	// The signal ends the wait for the ring; once started, the nodes stop
+	// after the sites, which use them until closed: Close stops them.
+	d, err := localdeploy.Start(ctx, o, site, log, say)
+	if ctx.Err() != nil {
+		say("stopped")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	printHowTo(stdout, o, d)
-	start := time.Now()
-	if n := d.WaitConsistent(ctx); n > 0 {
-		say("ring consistent: %d vnodes, every successor list complete (%.1fs)", n, time.Since(start).Seconds())
-	}
 	<-ctx.Done()
 	say("stopping...")
 	if err := d.Close(); err != nil {
@@ -100,6 +100,14 @@ func printHowTo(out io.Writer, o localdeploy.Options, d *localdeploy.Deployment)
   each site's feeds to the others: %s
 `, o.NNTPPort+len(d.Sites)-1, filepath.Join(o.Data, localdeploy.SiteName(0), "feeds.status"))
 	}
+	addrs := make([]string, len(d.Nodes))
+	for i, n := range d.Nodes {
+		addrs[i] = n.Addr
+	}
+	fmt.Fprintf(out, `  every node runs D2, triad's file system's store: make a volume, then mount it (as root):
+    go run ./cmd/triad fs mkvol myvol --addr %[1]s
+    mkdir -p /tmp/myvol && go run ./cmd/triad fs mount myvol /tmp/myvol --addr %[1]s
+`, strings.Join(addrs, ","))
 	fmt.Fprintf(out, `
 Note: these %d nodes share this machine's disk. Each counts as a machine of its
 own, so a block's replicas are on distinct nodes but not on distinct disks: a

@@ -24,10 +24,20 @@ func TestUpQuickStart(t *testing.T) {
 	dir := t.TempDir()
 	port := e2e.ConsecutiveFreePorts(t, 3)
 	newsPort := e2e.ConsecutiveFreePorts(t, 3)
-	args := []string{"--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--data", filepath.Join(dir, "data")}
+	peerPort := e2e.ConsecutiveFreePorts(t, 3)
+	args := []string{"--sites", "3", "--port", fmt.Sprint(port), "--nntp-port", fmt.Sprint(newsPort), "--peer-port", fmt.Sprint(peerPort), "--data", filepath.Join(dir, "data")}
 
 	up := e2e.StartUp(t, bin, args...)
-	up.WaitFor("ring consistent")
+	up.WaitFor("Press Ctrl-C") // started, the ring consistent before the sites
+	// The news ports open once the ring is consistent (a post in the
+	// first second got "441 too few live hosts").
+	if r, s := strings.Index(up.Seen, "ring consistent"), strings.Index(up.Seen, "started news site"); r < 0 || s < r {
+		t.Errorf("a news site started before the ring was consistent:\n%s", up.Seen)
+	}
+	// --peer-port sets the sites' feed ports (they could not be set).
+	if want := fmt.Sprintf("peers over TLS on 127.0.0.1:%d", peerPort+2); !strings.Contains(up.Seen, want) {
+		t.Errorf("triad up --peer-port %d: no %q in\n%s", peerPort, want, up.Seen)
+	}
 
 	in := filepath.Join(dir, "file")
 	data := []byte(strings.Repeat("triad up quick start\n", 1000))
@@ -58,6 +68,28 @@ func TestUpQuickStart(t *testing.T) {
 		t.Fatal("triad get returned other bytes than were put")
 	}
 
+	// The D2 lines it printed work as printed: a volume made, a file put
+	// and read back (the path commands; mount needs root).
+	mkvol := printedCommand(t, up.Seen, "fs mkvol myvol")
+	keyFile := filepath.Join(dir, "myvol.key")
+	if err := runFS(append(mkvol[1:], "--tls", operator, "--key", keyFile), io.Discard, io.Discard); err != nil {
+		t.Fatalf("the printed %v: %v", mkvol, err)
+	}
+	fsArgs := []string{"--addr", mkvol[len(mkvol)-1], "--tls", operator, "--key", keyFile}
+	if err := runFS(append([]string{"put", "myvol:/f", in}, fsArgs...), io.Discard, io.Discard); err != nil {
+		t.Fatalf("fs put: %v", err)
+	}
+	var cat bytes.Buffer
+	if err := runFS(append([]string{"cat", "myvol:/f"}, fsArgs[:4]...), &cat, io.Discard); err != nil || !bytes.Equal(cat.Bytes(), data) {
+		t.Fatalf("fs cat: %d bytes, %v; want the %d put", cat.Len(), err, len(data))
+	}
+
+	// Its nodes run no Tapestry: publish says how to run it.
+	var perr bytes.Buffer
+	if rc := run([]string{"publish", in, "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--tls", operator}, io.Discard, &perr); rc != 1 || !strings.Contains(perr.String(), "runs no Tapestry (start its node with --tapestry)") {
+		t.Errorf("publish to a node without Tapestry: exit %d, %q", rc, perr.String())
+	}
+
 	c := e2e.PostArticle(t, fmt.Sprintf("127.0.0.1:%d", newsPort),
 		"From: up@test\r\nNewsgroups: local.test\r\nSubject: up\r\nMessage-ID: <up1@test>\r\n\r\n.leading dot\r\nbody\r\n")
 	if reply, err := c.Cmd("BODY <up1@test>"); err != nil || !strings.HasPrefix(string(reply), "222") {
@@ -72,9 +104,22 @@ func TestUpQuickStart(t *testing.T) {
 
 	// The same command on the same data: the ring comes back with the file.
 	up = e2e.StartUp(t, bin, args...)
-	up.WaitFor("ring consistent")
+	up.WaitFor("Press Ctrl-C") // started, the ring consistent before the sites
 	if !bytes.Equal(get(), data) {
 		t.Fatal("after a restart, triad get returned other bytes than were put")
 	}
 	up.Interrupt()
+}
+
+// printedCommand is the arguments of the "go run ./cmd/triad" line of
+// output that contains what (after the program's name).
+func printedCommand(t *testing.T, output, what string) []string {
+	t.Helper()
+	for _, line := range strings.Split(output, "\n") {
+		if _, rest, ok := strings.Cut(line, "go run ./cmd/triad "); ok && strings.HasPrefix(rest, what) {
+			return strings.Fields(rest)
+		}
+	}
+	t.Fatalf("no line of output runs %q:\n%s", what, output)
+	return nil
 }

@@ -37,7 +37,9 @@ type ChaosConfig struct {
 	// wipes their data folders before every restart. Their copies are
 	// none: the run must lose nothing all the same (issue 27).
 	AckAndDrop int
-	Log        func(format string, args ...any)
+	// Port is node i's port, Port+i (0: free ports).
+	Port int
+	Log  func(format string, args ...any)
 }
 
 // ChaosResult is what a run did and found.
@@ -113,7 +115,7 @@ type chaosRun struct {
 func (run *chaosRun) startNodes(dir string) error {
 	cfg := run.cfg
 	for i := range cfg.Nodes {
-		addr, err := freeLoopbackAddr()
+		addr, err := nodeAddr(cfg.Port, i)
 		if err != nil {
 			return err
 		}

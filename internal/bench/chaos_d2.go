@@ -45,7 +45,9 @@ type ChaosD2Config struct {
 	// their code (triad node --test-lie ack-and-drop): every block they
 	// store, as owner or replica, is acknowledged and dropped (issue 44).
 	AckAndDrop int
-	Log        func(format string, args ...any)
+	// Port is node i's port, Port+i (0: free ports).
+	Port int
+	Log  func(format string, args ...any)
 }
 
 // DefaultChaosD2Config is `triad chaos --d2`'s: 8 nodes for 10 minutes,
@@ -63,6 +65,7 @@ func (c *ChaosD2Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.WipeEvery, "wipe-every", c.WipeEvery, "wipe the data folder of every `N`th node killed before its restart (0: never)")
 	fs.IntVar(&c.ColdRestarts, "cold-restarts", c.ColdRestarts, "times every node is killed at once and started again")
 	fs.IntVar(&c.AckAndDrop, "ack-and-drop", c.AckAndDrop, "for tests: run the last `N` nodes with storage that acknowledges every block and keeps none")
+	addPortFlag(fs, &c.Port)
 }
 
 // Validate checks c's counts and duration.
@@ -75,7 +78,7 @@ func (c ChaosD2Config) Validate() error {
 	case c.AckAndDrop < 0 || c.AckAndDrop > (c.Nodes-1)/3:
 		return fmt.Errorf("--ack-and-drop %d: want 0 to %d of %d nodes (no replica set of three may hold two)", c.AckAndDrop, (c.Nodes-1)/3, c.Nodes)
 	}
-	return nil
+	return checkPort(c.Port, c.Nodes)
 }
 
 // ChaosD2Result is what a run did and found.
@@ -163,7 +166,7 @@ var d2NodeArgs = []string{"--d2", "--d2-stabilize", "1s", "--d2-sync", "10s"}
 func (run *chaosD2Run) startNodes(dir string) error {
 	var first string
 	for i := range run.cfg.Nodes {
-		addr, err := freeLoopbackAddr()
+		addr, err := nodeAddr(run.cfg.Port, i)
 		if err != nil {
 			return err
 		}

@@ -33,6 +33,7 @@ import (
 type ChaosTapestryConfig struct {
 	Binary   string
 	Dir      string        // parent of the nodes' data folders; must exist
+	Port     int           // node i's port, Port+i (0: free ports)
 	Nodes    int           // node processes (16)
 	Servers  int           // of them, stable: never killed, each publishing its share of the objects (4)
 	Objects  int           // objects published (200)
@@ -76,6 +77,7 @@ func (c *ChaosTapestryConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "the lifetimes, the events and the objects")
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "locates per second during the churn")
 	fs.StringVar(&c.Dir, "dir", c.Dir, "folder for the nodes' data")
+	addPortFlag(fs, &c.Port)
 }
 
 // Validate checks c's counts, rates and durations.
@@ -90,7 +92,7 @@ func (c ChaosTapestryConfig) Validate() error {
 	case c.Republish <= 0 || c.Beacon <= 0 || c.MinSuccess < 0 || c.MinSuccess > 1:
 		return errors.New("want positive republish and beacon intervals and a success fraction of 0 to 1")
 	}
-	return nil
+	return checkPort(c.Port, c.Nodes)
 }
 
 // ChaosTapestryHelp is what `triad chaos --tapestry` --help says of the run.
@@ -286,7 +288,7 @@ func (run *tapChaos) startNodes(dir string) error {
 		env = []string{"GOMAXPROCS=1"}
 	}
 	for i := range cfg.Nodes {
-		addr, err := freeLoopbackAddr()
+		addr, err := nodeAddr(cfg.Port, i)
 		if err != nil {
 			return err
 		}

@@ -38,6 +38,7 @@ type DHashConfig struct {
 	Size        int    // block size in bytes
 	Ops         int    // puts, then as many gets
 	Concurrency int    // operations in flight, across all nodes
+	Port        int    // node i's port, Port+i (0: each node picks a free one)
 	MaxPhase    time.Duration
 	NodeArgs    []string   // extra `triad node` flags
 	PerNodeArgs [][]string // more flags for node i, if given
@@ -385,11 +386,14 @@ func (c *cluster) confine(cfg DHashConfig, i, pid int) error {
 // node 0, with its certificate when ca is set.
 func (c *cluster) nodeArgs(cfg DHashConfig, dir string, i int, ca *pki.CA) ([]string, error) {
 	listen := "127.0.0.1:0"
+	if cfg.Port != 0 {
+		listen = fmt.Sprintf("127.0.0.1:%d", cfg.Port+i)
+	}
 	var tlsArgs []string
 	if ca != nil {
 		// A certificate names its node's address: pick the port first.
 		var err error
-		if listen, err = freeLoopbackAddr(); err != nil {
+		if listen, err = nodeAddr(cfg.Port, i); err != nil {
 			return nil, err
 		}
 		name := fmt.Sprintf("node%d", i)

@@ -304,6 +304,7 @@ func (c *ChaosConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "which nodes die when, and the blocks written")
 	fs.StringVar(&c.Dir, "dir", c.Dir, "folder for the nodes' data")
 	fs.IntVar(&c.AckAndDrop, "ack-and-drop", c.AckAndDrop, "for tests: run the last `N` nodes as liars that acknowledge puts and keep only the keys, their disks wiped at every restart")
+	addPortFlag(fs, &c.Port)
 }
 
 // Validate checks c's counts and duration.
@@ -314,5 +315,5 @@ func (c ChaosConfig) Validate() error {
 	if c.AckAndDrop < 0 || c.AckAndDrop > (c.Nodes-1)/3 {
 		return fmt.Errorf("--ack-and-drop %d: want 0 to %d of %d nodes", c.AckAndDrop, (c.Nodes-1)/3, c.Nodes)
 	}
-	return nil
+	return checkPort(c.Port, c.Nodes)
 }

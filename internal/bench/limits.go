@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -361,6 +362,28 @@ func ProcessRSS(pid int) (RSS, error) {
 		}
 	}
 	return r, sc.Err()
+}
+
+// nodeAddr is the address of node i of a run: 127.0.0.1:base+i, or a
+// free port when base is 0 (the runs' --port).
+func nodeAddr(base, i int) (string, error) {
+	if base == 0 {
+		return freeLoopbackAddr()
+	}
+	return fmt.Sprintf("127.0.0.1:%d", base+i), nil
+}
+
+// checkPort checks a run's --port for nodes processes.
+func checkPort(base, nodes int) error {
+	if base != 0 && (base < 1024 || base+nodes-1 > 65535) {
+		return fmt.Errorf("--port %d: want 0 (free ports) or 1024 to %d, so that its %d nodes' ports fit", base, 65535-nodes+1, nodes)
+	}
+	return nil
+}
+
+// addPortFlag defines a run's --port.
+func addPortFlag(fs *flag.FlagSet, p *int) {
+	fs.IntVar(p, "port", *p, "node i listens on 127.0.0.1:`P`+i (0: free ports, picked by the run)")
 }
 
 func freeLoopbackAddr() (string, error) {

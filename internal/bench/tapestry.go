@@ -28,6 +28,7 @@ type TapestryConfig struct {
 	// Target is the messages/s the median round must reach to pass:
 	// five times the paper's 7,100 for 4 KB on a 2.4 GHz P-IV.
 	Target float64
+	Port   int // node i's port, Port+i (0: free ports)
 	Log    func(format string, args ...any)
 }
 
@@ -42,6 +43,7 @@ type TapestryRound struct {
 
 // TapestryResult is what the benchmark measured.
 type TapestryResult struct {
+	Nodes  []string        `json:"nodes"` // the two nodes' addresses
 	Size   int             `json:"size"`
 	Window int             `json:"window"`
 	Rounds []TapestryRound `json:"rounds"`
@@ -70,11 +72,12 @@ func Tapestry(cfg TapestryConfig) (res TapestryResult, err error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	c, err := startCluster(DHashConfig{Binary: cfg.Binary, Nodes: 2, NodeArgs: []string{"--tapestry", "--maint-interval", "0"}, Log: cfg.Log}, dir)
+	c, err := startCluster(DHashConfig{Binary: cfg.Binary, Nodes: 2, Port: cfg.Port, NodeArgs: []string{"--tapestry", "--maint-interval", "0"}, Log: cfg.Log}, dir)
 	defer c.stop(cfg.Log)
 	if err != nil {
 		return res, err
 	}
+	res.Nodes = c.addrs
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	target, err := c.waitTapestry(ctx)
@@ -161,7 +164,7 @@ func (c TapestryConfig) Validate() error {
 	if c.Size < 0 || c.Size > wire.MaxTapPayload || c.Count < 1 || c.Count > wire.MaxTapBenchCount || c.Window < 1 || c.Window > wire.MaxTapBenchWindow || c.Rounds < 1 || c.Rounds > 20 {
 		return fmt.Errorf("bench tapestry: want a size up to %d bytes, 1 to %d messages, a window of 1 to %d and 1 to 20 rounds", wire.MaxTapPayload, wire.MaxTapBenchCount, wire.MaxTapBenchWindow)
 	}
-	return nil
+	return checkPort(c.Port, 2)
 }
 
 // RegisterFlags defines `triad bench tapestry`'s flags.
@@ -172,6 +175,7 @@ func (c *TapestryConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Window, "window", c.Window, "messages in flight")
 	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "rounds; the median is reported")
 	fs.Float64Var(&c.Target, "target", c.Target, "messages/s the median round must reach")
+	addPortFlag(fs, &c.Port)
 }
 
 // TapestryHelp is what `triad bench tapestry` --help says of the run.

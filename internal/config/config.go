@@ -377,10 +377,18 @@ func editDistance(a, b string) int {
 var flagName = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
 
 // Explain adds FILE:LINE to a command's error about a flag whose value
-// Apply took from table section of the file (not from the command line).
+// Apply took from table section of the file (not from the command line);
+// to each of several problems joined (errors.Join), its own.
 func (f *File) Explain(section string, err error) error {
 	if f == nil || err == nil {
 		return err
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var each []error
+		for _, e := range j.Unwrap() {
+			each = append(each, f.Explain(section, e))
+		}
+		return errors.Join(each...)
 	}
 	for _, m := range flagName.FindAllStringSubmatch(err.Error(), -1) {
 		if line, ok := f.applied[section+"."+m[1]]; ok {

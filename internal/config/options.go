@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 )
@@ -63,15 +64,43 @@ func (f *File) Check(tables Tables) error {
 		fs.SetOutput(io.Discard)
 		o := tables[section]()
 		o.RegisterFlags(fs)
-		err := f.ApplyOptions(section, fs, o)
-		if err == nil {
-			err = f.Explain(section, o.Validate())
-		}
-		if err != nil && !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == err.Error() }) {
-			errs = append(errs, err)
+		// The values the table could set are checked together too: a
+		// key it could not is said once, by Apply.
+		for _, err := range flatten(errors.Join(f.ApplyOptions(section, fs, o), f.Explain(section, o.Validate()))) {
+			if !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == err.Error() }) {
+				errs = append(errs, err)
+			}
 		}
 	}
+	// In the file's order: a problem without a line (none of the file's
+	// keys) last.
+	slices.SortStableFunc(errs, func(a, b error) int { return lineOf(a) - lineOf(b) })
 	return errors.Join(errs...)
+}
+
+// flatten lists the problems err joins (errors.Join), at any depth.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
+}
+
+// lineOf is the line a problem names, past every line if none.
+func lineOf(err error) int {
+	var le *lineError
+	if errors.As(err, &le) {
+		return le.line
+	}
+	return math.MaxInt32
 }
 
 // Summary says what f sets: the number of keys of each table and of

@@ -36,6 +36,7 @@ type Options struct {
 	TLS      bool   // mutual TLS with a CA made under Data; key tls; default true
 	HTTPPort int    // first HTTP port of the status pages (node i on HTTPPort+i); 0: none; key http-port; default 9101
 	Groups   string // the groups every site carries; key groups; default newsd.DefaultGroups
+	PeerPort int    // with TLS, the first port of the sites' feeds (site i on PeerPort+i); 0: free ports; key peer-port
 }
 
 // DefaultOptions are three sites of one node each, two vnodes a node, with
@@ -55,6 +56,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.CacheMB, "cache-mb", o.CacheMB, "each site's cache of articles read from the ring, in MiB")
 	fs.BoolVar(&o.TLS, "tls", o.TLS, "mutual TLS on every connection to and from the nodes, with a CA made under --data (data/ca); --tls=false: plain TCP")
 	fs.IntVar(&o.HTTPPort, "http-port", o.HTTPPort, "first HTTP port on 127.0.0.1 for the status pages and /metrics: node i (and the site it serves) on http-port+i (0: none)")
+	fs.IntVar(&o.PeerPort, "peer-port", o.PeerPort, "with --tls, the first port of the sites' feeds to each other: site i takes its peers' TLS connections on peer-port+i (0: free ports, printed)")
 	fs.StringVar(&o.Groups, "groups", o.Groups, "comma-separated `newsgroups` every site carries (name or name:y|n|m)")
 }
 
@@ -82,6 +84,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--port %d out of range", o.Port)
 	case o.HTTPPort < 0 || o.HTTPPort+total > 65535:
 		return fmt.Errorf("--http-port %d out of range", o.HTTPPort)
+	case o.PeerPort < 0 || o.PeerPort+o.Sites > 65535:
+		return fmt.Errorf("--peer-port %d out of range", o.PeerPort)
 	case o.CacheMB < 0:
 		return fmt.Errorf("--cache-mb %d: want 0 or more", o.CacheMB)
 	}
@@ -114,15 +118,36 @@ type Deployment struct {
 
 // Start starts the deployment o describes, each site from site (the
 // [nntp] table's options) with what the deployment sets; say is told what
-// starts. On an error, what started is stopped.
+// starts. The sites start once the ring is consistent (WaitConsistent),
+// so that their first post finds the replicas it needs rather than "too
+// few live hosts". ctx bounds that wait; what starts runs until Close. On
+// an error, or ctx's end, what started is stopped.
 func Start(ctx context.Context, o Options, site newsd.Options, log *slog.Logger, say func(format string, args ...any)) (*Deployment, error) {
 	d := &Deployment{o: o, site: site, log: log, say: say}
-	for _, step := range []func(context.Context) error{d.openCA, d.startNodes, d.startSites, d.issueOperator} {
-		if err := step(ctx); err != nil {
+	run := context.WithoutCancel(ctx)
+	for _, step := range []func() error{
+		func() error { return d.openCA(run) },
+		func() error { return d.startNodes(run) },
+		func() error { return d.waitRing(ctx) },
+		func() error { return d.startSites(run) },
+		func() error { return d.issueOperator(run) },
+	} {
+		if err := step(); err != nil {
 			return nil, errors.Join(err, d.Close())
 		}
 	}
 	return d, nil
+}
+
+// waitRing waits until the ring is consistent, and says so.
+func (d *Deployment) waitRing(ctx context.Context) error {
+	start := time.Now()
+	n := d.WaitConsistent(ctx)
+	if n == 0 {
+		return fmt.Errorf("waiting for the ring to be consistent: %w", context.Cause(ctx))
+	}
+	d.say("ring consistent: %d vnodes, every successor list complete (%.1fs)", n, time.Since(start).Seconds())
+	return nil
 }
 
 // siteOptions are the options of site i: base (the [nntp] table's), with
@@ -271,9 +296,13 @@ func (d *Deployment) peerAddrs() ([]string, error) {
 		if d.ca == nil {
 			continue
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		at := "127.0.0.1:0"
+		if d.o.PeerPort > 0 {
+			at = fmt.Sprintf("127.0.0.1:%d", d.o.PeerPort+i)
+		}
+		ln, err := net.Listen("tcp", at)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("site %s's feeds (--peer-port): %w", SiteName(i), err)
 		}
 		d.peerLns[i], addrs[i] = ln, ln.Addr().String()
 	}

@@ -182,20 +182,20 @@ type groupSpec struct{ name, status string }
 
 func (o *Options) settings() (settings, error) {
 	var s settings
+	var p problems
 	var err error
 	if s.groups, err = ParseGroups(o.Groups); err != nil {
-		return s, fmt.Errorf("--groups: %v", err)
+		p.add(fmt.Errorf("--groups: %v", err))
 	}
-	if err := o.checkLimits(); err != nil {
-		return s, err
-	}
+	p.add(o.checkLimits())
 	if s.policy, err = usenet.ParseCachePolicy(o.CachePolicy); err != nil {
-		return s, fmt.Errorf("--cache-policy: %v", err)
+		p.add(fmt.Errorf("--cache-policy: %v", err))
 	}
-	if s.rules, err = parseExpire(o.Expire); err != nil {
-		return s, err
-	}
-	if s.peers, err = o.peers(); err != nil {
+	s.rules, err = parseExpire(o.Expire)
+	p.add(err)
+	s.peers, err = o.peers()
+	p.add(err)
+	if err := p.err(); err != nil {
 		return s, err
 	}
 	tlsLinks := o.PeerListen != "" || o.PeerListener != nil || slices.ContainsFunc(s.peers, func(p peering.Peer) bool { return p.Password == TLSSecret })
@@ -208,28 +208,39 @@ func (o *Options) settings() (settings, error) {
 	return s, nil
 }
 
-// checkLimits checks the numbers.
+// checkLimits checks the numbers, and says every one that is wrong.
 func (o *Options) checkLimits() error {
-	switch {
-	case o.MaxArticle < 1000 || o.MaxArticle > 64<<20:
-		return fmt.Errorf("--max-article %d: want 1000 bytes to 64 MiB", o.MaxArticle)
-	case o.MaxConns < 1 || o.MaxPerAddr < 1:
-		return errors.New("--max-conns and --max-per-addr must be at least 1")
-	case o.IdleTimeout < 3*time.Minute:
-		return fmt.Errorf("--idle-timeout %s: RFC 3977 asks for at least 3 minutes", o.IdleTimeout)
-	case o.WriteTimeout < time.Second:
-		return fmt.Errorf("--write-timeout %s: want at least 1s", o.WriteTimeout)
-	case o.CacheMB < 0 || o.CacheMB > 1<<20:
-		return fmt.Errorf("--cache-mb %d: want 0 to 1048576", o.CacheMB)
-	case o.MaxBacklog < 1:
-		return fmt.Errorf("--max-backlog %d: want at least 1", o.MaxBacklog)
-	case o.MaxBacklogMB < 1:
-		return fmt.Errorf("--max-backlog-mb %d: want at least 1", o.MaxBacklogMB)
-	case o.MemoryLimitMB < 0:
-		return fmt.Errorf("--memory-limit-mb %d: want 0 (none) or more", o.MemoryLimitMB)
-	}
-	return nil
+	var p problems
+	p.check(o.MaxArticle < 1000 || o.MaxArticle > 64<<20, "--max-article %d: want 1000 bytes to 64 MiB", o.MaxArticle)
+	p.check(o.MaxConns < 1, "--max-conns %d: want at least 1", o.MaxConns)
+	p.check(o.MaxPerAddr < 1, "--max-per-addr %d: want at least 1", o.MaxPerAddr)
+	p.check(o.IdleTimeout < 3*time.Minute, "--idle-timeout %s: RFC 3977 asks for at least 3 minutes", o.IdleTimeout)
+	p.check(o.WriteTimeout < time.Second, "--write-timeout %s: want at least 1s", o.WriteTimeout)
+	p.check(o.CacheMB < 0 || o.CacheMB > 1<<20, "--cache-mb %d: want 0 to 1048576", o.CacheMB)
+	p.check(o.MaxBacklog < 1, "--max-backlog %d: want at least 1", o.MaxBacklog)
+	p.check(o.MaxBacklogMB < 1, "--max-backlog-mb %d: want at least 1", o.MaxBacklogMB)
+	p.check(o.MemoryLimitMB < 0, "--memory-limit-mb %d: want 0 (none) or more", o.MemoryLimitMB)
+	return p.err()
 }
+
+// problems gathers what is wrong with options, to say all at once.
+type problems []error
+
+// check adds the problem format names if bad.
+func (p *problems) check(bad bool, format string, args ...any) {
+	if bad {
+		*p = append(*p, fmt.Errorf(format, args...))
+	}
+}
+
+// add adds err, if any.
+func (p *problems) add(err error) {
+	if err != nil {
+		*p = append(*p, err)
+	}
+}
+
+func (p problems) err() error { return errors.Join(p...) }
 
 // GoMemoryLimitMB is the soft limit of the process's Go memory: the
 // MemoryLimitMB on top of the article cache, which is memory the server

@@ -1,6 +1,7 @@
 package noded
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -241,29 +242,23 @@ type assembly struct {
 // assembly checks o and turns it into the settings of the parts.
 func (o *Options) assembly() (assembly, error) {
 	var a assembly
-	if o.Vnodes < 1 || o.Vnodes > ring.MaxVnodes {
-		return a, fmt.Errorf("--vnodes %d: want 1 to %d", o.Vnodes, ring.MaxVnodes)
+	// The numbers first, every wrong one said (triad config check).
+	var bad []error
+	check := func(wrong bool, format string, args ...any) {
+		if wrong {
+			bad = append(bad, fmt.Errorf(format, args...))
+		}
 	}
-	if o.Positions != 0 && (o.Positions < o.Vnodes || o.Positions > ring.MaxVnodes) {
-		return a, fmt.Errorf("--positions %d: want 0 (all the node may use) or %d (--vnodes) to %d", o.Positions, o.Vnodes, ring.MaxVnodes)
-	}
-	if o.WriteTimeout < 0 {
-		return a, fmt.Errorf("--write-timeout %v: want 0 or more", o.WriteTimeout)
-	}
-	if o.MaxConns < 1 {
-		return a, fmt.Errorf("--max-conns %d: want at least 1", o.MaxConns)
-	}
-	if o.Workers < 1 {
-		return a, fmt.Errorf("--workers %d: want at least 1", o.Workers)
-	}
-	if o.JoinTimeout < 0 {
-		return a, fmt.Errorf("--join-timeout %v: want 0 (keep trying) or a positive duration", o.JoinTimeout)
-	}
-	if o.Stabilize <= 0 {
-		return a, fmt.Errorf("--stabilize %v: want a positive duration", o.Stabilize)
-	}
+	check(o.Vnodes < 1 || o.Vnodes > ring.MaxVnodes, "--vnodes %d: want 1 to %d", o.Vnodes, ring.MaxVnodes)
+	check(o.Positions != 0 && (o.Positions < o.Vnodes || o.Positions > ring.MaxVnodes), "--positions %d: want 0 (all the node may use) or %d (--vnodes) to %d", o.Positions, o.Vnodes, ring.MaxVnodes)
+	check(o.WriteTimeout < 0, "--write-timeout %v: want 0 or more", o.WriteTimeout)
+	check(o.MaxConns < 1, "--max-conns %d: want at least 1", o.MaxConns)
+	check(o.Workers < 1, "--workers %d: want at least 1", o.Workers)
+	check(o.JoinTimeout < 0, "--join-timeout %v: want 0 (keep trying) or a positive duration", o.JoinTimeout)
+	check(o.Stabilize <= 0, "--stabilize %v: want a positive duration", o.Stabilize)
 	blocks, err := o.blocks()
-	if err != nil {
+	bad = append(bad, err)
+	if err := errors.Join(bad...); err != nil {
 		return a, err
 	}
 	rc := ring.DefaultConfig()

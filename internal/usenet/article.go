@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/mail"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -186,7 +188,8 @@ func (a *Article) Lines() int { return bytes.Count(a.Body(), []byte("\n")) }
 var required = []string{"Date", "From", "Message-ID", "Newsgroups", "Path", "Subject"}
 
 // Validate checks what RFC 5536 requires: each of Date, From, Message-ID,
-// Newsgroups, Path and Subject exactly once, a well-formed message-id
+// Newsgroups, Path and Subject exactly once, a Date that is a date (RFC
+// 5322 section 3.3, its obsolete forms too), a well-formed message-id
 // (equal to want when want is not empty: the id IHAVE or TAKETHIS named),
 // and well-formed newsgroup names.
 func (a *Article) Validate(want string) error {
@@ -201,6 +204,9 @@ func (a *Article) Validate(want string) error {
 			return badf("empty %s header", name)
 		}
 	}
+	if date, _ := a.Header("Date"); !isDate(date) {
+		return badf("Date header %q is not a date (RFC 5322 section 3.3)", date)
+	}
 	id, _ := a.Header("Message-ID")
 	if err := CheckMessageID(id); err != nil {
 		return err
@@ -210,6 +216,18 @@ func (a *Article) Validate(want string) error {
 	}
 	_, err := a.Groups()
 	return err
+}
+
+// isDate says whether v parses as an RFC 5322 date-time, with or without
+// its day of the week and seconds, with a numeric or named zone.
+func isDate(v string) bool {
+	// The form almost every server writes first: mail.ParseDate tries
+	// dozens of layouts, on the path of every article fed.
+	if _, err := time.Parse(time.RFC1123Z, v); err == nil {
+		return true
+	}
+	_, err := mail.ParseDate(v)
+	return err == nil
 }
 
 // Groups lists the Newsgroups header's groups.

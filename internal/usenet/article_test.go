@@ -220,3 +220,18 @@ func FuzzParseArticle(f *testing.F) {
 		}
 	})
 }
+
+// A Date header is an RFC 5322 date: the common forms pass, and what is
+// no date does not (it was taken while a missing Date was refused).
+func TestDateMustParse(t *testing.T) {
+	for _, v := range []string{"Sat, 21 Nov 2026 10:00:00 +0000", "21 Nov 2026 10:00 GMT", "Sat, 21 Nov 2026 10:00:00 UTC", "Sat, 21 Nov 2026 10:00:00 -0500 (EST)"} {
+		if !isDate(v) {
+			t.Errorf("isDate(%q) = false", v)
+		}
+	}
+	for _, v := range []string{"yesterday", "31 Foo 2026 99:00", "2026-11-21T10:00:00Z"} {
+		if isDate(v) {
+			t.Errorf("isDate(%q) = true", v)
+		}
+	}
+}

@@ -734,6 +734,11 @@ func fsKillMount(t *testing.T, d *e2e.DHash, bare []string, fs func(string, ...s
 	if err := rw.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	// Mounting over the dead mount says what it is and what to do (it
+	// said "is not a directory").
+	if _, err := fs(d.Nodes[4].Addr, "mount", "home", rw.Dir, "--ro"); err == nil || !strings.Contains(err.Error(), "transport endpoint is not connected): unmount it first (umount "+rw.Dir) {
+		t.Errorf("fs mount over a killed mount: %v", err)
+	}
 	syscall.Unmount(rw.Dir, syscall.MNT_DETACH)
 	re := mountProc(t, d, "remount", bare, "--ro", "--addr", d.Nodes[4].Addr+","+d.Nodes[6].Addr)
 	if got, err := os.ReadFile(filepath.Join(re.Dir, "last")); err != nil || string(got) != last {

@@ -306,7 +306,7 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 	arts := newsArticles("up", 400, localdeploy.SiteName(0))
 
 	up := e2e.StartUp(t, bin, args...)
-	up.WaitFor("ring consistent")
+	up.WaitFor("Press Ctrl-C") // started, the ring consistent before the sites
 	// A POST answered 240 a moment before the kill: its listing was in the
 	// journal, and news.db's checkpoint (every 50 ms) most likely had not
 	// run yet.
@@ -329,7 +329,7 @@ func TestUpNewsCrashDuringFeed(t *testing.T) {
 	t.Logf("%d articles acknowledged before SIGKILL", len(fed.acked))
 
 	up = e2e.StartUp(t, bin, args...)
-	up.WaitFor("ring consistent")
+	up.WaitFor("Press Ctrl-C") // started, the ring consistent before the sites
 	checkNews(t, addr, arts, fed)
 	checkListed(t, addr, "local.general", posted)
 	again := feed(t, addr, arts, time.Now().Add(2*time.Minute), nil)

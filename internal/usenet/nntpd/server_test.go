@@ -205,10 +205,16 @@ func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
 	refuse("read-only group", "From: a@example.com\r\nNewsgroups: local.readonly\r\nSubject: x\r\n\r\nbody\r\n", "441")
 	refuse("moderated group, not approved", "From: a@example.com\r\nNewsgroups: local.test,local.moderated\r\nSubject: x\r\n\r\nbody\r\n", "441")
 	refuse("too large", "From: a@example.com\r\nNewsgroups: local.test\r\nSubject: x\r\n\r\n"+strings.Repeat("0123456789\r\n", 1000), "441")
+	refuse("a Date that is no date", "From: a@example.com\r\nNewsgroups: local.test\r\nSubject: x\r\nDate: yesterday\r\n\r\nbody\r\n", "441")
 
 	// Fed articles need every RFC 5536 header and the offered id.
 	nntptest.Code(t, c.Status("IHAVE <a1@example.com>"), "335")
 	c.SendText("From: a@example.com\r\nNewsgroups: local.test\r\nSubject: x\r\nMessage-ID: <a1@example.com>\r\n\r\nno Path or Date\r\n")
+	nntptest.Code(t, c.Line(), "437")
+	// A Date that does not parse is refused as a missing one is (it
+	// was taken).
+	nntptest.Code(t, c.Status("IHAVE <d1@example.com>"), "335")
+	c.SendText("Path: x\r\nFrom: a@example.com\r\nNewsgroups: local.test\r\nSubject: x\r\nMessage-ID: <d1@example.com>\r\nDate: 31 Foo 2026 99:00\r\n\r\nbad date\r\n")
 	nntptest.Code(t, c.Line(), "437")
 	nntptest.Code(t, c.Status("IHAVE <a2@example.com>"), "335")
 	c.SendText(article("<other@example.com>", "local.test", "wrong id\r\n"))
