@@ -13,7 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"triad/internal/deploy"
 	"triad/internal/metrics"
+	"triad/internal/node"
 	"triad/internal/store"
 	"triad/internal/usenet"
 	"triad/internal/usenet/nntpd"
@@ -82,6 +84,7 @@ type view struct {
 	Expiry    []expiryRow
 	Maint     *wire.MaintStatus
 	News      *newsView
+	Protocols []protocolView
 	Errors    []LogEntry
 	HasErrLog bool
 }
@@ -109,6 +112,44 @@ type expiryRow struct {
 	Share   float64 // of the usage, 0 to 100
 }
 
+// protocolView is a protocol's section (Tapestry, D2): its figures, and
+// whether it is on its ring (D2's joined), in red when it is not.
+type protocolView struct {
+	ID, Title         string
+	Lead              string
+	Joined, HasJoined bool
+	Metrics           []node.Metric
+}
+
+// protocolViews are the sections of the protocols that report their own
+// figures (issue 47: a D2 down on every node, or holding 658 blocks, was
+// on no page).
+func protocolViews(reports []deploy.Report) []protocolView {
+	var out []protocolView
+	for _, r := range reports {
+		v := protocolView{ID: r.Protocol, Title: protocolTitles[r.Protocol], Metrics: r.Metrics}
+		if v.Title == "" {
+			v.Title = r.Protocol
+		}
+		for _, m := range r.Metrics {
+			switch m.Name {
+			case "joined":
+				v.HasJoined, v.Joined = true, m.Value > 0
+			case "held":
+				v.Lead = fmt.Sprintf("%.0f blocks and pointers held.", m.Value)
+			case "links":
+				if r.Protocol == "tapestry" {
+					v.Lead = fmt.Sprintf("%.0f routing table links.", m.Value)
+				}
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+var protocolTitles = map[string]string{"tapestry": "Tapestry", "d2": "D2"}
+
 type newsView struct {
 	Stats    nntpd.Stats
 	Ingested uint64
@@ -134,6 +175,7 @@ func (src *Sources) view(ctx context.Context) view {
 			v.Ring = ringPoints(snap)
 			v.Coords = coordPoints(snap)
 			v.Maint = snap.Maint
+			v.Protocols = protocolViews(snap.Protocols)
 		}
 	}
 	if src.Store != nil {
@@ -204,16 +246,24 @@ func ringPoints(s metrics.NodeSnapshot) []ringPoint {
 		pts = append(pts, ringPoint{X: 170 + 150*math.Sin(a), Y: 170 - 150*math.Cos(a), Kind: kind,
 			Label: fmt.Sprintf("%s %s (%s)", kind, r.ID.Short(), r.Addr)})
 	}
+	// A node drawn once, in the first role of: self, successor,
+	// predecessor, finger. With many vnodes each neighbour is one vnode's
+	// successor and another's predecessor: successors first, or every
+	// other vnode was drawn as a predecessor (issue 47).
 	for _, v := range s.Vnodes {
 		add(v.Self, "self")
+	}
+	for _, v := range s.Vnodes {
+		for _, r := range v.Succs {
+			add(r, "succ")
+		}
 	}
 	for _, v := range s.Vnodes {
 		for _, r := range v.Preds {
 			add(r, "pred")
 		}
-		for _, r := range v.Succs {
-			add(r, "succ")
-		}
+	}
+	for _, v := range s.Vnodes {
 		for _, r := range v.Fingers {
 			add(r, "finger")
 		}

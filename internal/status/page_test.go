@@ -3,15 +3,19 @@ package status
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"triad/internal/deploy"
 	"triad/internal/id"
 	"triad/internal/metrics"
+	"triad/internal/node"
 	"triad/internal/store"
 	"triad/internal/wire"
 )
@@ -94,5 +98,62 @@ func TestPageDrawsItsSections(t *testing.T) {
 	Handler(src).ServeHTTP(w, httptest.NewRequest("GET", "/static/style.css", nil))
 	if w.Code != 200 || !strings.Contains(w.Header().Get("Content-Type"), "text/css") {
 		t.Errorf("style.css: %d %s", w.Code, w.Header().Get("Content-Type"))
+	}
+}
+
+// A neighbour that is one vnode's successor and another's predecessor is
+// drawn as a successor (issue 47: every other vnode was drawn as a
+// predecessor, none in the successors' colour); one that is only a
+// predecessor, as one.
+func TestRingPointsPreferSuccessors(t *testing.T) {
+	ref := func(b byte) wire.NodeRef {
+		var raw [id.Bytes]byte
+		raw[0] = b
+		x, err := id.FromBytes(raw[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wire.NodeRef{ID: x, Addr: fmt.Sprintf("127.0.0.1:%d", 4000+int(b))}
+	}
+	a, b, x, y := ref(0x10), ref(0x50), ref(0x30), ref(0x90)
+	snap := metrics.NodeSnapshot{Vnodes: []metrics.VnodeSnapshot{
+		{Self: a, Preds: []wire.NodeRef{y}, Succs: []wire.NodeRef{x}},
+		{Self: b, Preds: []wire.NodeRef{x}, Succs: []wire.NodeRef{y}},
+	}}
+	kinds := map[string]string{}
+	for _, p := range ringPoints(snap) {
+		kinds[p.Label[strings.LastIndex(p.Label, "(")+1:len(p.Label)-1]] = p.Kind
+	}
+	want := map[string]string{a.Addr: "self", b.Addr: "self", x.Addr: "succ", y.Addr: "succ"}
+	if !maps.Equal(kinds, want) {
+		t.Fatalf("kinds %v, want %v", kinds, want)
+	}
+}
+
+// The protocols that report their own figures get a section each: D2 off
+// its ring in red, the blocks it holds; Tapestry's links (issue 47: while
+// D2 was down on every node, no page said so, and a node holding 658
+// D2 blocks showed "0 objects").
+func TestPageShowsProtocols(t *testing.T) {
+	snap := metrics.NodeSnapshot{Addr: "127.0.0.1:1", Protocols: []deploy.Report{
+		{Protocol: "tapestry", Metrics: []node.Metric{{Name: "links", Gauge: true, Value: 12}}},
+		{Protocol: "d2", Metrics: []node.Metric{{Name: "joined", Gauge: true, Value: 0}, {Name: "held", Gauge: true, Value: 658}}},
+	}}
+	src := &Sources{Name: "node test", Node: func(context.Context) (metrics.NodeSnapshot, error) { return snap, nil }}
+	get := func() string {
+		w := httptest.NewRecorder()
+		Handler(src).ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+		return w.Body.String()
+	}
+	body := get()
+	for _, want := range []string{`<section id="tapestry">`, "12 routing table links.", `<section id="d2">`,
+		`<span class="bad">Not on its ring</span>`, "658 blocks and pointers held."} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	snap.Protocols[1].Metrics[0].Value = 1
+	if body := get(); strings.Contains(body, "Not on its ring") || !strings.Contains(body, "On its ring.") {
+		t.Error("a joined D2 is shown off its ring")
 	}
 }
