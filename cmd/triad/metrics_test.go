@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
 
 	"triad/internal/localdeploy"
 	"triad/internal/newsd"
@@ -137,6 +138,57 @@ func TestUpServesMetrics(t *testing.T) {
 		if base := strings.TrimSuffix(n, "_bucket"); !seen[base] {
 			t.Errorf("the dashboard asks for %s, which no daemon serves", n)
 		}
+	}
+	checkAlertRules(t, "../../docs/alerts.yml", seen)
+}
+
+// checkAlertRules parses the Prometheus rule file at path: every rule an
+// alert with an expression, a severity and a summary, every triad metric
+// it names one of served (issue 47: rules users can load as they are).
+func checkAlertRules(t *testing.T, path string, served map[string]bool) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Groups []struct {
+			Name  string `yaml:"name"`
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Expr        string            `yaml:"expr"`
+				For         string            `yaml:"for"`
+				Labels      map[string]string `yaml:"labels"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&file); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	rules := 0
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			rules++
+			if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
+				t.Errorf("%s: rule %+v lacks a name, an expression, a severity or a summary", path, r)
+			}
+			if r.For != "" {
+				if _, err := model.ParseDuration(r.For); err != nil {
+					t.Errorf("%s: %s: for %q: %v", path, r.Alert, r.For, err)
+				}
+			}
+			for _, n := range regexp.MustCompile(`triad_[a-z0-9_]+`).FindAllString(r.Expr, -1) {
+				if !served[n] {
+					t.Errorf("%s: %s asks for %s, which no daemon serves", path, r.Alert, n)
+				}
+			}
+		}
+	}
+	if rules < 15 {
+		t.Errorf("%s has %d rules; docs/operations.md lists more", path, rules)
 	}
 }
 
