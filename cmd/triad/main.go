@@ -39,6 +39,7 @@ func init() {
 		{"fetch", "fetch a published key's bytes through Tapestry", runFetch},
 		{"tapestry", "show a node's Tapestry routing table or counters (tapestry table, status)", runTapestry},
 		{"maint", "show, pause or resume a node's maintenance (maint status)", runMaint},
+		{"news", "a news site's groups and feeds while it runs (news newgroup, rmgroup, list, feeds, pause, resume)", runNews},
 		{"sim", "run a simulation experiment (sim ring, dhash, passingtone)", runSim},
 		{"bench", "measure a part on this machine (bench store, dhash, nntp, limits, sync)", runBench},
 		{"ca", "a deployment's certificate authority (ca init, issue, revoke)", runCA},

@@ -95,6 +95,11 @@ func printHowTo(out io.Writer, o localdeploy.Options, d *localdeploy.Deployment)
 		for i, s := range d.Sites {
 			fmt.Fprintf(out, "    news://%s/   (%s)\n", s.Addr, localdeploy.SiteName(i))
 		}
+		admin := d.Sites[0].Addr
+		if d.Sites[0].PeerAddr != "" {
+			admin = d.Sites[0].PeerAddr // the operator's certificate is taken on the TLS listener
+		}
+		fmt.Fprintf(out, "  add or remove a newsgroup at every site, see the feeds (as ctlinnd does):\n    go run ./cmd/triad news newgroup local.new --addr %s\n    go run ./cmd/triad news feeds --addr %s\n", admin, admin)
 		fmt.Fprintf(out, `  an article posted at one site is read at every other one, e.g.:
   python3 -c "import nntplib; s = nntplib.NNTP('127.0.0.1', %d); print(s.group('local.test'))"
   each site's feeds to the others: %s

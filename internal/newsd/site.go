@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"time"
@@ -91,6 +92,9 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (_ *Site, err error
 		}
 		s.closer = append(s.closer, func() error { s.feeds.Close(); return nil })
 	}
+	if s.feeds != nil {
+		cfg.server.Admin = siteAdmin{s.feeds}
+	}
 	s.srv = nntpd.NewServer(cfg.server)
 	if err := s.statusPage(o, rec); err != nil {
 		return nil, err
@@ -143,6 +147,9 @@ func (s *Site) openSite(ctx context.Context, o Options, set settings, bundle *pk
 	s.site = site
 	s.closer = append(s.closer, site.Close)
 	for _, g := range set.groups {
+		if site.List().Removed(g.name) {
+			continue // the operator removed it (triad news rmgroup): --groups does not bring it back
+		}
 		if old, ok := site.List().Group(g.name); !ok || g.status != "" && g.status != old.Status {
 			if err := site.List().AddGroup(g.name, g.status, old.Desc); err != nil {
 				return err
@@ -154,6 +161,22 @@ func (s *Site) openSite(ctx context.Context, o Options, set settings, bundle *pk
 	}
 	return nil
 }
+
+// siteAdmin is the site's feeds as the operator's commands see them
+// (nntpd.Admin).
+type siteAdmin struct{ feeds *peering.Feeds }
+
+func (a siteAdmin) Peers() []nntpd.PeerAddr {
+	var out []nntpd.PeerAddr
+	for _, p := range a.feeds.Peers() {
+		out = append(out, nntpd.PeerAddr{Name: p.Name, Addr: p.Addr})
+	}
+	return out
+}
+
+func (a siteAdmin) Feeds() []string { return a.feeds.Lines() }
+
+func (a siteAdmin) PauseFeeds(peer string, pause bool) error { return a.feeds.Pause(peer, pause) }
 
 // serving is the server's configuration and the peers its feeds send to.
 type serving struct {
@@ -189,11 +212,27 @@ func (s *Site) serverConfig(o Options, list []peering.Peer, bundle *pki.Bundle, 
 			return serving{}, err
 		}
 	}
+	if bundle == nil {
+		// Without TLS there is no operator's certificate: the operator is
+		// whoever runs triad news on this machine, as for a node's
+		// commands (ctlinnd likewise needs the server's own machine).
+		cfg.Open = func(a netip.Addr) nntpd.Perm {
+			if p := nntpd.LoopbackOnly(a); p != 0 {
+				return p | nntpd.PermAdmin
+			}
+			return 0
+		}
+	}
 	if bundle != nil {
 		cfg.TLSPeer = func(cs tls.ConnectionState) (string, nntpd.Perm, error) {
 			id, err := pki.PeerIdentity(cs)
 			if err != nil {
 				return "", 0, err
+			}
+			if id.Role == pki.RoleOperator {
+				// triad news: the operator's certificate, and only it,
+				// administers the site's groups and feeds.
+				return id.Name, nntpd.PermRead | nntpd.PermAdmin, nil
 			}
 			if !tlsPeers[id.Name] {
 				return id.Name, 0, errors.New("not a peer of this site that announces by certificate")

@@ -37,6 +37,8 @@ const (
 	CodeTakeThisOK          Code = 239 // TAKETHIS: article transferred OK (RFC 4644 section 2.5)
 	CodePosted              Code = 240 // POST: article received OK
 	CodeAuthAccepted        Code = 281 // AUTHINFO: accepted (RFC 4643)
+	CodeAdminDone           Code = 288 // an operator's X command (triad news) done
+	CodeAdminFollows        Code = 289 // an operator's X command: a list follows
 	CodeSendTransfer        Code = 335 // IHAVE: send the article
 	CodeSendPost            Code = 340 // POST: send the article
 	CodePasswordRequired    Code = 381 // AUTHINFO USER: password required (RFC 4643)

@@ -43,7 +43,7 @@ type Group struct {
 	High    uint64 `json:"high"` // highest number ever given
 	Count   uint64 `json:"count"`
 	Created int64  `json:"created"` // Unix seconds
-	Status  string `json:"status"`  // "y" posting allowed, "n" not, "m" moderated
+	Status  string `json:"status"`  // "y" posting allowed, "n" not, "m" moderated; "x" removed (List.RemoveGroup)
 	Desc    string `json:"desc,omitempty"`
 }
 

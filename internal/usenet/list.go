@@ -150,17 +150,47 @@ func OpenList(cfg ListConfig) (*List, error) {
 // Close closes the database. Nothing may use the list after.
 func (l *List) Close() error { return l.db.close() }
 
-// AddGroup creates a group (status "y", "n" or "m"); an existing group
-// keeps its numbers and gets the new status and description.
+// AddGroup creates a group (status "y", "n" or "m"); an existing group,
+// or one removed, keeps its numbers and gets the new status and
+// description.
 func (l *List) AddGroup(name, status, desc string) error {
-	if err := CheckGroupName(name); err != nil {
-		return err
-	}
 	if status == "" {
 		status = "y"
 	}
 	if status != "y" && status != "n" && status != "m" {
 		return fmt.Errorf("usenet: group status %q: want y, n or m", status)
+	}
+	return l.setGroup(name, status, desc)
+}
+
+// RemoveGroup stops carrying a group (as ctlinnd rmgroup): no article is
+// listed in it any more and readers no longer see it. Its record stays,
+// marked removed ("x"), so that its numbers are never handed out again
+// if it is added back, and so that a restart's --groups does not bring
+// it back (Removed). The articles listed stay until they expire.
+func (l *List) RemoveGroup(name string) error {
+	if _, ok := l.Group(name); !ok {
+		return fmt.Errorf("%w: %s", ErrNoSuchGroup, name)
+	}
+	return l.setGroup(name, removedStatus, "")
+}
+
+// Removed reports whether the group was removed (RemoveGroup) and not
+// added back since.
+func (l *List) Removed(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.groups[name]
+	return g != nil && g.Status == removedStatus
+}
+
+// removedStatus marks a removed group.
+const removedStatus = "x"
+
+// setGroup sets a group's status and description, making it if needed.
+func (l *List) setGroup(name, status, desc string) error {
+	if err := CheckGroupName(name); err != nil {
+		return err
 	}
 	// commitMu, as every writer of group state holds it; l.mu only for
 	// the map, never across news.db's write lock (expiry takes l.mu
@@ -170,11 +200,17 @@ func (l *List) AddGroup(name, status, desc string) error {
 	l.mu.Lock()
 	g := l.groups[name]
 	l.mu.Unlock()
+	now := l.cfg.Now().Unix()
 	if g == nil {
-		g = &Group{Name: name, Low: 1, Created: l.cfg.Now().Unix()}
+		g = &Group{Name: name, Low: 1, Created: now}
 	} else {
 		c := *g
 		g = &c
+	}
+	// A group added back is new to readers (NEWGROUPS).
+	back := g.Status == removedStatus && status != removedStatus
+	if back {
+		g.Created = now
 	}
 	g.Status, g.Desc = status, desc
 	// news.db keeps its own numbers for a group it has: those in memory
@@ -188,6 +224,9 @@ func (l *List) AddGroup(name, status, desc string) error {
 			stored = g
 		}
 		stored.Status, stored.Desc = status, desc
+		if back {
+			stored.Created = now
+		}
 		return putGroup(tx, stored)
 	})
 	if err != nil {
@@ -204,7 +243,7 @@ func (l *List) Group(name string) (Group, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	g := l.groups[name]
-	if g == nil {
+	if g == nil || g.Status == removedStatus {
 		return Group{}, false
 	}
 	return *g, true
@@ -215,7 +254,7 @@ func (l *List) Groups(pattern string) []Group {
 	l.mu.Lock()
 	out := make([]Group, 0, len(l.groups))
 	for _, g := range l.groups {
-		if Wildmat(pattern, g.Name) {
+		if g.Status != removedStatus && Wildmat(pattern, g.Name) {
 			out = append(out, *g)
 		}
 	}
@@ -325,7 +364,7 @@ func (l *List) route(names []string, posted, approved bool) ([]string, time.Dura
 	var keep time.Duration
 	for _, n := range names {
 		g := l.groups[n]
-		if g == nil {
+		if g == nil || g.Status == removedStatus {
 			continue
 		}
 		if posted && g.Status == "n" {
@@ -431,7 +470,7 @@ func (l *List) carried(batch []Entry) (todo []numbered, changed map[string]*Grou
 		n := numbered{e: e}
 		for j, name := range e.Groups {
 			g := l.groups[name]
-			if g == nil || slices.Contains(n.groups, name) {
+			if g == nil || g.Status == removedStatus || slices.Contains(n.groups, name) {
 				continue
 			}
 			if changed[name] == nil {
@@ -474,7 +513,7 @@ func (l *List) reserve(batch []*Entry) {
 	for _, e := range batch {
 		e.Nums = make([]uint64, len(e.Groups))
 		for j, name := range e.Groups {
-			if l.groups[name] != nil && !slices.Contains(e.Groups[:j], name) {
+			if g := l.groups[name]; g != nil && g.Status != removedStatus && !slices.Contains(e.Groups[:j], name) {
 				e.Nums[j] = l.nextNumber(name)
 			}
 		}

@@ -1,6 +1,7 @@
 package usenet
 
 import (
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -54,5 +55,60 @@ func TestListAddWithoutSpool(t *testing.T) {
 	}
 	if _, err := l.Add(announced("no-brackets", "local.a")); err == nil {
 		t.Fatal("an entry with a malformed message-id was taken")
+	}
+}
+
+// A removed group is no longer listed, takes no entries, and keeps its
+// numbers and its removal across a reopen; added back, it numbers on.
+func TestRemoveGroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "news.db")
+	open := func() *List {
+		t.Helper()
+		l, err := OpenList(ListConfig{Path: path, PathHost: "list.test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := open()
+	for _, g := range []string{"local.gone", "local.kept"} {
+		if err := l.AddGroup(g, "y", "d"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := l.Add(announced("<r1@x>", "local.gone")); err != nil || n != 1 {
+		t.Fatalf("Add: %d, %v", n, err)
+	}
+	if err := l.RemoveGroup("local.gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RemoveGroup("local.never"); !errors.Is(err, ErrNoSuchGroup) {
+		t.Fatalf("RemoveGroup of a group never made: %v", err)
+	}
+	check := func(l *List) {
+		t.Helper()
+		if _, ok := l.Group("local.gone"); ok || !l.Removed("local.gone") || len(l.Groups("local.*")) != 1 {
+			t.Fatalf("a removed group is still listed: %+v", l.Groups("local.*"))
+		}
+		if _, _, err := l.route([]string{"local.gone"}, true, false); !errors.Is(err, ErrNoGroups) {
+			t.Fatalf("an article for a removed group only: %v, want ErrNoGroups", err)
+		}
+	}
+	check(l)
+	if n, err := l.Add(announced("<r2@x>", "local.gone", "local.kept")); err != nil || n != 1 {
+		t.Fatalf("Add: %d, %v", n, err)
+	}
+	if h, _, _ := l.Lookup("<r2@x>"); h.Xref != "list.test local.kept:1" {
+		t.Fatalf("an announced entry was listed in a removed group: Xref %q", h.Xref)
+	}
+	l.Close()
+	l = open()
+	defer l.Close()
+	check(l)
+	if err := l.AddGroup("local.gone", "y", ""); err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := l.Group("local.gone"); !ok || l.Removed("local.gone") || g.High != 1 {
+		t.Fatalf("added back: %+v, %v; want it listed, its numbers kept (high 1)", g, ok)
 	}
 }

@@ -170,7 +170,9 @@ var (
 	ErrNoGroups   = errors.New("no newsgroup of the article is carried here")
 	ErrNoPosting  = errors.New("posting to this newsgroup is not allowed")
 	ErrUnapproved = errors.New("moderated newsgroup: the article has no Approved header")
-	ErrSiteClosed = fault.New(fault.ErrBusy, "site closed") // try later
+	// ErrNoSuchGroup is RemoveGroup's for a group not carried here.
+	ErrNoSuchGroup = errors.New("no such newsgroup here")
+	ErrSiteClosed  = fault.New(fault.ErrBusy, "site closed") // try later
 )
 
 // OpenSite opens the list in cfg.Dir, lists what the journal holds, the

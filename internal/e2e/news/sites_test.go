@@ -267,27 +267,48 @@ func unreachableWarnings(t *testing.T, site *e2e.News, peer string) int {
 }
 
 // checkPeerLinkRefusesStrangers finds site 1's peers' TLS listener in what
-// triad up printed and checks that only the other sites are taken there:
-// a client with no certificate, or with the operator's (the ring's CA,
-// but no peer site's), is refused, and nothing else is said to it.
+// triad up printed and checks that only the other sites feed there: a
+// client with no certificate, or with a node's (the ring's CA, but no peer
+// site's), is refused, and nothing else is said to it; the operator's is
+// taken for triad news only (issue 47), and may not announce or post.
 func checkPeerLinkRefusesStrangers(t *testing.T, up *e2e.Up, data string) {
 	t.Helper()
 	m := regexp.MustCompile(`started news site ` + localdeploy.SiteName(0) + ` .*peers over TLS on (\S+);`).FindStringSubmatch(up.Seen)
 	if m == nil {
 		t.Fatalf("triad up printed no TLS peer address for %s:\n%s", localdeploy.SiteName(0), up.Seen)
 	}
-	operator, err := pki.LoadBundle(filepath.Join(data, "ca", "bundles", "operator"))
-	if err != nil {
-		t.Fatal(err)
+	dial := func(bundle string) *nntp.Client {
+		t.Helper()
+		b, err := pki.LoadBundle(bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := nntp.DialTLS(m[1], b.NamedClientConfig(localdeploy.SiteName(0)), time.Now().Add(10*time.Second))
+		if err != nil {
+			t.Fatalf("%s's certificate: %v, want a greeting", filepath.Base(bundle), err)
+		}
+		return c
 	}
-	c, err := nntp.DialTLS(m[1], operator.NamedClientConfig(localdeploy.SiteName(0)), time.Now().Add(10*time.Second))
-	if err != nil {
-		t.Fatalf("the operator's certificate: %v, want a 502 greeting", err)
+	nodes, _ := filepath.Glob(filepath.Join(data, "ca", "bundles", "node0-*"))
+	if len(nodes) != 1 {
+		t.Fatalf("no node bundle among %v", nodes)
 	}
+	c := dial(nodes[0])
 	if g := c.Greeting(); !strings.HasPrefix(g, "502 ") {
-		t.Errorf("the operator's certificate is greeted %q on the peers' link", g)
+		t.Errorf("a node's certificate is greeted %q on the peers' link", g)
 	}
 	c.Close()
+	for _, cmd := range []string{"CHECK <x@y>", "POST", "XFEEDS"} {
+		c = dial(filepath.Join(data, "ca", "bundles", "operator"))
+		want := "502"
+		if cmd == "XFEEDS" {
+			want = "289"
+		}
+		if line, err := c.Cmd(cmd); err != nil || !strings.HasPrefix(string(line), want) {
+			t.Errorf("the operator's %s on the peers' link: %q, %v; want %s", cmd, line, err, want)
+		}
+		c.Close()
+	}
 	if c, err := nntp.DialTLS(m[1], &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true}, time.Now().Add(10*time.Second)); err == nil {
 		if _, err := c.ReadLine(); err == nil {
 			t.Errorf("a client without a certificate was taken on the peers' link")

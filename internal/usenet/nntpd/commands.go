@@ -26,7 +26,11 @@ func (c *conn) command(line string) bool {
 		return c.reply(nntp.CodeUnknownCommand, "Empty command")
 	}
 	verb, args := strings.ToUpper(f[0]), f[1:]
-	if need, ok := perms[verb]; ok && need != 0 && c.perm&need == 0 {
+	need, ok := perms[verb]
+	if !ok {
+		need, ok = adminPerms[verb]
+	}
+	if ok && need != 0 && c.perm&need == 0 {
 		if c.s.cfg.Users != nil && !c.authed {
 			return c.reply(nntp.CodeAuthRequired, "Authentication required")
 		}
@@ -74,6 +78,9 @@ func (c *conn) command(line string) bool {
 		return c.takedht(args)
 	case "TAKETHIS":
 		return c.takethis(args)
+	}
+	if keep, ok := c.admin(verb, args, line); ok {
+		return keep
 	}
 	return c.reply(nntp.CodeUnknownCommand, "Unknown command %.40q", f[0])
 }

@@ -27,6 +27,7 @@ const (
 	PermPost                      // POST
 	PermFeed                      // IHAVE, CHECK, TAKETHIS
 	PermAnnounce                  // TAKEDHT: a peer site of the same ring (never granted by address)
+	PermAdmin                     // XNEWGROUP, XRMGROUP, XFEEDS, XPAUSE, XRESUME: the operator (triad news)
 )
 
 // Config configures a Server. Zero fields take the defaults noted.
@@ -54,7 +55,24 @@ type Config struct {
 	// long, so a reader that stalls pins its buffers no longer (1 min).
 	WriteTimeout time.Duration
 	Streams      int // TAKETHIS in flight per connection (64)
+	// Admin is what an operator's feed commands act on; nil: XFEEDS,
+	// XPAUSE and XRESUME answer 503.
+	Admin Admin
 }
+
+// Admin is a site's feeds as the operator's commands see them.
+type Admin interface {
+	// Peers are the sites this one feeds, each its name and address.
+	Peers() []PeerAddr
+	// Feeds are the feeds' states, a line each, as feeds.status has them.
+	Feeds() []string
+	// PauseFeeds holds (pause) or lets go the feeds to peer, or to every
+	// peer when peer is "".
+	PauseFeeds(peer string, pause bool) error
+}
+
+// PeerAddr is a peer site's name and the address its feed goes to.
+type PeerAddr struct{ Name, Addr string }
 
 func (c Config) withDefaults() Config {
 	if c.Log == nil {

@@ -539,3 +539,27 @@ func TestPipelinedChecksAnsweredInOrder(t *testing.T) {
 	// A CHECK alone is answered at once (nothing else to read).
 	nntptest.Code(t, c.Status("CHECK <t9@example.com>"), "438 <t9@example.com>")
 }
+
+// The operator's commands (triad news) need PermAdmin, which no client
+// gets by default; with it, groups are added and removed at run time.
+func TestAdminCommands(t *testing.T) {
+	ts := startServer(t, Config{}, usenet.SiteConfig{})
+	c, _ := ts.dial(t)
+	nntptest.Code(t, c.Status("XNEWGROUP local.new"), "502")
+	nntptest.Code(t, c.Status("XRMGROUP local.test"), "502")
+
+	admin := startServer(t, Config{Open: func(netip.Addr) Perm { return PermRead | PermAdmin }}, usenet.SiteConfig{})
+	c, _ = admin.dial(t)
+	nntptest.Code(t, c.Status("XNEWGROUP local.new m a group made at run time"), "288")
+	if g, ok := admin.site.List().Group("local.new"); !ok || g.Status != "m" || g.Desc != "a group made at run time" {
+		t.Fatalf("XNEWGROUP made %+v, %v", g, ok)
+	}
+	nntptest.Code(t, c.Status("GROUP local.new"), "211")
+	nntptest.Code(t, c.Status("XNEWGROUP local..bad"), "501")
+	nntptest.Code(t, c.Status("XNEWGROUP local.x q"), "501")
+	nntptest.Code(t, c.Status("XRMGROUP local.new"), "288")
+	nntptest.Code(t, c.Status("GROUP local.new"), "411")
+	nntptest.Code(t, c.Status("XRMGROUP local.new"), "411")
+	nntptest.Code(t, c.Status("XPEERS"), "503") // no feeds here
+	nntptest.Code(t, c.Status("XPAUSE"), "503")
+}

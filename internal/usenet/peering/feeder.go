@@ -109,6 +109,7 @@ type PeerStatus struct {
 	// Connects counts the connections made: one for a feed kept alive,
 	// one more for each the peer or the network ended.
 	Connects  uint64
+	Paused    bool // held by the operator (Feeds.Pause)
 	LastError string
 }
 
@@ -145,7 +146,7 @@ func StartFeeds(cfg FeedConfig) (*Feeds, error) {
 		if err := cfg.Site.List().StartCursor(p.Name); err != nil {
 			return nil, err
 		}
-		f.feeders = append(f.feeders, &feeder{feeds: f, peer: p, wake: cfg.Site.Subscribe()})
+		f.feeders = append(f.feeders, &feeder{feeds: f, peer: p, wake: cfg.Site.Subscribe(), kick: make(chan struct{}, 1)})
 	}
 	for _, fd := range f.feeders {
 		f.wg.Add(1)
@@ -172,6 +173,39 @@ func (f *Feeds) Close() {
 		fd.mu.Unlock()
 	}
 	f.wg.Wait()
+}
+
+// Pause holds (pause) or lets go the feed to peer, or every feed when
+// peer is "", as ctlinnd's feed commands do: a held feed sends nothing,
+// and its articles wait in the out log (within its bounds) until it is
+// let go. A restart lets every feed go.
+func (f *Feeds) Pause(peer string, pause bool) error {
+	found := false
+	for _, fd := range f.feeders {
+		if peer == "" || fd.peer.Name == peer {
+			found = true
+			fd.mu.Lock()
+			fd.st.Paused = pause
+			fd.mu.Unlock()
+			select {
+			case fd.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("no feed to %q here", peer)
+	}
+	return nil
+}
+
+// Peers are the sites fed, with the addresses their feeds go to.
+func (f *Feeds) Peers() []Peer {
+	out := make([]Peer, len(f.feeders))
+	for i, fd := range f.feeders {
+		out[i] = fd.peer
+	}
+	return out
 }
 
 func (f *Feeds) closing() bool {
@@ -225,19 +259,33 @@ func (f *Feeds) housekeep() {
 	}
 }
 
-func (f *Feeds) writeStatus() {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# %s: outgoing feeds of %s\n", time.Now().UTC().Format(time.RFC3339), f.cfg.Site.PathHost())
+// Lines are the feeds' states, a line each, as the status file has them:
+// peer, mode, address, state, backlog and counts.
+func (f *Feeds) Lines() []string {
+	var out []string
 	for _, st := range f.Status() {
 		state := "down"
 		if st.Connected {
 			state = "connected"
 		}
-		fmt.Fprintf(&b, "%s %s %s %s backlog=%d dropped=%d offered=%d sent=%d refused=%d",
+		if st.Paused {
+			state += ",paused"
+		}
+		line := fmt.Sprintf("%s %s %s %s backlog=%d dropped=%d offered=%d sent=%d refused=%d",
 			st.Peer, st.Mode, st.Addr, state, st.Backlog.Records, st.Backlog.Dropped, st.Offered, st.Sent, st.Refused)
 		if st.LastError != "" {
-			fmt.Fprintf(&b, " last_error=%q", st.LastError)
+			line += fmt.Sprintf(" last_error=%q", st.LastError)
 		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func (f *Feeds) writeStatus() {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s: outgoing feeds of %s\n", time.Now().UTC().Format(time.RFC3339), f.cfg.Site.PathHost())
+	for _, l := range f.Lines() {
+		b.WriteString(l)
 		b.WriteByte('\n')
 	}
 	tmp := f.cfg.StatusFile + ".tmp"
@@ -255,6 +303,7 @@ type feeder struct {
 	feeds *Feeds
 	peer  Peer
 	wake  chan struct{}
+	kick  chan struct{} // Pause's: the feed was held or let go
 	conn  *nntp.Client
 	// out is transfer's write buffer, kept from one transfer to the next
 	// (unless a large article grew it past 4 flushes' worth): a feed to a
@@ -274,6 +323,16 @@ func (fd *feeder) run() {
 	site := fd.feeds.cfg.Site
 	wait := fd.feeds.cfg.Retry
 	for {
+		if fd.paused() {
+			fd.keepAlive()
+			select {
+			case <-fd.feeds.stop:
+				return
+			case <-fd.kick:
+			case <-time.After(fd.feeds.cfg.Keepalive):
+			}
+			continue
+		}
 		recs, err := site.List().ReadLog(fd.peer.Name, fd.feeds.cfg.Batch, 4<<20)
 		if err == nil && len(recs) > 0 {
 			var done uint64
@@ -337,6 +396,12 @@ func (fd *feeder) keepAlive() {
 		return
 	}
 	fd.used = time.Now()
+}
+
+func (fd *feeder) paused() bool {
+	fd.mu.Lock()
+	defer fd.mu.Unlock()
+	return fd.st.Paused
 }
 
 func (fd *feeder) fail(err error) {

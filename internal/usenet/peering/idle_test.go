@@ -92,3 +92,37 @@ func TestClosedIdleFeedReconnectsQuietly(t *testing.T) {
 		t.Errorf("a reconnect after an idle close logged warnings:\n%s", l)
 	}
 }
+
+// A feed the operator holds (triad news pause) sends nothing; its
+// articles wait in the out log and go once it is let go.
+func TestHeldFeedWaits(t *testing.T) {
+	sites, _ := startSites(t, 2, nil)
+	if err := sites[0].feeds.Pause("siteb", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := sites[0].feeds.Pause("nobody", true); err == nil {
+		t.Fatal("Pause of a feed that is not there succeeded")
+	}
+	c := sites[0].dial(t)
+	nntptest.Code(t, c.Status("POST"), "340")
+	c.SendText("From: p@example.com\r\nNewsgroups: local.test\r\nSubject: held\r\n\r\nbody\r\n")
+	reply := c.Line()
+	nntptest.Code(t, reply, "240")
+	id := strings.Fields(reply)[3]
+	// Within a feed's usual delay (tens of ms here), and 10 times over:
+	// nothing, since it is held.
+	time.Sleep(time.Second)
+	if _, found, _ := sites[1].site.List().Lookup(id); found {
+		t.Fatal("an article went out on a held feed")
+	}
+	if st := sites[0].feeds.Status()[0]; !st.Paused || st.Backlog.Records == 0 {
+		t.Fatalf("a held feed's status: %+v", st)
+	}
+	if err := sites[0].feeds.Pause("", false); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, id+" at siteb once the feed is let go", func() bool {
+		_, found, _ := sites[1].site.List().Lookup(id)
+		return found
+	})
+}
