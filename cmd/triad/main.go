@@ -27,6 +27,7 @@ func init() {
 		{"node", "run one triad node process", runNode},
 		{"nntp", "run a news server (NNTP), standalone or on the DHT", runNNTP},
 		{"site", "run a news site of the DHT in one process: a node and the news server on it", runSite},
+		{"status", "the whole deployment from any node: every node up or down, its protocols, the news sites' feeds; exit 1 if something needs the operator", runStatus},
 		{"ring", "show the ring as one node sees it", runRing},
 		{"lookup", "find the successors of a key", runLookup},
 		{"put", "store a file in the DHT; prints its key", runPut},

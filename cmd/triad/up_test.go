@@ -84,6 +84,13 @@ func TestUpQuickStart(t *testing.T) {
 		t.Fatalf("fs cat: %d bytes, %v; want the %d put", cat.Len(), err, len(data))
 	}
 
+	// triad status: the three nodes and the three sites, nothing amiss.
+	var st, stErr bytes.Buffer
+	if rc := run([]string{"status", "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--site", fmt.Sprintf("127.0.0.1:%d", peerPort), "--tls", operator}, &st, &stErr); rc != 0 ||
+		strings.Count(st.String(), "  up  ") != 3 || !strings.Contains(st.String(), "site site1 (") || !strings.Contains(st.String(), "site site3 (") {
+		t.Errorf("triad status: exit %d\n%s%s", rc, st.String(), stErr.String())
+	}
+
 	// Its nodes run no Tapestry: publish says how to run it.
 	var perr bytes.Buffer
 	if rc := run([]string{"publish", in, "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--tls", operator}, io.Discard, &perr); rc != 1 || !strings.Contains(perr.String(), "runs no Tapestry (start its node with --tapestry)") {

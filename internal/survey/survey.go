@@ -1,0 +1,354 @@
+package survey
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"triad/internal/client"
+	"triad/internal/pki"
+	"triad/internal/usenet/newsadmin"
+	"triad/internal/wire"
+)
+
+// Options say where to start and how long to wait.
+type Options struct {
+	Addr   string // any node of the ring
+	TLSDir string // the operator's bundle, with TLS
+	// Site is a news site's address for triad news (with TLS its TLS
+	// listener): its feeds, and those of every site it feeds, are
+	// surveyed too. Empty: no sites.
+	Site string
+	// Known are nodes to ask besides those the walk finds: the nodes of
+	// earlier surveys (--watch).
+	Known []string
+	// Timeout bounds each request (3 s).
+	Timeout time.Duration
+	// MaxNodes bounds the walk (256).
+	MaxNodes int
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// Report is one survey.
+type Report struct {
+	At       time.Time `json:"at"`
+	Nodes    []Node    `json:"nodes"`
+	Sites    []Site    `json:"sites,omitempty"`
+	Problems []string  `json:"problems"`
+}
+
+// Node is one node's state.
+type Node struct {
+	Addr          string    `json:"addr"`
+	Up            bool      `json:"up"`
+	Error         string    `json:"error,omitempty"`
+	Vnodes        int       `json:"vnodes"`
+	MinSuccessors int       `json:"min_successors"`
+	Maint         *Maint    `json:"maintenance,omitempty"`
+	D2            *D2       `json:"d2,omitempty"`
+	Tapestry      *Tapestry `json:"tapestry,omitempty"`
+}
+
+// Maint is a node's maintenance (Passing Tone).
+type Maint struct {
+	Paused bool `json:"paused"`
+	// LastRoundAgo is the seconds since the newest round of any of its
+	// vnodes ended; -1 before the first.
+	LastRoundAgo float64 `json:"last_round_s_ago"`
+	Queued       uint64  `json:"queued_fetches"`
+}
+
+// D2 is a node's D2.
+type D2 struct {
+	Joined     bool     `json:"joined"`
+	Usage      uint64   `json:"usage_bytes"`
+	Capacity   uint64   `json:"capacity_bytes"`
+	Distrusted []string `json:"distrusted,omitempty"`
+}
+
+// Tapestry is a node's Tapestry.
+type Tapestry struct {
+	Joined bool `json:"joined"`
+	Links  int  `json:"links"`
+}
+
+// Site is a news site's feeds.
+type Site struct {
+	Name  string   `json:"name"`
+	Addr  string   `json:"addr"`
+	Up    bool     `json:"up"`
+	Error string   `json:"error,omitempty"`
+	Feeds []string `json:"feeds,omitempty"`
+}
+
+// staleRound is how long a node may go without a maintenance round
+// before that needs the operator: many of its intervals.
+const staleRound = 15 * time.Minute
+
+// Take surveys the deployment.
+func Take(ctx context.Context, o Options) (Report, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = 3 * time.Second
+	}
+	if o.MaxNodes <= 0 {
+		o.MaxNodes = 256
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	r := Report{At: o.Now()}
+	nodes, err := walk(ctx, o)
+	if err != nil {
+		return r, err
+	}
+	var wg sync.WaitGroup
+	for i := range nodes {
+		if nodes[i].Up {
+			wg.Add(1)
+			go func() { defer wg.Done(); o.protocols(ctx, &nodes[i]) }()
+		}
+	}
+	wg.Wait()
+	r.Nodes = nodes
+	if o.Site != "" {
+		r.Sites = o.sites()
+	}
+	r.Problems = problems(r)
+	return r, nil
+}
+
+// walk finds the nodes from o.Addr (and o.Known) and asks each for its
+// ring state: up, its vnodes and their successors.
+func walk(ctx context.Context, o Options) ([]Node, error) {
+	found := map[string]*Node{}
+	queue := append([]string{o.Addr}, o.Known...)
+	for len(queue) > 0 {
+		batch := queue
+		queue = nil
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, addr := range batch {
+			if found[addr] != nil || len(found) >= o.MaxNodes {
+				continue
+			}
+			n := &Node{Addr: addr}
+			found[addr] = n
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				info, err := ask[*wire.RingInfo](ctx, o, addr, &wire.GetRingInfo{})
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					n.Error = err.Error()
+					return
+				}
+				n.Up, n.Vnodes, n.MinSuccessors = true, len(info.Vnodes), -1
+				for _, v := range info.Vnodes {
+					if n.MinSuccessors < 0 || len(v.Succs) < n.MinSuccessors {
+						n.MinSuccessors = len(v.Succs)
+					}
+					for _, refs := range [][]wire.NodeRef{v.Succs, v.Preds} {
+						for _, ref := range refs {
+							queue = append(queue, ref.Addr)
+						}
+					}
+					for _, f := range v.Fingers {
+						queue = append(queue, f.Node.Addr)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	first := found[o.Addr]
+	if !first.Up {
+		return nil, fmt.Errorf("%s, the node to start from, does not answer: %s", o.Addr, first.Error)
+	}
+	out := make([]Node, 0, len(found))
+	for _, n := range found {
+		out = append(out, *n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	return out, nil
+}
+
+// protocols asks an up node about its maintenance, D2 and Tapestry; a
+// protocol it does not run is left nil.
+func (o Options) protocols(ctx context.Context, n *Node) {
+	if st, err := ask[*wire.MaintStatus](ctx, o, n.Addr, &wire.GetMaintStatus{}); err == nil {
+		m := &Maint{Paused: st.Paused, LastRoundAgo: -1}
+		var newest int64
+		for _, v := range st.Vnodes {
+			newest = max(newest, v.LastRound)
+			m.Queued += v.Queued
+		}
+		if newest > 0 {
+			m.LastRoundAgo = o.Now().Sub(time.Unix(0, newest)).Seconds()
+		}
+		n.Maint = m
+	}
+	if sp, err := ask[*wire.D2Space](ctx, o, n.Addr, &wire.D2GetSpace{}); err == nil {
+		n.D2 = &D2{Joined: sp.Joined, Usage: sp.Usage, Capacity: sp.Capacity, Distrusted: sp.Distrusted}
+	}
+	if tab, err := ask[*wire.TapTable](ctx, o, n.Addr, &wire.TapGetTable{}); err == nil {
+		n.Tapestry = &Tapestry{Joined: tab.Joined, Links: len(tab.Entries)}
+	}
+}
+
+// ask sends one request to the node at addr, within o.Timeout.
+func ask[R wire.Msg](ctx context.Context, o Options, addr string, m wire.Msg) (R, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	return client.Ask[R](ctx, client.Target{Addr: addr, TLSDir: o.TLSDir}, m)
+}
+
+// sites asks the site at o.Site, and each site it feeds, for its feeds.
+func (o Options) sites() []Site {
+	var b *pki.Bundle
+	if o.TLSDir != "" {
+		var err error
+		if b, err = pki.LoadBundle(o.TLSDir); err != nil {
+			return []Site{{Addr: o.Site, Error: err.Error()}}
+		}
+	}
+	first := o.site(o.Site, "", b)
+	out := []Site{first}
+	if !first.Up {
+		return out
+	}
+	c, err := newsadmin.Dial(o.Site, "", b)
+	if err != nil {
+		return out
+	}
+	peers, err := c.Peers()
+	c.Close()
+	if err != nil {
+		return out
+	}
+	for _, p := range peers {
+		name := p.Name
+		if b == nil {
+			name = ""
+		}
+		s := o.site(p.Addr, name, b)
+		s.Name = p.Name
+		out = append(out, s)
+	}
+	return out
+}
+
+// site asks one site for its feeds.
+func (o Options) site(addr, name string, b *pki.Bundle) Site {
+	s := Site{Addr: addr, Name: name}
+	c, err := newsadmin.Dial(addr, name, b)
+	if err != nil {
+		s.Error = err.Error()
+		return s
+	}
+	defer c.Close()
+	if c.Name != "" {
+		s.Name = c.Name
+	}
+	s.Up = true
+	if s.Feeds, err = c.Lines("XFEEDS"); err != nil && !errors.Is(err, newsadmin.ErrNoFeeds) {
+		s.Error = err.Error()
+	}
+	return s
+}
+
+// backlogNeedsLooking is the articles waiting for a peer past which a
+// feed needs the operator.
+const backlogNeedsLooking = 1000
+
+// problems are what needs the operator, worst first: nodes down, then
+// the rest.
+func problems(r Report) []string {
+	var down, rest []string
+	total := 0
+	for _, n := range r.Nodes {
+		total += n.Vnodes
+	}
+	for _, n := range r.Nodes {
+		if !n.Up {
+			down = append(down, fmt.Sprintf("node %s is down (%s)", n.Addr, firstLine(n.Error)))
+			continue
+		}
+		if total > 2 && n.MinSuccessors < 2 {
+			rest = append(rest, fmt.Sprintf("node %s: a vnode has %d successors (the ring is not stable)", n.Addr, n.MinSuccessors))
+		}
+		if m := n.Maint; m != nil && !m.Paused && m.LastRoundAgo > staleRound.Seconds() {
+			rest = append(rest, fmt.Sprintf("node %s: no maintenance round for %s", n.Addr, time.Duration(m.LastRoundAgo*float64(time.Second)).Round(time.Second)))
+		}
+		if d := n.D2; d != nil {
+			if !d.Joined {
+				rest = append(rest, fmt.Sprintf("node %s: D2 is not on its ring", n.Addr))
+			}
+			for _, p := range d.Distrusted {
+				rest = append(rest, fmt.Sprintf("node %s: D2 distrusts %s (possession audits failed)", n.Addr, p))
+			}
+		}
+		if t := n.Tapestry; t != nil && !t.Joined {
+			rest = append(rest, fmt.Sprintf("node %s: Tapestry has not joined", n.Addr))
+		}
+	}
+	for _, s := range r.Sites {
+		if !s.Up {
+			down = append(down, fmt.Sprintf("site %s is down (%s)", orAddr(s.Name, s.Addr), firstLine(s.Error)))
+			continue
+		}
+		for _, f := range s.Feeds {
+			if p := feedProblem(f); p != "" {
+				rest = append(rest, fmt.Sprintf("site %s: %s", orAddr(s.Name, s.Addr), p))
+			}
+		}
+	}
+	return append(down, rest...)
+}
+
+// feedProblem is what is wrong with one XFEEDS line, "" for nothing: a
+// feed that is down or held with articles waiting, or one far behind.
+func feedProblem(line string) string {
+	f := strings.Fields(line)
+	if len(f) < 5 {
+		return ""
+	}
+	var backlog uint64
+	fmt.Sscanf(strings.TrimPrefix(f[4], "backlog="), "%d", &backlog)
+	state := f[3]
+	switch {
+	case strings.Contains(state, "paused") && backlog > 0:
+		return fmt.Sprintf("the feed to %s is held with %d articles waiting", f[0], backlog)
+	case strings.HasPrefix(state, "down") && backlog > 0:
+		return fmt.Sprintf("the feed to %s is down with %d articles waiting", f[0], backlog)
+	case backlog > backlogNeedsLooking:
+		return fmt.Sprintf("the feed to %s has %d articles waiting", f[0], backlog)
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func orAddr(name, addr string) string {
+	if name == "" {
+		return addr
+	}
+	return name
+}
+
+// Addrs are the nodes of r, for the next survey's Known.
+func (r Report) Addrs() []string {
+	out := make([]string, len(r.Nodes))
+	for i, n := range r.Nodes {
+		out[i] = n.Addr
+	}
+	return out
+}
