@@ -117,3 +117,58 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	up.Interrupt()
 }
+
+// The deployment page (issue 47) of three `triad node` processes, loaded
+// from one of them in headless Chromium: a row per node, each up; after a
+// SIGKILL of one, its row is red and the problems name it within 10 s.
+// The screenshot is kept in $TRIAD_ARTIFACTS.
+func TestDeploymentPageInChromium(t *testing.T) {
+	browser := chromium(t)
+	c := e2e.NewCluster(t)
+	ports, httpPorts := e2e.FreePorts(t, 3), e2e.FreePorts(t, 3)
+	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
+	var nodes []*e2e.Node
+	for i := range 3 {
+		join := ""
+		if i > 0 {
+			join = addr(0)
+		}
+		nodes = append(nodes, c.StartWith(fmt.Sprintf("node%d", i), addr(i), filepath.Join(c.Dir, fmt.Sprintf("data%d", i)), join, e2e.Vnodes,
+			"--http", fmt.Sprintf("127.0.0.1:%d", httpPorts[i])))
+	}
+	c.WaitConsistent("after start", 30*time.Second)
+	url := fmt.Sprintf("http://127.0.0.1:%d/deployment", httpPorts[0])
+	dom := string(runChromium(t, browser, url, "--dump-dom"))
+	if n := strings.Count(dom, `<tr class="up"`); n != 3 || strings.Contains(dom, `<tr class="down"`) || !strings.Contains(dom, `<section id="problems">`) {
+		t.Fatalf("the deployment page shows %d nodes up, want 3 and none down:\n%s", n, dom)
+	}
+
+	victim := addr(2)
+	nodes[2].Crash(t)
+	killed := time.Now()
+	for !strings.Contains(dom, `<tr class="down" data-addr="`+victim+`"`) || !strings.Contains(dom, "node "+victim+" is down") {
+		if time.Since(killed) > 10*time.Second {
+			t.Fatalf("10 s after the kill of %s, the page does not show it down:\n%s", victim, dom)
+		}
+		dom = string(runChromium(t, browser, url, "--dump-dom"))
+	}
+	t.Logf("the page shows %s down %v after the kill", victim, time.Since(killed).Round(time.Millisecond))
+
+	shot := filepath.Join(t.TempDir(), "deployment.png")
+	runChromium(t, browser, url, "--screenshot="+shot, "--hide-scrollbars")
+	data, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, err := png.Decode(bytes.NewReader(data)); err != nil || img.Bounds().Dx() < 1000 {
+		t.Fatalf("the screenshot: %v", err)
+	}
+	if dir := os.Getenv("TRIAD_ARTIFACTS"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "deployment-page.png"), data, 0o644); err != nil {
+			t.Errorf("keeping the screenshot: %v", err)
+		}
+	}
+}

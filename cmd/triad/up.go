@@ -89,6 +89,7 @@ func printHowTo(out io.Writer, o localdeploy.Options, d *localdeploy.Deployment)
 			}
 			fmt.Fprintf(out, "    http://%s/   (node %d%s)\n", n.HTTP.Addr, i, site)
 		}
+		fmt.Fprintf(out, "  the whole deployment, every node up or down, from any of them:\n    http://%s/deployment\n", d.Nodes[0].HTTP.Addr)
 	}
 	if len(d.Sites) > 0 {
 		fmt.Fprintf(out, "  point a newsreader at any site (no password from this machine):\n")

@@ -229,6 +229,18 @@ func (d *Deployment) startNodes(context.Context) error {
 		d.Nodes = append(d.Nodes, n)
 		d.say("started node %d on %s (%d vnodes, data in %s)", i, n.Addr, d.o.Vnodes, n.Data)
 	}
+	// Each node's deployment page links every node's own page.
+	pages := map[string]string{}
+	for _, n := range d.Nodes {
+		if n.HTTP != nil {
+			pages[n.Addr] = "http://" + n.HTTP.Addr + "/"
+		}
+	}
+	for _, n := range d.Nodes {
+		if n.Page != nil && n.Page.Deployment != nil {
+			n.Page.Deployment.Pages = pages
+		}
+	}
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"triad/internal/status"
 	"triad/internal/store"
 	"triad/internal/store/lie"
+	deploysurvey "triad/internal/survey"
 	"triad/internal/tcp"
 	"triad/internal/wire"
 )
@@ -166,7 +167,10 @@ func (n *Node) build(a assembly, o Options, rec *status.Recorder, log *slog.Logg
 	if name == "" {
 		name = "node " + drv.Addr()
 	}
-	n.Page = &status.Sources{Name: name, Node: mc.Snapshot, Store: mc.StoreStats, Log: rec}
+	n.Page = &status.Sources{Name: name, Node: mc.Snapshot, Store: mc.StoreStats, Log: rec,
+		// The whole deployment from here, asked with this node's own
+		// certificate: its requests are any client's.
+		Deployment: &status.Deployment{Options: deploysurvey.Options{Addr: drv.Addr(), Bundle: a.driver.TLS}}}
 	n.HTTP.Mux.Handle("/", status.Handler(n.Page))
 	return nil
 }

@@ -23,8 +23,10 @@ import (
 	"triad/internal/wire"
 )
 
-//go:embed page.html static
+//go:embed page.html deployment.html static
 var files embed.FS
+
+var deploymentPage = template.Must(template.New("deployment.html").ParseFS(files, "deployment.html"))
 
 var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	"bytes":  humanBytes,
@@ -44,8 +46,10 @@ type Sources struct {
 	Node  func(ctx context.Context) (metrics.NodeSnapshot, error)
 	Store func() store.Stats
 	Log   *Recorder
-	Now   func() time.Time // nil: the wall clock
-	news  atomic.Pointer[metrics.News]
+	// Deployment, if set, serves the whole deployment at /deployment.
+	Deployment *Deployment
+	Now        func() time.Time // nil: the wall clock
+	news       atomic.Pointer[metrics.News]
 }
 
 // SetNews adds a news server's figures to the page (at any time: triad up
@@ -58,6 +62,9 @@ func Handler(src *Sources) http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(files, "static")
 	mux.Handle("/static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	if src.Deployment != nil {
+		mux.HandleFunc("/deployment", src.Deployment.serve(src.Name))
+	}
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
@@ -87,6 +94,8 @@ type view struct {
 	Protocols []protocolView
 	Errors    []LogEntry
 	HasErrLog bool
+	// HasDeployment links the deployment's page.
+	HasDeployment bool
 }
 
 // ringPoint is a node drawn on the ring: its position on a circle of
@@ -165,7 +174,7 @@ func (src *Sources) view(ctx context.Context) view {
 	if src.Now != nil {
 		now = src.Now()
 	}
-	v := view{Name: src.Name, Now: now}
+	v := view{Name: src.Name, Now: now, HasDeployment: src.Deployment != nil}
 	if src.Node != nil {
 		snap, err := src.Node(ctx)
 		if err != nil {

@@ -19,6 +19,10 @@ import (
 type Options struct {
 	Addr   string // any node of the ring
 	TLSDir string // the operator's bundle, with TLS
+	// Bundle, if set, is the bundle to use instead of TLSDir's (a
+	// daemon's own, for its deployment page: the requests asked are any
+	// client's).
+	Bundle *pki.Bundle
 	// Site is a news site's address for triad news (with TLS its TLS
 	// listener): its feeds, and those of every site it feeds, are
 	// surveyed too. Empty: no sites.
@@ -205,6 +209,14 @@ func (o Options) protocols(ctx context.Context, n *Node) {
 func ask[R wire.Msg](ctx context.Context, o Options, addr string, m wire.Msg) (R, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+	if o.Bundle != nil {
+		var r R
+		reply, err := client.Call(ctx, addr, m, client.Options{TLS: o.Bundle})
+		if err != nil {
+			return r, err
+		}
+		return client.As[R](addr, reply)
+	}
 	return client.Ask[R](ctx, client.Target{Addr: addr, TLSDir: o.TLSDir}, m)
 }
 

@@ -1,0 +1,113 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"triad/internal/survey"
+)
+
+// Deployment is the whole deployment as one daemon sees it (issue 47):
+// a survey from its own node (internal/survey), taken at most every
+// Every and kept for the pages asked meanwhile, each survey asking again
+// the nodes of the one before, so that a node killed stays on the page,
+// in red, after its neighbours have dropped it.
+type Deployment struct {
+	Options survey.Options
+	// Pages are the daemons' own pages by node address, where known
+	// (triad up knows them all); each node's row links to its page.
+	Pages map[string]string
+	Every time.Duration // 2 s
+
+	mu   sync.Mutex
+	last *survey.Report
+	err  error
+	at   time.Time
+}
+
+// report is the latest survey, taken anew when it is older than Every.
+func (d *Deployment) report(ctx context.Context) (*survey.Report, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	every := d.Every
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	if d.last != nil && time.Since(d.at) < every {
+		return d.last, d.err
+	}
+	o := d.Options
+	if d.last != nil {
+		o.Known = d.last.Addrs()
+	}
+	r, err := survey.Take(ctx, o)
+	d.at, d.err = time.Now(), err
+	if err == nil {
+		d.last = &r
+	}
+	return d.last, err
+}
+
+// deploymentView is what deployment.html draws.
+type deploymentView struct {
+	Name   string
+	Err    string
+	Report *survey.Report
+	Rows   []deploymentRow
+}
+
+type deploymentRow struct {
+	survey.Node
+	Page                       string
+	MaintCell, D2Cell, TapCell string
+	D2Bad, TapBad              bool
+}
+
+func (d *Deployment) serve(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 8*time.Second)
+		defer cancel()
+		v := deploymentView{Name: name}
+		rep, err := d.report(ctx)
+		if err != nil {
+			v.Err = err.Error()
+		}
+		if rep != nil {
+			v.Report = rep
+			for _, n := range rep.Nodes {
+				row := deploymentRow{Node: n, Page: d.Pages[n.Addr], MaintCell: "-", D2Cell: "-", TapCell: "-"}
+				if m := n.Maint; m != nil {
+					switch {
+					case m.Paused:
+						row.MaintCell = "paused"
+					case m.LastRoundAgo < 0:
+						row.MaintCell = "no round yet"
+					default:
+						row.MaintCell = fmt.Sprintf("last round %s ago", time.Duration(m.LastRoundAgo*float64(time.Second)).Round(time.Second))
+					}
+				}
+				if x := n.D2; x != nil {
+					row.D2Cell, row.D2Bad = fmt.Sprintf("on its ring, %s used", humanBytes(int64(x.Usage))), !x.Joined
+					if !x.Joined {
+						row.D2Cell = "NOT on its ring"
+					}
+				}
+				if t := n.Tapestry; t != nil {
+					row.TapCell, row.TapBad = fmt.Sprintf("joined, %d links", t.Links), !t.Joined
+					if !t.Joined {
+						row.TapCell = "NOT joined"
+					}
+				}
+				v.Rows = append(v.Rows, row)
+			}
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := deploymentPage.Execute(w, v); err != nil {
+			fmt.Fprintf(w, "<p class=error>%s</p>", err)
+		}
+	}
+}
