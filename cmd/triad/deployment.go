@@ -81,13 +81,14 @@ func surveyVerdict(r survey.Report) error {
 func printSurvey(w io.Writer, r survey.Report) {
 	fmt.Fprintf(w, "%s: %d nodes\n", r.At.Format(time.RFC3339), len(r.Nodes))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "node\tstate\tvnodes\tmaintenance\tD2\tTapestry")
+	fmt.Fprintln(tw, "node\tstate\tversion\tuptime\tdisk free\tvnodes\tmaintenance\tD2\tTapestry")
 	for _, n := range r.Nodes {
 		if !n.Up {
-			fmt.Fprintf(tw, "%s\tDOWN\t\t\t\t\n", n.Addr)
+			fmt.Fprintf(tw, "%s\tDOWN\t\t\t\t\t\t\t\n", n.Addr)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\tup\t%d (≥%d successors)\t%s\t%s\t%s\n", n.Addr, n.Vnodes, n.MinSuccessors, maintCell(n.Maint), d2Cell(n.D2), tapCell(n.Tapestry))
+		fmt.Fprintf(tw, "%s\tup\t%s\t%s\t%s\t%d (≥%d successors)\t%s\t%s\t%s\n", n.Addr, orDash(n.Version), uptimeCell(n.UptimeS), diskCell(n.DiskFree, n.DiskTotal),
+			n.Vnodes, n.MinSuccessors, maintCell(n.Maint), d2Cell(n.D2), tapCell(n.Tapestry))
 	}
 	tw.Flush()
 	for _, s := range r.Sites {
@@ -112,6 +113,27 @@ func printSurvey(w io.Writer, r survey.Report) {
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "  %s\n", p)
 	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func uptimeCell(s float64) string {
+	if s <= 0 {
+		return "-"
+	}
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
+
+func diskCell(free, total uint64) string {
+	if total == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s of %s", humanBytes(free), humanBytes(total))
 }
 
 func maintCell(m *survey.Maint) string {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -54,6 +55,12 @@ type Config struct {
 	// DeadMemory is how long a peer that timed out stays dead unless it is
 	// heard from. Default 30s.
 	DeadMemory time.Duration
+	// Version is the build GetNodeInfo names (the daemon's); "" in the
+	// simulator.
+	Version string
+	// Disk, if set, says the bytes free and in all on the data folder's
+	// file system, for GetNodeInfo: the daemon's, never the node logic's.
+	Disk func() (free, total uint64)
 }
 
 // DefaultConfig returns the defaults.
@@ -92,6 +99,7 @@ type Host struct {
 	rpc     *rpc.Client
 	viv     *vivaldi.Model
 	dead    map[node.Addr]time.Time
+	started time.Time // the first event's time (GetNodeInfo)
 	protos  []registration
 	stopped bool
 	stamper *stampEnv // reused by stamp: an env lives for one Handle
@@ -191,6 +199,7 @@ func (h *Host) Handle(env node.Env, ev node.Event) {
 	env = h.stamp(env)
 	switch ev := ev.(type) {
 	case node.Start:
+		h.started = env.Now()
 		for _, r := range h.protos {
 			r.p.Start(env)
 		}
@@ -270,6 +279,12 @@ func (h *Host) receive(env node.Env, in node.MsgIn) {
 		}
 		return
 	}
+	if t == wire.TypeGetNodeInfo {
+		if e.Kind == wire.Request {
+			rpc.Respond(env, in, h.self(), h.nodeInfo(env))
+		}
+		return
+	}
 	if owner != nil {
 		owner.Receive(env, in)
 		return
@@ -338,6 +353,43 @@ func (h *Host) Departed(env node.Env, addr node.Addr) {
 func (h *Host) IsDead(env node.Env, addr node.Addr) bool {
 	t, ok := h.dead[addr]
 	return ok && env.Now().Sub(t) <= h.cfg.DeadMemory
+}
+
+// nodeInfo is GetNodeInfo's answer: the build, when the host began, the
+// disk, and the peers it holds dead now, at most wire.MaxListLen of them
+// (the newest), in address order.
+func (h *Host) nodeInfo(env node.Env) *wire.NodeInfo {
+	info := &wire.NodeInfo{Version: h.cfg.Version, Started: h.started.UnixNano()}
+	if len(info.Version) > wire.MaxVersionBytes {
+		info.Version = info.Version[:wire.MaxVersionBytes]
+	}
+	if h.cfg.Disk != nil {
+		info.DiskFree, info.DiskTotal = h.cfg.Disk()
+	}
+	type mark struct {
+		addr node.Addr
+		at   time.Time
+	}
+	var dead []mark
+	for a, t := range h.dead {
+		if env.Now().Sub(t) <= h.cfg.DeadMemory && len(a) <= wire.MaxAddrBytes {
+			dead = append(dead, mark{a, t})
+		}
+	}
+	sort.Slice(dead, func(i, j int) bool {
+		if !dead[i].at.Equal(dead[j].at) {
+			return dead[i].at.After(dead[j].at)
+		}
+		return dead[i].addr < dead[j].addr
+	})
+	for i, d := range dead {
+		if i == wire.MaxListLen {
+			break
+		}
+		info.Dead = append(info.Dead, d.addr)
+	}
+	sort.Strings(info.Dead)
+	return info
 }
 
 // maxDead bounds the dead-peer memory.

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -218,5 +219,39 @@ func TestAnswerClearsDeadMarkBeforeContinuation(t *testing.T) {
 	h.Handle(env, node.MsgIn{From: peer, Env: wire.Envelope{Kind: wire.Reply, ReqID: req.ReqID, From: wire.NodeRef{Addr: peer}, Msg: &wire.Ack{}}})
 	if deadInContinuation {
 		t.Fatal("the continuation of an answered call still saw its peer dead")
+	}
+}
+
+// GetNodeInfo (triad status) is answered by the runtime: the build, when
+// the host started, the disk the daemon reports, and the peers it holds
+// dead now (those marked past DeadMemory no longer).
+func TestNodeInfo(t *testing.T) {
+	cfg := host.DefaultConfig()
+	cfg.Version, cfg.Disk = "abc123", func() (uint64, uint64) { return 5, 100 }
+	h, err := host.New(cfg, "10.0.0.1:4001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newRecorder()
+	started := env.now
+	h.Handle(env, node.Start{})
+	h.MarkDead(env, "10.0.0.3:4001")
+	h.MarkDead(env, "10.0.0.4:4001")
+	env.now = env.now.Add(time.Minute)
+	h.MarkDead(env, "10.0.0.5:4001") // the two before are past DeadMemory (30 s)
+	h.MarkDead(env, "10.0.0.6:4001")
+	client := wire.NodeRef{}
+	env.sent = nil
+	h.Handle(env, node.MsgIn{From: "@client/1", Env: wire.Envelope{Kind: wire.Request, ReqID: 9, From: client, Msg: &wire.GetNodeInfo{}}})
+	if len(env.sent) != 1 {
+		t.Fatalf("sent %d messages, want one reply", len(env.sent))
+	}
+	info, ok := env.sent[0].e.Msg.(*wire.NodeInfo)
+	if !ok {
+		t.Fatalf("reply %T, want NodeInfo", env.sent[0].e.Msg)
+	}
+	if info.Version != "abc123" || info.Started != started.UnixNano() || info.DiskFree != 5 || info.DiskTotal != 100 ||
+		!slices.Equal(info.Dead, []string{"10.0.0.5:4001", "10.0.0.6:4001"}) {
+		t.Fatalf("NodeInfo %+v", info)
 	}
 }

@@ -63,6 +63,7 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	a.deploy.Positions = positions(a.driver.TLS, a.deploy.Positions)
+	a.deploy.Host.Version, a.deploy.Host.Disk = Version(), diskOf(a.driver.DataDir)
 	if a.lie != 0 {
 		a.driver.WrapEngine = func(e store.Engine) store.Engine { return lie.Engine(e, a.lie) }
 	}

@@ -61,9 +61,9 @@ type deploymentView struct {
 
 type deploymentRow struct {
 	survey.Node
-	Page                       string
-	MaintCell, D2Cell, TapCell string
-	D2Bad, TapBad              bool
+	Page                                             string
+	UptimeCell, DiskCell, MaintCell, D2Cell, TapCell string
+	D2Bad, TapBad                                    bool
 }
 
 func (d *Deployment) serve(name string) http.HandlerFunc {
@@ -78,7 +78,13 @@ func (d *Deployment) serve(name string) http.HandlerFunc {
 		if rep != nil {
 			v.Report = rep
 			for _, n := range rep.Nodes {
-				row := deploymentRow{Node: n, Page: d.Pages[n.Addr], MaintCell: "-", D2Cell: "-", TapCell: "-"}
+				row := deploymentRow{Node: n, Page: d.Pages[n.Addr], UptimeCell: "-", DiskCell: "-", MaintCell: "-", D2Cell: "-", TapCell: "-"}
+				if n.UptimeS > 0 {
+					row.UptimeCell = time.Duration(n.UptimeS * float64(time.Second)).Round(time.Second).String()
+				}
+				if n.DiskTotal > 0 {
+					row.DiskCell = humanBytes(int64(n.DiskFree)) + " of " + humanBytes(int64(n.DiskTotal))
+				}
 				if m := n.Maint; m != nil {
 					switch {
 					case m.Paused:

@@ -51,6 +51,10 @@ type Node struct {
 	Addr          string    `json:"addr"`
 	Up            bool      `json:"up"`
 	Error         string    `json:"error,omitempty"`
+	Version       string    `json:"version,omitempty"`
+	UptimeS       float64   `json:"uptime_s,omitempty"`
+	DiskFree      uint64    `json:"disk_free_bytes,omitempty"`
+	DiskTotal     uint64    `json:"disk_total_bytes,omitempty"`
 	Vnodes        int       `json:"vnodes"`
 	MinSuccessors int       `json:"min_successors"`
 	Maint         *Maint    `json:"maintenance,omitempty"`
@@ -146,11 +150,24 @@ func walk(ctx context.Context, o Options) ([]Node, error) {
 			go func() {
 				defer wg.Done()
 				info, err := ask[*wire.RingInfo](ctx, o, addr, &wire.GetRingInfo{})
+				var self *wire.NodeInfo
+				if err == nil {
+					self, _ = ask[*wire.NodeInfo](ctx, o, addr, &wire.GetNodeInfo{}) // nil from a node too old to answer
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
 					n.Error = err.Error()
 					return
+				}
+				if self != nil {
+					n.Version, n.DiskFree, n.DiskTotal = self.Version, self.DiskFree, self.DiskTotal
+					if self.Started > 0 {
+						n.UptimeS = o.Now().Sub(time.Unix(0, self.Started)).Seconds()
+					}
+					// The peers it holds dead: asked too, so that a node
+					// its neighbours have already dropped is still named.
+					queue = append(queue, self.Dead...)
 				}
 				n.Up, n.Vnodes, n.MinSuccessors = true, len(info.Vnodes), -1
 				for _, v := range info.Vnodes {
@@ -290,6 +307,9 @@ func problems(r Report) []string {
 		if !n.Up {
 			down = append(down, fmt.Sprintf("node %s is down (%s)", n.Addr, firstLine(n.Error)))
 			continue
+		}
+		if n.DiskTotal > 0 && n.DiskFree < n.DiskTotal/20 {
+			rest = append(rest, fmt.Sprintf("node %s: its disk is %.0f%% full", n.Addr, 100-100*float64(n.DiskFree)/float64(n.DiskTotal)))
 		}
 		if total > 2 && n.MinSuccessors < 2 {
 			rest = append(rest, fmt.Sprintf("node %s: a vnode has %d successors (the ring is not stable)", n.Addr, n.MinSuccessors))

@@ -138,6 +138,29 @@ func (t Type) String() string {
 //wire:msg 1 client
 type Ping struct{}
 
+// GetNodeInfo asks a process about itself (triad status): the reply is a
+// NodeInfo. The runtime answers it, as it does Ping.
+//
+//wire:msg 6 client
+type GetNodeInfo struct{}
+
+// NodeInfo answers GetNodeInfo: the build the process runs, when its host
+// began, its data folder's file system, and the peers it holds dead now
+// (declared dead within its dead memory and not heard from since), which
+// its neighbours may already have dropped from their lists.
+//
+//wire:msg 7 node
+type NodeInfo struct {
+	Version   string   `wire:"1,max=MaxVersionBytes"`
+	Started   int64    `wire:"2"` // Unix nanoseconds
+	DiskFree  uint64   `wire:"3"` // bytes a writer may still use there; 0 with DiskTotal 0: unknown
+	DiskTotal uint64   `wire:"4"`
+	Dead      []string `wire:"5,max=MaxListLen,each=MaxAddrBytes"`
+}
+
+// MaxVersionBytes bounds NodeInfo.Version.
+const MaxVersionBytes = 128
+
 // Ack is the empty reply.
 //
 //wire:msg 2 node

@@ -11,11 +11,13 @@ import (
 
 // Message types of runtime, 1-15.
 const (
-	TypePing      Type = 1
-	TypeAck       Type = 2
-	TypeError     Type = 3
-	TypeChallenge Type = 4
-	TypeProof     Type = 5
+	TypePing        Type = 1
+	TypeAck         Type = 2
+	TypeError       Type = 3
+	TypeChallenge   Type = 4
+	TypeProof       Type = 5
+	TypeGetNodeInfo Type = 6
+	TypeNodeInfo    Type = 7
 )
 
 // Message types of ring, 16-63.
@@ -133,6 +135,8 @@ var types = [...]typeInfo{
 	{TypeError, "Error", RoleNode, false, newOf[Error]},
 	{TypeChallenge, "Challenge", RoleNode, false, newOf[Challenge]},
 	{TypeProof, "Proof", RoleNode, false, newOf[Proof]},
+	{TypeGetNodeInfo, "GetNodeInfo", RoleClient, false, newOf[GetNodeInfo]},
+	{TypeNodeInfo, "NodeInfo", RoleNode, false, newOf[NodeInfo]},
 	{TypeStabilize, "Stabilize", RoleNode, false, newOf[Stabilize]},
 	{TypeGetNeighbors, "GetNeighbors", RoleNode, false, newOf[GetNeighbors]},
 	{TypeNeighbors, "Neighbors", RoleNode, false, newOf[Neighbors]},
@@ -283,6 +287,49 @@ func (m *Proof) decodeField(d *decoder, f field) {
 }
 func (m *Proof) clone() Msg {
 	c := *m
+	return &c
+}
+
+func (*GetNodeInfo) Type() Type                  { return TypeGetNodeInfo }
+func (*GetNodeInfo) encode(b []byte) []byte      { return b }
+func (*GetNodeInfo) decodeField(*decoder, field) {}
+func (m *GetNodeInfo) clone() Msg {
+	c := *m
+	return &c
+}
+
+func (*NodeInfo) Type() Type { return TypeNodeInfo }
+func (m *NodeInfo) encode(b []byte) []byte {
+	b = putString(b, 1, m.Version)
+	b = putInt(b, 2, m.Started)
+	b = putUint(b, 3, m.DiskFree)
+	b = putUint(b, 4, m.DiskTotal)
+	for _, x := range m.Dead {
+		b = putString(b, 5, x)
+	}
+	return b
+}
+func (m *NodeInfo) decodeField(d *decoder, f field) {
+	switch f.num {
+	case 1:
+		m.Version = d.str(f, MaxVersionBytes)
+	case 2:
+		m.Started = d.int(f)
+	case 3:
+		m.DiskFree = d.uint(f)
+	case 4:
+		m.DiskTotal = d.uint(f)
+	case 5:
+		if len(m.Dead) >= MaxListLen {
+			d.fail("field %d: more than %d", f.num, MaxListLen)
+			return
+		}
+		m.Dead = append(m.Dead, d.str(f, MaxAddrBytes))
+	}
+}
+func (m *NodeInfo) clone() Msg {
+	c := *m
+	c.Dead = slices.Clone(m.Dead)
 	return &c
 }
 

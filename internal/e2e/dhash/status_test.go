@@ -46,8 +46,11 @@ func TestStatusNamesADeadNode(t *testing.T) {
 	out, errOut, code := status("--json")
 	var r struct {
 		Nodes []struct {
-			Addr string `json:"addr"`
-			Up   bool   `json:"up"`
+			Addr      string  `json:"addr"`
+			Up        bool    `json:"up"`
+			Version   string  `json:"version"`
+			Uptime    float64 `json:"uptime_s"`
+			DiskTotal uint64  `json:"disk_total_bytes"`
 		} `json:"nodes"`
 		Problems []string `json:"problems"`
 	}
@@ -55,8 +58,8 @@ func TestStatusNamesADeadNode(t *testing.T) {
 		t.Fatalf("triad status --json: exit %d\n%s%s", code, out, errOut)
 	}
 	for _, n := range r.Nodes {
-		if !n.Up {
-			t.Errorf("%s listed down before any kill", n.Addr)
+		if !n.Up || n.Version == "" || n.Uptime <= 0 || n.DiskTotal == 0 {
+			t.Errorf("%+v: want it up, with its version, uptime and disk", n)
 		}
 	}
 
@@ -85,8 +88,12 @@ func TestStatusNamesADeadNode(t *testing.T) {
 	t.Logf("named down %v after the kill: %s", time.Since(killed).Round(time.Millisecond), strings.TrimSpace(errOut))
 
 	// Once the others drop the dead node from their lists, a new survey
-	// need not find it; the watch, which saw it, still names it.
+	// still names it: they hold it dead (GetNodeInfo), for their dead
+	// memory (30 s). And the watch, which saw it, names it too.
 	c.WaitConsistent("after the kill", 30*time.Second)
+	if _, errOut, code = status(); code != 1 || !strings.Contains(errOut, "node "+victim+" is down") {
+		t.Errorf("a single triad status once the ring healed: exit %d, %q; want 1 naming %s", code, errOut, victim)
+	}
 	rounds := func() int { return strings.Count(watchOut.String(), "\n") }
 	for n := rounds(); rounds() < n+2; {
 		time.Sleep(100 * time.Millisecond) // two more rounds of the watch
