@@ -55,7 +55,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 		if *watch == 0 || ctx.Err() != nil {
 			return surveyVerdict(r)
 		}
-		o.Known = r.Addrs()
+		o.Known = r.Answered(o.Known)
 		select {
 		case <-ctx.Done():
 			return surveyVerdict(r)

@@ -58,6 +58,19 @@ func TestUpServesMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The deployment page of a TLS deployment: a node's own certificate
+	// surveys the ring as a client (it was refused as a forged claim).
+	page := fmt.Sprintf("http://127.0.0.1:%d/deployment", httpPort+1)
+	resp, err := http.Get(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if n := strings.Count(string(body), `<tr class="up"`); n != 3 || strings.Contains(string(body), "survey failed") {
+		t.Errorf("%s shows %d nodes up, want 3:\n%s", page, n, body)
+	}
+
 	families := []string{
 		"triad_ring_vnodes", "triad_ring_successors", "triad_ring_neighbour_changes_total", "triad_ring_lookups_total",
 		"triad_ring_lookup_hops", "triad_ring_refused_leaves_total", "triad_ring_forged_refs_total", "triad_rpc_latency_seconds", "triad_rpc_timeouts_total",

@@ -96,10 +96,10 @@ func (a newsFlags) everywhere(cmd string) error {
 	for _, r := range results {
 		if r.Err != nil {
 			failed++
-			fmt.Fprintf(a.out, "%s (%s): not done: %v\n", r.Site, r.Addr, r.Err)
+			fmt.Fprintf(a.out, "%s (%s): not done: %s\n", printable(r.Site), r.Addr, printable(r.Err.Error()))
 			continue
 		}
-		fmt.Fprintf(a.out, "%s: %s\n", r.Site, r.Reply)
+		fmt.Fprintf(a.out, "%s: %s\n", printable(r.Site), printable(r.Reply))
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d sites not reached: run it again when they are back", failed, len(results))
@@ -129,9 +129,20 @@ func (a newsFlags) printLines(cmd string) error {
 		return err
 	}
 	for _, l := range lines {
-		fmt.Fprintln(a.out, l)
+		fmt.Fprintln(a.out, printable(l))
 	}
 	return nil
+}
+
+// printable is what a site said, with any control character (a terminal's
+// escape sequences) shown as '?': sites are not trusted with the terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 func newsPause(verb string) func(fs *flag.FlagSet, a newsFlags, pos []string) error {
@@ -145,7 +156,7 @@ func newsPause(verb string) func(fs *flag.FlagSet, a newsFlags, pos []string) er
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(a.out, reply)
+		fmt.Fprintln(a.out, printable(reply))
 		return nil
 	}
 }

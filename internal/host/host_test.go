@@ -3,9 +3,9 @@ package host_test
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
-	"slices"
 	"testing"
 	"time"
 

@@ -13,7 +13,7 @@ import (
 // Deployment is the whole deployment as one daemon sees it (issue 47):
 // a survey from its own node (internal/survey), taken at most every
 // Every and kept for the pages asked meanwhile, each survey asking again
-// the nodes of the one before, so that a node killed stays on the page,
+// the nodes that answered one before, so that a node killed stays on the page,
 // in red, after its neighbours have dropped it.
 type Deployment struct {
 	Options survey.Options
@@ -22,10 +22,11 @@ type Deployment struct {
 	Pages map[string]string
 	Every time.Duration // 2 s
 
-	mu   sync.Mutex
-	last *survey.Report
-	err  error
-	at   time.Time
+	mu    sync.Mutex
+	last  *survey.Report
+	known []string // the nodes that answered a survey
+	err   error
+	at    time.Time
 }
 
 // report is the latest survey, taken anew when it is older than Every.
@@ -40,13 +41,11 @@ func (d *Deployment) report(ctx context.Context) (*survey.Report, error) {
 		return d.last, d.err
 	}
 	o := d.Options
-	if d.last != nil {
-		o.Known = d.last.Addrs()
-	}
+	o.Known = d.known
 	r, err := survey.Take(ctx, o)
 	d.at, d.err = time.Now(), err
 	if err == nil {
-		d.last = &r
+		d.last, d.known = &r, r.Answered(d.known)
 	}
 	return d.last, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,11 +28,15 @@ type Options struct {
 	// listener): its feeds, and those of every site it feeds, are
 	// surveyed too. Empty: no sites.
 	Site string
-	// Known are nodes to ask besides those the walk finds: the nodes of
-	// earlier surveys (--watch).
+	// Known are nodes to ask besides those the walk finds: those that
+	// answered an earlier survey (Report.Answered; --watch), so that one
+	// killed since is still asked, and named down.
 	Known []string
 	// Timeout bounds each request (3 s).
 	Timeout time.Duration
+	// Deadline bounds the whole survey (20 s): a chain of nodes each
+	// naming one more cannot hold it longer.
+	Deadline time.Duration
 	// MaxNodes bounds the walk (256).
 	MaxNodes int
 	// Now is the clock (time.Now).
@@ -106,6 +111,11 @@ func Take(ctx context.Context, o Options) (Report, error) {
 	if o.MaxNodes <= 0 {
 		o.MaxNodes = 256
 	}
+	if o.Deadline <= 0 {
+		o.Deadline = 20 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Deadline)
+	defer cancel()
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -130,20 +140,37 @@ func Take(ctx context.Context, o Options) (Report, error) {
 	return r, nil
 }
 
+// maxNamedPerNode bounds the addresses one node's answers add to the
+// walk: a hostile node naming thousands cannot fill it alone.
+const maxNamedPerNode = 64
+
 // walk finds the nodes from o.Addr (and o.Known) and asks each for its
-// ring state: up, its vnodes and their successors.
+// ring state: up, its vnodes and their successors. Each address is asked
+// once, at most MaxNodes in all, at most maxNamedPerNode new ones from
+// each node's answers.
 func walk(ctx context.Context, o Options) ([]Node, error) {
 	found := map[string]*Node{}
-	queue := append([]string{o.Addr}, o.Known...)
+	named := map[string]bool{}
+	var queue []string
+	enqueue := func(addrs []string, budget int) {
+		for _, a := range addrs {
+			if budget == 0 || len(named) >= o.MaxNodes {
+				return
+			}
+			if a != "" && !named[a] {
+				named[a] = true
+				queue = append(queue, a)
+				budget--
+			}
+		}
+	}
+	enqueue(append([]string{o.Addr}, o.Known...), o.MaxNodes)
 	for len(queue) > 0 {
 		batch := queue
 		queue = nil
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, addr := range batch {
-			if found[addr] != nil || len(found) >= o.MaxNodes {
-				continue
-			}
 			n := &Node{Addr: addr}
 			found[addr] = n
 			wg.Add(1)
@@ -160,6 +187,7 @@ func walk(ctx context.Context, o Options) ([]Node, error) {
 					n.Error = err.Error()
 					return
 				}
+				var seen []string
 				if self != nil {
 					n.Version, n.DiskFree, n.DiskTotal = self.Version, self.DiskFree, self.DiskTotal
 					if self.Started > 0 {
@@ -167,7 +195,7 @@ func walk(ctx context.Context, o Options) ([]Node, error) {
 					}
 					// The peers it holds dead: asked too, so that a node
 					// its neighbours have already dropped is still named.
-					queue = append(queue, self.Dead...)
+					seen = append(seen, self.Dead...)
 				}
 				n.Up, n.Vnodes, n.MinSuccessors = true, len(info.Vnodes), -1
 				for _, v := range info.Vnodes {
@@ -176,13 +204,14 @@ func walk(ctx context.Context, o Options) ([]Node, error) {
 					}
 					for _, refs := range [][]wire.NodeRef{v.Succs, v.Preds} {
 						for _, ref := range refs {
-							queue = append(queue, ref.Addr)
+							seen = append(seen, ref.Addr)
 						}
 					}
 					for _, f := range v.Fingers {
-						queue = append(queue, f.Node.Addr)
+						seen = append(seen, f.Node.Addr)
 					}
 				}
+				enqueue(seen, maxNamedPerNode)
 			}()
 		}
 		wg.Wait()
@@ -376,11 +405,21 @@ func orAddr(name, addr string) string {
 	return name
 }
 
-// Addrs are the nodes of r, for the next survey's Known.
-func (r Report) Addrs() []string {
-	out := make([]string, len(r.Nodes))
-	for i, n := range r.Nodes {
-		out[i] = n.Addr
+// Answered adds to known the nodes of r that answered, for the next
+// survey's Known: a node that never answered (a name a node made up, or
+// one dead before the first survey) is not carried on.
+func (r Report) Answered(known []string) []string {
+	out := slices.Clone(known)
+	for _, n := range r.Nodes {
+		if n.Up && !slices.Contains(out, n.Addr) {
+			out = append(out, n.Addr)
+		}
+	}
+	if len(out) > maxKnown {
+		out = out[len(out)-maxKnown:] // the oldest go first
 	}
 	return out
 }
+
+// maxKnown bounds Answered's list.
+const maxKnown = 256

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -686,8 +687,13 @@ func (l *List) Expire() (overview, history int, err error) {
 		return 0, 0, err
 	}
 	now := l.cfg.Now()
-	for _, g := range l.Groups("") {
-		n, err := l.expireGroup(g.Name, now)
+	// Every group, removed ones too: their entries expire as they would
+	// have (RemoveGroup).
+	l.mu.Lock()
+	names := slices.Sorted(maps.Keys(l.groups))
+	l.mu.Unlock()
+	for _, name := range names {
+		n, err := l.expireGroup(name, now)
 		overview += n
 		if err != nil {
 			return overview, history, err

@@ -62,9 +62,10 @@ func TestListAddWithoutSpool(t *testing.T) {
 // numbers and its removal across a reopen; added back, it numbers on.
 func TestRemoveGroup(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "news.db")
+	now := time.Now()
 	open := func() *List {
 		t.Helper()
-		l, err := OpenList(ListConfig{Path: path, PathHost: "list.test"})
+		l, err := OpenList(ListConfig{Path: path, PathHost: "list.test", Now: func() time.Time { return now }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,10 +106,15 @@ func TestRemoveGroup(t *testing.T) {
 	l = open()
 	defer l.Close()
 	check(l)
+	// Its entries expire as they would have (its article, 30 days).
+	now = now.Add(31 * 24 * time.Hour)
+	if n, _, err := l.Expire(); err != nil || n != 2 {
+		t.Fatalf("Expire 31 days on: %d overview entries, %v; want 2 (local.gone's and local.kept's)", n, err)
+	}
 	if err := l.AddGroup("local.gone", "y", ""); err != nil {
 		t.Fatal(err)
 	}
-	if g, ok := l.Group("local.gone"); !ok || l.Removed("local.gone") || g.High != 1 {
-		t.Fatalf("added back: %+v, %v; want it listed, its numbers kept (high 1)", g, ok)
+	if g, ok := l.Group("local.gone"); !ok || l.Removed("local.gone") || g.High != 1 || g.Count != 0 {
+		t.Fatalf("added back: %+v, %v; want it listed, empty, its numbers kept (high 1)", g, ok)
 	}
 }

@@ -24,10 +24,10 @@ var adminPerms = map[string]Perm{"XNEWGROUP": PermAdmin, "XRMGROUP": PermAdmin, 
 
 // admin runs an operator's command; ok is false for a verb that is not
 // one.
-func (c *conn) admin(verb string, args []string, line string) (keep, ok bool) {
+func (c *conn) admin(verb string, args []string) (keep, ok bool) {
 	switch verb {
 	case "XNEWGROUP":
-		return c.newgroup(args, line), true
+		return c.newgroup(args), true
 	case "XRMGROUP":
 		if len(args) != 1 {
 			return c.reply(nntp.CodeSyntaxError, "Syntax: XRMGROUP group"), true
@@ -89,7 +89,7 @@ func (c *conn) admin(verb string, args []string, line string) (keep, ok bool) {
 }
 
 // newgroup is XNEWGROUP group [y|n|m] [description...].
-func (c *conn) newgroup(args []string, line string) bool {
+func (c *conn) newgroup(args []string) bool {
 	if len(args) < 1 {
 		return c.reply(nntp.CodeSyntaxError, "Syntax: XNEWGROUP group [y|n|m] [description]")
 	}
@@ -98,13 +98,9 @@ func (c *conn) newgroup(args []string, line string) bool {
 		status = args[1]
 	}
 	if len(args) > 2 {
-		// The description as given, spaces and all.
-		rest := strings.TrimSpace(line)
-		for range 3 {
-			_, rest, _ = strings.Cut(rest, " ")
-			rest = strings.TrimLeft(rest, " ")
-		}
-		desc = rest
+		desc = strings.Join(args[2:], " ")
+	} else if g, ok := c.list.Group(name); ok {
+		desc = g.Desc // a newgroup again keeps the description
 	}
 	if err := usenet.CheckGroupName(name); err != nil {
 		return c.reply(nntp.CodeSyntaxError, "%v", err)

@@ -79,7 +79,7 @@ func (c *conn) command(line string) bool {
 	case "TAKETHIS":
 		return c.takethis(args)
 	}
-	if keep, ok := c.admin(verb, args, line); ok {
+	if keep, ok := c.admin(verb, args); ok {
 		return keep
 	}
 	return c.reply(nntp.CodeUnknownCommand, "Unknown command %.40q", f[0])

@@ -555,6 +555,10 @@ func TestAdminCommands(t *testing.T) {
 		t.Fatalf("XNEWGROUP made %+v, %v", g, ok)
 	}
 	nntptest.Code(t, c.Status("GROUP local.new"), "211")
+	nntptest.Code(t, c.Status("XNEWGROUP local.new y"), "288") // a status change keeps the description
+	if g, _ := admin.site.List().Group("local.new"); g.Status != "y" || g.Desc != "a group made at run time" {
+		t.Fatalf("XNEWGROUP again made %+v", g)
+	}
 	nntptest.Code(t, c.Status("XNEWGROUP local..bad"), "501")
 	nntptest.Code(t, c.Status("XNEWGROUP local.x q"), "501")
 	nntptest.Code(t, c.Status("XRMGROUP local.new"), "288")
