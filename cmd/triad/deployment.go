@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -87,8 +86,8 @@ func printSurvey(w io.Writer, r survey.Report) {
 			fmt.Fprintf(tw, "%s\tDOWN\t\t\t\t\t\t\t\n", n.Addr)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\tup\t%s\t%s\t%s\t%d (≥%d successors)\t%s\t%s\t%s\n", n.Addr, orDash(n.Version), uptimeCell(n.UptimeS), diskCell(n.DiskFree, n.DiskTotal),
-			n.Vnodes, n.MinSuccessors, maintCell(n.Maint), d2Cell(n.D2), tapCell(n.Tapestry))
+		fmt.Fprintf(tw, "%s\tup\t%s\t%s\t%s\t%d (≥%d successors)\t%s\t%s\t%s\n", n.Addr, n.VersionText(), n.UptimeText(), n.DiskText(),
+			n.Vnodes, n.MinSuccessors, n.MaintText(), n.D2Text(), n.TapestryText())
 	}
 	tw.Flush()
 	for _, s := range r.Sites {
@@ -113,82 +112,4 @@ func printSurvey(w io.Writer, r survey.Report) {
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "  %s\n", p)
 	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func uptimeCell(s float64) string {
-	if s <= 0 {
-		return "-"
-	}
-	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
-}
-
-func diskCell(free, total uint64) string {
-	if total == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%s of %s", humanBytes(free), humanBytes(total))
-}
-
-func maintCell(m *survey.Maint) string {
-	switch {
-	case m == nil:
-		return "-"
-	case m.Paused:
-		return "paused"
-	case m.LastRoundAgo < 0:
-		return "no round yet"
-	}
-	s := fmt.Sprintf("last round %s ago", time.Duration(m.LastRoundAgo*float64(time.Second)).Round(time.Second))
-	if m.Queued > 0 {
-		s += fmt.Sprintf(", %d queued", m.Queued)
-	}
-	return s
-}
-
-func d2Cell(d *survey.D2) string {
-	if d == nil {
-		return "-"
-	}
-	state := "joined"
-	if !d.Joined {
-		state = "NOT JOINED"
-	}
-	s := fmt.Sprintf("%s, %s used", state, humanBytes(d.Usage))
-	if d.Capacity > 0 {
-		s += " of " + humanBytes(d.Capacity)
-	}
-	if len(d.Distrusted) > 0 {
-		s += ", distrusts " + strings.Join(d.Distrusted, " ")
-	}
-	return s
-}
-
-func tapCell(t *survey.Tapestry) string {
-	switch {
-	case t == nil:
-		return "-"
-	case !t.Joined:
-		return "NOT JOINED"
-	}
-	return fmt.Sprintf("joined, %d links", t.Links)
-}
-
-// humanBytes is n in B, KiB, MiB or GiB.
-func humanBytes(n uint64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -58,11 +58,12 @@ type deploymentView struct {
 	Rows   []deploymentRow
 }
 
+// deploymentRow is a node's row: its state (its texts are survey's, as
+// triad status prints them), its page and what to show in red.
 type deploymentRow struct {
 	survey.Node
-	Page                                             string
-	UptimeCell, DiskCell, MaintCell, D2Cell, TapCell string
-	D2Bad, TapBad                                    bool
+	Page          string
+	D2Bad, TapBad bool
 }
 
 func (d *Deployment) serve(name string) http.HandlerFunc {
@@ -77,35 +78,7 @@ func (d *Deployment) serve(name string) http.HandlerFunc {
 		if rep != nil {
 			v.Report = rep
 			for _, n := range rep.Nodes {
-				row := deploymentRow{Node: n, Page: d.Pages[n.Addr], UptimeCell: "-", DiskCell: "-", MaintCell: "-", D2Cell: "-", TapCell: "-"}
-				if n.UptimeS > 0 {
-					row.UptimeCell = time.Duration(n.UptimeS * float64(time.Second)).Round(time.Second).String()
-				}
-				if n.DiskTotal > 0 {
-					row.DiskCell = humanBytes(int64(n.DiskFree)) + " of " + humanBytes(int64(n.DiskTotal))
-				}
-				if m := n.Maint; m != nil {
-					switch {
-					case m.Paused:
-						row.MaintCell = "paused"
-					case m.LastRoundAgo < 0:
-						row.MaintCell = "no round yet"
-					default:
-						row.MaintCell = fmt.Sprintf("last round %s ago", time.Duration(m.LastRoundAgo*float64(time.Second)).Round(time.Second))
-					}
-				}
-				if x := n.D2; x != nil {
-					row.D2Cell, row.D2Bad = fmt.Sprintf("on its ring, %s used", humanBytes(int64(x.Usage))), !x.Joined
-					if !x.Joined {
-						row.D2Cell = "NOT on its ring"
-					}
-				}
-				if t := n.Tapestry; t != nil {
-					row.TapCell, row.TapBad = fmt.Sprintf("joined, %d links", t.Links), !t.Joined
-					if !t.Joined {
-						row.TapCell = "NOT joined"
-					}
-				}
+				row := deploymentRow{Node: n, Page: d.Pages[n.Addr], D2Bad: n.D2 != nil && !n.D2.Joined, TapBad: n.Tapestry != nil && !n.Tapestry.Joined}
 				v.Rows = append(v.Rows, row)
 			}
 		}
