@@ -70,6 +70,16 @@ func TestUpServesMetrics(t *testing.T) {
 	if n := strings.Count(string(body), `<tr class="up"`); n != 3 || strings.Contains(string(body), "survey failed") {
 		t.Errorf("%s shows %d nodes up, want 3:\n%s", page, n, body)
 	}
+	// Its news section: triad up's three sites, each feeding the other two;
+	// its D2 column: each node's primary load.
+	news, _, _ := strings.Cut(string(body), `<section id="news">`)
+	news = strings.TrimPrefix(string(body), news)
+	if h, li := strings.Count(news, "<h3>"), strings.Count(news, "<li>"); h != 3 || li != 6 {
+		t.Errorf("%s's news section shows %d sites and %d feeds, want 3 and 6:\n%s", page, h, li, body)
+	}
+	if n := strings.Count(string(body), "keys</td>"); n != 3 || !strings.Contains(string(body), "primary for") {
+		t.Errorf("%s shows D2's primary load of %d nodes, want 3:\n%s", page, n, body)
+	}
 
 	families := []string{
 		"triad_ring_vnodes", "triad_ring_successors", "triad_ring_neighbour_changes_total", "triad_ring_lookups_total",

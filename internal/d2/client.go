@@ -688,7 +688,8 @@ func (n *Node) clientRequest(env node.Env, in node.MsgIn) {
 
 // Space reports this node's D2 store, for a client's D2GetSpace: its
 // engine's capacity and usage (read off the event loop: a disk engine
-// counts its index), the ring's r, and whether the node is on the ring.
+// counts its index), the ring's r, whether the node is on the ring, and
+// its primary load and held keys.
 // It asks no other node, and answers whether joined or not, so a client
 // learns from it that D2 runs here and is still joining.
 func (n *Node) Space(env node.Env, done func(env node.Env, s wire.D2Space, err error)) {
@@ -704,7 +705,8 @@ func (n *Node) Space(env node.Env, done func(env node.Env, s wire.D2Space, err e
 			return
 		}
 		done(env, wire.D2Space{Joined: n.joined, Capacity: uint64(max(st.Capacity, 0)), Usage: uint64(max(st.Usage, 0)),
-			Replicas: uint32(n.cfg.Replicas), Distrusted: n.distrustedNames()}, nil)
+			Replicas: uint32(n.cfg.Replicas), Distrusted: n.distrustedNames(),
+			Primary: uint64(n.Load()), Held: uint64(n.Held())}, nil)
 	}})
 }
 

@@ -11,7 +11,8 @@ import (
 
 // TestSpace: a client's D2GetSpace is answered by the node it reaches, from
 // its own engine: the bytes its store takes, no capacity bound (the mem
-// engines here have none), the ring's r and whether it is on the ring. A
+// engines here have none), the ring's r, whether it is on the ring, and
+// its primary load and held keys, as the node itself counts them. A
 // node that cannot join (its saved peers are down) still answers, not
 // joined, while a block request to it fails with d2.ErrNotJoined's text,
 // which d2client turns into "still joining the ring".
@@ -40,6 +41,8 @@ func TestSpace(t *testing.T) {
 		t.Fatalf("D2GetSpace to a holder: %v, %+v", err, reply)
 	case !s.Joined || s.Capacity != 0 || s.Replicas != uint32(c.cfg.Replicas) || s.Usage < uint64(len(b.data)):
 		t.Errorf("D2GetSpace to a holder of %d bytes: %+v", len(b.data), s)
+	case s.Held == 0 || s.Held != uint64(c.node(c.hosts[holder]).Held()) || s.Primary != uint64(c.node(c.hosts[holder]).Load()):
+		t.Errorf("D2GetSpace to a holder of %d keys, primary for %d: %+v", c.node(c.hosts[holder]).Held(), c.node(c.hosts[holder]).Load(), s)
 	}
 
 	for _, h := range c.hosts[:3] { // every saved peer of a newcomer

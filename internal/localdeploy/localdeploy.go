@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"triad/internal/noded"
 	"triad/internal/pki"
 	"triad/internal/ring"
+	"triad/internal/survey"
 	"triad/internal/wire"
 )
 
@@ -229,19 +231,35 @@ func (d *Deployment) startNodes(context.Context) error {
 		d.Nodes = append(d.Nodes, n)
 		d.say("started node %d on %s (%d vnodes, data in %s)", i, n.Addr, d.o.Vnodes, n.Data)
 	}
-	// Each node's deployment page links every node's own page.
+	d.setLocal()
+	return nil
+}
+
+// setLocal tells each node's deployment page what this process runs:
+// every node's own page, and the news sites started so far with their
+// feeds.
+func (d *Deployment) setLocal() {
 	pages := map[string]string{}
 	for _, n := range d.Nodes {
 		if n.HTTP != nil {
 			pages[n.Addr] = "http://" + n.HTTP.Addr + "/"
 		}
 	}
-	for _, n := range d.Nodes {
-		if n.Page != nil && n.Page.Deployment != nil {
-			n.Page.Deployment.Pages = pages
+	var sites func() []survey.Site
+	if started := slices.Clone(d.Sites); len(started) > 0 {
+		sites = func() []survey.Site {
+			var out []survey.Site
+			for _, s := range started {
+				out = append(out, survey.Site{Name: s.Name(), Addr: s.Addr, Up: true, Feeds: s.Feeds()})
+			}
+			return out
 		}
 	}
-	return nil
+	for _, n := range d.Nodes {
+		if n.Page != nil && n.Page.Deployment != nil {
+			n.Page.Deployment.SetLocal(pages, sites)
+		}
+	}
 }
 
 // startSites starts the news sites, each on the first of its nodes. Their
@@ -294,6 +312,7 @@ func (d *Deployment) startSites(ctx context.Context) error {
 		}
 		d.say("started news site %s on %s (node %s; %s; groups %s; data in %s)", o.PathHost, s.Addr, n.Addr, links, strings.Join(s.Groups, ", "), o.Data)
 	}
+	d.setLocal()
 	return nil
 }
 

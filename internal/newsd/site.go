@@ -162,6 +162,18 @@ func (s *Site) openSite(ctx context.Context, o Options, set settings, bundle *pk
 	return nil
 }
 
+// Name is the site's name, its Path host.
+func (s *Site) Name() string { return s.site.PathHost() }
+
+// Feeds are the state of the site's feeds, one line per peer as XFEEDS
+// gives them; none without peers.
+func (s *Site) Feeds() []string {
+	if s.feeds == nil {
+		return nil
+	}
+	return s.feeds.Lines()
+}
+
 // siteAdmin is the site's feeds as the operator's commands see them
 // (nntpd.Admin).
 type siteAdmin struct{ feeds *peering.Feeds }

@@ -17,16 +17,34 @@ import (
 // in red, after its neighbours have dropped it.
 type Deployment struct {
 	Options survey.Options
-	// Pages are the daemons' own pages by node address, where known
-	// (triad up knows them all); each node's row links to its page.
-	Pages map[string]string
-	Every time.Duration // 2 s
+	Every   time.Duration // 2 s
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// pages are the daemons' own pages by node address, where known
+	// (triad up knows them all; SetLocal); each node's row links to its
+	// page.
+	pages map[string]string
 	last  *survey.Report
 	known []string // the nodes that answered a survey
 	err   error
 	at    time.Time
+}
+
+// SetLocal gives what a deployment run in one process (triad up) knows
+// of itself: each node's page by its address, and its news sites
+// (survey.Options.Local).
+func (d *Deployment) SetLocal(pages map[string]string, sites func() []survey.Site) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.pages, d.Options.Local = pages, sites
+	d.last = nil
+}
+
+// page is a node's own page, "" if unknown.
+func (d *Deployment) page(addr string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pages[addr]
 }
 
 // report is the latest survey, taken anew when it is older than Every.
@@ -78,7 +96,7 @@ func (d *Deployment) serve(name string) http.HandlerFunc {
 		if rep != nil {
 			v.Report = rep
 			for _, n := range rep.Nodes {
-				row := deploymentRow{Node: n, Page: d.Pages[n.Addr], D2Bad: n.D2 != nil && !n.D2.Joined, TapBad: n.Tapestry != nil && !n.Tapestry.Joined}
+				row := deploymentRow{Node: n, Page: d.page(n.Addr), D2Bad: n.D2 != nil && !n.D2.Joined, TapBad: n.Tapestry != nil && !n.Tapestry.Joined}
 				v.Rows = append(v.Rows, row)
 			}
 		}

@@ -26,8 +26,12 @@ type Options struct {
 	Bundle *pki.Bundle
 	// Site is a news site's address for triad news (with TLS its TLS
 	// listener): its feeds, and those of every site it feeds, are
-	// surveyed too. Empty: no sites.
+	// surveyed too. Empty: the Local sites, if any.
 	Site string
+	// Local, without Site, gives the news sites running in this process
+	// (triad up's, for its nodes' deployment pages), as they are: a
+	// node's own certificate may not ask a site for its feeds.
+	Local func() []Site
 	// Known are nodes to ask besides those the walk finds: those that
 	// answered an earlier survey (Report.Answered; --watch), so that one
 	// killed since is still asked, and named down.
@@ -81,6 +85,8 @@ type D2 struct {
 	Joined     bool     `json:"joined"`
 	Usage      uint64   `json:"usage_bytes"`
 	Capacity   uint64   `json:"capacity_bytes"`
+	Primary    uint64   `json:"primary_keys"`
+	Held       uint64   `json:"held_keys"`
 	Distrusted []string `json:"distrusted,omitempty"`
 }
 
@@ -133,8 +139,11 @@ func Take(ctx context.Context, o Options) (Report, error) {
 	}
 	wg.Wait()
 	r.Nodes = nodes
-	if o.Site != "" {
+	switch {
+	case o.Site != "":
 		r.Sites = o.sites()
+	case o.Local != nil:
+		r.Sites = o.Local()
 	}
 	r.Problems = problems(r)
 	return r, nil
@@ -244,7 +253,7 @@ func (o Options) protocols(ctx context.Context, n *Node) {
 		n.Maint = m
 	}
 	if sp, err := ask[*wire.D2Space](ctx, o, n.Addr, &wire.D2GetSpace{}); err == nil {
-		n.D2 = &D2{Joined: sp.Joined, Usage: sp.Usage, Capacity: sp.Capacity, Distrusted: sp.Distrusted}
+		n.D2 = &D2{Joined: sp.Joined, Usage: sp.Usage, Capacity: sp.Capacity, Primary: sp.Primary, Held: sp.Held, Distrusted: sp.Distrusted}
 	}
 	if tab, err := ask[*wire.TapTable](ctx, o, n.Addr, &wire.TapGetTable{}); err == nil {
 		n.Tapestry = &Tapestry{Joined: tab.Joined, Links: len(tab.Entries)}

@@ -51,8 +51,8 @@ func (n Node) MaintText() string {
 	return s
 }
 
-// D2Text is the node's D2: on its ring or not, its store, whom it
-// distrusts.
+// D2Text is the node's D2: on its ring or not, its store, its primary
+// load (of the keys it holds), whom it distrusts.
 func (n Node) D2Text() string {
 	d := n.D2
 	if d == nil {
@@ -66,6 +66,7 @@ func (n Node) D2Text() string {
 	if d.Capacity > 0 {
 		s += " of " + Bytes(d.Capacity)
 	}
+	s += fmt.Sprintf(", primary for %d of %d keys", d.Primary, d.Held)
 	if len(d.Distrusted) > 0 {
 		s += ", distrusts " + strings.Join(d.Distrusted, " ")
 	}

@@ -489,7 +489,10 @@ type D2GetSpace struct{}
 // the ring's Replicas (r, the copies of each block), and Joined: D2 there
 // is on the ring (false: still joining, d2.ErrNotJoined). Distrusted are
 // the replica partners the node found lacking blocks they had
-// acknowledged (internal/d2's audit.go), at most MaxD2Distrusted.
+// acknowledged (internal/d2's audit.go), at most MaxD2Distrusted. Primary
+// is the node's primary load (the keys, blocks and pointers, in its own
+// range; D2 §6 balances it) and Held all the keys it holds, primary and
+// replica.
 //
 //wire:msg 408 node
 type D2Space struct {
@@ -498,6 +501,8 @@ type D2Space struct {
 	Usage      uint64   `wire:"3"`
 	Replicas   uint32   `wire:"4"`
 	Distrusted []string `wire:"5,max=MaxD2Distrusted,each=MaxAddrBytes"`
+	Primary    uint64   `wire:"6"`
+	Held       uint64   `wire:"7"`
 }
 
 // MaxD2Distrusted bounds D2Space.Distrusted.

@@ -2454,6 +2454,8 @@ func (m *D2Space) encode(b []byte) []byte {
 	for _, x := range m.Distrusted {
 		b = putString(b, 5, x)
 	}
+	b = putUint(b, 6, m.Primary)
+	b = putUint(b, 7, m.Held)
 	return b
 }
 func (m *D2Space) decodeField(d *decoder, f field) {
@@ -2472,6 +2474,10 @@ func (m *D2Space) decodeField(d *decoder, f field) {
 			return
 		}
 		m.Distrusted = append(m.Distrusted, d.str(f, MaxAddrBytes))
+	case 6:
+		m.Primary = d.uint(f)
+	case 7:
+		m.Held = d.uint(f)
 	}
 }
 func (m *D2Space) clone() Msg {
