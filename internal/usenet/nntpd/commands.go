@@ -426,7 +426,7 @@ func (c *conn) target(args []string) (num uint64, e usenet.HistEntry, msgid stri
 		}
 		return 0, h, msgid, true, true
 	}
-	if c.group == "" {
+	if !c.inGroup() {
 		return 0, e, "", false, c.reply(nntp.CodeNoGroupSelected, "No newsgroup selected")
 	}
 	num = c.current
@@ -499,11 +499,20 @@ func headerLines(head []byte) []byte {
 	return head
 }
 
+// inGroup reports whether a group is selected, and still carried: one the
+// operator removed since (XRMGROUP) is selected no more.
+func (c *conn) inGroup() bool {
+	if c.group != "" && c.list.Removed(c.group) {
+		c.group, c.current = "", 0
+	}
+	return c.group != ""
+}
+
 func (c *conn) nextLast(next bool, args []string) bool {
 	if len(args) > 0 {
 		return c.reply(nntp.CodeSyntaxError, "No arguments allowed")
 	}
-	if c.group == "" {
+	if !c.inGroup() {
 		return c.reply(nntp.CodeNoGroupSelected, "No newsgroup selected")
 	}
 	if c.current == 0 {
@@ -564,7 +573,7 @@ func (c *conn) entries(arg string, page int) (r overRange, ok, alive bool) {
 		}
 		return overRange{byID: true, first: []*usenet.Overview{overviewOf(a, 0, h)}}, true, true
 	}
-	if c.group == "" {
+	if !c.inGroup() {
 		return r, false, c.reply(nntp.CodeNoGroupSelected, "No newsgroup selected")
 	}
 	g, _ := c.list.Group(c.group)

@@ -541,7 +541,8 @@ func TestPipelinedChecksAnsweredInOrder(t *testing.T) {
 }
 
 // The operator's commands (triad news) need PermAdmin, which no client
-// gets by default; with it, groups are added and removed at run time.
+// gets by default; with it, groups are added and removed at run time, and
+// a reader in a group removed has no group selected.
 func TestAdminCommands(t *testing.T) {
 	ts := startServer(t, Config{}, usenet.SiteConfig{})
 	c, _ := ts.dial(t)
@@ -561,8 +562,13 @@ func TestAdminCommands(t *testing.T) {
 	}
 	nntptest.Code(t, c.Status("XNEWGROUP local..bad"), "501")
 	nntptest.Code(t, c.Status("XNEWGROUP local.x q"), "501")
+	reader, _ := admin.dial(t) // a reader in the group as it goes
+	nntptest.Code(t, reader.Status("GROUP local.new"), "211")
 	nntptest.Code(t, c.Status("XRMGROUP local.new"), "288")
 	nntptest.Code(t, c.Status("GROUP local.new"), "411")
+	for _, cmd := range []string{"ARTICLE 1", "NEXT", "OVER"} {
+		nntptest.Code(t, reader.Status("%s", cmd), "412") // no group selected: it is gone
+	}
 	nntptest.Code(t, c.Status("XRMGROUP local.new"), "411")
 	nntptest.Code(t, c.Status("XPEERS"), "503") // no feeds here
 	nntptest.Code(t, c.Status("XPAUSE"), "503")
