@@ -37,7 +37,7 @@ const finalJSON = "print a final JSON line"
 func benchCommands() []benchCommand {
 	return []benchCommand{
 		{"bench store", "bench store [--dir D] [--size BYTES] [--objects N] [--reopen N] [--json]", bench.StoreHelp, finalJSON, "the run", false, just(new(bench.DefaultStoreConfig()))},
-		{"bench dhash", "bench dhash [--nodes N | --nodes N,N,...] [--cpu-per-node CORES] [--size BYTES] [--concurrency C] [--ops N] [--json]", bench.DHashHelp, "", "", true, just(new(bench.DefaultDHashCommand()))},
+		{"bench dhash", "bench dhash [--nodes N | --nodes N,N,...] [--cpu-per-node CORES] [--size BYTES] [--concurrency C] [--ops N] [--explain] [--json]", bench.DHashHelp, "", "", true, just(new(bench.DefaultDHashCommand()))},
 		{"bench nntp", "bench nntp --addr HOST:PORT [--size BYTES] [--conns C] [--articles N] [--phases LIST] [--json]", bench.NNTPHelp + bench.NNTPSpreadHelp, "", "the load generator", true, just(new(bench.DefaultNNTPCommand()))},
 		{"bench limits", "bench limits [--idle 5000] [--articles 200000] [--json]", bench.LimitsHelp, "", "", false, just(new(bench.DefaultLimitsConfig()))},
 		{"bench pin", "bench pin [--frames 80] [--readers 20] [--gets 500] [--hold 15s] [--max-anon-mb 576] [--json]", help("bench-pin"), "", "", false, just(new(bench.DefaultPinConfig()))},

@@ -64,7 +64,11 @@ type DHashConfig struct {
 	// the benchmark once per count, each on a fresh cluster. Nodes is then
 	// the first count.
 	Scale []int
-	Log   func(format string, args ...any)
+	// Explain counts what each put and get cost the nodes and this
+	// process (PhaseResult.Explain) and the least a put needs
+	// (DHashResult.Floor); the nodes then serve /metrics on free ports.
+	Explain bool
+	Log     func(format string, args ...any)
 	// Progress, if set, receives each phase's advance (a terminal's bar).
 	Progress func(phase string, total int64) Progress
 }
@@ -92,6 +96,8 @@ type PhaseResult struct {
 	// ClientCPUSecs this load generator's; empty where /proc is not.
 	NodeCPUSecs   []float64 `json:"node_cpu_seconds,omitempty"`
 	ClientCPUSecs float64   `json:"client_cpu_seconds,omitempty"`
+	// Explain is the phase's use per operation, with DHashConfig.Explain.
+	Explain *Explain `json:"explain,omitempty"`
 }
 
 // DHashResult holds a run's figures.
@@ -107,6 +113,7 @@ type DHashResult struct {
 	Put         PhaseResult `json:"put"`
 	Get         PhaseResult `json:"get"`
 	StartupSecs float64     `json:"startup_seconds"`
+	Floor       *Floor      `json:"floor,omitempty"` // with DHashConfig.Explain
 }
 
 // DHash starts the cluster, waits until its ring is consistent, puts
@@ -134,6 +141,12 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
+	if cfg.Explain {
+		// Before the nodes start: nothing else runs while it is timed.
+		if res.Floor, err = putFloor(replicasArg(cfg.NodeArgs), cfg.Nodes, cfg.Concurrency); err != nil {
+			return res, err
+		}
+	}
 
 	start := time.Now()
 	c, err := startCluster(cfg, dir)
@@ -146,19 +159,11 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 	if err := c.waitRing(ctx); err != nil {
 		return res, err
 	}
-	clients := make([]*client.Client, len(c.addrs))
-	opt := client.Options{TLS: c.tls}
-	for i, a := range c.addrs {
-		if clients[i], err = client.DialOptions(ctx, a, opt); err != nil {
-			return res, err
-		}
-		defer clients[i].Close()
-	}
-	cluster, err := client.DialClusterOptions(ctx, opt, c.addrs...)
+	cs, err := c.dial(ctx)
+	defer cs.close()
 	if err != nil {
 		return res, err
 	}
-	defer cluster.Close()
 	res.StartupSecs = time.Since(start).Seconds()
 	logf("bench dhash: %d nodes up and consistent in %.1fs", cfg.Nodes, res.StartupSecs)
 
@@ -170,14 +175,13 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		want[i] = id.Key(b)
 	}
 	keys := make([]id.ID, cfg.Ops)
-	cpu := c.cpuMeter()
-	res.Put = runPhase(cfg, "put", func(ctx context.Context, i int) error {
+	res.Put, err = c.measure(cfg, "put", func(ctx context.Context, i int) error {
 		var key id.ID
 		var err error
 		if cfg.HolderDirect {
-			key, _, err = cluster.Put(ctx, blocks[i], client.PutOptions{Expire: time.Hour})
+			key, _, err = cs.cluster.Put(ctx, blocks[i], client.PutOptions{Expire: time.Hour})
 		} else {
-			key, _, err = clients[i%len(clients)].Put(ctx, blocks[i], client.PutOptions{Expire: time.Hour})
+			key, _, err = cs.each[i%len(cs.each)].Put(ctx, blocks[i], client.PutOptions{Expire: time.Hour})
 		}
 		if err == nil && key != want[i] {
 			err = fmt.Errorf("block %d stored under %v, not its content hash", i, key)
@@ -185,27 +189,30 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		keys[i] = key
 		return err
 	})
-	res.Put.NodeCPUSecs, res.Put.ClientCPUSecs = cpu()
+	if err != nil {
+		return res, err
+	}
 	logf("bench dhash: put %d x %d B: %.0f ops/s, %.1f MB/s, p50 %.2f ms, p99 %.2f ms", res.Put.Done, cfg.Size, res.Put.OpsPerS, res.Put.MBps, res.Put.P50Ms, res.Put.P99Ms)
 	logf("bench dhash: nodes idle again after %.1fs (index checkpoints); measuring gets", c.settle(15*time.Second).Seconds())
-	cpu = c.cpuMeter()
-	res.Get = runPhase(cfg, "get", func(ctx context.Context, i int) error {
+	res.Get, err = c.measure(cfg, "get", func(ctx context.Context, i int) error {
 		if keys[i].IsZero() {
 			return errSkipped
 		}
 		var data []byte
 		var err error
 		if cfg.HolderDirect {
-			data, _, err = cluster.Get(ctx, keys[i])
+			data, _, err = cs.cluster.Get(ctx, keys[i])
 		} else {
-			data, _, err = clients[(i+1)%len(clients)].Get(ctx, keys[i])
+			data, _, err = cs.each[(i+1)%len(cs.each)].Get(ctx, keys[i])
 		}
 		if err == nil && string(data) != string(blocks[i]) {
 			err = fmt.Errorf("block %d came back different", i)
 		}
 		return err
 	})
-	res.Get.NodeCPUSecs, res.Get.ClientCPUSecs = cpu()
+	if err != nil {
+		return res, err
+	}
 	logf("bench dhash: get %d x %d B: %.0f ops/s, %.1f MB/s, p50 %.2f ms, p99 %.2f ms", res.Get.Done, cfg.Size, res.Get.OpsPerS, res.Get.MBps, res.Get.P50Ms, res.Get.P99Ms)
 	if res.Put.Done == 0 || res.Get.Done == 0 {
 		return res, fmt.Errorf("bench: nothing succeeded (put %d, get %d): see the node logs", res.Put.Done, res.Get.Done)
@@ -301,10 +308,67 @@ func runPhase(cfg DHashConfig, name string, op func(ctx context.Context, i int) 
 		MBps: float64(n) * float64(cfg.Size) / secs / 1e6, P50Ms: quantileMs(lat, 0.5), P99Ms: quantileMs(lat, 0.99), Seconds: secs}
 }
 
+// measure runs a phase (runPhase) and records the CPU time the nodes and
+// this process used in it, and with cfg.Explain what Explain counts; the
+// explain meter's readings and scrapes fall outside the CPU meter's.
+func (c *cluster) measure(cfg DHashConfig, name string, op func(ctx context.Context, i int) error) (PhaseResult, error) {
+	var ex *explainMeter
+	if cfg.Explain {
+		var err error
+		if ex, err = c.startExplain(); err != nil {
+			return PhaseResult{}, err
+		}
+	}
+	cpu := c.cpuMeter()
+	p := runPhase(cfg, name, op)
+	p.NodeCPUSecs, p.ClientCPUSecs = cpu()
+	if ex == nil {
+		return p, nil
+	}
+	var err error
+	p.Explain, err = ex.stop(p.Done)
+	return p, err
+}
+
+// conns are the load generator's connections: one to each node, and a
+// Cluster that sends each operation to its key's holder.
+type conns struct {
+	each    []*client.Client
+	cluster *client.Cluster
+}
+
+// dial connects to every node, and as a Cluster; the conns made are
+// returned even with an error, for close.
+func (c *cluster) dial(ctx context.Context) (*conns, error) {
+	cs := &conns{}
+	opt := client.Options{TLS: c.tls}
+	for _, a := range c.addrs {
+		cl, err := client.DialOptions(ctx, a, opt)
+		if err != nil {
+			return cs, err
+		}
+		cs.each = append(cs.each, cl)
+	}
+	var err error
+	cs.cluster, err = client.DialClusterOptions(ctx, opt, c.addrs...)
+	return cs, err
+}
+
+// close closes the connections, the run being measured by then.
+func (cs *conns) close() {
+	for _, cl := range cs.each {
+		cl.Close()
+	}
+	if cs.cluster != nil {
+		cs.cluster.Close()
+	}
+}
+
 // cluster is a set of `triad node` processes.
 type cluster struct {
 	nodes []*proc.Proc
 	addrs []string
+	http  []string    // the nodes' metrics addresses, with DHashConfig.Explain
 	tls   *pki.Bundle // the client's, with DHashConfig.TLS
 	cg    *CPUCgroups // the nodes' cgroups, with DHashConfig.CPUPerNode
 }
@@ -416,6 +480,14 @@ func (c *cluster) nodeArgs(cfg DHashConfig, dir string, i int, ca *pki.CA) ([]st
 	}
 	if cfg.ProfileDir != "" {
 		args = append(args, "--cpuprofile", filepath.Join(cfg.ProfileDir, fmt.Sprintf("node%d.cpu", i)))
+	}
+	if cfg.Explain {
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			return nil, err
+		}
+		c.http = append(c.http, addr)
+		args = append(args, "--http", addr)
 	}
 	return args, nil
 }

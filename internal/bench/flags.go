@@ -70,6 +70,7 @@ func (c *DHashConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.MaxPhase, "max-phase", c.MaxPhase, "time bound of each phase")
 	fs.BoolVar(&c.HolderDirect, "holder-direct", c.HolderDirect, "send each operation straight to the key's holder, skipping the lookup (labelled in the output)")
 	fs.StringVar(&c.ProfileDir, "profile", c.ProfileDir, "write CPU profiles of every node (node<i>.cpu) and of this client (client.cpu) into this `directory`")
+	fs.BoolVar(&c.Explain, "explain", c.Explain, "also print what each put and get cost the nodes and this client (CPU, syscalls, context switches, frames, fdatasyncs, allocations) and the least a put needs")
 }
 
 // Validate checks c's counts and sizes.

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"slices"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"triad/internal/client"
 	"triad/internal/id"
@@ -214,22 +210,13 @@ func (c *floodCluster) counters() (floodCounters, error) {
 	var sum floodCounters
 	hc := http.Client{Timeout: 5 * time.Second}
 	for _, a := range c.http {
-		resp, err := hc.Get("http://" + a + "/metrics")
-		if err != nil {
-			return sum, err
-		}
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := parser.TextToMetricFamilies(io.LimitReader(resp.Body, 8<<20))
-		resp.Body.Close()
+		fams, err := scrape(&hc, a)
 		if err != nil {
 			return sum, err
 		}
 		get := func(name string) uint64 {
-			f := fams[name]
-			if f == nil || len(f.Metric) == 0 || f.Metric[0].Counter == nil {
-				return 0
-			}
-			return uint64(f.Metric[0].Counter.GetValue())
+			v, _ := counterValue(fams, name) // a counter not yet counted is 0
+			return v
 		}
 		// Requests for keys a node holds itself cross no link: the
 		// goodput counts the routed ones (the paper's A, §III-D).

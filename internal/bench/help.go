@@ -62,6 +62,24 @@ total at every count), 16 operations per node are in flight, so that the load
 grows with the nodes, as the paper ran one client per server. With --profile
 DIR, each count's profiles go to DIR/nodes<N>.
 
+--explain counts a put's path end to end. After the table it prints, per
+put of the put phase and per get of the get phase, the node processes summed
+and this load generator apart: CPU time (/proc/PID/stat; getrusage for this
+process), read-like and write-like syscalls (/proc/PID/io syscr, syscw),
+context switches summed over all threads (/proc/PID/task/*/status: wake-ups
+are voluntary switches, a thread that blocked and was woken; preemptions
+involuntary ones), and from the nodes' /metrics, served on free ports for the
+run, frames sent (triad_net_frames_sent_total), lookup hops (the sum of
+triad_ring_lookup_hops: lookups forwarded to another node), the block store's
+fdatasyncs (triad_store_syncs_total) and heap allocations
+(go_memstats_mallocs_total; runtime.MemStats for this process). A paragraph then gives the floor of a
+put: the frames of its path for k copies (request, lookup, a copy to each
+holder and its acknowledgement, reply), the fdatasyncs its holders' group
+commits need, and one loopback TCP round trip's CPU and wall time, timed in
+this process before the nodes start (10,000 small messages in turn), as its
+unit. With --json the figures are in each phase's "explain" and the run's
+"floor".
+
 --cpu-per-node C runs each node in a CPU cgroup of its own with a quota of C
 cores (C x 100 ms per 100 ms period: cgroup v1's cpu.cfs_quota_us under
 /sys/fs/cgroup/cpu where mounted, else v2's cpu.max), as if each had a small

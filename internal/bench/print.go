@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
 // The tables `triad bench NAME` and `triad chaos` print, beside the
@@ -67,6 +68,59 @@ func (r DHashResult) WriteText(w io.Writer) {
 				fmt.Fprintf(w, "  %s\n", e)
 			}
 		}
+	}
+	r.writeExplain(w)
+}
+
+// costRow is a line of the explain table.
+type costRow struct {
+	name, format string
+	of           func(Cost) float64
+	client       bool // the load generator counts it too
+}
+
+// costRows are the explain table's lines: the kernel's counts, then the
+// nodes' own counters and the allocations.
+var costRows = []costRow{
+	{"CPU µs", "%.1f", func(c Cost) float64 { return c.CPUMicros }, true},
+	{"read-like syscalls", "%.2f", func(c Cost) float64 { return c.ReadSyscalls }, true},
+	{"write-like syscalls", "%.2f", func(c Cost) float64 { return c.WriteSyscalls }, true},
+	{"wake-ups (voluntary switches)", "%.2f", func(c Cost) float64 { return c.Wakeups }, true},
+	{"preemptions", "%.2f", func(c Cost) float64 { return c.Preemptions }, true},
+	{"network frames sent", "%.2f", func(c Cost) float64 { return c.FramesSent }, false},
+	{"lookup hops", "%.2f", func(c Cost) float64 { return c.LookupHops }, false},
+	{"fdatasyncs (block store)", "%.3f", func(c Cost) float64 { return c.Syncs }, false},
+	{"heap allocations", "%.0f", func(c Cost) float64 { return c.Mallocs }, true},
+}
+
+// writeExplain writes the phases' use per operation, then the floor of
+// a put; nothing for a run without --explain.
+func (r DHashResult) writeExplain(w io.Writer) {
+	put, get := r.Put.Explain, r.Get.Explain
+	if put == nil || get == nil {
+		return
+	}
+	fmt.Fprintf(w, "explain: per operation done, the %d node processes summed, and this load generator apart\n", r.Nodes)
+	label := 0
+	for _, row := range costRows {
+		label = max(label, utf8.RuneCountInString(row.name))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%-*s\tput: nodes\tclient\tget: nodes\tclient\t\n", label, "")
+	for _, row := range costRows {
+		fmt.Fprintf(tw, "%-*s", label, row.name)
+		for i, c := range []Cost{put.Nodes, put.Client, get.Nodes, get.Client} {
+			cell := "-"
+			if i%2 == 0 || row.client {
+				cell = fmt.Sprintf(row.format, row.of(c))
+			}
+			fmt.Fprintf(tw, "\t%s", cell)
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	tw.Flush()
+	if r.Floor != nil {
+		r.Floor.writeFloor(w)
 	}
 }
 

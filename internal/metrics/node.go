@@ -345,6 +345,7 @@ func emitStore(ch chan<- prometheus.Metric, st store.Stats) {
 	e.counter("triad_store_clock_steps_total", "Forward steps of the wall clock past the monotonic one: expiry and reclamation went on at the monotonic time, not the stepped one.", uint64(st.ClockSteps))
 	e.counter("triad_store_reclaimed_bytes_total", "Bytes of the segments unlinked to make room.", uint64(st.ReclaimedBytes))
 	e.counter("triad_store_quarantined_objects_total", "Damaged objects found by reads and set aside.", uint64(st.Quarantined))
+	e.counter("triad_store_syncs_total", "File syncs of the storage engine's group commit: an fdatasync per segment written since the last commit, and one of the folder after files were added.", uint64(st.Syncs))
 }
 
 func emitDriver(ch chan<- prometheus.Metric, st *tcp.Stats) {

@@ -130,6 +130,10 @@ type Stats struct {
 	// ClockSteps counts the forward steps of the wall clock the engine
 	// saw (ClockGuard) and expired nothing across.
 	ClockSteps int
+	// Syncs counts the file syncs of the group commit: an fdatasync per
+	// segment written since the last commit, and one of the folder after
+	// files were added. mem.Mem makes none.
+	Syncs int64
 	// ByExpiry is the usage by when it expires: ByExpiry[i] the bytes of
 	// the windows that end within ExpiryHorizons[i] of now (and not
 	// within the horizon before), the last entry those that end later.

@@ -330,6 +330,27 @@ func TestOpenTwiceIsRefused(t *testing.T) {
 	}
 }
 
+// Every durable put waits for a group commit, which syncs its segment;
+// the first also syncs the folder, as it made the segment file. A commit
+// with nothing written since the last one syncs nothing.
+func TestSyncsAreCounted(t *testing.T) {
+	d, err := Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r := rand.New(rand.NewPCG(1, 2))
+	for i, want := range []int64{2, 3, 4} {
+		data, key := storetest.Blob(r, 100)
+		if err := d.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Stats().Syncs; got != want {
+			t.Fatalf("after %d puts, one at a time: %d syncs, want %d", i+1, got, want)
+		}
+	}
+}
+
 // TestDiskFull fills a small tmpfs: the put that finds no room fails with
 // store.ErrFull, and every object acknowledged before it stays readable, before
 // and after a reopen.

@@ -307,12 +307,14 @@ func (d *Disk) syncOnce() {
 	d.mu.Unlock()
 
 	var err error
+	syncs := int64(len(segs))
 	for _, s := range segs {
 		if e := s.f.Sync(); e != nil && err == nil {
 			err = fmt.Errorf("store: fdatasync %s: %w", s.path, e)
 		}
 	}
 	if dir {
+		syncs++
 		if e := d.fs.SyncDir(d.opt.Dir); e != nil && err == nil {
 			err = fmt.Errorf("store: syncing directory: %w", e)
 		}
@@ -321,6 +323,7 @@ func (d *Disk) syncOnce() {
 	// later sync could succeed over lost data: the failure sticks, and no
 	// later group, write or checkpoint succeeds until the store is reopened.
 	d.mu.Lock()
+	d.stats.Syncs += syncs
 	if err != nil && d.failed == nil {
 		d.failed = err
 	}
