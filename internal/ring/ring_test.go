@@ -537,3 +537,53 @@ func TestLookupAnsweredByAnyLocalVnode(t *testing.T) {
 		}
 	}
 }
+
+// In a ring that fits in a successor list (fewer vnodes than Succs) every
+// vnode knows every key's successors: the list, then itself. A lookup
+// with MinSuccs is then answered in the process for every key, including
+// the keys of the vnode's predecessor's arc, whose successors run past
+// the end of the list (they were forwarded: a hop for a quarter of the
+// keys of a ring of four).
+func TestSmallRingAnswersEveryLookupInProcess(t *testing.T) {
+	c := newCluster(t, 4, 1, 5)
+	for end := c.s.Now() + 5*time.Minute; len(ring.Check(c.views(), ring.Want{Succs: 3})) > 0; c.s.RunFor(time.Second) {
+		if c.s.Now() > end {
+			t.Fatalf("successor lists not whole after 5 minutes: %v", ring.Check(c.views(), ring.Want{Succs: 3}))
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, h := range c.s.Hosts() {
+		for range 64 {
+			key := id.Random(r, id.Bytes)
+			var got ring.Result
+			var answered bool
+			c.s.Do(h, func(env node.Env) {
+				chord(h).Lookup(env, key, ring.LookupOptions{MinSuccs: 2}, func(env node.Env, r ring.Result) { got, answered = r, true })
+			})
+			c.s.RunFor(10 * time.Second)
+			if !answered || got.Err != nil || got.Hops != 0 {
+				t.Fatalf("lookup of %s from %s: answered %v, %d hops, err %v; want answered in the process", key.Short(), h.Addr, answered, got.Hops, got.Err)
+			}
+			if want := c.successors(key, 2); len(got.Succs) < 2 || got.Succs[0] != want[0] || got.Succs[1] != want[1] {
+				t.Fatalf("lookup of %s from %s: successors %v, want %v first", key.Short(), h.Addr, got.Succs, want)
+			}
+		}
+	}
+}
+
+// successors are the first n vnodes that follow key on the ring, nearest
+// first, as the vnodes truly are.
+func (c *cluster) successors(key id.ID, n int) []wire.NodeRef {
+	vs := c.vnodes()
+	first := 0
+	for i, v := range vs {
+		if i > 0 && key.In(vs[i-1].Self().ID, v.Self().ID) {
+			first = i
+		}
+	}
+	var out []wire.NodeRef
+	for i := range min(n, len(vs)) {
+		out = append(out, vs[(first+i)%len(vs)].Self())
+	}
+	return out
+}

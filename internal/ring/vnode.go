@@ -502,7 +502,13 @@ func (v *Vnode) answer(key id.ID, minSuccs int) (pred wire.NodeRef, succs []wire
 		return v.preds[0], append([]wire.NodeRef{v.self}, v.succs...), true
 	}
 	if minSuccs > 0 {
-		for i := 1; i+minSuccs <= len(v.succs); i++ {
+		// When the whole ring fits in the list, we follow its last entry
+		// (wrapped): the keys just before us have their successors too.
+		known := len(v.succs)
+		if known < v.host.cfg.Succs {
+			known++
+		}
+		for i := 1; i+minSuccs <= known && i < len(v.succs); i++ {
 			if key.In(v.succs[i-1].ID, v.succs[i].ID) {
 				return v.succs[i-1], v.wrapped(v.succs[i:]), true
 			}
