@@ -109,6 +109,7 @@ type DHashResult struct {
 	TLS         bool        `json:"tls"`
 	FixedWindow bool        `json:"fixed_window"`
 	CPUPerNode  float64     `json:"cpu_per_node,omitempty"` // each node's cgroup quota in cores; 0: none
+	NodeFlags   []string    `json:"node_flags,omitempty"`   // DHashConfig.NodeArgs
 	Replicas    int         `json:"replicas,omitempty"`     // copies per block (k); 0: the nodes' default
 	Put         PhaseResult `json:"put"`
 	Get         PhaseResult `json:"get"`
@@ -132,7 +133,7 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		logf = func(string, ...any) {}
 	}
 	cfg.Log = logf
-	res = DHashResult{Nodes: cfg.Nodes, Size: cfg.Size, Concurrency: cfg.Concurrency, Route: RouteAnyNode, TLS: cfg.TLS, FixedWindow: cfg.FixedWindow, CPUPerNode: cfg.CPUPerNode}
+	res = DHashResult{Nodes: cfg.Nodes, Size: cfg.Size, Concurrency: cfg.Concurrency, Route: RouteAnyNode, TLS: cfg.TLS, FixedWindow: cfg.FixedWindow, CPUPerNode: cfg.CPUPerNode, NodeFlags: cfg.NodeArgs}
 	if cfg.HolderDirect {
 		res.Route = RouteHolderDirect
 	}

@@ -70,6 +70,10 @@ func (c *DHashConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.MaxPhase, "max-phase", c.MaxPhase, "time bound of each phase")
 	fs.BoolVar(&c.HolderDirect, "holder-direct", c.HolderDirect, "send each operation straight to the key's holder, skipping the lookup (labelled in the output)")
 	fs.StringVar(&c.ProfileDir, "profile", c.ProfileDir, "write CPU profiles of every node (node<i>.cpu) and of this client (client.cpu) into this `directory`")
+	fs.Func("node-flags", "more `flags` for every `triad node`, space-separated (as \"--sync-interval 1ms\"); printed with the results", func(v string) error {
+		c.NodeArgs = strings.Fields(v)
+		return nil
+	})
 	fs.BoolVar(&c.Explain, "explain", c.Explain, "also print what each put and get cost the nodes and this client (CPU, syscalls, context switches, frames, fdatasyncs, allocations) and the least a put needs")
 }
 

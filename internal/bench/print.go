@@ -51,6 +51,9 @@ func (r DHashResult) WriteText(w io.Writer) {
 	if r.CPUPerNode > 0 {
 		extra += fmt.Sprintf(", each node in a CPU cgroup of %g cores", r.CPUPerNode)
 	}
+	if len(r.NodeFlags) > 0 {
+		extra += ", nodes started with " + strings.Join(r.NodeFlags, " ")
+	}
 	fmt.Fprintf(w, "%d nodes on 127.0.0.1, %d-byte blocks, %d in flight, sent to %s, over %s, %s%s\n", r.Nodes, r.Size, r.Concurrency, r.Route, transport, window, extra)
 	fmt.Fprintln(tw, "phase\tdone\tfailed\tops/s\tMB/s\tp50 ms\tp99 ms\t")
 	phases := []struct {

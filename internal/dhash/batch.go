@@ -110,7 +110,7 @@ func (n *Node) serveStores(env node.Env, in node.MsgIn, m *wire.StoreBlocks) {
 			n.Stats.StoreRefused++
 			continue
 		}
-		w.puts = append(w.puts, enginePut{key: b.Key, data: b.Data, expiry: time.Unix(0, b.Expiry), opt: store.PutOptions{Opaque: b.Fragment, Fresh: m.Fresh}})
+		w.puts = append(w.puts, enginePut{key: b.Key, data: b.Data, expiry: time.Unix(0, b.Expiry), opt: store.PutOptions{Opaque: b.Fragment, Fresh: m.Fresh, NoWait: n.cfg.AckWritten}})
 		at = append(at, i)
 		n.storing++
 	}
@@ -170,8 +170,9 @@ type asyncPutter interface {
 	PutAsync(key id.ID, data []byte, expiry time.Time, opt store.PutOptions) (durable func() error, err error)
 }
 
-// putMany writes puts and waits until they are durable: written one after
-// another, then waited for together where the engine allows.
+// putMany writes puts and waits until they are durable (unless NoWait):
+// written one after another, then waited for together where the engine
+// allows.
 func putMany(e store.Engine, puts []enginePut) []error {
 	errs := make([]error, len(puts))
 	a, async := e.(asyncPutter)
@@ -186,7 +187,7 @@ func putMany(e store.Engine, puts []enginePut) []error {
 		durable[i], errs[i] = a.PutAsync(p.key, p.data, p.expiry, p.opt)
 	}
 	for i, wait := range durable {
-		if errs[i] == nil {
+		if errs[i] == nil && !puts[i].opt.NoWait {
 			errs[i] = wait()
 		}
 	}

@@ -57,6 +57,15 @@ type Config struct {
 	// cap every expiry at their own store.Options.MaxRetention, which
 	// should be no shorter. Default store.DefaultMaxRetention (400 days).
 	MaxRetention time.Duration
+	// AckWritten makes a holder acknowledge a copy once its engine has
+	// written it, before the group commit makes it durable: periodic
+	// durability, as Cassandra's periodic commit log, for operators who
+	// take INN's promise. The engine's sync interval bounds how long a
+	// copy stays in the page cache only; a power cut of a holder loses
+	// the copies it acknowledged within that interval (the copies on
+	// other holders are lost only if they lose power too). Default off:
+	// every copy is durable before it is acknowledged.
+	AckWritten bool
 }
 
 // DefaultConfig returns the defaults.
@@ -333,6 +342,7 @@ func (n *Node) writeCopy(env node.Env, key id.ID, data []byte, expiry time.Time,
 			return
 		}
 	}
+	opt.NoWait = n.cfg.AckWritten
 	env.Offload(&engineWork{op: opPut, key: key, data: data, expiry: expiry, opt: opt, done: func(env node.Env, _ any, err error) {
 		done(env, err)
 	}})

@@ -135,6 +135,13 @@ type Options struct {
 	// while concurrent puts still share it, where a timed interval adds a
 	// timer's granularity to every put. Key sync-interval. Default zero.
 	SyncInterval time.Duration
+	// SyncPeriod, above zero, is periodic durability: the node
+	// acknowledges a block copy once written to its files, and its group
+	// commit makes the copies durable at most this long after
+	// (dhash.Config.AckWritten, with the engine's interval set to it). A
+	// power cut of the machine loses the copies of its last period. Key
+	// sync-period. Default zero: durable before acknowledged.
+	SyncPeriod time.Duration
 	// Protocols are the protocols beyond the ring and the block store
 	// this node may run (deploy.Extensions: Tapestry, D2), each turned on
 	// by its flag (--tapestry, --d2; keys tapestry and d2) and set by its
@@ -216,6 +223,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.MaxRetention, "max-retention", o.MaxRetention, "the longest a block may be kept: puts asking for more are refused, and copies from other nodes are kept no longer")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "goroutines that run the node's blocking work (disk reads and writes) at once")
 	fs.DurationVar(&o.SyncInterval, "sync-interval", o.SyncInterval, "the storage engine's group-commit interval; 0: commit back to back, so a put waits about one fdatasync while concurrent puts share it")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "periodic durability: acknowledge block copies once written and make them durable within this `period` (a power cut loses this machine's copies of the last period); 0: every copy durable before it is acknowledged")
 	for _, e := range o.Protocols {
 		fs.BoolVar(&e.On, e.Name, e.On, e.Usage)
 		for _, st := range e.Settings {
@@ -290,9 +298,19 @@ func (o *Options) assembly() (assembly, error) {
 	if o.SyncInterval < 0 {
 		return a, fmt.Errorf("--sync-interval %v: want 0 (back to back) or a positive duration", o.SyncInterval)
 	}
-	sync := o.SyncInterval
-	if sync == 0 {
-		sync = -1 // the engine's "back to back"
+	switch {
+	case o.SyncPeriod < 0 || o.SyncPeriod > maxSyncPeriod:
+		return a, fmt.Errorf("--sync-period %v: want 0 (durable before acknowledged) or up to %v", o.SyncPeriod, maxSyncPeriod)
+	case o.SyncPeriod > 0 && o.SyncInterval > 0:
+		return a, fmt.Errorf("--sync-period %v and --sync-interval %v: give one (the period is the group commit's interval)", o.SyncPeriod, o.SyncInterval)
+	}
+	extSync := o.SyncInterval // the other protocols' stores wait for their syncs
+	if extSync == 0 {
+		extSync = -1 // the engine's "back to back"
+	}
+	sync := extSync
+	if o.SyncPeriod > 0 {
+		sync = o.SyncPeriod
 	}
 	// Maintenance reads the Merkle tree node by node; a tree a second
 	// behind the puts spares the feed a checkpoint for each node read.
@@ -300,7 +318,7 @@ func (o *Options) assembly() (assembly, error) {
 		TreeLag: maintTreeLag}
 	a.driver = tcp.Config{Listen: o.Listen, DataDir: data, Store: so, Workers: o.Workers, WriteTimeout: o.WriteTimeout, MaxConns: o.MaxConns, CheckVnodes: o.DeriveIDs}
 	for _, e := range o.Protocols {
-		stores, err := e.Apply(&a.deploy, o.CapacityMB<<20, sync)
+		stores, err := e.Apply(&a.deploy, o.CapacityMB<<20, extSync)
 		if err != nil {
 			return a, err
 		}
@@ -332,6 +350,7 @@ func (o *Options) blocks() (dhash.Config, error) {
 		return d, fmt.Errorf("--capacity-mb %d: must not be negative", o.CapacityMB)
 	}
 	d.Replicas, d.MaxBlock, d.WriteWindow, d.FixedWindow, d.MaxRetention = o.Replicas, o.MaxBlock, o.WriteWindow, !o.STP, o.MaxRetention
+	d.AckWritten = o.SyncPeriod > 0
 	if err := d.Validate(); err != nil {
 		return d, fmt.Errorf("--replicas, --fragments, --max-block, --write-window, --max-retention: %v", err)
 	}
@@ -413,3 +432,7 @@ func MachineID(name string) uint64 {
 // maintTreeLag is how far behind the puts the store's Merkle tree may be
 // when maintenance reads it (store.Options.TreeLag).
 const maintTreeLag = time.Second
+
+// maxSyncPeriod bounds --sync-period: the loss window an operator may
+// choose (Cassandra's default period is 10 s).
+const maxSyncPeriod = 10 * time.Second

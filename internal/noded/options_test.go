@@ -54,6 +54,9 @@ func TestOptions(t *testing.T) {
 		{func(o *Options) { o.JoinTimeout = -time.Second }, "--join-timeout"},
 		{func(o *Options) { o.TestLie = "fib" }, "--test-lie"},
 		{func(o *Options) { o.SyncInterval = -time.Second }, "--sync-interval"},
+		{func(o *Options) { o.SyncPeriod = -time.Second }, "--sync-period"},
+		{func(o *Options) { o.SyncPeriod = time.Minute }, "--sync-period 1m0s"},
+		{func(o *Options) { o.SyncPeriod, o.SyncInterval = time.Second, time.Millisecond }, "give one"},
 		{func(o *Options) { o.Workers = 0 }, "--workers"},
 		{func(o *Options) { o.Replicas = 0 }, "--replicas"},
 	} {
@@ -202,5 +205,35 @@ func TestGivenIDsMustDerive(t *testing.T) {
 	o.IDs, o.DeriveIDs = []id.ID{id.Spaced(1, 6), id.Spaced(3, 6)}, false
 	if _, err := o.assembly(); err != nil {
 		t.Errorf("spaced IDs without derived IDs: %v", err)
+	}
+}
+
+// --sync-period is periodic durability: the block store acknowledges
+// copies once written (dhash AckWritten) and its engine commits at that
+// interval; without it, copies are durable before acknowledged and the
+// engine commits back to back.
+func TestOptionsSyncPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		interval time.Duration
+		ack      bool
+	}{
+		{nil, -1, false},
+		{[]string{"--sync-period", "20ms"}, 20 * time.Millisecond, true},
+		{[]string{"--sync-interval", "2ms"}, 2 * time.Millisecond, false},
+	} {
+		o := DefaultOptions()
+		fs := flag.NewFlagSet("node", flag.ContinueOnError)
+		o.RegisterFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		a, err := o.assembly()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.driver.Store.SyncInterval != tc.interval || a.deploy.Blocks.AckWritten != tc.ack {
+			t.Errorf("%v: engine interval %v, AckWritten %v; want %v, %v", tc.args, a.driver.Store.SyncInterval, a.deploy.Blocks.AckWritten, tc.interval, tc.ack)
+		}
 	}
 }
