@@ -155,6 +155,9 @@ func parseSite(fs, nodeFlags *flag.FlagSet, args []string, news *newsd.Options, 
 	if node.Data == "" {
 		node.Data = filepath.Join(news.Data, "node")
 	}
+	if node.SyncPeriod == 0 && node.SyncInterval == 0 {
+		node.SyncPeriod = news.SyncPeriod // the site's promise is its node's
+	}
 	if err := node.Validate(); err != nil {
 		if explained := f.Explain("node", err); explained != err {
 			return usageErr(fs, "%v", explained) // a value from the file's [node], by its line

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"triad/internal/newsd"
 	"triad/internal/noded"
@@ -87,5 +88,30 @@ func TestSiteFlagsAndConfig(t *testing.T) {
 	write("[node]\nlisten = \"127.0.0.1:4009\"\nvnodes = 100\n")
 	if _, _, err := parse("--config", conf, "--data", dir); err == nil || !strings.Contains(said.String(), conf+":3") {
 		t.Errorf("a bad vnodes in [node]: %v, %q, want an error naming %s:3", err, said.String(), conf)
+	}
+}
+
+// --sync-period is the site's promise and its node's: the journal and the
+// node's copies both sync within the period, unless the node is told
+// otherwise.
+func TestSiteSyncPeriodIsTheNodes(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		site, node time.Duration
+	}{
+		{nil, 0, 0},
+		{[]string{"--sync-period", "20ms"}, 20 * time.Millisecond, 20 * time.Millisecond},
+		{[]string{"--sync-period", "20ms", "--node-sync-period", "5ms"}, 20 * time.Millisecond, 5 * time.Millisecond},
+	} {
+		news, node := newsd.DefaultOptions(), noded.DefaultOptions()
+		fs := flag.NewFlagSet("site", flag.ContinueOnError)
+		nodeFlags := registerSiteFlags(fs, &news, &node)
+		args := append([]string{"--data", t.TempDir(), "--node-listen", "127.0.0.1:4001"}, tc.args...)
+		if err := parseSite(fs, nodeFlags, args, &news, &node); err != nil {
+			t.Fatal(err)
+		}
+		if news.SyncPeriod != tc.site || node.SyncPeriod != tc.node {
+			t.Errorf("%v: the site's period %v, the node's %v; want %v and %v", tc.args, news.SyncPeriod, node.SyncPeriod, tc.site, tc.node)
+		}
 	}
 }

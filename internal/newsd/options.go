@@ -38,6 +38,12 @@ type Options struct {
 	// PathHost is the site's name in Path and Xref headers. Empty: the host
 	// name. Key pathhost.
 	PathHost string
+	// SyncPeriod, above zero, is periodic durability: articles are
+	// acknowledged once their listing is written to the journal, which is
+	// synced within this period (usenet.SiteConfig.SyncPeriod); triad site
+	// gives its node the same period unless told otherwise. Key
+	// sync-period. Default zero: durable before acknowledged.
+	SyncPeriod time.Duration
 	// MaxArticle is the largest article accepted, in bytes (1,000 to 64
 	// MiB). Key max-article. Default 1,000,000.
 	MaxArticle int
@@ -148,6 +154,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxPerAddr, "max-per-addr", o.MaxPerAddr, "connections at once from one address")
 	fs.IntVar(&o.MemoryLimitMB, "memory-limit-mb", o.MemoryLimitMB, "soft limit of the server's Go memory (heap and stacks) in MiB besides the article cache, past which it collects garbage as often as it must; 0: none; GOMEMLIMIT overrides")
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "drop a client silent this long")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "periodic durability: acknowledge articles once written and make them durable within this `period`, as INN does (a power cut loses the last period's); triad site gives its node the same; 0: durable before acknowledged")
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "drop a client that takes none of a reply for this long")
 	fs.StringVar(&o.Users, "users", o.Users, "password `file` for AUTHINFO (lines name:bcrypt-hash:read,post,feed)")
 	fs.StringVar(&o.Expire, "expire", o.Expire, "expiry `rules` 'wildmat=days;...', first match wins (default '*.binaries.*,*.binaries=15;*=90'); every site of a ring should have the same")
@@ -188,6 +195,9 @@ func (o *Options) settings() (settings, error) {
 		p.add(fmt.Errorf("--groups: %v", err))
 	}
 	p.add(o.checkLimits())
+	if o.SyncPeriod < 0 || o.SyncPeriod > 10*time.Second {
+		p.add(fmt.Errorf("--sync-period %v: want 0 (durable before acknowledged) or up to 10s", o.SyncPeriod))
+	}
 	if s.policy, err = usenet.ParseCachePolicy(o.CachePolicy); err != nil {
 		p.add(fmt.Errorf("--cache-policy: %v", err))
 	}

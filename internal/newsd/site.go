@@ -139,7 +139,7 @@ func (s *Site) openSite(ctx context.Context, o Options, set settings, bundle *pk
 		s.spool = local
 	}
 	s.closer = append(s.closer, s.spool.Close)
-	site, err := usenet.OpenSite(usenet.SiteConfig{Dir: o.Data, Spool: s.spool, PathHost: o.PathHost, MaxArticle: o.MaxArticle,
+	site, err := usenet.OpenSite(usenet.SiteConfig{Dir: o.Data, Spool: s.spool, PathHost: o.PathHost, MaxArticle: o.MaxArticle, SyncPeriod: o.SyncPeriod,
 		Expiry: set.rules, Relay: len(set.peers) > 0, RelayAnnounced: slices.ContainsFunc(set.peers, func(p peering.Peer) bool { return p.Mode != peering.Mesh })})
 	if err != nil {
 		return err

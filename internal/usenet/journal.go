@@ -77,6 +77,15 @@ type journal struct {
 	size int64
 	last uint64 // sequence number of the last batch appended
 	buf  []byte
+
+	// period, above zero, is periodic durability (SiteConfig.SyncPeriod):
+	// append returns once the batch is written, and syncLoop makes it
+	// durable within the period.
+	period time.Duration
+	dirty  bool // written since the last sync
+	err    error
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // openJournal opens (or creates) the journal on fsys and returns its
@@ -229,7 +238,12 @@ func (j *journal) append(seq uint64, batch []Entry, stored []bool) error {
 		j.f.Truncate(j.size)
 		return fmt.Errorf("usenet: journal: %w", err)
 	}
-	if err := j.f.Sync(); err != nil {
+	if j.err != nil {
+		return j.err // a periodic sync failed: nothing more is acknowledged
+	}
+	if j.period > 0 {
+		j.dirty = true
+	} else if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("usenet: journal: fdatasync: %w", err)
 	}
 	j.size += int64(len(recs))
@@ -391,4 +405,46 @@ func (j *journal) reset() error {
 	return nil
 }
 
-func (j *journal) close() error { return j.f.Close() }
+// syncPeriodically makes the journal sync what was written every period
+// instead of in each append, until close.
+func (j *journal) syncPeriodically(period time.Duration) {
+	j.period, j.stop, j.done = period, make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(j.done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				j.syncDirty()
+			case <-j.stop:
+				return
+			}
+		}
+	}()
+}
+
+// syncDirty syncs the journal if it was written since the last sync. A
+// failed sync sticks: a later append fails rather than be acknowledged
+// over lost data.
+func (j *journal) syncDirty() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.dirty || j.err != nil {
+		return
+	}
+	j.dirty = false
+	if err := j.f.Sync(); err != nil {
+		j.err = fmt.Errorf("usenet: journal: fdatasync: %w", err)
+	}
+}
+
+// close stops a periodic sync, syncs what is left, and closes the file.
+func (j *journal) close() error {
+	if j.stop != nil {
+		close(j.stop)
+		<-j.done
+		j.syncDirty()
+	}
+	return errors.Join(j.err, j.f.Close())
+}

@@ -142,6 +142,12 @@ type SiteConfig struct {
 	// FS holds the journal; news.db, a bbolt file, is always on the OS in
 	// Dir. The OS's if nil; tests crash a vfs.MemFS.
 	FS vfs.FS
+	// SyncPeriod, above zero, is periodic durability: a batch's listing is
+	// acknowledged once written to the journal, which is synced at most
+	// this long after (INN's promise: a power cut loses the last
+	// period's articles). Zero: synced before the articles are
+	// acknowledged.
+	SyncPeriod time.Duration
 }
 
 func (c SiteConfig) withDefaults() SiteConfig {
@@ -202,6 +208,9 @@ func OpenSite(cfg SiteConfig) (*Site, error) {
 	if err == nil {
 		s.journal = j
 		err = s.replay(batches)
+	}
+	if err == nil && cfg.SyncPeriod > 0 {
+		j.syncPeriodically(cfg.SyncPeriod)
 	}
 	if err != nil {
 		if s.journal != nil {
