@@ -51,6 +51,11 @@ type Config struct {
 	// challenges it for (audit.go): it must prove it holds their bytes.
 	// Default 2. Zero: none, neighbours' trees are trusted.
 	Audits int
+	// NoWait writes repaired copies without waiting for the engine's
+	// group commit: the host's periodic durability (dhash AckWritten),
+	// under which a commit may be a whole period away and a repair
+	// waiting for it would hold one of the host's few workers.
+	NoWait bool
 }
 
 // DefaultConfig returns the defaults.

@@ -242,7 +242,7 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 			env.Offload(&work{
 				// The engine checks the content hash: a neighbour cannot
 				// store anything but the object under its key.
-				run: func(e store.Engine) (any, error) { return nil, e.Put(key, b.Data, expiry, store.PutOptions{}) },
+				run: func(e store.Engine) (any, error) { return nil, e.Put(key, b.Data, expiry, store.PutOptions{NoWait: m.cfg.NoWait}) },
 				done: func(env node.Env, _ any, err error) {
 					if errors.Is(err, store.ErrFull) {
 						r.giveUp() // no room: the rest would not fit either
@@ -292,7 +292,7 @@ func (m *Maint) rebuild(env node.Env, key id.ID, listed time.Time, done func(nod
 		}
 		env.Offload(&work{
 			run: func(e store.Engine) (any, error) {
-				return nil, e.Put(key, frag, expiry, store.PutOptions{Opaque: true})
+				return nil, e.Put(key, frag, expiry, store.PutOptions{Opaque: true, NoWait: m.cfg.NoWait})
 			},
 			done: func(env node.Env, _ any, err error) {
 				if err != nil {
@@ -323,7 +323,7 @@ func (m *Maint) extend(env node.Env, ext []extension) {
 				if err != nil {
 					continue // gone or damaged since: the next round sees it missing
 				}
-				if err := e.Put(x.key, data, x.expiry, store.PutOptions{Opaque: meta.Opaque, KeyChecked: true}); err != nil {
+				if err := e.Put(x.key, data, x.expiry, store.PutOptions{Opaque: meta.Opaque, KeyChecked: true, NoWait: m.cfg.NoWait}); err != nil {
 					return n, err
 				}
 				n++

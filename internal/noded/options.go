@@ -386,6 +386,7 @@ func (o *Options) maint() (*maint.Config, error) {
 	}
 	m := maint.DefaultConfig()
 	m.Interval, m.Budget = o.MaintInterval, o.RepairBudgetKB*1000
+	m.NoWait = o.SyncPeriod > 0 // periodic durability: repairs do not wait for a period's commit
 	return &m, nil
 }
 

@@ -211,7 +211,8 @@ func TestGivenIDsMustDerive(t *testing.T) {
 // --sync-period is periodic durability: the block store acknowledges
 // copies once written (dhash AckWritten) and its engine commits at that
 // interval; without it, copies are durable before acknowledged and the
-// engine commits back to back.
+// engine commits back to back. Maintenance's repairs do not wait for a
+// period's commit either.
 func TestOptionsSyncPeriod(t *testing.T) {
 	for _, tc := range []struct {
 		args     []string
@@ -231,6 +232,9 @@ func TestOptionsSyncPeriod(t *testing.T) {
 		a, err := o.assembly()
 		if err != nil {
 			t.Fatal(err)
+		}
+		if a.deploy.Maint == nil || a.deploy.Maint.NoWait != tc.ack {
+			t.Errorf("%v: maintenance %+v, want its repairs' NoWait %v", tc.args, a.deploy.Maint, tc.ack)
 		}
 		if a.driver.Store.SyncInterval != tc.interval || a.deploy.Blocks.AckWritten != tc.ack {
 			t.Errorf("%v: engine interval %v, AckWritten %v; want %v, %v", tc.args, a.driver.Store.SyncInterval, a.deploy.Blocks.AckWritten, tc.interval, tc.ack)

@@ -502,10 +502,12 @@ func (v *Vnode) answer(key id.ID, minSuccs int) (pred wire.NodeRef, succs []wire
 		return v.preds[0], append([]wire.NodeRef{v.self}, v.succs...), true
 	}
 	if minSuccs > 0 {
-		// When the whole ring fits in the list, we follow its last entry
-		// (wrapped): the keys just before us have their successors too.
+		// When the list holds the whole ring, we follow its last entry:
+		// the keys just before us have their successors too. A short list
+		// alone does not show that (it is short after failures and joins
+		// too); its last entry being our predecessor does.
 		known := len(v.succs)
-		if known < v.host.cfg.Succs {
+		if known < v.host.cfg.Succs && len(v.preds) > 0 && v.preds[0].ID == v.succs[known-1].ID {
 			known++
 		}
 		for i := 1; i+minSuccs <= known && i < len(v.succs); i++ {

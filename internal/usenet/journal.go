@@ -234,12 +234,12 @@ func (j *journal) append(seq uint64, batch []Entry, stored []bool) error {
 	}
 	cut()
 	j.buf = p
+	if j.err != nil {
+		return j.err // a periodic sync failed: nothing more is acknowledged
+	}
 	if _, err := j.f.WriteAt(recs, j.size); err != nil {
 		j.f.Truncate(j.size)
 		return fmt.Errorf("usenet: journal: %w", err)
-	}
-	if j.err != nil {
-		return j.err // a periodic sync failed: nothing more is acknowledged
 	}
 	if j.period > 0 {
 		j.dirty = true

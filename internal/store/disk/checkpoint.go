@@ -70,8 +70,9 @@ func (d *Disk) checkpoint() error {
 
 	var err error
 	if len(batch) > 0 {
-		// The index must never point at bytes that are not durable.
-		kick(d.syncKick)
+		// The index must never point at bytes that are not durable: a
+		// commit now, not after the rest of a long interval.
+		kick(d.syncNow)
 		<-g.done
 		err = g.err
 	}

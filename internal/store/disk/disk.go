@@ -54,6 +54,7 @@ type Disk struct {
 	guard    store.ClockGuard // the time things expire at (expiryNow)
 
 	syncKick  chan struct{}
+	syncNow   chan struct{} // Sync's kick: a commit now, not after the interval
 	maintKick chan struct{}
 	stopMaint chan struct{}
 	stopSync  chan struct{}
@@ -129,6 +130,7 @@ func OpenFS(fsys vfs.FS, opt store.Options) (*Disk, error) {
 		retired:   math.MinInt64,
 		nextSeg:   1,
 		syncKick:  make(chan struct{}, 1),
+		syncNow:   make(chan struct{}, 1),
 		maintKick: make(chan struct{}, 1),
 		stopMaint: make(chan struct{}),
 		stopSync:  make(chan struct{}),
@@ -157,7 +159,7 @@ func diskErr(err error) error {
 func (d *Disk) Sync() error {
 	d.maintMu.Lock()
 	defer d.maintMu.Unlock()
-	if err := d.waitGroup(); err != nil {
+	if err := d.waitGroupNow(); err != nil {
 		return err
 	}
 	return d.checkpoint()

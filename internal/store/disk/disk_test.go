@@ -527,3 +527,38 @@ func TestPutReplacesDamagedCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A long group-commit interval (a node's --sync-period) does not hold a
+// Close: the engine commits what was written and closes, without waiting
+// out the interval, and the object is there after a reopen.
+func TestCloseDoesNotWaitOutTheInterval(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(store.Options{Dir: dir, SyncInterval: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	data, key := storetest.Blob(r, 100)
+	if err := d.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{}); err != nil { // the first commit runs at once
+		t.Fatal(err)
+	}
+	data, key = storetest.Blob(r, 100)
+	if err := d.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{NoWait: true}); err != nil { // the next is 10 s away
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= 5*time.Second {
+		t.Errorf("Close took %v: it waited out the 10 s interval", took)
+	}
+	d, err = Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, _, err := d.Get(key); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("after the reopen: %d bytes, %v", len(got), err)
+	}
+}

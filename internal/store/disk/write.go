@@ -261,6 +261,17 @@ func (d *Disk) waitGroup() error {
 	return g.err
 }
 
+// waitGroupNow is waitGroup for Sync: the group commit runs now, not
+// after the rest of the interval.
+func (d *Disk) waitGroupNow() error {
+	d.mu.Lock()
+	g := d.group
+	d.mu.Unlock()
+	kick(d.syncNow)
+	<-g.done
+	return g.err
+}
+
 func kick(c chan struct{}) {
 	select {
 	case c <- struct{}{}:
@@ -269,28 +280,47 @@ func kick(c chan struct{}) {
 }
 
 // syncLoop is the group commit: each pass makes every write before it
-// durable with one fdatasync per dirty segment, at most once per interval.
+// durable with one fdatasync per dirty segment, at most once per interval
+// for puts; at once for Sync, a checkpoint and Close.
 func (d *Disk) syncLoop() {
 	defer d.wg.Done()
 	var last time.Time
 	for {
+		now := false
 		select {
 		case <-d.syncKick:
+		case <-d.syncNow:
+			now = true
 		case <-d.stopSync:
 			d.syncOnce()
-			// Whoever waits from now on learns the engine is closed.
-			d.mu.Lock()
-			d.group = &syncGroup{done: make(chan struct{}), err: store.ErrClosed}
-			close(d.group.done)
-			d.mu.Unlock()
+			d.closeGroups()
 			return
 		}
-		if wait := d.opt.SyncInterval - time.Since(last); wait > 0 {
-			time.Sleep(wait)
+		if wait := d.opt.SyncInterval - time.Since(last); wait > 0 && !now {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-d.syncNow: // Sync: the commit runs now
+				t.Stop()
+			case <-d.stopSync: // closing: the last commit runs now
+				t.Stop()
+				d.syncOnce()
+				d.closeGroups()
+				return
+			}
 		}
 		d.syncOnce()
 		last = time.Now()
 	}
+}
+
+// closeGroups makes whoever waits for a group commit from now on learn
+// that the engine is closed.
+func (d *Disk) closeGroups() {
+	d.mu.Lock()
+	d.group = &syncGroup{done: make(chan struct{}), err: store.ErrClosed}
+	close(d.group.done)
+	d.mu.Unlock()
 }
 
 func (d *Disk) syncOnce() {
