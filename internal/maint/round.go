@@ -242,7 +242,9 @@ func (r *round) fetchKey(env node.Env, key id.ID) {
 			env.Offload(&work{
 				// The engine checks the content hash: a neighbour cannot
 				// store anything but the object under its key.
-				run: func(e store.Engine) (any, error) { return nil, e.Put(key, b.Data, expiry, store.PutOptions{NoWait: m.cfg.NoWait}) },
+				run: func(e store.Engine) (any, error) {
+					return nil, e.Put(key, b.Data, expiry, store.PutOptions{NoWait: m.cfg.NoWait})
+				},
 				done: func(env node.Env, _ any, err error) {
 					if errors.Is(err, store.ErrFull) {
 						r.giveUp() // no room: the rest would not fit either
