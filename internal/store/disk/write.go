@@ -252,22 +252,19 @@ type syncGroup struct {
 func newGroup() *syncGroup { return &syncGroup{done: make(chan struct{})} }
 
 // waitGroup waits until everything written so far is durable.
-func (d *Disk) waitGroup() error {
-	d.mu.Lock()
-	g := d.group
-	d.mu.Unlock()
-	kick(d.syncKick)
-	<-g.done
-	return g.err
-}
+func (d *Disk) waitGroup() error { return d.waitKicking(d.syncKick) }
 
 // waitGroupNow is waitGroup for Sync: the group commit runs now, not
 // after the rest of the interval.
-func (d *Disk) waitGroupNow() error {
+func (d *Disk) waitGroupNow() error { return d.waitKicking(d.syncNow) }
+
+// waitKicking waits for the group commit of what is written now, with
+// the given kick.
+func (d *Disk) waitKicking(c chan struct{}) error {
 	d.mu.Lock()
 	g := d.group
 	d.mu.Unlock()
-	kick(d.syncNow)
+	kick(c)
 	<-g.done
 	return g.err
 }
