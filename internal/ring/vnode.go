@@ -507,12 +507,13 @@ func (v *Vnode) answer(key id.ID, minSuccs int) (pred wire.NodeRef, succs []wire
 		// alone does not show that (it is short after failures and joins
 		// too); its last entry being our predecessor does.
 		known := len(v.succs)
-		if known < v.host.cfg.Succs && len(v.preds) > 0 && v.preds[0].ID == v.succs[known-1].ID {
+		whole := known < v.host.cfg.Succs && len(v.preds) > 0 && v.preds[0].ID == v.succs[known-1].ID
+		if whole {
 			known++
 		}
 		for i := 1; i+minSuccs <= known && i < len(v.succs); i++ {
 			if key.In(v.succs[i-1].ID, v.succs[i].ID) {
-				return v.succs[i-1], v.wrapped(v.succs[i:]), true
+				return v.succs[i-1], v.from(i, whole), true
 			}
 		}
 	}
@@ -529,6 +530,18 @@ func (v *Vnode) wrapped(tail []wire.NodeRef) []wire.NodeRef {
 	}
 	out := make([]wire.NodeRef, 0, len(tail)+1)
 	return append(append(out, tail...), v.self)
+}
+
+// from is a key's successors when succs[i] is its first: the list from
+// i, then, when the list holds the whole ring, us and the list before i
+// (every host, so that a put has spares past a dead one).
+func (v *Vnode) from(i int, whole bool) []wire.NodeRef {
+	if !whole {
+		return v.wrapped(v.succs[i:])
+	}
+	out := make([]wire.NodeRef, 0, len(v.succs)+1)
+	out = append(append(out, v.succs[i:]...), v.self)
+	return append(out, v.succs[:i]...)
 }
 
 // joined reports whether the vnode is part of a ring and may route.
