@@ -427,15 +427,21 @@ func (j *journal) syncPeriodically(period time.Duration) {
 // syncDirty syncs the journal if it was written since the last sync. A
 // failed sync sticks: a later append fails rather than be acknowledged
 // over lost data.
+// The sync runs outside the lock, so that appends go on meanwhile (they
+// are acknowledged before their sync in this mode anyway).
 func (j *journal) syncDirty() {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if !j.dirty || j.err != nil {
+		j.mu.Unlock()
 		return
 	}
 	j.dirty = false
-	if err := j.f.Sync(); err != nil {
+	f := j.f
+	j.mu.Unlock()
+	if err := f.Sync(); err != nil {
+		j.mu.Lock()
 		j.err = fmt.Errorf("usenet: journal: fdatasync: %w", err)
+		j.mu.Unlock()
 	}
 }
 
