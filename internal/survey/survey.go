@@ -369,12 +369,12 @@ func problems(r Report) []string {
 	}
 	for _, s := range r.Sites {
 		if !s.Up {
-			down = append(down, fmt.Sprintf("site %s is down (%s)", orAddr(s.Name, s.Addr), firstLine(s.Error)))
+			down = append(down, fmt.Sprintf("site %s is down (%s)", newsadmin.SiteLabel(s.Name, s.Addr), firstLine(s.Error)))
 			continue
 		}
 		for _, f := range s.Feeds {
 			if p := feedProblem(f); p != "" {
-				rest = append(rest, fmt.Sprintf("site %s: %s", orAddr(s.Name, s.Addr), p))
+				rest = append(rest, fmt.Sprintf("site %s: %s", newsadmin.SiteLabel(s.Name, s.Addr), p))
 			}
 		}
 	}
@@ -405,13 +405,6 @@ func feedProblem(line string) string {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
-}
-
-func orAddr(name, addr string) string {
-	if name == "" {
-		return addr
-	}
-	return name
 }
 
 // Answered adds to known the nodes of r that answered, for the next

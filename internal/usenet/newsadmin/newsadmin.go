@@ -161,7 +161,7 @@ func Everywhere(addr string, b *pki.Bundle, cmd string) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	results := []Result{{Site: orAddr(first.Name, addr), Addr: addr, Reply: reply}}
+	results := []Result{{Site: SiteLabel(first.Name, addr), Addr: addr, Reply: reply}}
 	peers, err := first.Peers()
 	if errors.Is(err, ErrNoFeeds) {
 		return results, nil // a site alone
@@ -190,7 +190,8 @@ func Everywhere(addr string, b *pki.Bundle, cmd string) ([]Result, error) {
 // XPAUSE, XRESUME).
 var ErrNoFeeds = errors.New("the site feeds no peers")
 
-func orAddr(name, addr string) string {
+// SiteLabel names a site by its name, or its address when it gave none.
+func SiteLabel(name, addr string) string {
 	if name == "" {
 		return addr
 	}
