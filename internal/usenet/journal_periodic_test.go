@@ -1,7 +1,9 @@
 package usenet
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,5 +92,48 @@ func TestJournalPeriodicSyncPowerLoss(t *testing.T) {
 	t.Logf("journal synced every %v: %d crash points, %d batches, %d losses over all points; the oldest lost batch was appended %v before its cut", period, len(points), len(appendedAt), lost, window.Round(100*time.Microsecond))
 	if lost == 0 {
 		t.Error("no crash point lost a batch: the appends waited for their syncs")
+	}
+}
+
+// A periodic sync that fails sticks: the next append is refused, and
+// writes nothing, so that no batch is acknowledged over a journal whose
+// earlier records may not be on the disk.
+func TestJournalPeriodicSyncFailureSticks(t *testing.T) {
+	mem := vfs.NewMem()
+	if err := vfs.MkdirAllSynced(mem, "/site"); err != nil {
+		t.Fatal(err)
+	}
+	var failing sync.Mutex // held: syncs fail
+	broken := false
+	fsys := vfs.Inject(mem, func(op vfs.Op, path string) error {
+		failing.Lock()
+		defer failing.Unlock()
+		if op == vfs.OpSync && broken {
+			return errors.New("injected: the disk is gone")
+		}
+		return nil
+	})
+	j, _, err := openJournal(fsys, "/site/journal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	entry := func(seq uint64) []Entry {
+		return []Entry{{MessageID: fmt.Sprintf("<%d@fail.test>", seq), Key: id.Key([]byte{byte(seq)}), Groups: []string{"local.test"}, Arrived: now, Expires: now.Add(time.Hour)}}
+	}
+	j.period = time.Hour // appends leave their sync to syncDirty, called here
+	if err := j.append(1, entry(1), []bool{true}); err != nil {
+		t.Fatal(err)
+	}
+	failing.Lock()
+	broken = true
+	failing.Unlock()
+	j.syncDirty()
+	size := j.size
+	if err := j.append(2, entry(2), []bool{true}); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("an append after a failed sync: %v, want the sync's error", err)
+	}
+	if st, err := mem.Stat("/site/journal"); err != nil || st.Size() != size {
+		t.Errorf("the journal holds %d bytes after the refused append, want %d (nothing written): %v", st.Size(), size, err)
 	}
 }
