@@ -75,8 +75,11 @@ type journal struct {
 	mu   sync.Mutex
 	f    vfs.File
 	size int64
-	last uint64 // sequence number of the last batch appended
-	buf  []byte
+	// zeroed is the file's length: batches end at size, zeros follow
+	// (preallocate).
+	zeroed int64
+	last   uint64 // sequence number of the last batch appended
+	buf    []byte
 
 	// period, above zero, is periodic durability (SiteConfig.SyncPeriod):
 	// append returns once the batch is written, and syncLoop makes it
@@ -112,7 +115,8 @@ func openJournal(fsys vfs.FS, path string) (*journal, []journalBatch, error) {
 		n := binary.BigEndian.Uint32(data[off:])
 		v2 := n&recordV2 != 0
 		n &^= recordV2
-		if n > maxJournalRecord || off+8+int(n) > len(data) {
+		if n == 0 || n > maxJournalRecord || off+8+int(n) > len(data) {
+			// n == 0: the zeros past the last batch (preallocate), or damage
 			break
 		}
 		payload := data[off+8 : off+8+int(n)]
@@ -136,7 +140,7 @@ func openJournal(fsys vfs.FS, path string) (*journal, []journalBatch, error) {
 			return nil, nil, fmt.Errorf("usenet: journal: cutting a torn tail: %w", err)
 		}
 	}
-	j := &journal{f: f, size: int64(off)}
+	j := &journal{f: f, size: int64(off), zeroed: int64(off)}
 	if len(batches) > 0 {
 		j.last = batches[len(batches)-1].seq
 	}
@@ -237,8 +241,12 @@ func (j *journal) append(seq uint64, batch []Entry, stored []bool) error {
 	if j.err != nil {
 		return j.err // a periodic sync failed: nothing more is acknowledged
 	}
+	if err := j.preallocate(int64(len(recs))); err != nil {
+		return err
+	}
 	if _, err := j.f.WriteAt(recs, j.size); err != nil {
 		j.f.Truncate(j.size)
+		j.zeroed = j.size
 		return fmt.Errorf("usenet: journal: %w", err)
 	}
 	if j.period > 0 {
@@ -248,6 +256,30 @@ func (j *journal) append(seq uint64, batch []Entry, stored []bool) error {
 	}
 	j.size += int64(len(recs))
 	j.last = seq
+	return nil
+}
+
+// journalChunk is how far past its last batch the journal is written with
+// zeros at a time: as far as a reset lets it grow.
+const journalChunk = journalReset
+
+var journalZeros [journalChunk]byte
+
+// preallocate makes sure the file already holds the n bytes past the last
+// batch, written as zeros, so that the append's fdatasync writes the
+// batch's pages and not the inode (the file's length) as well, as the
+// block store's segments do (disk.preallocate). Replay stops at the
+// zeros: a record of length 0. j.mu is held.
+func (j *journal) preallocate(n int64) error {
+	for j.size+n > j.zeroed {
+		chunk := int64(journalChunk)
+		if _, err := j.f.WriteAt(journalZeros[:chunk], j.zeroed); err != nil {
+			j.f.Truncate(j.size)
+			j.zeroed = j.size
+			return fmt.Errorf("usenet: journal: preallocating: %w", err)
+		}
+		j.zeroed += chunk
+	}
 	return nil
 }
 
@@ -401,7 +433,7 @@ func (j *journal) reset() error {
 	if err := j.f.Truncate(0); err != nil {
 		return fmt.Errorf("usenet: journal: %w", err)
 	}
-	j.size = 0
+	j.size, j.zeroed = 0, 0
 	return nil
 }
 
@@ -451,6 +483,9 @@ func (j *journal) close() error {
 		close(j.stop)
 		<-j.done
 		j.syncDirty()
+	}
+	if j.err == nil && j.zeroed > j.size && j.f.Truncate(j.size) == nil {
+		j.zeroed = j.size // a clean close leaves no zeros
 	}
 	return errors.Join(j.err, j.f.Close())
 }

@@ -285,6 +285,7 @@ func TestJournalKeepsWholeEntries(t *testing.T) {
 	if _, err := j.f.WriteAt(rec, j.size); err != nil {
 		t.Fatal(err)
 	}
+	j.size += int64(len(rec))
 	j.close()
 	j, batches, err := openJournal(vfs.OS(), path)
 	if err != nil {
@@ -459,5 +460,51 @@ func TestViewArticleLendsHeadAndBody(t *testing.T) {
 			t.Fatal(err)
 		}
 		site.Close()
+	}
+}
+
+// The journal is written with zeros ahead of its batches, so that an
+// append's fdatasync leaves the file's length alone; replay stops at the
+// zeros a crash leaves, and a clean close cuts them.
+func TestJournalIsPreallocated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal")
+	j, _, err := openJournal(vfs.OS(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for seq := uint64(1); seq <= 5; seq++ {
+		e := Entry{MessageID: fmt.Sprintf("<%d@x>", seq), Key: id.Key([]byte{byte(seq)}), Arrived: now, Expires: now.Add(time.Hour)}
+		if err := j.append(seq, []Entry{e}, []bool{true}); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := os.Stat(path); st.Size() != journalChunk {
+			t.Fatalf("journal of %d bytes after batch %d, want %d throughout", st.Size(), seq, journalChunk)
+		}
+	}
+	// A crash leaves the zeros: replay reads the five batches and stops.
+	crashed, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); st.Size() >= journalChunk {
+		t.Fatalf("journal of %d bytes after a clean close: its zeros were not cut", st.Size())
+	}
+	if err := os.WriteFile(path, crashed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, batches, err := openJournal(vfs.OS(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	if len(batches) != 5 || batches[4].seq != 5 {
+		t.Fatalf("replayed %d batches, want the 5 before the zeros", len(batches))
+	}
+	if err := j.append(6, []Entry{{MessageID: "<6@x>", Key: id.Key([]byte{6}), Arrived: now, Expires: now.Add(time.Hour)}}, []bool{true}); err != nil {
+		t.Fatal(err)
 	}
 }

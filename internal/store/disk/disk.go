@@ -67,6 +67,7 @@ type segment struct {
 	path   string
 	f      vfs.File
 	size   int64
+	zeroed int64    // the file's length: records end at size, zeros follow (preallocate)
 	dead   int64    // bytes of records that hold no live object (compaction)
 	mapped *mapping // for View, once a view needs it
 }
@@ -191,6 +192,7 @@ func (d *Disk) Close() error {
 func (d *Disk) closeFiles() error {
 	d.mu.Lock()
 	for _, s := range d.segs {
+		s.trim()
 		s.f.Close()
 		s.unmap()
 	}

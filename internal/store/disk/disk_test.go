@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -561,4 +562,69 @@ func TestCloseDoesNotWaitOutTheInterval(t *testing.T) {
 	if got, _, err := d.Get(key); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("after the reopen: %d bytes, %v", len(got), err)
 	}
+}
+
+// A segment's file is written with zeros ahead of its records, so that a
+// put's fdatasync changes no file metadata: puts within the zeros leave the
+// file's length alone. A clean close cuts the zeros; the zeros a crash
+// leaves are cut by recovery without being reported as a torn tail.
+func TestSegmentsArePreallocated(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	objs := map[id.ID][]byte{}
+	var lengths []int64
+	for range 20 {
+		data, key := storetest.Blob(r, 100+r.IntN(2000))
+		if err := d.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		objs[key] = data
+		fi, err := os.Stat(segmentFiles(dir)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		lengths = append(lengths, fi.Size())
+	}
+	for i, n := range lengths {
+		if n != preallocChunk {
+			t.Fatalf("segment file is %d bytes after put %d, want %d throughout: %v", n, i+1, preallocChunk, lengths)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := segmentFiles(dir)[0]
+	closed, _ := os.Stat(seg)
+	if closed.Size() >= preallocChunk {
+		t.Fatalf("segment file is %d bytes after a clean close: its zeros were not cut", closed.Size())
+	}
+
+	// A crash leaves the zeros: recovery cuts them, quietly.
+	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 300000)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	d, err = Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if logged.Len() > 0 {
+		t.Errorf("recovery reported preallocated zeros as damage: %s", logged.String())
+	}
+	if fi, _ := os.Stat(seg); fi.Size() != closed.Size() {
+		t.Errorf("segment is %d bytes after recovery, want %d", fi.Size(), closed.Size())
+	}
+	checkAll(t, d, objs, id.ID{})
 }

@@ -81,7 +81,7 @@ func (d *Disk) recover() error {
 				return fmt.Errorf("store: syncing %s: %w", name, err)
 			}
 		}
-		s.size = end
+		s.size, s.zeroed = end, end
 		d.usage += end
 		if cur := d.open[w]; cur == nil || sid > cur.id {
 			d.open[w] = s
@@ -150,10 +150,16 @@ func (d *Disk) replaySegment(s *segment, from int64, replay map[id.ID]*replayed)
 				return 0, fmt.Errorf("store: reading %s: %w", s.path, ferr)
 			}
 			if next < 0 {
+				zero, zerr := allZero(s.f, pos, size)
+				if zerr != nil {
+					return 0, fmt.Errorf("store: reading %s: %w", s.path, zerr)
+				}
 				if err := s.f.Truncate(pos); err != nil {
 					return 0, fmt.Errorf("store: cutting torn tail of %s: %w", s.path, err)
 				}
-				log.Printf("store: cut %d bytes of torn tail from %s (%v)", size-pos, s.path, err)
+				if !zero { // zeros are the room preallocate made, not damage
+					log.Printf("store: cut %d bytes of torn tail from %s (%v)", size-pos, s.path, err)
+				}
 				return pos, nil
 			}
 			log.Printf("store: skipping %d damaged bytes at %s:%d (%v)", next-pos, s.path, pos, err)
@@ -257,6 +263,22 @@ func (d *Disk) nextRecord(f vfs.File, pos, size int64) (int64, error) {
 		pos += chunk
 	}
 	return -1, nil
+}
+
+// allZero reports whether f holds only zero bytes from pos to size.
+func allZero(f vfs.File, pos, size int64) (bool, error) {
+	buf := make([]byte, min(size-pos, preallocChunk))
+	for pos < size {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), size-pos)], pos)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false, err
+		}
+		if n == 0 || !bytes.Equal(buf[:n], zeros[:n]) {
+			return false, nil
+		}
+		pos += int64(n)
+	}
+	return true, nil
 }
 
 // segmentFiles lists the segment files in dir, for tools and tests.

@@ -188,12 +188,16 @@ func (d *Disk) append(key id.ID, e entry, rec [3][]byte, force bool) (*syncGroup
 	if err != nil {
 		return nil, err
 	}
+	if err := d.preallocate(s, n); err != nil {
+		return nil, err
+	}
 	if err := vfs.WriteFullAt(s.f, rec[:], s.size); err != nil {
 		// Cut the partial record so the next one starts clean; if even that
 		// fails, write no more to this file.
 		if s.f.Truncate(s.size) != nil {
 			delete(d.open, w)
 		}
+		s.zeroed = s.size
 		return nil, diskErr(fmt.Errorf("writing %s: %w", s.path, err))
 	}
 	if e.live() {
@@ -229,6 +233,9 @@ func (d *Disk) appendTarget(w int64, n int64) (*segment, error) {
 	if s := d.open[w]; s != nil && (s.size == 0 || s.size+n <= d.opt.MaxSegment) {
 		return s, nil
 	}
+	if s := d.open[w]; s != nil {
+		s.trim() // full: no more records go there
+	}
 	s := &segment{id: d.nextSeg, window: w}
 	s.path = filepath.Join(d.opt.Dir, fmt.Sprintf("%d-%d.seg", w, s.id))
 	f, err := d.fs.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
@@ -241,6 +248,42 @@ func (d *Disk) appendTarget(w int64, n int64) (*segment, error) {
 	d.open[w] = s
 	d.dirDirty = true
 	return s, nil
+}
+
+// preallocChunk is how far past its last record a segment is written
+// with zeros at a time (preallocate).
+const preallocChunk = 1 << 20
+
+// zeros is what preallocate writes.
+var zeros [preallocChunk]byte
+
+// preallocate makes sure s's file already holds the n bytes past its last
+// record, written as zeros, before a record goes there. A record written
+// over bytes the file has then changes no file metadata, so the group
+// commit's fdatasync writes the record's pages and no more; a record that
+// grew the file would make it write the inode too, through the file
+// system's journal. On this machine that took a small put's fdatasync
+// from about 240 to 155 µs (docs/storage.md). Recovery cuts the zeros
+// after the last record (replaySegment), as it cuts a torn tail. d.mu is
+// held.
+func (d *Disk) preallocate(s *segment, n int64) error {
+	for s.size+n > s.zeroed {
+		chunk := min(preallocChunk, max(d.opt.MaxSegment, s.size+n)-s.zeroed)
+		if err := vfs.WriteFullAt(s.f, [][]byte{zeros[:chunk]}, s.zeroed); err != nil {
+			return diskErr(fmt.Errorf("preallocating %s: %w", s.path, err))
+		}
+		s.zeroed += chunk
+	}
+	return nil
+}
+
+// trim cuts the zeros past s's last record, once no more records will
+// be written to s. The cut is not synced: the zeros a crash brings back
+// are cut again by recovery.
+func (s *segment) trim() {
+	if s.zeroed > s.size && s.f.Truncate(s.size) == nil {
+		s.zeroed = s.size
+	}
 }
 
 // syncGroup is the set of puts that one fdatasync makes durable.
