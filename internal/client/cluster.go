@@ -191,6 +191,17 @@ func (c *Cluster) localRoute(key id.ID) []string {
 	return append([]string{local}, slices.DeleteFunc(route, func(a string) bool { return a == local })...)
 }
 
+// getRoute lists the nodes to ask for a key the node in this process
+// holds no copy of: the key's first two other holders in ring order, then
+// that node, whose own get looks further (DHash's widened lookup), then
+// the rest. Each of them runs a whole DHT get if it has no copy itself.
+func (c *Cluster) getRoute(key id.ID) []string {
+	local := c.opt.Local.Addr
+	others := slices.DeleteFunc(c.route(key), func(a string) bool { return a == local })
+	n := min(2, len(others))
+	return slices.Concat(others[:n], []string{local}, others[n:])
+}
+
 // do runs call on the key's holder, moving on to the next node when one
 // cannot be reached.
 func (c *Cluster) do(ctx context.Context, key id.ID, call func(*Client) error) error {
@@ -241,9 +252,20 @@ func (c *Cluster) Put(ctx context.Context, data []byte, opt PutOptions) (key id.
 }
 
 // Get fetches key's block through the node that holds its first copy, or
-// through the node in this process if there is one (localRoute).
+// through the node in this process if there is one (localRoute). Where
+// that node's engine can be read directly (Local.Read), a copy it holds
+// is read there, and a key it holds no copy of is fetched from the
+// holders the map names (getRoute): one round trip to a holder, as the
+// first read of an article a site did not store should cost.
 func (c *Cluster) Get(ctx context.Context, key id.ID) (data []byte, expiry time.Time, err error) {
-	err = c.try(ctx, c.localRoute(key), func(cl *Client) error {
+	route := c.localRoute(key)
+	if l := c.opt.Local; l != nil && l.Read != nil {
+		if data, expiry, err := l.Read(key); err == nil {
+			return data, expiry, nil
+		}
+		route = c.getRoute(key)
+	}
+	err = c.try(ctx, route, func(cl *Client) error {
 		data, expiry, err = cl.Get(ctx, key)
 		return err
 	})

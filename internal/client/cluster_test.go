@@ -390,3 +390,55 @@ func TestCloseEndsTheBackgroundRefresh(t *testing.T) {
 		t.Fatalf("after Close: a refresh still running %v, %d GetRingInfo asked (want 2)", cl.refreshing, asked.Load())
 	}
 }
+
+// With a node in its process whose engine it can read (Local.Read), a
+// cluster reads a block that node holds without a message, and fetches a
+// block it holds no copy of from the key's first holder in the map,
+// straight: one round trip, not one to its own node and one more from
+// there.
+func TestClusterReadsItsOwnCopyDirectly(t *testing.T) {
+	nodes, stores, _ := ring3(t)
+	mine, notHere := dataHeldBy(t, nodes[2], nodes[0]), dataHeldBy(t, nodes[0], nodes[1])
+	stores[0].mu.Lock()
+	stores[0].blocks[id.Key(mine)] = mine
+	stores[0].mu.Unlock()
+	stores[1].mu.Lock()
+	stores[1].blocks[id.Key(notHere)] = notHere
+	stores[1].mu.Unlock()
+	reads := 0
+	local := &Local{
+		Addr: nodes[0].ref.Addr,
+		Attach: func(deliver func(wire.Envelope)) Link {
+			return &stubLink{s: nodes[0], handle: stores[0].handle, deliver: deliver, done: make(chan struct{})}
+		},
+		Read: func(key id.ID) ([]byte, time.Time, error) {
+			reads++
+			stores[0].mu.Lock()
+			defer stores[0].mu.Unlock()
+			if b, ok := stores[0].blocks[key]; ok {
+				return b, time.Time{}, nil
+			}
+			return nil, time.Time{}, fault.ErrNotFound
+		},
+	}
+	cl, err := DialClusterOptions(ctx(t), Options{Local: local}, nodes[0].ref.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	gets := func() []int {
+		return []int{count(nodes[0], wire.TypeClientGet), count(nodes[1], wire.TypeClientGet), count(nodes[2], wire.TypeClientGet)}
+	}
+	if got, _, err := cl.Get(ctx(t), id.Key(mine)); err != nil || !bytes.Equal(got, mine) {
+		t.Fatalf("get of this host's copy: %q, %v", got, err)
+	}
+	if g := gets(); reads != 1 || !slices.Equal(g, []int{0, 0, 0}) {
+		t.Errorf("a get of this host's copy: %d engine reads and gets at the nodes %v, want 1 and none", reads, g)
+	}
+	if got, _, err := cl.Get(ctx(t), id.Key(notHere)); err != nil || !bytes.Equal(got, notHere) {
+		t.Fatalf("get of a block held elsewhere: %q, %v", got, err)
+	}
+	if g := gets(); !slices.Equal(g, []int{0, 1, 0}) {
+		t.Errorf("a get of a block held elsewhere: gets at the nodes %v, want [0 1 0] (its first holder alone)", g)
+	}
+}

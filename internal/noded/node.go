@@ -10,6 +10,7 @@ import (
 
 	"triad/internal/client"
 	"triad/internal/deploy"
+	"triad/internal/id"
 	"triad/internal/metrics"
 	"triad/internal/node"
 	"triad/internal/pki"
@@ -178,9 +179,29 @@ func (n *Node) build(a assembly, o Options, rec *status.Recorder, log *slog.Logg
 
 // Local is the node as a client in its own process reaches it
 // (client.Options.Local): calls enter its event loop through a tcp.Local,
-// with no socket.
+// with no socket, and a get of a block it holds reads its engine directly
+// (readCopy).
 func (n *Node) Local() *client.Local {
-	return &client.Local{Addr: n.Addr, Attach: func(deliver func(wire.Envelope)) client.Link { return n.Driver.Attach(deliver) }}
+	return &client.Local{
+		Addr:   n.Addr,
+		Attach: func(deliver func(wire.Envelope)) client.Link { return n.Driver.Attach(deliver) },
+		Read:   n.readCopy,
+	}
+}
+
+// readCopy returns the node's own whole copy of key, read from its storage
+// engine (which checks the record's CRCs, and quarantines a damaged copy
+// for repair to replace). A fragment is not a whole copy: the caller asks
+// the DHT, which gathers enough of them.
+func (n *Node) readCopy(key id.ID) ([]byte, time.Time, error) {
+	data, meta, err := n.Driver.Storage().Engine().Get(key)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if meta.Opaque {
+		return nil, time.Time{}, fmt.Errorf("%w: %s: this node holds a fragment, not a whole copy", store.ErrNotFound, key.Short())
+	}
+	return data, meta.Expiry, nil
 }
 
 // Wait waits until the node has stopped (its context ended, or Close) and
