@@ -352,6 +352,7 @@ func emitDriver(ch chan<- prometheus.Metric, st *tcp.Stats) {
 	e := emitter{ch}
 	e.counter("triad_net_frames_received_total", "Frames read from peers and clients.", st.FramesIn.Load())
 	e.counter("triad_net_frames_sent_total", "Frames written.", st.FramesOut.Load())
+	e.counter("triad_net_frames_inline_total", "Frames of those written that the event loop wrote itself to an idle connection, with no hand-off to its writer.", st.InlineFrames.Load())
 	e.counter("triad_net_bad_frames_total", "Frames that did not decode.", st.BadFrames.Load())
 	e.counter("triad_net_queue_drops_total", "Frames dropped: a connection's send queue was full, in frames or bytes, or all connections' queued bytes were.", st.QueueDrops.Load())
 	e.counter("triad_net_stalled_frames_total", "Frames whose body did not arrive within the frame timeout of their header; the connection was closed.", st.StalledFrames.Load())

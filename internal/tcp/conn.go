@@ -7,7 +7,10 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"triad/internal/node"
 	"triad/internal/wire"
@@ -37,6 +40,16 @@ type conn struct {
 	queued int  // bytes in q and in the writer's hands
 	shut   bool // closeQueue was called: no more frames
 	wake   chan struct{}
+	// raw is the socket of a plain TCP connection once it is connected,
+	// for writes the loop makes itself (writeInline); nil with TLS.
+	raw syscall.RawConn
+	// owner is who writes to the socket now: nobody, the writer (from
+	// the frame it takes until it has flushed and found the queue
+	// empty), or the loop's writeInline.
+	owner owner
+	// inlineFrames counts frames writeInline wrote whole: activity the
+	// writer's idle timer must see.
+	inlineFrames atomic.Uint64
 	// inService holds, oldest first, each request read on this accepted
 	// connection and not yet answered, with the room it holds for its
 	// reply (Driver.roomFor; see waitRoom). expiry gives back the room of
@@ -48,6 +61,15 @@ type conn struct {
 	once   sync.Once
 	closed chan struct{}
 }
+
+// owner is who holds a connection's socket for writing.
+type owner uint8
+
+const (
+	ownerNone owner = iota
+	ownerWriter
+	ownerInline
+)
 
 func newConn(d *Driver, addr string) *conn {
 	return &conn{d: d, addr: addr, wake: make(chan struct{}, 1), closed: make(chan struct{})}
@@ -87,13 +109,15 @@ func (c *conn) fits(n int) bool {
 		d.queuedTotal.Load()+int64(n) <= int64(d.cfg.MaxQueuedBytesTotal)
 }
 
-// pop takes the oldest queued frame, or nil.
+// pop takes the oldest queued frame, or nil; the writer owns the socket
+// from then on, until letGo. It takes none while writeInline writes.
 func (c *conn) pop() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.q) == 0 {
+	if len(c.q) == 0 || c.owner == ownerInline {
 		return nil
 	}
+	c.owner = ownerWriter
 	f := c.q[0]
 	c.q[0] = nil
 	c.q = c.q[1:]
@@ -101,6 +125,79 @@ func (c *conn) pop() []byte {
 		c.q = nil // let the backing array go
 	}
 	return f
+}
+
+// letGo gives up the writer's hold on the socket once it has flushed
+// everything, unless frames wait (then it reports true: go on writing).
+func (c *conn) letGo() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.owner == ownerInline {
+		return false // writeInline wakes the writer if it leaves frames
+	}
+	if len(c.q) > 0 {
+		return true
+	}
+	c.owner = ownerNone
+	return false
+}
+
+// inlineMax is the largest frame writeInline writes.
+const inlineMax = 16 << 10
+
+// writeInline writes frame to the socket from the caller's goroutine (the
+// event loop), when the connection is plain TCP, connected, with nothing
+// queued and nobody writing: one non-blocking write(2), no hand-off to
+// the writer goroutine and no wake-up of it. What the socket does not
+// take at once (its buffer is full, or the write failed) is queued ahead
+// of anything else for the writer, which waits for room, or meets the
+// error and closes the connection. It reports false, having done
+// nothing, when the frame must be queued instead, and for a frame over
+// inlineMax: copying a block into the socket is the writer's work, beside
+// the loop's, not in its way.
+func (c *conn) writeInline(frame []byte) bool {
+	if len(frame) > inlineMax {
+		return false
+	}
+	c.mu.Lock()
+	raw := c.raw
+	if raw == nil || c.shut || c.owner != ownerNone || len(c.q) > 0 {
+		c.mu.Unlock()
+		return false
+	}
+	c.owner = ownerInline
+	c.mu.Unlock()
+	n := 0
+	raw.Write(func(fd uintptr) bool {
+		if k, err := unix.Write(int(fd), frame); err == nil {
+			n = k
+		}
+		return true // never wait for room: the writer does
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.owner = ownerNone
+	switch rest := frame[n:]; {
+	case len(rest) == 0:
+		c.inlineFrames.Add(1)
+		c.d.Stats.FramesOut.Add(1)
+		c.d.Stats.InlineFrames.Add(1)
+	case c.shut:
+		c.d.Stats.QueueDrops.Add(1) // the writer has stopped: nothing writes it
+	default:
+		c.q = append([][]byte{rest}, c.q...)
+		c.queued += len(rest)
+		c.d.queuedTotal.Add(int64(len(rest)))
+	}
+	if len(c.q) > 0 {
+		// The rest of frame, or frames another goroutine queued while
+		// this one wrote (the writer found the socket taken).
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
 }
 
 // sent gives back the bytes of a frame the writer has written (or given
@@ -314,6 +411,7 @@ func (c *conn) write() {
 		d.mu.Lock() // RecheckCertificates reads it
 		c.nc = nc
 		d.mu.Unlock()
+		c.setRaw(nc)
 		go c.readReplies()
 	}
 	failed := false
@@ -331,6 +429,7 @@ func (c *conn) write() {
 	if c.addr[0] == '@' {
 		idleC = nil
 	}
+	seen := c.inlineFrames.Load()
 	for {
 		frame := c.pop()
 		if frame == nil {
@@ -340,10 +439,18 @@ func (c *conn) write() {
 					return
 				}
 			}
+			if c.letGo() {
+				continue
+			}
 			select {
 			case <-c.wake:
 				continue
 			case <-idleC:
+				if n := c.inlineFrames.Load(); n != seen {
+					seen = n // the loop wrote frames itself meanwhile: not idle
+					idle.Reset(d.cfg.IdleTimeout)
+					continue
+				}
 				return
 			case <-c.closed:
 				c.drain(bw)
@@ -359,6 +466,22 @@ func (c *conn) write() {
 		d.Stats.FramesOut.Add(1)
 		idle.Reset(d.cfg.IdleTimeout)
 	}
+}
+
+// setRaw lets the loop write to nc itself (writeInline) if it is a plain
+// TCP connection.
+func (c *conn) setRaw(nc net.Conn) {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	c.raw = raw
+	c.mu.Unlock()
 }
 
 // readReplies reads the replies that come back on a connection we

@@ -200,6 +200,9 @@ func (c *Config) fill() error {
 // Stats are the driver's counters.
 type Stats struct {
 	FramesIn, FramesOut, BadFrames, QueueDrops, DialFailures, ConnsAccepted atomic.Uint64
+	// InlineFrames counts the frames of FramesOut the loop wrote to an
+	// idle connection itself, without its writer (conn.writeInline).
+	InlineFrames atomic.Uint64
 	// Forged counts frames dropped because they did not match the
 	// connection they came on: a sender other than the one the
 	// connection proved, a reply on a connection we accepted, a request
@@ -978,6 +981,7 @@ func (d *Driver) newRoute(nc net.Conn, peer node.Addr) *conn {
 	}
 	cl := newConn(d, name+strconv.FormatUint(d.nextCli, 10))
 	cl.nc = nc
+	cl.setRaw(nc)
 	cl.peer = peer
 	d.conns[cl.addr] = cl
 	d.wg.Add(1)
@@ -1039,7 +1043,12 @@ func (d *Driver) send(to node.Addr, e wire.Envelope) {
 	}
 	// A frame that would not fit is not encoded: a client asking for
 	// blocks it never reads costs no copies of them.
-	if !c.fits(size+4) || !c.enqueue(wire.AppendFrame(make([]byte, 0, size+4), e)) {
+	if !c.fits(size + 4) {
+		d.Stats.QueueDrops.Add(1)
+		return
+	}
+	frame := wire.AppendFrame(make([]byte, 0, size+4), e)
+	if !c.writeInline(frame) && !c.enqueue(frame) {
 		d.Stats.QueueDrops.Add(1)
 		return
 	}
