@@ -89,7 +89,7 @@ func TestUpServesMetrics(t *testing.T) {
 		"triad_maint_repair_queue_bytes", "triad_maint_objects_repaired_total", "triad_maint_audits_sent_total", "triad_maint_suspects",
 		"triad_nntp_replies_total", "triad_nntp_deferrals_total", "triad_nntp_cache_hits_total",
 		"triad_nntp_peer_backlog_articles", "triad_nntp_forged_announcements_total", "go_goroutines", "process_resident_memory_bytes",
-		"triad_net_stalled_frames_total", "triad_net_read_pauses_total",
+		"triad_net_stalled_frames_total", "triad_net_read_pauses_total", "triad_net_frames_inline_total", "triad_nntp_dht_gets_total",
 		"triad_d2_joined", "triad_d2_primary_blocks", "triad_d2_held", "triad_d2_lookups_total", "triad_d2_cache_misses_total",
 		"triad_d2_moves_total", "triad_d2_unauthorized_total", "triad_d2_distrusted_peers", "triad_d2_audits_total", "triad_d2_gateway_copies_total",
 	}

@@ -134,6 +134,7 @@ type blockStore struct {
 	self     *stubNode
 	ring     func() []wire.NodeRef
 	dieOnPut atomic.Bool // then a put kills the stub, unanswered
+	hangGets atomic.Bool // then gets are never answered, the connection kept
 
 	mu     sync.Mutex
 	blocks map[id.ID][]byte
@@ -161,6 +162,9 @@ func (b *blockStore) handle(req wire.Envelope, reply func(wire.Msg)) {
 		}
 		reply(&wire.PutBatchDone{Results: res})
 	case *wire.ClientGet:
+		if b.hangGets.Load() {
+			return
+		}
 		data, ok := b.blocks[m.Key]
 		if !ok {
 			reply(&wire.Error{Code: fault.CodeNotFound, Text: "no block " + m.Key.Short()})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"triad/internal/fault"
@@ -38,6 +39,10 @@ type Cluster struct {
 	maxAge     time.Duration // MapAge unless a test sets it
 	background sync.WaitGroup
 	stopBG     context.CancelFunc // ends the background refresh's calls
+
+	// What Get did (GetStats).
+	localReads, nodeGets atomic.Uint64
+	nodeGetNanos         atomic.Int64
 }
 
 // MapAge is how long a Cluster's map of the ring serves before it is
@@ -218,7 +223,7 @@ func (c *Cluster) try(ctx context.Context, route []string, call func(*Client) er
 			c.mu.Unlock()
 			return true
 		}
-		return false
+		return errors.Is(err, errSilent)
 	}
 	i, errs, err := Failover{Passes: 1, Limit: 3, Retry: unreachable}.Run(ctx, len(route), 0, func(i int) error {
 		cl, err := c.conn(ctx, route[i])
@@ -241,6 +246,14 @@ func (c *Cluster) try(ctx context.Context, route []string, call func(*Client) er
 // errDial marks a failure to reach a node, which try takes to the next.
 var errDial = errors.New("client: cannot reach the node")
 
+// errSilent marks a node that did not answer in time, which try also
+// takes to the next.
+var errSilent = errors.New("client: the node did not answer")
+
+// GetAttemptTimeout bounds how long Get waits for one node before it asks
+// the next (4 s, a node's own call timeout). A variable for the tests.
+var GetAttemptTimeout = 4 * time.Second
+
 // Put stores data through the node that holds its first copy, or through
 // the node in this process if there is one (localRoute).
 func (c *Cluster) Put(ctx context.Context, data []byte, opt PutOptions) (key id.ID, holders []wire.NodeRef, err error) {
@@ -261,15 +274,47 @@ func (c *Cluster) Get(ctx context.Context, key id.ID) (data []byte, expiry time.
 	route := c.localRoute(key)
 	if l := c.opt.Local; l != nil && l.Read != nil {
 		if data, expiry, err := l.Read(key); err == nil {
+			c.localReads.Add(1)
 			return data, expiry, nil
 		}
 		route = c.getRoute(key)
 	}
+	start := time.Now()
 	err = c.try(ctx, route, func(cl *Client) error {
-		data, expiry, err = cl.Get(ctx, key)
+		// A holder that stopped answering (hung, or cut off with its
+		// connection still open) gets its own deadline, and the next
+		// node is asked, as DHash's own get moves on from a silent
+		// holder.
+		actx, cancel := context.WithTimeout(ctx, GetAttemptTimeout)
+		defer cancel()
+		data, expiry, err = cl.Get(actx, key)
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%w: %s did not answer a get within %v", errSilent, cl.addr, GetAttemptTimeout)
+		}
 		return err
 	})
+	if err == nil {
+		c.nodeGets.Add(1)
+		c.nodeGetNanos.Add(int64(time.Since(start)))
+	}
 	return data, expiry, err
+}
+
+// GetStats counts the blocks Get returned, by where it found them.
+type GetStats struct {
+	// LocalReads were read from the engine of the node in this process
+	// (Local.Read): no message.
+	LocalReads uint64
+	// NodeGets were answered by a node: a key's holder, one round trip
+	// when the map is right (or the node in this process, without
+	// Local.Read). NodeGetSeconds is their time in all.
+	NodeGets       uint64
+	NodeGetSeconds float64
+}
+
+// GetStats returns what Get has done so far.
+func (c *Cluster) GetStats() GetStats {
+	return GetStats{LocalReads: c.localReads.Load(), NodeGets: c.nodeGets.Load(), NodeGetSeconds: time.Duration(c.nodeGetNanos.Load()).Seconds()}
 }
 
 // Stat lists key's successors and what each holds, asked of the node that

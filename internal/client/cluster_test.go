@@ -441,4 +441,49 @@ func TestClusterReadsItsOwnCopyDirectly(t *testing.T) {
 	if g := gets(); !slices.Equal(g, []int{0, 1, 0}) {
 		t.Errorf("a get of a block held elsewhere: gets at the nodes %v, want [0 1 0] (its first holder alone)", g)
 	}
+	if st := cl.GetStats(); st.LocalReads != 1 || st.NodeGets != 1 || st.NodeGetSeconds <= 0 {
+		t.Errorf("GetStats %+v, want one local read and one node's get, timed", st)
+	}
+}
+
+// A holder that stops answering with its connection still open (hung, or
+// cut off without a reset) holds a get only for GetAttemptTimeout: the
+// next holder is asked. Before, a site's get waited out its whole deadline.
+func TestClusterGetMovesOnFromASilentHolder(t *testing.T) {
+	old := GetAttemptTimeout
+	GetAttemptTimeout = 200 * time.Millisecond
+	defer func() { GetAttemptTimeout = old }()
+	nodes, stores, _ := ring3(t)
+	data := dataHeldBy(t, nodes[0], nodes[1]) // held by nodes[1], then nodes[2]
+	for _, i := range []int{1, 2} {
+		stores[i].mu.Lock()
+		stores[i].blocks[id.Key(data)] = data
+		stores[i].mu.Unlock()
+	}
+	local := &Local{
+		Addr: nodes[0].ref.Addr,
+		Attach: func(deliver func(wire.Envelope)) Link {
+			return &stubLink{s: nodes[0], handle: stores[0].handle, deliver: deliver, done: make(chan struct{})}
+		},
+		Read: func(id.ID) ([]byte, time.Time, error) { return nil, time.Time{}, fault.ErrNotFound },
+	}
+	cl, err := DialClusterOptions(ctx(t), Options{Local: local}, nodes[0].ref.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	stores[1].hangGets.Store(true)
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	got, _, err := cl.Get(c, id.Key(data))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get with its first holder silent: %q, %v", got, err)
+	}
+	if took := time.Since(start); took > 10*GetAttemptTimeout {
+		t.Errorf("the get took %v, want about one attempt's timeout (%v)", took, GetAttemptTimeout)
+	}
+	if count(nodes[1], wire.TypeClientGet) != 1 || count(nodes[2], wire.TypeClientGet) != 1 {
+		t.Errorf("gets at the holders %d and %d, want one each (the silent one, then the next)", count(nodes[1], wire.TypeClientGet), count(nodes[2], wire.TypeClientGet))
+	}
 }

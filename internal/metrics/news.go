@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"triad/internal/client"
 	"triad/internal/usenet"
 	"triad/internal/usenet/nntpd"
 	"triad/internal/usenet/peering"
@@ -17,6 +18,8 @@ type News struct {
 	Site   *usenet.Site
 	Cache  *usenet.CachedSpool
 	Feeds  *peering.Feeds
+	// DHT, if set, is the client the site reads the DHT with.
+	DHT *client.Cluster
 }
 
 // Describe implements prometheus.Collector (unchecked metrics).
@@ -57,6 +60,12 @@ func (c *News) Collect(ch chan<- prometheus.Metric) {
 		e.counter("triad_nntp_cache_evictions_total", "Articles evicted to make room.", cs.Evictions)
 		e.gauge("triad_nntp_cache_bytes", "Bytes of articles in the cache.", float64(cs.Bytes))
 		e.gauge("triad_nntp_cache_articles", "Articles in the cache.", float64(cs.Articles))
+	}
+	if c.DHT != nil {
+		gs := c.DHT.GetStats()
+		e.counter("triad_nntp_dht_gets_total", "Articles read from the DHT (cache misses), by where: the engine of the site's own node, read in place, or a node (a holder, one round trip).", gs.LocalReads, "from", "local")
+		e.counter("triad_nntp_dht_gets_total", "Articles read from the DHT (cache misses), by where: the engine of the site's own node, read in place, or a node (a holder, one round trip).", gs.NodeGets, "from", "node")
+		e.metric(prometheus.CounterValue, "triad_nntp_dht_node_get_seconds_total", "Time of the reads a node answered, from the request to the block.", gs.NodeGetSeconds)
 	}
 	if c.Site != nil {
 		e.counter("triad_nntp_forged_announcements_total", "Peers' announcements refused: their headers are not those the block's key holds, or name another message-id.", c.Site.Forgeries())

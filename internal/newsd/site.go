@@ -40,6 +40,7 @@ type Site struct {
 	site   *usenet.Site
 	spool  usenet.Spool
 	cache  *usenet.CachedSpool // nil without a DHT or with CacheMB 0
+	dht    *client.Cluster     // nil without a DHT
 	feeds  *peering.Feeds      // nil without peers
 	srv    *nntpd.Server
 	http   *metrics.Server // nil without Options.HTTP
@@ -124,7 +125,7 @@ func (s *Site) openSite(ctx context.Context, o Options, set settings, bundle *pk
 		if err != nil {
 			return fmt.Errorf("nntp: node %s: %w", o.Node, err)
 		}
-		s.spool, s.Where = &dhtspool.Spool{Cluster: cl}, "the DHT via "+o.Node
+		s.spool, s.Where, s.dht = &dhtspool.Spool{Cluster: cl}, "the DHT via "+o.Node, cl
 		if o.CacheMB > 0 {
 			s.cache = usenet.NewCachedSpool(s.spool, int64(o.CacheMB)<<20, set.policy)
 			// A site that feeds whole articles reads each back at once.
@@ -315,7 +316,7 @@ func (s *Site) expireLoop(ctx context.Context, log *slog.Logger) {
 // Collector is the site's metrics collector (a node serving the site can
 // register it beside its own).
 func (s *Site) Collector() *metrics.News {
-	return &metrics.News{Server: s.srv, Site: s.site, Cache: s.cache, Feeds: s.feeds}
+	return &metrics.News{Server: s.srv, Site: s.site, Cache: s.cache, Feeds: s.feeds, DHT: s.dht}
 }
 
 // Close stops serving and closes the feeds, the site and the spool.

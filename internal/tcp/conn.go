@@ -142,6 +142,14 @@ func (c *conn) letGo() bool {
 	return false
 }
 
+// inlineBusy reports whether writeInline holds the socket with frames
+// queued behind it.
+func (c *conn) inlineBusy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.owner == ownerInline && len(c.q) > 0
+}
+
 // inlineMax is the largest frame writeInline writes.
 const inlineMax = 16 << 10
 
@@ -442,6 +450,10 @@ func (c *conn) write() {
 			if c.letGo() {
 				continue
 			}
+			// The last write's deadline would pass while the writer
+			// waits, and a socket past its write deadline refuses
+			// writeInline's write too: clear it (each write sets its own).
+			c.nc.SetWriteDeadline(time.Time{})
 			select {
 			case <-c.wake:
 				continue
@@ -526,6 +538,15 @@ func (w deadlineWriter) Write(p []byte) (int, error) {
 func (c *conn) drain(bw *bufio.Writer) {
 	for {
 		frame := c.pop()
+		if frame == nil && c.inlineBusy() {
+			// writeInline holds the socket; it wakes the writer when it
+			// is done if it left frames behind it.
+			select {
+			case <-c.wake:
+			case <-time.After(time.Second):
+			}
+			continue
+		}
 		if frame == nil {
 			bw.Flush()
 			return

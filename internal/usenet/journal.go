@@ -269,14 +269,18 @@ var journalZeros [journalChunk]byte
 // batch, written as zeros, so that the append's fdatasync writes the
 // batch's pages and not the inode (the file's length) as well, as the
 // block store's segments do (disk.preallocate). Replay stops at the
-// zeros: a record of length 0. j.mu is held.
+// zeros: a record of length 0. Zeros that do not fit (a full file
+// system) are cut and the batch appended past the end, as without them.
+// j.mu is held.
 func (j *journal) preallocate(n int64) error {
+	j.zeroed = max(j.zeroed, j.size) // zeros never go over a batch
 	for j.size+n > j.zeroed {
 		chunk := int64(journalChunk)
 		if _, err := j.f.WriteAt(journalZeros[:chunk], j.zeroed); err != nil {
-			j.f.Truncate(j.size)
-			j.zeroed = j.size
-			return fmt.Errorf("usenet: journal: preallocating: %w", err)
+			if terr := j.f.Truncate(j.zeroed); terr != nil {
+				return fmt.Errorf("usenet: journal: preallocating: %w (and cutting the zeros: %v)", err, terr)
+			}
+			return nil
 		}
 		j.zeroed += chunk
 	}

@@ -3,7 +3,6 @@ package usenet
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -140,40 +139,5 @@ func TestJournalPeriodicSyncFailureSticks(t *testing.T) {
 	}
 	if st, err := mem.Stat("/site/journal"); err != nil || st.Size() != size {
 		t.Errorf("the journal holds %d bytes after the refused append, want %d (nothing written): %v", st.Size(), size, err)
-	}
-}
-
-// With periodic durability, news.db lists an article for good only two
-// periods after it was staged, once the nodes' and the journal's periodic
-// syncs have made it durable: until then it is listed from memory, and a
-// power cut leaves it to the journal, whose replay lists it only if the
-// spool holds it. A checkpoint sooner could list an article whose copies
-// the cut took.
-func TestPeriodicCheckpointWaitsTwoPeriods(t *testing.T) {
-	const period = 150 * time.Millisecond
-	dir := t.TempDir()
-	spool := openTestSpool(t, filepath.Join(dir, "spool"))
-	site, err := OpenSite(SiteConfig{Dir: dir, Spool: spool, PathHost: "test.site", SyncPeriod: period})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
-	if err := site.List().AddGroup("local.test", "y", ""); err != nil {
-		t.Fatal(err)
-	}
-	acked := time.Now()
-	if err := <-accept(site, article("<settle@x>", "local.test", "body\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	if g, _ := site.List().Group("local.test"); g.Count != 1 {
-		t.Fatalf("local.test %+v right after the acknowledgement, want the article listed (from memory)", g)
-	}
-	site.Flush() // returns once news.db has it
-	applied, err := site.List().applied()
-	if err != nil || applied == 0 {
-		t.Fatalf("news.db covers journal batch %d after Flush (%v), want the article's", applied, err)
-	}
-	if waited := time.Since(acked); waited < 2*period {
-		t.Fatalf("news.db listed the article %v after it was accepted, want at least two periods (%v)", waited, 2*period)
 	}
 }

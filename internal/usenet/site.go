@@ -145,10 +145,8 @@ type SiteConfig struct {
 	// SyncPeriod, above zero, is periodic durability: a batch's listing is
 	// acknowledged once written to the journal, which is synced at most
 	// this long after (INN's promise: a power cut loses the last
-	// period's articles). news.db takes a listing two periods after
-	// its acknowledgement (settle), once the spool's nodes, given the
-	// same period, have synced its copies. Zero: synced before the
-	// articles are acknowledged.
+	// period's articles). Zero: synced before the articles are
+	// acknowledged.
 	SyncPeriod time.Duration
 }
 
@@ -722,7 +720,6 @@ func (s *Site) checkpointLoop() {
 	defer s.wg.Done()
 	for first := range s.checkpoints {
 		waiting := []*listing{first}
-		last, lastAt := first.seq, time.Now()
 		timer := time.NewTimer(checkpointDelay)
 	gather:
 		for n, size := s.list.stagedEntries(); n < checkpointAt && size < checkpointBytes; n, size = s.list.stagedEntries() {
@@ -732,14 +729,12 @@ func (s *Site) checkpointLoop() {
 					break gather
 				}
 				waiting = append(waiting, l)
-				last, lastAt = max(last, l.seq), time.Now()
 			case <-timer.C:
 				break gather
 			}
 		}
 		timer.Stop()
-		s.settle(lastAt)
-		err := s.checkpointNow(last)
+		err := s.checkpointNow()
 		for _, l := range waiting {
 			for _, p := range l.batch {
 				s.forget(p.entry.MessageID)
@@ -779,31 +774,11 @@ func (s *Site) roomToStage() {
 	}
 }
 
-// settle waits, with periodic durability (SyncPeriod), until two periods
-// have passed since staged: the nodes' and the journal's periodic syncs
-// have then made the staged articles' copies durable, before news.db
-// lists them for good. Without the wait a power cut of every holder could
-// leave news.db listing an article whose copies were never synced; with
-// it, one in the last two periods is still in the journal, whose replay
-// lists it only if the DHT holds it (replayed). A stopping site does not
-// wait.
-func (s *Site) settle(staged time.Time) {
-	if s.cfg.SyncPeriod <= 0 {
-		return
-	}
-	t := time.NewTimer(time.Until(staged.Add(2 * s.cfg.SyncPeriod)))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-s.stop:
-	}
-}
-
-// checkpointNow writes the batches staged through journal batch last to
-// news.db, trying again while it fails until the site stops.
-func (s *Site) checkpointNow(last uint64) error {
+// checkpointNow writes what is staged to news.db, trying again while it
+// fails until the site stops.
+func (s *Site) checkpointNow() error {
 	for {
-		seq, n, err := s.list.checkpointThrough(last)
+		seq, n, err := s.list.checkpoint()
 		if err == nil {
 			select {
 			case s.checkpointed <- struct{}{}:

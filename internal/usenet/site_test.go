@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -506,5 +507,39 @@ func TestJournalIsPreallocated(t *testing.T) {
 	}
 	if err := j.append(6, []Entry{{MessageID: "<6@x>", Key: id.Key([]byte{6}), Arrived: now, Expires: now.Add(time.Hour)}}, []bool{true}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Zeros that do not fit are cut and the batch appended past the end, as
+// without them; the zeros made later start past it.
+func TestJournalAppendsWhenTheZerosDoNotFit(t *testing.T) {
+	var once sync.Once
+	fsys := vfs.Inject(vfs.OS(), func(op vfs.Op, path string) error {
+		var err error
+		if op == vfs.OpWrite {
+			once.Do(func() { err = errors.New("no space left on device") }) // the first write is the zeros
+		}
+		return err
+	})
+	path := filepath.Join(t.TempDir(), "journal")
+	j, _, err := openJournal(fsys, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for seq := uint64(1); seq <= 3; seq++ {
+		e := Entry{MessageID: fmt.Sprintf("<%d@full>", seq), Key: id.Key([]byte{byte(seq)}), Arrived: now, Expires: now.Add(time.Hour)}
+		if err := j.append(seq, []Entry{e}, []bool{true}); err != nil {
+			t.Fatalf("batch %d: %v", seq, err)
+		}
+	}
+	j.close()
+	j, batches, err := openJournal(vfs.OS(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	if len(batches) != 3 {
+		t.Fatalf("replayed %d batches, want 3", len(batches))
 	}
 }

@@ -3,7 +3,6 @@ package usenet
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -87,25 +86,16 @@ func (l *List) stagedEntries() (entries, bytes int) {
 	return l.staged.entries, l.staged.bytes
 }
 
-// checkpoint writes every staged batch to news.db (checkpointThrough).
+// checkpoint writes every staged batch to news.db in one transaction,
+// with the groups' current state and the last journal batch covered, and
+// then lets go of their memory. It returns the journal batch news.db now
+// covers (0 if nothing was staged). A failed checkpoint keeps them staged
+// for the next.
 func (l *List) checkpoint() (seq uint64, n int, err error) {
-	return l.checkpointThrough(math.MaxUint64)
-}
-
-// checkpointThrough writes the staged batches that cover journal batches
-// up to last to news.db in one transaction, with the groups' current
-// state and the last journal batch covered, and then lets go of their
-// memory; later batches stay staged. It returns the journal batch news.db
-// now covers (0 if nothing was written). A failed checkpoint keeps them
-// staged for the next.
-func (l *List) checkpointThrough(last uint64) (seq uint64, n int, err error) {
 	l.commitMu.Lock()
 	defer l.commitMu.Unlock()
 	l.mu.Lock()
 	batches := l.staged.batches
-	if i := slices.IndexFunc(batches, func(sb *stagedBatch) bool { return sb.seq > last }); i >= 0 {
-		batches = batches[:i]
-	}
 	// The groups as they are now: numbers only grow, so a state that
 	// counts a later staged batch too leaves a gap after a crash at
 	// worst, never a number used twice.

@@ -19,6 +19,7 @@ import (
 	"triad/internal/id"
 	"triad/internal/store"
 	"triad/internal/store/storetest"
+	"triad/internal/vfs"
 )
 
 const crashChildEnv = "TRIAD_STORE_CRASH_CHILD"
@@ -626,5 +627,36 @@ func TestSegmentsArePreallocated(t *testing.T) {
 	if fi, _ := os.Stat(seg); fi.Size() != closed.Size() {
 		t.Errorf("segment is %d bytes after recovery, want %d", fi.Size(), closed.Size())
 	}
+	checkAll(t, d, objs, id.ID{})
+}
+
+// Zeros that do not fit are not an error: a put whose record fits is
+// written past the file's end, as without preallocation, rather than
+// refused for the megabyte ahead of it (a file system nearly full).
+func TestPutSucceedsWhenTheZerosDoNotFit(t *testing.T) {
+	var zeroWrites sync.Once
+	full := errors.New("no space left on device")
+	fsys := vfs.Inject(vfs.OS(), func(op vfs.Op, path string) error {
+		var err error
+		if op == vfs.OpWrite && strings.HasSuffix(path, ".seg") {
+			zeroWrites.Do(func() { err = full }) // the first write of a new segment is its zeros
+		}
+		return err
+	})
+	d, err := OpenFS(fsys, store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r := rand.New(rand.NewPCG(3, 3))
+	objs := map[id.ID][]byte{}
+	for i := range 3 { // the first with no room for its zeros; the next ones with
+		data, key := storetest.Blob(r, 500)
+		if err := d.Put(key, data, time.Now().Add(time.Hour), store.PutOptions{}); err != nil {
+			t.Fatalf("put %d (the first with no room for the zeros): %v", i, err)
+		}
+		objs[key] = data
+	}
+	// The zeros made for the second put start past the first's record.
 	checkAll(t, d, objs, id.ID{})
 }

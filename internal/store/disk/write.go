@@ -266,11 +266,21 @@ var zeros [preallocChunk]byte
 // from about 240 to 155 µs (docs/storage.md). Recovery cuts the zeros
 // after the last record (replaySegment), as it cuts a torn tail. d.mu is
 // held.
+//
+// Zeros that do not fit (a full file system) are not an error: the
+// record is written past the file's end, as it would be without them, so
+// a put that fits is never refused for the room ahead of it.
 func (d *Disk) preallocate(s *segment, n int64) error {
+	// Records written past the zeros (their write failed) end where the
+	// zeros must start: zeros never go over a record.
+	s.zeroed = max(s.zeroed, s.size)
 	for s.size+n > s.zeroed {
 		chunk := min(preallocChunk, max(d.opt.MaxSegment, s.size+n)-s.zeroed)
 		if err := vfs.WriteFullAt(s.f, [][]byte{zeros[:chunk]}, s.zeroed); err != nil {
-			return diskErr(fmt.Errorf("preallocating %s: %w", s.path, err))
+			if terr := s.f.Truncate(s.zeroed); terr != nil {
+				return diskErr(fmt.Errorf("preallocating %s: %w (and cutting the zeros: %v)", s.path, err, terr))
+			}
+			return nil
 		}
 		s.zeroed += chunk
 	}
