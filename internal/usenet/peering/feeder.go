@@ -264,10 +264,7 @@ func (f *Feeds) housekeep() {
 func (f *Feeds) Lines() []string {
 	var out []string
 	for _, st := range f.Status() {
-		state := "down"
-		if st.Connected {
-			state = "connected"
-		}
+		state := feedState(st)
 		if st.Paused {
 			state += ",paused"
 		}
@@ -279,6 +276,19 @@ func (f *Feeds) Lines() []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// feedState names a feed's state: connected; idle, with nothing to send
+// and no failure since it last connected (a feeder connects only to send);
+// or down.
+func feedState(st PeerStatus) string {
+	switch {
+	case st.Connected:
+		return "connected"
+	case st.LastError == "" && st.Backlog.Records == 0:
+		return "idle"
+	}
+	return "down"
 }
 
 func (f *Feeds) writeStatus() {
