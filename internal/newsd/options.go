@@ -78,6 +78,10 @@ type Options struct {
 	// CacheMB is the memory cache of articles read from the DHT, in MiB,
 	// shared by every connection. Zero: none. Key cache-mb. Default 256.
 	CacheMB int
+	// ReadAhead is how many articles past the one read a connection
+	// reading a group in order has fetched into the cache before it asks
+	// (0: none). Key read-ahead. Default 8.
+	ReadAhead int
 	// CachePolicy says which cached article goes first: lru or fifo. Key
 	// cache-policy. Default lru.
 	CachePolicy string
@@ -135,6 +139,7 @@ func DefaultOptions() Options {
 		WriteTimeout:  time.Minute,
 		MemoryLimitMB: 256,
 		CacheMB:       256,
+		ReadAhead:     8,
 		CachePolicy:   "lru",
 		MaxBacklog:    1_000_000,
 		MaxBacklogMB:  256,
@@ -160,6 +165,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Expire, "expire", o.Expire, "expiry `rules` 'wildmat=days;...', first match wins (default '*.binaries.*,*.binaries=15;*=90'); every site of a ring should have the same")
 	fs.StringVar(&o.PeersFile, "peers", o.PeersFile, "peer `file` of [[peer]] tables: the sites this one announces its articles to and takes announcements from, and upstream feeds (see above)")
 	fs.IntVar(&o.CacheMB, "cache-mb", o.CacheMB, "memory cache of articles read from the DHT, in MiB, shared by every connection (0: none)")
+	fs.IntVar(&o.ReadAhead, "read-ahead", o.ReadAhead, "`articles` past the one read that a reader reading a group in order has fetched from the DHT into the cache before it asks (0: none; needs --cache-mb)")
 	fs.StringVar(&o.CachePolicy, "cache-policy", o.CachePolicy, "which cached article goes first when the cache is full: lru or fifo")
 	fs.StringVar(&o.TLS, "tls", o.TLS, "mutual TLS to the --node, and to and from peers whose secret is 'tls', with the bundle in this `directory` (from 'triad ca issue NAME'; none: plain TCP)")
 	fs.StringVar(&o.PeerListen, "peer-listen", o.PeerListen, "serve peer sites over mutual TLS on this TCP `address`: a peer whose secret is 'tls' announces here, known by its certificate (needs --tls)")
@@ -227,6 +233,7 @@ func (o *Options) checkLimits() error {
 	p.check(o.IdleTimeout < 3*time.Minute, "--idle-timeout %s: RFC 3977 asks for at least 3 minutes", o.IdleTimeout)
 	p.check(o.WriteTimeout < time.Second, "--write-timeout %s: want at least 1s", o.WriteTimeout)
 	p.check(o.CacheMB < 0 || o.CacheMB > 1<<20, "--cache-mb %d: want 0 to 1048576", o.CacheMB)
+	p.check(o.ReadAhead < 0 || o.ReadAhead > 64, "--read-ahead %d: want 0 to 64", o.ReadAhead)
 	p.check(o.MaxBacklog < 1, "--max-backlog %d: want at least 1", o.MaxBacklog)
 	p.check(o.MaxBacklogMB < 1, "--max-backlog-mb %d: want at least 1", o.MaxBacklogMB)
 	p.check(o.MemoryLimitMB < 0, "--memory-limit-mb %d: want 0 (none) or more", o.MemoryLimitMB)

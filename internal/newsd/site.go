@@ -201,7 +201,7 @@ type serving struct {
 // are known. An announcing peer logs in with its name and the link's
 // secret, or is known by its certificate on the peers' TLS listener.
 func (s *Site) serverConfig(o Options, list []peering.Peer, bundle *pki.Bundle, log *slog.Logger) (serving, error) {
-	cfg := nntpd.Config{Site: s.site, Log: log, MaxConns: o.MaxConns, MaxPerAddr: o.MaxPerAddr, IdleTimeout: o.IdleTimeout, WriteTimeout: o.WriteTimeout}
+	cfg := nntpd.Config{Site: s.site, Log: log, MaxConns: o.MaxConns, MaxPerAddr: o.MaxPerAddr, IdleTimeout: o.IdleTimeout, WriteTimeout: o.WriteTimeout, ReadAhead: o.ReadAhead}
 	var err error
 	if o.Users != "" {
 		if cfg.Users, err = nntpd.LoadUsers(o.Users); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"triad/internal/id"
 )
@@ -56,6 +57,9 @@ type CachedSpool struct {
 	entries  map[id.ID]*list.Element
 	fetching map[id.ID]*fetch
 	stats    CacheStats
+	// prefetching counts Prefetch's fetches in flight, at most
+	// maxPrefetching.
+	prefetching int
 }
 
 type cached struct {
@@ -72,8 +76,12 @@ type fetch struct {
 // CacheStats count a cache's work.
 type CacheStats struct {
 	Hits, Misses, Fetches, Evictions uint64
-	Bytes                            int64
-	Articles                         int
+	// Prefetches are fetches Prefetch started (also counted in Fetches);
+	// a read that finds one done or under way is a hit or a miss as it
+	// finds it.
+	Prefetches uint64
+	Bytes      int64
+	Articles   int
 }
 
 // NewCachedSpool caches up to maxBytes of articles of s.
@@ -150,6 +158,51 @@ func (c *CachedSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
 		return f.data, f.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// maxPrefetching bounds Prefetch's fetches in flight, for the whole site.
+const maxPrefetching = 32
+
+// prefetchTimeout bounds one of Prefetch's fetches.
+const prefetchTimeout = 30 * time.Second
+
+// Prefetch starts fetching the articles of keys that are neither cached
+// nor being fetched, in the background, as long as fewer than
+// maxPrefetching are under way: a reader reading a group in order then
+// finds the next articles fetched, or on their way (read-ahead). A Get
+// meanwhile waits for the fetch under way rather than start another.
+func (c *CachedSpool) Prefetch(keys []id.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, key := range keys {
+		if c.prefetching >= maxPrefetching {
+			return
+		}
+		if _, ok := c.entries[key]; ok {
+			continue
+		}
+		if _, ok := c.fetching[key]; ok {
+			continue
+		}
+		f := &fetch{done: make(chan struct{})}
+		c.fetching[key] = f
+		c.stats.Fetches++
+		c.stats.Prefetches++
+		c.prefetching++
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), prefetchTimeout)
+			defer cancel()
+			f.data, f.err = c.Spool.Get(ctx, key)
+			c.mu.Lock()
+			if f.err == nil {
+				c.addLocked(key, f.data)
+			}
+			delete(c.fetching, key)
+			c.prefetching--
+			c.mu.Unlock()
+			close(f.done)
+		}()
 	}
 }
 

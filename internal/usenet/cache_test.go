@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"triad/internal/id"
+	"triad/internal/testutil"
 )
 
 // countingSpool counts the gets of the spool it stands for.
@@ -119,5 +120,63 @@ func TestCacheKeepsOnlyTextArticlesPut(t *testing.T) {
 				t.Errorf("KeepLargePuts %v: after reading %s, the spool was read %d times, want %d", keepLarge, read.what, n, read.fetches)
 			}
 		}
+	}
+}
+
+// gatedSpoolGets holds every Get until release is closed.
+type gatedSpoolGets struct {
+	countingSpool
+	release chan struct{}
+}
+
+func (g *gatedSpoolGets) Get(ctx context.Context, key id.ID) ([]byte, error) {
+	<-g.release
+	return g.countingSpool.Get(ctx, key)
+}
+
+// Prefetch fetches in the background what is neither cached nor being
+// fetched, at most maxPrefetching at once for the whole cache; a read
+// meanwhile waits for the fetch under way rather than start another, and
+// finds the article cached once it is done.
+func TestCachePrefetch(t *testing.T) {
+	local, err := OpenLocalSpool(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	g := &gatedSpoolGets{countingSpool: countingSpool{Spool: local}, release: make(chan struct{})}
+	var keys []id.ID
+	for i := range maxPrefetching + 8 {
+		k, err := put(local, []byte(fmt.Sprintf("article %d", i)), time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	c := NewCachedSpool(g, 1<<20, LRU)
+	c.Prefetch(keys)
+	c.Prefetch(keys) // again: nothing more starts
+	if st := c.Stats(); st.Prefetches != maxPrefetching {
+		t.Fatalf("%d prefetches started for %d keys, want the bound, %d", st.Prefetches, len(keys), maxPrefetching)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := c.Get(context.Background(), keys[0]) // waits for its prefetch
+		read <- err
+	}()
+	close(g.release)
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	if !testutil.Poll(10*time.Second, func() bool { return c.Stats().Articles == maxPrefetching }) {
+		t.Fatalf("%d articles cached, want the %d prefetched", c.Stats().Articles, maxPrefetching)
+	}
+	for _, k := range keys[:maxPrefetching] {
+		if _, err := c.Get(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := g.gets.Load(); n != maxPrefetching {
+		t.Errorf("the spool was read %d times, want once for each of the %d prefetched", n, maxPrefetching)
 	}
 }

@@ -300,6 +300,15 @@ func (s *Site) ViewArticle(ctx context.Context, e HistEntry, fn func(head, body 
 	})
 }
 
+// Prefetch starts fetching the articles of keys into the spool's cache,
+// if it has one (CachedSpool.Prefetch): read-ahead for a reader reading
+// a group in order.
+func (s *Site) Prefetch(keys []id.ID) {
+	if p, ok := s.spool.(interface{ Prefetch([]id.ID) }); ok {
+		p.Prefetch(keys)
+	}
+}
+
 // Accept stores one article and lists it. posted marks a reader's POST:
 // missing Message-ID, Date and Path are supplied and posting rights
 // checked. For a feed, offered is the message-id IHAVE or TAKETHIS named.

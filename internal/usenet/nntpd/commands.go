@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"triad/internal/fault"
+	"triad/internal/id"
 	"triad/internal/nntp"
 	"triad/internal/usenet"
 )
@@ -480,6 +481,9 @@ func (c *conn) article(verb string, args []string) bool {
 		}
 		return nil
 	})
+	if err == nil && num != 0 {
+		c.readAhead(num)
+	}
 	if err != nil {
 		c.s.cfg.Log.Warn("article listed but unreadable", "msgid", msgid, "err", err)
 		if num != 0 {
@@ -488,6 +492,36 @@ func (c *conn) article(verb string, args []string) bool {
 		return c.reply(nntp.CodeNoArticleID, "Article %s is unreadable: %v", msgid, err)
 	}
 	return sent
+}
+
+// readAhead notes that article num of the group was read. The second in
+// a row in order (num right after the last one read) has the site fetch
+// the next ReadAhead articles into its cache, those not asked for
+// already, so that a reader going through a group finds each one fetched
+// or on its way.
+func (c *conn) readAhead(num uint64) {
+	n := uint64(c.s.cfg.ReadAhead)
+	if c.readGroup != c.group {
+		c.readGroup, c.lastRead, c.aheadTo = c.group, 0, 0
+	}
+	inOrder := c.lastRead != 0 && num == c.lastRead+1
+	c.lastRead = num
+	if n == 0 || !inOrder {
+		return
+	}
+	from := max(num+1, c.aheadTo+1)
+	var keys []id.ID
+	for k := from; k <= num+n; k++ {
+		o, err := c.list.Numbered(c.group, k)
+		if err != nil || o == nil {
+			break // past the group's end, or a gap: the next read asks again
+		}
+		keys = append(keys, o.Key)
+		c.aheadTo = k
+	}
+	if len(keys) > 0 {
+		c.site.Prefetch(keys)
+	}
 }
 
 // headerLines is a head as HEAD sends it: the header lines, each with its

@@ -55,6 +55,11 @@ type Config struct {
 	// long, so a reader that stalls pins its buffers no longer (1 min).
 	WriteTimeout time.Duration
 	Streams      int // TAKETHIS in flight per connection (64)
+	// ReadAhead, above zero, is how many articles past the one read a
+	// connection reading a group in order has the site fetch into its
+	// cache (usenet.Site.Prefetch), so that the DHT's round trip for the
+	// next ones runs while this one is sent. Zero: none.
+	ReadAhead int
 	// Admin is what an operator's feed commands act on; nil: XFEEDS,
 	// XPAUSE and XRESUME answer 503.
 	Admin Admin
@@ -276,15 +281,19 @@ type conn struct {
 	big  bool
 	seq  sequencer
 
-	perm     Perm
-	user     string // after AUTHINFO USER, before PASS
-	authed   bool
-	group    string         // selected group
-	current  uint64         // current article number, 0 for none
-	jobs     chan func()    // to the stream workers
-	anns     chan annJob    // to the announcer, once a TAKEDHT came
-	workers  int            // stream workers started (by the reading goroutine)
-	streamWG sync.WaitGroup // the stream workers
+	perm    Perm
+	user    string // after AUTHINFO USER, before PASS
+	authed  bool
+	group   string // selected group
+	current uint64 // current article number, 0 for none
+	// lastRead is the number of the last article read in readGroup, and
+	// aheadTo the highest number read-ahead has asked for (readAhead).
+	readGroup         string
+	lastRead, aheadTo uint64
+	jobs              chan func()    // to the stream workers
+	anns              chan annJob    // to the announcer, once a TAKEDHT came
+	workers           int            // stream workers started (by the reading goroutine)
+	streamWG          sync.WaitGroup // the stream workers
 }
 
 func newConn(s *Server, nc net.Conn, addr netip.Addr) *conn {

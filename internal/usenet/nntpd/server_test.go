@@ -13,6 +13,7 @@ import (
 
 	"triad/internal/nntp"
 	"triad/internal/nntp/nntptest"
+	"triad/internal/testutil"
 	"triad/internal/usenet"
 )
 
@@ -572,4 +573,45 @@ func TestAdminCommands(t *testing.T) {
 	nntptest.Code(t, c.Status("XRMGROUP local.new"), "411")
 	nntptest.Code(t, c.Status("XPEERS"), "503") // no feeds here
 	nntptest.Code(t, c.Status("XPAUSE"), "503")
+}
+
+// A reader reading a group in order has the next ReadAhead articles
+// fetched into the cache: the second article read in order sets it off,
+// for the articles past it not asked for yet; reads out of order do not,
+// and an article fetched ahead is not fetched again when read.
+func TestReadAheadFetchesTheNextArticles(t *testing.T) {
+	var cache *usenet.CachedSpool
+	ts := startServerOver(t, Config{ReadAhead: 3}, usenet.SiteConfig{}, func(s *usenet.LocalSpool) usenet.Spool {
+		cache = usenet.NewCachedSpool(s, 4<<20, usenet.LRU)
+		return cache
+	}, nil)
+	c, _ := ts.dial(t)
+	pad := strings.Repeat("binary-ish line of a large article\r\n", 2000) // 70 KB: not cached when put
+	for i := 1; i <= 8; i++ {
+		nntptest.Code(t, c.Status("POST"), "340")
+		c.SendText(fmt.Sprintf("From: p@example.com\r\nNewsgroups: local.other\r\nSubject: post %d\r\n\r\n%s", i, pad))
+		nntptest.Code(t, c.Line(), "240")
+	}
+	nntptest.Code(t, c.Status("GROUP local.other"), "211 8 1 8 local.other")
+	read := func(n int) {
+		nntptest.Code(t, c.Status("BODY %d", n), fmt.Sprintf("222 %d ", n))
+		c.Block()
+	}
+	wantPrefetches := func(n uint64, why string) {
+		t.Helper()
+		if !testutil.Poll(10*time.Second, func() bool { return cache.Stats().Prefetches == n }) {
+			t.Fatalf("%s: %d prefetches, want %d", why, cache.Stats().Prefetches, n)
+		}
+	}
+	read(8)
+	read(1)
+	wantPrefetches(0, "reads out of order")
+	read(2)
+	wantPrefetches(3, "two reads in order") // 3, 4, 5
+	read(3)
+	wantPrefetches(4, "a third read in order") // 6: 4 and 5 were asked for
+	// 8, 1, 2 fetched as read; 3, 4, 5, 6 ahead; 3 not again.
+	if st := cache.Stats(); st.Fetches != 7 {
+		t.Errorf("%d fetches from the spool, want 7 (article 3, fetched ahead, fetched again?): %+v", st.Fetches, st)
+	}
 }
