@@ -271,13 +271,15 @@ func (c *Cluster) Put(ctx context.Context, data []byte, opt PutOptions) (key id.
 // holders the map names (getRoute): one round trip to a holder, as the
 // first read of an article a site did not store should cost.
 func (c *Cluster) Get(ctx context.Context, key id.ID) (data []byte, expiry time.Time, err error) {
-	route := c.localRoute(key)
+	var route []string
 	if l := c.opt.Local; l != nil && l.Read != nil {
 		if data, expiry, err := l.Read(key); err == nil {
 			c.localReads.Add(1)
 			return data, expiry, nil
 		}
 		route = c.getRoute(key)
+	} else {
+		route = c.localRoute(key)
 	}
 	start := time.Now()
 	err = c.try(ctx, route, func(cl *Client) error {

@@ -63,8 +63,9 @@ func (c *News) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.DHT != nil {
 		gs := c.DHT.GetStats()
-		e.counter("triad_nntp_dht_gets_total", "Articles read from the DHT (cache misses), by where: the engine of the site's own node, read in place, or a node (a holder, one round trip).", gs.LocalReads, "from", "local")
-		e.counter("triad_nntp_dht_gets_total", "Articles read from the DHT (cache misses), by where: the engine of the site's own node, read in place, or a node (a holder, one round trip).", gs.NodeGets, "from", "node")
+		const help = "Articles read from the DHT (cache misses), by where: the engine of the site's own node, read in place, or a node (a holder, one round trip)."
+		e.counter("triad_nntp_dht_gets_total", help, gs.LocalReads, "from", "local")
+		e.counter("triad_nntp_dht_gets_total", help, gs.NodeGets, "from", "node")
 		e.metric(prometheus.CounterValue, "triad_nntp_dht_node_get_seconds_total", "Time of the reads a node answered, from the request to the block.", gs.NodeGetSeconds)
 	}
 	if c.Site != nil {

@@ -140,16 +140,7 @@ func (c *CachedSpool) Get(ctx context.Context, key id.ID) ([]byte, error) {
 		c.fetching[key] = f
 		c.stats.Fetches++
 		c.mu.Unlock()
-		f.data, f.err = c.Spool.Get(ctx, key)
-		// Cached and no longer fetching in one step: a reader arriving in
-		// between would have fetched the article a second time.
-		c.mu.Lock()
-		if f.err == nil {
-			c.addLocked(key, f.data)
-		}
-		delete(c.fetching, key)
-		c.mu.Unlock()
-		close(f.done)
+		c.fetch(ctx, key, f, false)
 		return f.data, f.err
 	}
 	c.mu.Unlock()
@@ -193,17 +184,27 @@ func (c *CachedSpool) Prefetch(keys []id.ID) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), prefetchTimeout)
 			defer cancel()
-			f.data, f.err = c.Spool.Get(ctx, key)
-			c.mu.Lock()
-			if f.err == nil {
-				c.addLocked(key, f.data)
-			}
-			delete(c.fetching, key)
-			c.prefetching--
-			c.mu.Unlock()
-			close(f.done)
+			c.fetch(ctx, key, f, true)
 		}()
 	}
+}
+
+// fetch reads key from the spool for f, registered in c.fetching, then
+// caches it and ends f. Cached and no longer fetching in one step: a
+// reader arriving in between would have fetched the article a second
+// time.
+func (c *CachedSpool) fetch(ctx context.Context, key id.ID, f *fetch, prefetched bool) {
+	f.data, f.err = c.Spool.Get(ctx, key)
+	c.mu.Lock()
+	if f.err == nil {
+		c.addLocked(key, f.data)
+	}
+	delete(c.fetching, key)
+	if prefetched {
+		c.prefetching--
+	}
+	c.mu.Unlock()
+	close(f.done)
 }
 
 // View calls fn with the article. Cached articles are never modified (a

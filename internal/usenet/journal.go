@@ -259,12 +259,6 @@ func (j *journal) append(seq uint64, batch []Entry, stored []bool) error {
 	return nil
 }
 
-// journalChunk is how far past its last batch the journal is written with
-// zeros at a time: as far as a reset lets it grow.
-const journalChunk = journalReset
-
-var journalZeros [journalChunk]byte
-
 // preallocate makes sure the file already holds the n bytes past the last
 // batch, written as zeros, so that the append's fdatasync writes the
 // batch's pages and not the inode (the file's length) as well, as the
@@ -275,14 +269,14 @@ var journalZeros [journalChunk]byte
 func (j *journal) preallocate(n int64) error {
 	j.zeroed = max(j.zeroed, j.size) // zeros never go over a batch
 	for j.size+n > j.zeroed {
-		chunk := int64(journalChunk)
-		if _, err := j.f.WriteAt(journalZeros[:chunk], j.zeroed); err != nil {
-			if terr := j.f.Truncate(j.zeroed); terr != nil {
-				return fmt.Errorf("usenet: journal: preallocating: %w (and cutting the zeros: %v)", err, terr)
-			}
+		written, err := vfs.WriteZeros(j.f, j.zeroed, vfs.ZeroChunk)
+		if err != nil {
+			return fmt.Errorf("usenet: journal: preallocating: %w", err)
+		}
+		if !written {
 			return nil
 		}
-		j.zeroed += chunk
+		j.zeroed += vfs.ZeroChunk
 	}
 	return nil
 }

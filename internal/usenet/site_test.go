@@ -479,8 +479,8 @@ func TestJournalIsPreallocated(t *testing.T) {
 		if err := j.append(seq, []Entry{e}, []bool{true}); err != nil {
 			t.Fatal(err)
 		}
-		if st, _ := os.Stat(path); st.Size() != journalChunk {
-			t.Fatalf("journal of %d bytes after batch %d, want %d throughout", st.Size(), seq, journalChunk)
+		if st, _ := os.Stat(path); st.Size() != vfs.ZeroChunk {
+			t.Fatalf("journal of %d bytes after batch %d, want %d throughout", st.Size(), seq, vfs.ZeroChunk)
 		}
 	}
 	// A crash leaves the zeros: replay reads the five batches and stops.
@@ -491,7 +491,7 @@ func TestJournalIsPreallocated(t *testing.T) {
 	if err := j.close(); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := os.Stat(path); st.Size() >= journalChunk {
+	if st, _ := os.Stat(path); st.Size() >= vfs.ZeroChunk {
 		t.Fatalf("journal of %d bytes after a clean close: its zeros were not cut", st.Size())
 	}
 	if err := os.WriteFile(path, crashed, 0o644); err != nil {

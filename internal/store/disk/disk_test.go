@@ -591,8 +591,8 @@ func TestSegmentsArePreallocated(t *testing.T) {
 		lengths = append(lengths, fi.Size())
 	}
 	for i, n := range lengths {
-		if n != preallocChunk {
-			t.Fatalf("segment file is %d bytes after put %d, want %d throughout: %v", n, i+1, preallocChunk, lengths)
+		if n != vfs.ZeroChunk {
+			t.Fatalf("segment file is %d bytes after put %d, want %d throughout: %v", n, i+1, vfs.ZeroChunk, lengths)
 		}
 	}
 	if err := d.Close(); err != nil {
@@ -600,7 +600,7 @@ func TestSegmentsArePreallocated(t *testing.T) {
 	}
 	seg := segmentFiles(dir)[0]
 	closed, _ := os.Stat(seg)
-	if closed.Size() >= preallocChunk {
+	if closed.Size() >= vfs.ZeroChunk {
 		t.Fatalf("segment file is %d bytes after a clean close: its zeros were not cut", closed.Size())
 	}
 

@@ -150,7 +150,7 @@ func (d *Disk) replaySegment(s *segment, from int64, replay map[id.ID]*replayed)
 				return 0, fmt.Errorf("store: reading %s: %w", s.path, ferr)
 			}
 			if next < 0 {
-				zero, zerr := allZero(s.f, pos, size)
+				zero, zerr := vfs.AllZero(s.f, pos, size)
 				if zerr != nil {
 					return 0, fmt.Errorf("store: reading %s: %w", s.path, zerr)
 				}
@@ -263,22 +263,6 @@ func (d *Disk) nextRecord(f vfs.File, pos, size int64) (int64, error) {
 		pos += chunk
 	}
 	return -1, nil
-}
-
-// allZero reports whether f holds only zero bytes from pos to size.
-func allZero(f vfs.File, pos, size int64) (bool, error) {
-	buf := make([]byte, min(size-pos, preallocChunk))
-	for pos < size {
-		n, err := f.ReadAt(buf[:min(int64(len(buf)), size-pos)], pos)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return false, err
-		}
-		if n == 0 || !bytes.Equal(buf[:n], zeros[:n]) {
-			return false, nil
-		}
-		pos += int64(n)
-	}
-	return true, nil
 }
 
 // segmentFiles lists the segment files in dir, for tools and tests.

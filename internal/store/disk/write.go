@@ -250,13 +250,6 @@ func (d *Disk) appendTarget(w int64, n int64) (*segment, error) {
 	return s, nil
 }
 
-// preallocChunk is how far past its last record a segment is written
-// with zeros at a time (preallocate).
-const preallocChunk = 1 << 20
-
-// zeros is what preallocate writes.
-var zeros [preallocChunk]byte
-
 // preallocate makes sure s's file already holds the n bytes past its last
 // record, written as zeros, before a record goes there. A record written
 // over bytes the file has then changes no file metadata, so the group
@@ -275,11 +268,12 @@ func (d *Disk) preallocate(s *segment, n int64) error {
 	// zeros must start: zeros never go over a record.
 	s.zeroed = max(s.zeroed, s.size)
 	for s.size+n > s.zeroed {
-		chunk := min(preallocChunk, max(d.opt.MaxSegment, s.size+n)-s.zeroed)
-		if err := vfs.WriteFullAt(s.f, [][]byte{zeros[:chunk]}, s.zeroed); err != nil {
-			if terr := s.f.Truncate(s.zeroed); terr != nil {
-				return diskErr(fmt.Errorf("preallocating %s: %w (and cutting the zeros: %v)", s.path, err, terr))
-			}
+		chunk := min(vfs.ZeroChunk, max(d.opt.MaxSegment, s.size+n)-s.zeroed)
+		written, err := vfs.WriteZeros(s.f, s.zeroed, chunk)
+		if err != nil {
+			return diskErr(fmt.Errorf("preallocating %s: %w", s.path, err))
+		}
+		if !written {
 			return nil
 		}
 		s.zeroed += chunk
