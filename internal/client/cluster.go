@@ -223,7 +223,7 @@ func (c *Cluster) try(ctx context.Context, route []string, call func(*Client) er
 			c.mu.Unlock()
 			return true
 		}
-		return errors.Is(err, errSilent)
+		return errors.Is(err, errAskNext)
 	}
 	i, errs, err := Failover{Passes: 1, Limit: 3, Retry: unreachable}.Run(ctx, len(route), 0, func(i int) error {
 		cl, err := c.conn(ctx, route[i])
@@ -246,9 +246,10 @@ func (c *Cluster) try(ctx context.Context, route []string, call func(*Client) er
 // errDial marks a failure to reach a node, which try takes to the next.
 var errDial = errors.New("client: cannot reach the node")
 
-// errSilent marks a node that did not answer in time, which try also
-// takes to the next.
-var errSilent = errors.New("client: the node did not answer")
+// errAskNext marks a node's failure that another node might not have: it
+// did not answer a get in time, or answered bytes that are not the
+// block. try takes it to the next node.
+var errAskNext = errors.New("client: asking the next node")
 
 // GetAttemptTimeout bounds how long Get waits for one node before it asks
 // the next (4 s, a node's own call timeout). A variable for the tests.
@@ -286,12 +287,16 @@ func (c *Cluster) Get(ctx context.Context, key id.ID) (data []byte, expiry time.
 		// A holder that stopped answering (hung, or cut off with its
 		// connection still open) gets its own deadline, and the next
 		// node is asked, as DHash's own get moves on from a silent
-		// holder.
+		// holder or a bad copy.
 		actx, cancel := context.WithTimeout(ctx, GetAttemptTimeout)
 		defer cancel()
 		data, expiry, err = cl.Get(actx, key)
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%w: %s did not answer a get within %v", errSilent, cl.addr, GetAttemptTimeout)
+		switch {
+		case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			return fmt.Errorf("%w: %s did not answer a get within %v", errAskNext, cl.addr, GetAttemptTimeout)
+		case errors.Is(err, fault.ErrCorrupt):
+			// A copy that fails its hash: the next holder's may not.
+			return fmt.Errorf("%w: %w", errAskNext, err)
 		}
 		return err
 	})

@@ -487,3 +487,34 @@ func TestClusterGetMovesOnFromASilentHolder(t *testing.T) {
 		t.Errorf("gets at the holders %d and %d, want one each (the silent one, then the next)", count(nodes[1], wire.TypeClientGet), count(nodes[2], wire.TypeClientGet))
 	}
 }
+
+// A holder that answers a get with bytes that are not the block (an
+// insider with a valid certificate, or a damaged disk) does not end the
+// get: the next holder is asked, as DHash's own get moves on from a copy
+// that fails its hash.
+func TestClusterGetMovesOnFromAForgedCopy(t *testing.T) {
+	nodes, stores, _ := ring3(t)
+	data := dataHeldBy(t, nodes[0], nodes[1]) // held by nodes[1], then nodes[2]
+	stores[1].mu.Lock()
+	stores[1].blocks[id.Key(data)] = []byte("forged bytes under the block's key")
+	stores[1].mu.Unlock()
+	stores[2].mu.Lock()
+	stores[2].blocks[id.Key(data)] = data
+	stores[2].mu.Unlock()
+	local := &Local{
+		Addr: nodes[0].ref.Addr,
+		Attach: func(deliver func(wire.Envelope)) Link {
+			return &stubLink{s: nodes[0], handle: stores[0].handle, deliver: deliver, done: make(chan struct{})}
+		},
+		Read: func(id.ID) ([]byte, time.Time, error) { return nil, time.Time{}, fault.ErrNotFound },
+	}
+	cl, err := DialClusterOptions(ctx(t), Options{Local: local}, nodes[0].ref.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got, _, err := cl.Get(ctx(t), id.Key(data))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get with its first holder forging: %q, %v; want the block from the next", got, err)
+	}
+}
