@@ -31,7 +31,7 @@ func TestBenchDHashRoutes(t *testing.T) {
 		flags []string
 		route string
 	}{
-		{nil, "any node, with the lookup"},
+		{nil, "any node, with the lookup (a block of 16 KiB or more then moved to or from its holders)"},
 		{[]string{"--holder-direct"}, "holder-direct, lookup skipped"},
 	} {
 		args := append([]string{"bench", "dhash", "--nodes", "3", "--ops", "200", "--size", "1000", "--dir", t.TempDir(), "--json"}, tc.flags...)
@@ -273,7 +273,7 @@ func TestBenchDHashScaling(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 		t.Fatalf("last line is not JSON: %v\n%s", err, out)
 	}
-	if res.Replicas != 1 || res.Route != "any node, with the lookup" || len(res.Runs) != 2 || len(res.PutSpeedup) != 2 || res.PutSpeedup[0] != 1 {
+	if res.Replicas != 1 || res.Route != "any node, with the lookup (a block of 16 KiB or more then moved to or from its holders)" || len(res.Runs) != 2 || len(res.PutSpeedup) != 2 || res.PutSpeedup[0] != 1 {
 		t.Fatalf("scaling run: %+v; want k=1, any node, 2 runs and speed-ups from 1\n%s", res, out)
 	}
 	for i, r := range res.Runs {

@@ -75,7 +75,7 @@ type DHashConfig struct {
 
 // Routes of DHashResult: how operations reach the key's holder.
 const (
-	RouteAnyNode      = "any node, with the lookup"
+	RouteAnyNode      = "any node, with the lookup (a block of 16 KiB or more then moved to or from its holders)"
 	RouteHolderDirect = "holder-direct, lookup skipped"
 )
 
@@ -144,7 +144,7 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 	defer os.RemoveAll(dir)
 	if cfg.Explain {
 		// Before the nodes start: nothing else runs while it is timed.
-		if res.Floor, err = putFloor(replicasArg(cfg.NodeArgs), cfg.Nodes, cfg.Concurrency); err != nil {
+		if res.Floor, err = putFloor(replicasArg(cfg.NodeArgs), cfg.Nodes, cfg.Concurrency, !cfg.HolderDirect && cfg.Size >= client.DirectMin); err != nil {
 			return res, err
 		}
 	}
@@ -182,7 +182,7 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		if cfg.HolderDirect {
 			key, _, err = cs.cluster.Put(ctx, blocks[i], client.PutOptions{Expire: time.Hour})
 		} else {
-			key, _, err = cs.each[i%len(cs.each)].Put(ctx, blocks[i], client.PutOptions{Expire: time.Hour})
+			key, _, err = cs.cluster.PutVia(ctx, c.addrs[i%len(c.addrs)], blocks[i], client.PutOptions{Expire: time.Hour})
 		}
 		if err == nil && key != want[i] {
 			err = fmt.Errorf("block %d stored under %v, not its content hash", i, key)
@@ -204,7 +204,7 @@ func DHash(cfg DHashConfig) (res DHashResult, err error) {
 		if cfg.HolderDirect {
 			data, _, err = cs.cluster.Get(ctx, keys[i])
 		} else {
-			data, _, err = cs.each[(i+1)%len(cs.each)].Get(ctx, keys[i])
+			data, _, err = cs.cluster.GetVia(ctx, c.addrs[(i+1)%len(c.addrs)], keys[i], cfg.Size >= client.DirectMin)
 		}
 		if err == nil && string(data) != string(blocks[i]) {
 			err = fmt.Errorf("block %d came back different", i)
@@ -334,32 +334,29 @@ func (c *cluster) measure(cfg DHashConfig, name string, op func(ctx context.Cont
 // conns are the load generator's connections: one to each node, and a
 // Cluster that sends each operation to its key's holder.
 type conns struct {
-	each    []*client.Client
 	cluster *client.Cluster
 }
 
-// dial connects to every node, and as a Cluster; the conns made are
-// returned even with an error, for close.
+// dial connects to every node, as a Cluster; the conns made are returned
+// even with an error, for close.
 func (c *cluster) dial(ctx context.Context) (*conns, error) {
 	cs := &conns{}
 	opt := client.Options{TLS: c.tls}
+	var err error
+	if cs.cluster, err = client.DialClusterOptions(ctx, opt, c.addrs...); err != nil {
+		return cs, err
+	}
 	for _, a := range c.addrs {
-		cl, err := client.DialOptions(ctx, a, opt)
-		if err != nil {
+		// Each node is reached before the clock starts.
+		if err := cs.cluster.Reach(ctx, a); err != nil {
 			return cs, err
 		}
-		cs.each = append(cs.each, cl)
 	}
-	var err error
-	cs.cluster, err = client.DialClusterOptions(ctx, opt, c.addrs...)
-	return cs, err
+	return cs, nil
 }
 
 // close closes the connections, the run being measured by then.
 func (cs *conns) close() {
-	for _, cl := range cs.each {
-		cl.Close()
-	}
 	if cs.cluster != nil {
 		cs.cluster.Close()
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -132,5 +133,35 @@ func TestDHashExplain(t *testing.T) {
 	}
 	if err := json.Unmarshal(raw, &back); err != nil || back.Put.Explain["nodes"]["frames_sent"] <= 0 || back.Floor["round_trip_cpu_us"] == nil {
 		t.Errorf("JSON %s: no explain or floor (%v)", raw, err)
+	}
+}
+
+// The floor counts a put's frames by its route: through the node reached,
+// 2k+1 from the nodes, 2 fewer when that node holds a copy (k/N of the
+// puts); to the holder after a lookup, 2k whichever node is asked, with
+// the client's two requests.
+func TestPutFloorFrames(t *testing.T) {
+	for _, c := range []struct {
+		k, n          int
+		direct        bool
+		frames, trips float64
+	}{
+		{2, 2, false, 3, 2},
+		{2, 6, false, 5 - 4.0/6, 3 - 2.0/6},
+		{2, 6, true, 4, 3},
+		{3, 8, true, 6, 4},
+	} {
+		f, err := putFloor(c.k, c.n, 16, c.direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(f.NodeFrames-c.frames) > 1e-9 || math.Abs(f.RoundTrips-c.trips) > 1e-9 {
+			t.Errorf("k=%d, %d nodes, direct %v: %.3f frames and %.3f round trips; want %.3f and %.3f", c.k, c.n, c.direct, f.NodeFrames, f.RoundTrips, c.frames, c.trips)
+		}
+		var text strings.Builder
+		f.writeFloor(&text)
+		if want := "the client asks a node to look the key up"; strings.Contains(text.String(), want) != c.direct {
+			t.Errorf("direct %v, the text:\n%s", c.direct, text.String())
+		}
 	}
 }

@@ -24,6 +24,10 @@ type Floor struct {
 	// the node a put reaches needs no message to find the holders (the
 	// lookup hops measured say whether it sent one).
 	LookupLocal bool `json:"lookup_local"`
+	// Direct: the client has the node it reaches look the key up and
+	// sends the block to the key's first holder (client.DirectMin), so
+	// that node answers the lookup and the holder the put.
+	Direct bool `json:"direct,omitempty"`
 	// NodeFrames is the frames the nodes send for a put, on average over
 	// the nodes a put may reach, besides the lookup's; RoundTrips counts
 	// them with the client's request, two frames a round trip.
@@ -44,14 +48,21 @@ const floorRoundTrips = 10000
 
 // putFloor counts the least a put of k copies needs from n nodes with
 // inFlight puts at once, and times the unit (loopbackRoundTrip).
-func putFloor(k, n, inFlight int) (*Floor, error) {
+func putFloor(k, n, inFlight int, direct bool) (*Floor, error) {
 	k = min(k, n) // fewer nodes than k cannot take a put at all
-	f := &Floor{Replicas: k, Nodes: n, InFlight: inFlight, LookupLocal: n-1 <= ring.DefaultConfig().Succs}
+	f := &Floor{Replicas: k, Nodes: n, InFlight: inFlight, LookupLocal: n-1 <= ring.DefaultConfig().Succs, Direct: direct}
 	// The node a put reaches sends each copy it does not keep itself and
 	// is sent its acknowledgement, then answers the client: 2k+1 frames
 	// from the nodes, 2 fewer for the k/n of the puts it keeps a copy of.
 	f.NodeFrames = float64(2*k+1) - 2*float64(k)/float64(n)
 	f.RoundTrips = (f.NodeFrames + 1) / 2
+	if direct {
+		// The lookup's answer, then the holder's k-1 copies, their
+		// acknowledgements and the reply: 2k, whichever node is asked;
+		// the client sends two requests.
+		f.NodeFrames = float64(2 * k)
+		f.RoundTrips = (f.NodeFrames + 2) / 2
+	}
 	// A holder's group commit syncs once for all the copies waiting: a
 	// batch of inFlight puts needs one per node holding any of them.
 	f.MinSyncs = float64(min(n, k*inFlight)) / float64(inFlight)
@@ -152,9 +163,15 @@ func (f *Floor) writeFloor(w io.Writer) {
 	if !f.LookupLocal {
 		lookup = fmt.Sprintf("here a list of %d may not", ring.DefaultConfig().Succs)
 	}
-	fmt.Fprintf(w, "  frames    the client's request to a node; its lookup, no frames when its successor list holds the key's k successors (%s), else 2 a hop and 1 for the answer; "+
-		"a copy to each other holder, and its acknowledgement; the reply. From the nodes 2k+1 = %d, or 2k-1 = %d when the node reached is a holder (k/N = %.2f of the puts): %.2f a put, %.2f round trips with the request\n",
-		lookup, 2*k+1, 2*k-1, float64(k)/float64(f.Nodes), f.NodeFrames, f.RoundTrips)
+	if f.Direct {
+		fmt.Fprintf(w, "  frames    the client asks a node to look the key up, no frames besides the answer when its successor list holds the key's successor (%s), else 2 a hop; "+
+			"it sends the block to the key's first holder, which sends a copy to each other holder and is sent its acknowledgement; the reply. From the nodes 2k = %.0f a put, %.2f round trips with the client's two requests\n",
+			lookup, f.NodeFrames, f.RoundTrips)
+	} else {
+		fmt.Fprintf(w, "  frames    the client's request to a node; its lookup, no frames when its successor list holds the key's k successors (%s), else 2 a hop and 1 for the answer; "+
+			"a copy to each other holder, and its acknowledgement; the reply. From the nodes 2k+1 = %d, or 2k-1 = %d when the node reached is a holder (k/N = %.2f of the puts): %.2f a put, %.2f round trips with the request\n",
+			lookup, 2*k+1, 2*k-1, float64(k)/float64(f.Nodes), f.NodeFrames, f.RoundTrips)
+	}
 	fmt.Fprintf(w, "  syncs     each copy durable before it is acknowledged, one fdatasync of its holder's group commit for all the copies waiting: at least min(N, kC)/C = %.2f a put (a commit per node for each batch of C puts), at most k = %d\n",
 		f.MinSyncs, k)
 	fmt.Fprintln(w, "  syscalls  a frame sent is a write-like one (frames queued together share one); a frame received a read-like one (frames arriving together share one), and one more that finds nothing when the connection was idle (Go's reader then waits on the poller); a holder writes its copy with a write-like one; fdatasyncs are neither")

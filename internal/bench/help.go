@@ -36,7 +36,11 @@ their ring is consistent, then from this process:
 
 Operations go to the nodes in turn, as a client that knows any node sends them
 (gets through a different node than the put), and that node looks the key up:
-the lookup is part of the cost. With --holder-direct they go straight to the
+the lookup is part of the cost. A block of 16 KiB or more is then moved as a
+DHash client moves one: the node asked answers the lookup, and the client sends
+the block to the key's first holder, or fetches it from the holders, so that
+it crosses the network once to each holder. A smaller block goes through the
+node asked, which saves the lookup's round trip. With --holder-direct they go straight to the
 node holding the key's first copy, as the Go client's Cluster does (it learns
 the ring from the nodes), and the output says so.
 

@@ -319,6 +319,11 @@ type PutOptions struct {
 // checked when the block is read (Get).
 
 func (c *Client) Put(ctx context.Context, data []byte, opt PutOptions) (id.ID, []wire.NodeRef, error) {
+	return c.put(ctx, data, id.Key(data), opt)
+}
+
+// put is Put of a block whose content hash is known.
+func (c *Client) put(ctx context.Context, data []byte, hash id.ID, opt PutOptions) (id.ID, []wire.NodeRef, error) {
 	m := &wire.ClientPut{Data: data, Redundancy: opt.Redundancy}
 	if opt.Expire > 0 {
 		m.Expiry = time.Now().Add(opt.Expire).UnixNano()
@@ -331,7 +336,7 @@ func (c *Client) Put(ctx context.Context, data []byte, opt PutOptions) (id.ID, [
 	if !ok {
 		return id.ID{}, nil, fmt.Errorf("client: %s answered a put with %T", c.addr, r)
 	}
-	if err := checkPutKey(done.Key, id.Key(data), opt.Redundancy); err != nil {
+	if err := checkPutKey(done.Key, hash, opt.Redundancy); err != nil {
 		return id.ID{}, nil, fmt.Errorf("client: %s %w", c.addr, err)
 	}
 	return done.Key, done.Holders, nil

@@ -135,6 +135,8 @@ type blockStore struct {
 	ring     func() []wire.NodeRef
 	dieOnPut atomic.Bool // then a put kills the stub, unanswered
 	hangGets atomic.Bool // then gets are never answered, the connection kept
+	// failLookups makes a ClientLookup answer that it failed.
+	failLookups atomic.Bool
 
 	mu     sync.Mutex
 	blocks map[id.ID][]byte
@@ -186,6 +188,16 @@ func (b *blockStore) handle(req wire.Envelope, reply func(wire.Msg)) {
 			}
 		}
 		reply(&wire.BlockInfos{Infos: infos})
+	case *wire.ClientLookup:
+		if b.failLookups.Load() || b.ring == nil {
+			reply(&wire.LookupDone{Key: m.Key, Failed: "stub: no route"})
+			return
+		}
+		// The ring is sorted: the key's successor first, then the rest.
+		r := b.ring()
+		i := slices.IndexFunc(r, func(n wire.NodeRef) bool { return n.ID.Cmp(m.Key) >= 0 })
+		i = max(i, 0) // past the last node: the first is the successor
+		reply(&wire.LookupDone{Key: m.Key, Succs: append(slices.Clone(r[i:]), r[:i]...)})
 	case *wire.GetRingInfo:
 		var vs []wire.VnodeInfo
 		if b.ring != nil {

@@ -284,25 +284,30 @@ func (c *Cluster) Get(ctx context.Context, key id.ID) (data []byte, expiry time.
 	}
 	start := time.Now()
 	err = c.try(ctx, route, func(cl *Client) error {
-		// A holder that stopped answering (hung, or cut off with its
-		// connection still open) gets its own deadline, and the next
-		// node is asked, as DHash's own get moves on from a silent
-		// holder or a bad copy.
-		actx, cancel := context.WithTimeout(ctx, GetAttemptTimeout)
-		defer cancel()
-		data, expiry, err = cl.Get(actx, key)
-		switch {
-		case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-			return fmt.Errorf("%w: %s did not answer a get within %v", errAskNext, cl.addr, GetAttemptTimeout)
-		case errors.Is(err, fault.ErrCorrupt):
-			// A copy that fails its hash: the next holder's may not.
-			return fmt.Errorf("%w: %w", errAskNext, err)
-		}
+		data, expiry, err = getFrom(ctx, cl, key)
 		return err
 	})
 	if err == nil {
 		c.nodeGets.Add(1)
 		c.nodeGetNanos.Add(int64(time.Since(start)))
+	}
+	return data, expiry, err
+}
+
+// getFrom asks one node for key's block. A node that stopped answering
+// (hung, or cut off with its connection still open) gets its own
+// deadline, and then the next node is asked, as DHash's own get moves on
+// from a silent holder or a bad copy.
+func getFrom(ctx context.Context, cl *Client, key id.ID) ([]byte, time.Time, error) {
+	actx, cancel := context.WithTimeout(ctx, GetAttemptTimeout)
+	defer cancel()
+	data, expiry, err := cl.Get(actx, key)
+	switch {
+	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return nil, time.Time{}, fmt.Errorf("%w: %s did not answer a get within %v", errAskNext, cl.addr, GetAttemptTimeout)
+	case errors.Is(err, fault.ErrCorrupt):
+		// A copy that fails its hash: the next holder's may not.
+		return nil, time.Time{}, fmt.Errorf("%w: %w", errAskNext, err)
 	}
 	return data, expiry, err
 }

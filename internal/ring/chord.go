@@ -415,7 +415,8 @@ func (h *Chord) handleMsg(env node.Env, in node.MsgIn) {
 	case *wire.GetRingInfo:
 		rpc.Respond(env, in, v.self, h.RingInfo())
 	case *wire.ClientLookup:
-		h.Lookup(env, m.Key, LookupOptions{}, func(env node.Env, r Result) {
+		opts := LookupOptions{MinSuccs: int(min(m.MinSuccs, uint32(h.cfg.Succs)))}
+		h.Lookup(env, m.Key, opts, func(env node.Env, r Result) {
 			done := &wire.LookupDone{Key: r.Key, Hops: uint32(r.Hops), Pred: r.Pred, Succs: r.Succs}
 			if r.Err != nil {
 				done.Failed = r.Err.Error()

@@ -296,4 +296,10 @@ type RingInfo struct {
 //wire:msg 26 client
 type ClientLookup struct {
 	Key id.ID `wire:"1"`
+	// MinSuccs, as in Lookup: 0 asks for the key's immediate predecessor's
+	// whole successor list; m > 0 lets the first node that knows m of the
+	// key's successors answer (a client that sends its block to the first
+	// of them needs no more). The node caps it at its successor list's
+	// length.
+	MinSuccs uint32 `wire:"2"`
 }

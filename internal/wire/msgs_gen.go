@@ -576,12 +576,15 @@ func (m *RingInfo) clone() Msg {
 func (*ClientLookup) Type() Type { return TypeClientLookup }
 func (m *ClientLookup) encode(b []byte) []byte {
 	b = putID(b, 1, m.Key)
+	b = putUint(b, 2, uint64(m.MinSuccs))
 	return b
 }
 func (m *ClientLookup) decodeField(d *decoder, f field) {
 	switch f.num {
 	case 1:
 		m.Key = d.id(f)
+	case 2:
+		m.MinSuccs = d.uint32(f)
 	}
 }
 func (m *ClientLookup) clone() Msg {
