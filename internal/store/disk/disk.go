@@ -40,6 +40,7 @@ type Disk struct {
 	segs     map[uint64]*segment
 	open     map[int64]*segment // the segment each window appends to
 	dirty    map[*segment]struct{}
+	appended uint64 // records appended so far (gather)
 	dirDirty bool
 	nextSeg  uint64
 	active   map[id.ID]entry // written since the last checkpoint

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -214,6 +215,7 @@ func (d *Disk) append(key id.ID, e entry, rec [3][]byte, force bool) (*syncGroup
 	s.size += n
 	d.usage += n
 	d.dirty[s] = struct{}{}
+	d.appended++
 	return d.group, nil
 }
 
@@ -340,6 +342,9 @@ func (d *Disk) syncLoop() {
 			d.closeGroups()
 			return
 		}
+		if !now {
+			d.gather()
+		}
 		if wait := d.opt.SyncInterval - time.Since(last); wait > 0 && !now {
 			t := time.NewTimer(wait)
 			select {
@@ -357,6 +362,36 @@ func (d *Disk) syncLoop() {
 		last = time.Now()
 	}
 }
+
+// gather lets the writes already under way in this process join the
+// coming group commit: it yields the processor, so that every goroutine
+// ready to run (a connection's reader with a frame, the node's loop, a
+// worker writing a copy) runs before the fdatasync starts, and yields
+// again while a pass added records, at most gatherPasses times. It sets
+// no timer and waits for no input that has not arrived.
+//
+// Without it, the first write's kick started the sync at once: with one
+// processor (GOMAXPROCS 1, as nodes sharing cores run) the goroutine a
+// channel send readies runs next, ahead of the copies already received
+// and queued behind it, so a commit held about one copy and the next ones
+// waited a whole sync for theirs.
+func (d *Disk) gather() {
+	for range gatherPasses {
+		d.mu.Lock()
+		before := d.appended
+		d.mu.Unlock()
+		runtime.Gosched()
+		d.mu.Lock()
+		added := d.appended != before
+		d.mu.Unlock()
+		if !added {
+			return
+		}
+	}
+}
+
+// gatherPasses bounds gather's yields.
+const gatherPasses = 4
 
 // closeGroups makes whoever waits for a group commit from now on learn
 // that the engine is closed.
