@@ -37,6 +37,7 @@ type ProcStat struct {
 	State string        // R, S, D, Z...: Z has exited and waits to be reaped
 	PPID  int           // its parent
 	CPU   time.Duration // user and system time used so far
+	Sys   time.Duration // the system (kernel) part of CPU
 }
 
 // ReadProcStat reads /proc/PID/stat.
@@ -66,24 +67,31 @@ func parseProcStat(raw []byte) (ProcStat, error) {
 	if err != nil {
 		return ProcStat{}, fmt.Errorf("malformed parent %q", fields[1])
 	}
-	var ticks int64
-	for _, f := range fields[11:13] {
+	var ticks [2]int64 // user, system
+	for i, f := range fields[11:13] {
 		n, err := strconv.ParseInt(string(f), 10, 64)
 		if err != nil || n < 0 {
 			return ProcStat{}, fmt.Errorf("malformed CPU time %q", f)
 		}
-		ticks += n
+		ticks[i] = n
 	}
-	return ProcStat{State: string(fields[0]), PPID: ppid, CPU: time.Duration(ticks) * time.Second / clockTicks}, nil
+	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / clockTicks }
+	return ProcStat{State: string(fields[0]), PPID: ppid, CPU: tick(ticks[0] + ticks[1]), Sys: tick(ticks[1])}, nil
 }
 
 // selfCPU is the user and system time this process has used so far.
 func selfCPU() time.Duration {
+	cpu, _ := selfCPUSplit()
+	return cpu
+}
+
+// selfCPUSplit is selfCPU and the system (kernel) part of it.
+func selfCPUSplit() (cpu, sys time.Duration) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
 // cpuMeter measures the CPU the watched servers and this process spend

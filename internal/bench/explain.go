@@ -38,6 +38,7 @@ type Explain struct {
 // are the nodes' counters; the load generator has none and leaves them 0.
 type Cost struct {
 	CPUMicros     float64 `json:"cpu_us"`
+	SysMicros     float64 `json:"sys_cpu_us"`           // the part in the kernel: syscalls, and the interrupts they raise
 	ReadSyscalls  float64 `json:"read_syscalls"`        // /proc/PID/io syscr: read, pread, readv...
 	WriteSyscalls float64 `json:"write_syscalls"`       // syscw: write, pwrite, writev...
 	Wakeups       float64 `json:"voluntary_switches"`   // a thread blocked, then was woken
@@ -50,7 +51,7 @@ type Cost struct {
 
 // usage is what processes have used so far.
 type usage struct {
-	cpu            time.Duration
+	cpu, sys       time.Duration // sys: the kernel's part of cpu
 	syscr, syscw   uint64
 	vol, invol     uint64 // context switches, over all threads
 	frames, hops   uint64
@@ -58,7 +59,7 @@ type usage struct {
 }
 
 func (u usage) plus(v usage) usage {
-	return usage{u.cpu + v.cpu, u.syscr + v.syscr, u.syscw + v.syscw, u.vol + v.vol, u.invol + v.invol,
+	return usage{u.cpu + v.cpu, u.sys + v.sys, u.syscr + v.syscr, u.syscw + v.syscw, u.vol + v.vol, u.invol + v.invol,
 		u.frames + v.frames, u.hops + v.hops, u.syncs + v.syncs, u.mallocs + v.mallocs}
 }
 
@@ -66,14 +67,14 @@ func (u usage) plus(v usage) usage {
 // that ended took its switches with it) is 0.
 func (u usage) since(then usage) usage {
 	d := func(a, b uint64) uint64 { return a - min(a, b) }
-	return usage{max(u.cpu-then.cpu, 0), d(u.syscr, then.syscr), d(u.syscw, then.syscw), d(u.vol, then.vol), d(u.invol, then.invol),
+	return usage{max(u.cpu-then.cpu, 0), max(u.sys-then.sys, 0), d(u.syscr, then.syscr), d(u.syscw, then.syscw), d(u.vol, then.vol), d(u.invol, then.invol),
 		d(u.frames, then.frames), d(u.hops, then.hops), d(u.syncs, then.syncs), d(u.mallocs, then.mallocs)}
 }
 
 // per is u per operation of ops.
 func (u usage) per(ops int) Cost {
 	n := float64(max(ops, 1))
-	return Cost{CPUMicros: float64(u.cpu.Microseconds()) / n, ReadSyscalls: float64(u.syscr) / n, WriteSyscalls: float64(u.syscw) / n,
+	return Cost{CPUMicros: float64(u.cpu.Microseconds()) / n, SysMicros: float64(u.sys.Microseconds()) / n, ReadSyscalls: float64(u.syscr) / n, WriteSyscalls: float64(u.syscw) / n,
 		Wakeups: float64(u.vol) / n, Preemptions: float64(u.invol) / n, FramesSent: float64(u.frames) / n, LookupHops: float64(u.hops) / n,
 		Syncs: float64(u.syncs) / n, Mallocs: float64(u.mallocs) / n}
 }
@@ -146,7 +147,8 @@ func selfUsage() (usage, error) {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	u.cpu, u.mallocs = selfCPU(), ms.Mallocs
+	u.cpu, u.sys = selfCPUSplit()
+	u.mallocs = ms.Mallocs
 	return u, nil
 }
 
@@ -218,7 +220,7 @@ func (c *cluster) procNodes() (usage, error) {
 		if err != nil {
 			return u, err
 		}
-		pu.cpu = st.CPU
+		pu.cpu, pu.sys = st.CPU, st.Sys
 		u = u.plus(pu)
 	}
 	return u, nil

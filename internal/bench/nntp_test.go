@@ -371,8 +371,8 @@ func TestReplyErrorIsNotIO(t *testing.T) {
 func TestParseProcStat(t *testing.T) {
 	line := "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 120 0 0 0 250 75 0 0 20 0 1 0 100 0 0\n"
 	got, err := parseProcStat([]byte(line))
-	if err != nil || got.CPU != 3250*time.Millisecond {
-		t.Fatalf("parseProcStat = %v, %v; want 3.25s", got, err)
+	if err != nil || got.CPU != 3250*time.Millisecond || got.Sys != 750*time.Millisecond {
+		t.Fatalf("parseProcStat = %+v, %v; want 3.25 s, 0.75 s of it in the kernel", got, err)
 	}
 	for _, bad := range []string{"", "1 (x) S 1 2", "1 (x) S 1 2 3 4 5 6 7 8 9 10 x 75 0", "1 (x) S 1 2 3 4 5 6 7 8 9 10 -5 75 0"} {
 		if _, err := parseProcStat([]byte(bad)); err == nil {

@@ -86,6 +86,7 @@ type costRow struct {
 // nodes' own counters and the allocations.
 var costRows = []costRow{
 	{"CPU µs", "%.1f", func(c Cost) float64 { return c.CPUMicros }, true},
+	{"  of which in the kernel", "%.1f", func(c Cost) float64 { return c.SysMicros }, true},
 	{"read-like syscalls", "%.2f", func(c Cost) float64 { return c.ReadSyscalls }, true},
 	{"write-like syscalls", "%.2f", func(c Cost) float64 { return c.WriteSyscalls }, true},
 	{"wake-ups (voluntary switches)", "%.2f", func(c Cost) float64 { return c.Wakeups }, true},
