@@ -137,6 +137,11 @@ type blockStore struct {
 	hangGets atomic.Bool // then gets are never answered, the connection kept
 	// failLookups makes a ClientLookup answer that it failed.
 	failLookups atomic.Bool
+	// hangPuts leaves puts unanswered, the connection kept.
+	hangPuts atomic.Bool
+
+	// lookupSuccs, if set, is every ClientLookup's answer (under mu).
+	lookupSuccs []wire.NodeRef
 
 	mu     sync.Mutex
 	blocks map[id.ID][]byte
@@ -151,6 +156,9 @@ func (b *blockStore) handle(req wire.Envelope, reply func(wire.Msg)) {
 	case *wire.ClientPut:
 		if b.dieOnPut.Load() {
 			go b.self.kill()
+			return
+		}
+		if b.hangPuts.Load() {
 			return
 		}
 		k := id.Key(m.Data)
@@ -191,6 +199,10 @@ func (b *blockStore) handle(req wire.Envelope, reply func(wire.Msg)) {
 	case *wire.ClientLookup:
 		if b.failLookups.Load() || b.ring == nil {
 			reply(&wire.LookupDone{Key: m.Key, Failed: "stub: no route"})
+			return
+		}
+		if b.lookupSuccs != nil {
+			reply(&wire.LookupDone{Key: m.Key, Succs: b.lookupSuccs})
 			return
 		}
 		// The ring is sorted: the key's successor first, then the rest.

@@ -214,7 +214,7 @@ func (c *Cluster) do(ctx context.Context, key id.ID, call func(*Client) error) e
 }
 
 // try runs call on the first node of route that can be reached, at most
-// three of them; a node that cannot be reached has the map relearned.
+// tryLimit of them; a node that cannot be reached has the map relearned.
 func (c *Cluster) try(ctx context.Context, route []string, call func(*Client) error) error {
 	unreachable := func(err error) bool {
 		if errors.Is(err, errDial) || errors.Is(err, ErrClosed) {
@@ -225,7 +225,7 @@ func (c *Cluster) try(ctx context.Context, route []string, call func(*Client) er
 		}
 		return errors.Is(err, errAskNext)
 	}
-	i, errs, err := Failover{Passes: 1, Limit: 3, Retry: unreachable}.Run(ctx, len(route), 0, func(i int) error {
+	i, errs, err := Failover{Passes: 1, Limit: tryLimit, Retry: unreachable}.Run(ctx, len(route), 0, func(i int) error {
 		cl, err := c.conn(ctx, route[i])
 		if err != nil {
 			return fmt.Errorf("%w: %w", errDial, err)
@@ -240,8 +240,11 @@ func (c *Cluster) try(ctx context.Context, route []string, call func(*Client) er
 	case len(route) == 0:
 		return fmt.Errorf("%w: no node known", fault.ErrUnavailable)
 	}
-	return fmt.Errorf("%w: %v", fault.ErrUnavailable, errs[min(len(route), 3)-1])
+	return fmt.Errorf("%w: %v", fault.ErrUnavailable, errs[min(len(route), tryLimit)-1])
 }
+
+// tryLimit is the most nodes try asks for one call.
+const tryLimit = 3
 
 // errDial marks a failure to reach a node, which try takes to the next.
 var errDial = errors.New("client: cannot reach the node")

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -30,8 +32,10 @@ const DirectMin = 16 << 10
 // a lookup that fails go to via, which looks the key up itself. (Under
 // the deployment's default redundancy, a deployment that keeps fragments
 // has the content hash's holder place them: still stored, one hop
-// longer.) A holder that cannot be reached is passed over for the next,
-// and via last.
+// longer.) A holder that cannot be reached, or does not answer within
+// PutAttemptTimeout, is passed over for the next, and via last
+// (lookupRoute): a node that names holders this client cannot reach, or
+// that do not answer, costs the put time but does not fail it.
 func (c *Cluster) PutVia(ctx context.Context, via string, data []byte, opt PutOptions) (key id.ID, holders []wire.NodeRef, err error) {
 	hash := id.Key(data)
 	route := []string{via}
@@ -39,11 +43,22 @@ func (c *Cluster) PutVia(ctx context.Context, via string, data []byte, opt PutOp
 		route = c.lookupRoute(ctx, via, hash)
 	}
 	err = c.try(ctx, route, func(cl *Client) error {
-		key, holders, err = cl.put(ctx, data, hash, opt)
+		actx, cancel := context.WithTimeout(ctx, PutAttemptTimeout)
+		defer cancel()
+		key, holders, err = cl.put(actx, data, hash, opt)
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%w: %s did not answer a put within %v", errAskNext, cl.addr, PutAttemptTimeout)
+		}
 		return err
 	})
 	return key, holders, err
 }
+
+// PutAttemptTimeout bounds how long PutVia waits for one node before it
+// asks the next (30 s: a put waits for every copy to be durable, each
+// store allowed a node's call timeout and its block's time on a slow
+// uplink). A variable for the tests.
+var PutAttemptTimeout = 30 * time.Second
 
 // GetVia fetches key's block as PutVia stores one: a block the client
 // expects to be DirectMin bytes or more (large) is fetched from the
@@ -65,7 +80,10 @@ func (c *Cluster) GetVia(ctx context.Context, via string, key id.ID, large bool)
 
 // lookupRoute asks via to look key up and lists the hosts of the key's
 // successors it names, nearest first, then via: via alone if the lookup
-// failed (via's own put or get then looks again, with its retries).
+// failed (via's own put or get then looks again, with its retries). The
+// list holds at most tryLimit nodes, via among them, so that try reaches
+// via when the holders named fail: they may be addresses this client
+// cannot reach, or an insider's inventions.
 func (c *Cluster) lookupRoute(ctx context.Context, via string, key id.ID) []string {
 	route := []string{via}
 	cl, err := c.conn(ctx, via)
@@ -83,10 +101,10 @@ func (c *Cluster) lookupRoute(ctx context.Context, via string, key id.ID) []stri
 			out = append(out, s.Addr)
 		}
 	}
-	if !slices.Contains(out, via) {
-		out = append(out, via)
+	if i := slices.Index(out, via); i < 0 || i >= tryLimit {
+		out = append(out[:min(len(out), tryLimit-1)], via)
 	}
-	return out
+	return out[:min(len(out), tryLimit)]
 }
 
 // Reach connects to the node at addr ahead of a first PutVia or GetVia

@@ -3,8 +3,10 @@ package client
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"slices"
 	"testing"
+	"time"
 
 	"triad/internal/id"
 	"triad/internal/wire"
@@ -85,5 +87,52 @@ func TestViaFallsBack(t *testing.T) {
 	got, _, err := cl.GetVia(ctx(t), via.ref.Addr, id.Key(data), true)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("get with the holder down: %d bytes, %v", len(got), err)
+	}
+}
+
+// A node that names holders this client cannot reach (addresses behind a
+// NAT, or an insider's inventions), as many as a lookup may name, still
+// leaves the put and the get to the node asked: it is among the nodes
+// tried (tryLimit), last.
+func TestViaReachesTheNodeAskedPastUnreachableHolders(t *testing.T) {
+	nodes, stores, cl := ring3(t)
+	via := nodes[0]
+	var named []wire.NodeRef
+	for i := range 4 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.Close() // the address now refuses connections
+		named = append(named, wire.NodeRef{ID: id.Key([]byte{byte(i)}), Addr: ln.Addr().String()})
+	}
+	stores[0].mu.Lock()
+	stores[0].lookupSuccs = append(named, via.ref)
+	stores[0].mu.Unlock()
+
+	data := largeDataHeldBy(t, via, nodes[1])
+	key, holders, err := cl.PutVia(ctx(t), via.ref.Addr, data, PutOptions{})
+	if err != nil || !slices.Equal(holders, []wire.NodeRef{via.ref}) {
+		t.Fatalf("put: holders %v, %v; want the node asked", holders, err)
+	}
+	got, _, err := cl.GetVia(ctx(t), via.ref.Addr, key, true)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get: %d bytes, %v", len(got), err)
+	}
+}
+
+// A holder that takes the put and never answers (hung, or cut off with
+// its connection open) is given PutAttemptTimeout, then the next
+// successor named is asked.
+func TestViaPutMovesOnFromASilentHolder(t *testing.T) {
+	defer func(d time.Duration) { PutAttemptTimeout = d }(PutAttemptTimeout)
+	PutAttemptTimeout = 200 * time.Millisecond
+	nodes, stores, cl := ring3(t)
+	via, holder, next := nodes[0], nodes[1], nodes[2]
+	stores[1].hangPuts.Store(true)
+	data := largeDataHeldBy(t, via, holder)
+	_, holders, err := cl.PutVia(ctx(t), via.ref.Addr, data, PutOptions{})
+	if err != nil || !slices.Equal(holders, []wire.NodeRef{next.ref}) {
+		t.Fatalf("put: holders %v, %v; want the next successor", holders, err)
 	}
 }
