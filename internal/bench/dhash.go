@@ -331,8 +331,9 @@ func (c *cluster) measure(cfg DHashConfig, name string, op func(ctx context.Cont
 	return p, err
 }
 
-// conns are the load generator's connections: one to each node, and a
-// Cluster that sends each operation to its key's holder.
+// conns are the load generator's connections: a Cluster, through which
+// an operation goes to a node named (PutVia, GetVia) or to its key's
+// holder (Put, Get), with a connection to each node.
 type conns struct {
 	cluster *client.Cluster
 }

@@ -301,18 +301,29 @@ func (c *Cluster) Get(ctx context.Context, key id.ID) (data []byte, expiry time.
 // (hung, or cut off with its connection still open) gets its own
 // deadline, and then the next node is asked, as DHash's own get moves on
 // from a silent holder or a bad copy.
-func getFrom(ctx context.Context, cl *Client, key id.ID) ([]byte, time.Time, error) {
-	actx, cancel := context.WithTimeout(ctx, GetAttemptTimeout)
-	defer cancel()
-	data, expiry, err := cl.Get(actx, key)
-	switch {
-	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		return nil, time.Time{}, fmt.Errorf("%w: %s did not answer a get within %v", errAskNext, cl.addr, GetAttemptTimeout)
-	case errors.Is(err, fault.ErrCorrupt):
+func getFrom(ctx context.Context, cl *Client, key id.ID) (data []byte, expiry time.Time, err error) {
+	err = attempt(ctx, cl, "get", GetAttemptTimeout, func(actx context.Context) error {
+		data, expiry, err = cl.Get(actx, key)
+		return err
+	})
+	if errors.Is(err, fault.ErrCorrupt) {
 		// A copy that fails its hash: the next holder's may not.
 		return nil, time.Time{}, fmt.Errorf("%w: %w", errAskNext, err)
 	}
 	return data, expiry, err
+}
+
+// attempt runs one call (what: "get", "put") on cl with a deadline of its
+// own, d: a node that does not answer within it, while ctx has time left,
+// is errAskNext, for try to ask the next.
+func attempt(ctx context.Context, cl *Client, what string, d time.Duration, call func(actx context.Context) error) error {
+	actx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	err := call(actx)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %s did not answer a %s within %v", errAskNext, cl.addr, what, d)
+	}
+	return err
 }
 
 // GetStats counts the blocks Get returned, by where it found them.

@@ -460,18 +460,7 @@ func TestClusterGetMovesOnFromASilentHolder(t *testing.T) {
 		stores[i].blocks[id.Key(data)] = data
 		stores[i].mu.Unlock()
 	}
-	local := &Local{
-		Addr: nodes[0].ref.Addr,
-		Attach: func(deliver func(wire.Envelope)) Link {
-			return &stubLink{s: nodes[0], handle: stores[0].handle, deliver: deliver, done: make(chan struct{})}
-		},
-		Read: func(id.ID) ([]byte, time.Time, error) { return nil, time.Time{}, fault.ErrNotFound },
-	}
-	cl, err := DialClusterOptions(ctx(t), Options{Local: local}, nodes[0].ref.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := siteHoldingNothing(t, nodes, stores)
 	stores[1].hangGets.Store(true)
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -501,6 +490,18 @@ func TestClusterGetMovesOnFromAForgedCopy(t *testing.T) {
 	stores[2].mu.Lock()
 	stores[2].blocks[id.Key(data)] = data
 	stores[2].mu.Unlock()
+	cl := siteHoldingNothing(t, nodes, stores)
+	got, _, err := cl.Get(ctx(t), id.Key(data))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get with its first holder forging: %q, %v; want the block from the next", got, err)
+	}
+}
+
+// siteHoldingNothing dials a Cluster as a site's front-end that shares its
+// process with nodes[0] (Options.Local), whose engine holds no copy of
+// any key: every get goes to the holders.
+func siteHoldingNothing(t *testing.T, nodes []*stubNode, stores []*blockStore) *Cluster {
+	t.Helper()
 	local := &Local{
 		Addr: nodes[0].ref.Addr,
 		Attach: func(deliver func(wire.Envelope)) Link {
@@ -512,9 +513,6 @@ func TestClusterGetMovesOnFromAForgedCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	got, _, err := cl.Get(ctx(t), id.Key(data))
-	if err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("get with its first holder forging: %q, %v; want the block from the next", got, err)
-	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
 }

@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -43,13 +41,10 @@ func (c *Cluster) PutVia(ctx context.Context, via string, data []byte, opt PutOp
 		route = c.lookupRoute(ctx, via, hash)
 	}
 	err = c.try(ctx, route, func(cl *Client) error {
-		actx, cancel := context.WithTimeout(ctx, PutAttemptTimeout)
-		defer cancel()
-		key, holders, err = cl.put(actx, data, hash, opt)
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%w: %s did not answer a put within %v", errAskNext, cl.addr, PutAttemptTimeout)
-		}
-		return err
+		return attempt(ctx, cl, "put", PutAttemptTimeout, func(actx context.Context) error {
+			key, holders, err = cl.put(actx, data, hash, opt)
+			return err
+		})
 	})
 	return key, holders, err
 }
