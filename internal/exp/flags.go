@@ -23,6 +23,7 @@ func (c *RingConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Lookups, "lookups", c.Lookups, "random lookups to measure")
 	fs.DurationVar(&c.ChurnDuration, "churn-duration", c.ChurnDuration, "how long churn runs")
 	fs.BoolVar(&c.Check, "check", c.Check, "run the invariant checker where the ring is claimed stable; exit non-zero on a violation")
+	fs.DurationVar(&c.Ring.QuickStabilize, "quick-stabilize", c.Ring.QuickStabilize, "extra stabilization rounds this far apart while a vnode's lists change, as real nodes run them (1s/8); 0 for the papers' fixed rounds")
 }
 
 // Validate checks what the flags set, naming the flag of a bad value.
@@ -32,6 +33,9 @@ func (c RingConfig) Validate() error {
 	}
 	if c.Fail < 0 || c.Fail >= 1 {
 		return fmt.Errorf("--fail %v: want a fraction in [0, 1)", c.Fail)
+	}
+	if c.Ring.QuickStabilize < 0 {
+		return fmt.Errorf("--quick-stabilize %v: want 0 or a positive duration", c.Ring.QuickStabilize)
 	}
 	return nil
 }

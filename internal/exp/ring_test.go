@@ -71,6 +71,27 @@ func TestRingChurn(t *testing.T) {
 	}
 }
 
+// TestRingQuickStabilize runs real nodes' quick rounds
+// (ring.Config.QuickStabilize) through a mass failure of 20% and then
+// churn, with the invariant checker on: the ring's pointers are right
+// wherever it is claimed stable, and lookups during churn stay right.
+func TestRingQuickStabilize(t *testing.T) {
+	t.Parallel() // a simulation on one goroutine: go test runs two at once on two cores
+	res := runRing(t, func(c *RingConfig) {
+		c.Nodes, c.Fail, c.Churn, c.ChurnDuration, c.Seed, c.Check = 300, 0.2, true, 2*time.Minute, 4, true
+		c.Ring.QuickStabilize = time.Second / 8
+	})
+	if res.Violations == nil || res.Checks == 0 || *res.Violations != 0 {
+		t.Errorf("invariant checker: %d checks, violations %v: %v", res.Checks, res.Violations, res.Violated)
+	}
+	if res.ChurnJoins == 0 || res.ChurnDeaths == 0 {
+		t.Errorf("churn made %d joins and %d deaths", res.ChurnJoins, res.ChurnDeaths)
+	}
+	if res.CorrectFraction < 0.99 {
+		t.Errorf("correct fraction %.4f with quick rounds, want >= 0.99", res.CorrectFraction)
+	}
+}
+
 // TestDeterminism: the same seed gives the same trace, another seed another,
 // with faults and churn in the mix. One fixed seed plus one random seed,
 // printed so that a failure can be replayed.

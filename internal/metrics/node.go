@@ -173,6 +173,7 @@ func emitNode(ch chan<- prometheus.Metric, s NodeSnapshot) {
 		e.gauge("triad_ring_predecessors", "Predecessors a vnode knows.", float64(v.Predecessors), "vnode", v.ID)
 	}
 	e.counter("triad_ring_neighbour_changes_total", "Stabilization rounds that found a vnode's successor or predecessor changed.", s.Ring.NeighbourChanges)
+	e.counter("triad_ring_quick_rounds_total", "Extra stabilization rounds run while a vnode's lists were changing.", s.Ring.QuickRounds)
 	e.counter("triad_ring_lookups_total", "Lookups started here that ended, by outcome.", s.Ring.LookupsDone, "outcome", "done")
 	e.counter("triad_ring_lookups_total", "Lookups started here that ended, by outcome.", s.Ring.LookupsFailed, "outcome", "failed")
 	e.counter("triad_ring_iterative_fallbacks_total", "Recursive lookups retried iteratively.", s.Ring.IterativeFallbacks)

@@ -271,6 +271,10 @@ func (o *Options) assembly() (assembly, error) {
 	}
 	rc := ring.DefaultConfig()
 	rc.StabilizeInterval, rc.VerifyIDs = o.Stabilize, o.DeriveIDs
+	// A list that changed is checked again soon: a ring forming, or a
+	// neighbour joining or leaving, settles in fractions of a second
+	// rather than a round per entry.
+	rc.QuickStabilize = o.Stabilize / 8
 	if o.IDs != nil && o.DeriveIDs {
 		for i, x := range o.IDs {
 			if j, ok := ring.VnodeIndex(wire.NodeRef{ID: x, Addr: o.Listen}); !ok || (i == 0) != (j == 0) {

@@ -59,6 +59,9 @@ type Stats struct {
 	// NeighbourChanges counts the times a vnode's successor or
 	// predecessor was another than at its previous stabilization round.
 	NeighbourChanges uint64
+	// QuickRounds counts the extra stabilization rounds run
+	// (Config.QuickStabilize).
+	QuickRounds uint64
 	// RefusedLeaves counts Leave messages refused because the vnode they
 	// name is not the sender's: its address is not the one the sender's
 	// connection proved, or we know its ID at another address (one of our
@@ -162,17 +165,20 @@ func (h *Chord) Vnodes() []*Vnode { return h.vnodes }
 // Timers of a host, as typed values.
 type (
 	stabilizeTimer struct{ vnode int }
-	fixFingerTimer struct{ vnode int }
-	lookupTimer    struct{ id uint64 }
-	saveTimer      struct{}
-	probeTimer     struct{}
+	// quickStabilizeTimer is an extra round (Config.QuickStabilize).
+	quickStabilizeTimer struct{ vnode int }
+	fixFingerTimer      struct{ vnode int }
+	lookupTimer         struct{ id uint64 }
+	saveTimer           struct{}
+	probeTimer          struct{}
 )
 
-func (t stabilizeTimer) String() string { return fmt.Sprintf("stabilize(%d)", t.vnode) }
-func (t fixFingerTimer) String() string { return fmt.Sprintf("fix-finger(%d)", t.vnode) }
-func (t lookupTimer) String() string    { return fmt.Sprintf("lookup-timeout(%d)", t.id) }
-func (saveTimer) String() string        { return "save-state" }
-func (probeTimer) String() string       { return "probe-lost" }
+func (t stabilizeTimer) String() string      { return fmt.Sprintf("stabilize(%d)", t.vnode) }
+func (t quickStabilizeTimer) String() string { return fmt.Sprintf("quick-stabilize(%d)", t.vnode) }
+func (t fixFingerTimer) String() string      { return fmt.Sprintf("fix-finger(%d)", t.vnode) }
+func (t lookupTimer) String() string         { return fmt.Sprintf("lookup-timeout(%d)", t.id) }
+func (saveTimer) String() string             { return "save-state" }
+func (probeTimer) String() string            { return "probe-lost" }
 
 // Start begins the maintenance rounds of every vnode.
 func (h *Chord) Start(env node.Env) { h.start(env) }
@@ -320,6 +326,12 @@ func (h *Chord) handleTimer(env node.Env, t node.Timer) bool {
 	case stabilizeTimer:
 		h.vnodes[t.vnode].stabilize(env)
 		env.After(h.jitter(env, h.cfg.StabilizeInterval), t)
+	case quickStabilizeTimer:
+		v := h.vnodes[t.vnode]
+		v.quick = false
+		h.Stats.QuickRounds++
+		v.stabilize(env)
+		v.quickRound(env)
 	case fixFingerTimer:
 		h.vnodes[t.vnode].fixFinger(env)
 	case lookupTimer:

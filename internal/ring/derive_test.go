@@ -106,7 +106,7 @@ func TestLoadDerivedStateMovesSavedIDs(t *testing.T) {
 // every lookup, heals after a crash and a restart, and counts no forged
 // reference.
 func TestVerifiedRingFormsAndHeals(t *testing.T) {
-	c := &cluster{t: t, s: sim.New(sim.Config{Seed: 21, DecodeMessages: true}, sim.NewTopology(6, 21))}
+	c := emptyCluster(t, 6, 21, ring.DefaultConfig())
 	cfg := ring.DefaultConfig()
 	cfg.VerifyIDs = true
 	for i := range 6 {

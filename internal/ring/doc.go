@@ -12,7 +12,14 @@
 // successor (Chord's stabilize and notify in one round trip) and
 // GetNeighbors to its predecessor; every FixFingersInterval it refreshes one
 // finger, from the top bit down, restarting at the top once a finger equals
-// its successor. A call that times out marks the whole peer process dead
+// its successor. With Config.QuickStabilize (real nodes set a
+// StabilizeInterval/8) a vnode whose successor or predecessor list changed
+// runs extra rounds that far apart for one StabilizeInterval after the
+// last change: a vnode reaches the lists before it one neighbour per round
+// of that neighbour, so a ring of 24 vnodes started together fills its
+// lists of 16 in about 3 s rather than 12 (TestQuickStabilizeFillsTheListsSooner),
+// and a settled ring runs no extra rounds. The simulator's experiments
+// keep the papers' fixed rounds. A call that times out marks the whole peer process dead
 // (in the runtime, which tells every protocol): its vnodes leave every list
 // at once and stay out until it is heard from; a peer our successor still
 // lists is asked, so a restarted one comes back within a round. Peers

@@ -19,12 +19,13 @@ import (
 
 // cluster is a small simulated ring for scenario tests.
 type cluster struct {
-	t *testing.T
-	s *sim.Sim
+	t   *testing.T
+	s   *sim.Sim
+	cfg ring.Config // the ring's config of every host added
 }
 
 func newCluster(t *testing.T, hosts, vnodes int, seed uint64) *cluster {
-	c := &cluster{t: t, s: sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(hosts, seed))}
+	c := emptyCluster(t, hosts, seed, ring.DefaultConfig())
 	for i := 0; i < hosts; i++ {
 		boot := ""
 		if i > 0 {
@@ -37,8 +38,13 @@ func newCluster(t *testing.T, hosts, vnodes int, seed uint64) *cluster {
 	return c
 }
 
+// emptyCluster is a simulator with room for hosts, none added yet.
+func emptyCluster(t *testing.T, hosts int, seed uint64, cfg ring.Config) *cluster {
+	return &cluster{t: t, s: sim.New(sim.Config{Seed: seed, DecodeMessages: true}, sim.NewTopology(hosts, seed)), cfg: cfg}
+}
+
 func (c *cluster) add(boot string, vnodes int) *sim.Host {
-	opts := deploy.Options{Vnodes: vnodes, Host: host.DefaultConfig(), Ring: ring.DefaultConfig()}
+	opts := deploy.Options{Vnodes: vnodes, Host: host.DefaultConfig(), Ring: c.cfg}
 	h, err := c.s.AddHost(deploy.Factory(opts, func() node.Addr { return boot }))
 	if err != nil {
 		c.t.Fatal(err)
@@ -134,6 +140,75 @@ func TestJoinAndLookupWithVnodes(t *testing.T) {
 	}
 }
 
+// TestQuickStabilizeFillsTheListsSooner: hosts started together, as
+// triad up starts them, fill every successor list in quick rounds rather
+// than a whole round per entry (a new vnode travels backwards one
+// neighbour per round of the neighbour before it); a settled ring runs no
+// quick rounds; a crash is repaired in them too.
+func TestQuickStabilizeFillsTheListsSooner(t *testing.T) {
+	const hosts, vnodes = 3, 8 // triad up's ring: 24 vnodes, lists of 16
+	full := ring.Want{Succs: ring.DefaultConfig().Succs, Preds: 1}
+	// settle runs c until its lists are full, and returns how long that took.
+	settle := func(c *cluster) time.Duration {
+		t.Helper()
+		start := c.s.Now()
+		for c.s.Now()-start < 2*time.Minute {
+			if len(ring.Check(c.views(), full)) == 0 {
+				return c.s.Now() - start
+			}
+			c.s.RunFor(50 * time.Millisecond)
+		}
+		t.Fatalf("lists not full after 2m: %v", ring.Check(c.views(), full))
+		return 0
+	}
+	quickRounds := func(c *cluster) (n uint64) {
+		for _, h := range c.s.Hosts() {
+			if h.Up() {
+				n += chord(h).Stats.QuickRounds
+			}
+		}
+		return n
+	}
+	form := func(quick time.Duration) (*cluster, time.Duration) {
+		cfg := ring.DefaultConfig()
+		cfg.QuickStabilize = quick
+		c := emptyCluster(t, hosts, 21, cfg)
+		for i := range hosts {
+			boot := ""
+			if i > 0 {
+				boot = "h0"
+			}
+			c.add(boot, vnodes)
+			c.s.RunFor(5 * time.Millisecond)
+		}
+		return c, settle(c)
+	}
+	_, fixed := form(0)
+	c, quick := form(ring.DefaultConfig().StabilizeInterval / 8)
+	t.Logf("lists full after %v with fixed rounds, %v with quick ones", fixed, quick)
+	if quick > 4*time.Second || quick > fixed/2 {
+		t.Errorf("lists full after %v with quick rounds, %v without: want at most 4s and half", quick, fixed)
+	}
+
+	c.s.RunFor(10 * time.Second) // the last quick rounds end
+	before := quickRounds(c)
+	c.s.RunFor(30 * time.Second)
+	if n := quickRounds(c) - before; n != 0 {
+		t.Errorf("a settled ring ran %d quick rounds in 30s", n)
+	}
+
+	c.s.Crash(c.s.Hosts()[1])
+	before = quickRounds(c) // the survivors'
+	repaired := settle(c)
+	t.Logf("lists full again %v after a crash", repaired)
+	if repaired > 4*time.Second {
+		t.Errorf("lists full again %v after a crash, want within 4s (5s with fixed rounds)", repaired)
+	}
+	if quickRounds(c) == before {
+		t.Errorf("no quick rounds while the lists were repaired")
+	}
+}
+
 func TestGracefulLeaveClosesGapAtOnce(t *testing.T) {
 	c := newCluster(t, 8, 1, 12)
 	leaver := c.s.Hosts()[3]
@@ -193,7 +268,7 @@ func TestRestartKeepsIdentity(t *testing.T) {
 // few seconds after others joined, long before its first periodic save. It
 // must come back into the same ring, not found a second one alone.
 func TestFounderCrashBeforePeriodicSave(t *testing.T) {
-	c := &cluster{t: t, s: sim.New(sim.Config{Seed: 15, DecodeMessages: true}, sim.NewTopology(4, 15))}
+	c := emptyCluster(t, 4, 15, ring.DefaultConfig())
 	for i := range 4 {
 		boot := ""
 		if i > 0 {

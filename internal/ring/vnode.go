@@ -39,6 +39,12 @@ type Vnode struct {
 	// and answers every lookup itself. A vnode with no successor that is
 	// not alone is still joining and answers none.
 	alone bool
+	// quick is set while an extra stabilization round is pending, and
+	// quickUntil is when the vnode's quick rounds stop: one
+	// StabilizeInterval after the last round that changed a list
+	// (Config.QuickStabilize).
+	quick      bool
+	quickUntil time.Time
 }
 
 // Self is the vnode's own reference.
@@ -126,7 +132,9 @@ func (v *Vnode) stabilize(env node.Env) {
 			}
 			if nb, ok := m.(*wire.Neighbors); ok && len(v.preds) > 0 && v.preds[0].ID == pred.ID {
 				// The predecessor's own list, with itself first.
+				old := v.preds
 				v.preds = buildList(v.self.ID, h.cfg.Preds, v.skipFn(env), []wire.NodeRef{pred}, nb.Preds)
+				v.roundSoonIf(env, !sameIDs(old, v.preds))
 			}
 		})
 	}
@@ -183,8 +191,9 @@ func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighb
 	}
 	cands = kept
 	sortSuccs(v.self.ID, cands)
-	old := v.Successor()
+	old, oldList := v.Successor(), v.succs
 	v.succs = cands[:min(len(cands), h.cfg.Succs)]
+	v.roundSoonIf(env, !sameIDs(oldList, v.succs))
 	if len(v.preds) == 0 && len(nb.Preds) == 0 {
 		// Two-node bootstrap: the successor has no predecessor yet.
 		v.preds = []wire.NodeRef{succ}
@@ -193,6 +202,36 @@ func (v *Vnode) adoptSuccessors(env node.Env, succ wire.NodeRef, nb *wire.Neighb
 		// Notify the new successor now rather than a round later.
 		v.notify(env, s)
 	}
+}
+
+// roundSoonIf, if changed, keeps the vnode in quick rounds
+// (Config.QuickStabilize) for one StabilizeInterval from now. A change
+// travels backwards along the ring one vnode per round of the vnode
+// before it, so a neighbourhood whose lists are changing must all run
+// quick rounds for a change to cross it quickly, not only the vnode that
+// saw it.
+func (v *Vnode) roundSoonIf(env node.Env, changed bool) {
+	cfg := v.host.cfg
+	if !changed || cfg.QuickStabilize <= 0 {
+		return
+	}
+	v.quickUntil = env.Now().Add(cfg.StabilizeInterval)
+	v.quickRound(env)
+}
+
+// quickRound schedules the vnode's next quick round, unless one is
+// pending or its quick rounds are over.
+func (v *Vnode) quickRound(env node.Env) {
+	if v.quick || !env.Now().Before(v.quickUntil) {
+		return
+	}
+	v.quick = true
+	env.After(v.host.cfg.QuickStabilize, quickStabilizeTimer{v.index})
+}
+
+// sameIDs reports whether a and b list the same IDs in the same order.
+func sameIDs(a, b []wire.NodeRef) bool {
+	return slices.EqualFunc(a, b, func(x, y wire.NodeRef) bool { return x.ID == y.ID })
 }
 
 // notify tells n that we may be its predecessor (Chord's notify: a
