@@ -249,7 +249,14 @@ func (f *frameReader) next(idleBy time.Time, known bool) (wire.Envelope, charge,
 	}
 	var e wire.Envelope
 	if err == nil {
-		if e, err = wire.Decode(body); err != nil { // Decode copies what it keeps
+		// A buffer kept for the next frame is reused: Decode copies what
+		// the message keeps. One too large to keep is the message's: its
+		// block is not copied again (DecodeBulk).
+		decode := wire.Decode
+		if cap(body) > keepBuffer {
+			decode = wire.DecodeBulk
+		}
+		if e, err = decode(body); err != nil {
 			err = fmt.Errorf("%w: %w", errBadFrame, err)
 		}
 	} else {

@@ -159,7 +159,7 @@ func (d *decoder) data(f field) []byte {
 	switch {
 	case len(b) == 0:
 		return nil
-	case d.owned:
+	case d.owned && len(b) >= d.aliasMin:
 		return b[:len(b):len(b)]
 	}
 	return append([]byte(nil), b...)

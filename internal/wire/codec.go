@@ -21,6 +21,9 @@ type field struct {
 type decoder struct {
 	err   error
 	owned bool // the frame is the decoder's to keep: data fields alias it
+	// aliasMin, when owned, is the least length of a data field that
+	// aliases the frame; shorter ones are copied.
+	aliasMin int
 }
 
 func (d *decoder) fail(format string, args ...any) {

@@ -191,20 +191,32 @@ func bodySize(m Msg) int {
 
 // Decode parses one envelope. It never panics and allocates only in
 // proportion to len(b). Data fields are copied, so b may be reused.
-func Decode(b []byte) (Envelope, error) { return decode(b, false) }
+func Decode(b []byte) (Envelope, error) { return decode(b, false, 0) }
 
 // DecodeOwned is Decode for a caller that hands b over for good: data
 // fields point into b rather than being copied, which saves a copy of
 // every large block a client receives.
-func DecodeOwned(b []byte) (Envelope, error) { return decode(b, true) }
+func DecodeOwned(b []byte) (Envelope, error) { return decode(b, true, 0) }
 
-func decode(b []byte, owned bool) (Envelope, error) {
+// DecodeBulk is Decode for a caller that gives b up once it returns (a
+// frame buffer too large to keep for the next frame): a data field of
+// BulkMin bytes or more points into b rather than being copied; shorter
+// fields are copied, so that a small block kept after the rest does not
+// keep a large frame alive. A frame that carries articles (a StoreBlocks of
+// 240 KB copies, written and answered together) is then read with no copy
+// of them.
+func DecodeBulk(b []byte) (Envelope, error) { return decode(b, true, BulkMin) }
+
+// BulkMin is the least data field that DecodeBulk leaves in its frame.
+const BulkMin = 16 << 10
+
+func decode(b []byte, owned bool, aliasMin int) (Envelope, error) {
 	if len(b) > MaxFrameBytes {
 		return Envelope{}, fmt.Errorf("%w: frame of %d bytes", fault.ErrTooLarge, len(b))
 	}
 	var (
 		e       Envelope
-		d       = decoder{owned: owned}
+		d       = decoder{owned: owned, aliasMin: aliasMin}
 		version uint64
 		typ     Type
 		body    []byte

@@ -225,6 +225,10 @@ func FuzzDecode(f *testing.F) {
 		if err != nil || !bytes.Equal(Encode(nil, owned), Encode(nil, e)) {
 			t.Fatalf("DecodeOwned disagrees with Decode: %v\n%+v\n%+v", err, owned, e)
 		}
+		bulk, err := DecodeBulk(bytes.Clone(b))
+		if err != nil || !bytes.Equal(Encode(nil, bulk), Encode(nil, e)) {
+			t.Fatalf("DecodeBulk disagrees with Decode: %v\n%+v\n%+v", err, bulk, e)
+		}
 		if !bytes.Equal(Encode(nil, again), Encode(nil, e)) {
 			t.Fatalf("round trip changed the value:\n%+v\n%+v", e, again)
 		}
@@ -284,6 +288,33 @@ func TestDecodeOwnedKeepsTheFrame(t *testing.T) {
 	clear(frame)
 	if string(data) == "payload" {
 		t.Fatal("DecodeOwned copied the data; it should point into the frame")
+	}
+}
+
+// TestDecodeBulkKeepsOnlyTheBulk: the large blocks of a frame point into
+// it; its small ones are copied, so that keeping one of them does not keep
+// the whole frame alive.
+func TestDecodeBulkKeepsOnlyTheBulk(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 3))
+	big, small := bytes.Repeat([]byte("a"), BulkMin), bytes.Repeat([]byte("b"), BulkMin-1)
+	blocks := []StoreBlock{{Key: id.Random(r, id.Bytes), Data: big}, {Key: id.Random(r, id.Bytes), Data: small}, {Key: id.Random(r, id.Bytes), Data: big}}
+	frame := Encode(nil, Envelope{Kind: Request, Msg: &StoreBlocks{Blocks: blocks}})
+	e, err := DecodeBulk(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.Msg.(*StoreBlocks).Blocks
+	for _, i := range []int{0, 2} {
+		if b := got[i]; cap(b.Data) != len(b.Data) {
+			t.Fatalf("block %d has capacity %d past its length %d: an append would write into the frame", i, cap(b.Data), len(b.Data))
+		}
+	}
+	clear(frame)
+	if bytes.Equal(got[0].Data, big) || bytes.Equal(got[2].Data, big) {
+		t.Error("DecodeBulk copied a large block; it should point into the frame")
+	}
+	if !bytes.Equal(got[1].Data, small) {
+		t.Error("a small block changed with the frame: DecodeBulk must copy it")
 	}
 }
 
