@@ -16,14 +16,17 @@ type Config struct {
 	// StabilizeInterval is the mean time between stabilization rounds of a
 	// vnode; each round is jittered by ±25%. Default 1s.
 	StabilizeInterval time.Duration
-	// QuickStabilize, when positive, is the delay of an extra
-	// stabilization round that a vnode runs after a round that changed its
-	// successor list (at most one pending per vnode). A list that is
-	// filling, as every list is while a ring forms or after a join, a
-	// failure or a leave, then fills in rounds this far apart rather than
-	// StabilizeInterval apart; a settled list costs nothing more. Zero
-	// (the default) keeps the fixed rounds that the papers' experiments
-	// assume; real nodes (cmd/triad) set StabilizeInterval/8.
+	// QuickStabilize, when positive, is the mean delay of the extra
+	// stabilization rounds that a vnode runs, one after another, for one
+	// StabilizeInterval after a round that changed its successor or
+	// predecessor list. A list that is filling, as every list is while a
+	// ring forms or after a join, a failure or a leave, then fills in
+	// rounds this far apart rather than StabilizeInterval apart; a
+	// settled list costs nothing more. After a burst of up to about 7 s,
+	// quick rounds are held to two per StabilizeInterval
+	// (Vnode.quickRound), whatever a peer's answers do.
+	// Zero (the default) keeps the fixed rounds that the papers'
+	// experiments assume; real nodes (cmd/triad) set StabilizeInterval/8.
 	QuickStabilize time.Duration
 	// FixFingersInterval is the mean time between finger refreshes of a
 	// vnode (one finger each). Default 1s.

@@ -17,8 +17,10 @@
 // runs extra rounds that far apart for one StabilizeInterval after the
 // last change: a vnode reaches the lists before it one neighbour per round
 // of that neighbour, so a ring of 24 vnodes started together fills its
-// lists of 16 in about 3 s rather than 12 (TestQuickStabilizeFillsTheListsSooner),
-// and a settled ring runs no extra rounds. The simulator's experiments
+// lists of 16 in 3-6 s rather than 11-14 (TestQuickStabilizeFillsTheListsSooner),
+// and a settled ring runs no extra rounds. After a burst, a vnode's quick
+// rounds are held to two per StabilizeInterval, so a peer whose answers
+// change every time cannot multiply its neighbours' traffic by eight. The simulator's experiments
 // keep the papers' fixed rounds. A call that times out marks the whole peer process dead
 // (in the runtime, which tells every protocol): its vnodes leave every list
 // at once and stay out until it is heard from; a peer our successor still

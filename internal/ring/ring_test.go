@@ -146,67 +146,135 @@ func TestJoinAndLookupWithVnodes(t *testing.T) {
 // neighbour per round of the neighbour before it); a settled ring runs no
 // quick rounds; a crash is repaired in them too.
 func TestQuickStabilizeFillsTheListsSooner(t *testing.T) {
-	const hosts, vnodes = 3, 8 // triad up's ring: 24 vnodes, lists of 16
+	for _, seed := range []uint64{21, 1, 3} {
+		_, fixed := formRing(t, seed, 0)
+		c, quick := formRing(t, seed, ring.DefaultConfig().StabilizeInterval/8)
+		t.Logf("seed %d: lists full after %v with fixed rounds, %v with quick ones", seed, fixed, quick)
+		if quick > fixed/2 {
+			t.Errorf("seed %d: lists full after %v with quick rounds, %v without: want at most half", seed, quick, fixed)
+		}
+
+		c.s.RunFor(20 * time.Second) // the last quick rounds end
+		before := quickRounds(c)
+		c.s.RunFor(30 * time.Second)
+		if n := quickRounds(c) - before; n != 0 {
+			t.Errorf("seed %d: a settled ring ran %d quick rounds in 30s", seed, n)
+		}
+
+		c.s.Crash(c.s.Hosts()[1])
+		before = quickRounds(c) // the survivors'
+		repaired := fillLists(t, c)
+		t.Logf("seed %d: lists full again %v after a crash", seed, repaired)
+		if repaired > 4*time.Second {
+			t.Errorf("seed %d: lists full again %v after a crash, want within 4s (5s with fixed rounds)", seed, repaired)
+		}
+		if quickRounds(c) == before {
+			t.Errorf("seed %d: no quick rounds while the lists were repaired", seed)
+		}
+	}
+}
+
+// TestQuickRoundsBoundedAgainstAFlappingInsider: a peer whose answers to
+// Stabilize and GetNeighbors change every time (empty lists, then full
+// ones) keeps its neighbours' lists changing. Their quick rounds are held
+// to two a StabilizeInterval once their burst is spent, not eight.
+func TestQuickRoundsBoundedAgainstAFlappingInsider(t *testing.T) {
+	cfg := ring.DefaultConfig()
+	cfg.QuickStabilize = cfg.StabilizeInterval / 8
+	c := emptyCluster(t, 3, 5, cfg)
+	c.add("", 8)
+	c.add("h0", 8)
+	opts := deploy.Options{Vnodes: 8, Host: host.DefaultConfig(), Ring: cfg}
+	honest := deploy.Factory(opts, func() node.Addr { return "h0" })
+	if _, err := c.s.AddHost(func(addr node.Addr, st node.Storage, r *rand.Rand) (node.Handler, error) {
+		h, err := honest(addr, st, r)
+		return &flapper{Handler: h}, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.s.RunFor(time.Minute)  // every burst spent
+	before := quickRounds(c) // the two honest hosts' 16 vnodes
+	const window = 60 * time.Second
+	c.s.RunFor(window)
+	n := quickRounds(c) - before
+	// Two a second per vnode, with room for the debt each vnode may be
+	// owed at the start of the window (quickBurst intervals' worth).
+	limit := uint64(16 * (2*window/cfg.StabilizeInterval + 2*20))
+	t.Logf("%d quick rounds in %v over 16 vnodes (at most %d)", n, window, limit)
+	if n > limit {
+		t.Errorf("%d quick rounds in %v over 16 vnodes beside a flapping peer, want at most %d", n, window, limit)
+	}
+	if n == 0 {
+		t.Errorf("no quick rounds beside a flapping peer: its answers did not change the lists, so this test tests nothing")
+	}
+}
+
+// flapper runs a real node but empties every other Neighbors it answers
+// with: an insider whose answers change every time.
+type flapper struct {
+	node.Handler
+	n int
+}
+
+func (f *flapper) Handle(env node.Env, ev node.Event) { f.Handler.Handle(flapEnv{env, f}, ev) }
+
+type flapEnv struct {
+	node.Env
+	f *flapper
+}
+
+func (e flapEnv) Send(to node.Addr, m wire.Envelope) {
+	if _, ok := m.Msg.(*wire.Neighbors); ok && m.Kind == wire.Reply {
+		if e.f.n++; e.f.n%2 == 0 {
+			m.Msg = &wire.Neighbors{}
+		}
+	}
+	e.Env.Send(to, m)
+}
+
+// formRing starts three hosts of 8 vnodes together, with quick rounds
+// quick apart (0: none), and returns the cluster once its lists are full
+// with how long they took.
+func formRing(t *testing.T, seed uint64, quick time.Duration) (*cluster, time.Duration) {
+	t.Helper()
+	cfg := ring.DefaultConfig()
+	cfg.QuickStabilize = quick
+	c := emptyCluster(t, 3, seed, cfg)
+	for i := range 3 {
+		boot := ""
+		if i > 0 {
+			boot = "h0"
+		}
+		c.add(boot, 8) // triad up's ring: 24 vnodes, lists of 16
+		c.s.RunFor(5 * time.Millisecond)
+	}
+	return c, fillLists(t, c)
+}
+
+// fillLists runs c until every running vnode's successor list is full,
+// and returns how long that took.
+func fillLists(t *testing.T, c *cluster) time.Duration {
+	t.Helper()
 	full := ring.Want{Succs: ring.DefaultConfig().Succs, Preds: 1}
-	// settle runs c until its lists are full, and returns how long that took.
-	settle := func(c *cluster) time.Duration {
-		t.Helper()
-		start := c.s.Now()
-		for c.s.Now()-start < 2*time.Minute {
-			if len(ring.Check(c.views(), full)) == 0 {
-				return c.s.Now() - start
-			}
-			c.s.RunFor(50 * time.Millisecond)
+	start := c.s.Now()
+	for c.s.Now()-start < 2*time.Minute {
+		if len(ring.Check(c.views(), full)) == 0 {
+			return c.s.Now() - start
 		}
-		t.Fatalf("lists not full after 2m: %v", ring.Check(c.views(), full))
-		return 0
+		c.s.RunFor(50 * time.Millisecond)
 	}
-	quickRounds := func(c *cluster) (n uint64) {
-		for _, h := range c.s.Hosts() {
-			if h.Up() {
-				n += chord(h).Stats.QuickRounds
-			}
-		}
-		return n
-	}
-	form := func(quick time.Duration) (*cluster, time.Duration) {
-		cfg := ring.DefaultConfig()
-		cfg.QuickStabilize = quick
-		c := emptyCluster(t, hosts, 21, cfg)
-		for i := range hosts {
-			boot := ""
-			if i > 0 {
-				boot = "h0"
-			}
-			c.add(boot, vnodes)
-			c.s.RunFor(5 * time.Millisecond)
-		}
-		return c, settle(c)
-	}
-	_, fixed := form(0)
-	c, quick := form(ring.DefaultConfig().StabilizeInterval / 8)
-	t.Logf("lists full after %v with fixed rounds, %v with quick ones", fixed, quick)
-	if quick > 4*time.Second || quick > fixed/2 {
-		t.Errorf("lists full after %v with quick rounds, %v without: want at most 4s and half", quick, fixed)
-	}
+	t.Fatalf("lists not full after 2m: %v", ring.Check(c.views(), full))
+	return 0
+}
 
-	c.s.RunFor(10 * time.Second) // the last quick rounds end
-	before := quickRounds(c)
-	c.s.RunFor(30 * time.Second)
-	if n := quickRounds(c) - before; n != 0 {
-		t.Errorf("a settled ring ran %d quick rounds in 30s", n)
+// quickRounds sums the running ring hosts' quick rounds.
+func quickRounds(c *cluster) (n uint64) {
+	for _, h := range c.s.Hosts() {
+		if r := deploy.Of(h); r != nil && h.Up() {
+			n += r.Ring.Stats.QuickRounds
+		}
 	}
-
-	c.s.Crash(c.s.Hosts()[1])
-	before = quickRounds(c) // the survivors'
-	repaired := settle(c)
-	t.Logf("lists full again %v after a crash", repaired)
-	if repaired > 4*time.Second {
-		t.Errorf("lists full again %v after a crash, want within 4s (5s with fixed rounds)", repaired)
-	}
-	if quickRounds(c) == before {
-		t.Errorf("no quick rounds while the lists were repaired")
-	}
+	return n
 }
 
 func TestGracefulLeaveClosesGapAtOnce(t *testing.T) {

@@ -42,9 +42,10 @@ type Vnode struct {
 	// quick is set while an extra stabilization round is pending, and
 	// quickUntil is when the vnode's quick rounds stop: one
 	// StabilizeInterval after the last round that changed a list
-	// (Config.QuickStabilize).
+	// (Config.QuickStabilize). quickDebt bounds them (quickRound).
 	quick      bool
 	quickUntil time.Time
+	quickDebt  time.Time
 }
 
 // Self is the vnode's own reference.
@@ -220,14 +221,36 @@ func (v *Vnode) roundSoonIf(env node.Env, changed bool) {
 }
 
 // quickRound schedules the vnode's next quick round, unless one is
-// pending or its quick rounds are over.
+// pending, its quick rounds are over, or it has run its share. Each quick
+// round adds quickCost to a debt that time pays off, and none runs while
+// the debt is more than quickBurst intervals ahead: a ring forming runs
+// its quick rounds in one burst (up to about 53 rounds, 7 s; triad up's
+// ring needs 3-6 s), and lists kept changing by a peer (an insider whose
+// answers change every time) cost at most quickCost extra rounds per
+// StabilizeInterval after it, not eight.
 func (v *Vnode) quickRound(env node.Env) {
-	if v.quick || !env.Now().Before(v.quickUntil) {
+	cfg, now := v.host.cfg, env.Now()
+	if v.quick || !now.Before(v.quickUntil) {
 		return
 	}
+	debt := v.quickDebt
+	if debt.Before(now) {
+		debt = now
+	}
+	if debt.Sub(now) > quickBurst*cfg.StabilizeInterval {
+		return
+	}
+	v.quickDebt = debt.Add(cfg.StabilizeInterval / quickCost)
 	v.quick = true
-	env.After(v.host.cfg.QuickStabilize, quickStabilizeTimer{v.index})
+	env.After(v.host.jitter(env, cfg.QuickStabilize), quickStabilizeTimer{v.index})
 }
+
+// A quick round costs 1/quickCost of a StabilizeInterval of debt, and the
+// debt may run quickBurst intervals ahead (quickRound).
+const (
+	quickCost  = 2
+	quickBurst = 20
+)
 
 // sameIDs reports whether a and b list the same IDs in the same order.
 func sameIDs(a, b []wire.NodeRef) bool {

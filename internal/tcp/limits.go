@@ -250,8 +250,9 @@ func (f *frameReader) next(idleBy time.Time, known bool) (wire.Envelope, charge,
 	var e wire.Envelope
 	if err == nil {
 		// A buffer kept for the next frame is reused: Decode copies what
-		// the message keeps. One too large to keep is the message's: its
-		// block is not copied again (DecodeBulk).
+		// the message keeps. One too large to keep is the message's: the
+		// copies a holder is sent to store are not copied again
+		// (DecodeBulk).
 		decode := wire.Decode
 		if cap(body) > keepBuffer {
 			decode = wire.DecodeBulk

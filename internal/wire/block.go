@@ -160,6 +160,7 @@ func (d *decoder) data(f field) []byte {
 	case len(b) == 0:
 		return nil
 	case d.owned && len(b) >= d.aliasMin:
+		d.aliased += len(b)
 		return b[:len(b):len(b)]
 	}
 	return append([]byte(nil), b...)

@@ -22,8 +22,9 @@ type decoder struct {
 	err   error
 	owned bool // the frame is the decoder's to keep: data fields alias it
 	// aliasMin, when owned, is the least length of a data field that
-	// aliases the frame; shorter ones are copied.
-	aliasMin int
+	// aliases the frame; shorter ones are copied. aliased counts the
+	// bytes of the fields that alias it.
+	aliasMin, aliased int
 }
 
 func (d *decoder) fail(format string, args ...any) {

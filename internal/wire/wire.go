@@ -199,20 +199,40 @@ func Decode(b []byte) (Envelope, error) { return decode(b, false, 0) }
 func DecodeOwned(b []byte) (Envelope, error) { return decode(b, true, 0) }
 
 // DecodeBulk is Decode for a caller that gives b up once it returns (a
-// frame buffer too large to keep for the next frame): a data field of
-// BulkMin bytes or more points into b rather than being copied; shorter
-// fields are copied, so that a small block kept after the rest does not
-// keep a large frame alive. A frame that carries articles (a StoreBlocks of
-// 240 KB copies, written and answered together) is then read with no copy
-// of them.
-func DecodeBulk(b []byte) (Envelope, error) { return decode(b, true, BulkMin) }
+// frame buffer too large to keep for the next frame), for the copies a
+// holder is sent to store (StoreBlock, StoreBlocks): a block of BulkMin
+// bytes or more points into b rather than being copied. Those blocks are
+// written and answered together, so none keeps the frame alive past the
+// others. Smaller blocks, and every other message, are copied, as Decode
+// copies them; so is a frame whose large blocks are less than half of it
+// (padded with fields nobody reads), so that what a node keeps is at most
+// twice the blocks it was sent. A frame of articles (StoreBlocks of 240 KB
+// copies) is then read with no copy of them.
+func DecodeBulk(b []byte) (Envelope, error) {
+	e, aliased, err := decodeCounting(b, true, BulkMin)
+	if err == nil && 2*aliased < len(b) {
+		return Decode(b)
+	}
+	return e, err
+}
 
 // BulkMin is the least data field that DecodeBulk leaves in its frame.
 const BulkMin = 16 << 10
 
+// bulkType reports the messages whose blocks DecodeBulk may leave in the
+// frame.
+func bulkType(t Type) bool { return t == TypeStoreBlock || t == TypeStoreBlocks }
+
 func decode(b []byte, owned bool, aliasMin int) (Envelope, error) {
+	e, _, err := decodeCounting(b, owned, aliasMin)
+	return e, err
+}
+
+// decodeCounting is decode, and how many bytes of data fields alias b.
+// With aliasMin > 0 only a bulkType's fields may.
+func decodeCounting(b []byte, owned bool, aliasMin int) (Envelope, int, error) {
 	if len(b) > MaxFrameBytes {
-		return Envelope{}, fmt.Errorf("%w: frame of %d bytes", fault.ErrTooLarge, len(b))
+		return Envelope{}, 0, fmt.Errorf("%w: frame of %d bytes", fault.ErrTooLarge, len(b))
 	}
 	var (
 		e       Envelope
@@ -247,24 +267,27 @@ func decode(b []byte, owned bool, aliasMin int) (Envelope, error) {
 		}
 	})
 	if d.err != nil {
-		return Envelope{}, d.err
+		return Envelope{}, 0, d.err
 	}
 	if version != Version {
-		return Envelope{}, fmt.Errorf("%w: %d", ErrVersion, version)
+		return Envelope{}, 0, fmt.Errorf("%w: %d", ErrVersion, version)
 	}
 	m := newMsg(typ)
 	if m == nil {
-		return Envelope{}, fmt.Errorf("%w: %d", ErrType, typ)
+		return Envelope{}, 0, fmt.Errorf("%w: %d", ErrType, typ)
 	}
 	if !hasBody {
-		return Envelope{}, fmt.Errorf("%w: no body", ErrMalformed)
+		return Envelope{}, 0, fmt.Errorf("%w: no body", ErrMalformed)
+	}
+	if aliasMin > 0 && !bulkType(typ) {
+		d.owned = false
 	}
 	d.each(body, func(f field) { m.decodeField(&d, f) })
 	if d.err != nil {
-		return Envelope{}, d.err
+		return Envelope{}, 0, d.err
 	}
 	e.Msg = m
-	return e, nil
+	return e, d.aliased, nil
 }
 
 // WriteFrame writes the length-prefixed encoding of e to w.

@@ -316,6 +316,26 @@ func TestDecodeBulkKeepsOnlyTheBulk(t *testing.T) {
 	if !bytes.Equal(got[1].Data, small) {
 		t.Error("a small block changed with the frame: DecodeBulk must copy it")
 	}
+
+	// Copied whole: a message whose blocks may outlive each other (a
+	// client's batch of puts), and a large block padded with a field
+	// nobody reads, so that keeping it would keep a frame four times its
+	// size alive.
+	for name, frame := range map[string][]byte{
+		"ClientPutBatch": Encode(nil, Envelope{Kind: Request, Msg: &ClientPutBatch{Items: []PutItem{{Data: big}, {Data: big}}}}),
+		"padded StoreBlock": putBytes(Encode(nil, Envelope{Kind: Request, Msg: &StoreBlock{Key: id.Random(r, id.Bytes), Data: big}}),
+			99, make([]byte, 3*BulkMin)),
+	} {
+		e, err := DecodeBulk(frame)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := Encode(nil, e)
+		clear(frame)
+		if !bytes.Equal(Encode(nil, e), want) {
+			t.Errorf("%s: a block changed with the frame: DecodeBulk must copy it", name)
+		}
+	}
 }
 
 // TestHostSenderSurvivesTheCodec: the host runtime's own replies name the
