@@ -210,10 +210,10 @@ func DecodeOwned(b []byte) (Envelope, error) { return decode(b, true, 0) }
 // copies) is then read with no copy of them.
 func DecodeBulk(b []byte) (Envelope, error) {
 	e, aliased, err := decodeCounting(b, true, BulkMin)
-	if err == nil && 2*aliased < len(b) {
-		return Decode(b)
+	if err == nil && aliased > 0 && 2*aliased < len(b) {
+		return Decode(b) // the rare padded frame: decoded again, copying
 	}
-	return e, err
+	return e, err // nothing aliased is Decode's result already
 }
 
 // BulkMin is the least data field that DecodeBulk leaves in its frame.
