@@ -327,11 +327,7 @@ func (h *Chord) handleTimer(env node.Env, t node.Timer) bool {
 		h.vnodes[t.vnode].stabilize(env)
 		env.After(h.jitter(env, h.cfg.StabilizeInterval), t)
 	case quickStabilizeTimer:
-		v := h.vnodes[t.vnode]
-		v.quick = false
-		h.Stats.QuickRounds++
-		v.stabilize(env)
-		v.quickRound(env)
+		h.vnodes[t.vnode].runQuickRound(env)
 	case fixFingerTimer:
 		h.vnodes[t.vnode].fixFinger(env)
 	case lookupTimer:

@@ -222,7 +222,8 @@ func (v *Vnode) roundSoonIf(env node.Env, changed bool) {
 
 // quickRound schedules the vnode's next quick round, unless one is
 // pending, its quick rounds are over, or it has run its share. Each quick
-// round adds quickCost to a debt that time pays off, and none runs while
+// round adds 1/quickCost of a StabilizeInterval to a debt that time pays
+// off, and none runs while
 // the debt is more than quickBurst intervals ahead: a ring forming runs
 // its quick rounds in one burst (up to about 53 rounds, 7 s; triad up's
 // ring needs 3-6 s), and lists kept changing by a peer (an insider whose
@@ -243,6 +244,15 @@ func (v *Vnode) quickRound(env node.Env) {
 	v.quickDebt = debt.Add(cfg.StabilizeInterval / quickCost)
 	v.quick = true
 	env.After(v.host.jitter(env, cfg.QuickStabilize), quickStabilizeTimer{v.index})
+}
+
+// runQuickRound is a quick round: a stabilization round, and the next
+// quick round scheduled if the vnode still runs them.
+func (v *Vnode) runQuickRound(env node.Env) {
+	v.quick = false
+	v.host.Stats.QuickRounds++
+	v.stabilize(env)
+	v.quickRound(env)
 }
 
 // A quick round costs 1/quickCost of a StabilizeInterval of debt, and the
